@@ -1,0 +1,133 @@
+/*
+ * tport/tport.h — the tensorport application API.
+ *
+ * Tensors and lazily recorded operations, graphs built from result tensors,
+ * and their execution on the best available backends.  Backends themselves
+ * are plug-ins; see tport/backend.h for that side.
+ *
+ * Conventions:
+ * - Shapes follow ggml: ne[0] is the innermost dimension; nb[] are byte
+ *   strides.  Up to 4 dimensions.
+ * - Functions that can fail return a tport_status (0 = TPORT_STATUS_OK) or
+ *   NULL; tport_last_error() then says why (per thread).
+ * - Op constructors return NULL if an argument is NULL or shapes do not fit,
+ *   so a chain of ops can be checked once at the end.
+ */
+#ifndef TPORT_TPORT_H
+#define TPORT_TPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#include "backend.h" /* ids: types, ops, statuses */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TPORT_VERSION_MAJOR 0
+#define TPORT_VERSION_MINOR 1
+#define TPORT_VERSION_PATCH 0
+#define TPORT_VERSION_STRING "0.1.0"
+
+/* ---- errors -------------------------------------------------------------- */
+const char *tport_last_error(void);              /* "" if none          */
+const char *tport_status_name(tport_status s);
+
+/* ---- types --------------------------------------------------------------- */
+/* NULL for an unknown id.  The traits are the same the plug-ins see. */
+const tport_type_info *tport_type_get(tport_type_id type);
+/* Looks a type up by name ("f32", "q4_0", "q4_0_qnt0"); -1 if unknown. */
+int64_t tport_type_from_name(const char *name);
+/* Bytes of a row of n elements (n a multiple of the block size). */
+size_t tport_row_size(tport_type_id type, int64_t n);
+
+/* ---- contexts and tensors ------------------------------------------------ */
+typedef struct tport_ctx tport_ctx;
+typedef struct tport_tensor tport_tensor;
+typedef struct tport_graph tport_graph;
+
+/* A context owns tensor records and, if data_bytes > 0, an arena from which
+ * tport_new_tensor gives leaves their data.  With data_bytes == 0 leaves
+ * have no data until tport_tensor_set_data. */
+tport_ctx *tport_ctx_new(size_t data_bytes);
+void tport_ctx_free(tport_ctx *ctx);
+
+tport_tensor *tport_new_tensor(tport_ctx *ctx, tport_type_id type, int n_dims, const int64_t *ne);
+tport_tensor *tport_new_tensor_1d(tport_ctx *ctx, tport_type_id type, int64_t ne0);
+tport_tensor *tport_new_tensor_2d(tport_ctx *ctx, tport_type_id type, int64_t ne0, int64_t ne1);
+tport_tensor *tport_new_tensor_3d(tport_ctx *ctx, tport_type_id type, int64_t ne0, int64_t ne1, int64_t ne2);
+tport_tensor *tport_new_tensor_4d(tport_ctx *ctx, tport_type_id type, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3);
+
+tport_type_id tport_tensor_type(const tport_tensor *t);
+int64_t tport_tensor_ne(const tport_tensor *t, int dim);
+size_t tport_tensor_nb(const tport_tensor *t, int dim);
+int64_t tport_tensor_nelements(const tport_tensor *t);
+size_t tport_tensor_nbytes(const tport_tensor *t);
+bool tport_tensor_is_contiguous(const tport_tensor *t);
+void *tport_tensor_data(const tport_tensor *t);  /* NULL until computed/set */
+void tport_tensor_set_data(tport_tensor *t, void *data); /* leaves only  */
+tport_tensor *tport_tensor_set_name(tport_tensor *t, const char *name);
+const char *tport_tensor_name(const tport_tensor *t);
+/* Marks a leaf as a constant weight (backends may cache it). */
+void tport_tensor_set_weight(tport_tensor *t);
+
+/* ---- ops (recorded, not computed) ---------------------------------------- */
+tport_tensor *tport_get_rows(tport_ctx *ctx, tport_tensor *a, tport_tensor *ids);
+tport_tensor *tport_add(tport_ctx *ctx, tport_tensor *a, tport_tensor *b);
+tport_tensor *tport_mul(tport_ctx *ctx, tport_tensor *a, tport_tensor *b);
+tport_tensor *tport_scale(tport_ctx *ctx, tport_tensor *a, float s);
+tport_tensor *tport_mul_mat(tport_ctx *ctx, tport_tensor *a, tport_tensor *b);
+tport_tensor *tport_rms_norm(tport_ctx *ctx, tport_tensor *a, float eps);
+tport_tensor *tport_norm(tport_ctx *ctx, tport_tensor *a, float eps);
+tport_tensor *tport_rope(tport_ctx *ctx, tport_tensor *a, tport_tensor *pos,
+                         int n_dims, int mode, float freq_base, float freq_scale);
+tport_tensor *tport_soft_max(tport_ctx *ctx, tport_tensor *a, tport_tensor *mask, float scale);
+tport_tensor *tport_silu(tport_ctx *ctx, tport_tensor *a);
+tport_tensor *tport_gelu(tport_ctx *ctx, tport_tensor *a);
+tport_tensor *tport_swiglu(tport_ctx *ctx, tport_tensor *a, tport_tensor *b);
+/* Copies a into b's memory (converting type); returns the node to compute. */
+tport_tensor *tport_cpy(tport_ctx *ctx, tport_tensor *a, tport_tensor *b);
+tport_tensor *tport_cont(tport_ctx *ctx, tport_tensor *a);
+tport_tensor *tport_concat(tport_ctx *ctx, tport_tensor *a, tport_tensor *b, int dim);
+/* Views cost nothing: they share a's data. */
+tport_tensor *tport_view(tport_ctx *ctx, tport_tensor *a, int n_dims, const int64_t *ne,
+                         const size_t *nb, size_t offset);
+tport_tensor *tport_reshape(tport_ctx *ctx, tport_tensor *a, int n_dims, const int64_t *ne);
+tport_tensor *tport_permute(tport_ctx *ctx, tport_tensor *a, int ax0, int ax1, int ax2, int ax3);
+tport_tensor *tport_transpose(tport_ctx *ctx, tport_tensor *a);
+
+/* ---- graphs ------------------------------------------------------------- */
+/* Builds the graph of everything `out` depends on, in topological order.
+ * More results can be added; each becomes an output kept after compute. */
+tport_graph *tport_graph_new(tport_ctx *ctx);
+tport_status tport_graph_add(tport_graph *g, tport_tensor *out);
+int tport_graph_n_nodes(const tport_graph *g);
+
+typedef struct tport_compute_params {
+    int n_threads;          /* 0 = number of cores                        */
+    const char *backend;    /* force one backend by name, or NULL = best  */
+} tport_compute_params;
+
+/* Plans memory for intermediates (reusing dead buffers), assigns every node
+ * to a backend and runs it.  Outputs stay valid until the graph is freed or
+ * computed again. */
+tport_status tport_graph_compute(tport_graph *g, const tport_compute_params *params);
+/* Bytes the memory planner needs for intermediates (after planning). */
+size_t tport_graph_peak_bytes(const tport_graph *g);
+/* Name of the backend that ran node i in the last compute, or NULL. */
+const char *tport_graph_node_backend(const tport_graph *g, int i);
+tport_tensor *tport_graph_node(const tport_graph *g, int i);
+void tport_graph_free(tport_graph *g);
+
+/* ---- backends ------------------------------------------------------------ */
+/* Loads a plug-in file now (in addition to TPORT_BACKEND_PATH discovery). */
+tport_status tport_backend_load(const char *path);
+int tport_backend_count(void);            /* active backends          */
+const char *tport_backend_name(int i);    /* in preference order      */
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TPORT_TPORT_H */

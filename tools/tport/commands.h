@@ -1,0 +1,22 @@
+/* Subcommands of the tport tool; each lives in its own cmd_<name>.c. */
+#ifndef TPORT_TOOL_COMMANDS_H
+#define TPORT_TOOL_COMMANDS_H
+
+int cmd_backends(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_types(int argc, char **argv);
+int cmd_convert(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_check_backend(int argc, char **argv);
+int cmd_synth(int argc, char **argv);
+int cmd_demo(int argc, char **argv);
+
+/* Prints "tport: <message>" on stderr; returns `status` for `return fail(..)`. */
+int tool_fail(int status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+#endif

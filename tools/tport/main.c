@@ -1,0 +1,61 @@
+/* tport: the tensorport command-line tool.  One subcommand per file. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+#include "tport/tport.h"
+
+struct command {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *summary;
+};
+
+static const struct command commands[] = {
+    {"backends", cmd_backends, "what backends were found, chosen, shadowed, rejected and why"},
+    {"info", cmd_info, "container, versions, hyperparameters and tensors of a model file"},
+    {"types", cmd_types, "every tensor type and layout revision, and who supports it"},
+    {"convert", cmd_convert, "convert any readable model file to GGUF, optionally requantized"},
+    {"run", cmd_run, "generate text with a model"},
+    {"bench", cmd_bench, "prompt and generation speed"},
+    {"check-backend", cmd_check_backend, "conformance of a backend against the reference"},
+    {"synth", cmd_synth, "write a random-weight llama model"},
+    {"demo", cmd_demo, "a small built-in graph, no download needed"},
+};
+
+int tool_fail(int status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("tport: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return status;
+}
+
+static void usage(FILE *out) {
+    fprintf(out, "usage: tport COMMAND [options]   (tport COMMAND --help for details)\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(out, "  %-14s %s\n", commands[i].name, commands[i].summary);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("tport %s (backend ABI %d.%d)\n", TPORT_VERSION_STRING, TPORT_ABI_MAJOR, TPORT_ABI_MINOR);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(argv[1], commands[i].name))
+            return commands[i].fn(argc - 1, argv + 1);
+    usage(stderr);
+    return tool_fail(2, "unknown command '%s'", argv[1]);
+}
