@@ -1,0 +1,112 @@
+/* One description of a model file, whatever container it came in.
+ * Readers (gguf, ggml-legacy, llama2c, safetensors) fill it; the model
+ * loader, `tport info` and `tport convert` read it. */
+#ifndef TPORT_FORMATS_MODEL_FILE_H
+#define TPORT_FORMATS_MODEL_FILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tport/tport.h"
+
+typedef enum tport_container {
+    TPORT_CONTAINER_UNKNOWN = 0,
+    TPORT_CONTAINER_GGUF,
+    TPORT_CONTAINER_GGML,        /* unversioned 'ggml' magic  */
+    TPORT_CONTAINER_GGMF,
+    TPORT_CONTAINER_GGJT,
+    TPORT_CONTAINER_LLAMA2C,
+    TPORT_CONTAINER_SAFETENSORS,
+} tport_container;
+
+/* A tensor as stored.  Names are normalized to GGUF's llama scheme:
+ * token_embd.weight, output_norm.weight, output.weight,
+ * blk.N.{attn_norm,attn_q,attn_k,attn_v,attn_output,ffn_norm,ffn_gate,
+ * ffn_up,ffn_down}.weight.  Shapes follow ggml: ne[0] innermost, so a
+ * weight used as mul_mat's src0 has ne = {n_in, n_out}. */
+typedef struct tport_mf_tensor {
+    char *name;
+    tport_type_id type;        /* exact layout revision (see backend.h) */
+    int n_dims;
+    int64_t ne[4];             /* unused dims are 1                      */
+    uint64_t offset;           /* absolute offset of the data in the file */
+    uint64_t nbytes;
+    const void *data;          /* into the read-only mapping, or owned   */
+} tport_mf_tensor;
+
+/* Llama-architecture hyperparameters (0 = not given by the file). */
+typedef struct tport_llama_hparams {
+    uint32_t n_vocab, n_ctx, n_embd, n_ff, n_layer, n_head, n_head_kv;
+    uint32_t n_rot;            /* rotary dims per head (head size usually) */
+    float norm_eps;            /* RMSNorm epsilon                          */
+    float rope_freq_base;      /* 10000 unless the file says otherwise     */
+    float rope_freq_scale;     /* 1 unless the file says otherwise         */
+    int rope_mode;             /* TPORT_ROPE_NORMAL or TPORT_ROPE_NEOX     */
+} tport_llama_hparams;
+
+/* Tokenizer data carried by the file (n_tokens == 0 if none). */
+typedef struct tport_vocab {
+    char model[32];            /* "llama" (SentencePiece BPE), "gpt2", ... */
+    int32_t n_tokens;
+    char **tokens;             /* NUL-terminated; token_len[i] bytes       */
+    uint32_t *token_len;
+    float *scores;             /* NULL if the file has none                */
+    int32_t *token_type;       /* NULL if none; 1 normal, 2 unknown, 3 control,
+                                  4 user defined, 5 unused, 6 byte (ggml)  */
+    int32_t bos, eos, unk, pad; /* -1 if absent                            */
+    bool add_bos;
+} tport_vocab;
+
+/* A metadata key/value, kept for `tport info` and conversion.  Arrays keep
+ * their element type and count; strings are NUL-terminated copies. */
+typedef enum tport_kv_type {
+    TPORT_KV_U8, TPORT_KV_I8, TPORT_KV_U16, TPORT_KV_I16, TPORT_KV_U32, TPORT_KV_I32,
+    TPORT_KV_F32, TPORT_KV_BOOL, TPORT_KV_STRING, TPORT_KV_ARRAY, TPORT_KV_U64,
+    TPORT_KV_I64, TPORT_KV_F64,
+} tport_kv_type;             /* numbered as GGUF's value types */
+
+typedef struct tport_kv {
+    char *key;
+    tport_kv_type type;
+    tport_kv_type elem_type;   /* for arrays                              */
+    uint64_t n_elems;          /* for arrays                              */
+    union {
+        uint64_t u;
+        int64_t i;
+        double f;
+        bool b;
+        char *s;
+        void *arr;             /* n_elems values; strings as char*[]; a
+                                  nested array as tport_kv[]            */
+    } v;
+} tport_kv;
+
+typedef struct tport_model_file {
+    char *path;
+    tport_container container;
+    uint32_t version;          /* container version (GGUF 1-3, GGJT 1-3, ...) */
+    int32_t quant_version;     /* ggml QNT version, -1 if unknown          */
+    uint32_t file_type;        /* llama ftype / general.file_type, if any  */
+    char arch[32];             /* "llama" ...                              */
+    tport_llama_hparams hp;
+    tport_vocab vocab;
+    int n_kv;
+    tport_kv *kv;
+    int n_tensors;
+    tport_mf_tensor *tensors;
+    /* private to the readers */
+    void *map;
+    size_t map_size;
+    void *owned;
+} tport_model_file;
+
+/* Sniffs the format from the bytes, reads and validates the file.  On error
+ * returns TPORT_STATUS_BAD_FORMAT or TPORT_STATUS_IO and the message reads
+ * "FILE: offset N: what is wrong". */
+tport_status tport_model_file_open(const char *path, tport_model_file **out);
+void tport_model_file_close(tport_model_file *mf);
+const tport_mf_tensor *tport_model_file_find(const tport_model_file *mf, const char *name);
+const char *tport_container_name(tport_container c);
+
+#endif
