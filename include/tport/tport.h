@@ -127,6 +127,70 @@ tport_status tport_backend_load(const char *path);
 int tport_backend_count(void);            /* active backends          */
 const char *tport_backend_name(int i);    /* in preference order      */
 
+/* ---- models and sessions ------------------------------------------------- */
+typedef struct tport_model tport_model;
+typedef struct tport_session tport_session;
+typedef int32_t tport_token;
+
+typedef struct tport_model_params {
+    const char *backend;     /* force a backend by name, NULL = best        */
+    int n_threads;           /* 0 = number of cores                         */
+    const char *tokenizer_path; /* llama2.c tokenizer.bin for files without
+                                   a vocabulary (llama2.c checkpoints)     */
+} tport_model_params;
+
+/* Loads a llama-architecture model from any readable file. */
+tport_model *tport_model_load(const char *path, const tport_model_params *params);
+void tport_model_free(tport_model *m);
+int32_t tport_model_n_vocab(const tport_model *m);
+int32_t tport_model_n_ctx(const tport_model *m);
+tport_token tport_model_bos(const tport_model *m);   /* -1 if none */
+tport_token tport_model_eos(const tport_model *m);   /* -1 if none */
+
+/* Tokenizes text (SentencePiece-style BPE or llama2.c vocabulary).  Writes
+ * at most cap ids; returns the number of ids the text needs (which may be
+ * larger than cap), or -1 on error (no vocabulary). */
+int32_t tport_tokenize(const tport_model *m, const char *text, bool add_bos,
+                       tport_token *ids, int32_t cap);
+/* The text of one token (byte tokens decode to their byte); `prev` is the
+ * token before it (-1 at the start), for the leading-space rule.  Returns
+ * the number of bytes written to buf (at most cap). */
+int32_t tport_token_to_text(const tport_model *m, tport_token prev, tport_token id,
+                            char *buf, int32_t cap);
+
+typedef struct tport_session_params {
+    int32_t n_ctx;           /* 0 = the model's context length             */
+    int32_t n_batch;         /* prompt tokens per evaluation, 0 = 64       */
+    int n_threads;           /* 0 = the model's setting                    */
+} tport_session_params;
+
+tport_session *tport_session_new(tport_model *m, const tport_session_params *params);
+void tport_session_free(tport_session *s);
+/* Evaluates n tokens at the next positions (prompts in batches of n_batch,
+ * then one at a time); logits of the last token become available. */
+tport_status tport_session_eval(tport_session *s, const tport_token *ids, int32_t n);
+const float *tport_session_logits(const tport_session *s); /* n_vocab floats */
+int32_t tport_session_pos(const tport_session *s);
+void tport_session_reset(tport_session *s);
+
+typedef struct tport_sampler_params {
+    float temperature;       /* 0 = greedy                                  */
+    int32_t top_k;           /* 0 = off                                     */
+    float top_p;             /* 1 = off                                     */
+    float min_p;             /* 0 = off                                     */
+    float repeat_penalty;    /* 1 = off                                     */
+    int32_t repeat_last_n;   /* tokens the penalty looks back over          */
+    uint64_t seed;
+} tport_sampler_params;
+typedef struct tport_sampler tport_sampler;
+tport_sampler_params tport_sampler_defaults(void);
+tport_sampler *tport_sampler_new(const tport_sampler_params *p);
+void tport_sampler_free(tport_sampler *sm);
+/* Picks the next token from logits (n_vocab values); `history` feeds the
+ * repetition penalty; call tport_sampler_accept for each chosen token. */
+tport_token tport_sampler_sample(tport_sampler *sm, const float *logits, int32_t n_vocab);
+void tport_sampler_accept(tport_sampler *sm, tport_token id);
+
 #ifdef __cplusplus
 }
 #endif
