@@ -1,17 +1,108 @@
-/* The CPU backend's entry point and tables (ops land in their own files). */
+/* The CPU backend's entry point and tables.  The same file builds the copy
+ * linked into libtport (TPORT_CPU_EMBEDDED) and the plug-in variants that
+ * export tport_backend_entry; a variant compiled with -mavx2 etc. declares
+ * the instruction sets it needs, derived from the compiler's macros. */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
-#include "tport/backend.h"
+#include "cpu_internal.h"
 
-static const tport_host_api *host;
+const tport_host_api *cpu_host;
+
+typedef struct cpu_state {
+    cpu_pool *pool;
+    uint8_t *scratch;
+    size_t scratch_size;
+} cpu_state;
+
+#define REQUIRED_ISA_SSE42 0
+#if defined(__SSE4_2__)
+#undef REQUIRED_ISA_SSE42
+#define REQUIRED_ISA_SSE42 TPORT_ISA_SSE42
+#endif
+
+static uint64_t required_isa(void) {
+    uint64_t isa = REQUIRED_ISA_SSE42;
+#if defined(__AVX__)
+    isa |= TPORT_ISA_AVX;
+#endif
+#if defined(__AVX2__)
+    isa |= TPORT_ISA_AVX2;
+#endif
+#if defined(__FMA__)
+    isa |= TPORT_ISA_FMA;
+#endif
+#if defined(__F16C__)
+    isa |= TPORT_ISA_F16C;
+#endif
+#if defined(__AVX512F__)
+    isa |= TPORT_ISA_AVX512F;
+#endif
+#if defined(__AVX512BW__)
+    isa |= TPORT_ISA_AVX512BW;
+#endif
+#if defined(__AVX512VL__)
+    isa |= TPORT_ISA_AVX512VL;
+#endif
+#if defined(__AVX512DQ__)
+    isa |= TPORT_ISA_AVX512DQ;
+#endif
+#if defined(__AVX512VNNI__)
+    isa |= TPORT_ISA_AVX512VNNI;
+#endif
+#if defined(__AVX512BF16__)
+    isa |= TPORT_ISA_AVX512BF16;
+#endif
+#if defined(__ARM_NEON)
+    isa |= TPORT_ISA_NEON;
+#endif
+    return isa;
+}
+
+static int32_t cpu_score(void) {
+#if defined(__AVX512F__)
+    return 30;
+#elif defined(__AVX2__)
+    return 20;
+#else
+    return 10;
+#endif
+}
+
+void cpu_op_fail(cpu_op *op, tport_status code, const char *fmt, ...) {
+    int expected = 0;
+    if (!atomic_compare_exchange_strong(&op->status, &expected, (int)code))
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(op->message, sizeof op->message, fmt, ap);
+    va_end(ap);
+}
 
 static tport_status cpu_init(void **backend) {
-    *backend = NULL;
+    cpu_state *s = calloc(1, sizeof *s);
+    if (!s)
+        return cpu_host->error(TPORT_STATUS_OUT_OF_MEMORY, "cpu: out of memory");
+    s->pool = cpu_pool_new();
+    if (!s->pool) {
+        free(s);
+        return cpu_host->error(TPORT_STATUS_OUT_OF_MEMORY, "cpu: cannot create the thread pool");
+    }
+    cpu_types_init();
+    *backend = s;
     return TPORT_STATUS_OK;
 }
 
 static void cpu_shutdown(void *backend) {
-    (void)backend;
+    cpu_state *s = backend;
+    if (!s)
+        return;
+    cpu_pool_free(s->pool);
+    free(s->scratch);
+    free(s);
 }
 
 static int32_t cpu_device_count(void *backend) {
@@ -19,26 +110,150 @@ static int32_t cpu_device_count(void *backend) {
     return 1;
 }
 
+static long core_count(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? n : 1;
+}
+
+/* "model name : ..." from /proc/cpuinfo, or "" */
+static void cpu_model_name(char *out, size_t cap) {
+    out[0] = '\0';
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f)
+        return;
+    char line[256];
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "model name", 10))
+            continue;
+        const char *colon = strchr(line, ':');
+        if (!colon)
+            continue;
+        colon++;
+        while (*colon == ' ' || *colon == '\t')
+            colon++;
+        snprintf(out, cap, "%s", colon);
+        out[strcspn(out, "\n")] = '\0';
+        break;
+    }
+    fclose(f);
+}
+
 static tport_status cpu_device_info(void *backend, int32_t device, tport_device_info *out) {
     (void)backend;
-    (void)device;
-    (void)out;
-    return host->error(TPORT_STATUS_UNSUPPORTED, "not yet");
+    if (device != 0)
+        return cpu_host->error(TPORT_STATUS_INVALID_ARGUMENT, "cpu: no device %d", (int)device);
+    if (!out || out->struct_size < TPORT_DEVICE_INFO_SIZE_1_0)
+        return cpu_host->error(TPORT_STATUS_INVALID_ARGUMENT, "cpu: device_info struct too small");
+    tport_device_info info = {0};
+    info.kind = TPORT_DEVICE_CPU;
+    snprintf(info.name, sizeof info.name, "cpu");
+    char model[96];
+    cpu_model_name(model, sizeof model);
+    if (model[0])
+        snprintf(info.description, sizeof info.description, "%ld cores, %s", core_count(), model);
+    else
+        snprintf(info.description, sizeof info.description, "%ld cores", core_count());
+    long pages = sysconf(_SC_PHYS_PAGES), avail = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0)
+        info.memory_total = (uint64_t)pages * (uint64_t)page;
+    if (avail > 0 && page > 0)
+        info.memory_free = (uint64_t)avail * (uint64_t)page;
+    /* write only what the host's struct has room for */
+    uint32_t size = out->struct_size < sizeof info ? out->struct_size : (uint32_t)sizeof info;
+    info.struct_size = out->struct_size;
+    memcpy(out, &info, size);
+    return TPORT_STATUS_OK;
 }
 
 static bool cpu_supports_op(void *backend, int32_t device, const tport_graph_view *g, int32_t node) {
     (void)backend;
-    (void)device;
-    (void)g;
-    (void)node;
-    return false;
+    if (device != 0 || !g || g->struct_size < TPORT_GRAPH_VIEW_SIZE_1_0 || !g->tensors)
+        return false;
+    return cpu_supports(g, node);
+}
+
+static int64_t nelements(const tport_tensor_view *t) {
+    return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
+}
+
+/* Threads worth using: small ops run on the calling thread alone. */
+static int threads_for(const cpu_op *op, int budget) {
+    const tport_tensor_view *d = op->dst;
+    int64_t work = nelements(d);
+    if (d->op == TPORT_OP_MUL_MAT)
+        work *= op->src[0]->ne[0];
+    if (work < 16384)
+        return 1;
+    return budget;
+}
+
+static tport_status run_node(cpu_state *s, const tport_graph_view *g, int32_t idx, int budget) {
+    if (!cpu_supports(g, idx))
+        return cpu_host->error(TPORT_STATUS_UNSUPPORTED, "cpu: node %d is not supported", (int)idx);
+    cpu_op op = {.dst = g->tensors[idx]};
+    for (int i = 0; i < TPORT_MAX_SRC; i++)
+        op.src[i] = op.dst->src[i] >= 0 ? g->tensors[op.dst->src[i]] : NULL;
+    atomic_init(&op.status, 0);
+    op.nth = threads_for(&op, budget);
+
+    /* scratch: rows of floats per thread, plus packed activations for mul_mat */
+    int64_t widest = op.dst->ne[0];
+    for (int i = 0; i < TPORT_MAX_SRC; i++)
+        if (op.src[i] && op.src[i]->ne[0] > widest)
+            widest = op.src[i]->ne[0];
+    op.per_thread = ((size_t)(widest < 1024 ? 1024 : widest) * 4 * sizeof(float) + 63) / 64 * 64;
+    op.shared = op.dst->op == TPORT_OP_MUL_MAT ? (cpu_mul_mat_shared_scratch(&op) + 63) / 64 * 64 : 0;
+    size_t need = op.shared + op.per_thread * (size_t)op.nth;
+    if (need > s->scratch_size) {
+        free(s->scratch);
+        s->scratch = malloc(need);
+        s->scratch_size = s->scratch ? need : 0;
+        if (!s->scratch)
+            return cpu_host->error(TPORT_STATUS_OUT_OF_MEMORY, "cpu: out of memory for %zu bytes of scratch", need);
+    }
+    op.scratch = s->scratch;
+
+    switch (op.dst->op) {
+    case TPORT_OP_ADD:
+    case TPORT_OP_MUL:
+    case TPORT_OP_SCALE:
+    case TPORT_OP_SILU:
+    case TPORT_OP_GELU:
+    case TPORT_OP_SWIGLU:
+        cpu_run_elementwise(s->pool, &op);
+        break;
+    case TPORT_OP_RMS_NORM:
+    case TPORT_OP_NORM:
+    case TPORT_OP_SOFT_MAX:
+        cpu_run_norm(s->pool, &op);
+        break;
+    case TPORT_OP_ROPE:
+        cpu_run_rope(s->pool, &op);
+        break;
+    case TPORT_OP_MUL_MAT:
+        cpu_run_mul_mat(s->pool, &op);
+        break;
+    default: /* get_rows, cpy, cont, concat */
+        cpu_run_copy(s->pool, &op);
+        break;
+    }
+    int st = atomic_load(&op.status);
+    if (st)
+        return cpu_host->error(st, "cpu: node '%s': %s", op.dst->name ? op.dst->name : "", op.message);
+    return TPORT_STATUS_OK;
 }
 
 static tport_status cpu_compute(void *backend, int32_t device, const tport_graph_view *g) {
-    (void)backend;
-    (void)device;
-    (void)g;
-    return host->error(TPORT_STATUS_UNSUPPORTED, "not yet");
+    cpu_state *s = backend;
+    if (!s || device != 0 || !g || g->struct_size < TPORT_GRAPH_VIEW_SIZE_1_0 || (g->n_nodes && !g->nodes))
+        return cpu_host->error(TPORT_STATUS_INVALID_ARGUMENT, "cpu: bad compute arguments");
+    int budget = g->n_threads < 1 ? 1 : g->n_threads > CPU_MAX_THREADS ? CPU_MAX_THREADS : g->n_threads;
+    for (int32_t i = 0; i < g->n_nodes; i++) {
+        tport_status st = run_node(s, g, g->nodes[i], budget);
+        if (st)
+            return st;
+    }
+    return TPORT_STATUS_OK;
 }
 
 static tport_backend_api cpu_api = {
@@ -46,6 +261,7 @@ static tport_backend_api cpu_api = {
     .abi_major = TPORT_ABI_MAJOR,
     .name = "cpu",
     .version = "0.1.0",
+    .score = cpu_score,
     .init = cpu_init,
     .shutdown = cpu_shutdown,
     .device_count = cpu_device_count,
@@ -62,10 +278,17 @@ TPORT_BACKEND_EXPORT const tport_backend_api *tport_backend_entry(const tport_ho
 TPORT_BACKEND_EXPORT const tport_backend_api *tport_backend_entry(const tport_host_api *h)
 #endif
 {
-    if (!h || h->abi_major != TPORT_ABI_MAJOR)
+    if (!h || h->struct_size < TPORT_HOST_API_SIZE_1_0)
         return NULL;
-    host = h;
+    if (h->abi_major != TPORT_ABI_MAJOR) {
+        if (h->error)
+            h->error(TPORT_STATUS_VERSION_MISMATCH, "cpu backend speaks ABI %d.%d, host %u.%u", TPORT_ABI_MAJOR,
+                     TPORT_ABI_MINOR, h->abi_major, h->abi_minor);
+        return NULL;
+    }
+    cpu_host = h;
     uint32_t mine = TPORT_ABI_MINOR;
     cpu_api.abi_minor = h->abi_minor < mine ? h->abi_minor : mine;
+    cpu_api.required_isa = required_isa();
     return &cpu_api;
 }

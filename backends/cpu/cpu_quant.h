@@ -1,7 +1,14 @@
 /* Quantized dot-product kernels of the CPU backend (backends/cpu/quant/).
  * mul_mat converts a row of activations to the weight type's vec_dot_type
  * (tport_type_info.vec_dot_type, through the host's from_float) and calls
- * the kernel; types without a kernel fall back to dequantize + f32 dot. */
+ * the kernel; types without a kernel fall back to dequantize + f32 dot.
+ *
+ * Pairs (weights x activations), block layouts as today's ggml:
+ *   q4_0, q5_0, q8_0, iq4_nl                  x q8_0 {f16 d; i8 qs[32]}
+ *   q4_1, q5_1                                x q8_1 {f16 d; f16 s; i8 qs[32]}
+ *   q2_K, q3_K, q4_K, q5_K, q6_K, iq4_xs      x q8_K {f32 d; i8 qs[256]; i16 bsums[16]}
+ *   historical: q4_0_qnt0/qnt1, q5_0_qnt0, q8_0_qnt1, q4_2_qnt0 x q8_0;
+ *               q4_1_qnt0/qnt1, q5_1_qnt0, q4_3_qnt0        x q8_1 */
 #ifndef TPORT_CPU_QUANT_H
 #define TPORT_CPU_QUANT_H
 
@@ -13,7 +20,15 @@
  * vec_dot_type; n is a multiple of both block sizes. */
 typedef void (*cpu_vec_dot_fn)(int64_t n, float *s, const void *x, const void *y);
 
-/* The fastest kernel this build has for `type`, or NULL. */
+/* The fastest kernel this build has for `type`, or NULL: AVX-512 or AVX2
+ * versions when compiled with those instruction sets, else scalar. */
 cpu_vec_dot_fn cpu_vec_dot_for(tport_type_id type);
+
+/* The portable scalar kernel for `type`, or NULL (tests and benchmarks
+ * compare the SIMD kernels against it). */
+cpu_vec_dot_fn cpu_vec_dot_scalar_for(tport_type_id type);
+
+/* "avx512", "avx2" or "scalar": the best instruction set compiled in. */
+const char *cpu_vec_dot_isa(void);
 
 #endif

@@ -12,47 +12,104 @@
  * Backend author's guide
  * ---------------------------------------------------------------------------
  *
+ * A backend is a shared library (a "plug-in") built with your own build
+ * system against this header alone.  A step-by-step walk-through is in
+ * docs/writing-a-backend.md; examples/out-of-tree-backend is a complete,
+ * tested plug-in (F32 add, mul, mul_mat) built only against an installed
+ * tensorport.
+ *
+ * 0. Build and install.
+ *    - Compile with -fPIC -fvisibility=hidden; link as a shared library
+ *      (CMake: add_library(x MODULE ...)).  Do NOT link libtport or call any
+ *      tport_* function: everything you need comes through the host table.
+ *      `readelf -d your.so` must show no libtport in NEEDED.
+ *    - Name the file lib<something>.so.  The host finds it in any file or
+ *      folder listed in TPORT_BACKEND_PATH (':'-separated; in a folder every
+ *      *.so, in name order), in <libdir>/tport/backends beside libtport
+ *      (pkg-config --variable=backenddir tport; CMake: TPORT_BACKEND_DIR),
+ *      or through tport_backend_load(path).  `tport backends` shows what was
+ *      found and why anything was refused; `tport check-backend your.so`
+ *      checks every op you claim against the reference CPU backend.
+ *
  * 1. Export exactly one symbol with C linkage:
  *
+ *        TPORT_BACKEND_EXPORT
  *        const tport_backend_api *tport_backend_entry(const tport_host_api *host);
  *
- *    Read host->abi_major / host->abi_minor.  If the major differs from the
- *    one you were built with, return NULL (after host->error(...) to say why).
- *    Otherwise fill a tport_backend_api (usually a static const struct) with
- *    abi_major = TPORT_ABI_MAJOR and abi_minor = the highest minor both sides
- *    know: min(host->abi_minor, TPORT_ABI_MINOR).  Keep the host pointer.
- *    Do no other work in the entry point or in load-time constructors.
+ *    - If host->abi_major differs from TPORT_ABI_MAJOR, use nothing of the
+ *      host table but the fields every major keeps (below) and return your
+ *      table unchanged (abi_major = yours) or NULL; the host refuses it and
+ *      names both versions.  You may call host->error() first to say why.
+ *    - Otherwise set abi_major = TPORT_ABI_MAJOR and abi_minor = the highest
+ *      minor both know, min(host->abi_minor, TPORT_ABI_MINOR) — never more
+ *      than the host's — and keep the host pointer for later calls.
+ *    - Do no other work in the entry point and nothing at all in load-time
+ *      constructors: the host reads required_isa from your table BEFORE it
+ *      calls anything else of yours, so code built for an instruction set the
+ *      CPU lacks must not run before that check.
+ *    - The entry point may be called more than once (tport check-backend
+ *      drives it with test hosts of other minors, then again with the real
+ *      one); each call rebinds the host and returns the table for it.
  *
- * 2. Fill in the slots you implement; leave the others NULL.  A NULL slot
- *    means "unsupported" and is never called.  Required: name, init,
- *    shutdown, device_count, device_info, supports_op, compute.
+ *    Kept in every major, so both sides can read each other's version and a
+ *    plug-in can explain a refusal: tport_host_api starts with struct_size,
+ *    abi_major, abi_minor, reserved, log, error; tport_backend_api starts
+ *    with struct_size, abi_major, abi_minor, reserved.
  *
- * 3. Lifetime: entry -> init -> (device_count, device_info, supports_op,
- *    compute, buffers ...)* -> shutdown -> the host unloads the library.
- *    No thread of yours may outlive shutdown.  Do not rely on static
- *    destructors or atexit.
+ * 2. The table.  Fill in the slots you implement; leave the others NULL.  A
+ *    NULL slot means "unsupported" and is never called.  Required (else the
+ *    plug-in is refused): name, init, shutdown, device_count, device_info,
+ *    supports_op, compute.  Optional: score (NULL = 1).
+ *    - name: 1..63 bytes of [A-Za-z0-9_.-], lower case by convention ("cpu",
+ *      "myaccel").  Files giving the same name compete: the highest score is
+ *      used, the others are reported as shadowed.  Name and version strings
+ *      must stay valid until the library is unloaded.
+ *    - required_isa: the TPORT_ISA_* bits your code was compiled for (e.g.
+ *      from __AVX2__, __FMA__).  The host checks them against cpuid and the
+ *      OS-enabled register state and refuses the plug-in if any is missing.
+ *    - score(): called once, after the ISA check, before init; cheap, no
+ *      device work.  Higher is better; 0 = cannot run on this machine.
+ *
+ * 3. Lifetime: entry -> score -> init -> (device_count, device_info,
+ *    supports_op, compute)* -> shutdown -> the host unloads the library.
+ *    init may be called more than once (several independent instances):
+ *    keep state in what init returns, not in globals.  No thread of yours
+ *    may outlive shutdown.  Do not rely on static destructors or atexit.
+ *    A refused plug-in is unloaded without init or shutdown being called.
  *
  * 4. Threading: the host calls a backend instance from one thread at a time
  *    (it serialises calls per instance).  A backend may run its own worker
- *    threads inside compute; host services may be called from any thread.
+ *    threads inside compute (graph->n_threads is the user's budget); host
+ *    services may be called from any thread.
  *
  * 5. Errors are values: every fallible slot returns a tport_status code
  *    (TPORT_STATUS_OK == 0).  Attach a message with
  *        return host->error(TPORT_STATUS_UNSUPPORTED, "op %u on type %u", op, type);
  *    Never call exit() or abort(); never let a signal escape on bad input.
+ *    A plug-in whose init fails or that reports no devices is skipped with
+ *    the message; every other backend keeps working.
  *
  * 6. Data: a compute call receives a tport_graph_view: an array of tensor
  *    records (op, type, shape ne[], byte strides nb[], sources, data).  Nodes
  *    whose `data` is non-NULL live in host memory (every buffer is host
- *    memory in ABI 1.0).  Execute the node indices in the order given.
- *    Shapes follow ggml's convention: ne[0] is the innermost (fastest)
- *    dimension, nb[i] is the byte stride of dimension i; unused dimensions
- *    have ne == 1.
+ *    memory in ABI 1.0).  Execute the node indices in the order given; the
+ *    host has allocated every destination.  Shapes follow ggml's
+ *    convention: ne[0] is the innermost (fastest) dimension, nb[i] is the
+ *    byte stride of dimension i (nb[0] = bytes per block); unused dimensions
+ *    have ne == 1.  Sources may be strided views (padded rows, transposes):
+ *    check nb[] rather than assuming contiguity.  Read a parameter block
+ *    only if params_size >= the size you read.
  *
  * 7. Capabilities are data: supports_op() is asked for one node with its
- *    real types, shapes and parameters before the host assigns it to you.
- *    Answer false for anything you do not fully handle, including ids you do
- *    not know: ids are append-only and new ones appear in later minors.
+ *    real types, shapes, strides and parameters before the host assigns it
+ *    to you.  Answer false for anything you do not fully handle, including
+ *    ids you do not know: ids are append-only and new ones appear in later
+ *    minors.  What you decline runs on another backend (in the end the
+ *    CPU); compute() is only given nodes you accepted.
+ *
+ * 8. Structs you receive (host table, graph and tensor views, device_info):
+ *    read no field that ends past its struct_size; write into device_info
+ *    only up to out->struct_size.
  *
  * ---------------------------------------------------------------------------
  * Versioning policy
@@ -72,6 +129,9 @@
  *   TPORT_*_SIZE_1_0 macros; a table smaller than that is refused.
  * - Ids (ops, types, statuses, device kinds, ISA bits) are explicitly
  *   numbered, never reused, never renumbered.
+ * - tests/plugins/test_abi_layout.c freezes sizeof/offsetof of every struct
+ *   and every id of 1.0 (x86-64 System V): a layout change without a
+ *   version change fails the build's tests.
  * - The CHANGELOG below lists what each minor added.
  *
  * CHANGELOG
@@ -159,6 +219,13 @@ enum {
     TPORT_TYPE_Q8_0_QNT1 = 206, /* {f32 d; i8 qs[32]} (QNT0 and QNT1)       */
     TPORT_TYPE_Q4_0_QNT1 = 207, /* {f32 d; u8 qs[16]} split nibbles         */
     TPORT_TYPE_Q4_1_QNT1 = 208, /* {f32 d, m; u8 qs[16]} split nibbles      */
+    /* k-quants of GGML_QKK_64 builds (2023-06-26 .. 2024-05-23): 64-element
+     * super-blocks, not marked in files (recognised by tensor byte sizes) */
+    TPORT_TYPE_Q2_K_QK64 = 209, /* {u8 scales[4]; u8 qs[16]; f16 d, dmin}   */
+    TPORT_TYPE_Q3_K_QK64 = 210, /* {u8 hmask[8]; u8 qs[16]; u8 scales[2]; f16 d} */
+    TPORT_TYPE_Q4_K_QK64 = 211, /* {f16 d[2]; u8 scales[2]; u8 qs[32]}      */
+    TPORT_TYPE_Q5_K_QK64 = 212, /* {f16 d; i8 scales[4]; u8 qh[8]; u8 qs[32]} */
+    TPORT_TYPE_Q6_K_QK64 = 213, /* {u8 ql[32]; u8 qh[16]; i8 scales[4]; f16 d} */
 };
 
 /* ---- op ids (append-only) -----------------------------------------------
@@ -329,9 +396,12 @@ typedef struct tport_backend_api {
 } tport_backend_api;
 #define TPORT_BACKEND_API_SIZE_1_0 TPORT_SIZE_THROUGH(tport_backend_api, compute)
 
-/* The one symbol a plug-in exports. */
+/* The one symbol a plug-in exports.  Declared here, inside extern "C", so
+ * that a plug-in's definition has C linkage even when compiled as C++ (a
+ * mangled name would not be found) and needs no prototype of its own. */
 #define TPORT_BACKEND_ENTRY_NAME "tport_backend_entry"
 typedef const tport_backend_api *(*tport_backend_entry_fn)(const tport_host_api *host);
+TPORT_BACKEND_EXPORT const tport_backend_api *tport_backend_entry(const tport_host_api *host);
 
 #ifdef __cplusplus
 }

@@ -87,11 +87,18 @@ tport_tensor *tport_soft_max(tport_ctx *ctx, tport_tensor *a, tport_tensor *mask
 tport_tensor *tport_silu(tport_ctx *ctx, tport_tensor *a);
 tport_tensor *tport_gelu(tport_ctx *ctx, tport_tensor *a);
 tport_tensor *tport_swiglu(tport_ctx *ctx, tport_tensor *a, tport_tensor *b);
-/* Copies a into b's memory (converting type); returns the node to compute. */
+/* Copies a into b's memory (converting type; same element count, shapes
+ * may differ); returns the node to compute, a view of b.  Add it to the
+ * graph before the nodes that read b. */
 tport_tensor *tport_cpy(tport_ctx *ctx, tport_tensor *a, tport_tensor *b);
 tport_tensor *tport_cont(tport_ctx *ctx, tport_tensor *a);
 tport_tensor *tport_concat(tport_ctx *ctx, tport_tensor *a, tport_tensor *b, int dim);
-/* Views cost nothing: they share a's data. */
+/* Views cost nothing: they share a's data.  tport_view takes n_dims sizes
+ * and n_dims byte strides starting with nb[0] (NULL = contiguous; strides of
+ * dimensions past n_dims follow contiguously); offset is in bytes from a's
+ * first element, and the view must lie inside a.  tport_reshape needs a
+ * contiguous input.  tport_permute moves source dimension i to position
+ * ax_i (ggml's convention); tport_transpose swaps dimensions 0 and 1. */
 tport_tensor *tport_view(tport_ctx *ctx, tport_tensor *a, int n_dims, const int64_t *ne,
                          const size_t *nb, size_t offset);
 tport_tensor *tport_reshape(tport_ctx *ctx, tport_tensor *a, int n_dims, const int64_t *ne);

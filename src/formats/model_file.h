@@ -99,14 +99,28 @@ typedef struct tport_model_file {
     void *map;
     size_t map_size;
     void *owned;
+    /* added by the formats readers */
+    uint64_t file_size;
+    uint32_t alignment;        /* tensor data alignment (GGUF, GGJT), 0 = none */
+    uint64_t data_offset;      /* where the tensor data starts (GGUF)        */
+    int tensors_cap;           /* private to the readers                     */
+    char notes[256];           /* what the reader changed at load, or ""     */
+    bool borrowed;             /* private: map is the caller's memory        */
 } tport_model_file;
 
 /* Sniffs the format from the bytes, reads and validates the file.  On error
  * returns TPORT_STATUS_BAD_FORMAT or TPORT_STATUS_IO and the message reads
  * "FILE: offset N: what is wrong". */
 tport_status tport_model_file_open(const char *path, tport_model_file **out);
+/* The same from bytes in memory (borrowed: they must outlive the model
+ * file); `name` stands in for the path in messages.  No companion files
+ * (config.json) are read.  For fuzzing and tests. */
+tport_status tport_model_file_open_memory(const void *data, size_t size, const char *name,
+                                          tport_model_file **out);
 void tport_model_file_close(tport_model_file *mf);
 const tport_mf_tensor *tport_model_file_find(const tport_model_file *mf, const char *name);
 const char *tport_container_name(tport_container c);
+/* The metadata entry with this key, or NULL. */
+const tport_kv *tport_model_file_kv(const tport_model_file *mf, const char *key);
 
 #endif

@@ -1,8 +1,190 @@
-/* Placeholder until this command lands; it says so and fails. */
+/* tport backends [-v] [--json] [--probe]: every candidate the registry
+ * examined — file, backend name and version, negotiated ABI, score,
+ * status (active / shadowed / rejected) with the reason, and devices. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
 #include "commands.h"
+#include "registry/registry.h"
+#include "registry/search_path.h"
+#include "tport/tport.h"
+
+static const char *kind_name(int32_t kind) {
+    switch (kind) {
+    case TPORT_DEVICE_CPU: return "cpu";
+    case TPORT_DEVICE_GPU: return "gpu";
+    case TPORT_DEVICE_ACCEL: return "accel";
+    case TPORT_DEVICE_REMOTE: return "remote";
+    default: return "unknown";
+    }
+}
+
+static void json_string(const char *s) {
+    putchar('"');
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+        if (*p == '"' || *p == '\\')
+            printf("\\%c", *p);
+        else if (*p < 0x20)
+            printf("\\u%04x", *p);
+        else
+            putchar(*p);
+    }
+    putchar('"');
+}
+
+static void json_isa_list(uint64_t isa) {
+    char names[256];
+    tport_isa_names(isa, names, sizeof names);
+    putchar('[');
+    int first = 1;
+    for (char *save = NULL, *tok = strtok_r(names, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+        printf("%s", first ? "" : ", ");
+        json_string(tok);
+        first = 0;
+    }
+    putchar(']');
+}
+
+static void print_json(void) {
+    char dir[4096];
+    tport_installed_backend_dir(dir, sizeof dir);
+    printf("{\n  \"host_abi\": \"%d.%d\",\n  \"cpu_features\": ", TPORT_ABI_MAJOR, TPORT_ABI_MINOR);
+    json_isa_list(tport_isa_host());
+    printf(",\n  \"installed_dir\": ");
+    json_string(dir);
+    printf(",\n  \"active\": [");
+    for (int i = 0; i < tport_backend_count(); i++) {
+        printf("%s", i ? ", " : "");
+        json_string(tport_backend_name(i));
+    }
+    printf("],\n  \"candidates\": [");
+    int n = tport_registry_candidate_count();
+    for (int i = 0; i < n; i++) {
+        tport_candidate_report r;
+        tport_registry_candidate(i, &r);
+        printf("%s\n    {\"path\": ", i ? "," : "");
+        json_string(r.path);
+        printf(", \"origin\": ");
+        json_string(r.origin);
+        printf(", \"name\": ");
+        json_string(r.name);
+        printf(", \"version\": ");
+        json_string(r.version);
+        if (r.abi_major)
+            printf(", \"abi\": \"%u.%u\"", r.abi_major, r.abi_minor);
+        else
+            printf(", \"abi\": null");
+        printf(", \"score\": %d, \"status\": ", r.score);
+        json_string(tport_candidate_status_name(r.status));
+        printf(", \"reason\": ");
+        json_string(r.reason);
+        printf(", \"required_isa\": ");
+        json_isa_list(r.required_isa);
+        printf(", \"devices\": [");
+        for (int d = 0; d < r.n_devices; d++) {
+            const tport_device_info *dev = &r.devices[d];
+            printf("%s{\"name\": ", d ? ", " : "");
+            json_string(dev->name);
+            printf(", \"kind\": ");
+            json_string(kind_name(dev->kind));
+            printf(", \"description\": ");
+            json_string(dev->description);
+            printf(", \"memory_total\": %" PRIu64 ", \"memory_free\": %" PRIu64 "}", dev->memory_total,
+                   dev->memory_free);
+        }
+        printf("]}");
+    }
+    printf("\n  ]\n}\n");
+}
+
+static void print_memory(uint64_t bytes) {
+    if (!bytes)
+        printf("memory unknown");
+    else if (bytes >= (1ull << 30))
+        printf("%.1f GiB", (double)bytes / (double)(1ull << 30));
+    else
+        printf("%.1f MiB", (double)bytes / (double)(1ull << 20));
+}
+
+static void print_text(bool verbose) {
+    char buf[512];
+    tport_isa_names(tport_isa_host(), buf, sizeof buf);
+    printf("host backend ABI %d.%d; CPU features: %s\n", TPORT_ABI_MAJOR, TPORT_ABI_MINOR, buf[0] ? buf : "(none)");
+    if (verbose) {
+        tport_installed_backend_dir(buf, sizeof buf);
+        printf("installed backends folder: %s\n", buf[0] ? buf : "(unknown)");
+    }
+    printf("active, in preference order:");
+    for (int i = 0; i < tport_backend_count(); i++)
+        printf(" %s", tport_backend_name(i));
+    printf("\n\n");
+    int n = tport_registry_candidate_count();
+    for (int i = 0; i < n; i++) {
+        tport_candidate_report r;
+        tport_registry_candidate(i, &r);
+        printf("%-8s %-10s %-8s", tport_candidate_status_name(r.status), r.name[0] ? r.name : "-",
+               r.version[0] ? r.version : "-");
+        if (r.abi_major)
+            printf(" ABI %u.%u", r.abi_major, r.abi_minor);
+        else
+            printf(" ABI -  ");
+        if (r.score >= 0)
+            printf("  score %-4d", r.score);
+        else
+            printf("  score -   ");
+        if (strcmp(r.origin, "embedded"))
+            printf("  %s (%s)\n", r.path, r.origin);
+        else
+            printf("  (embedded in libtport)\n");
+        if (r.reason[0])
+            printf("         %s\n", r.reason);
+        if (verbose && r.required_isa) {
+            tport_isa_names(r.required_isa, buf, sizeof buf);
+            printf("         needs: %s\n", buf);
+        }
+        if (r.status == TPORT_CANDIDATE_ACTIVE || verbose) {
+            for (int d = 0; d < r.n_devices; d++) {
+                const tport_device_info *dev = &r.devices[d];
+                printf("         device %d: %s (%s, ", d, dev->name, kind_name(dev->kind));
+                print_memory(dev->memory_total);
+                printf(")");
+                if (verbose && dev->description[0])
+                    printf(" %s", dev->description);
+                printf("\n");
+            }
+        }
+    }
+}
 
 int cmd_backends(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    return tool_fail(2, "'%s' is not implemented yet", "backends");
+    bool verbose = false, json = false, probe = false;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--verbose"))
+            verbose = true;
+        else if (!strcmp(argv[i], "--json"))
+            json = true;
+        else if (!strcmp(argv[i], "--probe"))
+            probe = true;
+        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            printf("usage: tport backends [-v] [--json] [--probe]\n"
+                   "  every backend candidate: file, name, version, negotiated ABI, score,\n"
+                   "  status (active/shadowed/rejected) and why, devices.\n"
+                   "  --probe  load every plug-in first in a child process; report crashes\n"
+                   "  env: TPORT_BACKEND_PATH (files/folders, ':'), TPORT_BACKEND (names, ','),\n"
+                   "       TPORT_LOG=debug (every decision), TPORT_NO_UNLOAD=1\n");
+            return 0;
+        } else
+            return tool_fail(2, "backends: unknown option '%s'", argv[i]);
+    }
+    if (probe)
+        tport_registry_set_probe(true);
+    tport_registry_init();
+    if (json)
+        print_json();
+    else
+        print_text(verbose);
+    fflush(stdout);
+    tport_registry_shutdown();
+    return 0;
 }

@@ -1,8 +1,174 @@
-/* Placeholder until this command lands; it says so and fails. */
+/* tport check-backend NAME|PATH [--json] [-v]: conformance of a backend.
+ *  ABI tier: the plug-in negotiates with hosts of an older and a newer
+ *  minor (and refuses another major), and works through each.
+ *  Numerics tier: every op x type x shape case it claims (supports_op) runs
+ *  on it and on the reference (the embedded CPU backend); max error vs the
+ *  tolerance of the types involved.
+ * Exit status 0 when everything claimed passes, 1 on any failure, 2 when
+ * the backend cannot be loaded at all. */
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
 #include "commands.h"
+#include "core/error.h"
+#include "registry/candidate.h"
+#include "registry/conformance.h"
+#include "registry/registry.h"
+#include "tport/tport.h"
+
+typedef struct printer {
+    bool json, verbose;
+    int rows;
+} printer;
+
+static void json_string(const char *s) {
+    putchar('"');
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+        if (*p == '"' || *p == '\\')
+            printf("\\%c", *p);
+        else if (*p < 0x20)
+            printf("\\u%04x", *p);
+        else
+            putchar(*p);
+    }
+    putchar('"');
+}
+
+static void print_result(const tport_check_result *r, void *user) {
+    printer *p = user;
+    if (p->json) {
+        printf("%s\n    {\"tier\": ", p->rows++ ? "," : "");
+        json_string(r->tier);
+        printf(", \"op\": ");
+        json_string(r->op);
+        printf(", \"types\": ");
+        json_string(r->types);
+        printf(", \"shape\": ");
+        json_string(r->shape);
+        if (r->max_err >= 0 && isfinite(r->max_err))
+            printf(", \"max_error\": %.3g", r->max_err);
+        else
+            printf(", \"max_error\": null");
+        printf(", \"tolerance\": %.3g, \"result\": ", r->tolerance);
+        json_string(tport_check_outcome_name(r->outcome));
+        printf(", \"note\": ");
+        json_string(r->note);
+        printf("}");
+        return;
+    }
+    if (!p->verbose && (r->outcome == TPORT_CHECK_NOT_CLAIMED))
+        return;
+    if (!p->rows++)
+        printf("%-8s %-9s %-24s %-44s %-9s %-8s %s\n", "tier", "op", "types", "shape", "max err", "tol", "result");
+    char err[32] = "-", tol[32] = "-";
+    if (r->max_err >= 0)
+        snprintf(err, sizeof err, "%.2e", r->max_err);
+    if (r->tolerance > 0)
+        snprintf(tol, sizeof tol, "%.0e", r->tolerance);
+    printf("%-8s %-9s %-24s %-44s %-9s %-8s %s%s%s\n", r->tier, r->op, r->types, r->shape, err, tol,
+           tport_check_outcome_name(r->outcome), r->note[0] ? "  " : "", r->note);
+}
+
+static int usage(void) {
+    printf("usage: tport check-backend NAME|PATH [--json] [-v]\n"
+           "  NAME: an active backend (see tport backends); PATH: a plug-in file.\n"
+           "  Runs the ABI tier (older/newer host minor, other major) and every\n"
+           "  op x type x shape the backend claims against the reference cpu backend.\n"
+           "  -v also lists the cases the backend does not claim.\n");
+    return 0;
+}
+
+static bool looks_like_path(const char *s) {
+    return strchr(s, '/') || access(s, F_OK) == 0;
+}
 
 int cmd_check_backend(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    return tool_fail(2, "'%s' is not implemented yet", "check_backend");
+    printer pr = {0};
+    const char *target = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--json"))
+            pr.json = true;
+        else if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--verbose"))
+            pr.verbose = true;
+        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
+            return usage();
+        else if (argv[i][0] == '-')
+            return tool_fail(2, "check-backend: unknown option '%s'", argv[i]);
+        else if (!target)
+            target = argv[i];
+        else
+            return tool_fail(2, "check-backend: one backend at a time");
+    }
+    if (!target)
+        return tool_fail(2, "check-backend: which backend? (a name from 'tport backends' or a plug-in file)");
+
+    /* A name is looked up among the active backends and checked from its
+     * file; the embedded cpu has none and is driven directly. */
+    char path[4096] = "";
+    bool embedded = false;
+    if (looks_like_path(target)) {
+        snprintf(path, sizeof path, "%s", target);
+    } else {
+        const tport_active_backend *a = tport_registry_find(target);
+        if (!a) {
+            tport_registry_shutdown();
+            return tool_fail(2, "check-backend: no active backend named '%s' (see tport backends)", target);
+        }
+        if (a->path)
+            snprintf(path, sizeof path, "%s", a->path);
+        else
+            embedded = true;
+        tport_registry_shutdown();
+    }
+
+    tport_candidate c = {.path = embedded ? NULL : path, .origin = "check-backend"};
+    if (!tport_candidate_open(&c, embedded ? tport_cpu_embedded_entry : NULL)) {
+        tport_candidate_close(&c, false);
+        return tool_fail(2, "check-backend: %s: %s", embedded ? "(embedded)" : path, c.reason);
+    }
+    tport_backend_entry_fn entry = tport_cpu_embedded_entry;
+    if (!embedded) {
+        void *sym = dlsym(c.handle, TPORT_BACKEND_ENTRY_NAME);
+        memcpy(&entry, &sym, sizeof entry);
+    }
+    if (pr.json) {
+        printf("{\n  \"backend\": ");
+        json_string(c.name);
+        printf(", \"version\": ");
+        json_string(c.version);
+        printf(", \"path\": ");
+        json_string(embedded ? "(embedded)" : path);
+        printf(", \"host_abi\": \"%d.%d\",\n  \"results\": [", TPORT_ABI_MAJOR, TPORT_ABI_MINOR);
+    } else {
+        printf("checking '%s' %s (%s), negotiated ABI %u.%u, score %d\n\n", c.name, c.version,
+               embedded ? "embedded" : path, c.abi_major, c.abi_minor, c.score);
+    }
+    tport_check_counts abi = tport_conformance_abi(entry, print_result, &pr);
+    tport_check_counts num = {0};
+    bool started = tport_candidate_start(&c);
+    if (started) {
+        num = tport_conformance_numerics(c.api, c.active.state, print_result, &pr);
+    } else {
+        tport_check_result r = {.tier = "numerics", .max_err = -1, .outcome = TPORT_CHECK_FAIL};
+        snprintf(r.op, sizeof r.op, "init");
+        snprintf(r.note, sizeof r.note, "%.150s", c.reason);
+        print_result(&r, &pr);
+        num.failed++;
+    }
+    tport_candidate_close(&c, false);
+    const int failed = abi.failed + num.failed;
+    if (pr.json) {
+        printf("\n  ],\n  \"passed\": %d, \"failed\": %d, \"not_claimed\": %d, \"no_reference\": %d\n}\n",
+               abi.passed + num.passed, failed, num.not_claimed, num.no_reference);
+    } else {
+        printf("\n%d passed, %d failed, %d not claimed, %d without a reference (ABI tier: %d/%d)\n",
+               abi.passed + num.passed, failed, num.not_claimed, num.no_reference, abi.passed,
+               abi.passed + abi.failed);
+        if (!num.passed && !num.failed)
+            printf("note: the backend claimed none of the numerics cases\n");
+    }
+    return failed ? 1 : 0;
 }

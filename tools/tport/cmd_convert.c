@@ -1,8 +1,290 @@
-/* Placeholder until this command lands; it says so and fails. */
+/* tport convert IN OUT.gguf [--type T]: any readable model file to GGUF v3
+ * with the llama metadata llama.cpp expects, optionally requantizing the
+ * 2-D weights.  Tensors in historical layouts (which no current reader
+ * understands) are converted to the nearest current type. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
 #include "commands.h"
+#include "core/error.h"
+#include "formats/gguf_write.h"
+#include "formats/model_file.h"
+#include "quant/convert.h"
+#include "tport/tport.h"
+
+typedef struct plan {
+    const tport_mf_tensor *src;
+    tport_type_id to;
+    const char *why; /* NULL: unchanged */
+} plan;
+
+typedef struct job {
+    plan *plans;
+    int n;
+    bool progress;
+    bool failed;
+} job;
+
+static const char *tname(tport_type_id t) {
+    const tport_type_info *ti = tport_type_get(t);
+    return ti && ti->name ? ti->name : "?";
+}
+
+/* The current type a historical layout becomes: same family where one
+ * exists (lossless for the nibble permutations, f32 -> f16 scale rounding
+ * otherwise), q8_0 for the 16-element q4_2/q4_3 that have no successor. */
+static tport_type_id nearest_current(tport_type_id t) {
+    switch (t) {
+    case TPORT_TYPE_Q4_0_QNT0: case TPORT_TYPE_Q4_0_QNT1: return TPORT_TYPE_Q4_0;
+    case TPORT_TYPE_Q4_1_QNT0: case TPORT_TYPE_Q4_1_QNT1: return TPORT_TYPE_Q4_1;
+    case TPORT_TYPE_Q5_0_QNT0: return TPORT_TYPE_Q5_0;
+    case TPORT_TYPE_Q5_1_QNT0: return TPORT_TYPE_Q5_1;
+    case TPORT_TYPE_Q8_0_QNT1: return TPORT_TYPE_Q8_0;
+    case TPORT_TYPE_Q4_2_QNT0: case TPORT_TYPE_Q4_3_QNT0: return TPORT_TYPE_Q8_0;
+    default: return t;
+    }
+}
+
+/* llama_ftype for a "mostly T" file (llama.h). */
+static uint32_t ftype_of(tport_type_id t) {
+    switch (t) {
+    case TPORT_TYPE_F32: return 0;
+    case TPORT_TYPE_F16: return 1;
+    case TPORT_TYPE_Q4_0: return 2;
+    case TPORT_TYPE_Q4_1: return 3;
+    case TPORT_TYPE_Q8_0: return 7;
+    case TPORT_TYPE_Q5_0: return 8;
+    case TPORT_TYPE_Q5_1: return 9;
+    case TPORT_TYPE_Q2_K: return 10;
+    case TPORT_TYPE_Q3_K: return 12;
+    case TPORT_TYPE_Q4_K: return 15;
+    case TPORT_TYPE_Q5_K: return 17;
+    case TPORT_TYPE_Q6_K: return 18;
+    case TPORT_TYPE_IQ4_NL: return 25;
+    case TPORT_TYPE_IQ4_XS: return 30;
+    case TPORT_TYPE_BF16: return 32;
+    default: return 0;
+    }
+}
+
+static int64_t n_elements(const tport_mf_tensor *t) {
+    return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
+}
+
+static void progress_bar(void *user, uint64_t done, uint64_t total) {
+    const job *j = user;
+    if (!j->progress || total == 0)
+        return;
+    int w = 40, fill = (int)((double)done / (double)total * w);
+    fprintf(stderr, "\r[%.*s%*s] %3d%%", fill, "########################################", w - fill, "",
+            (int)(100.0 * (double)done / (double)total));
+    if (done == total)
+        fputc('\n', stderr);
+}
+
+static tport_status fill_tensor(void *user, int i, void *dst, uint64_t nbytes) {
+    job *j = user;
+    const plan *p = &j->plans[i];
+    if (p->to == p->src->type) {
+        memcpy(dst, p->src->data, (size_t)nbytes);
+        return TPORT_STATUS_OK;
+    }
+    tport_convert_report rep = {0};
+    tport_status s = tport_convert(p->src->type, p->src->data, p->to, dst, n_elements(p->src), &rep);
+    if (s != TPORT_STATUS_OK) {
+        j->failed = true;
+        return s;
+    }
+    if (j->progress)
+        fputc('\r', stderr);
+    fprintf(stderr, "%-32s %-10s -> %-8s %-9s rmse %.3g max err %.3g%s%s\n", p->src->name, tname(p->src->type),
+            tname(p->to), tport_conv_kind_name(rep.kind), rep.rmse, rep.max_abs_err, p->why ? "  " : "",
+            p->why ? p->why : "");
+    return TPORT_STATUS_OK;
+}
+
+/* Token types for a vocabulary that has none (pre-GGUF files), as the
+ * GGUF converters derived them: unknown, control, byte, normal. */
+static int32_t *derive_token_types(const tport_vocab *v) {
+    int32_t *tt = malloc((size_t)(v->n_tokens ? v->n_tokens : 1) * sizeof *tt);
+    if (!tt)
+        return NULL;
+    for (int32_t i = 0; i < v->n_tokens; i++) {
+        const char *s = v->tokens[i];
+        unsigned hex;
+        char end;
+        if (i == v->unk)
+            tt[i] = 2;
+        else if (i == v->bos || i == v->eos)
+            tt[i] = 3;
+        else if (strlen(s) == 6 && sscanf(s, "<0x%2x%c", &hex, &end) == 2 && end == '>')
+            tt[i] = 6;
+        else
+            tt[i] = 1;
+    }
+    return tt;
+}
+
+static tport_status set_llama_metadata(tport_gguf_writer *w, const tport_model_file *mf, int32_t **owned_tt) {
+    const tport_llama_hparams *hp = &mf->hp;
+    tport_status s = tport_gguf_set_str(w, "general.architecture", "llama");
+    const char *base = strrchr(mf->path, '/');
+    s = s ? s : tport_gguf_set_str(w, "general.name", base ? base + 1 : mf->path);
+    s = s ? s : tport_gguf_set_u32(w, "llama.context_length", hp->n_ctx ? hp->n_ctx : 2048);
+    s = s ? s : tport_gguf_set_u32(w, "llama.embedding_length", hp->n_embd);
+    s = s ? s : tport_gguf_set_u32(w, "llama.block_count", hp->n_layer);
+    s = s ? s : tport_gguf_set_u32(w, "llama.feed_forward_length", hp->n_ff);
+    s = s ? s : tport_gguf_set_u32(w, "llama.rope.dimension_count", hp->n_rot);
+    s = s ? s : tport_gguf_set_u32(w, "llama.attention.head_count", hp->n_head);
+    s = s ? s : tport_gguf_set_u32(w, "llama.attention.head_count_kv", hp->n_head_kv);
+    s = s ? s : tport_gguf_set_f32(w, "llama.attention.layer_norm_rms_epsilon", hp->norm_eps);
+    s = s ? s : tport_gguf_set_f32(w, "llama.rope.freq_base", hp->rope_freq_base);
+    if (!s && hp->rope_freq_scale != 1.0f) {
+        s = tport_gguf_set_str(w, "llama.rope.scaling.type", "linear");
+        s = s ? s : tport_gguf_set_f32(w, "llama.rope.scaling.factor", 1.0f / hp->rope_freq_scale);
+    }
+    const tport_vocab *v = &mf->vocab;
+    if (s || v->n_tokens <= 0)
+        return s;
+    s = tport_gguf_set_str(w, "tokenizer.ggml.model", v->model[0] ? v->model : "llama");
+    s = s ? s : tport_gguf_set_array(w, "tokenizer.ggml.tokens", TPORT_KV_STRING, v->tokens, (uint64_t)v->n_tokens);
+    if (!s && v->scores)
+        s = tport_gguf_set_array(w, "tokenizer.ggml.scores", TPORT_KV_F32, v->scores, (uint64_t)v->n_tokens);
+    const int32_t *tt = v->token_type;
+    if (!tt)
+        tt = *owned_tt = derive_token_types(v);
+    if (!s && tt)
+        s = tport_gguf_set_array(w, "tokenizer.ggml.token_type", TPORT_KV_I32, tt, (uint64_t)v->n_tokens);
+    if (!s && v->bos >= 0)
+        s = tport_gguf_set_u32(w, "tokenizer.ggml.bos_token_id", (uint32_t)v->bos);
+    if (!s && v->eos >= 0)
+        s = tport_gguf_set_u32(w, "tokenizer.ggml.eos_token_id", (uint32_t)v->eos);
+    if (!s && v->unk >= 0)
+        s = tport_gguf_set_u32(w, "tokenizer.ggml.unknown_token_id", (uint32_t)v->unk);
+    if (!s && v->pad >= 0)
+        s = tport_gguf_set_u32(w, "tokenizer.ggml.padding_token_id", (uint32_t)v->pad);
+    if (!s)
+        s = tport_gguf_set_bool(w, "tokenizer.ggml.add_bos_token", v->add_bos);
+    return s;
+}
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: tport convert IN OUT.gguf [--type T] [--quiet]\n\n"
+               "Writes any readable model file (GGUF v1-v3, GGML, GGMF, GGJT v1-v3, llama2.c,\n"
+               "safetensors) as GGUF v3 with llama.cpp's metadata keys.\n"
+               "  --type T   requantize 2-D weights to T (f32, f16, bf16, q8_0, q4_0, q4_k, ...);\n"
+               "             each converted tensor is listed with its conversion kind and error\n"
+               "  --quiet    no per-tensor lines, no progress bar\n"
+               "Tensors in historical layouts (q4_0_qnt0, ...) become the nearest current type.\n");
+}
 
 int cmd_convert(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    return tool_fail(2, "'%s' is not implemented yet", "convert");
+    const char *in = NULL, *out = NULL, *type_name = NULL;
+    bool quiet = false;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "--type") && i + 1 < argc) {
+            type_name = argv[++i];
+        } else if (!strcmp(argv[i], "--quiet")) {
+            quiet = true;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            usage(stderr);
+            return tool_fail(2, "convert: unknown option '%s'", argv[i]);
+        } else if (!in) {
+            in = argv[i];
+        } else if (!out) {
+            out = argv[i];
+        } else {
+            usage(stderr);
+            return tool_fail(2, "convert: too many arguments");
+        }
+    }
+    if (!in || !out) {
+        usage(stderr);
+        return tool_fail(2, "convert: need an input and an output file");
+    }
+    int64_t target = -1;
+    if (type_name) {
+        target = tport_type_from_name(type_name);
+        if (target < 0 || target >= TPORT_TYPE_Q4_0_QNT0 || !tport_type_get((tport_type_id)target))
+            return tool_fail(2, "convert: '%s' is not a current tensor type (see tport types)", type_name);
+    }
+    tport_model_file *mf;
+    if (tport_model_file_open(in, &mf) != TPORT_STATUS_OK)
+        return tool_fail(2, "%s", tport_last_error());
+    if (mf->notes[0] && !quiet)
+        fprintf(stderr, "%s: %s\n", in, mf->notes);
+
+    job j = {.plans = calloc((size_t)(mf->n_tensors ? mf->n_tensors : 1), sizeof(plan)), .n = mf->n_tensors,
+             .progress = !quiet && isatty(2)};
+    tport_gguf_writer *w = tport_gguf_writer_new();
+    int32_t *owned_tt = NULL;
+    tport_status s = (!j.plans || !w) ? TPORT_STATUS_OUT_OF_MEMORY : TPORT_STATUS_OK;
+    int n_changed = 0;
+    uint64_t type_bytes[256] = {0};
+    for (int i = 0; !s && i < mf->n_tensors; i++) {
+        const tport_mf_tensor *t = &mf->tensors[i];
+        plan *p = &j.plans[i];
+        p->src = t;
+        p->to = t->type;
+        if (t->type >= TPORT_TYPE_Q4_0_QNT0) {
+            p->to = nearest_current(t->type);
+            p->why = "(historical layout -> nearest current type)";
+        }
+        const tport_type_info *ti = target >= 0 ? tport_type_get((tport_type_id)target) : NULL;
+        if (ti && t->n_dims == 2 && t->ne[0] % ti->block_size == 0)
+            p->to = (tport_type_id)target, p->why = NULL;
+        else if (ti && t->n_dims == 2 && !quiet)
+            fprintf(stderr, "%-32s %-10s kept: row length %lld is not a multiple of %s's block of %lld\n", t->name,
+                    tname(p->to), (long long)t->ne[0], ti->name, (long long)ti->block_size);
+        if (p->to != t->type && tport_conversion_kind(t->type, p->to) == TPORT_CONV_IMPOSSIBLE)
+            s = tport_error(TPORT_STATUS_UNSUPPORTED, "%s: tensor '%s': no conversion from %s to %s", in, t->name,
+                            tname(t->type), tname(p->to));
+        if (p->to != t->type)
+            n_changed++;
+        if (t->n_dims == 2 && p->to < 256)
+            type_bytes[p->to] += t->nbytes;
+        if (!s)
+            s = tport_gguf_add_tensor_fill(w, t->name, p->to, t->n_dims, t->ne, fill_tensor, &j);
+    }
+    /* metadata: a GGUF source keeps its keys; others get llama's */
+    if (!s && mf->container == TPORT_CONTAINER_GGUF) {
+        for (int i = 0; !s && i < mf->n_kv; i++)
+            if (strcmp(mf->kv[i].key, "general.alignment"))
+                s = tport_gguf_set_kv(w, mf->kv[i].key, &mf->kv[i]);
+    } else if (!s) {
+        if (strcmp(mf->arch, "llama"))
+            s = tport_error(TPORT_STATUS_UNSUPPORTED, "%s: architecture '%s' cannot be converted", in, mf->arch);
+        else
+            s = set_llama_metadata(w, mf, &owned_tt);
+    }
+    if (!s && (target >= 0 || mf->container != TPORT_CONTAINER_GGUF || n_changed)) {
+        tport_type_id mostly = TPORT_TYPE_F32;
+        for (int t = 0; t < 256; t++)
+            if (type_bytes[t] > type_bytes[mostly])
+                mostly = (tport_type_id)t;
+        s = tport_gguf_set_u32(w, "general.file_type", ftype_of(mostly));
+    }
+    if (!s)
+        s = tport_gguf_set_u32(w, "general.quantization_version", 2);
+    if (!s) {
+        tport_gguf_set_progress(w, progress_bar, &j);
+        s = tport_gguf_write(w, out);
+    }
+    int rc = 0;
+    if (s)
+        rc = tool_fail(s == TPORT_STATUS_BAD_FORMAT ? 2 : 1, "%s", tport_last_error());
+    else if (!quiet)
+        fprintf(stderr, "wrote %s: GGUF v3, %d tensors (%d converted), %d metadata keys\n", out, mf->n_tensors,
+                n_changed, tport_gguf_n_kv(w));
+    tport_gguf_writer_free(w);
+    free(owned_tt);
+    free(j.plans);
+    tport_model_file_close(mf);
+    return rc;
 }

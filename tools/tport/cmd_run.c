@@ -1,8 +1,290 @@
-/* Placeholder until this command lands; it says so and fails. */
+/* tport run: generate text (or token ids) with a llama model.  Generated
+ * text streams to stdout, flushed per token; timings go to stderr. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
 #include "commands.h"
+#include "tport/tport.h"
+
+#define DEFAULT_N_PREDICT 64
+#define DEFAULT_MAX_CTX 4096
+
+static void usage(FILE *out) {
+    tport_sampler_params d = tport_sampler_defaults();
+    fprintf(out,
+            "usage: tport run -m FILE [-p TEXT | --prompt-ids 1,2,3] [options]\n"
+            "\n"
+            "Generates tokens with a llama-architecture model and streams the text to\n"
+            "stdout. Load time and prompt/generation speed go to stderr.\n"
+            "\n"
+            "  -m, --model FILE        model file (GGUF, GGJT/GGML, llama2.c, safetensors)\n"
+            "  -p, --prompt TEXT       prompt text (tokenized with BOS); default: BOS only\n"
+            "  --prompt-ids LIST       prompt as comma-separated token ids, used as given\n"
+            "  -n N                    tokens to generate (default %d); stops early at EOS\n"
+            "  --temp T                temperature, 0 = greedy (default %g)\n"
+            "  --top-k K               keep the K most likely tokens, 0 = off (default %d)\n"
+            "  --top-p P               nucleus sampling, 1 = off (default %g)\n"
+            "  --min-p P               drop tokens below P x the best one, 0 = off (default %g)\n"
+            "  --repeat-penalty R      llama.cpp repetition penalty, 1 = off (default %g)\n"
+            "  --repeat-last-n N       tokens the penalty looks back over (default %d)\n"
+            "  --seed S                random seed (default %llu; same seed, same output)\n"
+            "  --ids                   print the generated token ids, comma-separated, instead of text\n"
+            "  --backend NAME          force a backend (default: the best for each operation)\n"
+            "  --threads N             threads, 0 = all cores (default 0)\n"
+            "  --tokenizer FILE        llama2.c tokenizer.bin for files without a vocabulary\n"
+            "  --ctx N                 context length (default: the model's, at most %d)\n"
+            "  --batch N               prompt tokens per evaluation (default 64)\n",
+            DEFAULT_N_PREDICT, d.temperature, (int)d.top_k, d.top_p, d.min_p, d.repeat_penalty,
+            (int)d.repeat_last_n, (unsigned long long)d.seed, DEFAULT_MAX_CTX);
+}
+
+typedef struct run_opts {
+    const char *model, *prompt, *prompt_ids, *backend, *tokenizer;
+    long n_predict, threads, ctx, batch;
+    bool ids;
+    tport_sampler_params sp;
+} run_opts;
+
+static int parse_long(const char *flag, const char *s, long lo, long hi, long *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return tool_fail(2, "run: %s needs an integer in [%ld, %ld], not '%s'", flag, lo, hi, s);
+    *out = v;
+    return 0;
+}
+
+static int parse_float(const char *flag, const char *s, double lo, double hi, float *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !(v >= lo && v <= hi))
+        return tool_fail(2, "run: %s needs a number in [%g, %g], not '%s'", flag, lo, hi, s);
+    *out = (float)v;
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, run_opts *o) {
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--ids")) {
+            o->ids = true;
+            continue;
+        }
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return -1;
+        }
+        if (i + 1 >= argc)
+            return tool_fail(2, "run: %s %s", a[0] == '-' ? "missing value after" : "unexpected argument", a);
+        const char *v = argv[++i];
+        long l = 0;
+        int rc = 0;
+        if (!strcmp(a, "-m") || !strcmp(a, "--model")) o->model = v;
+        else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) o->prompt = v;
+        else if (!strcmp(a, "--prompt-ids")) o->prompt_ids = v;
+        else if (!strcmp(a, "--backend")) o->backend = v;
+        else if (!strcmp(a, "--tokenizer")) o->tokenizer = v;
+        else if (!strcmp(a, "-n")) rc = parse_long(a, v, 0, INT_MAX, &o->n_predict);
+        else if (!strcmp(a, "--threads")) rc = parse_long(a, v, 0, 1024, &o->threads);
+        else if (!strcmp(a, "--ctx")) rc = parse_long(a, v, 0, INT_MAX, &o->ctx);
+        else if (!strcmp(a, "--batch")) rc = parse_long(a, v, 1, 1 << 16, &o->batch);
+        else if (!strcmp(a, "--temp")) rc = parse_float(a, v, 0, 1e6, &o->sp.temperature);
+        else if (!strcmp(a, "--top-p")) rc = parse_float(a, v, 1e-9, 1, &o->sp.top_p);
+        else if (!strcmp(a, "--min-p")) rc = parse_float(a, v, 0, 1, &o->sp.min_p);
+        else if (!strcmp(a, "--repeat-penalty")) rc = parse_float(a, v, 1e-6, 1e6, &o->sp.repeat_penalty);
+        else if (!strcmp(a, "--top-k")) {
+            if (!(rc = parse_long(a, v, 0, INT_MAX, &l))) o->sp.top_k = (int32_t)l;
+        } else if (!strcmp(a, "--repeat-last-n")) {
+            if (!(rc = parse_long(a, v, 0, 1 << 20, &l))) o->sp.repeat_last_n = (int32_t)l;
+        } else if (!strcmp(a, "--seed")) {
+            char *end;
+            errno = 0;
+            unsigned long long s = strtoull(v, &end, 10);
+            if (errno || end == v || *end || v[0] == '-')
+                return tool_fail(2, "run: --seed needs a non-negative integer, not '%s'", v);
+            o->sp.seed = s;
+        } else {
+            return tool_fail(2, "run: unknown option '%s' (see tport run --help)", a);
+        }
+        if (rc)
+            return rc;
+    }
+    if (!o->model)
+        return tool_fail(2, "run: no model (-m FILE); see tport run --help");
+    if (o->prompt && o->prompt_ids)
+        return tool_fail(2, "run: give either -p or --prompt-ids, not both");
+    return 0;
+}
+
+/* "1,2,3" -> ids; returns the count or -1 after printing the error. */
+static int32_t parse_ids(const char *s, int32_t n_vocab, tport_token **out) {
+    size_t cap = 1;
+    for (const char *p = s; *p; p++)
+        cap += *p == ',';
+    tport_token *ids = malloc(cap * sizeof *ids);
+    if (!ids)
+        return tool_fail(2, "run: out of memory"), -1;
+    int32_t n = 0;
+    const char *p = s;
+    for (;;) {
+        char *end;
+        errno = 0;
+        long v = strtol(p, &end, 10);
+        if (errno || end == p || v < 0 || v >= n_vocab || (*end && *end != ',')) {
+            free(ids);
+            tool_fail(2, "run: --prompt-ids: '%s' is not a list of token ids in [0, %d)", s, (int)n_vocab);
+            return -1;
+        }
+        ids[n++] = (tport_token)v;
+        if (!*end)
+            break;
+        p = end + 1;
+    }
+    *out = ids;
+    return n;
+}
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int32_t build_prompt(const run_opts *o, const tport_model *m, tport_token **ids) {
+    if (o->prompt_ids)
+        return parse_ids(o->prompt_ids, tport_model_n_vocab(m), ids);
+    if (o->prompt) {
+        int32_t n = tport_tokenize(m, o->prompt, true, NULL, 0);
+        if (n < 0)
+            return tool_fail(2, "%s", tport_last_error()), -1;
+        *ids = malloc((size_t)(n > 0 ? n : 1) * sizeof **ids);
+        if (!*ids)
+            return tool_fail(2, "run: out of memory"), -1;
+        tport_tokenize(m, o->prompt, true, *ids, n);
+        if (n == 0) {
+            free(*ids);
+            return tool_fail(2, "run: the prompt is empty and the model has no BOS token"), -1;
+        }
+        return n;
+    }
+    tport_token bos = tport_model_bos(m);
+    if (bos < 0)
+        return tool_fail(2, "run: the model has no BOS token; give -p or --prompt-ids"), -1;
+    *ids = malloc(sizeof **ids);
+    if (!*ids)
+        return tool_fail(2, "run: out of memory"), -1;
+    (*ids)[0] = bos;
+    return 1;
+}
+
+/* Streams one generated token as text or as an id. */
+static void emit(const run_opts *o, const tport_model *m, tport_token prev, tport_token id, int index) {
+    if (o->ids) {
+        printf(index ? ",%d" : "%d", (int)id);
+    } else {
+        char buf[256];
+        int32_t k = tport_token_to_text(m, prev, id, buf, (int32_t)sizeof buf);
+        fwrite(buf, 1, (size_t)k, stdout);
+    }
+    fflush(stdout);
+}
 
 int cmd_run(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    return tool_fail(2, "'%s' is not implemented yet", "run");
+    run_opts o = {.n_predict = DEFAULT_N_PREDICT, .sp = tport_sampler_defaults()};
+    int rc = parse_args(argc, argv, &o);
+    if (rc)
+        return rc < 0 ? 0 : rc;
+
+    double t0 = now_ms();
+    tport_model_params mp = {.backend = o.backend, .n_threads = (int)o.threads, .tokenizer_path = o.tokenizer};
+    tport_model *m = tport_model_load(o.model, &mp);
+    if (!m)
+        return tool_fail(2, "%s", tport_last_error());
+    if (!o.ids && tport_tokenize(m, "", false, NULL, 0) < 0) {
+        tport_model_free(m);
+        return tool_fail(2, "%s has no vocabulary: use --ids (with --prompt-ids), or --tokenizer FILE", o.model);
+    }
+    tport_token *prompt = NULL;
+    int32_t n_prompt = build_prompt(&o, m, &prompt);
+    if (n_prompt < 0) {
+        tport_model_free(m);
+        return 2;
+    }
+    /* the KV cache is allocated for the whole context: by default the
+     * model's, capped so a long-context model does not take gigabytes */
+    int32_t n_ctx = o.ctx ? (int32_t)o.ctx : tport_model_n_ctx(m);
+    if (!o.ctx && n_ctx > DEFAULT_MAX_CTX)
+        n_ctx = DEFAULT_MAX_CTX;
+    tport_session *s = NULL;
+    tport_sampler *sm = NULL;
+    int status = 0;
+    if (n_prompt > n_ctx) {
+        status = tool_fail(2, "run: the prompt has %d tokens but the context holds %d", (int)n_prompt, (int)n_ctx);
+        goto done;
+    }
+    tport_session_params spar = {.n_ctx = n_ctx, .n_batch = (int32_t)o.batch, .n_threads = (int)o.threads};
+    s = tport_session_new(m, &spar);
+    sm = tport_sampler_new(&o.sp);
+    if (!s || !sm) {
+        status = tool_fail(2, "%s", tport_last_error());
+        goto done;
+    }
+    double t1 = now_ms();
+    fprintf(stderr, "tport run: loaded %s in %.1f ms\n", o.model, t1 - t0);
+    if (o.prompt && !o.ids) {
+        fputs(o.prompt, stdout);
+        fflush(stdout);
+    }
+    for (int32_t i = 0; i < n_prompt; i++)
+        tport_sampler_accept(sm, prompt[i]);
+    if (tport_session_eval(s, prompt, n_prompt) != TPORT_STATUS_OK) {
+        status = tool_fail(2, "%s", tport_last_error());
+        goto done;
+    }
+    double t2 = now_ms();
+    tport_token prev = prompt[n_prompt - 1], eos = tport_model_eos(m);
+    int n_gen = 0;
+    while (n_gen < o.n_predict) {
+        tport_token id = tport_sampler_sample(sm, tport_session_logits(s), tport_model_n_vocab(m));
+        if (id < 0) {
+            status = tool_fail(2, "run: sampling failed");
+            break;
+        }
+        if (id == eos)
+            break;
+        tport_sampler_accept(sm, id);
+        emit(&o, m, prev, id, n_gen);
+        n_gen++;
+        prev = id;
+        if (n_gen == o.n_predict)
+            break;
+        if (tport_session_pos(s) >= n_ctx) {
+            fprintf(stderr, "tport run: the context of %d tokens is full\n", (int)n_ctx);
+            break;
+        }
+        if (tport_session_eval(s, &id, 1) != TPORT_STATUS_OK) {
+            status = tool_fail(2, "%s", tport_last_error());
+            break;
+        }
+    }
+    if (o.ids || n_gen > 0)
+        putchar('\n');
+    fflush(stdout);
+    double t3 = now_ms();
+    fprintf(stderr, "tport run: prompt %d tokens in %.1f ms (%.1f tokens/s)\n", (int)n_prompt, t2 - t1,
+            t2 > t1 ? n_prompt * 1e3 / (t2 - t1) : 0.0);
+    fprintf(stderr, "tport run: generated %d tokens in %.1f ms (%.1f tokens/s)\n", n_gen, t3 - t2,
+            t3 > t2 ? n_gen * 1e3 / (t3 - t2) : 0.0);
+done:
+    tport_sampler_free(sm);
+    tport_session_free(s);
+    free(prompt);
+    tport_model_free(m);
+    return status;
 }

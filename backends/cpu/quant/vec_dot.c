@@ -1,9 +1,37 @@
-/* Quantized dot products: none yet (every type falls back to f32). */
-#include "../cpu_quant.h"
+/* Picks the quantized dot-product kernel for a weight type: the widest
+ * instruction set this copy was compiled for that has one, else scalar. */
+#include "quant_kernels.h"
 
 #include <stddef.h>
 
+cpu_vec_dot_fn CPUQ(scalar_kernel)(tport_type_id type) {
+    cpu_vec_dot_fn fn = CPUQ(scalar_legacy_kernel)(type);
+    return fn ? fn : CPUQ(scalar_kquant_kernel)(type);
+}
+
+static cpu_vec_dot_fn avx2_kernel(tport_type_id type) {
+    cpu_vec_dot_fn fn = CPUQ(avx2_legacy_kernel)(type);
+    return fn ? fn : CPUQ(avx2_kquant_kernel)(type);
+}
+
+cpu_vec_dot_fn cpu_vec_dot_scalar_for(tport_type_id type) {
+    return CPUQ(scalar_kernel)(type);
+}
+
 cpu_vec_dot_fn cpu_vec_dot_for(tport_type_id type) {
-    (void)type;
-    return NULL;
+    cpu_vec_dot_fn fn = CPUQ(avx512_kernel)(type);
+    if (!fn)
+        fn = avx2_kernel(type);
+    return fn ? fn : CPUQ(scalar_kernel)(type);
+}
+
+const char *cpu_vec_dot_isa(void) {
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__) && \
+    defined(__AVX2__) && defined(__FMA__)
+    return "avx512";
+#elif defined(__AVX2__) && defined(__FMA__)
+    return "avx2";
+#else
+    return "scalar";
+#endif
 }

@@ -1,0 +1,109 @@
+/* Internals shared by the CPU backend's files.  Includes only the ABI
+ * header and the C library. */
+#ifndef TPORT_CPU_INTERNAL_H
+#define TPORT_CPU_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tport/backend.h"
+
+#if defined(__GNUC__)
+#define CPU_HIDDEN __attribute__((visibility("hidden")))
+#else
+#define CPU_HIDDEN
+#endif
+
+#define CPU_MAX_THREADS 256
+
+/* The host's services, kept by the entry point. */
+CPU_HIDDEN extern const tport_host_api *cpu_host;
+
+/* ---- thread pool (cpu_threadpool.c) ------------------------------------ */
+typedef struct cpu_pool cpu_pool;
+typedef void (*cpu_task_fn)(void *arg, int ith, int nth);
+CPU_HIDDEN cpu_pool *cpu_pool_new(void);
+/* Runs fn(arg, ith, nth) for ith in [0, nth) on nth threads (the caller is
+ * thread 0) and returns when all are done.  Workers are created lazily
+ * and reused. */
+CPU_HIDDEN void cpu_pool_run(cpu_pool *pool, cpu_task_fn fn, void *arg, int nth);
+CPU_HIDDEN void cpu_pool_free(cpu_pool *pool);
+
+/* ---- one node being computed ------------------------------------------- */
+typedef struct cpu_op {
+    const tport_tensor_view *dst;
+    const tport_tensor_view *src[TPORT_MAX_SRC];
+    int nth;
+    /* scratch: `per_thread` bytes for each thread after `shared` bytes */
+    uint8_t *scratch;
+    size_t shared, per_thread;
+    /* the first error a worker hit (workers cannot pass messages through
+     * the host's thread-local error) */
+    atomic_int status;
+    char message[192];
+} cpu_op;
+
+/* Records a kernel failure (first one wins). */
+CPU_HIDDEN void cpu_op_fail(cpu_op *op, tport_status code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+static inline uint8_t *cpu_thread_scratch(const cpu_op *op, int ith) {
+    return op->scratch + op->shared + (size_t)ith * op->per_thread;
+}
+
+/* [r0, r1): this thread's share of n items. */
+static inline void cpu_split(int64_t n, int ith, int nth, int64_t *r0, int64_t *r1) {
+    int64_t per = (n + nth - 1) / nth;
+    *r0 = per * ith < n ? per * ith : n;
+    *r1 = *r0 + per < n ? *r0 + per : n;
+}
+
+static inline int64_t cpu_nrows(const tport_tensor_view *t) {
+    return t->ne[1] * t->ne[2] * t->ne[3];
+}
+
+/* Address of row (i1, i2, i3). */
+static inline uint8_t *cpu_row(const tport_tensor_view *t, int64_t i1, int64_t i2, int64_t i3) {
+    return (uint8_t *)t->data + (size_t)i1 * t->nb[1] + (size_t)i2 * t->nb[2] + (size_t)i3 * t->nb[3];
+}
+
+/* Row index r -> (i1, i2, i3) of a shape. */
+static inline void cpu_unravel_row(const tport_tensor_view *t, int64_t r, int64_t *i1, int64_t *i2, int64_t *i3) {
+    *i1 = r % t->ne[1];
+    *i2 = (r / t->ne[1]) % t->ne[2];
+    *i3 = r / (t->ne[1] * t->ne[2]);
+}
+
+/* ---- type helpers (cpu_types.c) ---------------------------------------- */
+CPU_HIDDEN void cpu_types_init(void); /* once, from init: conversion tables */
+CPU_HIDDEN size_t cpu_type_size(tport_type_id type);       /* bytes per block, 0 unknown */
+CPU_HIDDEN int64_t cpu_block_size(tport_type_id type);     /* 0 unknown */
+CPU_HIDDEN bool cpu_can_to_float(tport_type_id type);
+CPU_HIDDEN bool cpu_can_from_float(tport_type_id type);
+/* True if the elements (or blocks) of each row are adjacent. */
+CPU_HIDDEN bool cpu_rows_dense(const tport_tensor_view *t);
+/* n elements of a row (stride nb[0]) to f32; false on failure. */
+CPU_HIDDEN bool cpu_row_to_f32(const tport_tensor_view *t, const uint8_t *row, int64_t n, float *out);
+/* n f32 values into a row of t (stride nb[0]). */
+CPU_HIDDEN bool cpu_row_from_f32(const tport_tensor_view *t, uint8_t *row, int64_t n, const float *in);
+/* A read-only f32 row: the row itself when it is dense f32, else a copy in buf. */
+CPU_HIDDEN const float *cpu_row_f32(const tport_tensor_view *t, int64_t i1, int64_t i2, int64_t i3, float *buf);
+
+/* ---- ops (one file per family) ----------------------------------------- */
+/* Bytes of scratch a node needs: shared, then per thread. */
+CPU_HIDDEN void cpu_op_scratch(const cpu_op *op, size_t *shared, size_t *per_thread);
+CPU_HIDDEN bool cpu_supports(const tport_graph_view *g, int32_t node);
+
+CPU_HIDDEN void cpu_run_elementwise(cpu_pool *pool, cpu_op *op);
+CPU_HIDDEN void cpu_run_copy(cpu_pool *pool, cpu_op *op);
+CPU_HIDDEN void cpu_run_norm(cpu_pool *pool, cpu_op *op);
+CPU_HIDDEN void cpu_run_rope(cpu_pool *pool, cpu_op *op);
+CPU_HIDDEN void cpu_run_mul_mat(cpu_pool *pool, cpu_op *op);
+CPU_HIDDEN size_t cpu_mul_mat_shared_scratch(const cpu_op *op);
+
+#endif

@@ -1,0 +1,89 @@
+/* Element-wise f32 ops: add, mul (src1 broadcast by repetition), scale,
+ * silu, gelu (tanh approximation), swiglu.  Work is split by rows. */
+#include <math.h>
+#include <string.h>
+
+#include "cpu_internal.h"
+
+#define GELU_COEF_A 0.044715f
+#define SQRT_2_OVER_PI 0.79788456080286535588f
+
+static float silu(float x) {
+    return x / (1.0f + expf(-x));
+}
+
+static float gelu(float x) {
+    return 0.5f * x * (1.0f + tanhf(SQRT_2_OVER_PI * x * (1.0f + GELU_COEF_A * x * x)));
+}
+
+static void binary_task(void *arg, int ith, int nth) {
+    cpu_op *op = arg;
+    const tport_tensor_view *d = op->dst, *a = op->src[0], *b = op->src[1];
+    int64_t n = d->ne[0], nb0 = b->ne[0];
+    float *abuf = (float *)cpu_thread_scratch(op, ith);
+    float *bbuf = abuf + n;
+    int64_t r0, r1;
+    cpu_split(cpu_nrows(d), ith, nth, &r0, &r1);
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t i1, i2, i3;
+        cpu_unravel_row(d, r, &i1, &i2, &i3);
+        const float *x = cpu_row_f32(a, i1, i2, i3, abuf);
+        const float *y = cpu_row_f32(b, i1 % b->ne[1], i2 % b->ne[2], i3 % b->ne[3], bbuf);
+        float *z = (float *)cpu_row(d, i1, i2, i3);
+        if (d->op == TPORT_OP_ADD) {
+            if (nb0 == n)
+                for (int64_t i = 0; i < n; i++)
+                    z[i] = x[i] + y[i];
+            else
+                for (int64_t i = 0; i < n; i++)
+                    z[i] = x[i] + y[i % nb0];
+        } else if (d->op == TPORT_OP_MUL) {
+            if (nb0 == n)
+                for (int64_t i = 0; i < n; i++)
+                    z[i] = x[i] * y[i];
+            else
+                for (int64_t i = 0; i < n; i++)
+                    z[i] = x[i] * y[i % nb0];
+        } else { /* swiglu: same shapes */
+            for (int64_t i = 0; i < n; i++)
+                z[i] = silu(x[i]) * y[i];
+        }
+    }
+}
+
+static void unary_task(void *arg, int ith, int nth) {
+    cpu_op *op = arg;
+    const tport_tensor_view *d = op->dst, *a = op->src[0];
+    int64_t n = d->ne[0];
+    float *abuf = (float *)cpu_thread_scratch(op, ith);
+    float s = 1.0f;
+    if (d->op == TPORT_OP_SCALE)
+        memcpy(&s, d->params, sizeof s);
+    int64_t r0, r1;
+    cpu_split(cpu_nrows(d), ith, nth, &r0, &r1);
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t i1, i2, i3;
+        cpu_unravel_row(d, r, &i1, &i2, &i3);
+        const float *x = cpu_row_f32(a, i1, i2, i3, abuf);
+        float *z = (float *)cpu_row(d, i1, i2, i3);
+        switch (d->op) {
+        case TPORT_OP_SCALE:
+            for (int64_t i = 0; i < n; i++)
+                z[i] = x[i] * s;
+            break;
+        case TPORT_OP_SILU:
+            for (int64_t i = 0; i < n; i++)
+                z[i] = silu(x[i]);
+            break;
+        default: /* gelu */
+            for (int64_t i = 0; i < n; i++)
+                z[i] = gelu(x[i]);
+            break;
+        }
+    }
+}
+
+void cpu_run_elementwise(cpu_pool *pool, cpu_op *op) {
+    bool binary = op->dst->op == TPORT_OP_ADD || op->dst->op == TPORT_OP_MUL || op->dst->op == TPORT_OP_SWIGLU;
+    cpu_pool_run(pool, binary ? binary_task : unary_task, op, op->nth);
+}

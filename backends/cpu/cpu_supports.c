@@ -1,0 +1,138 @@
+/* supports_op: true only for nodes this backend computes completely. */
+#include <string.h>
+
+#include "cpu_internal.h"
+
+static const tport_tensor_view *tensor(const tport_graph_view *g, int32_t i) {
+    if (i < 0 || i >= g->n_tensors || !g->tensors[i])
+        return NULL;
+    const tport_tensor_view *t = g->tensors[i];
+    if (t->struct_size < TPORT_TENSOR_VIEW_SIZE_1_0 || !t->data)
+        return NULL;
+    for (int d = 0; d < TPORT_MAX_DIMS; d++)
+        if (t->ne[d] < 1)
+            return NULL;
+    return t;
+}
+
+static bool same_shape(const tport_tensor_view *a, const tport_tensor_view *b) {
+    for (int i = 0; i < TPORT_MAX_DIMS; i++)
+        if (a->ne[i] != b->ne[i])
+            return false;
+    return true;
+}
+
+static bool dense_f32(const tport_tensor_view *t) {
+    return t->type == TPORT_TYPE_F32 && t->nb[0] == sizeof(float);
+}
+
+static int64_t nelements(const tport_tensor_view *t) {
+    return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
+}
+
+static bool contiguous(const tport_tensor_view *t) {
+    int64_t bs = cpu_block_size(t->type);
+    size_t expect = cpu_type_size(t->type);
+    if (bs <= 0 || t->nb[0] != expect || t->ne[0] % bs)
+        return false;
+    expect *= (size_t)(t->ne[0] / bs);
+    for (int i = 1; i < TPORT_MAX_DIMS; i++) {
+        if (t->ne[i] != 1 && t->nb[i] != expect)
+            return false;
+        expect *= (size_t)t->ne[i];
+    }
+    return true;
+}
+
+/* Rows of quantized data must be whole, adjacent blocks. */
+static bool rows_ok(const tport_tensor_view *t) {
+    int64_t bs = cpu_block_size(t->type);
+    return bs > 0 && t->ne[0] % bs == 0 && (bs == 1 || cpu_rows_dense(t));
+}
+
+static bool supports_cpy(const tport_tensor_view *d, const tport_tensor_view *s) {
+    if (nelements(d) != nelements(s) || !rows_ok(d) || !rows_ok(s))
+        return false;
+    bool raw = d->type == s->type;
+    bool convert = cpu_can_to_float(s->type) && cpu_can_from_float(d->type);
+    if (same_shape(d, s))
+        return raw ? (cpu_rows_dense(d) && cpu_rows_dense(s)) || convert : convert;
+    if (contiguous(d) && contiguous(s))
+        return convert;
+    return cpu_block_size(d->type) == 1 && cpu_block_size(s->type) == 1 && (raw || convert);
+}
+
+bool cpu_supports(const tport_graph_view *g, int32_t node) {
+    const tport_tensor_view *d = tensor(g, node);
+    if (!d || !rows_ok(d))
+        return false;
+    const tport_tensor_view *s0 = tensor(g, d->src[0]);
+    const tport_tensor_view *s1 = d->src[1] >= 0 ? tensor(g, d->src[1]) : NULL;
+    if (!s0 || (d->src[1] >= 0 && !s1) || !rows_ok(s0) || (s1 && !rows_ok(s1)))
+        return false;
+    switch (d->op) {
+    case TPORT_OP_ADD:
+    case TPORT_OP_MUL:
+        if (!s1 || !dense_f32(d) || s0->type != TPORT_TYPE_F32 || s1->type != TPORT_TYPE_F32 || !same_shape(d, s0))
+            return false;
+        for (int i = 0; i < TPORT_MAX_DIMS; i++)
+            if (d->ne[i] % s1->ne[i])
+                return false;
+        return true;
+    case TPORT_OP_SWIGLU:
+        return s1 && dense_f32(d) && s0->type == TPORT_TYPE_F32 && s1->type == TPORT_TYPE_F32 &&
+               same_shape(d, s0) && same_shape(d, s1);
+    case TPORT_OP_SCALE:
+    case TPORT_OP_RMS_NORM:
+    case TPORT_OP_NORM:
+        if (!d->params || d->params_size < sizeof(float))
+            return false;
+        /* fall through */
+    case TPORT_OP_SILU:
+    case TPORT_OP_GELU:
+        return dense_f32(d) && s0->type == TPORT_TYPE_F32 && same_shape(d, s0);
+    case TPORT_OP_SOFT_MAX:
+        if (!d->params || d->params_size < sizeof(tport_params_soft_max) || !dense_f32(d) ||
+            s0->type != TPORT_TYPE_F32 || !same_shape(d, s0))
+            return false;
+        return !s1 || (s1->type == TPORT_TYPE_F32 && s1->ne[0] == d->ne[0] && s1->ne[1] >= d->ne[1] &&
+                       d->ne[2] % s1->ne[2] == 0 && d->ne[3] % s1->ne[3] == 0);
+    case TPORT_OP_ROPE: {
+        if (!s1 || !d->params || d->params_size < sizeof(tport_params_rope) || !dense_f32(d) ||
+            s0->type != TPORT_TYPE_F32 || !same_shape(d, s0) || s1->type != TPORT_TYPE_I32 ||
+            s1->ne[0] != d->ne[2])
+            return false;
+        tport_params_rope p;
+        memcpy(&p, d->params, sizeof p);
+        return p.n_dims > 0 && p.n_dims % 2 == 0 && p.n_dims <= d->ne[0] &&
+               (p.mode == TPORT_ROPE_NORMAL || p.mode == TPORT_ROPE_NEOX);
+    }
+    case TPORT_OP_GET_ROWS:
+        return s1 && dense_f32(d) && s1->type == TPORT_TYPE_I32 && cpu_can_to_float(s0->type) &&
+               d->ne[0] == s0->ne[0] && d->ne[1] == s1->ne[0] && d->ne[2] == s1->ne[1] &&
+               d->ne[3] == s1->ne[2] && s1->ne[3] == 1 && s0->ne[2] == d->ne[2] && s0->ne[3] == d->ne[3];
+    case TPORT_OP_MUL_MAT:
+        return s1 && dense_f32(d) && s1->type == TPORT_TYPE_F32 && cpu_can_to_float(s0->type) &&
+               s0->ne[0] == s1->ne[0] && d->ne[0] == s0->ne[1] && d->ne[1] == s1->ne[1] &&
+               d->ne[2] == s1->ne[2] && d->ne[3] == s1->ne[3] && s1->ne[2] % s0->ne[2] == 0 &&
+               s1->ne[3] % s0->ne[3] == 0;
+    case TPORT_OP_CPY:
+    case TPORT_OP_CONT:
+        return supports_cpy(d, s0);
+    case TPORT_OP_CONCAT: {
+        if (!s1 || !d->params || d->params_size < sizeof(tport_params_concat))
+            return false;
+        tport_params_concat p;
+        memcpy(&p, d->params, sizeof p);
+        if (p.dim < 0 || p.dim >= TPORT_MAX_DIMS || d->type != s0->type || d->type != s1->type ||
+            cpu_block_size(d->type) != 1)
+            return false;
+        for (int i = 0; i < TPORT_MAX_DIMS; i++)
+            if (d->ne[i] != (i == p.dim ? s0->ne[i] + s1->ne[i] : s0->ne[i]) || (i != p.dim && s1->ne[i] != s0->ne[i]))
+                return false;
+        return true;
+    }
+    default:
+        return false;
+    }
+}

@@ -1,0 +1,50 @@
+/* AVX2 helpers shared by the AVX2 kernels; include only under
+ * #if defined(__AVX2__) && defined(__FMA__). */
+#ifndef TPORT_CPU_QUANT_AVX2_UTIL_H
+#define TPORT_CPU_QUANT_AVX2_UTIL_H
+
+#include <immintrin.h>
+
+#include "quant_kernels.h"
+
+static inline float avx2_hsum_ps(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* Signed x signed bytes, summed in pairs to 16 int16.  maddubs needs an
+ * unsigned left operand: |x| and y carrying x's sign.  Exact while no x
+ * byte is -128 and |x*y| pairs stay below 32768 (true for every weight
+ * type here against Q8 activations in [-127, 127]). */
+static inline __m256i avx2_dot_i8_i16(__m256i x, __m256i y) {
+    return _mm256_maddubs_epi16(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));
+}
+/* ... and summed on to 8 int32. */
+static inline __m256i avx2_dot_i8(__m256i x, __m256i y) {
+    return _mm256_madd_epi16(avx2_dot_i8_i16(x, y), _mm256_set1_epi16(1));
+}
+
+/* 16 bytes of nibbles -> 32 bytes: the low nibbles (elements 0..15) in the
+ * low lane, the high nibbles (16..31) in the high lane. */
+static inline __m256i avx2_nibbles(const uint8_t *p) {
+    const __m128i b = _mm_loadu_si128((const __m128i *)p);
+    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(b, 4), b), _mm256_set1_epi8(0x0F));
+}
+
+/* Byte i = 0xFF if bit i of `bits` is set, else 0. */
+static inline __m256i avx2_bits_to_bytes(uint32_t bits) {
+    const __m256i spread = _mm256_setr_epi64x(0, 0x0101010101010101LL, 0x0202020202020202LL, 0x0303030303030303LL);
+    const __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)bits), spread);
+    /* every bit set except bit (i % 8) of byte i */
+    const __m256i others = _mm256_set1_epi64x(0x7fbfdfeff7fbfdfeLL);
+    return _mm256_cmpeq_epi8(_mm256_or_si256(v, others), _mm256_set1_epi64x(-1));
+}
+
+/* Two int16 scales: a for the low lane (16 elements), b for the high. */
+static inline __m256i avx2_scale_pair(int a, int b) {
+    return _mm256_set_m128i(_mm_set1_epi16((short)b), _mm_set1_epi16((short)a));
+}
+
+#endif

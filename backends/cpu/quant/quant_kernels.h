@@ -1,0 +1,100 @@
+/* Internal to backends/cpu/quant: block layouts, small helpers and the
+ * per-ISA kernel tables.  Includes nothing of tensorport but backend.h.
+ *
+ * Every global name goes through CPUQ() so a test can compile a second
+ * copy of these sources with other compiler flags (-mavx2 ...) next to the
+ * copy inside libtport, under another prefix. */
+#ifndef TPORT_CPU_QUANT_KERNELS_H
+#define TPORT_CPU_QUANT_KERNELS_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "../cpu_quant.h"
+
+#ifndef CPUQ_PREFIX
+#define CPUQ_PREFIX cpuq_
+#endif
+#define CPUQ_CAT2(a, b) a##b
+#define CPUQ_CAT(a, b) CPUQ_CAT2(a, b)
+#define CPUQ(name) CPUQ_CAT(CPUQ_PREFIX, name)
+
+#define QK_K 256
+
+/* Block sizes in bytes. */
+enum {
+    BQ4_0 = 18, BQ4_1 = 20, BQ5_0 = 22, BQ5_1 = 24, BQ8_0 = 34, BQ8_1 = 36,
+    BQ2_K = 84, BQ3_K = 110, BQ4_K = 144, BQ5_K = 176, BQ6_K = 210, BQ8_K = 292,
+    BIQ4_NL = 18, BIQ4_XS = 136,
+    BQ4_0_F32 = 20, BQ4_1_F32 = 24, BQ4_2 = 10, BQ4_3 = 12, BQ8_0_F32 = 36,
+};
+/* Q8_K field offsets. */
+enum { Q8K_QS = 4, Q8K_BSUMS = 260 };
+
+/* IEEE binary16 -> binary32 (exact), without F16C. */
+static inline float cpuq_half(const uint8_t *p) {
+    const uint32_t h = (uint32_t)p[0] | (uint32_t)p[1] << 8;
+    const uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+    uint32_t bits;
+    if (exp == 0x1f) {
+        bits = sign | 0x7f800000u | man << 13;
+    } else if (exp != 0) {
+        bits = sign | (exp + 112) << 23 | man << 13;
+    } else if (man == 0) {
+        bits = sign;
+    } else { /* subnormal: normalise */
+        int e = -1;
+        uint32_t m = man;
+        do {
+            e++;
+            m <<= 1;
+        } while (!(m & 0x400));
+        bits = sign | (uint32_t)(112 - e) << 23 | (m & 0x3ff) << 13;
+    }
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+static inline float cpuq_f32(const uint8_t *p) {
+    float f;
+    memcpy(&f, p, 4);
+    return f;
+}
+static inline int16_t cpuq_i16(const uint8_t *p) { return (int16_t)(uint16_t)(p[0] | p[1] << 8); }
+static inline uint32_t cpuq_u32(const uint8_t *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Q4_K/Q5_K: the 8 6-bit scales and mins from their 12 packed bytes. */
+static inline void cpuq_scale_min_k4(const uint8_t *s, uint8_t sc[8], uint8_t mn[8]) {
+    for (int j = 0; j < 8; j++) {
+        if (j < 4) {
+            sc[j] = s[j] & 63;
+            mn[j] = s[j + 4] & 63;
+        } else {
+            sc[j] = (uint8_t)((s[j + 4] & 0xF) | (s[j - 4] >> 6) << 4);
+            mn[j] = (uint8_t)((s[j + 4] >> 4) | (s[j] >> 6) << 4);
+        }
+    }
+}
+
+/* Q3_K: the 16 signed 6-bit scales. */
+static inline void cpuq_scales_q3k(const uint8_t *s, int8_t out[16]) {
+    for (int j = 0; j < 16; j++) {
+        const int lo = j < 8 ? s[j] & 0xF : s[j - 8] >> 4;
+        const int hi = (s[8 + j % 4] >> (2 * (j / 4))) & 3;
+        out[j] = (int8_t)((lo | hi << 4) - 32);
+    }
+}
+
+extern const int8_t CPUQ(kvalues_iq4nl)[16];
+
+/* Kernel tables: NULL where the ISA has no kernel of its own. */
+cpu_vec_dot_fn CPUQ(scalar_legacy_kernel)(tport_type_id type);
+cpu_vec_dot_fn CPUQ(scalar_kquant_kernel)(tport_type_id type);
+cpu_vec_dot_fn CPUQ(scalar_kernel)(tport_type_id type);
+cpu_vec_dot_fn CPUQ(avx2_legacy_kernel)(tport_type_id type);
+cpu_vec_dot_fn CPUQ(avx2_kquant_kernel)(tport_type_id type);
+cpu_vec_dot_fn CPUQ(avx512_kernel)(tport_type_id type);
+
+#endif

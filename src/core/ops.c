@@ -1,0 +1,222 @@
+/* Op constructors: validate operands and record a result tensor.  Nothing
+ * is computed here.  Every constructor returns NULL with tport_error() set
+ * when an operand is NULL or the shapes do not fit. */
+#include <string.h>
+
+#include "error.h"
+#include "quant/type_table.h"
+#include "tensor.h"
+
+/* Keeps the message of the op that produced a NULL operand, if any. */
+static tport_tensor *null_input(const char *op) {
+    if (!tport_last_error()[0])
+        tport_error(TPORT_STATUS_INVALID_ARGUMENT, "%s: an input is NULL", op);
+    return NULL;
+}
+
+static tport_tensor *bad(const char *op, const char *why) {
+    tport_error(TPORT_STATUS_INVALID_ARGUMENT, "%s: %s", op, why);
+    return NULL;
+}
+
+static tport_tensor *new_op(tport_ctx *ctx, tport_op_id op, tport_type_id type, const int64_t ne[4],
+                            tport_tensor *s0, tport_tensor *s1, const void *params, uint32_t params_size) {
+    tport_tensor *t = tport_tensor_record(ctx, type, 4, ne);
+    if (!t)
+        return NULL;
+    t->op = op;
+    t->src[0] = s0;
+    t->src[1] = s1;
+    if (params_size) {
+        memcpy(t->params, params, params_size);
+        t->params_size = params_size;
+    }
+    return t;
+}
+
+static bool same_shape(const tport_tensor *a, const tport_tensor *b) {
+    for (int i = 0; i < TPORT_MAX_DIMS; i++)
+        if (a->ne[i] != b->ne[i])
+            return false;
+    return true;
+}
+
+static tport_tensor *unary_f32(tport_ctx *ctx, tport_op_id op, tport_tensor *a, const void *p, uint32_t ps) {
+    const char *name = tport_op_name(op);
+    if (!ctx || !a)
+        return null_input(name);
+    if (a->type != TPORT_TYPE_F32)
+        return bad(name, "input must be f32");
+    return new_op(ctx, op, TPORT_TYPE_F32, a->ne, a, NULL, p, ps);
+}
+
+tport_tensor *tport_get_rows(tport_ctx *ctx, tport_tensor *a, tport_tensor *ids) {
+    if (!ctx || !a || !ids)
+        return null_input("get_rows");
+    if (ids->type != TPORT_TYPE_I32)
+        return bad("get_rows", "ids must be i32");
+    if (ids->ne[3] != 1 || a->ne[2] != ids->ne[1] || a->ne[3] != ids->ne[2])
+        return bad("get_rows", "ids [n, b2, b3] need a of shape [k, rows, b2, b3]");
+    const tport_type_traits *tr = tport_traits(a->type);
+    if (!tr || !tr->to_float)
+        return bad("get_rows", "source type cannot be converted to f32");
+    int64_t ne[4] = {a->ne[0], ids->ne[0], ids->ne[1], ids->ne[2]};
+    return new_op(ctx, TPORT_OP_GET_ROWS, TPORT_TYPE_F32, ne, a, ids, NULL, 0);
+}
+
+static tport_tensor *binary_bcast(tport_ctx *ctx, tport_op_id op, tport_tensor *a, tport_tensor *b) {
+    const char *name = tport_op_name(op);
+    if (!ctx || !a || !b)
+        return null_input(name);
+    if (a->type != TPORT_TYPE_F32 || b->type != TPORT_TYPE_F32)
+        return bad(name, "inputs must be f32");
+    for (int i = 0; i < TPORT_MAX_DIMS; i++)
+        if (a->ne[i] % b->ne[i]) {
+            tport_error(TPORT_STATUS_INVALID_ARGUMENT,
+                        "%s: b's dimension %d (%lld) does not divide a's (%lld)", name, i,
+                        (long long)b->ne[i], (long long)a->ne[i]);
+            return NULL;
+        }
+    return new_op(ctx, op, TPORT_TYPE_F32, a->ne, a, b, NULL, 0);
+}
+
+tport_tensor *tport_add(tport_ctx *ctx, tport_tensor *a, tport_tensor *b) {
+    return binary_bcast(ctx, TPORT_OP_ADD, a, b);
+}
+
+tport_tensor *tport_mul(tport_ctx *ctx, tport_tensor *a, tport_tensor *b) {
+    return binary_bcast(ctx, TPORT_OP_MUL, a, b);
+}
+
+tport_tensor *tport_scale(tport_ctx *ctx, tport_tensor *a, float s) {
+    tport_params_scale p = {s};
+    return unary_f32(ctx, TPORT_OP_SCALE, a, &p, sizeof p);
+}
+
+tport_tensor *tport_mul_mat(tport_ctx *ctx, tport_tensor *a, tport_tensor *b) {
+    if (!ctx || !a || !b)
+        return null_input("mul_mat");
+    if (b->type != TPORT_TYPE_F32)
+        return bad("mul_mat", "b must be f32");
+    const tport_type_traits *tr = tport_traits(a->type);
+    if (!tr || !tr->to_float)
+        return bad("mul_mat", "a's type cannot be converted to f32");
+    if (a->ne[0] != b->ne[0]) {
+        tport_error(TPORT_STATUS_INVALID_ARGUMENT, "mul_mat: inner dimensions differ (%lld vs %lld)",
+                    (long long)a->ne[0], (long long)b->ne[0]);
+        return NULL;
+    }
+    if (b->ne[2] % a->ne[2] || b->ne[3] % a->ne[3])
+        return bad("mul_mat", "a's dimensions 2 and 3 must divide b's (broadcast)");
+    int64_t ne[4] = {a->ne[1], b->ne[1], b->ne[2], b->ne[3]};
+    return new_op(ctx, TPORT_OP_MUL_MAT, TPORT_TYPE_F32, ne, a, b, NULL, 0);
+}
+
+tport_tensor *tport_rms_norm(tport_ctx *ctx, tport_tensor *a, float eps) {
+    if (!(eps >= 0.0f))
+        return bad("rms_norm", "eps must be >= 0");
+    tport_params_norm p = {eps};
+    return unary_f32(ctx, TPORT_OP_RMS_NORM, a, &p, sizeof p);
+}
+
+tport_tensor *tport_norm(tport_ctx *ctx, tport_tensor *a, float eps) {
+    if (!(eps >= 0.0f))
+        return bad("norm", "eps must be >= 0");
+    tport_params_norm p = {eps};
+    return unary_f32(ctx, TPORT_OP_NORM, a, &p, sizeof p);
+}
+
+tport_tensor *tport_rope(tport_ctx *ctx, tport_tensor *a, tport_tensor *pos, int n_dims, int mode,
+                         float freq_base, float freq_scale) {
+    if (!ctx || !a || !pos)
+        return null_input("rope");
+    if (a->type != TPORT_TYPE_F32)
+        return bad("rope", "input must be f32");
+    if (pos->type != TPORT_TYPE_I32 || pos->ne[0] != a->ne[2] || pos->ne[1] * pos->ne[2] * pos->ne[3] != 1)
+        return bad("rope", "positions must be i32 of length ne[2] of the input");
+    if (n_dims <= 0 || n_dims % 2 || n_dims > a->ne[0])
+        return bad("rope", "n_dims must be even and in 1..ne[0]");
+    if (mode != TPORT_ROPE_NORMAL && mode != TPORT_ROPE_NEOX)
+        return bad("rope", "unknown mode");
+    if (!(freq_base > 0.0f) || !(freq_scale > 0.0f))
+        return bad("rope", "freq_base and freq_scale must be > 0");
+    tport_params_rope p = {n_dims, mode, freq_base, freq_scale};
+    return new_op(ctx, TPORT_OP_ROPE, TPORT_TYPE_F32, a->ne, a, pos, &p, sizeof p);
+}
+
+tport_tensor *tport_soft_max(tport_ctx *ctx, tport_tensor *a, tport_tensor *mask, float scale) {
+    if (!ctx || !a)
+        return null_input("soft_max");
+    if (a->type != TPORT_TYPE_F32)
+        return bad("soft_max", "input must be f32");
+    if (mask) {
+        if (mask->type != TPORT_TYPE_F32)
+            return bad("soft_max", "mask must be f32");
+        if (mask->ne[0] != a->ne[0] || mask->ne[1] < a->ne[1] || a->ne[2] % mask->ne[2] ||
+            a->ne[3] % mask->ne[3])
+            return bad("soft_max", "mask must be [ne0, >= ne1] and broadcast over dims 2, 3");
+    }
+    tport_params_soft_max p = {scale};
+    return new_op(ctx, TPORT_OP_SOFT_MAX, TPORT_TYPE_F32, a->ne, a, mask, &p, sizeof p);
+}
+
+tport_tensor *tport_silu(tport_ctx *ctx, tport_tensor *a) {
+    return unary_f32(ctx, TPORT_OP_SILU, a, NULL, 0);
+}
+
+tport_tensor *tport_gelu(tport_ctx *ctx, tport_tensor *a) {
+    return unary_f32(ctx, TPORT_OP_GELU, a, NULL, 0);
+}
+
+tport_tensor *tport_swiglu(tport_ctx *ctx, tport_tensor *a, tport_tensor *b) {
+    if (!ctx || !a || !b)
+        return null_input("swiglu");
+    if (a->type != TPORT_TYPE_F32 || b->type != TPORT_TYPE_F32)
+        return bad("swiglu", "inputs must be f32");
+    if (!same_shape(a, b))
+        return bad("swiglu", "inputs must have the same shape");
+    return new_op(ctx, TPORT_OP_SWIGLU, TPORT_TYPE_F32, a->ne, a, b, NULL, 0);
+}
+
+/* The result is a view of b written by the copy: b's data, b's layout. */
+tport_tensor *tport_cpy(tport_ctx *ctx, tport_tensor *a, tport_tensor *b) {
+    if (!ctx || !a || !b)
+        return null_input("cpy");
+    if (tport_tensor_nelements(a) != tport_tensor_nelements(b))
+        return bad("cpy", "a and b must have the same number of elements");
+    tport_tensor *t = new_op(ctx, TPORT_OP_CPY, b->type, b->ne, a, b, NULL, 0);
+    if (!t)
+        return NULL;
+    memcpy(t->nb, b->nb, sizeof t->nb);
+    t->flags |= TPORT_TENSOR_IS_VIEW;
+    t->view_src = b->view_src ? b->view_src : b;
+    t->view_offs = b->view_src ? b->view_offs : 0;
+    if (t->view_src->data)
+        t->data = (uint8_t *)t->view_src->data + t->view_offs;
+    return t;
+}
+
+tport_tensor *tport_cont(tport_ctx *ctx, tport_tensor *a) {
+    if (!ctx || !a)
+        return null_input("cont");
+    return new_op(ctx, TPORT_OP_CONT, a->type, a->ne, a, NULL, NULL, 0);
+}
+
+tport_tensor *tport_concat(tport_ctx *ctx, tport_tensor *a, tport_tensor *b, int dim) {
+    if (!ctx || !a || !b)
+        return null_input("concat");
+    if (dim < 0 || dim >= TPORT_MAX_DIMS)
+        return bad("concat", "dim must be 0..3");
+    if (a->type != b->type)
+        return bad("concat", "a and b must have the same type");
+    if (tport_type_block_size(a->type) != 1)
+        return bad("concat", "quantized types cannot be concatenated");
+    int64_t ne[4];
+    for (int i = 0; i < TPORT_MAX_DIMS; i++) {
+        if (i != dim && a->ne[i] != b->ne[i])
+            return bad("concat", "shapes differ outside the concatenated dimension");
+        ne[i] = i == dim ? a->ne[i] + b->ne[i] : a->ne[i];
+    }
+    tport_params_concat p = {dim};
+    return new_op(ctx, TPORT_OP_CONCAT, a->type, ne, a, b, &p, sizeof p);
+}

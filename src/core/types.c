@@ -1,0 +1,51 @@
+/* Public type functions, on top of the type table in src/quant. */
+#include <string.h>
+
+#include "quant/type_table.h"
+#include "tensor.h"
+
+const tport_type_info *tport_type_get(tport_type_id type) {
+    const tport_type_traits *t = tport_traits(type);
+    return t ? &t->info : NULL;
+}
+
+int64_t tport_type_from_name(const char *name) {
+    if (!name)
+        return -1;
+    for (int i = 0; i < tport_traits_count(); i++) {
+        const tport_type_traits *t = tport_traits_at(i);
+        if (t && t->info.name && !strcmp(t->info.name, name))
+            return t->info.id;
+    }
+    return -1;
+}
+
+size_t tport_row_size(tport_type_id type, int64_t n) {
+    const tport_type_traits *t = tport_traits(type);
+    if (!t || n < 0 || t->info.block_size <= 0 || n % t->info.block_size)
+        return 0;
+    return (size_t)(n / t->info.block_size) * t->info.block_bytes;
+}
+
+size_t tport_type_block_bytes(tport_type_id type) {
+    const tport_type_traits *t = tport_traits(type);
+    return t ? t->info.block_bytes : 0;
+}
+
+int64_t tport_type_block_size(tport_type_id type) {
+    const tport_type_traits *t = tport_traits(type);
+    return t ? t->info.block_size : 0;
+}
+
+const char *tport_type_name(tport_type_id type) {
+    const tport_type_traits *t = tport_traits(type);
+    return t && t->info.name ? t->info.name : "unknown";
+}
+
+const char *tport_op_name(tport_op_id op) {
+    static const char *const names[] = {
+        "none", "get_rows", "add", "mul", "scale", "mul_mat", "rms_norm", "norm",
+        "rope", "soft_max", "silu", "gelu", "swiglu", "cpy", "cont", "concat",
+    };
+    return op < sizeof names / sizeof names[0] ? names[op] : "unknown";
+}

@@ -1,0 +1,63 @@
+/* GGUF v3 writer.  Collect metadata and tensors in a writer object, then
+ * write the file in one go:
+ *
+ *     tport_gguf_writer *w = tport_gguf_writer_new();
+ *     tport_gguf_set_str(w, "general.architecture", "llama");
+ *     tport_gguf_set_u32(w, "llama.block_count", 2);
+ *     tport_gguf_add_tensor(w, "token_embd.weight", TPORT_TYPE_F16, 2, ne, data, nbytes);
+ *     tport_status s = tport_gguf_write(w, "out.gguf");
+ *     tport_gguf_writer_free(w);
+ *
+ * Keys are kept in insertion order; setting an existing key replaces its
+ * value in place.  Values are copied; tensor data is borrowed until
+ * tport_gguf_write returns (or produced on demand by a fill callback).
+ * The file is written to a temporary name in the same folder and renamed
+ * at the end; on error the temporary file is removed. */
+#ifndef TPORT_FORMATS_GGUF_WRITE_H
+#define TPORT_FORMATS_GGUF_WRITE_H
+
+#include "formats/model_file.h"
+
+typedef struct tport_gguf_writer tport_gguf_writer;
+
+tport_gguf_writer *tport_gguf_writer_new(void);
+void tport_gguf_writer_free(tport_gguf_writer *w);
+
+/* Tensor data alignment (a power of two, default 32); a value other than 32
+ * is also recorded as general.alignment. */
+tport_status tport_gguf_set_alignment(tport_gguf_writer *w, uint32_t alignment);
+
+/* Adds or replaces a key with a deep copy of kv's value (kv->key ignored). */
+tport_status tport_gguf_set_kv(tport_gguf_writer *w, const char *key, const tport_kv *kv);
+tport_status tport_gguf_set_u32(tport_gguf_writer *w, const char *key, uint32_t v);
+tport_status tport_gguf_set_i32(tport_gguf_writer *w, const char *key, int32_t v);
+tport_status tport_gguf_set_u64(tport_gguf_writer *w, const char *key, uint64_t v);
+tport_status tport_gguf_set_f32(tport_gguf_writer *w, const char *key, float v);
+tport_status tport_gguf_set_bool(tport_gguf_writer *w, const char *key, bool v);
+tport_status tport_gguf_set_str(tport_gguf_writer *w, const char *key, const char *v);
+/* n values of a scalar type (stored as in tport_kv: uint8_t, int32_t, float,
+ * bool, ... ; strings as const char *const *). */
+tport_status tport_gguf_set_array(tport_gguf_writer *w, const char *key, tport_kv_type elem_type,
+                                  const void *values, uint64_t n);
+/* Removes a key if present. */
+void tport_gguf_remove_kv(tport_gguf_writer *w, const char *key);
+int tport_gguf_n_kv(const tport_gguf_writer *w);
+
+/* A tensor with data in memory (borrowed until tport_gguf_write returns).
+ * nbytes must match type and shape.  Current (GGUF) type ids only. */
+tport_status tport_gguf_add_tensor(tport_gguf_writer *w, const char *name, tport_type_id type, int n_dims,
+                                   const int64_t *ne, const void *data, uint64_t nbytes);
+
+/* A tensor whose bytes are produced while writing: fill(user, i, dst,
+ * nbytes) writes the nbytes of tensor i (its index in add order) to dst. */
+typedef tport_status (*tport_gguf_fill_fn)(void *user, int tensor, void *dst, uint64_t nbytes);
+tport_status tport_gguf_add_tensor_fill(tport_gguf_writer *w, const char *name, tport_type_id type, int n_dims,
+                                        const int64_t *ne, tport_gguf_fill_fn fill, void *user);
+
+/* Called after each tensor is written: done of total tensor bytes. */
+typedef void (*tport_gguf_progress_fn)(void *user, uint64_t done, uint64_t total);
+void tport_gguf_set_progress(tport_gguf_writer *w, tport_gguf_progress_fn fn, void *user);
+
+tport_status tport_gguf_write(tport_gguf_writer *w, const char *path);
+
+#endif

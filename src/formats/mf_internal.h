@@ -1,0 +1,112 @@
+/* Helpers shared by the model-file readers (private to src/formats/):
+ * a bounded cursor over the mapped bytes, allocations owned by the model
+ * file, checked arithmetic, and building the tensor list. */
+#ifndef TPORT_FORMATS_MF_INTERNAL_H
+#define TPORT_FORMATS_MF_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/error.h"
+#include "formats/model_file.h"
+
+/* ---- checked arithmetic (false on overflow) ---------------------------- */
+static inline bool mf_add_u64(uint64_t a, uint64_t b, uint64_t *out) {
+    if (a > UINT64_MAX - b)
+        return false;
+    *out = a + b;
+    return true;
+}
+static inline bool mf_mul_u64(uint64_t a, uint64_t b, uint64_t *out) {
+    if (a != 0 && b > UINT64_MAX / a)
+        return false;
+    *out = a * b;
+    return true;
+}
+
+/* ---- bounded cursor ------------------------------------------------------ */
+typedef struct mf_cursor {
+    const uint8_t *data;
+    uint64_t size;
+    uint64_t pos;
+    const char *path;
+} mf_cursor;
+
+/* Records "PATH: offset AT: message" as TPORT_STATUS_BAD_FORMAT. */
+tport_status mf_fail(const mf_cursor *c, uint64_t at, const char *fmt, ...) TPORT_PRINTF(3, 4);
+
+static inline uint64_t mf_left(const mf_cursor *c) { return c->size - c->pos; }
+
+/* Each read checks that the bytes exist; `what` names the field in the error. */
+tport_status mf_need(const mf_cursor *c, uint64_t n, const char *what);
+tport_status mf_skip(mf_cursor *c, uint64_t n, const char *what);
+tport_status mf_read_u8(mf_cursor *c, uint8_t *v, const char *what);
+tport_status mf_read_u16(mf_cursor *c, uint16_t *v, const char *what);
+tport_status mf_read_u32(mf_cursor *c, uint32_t *v, const char *what);
+tport_status mf_read_i32(mf_cursor *c, int32_t *v, const char *what);
+tport_status mf_read_u64(mf_cursor *c, uint64_t *v, const char *what);
+tport_status mf_read_f32(mf_cursor *c, float *v, const char *what);
+/* Returns a pointer into the mapping and advances. */
+tport_status mf_read_bytes(mf_cursor *c, uint64_t n, const uint8_t **p, const char *what);
+/* Moves pos up to the next multiple of `align` (a power of two, from the
+ * start of the file). */
+tport_status mf_align(mf_cursor *c, uint64_t align, const char *what);
+
+uint32_t mf_le32(const uint8_t *p);
+uint64_t mf_le64(const uint8_t *p);
+
+#define MF_TRY(expr)                              \
+    do {                                          \
+        tport_status mf_try_s_ = (expr);          \
+        if (mf_try_s_ != TPORT_STATUS_OK)         \
+            return mf_try_s_;                     \
+    } while (0)
+
+/* ---- memory owned by the model file (freed by tport_model_file_close) --- */
+/* A list of zeroed blocks hung off *head, freed together. */
+void *mf_owned_alloc(void **head, size_t size);
+void mf_owned_free(void **head);
+void *mf_alloc(tport_model_file *mf, size_t size);           /* zeroed */
+void *mf_alloc_array(tport_model_file *mf, uint64_t n, size_t elem);
+char *mf_strndup(tport_model_file *mf, const void *s, size_t n);
+void mf_free_owned(tport_model_file *mf);
+
+/* ---- tensors --------------------------------------------------------------- */
+/* Block size and bytes per block of a type id; false if unknown. */
+bool mf_type_size(tport_type_id type, int64_t *block, uint64_t *block_bytes);
+/* Bytes of a tensor; BAD_FORMAT (at offset `at`) on a bad shape. */
+tport_status mf_tensor_bytes(const mf_cursor *c, uint64_t at, tport_type_id type, int n_dims,
+                             const int64_t *ne, uint64_t *nbytes);
+/* Reserves room for n more tensors (n already capped by the caller). */
+tport_status mf_reserve_tensors(tport_model_file *mf, uint64_t n);
+/* Appends a tensor whose data lies in the mapping at `offset`; checks the
+ * data lies inside the file.  `name` is copied. */
+tport_status mf_add_tensor(tport_model_file *mf, const mf_cursor *c, uint64_t at, const char *name,
+                           size_t name_len, tport_type_id type, int n_dims, const int64_t *ne,
+                           uint64_t offset);
+/* Appends a tensor whose data is owned (already allocated with mf_alloc). */
+tport_status mf_add_owned_tensor(tport_model_file *mf, const char *name, tport_type_id type,
+                                 int n_dims, const int64_t *ne, void *data, uint64_t nbytes);
+/* Rejects two tensors with the same name. */
+tport_status mf_check_unique_names(const tport_model_file *mf, const mf_cursor *c);
+
+/* ---- names --------------------------------------------------------------- */
+/* Old llama.cpp / llama2.c / Hugging Face tensor names to GGUF's llama
+ * scheme; writes into out (cap bytes).  Returns false if not recognised
+ * (out then holds the name unchanged). */
+bool mf_normalize_llama_name(const char *name, char *out, size_t cap);
+
+/* ---- readers ------------------------------------------------------------- */
+tport_status mf_read_gguf(tport_model_file *mf, mf_cursor *c);
+tport_status mf_read_ggml_legacy(tport_model_file *mf, mf_cursor *c);
+tport_status mf_read_llama2c(tport_model_file *mf, mf_cursor *c);
+tport_status mf_read_safetensors(tport_model_file *mf, mf_cursor *c);
+/* True if the bytes look like a legacy (headerless) llama2.c checkpoint. */
+bool mf_llama2c_sniff(const mf_cursor *c);
+
+/* Defaults applied after a reader filled what the file gives. */
+void mf_hparams_defaults(tport_llama_hparams *hp);
+void mf_vocab_init(tport_vocab *v);
+
+#endif

@@ -1,0 +1,155 @@
+/* Building a model file's tensor list: sizes from the type table, shapes
+ * and data ranges checked against overflow and the file size. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "formats/mf_internal.h"
+
+/* Block geometry of every type a model file can hold, from the formats
+ * notes (formats.md sections 1.6 and 3).  Used only when the type table
+ * does not (yet) know an id, so reading never depends on the order in
+ * which the quantization rows were added. */
+static const struct {
+    tport_type_id id;
+    int64_t block;
+    uint64_t bytes;
+} known_sizes[] = {
+    {TPORT_TYPE_F32, 1, 4},         {TPORT_TYPE_F16, 1, 2},        {TPORT_TYPE_Q4_0, 32, 18},
+    {TPORT_TYPE_Q4_1, 32, 20},      {TPORT_TYPE_Q5_0, 32, 22},     {TPORT_TYPE_Q5_1, 32, 24},
+    {TPORT_TYPE_Q8_0, 32, 34},      {TPORT_TYPE_Q8_1, 32, 36},     {TPORT_TYPE_Q2_K, 256, 84},
+    {TPORT_TYPE_Q3_K, 256, 110},    {TPORT_TYPE_Q4_K, 256, 144},   {TPORT_TYPE_Q5_K, 256, 176},
+    {TPORT_TYPE_Q6_K, 256, 210},    {TPORT_TYPE_Q8_K, 256, 292},   {TPORT_TYPE_IQ4_NL, 32, 18},
+    {TPORT_TYPE_IQ4_XS, 256, 136},  {TPORT_TYPE_I8, 1, 1},         {TPORT_TYPE_I16, 1, 2},
+    {TPORT_TYPE_I32, 1, 4},         {TPORT_TYPE_BF16, 1, 2},       {TPORT_TYPE_Q4_0_QNT0, 32, 20},
+    {TPORT_TYPE_Q4_1_QNT0, 32, 24}, {TPORT_TYPE_Q4_2_QNT0, 16, 10}, {TPORT_TYPE_Q4_3_QNT0, 16, 12},
+    {TPORT_TYPE_Q5_0_QNT0, 32, 22}, {TPORT_TYPE_Q5_1_QNT0, 32, 24}, {TPORT_TYPE_Q8_0_QNT1, 32, 36},
+    {TPORT_TYPE_Q4_0_QNT1, 32, 20}, {TPORT_TYPE_Q4_1_QNT1, 32, 24},
+};
+
+bool mf_type_size(tport_type_id type, int64_t *block, uint64_t *block_bytes) {
+    const tport_type_info *ti = tport_type_get(type);
+    if (ti && ti->block_size > 0 && ti->block_bytes > 0) {
+        *block = ti->block_size;
+        *block_bytes = ti->block_bytes;
+        return true;
+    }
+    for (size_t i = 0; i < sizeof known_sizes / sizeof known_sizes[0]; i++)
+        if (known_sizes[i].id == type) {
+            *block = known_sizes[i].block;
+            *block_bytes = known_sizes[i].bytes;
+            return true;
+        }
+    return false;
+}
+
+tport_status mf_tensor_bytes(const mf_cursor *c, uint64_t at, tport_type_id type, int n_dims,
+                             const int64_t *ne, uint64_t *nbytes) {
+    int64_t block;
+    uint64_t block_bytes;
+    if (!mf_type_size(type, &block, &block_bytes))
+        return mf_fail(c, at, "unknown tensor type %u", type);
+    if (n_dims < 1 || n_dims > 4)
+        return mf_fail(c, at, "%d dimensions (1 to 4 allowed)", n_dims);
+    uint64_t n = 1;
+    for (int i = 0; i < 4; i++) {
+        if (ne[i] < 0)
+            return mf_fail(c, at, "negative dimension ne[%d] = %lld", i, (long long)ne[i]);
+        if (!mf_mul_u64(n, (uint64_t)ne[i], &n) || n > (uint64_t)INT64_MAX)
+            return mf_fail(c, at, "element count overflows");
+    }
+    if (ne[0] % block != 0)
+        return mf_fail(c, at, "row length %lld is not a multiple of the block size %lld",
+                       (long long)ne[0], (long long)block);
+    if (!mf_mul_u64(n / (uint64_t)block, block_bytes, nbytes))
+        return mf_fail(c, at, "tensor size overflows");
+    return TPORT_STATUS_OK;
+}
+
+tport_status mf_reserve_tensors(tport_model_file *mf, uint64_t n) {
+    uint64_t want = (uint64_t)mf->n_tensors + n;
+    if (want <= (uint64_t)mf->tensors_cap)
+        return TPORT_STATUS_OK;
+    if (want > INT32_MAX / 2)
+        return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: too many tensors (%llu)", mf->path,
+                           (unsigned long long)want);
+    uint64_t cap = mf->tensors_cap ? (uint64_t)mf->tensors_cap * 2 : 16;
+    if (cap < want)
+        cap = want;
+    tport_mf_tensor *t = realloc(mf->tensors, (size_t)cap * sizeof *t);
+    if (!t)
+        return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "%s: out of memory for %llu tensors", mf->path,
+                           (unsigned long long)cap);
+    mf->tensors = t;
+    mf->tensors_cap = (int)cap;
+    return TPORT_STATUS_OK;
+}
+
+static tport_status push_tensor(tport_model_file *mf, const char *name, size_t name_len,
+                                tport_type_id type, int n_dims, const int64_t *ne) {
+    MF_TRY(mf_reserve_tensors(mf, 1));
+    tport_mf_tensor *t = &mf->tensors[mf->n_tensors];
+    memset(t, 0, sizeof *t);
+    t->name = mf_strndup(mf, name, name_len);
+    if (!t->name)
+        return TPORT_STATUS_OUT_OF_MEMORY;
+    t->type = type;
+    t->n_dims = n_dims;
+    for (int i = 0; i < 4; i++)
+        t->ne[i] = i < n_dims ? ne[i] : 1;
+    mf->n_tensors++;
+    return TPORT_STATUS_OK;
+}
+
+tport_status mf_add_tensor(tport_model_file *mf, const mf_cursor *c, uint64_t at, const char *name,
+                           size_t name_len, tport_type_id type, int n_dims, const int64_t *ne,
+                           uint64_t offset) {
+    int64_t full[4] = {1, 1, 1, 1};
+    if (n_dims < 1 || n_dims > 4)
+        return mf_fail(c, at, "tensor '%.*s': %d dimensions (1 to 4 allowed)", (int)(name_len > 64 ? 64 : name_len),
+                       name, n_dims);
+    memcpy(full, ne, (size_t)n_dims * sizeof *ne);
+    uint64_t nbytes, end;
+    MF_TRY(mf_tensor_bytes(c, at, type, n_dims, full, &nbytes));
+    if (!mf_add_u64(offset, nbytes, &end) || end > c->size)
+        return mf_fail(c, at, "tensor '%.*s': data [%llu, +%llu) lies past the end of the file (%llu bytes)",
+                       (int)(name_len > 64 ? 64 : name_len), name, (unsigned long long)offset,
+                       (unsigned long long)nbytes, (unsigned long long)c->size);
+    MF_TRY(push_tensor(mf, name, name_len, type, n_dims, full));
+    tport_mf_tensor *t = &mf->tensors[mf->n_tensors - 1];
+    t->offset = offset;
+    t->nbytes = nbytes;
+    t->data = c->data + offset;
+    return TPORT_STATUS_OK;
+}
+
+tport_status mf_add_owned_tensor(tport_model_file *mf, const char *name, tport_type_id type,
+                                 int n_dims, const int64_t *ne, void *data, uint64_t nbytes) {
+    MF_TRY(push_tensor(mf, name, strlen(name), type, n_dims, ne));
+    tport_mf_tensor *t = &mf->tensors[mf->n_tensors - 1];
+    t->offset = 0;
+    t->nbytes = nbytes;
+    t->data = data;
+    return TPORT_STATUS_OK;
+}
+
+static int cmp_name(const void *a, const void *b) {
+    const tport_mf_tensor *const *x = a, *const *y = b;
+    return strcmp((*x)->name, (*y)->name);
+}
+
+tport_status mf_check_unique_names(const tport_model_file *mf, const mf_cursor *c) {
+    if (mf->n_tensors < 2)
+        return TPORT_STATUS_OK;
+    const tport_mf_tensor **v = malloc((size_t)mf->n_tensors * sizeof *v);
+    if (!v)
+        return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "%s: out of memory", mf->path);
+    for (int i = 0; i < mf->n_tensors; i++)
+        v[i] = &mf->tensors[i];
+    qsort(v, (size_t)mf->n_tensors, sizeof *v, cmp_name);
+    tport_status s = TPORT_STATUS_OK;
+    for (int i = 1; i < mf->n_tensors && !s; i++)
+        if (!strcmp(v[i - 1]->name, v[i]->name))
+            s = mf_fail(c, v[i]->offset, "two tensors named '%.64s'", v[i]->name);
+    free(v);
+    return s;
+}

@@ -1,0 +1,153 @@
+/* tport_model: loading a llama-architecture model from any readable file,
+ * its vocabulary, and the tokenize/detokenize entry points. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "model/model.h"
+
+static char *dup_str(const char *s) {
+    if (!s)
+        return NULL;
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d)
+        memcpy(d, s, n);
+    return d;
+}
+
+/* GGUF's tokenizer.ggml.add_space_prefix, true when absent. */
+static bool add_space_prefix(const tport_model_file *mf) {
+    const tport_kv *kv = tport_model_file_kv(mf, "tokenizer.ggml.add_space_prefix");
+    return !kv || kv->type != TPORT_KV_BOOL || kv->v.b;
+}
+
+static tport_status load_tokenizer(tport_model *m, const tport_model_params *params) {
+    const tport_model_file *mf = m->file;
+    tport_status st = TPORT_STATUS_OK;
+    if (params && params->tokenizer_path) {
+        st = tport_tokenizer_load_llama2c(params->tokenizer_path, m->sh.n_vocab, &m->tok);
+    } else if (mf->vocab.n_tokens > 0) {
+        if (strcmp(mf->vocab.model, "llama") != 0) {
+            tport_log(TPORT_LOG_WARN, "%s: tokenizer '%s' is not supported; token ids only",
+                      mf->path, mf->vocab.model);
+            return TPORT_STATUS_OK;
+        }
+        st = tport_tokenizer_from_vocab(&mf->vocab, add_space_prefix(mf), &m->tok);
+    }
+    if (st != TPORT_STATUS_OK)
+        return st;
+    if (m->tok && tport_tokenizer_n_tokens(m->tok) > m->sh.n_vocab)
+        return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: the vocabulary has %d tokens but the model %d",
+                           mf->path, (int)tport_tokenizer_n_tokens(m->tok), (int)m->sh.n_vocab);
+    return TPORT_STATUS_OK;
+}
+
+/* A forced backend must exist; say which ones do. */
+static tport_status check_backend(const char *name) {
+    int n = tport_backend_count();
+    for (int i = 0; i < n; i++)
+        if (tport_backend_name(i) && !strcmp(tport_backend_name(i), name))
+            return TPORT_STATUS_OK;
+    char have[256] = "";
+    size_t k = 0;
+    for (int i = 0; i < n && k < sizeof have; i++)
+        k += (size_t)snprintf(have + k, sizeof have - k, "%s%s", i ? ", " : "",
+                              tport_backend_name(i) ? tport_backend_name(i) : "?");
+    return tport_error(TPORT_STATUS_UNSUPPORTED, "backend '%s' is not available (have: %s)", name,
+                       n ? have : "none");
+}
+
+tport_model *tport_model_load(const char *path, const tport_model_params *params) {
+    if (!path) {
+        tport_error(TPORT_STATUS_INVALID_ARGUMENT, "model_load: no path");
+        return NULL;
+    }
+    tport_model *m = calloc(1, sizeof *m);
+    if (!m) {
+        tport_error(TPORT_STATUS_OUT_OF_MEMORY, "model_load: out of memory");
+        return NULL;
+    }
+    tport_status st = params && params->backend ? check_backend(params->backend) : TPORT_STATUS_OK;
+    if (st == TPORT_STATUS_OK)
+        st = tport_model_file_open(path, &m->file);
+    if (st == TPORT_STATUS_OK)
+        st = tport_llama_shape_from_file(m->file, &m->sh);
+    if (st == TPORT_STATUS_OK && !(m->wctx = tport_ctx_new(0)))
+        st = TPORT_STATUS_OUT_OF_MEMORY;
+    if (st == TPORT_STATUS_OK)
+        st = tport_llama_bind_weights(m);
+    if (st == TPORT_STATUS_OK)
+        st = load_tokenizer(m, params);
+    if (st == TPORT_STATUS_OK && params) {
+        m->n_threads = params->n_threads;
+        if (params->backend && !(m->backend = dup_str(params->backend)))
+            st = tport_error(TPORT_STATUS_OUT_OF_MEMORY, "model_load: out of memory");
+    }
+    if (st != TPORT_STATUS_OK) {
+        tport_model_free(m);
+        return NULL;
+    }
+    tport_log(TPORT_LOG_INFO, "%s: llama, %d layers, n_embd %d, %d/%d heads, n_ff %d, vocab %d, ctx %d",
+              path, m->sh.n_layer, m->sh.n_embd, m->sh.n_head, m->sh.n_head_kv, m->sh.n_ff,
+              m->sh.n_vocab, m->sh.n_ctx);
+    return m;
+}
+
+void tport_model_free(tport_model *m) {
+    if (!m)
+        return;
+    tport_tokenizer_free(m->tok);
+    tport_ctx_free(m->wctx);
+    free(m->layers);
+    free(m->norm_f32);
+    free(m->backend);
+    tport_model_file_close(m->file);
+    free(m);
+}
+
+int32_t tport_model_n_vocab(const tport_model *m) { return m ? m->sh.n_vocab : 0; }
+int32_t tport_model_n_ctx(const tport_model *m) { return m ? m->sh.n_ctx : 0; }
+
+tport_token tport_model_bos(const tport_model *m) {
+    if (!m)
+        return -1;
+    if (m->tok)
+        return tport_tokenizer_bos(m->tok);
+    /* llama2.c checkpoints have no vocabulary but use SentencePiece's ids */
+    return m->file->container == TPORT_CONTAINER_LLAMA2C && m->sh.n_vocab > 2 ? 1 : -1;
+}
+
+tport_token tport_model_eos(const tport_model *m) {
+    if (!m)
+        return -1;
+    if (m->tok)
+        return tport_tokenizer_eos(m->tok);
+    return m->file->container == TPORT_CONTAINER_LLAMA2C && m->sh.n_vocab > 2 ? 2 : -1;
+}
+
+int32_t tport_tokenize(const tport_model *m, const char *text, bool add_bos, tport_token *ids,
+                       int32_t cap) {
+    if (!m || !text) {
+        tport_error(TPORT_STATUS_INVALID_ARGUMENT, "tokenize: NULL argument");
+        return -1;
+    }
+    if (!m->tok) {
+        tport_error(TPORT_STATUS_UNSUPPORTED, "%s: the model has no vocabulary (give a tokenizer file)",
+                    m->file->path);
+        return -1;
+    }
+    int32_t n = tport_tokenizer_encode(m->tok, text, strlen(text), add_bos, ids, cap < 0 ? 0 : cap);
+    if (n < 0)
+        tport_error(TPORT_STATUS_OUT_OF_MEMORY, "tokenize: out of memory");
+    return n;
+}
+
+int32_t tport_token_to_text(const tport_model *m, tport_token prev, tport_token id, char *buf,
+                            int32_t cap) {
+    if (!m || !m->tok)
+        return 0;
+    int32_t n = tport_tokenizer_decode(m->tok, prev, id, buf, cap < 0 ? 0 : cap);
+    return n < cap ? n : cap;
+}

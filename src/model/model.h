@@ -1,0 +1,58 @@
+/* Private to src/model: the loaded llama model and its session. */
+#ifndef TPORT_MODEL_MODEL_H
+#define TPORT_MODEL_MODEL_H
+
+#include "formats/model_file.h"
+#include "model/tokenizer.h"
+#include "tport/tport.h"
+
+typedef struct tport_llama_layer {
+    tport_tensor *attn_norm, *wq, *wk, *wv, *wo;
+    tport_tensor *ffn_norm, *w_gate, *w_up, *w_down;
+} tport_llama_layer;
+
+/* Hyperparameters after defaults were filled in and checked. */
+typedef struct tport_llama_shape {
+    int32_t n_vocab, n_ctx, n_embd, n_ff, n_layer, n_head, n_head_kv, head_dim, n_rot;
+    float norm_eps, rope_base, rope_scale;
+    int rope_mode;
+} tport_llama_shape;
+
+struct tport_model {
+    tport_model_file *file;      /* owns the mapping the weights point into */
+    tport_llama_shape sh;
+    tport_tokenizer *tok;        /* NULL when there is no vocabulary        */
+    char *backend;               /* forced backend name or NULL             */
+    int n_threads;
+    tport_ctx *wctx;             /* weight tensor records (no data arena)   */
+    tport_tensor *tok_embd, *output_norm, *output;
+    tport_llama_layer *layers;
+    float *norm_f32;             /* norm weights converted to f32, if the
+                                    file stores them in another type      */
+    size_t norm_used, norm_cap;  /* floats                                 */
+};
+
+/* Fills the shape from the file's hyperparameters and tensor shapes;
+ * refuses anything inconsistent. */
+tport_status tport_llama_shape_from_file(const tport_model_file *mf, tport_llama_shape *sh);
+/* Creates weight records pointing into the file's data and checks every
+ * shape against sh. */
+tport_status tport_llama_bind_weights(tport_model *m);
+
+/* One evaluation: n tokens at positions pos..pos+n-1, reading and
+ * extending the caches (per layer [head_dim, n_head_kv, n_ctx] f32);
+ * writes the last token's n_vocab logits. */
+typedef struct tport_llama_eval {
+    const tport_model *m;
+    float **k_cache, **v_cache;  /* n_layer buffers each                    */
+    int32_t n_ctx;
+    int32_t pos;
+    const tport_token *ids;
+    int32_t n;
+    int n_threads;
+    const char *backend;
+    float *logits;
+} tport_llama_eval;
+tport_status tport_llama_eval_batch(const tport_llama_eval *e);
+
+#endif

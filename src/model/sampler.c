@@ -1,0 +1,182 @@
+/* Picking the next token from logits, in llama.cpp's order: repetition
+ * penalty -> top-k -> top-p -> min-p -> temperature -> a draw from the
+ * softmax.  Temperature 0 is greedy (argmax after the penalty; ties go to
+ * the smallest id).  The draw uses a seeded splitmix64 generator, so a run
+ * with the same seed and logits picks the same tokens. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "tport/tport.h"
+
+typedef struct candidate {
+    tport_token id;
+    float logit;
+} candidate;
+
+struct tport_sampler {
+    tport_sampler_params p;
+    uint64_t rng;
+    tport_token *history;   /* ring of the last repeat_last_n accepted ids */
+    int32_t n_history, next;
+    candidate *cand;
+    int32_t cand_cap;
+};
+
+tport_sampler_params tport_sampler_defaults(void) {
+    tport_sampler_params p = {
+        .temperature = 0.8f,
+        .top_k = 40,
+        .top_p = 0.95f,
+        .min_p = 0.05f,
+        .repeat_penalty = 1.0f,
+        .repeat_last_n = 64,
+        .seed = 42,
+    };
+    return p;
+}
+
+tport_sampler *tport_sampler_new(const tport_sampler_params *p) {
+    tport_sampler_params d = p ? *p : tport_sampler_defaults();
+    if (!(d.temperature >= 0) || d.top_k < 0 || !(d.top_p > 0 && d.top_p <= 1) ||
+        !(d.min_p >= 0 && d.min_p <= 1) || !(d.repeat_penalty > 0) || d.repeat_last_n < 0 ||
+        d.repeat_last_n > (1 << 20)) {
+        tport_error(TPORT_STATUS_INVALID_ARGUMENT,
+                    "sampler: bad parameters (temperature %g, top_k %d, top_p %g, min_p %g, "
+                    "repeat_penalty %g, repeat_last_n %d)", d.temperature, (int)d.top_k,
+                    d.top_p, d.min_p, d.repeat_penalty, (int)d.repeat_last_n);
+        return NULL;
+    }
+    tport_sampler *sm = calloc(1, sizeof *sm);
+    if (!sm) {
+        tport_error(TPORT_STATUS_OUT_OF_MEMORY, "sampler: out of memory");
+        return NULL;
+    }
+    sm->p = d;
+    sm->rng = d.seed;
+    if (d.repeat_last_n > 0) {
+        sm->history = malloc((size_t)d.repeat_last_n * sizeof *sm->history);
+        if (!sm->history) {
+            free(sm);
+            tport_error(TPORT_STATUS_OUT_OF_MEMORY, "sampler: out of memory");
+            return NULL;
+        }
+    }
+    return sm;
+}
+
+void tport_sampler_free(tport_sampler *sm) {
+    if (!sm)
+        return;
+    free(sm->history);
+    free(sm->cand);
+    free(sm);
+}
+
+void tport_sampler_accept(tport_sampler *sm, tport_token id) {
+    if (!sm || sm->p.repeat_last_n <= 0)
+        return;
+    sm->history[sm->next] = id;
+    sm->next = (sm->next + 1) % sm->p.repeat_last_n;
+    if (sm->n_history < sm->p.repeat_last_n)
+        sm->n_history++;
+}
+
+/* splitmix64: uniform in [0, 1) */
+static double next_uniform(tport_sampler *sm) {
+    uint64_t z = (sm->rng += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return (double)(z >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/* Descending logit; equal logits by ascending id, so the order is total. */
+static int by_logit_desc(const void *a, const void *b) {
+    const candidate *x = a, *y = b;
+    if (x->logit != y->logit)
+        return x->logit > y->logit ? -1 : 1;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+/* Penalizes every distinct id of the history once (llama.cpp's rule:
+ * positive logits are divided by the penalty, others multiplied). */
+static void apply_repeat_penalty(tport_sampler *sm, candidate *c, int32_t n_vocab) {
+    float pen = sm->p.repeat_penalty;
+    if (pen == 1.0f)
+        return;
+    for (int32_t i = 0; i < sm->n_history; i++) {
+        tport_token id = sm->history[i];
+        if (id < 0 || id >= n_vocab)
+            continue;
+        int seen = 0;
+        for (int32_t j = 0; j < i && !seen; j++)
+            seen = sm->history[j] == id;
+        if (seen)
+            continue;
+        c[id].logit = c[id].logit <= 0 ? c[id].logit * pen : c[id].logit / pen;
+    }
+}
+
+tport_token tport_sampler_sample(tport_sampler *sm, const float *logits, int32_t n_vocab) {
+    if (!sm || !logits || n_vocab <= 0)
+        return -1;
+    if (n_vocab > sm->cand_cap) {
+        candidate *c = realloc(sm->cand, (size_t)n_vocab * sizeof *c);
+        if (!c)
+            return -1;
+        sm->cand = c;
+        sm->cand_cap = n_vocab;
+    }
+    candidate *c = sm->cand;
+    for (int32_t i = 0; i < n_vocab; i++)
+        c[i] = (candidate){i, isnan(logits[i]) ? -INFINITY : logits[i]};
+    apply_repeat_penalty(sm, c, n_vocab);
+
+    if (sm->p.temperature <= 0) {
+        int32_t best = 0;
+        for (int32_t i = 1; i < n_vocab; i++)
+            if (c[i].logit > c[best].logit)
+                best = i;
+        return best;
+    }
+
+    qsort(c, (size_t)n_vocab, sizeof *c, by_logit_desc);
+    if (!isfinite(c[0].logit))
+        return c[0].id; /* nothing to weigh: +inf wins, or all are -inf */
+    int32_t n = n_vocab;
+    if (sm->p.top_k > 0 && sm->p.top_k < n)
+        n = sm->p.top_k;
+    if (sm->p.top_p < 1.0f) {
+        /* softmax of what is left; keep the shortest prefix reaching top_p */
+        double sum = 0, cum = 0;
+        for (int32_t i = 0; i < n; i++)
+            sum += exp((double)c[i].logit - c[0].logit);
+        for (int32_t i = 0; i < n; i++) {
+            cum += exp((double)c[i].logit - c[0].logit) / sum;
+            if (cum >= sm->p.top_p) {
+                n = i + 1;
+                break;
+            }
+        }
+    }
+    if (sm->p.min_p > 0.0f) {
+        /* p_i >= min_p * p_max  <=>  logit_i >= logit_max + log(min_p) */
+        double floor_logit = c[0].logit + log(sm->p.min_p);
+        int32_t keep = 1;
+        while (keep < n && c[keep].logit >= floor_logit)
+            keep++;
+        n = keep;
+    }
+    double sum = 0;
+    for (int32_t i = 0; i < n; i++)
+        sum += exp(((double)c[i].logit - c[0].logit) / sm->p.temperature);
+    double r = next_uniform(sm) * sum, cum = 0;
+    for (int32_t i = 0; i < n; i++) {
+        cum += exp(((double)c[i].logit - c[0].logit) / sm->p.temperature);
+        if (r < cum)
+            return c[i].id;
+    }
+    return c[n - 1].id;
+}

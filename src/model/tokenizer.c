@@ -1,0 +1,271 @@
+/* The tokenizer's vocabulary: construction from a model file, lookup, and
+ * decoding of one token.  Encoding is in tokenizer_bpe.c. */
+#include "model/tokenizer_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+
+/* U+2581 LOWER ONE EIGHTH BLOCK, SentencePiece's stand-in for a space. */
+static const char SPM_SPACE[] = "\xe2\x96\x81";
+
+tport_tokenizer *tport_tokenizer_alloc(int32_t n_tokens) {
+    if (n_tokens <= 0 || n_tokens > (1 << 26))
+        return NULL;
+    tport_tokenizer *tk = calloc(1, sizeof *tk);
+    if (!tk)
+        return NULL;
+    tk->n_tokens = n_tokens;
+    tk->text = calloc((size_t)n_tokens, sizeof *tk->text);
+    tk->len = calloc((size_t)n_tokens, sizeof *tk->len);
+    tk->score = calloc((size_t)n_tokens, sizeof *tk->score);
+    tk->type = calloc((size_t)n_tokens, sizeof *tk->type);
+    tk->bos = tk->eos = tk->unk = -1;
+    tk->add_space_prefix = true;
+    if (!tk->text || !tk->len || !tk->score || !tk->type) {
+        tport_tokenizer_free(tk);
+        return NULL;
+    }
+    return tk;
+}
+
+void tport_tokenizer_free(tport_tokenizer *tk) {
+    if (!tk)
+        return;
+    if (tk->text)
+        for (int32_t i = 0; i < tk->n_tokens; i++)
+            free(tk->text[i]);
+    free(tk->text);
+    free(tk->len);
+    free(tk->score);
+    free(tk->type);
+    free(tk->hash);
+    free(tk);
+}
+
+static uint32_t hash_bytes(const char *s, size_t n) {
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 16777619u;
+    }
+    return h;
+}
+
+tport_token tport_tokenizer_find(const tport_tokenizer *tk, const char *text, size_t len) {
+    if (!tk || !tk->hash)
+        return -1;
+    uint32_t mask = tk->hash_cap - 1;
+    for (uint32_t i = hash_bytes(text, len) & mask;; i = (i + 1) & mask) {
+        int32_t slot = tk->hash[i];
+        if (slot == 0)
+            return -1;
+        int32_t id = slot - 1;
+        if (tk->len[id] == len && memcmp(tk->text[id], text, len) == 0)
+            return id;
+    }
+}
+
+int tport_byte_token_value(const char *s, uint32_t len) {
+    if (len != 6 || memcmp(s, "<0x", 3) != 0 || s[5] != '>')
+        return -1;
+    int v = 0;
+    for (int i = 3; i < 5; i++) {
+        char c = s[i];
+        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10
+              : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        if (d < 0)
+            return -1;
+        v = v * 16 + d;
+    }
+    return v;
+}
+
+char *tport_spm_escape(const char *s, uint32_t n, uint32_t *out_len) {
+    uint32_t spaces = 0;
+    for (uint32_t i = 0; i < n; i++)
+        spaces += s[i] == ' ';
+    char *t = malloc((size_t)n + 2u * spaces + 1);
+    if (!t)
+        return NULL;
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (s[i] == ' ') {
+            memcpy(t + k, SPM_SPACE, 3);
+            k += 3;
+        } else {
+            t[k++] = s[i];
+        }
+    }
+    t[k] = '\0';
+    *out_len = k;
+    return t;
+}
+
+/* Pre-GGUF llama files carry no token types and some converters stored
+ * spaces instead of U+2581: detect that (no token has U+2581) so such
+ * vocabularies tokenize like the SentencePiece original. */
+static bool uses_plain_spaces(const tport_vocab *v) {
+    bool plain = false;
+    for (int32_t i = 0; i < v->n_tokens; i++) {
+        const char *s = v->tokens[i];
+        uint32_t n = s ? v->token_len[i] : 0;
+        for (uint32_t k = 0; k < n; k++) {
+            if (s[k] == ' ')
+                plain = true;
+            else if (k + 3 <= n && memcmp(s + k, SPM_SPACE, 3) == 0)
+                return false;
+        }
+    }
+    return plain;
+}
+
+static int32_t infer_type(const tport_vocab *v, int32_t id) {
+    if (id == v->unk)
+        return TPORT_TOKEN_UNKNOWN;
+    if (id == v->bos || id == v->eos)
+        return TPORT_TOKEN_CONTROL;
+    if (v->tokens[id] && tport_byte_token_value(v->tokens[id], v->token_len[id]) >= 0)
+        return TPORT_TOKEN_BYTE;
+    return TPORT_TOKEN_NORMAL;
+}
+
+tport_status tport_tokenizer_index(tport_tokenizer *tk) {
+    uint32_t cap = 16;
+    while (cap < (uint32_t)tk->n_tokens * 2u)
+        cap *= 2;
+    free(tk->hash);
+    tk->hash = calloc(cap, sizeof *tk->hash);
+    if (!tk->hash)
+        return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "tokenizer: out of memory");
+    tk->hash_cap = cap;
+    uint32_t mask = cap - 1;
+    for (int32_t id = 0; id < tk->n_tokens; id++) {
+        const char *s = tk->text[id];
+        uint32_t n = tk->len[id];
+        uint32_t i = hash_bytes(s, n) & mask;
+        for (;; i = (i + 1) & mask) {
+            int32_t slot = tk->hash[i];
+            if (slot == 0)
+                break;
+            int32_t other = slot - 1;
+            if (tk->len[other] == n && memcmp(tk->text[other], s, n) == 0)
+                break; /* duplicate text: the later id replaces it */
+        }
+        tk->hash[i] = id + 1;
+    }
+    /* Byte fallback goes through the text "<0xXX>", as in llama.cpp. */
+    for (int b = 0; b < 256; b++) {
+        char buf[8];
+        snprintf(buf, sizeof buf, "<0x%02X>", b);
+        tk->byte_token[b] = tport_tokenizer_find(tk, buf, 6);
+    }
+    return TPORT_STATUS_OK;
+}
+
+tport_status tport_tokenizer_from_vocab(const tport_vocab *v, bool add_space_prefix,
+                                        tport_tokenizer **out) {
+    *out = NULL;
+    if (!v || v->n_tokens <= 0 || !v->tokens || !v->token_len)
+        return tport_error(TPORT_STATUS_BAD_FORMAT, "tokenizer: the file has no vocabulary");
+    if (strcmp(v->model, "llama") != 0)
+        return tport_error(TPORT_STATUS_UNSUPPORTED,
+                           "tokenizer: model '%s' is not supported (only 'llama')", v->model);
+    tport_tokenizer *tk = tport_tokenizer_alloc(v->n_tokens);
+    if (!tk)
+        return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "tokenizer: %d tokens", (int)v->n_tokens);
+    bool escape = uses_plain_spaces(v);
+    for (int32_t i = 0; i < v->n_tokens; i++) {
+        uint32_t n = v->tokens[i] ? v->token_len[i] : 0;
+        const char *src = v->tokens[i] ? v->tokens[i] : "";
+        if (escape) {
+            tk->text[i] = tport_spm_escape(src, n, &n);
+        } else if ((tk->text[i] = malloc((size_t)n + 1)) != NULL) {
+            memcpy(tk->text[i], src, n);
+            tk->text[i][n] = '\0';
+        }
+        if (!tk->text[i]) {
+            tport_tokenizer_free(tk);
+            return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "tokenizer: out of memory");
+        }
+        tk->len[i] = n;
+        tk->score[i] = v->scores ? v->scores[i] : 0.0f;
+        tk->type[i] = v->token_type ? v->token_type[i] : infer_type(v, i);
+    }
+    tk->bos = v->bos >= 0 && v->bos < v->n_tokens ? v->bos : -1;
+    tk->eos = v->eos >= 0 && v->eos < v->n_tokens ? v->eos : -1;
+    tk->unk = v->unk >= 0 && v->unk < v->n_tokens ? v->unk : -1;
+    tk->add_space_prefix = add_space_prefix;
+    tport_status st = tport_tokenizer_index(tk);
+    if (st != TPORT_STATUS_OK) {
+        tport_tokenizer_free(tk);
+        return st;
+    }
+    *out = tk;
+    return TPORT_STATUS_OK;
+}
+
+int32_t tport_tokenizer_n_tokens(const tport_tokenizer *tk) { return tk ? tk->n_tokens : 0; }
+tport_token tport_tokenizer_bos(const tport_tokenizer *tk) { return tk ? tk->bos : -1; }
+tport_token tport_tokenizer_eos(const tport_tokenizer *tk) { return tk ? tk->eos : -1; }
+
+const char *tport_tokenizer_token_text(const tport_tokenizer *tk, tport_token id, uint32_t *len) {
+    if (!tk || id < 0 || id >= tk->n_tokens)
+        return NULL;
+    if (len)
+        *len = tk->len[id];
+    return tk->text[id];
+}
+
+/* Appends n bytes to buf if they fit; always counts them. */
+static void put(char *buf, int32_t cap, int32_t *pos, const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++, (*pos)++)
+        if (buf && *pos < cap)
+            buf[*pos] = s[i];
+}
+
+int32_t tport_tokenizer_decode(const tport_tokenizer *tk, tport_token prev, tport_token id,
+                               char *buf, int32_t cap) {
+    if (!tk || id < 0 || id >= tk->n_tokens)
+        return 0;
+    int32_t pos = 0;
+    const char *s = tk->text[id];
+    uint32_t n = tk->len[id];
+    switch (tk->type[id]) {
+    case TPORT_TOKEN_CONTROL:
+    case TPORT_TOKEN_UNUSED:
+        return 0;
+    case TPORT_TOKEN_UNKNOWN:
+        put(buf, cap, &pos, "\xe2\x96\x85", 3); /* what llama.cpp prints */
+        return pos;
+    case TPORT_TOKEN_BYTE: {
+        int b = tport_byte_token_value(s, n);
+        if (b >= 0) {
+            char c = (char)b;
+            put(buf, cap, &pos, &c, 1);
+            return pos;
+        }
+        break;
+    }
+    default:
+        break;
+    }
+    bool first = prev < 0 || prev == tk->bos;
+    for (uint32_t i = 0; i < n;) {
+        if (n - i >= 3 && memcmp(s + i, SPM_SPACE, 3) == 0) {
+            if (!(first && pos == 0 && i == 0 && tk->add_space_prefix))
+                put(buf, cap, &pos, " ", 1);
+            i += 3;
+        } else {
+            if (first && i == 0 && s[0] == ' ' && tk->add_space_prefix) {
+                i++; /* a vocabulary that stores plain spaces */
+                continue;
+            }
+            put(buf, cap, &pos, s + i, 1);
+            i++;
+        }
+    }
+    return pos;
+}

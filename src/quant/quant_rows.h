@@ -1,0 +1,53 @@
+/* Reference (de)quantizers of every quantized type, one pair per type id.
+ * Signatures match tport_to_float_fn / tport_from_float_fn: n elements,
+ * a multiple of the type's block size (checked by the callers). */
+#ifndef TPORT_QUANT_ROWS_H
+#define TPORT_QUANT_ROWS_H
+
+#include <stdint.h>
+
+#define TPORT_QUANT_ROW_PAIR(name)                                          \
+    void tport_dequant_##name(const void *src, float *dst, int64_t n);      \
+    void tport_quant_##name(const float *src, void *dst, int64_t n);
+
+/* today's legacy types (legacy_quants.c) */
+TPORT_QUANT_ROW_PAIR(q4_0)
+TPORT_QUANT_ROW_PAIR(q4_1)
+TPORT_QUANT_ROW_PAIR(q5_0)
+TPORT_QUANT_ROW_PAIR(q5_1)
+TPORT_QUANT_ROW_PAIR(q8_0)
+TPORT_QUANT_ROW_PAIR(q8_1)
+/* k-quants (kquants.c) */
+TPORT_QUANT_ROW_PAIR(q2_K)
+TPORT_QUANT_ROW_PAIR(q3_K)
+TPORT_QUANT_ROW_PAIR(q4_K)
+TPORT_QUANT_ROW_PAIR(q5_K)
+TPORT_QUANT_ROW_PAIR(q6_K)
+TPORT_QUANT_ROW_PAIR(q8_K)
+/* non-linear 4-bit (iq4.c) */
+TPORT_QUANT_ROW_PAIR(iq4_nl)
+TPORT_QUANT_ROW_PAIR(iq4_xs)
+/* historical layout revisions (historical_quants.c) */
+TPORT_QUANT_ROW_PAIR(q4_0_qnt0)
+TPORT_QUANT_ROW_PAIR(q4_1_qnt0)
+TPORT_QUANT_ROW_PAIR(q4_2_qnt0)
+TPORT_QUANT_ROW_PAIR(q4_3_qnt0)
+TPORT_QUANT_ROW_PAIR(q5_0_qnt0)
+TPORT_QUANT_ROW_PAIR(q5_1_qnt0)
+TPORT_QUANT_ROW_PAIR(q8_0_qnt1)
+TPORT_QUANT_ROW_PAIR(q4_0_qnt1)
+TPORT_QUANT_ROW_PAIR(q4_1_qnt1)
+
+/* GGML_QKK_64 k-quants (kquants_qk64.c): dequantize only */
+void tport_dequant_q2_K_qk64(const void *src, float *dst, int64_t n);
+void tport_dequant_q3_K_qk64(const void *src, float *dst, int64_t n);
+void tport_dequant_q4_K_qk64(const void *src, float *dst, int64_t n);
+void tport_dequant_q5_K_qk64(const void *src, float *dst, int64_t n);
+void tport_dequant_q6_K_qk64(const void *src, float *dst, int64_t n);
+
+#undef TPORT_QUANT_ROW_PAIR
+
+/* ggml's table of IQ4_NL / IQ4_XS code values. */
+extern const int8_t tport_kvalues_iq4nl[16];
+
+#endif

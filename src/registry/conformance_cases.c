@@ -1,0 +1,160 @@
+/* The numerics matrix: which op x type x shape combinations are tried.
+ * Odd sizes, broadcasting, padded and transposed (non-contiguous) views,
+ * every weight type for mul_mat and get_rows. */
+#include <string.h>
+
+#include "conformance_internal.h"
+
+static const tport_type_id weight_types[] = {
+    TPORT_TYPE_F32,      TPORT_TYPE_F16,       TPORT_TYPE_BF16,      TPORT_TYPE_Q4_0,      TPORT_TYPE_Q4_1,
+    TPORT_TYPE_Q5_0,     TPORT_TYPE_Q5_1,      TPORT_TYPE_Q8_0,      TPORT_TYPE_Q2_K,      TPORT_TYPE_Q3_K,
+    TPORT_TYPE_Q4_K,     TPORT_TYPE_Q5_K,      TPORT_TYPE_Q6_K,      TPORT_TYPE_IQ4_NL,    TPORT_TYPE_IQ4_XS,
+    TPORT_TYPE_Q4_0_QNT0, TPORT_TYPE_Q4_1_QNT0, TPORT_TYPE_Q4_2_QNT0, TPORT_TYPE_Q4_3_QNT0, TPORT_TYPE_Q5_0_QNT0,
+    TPORT_TYPE_Q5_1_QNT0, TPORT_TYPE_Q8_0_QNT1, TPORT_TYPE_Q4_0_QNT1, TPORT_TYPE_Q4_1_QNT1,
+};
+#define N_WEIGHT_TYPES (int)(sizeof weight_types / sizeof weight_types[0])
+
+typedef struct builder {
+    check_case *out;
+    int cap, n;
+} builder;
+
+static check_tensor T(tport_type_id type, int64_t n0, int64_t n1, int64_t n2, int64_t n3) {
+    return (check_tensor){.type = type, .ne = {n0, n1, n2, n3}};
+}
+
+static check_tensor with_layout(check_tensor t, int layout) {
+    t.layout = layout;
+    return t;
+}
+
+static void push(builder *b, check_case c) {
+    if (b->n < b->cap)
+        b->out[b->n] = c;
+    b->n++;
+}
+
+static void set_params(check_case *c, const void *p, uint32_t size) {
+    memcpy(c->params, p, size);
+    c->params_size = size;
+}
+
+static void binary_cases(builder *b, tport_op_id op) {
+    const check_tensor f = T(TPORT_TYPE_F32, 33, 7, 1, 1);
+    push(b, (check_case){.op = op, .n_src = 2, .src = {f, f}, .dst = f, .note = "odd"});
+    const check_tensor big = T(TPORT_TYPE_F32, 16, 5, 3, 1);
+    push(b, (check_case){.op = op, .n_src = 2, .src = {big, T(TPORT_TYPE_F32, 16, 1, 1, 1)}, .dst = big,
+                         .note = "broadcast row"});
+    push(b, (check_case){.op = op, .n_src = 2, .src = {big, T(TPORT_TYPE_F32, 16, 5, 1, 1)}, .dst = big,
+                         .note = "broadcast dim 2"});
+    push(b, (check_case){.op = op, .n_src = 2, .src = {with_layout(f, CHECK_LAYOUT_PADDED), f}, .dst = f,
+                         .note = "padded src0"});
+    push(b, (check_case){.op = op, .n_src = 2, .src = {with_layout(f, CHECK_LAYOUT_TRANSPOSED), f}, .dst = f,
+                         .note = "transposed src0"});
+}
+
+static void unary_cases(builder *b) {
+    const check_tensor f = T(TPORT_TYPE_F32, 37, 3, 2, 1);
+    const float scale = 0.75f, eps = 1e-5f;
+    check_case c = {.op = TPORT_OP_SCALE, .n_src = 1, .src = {f}, .dst = f, .note = "odd"};
+    set_params(&c, &scale, sizeof scale);
+    push(b, c);
+    c = (check_case){.op = TPORT_OP_RMS_NORM, .n_src = 1, .src = {f}, .dst = f, .note = "odd"};
+    set_params(&c, &eps, sizeof eps);
+    push(b, c);
+    c.op = TPORT_OP_NORM;
+    push(b, c);
+    push(b, (check_case){.op = TPORT_OP_SILU, .n_src = 1, .src = {f}, .dst = f, .note = "odd"});
+    push(b, (check_case){.op = TPORT_OP_GELU, .n_src = 1, .src = {f}, .dst = f, .note = "odd"});
+    push(b, (check_case){.op = TPORT_OP_SWIGLU, .n_src = 2, .src = {f, f}, .dst = f, .note = "odd"});
+    const tport_params_soft_max sm = {.scale = 0.7f};
+    const check_tensor s = T(TPORT_TYPE_F32, 17, 4, 3, 1);
+    c = (check_case){.op = TPORT_OP_SOFT_MAX, .n_src = 1, .src = {s}, .dst = s, .note = "no mask"};
+    set_params(&c, &sm, sizeof sm);
+    push(b, c);
+    c = (check_case){.op = TPORT_OP_SOFT_MAX, .n_src = 2, .src = {s, T(TPORT_TYPE_F32, 17, 4, 1, 1)}, .dst = s,
+                     .note = "mask broadcast"};
+    set_params(&c, &sm, sizeof sm);
+    push(b, c);
+}
+
+static void rope_cases(builder *b) {
+    const check_tensor x = T(TPORT_TYPE_F32, 8, 3, 5, 1); /* head dim, heads, tokens */
+    check_tensor pos = T(TPORT_TYPE_I32, 5, 1, 1, 1);
+    pos.data = CHECK_DATA_POSITIONS;
+    for (int mode = 0; mode < 2; mode++) {
+        tport_params_rope p = {.n_dims = mode ? 6 : 8, .mode = mode ? TPORT_ROPE_NEOX : TPORT_ROPE_NORMAL,
+                               .freq_base = 10000.0f, .freq_scale = 1.0f};
+        check_case c = {.op = TPORT_OP_ROPE, .n_src = 2, .src = {x, pos}, .dst = x,
+                        .note = mode ? "neox, partial" : "normal"};
+        set_params(&c, &p, sizeof p);
+        push(b, c);
+    }
+}
+
+static void copy_cases(builder *b) {
+    const check_tensor f = T(TPORT_TYPE_F32, 64, 3, 1, 1);
+    const tport_type_id to[] = {TPORT_TYPE_F32, TPORT_TYPE_F16, TPORT_TYPE_BF16, TPORT_TYPE_Q8_0, TPORT_TYPE_Q4_0};
+    for (size_t i = 0; i < sizeof to / sizeof to[0]; i++)
+        push(b, (check_case){.op = TPORT_OP_CPY, .n_src = 1, .src = {f}, .dst = T(to[i], 64, 3, 1, 1),
+                             .note = "convert"});
+    push(b, (check_case){.op = TPORT_OP_CPY, .n_src = 1, .src = {T(TPORT_TYPE_F16, 64, 3, 1, 1)}, .dst = f,
+                         .note = "f16 to f32"});
+    const check_tensor odd = T(TPORT_TYPE_F32, 9, 5, 1, 1);
+    push(b, (check_case){.op = TPORT_OP_CONT, .n_src = 1, .src = {with_layout(odd, CHECK_LAYOUT_TRANSPOSED)},
+                         .dst = odd, .note = "transposed"});
+    push(b, (check_case){.op = TPORT_OP_CONT, .n_src = 1, .src = {with_layout(odd, CHECK_LAYOUT_PADDED)}, .dst = odd,
+                         .note = "padded"});
+    for (int dim = 0; dim < 2; dim++) {
+        tport_params_concat p = {.dim = dim};
+        check_case c = {.op = TPORT_OP_CONCAT, .n_src = 2, .src = {T(TPORT_TYPE_F32, 5, 3, 1, 1),
+                                                                   T(TPORT_TYPE_F32, dim ? 5 : 2, dim ? 2 : 3, 1, 1)},
+                        .dst = T(TPORT_TYPE_F32, dim ? 5 : 7, dim ? 5 : 3, 1, 1), .note = dim ? "dim 1" : "dim 0"};
+        set_params(&c, &p, sizeof p);
+        push(b, c);
+    }
+}
+
+static void weight_cases(builder *b) {
+    for (int i = 0; i < N_WEIGHT_TYPES; i++) {
+        tport_type_id w = weight_types[i];
+        const bool k_quant = w >= TPORT_TYPE_Q2_K && w <= TPORT_TYPE_Q8_K;
+        const int64_t K = k_quant || w == TPORT_TYPE_IQ4_XS ? 256 : 64;
+        /* mul_mat: odd M and N, a vector, and GQA-style broadcast */
+        push(b, (check_case){.op = TPORT_OP_MUL_MAT, .n_src = 2,
+                             .src = {T(w, K, 5, 1, 1), T(TPORT_TYPE_F32, K, 3, 1, 1)},
+                             .dst = T(TPORT_TYPE_F32, 5, 3, 1, 1), .note = "odd"});
+        push(b, (check_case){.op = TPORT_OP_MUL_MAT, .n_src = 2,
+                             .src = {T(w, K, 7, 1, 1), T(TPORT_TYPE_F32, K, 1, 1, 1)},
+                             .dst = T(TPORT_TYPE_F32, 7, 1, 1, 1), .note = "vector"});
+        push(b, (check_case){.op = TPORT_OP_MUL_MAT, .n_src = 2,
+                             .src = {T(w, K, 4, 2, 1), T(TPORT_TYPE_F32, K, 3, 4, 1)},
+                             .dst = T(TPORT_TYPE_F32, 4, 3, 4, 1), .note = "broadcast dim 2"});
+        if (w == TPORT_TYPE_F32)
+            push(b, (check_case){.op = TPORT_OP_MUL_MAT, .n_src = 2,
+                                 .src = {T(w, K, 5, 1, 1), with_layout(T(TPORT_TYPE_F32, K, 3, 1, 1), CHECK_LAYOUT_PADDED)},
+                                 .dst = T(TPORT_TYPE_F32, 5, 3, 1, 1), .note = "padded src1"});
+        check_tensor ids = T(TPORT_TYPE_I32, 4, 1, 1, 1);
+        ids.data = CHECK_DATA_INDICES;
+        ids.limit = 7;
+        push(b, (check_case){.op = TPORT_OP_GET_ROWS, .n_src = 2, .src = {T(w, K, 7, 1, 1), ids},
+                             .dst = T(TPORT_TYPE_F32, K, 4, 1, 1), .note = "rows"});
+    }
+}
+
+int check_cases(check_case *out, int cap) {
+    builder b = {.out = out, .cap = cap};
+    binary_cases(&b, TPORT_OP_ADD);
+    binary_cases(&b, TPORT_OP_MUL);
+    unary_cases(&b);
+    rope_cases(&b);
+    copy_cases(&b);
+    weight_cases(&b);
+    return b.n;
+}
+
+const char *check_op_name(tport_op_id op) {
+    static const char *const names[] = {"none", "get_rows", "add", "mul", "scale", "mul_mat", "rms_norm", "norm",
+                                        "rope", "soft_max", "silu", "gelu", "swiglu", "cpy", "cont", "concat"};
+    return op < sizeof names / sizeof names[0] ? names[op] : "unknown";
+}

@@ -1,0 +1,126 @@
+/* Isolated probing: the first load of a plug-in file happens in a forked
+ * child, so a crash in foreign code (a SIGILL from a variant built for a
+ * newer CPU, a SIGSEGV in a broken init) costs that plug-in, not the
+ * process.  The child reports every step before it takes it over a pipe;
+ * the parent learns how the child ended from waitpid. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "candidate.h"
+#include "core/error.h"
+
+#define PROBE_TIMEOUT_SECONDS 20
+
+static int probe_fd = -1;
+
+static void write_all(int fd, const char *s, size_t n) {
+    while (n > 0) {
+        ssize_t w = write(fd, s, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return;
+        s += w;
+        n -= (size_t)w;
+    }
+}
+
+static void report_stage(const char *stage) {
+    char line[64];
+    int n = snprintf(line, sizeof line, "%s\n", stage);
+    if (n > 0)
+        write_all(probe_fd, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+}
+
+static const char *signal_name(int sig, char *buf, size_t cap) {
+    switch (sig) {
+    case SIGSEGV: return "SIGSEGV";
+    case SIGILL: return "SIGILL";
+    case SIGBUS: return "SIGBUS";
+    case SIGFPE: return "SIGFPE";
+    case SIGABRT: return "SIGABRT";
+    case SIGKILL: return "SIGKILL";
+    case SIGTERM: return "SIGTERM";
+    case SIGTRAP: return "SIGTRAP";
+    case SIGSYS: return "SIGSYS";
+    case SIGPIPE: return "SIGPIPE";
+    case SIGALRM: return "SIGALRM (timed out)";
+    default: snprintf(buf, cap, "signal %d", sig); return buf;
+    }
+}
+
+static void child(const char *path, int fd) {
+    probe_fd = fd;
+    tport_candidate_set_stage_hook(report_stage);
+    alarm(PROBE_TIMEOUT_SECONDS);
+    tport_candidate c = {.path = (char *)path, .origin = "probe"};
+    if (tport_candidate_open(&c, NULL))
+        tport_candidate_start(&c);
+    tport_candidate_close(&c, true);
+    report_stage("finished");
+    _exit(0);
+}
+
+bool tport_probe_file(const char *path, char *reason, size_t cap) {
+    int fds[2];
+    if (pipe(fds) != 0) {
+        tport_log(TPORT_LOG_WARN, "backends: probe of %s not possible (pipe: %s); loading directly", path,
+                  strerror(errno));
+        return true;
+    }
+    fflush(NULL); /* no buffered output duplicated into the child */
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        tport_log(TPORT_LOG_WARN, "backends: probe of %s not possible (fork: %s); loading directly", path,
+                  strerror(errno));
+        return true;
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        child(path, fds[1]);
+    }
+    close(fds[1]);
+    /* Keep the last complete line: the step the child was in. */
+    char buf[512], last[64] = "start", line[64];
+    size_t line_len = 0;
+    for (;;) {
+        ssize_t n = read(fds[0], buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        for (ssize_t i = 0; i < n; i++) {
+            if (buf[i] == '\n') {
+                line[line_len] = '\0';
+                memcpy(last, line, line_len + 1);
+                line_len = 0;
+            } else if (line_len < sizeof line - 1) {
+                line[line_len++] = buf[i];
+            }
+        }
+    }
+    close(fds[0]);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    char tmp[32];
+    if (WIFSIGNALED(status)) {
+        snprintf(reason, cap, "crashed in probe during %s: %s", last,
+                 signal_name(WTERMSIG(status), tmp, sizeof tmp));
+        return false;
+    }
+    if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
+        snprintf(reason, cap, "probe process exited with status %d during %s (a plug-in must not exit)",
+                 WEXITSTATUS(status), last);
+        return false;
+    }
+    tport_log(TPORT_LOG_DEBUG, "backends: %s: probe came back cleanly", path);
+    return true;
+}

@@ -1,0 +1,52 @@
+/* Writes the small sample files of every format into a folder: the seed
+ * corpus of the fuzz targets (.ci/fuzz). */
+#include <stdio.h>
+
+#include "sample_files.h"
+
+static int save(const char *dir, const char *name, bb *b) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(b->p, 1, b->n, f) != b->n) {
+        perror(path);
+        return 1;
+    }
+    fclose(f);
+    bb_free(b);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: fuzz_make_seeds DIR\n");
+        return 2;
+    }
+    int rc = 0;
+    bb b = {0};
+    char name[64];
+    for (int v = 1; v <= 3; v++) {
+        sample_gguf(&b, v);
+        snprintf(name, sizeof name, "gguf-v%d", v);
+        rc |= save(argv[1], name, &b);
+    }
+    for (int v = 0; v <= 2; v++) {
+        sample_llama2c(&b, v);
+        snprintf(name, sizeof name, "llama2c-v%d", v);
+        rc |= save(argv[1], name, &b);
+    }
+    const struct { const char *name; uint32_t magic, version; } legacy[] = {
+        {"ggml", 0x67676d6cu, 0}, {"ggmf-v1", 0x67676d66u, 1}, {"ggjt-v1", 0x67676a74u, 1},
+        {"ggjt-v2", 0x67676a74u, 2}, {"ggjt-v3", 0x67676a74u, 3}};
+    for (size_t i = 0; i < sizeof legacy / sizeof legacy[0]; i++) {
+        sample_legacy(&b, legacy[i].magic, legacy[i].version);
+        rc |= save(argv[1], legacy[i].name, &b);
+    }
+    const char *st = "{\"__metadata__\": {}, \"model.norm.weight\": {\"dtype\": \"F32\", \"shape\": [2, 2], "
+                     "\"data_offsets\": [0, 16]}}";
+    bb_u64(&b, strlen(st));
+    bb_raw(&b, st, strlen(st));
+    bb_zeros(&b, 16);
+    rc |= save(argv[1], "safetensors", &b);
+    return rc;
+}

@@ -1,0 +1,150 @@
+/* Sampling with hand-made logits: greedy, the llama.cpp repetition penalty,
+ * top-k, top-p, min-p, temperature (observed frequencies against the
+ * softmax), seeded reproducibility and parameter checks. */
+#include <math.h>
+
+#include "../test_util.h"
+#include "tport/tport.h"
+
+static tport_sampler_params params(float temp, int32_t top_k, float top_p, float min_p) {
+    tport_sampler_params p = tport_sampler_defaults();
+    p.temperature = temp;
+    p.top_k = top_k;
+    p.top_p = top_p;
+    p.min_p = min_p;
+    p.repeat_penalty = 1.0f;
+    return p;
+}
+
+/* Frequencies of n_draws samples over n ids. */
+static void histogram(const tport_sampler_params *p, const float *logits, int n, int n_draws,
+                      double *freq) {
+    tport_sampler *sm = tport_sampler_new(p);
+    CHECK(sm != NULL, "sampler_new: %s", tport_last_error());
+    for (int i = 0; i < n; i++)
+        freq[i] = 0;
+    int bad = 0;
+    for (int d = 0; sm && d < n_draws; d++) {
+        tport_token t = tport_sampler_sample(sm, logits, n);
+        if (t >= 0 && t < n)
+            freq[t] += 1.0 / n_draws;
+        else
+            bad++;
+    }
+    CHECK(bad == 0, "%d samples out of range", bad);
+    tport_sampler_free(sm);
+}
+
+int main(void) {
+    /* greedy: argmax, the smallest id on ties */
+    {
+        tport_sampler_params p = params(0, 0, 1, 0);
+        tport_sampler *sm = tport_sampler_new(&p);
+        const float a[5] = {0.1f, 3.0f, -2.0f, 2.9f, 3.0f};
+        CHECK(tport_sampler_sample(sm, a, 5) == 1, "greedy argmax (tie to the smallest id)");
+        const float b[3] = {-INFINITY, -5.0f, -7.0f};
+        CHECK(tport_sampler_sample(sm, b, 3) == 1, "greedy with -inf");
+        tport_sampler_free(sm);
+    }
+    /* repetition penalty: positive logits divided, negative multiplied */
+    {
+        tport_sampler_params p = params(0, 0, 1, 0);
+        p.repeat_penalty = 1.2f;
+        p.repeat_last_n = 2;
+        tport_sampler *sm = tport_sampler_new(&p);
+        const float a[3] = {2.0f, 1.9f, -1.0f};
+        CHECK(tport_sampler_sample(sm, a, 3) == 0, "no history, no penalty");
+        tport_sampler_accept(sm, 0);
+        CHECK(tport_sampler_sample(sm, a, 3) == 1, "2.0/1.2 < 1.9");
+        tport_sampler_accept(sm, 0); /* the same id twice is penalized once */
+        const float b[3] = {1.9f, 1.5f, -1.0f};
+        CHECK(tport_sampler_sample(sm, b, 3) == 0, "penalized once: 1.9/1.2 = 1.58 > 1.5");
+        const float c[2] = {-1.0f, -1.1f};
+        CHECK(tport_sampler_sample(sm, c, 2) == 1, "negative logit multiplied: -1.2 < -1.1");
+        /* window of 2: after 1, 1 the id 0 is no longer penalized */
+        tport_sampler_accept(sm, 1);
+        tport_sampler_accept(sm, 1);
+        CHECK(tport_sampler_sample(sm, a, 3) == 0, "id 0 left the penalty window");
+        tport_sampler_free(sm);
+    }
+    /* top-k = 1 is greedy whatever the temperature */
+    {
+        tport_sampler_params p = params(5.0f, 1, 1, 0);
+        tport_sampler *sm = tport_sampler_new(&p);
+        const float a[4] = {0.0f, 0.5f, 0.4f, 0.49f};
+        int all = 1;
+        for (int i = 0; i < 200; i++)
+            all &= tport_sampler_sample(sm, a, 4) == 1;
+        CHECK(all, "top_k 1 always picks the argmax");
+        tport_sampler_free(sm);
+    }
+    const float logits[4] = {logf(0.5f), logf(0.3f), logf(0.15f), logf(0.05f)};
+    double f[4];
+    /* temperature 1, nothing cut: frequencies follow the softmax */
+    tport_sampler_params p = params(1.0f, 0, 1, 0);
+    histogram(&p, logits, 4, 40000, f);
+    CHECK(fabs(f[0] - 0.5) < 0.015 && fabs(f[1] - 0.3) < 0.015 && fabs(f[2] - 0.15) < 0.015 &&
+          fabs(f[3] - 0.05) < 0.01, "T=1 frequencies %.3f %.3f %.3f %.3f", f[0], f[1], f[2], f[3]);
+    /* temperature 0.5 squares the probabilities (then renormalizes) */
+    p = params(0.5f, 0, 1, 0);
+    histogram(&p, logits, 4, 40000, f);
+    {
+        double z = 0.25 + 0.09 + 0.0225 + 0.0025;
+        CHECK(fabs(f[0] - 0.25 / z) < 0.015 && fabs(f[1] - 0.09 / z) < 0.015,
+              "T=0.5 frequencies %.3f %.3f, want %.3f %.3f", f[0], f[1], 0.25 / z, 0.09 / z);
+    }
+    /* top-k 2: only the two best, renormalized */
+    p = params(1.0f, 2, 1, 0);
+    histogram(&p, logits, 4, 40000, f);
+    CHECK(f[2] == 0 && f[3] == 0 && fabs(f[0] - 0.625) < 0.015, "top_k 2: %.3f %.3f %.3f %.3f",
+          f[0], f[1], f[2], f[3]);
+    /* top-p 0.7: 0.5 < 0.7 <= 0.8, so ids 0 and 1 */
+    p = params(1.0f, 0, 0.7f, 0);
+    histogram(&p, logits, 4, 40000, f);
+    CHECK(f[2] == 0 && f[3] == 0 && f[1] > 0.3, "top_p 0.7: %.3f %.3f %.3f %.3f", f[0], f[1],
+          f[2], f[3]);
+    /* top-p 0.81: three ids */
+    p = params(1.0f, 0, 0.81f, 0);
+    histogram(&p, logits, 4, 40000, f);
+    CHECK(f[2] > 0.1 && f[3] == 0, "top_p 0.81: %.3f %.3f %.3f %.3f", f[0], f[1], f[2], f[3]);
+    /* min-p 0.2: keep p >= 0.1, so ids 0, 1, 2 */
+    p = params(1.0f, 0, 1, 0.2f);
+    histogram(&p, logits, 4, 40000, f);
+    CHECK(f[2] > 0.1 && f[3] == 0, "min_p 0.2: %.3f %.3f %.3f %.3f", f[0], f[1], f[2], f[3]);
+    /* min-p 0.7: keep p >= 0.35, only id 0 */
+    p = params(1.0f, 0, 1, 0.7f);
+    histogram(&p, logits, 4, 2000, f);
+    CHECK(f[0] > 0.9999 && f[1] == 0 && f[2] == 0 && f[3] == 0, "min_p 0.7: %.3f", f[0]);
+
+    /* the same seed gives the same run, another seed another run */
+    {
+        float flat[100];
+        for (int i = 0; i < 100; i++)
+            flat[i] = 0;
+        tport_sampler_params q = params(1.0f, 0, 1, 0);
+        q.seed = 1234;
+        tport_sampler *a = tport_sampler_new(&q), *b = tport_sampler_new(&q);
+        q.seed = 1235;
+        tport_sampler *c = tport_sampler_new(&q);
+        int same_ab = 1, same_ac = 1;
+        for (int i = 0; i < 50; i++) {
+            tport_token x = tport_sampler_sample(a, flat, 100);
+            same_ab &= x == tport_sampler_sample(b, flat, 100);
+            same_ac &= x == tport_sampler_sample(c, flat, 100);
+        }
+        CHECK(same_ab, "same seed, same tokens");
+        CHECK(!same_ac, "another seed, other tokens");
+        tport_sampler_free(a);
+        tport_sampler_free(b);
+        tport_sampler_free(c);
+    }
+    /* bad parameters are refused with a message */
+    p = params(-1.0f, 0, 1, 0);
+    CHECK(tport_sampler_new(&p) == NULL && tport_last_error()[0], "negative temperature");
+    p = params(1.0f, 0, 0.0f, 0);
+    CHECK(tport_sampler_new(&p) == NULL, "top_p 0");
+    p = params(1.0f, 0, 1, 0);
+    p.repeat_penalty = 0;
+    CHECK(tport_sampler_new(&p) == NULL, "repeat_penalty 0");
+    return test_finish("test_sampler");
+}

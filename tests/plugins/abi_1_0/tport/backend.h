@@ -1,0 +1,402 @@
+/*
+ * tport/backend.h — the tensorport backend plug-in ABI.
+ *
+ * This one header is the whole contract between tensorport (the "host") and a
+ * compute backend (the "plug-in").  It includes only <stddef.h>, <stdint.h>
+ * and <stdbool.h>; a backend includes nothing else of ours and never links
+ * against libtport.  Everything a backend needs from the host (logging, error
+ * messages, type traits, reference (de)quantizers) arrives as a table of
+ * function pointers.
+ *
+ * ---------------------------------------------------------------------------
+ * Backend author's guide
+ * ---------------------------------------------------------------------------
+ *
+ * A backend is a shared library (a "plug-in") built with your own build
+ * system against this header alone.  A step-by-step walk-through is in
+ * docs/writing-a-backend.md; examples/out-of-tree-backend is a complete,
+ * tested plug-in (F32 add, mul, mul_mat) built only against an installed
+ * tensorport.
+ *
+ * 0. Build and install.
+ *    - Compile with -fPIC -fvisibility=hidden; link as a shared library
+ *      (CMake: add_library(x MODULE ...)).  Do NOT link libtport or call any
+ *      tport_* function: everything you need comes through the host table.
+ *      `readelf -d your.so` must show no libtport in NEEDED.
+ *    - Name the file lib<something>.so.  The host finds it in any file or
+ *      folder listed in TPORT_BACKEND_PATH (':'-separated; in a folder every
+ *      *.so, in name order), in <libdir>/tport/backends beside libtport
+ *      (pkg-config --variable=backenddir tport; CMake: TPORT_BACKEND_DIR),
+ *      or through tport_backend_load(path).  `tport backends` shows what was
+ *      found and why anything was refused; `tport check-backend your.so`
+ *      checks every op you claim against the reference CPU backend.
+ *
+ * 1. Export exactly one symbol with C linkage:
+ *
+ *        TPORT_BACKEND_EXPORT
+ *        const tport_backend_api *tport_backend_entry(const tport_host_api *host);
+ *
+ *    - If host->abi_major differs from TPORT_ABI_MAJOR, use nothing of the
+ *      host table but the fields every major keeps (below) and return your
+ *      table unchanged (abi_major = yours) or NULL; the host refuses it and
+ *      names both versions.  You may call host->error() first to say why.
+ *    - Otherwise set abi_major = TPORT_ABI_MAJOR and abi_minor = the highest
+ *      minor both know, min(host->abi_minor, TPORT_ABI_MINOR) — never more
+ *      than the host's — and keep the host pointer for later calls.
+ *    - Do no other work in the entry point and nothing at all in load-time
+ *      constructors: the host reads required_isa from your table BEFORE it
+ *      calls anything else of yours, so code built for an instruction set the
+ *      CPU lacks must not run before that check.
+ *    - The entry point may be called more than once (tport check-backend
+ *      drives it with test hosts of other minors, then again with the real
+ *      one); each call rebinds the host and returns the table for it.
+ *
+ *    Kept in every major, so both sides can read each other's version and a
+ *    plug-in can explain a refusal: tport_host_api starts with struct_size,
+ *    abi_major, abi_minor, reserved, log, error; tport_backend_api starts
+ *    with struct_size, abi_major, abi_minor, reserved.
+ *
+ * 2. The table.  Fill in the slots you implement; leave the others NULL.  A
+ *    NULL slot means "unsupported" and is never called.  Required (else the
+ *    plug-in is refused): name, init, shutdown, device_count, device_info,
+ *    supports_op, compute.  Optional: score (NULL = 1).
+ *    - name: 1..63 bytes of [A-Za-z0-9_.-], lower case by convention ("cpu",
+ *      "myaccel").  Files giving the same name compete: the highest score is
+ *      used, the others are reported as shadowed.  Name and version strings
+ *      must stay valid until the library is unloaded.
+ *    - required_isa: the TPORT_ISA_* bits your code was compiled for (e.g.
+ *      from __AVX2__, __FMA__).  The host checks them against cpuid and the
+ *      OS-enabled register state and refuses the plug-in if any is missing.
+ *    - score(): called once, after the ISA check, before init; cheap, no
+ *      device work.  Higher is better; 0 = cannot run on this machine.
+ *
+ * 3. Lifetime: entry -> score -> init -> (device_count, device_info,
+ *    supports_op, compute)* -> shutdown -> the host unloads the library.
+ *    init may be called more than once (several independent instances):
+ *    keep state in what init returns, not in globals.  No thread of yours
+ *    may outlive shutdown.  Do not rely on static destructors or atexit.
+ *    A refused plug-in is unloaded without init or shutdown being called.
+ *
+ * 4. Threading: the host calls a backend instance from one thread at a time
+ *    (it serialises calls per instance).  A backend may run its own worker
+ *    threads inside compute (graph->n_threads is the user's budget); host
+ *    services may be called from any thread.
+ *
+ * 5. Errors are values: every fallible slot returns a tport_status code
+ *    (TPORT_STATUS_OK == 0).  Attach a message with
+ *        return host->error(TPORT_STATUS_UNSUPPORTED, "op %u on type %u", op, type);
+ *    Never call exit() or abort(); never let a signal escape on bad input.
+ *    A plug-in whose init fails or that reports no devices is skipped with
+ *    the message; every other backend keeps working.
+ *
+ * 6. Data: a compute call receives a tport_graph_view: an array of tensor
+ *    records (op, type, shape ne[], byte strides nb[], sources, data).  Nodes
+ *    whose `data` is non-NULL live in host memory (every buffer is host
+ *    memory in ABI 1.0).  Execute the node indices in the order given; the
+ *    host has allocated every destination.  Shapes follow ggml's
+ *    convention: ne[0] is the innermost (fastest) dimension, nb[i] is the
+ *    byte stride of dimension i (nb[0] = bytes per block); unused dimensions
+ *    have ne == 1.  Sources may be strided views (padded rows, transposes):
+ *    check nb[] rather than assuming contiguity.  Read a parameter block
+ *    only if params_size >= the size you read.
+ *
+ * 7. Capabilities are data: supports_op() is asked for one node with its
+ *    real types, shapes, strides and parameters before the host assigns it
+ *    to you.  Answer false for anything you do not fully handle, including
+ *    ids you do not know: ids are append-only and new ones appear in later
+ *    minors.  What you decline runs on another backend (in the end the
+ *    CPU); compute() is only given nodes you accepted.
+ *
+ * 8. Structs you receive (host table, graph and tensor views, device_info):
+ *    read no field that ends past its struct_size; write into device_info
+ *    only up to out->struct_size.
+ *
+ * ---------------------------------------------------------------------------
+ * Versioning policy
+ * ---------------------------------------------------------------------------
+ *
+ * - TPORT_ABI_MAJOR changes only when something already published changes
+ *   meaning or layout.  A host refuses a plug-in of another major, naming
+ *   both versions.
+ * - TPORT_ABI_MINOR grows when something is appended: a slot at the end of a
+ *   table, a field at the end of a struct, an op/type/status id.  The
+ *   negotiated minor is min(host minor, plug-in minor); each side uses only
+ *   what that minor defines.
+ * - Every struct starts with `uint32_t struct_size`, the size its writer
+ *   knows.  Readers never read a field that ends past struct_size; a larger
+ *   size from a newer peer is fine, the tail is ignored.
+ * - Each ABI struct's minimum size for this major is given by the
+ *   TPORT_*_SIZE_1_0 macros; a table smaller than that is refused.
+ * - Ids (ops, types, statuses, device kinds, ISA bits) are explicitly
+ *   numbered, never reused, never renumbered.
+ * - tests/plugins/test_abi_layout.c freezes sizeof/offsetof of every struct
+ *   and every id of 1.0 (x86-64 System V): a layout change without a
+ *   version change fails the build's tests.
+ * - The CHANGELOG below lists what each minor added.
+ *
+ * CHANGELOG
+ *   1.0  first version.
+ */
+#ifndef TPORT_BACKEND_H
+#define TPORT_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TPORT_ABI_MAJOR 1
+#define TPORT_ABI_MINOR 0
+
+#if defined(_WIN32)
+#define TPORT_BACKEND_EXPORT __declspec(dllexport)
+#else
+#define TPORT_BACKEND_EXPORT __attribute__((visibility("default")))
+#endif
+
+/* Offset just past a member: the struct_size a writer of that member needs. */
+#define TPORT_SIZE_THROUGH(type, member) \
+    (offsetof(type, member) + sizeof(((type *)0)->member))
+
+/* ---- status codes (append-only) ---------------------------------------- */
+typedef int32_t tport_status;
+enum {
+    TPORT_STATUS_OK = 0,
+    TPORT_STATUS_ERROR = 1,            /* unspecified failure */
+    TPORT_STATUS_UNSUPPORTED = 2,      /* op, type or feature not supported */
+    TPORT_STATUS_INVALID_ARGUMENT = 3,
+    TPORT_STATUS_OUT_OF_MEMORY = 4,
+    TPORT_STATUS_VERSION_MISMATCH = 5, /* ABI version cannot be agreed */
+    TPORT_STATUS_DEVICE_LOST = 6,
+    TPORT_STATUS_IO = 7,               /* file or I/O error */
+    TPORT_STATUS_BAD_FORMAT = 8,       /* malformed input data */
+};
+
+/* ---- log levels --------------------------------------------------------- */
+enum {
+    TPORT_LOG_ERROR = 0,
+    TPORT_LOG_WARN = 1,
+    TPORT_LOG_INFO = 2,
+    TPORT_LOG_DEBUG = 3,
+};
+
+/* ---- tensor type ids (append-only) --------------------------------------
+ * Today's types use ggml's numbers (so GGUF type ids map one to one).
+ * Historical layout revisions whose bytes differ from today's have ids of
+ * their own from 200 on; see docs/formats in the source tree.            */
+typedef uint32_t tport_type_id;
+enum {
+    TPORT_TYPE_F32 = 0,
+    TPORT_TYPE_F16 = 1,
+    TPORT_TYPE_Q4_0 = 2,
+    TPORT_TYPE_Q4_1 = 3,
+    TPORT_TYPE_Q5_0 = 6,
+    TPORT_TYPE_Q5_1 = 7,
+    TPORT_TYPE_Q8_0 = 8,
+    TPORT_TYPE_Q8_1 = 9,
+    TPORT_TYPE_Q2_K = 10,
+    TPORT_TYPE_Q3_K = 11,
+    TPORT_TYPE_Q4_K = 12,
+    TPORT_TYPE_Q5_K = 13,
+    TPORT_TYPE_Q6_K = 14,
+    TPORT_TYPE_Q8_K = 15,
+    TPORT_TYPE_IQ4_NL = 20,
+    TPORT_TYPE_IQ4_XS = 23,
+    TPORT_TYPE_I8 = 24,
+    TPORT_TYPE_I16 = 25,
+    TPORT_TYPE_I32 = 26,
+    TPORT_TYPE_BF16 = 30,
+    /* historical revisions (QNTn = ggml quantization version) */
+    TPORT_TYPE_Q4_0_QNT0 = 200, /* {f32 d; u8 qs[16]} interleaved nibbles  */
+    TPORT_TYPE_Q4_1_QNT0 = 201, /* {f32 d, m; u8 qs[16]} interleaved       */
+    TPORT_TYPE_Q4_2_QNT0 = 202, /* {f16 d; u8 qs[8]} 16/block, interleaved */
+    TPORT_TYPE_Q4_3_QNT0 = 203, /* {f16 d, m; u8 qs[8]} 16/block           */
+    TPORT_TYPE_Q5_0_QNT0 = 204, /* today's struct, interleaved nibbles     */
+    TPORT_TYPE_Q5_1_QNT0 = 205,
+    TPORT_TYPE_Q8_0_QNT1 = 206, /* {f32 d; i8 qs[32]} (QNT0 and QNT1)       */
+    TPORT_TYPE_Q4_0_QNT1 = 207, /* {f32 d; u8 qs[16]} split nibbles         */
+    TPORT_TYPE_Q4_1_QNT1 = 208, /* {f32 d, m; u8 qs[16]} split nibbles      */
+};
+
+/* ---- op ids (append-only) -----------------------------------------------
+ * src[i] names the operands.  Parameter blocks are the structs below; a
+ * backend must check params_size >= the size it reads.                    */
+typedef uint32_t tport_op_id;
+enum {
+    TPORT_OP_NONE = 0,     /* a leaf: input or weight, nothing to compute */
+    TPORT_OP_GET_ROWS = 1, /* dst[:, i] = src0[:, src1[i]] (src1: I32)   */
+    TPORT_OP_ADD = 2,      /* dst = src0 + src1, src1 broadcast (repeats) */
+    TPORT_OP_MUL = 3,      /* dst = src0 * src1, src1 broadcast           */
+    TPORT_OP_SCALE = 4,    /* dst = src0 * p.scale                        */
+    TPORT_OP_MUL_MAT = 5,  /* dst[i,j] = sum_k src0[k,i] * src1[k,j];
+                              src0 broadcast over dims 2,3 (GQA)          */
+    TPORT_OP_RMS_NORM = 6, /* per row: x / sqrt(mean(x^2) + eps)          */
+    TPORT_OP_NORM = 7,     /* per row: (x - mean) / sqrt(var + eps)       */
+    TPORT_OP_ROPE = 8,     /* rotary embedding; src1: I32 positions[ne2]  */
+    TPORT_OP_SOFT_MAX = 9, /* per row: softmax(x * scale + mask); src1
+                              optional F32 mask [ne0, ne1] broadcast      */
+    TPORT_OP_SILU = 10,
+    TPORT_OP_GELU = 11,    /* tanh approximation                          */
+    TPORT_OP_SWIGLU = 12,  /* dst = silu(src0) * src1                     */
+    TPORT_OP_CPY = 13,     /* dst = src0 converted to dst's type/layout   */
+    TPORT_OP_CONT = 14,    /* dst = src0 made contiguous                  */
+    TPORT_OP_CONCAT = 15,  /* dst = [src0, src1] along p.dim              */
+};
+/* View ops (view, reshape, permute, transpose) never reach a backend: the
+ * host resolves them to strides and offsets. */
+
+typedef struct tport_params_scale { float scale; } tport_params_scale;
+typedef struct tport_params_norm { float eps; } tport_params_norm;
+typedef struct tport_params_soft_max { float scale; } tport_params_soft_max;
+typedef struct tport_params_concat { int32_t dim; } tport_params_concat;
+enum { TPORT_ROPE_NORMAL = 0, TPORT_ROPE_NEOX = 2 };
+typedef struct tport_params_rope {
+    int32_t n_dims;    /* rotate the first n_dims of each head (even)   */
+    int32_t mode;      /* TPORT_ROPE_NORMAL pairs (2i,2i+1); NEOX pairs
+                          (i, i+n_dims/2)                               */
+    float freq_base;   /* theta_i = pos * freq_scale * base^(-2i/n_dims) */
+    float freq_scale;
+} tport_params_rope;
+
+/* ---- instruction-set features (append-only bit numbers) ----------------
+ * A plug-in lists what its code needs in required_isa; the host checks
+ * cpuid and the OS-enabled register state before it runs anything else
+ * of the plug-in. */
+enum {
+    TPORT_ISA_SSE42 = 1u << 0,
+    TPORT_ISA_AVX = 1u << 1,
+    TPORT_ISA_AVX2 = 1u << 2,
+    TPORT_ISA_FMA = 1u << 3,
+    TPORT_ISA_F16C = 1u << 4,
+    TPORT_ISA_AVX512F = 1u << 5,
+    TPORT_ISA_AVX512BW = 1u << 6,
+    TPORT_ISA_AVX512VL = 1u << 7,
+    TPORT_ISA_AVX512DQ = 1u << 8,
+    TPORT_ISA_AVX512VNNI = 1u << 9,
+    TPORT_ISA_AVX512BF16 = 1u << 10,
+    TPORT_ISA_NEON = 1u << 16,
+};
+
+/* ---- device kinds (append-only) ----------------------------------------- */
+enum {
+    TPORT_DEVICE_CPU = 1,
+    TPORT_DEVICE_GPU = 2,
+    TPORT_DEVICE_ACCEL = 3,
+    TPORT_DEVICE_REMOTE = 4,
+};
+
+/* ---- what the host tells a plug-in about a type ------------------------- */
+typedef struct tport_type_info {
+    uint32_t struct_size;
+    tport_type_id id;
+    const char *name;         /* "q4_0", "q4_0_qnt0", ...            */
+    int64_t block_size;       /* elements per block (1 for F32)      */
+    uint64_t block_bytes;     /* bytes per block                     */
+    bool is_quantized;
+    tport_type_id vec_dot_type; /* type activations are converted to for
+                                  dot products with this type        */
+} tport_type_info;
+#define TPORT_TYPE_INFO_SIZE_1_0 TPORT_SIZE_THROUGH(tport_type_info, vec_dot_type)
+
+/* ---- host services: what the host offers every plug-in ----------------- */
+typedef struct tport_host_api {
+    uint32_t struct_size;
+    uint32_t abi_major;   /* the host's major                      */
+    uint32_t abi_minor;   /* the newest minor the host speaks      */
+    uint32_t reserved;
+    /* since 1.0 */
+    void (*log)(int32_t level, const char *fmt, ...);
+    /* Records a message for the calling thread and returns `code`, so a
+     * slot can `return host->error(code, "...")`. */
+    tport_status (*error)(tport_status code, const char *fmt, ...);
+    /* NULL for an id the host does not know. */
+    const tport_type_info *(*type_info)(tport_type_id type);
+    /* Reference conversions between any known type and f32 (n elements,
+     * a multiple of the block size).  Return TPORT_STATUS_UNSUPPORTED if
+     * the type has no such function. */
+    tport_status (*to_float)(tport_type_id type, const void *src, float *dst, int64_t n);
+    tport_status (*from_float)(tport_type_id type, const float *src, void *dst, int64_t n);
+} tport_host_api;
+#define TPORT_HOST_API_SIZE_1_0 TPORT_SIZE_THROUGH(tport_host_api, from_float)
+
+/* ---- the graph view a backend computes ---------------------------------- */
+#define TPORT_MAX_SRC 4
+#define TPORT_MAX_DIMS 4
+
+typedef struct tport_tensor_view {
+    uint32_t struct_size;
+    tport_op_id op;
+    tport_type_id type;
+    int32_t src[TPORT_MAX_SRC]; /* indices into tport_graph_view.tensors, -1 = none */
+    int64_t ne[TPORT_MAX_DIMS];  /* elements per dimension               */
+    uint64_t nb[TPORT_MAX_DIMS]; /* byte stride per dimension            */
+    void *data;                  /* host address of element [0,0,0,0]    */
+    const void *params;          /* op parameter block, or NULL          */
+    uint32_t params_size;
+    uint32_t flags;              /* TPORT_TENSOR_* bits                  */
+    const char *name;            /* for messages; may be ""              */
+} tport_tensor_view;
+#define TPORT_TENSOR_VIEW_SIZE_1_0 TPORT_SIZE_THROUGH(tport_tensor_view, name)
+enum {
+    TPORT_TENSOR_INPUT = 1u << 0,  /* set by the caller before compute */
+    TPORT_TENSOR_WEIGHT = 1u << 1, /* constant model data              */
+    TPORT_TENSOR_OUTPUT = 1u << 2, /* read after compute               */
+};
+
+typedef struct tport_graph_view {
+    uint32_t struct_size;
+    int32_t n_tensors;
+    const tport_tensor_view *const *tensors; /* n_tensors pointers       */
+    int32_t n_nodes;
+    const int32_t *nodes;  /* tensor indices to compute, in this order */
+    int32_t n_threads;     /* the user's thread budget (>= 1)          */
+} tport_graph_view;
+#define TPORT_GRAPH_VIEW_SIZE_1_0 TPORT_SIZE_THROUGH(tport_graph_view, n_threads)
+
+/* ---- devices ------------------------------------------------------------ */
+typedef struct tport_device_info {
+    uint32_t struct_size;  /* set by the host: how much it can receive */
+    int32_t kind;          /* TPORT_DEVICE_*                            */
+    char name[64];
+    char description[128];
+    uint64_t memory_total; /* bytes, 0 = unknown                        */
+    uint64_t memory_free;
+} tport_device_info;
+#define TPORT_DEVICE_INFO_SIZE_1_0 TPORT_SIZE_THROUGH(tport_device_info, memory_free)
+
+/* ---- the plug-in's table ------------------------------------------------ */
+typedef struct tport_backend_api {
+    uint32_t struct_size;
+    uint32_t abi_major;     /* must equal the host's major             */
+    uint32_t abi_minor;     /* the minor the plug-in picked (<= host's)*/
+    uint32_t reserved;
+    /* since 1.0 */
+    const char *name;       /* short, lower case: "cpu", "myaccel"      */
+    const char *version;    /* the plug-in's own version, free form     */
+    uint64_t required_isa;  /* TPORT_ISA_* bits the code needs          */
+    /* Higher is better; 0 = cannot run here.  Called after the ISA check.
+     * NULL means 1. */
+    int32_t (*score)(void);
+    tport_status (*init)(void **backend);
+    void (*shutdown)(void *backend);
+    int32_t (*device_count)(void *backend);
+    tport_status (*device_info)(void *backend, int32_t device, tport_device_info *out);
+    bool (*supports_op)(void *backend, int32_t device, const tport_graph_view *graph, int32_t node);
+    tport_status (*compute)(void *backend, int32_t device, const tport_graph_view *graph);
+} tport_backend_api;
+#define TPORT_BACKEND_API_SIZE_1_0 TPORT_SIZE_THROUGH(tport_backend_api, compute)
+
+/* The one symbol a plug-in exports.  Declared here, inside extern "C", so
+ * that a plug-in's definition has C linkage even when compiled as C++ (a
+ * mangled name would not be found) and needs no prototype of its own. */
+#define TPORT_BACKEND_ENTRY_NAME "tport_backend_entry"
+typedef const tport_backend_api *(*tport_backend_entry_fn)(const tport_host_api *host);
+TPORT_BACKEND_EXPORT const tport_backend_api *tport_backend_entry(const tport_host_api *host);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TPORT_BACKEND_H */

@@ -1,0 +1,200 @@
+/* Freezes the layout of backend ABI 1.0 on x86-64 System V: sizeof and
+ * offsetof of every struct and the value of every published id.  These
+ * numbers are the ABI itself (plug-ins built against them exist), so they
+ * are written out by hand here and never regenerated from the header: a
+ * layout change without a major bump, or a renumbered id, fails this test.
+ * Appending at the end of a struct in a new minor keeps every number below
+ * (only sizeof grows: that check is `>=` for the structs and exact for the
+ * *_SIZE_1_0 macros). */
+#include <stddef.h>
+
+#include "../test_util.h"
+#include "tport/backend.h"
+
+#define FROZEN(expr, value) \
+    CHECK((long long)(expr) == (long long)(value), "%s is %lld, frozen at %lld", #expr, (long long)(expr), \
+          (long long)(value))
+#define AT_LEAST(expr, value) \
+    CHECK((long long)(expr) >= (long long)(value), "%s is %lld, was %lld in 1.0", #expr, (long long)(expr), \
+          (long long)(value))
+
+static void layouts(void) {
+    FROZEN(offsetof(tport_type_info, struct_size), 0);
+    FROZEN(offsetof(tport_type_info, id), 4);
+    FROZEN(offsetof(tport_type_info, name), 8);
+    FROZEN(offsetof(tport_type_info, block_size), 16);
+    FROZEN(offsetof(tport_type_info, block_bytes), 24);
+    FROZEN(offsetof(tport_type_info, is_quantized), 32);
+    FROZEN(offsetof(tport_type_info, vec_dot_type), 36);
+    FROZEN(TPORT_TYPE_INFO_SIZE_1_0, 40);
+    AT_LEAST(sizeof(tport_type_info), 40);
+
+    FROZEN(offsetof(tport_host_api, struct_size), 0);
+    FROZEN(offsetof(tport_host_api, abi_major), 4);
+    FROZEN(offsetof(tport_host_api, abi_minor), 8);
+    FROZEN(offsetof(tport_host_api, reserved), 12);
+    FROZEN(offsetof(tport_host_api, log), 16);
+    FROZEN(offsetof(tport_host_api, error), 24);
+    FROZEN(offsetof(tport_host_api, type_info), 32);
+    FROZEN(offsetof(tport_host_api, to_float), 40);
+    FROZEN(offsetof(tport_host_api, from_float), 48);
+    FROZEN(TPORT_HOST_API_SIZE_1_0, 56);
+    AT_LEAST(sizeof(tport_host_api), 56);
+
+    FROZEN(offsetof(tport_tensor_view, struct_size), 0);
+    FROZEN(offsetof(tport_tensor_view, op), 4);
+    FROZEN(offsetof(tport_tensor_view, type), 8);
+    FROZEN(offsetof(tport_tensor_view, src), 12);
+    FROZEN(sizeof(((tport_tensor_view *)0)->src), 16);
+    FROZEN(offsetof(tport_tensor_view, ne), 32);
+    FROZEN(offsetof(tport_tensor_view, nb), 64);
+    FROZEN(offsetof(tport_tensor_view, data), 96);
+    FROZEN(offsetof(tport_tensor_view, params), 104);
+    FROZEN(offsetof(tport_tensor_view, params_size), 112);
+    FROZEN(offsetof(tport_tensor_view, flags), 116);
+    FROZEN(offsetof(tport_tensor_view, name), 120);
+    FROZEN(TPORT_TENSOR_VIEW_SIZE_1_0, 128);
+    AT_LEAST(sizeof(tport_tensor_view), 128);
+
+    FROZEN(offsetof(tport_graph_view, struct_size), 0);
+    FROZEN(offsetof(tport_graph_view, n_tensors), 4);
+    FROZEN(offsetof(tport_graph_view, tensors), 8);
+    FROZEN(offsetof(tport_graph_view, n_nodes), 16);
+    FROZEN(offsetof(tport_graph_view, nodes), 24);
+    FROZEN(offsetof(tport_graph_view, n_threads), 32);
+    FROZEN(TPORT_GRAPH_VIEW_SIZE_1_0, 36);
+    AT_LEAST(sizeof(tport_graph_view), 40);
+
+    FROZEN(offsetof(tport_device_info, struct_size), 0);
+    FROZEN(offsetof(tport_device_info, kind), 4);
+    FROZEN(offsetof(tport_device_info, name), 8);
+    FROZEN(sizeof(((tport_device_info *)0)->name), 64);
+    FROZEN(offsetof(tport_device_info, description), 72);
+    FROZEN(sizeof(((tport_device_info *)0)->description), 128);
+    FROZEN(offsetof(tport_device_info, memory_total), 200);
+    FROZEN(offsetof(tport_device_info, memory_free), 208);
+    FROZEN(TPORT_DEVICE_INFO_SIZE_1_0, 216);
+    AT_LEAST(sizeof(tport_device_info), 216);
+
+    FROZEN(offsetof(tport_backend_api, struct_size), 0);
+    FROZEN(offsetof(tport_backend_api, abi_major), 4);
+    FROZEN(offsetof(tport_backend_api, abi_minor), 8);
+    FROZEN(offsetof(tport_backend_api, reserved), 12);
+    FROZEN(offsetof(tport_backend_api, name), 16);
+    FROZEN(offsetof(tport_backend_api, version), 24);
+    FROZEN(offsetof(tport_backend_api, required_isa), 32);
+    FROZEN(offsetof(tport_backend_api, score), 40);
+    FROZEN(offsetof(tport_backend_api, init), 48);
+    FROZEN(offsetof(tport_backend_api, shutdown), 56);
+    FROZEN(offsetof(tport_backend_api, device_count), 64);
+    FROZEN(offsetof(tport_backend_api, device_info), 72);
+    FROZEN(offsetof(tport_backend_api, supports_op), 80);
+    FROZEN(offsetof(tport_backend_api, compute), 88);
+    FROZEN(TPORT_BACKEND_API_SIZE_1_0, 96);
+    AT_LEAST(sizeof(tport_backend_api), 96);
+
+    FROZEN(sizeof(tport_params_scale), 4);
+    FROZEN(sizeof(tport_params_norm), 4);
+    FROZEN(sizeof(tport_params_soft_max), 4);
+    FROZEN(sizeof(tport_params_concat), 4);
+    FROZEN(sizeof(tport_params_rope), 16);
+    FROZEN(offsetof(tport_params_rope, mode), 4);
+    FROZEN(offsetof(tport_params_rope, freq_base), 8);
+    FROZEN(offsetof(tport_params_rope, freq_scale), 12);
+    FROZEN(TPORT_MAX_SRC, 4);
+    FROZEN(TPORT_MAX_DIMS, 4);
+}
+
+static void ids(void) {
+    FROZEN(TPORT_ABI_MAJOR, 1);
+    FROZEN(TPORT_STATUS_OK, 0);
+    FROZEN(TPORT_STATUS_ERROR, 1);
+    FROZEN(TPORT_STATUS_UNSUPPORTED, 2);
+    FROZEN(TPORT_STATUS_INVALID_ARGUMENT, 3);
+    FROZEN(TPORT_STATUS_OUT_OF_MEMORY, 4);
+    FROZEN(TPORT_STATUS_VERSION_MISMATCH, 5);
+    FROZEN(TPORT_STATUS_DEVICE_LOST, 6);
+    FROZEN(TPORT_STATUS_IO, 7);
+    FROZEN(TPORT_STATUS_BAD_FORMAT, 8);
+    FROZEN(TPORT_LOG_ERROR, 0);
+    FROZEN(TPORT_LOG_DEBUG, 3);
+
+    FROZEN(TPORT_TYPE_F32, 0);
+    FROZEN(TPORT_TYPE_F16, 1);
+    FROZEN(TPORT_TYPE_Q4_0, 2);
+    FROZEN(TPORT_TYPE_Q4_1, 3);
+    FROZEN(TPORT_TYPE_Q5_0, 6);
+    FROZEN(TPORT_TYPE_Q5_1, 7);
+    FROZEN(TPORT_TYPE_Q8_0, 8);
+    FROZEN(TPORT_TYPE_Q8_1, 9);
+    FROZEN(TPORT_TYPE_Q2_K, 10);
+    FROZEN(TPORT_TYPE_Q3_K, 11);
+    FROZEN(TPORT_TYPE_Q4_K, 12);
+    FROZEN(TPORT_TYPE_Q5_K, 13);
+    FROZEN(TPORT_TYPE_Q6_K, 14);
+    FROZEN(TPORT_TYPE_Q8_K, 15);
+    FROZEN(TPORT_TYPE_IQ4_NL, 20);
+    FROZEN(TPORT_TYPE_IQ4_XS, 23);
+    FROZEN(TPORT_TYPE_I8, 24);
+    FROZEN(TPORT_TYPE_I16, 25);
+    FROZEN(TPORT_TYPE_I32, 26);
+    FROZEN(TPORT_TYPE_BF16, 30);
+    FROZEN(TPORT_TYPE_Q4_0_QNT0, 200);
+    FROZEN(TPORT_TYPE_Q4_1_QNT0, 201);
+    FROZEN(TPORT_TYPE_Q4_2_QNT0, 202);
+    FROZEN(TPORT_TYPE_Q4_3_QNT0, 203);
+    FROZEN(TPORT_TYPE_Q5_0_QNT0, 204);
+    FROZEN(TPORT_TYPE_Q5_1_QNT0, 205);
+    FROZEN(TPORT_TYPE_Q8_0_QNT1, 206);
+    FROZEN(TPORT_TYPE_Q4_0_QNT1, 207);
+    FROZEN(TPORT_TYPE_Q4_1_QNT1, 208);
+
+    FROZEN(TPORT_OP_NONE, 0);
+    FROZEN(TPORT_OP_GET_ROWS, 1);
+    FROZEN(TPORT_OP_ADD, 2);
+    FROZEN(TPORT_OP_MUL, 3);
+    FROZEN(TPORT_OP_SCALE, 4);
+    FROZEN(TPORT_OP_MUL_MAT, 5);
+    FROZEN(TPORT_OP_RMS_NORM, 6);
+    FROZEN(TPORT_OP_NORM, 7);
+    FROZEN(TPORT_OP_ROPE, 8);
+    FROZEN(TPORT_OP_SOFT_MAX, 9);
+    FROZEN(TPORT_OP_SILU, 10);
+    FROZEN(TPORT_OP_GELU, 11);
+    FROZEN(TPORT_OP_SWIGLU, 12);
+    FROZEN(TPORT_OP_CPY, 13);
+    FROZEN(TPORT_OP_CONT, 14);
+    FROZEN(TPORT_OP_CONCAT, 15);
+    FROZEN(TPORT_ROPE_NORMAL, 0);
+    FROZEN(TPORT_ROPE_NEOX, 2);
+
+    FROZEN(TPORT_ISA_SSE42, 1u << 0);
+    FROZEN(TPORT_ISA_AVX, 1u << 1);
+    FROZEN(TPORT_ISA_AVX2, 1u << 2);
+    FROZEN(TPORT_ISA_FMA, 1u << 3);
+    FROZEN(TPORT_ISA_F16C, 1u << 4);
+    FROZEN(TPORT_ISA_AVX512F, 1u << 5);
+    FROZEN(TPORT_ISA_AVX512BW, 1u << 6);
+    FROZEN(TPORT_ISA_AVX512VL, 1u << 7);
+    FROZEN(TPORT_ISA_AVX512DQ, 1u << 8);
+    FROZEN(TPORT_ISA_AVX512VNNI, 1u << 9);
+    FROZEN(TPORT_ISA_AVX512BF16, 1u << 10);
+    FROZEN(TPORT_ISA_NEON, 1u << 16);
+
+    FROZEN(TPORT_DEVICE_CPU, 1);
+    FROZEN(TPORT_DEVICE_GPU, 2);
+    FROZEN(TPORT_DEVICE_ACCEL, 3);
+    FROZEN(TPORT_DEVICE_REMOTE, 4);
+    FROZEN(TPORT_TENSOR_INPUT, 1);
+    FROZEN(TPORT_TENSOR_WEIGHT, 2);
+    FROZEN(TPORT_TENSOR_OUTPUT, 4);
+}
+
+int main(void) {
+#if !defined(__x86_64__) || !defined(__linux__) || defined(__ILP32__)
+    test_skip("test_abi_layout", "the frozen numbers are for x86-64 System V");
+#endif
+    layouts();
+    ids();
+    return test_finish("test_abi_layout");
+}

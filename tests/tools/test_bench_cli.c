@@ -1,0 +1,134 @@
+/* `tport bench` on a tiny synthetic model: --json prints one JSON document
+ * with the asked test sizes, one positive finite tokens/s sample per
+ * repetition, a median among the samples, and weight byte counts equal to
+ * what the file holds; the text output names both tests; bad arguments
+ * fail with a non-zero status. */
+#include <ctype.h>
+#include <math.h>
+
+#include "../test_util.h"
+#include "formats/model_file.h"
+#include "json_min.h"
+#include "tool_run.h"
+
+#define NAME "test_bench_cli"
+
+static double num(const json *obj, const char *key) {
+    const json *v = json_get(obj, key);
+    return v && v->kind == JSON_NUMBER ? v->number : NAN;
+}
+
+/* One test's record: n_tokens, samples_ts (reps positive values), a median
+ * inside the samples. */
+static double check_test(const json *doc, const char *key, int n_tokens, int reps) {
+    const json *t = json_get(doc, key);
+    CHECK(t && t->kind == JSON_OBJECT, "no \"%s\" object", key);
+    if (!t)
+        return NAN;
+    CHECK(num(t, "n_tokens") == n_tokens, "%s.n_tokens %g, want %d", key, num(t, "n_tokens"), n_tokens);
+    const json *s = json_get(t, "samples_ts");
+    CHECK(s && s->kind == JSON_ARRAY && (int)s->n == reps, "%s.samples_ts: want %d values", key, reps);
+    double lo = INFINITY, hi = 0;
+    for (size_t i = 0; s && s->kind == JSON_ARRAY && i < s->n; i++) {
+        double x = s->items[i].kind == JSON_NUMBER ? s->items[i].number : NAN;
+        CHECK(isfinite(x) && x > 0, "%s.samples_ts[%zu] = %g", key, i, x);
+        lo = fmin(lo, x);
+        hi = fmax(hi, x);
+    }
+    double med = num(t, "median_ts");
+    CHECK(isfinite(med) && med > 0 && med >= lo && med <= hi, "%s.median_ts %g outside [%g, %g]", key, med, lo, hi);
+    return med;
+}
+
+/* The file must hold exactly one JSON object: '{' first, '}' last. */
+static int one_object(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return 0;
+    int c, first = 0, last = 0;
+    while ((c = fgetc(f)) != EOF) {
+        if (isspace(c))
+            continue;
+        if (!first)
+            first = c;
+        last = c;
+    }
+    fclose(f);
+    return first == '{' && last == '}';
+}
+
+int main(void) {
+    char dir[4096], model[4200], out[4200], args[9000];
+    if (!tool_scratch_dir(dir, sizeof dir, "bench"))
+        return 1;
+    snprintf(model, sizeof model, "%s/m.gguf", dir);
+    snprintf(out, sizeof out, "%s/out.json", dir);
+    snprintf(args, sizeof args,
+             "synth --dim 64 --layers 2 --heads 4 --ff 128 --vocab 300 --ctx 64 --type f32 -o '%s' >/dev/null", model);
+    CHECK(tool_run(args) == 0, "synth failed");
+
+    snprintf(args, sizeof args, "bench -m '%s' -p 16 -n 8 -r 3 --threads 1 --json > '%s'", model, out);
+    int rc = tool_run(args);
+    CHECK(rc == 0, "tport bench --json exited with %d", rc);
+    CHECK(one_object(out), "output is not one JSON object");
+    json *doc = json_load(out);
+    CHECK(doc && doc->kind == JSON_OBJECT, "output does not parse as JSON");
+    if (doc) {
+        CHECK(num(doc, "n_prompt") == 16 && num(doc, "n_gen") == 8 && num(doc, "reps") == 3 &&
+                  num(doc, "threads") == 1,
+              "n_prompt %g n_gen %g reps %g threads %g", num(doc, "n_prompt"), num(doc, "n_gen"), num(doc, "reps"),
+              num(doc, "threads"));
+        CHECK(num(doc, "n_vocab") == 300, "n_vocab %g", num(doc, "n_vocab"));
+        check_test(doc, "pp", 16, 3);
+        double tg = check_test(doc, "tg", 8, 3);
+
+        /* Byte counts, computed here from the file: every tensor; and per
+         * generated token every tensor but the embedding table, of which one
+         * row is read (the file has its own output.weight). */
+        tport_model_file *mf = NULL;
+        CHECK(tport_model_file_open(model, &mf) == TPORT_STATUS_OK, "open %s", model);
+        if (mf) {
+            double total = 0, embd = 0, embd_rows = 1;
+            for (int i = 0; i < mf->n_tensors; i++) {
+                total += (double)mf->tensors[i].nbytes;
+                if (!strcmp(mf->tensors[i].name, "token_embd.weight")) {
+                    embd = (double)mf->tensors[i].nbytes;
+                    embd_rows = (double)mf->tensors[i].ne[1];
+                }
+            }
+            double per_token = total - embd + embd / embd_rows;
+            CHECK(num(doc, "weight_bytes") == total, "weight_bytes %g, file holds %g", num(doc, "weight_bytes"), total);
+            CHECK(num(doc, "bytes_per_token") == per_token, "bytes_per_token %g, want %g",
+                  num(doc, "bytes_per_token"), per_token);
+            double gbs = num(json_get(doc, "tg"), "gb_per_s");
+            CHECK(fabs(gbs - tg * per_token / 1e9) <= 1e-4 * gbs, "tg.gb_per_s %g, want %g", gbs, tg * per_token / 1e9);
+            tport_model_file_close(mf);
+        }
+        json_free(doc);
+    }
+
+    /* Text output names both tests. */
+    snprintf(args, sizeof args, "bench -m '%s' -p 8 -n 4 -r 1 --threads 1 > '%s'", model, out);
+    CHECK(tool_run(args) == 0, "tport bench (text) failed");
+    FILE *f = fopen(out, "rb");
+    char text[4096] = "";
+    size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    text[n] = '\0';
+    if (f)
+        fclose(f);
+    CHECK(strstr(text, "pp8") && strstr(text, "tg4"), "text output lacks pp8/tg4:\n%s", text);
+
+    /* Bad arguments. */
+    snprintf(args, sizeof args, "bench -m '%s' -p abc 2>/dev/null >/dev/null", model);
+    CHECK(tool_run(args) != 0, "-p abc accepted");
+    snprintf(args, sizeof args, "bench -m '%s' -p 0 -n 0 2>/dev/null >/dev/null", model);
+    CHECK(tool_run(args) != 0, "-p 0 -n 0 accepted");
+    snprintf(args, sizeof args, "bench -m '%s/absent.gguf' 2>/dev/null >/dev/null", dir);
+    CHECK(tool_run(args) != 0, "a missing model accepted");
+    CHECK(tool_run("bench -p 8 2>/dev/null >/dev/null") != 0, "no -m accepted");
+
+    remove(model);
+    remove(out);
+    rmdir(dir);
+    return test_finish(NAME);
+}
