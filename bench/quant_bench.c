@@ -2,9 +2,10 @@
  * type, in GB/s of weight bytes, next to this machine's memory bandwidth
  * measured in the same run.  Not a test: numbers only.  See README.md.
  *
- * Kernels: the scalar ones, and when this CPU has them the AVX2 and
- * AVX-512 copies of backends/cpu/quant compiled into this program under
- * other names (bench/CMakeLists.txt); 1 and 2 threads splitting the rows. */
+ * Kernels: the scalar and SSE2 ones of the plain x86-64 build (libtport's
+ * copy), and when this CPU has them the AVX2 and AVX-512 copies of
+ * backends/cpu/quant compiled into this program under other names
+ * (bench/CMakeLists.txt); 1 and 2 threads splitting the rows. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -215,8 +216,8 @@ int main(int argc, char **argv) {
     free(b);
     printf("weights: %lld x %d elements; GB/s of weight bytes (higher is better)\n", (long long)rows, K);
     printf("ISA in this CPU: avx2 %s, avx512 %s\n\n", has_avx2 ? "yes" : "no", has_avx512 ? "yes" : "no");
-    printf("%-10s %6s %8s | %-15s | %-15s | %-15s\n", "type", "bits/w", "dequant", "dot scalar 1t 2t",
-           "dot avx2 1t 2t", "dot avx512 1t 2t");
+    printf("%-10s %6s %8s | %-15s | %-15s | %-15s | %-15s\n", "type", "bits/w", "dequant", "dot scalar 1t 2t",
+           "dot sse2 1t 2t", "dot avx2 1t 2t", "dot avx512 1t 2t");
 
     /* one tile of real quantized data, repeated over the matrix */
     enum { TILE = 64 * 1024 };
@@ -242,9 +243,11 @@ int main(int argc, char **argv) {
         if (vt && vt->from_float)
             vt->from_float(xf, act, K);
         printf("%-10s %6.3g %8.2f |", t->info.name, t->bits_per_weight, dequant_throughput(t, w, total, n));
-        print_rate(cpu_vec_dot_scalar_for(t->info.id), w, row_bytes, rows, act);
-        printf(" |");
         const tport_type_id id = t->info.id;
+        print_rate(cpu_vec_dot_scalar_for(id), w, row_bytes, rows, act);
+        printf(" |");
+        print_rate(simd_only(cpu_vec_dot_for(id), cpu_vec_dot_scalar_for(id)), w, row_bytes, rows, act);
+        printf(" |");
         print_rate(has_avx2 ? simd_only(avx2b_vec_dot_for(id), avx2b_vec_dot_scalar_for(id)) : NULL, w, row_bytes,
                    rows, act);
         printf(" |");

@@ -20,15 +20,15 @@
  * vec_dot_type; n is a multiple of both block sizes. */
 typedef void (*cpu_vec_dot_fn)(int64_t n, float *s, const void *x, const void *y);
 
-/* The fastest kernel this build has for `type`, or NULL: AVX-512 or AVX2
- * versions when compiled with those instruction sets, else scalar. */
+/* The fastest kernel this build has for `type`, or NULL: AVX-512, AVX2 or
+ * SSE2 versions when compiled with those instruction sets, else scalar. */
 cpu_vec_dot_fn cpu_vec_dot_for(tport_type_id type);
 
 /* The portable scalar kernel for `type`, or NULL (tests and benchmarks
  * compare the SIMD kernels against it). */
 cpu_vec_dot_fn cpu_vec_dot_scalar_for(tport_type_id type);
 
-/* "avx512", "avx2" or "scalar": the best instruction set compiled in. */
+/* "avx512", "avx2", "sse2" or "scalar": the best instruction set compiled in. */
 const char *cpu_vec_dot_isa(void);
 
 #endif

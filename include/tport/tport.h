@@ -144,7 +144,18 @@ typedef struct tport_model_params {
     int n_threads;           /* 0 = number of cores                         */
     const char *tokenizer_path; /* llama2.c tokenizer.bin for files without
                                    a vocabulary (llama2.c checkpoints)     */
+    const char *weight_type; /* convert every 2-D weight to this type at
+                                load ("f32", "q8_0", ...); NULL = keep the
+                                file's types where the backend takes them */
 } tport_model_params;
+
+/* Weight placement at load: each matrix goes to the first backend in
+ * preference order (or the forced one) that runs its consumer (mul_mat,
+ * get_rows) in the file's type or in a type it converts to.  Unsupported
+ * types are converted (lossless re-encodings first, else the lossy type
+ * with the most bits) and every conversion is reported on stderr at warn
+ * level: "N tensors FROM -> TO (lossless|lossy: rmse, max error) for
+ * backend NAME".  Weights kept in the file's type stay zero-copy. */
 
 /* Loads a llama-architecture model from any readable file. */
 tport_model *tport_model_load(const char *path, const tport_model_params *params);

@@ -237,12 +237,17 @@ tport_status mf_read_ggml_legacy(tport_model_file *mf, mf_cursor *c) {
     h->n_vocab = n_vocab;
     h->n_embd = n_embd;
     h->n_head = n_head;
-    h->n_head_kv = n_head; /* no GQA field in these headers */
+    h->n_head_kv = n_head; /* no GQA field in these headers: see attn_k below */
+    const tport_mf_tensor *wk = tport_model_file_find(mf, "blk.0.attn_k.weight");
+    uint32_t head_dim = n_embd / n_head;
+    if (wk && wk->n_dims == 2 && wk->ne[0] == (int64_t)n_embd && wk->ne[1] < (int64_t)n_embd &&
+        wk->ne[1] % head_dim == 0 && wk->ne[1] > 0 && n_head % (uint32_t)(wk->ne[1] / head_dim) == 0)
+        h->n_head_kv = (uint32_t)(wk->ne[1] / head_dim); /* LLaMA-2 70B style GQA */
     h->n_layer = n_layer;
     h->n_rot = n_rot;
     h->n_ctx = 2048;       /* not stored; LLaMA's training context */
     const tport_mf_tensor *gate = tport_model_file_find(mf, "blk.0.ffn_gate.weight");
-    if (gate && gate->ne[1] <= UINT32_MAX)
+    if (gate && gate->n_dims == 2 && gate->ne[1] <= UINT32_MAX)
         h->n_ff = (uint32_t)gate->ne[1];
     else
         h->n_ff = (uint32_t)(((2ull * (4ull * n_embd) / 3 + n_mult - 1) / n_mult) * n_mult);

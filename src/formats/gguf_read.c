@@ -70,7 +70,7 @@ static tport_status read_array(gguf_reader *g, tport_kv *kv, int depth) {
         return mf_fail(g->c, at, "arrays nested more than %d deep", GGUF_MAX_NESTING);
     MF_TRY(mf_read_u32(g->c, &et, "array element type"));
     uint64_t min = min_value_bytes(g, et);
-    if (min == 0)
+    if (min == 0 || (g->version == 1 && et > TPORT_KV_ARRAY))
         return mf_fail(g->c, at, "unknown array element type %u", et);
     MF_TRY(read_count(g, &n, "array length"));
     if (n > mf_left(g->c) / min)
@@ -175,7 +175,11 @@ static tport_status read_kvs(gguf_reader *g, uint64_t n_kv) {
     for (uint64_t i = 0; i < n_kv; i++) {
         tport_kv *kv = &mf->kv[i];
         uint32_t type;
-        MF_TRY(read_string(g, &kv->key, NULL, "metadata key"));
+        size_t key_len;
+        uint64_t key_at = g->c->pos;
+        MF_TRY(read_string(g, &kv->key, &key_len, "metadata key"));
+        if (key_len == 0 || strlen(kv->key) != key_len)
+            return mf_fail(g->c, key_at, "metadata key is empty or contains a NUL byte");
         uint64_t at = g->c->pos;
         MF_TRY(mf_read_u32(g->c, &type, "metadata value type"));
         if (min_value_bytes(g, type) == 0 || (g->version == 1 && type > TPORT_KV_ARRAY))

@@ -54,6 +54,17 @@ tport_status tport_llama_shape_from_file(const tport_model_file *mf, tport_llama
                            "%s: %d heads do not divide n_embd %d or are not a multiple of %d kv heads",
                            mf->path, sh->n_head, sh->n_embd, sh->n_head_kv);
     sh->head_dim = sh->n_embd / sh->n_head;
+    /* Pre-GGUF headers have no kv-head count (llama.cpp took LLaMA-2 70B's
+     * from its -gqa option), so their readers report n_head: the width of
+     * attn_k says how many kv heads the model really has. */
+    const tport_mf_tensor *wk = find(mf, "blk.0.attn_k.weight");
+    if ((mf->container == TPORT_CONTAINER_GGML || mf->container == TPORT_CONTAINER_GGMF ||
+         mf->container == TPORT_CONTAINER_GGJT) && wk && wk->ne[1] > 0 && wk->ne[1] < sh->n_embd &&
+        wk->ne[1] % sh->head_dim == 0 && sh->n_head % (int32_t)(wk->ne[1] / sh->head_dim) == 0) {
+        sh->n_head_kv = (int32_t)(wk->ne[1] / sh->head_dim);
+        tport_log(TPORT_LOG_INFO, "%s: %d kv heads, from the shape of blk.0.attn_k.weight", mf->path,
+                  sh->n_head_kv);
+    }
     sh->n_rot = hp->n_rot ? (int32_t)hp->n_rot : sh->head_dim;
     if (sh->n_rot > sh->head_dim || sh->n_rot % 2)
         return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: rope dimensions %d for head size %d",

@@ -79,6 +79,8 @@ tport_model *tport_model_load(const char *path, const tport_model_params *params
     if (st == TPORT_STATUS_OK)
         st = tport_llama_bind_weights(m);
     if (st == TPORT_STATUS_OK)
+        st = tport_llama_place_weights(m, params ? params->backend : NULL, params ? params->weight_type : NULL);
+    if (st == TPORT_STATUS_OK)
         st = load_tokenizer(m, params);
     if (st == TPORT_STATUS_OK && params) {
         m->n_threads = params->n_threads;
@@ -102,6 +104,10 @@ void tport_model_free(tport_model *m) {
     tport_ctx_free(m->wctx);
     free(m->layers);
     free(m->norm_f32);
+    for (int i = 0; i < m->n_converted; i++)
+        free(m->converted[i]);
+    free(m->converted);
+    free(m->placement_report);
     free(m->backend);
     tport_model_file_close(m->file);
     free(m);

@@ -30,6 +30,10 @@ struct tport_model {
     float *norm_f32;             /* norm weights converted to f32, if the
                                     file stores them in another type      */
     size_t norm_used, norm_cap;  /* floats                                 */
+    void **converted;            /* weights converted at load (owned)      */
+    int n_converted, cap_converted;
+    char *placement_report;      /* the conversion lines logged at load,
+                                    '\n'-separated; NULL if none          */
 };
 
 /* Fills the shape from the file's hyperparameters and tensor shapes;
@@ -38,6 +42,13 @@ tport_status tport_llama_shape_from_file(const tport_model_file *mf, tport_llama
 /* Creates weight records pointing into the file's data and checks every
  * shape against sh. */
 tport_status tport_llama_bind_weights(tport_model *m);
+
+/* Maps every 2-D weight onto the backend that will run its consumer op
+ * (the forced one, or the first in preference order that takes it in the
+ * file's type or a type it converts to) and converts what that backend
+ * does not take, or everything to weight_type when given (NULL = keep).
+ * Reports each conversion at warn level; see weight_placement.c. */
+tport_status tport_llama_place_weights(tport_model *m, const char *backend, const char *weight_type);
 
 /* One evaluation: n tokens at positions pos..pos+n-1, reading and
  * extending the caches (per layer [head_dim, n_head_kv, n_ctx] f32);

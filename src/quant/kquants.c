@@ -57,7 +57,7 @@ void tport_quant_q2_K(const float *x, void *vy, int64_t n) {
         if (max_min > 0) {
             const float iscale = q4scale / max_min;
             for (int j = 0; j < QK_K / 16; ++j)
-                sc[j] = (uint8_t)(sc[j] | q_nearest_int(iscale * mins[j]) << 4);
+                sc[j] = (uint8_t)(sc[j] | (unsigned)q_nearest_int(iscale * mins[j]) << 4);
             q_wr_f16(y + Q2K_DMIN, max_min / q4scale);
         } else {
             q_wr_f16(y + Q2K_DMIN, 0.f);

@@ -55,6 +55,41 @@ static bool layout(const check_tensor *d, const tport_type_traits *tr, uint64_t 
     return true;
 }
 
+/* For a type with a dequantizer but no quantizer (some historical layouts):
+ * random bytes per block, kept only when the block decodes to finite
+ * values of modest size (random f16 scales are often huge or NaN). */
+static bool random_blocks(const check_tensor *d, const tport_type_traits *tr, uint64_t *seed, made_tensor *m,
+                          char *why, size_t cap) {
+    const int64_t bs = tr->info.block_size, rows = d->ne[1] * d->ne[2] * d->ne[3];
+    const size_t bb = (size_t)tr->info.block_bytes;
+    float *vals = malloc((size_t)bs * sizeof *vals);
+    if (!vals) {
+        snprintf(why, cap, "out of memory");
+        return false;
+    }
+    bool ok = true;
+    for (int64_t r = 0; r < rows && ok; r++) {
+        const int64_t i1 = r % d->ne[1], i2 = (r / d->ne[1]) % d->ne[2], i3 = r / (d->ne[1] * d->ne[2]);
+        unsigned char *row = m->mem + i1 * m->view.nb[1] + i2 * m->view.nb[2] + i3 * m->view.nb[3];
+        for (int64_t b = 0; b < d->ne[0] / bs && ok; b++) {
+            unsigned char *block = row + (size_t)b * bb;
+            ok = false;
+            for (int attempt = 0; attempt < 256 && !ok; attempt++) {
+                for (size_t k = 0; k < bb; k++)
+                    block[k] = (unsigned char)(next_random(seed) >> 56);
+                tr->to_float(block, vals, bs);
+                ok = true;
+                for (int64_t k = 0; k < bs && ok; k++)
+                    ok = isfinite(vals[k]) && fabsf(vals[k]) <= 16.0f;
+            }
+        }
+    }
+    free(vals);
+    if (!ok)
+        snprintf(why, cap, "could not make finite random %s blocks", tr->info.name);
+    return ok;
+}
+
 static bool make_tensor(const check_tensor *d, uint64_t *seed, made_tensor *m, char *why, size_t cap) {
     const tport_type_traits *tr = tport_traits(d->type);
     memset(m, 0, sizeof *m);
@@ -88,10 +123,12 @@ static bool make_tensor(const check_tensor *d, uint64_t *seed, made_tensor *m, c
                                                      : (int32_t)(next_random(seed) % 100);
         return true;
     }
-    if (!tr->from_float) {
+    if (!tr->from_float && !(tr->to_float && d->layout != CHECK_LAYOUT_TRANSPOSED)) {
         snprintf(why, cap, "no reference quantizer for %s to make test data", tr->info.name);
         return false;
     }
+    if (!tr->from_float)
+        return random_blocks(d, tr, seed, m, why, cap);
     float *row = malloc((size_t)d->ne[0] * sizeof *row);
     if (!row) {
         snprintf(why, cap, "out of memory");

@@ -59,16 +59,6 @@ static uint64_t detect(void) {
 }
 #endif
 
-uint64_t tport_isa_host(void) {
-    static uint64_t cached;
-    static bool done; /* benign race: every thread computes the same value */
-    if (!done) {
-        cached = detect();
-        done = true;
-    }
-    return cached;
-}
-
 static const struct {
     uint64_t bit;
     const char *name;
@@ -80,6 +70,32 @@ static const struct {
     {TPORT_ISA_AVX512DQ, "avx512dq"},    {TPORT_ISA_AVX512VNNI, "avx512vnni"},
     {TPORT_ISA_AVX512BF16, "avx512bf16"}, {TPORT_ISA_NEON, "neon"},
 };
+
+/* TPORT_ISA_DISABLE="avx512f,avx2": features to treat as absent, to try a
+ * lower variant or to test the refusal path on a machine that has them. */
+static uint64_t disabled_by_user(void) {
+    const char *env = tport_registry_getenv("TPORT_ISA_DISABLE");
+    uint64_t mask = 0;
+    while (env && *env) {
+        size_t n = strcspn(env, ", ");
+        for (size_t i = 0; n && i < sizeof isa_names / sizeof isa_names[0]; i++)
+            if (strlen(isa_names[i].name) == n && !strncmp(env, isa_names[i].name, n))
+                mask |= isa_names[i].bit;
+        env += n;
+        env += strspn(env, ", ");
+    }
+    return mask;
+}
+
+uint64_t tport_isa_host(void) {
+    static uint64_t cached;
+    static bool done; /* benign race: every thread computes the same value */
+    if (!done) {
+        cached = detect();
+        done = true;
+    }
+    return cached & ~disabled_by_user();
+}
 
 void tport_isa_names(uint64_t isa, char *buf, size_t cap) {
     size_t used = 0;

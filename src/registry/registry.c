@@ -150,8 +150,12 @@ static void settle_name(const char *name) {
             tport_candidate *c = cands[i];
             if (c == best || strcmp(c->name, name) || !(c->usable || c->status == TPORT_CANDIDATE_ACTIVE))
                 continue;
-            snprintf(c->reason, sizeof c->reason, "shadowed by %s (score %d beats %d)",
-                     tport_candidate_label(best), best->score, c->score);
+            if (best->score == c->score)
+                snprintf(c->reason, sizeof c->reason, "shadowed by %s (same score %d, found first)",
+                         tport_candidate_label(best), best->score);
+            else
+                snprintf(c->reason, sizeof c->reason, "shadowed by %s (score %d beats %d)",
+                         tport_candidate_label(best), best->score, c->score);
             c->status = TPORT_CANDIDATE_SHADOWED;
             tport_log(TPORT_LOG_DEBUG, "backends: %s: %s", tport_candidate_label(c), c->reason);
             if (c->usable) {

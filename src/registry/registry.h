@@ -77,7 +77,7 @@ const char *tport_candidate_status_name(tport_candidate_status s);
 
 /* ---- ISA checks --------------------------------------------------------- */
 /* TPORT_ISA_* bits this CPU has and the OS has enabled (XCR0 for AVX and
- * AVX-512 state). */
+ * AVX-512 state), minus those named in TPORT_ISA_DISABLE ("avx512f,avx2"). */
 uint64_t tport_isa_host(void);
 /* Writes the names of the bits in `isa` ("avx2 fma ...") into buf. */
 void tport_isa_names(uint64_t isa, char *buf, size_t cap);

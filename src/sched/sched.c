@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "graph_view.h"
 #include "registry/registry.h"
+#include "sched.h"
 
 /* The ABI promises a backend one calling thread at a time. */
 static pthread_mutex_t compute_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -38,6 +39,15 @@ static int default_threads(void) {
 static bool can_run(const tport_active_backend *b, const tport_graph_view *v, int32_t node) {
     return b && b->api && b->api->supports_op && b->api->compute && b->n_devices > 0 &&
            b->api->supports_op(b->state, 0, v, node);
+}
+
+bool tport_sched_backend_supports(const tport_active_backend *b, const tport_graph_view *v, int32_t node) {
+    if (!v || node < 0 || node >= v->n_tensors)
+        return false;
+    pthread_mutex_lock(&compute_lock);
+    bool ok = can_run(b, v, node);
+    pthread_mutex_unlock(&compute_lock);
+    return ok;
 }
 
 static tport_status assign(const tport_graph *g, const tport_graph_view *v, const char *forced,

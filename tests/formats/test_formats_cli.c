@@ -163,7 +163,7 @@ static void test_ggjt_v1_round_trip(const tport_model_file *src, const char *src
     snprintf(cmd, sizeof cmd, TPORT_CLI " convert %s %s", bin, gguf);
     int st = run(cmd, out, sizeof out);
     CHECK(st == 0, "convert ggjt v1: status %d\n%s", st, out);
-    CHECK(!q4 || strstr(out, "q4_0_qnt0") && strstr(out, "historical"), "convert says what it did:\n%s", out);
+    CHECK(!q4 || (strstr(out, "q4_0_qnt0") && strstr(out, "historical")), "convert says what it did:\n%s", out);
     snprintf(cmd, sizeof cmd, TPORT_CLI " info %s", bin);
     CHECK(run(cmd, out, sizeof out) == 0 && strstr(out, "ggjt v1") && strstr(out, "q4_0_qnt0"), "info on ggjt:\n%.400s",
           out);

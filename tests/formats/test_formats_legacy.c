@@ -180,6 +180,23 @@ static void test_generations(void) {
     memcpy(v, base, sizeof base);
     v[N_BASE - 2].ne[0] = 256, v[N_BASE - 2].ne[1] = 4, v[N_BASE - 2].code = 12;
     check("ggjt v3 q4_k", MAGIC_GGJT, 3, 15, v, N_BASE);
+    /* grouped-query attention: attn_k with 1 of 4 heads' rows -> n_head_kv 1 */
+    memcpy(v, base, sizeof base);
+    v[3].ne[1] = 16;
+    v[4].ne[1] = 16;
+    {
+        bb g;
+        size_t gat[16];
+        char gpath[256];
+        build(&g, MAGIC_GGJT, 3, 1, v, N_BASE, gat);
+        bb_save(&g, gpath);
+        tport_model_file *gm = NULL;
+        CHECK(tport_model_file_open(gpath, &gm) == TPORT_STATUS_OK && gm->hp.n_head_kv == 1,
+              "n_head_kv from attn_k's shape: %s", tport_last_error());
+        tport_model_file_close(gm);
+        unlink(gpath);
+        bb_free(&g);
+    }
     /* cut at a record boundary: one tensor short of a 1-layer llama */
     bb b;
     size_t at[16];

@@ -1,6 +1,7 @@
 /* `tport run` end to end: --ids output against refs.json (llama2.c and
- * llama.cpp greedy ids), streamed text equal to the decoded ids, seeded
- * sampling reproducible, and one-line errors with exit status 2. */
+ * llama.cpp greedy ids), --weight-type f32 keeping them and reporting the
+ * conversion, streamed text equal to the decoded ids, seeded sampling
+ * reproducible, and one-line errors with exit status 2. */
 #include <sys/wait.h>
 
 #include "json_min.h"
@@ -63,6 +64,14 @@ int main(void) {
     ids_line(gen, want, sizeof want);
     CHECK(!strcmp(out, want), "tiny GGUF --ids:\n got  %s want %s", out, want);
 
+    /* --weight-type f32: f16 -> f32 is lossless, so the same ids, and the
+     * conversion is reported on stderr */
+    snprintf(cmd, sizeof cmd, "'%s' run -m '%s' -p 'Once upon a time' --ids --temp 0 -n 32 --weight-type f32 2>&1",
+             TPORT_CLI, tiny);
+    CHECK(run(cmd, out, sizeof out) == 0 && strstr(out, "9 tensors f16 -> f32 (lossless) for backend cpu") &&
+              strstr(out, want),
+          "--weight-type f32:\n got  %s want %s", out, want);
+
     /* text mode: the prompt, then the decoded reference ids, then a newline */
     tport_model *m = tport_model_load(tiny, NULL);
     CHECK(m != NULL, "load: %s", tport_last_error());
@@ -101,6 +110,8 @@ int main(void) {
         "run -m '%s' --prompt-ids 1,99999 --ids",
         "run -m '%s' -p x --prompt-ids 1",
         "run -m '%s' --backend no-such-backend",
+        "run -m '%s' --weight-type no-such-type",
+        "run -m '%s' --weight-type q4_0 --backend no-such-backend",
         "run",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

@@ -261,6 +261,23 @@ static void scenario_installed_dir(void) {
           dir, want);
 }
 
+/* With AVX-512 masked off (TPORT_ISA_DISABLE), the real avx512 variant
+ * must be refused for its ISA before any of its code runs, and another
+ * cpu take its place. */
+static void scenario_isa_disable(void) {
+#if defined(__x86_64__)
+    reset_env();
+    setenv("TPORT_ISA_DISABLE", "avx512f", 1);
+    setenv("TPORT_BACKEND_PATH", CPU_VARIANT_DIR, 1);
+    CHECK(!(tport_isa_host() & TPORT_ISA_AVX512F), "TPORT_ISA_DISABLE ignored");
+    expect("libtport-cpu-avx512.so", TPORT_CANDIDATE_REJECTED, "needs avx512f");
+    const tport_active_backend *cpu = tport_registry_find("cpu");
+    CHECK(cpu && (!cpu->path || !strstr(cpu->path, "avx512")), "the avx512 variant is active");
+    tport_registry_shutdown();
+    unsetenv("TPORT_ISA_DISABLE");
+#endif
+}
+
 static void scenario_table_check(void) {
     /* the host clamps a plug-in that claims a minor above its own */
     tport_backend_api t = {0};
@@ -284,6 +301,7 @@ int main(void) {
     scenario_cpu_variants();
     scenario_unload();
     scenario_installed_dir();
+    scenario_isa_disable();
     scenario_table_check();
     return test_finish("test_registry");
 }

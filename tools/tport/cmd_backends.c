@@ -172,7 +172,8 @@ int cmd_backends(int argc, char **argv) {
                    "  status (active/shadowed/rejected) and why, devices.\n"
                    "  --probe  load every plug-in first in a child process; report crashes\n"
                    "  env: TPORT_BACKEND_PATH (files/folders, ':'), TPORT_BACKEND (names, ','),\n"
-                   "       TPORT_LOG=debug (every decision), TPORT_NO_UNLOAD=1\n");
+                   "       TPORT_LOG=debug (every decision), TPORT_NO_UNLOAD=1,\n"
+                   "       TPORT_ISA_DISABLE=avx512f,... (treat CPU features as absent)\n");
             return 0;
         } else
             return tool_fail(2, "backends: unknown option '%s'", argv[i]);

@@ -25,6 +25,7 @@ typedef struct job {
     plan *plans;
     int n;
     bool progress;
+    bool quiet;
     bool failed;
 } job;
 
@@ -98,6 +99,8 @@ static tport_status fill_tensor(void *user, int i, void *dst, uint64_t nbytes) {
         j->failed = true;
         return s;
     }
+    if (j->quiet)
+        return TPORT_STATUS_OK;
     if (j->progress)
         fputc('\r', stderr);
     fprintf(stderr, "%-32s %-10s -> %-8s %-9s rmse %.3g max err %.3g%s%s\n", p->src->name, tname(p->src->type),
@@ -221,7 +224,7 @@ int cmd_convert(int argc, char **argv) {
         fprintf(stderr, "%s: %s\n", in, mf->notes);
 
     job j = {.plans = calloc((size_t)(mf->n_tensors ? mf->n_tensors : 1), sizeof(plan)), .n = mf->n_tensors,
-             .progress = !quiet && isatty(2)};
+             .progress = !quiet && isatty(2), .quiet = quiet};
     tport_gguf_writer *w = tport_gguf_writer_new();
     int32_t *owned_tt = NULL;
     tport_status s = (!j.plans || !w) ? TPORT_STATUS_OUT_OF_MEMORY : TPORT_STATUS_OK;

@@ -89,7 +89,9 @@ static void print_text(const tport_model_file *mf) {
     char buf[32];
     printf("file:          %s (%" PRIu64 " bytes)\n", mf->path, mf->file_size);
     printf("container:     %s", tport_container_name(mf->container));
-    if (mf->container != TPORT_CONTAINER_GGML && mf->container != TPORT_CONTAINER_SAFETENSORS)
+    if (mf->container == TPORT_CONTAINER_LLAMA2C && mf->version == 0)
+        printf(" (legacy, unversioned)");
+    else if (mf->container != TPORT_CONTAINER_GGML && mf->container != TPORT_CONTAINER_SAFETENSORS)
         printf(" v%u", mf->version);
     printf("\n");
     if (mf->quant_version >= 0)

@@ -34,6 +34,9 @@ static void usage(FILE *out) {
             "  --seed S                random seed (default %llu; same seed, same output)\n"
             "  --ids                   print the generated token ids, comma-separated, instead of text\n"
             "  --backend NAME          force a backend (default: the best for each operation)\n"
+            "  --weight-type T         convert every weight matrix to type T at load (f32, q8_0,\n"
+            "                          ...; see tport types); default: keep the file's types\n"
+            "                          where the backend takes them, converting the rest\n"
             "  --threads N             threads, 0 = all cores (default 0)\n"
             "  --tokenizer FILE        llama2.c tokenizer.bin for files without a vocabulary\n"
             "  --ctx N                 context length (default: the model's, at most %d)\n"
@@ -43,7 +46,7 @@ static void usage(FILE *out) {
 }
 
 typedef struct run_opts {
-    const char *model, *prompt, *prompt_ids, *backend, *tokenizer;
+    const char *model, *prompt, *prompt_ids, *backend, *tokenizer, *weight_type;
     long n_predict, threads, ctx, batch;
     bool ids;
     tport_sampler_params sp;
@@ -90,6 +93,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
         else if (!strcmp(a, "--prompt-ids")) o->prompt_ids = v;
         else if (!strcmp(a, "--backend")) o->backend = v;
         else if (!strcmp(a, "--tokenizer")) o->tokenizer = v;
+        else if (!strcmp(a, "--weight-type")) o->weight_type = v;
         else if (!strcmp(a, "-n")) rc = parse_long(a, v, 0, INT_MAX, &o->n_predict);
         else if (!strcmp(a, "--threads")) rc = parse_long(a, v, 0, 1024, &o->threads);
         else if (!strcmp(a, "--ctx")) rc = parse_long(a, v, 0, INT_MAX, &o->ctx);
@@ -202,7 +206,8 @@ int cmd_run(int argc, char **argv) {
         return rc < 0 ? 0 : rc;
 
     double t0 = now_ms();
-    tport_model_params mp = {.backend = o.backend, .n_threads = (int)o.threads, .tokenizer_path = o.tokenizer};
+    tport_model_params mp = {.backend = o.backend, .n_threads = (int)o.threads, .tokenizer_path = o.tokenizer,
+                             .weight_type = o.weight_type};
     tport_model *m = tport_model_load(o.model, &mp);
     if (!m)
         return tool_fail(2, "%s", tport_last_error());

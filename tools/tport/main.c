@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "registry/registry.h"
 #include "tport/tport.h"
 
 struct command {
@@ -54,8 +55,11 @@ int main(int argc, char **argv) {
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (!strcmp(argv[1], commands[i].name))
-            return commands[i].fn(argc - 1, argv + 1);
+        if (!strcmp(argv[1], commands[i].name)) {
+            int rc = commands[i].fn(argc - 1, argv + 1);
+            tport_registry_shutdown(); /* explicit, never atexit: shut backends down, unload plug-ins */
+            return rc;
+        }
     usage(stderr);
     return tool_fail(2, "unknown command '%s'", argv[1]);
 }

@@ -31,6 +31,11 @@ enum {
 /* Q8_K field offsets. */
 enum { Q8K_QS = 4, Q8K_BSUMS = 260 };
 
+#if defined(__F16C__)
+#include <immintrin.h>
+/* IEEE binary16 -> binary32 (exact): one vcvtph2ps. */
+static inline float cpuq_half(const uint8_t *p) { return _cvtsh_ss((unsigned short)(p[0] | p[1] << 8)); }
+#else
 /* IEEE binary16 -> binary32 (exact), without F16C. */
 static inline float cpuq_half(const uint8_t *p) {
     const uint32_t h = (uint32_t)p[0] | (uint32_t)p[1] << 8;
@@ -55,6 +60,7 @@ static inline float cpuq_half(const uint8_t *p) {
     memcpy(&f, &bits, 4);
     return f;
 }
+#endif
 static inline float cpuq_f32(const uint8_t *p) {
     float f;
     memcpy(&f, p, 4);
@@ -96,5 +102,6 @@ cpu_vec_dot_fn CPUQ(scalar_kernel)(tport_type_id type);
 cpu_vec_dot_fn CPUQ(avx2_legacy_kernel)(tport_type_id type);
 cpu_vec_dot_fn CPUQ(avx2_kquant_kernel)(tport_type_id type);
 cpu_vec_dot_fn CPUQ(avx512_kernel)(tport_type_id type);
+cpu_vec_dot_fn CPUQ(sse2_kernel)(tport_type_id type);
 
 #endif

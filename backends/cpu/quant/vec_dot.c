@@ -1,5 +1,6 @@
 /* Picks the quantized dot-product kernel for a weight type: the widest
- * instruction set this copy was compiled for that has one, else scalar. */
+ * instruction set this copy was compiled for that has one (AVX-512, AVX2,
+ * SSE2), else scalar. */
 #include "quant_kernels.h"
 
 #include <stddef.h>
@@ -22,6 +23,8 @@ cpu_vec_dot_fn cpu_vec_dot_for(tport_type_id type) {
     cpu_vec_dot_fn fn = CPUQ(avx512_kernel)(type);
     if (!fn)
         fn = avx2_kernel(type);
+    if (!fn)
+        fn = CPUQ(sse2_kernel)(type);
     return fn ? fn : CPUQ(scalar_kernel)(type);
 }
 
@@ -31,6 +34,8 @@ const char *cpu_vec_dot_isa(void) {
     return "avx512";
 #elif defined(__AVX2__) && defined(__FMA__)
     return "avx2";
+#elif defined(__SSE2__)
+    return "sse2";
 #else
     return "scalar";
 #endif

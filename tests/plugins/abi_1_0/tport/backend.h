@@ -219,6 +219,13 @@ enum {
     TPORT_TYPE_Q8_0_QNT1 = 206, /* {f32 d; i8 qs[32]} (QNT0 and QNT1)       */
     TPORT_TYPE_Q4_0_QNT1 = 207, /* {f32 d; u8 qs[16]} split nibbles         */
     TPORT_TYPE_Q4_1_QNT1 = 208, /* {f32 d, m; u8 qs[16]} split nibbles      */
+    /* k-quants of GGML_QKK_64 builds (2023-06-26 .. 2024-05-23): 64-element
+     * super-blocks, not marked in files (recognised by tensor byte sizes) */
+    TPORT_TYPE_Q2_K_QK64 = 209, /* {u8 scales[4]; u8 qs[16]; f16 d, dmin}   */
+    TPORT_TYPE_Q3_K_QK64 = 210, /* {u8 hmask[8]; u8 qs[16]; u8 scales[2]; f16 d} */
+    TPORT_TYPE_Q4_K_QK64 = 211, /* {f16 d[2]; u8 scales[2]; u8 qs[32]}      */
+    TPORT_TYPE_Q5_K_QK64 = 212, /* {f16 d; i8 scales[4]; u8 qh[8]; u8 qs[32]} */
+    TPORT_TYPE_Q6_K_QK64 = 213, /* {u8 ql[32]; u8 qh[16]; i8 scales[4]; f16 d} */
 };
 
 /* ---- op ids (append-only) -----------------------------------------------

@@ -1,0 +1,358 @@
+/* Load-time weight placement (DESIGN.md, "Types and quantization layout
+ * revisions"): every 2-D weight is matched with the backend that will run
+ * its consumer op, mul_mat for matrices and get_rows for token_embd (both
+ * when the classifier is tied to it).  That backend is the forced one, or
+ * the first in preference order that accepts the op with the weight in the
+ * file's type or in a type the weight converts to; the scheduler later
+ * asks the same question per node, so it lands the node on that backend.
+ * Weights the backend takes as stored stay zero-copy in the file mapping;
+ * the others are converted into memory the model owns, to the best target
+ * of tport_weight_conversion_targets that the backend accepts.  With a
+ * weight type set by the user, every matrix goes to that type instead, on
+ * the first backend that takes it.  Each distinct conversion is reported
+ * once at warn level, with the error of lossy ones. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "model/model.h"
+#include "model/placement.h"
+#include "quant/convert.h"
+#include "quant/type_table.h"
+#include "sched/sched.h"
+
+enum { USE_MUL_MAT = 1, USE_GET_ROWS = 2 };
+
+#define MAX_NOTES 32
+#define MAX_CACHE 32
+#define MAX_TARGETS 64
+
+/* One line of the report: count tensors with the same conversion. */
+typedef struct conv_note {
+    tport_type_id from, to;
+    tport_conv_kind kind;
+    bool asked;            /* by the user's weight type, not the backend */
+    char backend[64];
+    int count;
+    double n, sum_sq, max_err;
+} conv_note;
+
+/* Weights of one shape and type get the same answer: ask once. */
+typedef struct decision {
+    tport_type_id from;
+    int64_t ne0, ne1;
+    unsigned uses;
+    int64_t want;                        /* the user's weight type, or -1 */
+    const tport_active_backend *backend; /* NULL: nobody takes it */
+    tport_type_id to;
+} decision;
+
+typedef struct placer {
+    tport_model *m;
+    const tport_active_backend *forced;
+    int64_t weight_type; /* -1 = keep the file's types */
+    conv_note notes[MAX_NOTES];
+    int n_notes;
+    decision cache[MAX_CACHE];
+    int n_cache;
+    int n_unfit;           /* weights whose rows are not whole blocks of */
+    int64_t unfit_ne0[4];  /* weight_type keep their own type; row sizes */
+    int n_unfit_ne0;
+} placer;
+
+/* supports_op receives a data address; it must not read through it, but a
+ * real one keeps a careless backend from faulting. */
+static _Alignas(64) unsigned char probe_bytes[64];
+
+static void dense_record(tport_tensor_view *t, tport_type_id type, int64_t ne0, int64_t ne1) {
+    const tport_type_traits *tr = tport_traits(type);
+    t->type = type;
+    t->ne[0] = ne0;
+    t->ne[1] = ne1;
+    t->nb[0] = tr->info.block_bytes;
+    t->nb[1] = t->nb[0] * (uint64_t)(ne0 / tr->info.block_size);
+    t->nb[2] = t->nb[1] * (uint64_t)ne1;
+    t->nb[3] = t->nb[2];
+}
+
+/* Would backend b run `op` reading a weight of this type and shape?  Asked
+ * with a one-node graph: weight, a one-token input, the result. */
+static bool takes_op(const tport_active_backend *b, tport_op_id op, tport_type_id type, int64_t ne0,
+                     int64_t ne1, const char *name) {
+    const tport_type_traits *tr = tport_traits(type);
+    if (!tr || tr->info.block_size <= 0 || ne0 % tr->info.block_size)
+        return false;
+    tport_tensor_view t[3];
+    memset(t, 0, sizeof t);
+    for (int i = 0; i < 3; i++) {
+        t[i].struct_size = sizeof t[i];
+        for (int s = 0; s < TPORT_MAX_SRC; s++)
+            t[i].src[s] = -1;
+        for (int d = 0; d < TPORT_MAX_DIMS; d++)
+            t[i].ne[d] = 1;
+        t[i].data = probe_bytes;
+        t[i].name = "";
+    }
+    dense_record(&t[0], type, ne0, ne1);
+    t[0].flags = TPORT_TENSOR_WEIGHT;
+    t[0].name = name;
+    if (op == TPORT_OP_MUL_MAT) {
+        dense_record(&t[1], TPORT_TYPE_F32, ne0, 1);
+        dense_record(&t[2], TPORT_TYPE_F32, ne1, 1);
+    } else {
+        dense_record(&t[1], TPORT_TYPE_I32, 1, 1);
+        dense_record(&t[2], TPORT_TYPE_F32, ne0, 1);
+    }
+    t[1].flags = TPORT_TENSOR_INPUT;
+    t[2].op = op;
+    t[2].src[0] = 0;
+    t[2].src[1] = 1;
+    t[2].flags = TPORT_TENSOR_OUTPUT;
+    const tport_tensor_view *ptrs[3] = {&t[0], &t[1], &t[2]};
+    const int32_t node = 2;
+    tport_graph_view v = {.struct_size = sizeof v, .n_tensors = 3, .tensors = ptrs, .n_nodes = 1,
+                          .nodes = &node, .n_threads = 1};
+    return tport_sched_backend_supports(b, &v, node);
+}
+
+static bool takes(const tport_active_backend *b, unsigned uses, tport_type_id type, int64_t ne0, int64_t ne1,
+                  const char *name) {
+    return (!(uses & USE_MUL_MAT) || takes_op(b, TPORT_OP_MUL_MAT, type, ne0, ne1, name)) &&
+           (!(uses & USE_GET_ROWS) || takes_op(b, TPORT_OP_GET_ROWS, type, ne0, ne1, name));
+}
+
+static const char *uses_name(unsigned uses) {
+    return uses == (USE_MUL_MAT | USE_GET_ROWS) ? "get_rows and mul_mat" : uses & USE_GET_ROWS ? "get_rows"
+                                                                                               : "mul_mat";
+}
+
+/* The backend and type for one weight (see the comment at the top). */
+static void decide(placer *p, decision *d, const char *name) {
+    tport_type_id targets[MAX_TARGETS];
+    int n_targets = tport_weight_conversion_targets(d->from, d->ne0, targets, MAX_TARGETS);
+    if (n_targets > MAX_TARGETS)
+        n_targets = MAX_TARGETS;
+    int n_backends = p->forced ? 1 : tport_registry_active_count();
+    d->backend = NULL;
+    d->to = d->from;
+    for (int i = 0; i < n_backends && !d->backend; i++) {
+        const tport_active_backend *b = p->forced ? p->forced : tport_registry_active(i);
+        if (!b)
+            continue;
+        if (d->want >= 0) {
+            if (takes(b, d->uses, (tport_type_id)d->want, d->ne0, d->ne1, name)) {
+                d->backend = b;
+                d->to = (tport_type_id)d->want;
+            }
+            continue;
+        }
+        if (takes(b, d->uses, d->from, d->ne0, d->ne1, name)) {
+            d->backend = b;
+            break;
+        }
+        for (int k = 0; k < n_targets && !d->backend; k++)
+            if (takes(b, d->uses, targets[k], d->ne0, d->ne1, name)) {
+                d->backend = b;
+                d->to = targets[k];
+            }
+    }
+}
+
+static const decision *lookup(placer *p, tport_type_id from, int64_t ne0, int64_t ne1, unsigned uses,
+                              int64_t want, const char *name) {
+    for (int i = 0; i < p->n_cache; i++) {
+        decision *d = &p->cache[i];
+        if (d->from == from && d->ne0 == ne0 && d->ne1 == ne1 && d->uses == uses && d->want == want)
+            return d;
+    }
+    /* a full cache (never with a llama's few shapes) reuses its last slot */
+    decision *d = &p->cache[p->n_cache < MAX_CACHE ? p->n_cache++ : MAX_CACHE - 1];
+    *d = (decision){.from = from, .ne0 = ne0, .ne1 = ne1, .uses = uses, .want = want};
+    decide(p, d, name);
+    return d;
+}
+
+static void note(placer *p, const decision *d, const tport_convert_report *rep) {
+    conv_note *n = NULL;
+    for (int i = 0; i < p->n_notes && !n; i++)
+        if (p->notes[i].from == d->from && p->notes[i].to == d->to && p->notes[i].asked == (d->want >= 0) &&
+            !strcmp(p->notes[i].backend, d->backend->name))
+            n = &p->notes[i];
+    if (!n) {
+        if (p->n_notes == MAX_NOTES)
+            n = &p->notes[MAX_NOTES - 1]; /* never with the model's few shapes; stay safe */
+        else
+            n = &p->notes[p->n_notes++];
+        memset(n, 0, sizeof *n);
+        n->from = d->from;
+        n->to = d->to;
+        n->asked = d->want >= 0;
+        snprintf(n->backend, sizeof n->backend, "%s", d->backend->name);
+    }
+    n->kind = rep->kind > n->kind ? rep->kind : n->kind;
+    n->count++;
+    n->n += (double)rep->n;
+    n->sum_sq += rep->rmse * rep->rmse * (double)rep->n;
+    if (rep->max_abs_err > n->max_err)
+        n->max_err = rep->max_abs_err;
+}
+
+/* Converts *slot to type `to` into owned memory and points *slot at a new
+ * record for it. */
+static tport_status convert_weight(tport_model *m, tport_tensor **slot, tport_type_id to,
+                                   tport_convert_report *rep) {
+    tport_tensor *w = *slot;
+    const char *name = tport_tensor_name(w);
+    int64_t ne0 = tport_tensor_ne(w, 0), ne1 = tport_tensor_ne(w, 1);
+    size_t row = tport_row_size(to, ne0);
+    if (!row || ne1 <= 0 || (size_t)ne1 > (SIZE_MAX - 64) / row)
+        return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "%s: cannot convert %s [%lld x %lld] to %s",
+                           m->file->path, name, (long long)ne0, (long long)ne1, tport_type_get(to)->name);
+    if (m->n_converted == m->cap_converted) {
+        int cap = m->cap_converted ? 2 * m->cap_converted : 16;
+        void **grown = realloc(m->converted, (size_t)cap * sizeof *grown);
+        if (!grown)
+            return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "out of memory converting weights");
+        m->converted = grown;
+        m->cap_converted = cap;
+    }
+    size_t bytes = row * (size_t)ne1;
+    void *buf = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (!buf)
+        return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "%s: out of memory converting %s (%zu bytes)",
+                           m->file->path, name, bytes);
+    m->converted[m->n_converted++] = buf;
+    tport_status st = tport_convert(tport_tensor_type(w), tport_tensor_data(w), to, buf, ne0 * ne1, rep);
+    if (st != TPORT_STATUS_OK)
+        return tport_error(st, "%s: converting %s: %s", m->file->path, name, tport_last_error());
+    tport_tensor *c = tport_new_tensor_2d(m->wctx, to, ne0, ne1);
+    if (!c)
+        return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "%s: cannot record tensor %s", m->file->path, name);
+    tport_tensor_set_data(c, buf);
+    tport_tensor_set_weight(c);
+    tport_tensor_set_name(c, name);
+    *slot = c;
+    return TPORT_STATUS_OK;
+}
+
+static tport_status place(placer *p, tport_tensor **slot, unsigned uses) {
+    tport_tensor *w = *slot;
+    const char *name = tport_tensor_name(w);
+    tport_type_id from = tport_tensor_type(w);
+    int64_t ne0 = tport_tensor_ne(w, 0), want = p->weight_type;
+    if (want >= 0 && ne0 % tport_type_get((tport_type_id)want)->block_size) {
+        /* as llama.cpp's quantize does: such a weight keeps its own type
+         * (or what its backend needs) */
+        want = -1;
+        p->n_unfit++;
+        bool seen = false;
+        for (int i = 0; i < p->n_unfit_ne0; i++)
+            seen = seen || p->unfit_ne0[i] == ne0;
+        if (!seen && p->n_unfit_ne0 < 4)
+            p->unfit_ne0[p->n_unfit_ne0++] = ne0;
+    }
+    const decision *d = lookup(p, from, ne0, tport_tensor_ne(w, 1), uses, want, name);
+    if (!d->backend) {
+        if (want >= 0)
+            return tport_error(TPORT_STATUS_UNSUPPORTED, "%s: no backend%s%s runs %s with %s [%lld x %lld] as %s",
+                               p->m->file->path, p->forced ? " like " : "", p->forced ? p->forced->name : "",
+                               uses_name(uses), name, (long long)d->ne0, (long long)d->ne1,
+                               tport_type_get((tport_type_id)p->weight_type)->name);
+        /* nothing to convert to; the scheduler will say who cannot run it */
+        tport_log(TPORT_LOG_DEBUG, "placement: %s (%s): no backend takes it", name, tport_type_get(from)->name);
+        return TPORT_STATUS_OK;
+    }
+    tport_log(TPORT_LOG_DEBUG, "placement: %s (%s [%lld x %lld], %s) on %s as %s", name,
+              tport_type_get(from)->name, (long long)d->ne0, (long long)d->ne1, uses_name(uses),
+              d->backend->name, tport_type_get(d->to)->name);
+    if (d->to == from)
+        return TPORT_STATUS_OK;
+    tport_convert_report rep;
+    tport_status st = convert_weight(p->m, slot, d->to, &rep);
+    if (st == TPORT_STATUS_OK)
+        note(p, d, &rep);
+    return st;
+}
+
+/* Logs one line per distinct conversion (and one for weights a requested
+ * type does not fit) and keeps the lines in the model. */
+static tport_status report(placer *p) {
+    if (!p->n_notes && !p->n_unfit)
+        return TPORT_STATUS_OK;
+    size_t cap = (size_t)(p->n_notes + 1) * 320, used = 0;
+    char *text = malloc(cap), line[320];
+    if (!text)
+        return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "out of memory");
+    text[0] = '\0';
+    for (int i = 0; i <= p->n_notes; i++) {
+        if (i == p->n_notes) {
+            if (!p->n_unfit)
+                break;
+            const tport_type_info *t = tport_type_get((tport_type_id)p->weight_type);
+            char sizes[96] = "";
+            for (int k = 0, at = 0; k < p->n_unfit_ne0 && at < (int)sizeof sizes; k++)
+                at += snprintf(sizes + at, sizeof sizes - (size_t)at, "%s%lld", k ? ", " : "",
+                               (long long)p->unfit_ne0[k]);
+            snprintf(line, sizeof line, "%d tensor%s not converted to %s: rows of %s elements are not whole "
+                     "blocks of %lld", p->n_unfit, p->n_unfit == 1 ? "" : "s", t->name, sizes,
+                     (long long)t->block_size);
+        } else {
+            const conv_note *n = &p->notes[i];
+            const char *from = tport_type_get(n->from)->name, *to = tport_type_get(n->to)->name;
+            char why[96];
+            if (n->asked)
+                snprintf(why, sizeof why, "as weight type %s was asked for", to);
+            else
+                snprintf(why, sizeof why, "which does not take %s", from);
+            if (n->kind == TPORT_CONV_LOSSY)
+                snprintf(line, sizeof line, "%d tensor%s %s -> %s (lossy: rmse %.3g, max error %.3g) for backend "
+                         "%s, %s", n->count, n->count == 1 ? "" : "s", from, to,
+                         n->n > 0 ? sqrt(n->sum_sq / n->n) : 0.0, n->max_err, n->backend, why);
+            else
+                snprintf(line, sizeof line, "%d tensor%s %s -> %s (lossless) for backend %s, %s", n->count,
+                         n->count == 1 ? "" : "s", from, to, n->backend, why);
+        }
+        tport_log(TPORT_LOG_WARN, "%s", line);
+        used += (size_t)snprintf(text + used, cap - used, "%s%s", used ? "\n" : "", line);
+    }
+    free(p->m->placement_report);
+    p->m->placement_report = text;
+    return TPORT_STATUS_OK;
+}
+
+tport_status tport_llama_place_weights(tport_model *m, const char *backend, const char *weight_type) {
+    placer *p = calloc(1, sizeof *p);
+    if (!p)
+        return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "out of memory");
+    p->m = m;
+    p->weight_type = -1;
+    tport_status st = TPORT_STATUS_OK;
+    if (backend && !(p->forced = tport_registry_find(backend)))
+        st = tport_error(TPORT_STATUS_UNSUPPORTED, "backend '%s' is not available", backend);
+    if (st == TPORT_STATUS_OK && weight_type) {
+        p->weight_type = tport_type_from_name(weight_type);
+        const tport_type_traits *tr = p->weight_type >= 0 ? tport_traits((tport_type_id)p->weight_type) : NULL;
+        if (!tr || !tr->from_float)
+            st = tport_error(TPORT_STATUS_INVALID_ARGUMENT, "weight type '%s' %s (see tport types)", weight_type,
+                             tr ? "has no quantizer" : "is unknown");
+    }
+    bool tied = m->output == m->tok_embd;
+    if (st == TPORT_STATUS_OK)
+        st = place(p, &m->tok_embd, USE_GET_ROWS | (tied ? USE_MUL_MAT : 0));
+    if (tied)
+        m->output = m->tok_embd;
+    else if (st == TPORT_STATUS_OK)
+        st = place(p, &m->output, USE_MUL_MAT);
+    for (int32_t i = 0; i < m->sh.n_layer && st == TPORT_STATUS_OK; i++) {
+        tport_llama_layer *l = &m->layers[i];
+        tport_tensor **mats[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->w_gate, &l->w_up, &l->w_down};
+        for (size_t k = 0; k < sizeof mats / sizeof mats[0] && st == TPORT_STATUS_OK; k++)
+            st = place(p, mats[k], USE_MUL_MAT);
+    }
+    if (st == TPORT_STATUS_OK)
+        st = report(p);
+    free(p);
+    return st;
+}
