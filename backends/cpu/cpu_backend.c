@@ -201,7 +201,10 @@ static tport_status run_node(cpu_state *s, const tport_graph_view *g, int32_t id
     for (int i = 0; i < TPORT_MAX_SRC; i++)
         if (op.src[i] && op.src[i]->ne[0] > widest)
             widest = op.src[i]->ne[0];
-    op.per_thread = ((size_t)(widest < 1024 ? 1024 : widest) * 4 * sizeof(float) + 63) / 64 * 64;
+    op.per_thread = (size_t)(widest < 1024 ? 1024 : widest) * 4 * sizeof(float);
+    if (op.dst->op == TPORT_OP_MUL_MAT && cpu_mul_mat_thread_scratch(&op) > op.per_thread)
+        op.per_thread = cpu_mul_mat_thread_scratch(&op);
+    op.per_thread = (op.per_thread + 63) / 64 * 64;
     op.shared = op.dst->op == TPORT_OP_MUL_MAT ? (cpu_mul_mat_shared_scratch(&op) + 63) / 64 * 64 : 0;
     size_t need = op.shared + op.per_thread * (size_t)op.nth;
     if (need > s->scratch_size) {

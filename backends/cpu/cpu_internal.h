@@ -105,5 +105,20 @@ CPU_HIDDEN void cpu_run_norm(cpu_pool *pool, cpu_op *op);
 CPU_HIDDEN void cpu_run_rope(cpu_pool *pool, cpu_op *op);
 CPU_HIDDEN void cpu_run_mul_mat(cpu_pool *pool, cpu_op *op);
 CPU_HIDDEN size_t cpu_mul_mat_shared_scratch(const cpu_op *op);
+CPU_HIDDEN size_t cpu_mul_mat_thread_scratch(const cpu_op *op);
+
+/* ---- tiled Q8_0/Q4_0 x Q8_0 mul_mat (cpu_mul_mat_q8tile.c) --------------
+ * Present only in builds with AVX-512 VNNI; elsewhere available() is false. */
+#define CPU_Q8TILE_ROWS 8
+CPU_HIDDEN bool cpu_q8tile_available(tport_type_id type);
+/* Bytes of the unpacked tile of CPU_Q8TILE_ROWS rows of K elements. */
+CPU_HIDDEN size_t cpu_q8tile_scratch(int64_t K);
+/* Unpacks nrows (<= CPU_Q8TILE_ROWS) rows of `type`; missing rows are 0. */
+CPU_HIDDEN void cpu_q8tile_unpack(tport_type_id type, const uint8_t *const rows[], int nrows, int64_t K,
+                                  uint8_t *tile);
+/* out[c * CPU_Q8TILE_ROWS + r] = dot(tile row r, column c) for ncols (1..4)
+ * Q8_0 columns y + c * y_stride. */
+CPU_HIDDEN void cpu_q8tile_dot(const uint8_t *tile, int64_t K, const uint8_t *y, size_t y_stride, int ncols,
+                               float *out);
 
 #endif

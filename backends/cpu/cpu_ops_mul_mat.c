@@ -6,16 +6,22 @@
  * - a quantized with a vec_dot kernel (cpu_quant.h): b's rows are first
  *   converted to the kernel's vec_dot_type, then each output is one call;
  * - otherwise everything is f32: rows of a that are not dense f32 are
- *   converted (dequantized) into per-thread scratch, and a 4-row tile of a
- *   is dotted with each row of b using independent accumulators that the
- *   compiler vectorizes.
+ *   converted (dequantized) into per-thread scratch, and a tile of rows of
+ *   a is dotted with each pair of rows of b using independent accumulators
+ *   that the compiler vectorizes.
  * Work is split by tiles of output rows. */
 #include <string.h>
 
 #include "cpu_internal.h"
 #include "cpu_quant.h"
 
+/* Rows of a per tile: 8 with AVX-512's 32 vector registers (16
+ * accumulators), else 4 (8 accumulators fit in 16 registers). */
+#if defined(__AVX512F__)
+#define TILE 8
+#else
 #define TILE 4
+#endif
 #define LANES 8
 
 typedef struct mm_plan {
@@ -24,7 +30,11 @@ typedef struct mm_plan {
     cpu_vec_dot_fn vec_dot;    /* NULL: f32 path */
     tport_type_id vec_dot_type;
     size_t packed_row;         /* bytes per packed row of b, 0 = b used in place */
+    bool tiled;                /* Q8_0/Q4_0 weights, a batch: cpu_mul_mat_q8tile.c */
 } mm_plan;
+
+/* Columns from which the tiled kernel beats one vec_dot per output. */
+#define TILED_MIN_COLS 4
 
 static mm_plan make_plan(const cpu_op *op) {
     const tport_tensor_view *a = op->src[0], *b = op->src[1];
@@ -42,6 +52,8 @@ static mm_plan make_plan(const cpu_op *op) {
             }
         }
     }
+    p.tiled = p.vec_dot && p.vec_dot_type == TPORT_TYPE_Q8_0 && p.M >= TILED_MIN_COLS &&
+              cpu_q8tile_available(a->type);
     if (!p.vec_dot && b->nb[0] != sizeof(float))
         p.packed_row = (size_t)p.K * sizeof(float);
     return p;
@@ -50,6 +62,13 @@ static mm_plan make_plan(const cpu_op *op) {
 size_t cpu_mul_mat_shared_scratch(const cpu_op *op) {
     mm_plan p = make_plan(op);
     return p.packed_row * (size_t)cpu_nrows(op->src[1]);
+}
+
+size_t cpu_mul_mat_thread_scratch(const cpu_op *op) {
+    mm_plan p = make_plan(op);
+    if (p.tiled)
+        return cpu_q8tile_scratch(p.K);
+    return p.vec_dot ? 0 : (size_t)TILE * (size_t)p.K * sizeof(float); /* converted rows of a */
 }
 
 #if defined(__GNUC__)
@@ -83,66 +102,54 @@ static float dot1(int64_t K, const float *a, const float *b) {
     return s;
 }
 
-/* Four rows of a against one row of b: b is loaded once per step. */
+/* TILE rows of a against one row of b: b is loaded once per step. */
 static void dot4(int64_t K, const float *const a[TILE], const float *b, float out[TILE]) {
-    v8f acc0 = {0}, acc1 = {0}, acc2 = {0}, acc3 = {0};
-    const float *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3];
+    v8f acc[TILE];
+    for (int r = 0; r < TILE; r++)
+        acc[r] = (v8f){0};
     int64_t k = 0;
     for (; k + LANES <= K; k += LANES) {
-        v8f bv, x0, x1, x2, x3;
+        v8f bv, x;
         LOAD8(bv, b + k);
-        LOAD8(x0, a0 + k);
-        LOAD8(x1, a1 + k);
-        LOAD8(x2, a2 + k);
-        LOAD8(x3, a3 + k);
-        acc0 += x0 * bv;
-        acc1 += x1 * bv;
-        acc2 += x2 * bv;
-        acc3 += x3 * bv;
+        for (int r = 0; r < TILE; r++) {
+            LOAD8(x, a[r] + k);
+            acc[r] += x * bv;
+        }
     }
-    float s0 = hsum8(&acc0), s1 = hsum8(&acc1), s2 = hsum8(&acc2), s3 = hsum8(&acc3);
-    for (; k < K; k++) {
-        s0 += a0[k] * b[k];
-        s1 += a1[k] * b[k];
-        s2 += a2[k] * b[k];
-        s3 += a3[k] * b[k];
+    for (int r = 0; r < TILE; r++) {
+        float s = hsum8(&acc[r]);
+        for (int64_t kk = k; kk < K; kk++)
+            s += a[r][kk] * b[kk];
+        out[r] = s;
     }
-    out[0] = s0;
-    out[1] = s1;
-    out[2] = s2;
-    out[3] = s3;
 }
 
-/* Four rows of a against two rows of b: 8 accumulators, 6 loads per 8 FMAs. */
+/* TILE rows of a against two rows of b: 2 * TILE accumulators, TILE + 2
+ * loads per 2 * TILE multiply-adds. */
 static void dot4x2(int64_t K, const float *const a[TILE], const float *b0, const float *b1, float o0[TILE],
                    float o1[TILE]) {
-    v8f c00 = {0}, c10 = {0}, c20 = {0}, c30 = {0}, c01 = {0}, c11 = {0}, c21 = {0}, c31 = {0};
-    const float *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3];
+    v8f c0[TILE], c1[TILE];
+    for (int r = 0; r < TILE; r++)
+        c0[r] = c1[r] = (v8f){0};
     int64_t k = 0;
     for (; k + LANES <= K; k += LANES) {
         v8f y0, y1, x;
         LOAD8(y0, b0 + k);
         LOAD8(y1, b1 + k);
-        LOAD8(x, a0 + k);
-        c00 += x * y0;
-        c01 += x * y1;
-        LOAD8(x, a1 + k);
-        c10 += x * y0;
-        c11 += x * y1;
-        LOAD8(x, a2 + k);
-        c20 += x * y0;
-        c21 += x * y1;
-        LOAD8(x, a3 + k);
-        c30 += x * y0;
-        c31 += x * y1;
-    }
-    o0[0] = hsum8(&c00), o0[1] = hsum8(&c10), o0[2] = hsum8(&c20), o0[3] = hsum8(&c30);
-    o1[0] = hsum8(&c01), o1[1] = hsum8(&c11), o1[2] = hsum8(&c21), o1[3] = hsum8(&c31);
-    for (; k < K; k++)
         for (int r = 0; r < TILE; r++) {
-            o0[r] += a[r][k] * b0[k];
-            o1[r] += a[r][k] * b1[k];
+            LOAD8(x, a[r] + k);
+            c0[r] += x * y0;
+            c1[r] += x * y1;
         }
+    }
+    for (int r = 0; r < TILE; r++) {
+        o0[r] = hsum8(&c0[r]);
+        o1[r] = hsum8(&c1[r]);
+        for (int64_t kk = k; kk < K; kk++) {
+            o0[r] += a[r][kk] * b0[kk];
+            o1[r] += a[r][kk] * b1[kk];
+        }
+    }
 }
 #else
 static float dot1(int64_t K, const float *a, const float *b) {
@@ -262,6 +269,40 @@ static void compute_task(void *arg, int ith, int nth) {
     }
 }
 
+/* The tiled path: CPU_Q8TILE_ROWS weight rows unpacked once, then swept
+ * over every column of b, four at a time. */
+static void tiled_task(void *arg, int ith, int nth) {
+    mm_job *job = arg;
+    cpu_op *op = job->op;
+    const mm_plan *p = &job->plan;
+    const tport_tensor_view *a = op->src[0], *d = op->dst;
+    enum { R = CPU_Q8TILE_ROWS };
+    uint8_t *tile = cpu_thread_scratch(op, ith);
+    int64_t tiles = (p->N + R - 1) / R, n_mats = d->ne[2] * d->ne[3];
+    int64_t t0, t1;
+    cpu_split(tiles * n_mats, ith, nth, &t0, &t1);
+    for (int64_t t = t0; t < t1; t++) {
+        int64_t mat = t / tiles, i0 = (t % tiles) * R;
+        int64_t i12 = mat % d->ne[2], i13 = mat / d->ne[2];
+        int64_t i02 = i12 / p->r2, i03 = i13 / p->r3;
+        int rows = (int)(p->N - i0 < R ? p->N - i0 : R);
+        const uint8_t *rp[R];
+        for (int k = 0; k < rows; k++)
+            rp[k] = cpu_row(a, i0 + k, i02, i03);
+        cpu_q8tile_unpack(a->type, rp, rows, p->K, tile);
+        for (int64_t j = 0; j < p->M; j += 4) {
+            int nc = (int)(p->M - j < 4 ? p->M - j : 4);
+            float s[4 * R];
+            cpu_q8tile_dot(tile, p->K, b_row(job, j, i12, i13), p->packed_row, nc, s);
+            for (int c = 0; c < nc; c++) {
+                uint8_t *out = cpu_row(d, j + c, i12, i13) + (size_t)i0 * d->nb[0];
+                for (int k = 0; k < rows; k++)
+                    memcpy(out + (size_t)k * d->nb[0], &s[c * R + k], sizeof(float));
+            }
+        }
+    }
+}
+
 void cpu_run_mul_mat(cpu_pool *pool, cpu_op *op) {
     mm_job job = {op, make_plan(op)};
     if (job.plan.packed_row) {
@@ -269,5 +310,5 @@ void cpu_run_mul_mat(cpu_pool *pool, cpu_op *op) {
         if (atomic_load(&op->status))
             return;
     }
-    cpu_pool_run(pool, compute_task, &job, op->nth);
+    cpu_pool_run(pool, job.plan.tiled ? tiled_task : compute_task, &job, op->nth);
 }

@@ -296,7 +296,7 @@ tport_status mf_read_gguf(tport_model_file *mf, mf_cursor *c) {
     if (n_tensors > mf_left(c) / min_info)
         return mf_fail(c, at, "tensor count %llu cannot fit in a file of %llu bytes",
                        (unsigned long long)n_tensors, (unsigned long long)c->size);
-    if (n_kv > mf_left(c) / min_kv)
+    if (n_kv > mf_left(c) / min_kv || n_kv > INT32_MAX)
         return mf_fail(c, at, "metadata count %llu cannot fit in a file of %llu bytes",
                        (unsigned long long)n_kv, (unsigned long long)c->size);
     MF_TRY(read_kvs(&g, n_kv));

@@ -120,6 +120,9 @@ tport_status tport_model_file_open_memory(const void *data, size_t size, const c
 void tport_model_file_close(tport_model_file *mf);
 const tport_mf_tensor *tport_model_file_find(const tport_model_file *mf, const char *name);
 const char *tport_container_name(tport_container c);
+/* Gives a file without a vocabulary (llama2.c checkpoints) the one in a
+ * llama2.c tokenizer.bin; its token count must match hp.n_vocab. */
+tport_status tport_model_file_load_llama2c_vocab(tport_model_file *mf, const char *path);
 /* The metadata entry with this key, or NULL. */
 const tport_kv *tport_model_file_kv(const tport_model_file *mf, const char *key);
 

@@ -1,6 +1,7 @@
 /* The llama model's shape and weights, taken from a model file and checked:
  * files are untrusted, so every tensor must have exactly the shape the
  * hyperparameters imply and data of the right size. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,13 +107,30 @@ static tport_status bind(tport_model *m, const char *name, int64_t ne0, int64_t 
                            mf->path, name, (unsigned long long)t->nbytes, (unsigned long long)need);
     void *data = (void *)t->data; /* zero copy: the file's read-only mapping */
     tport_type_id type = t->type;
+    /* GGML and GGMF files do not align tensor data: a weight whose blocks'
+     * scalars would be misaligned is copied, as reading it in place is
+     * undefined behaviour */
+    size_t align = tr->info.block_bytes % 4 == 0 ? 4 : tr->info.block_bytes % 2 == 0 ? 2 : 1;
+    bool misaligned = (uintptr_t)data % align != 0;
+    if (misaligned) {
+        void *copy = aligned_alloc(64, (need + 63) / 64 * 64);
+        tport_status st = copy ? tport_model_own(m, copy)
+                               : tport_error(TPORT_STATUS_OUT_OF_MEMORY, "%s: out of memory copying %s",
+                                             mf->path, name);
+        if (st != TPORT_STATUS_OK)
+            return st;
+        memcpy(copy, t->data, need);
+        data = copy;
+        tport_log(TPORT_LOG_DEBUG, "%s: %s copied: its data in the file is not %zu-byte aligned", mf->path, name,
+                  align);
+    }
     if (!ne1 && type != TPORT_TYPE_F32) {
         /* norms are multiplied elementwise, which needs f32 */
         if (m->norm_cap - m->norm_used < (size_t)ne0)
             return tport_error(TPORT_STATUS_ERROR, "%s: too many norm weights", mf->path);
         float *dst = m->norm_f32 + m->norm_used;
         m->norm_used += (size_t)ne0;
-        tr->to_float(t->data, dst, ne0);
+        tr->to_float(data, dst, ne0);
         data = dst;
         type = TPORT_TYPE_F32;
     }

@@ -97,6 +97,21 @@ tport_model *tport_model_load(const char *path, const tport_model_params *params
     return m;
 }
 
+tport_status tport_model_own(tport_model *m, void *buf) {
+    if (m->n_converted == m->cap_converted) {
+        int cap = m->cap_converted ? 2 * m->cap_converted : 16;
+        void **grown = realloc(m->converted, (size_t)cap * sizeof *grown);
+        if (!grown) {
+            free(buf);
+            return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "out of memory for weights");
+        }
+        m->converted = grown;
+        m->cap_converted = cap;
+    }
+    m->converted[m->n_converted++] = buf;
+    return TPORT_STATUS_OK;
+}
+
 void tport_model_free(tport_model *m) {
     if (!m)
         return;

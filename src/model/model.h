@@ -30,7 +30,7 @@ struct tport_model {
     float *norm_f32;             /* norm weights converted to f32, if the
                                     file stores them in another type      */
     size_t norm_used, norm_cap;  /* floats                                 */
-    void **converted;            /* weights converted at load (owned)      */
+    void **converted;            /* weights converted or copied at load    */
     int n_converted, cap_converted;
     char *placement_report;      /* the conversion lines logged at load,
                                     '\n'-separated; NULL if none          */
@@ -42,6 +42,10 @@ tport_status tport_llama_shape_from_file(const tport_model_file *mf, tport_llama
 /* Creates weight records pointing into the file's data and checks every
  * shape against sh. */
 tport_status tport_llama_bind_weights(tport_model *m);
+
+/* Hands buf (from aligned_alloc or malloc) to the model, which frees it
+ * with itself; on failure frees buf and records the error. */
+tport_status tport_model_own(tport_model *m, void *buf);
 
 /* Maps every 2-D weight onto the backend that will run its consumer op
  * (the forced one, or the first in preference order that takes it in the

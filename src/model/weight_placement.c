@@ -210,21 +210,15 @@ static tport_status convert_weight(tport_model *m, tport_tensor **slot, tport_ty
     if (!row || ne1 <= 0 || (size_t)ne1 > (SIZE_MAX - 64) / row)
         return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "%s: cannot convert %s [%lld x %lld] to %s",
                            m->file->path, name, (long long)ne0, (long long)ne1, tport_type_get(to)->name);
-    if (m->n_converted == m->cap_converted) {
-        int cap = m->cap_converted ? 2 * m->cap_converted : 16;
-        void **grown = realloc(m->converted, (size_t)cap * sizeof *grown);
-        if (!grown)
-            return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "out of memory converting weights");
-        m->converted = grown;
-        m->cap_converted = cap;
-    }
     size_t bytes = row * (size_t)ne1;
     void *buf = aligned_alloc(64, (bytes + 63) / 64 * 64);
     if (!buf)
         return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "%s: out of memory converting %s (%zu bytes)",
                            m->file->path, name, bytes);
-    m->converted[m->n_converted++] = buf;
-    tport_status st = tport_convert(tport_tensor_type(w), tport_tensor_data(w), to, buf, ne0 * ne1, rep);
+    tport_status st = tport_model_own(m, buf);
+    if (st != TPORT_STATUS_OK)
+        return st;
+    st = tport_convert(tport_tensor_type(w), tport_tensor_data(w), to, buf, ne0 * ne1, rep);
     if (st != TPORT_STATUS_OK)
         return tport_error(st, "%s: converting %s: %s", m->file->path, name, tport_last_error());
     tport_tensor *c = tport_new_tensor_2d(m->wctx, to, ne0, ne1);
@@ -255,11 +249,16 @@ static tport_status place(placer *p, tport_tensor **slot, unsigned uses) {
     }
     const decision *d = lookup(p, from, ne0, tport_tensor_ne(w, 1), uses, want, name);
     if (!d->backend) {
-        if (want >= 0)
-            return tport_error(TPORT_STATUS_UNSUPPORTED, "%s: no backend%s%s runs %s with %s [%lld x %lld] as %s",
-                               p->m->file->path, p->forced ? " like " : "", p->forced ? p->forced->name : "",
-                               uses_name(uses), name, (long long)d->ne0, (long long)d->ne1,
-                               tport_type_get((tport_type_id)p->weight_type)->name);
+        if (want >= 0) {
+            char who[96];
+            if (p->forced)
+                snprintf(who, sizeof who, "backend '%s' does not run", p->forced->name);
+            else
+                snprintf(who, sizeof who, "no backend runs");
+            return tport_error(TPORT_STATUS_UNSUPPORTED, "%s: %s %s with %s [%lld x %lld] as %s", p->m->file->path,
+                               who, uses_name(uses), name, (long long)d->ne0, (long long)d->ne1,
+                               tport_type_get((tport_type_id)want)->name);
+        }
         /* nothing to convert to; the scheduler will say who cannot run it */
         tport_log(TPORT_LOG_DEBUG, "placement: %s (%s): no backend takes it", name, tport_type_get(from)->name);
         return TPORT_STATUS_OK;

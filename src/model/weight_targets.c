@@ -39,6 +39,9 @@ int tport_weight_conversion_targets(tport_type_id from, int64_t ne0, tport_type_
         tport_conv_kind kind = tport_conversion_kind(from, t->info.id);
         if (kind != TPORT_CONV_LOSSLESS && kind != TPORT_CONV_LOSSY)
             continue;
+        /* activation-only types: never stored as weights */
+        if (t->info.id == TPORT_TYPE_Q8_1 || t->info.id == TPORT_TYPE_Q8_K)
+            continue;
         target c = {t->info.id, 0, t->bits_per_weight};
         if (kind == TPORT_CONV_LOSSY)
             c.tier = f->family && t->family && !strcmp(f->family, t->family) ? 1 : 2;

@@ -56,6 +56,19 @@ static void test_usage_and_bad_files(void) {
           "convert on a bad file: status %d, '%s'", st, out);
     CHECK(access(gguf_out, F_OK) != 0, "no output for a bad input");
     unlink(bad);
+
+    /* --json stays valid JSON (UTF-8) whatever bytes the file's strings hold */
+    bb_raw(&b, "GGUF", 4), bb_u32(&b, 3), bb_u64(&b, 0), bb_u64(&b, 1);
+    bb_u64(&b, 6), bb_raw(&b, "k\xff\"\n\xc3\xa9", 6), bb_u32(&b, 8), bb_u64(&b, 3), bb_raw(&b, "a\\\x01", 3);
+    f = fopen(bad, "wb");
+    fwrite(b.p, 1, b.n, f);
+    fclose(f);
+    bb_free(&b);
+    snprintf(cmd, sizeof cmd, TPORT_CLI " info --json %s", bad);
+    st = run(cmd, out, sizeof out);
+    CHECK(st == 0 && strstr(out, "\"k\\ufffd\\\"\\u000a\xc3\xa9\": \"a\\\\\\u0001\"") && !strchr(out, '\xff'),
+          "json escapes: %s", out);
+    unlink(bad);
 }
 
 /* ---- a GGJT v1 llama file from a GGUF model ------------------------------ */
@@ -83,6 +96,11 @@ static const char *legacy_name(const char *gguf, char *buf, size_t cap) {
 }
 
 static void run_node(const char *model, char *out, size_t cap) {
+    static char cached_model[512], cached[4096]; /* node is slow to start: the reference runs once */
+    if (!strcmp(model, cached_model)) {
+        snprintf(out, cap, "%s", cached);
+        return;
+    }
     out[0] = '\0';
     const char *root = getenv("TPORT_NODE_LLAMA_CPP");
     char lib[600], js[300], cmd[2048];
@@ -106,6 +124,10 @@ static void run_node(const char *model, char *out, size_t cap) {
     if (p && pclose(p) != 0)
         out[0] = '\0';
     unlink(js);
+    if (out[0] && strstr(model, "/models/")) {
+        snprintf(cached_model, sizeof cached_model, "%s", model);
+        snprintf(cached, sizeof cached, "%s", out);
+    }
 }
 
 static void test_ggjt_v1_round_trip(const tport_model_file *src, const char *src_path) {
@@ -160,7 +182,7 @@ static void test_ggjt_v1_round_trip(const tport_model_file *src, const char *src
     fclose(f);
     bb_free(&b);
 
-    snprintf(cmd, sizeof cmd, TPORT_CLI " convert %s %s", bin, gguf);
+    snprintf(cmd, sizeof cmd, TPORT_CLI " convert %s %s --ctx 4096", bin, gguf);
     int st = run(cmd, out, sizeof out);
     CHECK(st == 0, "convert ggjt v1: status %d\n%s", st, out);
     CHECK(!q4 || (strstr(out, "q4_0_qnt0") && strstr(out, "historical")), "convert says what it did:\n%s", out);
@@ -173,7 +195,7 @@ static void test_ggjt_v1_round_trip(const tport_model_file *src, const char *src
     if (mf) {
         CHECK(mf->container == TPORT_CONTAINER_GGUF && mf->quant_version == 2, "gguf v3, quantization version 2");
         CHECK(mf->hp.n_embd == hp->n_embd && mf->hp.n_ff == hp->n_ff && mf->hp.n_head == hp->n_head &&
-                  mf->hp.n_layer == hp->n_layer && mf->hp.n_rot == hp->n_rot && mf->hp.n_ctx == 2048,
+                  mf->hp.n_layer == hp->n_layer && mf->hp.n_rot == hp->n_rot && mf->hp.n_ctx == 4096,
               "llama keys");
         CHECK(mf->vocab.n_tokens == src->vocab.n_tokens && mf->vocab.bos == 1 && mf->vocab.eos == 2, "vocab");
         bool same_types = mf->vocab.token_type && src->vocab.token_type;
@@ -309,6 +331,68 @@ static void test_safetensors_round_trip(const tport_model_file *src) {
     unlink(gguf);
 }
 
+/* ---- a llama2.c checkpoint plus llama2.c's tokenizer.bin ---------------- */
+
+static void test_llama2c_with_vocab(const tport_model_file *ref, const char *ref_path) {
+    static char out[1 << 16];
+    char buf[512], bin[300], gguf[300], cmd[1400];
+    const char *tok = test_shared_path("models/llama2-tokenizer.bin", buf, sizeof buf);
+    if (!tok) {
+        printf("llama2.c + tokenizer.bin: skipped (llama2-tokenizer.bin absent)\n");
+        return;
+    }
+    enum { DIM = 32, HIDDEN = 64, HEADS = 4, KV = 2, VOCAB = 32000, SEQ = 64 };
+    snprintf(bin, sizeof bin, "%s/l2c.bin", dir);
+    snprintf(gguf, sizeof gguf, "%s/l2c.gguf", dir);
+    bb b = {0};
+    bb_u32(&b, 0x616b3432), bb_i32(&b, 1);
+    int32_t h[7] = {DIM, HIDDEN, 1, HEADS, KV, VOCAB, SEQ};
+    for (int i = 0; i < 7; i++)
+        bb_i32(&b, h[i]);
+    bb_u8(&b, 1), bb_pad_to(&b, 256);
+    unsigned long long rng = 7;
+    /* norms, embedding, q, k, v, o, w1, w2, w3 (f32) */
+    long n = DIM * 3L + (long)VOCAB * DIM + DIM * DIM + 2L * DIM * (DIM / HEADS * KV) + DIM * DIM + 3L * DIM * HIDDEN;
+    for (long i = 0; i < n; i++)
+        bb_f32(&b, i < 3 * DIM ? 1.0f : 0.05f * test_rng_uniform(&rng));
+    FILE *f = fopen(bin, "wb");
+    fwrite(b.p, 1, b.n, f);
+    fclose(f);
+    bb_free(&b);
+    snprintf(cmd, sizeof cmd, TPORT_CLI " convert %s %s --vocab %s --type q8_0 --quiet", bin, gguf, tok);
+    int st = run(cmd, out, sizeof out);
+    CHECK(st == 0, "convert llama2.c --vocab: %d %s", st, out);
+    tport_model_file *mf = NULL;
+    CHECK(tport_model_file_open(gguf, &mf) == TPORT_STATUS_OK, "read: %s", tport_last_error());
+    if (mf) {
+        const tport_vocab *v = &mf->vocab, *r = &ref->vocab;
+        CHECK(v->n_tokens == VOCAB && v->bos == 1 && v->eos == 2 && v->unk == 0, "vocab size and specials");
+        int diff_tok = 0, diff_score = 0, diff_type = 0;
+        for (int i = 0; v->n_tokens == r->n_tokens && i < v->n_tokens; i++) {
+            diff_tok += v->token_len[i] != r->token_len[i] || memcmp(v->tokens[i], r->tokens[i], r->token_len[i]);
+            diff_score += !v->scores || v->scores[i] != r->scores[i];
+            diff_type += !v->token_type || v->token_type[i] != r->token_type[i];
+        }
+        CHECK(v->n_tokens == r->n_tokens && !diff_tok && !diff_score && !diff_type,
+              "tokenizer.bin read back as the SentencePiece vocabulary of the GGUF: %d tokens, %d scores, %d types "
+              "differ",
+              diff_tok, diff_score, diff_type);
+        const tport_mf_tensor *q = tport_model_file_find(mf, "blk.0.attn_k.weight");
+        CHECK(q && q->type == TPORT_TYPE_Q8_0 && q->ne[1] == DIM / HEADS * KV, "attn_k requantized, GQA shape");
+        CHECK(mf->hp.n_ctx == SEQ && mf->hp.n_head_kv == KV && mf->hp.n_rot == DIM / HEADS, "hparams");
+        tport_model_file_close(mf);
+    }
+    char t_ref[4096], t_conv[4096];
+    run_node(ref_path, t_ref, sizeof t_ref);
+    if (t_ref[0]) {
+        run_node(gguf, t_conv, sizeof t_conv);
+        CHECK(t_conv[0] && !strcmp(t_ref, t_conv), "llama.cpp tokenizes the same with the llama2.c model: %s vs %s",
+              t_ref, t_conv);
+    }
+    unlink(bin);
+    unlink(gguf);
+}
+
 int main(void) {
     snprintf(dir, sizeof dir, "%s/tport-cli-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     if (!mkdtemp(dir))
@@ -322,6 +406,7 @@ int main(void) {
         if (src) {
             test_ggjt_v1_round_trip(src, path);
             test_safetensors_round_trip(src);
+            test_llama2c_with_vocab(src, path);
             tport_model_file_close(src);
         }
     } else {

@@ -178,8 +178,46 @@ static void check_q8(const char *path, bool shared, int gs) {
     tport_model_file_close(mf);
 }
 
+/* llama2.c's tokenizer.bin for a vocabulary-less checkpoint: pieces come
+ * back in SentencePiece spelling; short or corrupt files are refused. */
+static void test_vocab_file(void) {
+    bb m = {0}, t = {0};
+    char mpath[256], tpath[256];
+    build_v1(&m, true);
+    bb_save(&m, mpath);
+    bb_i32(&t, 7);
+    for (int i = 0; i < VOCAB; i++) {
+        char piece[16];
+        int n = i == 1 ? snprintf(piece, sizeof piece, "\n<s>\n") : snprintf(piece, sizeof piece, " w%d", i);
+        bb_f32(&t, -(float)i), bb_i32(&t, n), bb_raw(&t, piece, (size_t)n);
+    }
+    for (size_t cut = t.n + 37; cut >= 37; cut -= 37) { /* the whole file, then shorter and shorter */
+        if (cut > t.n)
+            cut = t.n;
+        bb_write_temp(t.p, cut, tpath);
+        tport_model_file *mf = NULL;
+        CHECK(tport_model_file_open(mpath, &mf) == TPORT_STATUS_OK, "open model");
+        tport_status s = mf ? tport_model_file_load_llama2c_vocab(mf, tpath) : TPORT_STATUS_ERROR;
+        if (cut == t.n) {
+            CHECK(s == TPORT_STATUS_OK, "vocab: %s", tport_last_error());
+            CHECK(mf->vocab.n_tokens == VOCAB && !strcmp(mf->vocab.tokens[1], "<s>") &&
+                      !strcmp(mf->vocab.tokens[5], "\xe2\x96\x81w5") && mf->vocab.scores[5] == -5.0f,
+                  "pieces in SentencePiece spelling: '%s' '%s'", mf->vocab.tokens[1], mf->vocab.tokens[5]);
+        } else {
+            CHECK(s == TPORT_STATUS_BAD_FORMAT && strstr(tport_last_error(), "offset"), "cut at %zu: %s", cut,
+                  tport_last_error());
+        }
+        tport_model_file_close(mf);
+        unlink(tpath);
+    }
+    unlink(mpath);
+    bb_free(&m);
+    bb_free(&t);
+}
+
 int main(void) {
     char path[256];
+    test_vocab_file();
     for (int shared = 0; shared < 2; shared++) {
         bb b = {0};
         build_legacy(&b, shared);

@@ -6,6 +6,7 @@
  * its matrices are quantized to q4_0_qnt0 (GGJT v1: interleaved nibbles,
  * f32 scales) and that file re-encoded losslessly to q4_0_qnt1 (GGJT v2:
  * split nibbles): the two must give the same ids as each other. */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -31,6 +32,19 @@ static int ids_of(const char *path, tport_container container, uint32_t version,
           m->sh.n_head_kv);
     CHECK(m->placement_report == NULL, "%s: the CPU takes every type, yet: %s", path,
           m->placement_report ? m->placement_report : "");
+    /* GGML and GGMF do not align tensor data; the weights the model uses
+     * must be (f32, q4_0_qnt0/1 blocks start with an f32) */
+    int misaligned = 0;
+    const tport_tensor *top[] = {m->tok_embd, m->output, m->output_norm};
+    for (size_t k = 0; k < 3; k++)
+        misaligned += (uintptr_t)tport_tensor_data(top[k]) % 4 != 0;
+    for (int32_t i = 0; i < m->sh.n_layer; i++) {
+        const tport_llama_layer *l = &m->layers[i];
+        const tport_tensor *w[] = {l->attn_norm, l->wq, l->wk, l->wv, l->wo, l->ffn_norm, l->w_gate, l->w_up, l->w_down};
+        for (size_t k = 0; k < sizeof w / sizeof w[0]; k++)
+            misaligned += (uintptr_t)tport_tensor_data(w[k]) % 4 != 0;
+    }
+    CHECK(misaligned == 0, "%s: %d weights are not 4-byte aligned", path, misaligned);
     tport_token bos = 1;
     int got = greedy_ids(m, &bos, 1, ids, n);
     tport_model_free(m);

@@ -143,6 +143,14 @@ static void check_stories_f32(const char *path, const tport_token *ref, int n_re
               "reported rmse %g and max error %g; measured %g and %g", rmse, max_err, want, worst);
     }
     tport_model_free(m);
+    /* forced picky with a type it does not take: refused at load */
+    tport_model_params fp = {.backend = "picky", .weight_type = "q4_0"};
+    m = tport_model_load(path, &fp);
+    CHECK(!m && strstr(tport_last_error(), "backend 'picky' does not run get_rows and mul_mat with token_embd.weight") &&
+              strstr(tport_last_error(), "as q4_0"),
+          "forced picky cannot take q4_0: '%s'", tport_last_error());
+    tport_model_free(m);
+
     m = load(path, NULL, "q4_0_qnt1");
     int n_q;
     if (m) {

@@ -175,24 +175,36 @@ static tport_status set_llama_metadata(tport_gguf_writer *w, const tport_model_f
 }
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: tport convert IN OUT.gguf [--type T] [--quiet]\n\n"
+    fprintf(f, "usage: tport convert IN OUT.gguf [--type T] [--vocab TOKENIZER.bin] [--ctx N] [--quiet]\n\n"
                "Writes any readable model file (GGUF v1-v3, GGML, GGMF, GGJT v1-v3, llama2.c,\n"
                "safetensors) as GGUF v3 with llama.cpp's metadata keys.\n"
                "  --type T   requantize 2-D weights to T (f32, f16, bf16, q8_0, q4_0, q4_k, ...);\n"
                "             each converted tensor is listed with its conversion kind and error\n"
+               "  --vocab F  the vocabulary for a file without one (llama2.c checkpoints):\n"
+               "             llama2.c's tokenizer.bin with as many tokens as the model\n"
+               "  --ctx N    the context length to record (pre-GGUF files do not store one;\n"
+               "             the default for them is LLaMA's 2048)\n"
                "  --quiet    no per-tensor lines, no progress bar\n"
                "Tensors in historical layouts (q4_0_qnt0, ...) become the nearest current type.\n");
 }
 
 int cmd_convert(int argc, char **argv) {
-    const char *in = NULL, *out = NULL, *type_name = NULL;
+    const char *in = NULL, *out = NULL, *type_name = NULL, *vocab = NULL;
     bool quiet = false;
+    long ctx = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
             return 0;
         } else if (!strcmp(argv[i], "--type") && i + 1 < argc) {
             type_name = argv[++i];
+        } else if (!strcmp(argv[i], "--vocab") && i + 1 < argc) {
+            vocab = argv[++i];
+        } else if (!strcmp(argv[i], "--ctx") && i + 1 < argc) {
+            char *end;
+            ctx = strtol(argv[++i], &end, 10);
+            if (*end || ctx <= 0 || ctx > INT32_MAX)
+                return tool_fail(2, "convert: --ctx needs a positive number, not '%s'", argv[i]);
         } else if (!strcmp(argv[i], "--quiet")) {
             quiet = true;
         } else if (argv[i][0] == '-' && argv[i][1]) {
@@ -220,6 +232,11 @@ int cmd_convert(int argc, char **argv) {
     tport_model_file *mf;
     if (tport_model_file_open(in, &mf) != TPORT_STATUS_OK)
         return tool_fail(2, "%s", tport_last_error());
+    if (vocab && tport_model_file_load_llama2c_vocab(mf, vocab) != TPORT_STATUS_OK) {
+        int rc = tool_fail(2, "%s", tport_last_error());
+        tport_model_file_close(mf);
+        return rc;
+    }
     if (mf->notes[0] && !quiet)
         fprintf(stderr, "%s: %s\n", in, mf->notes);
 
@@ -272,6 +289,11 @@ int cmd_convert(int argc, char **argv) {
             if (type_bytes[t] > type_bytes[mostly])
                 mostly = (tport_type_id)t;
         s = tport_gguf_set_u32(w, "general.file_type", ftype_of(mostly));
+    }
+    if (!s && ctx > 0) {
+        char key[64];
+        snprintf(key, sizeof key, "%s.context_length", mf->arch[0] ? mf->arch : "llama");
+        s = tport_gguf_set_u32(w, key, (uint32_t)ctx);
     }
     if (!s)
         s = tport_gguf_set_u32(w, "general.quantization_version", 2);

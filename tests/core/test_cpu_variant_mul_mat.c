@@ -1,0 +1,88 @@
+/* mul_mat of the CPU plug-in variants (libtport-cpu-{x86-64,avx2,avx512}.so)
+ * for every weight type the fast paths treat specially (f32, f16, q8_0,
+ * q4_0, q4_k), on shapes that exercise whole and partial tiles: N not a
+ * multiple of the row tile, M of 1 (generation), and M large enough for
+ * the tiled kernels with a partial column group, with 1 and 2 threads.
+ * Each result is compared with a double-precision dot of the reference
+ * dequantized weights, within the error of quantizing the activations.
+ *
+ * The variant is named by TPORT_TEST_CPU_VARIANT (a plug-in file); without
+ * it, or on a machine lacking the variant's instruction sets, the test
+ * checks whatever "cpu" backend is active. */
+#include <stdlib.h>
+
+#include "core_test_util.h"
+#include "quant/type_table.h"
+
+static void check_type(tport_type_id type, int64_t K, int64_t N, int64_t M, int threads) {
+    const tport_type_traits *tr = tport_traits(type);
+    CHECK(tr && tr->to_float && tr->from_float, "type %u has conversions", type);
+    if (!tr || !tr->to_float || !tr->from_float)
+        return;
+    tport_ctx *ctx = tport_ctx_new(64u << 20);
+    tport_tensor *w = ct_rand(ctx, TPORT_TYPE_F32, K, N, 1, 1);
+    tport_tensor *q = tport_new_tensor_2d(ctx, type, K, N);
+    tport_tensor *x = ct_rand(ctx, TPORT_TYPE_F32, K, M, 1, 1);
+    CHECK(w && q && x, "%s: tensors", tr->info.name);
+    if (!w || !q || !x) {
+        tport_ctx_free(ctx);
+        return;
+    }
+    tr->from_float(tport_tensor_data(w), tport_tensor_data(q), K * N);
+    float *deq = malloc((size_t)(K * N) * sizeof *deq);
+    tr->to_float(tport_tensor_data(q), deq, K * N);
+
+    tport_tensor *y = tport_mul_mat(ctx, q, x);
+    tport_graph *g = ct_run(ctx, y, threads);
+    CHECK(g, "%s: mul_mat %lldx%lldx%lld", tr->info.name, (long long)K, (long long)N, (long long)M);
+    int bad = 0;
+    for (int64_t j = 0; g && j < M; j++) {
+        double xmax = 0.0;
+        for (int64_t k = 0; k < K; k++)
+            xmax = fmax(xmax, fabs(ct_get(x, k, j, 0, 0)));
+        for (int64_t i = 0; i < N; i++) {
+            double s = 0.0, sa = 0.0;
+            for (int64_t k = 0; k < K; k++) {
+                s += (double)deq[i * K + k] * ct_get(x, k, j, 0, 0);
+                sa += fabs(deq[i * K + k]);
+            }
+            /* f32/f16 weights: float rounding only; quantized: activations
+             * are quantized to 8 bits, error <= sum|w| * max|x| / 254 */
+            double bound = tr->info.is_quantized ? sa * xmax / 200.0 + 1e-4 : 1e-4 * (sa * xmax + 1.0);
+            double got = ct_get(y, i, j, 0, 0);
+            if (!(fabs(got - s) <= bound)) {
+                if (!bad)
+                    fprintf(stderr, "%s K%lld N%lld M%lld t%d: [%lld,%lld] = %g, want %g (bound %g)\n",
+                            tr->info.name, (long long)K, (long long)N, (long long)M, threads, (long long)i,
+                            (long long)j, got, s, bound);
+                bad++;
+            }
+        }
+    }
+    CHECK(!bad, "%s K%lld N%lld M%lld, %d threads: %d outputs off", tr->info.name, (long long)K, (long long)N,
+          (long long)M, threads, bad);
+    tport_graph_free(g);
+    free(deq);
+    tport_ctx_free(ctx);
+}
+
+int main(void) {
+    const char *variant = getenv("TPORT_TEST_CPU_VARIANT");
+    if (variant && *variant) {
+        tport_status st = tport_backend_load(variant);
+        if (st != TPORT_STATUS_OK)
+            fprintf(stderr, "note: %s not loaded (%s): testing the active cpu backend\n", variant,
+                    tport_last_error());
+    }
+    static const tport_type_id types[] = {TPORT_TYPE_F32, TPORT_TYPE_F16, TPORT_TYPE_Q8_0, TPORT_TYPE_Q4_0,
+                                          TPORT_TYPE_Q4_K};
+    static const int64_t shapes[][3] = {
+        /* K, N, M */
+        {256, 13, 1}, {256, 13, 3}, {256, 13, 4}, {512, 21, 9}, {256, 8, 17}, {768, 5, 6},
+    };
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+            for (int threads = 1; threads <= 2; threads++)
+                check_type(types[t], shapes[s][0], shapes[s][1], shapes[s][2], threads);
+    return test_finish("test_cpu_variant_mul_mat");
+}
