@@ -107,6 +107,19 @@ CPU_HIDDEN void cpu_run_mul_mat(cpu_pool *pool, cpu_op *op);
 CPU_HIDDEN size_t cpu_mul_mat_shared_scratch(const cpu_op *op);
 CPU_HIDDEN size_t cpu_mul_mat_thread_scratch(const cpu_op *op);
 
+/* ---- tiled Q4_K x Q8_K mul_mat (cpu_mul_mat_q4ktile.c): the same shape
+ * of interface as the Q8_0 one below, tiles of CPU_Q8TILE_ROWS rows. */
+CPU_HIDDEN bool cpu_q4ktile_available(tport_type_id type);
+CPU_HIDDEN size_t cpu_q4ktile_scratch(int64_t K);
+CPU_HIDDEN void cpu_q4ktile_unpack(const uint8_t *const rows[], int nrows, int64_t K, uint8_t *tile);
+CPU_HIDDEN void cpu_q4ktile_dot(const uint8_t *tile, int64_t K, const uint8_t *y, size_t y_stride, int ncols,
+                                float *out);
+
+/* ---- vectorized f32 -> Q8_0, bit-exact with the host's (cpu_quantize_q8_0.c)
+ * n is a multiple of 32.  Present only in AVX-512 builds. */
+CPU_HIDDEN bool cpu_quantize_q8_0_available(void);
+CPU_HIDDEN void cpu_quantize_q8_0(const float *x, uint8_t *y, int64_t n);
+
 /* ---- tiled Q8_0/Q4_0 x Q8_0 mul_mat (cpu_mul_mat_q8tile.c) --------------
  * Present only in builds with AVX-512 VNNI; elsewhere available() is false. */
 #define CPU_Q8TILE_ROWS 8

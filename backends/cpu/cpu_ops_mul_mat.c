@@ -30,9 +30,10 @@ typedef struct mm_plan {
     cpu_vec_dot_fn vec_dot;    /* NULL: f32 path */
     tport_type_id vec_dot_type;
     size_t packed_row;         /* bytes per packed row of b, 0 = b used in place */
-    bool tiled;                /* Q8_0/Q4_0 weights, a batch: cpu_mul_mat_q8tile.c */
+    int tiled;                 /* TILED_*: a batch through a tiled kernel */
 } mm_plan;
 
+enum { TILED_NONE, TILED_Q8_0, TILED_Q4_K }; /* cpu_mul_mat_q8tile.c, _q4ktile.c */
 /* Columns from which the tiled kernel beats one vec_dot per output. */
 #define TILED_MIN_COLS 4
 
@@ -52,8 +53,12 @@ static mm_plan make_plan(const cpu_op *op) {
             }
         }
     }
-    p.tiled = p.vec_dot && p.vec_dot_type == TPORT_TYPE_Q8_0 && p.M >= TILED_MIN_COLS &&
-              cpu_q8tile_available(a->type);
+    if (p.vec_dot && p.M >= TILED_MIN_COLS) {
+        if (p.vec_dot_type == TPORT_TYPE_Q8_0 && cpu_q8tile_available(a->type))
+            p.tiled = TILED_Q8_0;
+        else if (p.vec_dot_type == TPORT_TYPE_Q8_K && cpu_q4ktile_available(a->type))
+            p.tiled = TILED_Q4_K;
+    }
     if (!p.vec_dot && b->nb[0] != sizeof(float))
         p.packed_row = (size_t)p.K * sizeof(float);
     return p;
@@ -67,7 +72,7 @@ size_t cpu_mul_mat_shared_scratch(const cpu_op *op) {
 size_t cpu_mul_mat_thread_scratch(const cpu_op *op) {
     mm_plan p = make_plan(op);
     if (p.tiled)
-        return cpu_q8tile_scratch(p.K);
+        return p.tiled == TILED_Q8_0 ? cpu_q8tile_scratch(p.K) : cpu_q4ktile_scratch(p.K);
     return p.vec_dot ? 0 : (size_t)TILE * (size_t)p.K * sizeof(float); /* converted rows of a */
 }
 
@@ -193,6 +198,10 @@ static void pack_task(void *arg, int ith, int nth) {
             continue;
         }
         const float *src = cpu_row_f32(b, i1, i2, i3, buf);
+        if (job->plan.vec_dot_type == TPORT_TYPE_Q8_0 && cpu_quantize_q8_0_available()) {
+            cpu_quantize_q8_0(src, dst, job->plan.K);
+            continue;
+        }
         if (cpu_host->from_float(job->plan.vec_dot_type, src, dst, job->plan.K) != TPORT_STATUS_OK) {
             cpu_op_fail(op, TPORT_STATUS_UNSUPPORTED, "mul_mat: cannot convert activations to type %u",
                         job->plan.vec_dot_type);
@@ -269,7 +278,7 @@ static void compute_task(void *arg, int ith, int nth) {
     }
 }
 
-/* The tiled path: CPU_Q8TILE_ROWS weight rows unpacked once, then swept
+/* The tiled paths: CPU_Q8TILE_ROWS weight rows unpacked once, then swept
  * over every column of b, four at a time. */
 static void tiled_task(void *arg, int ith, int nth) {
     mm_job *job = arg;
@@ -289,11 +298,17 @@ static void tiled_task(void *arg, int ith, int nth) {
         const uint8_t *rp[R];
         for (int k = 0; k < rows; k++)
             rp[k] = cpu_row(a, i0 + k, i02, i03);
-        cpu_q8tile_unpack(a->type, rp, rows, p->K, tile);
+        if (p->tiled == TILED_Q8_0)
+            cpu_q8tile_unpack(a->type, rp, rows, p->K, tile);
+        else
+            cpu_q4ktile_unpack(rp, rows, p->K, tile);
         for (int64_t j = 0; j < p->M; j += 4) {
             int nc = (int)(p->M - j < 4 ? p->M - j : 4);
             float s[4 * R];
-            cpu_q8tile_dot(tile, p->K, b_row(job, j, i12, i13), p->packed_row, nc, s);
+            if (p->tiled == TILED_Q8_0)
+                cpu_q8tile_dot(tile, p->K, b_row(job, j, i12, i13), p->packed_row, nc, s);
+            else
+                cpu_q4ktile_dot(tile, p->K, b_row(job, j, i12, i13), p->packed_row, nc, s);
             for (int c = 0; c < nc; c++) {
                 uint8_t *out = cpu_row(d, j + c, i12, i13) + (size_t)i0 * d->nb[0];
                 for (int k = 0; k < rows; k++)

@@ -190,6 +190,10 @@ tport_status tport_session_eval(tport_session *s, const tport_token *ids, int32_
 const float *tport_session_logits(const tport_session *s); /* n_vocab floats */
 int32_t tport_session_pos(const tport_session *s);
 void tport_session_reset(tport_session *s);
+/* What ran where in the last evaluation, grouped by backend and op: row i
+ * gives the backend and op names and returns its node count; 0 past the
+ * last row. */
+int32_t tport_session_placement(const tport_session *s, int32_t i, const char **backend, const char **op);
 
 typedef struct tport_sampler_params {
     float temperature;       /* 0 = greedy                                  */

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/tensor.h"
 #include "model/model.h"
 
 typedef struct builder {
@@ -94,6 +95,28 @@ static tport_tensor *feed_forward(builder *b, const tport_llama_layer *l, tport_
     return tport_mul_mat(ctx, l->w_down, tport_swiglu(ctx, gate, up));
 }
 
+static void tally_nodes(const tport_graph *g, tport_node_tally *t) {
+    t->n_rows = 0;
+    for (int i = 0; i < tport_graph_n_nodes(g); i++) {
+        const char *backend = tport_graph_node_backend(g, i);
+        const char *op = tport_op_name(tport_graph_node(g, i)->op);
+        if (!backend)
+            continue;
+        int r = 0;
+        while (r < t->n_rows && (strcmp(t->rows[r].backend, backend) || strcmp(t->rows[r].op, op)))
+            r++;
+        if (r == t->n_rows) {
+            if (r == TPORT_TALLY_ROWS)
+                continue;
+            t->rows[r].backend = backend;
+            t->rows[r].op = op;
+            t->rows[r].count = 0;
+            t->n_rows++;
+        }
+        t->rows[r].count++;
+    }
+}
+
 tport_status tport_llama_eval_batch(const tport_llama_eval *e) {
     const tport_model *m = e->m;
     const tport_llama_shape *sh = &m->sh;
@@ -154,6 +177,8 @@ tport_status tport_llama_eval_batch(const tport_llama_eval *e) {
     } else if ((st = tport_graph_add(g, logits)) == TPORT_STATUS_OK) {
         tport_compute_params cp = {.n_threads = e->n_threads, .backend = e->backend};
         st = tport_graph_compute(g, &cp);
+        if (st == TPORT_STATUS_OK && e->tally)
+            tally_nodes(g, e->tally);
         const float *out = st == TPORT_STATUS_OK ? tport_tensor_data(logits) : NULL;
         if (out)
             memcpy(e->logits, out, (size_t)sh->n_vocab * sizeof(float));

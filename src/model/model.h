@@ -57,6 +57,17 @@ tport_status tport_llama_place_weights(tport_model *m, const char *backend, cons
 /* One evaluation: n tokens at positions pos..pos+n-1, reading and
  * extending the caches (per layer [head_dim, n_head_kv, n_ctx] f32);
  * writes the last token's n_vocab logits. */
+/* Which backend ran how many nodes of each op in one evaluation. */
+#define TPORT_TALLY_ROWS 48
+typedef struct tport_node_tally {
+    int32_t n_rows;
+    struct {
+        const char *backend; /* interned by the scheduler: lives forever */
+        const char *op;      /* static string                           */
+        int32_t count;
+    } rows[TPORT_TALLY_ROWS];
+} tport_node_tally;
+
 typedef struct tport_llama_eval {
     const tport_model *m;
     float **k_cache, **v_cache;  /* n_layer buffers each                    */
@@ -67,6 +78,7 @@ typedef struct tport_llama_eval {
     int n_threads;
     const char *backend;
     float *logits;
+    tport_node_tally *tally;     /* filled after compute if not NULL        */
 } tport_llama_eval;
 tport_status tport_llama_eval_batch(const tport_llama_eval *e);
 

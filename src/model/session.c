@@ -15,6 +15,7 @@ struct tport_session {
     float **k, **v;          /* per layer                            */
     float *logits;
     bool have_logits;
+    tport_node_tally tally;  /* what ran where in the last evaluation */
 };
 
 tport_session *tport_session_new(tport_model *m, const tport_session_params *params) {
@@ -83,7 +84,7 @@ tport_status tport_session_eval(tport_session *s, const tport_token *ids, int32_
         tport_llama_eval e = {
             .m = s->m, .k_cache = s->k, .v_cache = s->v, .n_ctx = s->n_ctx, .pos = s->pos,
             .ids = ids + done, .n = chunk, .n_threads = s->n_threads, .backend = s->m->backend,
-            .logits = s->logits,
+            .logits = s->logits, .tally = &s->tally,
         };
         tport_status st = tport_llama_eval_batch(&e);
         if (st != TPORT_STATUS_OK) {
@@ -102,6 +103,16 @@ const float *tport_session_logits(const tport_session *s) {
 }
 
 int32_t tport_session_pos(const tport_session *s) { return s ? s->pos : 0; }
+
+int32_t tport_session_placement(const tport_session *s, int32_t i, const char **backend, const char **op) {
+    if (!s || i < 0 || i >= s->tally.n_rows)
+        return 0;
+    if (backend)
+        *backend = s->tally.rows[i].backend;
+    if (op)
+        *op = s->tally.rows[i].op;
+    return s->tally.rows[i].count;
+}
 
 void tport_session_reset(tport_session *s) {
     if (!s)

@@ -1,11 +1,16 @@
-/* tport demo: a small fixed-seed transformer block (attention with rope and
- * a causal mask, then a SwiGLU MLP with f16 weights) built from the public
- * API, run on the best backends, with a summary of what happened. */
+/* tport demo: needs nothing downloaded.
+ * Part 1: a small fixed-seed transformer block (attention with rope and a
+ * causal mask, then a SwiGLU MLP with f16 weights) built from the public
+ * graph API, with the backend that ran each node.
+ * Part 2: a random-weight llama model written by `tport synth` into a
+ * temporary folder, loaded and run through the model API, with what ran
+ * where and the speed. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "commands.h"
 #include "core/tensor.h" /* tport_op_name, for the node table */
@@ -41,10 +46,91 @@ static double now_ms(void) {
 }
 
 static void usage(FILE *out) {
-    fprintf(out, "usage: tport demo [--threads N] [--backend NAME]\n"
-                 "  Builds a small fixed-seed transformer block (attention + SwiGLU MLP),\n"
-                 "  runs it and prints a few outputs, a checksum, the planned memory,\n"
-                 "  which backend ran which nodes, and the time.\n");
+    fprintf(out, "usage: tport demo [--threads N] [--backend NAME] [--type T]\n"
+                 "  1. Builds a small fixed-seed transformer block (attention + SwiGLU MLP),\n"
+                 "     runs it and prints a few outputs, a checksum, the planned memory,\n"
+                 "     which backend ran which nodes, and the time.\n"
+                 "  2. Synthesizes a small random-weight llama model (weights of type T,\n"
+                 "     default q8_0) in a temporary folder, generates 32 tokens greedily\n"
+                 "     and prints them, which backend ran which ops, and the speed.\n");
+}
+
+/* Part 2: synthesize, load, generate, report. Returns an exit status. */
+static int run_model_demo(const tport_compute_params *params, const char *type) {
+    const char *tmp = getenv("TMPDIR");
+    char dir[512], path[600];
+    snprintf(dir, sizeof dir, "%s/tport-demo-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir))
+        return tool_fail(1, "demo: cannot create a temporary folder in %s", tmp && *tmp ? tmp : "/tmp");
+    snprintf(path, sizeof path, "%s/demo-llama.gguf", dir);
+    char type_arg[32];
+    snprintf(type_arg, sizeof type_arg, "%s", type);
+    char *synth_argv[] = {"synth", "--dim", "256", "--layers", "4", "--heads", "8", "--kv-heads", "4",
+                          "--ff", "768", "--vocab", "2048", "--ctx", "256", "--type", type_arg,
+                          "--seed", "7", "-o", path, NULL};
+    printf("\n== part 2: a synthesized llama model\n$ tport");
+    for (int i = 0; synth_argv[i]; i++)
+        printf(" %s", synth_argv[i]);
+    printf("\n");
+    fflush(stdout);
+    int rc = cmd_synth((int)(sizeof synth_argv / sizeof synth_argv[0]) - 1, synth_argv);
+    if (rc) {
+        rmdir(dir);
+        return rc;
+    }
+    double t0 = now_ms();
+    tport_model_params mp = {.backend = params->backend, .n_threads = params->n_threads};
+    tport_model *m = tport_model_load(path, &mp);
+    double load_ms = now_ms() - t0;
+    unlink(path);
+    rmdir(dir);
+    if (!m)
+        return tool_fail(1, "demo: loading the synthesized model: %s", tport_last_error());
+    tport_session *s = tport_session_new(m, NULL);
+    tport_token prompt[64];
+    int32_t n_prompt = s ? tport_tokenize(m, "Hello, tensorport", true, prompt, 64) : -1;
+    if (!s || n_prompt <= 0 || n_prompt > 64) {
+        tport_session_free(s);
+        tport_model_free(m);
+        return tool_fail(1, "demo: %s", s ? "tokenizing the prompt failed" : tport_last_error());
+    }
+    enum { N_GEN = 32 };
+    tport_token out[N_GEN];
+    double t1 = now_ms(), t_prompt = 0;
+    tport_status st = tport_session_eval(s, prompt, n_prompt);
+    t_prompt = now_ms() - t1;
+    int n_out = 0;
+    t1 = now_ms();
+    while (st == TPORT_STATUS_OK && n_out < N_GEN) {
+        const float *lg = tport_session_logits(s);
+        tport_token best = 0;
+        for (int32_t v = 1; v < tport_model_n_vocab(m); v++)
+            if (lg[v] > lg[best])
+                best = v;
+        out[n_out++] = best;
+        if (n_out < N_GEN)
+            st = tport_session_eval(s, &best, 1);
+    }
+    double t_gen = now_ms() - t1;
+    if (st) {
+        tport_session_free(s);
+        tport_model_free(m);
+        return tool_fail(1, "demo: evaluation failed: %s", tport_last_error());
+    }
+    printf("loaded in %.1f ms; prompt \"Hello, tensorport\" = %d tokens\n", load_ms, (int)n_prompt);
+    printf("generated ids (greedy, random weights):");
+    for (int i = 0; i < n_out; i++)
+        printf("%s%d", i ? "," : " ", (int)out[i]);
+    printf("\nwhat ran where in the last step:\n");
+    const char *backend, *op;
+    int32_t count;
+    for (int32_t i = 0; (count = tport_session_placement(s, i, &backend, &op)) > 0; i++)
+        printf("  %-8s %-10s x%d\n", backend, op, (int)count);
+    printf("speed: prompt %.1f tokens/s, generation %.1f tokens/s\n", n_prompt / (t_prompt / 1e3),
+           (n_out - 1) / (t_gen / 1e3));
+    tport_session_free(s);
+    tport_model_free(m);
+    return 0;
 }
 
 /* The block: returns the output tensor, or NULL with tport_last_error(). */
@@ -97,6 +183,7 @@ static tport_tensor *build(tport_ctx *ctx, tport_tensor **w1_f16_copy) {
 
 int cmd_demo(int argc, char **argv) {
     tport_compute_params params = {0, NULL};
+    const char *type = "q8_0";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
@@ -109,6 +196,8 @@ int cmd_demo(int argc, char **argv) {
             params.n_threads = (int)n;
         } else if (!strcmp(argv[i], "--backend") && i + 1 < argc) {
             params.backend = argv[++i];
+        } else if (!strcmp(argv[i], "--type") && i + 1 < argc) {
+            type = argv[++i];
         } else {
             usage(stderr);
             return tool_fail(2, "demo: unknown option '%s'", argv[i]);
@@ -142,6 +231,7 @@ int cmd_demo(int argc, char **argv) {
         sum += y[i];
         sum_abs += fabs(y[i]);
     }
+    printf("== part 1: a transformer block through the graph API\n");
     printf("tport demo: transformer block, d=%d heads=%d tokens=%d ffn=%d (seed fixed)\n", D, N_HEAD, T, FFN);
     printf("output [%d x %d]: %.6f %.6f %.6f %.6f ...\n", D, T, y[0], y[1], y[2], y[3]);
     printf("checksum: sum %.6f  sum|x| %.6f\n", sum, sum_abs);
@@ -158,5 +248,5 @@ int cmd_demo(int argc, char **argv) {
         printf("time: %.3f ms (threads: one per core)\n", ms);
     tport_graph_free(g);
     tport_ctx_free(ctx);
-    return 0;
+    return run_model_demo(&params, type);
 }

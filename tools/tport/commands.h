@@ -11,6 +11,8 @@ int cmd_bench(int argc, char **argv);
 int cmd_check_backend(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
+int cmd_quantize(int argc, char **argv);
+int cmd_dequantize(int argc, char **argv);
 
 /* Prints "tport: <message>" on stderr; returns `status` for `return fail(..)`. */
 int tool_fail(int status, const char *fmt, ...)

@@ -1,0 +1,174 @@
+/* Tiled mul_mat for Q4_K weights against Q8_K activations, for batches:
+ * the same scheme as cpu_mul_mat_q8tile.c (8 weight rows unpacked once,
+ * swept over the activation columns 4 at a time), for today's Q4_K
+ * {f16 d, dmin; u8 scales[12]; u8 qs[128]} super-blocks of 256 elements
+ * in 8 sub-blocks of 32: x = d * sc[j] * q - dmin * m[j], q in [0, 15].
+ *
+ *   dot(x, y) = dy * sum_j (d sc[j] (q_j . y_j) - dmin m[j] sum(y_j))
+ *
+ * The nibbles are unsigned, so dpbusd takes them as they are.  Unpacked,
+ * per super-block b, sub-block j and row pair p (rows 2p, 2p+1):
+ *   vals: 64 bytes, the pair's 32 nibbles of sub-block j each,
+ *   scls: 16 floats, d * sc[j] of row 2p (lanes 0-7) and 2p+1 (8-15),
+ *   mins: 16 floats, dmin * m[j] in lanes 0 and 8, zero elsewhere (the
+ *         accumulator's 8 lanes per row are summed at the end, so the min
+ *         term is added to one lane of each row).
+ * sum(y_j) comes from Q8_K's bsums.  Integer sums are exact; the float
+ * additions are ordered differently from the per-row kernel. */
+#include <string.h>
+
+#include "cpu_internal.h"
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VNNI__) && \
+    defined(__F16C__)
+#include <immintrin.h>
+
+#define QK 256
+#define Q4_K_BYTES 144
+#define Q8_K_BYTES 292
+#define Q8_K_QS 4
+#define Q8_K_BSUMS 260
+#define PAIRS (CPU_Q8TILE_ROWS / 2)
+#define COLS 4
+#define UNIT ((size_t)64 * 3) /* vals, scls, mins of one (sub-block, pair) */
+
+bool cpu_q4ktile_available(tport_type_id type) {
+    return type == TPORT_TYPE_Q4_K;
+}
+
+size_t cpu_q4ktile_scratch(int64_t K) {
+    return (size_t)(K / QK) * 8 * PAIRS * UNIT + 64;
+}
+
+static float half_at(const uint8_t *p) {
+    uint16_t h;
+    memcpy(&h, p, sizeof h);
+    return _cvtsh_ss(h);
+}
+
+/* The 8 6-bit scales and mins from their 12 packed bytes (ggml's
+ * get_scale_min_k4). */
+static void scale_min(const uint8_t *s, int j, int *sc, int *m) {
+    if (j < 4) {
+        *sc = s[j] & 63;
+        *m = s[j + 4] & 63;
+    } else {
+        *sc = (s[j + 4] & 0xF) | (s[j - 4] >> 6) << 4;
+        *m = (s[j + 4] >> 4) | (s[j] >> 6) << 4;
+    }
+}
+
+static size_t unit_at(int64_t b, int j, int p) {
+    return (size_t)((b * 8 + j) * PAIRS + p) * UNIT;
+}
+
+void cpu_q4ktile_unpack(const uint8_t *const rows[], int nrows, int64_t K, uint8_t *tile) {
+    int64_t nb = K / QK;
+    for (int r = 0; r < CPU_Q8TILE_ROWS; r++) {
+        int p = r / 2, half = r & 1;
+        for (int64_t b = 0; b < nb; b++) {
+            const uint8_t *blk = r < nrows ? rows[r] + (size_t)b * Q4_K_BYTES : NULL;
+            float d = blk ? half_at(blk) : 0.0f, dmin = blk ? half_at(blk + 2) : 0.0f;
+            for (int j = 0; j < 8; j++) {
+                uint8_t *u = tile + unit_at(b, j, p);
+                float *scl = (float *)(void *)(u + 64), *mins = (float *)(void *)(u + 128);
+                int sc = 0, m = 0;
+                if (blk) {
+                    /* sub-blocks 2c and 2c+1 are the low and high nibbles of qs[32c..32c+31] */
+                    __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 16 + 32 * (j / 2)));
+                    if (j & 1)
+                        q = _mm256_srli_epi16(q, 4);
+                    _mm256_storeu_si256((__m256i *)(void *)(u + 32 * half), _mm256_and_si256(q, _mm256_set1_epi8(0x0F)));
+                    scale_min(blk + 4, j, &sc, &m);
+                } else {
+                    memset(u + 32 * half, 0, 32);
+                }
+                _mm256_storeu_ps(scl + 8 * half, _mm256_set1_ps(d * (float)sc));
+                _mm256_storeu_ps(mins + 8 * half, _mm256_setzero_ps());
+                mins[8 * half] = dmin * (float)m;
+            }
+        }
+    }
+}
+
+static void hsum_halves(__m512 a, float *lo, float *hi) {
+    __m256 l = _mm512_castps512_ps256(a), h = _mm512_extractf32x8_ps(a, 1);
+    __m256 t = _mm256_hadd_ps(l, h);
+    t = _mm256_hadd_ps(t, t);
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
+    *lo = _mm_cvtss_f32(s);
+    *hi = _mm_cvtss_f32(_mm_shuffle_ps(s, s, 1));
+}
+
+static int bsum(const uint8_t *yb, int i) {
+    int16_t v;
+    memcpy(&v, yb + Q8_K_BSUMS + 2 * i, sizeof v);
+    return v;
+}
+
+static inline __attribute__((always_inline)) void kernel(const uint8_t *tile, int64_t nb, const uint8_t *y,
+                                                         size_t y_stride, int nc, float *out) {
+    __m512 acc[PAIRS][COLS];
+    for (int p = 0; p < PAIRS; p++)
+        for (int c = 0; c < COLS; c++)
+            acc[p][c] = _mm512_setzero_ps();
+    const __m512i zero = _mm512_setzero_si512();
+    for (int64_t b = 0; b < nb; b++) {
+        for (int j = 0; j < 8; j++) {
+            __m512i x[PAIRS];
+            for (int p = 0; p < PAIRS; p++)
+                x[p] = _mm512_loadu_si512((const void *)(tile + unit_at(b, j, p)));
+            for (int c = 0; c < nc; c++) {
+                const uint8_t *yb = y + (size_t)c * y_stride + (size_t)b * Q8_K_BYTES;
+                float dyf;
+                memcpy(&dyf, yb, sizeof dyf);
+                __m512i yv = _mm512_broadcast_i64x4(
+                    _mm256_loadu_si256((const __m256i *)(const void *)(yb + Q8_K_QS + 32 * j)));
+                __m512 dy = _mm512_set1_ps(dyf);
+                __m512 ysum = _mm512_set1_ps(dyf * (float)(bsum(yb, 2 * j) + bsum(yb, 2 * j + 1)));
+                for (int p = 0; p < PAIRS; p++) {
+                    const uint8_t *u = tile + unit_at(b, j, p);
+                    __m512i i = _mm512_dpbusd_epi32(zero, x[p], yv);
+                    __m512 d = _mm512_mul_ps(_mm512_loadu_ps((const float *)(const void *)(u + 64)), dy);
+                    acc[p][c] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(i), acc[p][c]);
+                    acc[p][c] = _mm512_fnmadd_ps(_mm512_loadu_ps((const float *)(const void *)(u + 128)), ysum,
+                                                 acc[p][c]);
+                }
+            }
+        }
+    }
+    for (int c = 0; c < nc; c++)
+        for (int p = 0; p < PAIRS; p++)
+            hsum_halves(acc[p][c], &out[c * CPU_Q8TILE_ROWS + 2 * p], &out[c * CPU_Q8TILE_ROWS + 2 * p + 1]);
+}
+
+void cpu_q4ktile_dot(const uint8_t *tile, int64_t K, const uint8_t *y, size_t y_stride, int ncols, float *out) {
+    int64_t nb = K / QK;
+    switch (ncols) {
+    case 1: kernel(tile, nb, y, y_stride, 1, out); break;
+    case 2: kernel(tile, nb, y, y_stride, 2, out); break;
+    case 3: kernel(tile, nb, y, y_stride, 3, out); break;
+    default: kernel(tile, nb, y, y_stride, 4, out); break;
+    }
+}
+
+#else /* no kernel in this build */
+
+bool cpu_q4ktile_available(tport_type_id type) {
+    (void)type;
+    return false;
+}
+
+size_t cpu_q4ktile_scratch(int64_t K) {
+    (void)K;
+    return 0;
+}
+
+void cpu_q4ktile_unpack(const uint8_t *const rows[], int nrows, int64_t K, uint8_t *tile) {
+    (void)rows, (void)nrows, (void)K, (void)tile;
+}
+
+void cpu_q4ktile_dot(const uint8_t *tile, int64_t K, const uint8_t *y, size_t y_stride, int ncols, float *out) {
+    (void)tile, (void)K, (void)y, (void)y_stride, (void)ncols, (void)out;
+}
+#endif

@@ -1,0 +1,8 @@
+/* Placeholder until this command lands; it says so and fails. */
+#include "commands.h"
+
+int cmd_quantize(int argc, char **argv) {
+    (void)argc;
+    (void)argv;
+    return tool_fail(2, "'%s' is not implemented yet", "quantize");
+}
