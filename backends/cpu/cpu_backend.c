@@ -176,13 +176,14 @@ static int64_t nelements(const tport_tensor_view *t) {
     return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
 }
 
-/* Threads worth using: small ops run on the calling thread alone. */
+/* Threads worth using: small ops run on the calling thread alone (waking
+ * a worker costs several microseconds, as much as ~50K multiply-adds). */
 static int threads_for(const cpu_op *op, int budget) {
     const tport_tensor_view *d = op->dst;
     int64_t work = nelements(d);
     if (d->op == TPORT_OP_MUL_MAT)
         work *= op->src[0]->ne[0];
-    if (work < 16384)
+    if (work < 65536)
         return 1;
     return budget;
 }

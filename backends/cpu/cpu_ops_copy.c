@@ -41,10 +41,43 @@ static uint8_t *element_at(const tport_tensor_view *t, int64_t e) {
     return (uint8_t *)t->data + off;
 }
 
+/* f32 from a transposed view (dim 1 adjacent in memory, dim 0 strided)
+ * into dense rows, e.g. attention's V^T: element by element every read
+ * touches another cache line; in 16 x 16 blocks each line read is used
+ * whole and the 16 rows written stay in cache. */
+#define TBLK 16
+static bool is_transpose_f32(const tport_tensor_view *d, const tport_tensor_view *s) {
+    return d->type == TPORT_TYPE_F32 && s->type == TPORT_TYPE_F32 && d->nb[0] == sizeof(float) &&
+           s->nb[1] == sizeof(float) && s->nb[0] != sizeof(float) && same_shape(d, s);
+}
+
+static void transpose_f32(const tport_tensor_view *d, const tport_tensor_view *s, int ith, int nth) {
+    int64_t nblk = (d->ne[1] + TBLK - 1) / TBLK, u0, u1;
+    cpu_split(nblk * d->ne[2] * d->ne[3], ith, nth, &u0, &u1);
+    for (int64_t u = u0; u < u1; u++) {
+        int64_t mat = u / nblk, ib = (u % nblk) * TBLK;
+        int64_t i2 = mat % d->ne[2], i3 = mat / d->ne[2];
+        int rows = (int)(d->ne[1] - ib < TBLK ? d->ne[1] - ib : TBLK);
+        float *out[TBLK];
+        for (int r = 0; r < rows; r++)
+            out[r] = (float *)cpu_row(d, ib + r, i2, i3);
+        const uint8_t *base = cpu_row(s, ib, i2, i3);
+        for (int64_t i0 = 0; i0 < d->ne[0]; i0++) {
+            const uint8_t *col = base + (size_t)i0 * s->nb[0]; /* rows ib.. of element i0, adjacent */
+            for (int r = 0; r < rows; r++)
+                memcpy(&out[r][i0], col + (size_t)r * sizeof(float), sizeof(float));
+        }
+    }
+}
+
 static void cpy_task(void *arg, int ith, int nth) {
     cpu_op *op = arg;
     const tport_tensor_view *d = op->dst, *s = op->src[0];
     float *buf = (float *)cpu_thread_scratch(op, ith);
+    if (is_transpose_f32(d, s)) {
+        transpose_f32(d, s, ith, nth);
+        return;
+    }
     if (same_shape(d, s)) {
         bool raw = d->type == s->type && cpu_rows_dense(d) && cpu_rows_dense(s);
         size_t row_bytes = (size_t)(d->ne[0] / (cpu_block_size(d->type) ? cpu_block_size(d->type) : 1)) *

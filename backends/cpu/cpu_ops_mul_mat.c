@@ -4,7 +4,12 @@
  *
  * Paths:
  * - a quantized with a vec_dot kernel (cpu_quant.h): b's rows are first
- *   converted to the kernel's vec_dot_type, then each output is one call;
+ *   converted to the kernel's vec_dot_type (Q8_0 by cpu_quantize_q8_0.c
+ *   where compiled in), then each output is one call;
+ * - the same for a batch (4+ columns of b) of Q8_0, Q4_0 or Q4_K weights
+ *   where the variant has the tiled kernels (cpu_mul_mat_q8tile.c,
+ *   cpu_mul_mat_q4ktile.c): 8 rows of a are unpacked once and swept over
+ *   all columns of b;
  * - otherwise everything is f32: rows of a that are not dense f32 are
  *   converted (dequantized) into per-thread scratch, and a tile of rows of
  *   a is dotted with each pair of rows of b using independent accumulators
@@ -34,6 +39,8 @@ typedef struct mm_plan {
 } mm_plan;
 
 enum { TILED_NONE, TILED_Q8_0, TILED_Q4_K }; /* cpu_mul_mat_q8tile.c, _q4ktile.c */
+/* Rows of b from which packing them is shared out among the threads. */
+#define PACK_MIN_ROWS_PER_THREAD 4
 /* Columns from which the tiled kernel beats one vec_dot per output. */
 #define TILED_MIN_COLS 4
 
@@ -92,6 +99,29 @@ static inline float hsum8(const v8f *v) {
     return s;
 }
 
+#if defined(__AVX__)
+#include <immintrin.h>
+/* out[r] = the lane sum of acc[r], r < TILE: a tree of horizontal adds
+ * gives four sums per few instructions, where one at a time costs about
+ * as much as a short dot product's multiply-adds (attention's are 64 long). */
+static inline void hsum_rows(const v8f acc[TILE], float out[TILE]) {
+    for (int r = 0; r < TILE; r += 4) {
+        __m256 v0, v1, v2, v3;
+        memcpy(&v0, &acc[r], sizeof v0);
+        memcpy(&v1, &acc[r + 1], sizeof v1);
+        memcpy(&v2, &acc[r + 2], sizeof v2);
+        memcpy(&v3, &acc[r + 3], sizeof v3);
+        __m256 q = _mm256_hadd_ps(_mm256_hadd_ps(v0, v1), _mm256_hadd_ps(v2, v3));
+        _mm_storeu_ps(out + r, _mm_add_ps(_mm256_castps256_ps128(q), _mm256_extractf128_ps(q, 1)));
+    }
+}
+#else
+static inline void hsum_rows(const v8f acc[TILE], float out[TILE]) {
+    for (int r = 0; r < TILE; r++)
+        out[r] = hsum8(&acc[r]);
+}
+#endif
+
 static float dot1(int64_t K, const float *a, const float *b) {
     v8f acc = {0};
     int64_t k = 0;
@@ -108,7 +138,7 @@ static float dot1(int64_t K, const float *a, const float *b) {
 }
 
 /* TILE rows of a against one row of b: b is loaded once per step. */
-static void dot4(int64_t K, const float *const a[TILE], const float *b, float out[TILE]) {
+static void dot_tile(int64_t K, const float *const a[TILE], const float *b, float out[TILE]) {
     v8f acc[TILE];
     for (int r = 0; r < TILE; r++)
         acc[r] = (v8f){0};
@@ -121,17 +151,15 @@ static void dot4(int64_t K, const float *const a[TILE], const float *b, float ou
             acc[r] += x * bv;
         }
     }
-    for (int r = 0; r < TILE; r++) {
-        float s = hsum8(&acc[r]);
+    hsum_rows(acc, out);
+    for (int r = 0; r < TILE; r++)
         for (int64_t kk = k; kk < K; kk++)
-            s += a[r][kk] * b[kk];
-        out[r] = s;
-    }
+            out[r] += a[r][kk] * b[kk];
 }
 
 /* TILE rows of a against two rows of b: 2 * TILE accumulators, TILE + 2
  * loads per 2 * TILE multiply-adds. */
-static void dot4x2(int64_t K, const float *const a[TILE], const float *b0, const float *b1, float o0[TILE],
+static void dot_tile_x2(int64_t K, const float *const a[TILE], const float *b0, const float *b1, float o0[TILE],
                    float o1[TILE]) {
     v8f c0[TILE], c1[TILE];
     for (int r = 0; r < TILE; r++)
@@ -147,9 +175,9 @@ static void dot4x2(int64_t K, const float *const a[TILE], const float *b0, const
             c1[r] += x * y1;
         }
     }
+    hsum_rows(c0, o0);
+    hsum_rows(c1, o1);
     for (int r = 0; r < TILE; r++) {
-        o0[r] = hsum8(&c0[r]);
-        o1[r] = hsum8(&c1[r]);
         for (int64_t kk = k; kk < K; kk++) {
             o0[r] += a[r][kk] * b0[kk];
             o1[r] += a[r][kk] * b1[kk];
@@ -164,15 +192,15 @@ static float dot1(int64_t K, const float *a, const float *b) {
     return s;
 }
 
-static void dot4(int64_t K, const float *const a[TILE], const float *b, float out[TILE]) {
+static void dot_tile(int64_t K, const float *const a[TILE], const float *b, float out[TILE]) {
     for (int r = 0; r < TILE; r++)
         out[r] = dot1(K, a[r], b);
 }
 
-static void dot4x2(int64_t K, const float *const a[TILE], const float *b0, const float *b1, float o0[TILE],
+static void dot_tile_x2(int64_t K, const float *const a[TILE], const float *b0, const float *b1, float o0[TILE],
                    float o1[TILE]) {
-    dot4(K, a, b0, o0);
-    dot4(K, a, b1, o1);
+    dot_tile(K, a, b0, o0);
+    dot_tile(K, a, b1, o1);
 }
 #endif
 
@@ -258,10 +286,10 @@ static void compute_task(void *arg, int ith, int nth) {
                 for (int k = 0; k < rows; k++)
                     p->vec_dot(p->K, &s[k], araw[k], brow);
             } else if (rows == TILE && j + 1 < p->M) {
-                dot4x2(p->K, af, brow, b_row(job, j + 1, i12, i13), s, s1);
+                dot_tile_x2(p->K, af, brow, b_row(job, j + 1, i12, i13), s, s1);
                 pair = 1;
             } else if (rows == TILE) {
-                dot4(p->K, af, brow, s);
+                dot_tile(p->K, af, brow, s);
             } else {
                 for (int k = 0; k < rows; k++)
                     s[k] = dot1(p->K, af[k], brow);
@@ -321,7 +349,9 @@ static void tiled_task(void *arg, int ith, int nth) {
 void cpu_run_mul_mat(cpu_pool *pool, cpu_op *op) {
     mm_job job = {op, make_plan(op)};
     if (job.plan.packed_row) {
-        cpu_pool_run(pool, pack_task, &job, op->nth);
+        /* a few rows (generation) are packed faster than workers wake up */
+        int nth = cpu_nrows(op->src[1]) < PACK_MIN_ROWS_PER_THREAD * op->nth ? 1 : op->nth;
+        cpu_pool_run(pool, pack_task, &job, nth);
         if (atomic_load(&op->status))
             return;
     }

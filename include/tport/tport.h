@@ -134,6 +134,16 @@ tport_status tport_backend_load(const char *path);
 int tport_backend_count(void);            /* active backends          */
 const char *tport_backend_name(int i);    /* in preference order      */
 
+/* ---- quantization -------------------------------------------------------- */
+/* Reference quantize/dequantize of n elements (a multiple of the type's block size). rule = NULL for the default rule, else a name from tport_quant_rule_name(). */
+tport_status tport_quantize(tport_type_id type, const char *rule, const float *src, void *dst, int64_t n);
+tport_status tport_dequantize(tport_type_id type, const void *src, float *dst, int64_t n);
+int tport_quant_rule_count(tport_type_id type);
+const char *tport_quant_rule_name(tport_type_id type, int i);   /* NULL if out of range */
+const char *tport_quant_rule_about(tport_type_id type, int i);  /* period, commit */
+typedef struct tport_conversion { int kind; /* 0 identity, 1 lossless, 2 lossy, 3 impossible */ int64_t n; double rmse; double max_abs_err; } tport_conversion;
+tport_status tport_convert_data(tport_type_id from, const void *src, tport_type_id to, void *dst, int64_t n, tport_conversion *report);
+
 /* ---- models and sessions ------------------------------------------------- */
 typedef struct tport_model tport_model;
 typedef struct tport_session tport_session;

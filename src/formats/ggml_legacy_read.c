@@ -14,7 +14,7 @@
 
 /* On-disk ggml type code at a given quantization version -> tensorport
  * type id (formats.md 1.6, 3.8); false if that code cannot occur. */
-static bool map_type(uint32_t code, int qnt, tport_type_id *out) {
+bool mf_legacy_map_type(uint32_t code, int qnt, tport_type_id *out) {
     if (code == 0 || code == 1) {
         *out = code == 0 ? TPORT_TYPE_F32 : TPORT_TYPE_F16;
         return true;
@@ -120,7 +120,8 @@ static tport_status read_vocab(tport_model_file *mf, mf_cursor *c, uint32_t n_vo
     return TPORT_STATUS_OK;
 }
 
-static tport_status read_tensor(tport_model_file *mf, mf_cursor *c, int qnt, bool aligned, int *n_rowsplit) {
+static tport_status read_tensor(tport_model_file *mf, mf_cursor *c, int qnt, bool aligned, int *n_rowsplit,
+                                bool qk64, bool *saw_kquant) {
     uint64_t at = c->pos;
     int32_t n_dims, name_len;
     uint32_t code;
@@ -149,8 +150,13 @@ static tport_status read_tensor(tport_model_file *mf, mf_cursor *c, int qnt, boo
     raw[name_len] = '\0';
     mf_normalize_llama_name(raw, norm, sizeof norm);
     tport_type_id type;
-    if (!map_type(code, qnt, &type))
+    if (!mf_legacy_map_type(code, qnt, &type))
         return mf_fail(c, at + 8, "tensor '%s': type %u does not exist at quantization version %d", raw, code, qnt);
+    if (type >= TPORT_TYPE_Q2_K && type <= TPORT_TYPE_Q6_K) {
+        *saw_kquant = true;
+        if (qk64)
+            mf_qk64_type(type, &type);
+    }
     if (aligned)
         MF_TRY(mf_align(c, 32, "tensor data alignment padding"));
     uint64_t nbytes;
@@ -176,7 +182,65 @@ static tport_status read_tensor(tport_model_file *mf, mf_cursor *c, int qnt, boo
     return mf_add_tensor(mf, c, at, norm, strlen(norm), type, n_dims, ne, data_at);
 }
 
+/* Tensor records to the end of the file.  A GGML_QKK_64 build wrote
+ * k-quants with 64-element super-blocks and nothing in the file says so
+ * (formats.md 3.7): if the records do not parse with QK_K = 256 sizes and
+ * a k-quant tensor was among them, they are read again with QK_K = 64. */
+static tport_status read_tensors(tport_model_file *mf, mf_cursor *c, int qnt, bool aligned, int *n_rowsplit) {
+    uint64_t start = c->pos;
+    bool saw_kquant = false;
+    tport_status s = TPORT_STATUS_OK;
+    while (!s && c->pos < c->size)
+        s = read_tensor(mf, c, qnt, aligned, n_rowsplit, false, &saw_kquant);
+    if (!s || !saw_kquant || s != TPORT_STATUS_BAD_FORMAT)
+        return s;
+    char first[512];
+    snprintf(first, sizeof first, "%s", tport_last_error());
+    mf->n_tensors = 0; /* names already copied stay owned until close */
+    *n_rowsplit = 0;
+    c->pos = start;
+    s = TPORT_STATUS_OK;
+    while (!s && c->pos < c->size)
+        s = read_tensor(mf, c, qnt, aligned, n_rowsplit, true, &saw_kquant);
+    if (s)
+        return tport_error(TPORT_STATUS_BAD_FORMAT, "%s", first);
+    snprintf(mf->notes, sizeof mf->notes, "k-quant tensors in the QK_K = 64 layout (a GGML_QKK_64 build)");
+    return TPORT_STATUS_OK;
+}
+
+static tport_status read_llama(tport_model_file *mf, mf_cursor *c);
+
 tport_status mf_read_ggml_legacy(tport_model_file *mf, mf_cursor *c) {
+    uint32_t magic;
+    MF_TRY(mf_read_u32(c, &magic, "magic"));
+    c->pos = 0;
+    if (magic != MAGIC_GGML)
+        return read_llama(mf, c);
+    /* Unversioned: a ggml example (gpt-2, gpt-j, neox) or llama.cpp's llama. */
+    mf->container = TPORT_CONTAINER_GGML;
+    char why[384];
+    int progress;
+    tport_status s = mf_read_ggml_example(mf, c, why, sizeof why, &progress);
+    if (s != TPORT_STATUS_UNSUPPORTED)
+        return s;
+    c->pos = 0;
+    mf->container = TPORT_CONTAINER_UNKNOWN;
+    s = read_llama(mf, c);
+    if (s != TPORT_STATUS_BAD_FORMAT)
+        return s;
+    char llama_why[384];
+    const char *e = tport_last_error();
+    size_t n = strlen(c->path);
+    if (!strncmp(e, c->path, n) && e[n] == ':' && e[n + 1] == ' ')
+        e += n + 2;
+    snprintf(llama_why, sizeof llama_why, "%s", e);
+    if (progress >= 1) /* the vocabulary count of some layout matched: an example file */
+        return mf_fail(c, 4, "unknown ggml-example architecture (tried %s); as llama: %s", why, llama_why);
+    return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: %s; nor a ggml-example file: unknown ggml-example architecture "
+                       "(tried %s)", c->path, llama_why, why);
+}
+
+static tport_status read_llama(tport_model_file *mf, mf_cursor *c) {
     uint32_t magic, version = 0;
     MF_TRY(mf_read_u32(c, &magic, "magic"));
     if (magic == MAGIC_GGML) {
@@ -216,8 +280,7 @@ tport_status mf_read_ggml_legacy(tport_model_file *mf, mf_cursor *c) {
     bool aligned = mf->container == TPORT_CONTAINER_GGJT;
     mf->alignment = aligned ? 32 : 0;
     int n_rowsplit = 0;
-    while (c->pos < c->size)
-        MF_TRY(read_tensor(mf, c, qnt, aligned, &n_rowsplit));
+    MF_TRY(read_tensors(mf, c, qnt, aligned, &n_rowsplit));
     MF_TRY(mf_check_unique_names(mf, c));
     /* Records run to the end of the file, so a file cut at a record
      * boundary would read as a smaller model: insist on the tensors a

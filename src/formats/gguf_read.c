@@ -1,6 +1,7 @@
 /* GGUF reader, versions 1 to 3 (formats.md section 2).  Metadata is copied
  * into memory owned by the model file; tensor data stays in the read-only
  * mapping (zero copy). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -236,6 +237,82 @@ static tport_status read_tensor_info(gguf_reader *g, tensor_info *ti) {
     return TPORT_STATUS_OK;
 }
 
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Bytes of n_el elements of type, or 0 if the row length ne0 does not fit
+ * its blocks (or the size overflows). */
+static uint64_t kquant_bytes(tport_type_id type, int64_t ne0, uint64_t n_el) {
+    int64_t block;
+    uint64_t bb, out;
+    if (!mf_type_size(type, &block, &bb) || ne0 % block)
+        return 0;
+    return mf_mul_u64(n_el / (uint64_t)block, bb, &out) ? out : 0;
+}
+
+/* GGML_QKK_64 builds (2023-06-26 .. 2024-05-23) wrote k-quants with
+ * 64-element super-blocks under the same type ids (formats.md 3.7); only
+ * the data offsets tell: the room up to the next tensor (or the end of the
+ * file) holds the 64-layout size but the 256-layout size, padded, leaves
+ * bytes unexplained (or the row length is no multiple of 256).  A file
+ * comes from one build, so one k-quant tensor that only fits the 256
+ * layout keeps them all as they are. */
+static bool detect_qk64(tensor_info *infos, uint64_t n, uint64_t data_size, uint64_t align) {
+    uint64_t n_k = 0;
+    for (uint64_t i = 0; i < n; i++)
+        n_k += infos[i].type >= TPORT_TYPE_Q2_K && infos[i].type <= TPORT_TYPE_Q6_K;
+    if (n_k == 0)
+        return false;
+    uint64_t *offs = malloc((size_t)n * sizeof *offs);
+    if (!offs)
+        return false; /* the sizes are checked later either way */
+    for (uint64_t i = 0; i < n; i++)
+        offs[i] = infos[i].offset;
+    qsort(offs, (size_t)n, sizeof *offs, cmp_u64);
+    uint64_t votes64 = 0, votes256 = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        tensor_info *ti = &infos[i];
+        tport_type_id t64;
+        if (!mf_qk64_type((tport_type_id)ti->type, &t64) || ti->offset >= data_size)
+            continue;
+        uint64_t n_el = 1;
+        bool ok = true;
+        for (int d = 0; d < 4; d++)
+            ok = ok && mf_mul_u64(n_el, (uint64_t)ti->ne[d], &n_el);
+        if (!ok)
+            continue;
+        /* first offset above this one */
+        size_t lo = 0, hi = (size_t)n;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (offs[mid] <= ti->offset)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        uint64_t next = lo < n && offs[lo] < data_size ? offs[lo] : data_size;
+        uint64_t gap = next - ti->offset;
+        uint64_t s256 = kquant_bytes((tport_type_id)ti->type, ti->ne[0], n_el);
+        uint64_t s64 = kquant_bytes(t64, ti->ne[0], n_el);
+        uint64_t s256_padded = s256 + (align - s256 % align) % align;
+        if (s64 && s64 <= gap && (!s256 || s256_padded < gap))
+            votes64++;
+        else if (s256 && s256 <= gap && (!s64 || s64 > gap))
+            votes256++;
+    }
+    free(offs);
+    if (votes64 == 0 || votes256 > 0)
+        return false;
+    for (uint64_t i = 0; i < n; i++) {
+        tport_type_id t64;
+        if (mf_qk64_type((tport_type_id)infos[i].type, &t64))
+            infos[i].type = t64;
+    }
+    return true;
+}
+
 static tport_status read_tensors(gguf_reader *g, uint64_t n_tensors) {
     tport_model_file *mf = g->mf;
     mf_cursor *c = g->c;
@@ -252,6 +329,8 @@ static tport_status read_tensors(gguf_reader *g, uint64_t n_tensors) {
         if (n_tensors > 0 && start > c->size)
             s = mf_fail(c, c->pos, "tensor data would start past the end of the file");
         mf->data_offset = start;
+        if (!s && detect_qk64(infos, n_tensors, c->size - start, align))
+            snprintf(mf->notes, sizeof mf->notes, "k-quant tensors in the QK_K = 64 layout (a GGML_QKK_64 build)");
         for (uint64_t i = 0; i < n_tensors && !s; i++) {
             tensor_info *ti = &infos[i];
             uint64_t abs;

@@ -88,6 +88,8 @@ tport_status mf_add_tensor(tport_model_file *mf, const mf_cursor *c, uint64_t at
 /* Appends a tensor whose data is owned (already allocated with mf_alloc). */
 tport_status mf_add_owned_tensor(tport_model_file *mf, const char *name, tport_type_id type,
                                  int n_dims, const int64_t *ne, void *data, uint64_t nbytes);
+/* The QK_K = 64 revision of a k-quant type (Q2_K..Q6_K); false for others. */
+bool mf_qk64_type(tport_type_id type, tport_type_id *qk64);
 /* Rejects two tensors with the same name. */
 tport_status mf_check_unique_names(const tport_model_file *mf, const mf_cursor *c);
 
@@ -100,6 +102,14 @@ bool mf_normalize_llama_name(const char *name, char *out, size_t cap);
 /* ---- readers ------------------------------------------------------------- */
 tport_status mf_read_gguf(tport_model_file *mf, mf_cursor *c);
 tport_status mf_read_ggml_legacy(tport_model_file *mf, mf_cursor *c);
+/* On-disk ggml type code at a quantization version (0, 1, 2) -> exact
+ * layout-revision type id; false if that code cannot occur. */
+bool mf_legacy_map_type(uint32_t code, int qnt, tport_type_id *out);
+/* The ggml examples' files (gpt-2, gpt-j, gpt-neox) behind a 'ggml' magic:
+ * OK when one layout fits and was read; UNSUPPORTED when none fits (then
+ * `why` lists each layout's reason and *progress says how far the best
+ * got: 1 = its vocabulary count matched n_vocab); other codes are errors. */
+tport_status mf_read_ggml_example(tport_model_file *mf, mf_cursor *c, char *why, size_t cap, int *progress);
 tport_status mf_read_llama2c(tport_model_file *mf, mf_cursor *c);
 tport_status mf_read_safetensors(tport_model_file *mf, mf_cursor *c);
 /* True if the bytes look like a legacy (headerless) llama2.c checkpoint. */

@@ -24,7 +24,21 @@ static const struct {
     {TPORT_TYPE_Q4_1_QNT0, 32, 24}, {TPORT_TYPE_Q4_2_QNT0, 16, 10}, {TPORT_TYPE_Q4_3_QNT0, 16, 12},
     {TPORT_TYPE_Q5_0_QNT0, 32, 22}, {TPORT_TYPE_Q5_1_QNT0, 32, 24}, {TPORT_TYPE_Q8_0_QNT1, 32, 36},
     {TPORT_TYPE_Q4_0_QNT1, 32, 20}, {TPORT_TYPE_Q4_1_QNT1, 32, 24},
+    /* GGML_QKK_64 builds (formats.md 3.7): 64-element super-blocks */
+    {TPORT_TYPE_Q2_K_QK64, 64, 24}, {TPORT_TYPE_Q3_K_QK64, 64, 28}, {TPORT_TYPE_Q4_K_QK64, 64, 38},
+    {TPORT_TYPE_Q5_K_QK64, 64, 46}, {TPORT_TYPE_Q6_K_QK64, 64, 54},
 };
+
+bool mf_qk64_type(tport_type_id type, tport_type_id *qk64) {
+    switch (type) {
+    case TPORT_TYPE_Q2_K: *qk64 = TPORT_TYPE_Q2_K_QK64; return true;
+    case TPORT_TYPE_Q3_K: *qk64 = TPORT_TYPE_Q3_K_QK64; return true;
+    case TPORT_TYPE_Q4_K: *qk64 = TPORT_TYPE_Q4_K_QK64; return true;
+    case TPORT_TYPE_Q5_K: *qk64 = TPORT_TYPE_Q5_K_QK64; return true;
+    case TPORT_TYPE_Q6_K: *qk64 = TPORT_TYPE_Q6_K_QK64; return true;
+    default: return false;
+    }
+}
 
 bool mf_type_size(tport_type_id type, int64_t *block, uint64_t *block_bytes) {
     const tport_type_info *ti = tport_type_get(type);

@@ -5,9 +5,11 @@
  * stable name, the period and commit it was in use, and a function with the
  * tport_from_float_fn signature (n a multiple of the block size).
  *
- * Exactly one rule per type is the default: the function of the type
- * table's from_float (today's rule for current types, the last rule of the
- * period for historical revisions). */
+ * Exactly one rule per type is the default, and it is the type's LAST rule
+ * (rules are listed oldest first): it writes what the type table's
+ * from_float writes (today's rule for current types, the last rule of the
+ * period for historical revisions).  tests/quant/test_quant_rules.c checks
+ * this; `tport quantize --list-rules` relies on it. */
 #ifndef TPORT_QUANT_RULES_H
 #define TPORT_QUANT_RULES_H
 
@@ -37,5 +39,11 @@ void tport_quant_q4_0_qnt0_amax7(const float *src, void *dst, int64_t n);
 void tport_quant_q4_1_qnt0_flt_min(const float *src, void *dst, int64_t n);
 void tport_quant_q4_2_qnt0_amax7(const float *src, void *dst, int64_t n);
 void tport_quant_q4_2_qnt0_rmse(const float *src, void *dst, int64_t n);
+/* The 2023 k-quant quantizers (kquants_2023.c). */
+void tport_quant_q2_K_2023(const float *src, void *dst, int64_t n);
+void tport_quant_q4_K_2023(const float *src, void *dst, int64_t n);
+void tport_quant_q5_K_2023(const float *src, void *dst, int64_t n);
+void tport_quant_q6_K_2023(const float *src, void *dst, int64_t n);
+void tport_quant_q8_K_2023(const float *src, void *dst, int64_t n);
 
 #endif

@@ -79,6 +79,8 @@ int main(void) {
     static const int64_t shapes[][3] = {
         /* K, N, M */
         {256, 13, 1}, {256, 13, 3}, {256, 13, 4}, {512, 21, 9}, {256, 8, 17}, {768, 5, 6},
+        /* big enough (>= 64K multiply-adds) for the backend to use 2 threads */
+        {512, 37, 11}, {1024, 19, 8}, {768, 300, 1},
     };
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)

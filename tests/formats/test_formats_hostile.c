@@ -226,6 +226,29 @@ int main(void) {
         bit_flips(legacy[i].what, &b, 1000);
         bb_free(&b);
     }
+    /* the ggml examples' files (gpt-2, gpt-j, gpt-neox, starcoder, mpt) and a
+     * GGJT v3 file of a QK_K = 64 build */
+    const struct { const char *what; int arch; int32_t ftype; int bytes; } examples[] = {
+        {"ggml gpt-2 qnt0", SAMPLE_GPT2, 2, 20}, {"ggml gpt-j qnt1", SAMPLE_GPTJ, 1002, 20},
+        {"ggml gpt-neox qnt2", SAMPLE_NEOX, 2002, 18}, {"ggml starcoder qnt1", SAMPLE_STARCODER, 1002, 20},
+        {"ggml mpt qnt2", SAMPLE_MPT, 2002, 18}};
+    for (size_t i = 0; i < sizeof examples / sizeof examples[0]; i++) {
+        bb b = {0};
+        sample_ggml_example(&b, examples[i].arch, 32, examples[i].ftype, 2, 32, examples[i].bytes, NULL);
+        every_prefix(examples[i].what, &b);
+        bit_flips(examples[i].what, &b, 1000);
+        bb_free(&b);
+    }
+    {
+        bb b = {0};
+        uint8_t blk[38];
+        float want[64];
+        sample_qk64_q4k_block(blk, want);
+        sample_ggjt3_kquant(&b, 64, 12, blk, 38, 2 * 38);
+        every_prefix("ggjt v3 qk64", &b);
+        bit_flips("ggjt v3 qk64", &b, 1000);
+        bb_free(&b);
+    }
     gguf_corruptions();
     llama2c_corruptions();
     unlink(tmp_path);

@@ -36,8 +36,11 @@ static const char *tname(tport_type_id t) {
 
 /* The current type a historical layout becomes: same family where one
  * exists (lossless for the nibble permutations, f32 -> f16 scale rounding
- * otherwise), q8_0 for the 16-element q4_2/q4_3 that have no successor. */
-static tport_type_id nearest_current(tport_type_id t) {
+ * otherwise), q8_0 for the 16-element q4_2/q4_3 that have no successor,
+ * today's 256-element k-quant for a QK_K = 64 one (requantized, lossy)
+ * or f16 when the row length is no multiple of 256. */
+static tport_type_id nearest_current(const tport_mf_tensor *src) {
+    tport_type_id t = src->type;
     switch (t) {
     case TPORT_TYPE_Q4_0_QNT0: case TPORT_TYPE_Q4_0_QNT1: return TPORT_TYPE_Q4_0;
     case TPORT_TYPE_Q4_1_QNT0: case TPORT_TYPE_Q4_1_QNT1: return TPORT_TYPE_Q4_1;
@@ -45,6 +48,11 @@ static tport_type_id nearest_current(tport_type_id t) {
     case TPORT_TYPE_Q5_1_QNT0: return TPORT_TYPE_Q5_1;
     case TPORT_TYPE_Q8_0_QNT1: return TPORT_TYPE_Q8_0;
     case TPORT_TYPE_Q4_2_QNT0: case TPORT_TYPE_Q4_3_QNT0: return TPORT_TYPE_Q8_0;
+    case TPORT_TYPE_Q2_K_QK64: case TPORT_TYPE_Q3_K_QK64: case TPORT_TYPE_Q4_K_QK64: case TPORT_TYPE_Q5_K_QK64:
+    case TPORT_TYPE_Q6_K_QK64:
+        if (src->ne[0] % 256)
+            return TPORT_TYPE_F16;
+        return (tport_type_id)(TPORT_TYPE_Q2_K + (t - TPORT_TYPE_Q2_K_QK64));
     default: return t;
     }
 }
@@ -131,6 +139,21 @@ static int32_t *derive_token_types(const tport_vocab *v) {
     return tt;
 }
 
+static tport_status set_tokenizer(tport_gguf_writer *w, const tport_model_file *mf, int32_t **owned_tt);
+
+/* A pre-GGUF file of another architecture (the ggml examples' gpt-2, gpt-j,
+ * gpt-neox): the reader already put its hyperparameters in the kv list
+ * under GGUF's key names for the arch. */
+static tport_status set_other_metadata(tport_gguf_writer *w, const tport_model_file *mf, int32_t **owned_tt) {
+    tport_status s = tport_gguf_set_str(w, "general.architecture", mf->arch);
+    const char *base = strrchr(mf->path, '/');
+    s = s ? s : tport_gguf_set_str(w, "general.name", base ? base + 1 : mf->path);
+    for (int i = 0; !s && i < mf->n_kv; i++)
+        if (strncmp(mf->kv[i].key, "general.", 8))
+            s = tport_gguf_set_kv(w, mf->kv[i].key, &mf->kv[i]);
+    return s ? s : set_tokenizer(w, mf, owned_tt);
+}
+
 static tport_status set_llama_metadata(tport_gguf_writer *w, const tport_model_file *mf, int32_t **owned_tt) {
     const tport_llama_hparams *hp = &mf->hp;
     tport_status s = tport_gguf_set_str(w, "general.architecture", "llama");
@@ -149,8 +172,13 @@ static tport_status set_llama_metadata(tport_gguf_writer *w, const tport_model_f
         s = tport_gguf_set_str(w, "llama.rope.scaling.type", "linear");
         s = s ? s : tport_gguf_set_f32(w, "llama.rope.scaling.factor", 1.0f / hp->rope_freq_scale);
     }
+    return s ? s : set_tokenizer(w, mf, owned_tt);
+}
+
+static tport_status set_tokenizer(tport_gguf_writer *w, const tport_model_file *mf, int32_t **owned_tt) {
     const tport_vocab *v = &mf->vocab;
-    if (s || v->n_tokens <= 0)
+    tport_status s = TPORT_STATUS_OK;
+    if (v->n_tokens <= 0)
         return s;
     s = tport_gguf_set_str(w, "tokenizer.ggml.model", v->model[0] ? v->model : "llama");
     s = s ? s : tport_gguf_set_array(w, "tokenizer.ggml.tokens", TPORT_KV_STRING, v->tokens, (uint64_t)v->n_tokens);
@@ -253,7 +281,7 @@ int cmd_convert(int argc, char **argv) {
         p->src = t;
         p->to = t->type;
         if (t->type >= TPORT_TYPE_Q4_0_QNT0) {
-            p->to = nearest_current(t->type);
+            p->to = nearest_current(t);
             p->why = "(historical layout -> nearest current type)";
         }
         const tport_type_info *ti = target >= 0 ? tport_type_get((tport_type_id)target) : NULL;
@@ -278,10 +306,12 @@ int cmd_convert(int argc, char **argv) {
             if (strcmp(mf->kv[i].key, "general.alignment"))
                 s = tport_gguf_set_kv(w, mf->kv[i].key, &mf->kv[i]);
     } else if (!s) {
-        if (strcmp(mf->arch, "llama"))
-            s = tport_error(TPORT_STATUS_UNSUPPORTED, "%s: architecture '%s' cannot be converted", in, mf->arch);
-        else
+        if (!strcmp(mf->arch, "llama"))
             s = set_llama_metadata(w, mf, &owned_tt);
+        else if (mf->arch[0] && mf->n_kv > 0)
+            s = set_other_metadata(w, mf, &owned_tt);
+        else
+            s = tport_error(TPORT_STATUS_UNSUPPORTED, "%s: architecture '%s' cannot be converted", in, mf->arch);
     }
     if (!s && (target >= 0 || mf->container != TPORT_CONTAINER_GGUF || n_changed)) {
         tport_type_id mostly = TPORT_TYPE_F32;

@@ -118,18 +118,35 @@ static void print_text(const tport_model_file *mf) {
     if (mf->quant_version >= 0)
         printf("quantization:  version %d\n", mf->quant_version);
     printf("file type:     %u (%s)\n", mf->file_type, ftype_name(mf->file_type));
+    if (mf->container == TPORT_CONTAINER_GGML && mf->quant_version > 0)
+        printf("stored ftype:  %u (quantization version * 1000 + file type, as the ggml examples write it)\n",
+               (uint32_t)mf->quant_version * 1000 + mf->file_type);
     if (mf->alignment)
         printf("alignment:     %u\n", mf->alignment);
     if (mf->notes[0])
         printf("note:          %s\n", mf->notes);
     printf("architecture:  %s\n", mf->arch[0] ? mf->arch : "(unknown)");
-    printf("hyperparameters:\n");
-    printf("  n_vocab %u  n_ctx %u  n_embd %u  n_ff %u  n_layer %u\n", hp->n_vocab, hp->n_ctx, hp->n_embd, hp->n_ff,
-           hp->n_layer);
-    printf("  n_head %u  n_head_kv %u  n_rot %u  norm_eps %g\n", hp->n_head, hp->n_head_kv, hp->n_rot,
-           (double)hp->norm_eps);
-    printf("  rope: %s, freq_base %g, freq_scale %g\n", hp->rope_mode == TPORT_ROPE_NEOX ? "neox" : "normal",
-           (double)hp->rope_freq_base, (double)hp->rope_freq_scale);
+    size_t arch_len = strlen(mf->arch);
+    if (arch_len && strcmp(mf->arch, "llama") && mf->n_kv > 0) {
+        /* another architecture (ggml examples, GGUF): tport_llama_hparams
+         * does not describe it; its "ARCH.*" keys do */
+        printf("hyperparameters: (%s)\n", mf->arch);
+        for (int i = 0; i < mf->n_kv; i++) {
+            if (strncmp(mf->kv[i].key, mf->arch, arch_len) || mf->kv[i].key[arch_len] != '.')
+                continue;
+            printf("  %-40s ", mf->kv[i].key);
+            print_value(stdout, &mf->kv[i], false);
+            printf("\n");
+        }
+    } else {
+        printf("hyperparameters:\n");
+        printf("  n_vocab %u  n_ctx %u  n_embd %u  n_ff %u  n_layer %u\n", hp->n_vocab, hp->n_ctx, hp->n_embd,
+               hp->n_ff, hp->n_layer);
+        printf("  n_head %u  n_head_kv %u  n_rot %u  norm_eps %g\n", hp->n_head, hp->n_head_kv, hp->n_rot,
+               (double)hp->norm_eps);
+        printf("  rope: %s, freq_base %g, freq_scale %g\n", hp->rope_mode == TPORT_ROPE_NEOX ? "neox" : "normal",
+               (double)hp->rope_freq_base, (double)hp->rope_freq_scale);
+    }
     const tport_vocab *v = &mf->vocab;
     if (v->n_tokens > 0)
         printf("tokenizer:     %s, %d tokens%s, bos %d, eos %d, unk %d, pad %d, add_bos %s\n",
@@ -137,7 +154,7 @@ static void print_text(const tport_model_file *mf) {
                v->pad, v->add_bos ? "yes" : "no");
     else
         printf("tokenizer:     none in the file\n");
-    if (mf->n_kv > 0) {
+    if (mf->n_kv > 0 && (!strcmp(mf->arch, "llama") || mf->container == TPORT_CONTAINER_GGUF)) {
         printf("metadata (%d keys):\n", mf->n_kv);
         for (int i = 0; i < mf->n_kv; i++) {
             printf("  %-40s %-7s ", mf->kv[i].key, kv_type_name(mf->kv[i].type));
