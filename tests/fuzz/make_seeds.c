@@ -42,6 +42,19 @@ int main(int argc, char **argv) {
         sample_legacy(&b, legacy[i].magic, legacy[i].version);
         rc |= save(argv[1], legacy[i].name, &b);
     }
+    const struct { const char *name; int arch; int32_t ftype; int bytes; } examples[] = {
+        {"ggml-gpt2-qnt0", SAMPLE_GPT2, 2, 20},           {"ggml-gptj-qnt1", SAMPLE_GPTJ, 1002, 20},
+        {"ggml-gptneox-qnt2", SAMPLE_NEOX, 2002, 18},     {"ggml-starcoder-qnt1", SAMPLE_STARCODER, 1002, 20},
+        {"ggml-mpt-qnt2", SAMPLE_MPT, 2002, 18}};
+    for (size_t i = 0; i < sizeof examples / sizeof examples[0]; i++) {
+        sample_ggml_example(&b, examples[i].arch, 32, examples[i].ftype, 2, 32, examples[i].bytes, NULL);
+        rc |= save(argv[1], examples[i].name, &b);
+    }
+    uint8_t blk[38];
+    float want[64];
+    sample_qk64_q4k_block(blk, want);
+    sample_ggjt3_kquant(&b, 64, 12, blk, 38, 2 * 38);
+    rc |= save(argv[1], "ggjt-v3-qk64", &b);
     const char *st = "{\"__metadata__\": {}, \"model.norm.weight\": {\"dtype\": \"F32\", \"shape\": [2, 2], "
                      "\"data_offsets\": [0, 16]}}";
     bb_u64(&b, strlen(st));
