@@ -20,19 +20,6 @@ static const char *kind_name(int32_t kind) {
     }
 }
 
-static void json_string(const char *s) {
-    putchar('"');
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-        if (*p == '"' || *p == '\\')
-            printf("\\%c", *p);
-        else if (*p < 0x20)
-            printf("\\u%04x", *p);
-        else
-            putchar(*p);
-    }
-    putchar('"');
-}
-
 static void json_isa_list(uint64_t isa) {
     char names[256];
     tport_isa_names(isa, names, sizeof names);
@@ -40,7 +27,7 @@ static void json_isa_list(uint64_t isa) {
     int first = 1;
     for (char *save = NULL, *tok = strtok_r(names, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
         printf("%s", first ? "" : ", ");
-        json_string(tok);
+        tool_json_string(stdout, tok);
         first = 0;
     }
     putchar(']');
@@ -52,11 +39,11 @@ static void print_json(void) {
     printf("{\n  \"host_abi\": \"%d.%d\",\n  \"cpu_features\": ", TPORT_ABI_MAJOR, TPORT_ABI_MINOR);
     json_isa_list(tport_isa_host());
     printf(",\n  \"installed_dir\": ");
-    json_string(dir);
+    tool_json_string(stdout, dir);
     printf(",\n  \"active\": [");
     for (int i = 0; i < tport_backend_count(); i++) {
         printf("%s", i ? ", " : "");
-        json_string(tport_backend_name(i));
+        tool_json_string(stdout, tport_backend_name(i));
     }
     printf("],\n  \"candidates\": [");
     int n = tport_registry_candidate_count();
@@ -64,32 +51,32 @@ static void print_json(void) {
         tport_candidate_report r;
         tport_registry_candidate(i, &r);
         printf("%s\n    {\"path\": ", i ? "," : "");
-        json_string(r.path);
+        tool_json_string(stdout, r.path);
         printf(", \"origin\": ");
-        json_string(r.origin);
+        tool_json_string(stdout, r.origin);
         printf(", \"name\": ");
-        json_string(r.name);
+        tool_json_string(stdout, r.name);
         printf(", \"version\": ");
-        json_string(r.version);
+        tool_json_string(stdout, r.version);
         if (r.abi_major)
             printf(", \"abi\": \"%u.%u\"", r.abi_major, r.abi_minor);
         else
             printf(", \"abi\": null");
         printf(", \"score\": %d, \"status\": ", r.score);
-        json_string(tport_candidate_status_name(r.status));
+        tool_json_string(stdout, tport_candidate_status_name(r.status));
         printf(", \"reason\": ");
-        json_string(r.reason);
+        tool_json_string(stdout, r.reason);
         printf(", \"required_isa\": ");
         json_isa_list(r.required_isa);
         printf(", \"devices\": [");
         for (int d = 0; d < r.n_devices; d++) {
             const tport_device_info *dev = &r.devices[d];
             printf("%s{\"name\": ", d ? ", " : "");
-            json_string(dev->name);
+            tool_json_string(stdout, dev->name);
             printf(", \"kind\": ");
-            json_string(kind_name(dev->kind));
+            tool_json_string(stdout, kind_name(dev->kind));
             printf(", \"description\": ");
-            json_string(dev->description);
+            tool_json_string(stdout, dev->description);
             printf(", \"memory_total\": %" PRIu64 ", \"memory_free\": %" PRIu64 "}", dev->memory_total,
                    dev->memory_free);
         }

@@ -24,38 +24,25 @@ typedef struct printer {
     int rows;
 } printer;
 
-static void json_string(const char *s) {
-    putchar('"');
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-        if (*p == '"' || *p == '\\')
-            printf("\\%c", *p);
-        else if (*p < 0x20)
-            printf("\\u%04x", *p);
-        else
-            putchar(*p);
-    }
-    putchar('"');
-}
-
 static void print_result(const tport_check_result *r, void *user) {
     printer *p = user;
     if (p->json) {
         printf("%s\n    {\"tier\": ", p->rows++ ? "," : "");
-        json_string(r->tier);
+        tool_json_string(stdout, r->tier);
         printf(", \"op\": ");
-        json_string(r->op);
+        tool_json_string(stdout, r->op);
         printf(", \"types\": ");
-        json_string(r->types);
+        tool_json_string(stdout, r->types);
         printf(", \"shape\": ");
-        json_string(r->shape);
+        tool_json_string(stdout, r->shape);
         if (r->max_err >= 0 && isfinite(r->max_err))
             printf(", \"max_error\": %.3g", r->max_err);
         else
             printf(", \"max_error\": null");
         printf(", \"tolerance\": %.3g, \"result\": ", r->tolerance);
-        json_string(tport_check_outcome_name(r->outcome));
+        tool_json_string(stdout, tport_check_outcome_name(r->outcome));
         printf(", \"note\": ");
-        json_string(r->note);
+        tool_json_string(stdout, r->note);
         printf("}");
         return;
     }
@@ -136,11 +123,11 @@ int cmd_check_backend(int argc, char **argv) {
     }
     if (pr.json) {
         printf("{\n  \"backend\": ");
-        json_string(c.name);
+        tool_json_string(stdout, c.name);
         printf(", \"version\": ");
-        json_string(c.version);
+        tool_json_string(stdout, c.version);
         printf(", \"path\": ");
-        json_string(embedded ? "(embedded)" : path);
+        tool_json_string(stdout, embedded ? "(embedded)" : path);
         printf(", \"host_abi\": \"%d.%d\",\n  \"results\": [", TPORT_ABI_MAJOR, TPORT_ABI_MINOR);
     } else {
         printf("checking '%s' %s (%s), negotiated ABI %u.%u, score %d\n\n", c.name, c.version,

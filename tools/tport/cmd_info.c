@@ -31,40 +31,6 @@ static const char *kv_type_name(tport_kv_type t) {
     return (unsigned)t < sizeof names / sizeof names[0] ? names[t] : "?";
 }
 
-/* Length of the valid UTF-8 sequence at p (1-4), or 0 if invalid. */
-static int utf8_len(const unsigned char *p) {
-    int n = p[0] < 0x80 ? 1 : (p[0] >> 5) == 6 ? 2 : (p[0] >> 4) == 14 ? 3 : (p[0] >> 3) == 30 ? 4 : 0;
-    if (n == 0 || (n == 2 && p[0] < 0xc2) || (n == 4 && p[0] > 0xf4))
-        return 0;
-    for (int i = 1; i < n; i++)
-        if ((p[i] & 0xc0) != 0x80)
-            return 0;
-    if ((n == 3 && p[0] == 0xe0 && p[1] < 0xa0) || (n == 3 && p[0] == 0xed && p[1] >= 0xa0) ||
-        (n == 4 && p[0] == 0xf0 && p[1] < 0x90) || (n == 4 && p[0] == 0xf4 && p[1] >= 0x90))
-        return 0; /* overlong, surrogate, beyond U+10FFFF */
-    return n;
-}
-
-/* JSON string: quotes, backslashes and control bytes escaped; bytes that
- * are not valid UTF-8 (model files hold anything) become U+FFFD. */
-static void json_str(FILE *f, const char *s) {
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p;) {
-        int n = utf8_len(p);
-        if (n == 0) {
-            fputs("\\ufffd", f);
-            p++;
-        } else if (*p == '"' || *p == '\\') {
-            fprintf(f, "\\%c", *p++);
-        } else if (*p < 0x20) {
-            fprintf(f, "\\u%04x", *p++);
-        } else {
-            fwrite(p, 1, (size_t)n, f);
-            p += n;
-        }
-    }
-    fputc('"', f);
-}
 
 static void print_scalar(FILE *f, const tport_kv *kv, bool json) {
     switch (kv->type) {
@@ -85,7 +51,7 @@ static void print_scalar(FILE *f, const tport_kv *kv, bool json) {
         break;
     case TPORT_KV_STRING:
         if (json)
-            json_str(f, kv->v.s);
+            tool_json_string(f, kv->v.s);
         else
             fprintf(f, "\"%.80s\"%s", kv->v.s, strlen(kv->v.s) > 80 ? "..." : "");
         break;
@@ -191,13 +157,13 @@ static void print_json(const tport_model_file *mf) {
     const tport_vocab *v = &mf->vocab;
     char buf[32];
     printf("{\"file\": ");
-    json_str(stdout, mf->path);
+    tool_json_string(stdout, mf->path);
     printf(", \"file_size\": %" PRIu64 ", \"container\": \"%s\", \"version\": %u, \"quantization_version\": %d",
            mf->file_size, tport_container_name(mf->container), mf->version, mf->quant_version);
     printf(", \"file_type\": %u, \"alignment\": %u, \"note\": ", mf->file_type, mf->alignment);
-    json_str(stdout, mf->notes);
+    tool_json_string(stdout, mf->notes);
     printf(", \"architecture\": ");
-    json_str(stdout, mf->arch);
+    tool_json_string(stdout, mf->arch);
     printf(",\n \"hparams\": {\"n_vocab\": %u, \"n_ctx\": %u, \"n_embd\": %u, \"n_ff\": %u, \"n_layer\": %u, "
            "\"n_head\": %u, \"n_head_kv\": %u, \"n_rot\": %u, \"norm_eps\": %.9g, \"rope_freq_base\": %.9g, "
            "\"rope_freq_scale\": %.9g, \"rope_mode\": \"%s\"}",
@@ -205,14 +171,14 @@ static void print_json(const tport_model_file *mf) {
            (double)hp->norm_eps, (double)hp->rope_freq_base, (double)hp->rope_freq_scale,
            hp->rope_mode == TPORT_ROPE_NEOX ? "neox" : "normal");
     printf(",\n \"tokenizer\": {\"model\": ");
-    json_str(stdout, v->model);
+    tool_json_string(stdout, v->model);
     printf(", \"n_tokens\": %d, \"has_scores\": %s, \"bos\": %d, \"eos\": %d, \"unk\": %d, \"pad\": %d, "
            "\"add_bos\": %s}",
            v->n_tokens, v->scores ? "true" : "false", v->bos, v->eos, v->unk, v->pad, v->add_bos ? "true" : "false");
     printf(",\n \"metadata\": {");
     for (int i = 0; i < mf->n_kv; i++) {
         printf(i ? ",\n  " : "\n  ");
-        json_str(stdout, mf->kv[i].key);
+        tool_json_string(stdout, mf->kv[i].key);
         printf(": ");
         print_value(stdout, &mf->kv[i], true);
     }
@@ -226,7 +192,7 @@ static void print_json(const tport_model_file *mf) {
         total_bytes += t->nbytes;
         total_elems += elems;
         printf(i ? ",\n  {\"name\": " : "\n  {\"name\": ");
-        json_str(stdout, t->name);
+        tool_json_string(stdout, t->name);
         printf(", \"type\": \"%s\", \"type_id\": %u, \"shape\": [", type_name(t->type, buf, sizeof buf), t->type);
         for (int d = 0; d < t->n_dims; d++)
             printf(d ? ", %" PRId64 : "%" PRId64, t->ne[d]);

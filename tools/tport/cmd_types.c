@@ -28,19 +28,6 @@ static void usage(FILE *out) {
             "  --help   this text\n");
 }
 
-static void json_string(const char *s) {
-    putchar('"');
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-        if (*p == '"' || *p == '\\')
-            printf("\\%c", *p);
-        else if (*p < 0x20)
-            printf("\\u%04x", *p);
-        else
-            putchar(*p);
-    }
-    putchar('"');
-}
-
 /* Does backend b support dst = mul_mat(weights of `t`, f32 activations)? */
 static int backend_supports(const tport_active_backend *b, const tport_type_traits *t, void *buf) {
     if (!b->api || !b->api->supports_op)
@@ -104,33 +91,33 @@ int cmd_types(int argc, char **argv) {
         printf("{\n  \"backends\": [");
         for (int b = 0; b < nb; b++) {
             printf("%s", b ? ", " : "");
-            json_string(tport_registry_active(b)->name);
+            tool_json_string(stdout, tport_registry_active(b)->name);
         }
         printf("],\n  \"types\": [\n");
         for (int i = 0; i < nt; i++) {
             const tport_type_traits *t = tport_traits_at(i);
             const tport_type_traits *vt = tport_traits(t->info.vec_dot_type);
             printf("    {\"id\": %u, \"name\": ", t->info.id);
-            json_string(t->info.name);
+            tool_json_string(stdout, t->info.name);
             printf(", \"family\": ");
-            json_string(t->family);
+            tool_json_string(stdout, t->family);
             printf(", \"revision\": ");
-            json_string(t->revision);
+            tool_json_string(stdout, t->revision);
             printf(", \"block_size\": %lld, \"block_bytes\": %llu, \"bits_per_weight\": %.4g, \"quantized\": %s,",
                    (long long)t->info.block_size, (unsigned long long)t->info.block_bytes, t->bits_per_weight,
                    t->info.is_quantized ? "true" : "false");
             printf(" \"vec_dot_type\": ");
-            json_string(vt ? vt->info.name : "");
+            tool_json_string(stdout, vt ? vt->info.name : "");
             printf(", \"dequantize\": %s, \"quantize\": %s, \"defined_in\": ", t->to_float ? "true" : "false",
                    t->from_float ? "true" : "false");
-            json_string(t->defined_in);
+            tool_json_string(stdout, t->defined_in);
             printf(", \"supported_by\": [");
             int first = 1;
             for (int b = 0; b < nb; b++) {
                 if (!sup[i * MAX_BACKENDS + b])
                     continue;
                 printf("%s", first ? "" : ", ");
-                json_string(tport_registry_active(b)->name);
+                tool_json_string(stdout, tport_registry_active(b)->name);
                 first = 0;
             }
             printf("]}%s\n", i + 1 < nt ? "," : "");

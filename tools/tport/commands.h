@@ -2,6 +2,8 @@
 #ifndef TPORT_TOOL_COMMANDS_H
 #define TPORT_TOOL_COMMANDS_H
 
+#include <stdio.h>
+
 int cmd_backends(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_types(int argc, char **argv);
@@ -13,6 +15,11 @@ int cmd_synth(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_dequantize(int argc, char **argv);
+
+/* Writes s as a JSON string: quotes, backslashes and control bytes escaped;
+ * bytes that are not valid UTF-8 (model files hold anything) become U+FFFD.
+ * NULL is written as "". */
+void tool_json_string(FILE *f, const char *s);
 
 /* Prints "tport: <message>" on stderr; returns `status` for `return fail(..)`. */
 int tool_fail(int status, const char *fmt, ...)
