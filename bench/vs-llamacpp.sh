@@ -88,6 +88,12 @@ fi
 mkdir -p "$logdir"
 echo "vs-llamacpp: raw outputs in $logdir" >&2
 
+# The machine's state goes into the table's header: on a shared machine
+# the load average says how far the numbers can be trusted.
+loadavg() { cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo "?"; }
+load_start=$(loadavg)
+started=$(date -u +%Y-%m-%dT%H:%MZ)
+
 failed=0
 results="$logdir/runs.tsv"   # model threads tool round json-file
 : >"$results"
@@ -118,6 +124,7 @@ for m in "${models[@]}"; do
     done
 done
 
+echo "<!-- $started to $(date -u +%H:%MZ); $("$tport" --version 2>/dev/null); load average at start $load_start, at end $(loadavg) -->"
 # Medians over every sample of every round; the ratio is tensorport/llama.cpp.
 python3 - "$results" "$p" "$n" <<'PY' || failed=1
 import json, statistics, sys

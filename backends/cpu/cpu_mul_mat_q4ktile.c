@@ -10,10 +10,9 @@
  * per super-block b, sub-block j and row pair p (rows 2p, 2p+1):
  *   vals: 64 bytes, the pair's 32 nibbles of sub-block j each,
  *   scls: 16 floats, d * sc[j] of row 2p (lanes 0-7) and 2p+1 (8-15),
- *   mins: 16 floats, dmin * m[j] in lanes 0 and 8, zero elsewhere (the
- *         accumulator's 8 lanes per row are summed at the end, so the min
- *         term is added to one lane of each row).
- * sum(y_j) comes from Q8_K's bsums.  Integer sums are exact; the float
+ * and after all of those, per (b, j), mins: 8 floats, dmin * m[j] of the 8
+ * rows, whose products with dy * sum(y_j) (from Q8_K's bsums) build up in
+ * one 8-lane accumulator per column, taken off at the end.  Integer sums are exact; the float
  * additions are ordered differently from the per-row kernel. */
 #include <string.h>
 
@@ -30,14 +29,14 @@
 #define Q8_K_BSUMS 260
 #define PAIRS (CPU_Q8TILE_ROWS / 2)
 #define COLS 4
-#define UNIT ((size_t)64 * 3) /* vals, scls, mins of one (sub-block, pair) */
+#define UNIT ((size_t)64 * 2) /* vals, scls of one (sub-block, pair) */
 
 bool cpu_q4ktile_available(tport_type_id type) {
     return type == TPORT_TYPE_Q4_K;
 }
 
 size_t cpu_q4ktile_scratch(int64_t K) {
-    return (size_t)(K / QK) * 8 * PAIRS * UNIT + 64;
+    return (size_t)(K / QK) * 8 * (PAIRS * UNIT + 8 * sizeof(float)) + 64;
 }
 
 static float half_at(const uint8_t *p) {
@@ -62,6 +61,11 @@ static size_t unit_at(int64_t b, int j, int p) {
     return (size_t)((b * 8 + j) * PAIRS + p) * UNIT;
 }
 
+/* The mins of sub-block j of super-block b: 8 floats after every unit. */
+static size_t mins_at(int64_t nb, int64_t b, int j) {
+    return (size_t)(nb * 8) * PAIRS * UNIT + (size_t)(b * 8 + j) * 8 * sizeof(float);
+}
+
 void cpu_q4ktile_unpack(const uint8_t *const rows[], int nrows, int64_t K, uint8_t *tile) {
     int64_t nb = K / QK;
     for (int r = 0; r < CPU_Q8TILE_ROWS; r++) {
@@ -71,7 +75,7 @@ void cpu_q4ktile_unpack(const uint8_t *const rows[], int nrows, int64_t K, uint8
             float d = blk ? half_at(blk) : 0.0f, dmin = blk ? half_at(blk + 2) : 0.0f;
             for (int j = 0; j < 8; j++) {
                 uint8_t *u = tile + unit_at(b, j, p);
-                float *scl = (float *)(void *)(u + 64), *mins = (float *)(void *)(u + 128);
+                float *scl = (float *)(void *)(u + 64), *mins = (float *)(void *)(tile + mins_at(nb, b, j));
                 int sc = 0, m = 0;
                 if (blk) {
                     /* sub-blocks 2c and 2c+1 are the low and high nibbles of qs[32c..32c+31] */
@@ -84,8 +88,7 @@ void cpu_q4ktile_unpack(const uint8_t *const rows[], int nrows, int64_t K, uint8
                     memset(u + 32 * half, 0, 32);
                 }
                 _mm256_storeu_ps(scl + 8 * half, _mm256_set1_ps(d * (float)sc));
-                _mm256_storeu_ps(mins + 8 * half, _mm256_setzero_ps());
-                mins[8 * half] = dmin * (float)m;
+                mins[r] = dmin * (float)m;
             }
         }
     }
@@ -109,15 +112,19 @@ static int bsum(const uint8_t *yb, int i) {
 static inline __attribute__((always_inline)) void kernel(const uint8_t *tile, int64_t nb, const uint8_t *y,
                                                          size_t y_stride, int nc, float *out) {
     __m512 acc[PAIRS][COLS];
-    for (int p = 0; p < PAIRS; p++)
-        for (int c = 0; c < COLS; c++)
+    __m256 macc[COLS];
+    for (int c = 0; c < COLS; c++) {
+        macc[c] = _mm256_setzero_ps();
+        for (int p = 0; p < PAIRS; p++)
             acc[p][c] = _mm512_setzero_ps();
+    }
     const __m512i zero = _mm512_setzero_si512();
     for (int64_t b = 0; b < nb; b++) {
         for (int j = 0; j < 8; j++) {
             __m512i x[PAIRS];
             for (int p = 0; p < PAIRS; p++)
                 x[p] = _mm512_loadu_si512((const void *)(tile + unit_at(b, j, p)));
+            const __m256 mins = _mm256_loadu_ps((const float *)(const void *)(tile + mins_at(nb, b, j)));
             for (int c = 0; c < nc; c++) {
                 const uint8_t *yb = y + (size_t)c * y_stride + (size_t)b * Q8_K_BYTES;
                 float dyf;
@@ -125,21 +132,27 @@ static inline __attribute__((always_inline)) void kernel(const uint8_t *tile, in
                 __m512i yv = _mm512_broadcast_i64x4(
                     _mm256_loadu_si256((const __m256i *)(const void *)(yb + Q8_K_QS + 32 * j)));
                 __m512 dy = _mm512_set1_ps(dyf);
-                __m512 ysum = _mm512_set1_ps(dyf * (float)(bsum(yb, 2 * j) + bsum(yb, 2 * j + 1)));
+                macc[c] = _mm256_fmadd_ps(mins, _mm256_set1_ps(dyf * (float)(bsum(yb, 2 * j) + bsum(yb, 2 * j + 1))),
+                                          macc[c]);
                 for (int p = 0; p < PAIRS; p++) {
                     const uint8_t *u = tile + unit_at(b, j, p);
                     __m512i i = _mm512_dpbusd_epi32(zero, x[p], yv);
                     __m512 d = _mm512_mul_ps(_mm512_loadu_ps((const float *)(const void *)(u + 64)), dy);
                     acc[p][c] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(i), acc[p][c]);
-                    acc[p][c] = _mm512_fnmadd_ps(_mm512_loadu_ps((const float *)(const void *)(u + 128)), ysum,
-                                                 acc[p][c]);
                 }
             }
         }
     }
-    for (int c = 0; c < nc; c++)
-        for (int p = 0; p < PAIRS; p++)
-            hsum_halves(acc[p][c], &out[c * CPU_Q8TILE_ROWS + 2 * p], &out[c * CPU_Q8TILE_ROWS + 2 * p + 1]);
+    for (int c = 0; c < nc; c++) {
+        float m[8];
+        _mm256_storeu_ps(m, macc[c]);
+        for (int p = 0; p < PAIRS; p++) {
+            float *o = &out[c * CPU_Q8TILE_ROWS + 2 * p];
+            hsum_halves(acc[p][c], &o[0], &o[1]);
+            o[0] -= m[2 * p];
+            o[1] -= m[2 * p + 1];
+        }
+    }
 }
 
 void cpu_q4ktile_dot(const uint8_t *tile, int64_t K, const uint8_t *y, size_t y_stride, int ncols, float *out) {

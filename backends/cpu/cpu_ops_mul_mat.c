@@ -288,7 +288,7 @@ static void compute_task(void *arg, int ith, int nth) {
             } else if (rows == TILE && j + 1 < p->M) {
                 dot_tile_x2(p->K, af, brow, b_row(job, j + 1, i12, i13), s, s1);
                 pair = 1;
-            } else if (rows == TILE) {
+            } else if (rows == TILE && p->M > 1) {
                 dot_tile(p->K, af, brow, s);
             } else {
                 for (int k = 0; k < rows; k++)

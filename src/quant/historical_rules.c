@@ -17,74 +17,27 @@
  * As elsewhere in src/quant: no FMA contraction, the f32 id is used even
  * when d is stored as f16, and float -> int conversions of NaN/Inf behave
  * as on x86-64 (q_cvtt). */
-#include <float.h>
-
-#include "quant_impl.h"
+#include "legacy_block.h"
 #include "quant_rules.h"
 
-static void pack_interleaved(uint8_t *qs, const uint8_t *q, int n) {
-    for (int j = 0; j < n / 2; j++)
-        qs[j] = (uint8_t)(q[2 * j] | q[2 * j + 1] << 4);
-}
+/* q4_0_qnt0 "amax7": {f32 d; u8 qs[16]}, d = amax/7, q = (int8)roundf(x*id) + 8 */
+static const q_layout q4_0_qnt0 = Q_LAYOUT(32, 4, true, false, Q_NIB_INTERLEAVED);
+static const q_rule q4_0_amax7 = Q_RULE(Q_D_ABSMAX, 7, q_rule_round_i8_plus8);
+/* q4_1_qnt0 "flt-min": {f32 d; f32 m; u8 qs[16]}, q = roundf((x-min)*id) */
+static const q_layout q4_1_qnt0 = Q_LAYOUT(32, 4, true, true, Q_NIB_INTERLEAVED);
+static const q_rule q4_1_flt_min = Q_RULE(Q_D_MIN_MAX_FLT_MIN, 15, q_rule_round);
+/* q4_2_qnt0 "amax7": {f16 d; u8 qs[8]}, 16 elements, q = (uint8)(x*id + 8.5f) */
+static const q_layout q4_2_qnt0 = Q_LAYOUT(16, 4, false, false, Q_NIB_INTERLEAVED);
+static const q_rule q4_2_amax7 = Q_RULE(Q_D_ABSMAX, 7, q_rule_add_8_5);
 
-/* ggml's MAX(amax, |x|) loop: a NaN wins only if it is last. */
-static float abs_max(const float *x, int n) {
-    float amax = 0.0f;
-    for (int j = 0; j < n; j++) {
-        const float a = fabsf(x[j]);
-        amax = amax > a ? amax : a;
-    }
-    return amax;
+void tport_quant_q4_0_qnt0_amax7(const float *x, void *y, int64_t n) {
+    q_quantize_row(&q4_0_qnt0, &q4_0_amax7, x, y, n);
 }
-
-/* ---- q4_0_qnt0 "amax7": {f32 d; u8 qs[16]} ----------------------------- */
-void tport_quant_q4_0_qnt0_amax7(const float *x, void *vy, int64_t n) {
-    uint8_t *y = vy;
-    for (int64_t b = 0; b < n / 32; b++, x += 32, y += 20) {
-        const float d = abs_max(x, 32) / 7;
-        const float id = d ? 1.0f / d : 0.0f;
-        q_wr_f32(y, d);
-        uint8_t q[32];
-        for (int j = 0; j < 32; j++)
-            q[j] = q_to_u8(q_to_i8(q_cvtt(roundf(x[j] * id))) + 8);
-        pack_interleaved(y + 4, q, 32);
-    }
+void tport_quant_q4_1_qnt0_flt_min(const float *x, void *y, int64_t n) {
+    q_quantize_row(&q4_1_qnt0, &q4_1_flt_min, x, y, n);
 }
-
-/* ---- q4_1_qnt0 "flt-min": {f32 d; f32 m; u8 qs[16]} -------------------- */
-void tport_quant_q4_1_qnt0_flt_min(const float *x, void *vy, int64_t n) {
-    uint8_t *y = vy;
-    for (int64_t b = 0; b < n / 32; b++, x += 32, y += 24) {
-        float min = FLT_MAX, max = FLT_MIN; /* the quirk: FLT_MIN, not -FLT_MAX */
-        for (int j = 0; j < 32; j++) {
-            if (x[j] < min)
-                min = x[j];
-            if (x[j] > max)
-                max = x[j];
-        }
-        const float d = (max - min) / 15;
-        const float id = d ? 1.0f / d : 0.0f;
-        q_wr_f32(y, d);
-        q_wr_f32(y + 4, min);
-        uint8_t q[32];
-        for (int j = 0; j < 32; j++)
-            q[j] = q_to_u8(q_cvtt(roundf((x[j] - min) * id)));
-        pack_interleaved(y + 8, q, 32);
-    }
-}
-
-/* ---- q4_2_qnt0 "amax7": {f16 d; u8 qs[8]}, 16 elements ----------------- */
-void tport_quant_q4_2_qnt0_amax7(const float *x, void *vy, int64_t n) {
-    uint8_t *y = vy;
-    for (int64_t b = 0; b < n / 16; b++, x += 16, y += 10) {
-        const float d = abs_max(x, 16) / 7;
-        const float id = d ? 1.0f / d : 0.0f;
-        q_wr_f16(y, d);
-        uint8_t q[16];
-        for (int j = 0; j < 16; j++)
-            q[j] = q_to_u8(q_cvtt(x[j] * id + 8.5f));
-        pack_interleaved(y + 2, q, 16);
-    }
+void tport_quant_q4_2_qnt0_amax7(const float *x, void *y, int64_t n) {
+    q_quantize_row(&q4_2_qnt0, &q4_2_amax7, x, y, n);
 }
 
 /* ---- q4_2_qnt0 "rmse" -------------------------------------------------- */
@@ -101,7 +54,7 @@ static const float rmse_candidates[8] = {8.7f, 8.3f, 8.1f, 7.8f, 7.3f, 7.0f, 6.3
 static int clamp_q(int l) { return q_max_i(RMSE_NMIN, q_min_i(RMSE_NMAX, l)); }
 
 static float rmse_block(const float *x, int n, int8_t *L) {
-    const float amax = abs_max(x, n);
+    const float amax = q_absmax(x, n);
     if (!amax) {
         for (int i = 0; i < n; i++)
             L[i] = 0;
@@ -148,10 +101,10 @@ void tport_quant_q4_2_qnt0_rmse(const float *x, void *vy, int64_t n) {
     uint8_t *y = vy;
     for (int64_t b = 0; b < n / 16; b++, x += 16, y += 10) {
         int8_t L[16];
-        q_wr_f16(y, rmse_block(x, 16, L));
+        const float d = rmse_block(x, 16, L);
         uint8_t q[16];
         for (int j = 0; j < 16; j++)
             q[j] = (uint8_t)(L[j] + 8);
-        pack_interleaved(y + 2, q, 16);
+        q_write_block(&q4_2_qnt0, y, d, 0.0f, q);
     }
 }

@@ -51,14 +51,8 @@ static void iq4_quantize_superblock(int sbs, const float *x, uint8_t *dh, uint8_
         uint8_t *Lb = L + ib * BS;
         for (int j = 0; j < BS; ++j)
             weight[j] = xb[j] * xb[j];
-        float amax = 0, max = 0;
-        for (int j = 0; j < BS; ++j) {
-            const float ax = fabsf(xb[j]);
-            if (ax > amax) {
-                amax = ax;
-                max = xb[j];
-            }
-        }
+        float amax;
+        const float max = q_max_by_abs(xb, BS, &amax);
         if (amax < 1e-15f) {
             scales[ib] = 0;
             continue;

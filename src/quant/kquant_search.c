@@ -19,14 +19,8 @@ static float rmse_weight(int rmse_type, const float *qw, const float *x, int i) 
 }
 
 float tport_make_qx_quants(int n, int nmax, const float *x, int8_t *L, int rmse_type, const float *qw) {
-    float max = 0, amax = 0;
-    for (int i = 0; i < n; ++i) {
-        const float ax = fabsf(x[i]);
-        if (ax > amax) {
-            amax = ax;
-            max = x[i];
-        }
-    }
+    float amax;
+    const float max = q_max_by_abs(x, n, &amax);
     if (amax < GROUP_MAX_EPS) { /* all zero (or NaN) */
         for (int i = 0; i < n; ++i)
             L[i] = 0;
@@ -83,14 +77,8 @@ float tport_make_qx_quants(int n, int nmax, const float *x, int8_t *L, int rmse_
 }
 
 float tport_make_q3_quants(int n, int nmax, const float *x, int8_t *L, bool do_rmse) {
-    float max = 0, amax = 0;
-    for (int i = 0; i < n; ++i) {
-        const float ax = fabsf(x[i]);
-        if (ax > amax) {
-            amax = ax;
-            max = x[i];
-        }
-    }
+    float amax;
+    const float max = q_max_by_abs(x, n, &amax);
     if (amax < GROUP_MAX_EPS) {
         for (int i = 0; i < n; ++i)
             L[i] = 0;

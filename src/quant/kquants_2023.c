@@ -21,14 +21,9 @@
  * upstream; nearest_int of those is the bit trick, never UB. */
 #include <stdbool.h>
 
+#include "kquant_blocks.h"
 #include "quant_impl.h"
 #include "quant_rules.h"
-
-enum { Q2K_SCALES = 0, Q2K_QS = 16, Q2K_D = 80, Q2K_DMIN = 82, Q2K_BYTES = 84 };
-enum { Q4K_D = 0, Q4K_DMIN = 2, Q4K_SCALES = 4, Q4K_QS = 16, Q4K_BYTES = 144 };
-enum { Q5K_D = 0, Q5K_DMIN = 2, Q5K_SCALES = 4, Q5K_QH = 16, Q5K_QS = 48, Q5K_BYTES = 176 };
-enum { Q6K_QL = 0, Q6K_QH = 128, Q6K_SCALES = 192, Q6K_D = 208, Q6K_BYTES = 210 };
-enum { Q8K_D = 0, Q8K_QS = 4, Q8K_BSUMS = 260, Q8K_BYTES = 292 };
 
 static int clampi(int v, int lo, int hi) { return q_max_i(lo, q_min_i(hi, v)); }
 
@@ -81,14 +76,8 @@ static float qkx1(int n, int nmax, const float *x, uint8_t *L, float *the_min, i
 
 /* make_qx_quants of 2023 with rmse_type 1 (weights x^2); L = l + nmax. */
 static float qx_rmse1(int n, int nmax, const float *x, int8_t *L) {
-    float max = 0, amax = 0;
-    for (int i = 0; i < n; ++i) {
-        const float ax = fabsf(x[i]);
-        if (ax > amax) {
-            amax = ax;
-            max = x[i];
-        }
-    }
+    float amax;
+    const float max = q_max_by_abs(x, n, &amax);
     if (!amax) {
         for (int i = 0; i < n; ++i)
             L[i] = 0;
@@ -155,224 +144,44 @@ static float qx_rmse1(int n, int nmax, const float *x, int8_t *L) {
     return scale;
 }
 
-static void get_scale_min_k4(int j, const uint8_t *q, uint8_t *d, uint8_t *m) {
-    if (j < 4) {
-        *d = q[j] & 63;
-        *m = q[j + 4] & 63;
-    } else {
-        *d = (uint8_t)((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
-        *m = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
-    }
-}
+/* ---- Q2_K, Q4_K, Q5_K: qkx1 per sub-block ------------------------------ */
+typedef void (*write_fn)(uint8_t *y, const float *x, uint8_t *L, const float *scales, const float *mins);
 
-/* ---- Q2_K ---------------------------------------------------------------- */
-void tport_quant_q2_K_2023(const float *x, void *vy, int64_t n) {
-    uint8_t *y = vy;
+/* Sub-blocks of `sub` elements quantized in [0, nmax] by qkx1; L starts at
+ * 0 and is carried across super-blocks (see the top of the file). */
+static void quant_qkx1(const float *x, uint8_t *y, int64_t n, int sub, int nmax, int bytes, write_fn write) {
     uint8_t L[QK_K] = {0};
     float mins[QK_K / 16], scales[QK_K / 16];
-    const float q4scale = 15.f;
-    for (int64_t i = 0; i < n / QK_K; i++, x += QK_K, y += Q2K_BYTES) {
-        float max_scale = 0, max_min = 0;
-        for (int j = 0; j < QK_K / 16; ++j) {
-            scales[j] = qkx1(16, 3, x + 16 * j, L + 16 * j, &mins[j], 5);
-            if (scales[j] > max_scale)
-                max_scale = scales[j];
-            if (mins[j] > max_min)
-                max_min = mins[j];
-        }
-        uint8_t *sc = y + Q2K_SCALES;
-        if (max_scale > 0) {
-            const float iscale = q4scale / max_scale;
-            for (int j = 0; j < QK_K / 16; ++j)
-                sc[j] = (uint8_t)q_nearest_int(iscale * scales[j]);
-            q_wr_f16(y + Q2K_D, max_scale / q4scale);
-        } else {
-            for (int j = 0; j < QK_K / 16; ++j)
-                sc[j] = 0;
-            q_wr_f16(y + Q2K_D, 0.f);
-        }
-        if (max_min > 0) {
-            const float iscale = q4scale / max_min;
-            for (int j = 0; j < QK_K / 16; ++j)
-                sc[j] = (uint8_t)(sc[j] | (unsigned)q_nearest_int(iscale * mins[j]) << 4);
-            q_wr_f16(y + Q2K_DMIN, max_min / q4scale);
-        } else {
-            q_wr_f16(y + Q2K_DMIN, 0.f);
-        }
-        for (int j = 0; j < QK_K / 16; ++j) {
-            const float d = q_rd_f16(y + Q2K_D) * (float)(sc[j] & 0xF);
-            if (!d)
-                continue;
-            const float dm = q_rd_f16(y + Q2K_DMIN) * (float)(sc[j] >> 4);
-            for (int ii = 0; ii < 16; ++ii)
-                L[16 * j + ii] = (uint8_t)clampi(q_nearest_int((x[16 * j + ii] + dm) / d), 0, 3);
-        }
-        for (int j = 0; j < QK_K; j += 128)
-            for (int l = 0; l < 32; ++l)
-                y[Q2K_QS + j / 4 + l] =
-                    (uint8_t)(L[j + l] | L[j + l + 32] << 2 | L[j + l + 64] << 4 | L[j + l + 96] << 6);
+    for (int64_t i = 0; i < n / QK_K; i++, x += QK_K, y += bytes) {
+        for (int j = 0; j < QK_K / sub; ++j)
+            scales[j] = qkx1(sub, nmax, x + sub * j, L + sub * j, &mins[j], 5);
+        write(y, x, L, scales, mins);
     }
 }
 
-/* ---- Q4_K / Q5_K: 8 sub-blocks of 32, 6-bit scales and mins ------------- */
-static void q45_scales(uint8_t *y, int off_d, int off_dmin, int off_scales, const float *scales, const float *mins) {
-    float max_scale = 0, max_min = 0;
-    for (int j = 0; j < QK_K / 32; ++j) {
-        if (scales[j] > max_scale)
-            max_scale = scales[j];
-        if (mins[j] > max_min)
-            max_min = mins[j];
-    }
-    const float inv_scale = max_scale > 0 ? 63.f / max_scale : 0.f;
-    const float inv_min = max_min > 0 ? 63.f / max_min : 0.f;
-    uint8_t *s = y + off_scales;
-    for (int j = 0; j < QK_K / 32; ++j) {
-        uint8_t ls = (uint8_t)q_nearest_int(inv_scale * scales[j]);
-        uint8_t lm = (uint8_t)q_nearest_int(inv_min * mins[j]);
-        ls = (uint8_t)q_min_i(63, ls);
-        lm = (uint8_t)q_min_i(63, lm);
-        if (j < 4) {
-            s[j] = ls;
-            s[j + 4] = lm;
-        } else {
-            s[j + 4] = (uint8_t)((ls & 0xF) | (lm & 0xF) << 4);
-            s[j - 4] = (uint8_t)(s[j - 4] | (ls >> 4) << 6);
-            s[j] = (uint8_t)(s[j] | (lm >> 4) << 6);
-        }
-    }
-    q_wr_f16(y + off_d, max_scale / 63.f);
-    q_wr_f16(y + off_dmin, max_min / 63.f);
+void tport_quant_q2_K_2023(const float *x, void *y, int64_t n) {
+    quant_qkx1(x, y, n, 16, 3, Q2K_BYTES, tport_kq_write_q2_K);
+}
+void tport_quant_q4_K_2023(const float *x, void *y, int64_t n) {
+    quant_qkx1(x, y, n, 32, 15, Q4K_BYTES, tport_kq_write_q4_K);
+}
+void tport_quant_q5_K_2023(const float *x, void *y, int64_t n) {
+    quant_qkx1(x, y, n, 32, 31, Q5K_BYTES, tport_kq_write_q5_K);
 }
 
-/* Requantizes every sub-block with its stored (rounded) scale and min. */
-static void q45_requant(const uint8_t *y, int off_d, int off_dmin, int off_scales, const float *x, uint8_t *L,
-                        int nmax) {
-    for (int j = 0; j < QK_K / 32; ++j) {
-        uint8_t sc, m;
-        get_scale_min_k4(j, y + off_scales, &sc, &m);
-        const float d = q_rd_f16(y + off_d) * (float)sc;
-        if (!d)
-            continue;
-        const float dm = q_rd_f16(y + off_dmin) * (float)m;
-        for (int ii = 0; ii < 32; ++ii)
-            L[32 * j + ii] = (uint8_t)clampi(q_nearest_int((x[32 * j + ii] + dm) / d), 0, nmax);
-    }
-}
-
-void tport_quant_q4_K_2023(const float *x, void *vy, int64_t n) {
-    uint8_t *y = vy;
-    uint8_t L[QK_K] = {0};
-    float mins[QK_K / 32], scales[QK_K / 32];
-    for (int64_t i = 0; i < n / QK_K; i++, x += QK_K, y += Q4K_BYTES) {
-        for (int j = 0; j < QK_K / 32; ++j)
-            scales[j] = qkx1(32, 15, x + 32 * j, L + 32 * j, &mins[j], 5);
-        q45_scales(y, Q4K_D, Q4K_DMIN, Q4K_SCALES, scales, mins);
-        q45_requant(y, Q4K_D, Q4K_DMIN, Q4K_SCALES, x, L, 15);
-        uint8_t *q = y + Q4K_QS;
-        for (int j = 0; j < QK_K; j += 64, q += 32)
-            for (int l = 0; l < 32; ++l)
-                q[l] = (uint8_t)(L[j + l] | L[j + l + 32] << 4);
-    }
-}
-
-void tport_quant_q5_K_2023(const float *x, void *vy, int64_t n) {
-    uint8_t *y = vy;
-    uint8_t L[QK_K] = {0};
-    float mins[QK_K / 32], scales[QK_K / 32];
-    for (int64_t i = 0; i < n / QK_K; i++, x += QK_K, y += Q5K_BYTES) {
-        for (int j = 0; j < QK_K / 32; ++j)
-            scales[j] = qkx1(32, 31, x + 32 * j, L + 32 * j, &mins[j], 5);
-        q45_scales(y, Q5K_D, Q5K_DMIN, Q5K_SCALES, scales, mins);
-        q45_requant(y, Q5K_D, Q5K_DMIN, Q5K_SCALES, x, L, 31);
-        uint8_t *qh = y + Q5K_QH, *ql = y + Q5K_QS;
-        memset(qh, 0, QK_K / 8);
-        unsigned m1 = 1, m2 = 2;
-        for (int b = 0; b < QK_K; b += 64, ql += 32, m1 <<= 2, m2 <<= 2) {
-            for (int j = 0; j < 32; ++j) {
-                int l1 = L[b + j], l2 = L[b + j + 32];
-                if (l1 > 15) {
-                    l1 -= 16;
-                    qh[j] = (uint8_t)(qh[j] | m1);
-                }
-                if (l2 > 15) {
-                    l2 -= 16;
-                    qh[j] = (uint8_t)(qh[j] | m2);
-                }
-                ql[j] = (uint8_t)(l1 | l2 << 4);
-            }
-        }
-    }
-}
-
-/* ---- Q6_K ---------------------------------------------------------------- */
+/* ---- Q6_K: qx_rmse1 per sub-block; no zero guard upstream: an all-zero
+ * block gives iscale = -inf, d = f16(-0) and scales nearest_int(NaN) = 0. */
 void tport_quant_q6_K_2023(const float *x, void *vy, int64_t n) {
     uint8_t *y = vy;
     int8_t L[QK_K];
     float scales[QK_K / 16];
     for (int64_t i = 0; i < n / QK_K; i++, x += QK_K, y += Q6K_BYTES) {
-        float max_scale = 0, max_abs_scale = 0;
-        for (int ib = 0; ib < QK_K / 16; ++ib) {
-            const float scale = qx_rmse1(16, 32, x + 16 * ib, L + 16 * ib);
-            scales[ib] = scale;
-            if (fabsf(scale) > max_abs_scale) {
-                max_abs_scale = fabsf(scale);
-                max_scale = scale;
-            }
-        }
-        /* No zero guard upstream: an all-zero block gives iscale = -inf,
-         * d = f16(-0) and scales nearest_int(NaN) = 0. */
-        const float iscale = -128.f / max_scale;
-        q_wr_f16(y + Q6K_D, 1 / iscale);
-        int8_t *sc = (int8_t *)(y + Q6K_SCALES);
         for (int ib = 0; ib < QK_K / 16; ++ib)
-            sc[ib] = (int8_t)q_min_i(127, q_nearest_int(iscale * scales[ib]));
-        for (int j = 0; j < QK_K / 16; ++j) {
-            const float d = q_rd_f16(y + Q6K_D) * (float)sc[j];
-            if (!d)
-                continue;
-            for (int ii = 0; ii < 16; ++ii)
-                L[16 * j + ii] = (int8_t)(clampi(q_nearest_int(x[16 * j + ii] / d), -32, 31) + 32);
-        }
-        uint8_t *ql = y + Q6K_QL, *qh = y + Q6K_QH;
-        for (int j = 0; j < QK_K; j += 128, ql += 64, qh += 32) {
-            for (int l = 0; l < 32; ++l) {
-                const int q1 = L[j + l] & 0xF, q2 = L[j + l + 32] & 0xF;
-                const int q3 = L[j + l + 64] & 0xF, q4 = L[j + l + 96] & 0xF;
-                ql[l] = (uint8_t)(q1 | q3 << 4);
-                ql[l + 32] = (uint8_t)(q2 | q4 << 4);
-                qh[l] = (uint8_t)((L[j + l] >> 4) | (L[j + l + 32] >> 4) << 2 | (L[j + l + 64] >> 4) << 4 |
-                                  (L[j + l + 96] >> 4) << 6);
-            }
-        }
+            scales[ib] = qx_rmse1(16, 32, x + 16 * ib, L + 16 * ib);
+        float max_abs_scale;
+        tport_kq_write_q6_K(y, x, L, scales, q_max_by_abs(scales, QK_K / 16, &max_abs_scale));
     }
 }
 
-/* ---- Q8_K ---------------------------------------------------------------- */
-void tport_quant_q8_K_2023(const float *x, void *vy, int64_t n) {
-    uint8_t *y = vy;
-    for (int64_t i = 0; i < n / QK_K; i++, x += QK_K, y += Q8K_BYTES) {
-        float max = 0, amax = 0;
-        for (int j = 0; j < QK_K; ++j) {
-            const float ax = fabsf(x[j]);
-            if (ax > amax) {
-                amax = ax;
-                max = x[j];
-            }
-        }
-        if (!amax) {
-            memset(y, 0, Q8K_BYTES); /* upstream left bsums unset here */
-            continue;
-        }
-        const float iscale = -128.f / max;
-        int8_t *qs = (int8_t *)(y + Q8K_QS);
-        for (int j = 0; j < QK_K; ++j)
-            qs[j] = (int8_t)q_min_i(127, q_nearest_int(iscale * x[j]));
-        for (int j = 0; j < QK_K / 16; ++j) {
-            int sum = 0;
-            for (int ii = 0; ii < 16; ++ii)
-                sum += qs[j * 16 + ii];
-            q_wr_u16(y + Q8K_BSUMS + 2 * j, (uint16_t)(int16_t)sum);
-        }
-        q_wr_f32(y + Q8K_D, 1 / iscale);
-    }
-}
+/* ---- Q8_K: iscale = -128/max --------------------------------------------- */
+void tport_quant_q8_K_2023(const float *x, void *y, int64_t n) { tport_kq_quant_q8_K(x, y, n, 128.f); }

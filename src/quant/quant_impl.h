@@ -73,4 +73,20 @@ static inline int q_nearest_int(float fval) {
 static inline int q_min_i(int a, int b) { return a < b ? a : b; }
 static inline int q_max_i(int a, int b) { return a > b ? a : b; }
 
+/* The signed value of largest magnitude among x[0..n) (the first one wins a
+ * tie, a NaN never wins); its magnitude goes to *amax_out.  0 and 0 for an
+ * all-zero block.  The max search of every ggml reference quantizer. */
+static inline float q_max_by_abs(const float *x, int n, float *amax_out) {
+    float max = 0.0f, amax = 0.0f;
+    for (int j = 0; j < n; j++) {
+        const float ax = fabsf(x[j]);
+        if (ax > amax) {
+            amax = ax;
+            max = x[j];
+        }
+    }
+    *amax_out = amax;
+    return max;
+}
+
 #endif

@@ -13,38 +13,32 @@ static void f32_from_float(const float *src, void *dst, int64_t n) {
     memcpy(dst, src, (size_t)n * sizeof(float));
 }
 
-static void f16_to_float(const void *src, float *dst, int64_t n) {
+/* Rows of 16-bit floats (f16, bf16) and i32, read and written byte-wise:
+ * a row may sit at any offset of a memory map. */
+static void u16_row_to_float(const void *src, float *dst, int64_t n, float (*cvt)(uint16_t)) {
     const uint8_t *s = src;
     for (int64_t i = 0; i < n; i++) {
         uint16_t h;
         memcpy(&h, s + 2 * i, 2);
-        dst[i] = tport_fp16_to_fp32(h);
+        dst[i] = cvt(h);
     }
 }
 
+static void u16_row_from_float(const float *src, void *dst, int64_t n, uint16_t (*cvt)(float)) {
+    uint8_t *d = dst;
+    for (int64_t i = 0; i < n; i++) {
+        const uint16_t h = cvt(src[i]);
+        memcpy(d + 2 * i, &h, 2);
+    }
+}
+
+static void f16_to_float(const void *src, float *dst, int64_t n) { u16_row_to_float(src, dst, n, tport_fp16_to_fp32); }
 static void f16_from_float(const float *src, void *dst, int64_t n) {
-    uint8_t *d = dst;
-    for (int64_t i = 0; i < n; i++) {
-        const uint16_t h = tport_fp32_to_fp16(src[i]);
-        memcpy(d + 2 * i, &h, 2);
-    }
+    u16_row_from_float(src, dst, n, tport_fp32_to_fp16);
 }
-
-static void bf16_to_float(const void *src, float *dst, int64_t n) {
-    const uint8_t *s = src;
-    for (int64_t i = 0; i < n; i++) {
-        uint16_t h;
-        memcpy(&h, s + 2 * i, 2);
-        dst[i] = tport_bf16_to_fp32(h);
-    }
-}
-
+static void bf16_to_float(const void *src, float *dst, int64_t n) { u16_row_to_float(src, dst, n, tport_bf16_to_fp32); }
 static void bf16_from_float(const float *src, void *dst, int64_t n) {
-    uint8_t *d = dst;
-    for (int64_t i = 0; i < n; i++) {
-        const uint16_t h = tport_fp32_to_bf16(src[i]);
-        memcpy(d + 2 * i, &h, 2);
-    }
+    u16_row_from_float(src, dst, n, tport_fp32_to_bf16);
 }
 
 static void i32_to_float(const void *src, float *dst, int64_t n) {

@@ -1,15 +1,28 @@
 /* Bringing one candidate backend up, step by step, refusing it with a
  * one-line reason at the first step that fails.  The order matters: nothing
  * of the plug-in runs before its ISA requirement is checked except its entry
- * point (which the rules keep trivial: it only returns a table). */
+ * point (which the rules keep trivial: it only returns a table).
+ *
+ * Everything the plug-in hands back is untrusted: sizes are bounded, strings
+ * are read with a length limit and copied (non-printable bytes replaced, so
+ * every report line stays one line), counts and status codes are checked. */
 #include "candidate.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/error.h"
+
+/* A table larger than this is garbage, not a newer minor: a minor appends a
+ * few slots, it does not add kilobytes. */
+#define TABLE_SIZE_MAX 4096u
+/* Largest status id this host knows (tport/backend.h). */
+#define KNOWN_STATUS_MAX TPORT_STATUS_BAD_FORMAT
 
 static void (*stage_hook)(const char *stage);
 
@@ -36,24 +49,59 @@ void tport_candidate_reject(tport_candidate *c, const char *fmt, ...) {
     tport_log(TPORT_LOG_DEBUG, "backends: %s: rejected: %s", tport_candidate_label(c), c->reason);
 }
 
-/* The plug-in's last message (recorded through host->error), or fallback. */
-static const char *plugin_message(const char *fallback) {
-    const char *m = tport_last_error();
-    return m && m[0] ? m : fallback;
+/* Copies at most cap-1 bytes of an untrusted string (read no further than
+ * that), replacing control and non-ASCII bytes with '?'. */
+static void copy_printable(char *dst, size_t cap, const char *src) {
+    size_t n = src ? strnlen(src, cap - 1) : 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)src[i];
+        dst[i] = ch >= 0x20 && ch < 0x7f ? (char)ch : '?';
+    }
+    dst[n] = '\0';
 }
 
-static bool valid_name(const char *name) {
+/* The same, in place, for a fixed array the plug-in wrote into. */
+static void sanitize_array(char *s, size_t cap) {
+    s[cap - 1] = '\0'; /* untrusted: force termination */
+    for (size_t i = 0; s[i]; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch < 0x20 || ch >= 0x7f)
+            s[i] = '?';
+    }
+}
+
+/* The plug-in's last message (recorded through host->error), or fallback.
+ * The error store is bounded; this also keeps it on one line. */
+static const char *plugin_message(const char *fallback, char *buf, size_t cap) {
+    const char *m = tport_last_error();
+    if (!m || !m[0])
+        return fallback;
+    copy_printable(buf, cap, m);
+    return buf;
+}
+
+static const char *status_text(tport_status st, char *buf, size_t cap) {
+    if (st >= 0 && st <= KNOWN_STATUS_MAX)
+        return tport_status_name(st);
+    snprintf(buf, cap, "unknown status %d", (int)st);
+    return buf;
+}
+
+/* NULL when the name is acceptable, else what is wrong with it. */
+static const char *name_problem(const char *name) {
     size_t n = strnlen(name, 64);
-    if (n == 0 || n == 64)
-        return false;
+    if (n == 0)
+        return "backend name is empty";
+    if (n == 64)
+        return "backend name is longer than 63 bytes (or not terminated)";
     for (size_t i = 0; i < n; i++) {
         char ch = name[i];
         bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
                   ch == '_' || ch == '-' || ch == '.';
         if (!ok)
-            return false;
+            return "backend name has a byte outside [A-Za-z0-9_.-]";
     }
-    return true;
+    return NULL;
 }
 
 bool tport_backend_table_check(const tport_backend_api *api, const tport_host_api *host,
@@ -74,7 +122,13 @@ bool tport_backend_table_check(const tport_backend_api *api, const tport_host_ap
                  (unsigned)TPORT_ABI_MAJOR, (size_t)TPORT_BACKEND_API_SIZE_1_0);
         return false;
     }
-    /* A plug-in should pick min(host, its own); clamp if it did not. */
+    if (api->struct_size > TABLE_SIZE_MAX) {
+        snprintf(reason, cap, "table claims %u bytes, implausibly large (limit %u): not a table to trust",
+                 api->struct_size, TABLE_SIZE_MAX);
+        return false;
+    }
+    /* A plug-in should pick min(host, its own); clamp if it did not.  The
+     * reserved field is ignored (a later minor may give it a meaning). */
     *minor = api->abi_minor < host->abi_minor ? api->abi_minor : host->abi_minor;
     const char *missing = !api->name ? "name"
                           : !api->init ? "init"
@@ -88,20 +142,67 @@ bool tport_backend_table_check(const tport_backend_api *api, const tport_host_ap
         snprintf(reason, cap, "required slot '%s' is NULL", missing);
         return false;
     }
-    if (!valid_name(api->name)) {
-        snprintf(reason, cap, "backend name is empty, longer than 63 bytes or not [A-Za-z0-9_.-]");
+    const char *bad_name = name_problem(api->name);
+    if (bad_name) {
+        snprintf(reason, cap, "%s", bad_name);
         return false;
     }
     return true;
 }
 
+/* Whether addr lies in a loaded segment mapped executable.  An entry
+ * "symbol" that is a data object is found by dlsym just the same; calling
+ * it would crash, so it is refused before the call. */
+typedef struct exec_query {
+    uintptr_t addr;
+    bool found, exec;
+} exec_query;
+
+static int find_segment(struct dl_phdr_info *info, size_t size, void *data) {
+    (void)size;
+    exec_query *q = data;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD)
+            continue;
+        uintptr_t start = (uintptr_t)info->dlpi_addr + (uintptr_t)ph->p_vaddr;
+        if (q->addr >= start && q->addr - start < (uintptr_t)ph->p_memsz) {
+            q->found = true;
+            q->exec = (ph->p_flags & PF_X) != 0;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static bool is_code(void *addr) {
+    exec_query q = {.addr = (uintptr_t)addr};
+    dl_iterate_phdr(find_segment, &q);
+    return q.found && q.exec;
+}
+
 static bool open_library(tport_candidate *c, tport_backend_entry_fn *entry) {
+    /* dlopen of a FIFO or device would block or read forever; a folder or
+     * a missing file gets a clearer reason than dlopen's. */
+    struct stat st;
+    if (stat(c->path, &st) != 0) {
+        tport_candidate_reject(c, "no such file");
+        return false;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        tport_candidate_reject(c, "not a regular file (%s)", S_ISDIR(st.st_mode) ? "a folder"
+                                                            : S_ISFIFO(st.st_mode) ? "a FIFO"
+                                                                                   : "a device or socket");
+        return false;
+    }
     stage("dlopen");
     dlerror();
     c->handle = dlopen(c->path, RTLD_NOW | RTLD_LOCAL);
     if (!c->handle) {
         const char *e = dlerror();
-        tport_candidate_reject(c, "not loadable: %s", e ? e : "unknown dlopen error");
+        char msg[200];
+        copy_printable(msg, sizeof msg, e ? e : "unknown dlopen error");
+        tport_candidate_reject(c, "not loadable: %s", msg);
         return false;
     }
     stage("dlsym");
@@ -110,12 +211,18 @@ static bool open_library(tport_candidate *c, tport_backend_entry_fn *entry) {
         tport_candidate_reject(c, "no '%s' symbol: not a tensorport backend", TPORT_BACKEND_ENTRY_NAME);
         return false;
     }
+    if (!is_code(sym)) {
+        tport_candidate_reject(c, "'%s' is not a function (it is in a non-executable segment)",
+                               TPORT_BACKEND_ENTRY_NAME);
+        return false;
+    }
     memcpy(entry, &sym, sizeof *entry);
     return true;
 }
 
 bool tport_candidate_open(tport_candidate *c, tport_backend_entry_fn embedded) {
     const tport_host_api *host = tport_host_services();
+    char msg[200];
     c->score = -1;
     c->usable = false;
     tport_backend_entry_fn entry = embedded;
@@ -126,7 +233,7 @@ bool tport_candidate_open(tport_candidate *c, tport_backend_entry_fn embedded) {
     tport_clear_error();
     const tport_backend_api *api = entry(host);
     if (!api) {
-        tport_candidate_reject(c, "entry point returned NULL: %s", plugin_message("no reason given"));
+        tport_candidate_reject(c, "entry point returned NULL: %s", plugin_message("no reason given", msg, sizeof msg));
         return false;
     }
     uint32_t minor = 0;
@@ -140,20 +247,25 @@ bool tport_candidate_open(tport_candidate *c, tport_backend_entry_fn embedded) {
     c->api = api;
     c->abi_major = api->abi_major;
     c->abi_minor = minor;
-    snprintf(c->name, sizeof c->name, "%s", api->name);
-    snprintf(c->version, sizeof c->version, "%.63s", api->version ? api->version : "");
+    snprintf(c->name, sizeof c->name, "%s", api->name); /* checked: <= 63 bytes */
+    copy_printable(c->version, sizeof c->version, api->version);
     c->required_isa = api->required_isa;
 
     const uint64_t lacking = api->required_isa & ~tport_isa_host();
     if (lacking) {
         char names[160];
         tport_isa_names(lacking, names, sizeof names);
+        /* Bits this host has no name for cannot be checked: refused too. */
         tport_candidate_reject(c, "needs %s, which this CPU or OS does not provide", names);
         return false;
     }
     stage("score");
     int32_t score = api->score ? api->score() : 1;
     c->score = score < 0 ? 0 : score;
+    if (score < 0) {
+        tport_candidate_reject(c, "score %d is negative: cannot run on this machine", (int)score);
+        return false;
+    }
     if (c->score == 0) {
         tport_candidate_reject(c, "score 0: cannot run on this machine");
         return false;
@@ -167,12 +279,14 @@ bool tport_candidate_open(tport_candidate *c, tport_backend_entry_fn embedded) {
 
 bool tport_candidate_start(tport_candidate *c) {
     const tport_backend_api *api = c->api;
-    void *state = NULL;
+    char msg[160], code[32];
+    void *state = NULL; /* init may leave it NULL: the state is opaque to the host */
     stage("init");
     tport_clear_error();
     tport_status st = api->init(&state);
     if (st != TPORT_STATUS_OK) {
-        tport_candidate_reject(c, "init failed (%s): %s", tport_status_name(st), plugin_message("no message"));
+        tport_candidate_reject(c, "init failed (%s): %s", status_text(st, code, sizeof code),
+                               plugin_message("no message", msg, sizeof msg));
         return false;
     }
     c->initialised = true;
@@ -183,12 +297,14 @@ bool tport_candidate_start(tport_candidate *c) {
     stage("device_count");
     int32_t count = api->device_count(state);
     if (count <= 0) {
-        tport_candidate_reject(c, "no devices");
+        tport_candidate_reject(c, "no devices (device_count returned %d)", (int)count);
         stage("shutdown");
         api->shutdown(state);
         c->initialised = false;
         return false;
     }
+    /* A huge count costs nothing: only the first few are asked about and
+     * stored; the scheduler uses device 0. */
     c->active.n_devices = count;
     c->n_devices = count < TPORT_REPORT_MAX_DEVICES ? count : TPORT_REPORT_MAX_DEVICES;
     stage("device_info");
@@ -196,16 +312,16 @@ bool tport_candidate_start(tport_candidate *c) {
         tport_device_info *d = &c->devices[i];
         memset(d, 0, sizeof *d);
         d->struct_size = sizeof *d;
+        tport_clear_error();
         if (api->device_info(state, i, d) != TPORT_STATUS_OK) {
             memset(d, 0, sizeof *d);
-            d->struct_size = sizeof *d;
             snprintf(d->name, sizeof d->name, "device %d", (int)i);
             snprintf(d->description, sizeof d->description, "(device_info failed: %.90s)",
-                     plugin_message("no message"));
+                     plugin_message("no message", msg, sizeof msg));
         }
-        d->struct_size = sizeof *d;
-        d->name[sizeof d->name - 1] = '\0'; /* untrusted: force termination */
-        d->description[sizeof d->description - 1] = '\0';
+        d->struct_size = sizeof *d; /* whatever the plug-in wrote there */
+        sanitize_array(d->name, sizeof d->name);
+        sanitize_array(d->description, sizeof d->description);
     }
     stage("done");
     return true;

@@ -7,6 +7,8 @@
 
 typedef struct tport_candidate {
     char *path;                 /* NULL for the embedded backend            */
+    char *real;                 /* realpath of path (NULL if unresolvable),
+                                   to load a file only once                 */
     const char *origin;
     void *handle;               /* dlopen handle, NULL when embedded        */
     const tport_backend_api *api;
@@ -18,6 +20,7 @@ typedef struct tport_candidate {
     tport_candidate_status status;
     bool usable;                /* passed the checks, waiting for selection */
     bool initialised;           /* init succeeded, shutdown still owed      */
+    bool fallback;              /* shadowed embedded cpu kept as last resort */
     char reason[256];
     int32_t n_devices;          /* stored in devices[]                      */
     tport_device_info devices[TPORT_REPORT_MAX_DEVICES];

@@ -23,7 +23,10 @@ typedef struct host_next_minor {
 
 static int foreign_calls; /* services of the major-2 host that were used */
 
+/* log and error behave as the real host's do, bad arguments included. */
 static void fake_log(int32_t level, const char *fmt, ...) {
+    if (!fmt || level < TPORT_LOG_ERROR || level > TPORT_LOG_DEBUG)
+        return;
     va_list ap;
     va_start(ap, fmt);
     tport_vlog(level, fmt, ap);
@@ -31,6 +34,8 @@ static void fake_log(int32_t level, const char *fmt, ...) {
 }
 
 static tport_status fake_error(tport_status code, const char *fmt, ...) {
+    if (!fmt)
+        return tport_error(code, "(no message)");
     va_list ap;
     va_start(ap, fmt);
     tport_verror(code, fmt, ap);
@@ -130,6 +135,14 @@ static void use_backend(const tport_backend_api *api, uint32_t device_info_size,
             fail(r, "device_info failed (%s): %.100s", tport_status_name(st), tport_last_error());
         else if (!canary)
             fail(r, "device_info wrote past the struct_size the host gave (%u)", device_info_size);
+        else if (buf.info.struct_size != device_info_size)
+            fail(r, "device_info changed struct_size from %u to %u (the host's field)", device_info_size,
+                 buf.info.struct_size);
+        else if (!memchr(buf.info.name, 0, sizeof buf.info.name) ||
+                 !memchr(buf.info.description, 0, sizeof buf.info.description))
+            fail(r, "device_info left name or description without a terminating NUL");
+        else if (buf.info.kind < TPORT_DEVICE_CPU || buf.info.kind > TPORT_DEVICE_REMOTE)
+            fail(r, "device_info gave kind %d, not a TPORT_DEVICE_* id", (int)buf.info.kind);
         else {
             snprintf(r->note, sizeof r->note, "init, %d device(s)", (int)n);
             try_compute(api, state, r);

@@ -1,4 +1,8 @@
-/* The services table every plug-in receives. */
+/* The services table every plug-in receives.  Every service checks its
+ * arguments: a plug-in passing an unknown type, a NULL pointer or a count
+ * that is negative or not a whole number of blocks gets an error status,
+ * never a crash.  (Buffer lengths cannot be checked: the plug-in vouches
+ * that src and dst hold n elements.)  A NULL format is treated as "". */
 #include <stdarg.h>
 
 #include "core/error.h"
@@ -6,6 +10,8 @@
 #include "registry.h"
 
 static void host_log(int32_t level, const char *fmt, ...) {
+    if (!fmt || level < TPORT_LOG_ERROR || level > TPORT_LOG_DEBUG)
+        return; /* a level outside 0..3 is dropped */
     va_list ap;
     va_start(ap, fmt);
     tport_vlog(level, fmt, ap);
@@ -13,7 +19,9 @@ static void host_log(int32_t level, const char *fmt, ...) {
 }
 
 static tport_status host_error(tport_status code, const char *fmt, ...) {
-    va_list ap;
+    if (!fmt)
+        return tport_error(code, "(no message)");
+    va_list ap; /* the stored message is bounded by tport_verror */
     va_start(ap, fmt);
     tport_verror(code, fmt, ap);
     va_end(ap);
@@ -29,6 +37,8 @@ static tport_status host_to_float(tport_type_id type, const void *src, float *ds
     const tport_type_traits *t = tport_traits(type);
     if (!t || !t->to_float)
         return tport_error(TPORT_STATUS_UNSUPPORTED, "no dequantizer for type %u", type);
+    if (!src || !dst)
+        return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "to_float: NULL buffer");
     if (n < 0 || n % t->info.block_size)
         return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "%lld is not a multiple of %s's block size",
                            (long long)n, t->info.name);
@@ -40,6 +50,8 @@ static tport_status host_from_float(tport_type_id type, const float *src, void *
     const tport_type_traits *t = tport_traits(type);
     if (!t || !t->from_float)
         return tport_error(TPORT_STATUS_UNSUPPORTED, "no quantizer for type %u", type);
+    if (!src || !dst)
+        return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "from_float: NULL buffer");
     if (n < 0 || n % t->info.block_size)
         return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "%lld is not a multiple of %s's block size",
                            (long long)n, t->info.name);

@@ -2,19 +2,45 @@
  * child, so a crash in foreign code (a SIGILL from a variant built for a
  * newer CPU, a SIGSEGV in a broken init) costs that plug-in, not the
  * process.  The child reports every step before it takes it over a pipe;
- * the parent learns how the child ended from waitpid. */
+ * the parent learns how the child ended from waitpid.  A child that does
+ * not finish within TPORT_PROBE_TIMEOUT seconds (default 10) is killed and
+ * the plug-in refused as hung: the parent never waits forever. */
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "candidate.h"
 #include "core/error.h"
 
-#define PROBE_TIMEOUT_SECONDS 20
+#define PROBE_TIMEOUT_DEFAULT 10
+#define PROBE_TIMEOUT_MAX 3600
+
+/* TPORT_PROBE_TIMEOUT in whole seconds (1..3600), else the default. */
+static int probe_timeout_seconds(void) {
+    const char *v = tport_registry_getenv("TPORT_PROBE_TIMEOUT");
+    if (!v || !v[0])
+        return PROBE_TIMEOUT_DEFAULT;
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (*end || n < 1 || n > PROBE_TIMEOUT_MAX) {
+        tport_log(TPORT_LOG_WARN, "backends: TPORT_PROBE_TIMEOUT='%.20s' is not 1..%d seconds; using %d", v,
+                  PROBE_TIMEOUT_MAX, PROBE_TIMEOUT_DEFAULT);
+        return PROBE_TIMEOUT_DEFAULT;
+    }
+    return (int)n;
+}
+
+static long long now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 static int probe_fd = -1;
 
@@ -57,7 +83,6 @@ static const char *signal_name(int sig, char *buf, size_t cap) {
 static void child(const char *path, int fd) {
     probe_fd = fd;
     tport_candidate_set_stage_hook(report_stage);
-    alarm(PROBE_TIMEOUT_SECONDS);
     tport_candidate c = {.path = (char *)path, .origin = "probe"};
     if (tport_candidate_open(&c, NULL))
         tport_candidate_start(&c);
@@ -67,6 +92,7 @@ static void child(const char *path, int fd) {
 }
 
 bool tport_probe_file(const char *path, char *reason, size_t cap) {
+    const int timeout = probe_timeout_seconds();
     int fds[2];
     if (pipe(fds) != 0) {
         tport_log(TPORT_LOG_WARN, "backends: probe of %s not possible (pipe: %s); loading directly", path,
@@ -90,7 +116,21 @@ bool tport_probe_file(const char *path, char *reason, size_t cap) {
     /* Keep the last complete line: the step the child was in. */
     char buf[512], last[64] = "start", line[64];
     size_t line_len = 0;
+    const long long deadline = now_ms() + (long long)timeout * 1000;
+    bool hung = false;
     for (;;) {
+        long long left = deadline - now_ms();
+        struct pollfd pfd = {.fd = fds[0], .events = POLLIN};
+        int ready = left > 0 ? poll(&pfd, 1, (int)left) : 0;
+        if (ready < 0 && errno == EINTR)
+            continue;
+        if (ready == 0) {
+            hung = true;
+            kill(pid, SIGKILL);
+            break;
+        }
+        if (ready < 0)
+            break;
         ssize_t n = read(fds[0], buf, sizeof buf);
         if (n < 0 && errno == EINTR)
             continue;
@@ -111,6 +151,11 @@ bool tport_probe_file(const char *path, char *reason, size_t cap) {
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
     char tmp[32];
+    if (hung) {
+        snprintf(reason, cap, "hung in probe during %s: no answer within %d s (TPORT_PROBE_TIMEOUT), killed", last,
+                 timeout);
+        return false;
+    }
     if (WIFSIGNALED(status)) {
         snprintf(reason, cap, "crashed in probe during %s: %s", last,
                  signal_name(WTERMSIG(status), tmp, sizeof tmp));
@@ -119,6 +164,10 @@ bool tport_probe_file(const char *path, char *reason, size_t cap) {
     if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
         snprintf(reason, cap, "probe process exited with status %d during %s (a plug-in must not exit)",
                  WEXITSTATUS(status), last);
+        return false;
+    }
+    if (strcmp(last, "finished") != 0) {
+        snprintf(reason, cap, "probe process exited during %s (a plug-in must not exit)", last);
         return false;
     }
     tport_log(TPORT_LOG_DEBUG, "backends: %s: probe came back cleanly", path);

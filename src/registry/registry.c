@@ -11,7 +11,15 @@
  * Order of the active list: names in TPORT_BACKEND first, in that order;
  * then backends with a non-CPU device before CPU-only ones; then score;
  * then discovery order.  Backends not named in TPORT_BACKEND stay
- * available after the named ones. */
+ * available after the named ones.
+ *
+ * The embedded cpu backend is the last resort.  A plug-in named "cpu" may
+ * shadow it (that is how the ISA variants work), but if the winner declines
+ * even a plain F32 add, the embedded one stays initialised at the very end
+ * of the active list, so every op the winner declines still has a backend.
+ *
+ * A file is loaded once: the same file named twice, through a folder and
+ * by name, or through a symlink (same realpath) is one candidate. */
 #include "registry.h"
 
 #include <limits.h>
@@ -69,6 +77,7 @@ static tport_candidate *new_candidate(const char *path, const char *origin) {
         free(c);
         return NULL;
     }
+    c->real = path ? realpath(path, NULL) : NULL; /* NULL: not resolvable */
     c->origin = origin;
     c->score = -1;
     /* Until tport_candidate_open says otherwise; `usable` marks the ones
@@ -81,11 +90,11 @@ static tport_candidate *new_candidate(const char *path, const char *origin) {
 
 /* Index of an already-known candidate for the same file, or -1. */
 static int find_same_file(const char *path) {
-    char want[PATH_MAX], have[PATH_MAX];
+    char want[PATH_MAX];
     if (!realpath(path, want))
         return -1;
-    for (int i = 0; i < n_cands; i++)
-        if (cands[i]->path && realpath(cands[i]->path, have) && !strcmp(want, have))
+    for (int i = 0; i < n_cands; i++) /* realpaths cached: no O(n^2) syscalls */
+        if (cands[i]->real && !strcmp(want, cands[i]->real))
             return i;
     return -1;
 }
@@ -98,7 +107,8 @@ static void drop_handle(tport_candidate *c) {
 static tport_candidate *add_file(const char *path, const char *origin) {
     int same = find_same_file(path);
     if (same >= 0) {
-        tport_log(TPORT_LOG_DEBUG, "backends: %s: already a candidate, not loaded twice", path);
+        tport_log(TPORT_LOG_INFO, "backends: %s: same file as %s, loaded once", path,
+                  tport_candidate_label(cands[same]));
         return cands[same];
     }
     tport_candidate *c = new_candidate(path, origin);
@@ -120,6 +130,44 @@ static tport_candidate *add_file(const char *path, const char *origin) {
 
 static bool better(const tport_candidate *a, const tport_candidate *b) {
     return a->score > b->score; /* ties: the earlier one (scanned first) stays */
+}
+
+/* Whether b accepts a contiguous F32 add of 8 elements, the least any
+ * usable cpu backend does. */
+static bool handles_basics(const tport_candidate *b) {
+    static float x[8], y[8], z[8];
+    tport_tensor_view t[3];
+    for (int i = 0; i < 3; i++) {
+        t[i] = (tport_tensor_view){
+            .struct_size = sizeof t[i], .op = TPORT_OP_NONE, .type = TPORT_TYPE_F32, .src = {-1, -1, -1, -1},
+            .ne = {8, 1, 1, 1}, .nb = {4, 32, 32, 32}, .name = "basic",
+        };
+    }
+    t[0].data = x;
+    t[1].data = y;
+    t[2].data = z;
+    t[2].op = TPORT_OP_ADD;
+    t[2].src[0] = 0;
+    t[2].src[1] = 1;
+    const tport_tensor_view *ptrs[3] = {&t[0], &t[1], &t[2]};
+    const int32_t nodes[1] = {2};
+    tport_graph_view v = {.struct_size = sizeof v, .n_tensors = 3, .tensors = ptrs, .n_nodes = 1,
+                          .nodes = nodes, .n_threads = 1};
+    return b->api && b->api->supports_op(b->active.state, 0, &v, 2);
+}
+
+/* The embedded cpu, shadowed by `winner`: kept initialised as the last
+ * resort unless the winner handles the basics. */
+static void maybe_keep_fallback(tport_candidate *c, const tport_candidate *winner) {
+    if (handles_basics(winner))
+        return;
+    if (!c->initialised && !tport_candidate_start(c))
+        return; /* rejected, with start's reason */
+    c->fallback = true;
+    size_t len = strlen(c->reason);
+    snprintf(c->reason + len, sizeof c->reason - len, "; kept as fallback: the winner declines a plain F32 add");
+    tport_log(TPORT_LOG_WARN, "backends: %s named 'cpu' declines a plain F32 add; the embedded cpu stays as fallback",
+              tport_candidate_label(winner));
 }
 
 /* Settles every candidate named `name`: one active, the rest shadowed. */
@@ -158,7 +206,12 @@ static void settle_name(const char *name) {
                          tport_candidate_label(best), best->score, c->score);
             c->status = TPORT_CANDIDATE_SHADOWED;
             tport_log(TPORT_LOG_DEBUG, "backends: %s: %s", tport_candidate_label(c), c->reason);
-            if (c->usable) {
+            if (!c->path && !c->fallback && (c->usable || c->initialised)) {
+                c->usable = false;
+                maybe_keep_fallback(c, best);
+                if (!c->fallback && !c->initialised)
+                    drop_handle(c);
+            } else if (c->usable) {
                 c->usable = false;
                 drop_handle(c);
             }
@@ -231,18 +284,29 @@ static void settle_all(void) {
         if (cands[i]->status == TPORT_CANDIDATE_ACTIVE)
             active[n_active++] = cands[i];
     qsort(active, (size_t)n_active, sizeof *active, compare_active);
+    for (int i = 0; i < n_cands; i++) /* the last resort, after everything */
+        if (cands[i]->fallback && cands[i]->initialised && cands[i]->status == TPORT_CANDIDATE_SHADOWED) {
+            cands[i]->active.fallback = true;
+            active[n_active++] = cands[i];
+        }
     for (int i = 0; i < n_active; i++)
         tport_log(TPORT_LOG_DEBUG, "backends: preference %d: '%s' (%s)", i, active[i]->name,
                   tport_candidate_label(active[i]));
     const char *list = tport_registry_getenv("TPORT_BACKEND");
     if (list && list[0]) {
-        /* say so when a preferred name is not available */
+        /* say so (once per name) when a preferred name is not available */
         char buf[256];
         snprintf(buf, sizeof buf, "%s", list);
+        const char *seen[64];
+        int n_seen = 0;
         for (char *save = NULL, *tok = strtok_r(buf, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
             bool found = false;
             for (int i = 0; i < n_active; i++)
                 found |= !strcmp(active[i]->name, tok);
+            for (int i = 0; i < n_seen; i++)
+                found |= !strcmp(seen[i], tok);
+            if (n_seen < 64)
+                seen[n_seen++] = tok;
             if (!found)
                 tport_log(TPORT_LOG_WARN, "backends: TPORT_BACKEND names '%s', which is not available", tok);
         }
@@ -288,6 +352,7 @@ void tport_registry_shutdown(void) {
     for (int i = n_cands - 1; i >= 0; i--) {
         tport_candidate_close(cands[i], keep);
         free(cands[i]->path);
+        free(cands[i]->real);
         free(cands[i]);
     }
     free(cands);
@@ -345,6 +410,7 @@ bool tport_registry_candidate(int i, tport_candidate_report *out) {
             .abi_major = c->abi_major, .abi_minor = c->abi_minor, .required_isa = c->required_isa,
             .score = c->score, .status = c->status, .reason = c->reason,
             .n_devices = c->status == TPORT_CANDIDATE_REJECTED ? 0 : c->n_devices, .devices = c->devices,
+            .fallback = c->fallback,
         };
     }
     pthread_mutex_unlock(&lock);

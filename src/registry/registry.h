@@ -22,6 +22,8 @@ typedef struct tport_active_backend {
     int32_t score;
     int32_t n_devices;
     const char *path;       /* plug-in file, or NULL when linked in      */
+    bool fallback;          /* the embedded cpu kept behind a "cpu" plug-in
+                               that declines basic ops (always listed last) */
 } tport_active_backend;
 
 /* Discovers and initialises backends once; later calls are cheap.
@@ -67,6 +69,7 @@ typedef struct tport_candidate_report {
     const char *reason;      /* why rejected or shadowed; "" when active    */
     int32_t n_devices;       /* devices stored: min(count, MAX_DEVICES)     */
     const tport_device_info *devices;
+    bool fallback;           /* shadowed, yet kept as the last-resort backend */
 } tport_candidate_report;
 
 int tport_registry_candidate_count(void);

@@ -128,6 +128,9 @@ void tport_file_list_add_path_list(tport_file_list *l, const char *list, const c
             entry[len] = '\0';
             tport_file_list_add_entry(l, entry, origin);
         }
+        else if (len >= PATH_MAX)
+            tport_log(TPORT_LOG_WARN, "backends: %s: an entry of %zu bytes is longer than PATH_MAX; ignored", origin,
+                      len);
         p = colon ? colon + 1 : NULL;
     }
 }

@@ -8,37 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tport/backend.h"
-
-static const tport_host_api *host;
-static int state;
-
-static tport_status picky_init(void **backend) {
-    *backend = &state;
-    return TPORT_STATUS_OK;
-}
-
-static void picky_shutdown(void *backend) {
-    (void)backend;
-}
-
-static int32_t picky_device_count(void *backend) {
-    (void)backend;
-    return 1;
-}
-
-static tport_status picky_device_info(void *backend, int32_t device, tport_device_info *out) {
-    (void)backend;
-    if (device != 0 || !out || out->struct_size < TPORT_DEVICE_INFO_SIZE_1_0)
-        return host->error(TPORT_STATUS_INVALID_ARGUMENT, "picky: bad device_info call");
-    uint32_t size = out->struct_size;
-    memset(out, 0, sizeof *out);
-    out->struct_size = size;
-    out->kind = TPORT_DEVICE_ACCEL;
-    strcpy(out->name, "picky0");
-    strcpy(out->description, "placement test backend: f32 and q4_0_qnt1 weights only");
-    return TPORT_STATUS_OK;
-}
+#define SKELETON_NAME "picky"
+#define SKELETON_DEVICE "picky0"
+#define SKELETON_ABOUT "placement test backend: f32 and q4_0_qnt1 weights only"
+#include "../test_backend_skeleton.h"
 
 static const tport_tensor_view *at(const tport_graph_view *g, int32_t i) {
     if (i < 0 || i >= g->n_tensors || !g->tensors[i] || g->tensors[i]->struct_size < TPORT_TENSOR_VIEW_SIZE_1_0)
@@ -61,7 +34,7 @@ static bool weight_ok(const tport_tensor_view *w) {
            dense_2d(w);
 }
 
-static bool picky_supports_op(void *backend, int32_t device, const tport_graph_view *g, int32_t node) {
+static bool skeleton_supports_op(void *backend, int32_t device, const tport_graph_view *g, int32_t node) {
     (void)backend;
     const tport_tensor_view *d = at(g, node);
     if (device != 0 || !d || (d->op != TPORT_OP_MUL_MAT && d->op != TPORT_OP_GET_ROWS))
@@ -112,9 +85,9 @@ static tport_status run_node(const tport_graph_view *g, const tport_tensor_view 
     return TPORT_STATUS_OK;
 }
 
-static tport_status picky_compute(void *backend, int32_t device, const tport_graph_view *g) {
+static tport_status skeleton_compute(void *backend, int32_t device, const tport_graph_view *g) {
     for (int32_t i = 0; i < g->n_nodes; i++) {
-        if (!picky_supports_op(backend, device, g, g->nodes[i]))
+        if (!skeleton_supports_op(backend, device, g, g->nodes[i]))
             return host->error(TPORT_STATUS_UNSUPPORTED, "picky: node %d was not accepted", (int)g->nodes[i]);
         const tport_tensor_view *d = g->tensors[g->nodes[i]];
         float *row = malloc((size_t)g->tensors[d->src[0]]->ne[0] * sizeof *row);
@@ -126,26 +99,4 @@ static tport_status picky_compute(void *backend, int32_t device, const tport_gra
             return st;
     }
     return TPORT_STATUS_OK;
-}
-
-static tport_backend_api api = {
-    .struct_size = sizeof(tport_backend_api),
-    .abi_major = TPORT_ABI_MAJOR,
-    .name = "picky",
-    .version = "test",
-    .init = picky_init,
-    .shutdown = picky_shutdown,
-    .device_count = picky_device_count,
-    .device_info = picky_device_info,
-    .supports_op = picky_supports_op,
-    .compute = picky_compute,
-};
-
-TPORT_BACKEND_EXPORT const tport_backend_api *tport_backend_entry(const tport_host_api *h) {
-    if (!h || h->abi_major != TPORT_ABI_MAJOR)
-        return NULL;
-    host = h;
-    uint32_t mine = TPORT_ABI_MINOR; /* a variable: the constant may be 0 */
-    api.abi_minor = h->abi_minor < mine ? h->abi_minor : mine;
-    return &api;
 }

@@ -66,6 +66,7 @@ static void print_json(void) {
         tool_json_string(stdout, tport_candidate_status_name(r.status));
         printf(", \"reason\": ");
         tool_json_string(stdout, r.reason);
+        printf(", \"fallback\": %s", r.fallback ? "true" : "false");
         printf(", \"required_isa\": ");
         json_isa_list(r.required_isa);
         printf(", \"devices\": [");
@@ -103,8 +104,10 @@ static void print_text(bool verbose) {
         printf("installed backends folder: %s\n", buf[0] ? buf : "(unknown)");
     }
     printf("active, in preference order:");
-    for (int i = 0; i < tport_backend_count(); i++)
-        printf(" %s", tport_backend_name(i));
+    for (int i = 0; i < tport_backend_count(); i++) {
+        const tport_active_backend *a = tport_registry_active(i);
+        printf(" %s%s", tport_backend_name(i), a && a->fallback ? " (embedded, fallback)" : "");
+    }
     printf("\n\n");
     int n = tport_registry_candidate_count();
     for (int i = 0; i < n; i++) {

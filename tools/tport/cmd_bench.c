@@ -245,19 +245,6 @@ static int measure(tport_session *s, const tport_model *m, bool prompt, int n, i
     return 0;
 }
 
-static void print_json_string(const char *s) {
-    putchar('"');
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            printf("\\%c", *p);
-        else if (*p < 0x20)
-            printf("\\u%04x", *p);
-        else
-            putchar(*p);
-    }
-    putchar('"');
-}
-
 static void print_json_result(const char *key, const bench_result *r, const weight_stats *w,
                               bool last) {
     printf("  \"%s\": {\"n_tokens\": %d, \"median_ts\": %.6g, \"avg_ts\": %.6g, \"samples_ts\": [",
@@ -273,11 +260,11 @@ static void print_json_result(const char *key, const bench_result *r, const weig
 static void print_json(const bench_opts *o, const tport_model *m, const weight_stats *w,
                        const bench_result *pp, const bench_result *tg) {
     printf("{\n  \"model\": ");
-    print_json_string(o->model);
+    tool_json_string(stdout, o->model);
     printf(",\n  \"backend\": ");
     const char *be = o->backend ? o->backend : tport_backend_name(0);
     if (be)
-        print_json_string(be);
+        tool_json_string(stdout, be);
     else
         printf("null");
     printf(",\n  \"threads\": %d,\n  \"n_vocab\": %" PRId32 ",\n", o->threads, tport_model_n_vocab(m));

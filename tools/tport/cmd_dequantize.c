@@ -1,7 +1,6 @@
 /* tport dequantize --type T IN OUT.f32: raw blocks of any type and layout
  * revision in, raw little-endian f32 values out, with the reference
  * decoder.  Any error: one line "tport: ..." and exit 2. */
-#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,53 +18,6 @@ static void usage(FILE *out) {
             "to raw little-endian f32 values.  IN must be a whole number of blocks.\n\n"
             "  --type T   the type of IN\n"
             "  --help     this text\n");
-}
-
-/* Reads all of `path`; NULL (after printing "tport: ...") on failure. */
-static void *read_all(const char *path, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        tool_fail(2, "cannot open '%s': %s", path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 1 << 16, n = 0;
-    unsigned char *buf = malloc(cap);
-    int oom = !buf, big = 0;
-    while (buf) {
-        n += fread(buf + n, 1, cap - n, f);
-        if (n < cap)
-            break;
-        if (cap >= MAX_INPUT_BYTES) {
-            big = 1;
-            break;
-        }
-        unsigned char *grown = realloc(buf, cap * 2);
-        if (!grown) {
-            oom = 1;
-            break;
-        }
-        buf = grown;
-        cap *= 2;
-    }
-    const int err = ferror(f);
-    fclose(f);
-    if (oom || big || err) {
-        free(buf);
-        tool_fail(2, "cannot read '%s': %s", path, oom ? "out of memory" : big ? "too large" : "read error");
-        return NULL;
-    }
-    *size = n;
-    return buf;
-}
-
-static int write_all(const char *path, const void *data, size_t n) {
-    FILE *f = fopen(path, "wb");
-    if (!f)
-        return tool_fail(2, "cannot create '%s': %s", path, strerror(errno));
-    const int ok = fwrite(data, 1, n, f) == n;
-    if (fclose(f) != 0 || !ok)
-        return tool_fail(2, "cannot write '%s'", path);
-    return 0;
 }
 
 int cmd_dequantize(int argc, char **argv) {
@@ -96,7 +48,7 @@ int cmd_dequantize(int argc, char **argv) {
         return tool_fail(2, "dequantize: unknown type '%s' (see tport types)", type_name);
 
     size_t size = 0;
-    void *src = read_all(paths[0], &size);
+    void *src = tool_read_all(paths[0], MAX_INPUT_BYTES, &size);
     if (!src)
         return 2;
     int rc = 0;
@@ -111,7 +63,7 @@ int cmd_dequantize(int argc, char **argv) {
             rc = tool_fail(2, "dequantize: out of memory");
         else if (tport_dequantize((tport_type_id)type, src, dst, n))
             rc = tool_fail(2, "dequantize: %s", tport_last_error());
-        else if (write_all(paths[1], dst, (size_t)n * sizeof(float)))
+        else if (tool_write_all(paths[1], dst, (size_t)n * sizeof(float)))
             rc = 2;
     }
     free(dst);

@@ -34,53 +34,6 @@ static void usage(FILE *out) {
             "  --help         this text\n");
 }
 
-/* Reads all of `path`; NULL (after printing "tport: ...") on failure. */
-static void *read_all(const char *path, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        tool_fail(2, "cannot open '%s': %s", path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 1 << 16, n = 0;
-    unsigned char *buf = malloc(cap);
-    int oom = !buf, big = 0;
-    while (buf) {
-        n += fread(buf + n, 1, cap - n, f);
-        if (n < cap)
-            break;
-        if (cap >= MAX_INPUT_BYTES) {
-            big = 1;
-            break;
-        }
-        unsigned char *grown = realloc(buf, cap * 2);
-        if (!grown) {
-            oom = 1;
-            break;
-        }
-        buf = grown;
-        cap *= 2;
-    }
-    const int err = ferror(f);
-    fclose(f);
-    if (oom || big || err) {
-        free(buf);
-        tool_fail(2, "cannot read '%s': %s", path, oom ? "out of memory" : big ? "too large" : "read error");
-        return NULL;
-    }
-    *size = n;
-    return buf;
-}
-
-static int write_all(const char *path, const void *data, size_t n) {
-    FILE *f = fopen(path, "wb");
-    if (!f)
-        return tool_fail(2, "cannot create '%s': %s", path, strerror(errno));
-    const int ok = fwrite(data, 1, n, f) == n;
-    if (fclose(f) != 0 || !ok)
-        return tool_fail(2, "cannot write '%s'", path);
-    return 0;
-}
-
 static int list_rules(const char *type_name) {
     int64_t only = -1;
     if (type_name && (only = tport_type_from_name(type_name)) < 0)
@@ -167,7 +120,7 @@ int cmd_quantize(int argc, char **argv) {
         return tool_fail(2, "quantize: --rows needs a positive number, not '%s'", rows_arg);
 
     size_t size = 0;
-    float *src = read_all(paths[0], &size);
+    float *src = tool_read_all(paths[0], MAX_INPUT_BYTES, &size);
     if (!src)
         return 2;
     int rc = 0;
@@ -191,7 +144,7 @@ int cmd_quantize(int argc, char **argv) {
             if (tport_quantize((tport_type_id)type, rule, src + r * row_len, (char *)dst + (size_t)r * row_bytes,
                                row_len))
                 rc = tool_fail(2, "quantize: %s", tport_last_error());
-        if (!rc && write_all(paths[1], dst, row_bytes * (size_t)rows))
+        if (!rc && tool_write_all(paths[1], dst, row_bytes * (size_t)rows))
             rc = 2;
     }
     free(dst);

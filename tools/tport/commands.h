@@ -28,4 +28,10 @@ int tool_fail(int status, const char *fmt, ...)
 #endif
     ;
 
+/* Reads all of `path` (at most about max_bytes) into a malloc'd buffer;
+ * NULL after printing "tport: ..." on failure (tool_rawfile.c). */
+void *tool_read_all(const char *path, size_t max_bytes, size_t *size);
+/* Writes n bytes to `path`; 0, or 2 after printing "tport: ...". */
+int tool_write_all(const char *path, const void *data, size_t n);
+
 #endif

@@ -42,6 +42,23 @@ static inline __m256i avx2_bits_to_bytes(uint32_t bits) {
     return _mm256_cmpeq_epi8(_mm256_or_si256(v, others), _mm256_set1_epi64x(-1));
 }
 
+/* Q6_K: half k (elements 128k .. 128k+127) as four vectors of 32
+ * unsigned 6-bit quants (0..63, the -32 not applied): q[t] holds elements
+ * 128k + 32t .. 128k + 32t + 31. */
+static inline void avx2_q6k_quants(const uint8_t *x, int k, __m256i q[4]) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(3);
+    const uint8_t *ql = x + 64 * k, *qh = x + 128 + 32 * k;
+    const __m256i a = _mm256_loadu_si256((const __m256i *)ql);
+    const __m256i b = _mm256_loadu_si256((const __m256i *)(ql + 32));
+    const __m256i h = _mm256_loadu_si256((const __m256i *)qh);
+    q[0] = _mm256_or_si256(_mm256_and_si256(a, m4), _mm256_slli_epi16(_mm256_and_si256(h, m2), 4));
+    q[1] = _mm256_or_si256(_mm256_and_si256(b, m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), m2), 4));
+    q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 4), m4),
+                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), m2), 4));
+    q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b, 4), m4),
+                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), m2), 4));
+}
+
 /* Two int16 scales: a for the low lane (16 elements), b for the high. */
 static inline __m256i avx2_scale_pair(int a, int b) {
     return _mm256_set_m128i(_mm_set1_epi16((short)b), _mm_set1_epi16((short)a));

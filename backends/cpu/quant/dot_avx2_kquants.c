@@ -4,12 +4,9 @@
  * and offsets' contributions go through Q8_K's group sums (bsums). */
 #include "quant_kernels.h"
 
-#include <stddef.h>
-
 #if defined(__AVX2__) && defined(__FMA__)
 #include "avx2_util.h"
 
-static int q8k_bsum(const uint8_t *y, int j) { return cpuq_i16(y + Q8K_BSUMS + 2 * j); }
 static __m256i q8k_load(const uint8_t *y, int off) { return _mm256_loadu_si256((const __m256i *)(y + Q8K_QS + off)); }
 
 static void dot_q2_K(int64_t n, float *s, const void *vx, const void *vy) {
@@ -22,7 +19,7 @@ static void dot_q2_K(int64_t n, float *s, const void *vx, const void *vy) {
         const float dy = cpuq_f32(y);
         int summs = 0;
         for (int g = 0; g < 16; g++)
-            summs += q8k_bsum(y, g) * (sc[g] >> 4);
+            summs += cpuq_q8k_bsum(y, g) * (sc[g] >> 4);
         mins += dy * cpuq_half(x + 82) * (float)summs;
         __m256i isum = _mm256_setzero_si256();
         for (int k = 0; k < 2; k++) {
@@ -77,9 +74,7 @@ static float dot_q45_K(int64_t n, const uint8_t *x, const uint8_t *y, int five) 
     for (int64_t i = 0; i < n / QK_K; i++, x += bx, y += BQ8_K) {
         cpuq_scale_min_k4(x + 4, sc, mn);
         const float dy = cpuq_f32(y);
-        int msum = 0;
-        for (int g = 0; g < 8; g++)
-            msum += mn[g] * (q8k_bsum(y, 2 * g) + q8k_bsum(y, 2 * g + 1));
+        const int msum = cpuq_k4_min_sum(mn, y);
         mins += cpuq_half(x + 2) * dy * (float)msum;
         const uint8_t *qs = x + (five ? 48 : 16);
         const __m256i hbits = five ? _mm256_loadu_si256((const __m256i *)(x + 16)) : _mm256_setzero_si256();
@@ -111,29 +106,16 @@ static void dot_q6_K(int64_t n, float *s, const void *vx, const void *vy) {
     const uint8_t *x = vx, *y = vy;
     __m256 acc = _mm256_setzero_ps();
     float offsets = 0;
-    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(3);
     for (int64_t i = 0; i < n / QK_K; i++, x += BQ6_K, y += BQ8_K) {
         const int8_t *sc = (const int8_t *)(x + 192);
         const float d = cpuq_half(x + 208) * cpuq_f32(y);
         /* the -32 of every quant, through the activations' group sums */
-        int off = 0;
-        for (int g = 0; g < 16; g++)
-            off += sc[g] * q8k_bsum(y, g);
+        const int off = cpuq_q6k_scaled_bsum(sc, y);
         offsets += d * (float)(32 * off);
         __m256i isum = _mm256_setzero_si256();
         for (int k = 0; k < 2; k++) {
-            const uint8_t *ql = x + 64 * k, *qh = x + 128 + 32 * k;
-            const __m256i a = _mm256_loadu_si256((const __m256i *)ql);
-            const __m256i b = _mm256_loadu_si256((const __m256i *)(ql + 32));
-            const __m256i h = _mm256_loadu_si256((const __m256i *)qh);
             __m256i q[4];
-            q[0] = _mm256_or_si256(_mm256_and_si256(a, m4), _mm256_slli_epi16(_mm256_and_si256(h, m2), 4));
-            q[1] = _mm256_or_si256(_mm256_and_si256(b, m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), m2), 4));
-            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 4), m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), m2), 4));
-            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b, 4), m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), m2), 4));
+            avx2_q6k_quants(x, k, q);
             for (int t = 0; t < 4; t++) {
                 /* unsigned 0..63 x signed: 2*63*127 < 32767 */
                 const __m256i p = _mm256_maddubs_epi16(q[t], q8k_load(y, 128 * k + 32 * t));
@@ -155,7 +137,7 @@ static void dot_iq4_xs(int64_t n, float *s, const void *vx, const void *vy) {
         const unsigned scales_h = (unsigned)(x[2] | x[3] << 8);
         __m256i isum = _mm256_setzero_si256();
         for (int g = 0; g < 8; g++) {
-            const int ls = (((x[4 + g / 2] >> 4 * (g % 2)) & 0xf) | ((scales_h >> 2 * g) & 3) << 4) - 32;
+            const int ls = cpuq_iq4xs_scale(x, scales_h, g);
             const __m256i qx = _mm256_shuffle_epi8(table, avx2_nibbles(x + 8 + 16 * g));
             /* pairs of |127*127| fit int16; times |ls| <= 32 fits int32 */
             const __m256i p = avx2_dot_i8_i16(qx, q8k_load(y, 32 * g));
@@ -166,23 +148,16 @@ static void dot_iq4_xs(int64_t n, float *s, const void *vx, const void *vy) {
     *s = avx2_hsum_ps(acc);
 }
 
-cpu_vec_dot_fn CPUQ(avx2_kquant_kernel)(tport_type_id type) {
-    switch (type) {
-    case TPORT_TYPE_Q2_K: return dot_q2_K;
-    case TPORT_TYPE_Q3_K: return dot_q3_K;
-    case TPORT_TYPE_Q4_K: return dot_q4_K;
-    case TPORT_TYPE_Q5_K: return dot_q5_K;
-    case TPORT_TYPE_Q6_K: return dot_q6_K;
-    case TPORT_TYPE_IQ4_XS: return dot_iq4_xs;
-    default: return NULL;
-    }
-}
+CPUQ_KERNEL_TABLE(avx2_kquant_kernel,
+                  {TPORT_TYPE_Q2_K, dot_q2_K},
+                  {TPORT_TYPE_Q3_K, dot_q3_K},
+                  {TPORT_TYPE_Q4_K, dot_q4_K},
+                  {TPORT_TYPE_Q5_K, dot_q5_K},
+                  {TPORT_TYPE_Q6_K, dot_q6_K},
+                  {TPORT_TYPE_IQ4_XS, dot_iq4_xs})
 
 #else
 
-cpu_vec_dot_fn CPUQ(avx2_kquant_kernel)(tport_type_id type) {
-    (void)type;
-    return NULL;
-}
+CPUQ_NO_KERNELS(avx2_kquant_kernel)
 
 #endif

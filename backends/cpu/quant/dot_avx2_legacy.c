@@ -4,8 +4,6 @@
  * scalar kernels. */
 #include "quant_kernels.h"
 
-#include <stddef.h>
-
 #if defined(__AVX2__) && defined(__FMA__)
 #include "avx2_util.h"
 
@@ -89,23 +87,16 @@ static void dot_iq4_nl(int64_t n, float *s, const void *vx, const void *vy) {
     *s = avx2_hsum_ps(acc);
 }
 
-cpu_vec_dot_fn CPUQ(avx2_legacy_kernel)(tport_type_id type) {
-    switch (type) {
-    case TPORT_TYPE_Q4_0: return dot_q4_0;
-    case TPORT_TYPE_Q4_1: return dot_q4_1;
-    case TPORT_TYPE_Q5_0: return dot_q5_0;
-    case TPORT_TYPE_Q5_1: return dot_q5_1;
-    case TPORT_TYPE_Q8_0: return dot_q8_0;
-    case TPORT_TYPE_IQ4_NL: return dot_iq4_nl;
-    default: return NULL;
-    }
-}
+CPUQ_KERNEL_TABLE(avx2_legacy_kernel,
+                  {TPORT_TYPE_Q4_0, dot_q4_0},
+                  {TPORT_TYPE_Q4_1, dot_q4_1},
+                  {TPORT_TYPE_Q5_0, dot_q5_0},
+                  {TPORT_TYPE_Q5_1, dot_q5_1},
+                  {TPORT_TYPE_Q8_0, dot_q8_0},
+                  {TPORT_TYPE_IQ4_NL, dot_iq4_nl})
 
 #else
 
-cpu_vec_dot_fn CPUQ(avx2_legacy_kernel)(tport_type_id type) {
-    (void)type;
-    return NULL;
-}
+CPUQ_NO_KERNELS(avx2_legacy_kernel)
 
 #endif

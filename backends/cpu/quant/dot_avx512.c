@@ -6,11 +6,9 @@
  * code. */
 #include "quant_kernels.h"
 
-#include <stddef.h>
-
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__) && \
     defined(__AVX2__) && defined(__FMA__)
-#include <immintrin.h>
+#include "avx2_util.h"
 
 /* Signed bytes x signed bytes -> 16 int32 sums of 4 products.  Exact as
  * long as no x byte is -128 (the weights here are in [-8, 7] or [-127, 127]). */
@@ -31,11 +29,7 @@ static __m512 scales(float a, float b) {
 }
 
 /* Low nibbles (elements 0..15) then high nibbles (16..31), minus 8. */
-static __m256i q4_0_values(const uint8_t *qs) {
-    const __m128i b = _mm_loadu_si128((const __m128i *)qs);
-    const __m256i v = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(b, 4), b), _mm256_set1_epi8(0x0F));
-    return _mm256_sub_epi8(v, _mm256_set1_epi8(8));
-}
+static __m256i q4_0_values(const uint8_t *qs) { return _mm256_sub_epi8(avx2_nibbles(qs), _mm256_set1_epi8(8)); }
 
 static void dot_q4_0(int64_t n, float *s, const void *vx, const void *vy) {
     const uint8_t *x = vx, *y = vy;
@@ -82,8 +76,6 @@ static void dot_q8_0(int64_t n, float *s, const void *vx, const void *vy) {
     *s = sum;
 }
 
-static int q8k_bsum(const uint8_t *y, int j) { return cpuq_i16(y + Q8K_BSUMS + 2 * j); }
-
 /* Four int16 scales, one per 128-bit lane (16 elements each). */
 static __m512i scales4(int a, int b, int c, int d) {
     __m512i v = _mm512_castsi128_si512(_mm_set1_epi16((short)a));
@@ -101,9 +93,7 @@ static void dot_q4_K(int64_t n, float *s, const void *vx, const void *vy) {
     for (int64_t i = 0; i < n / QK_K; i++, x += BQ4_K, y += BQ8_K) {
         cpuq_scale_min_k4(x + 4, sc, mn);
         const float dy = cpuq_f32(y);
-        int msum = 0;
-        for (int g = 0; g < 8; g++)
-            msum += mn[g] * (q8k_bsum(y, 2 * g) + q8k_bsum(y, 2 * g + 1));
+        const int msum = cpuq_k4_min_sum(mn, y);
         mins += cpuq_half(x + 2) * dy * (float)msum;
         __m512i isum = _mm512_setzero_si512();
         for (int c = 0; c < 4; c++) {
@@ -124,32 +114,21 @@ static void dot_q6_K(int64_t n, float *s, const void *vx, const void *vy) {
     const uint8_t *x = vx, *y = vy;
     __m512 acc = _mm512_setzero_ps();
     float offsets = 0;
-    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(3);
     for (int64_t i = 0; i < n / QK_K; i++, x += BQ6_K, y += BQ8_K) {
         const int8_t *sc = (const int8_t *)(x + 192);
         const float d = cpuq_half(x + 208) * cpuq_f32(y);
-        int off = 0; /* the -32 of every quant, through the group sums */
-        for (int g = 0; g < 16; g++)
-            off += sc[g] * q8k_bsum(y, g);
+        /* the -32 of every quant, through the group sums */
+        const int off = cpuq_q6k_scaled_bsum(sc, y);
         offsets += d * (float)(32 * off);
         __m512i isum = _mm512_setzero_si512();
         for (int k = 0; k < 2; k++) {
-            const uint8_t *ql = x + 64 * k, *qh = x + 128 + 32 * k;
-            const __m256i a = _mm256_loadu_si256((const __m256i *)ql);
-            const __m256i b = _mm256_loadu_si256((const __m256i *)(ql + 32));
-            const __m256i h = _mm256_loadu_si256((const __m256i *)qh);
-            const __m256i q0 = _mm256_or_si256(_mm256_and_si256(a, m4), _mm256_slli_epi16(_mm256_and_si256(h, m2), 4));
-            const __m256i q1 = _mm256_or_si256(_mm256_and_si256(b, m4),
-                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), m2), 4));
-            const __m256i q2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 4), m4),
-                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), m2), 4));
-            const __m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b, 4), m4),
-                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), m2), 4));
+            __m256i q[4];
+            avx2_q6k_quants(x, k, q);
             const int8_t *sk = sc + 8 * k;
             /* elements 128k + [0, 64) and + [64, 128); unsigned 0..63 x signed */
-            const __m512i p0 = _mm512_maddubs_epi16(pair(q0, q1), _mm512_loadu_si512((const void *)(y + Q8K_QS + 128 * k)));
+            const __m512i p0 = _mm512_maddubs_epi16(pair(q[0], q[1]), _mm512_loadu_si512((const void *)(y + Q8K_QS + 128 * k)));
             const __m512i p1 =
-                _mm512_maddubs_epi16(pair(q2, q3), _mm512_loadu_si512((const void *)(y + Q8K_QS + 128 * k + 64)));
+                _mm512_maddubs_epi16(pair(q[2], q[3]), _mm512_loadu_si512((const void *)(y + Q8K_QS + 128 * k + 64)));
             isum = _mm512_add_epi32(isum, _mm512_madd_epi16(p0, scales4(sk[0], sk[1], sk[2], sk[3])));
             isum = _mm512_add_epi32(isum, _mm512_madd_epi16(p1, scales4(sk[4], sk[5], sk[6], sk[7])));
         }
@@ -158,21 +137,14 @@ static void dot_q6_K(int64_t n, float *s, const void *vx, const void *vy) {
     *s = _mm512_reduce_add_ps(acc) - offsets;
 }
 
-cpu_vec_dot_fn CPUQ(avx512_kernel)(tport_type_id type) {
-    switch (type) {
-    case TPORT_TYPE_Q4_0: return dot_q4_0;
-    case TPORT_TYPE_Q8_0: return dot_q8_0;
-    case TPORT_TYPE_Q4_K: return dot_q4_K;
-    case TPORT_TYPE_Q6_K: return dot_q6_K;
-    default: return NULL;
-    }
-}
+CPUQ_KERNEL_TABLE(avx512_kernel,
+                  {TPORT_TYPE_Q4_0, dot_q4_0},
+                  {TPORT_TYPE_Q8_0, dot_q8_0},
+                  {TPORT_TYPE_Q4_K, dot_q4_K},
+                  {TPORT_TYPE_Q6_K, dot_q6_K})
 
 #else
 
-cpu_vec_dot_fn CPUQ(avx512_kernel)(tport_type_id type) {
-    (void)type;
-    return NULL;
-}
+CPUQ_NO_KERNELS(avx512_kernel)
 
 #endif

@@ -5,7 +5,18 @@
 #include "quant_kernels.h"
 
 static const int8_t *q8k_qs(const uint8_t *y) { return (const int8_t *)(y + Q8K_QS); }
-static int q8k_bsum(const uint8_t *y, int j) { return cpuq_i16(y + Q8K_BSUMS + 2 * j); }
+/* 256 signed quants against the activations, in 16 groups of 16, each
+ * group's sum times its scale. */
+static int scaled_dot16(const int8_t q[QK_K], const int8_t *q8, const int8_t sc[16]) {
+    int isum = 0;
+    for (int g = 0; g < 16; g++) {
+        int gs = 0;
+        for (int l = 0; l < 16; l++)
+            gs += q[16 * g + l] * q8[16 * g + l];
+        isum += sc[g] * gs;
+    }
+    return isum;
+}
 
 static void dot_q2_K(int64_t n, float *s, const void *vx, const void *vy) {
     const uint8_t *x = vx, *y = vy;
@@ -15,7 +26,7 @@ static void dot_q2_K(int64_t n, float *s, const void *vx, const void *vy) {
         const int8_t *q8 = q8k_qs(y);
         int summs = 0;
         for (int j = 0; j < 16; j++)
-            summs += q8k_bsum(y, j) * (sc[j] >> 4);
+            summs += cpuq_q8k_bsum(y, j) * (sc[j] >> 4);
         const float dy = cpuq_f32(y);
         const float dall = dy * cpuq_half(x + 80), dmin = dy * cpuq_half(x + 82);
         int isum = 0, is = 0;
@@ -48,14 +59,7 @@ static void dot_q3_K(int64_t n, float *s, const void *vx, const void *vy) {
                 for (int l = 0; l < 32; l++)
                     q[128 * k + 32 * j + l] = (int8_t)(((qs[32 * k + l] >> (2 * j)) & 3) -
                                                        ((hm[l] >> (4 * k + j)) & 1 ? 0 : 4));
-        const int8_t *q8 = q8k_qs(y);
-        int isum = 0;
-        for (int g = 0; g < 16; g++) {
-            int gs = 0;
-            for (int l = 0; l < 16; l++)
-                gs += q[16 * g + l] * q8[16 * g + l];
-            isum += sc[g] * gs;
-        }
+        const int isum = scaled_dot16(q, q8k_qs(y), sc);
         sum += cpuq_half(x + 108) * cpuq_f32(y) * (float)isum;
     }
     *s = sum;
@@ -70,7 +74,8 @@ static void dot_q45_K(int64_t n, float *s, const uint8_t *x, const uint8_t *y, i
         cpuq_scale_min_k4(x + 4, sc, mn);
         const uint8_t *qs = x + (five ? 48 : 16), *qh = x + 16;
         const int8_t *q8 = q8k_qs(y);
-        int isum = 0, msum = 0;
+        const int msum = cpuq_k4_min_sum(mn, y);
+        int isum = 0;
         for (int g = 0; g < 8; g++) {
             int gs = 0;
             for (int l = 0; l < 32; l++) {
@@ -81,7 +86,6 @@ static void dot_q45_K(int64_t n, float *s, const uint8_t *x, const uint8_t *y, i
                 gs += q * q8[32 * g + l];
             }
             isum += sc[g] * gs;
-            msum += mn[g] * (q8k_bsum(y, 2 * g) + q8k_bsum(y, 2 * g + 1));
         }
         const float dy = cpuq_f32(y);
         sum += cpuq_half(x) * dy * (float)isum - cpuq_half(x + 2) * dy * (float)msum;
@@ -108,14 +112,7 @@ static void dot_q6_K(int64_t n, float *s, const void *vx, const void *vy) {
                 q[128 * k + l + 96] = (int8_t)(((b >> 4) | ((h >> 6) & 3) << 4) - 32);
             }
         }
-        const int8_t *q8 = q8k_qs(y);
-        int isum = 0;
-        for (int g = 0; g < 16; g++) {
-            int gs = 0;
-            for (int l = 0; l < 16; l++)
-                gs += q[16 * g + l] * q8[16 * g + l];
-            isum += sc[g] * gs;
-        }
+        const int isum = scaled_dot16(q, q8k_qs(y), sc);
         sum += cpuq_half(x + 208) * cpuq_f32(y) * (float)isum;
     }
     *s = sum;
@@ -130,7 +127,7 @@ static void dot_iq4_xs(int64_t n, float *s, const void *vx, const void *vy) {
         const int8_t *q8 = q8k_qs(y);
         int isum = 0;
         for (int g = 0; g < 8; g++, qs += 16, q8 += 32) {
-            const int ls = (((x[4 + g / 2] >> 4 * (g % 2)) & 0xf) | ((scales_h >> 2 * g) & 3) << 4) - 32;
+            const int ls = cpuq_iq4xs_scale(x, scales_h, g);
             int gs = 0;
             for (int j = 0; j < 16; j++)
                 gs += CPUQ(kvalues_iq4nl)[qs[j] & 15] * q8[j] + CPUQ(kvalues_iq4nl)[qs[j] >> 4] * q8[j + 16];
@@ -141,14 +138,10 @@ static void dot_iq4_xs(int64_t n, float *s, const void *vx, const void *vy) {
     *s = sum;
 }
 
-cpu_vec_dot_fn CPUQ(scalar_kquant_kernel)(tport_type_id type) {
-    switch (type) {
-    case TPORT_TYPE_Q2_K: return dot_q2_K;
-    case TPORT_TYPE_Q3_K: return dot_q3_K;
-    case TPORT_TYPE_Q4_K: return dot_q4_K;
-    case TPORT_TYPE_Q5_K: return dot_q5_K;
-    case TPORT_TYPE_Q6_K: return dot_q6_K;
-    case TPORT_TYPE_IQ4_XS: return dot_iq4_xs;
-    default: return NULL;
-    }
-}
+CPUQ_KERNEL_TABLE(scalar_kquant_kernel,
+                  {TPORT_TYPE_Q2_K, dot_q2_K},
+                  {TPORT_TYPE_Q3_K, dot_q3_K},
+                  {TPORT_TYPE_Q4_K, dot_q4_K},
+                  {TPORT_TYPE_Q5_K, dot_q5_K},
+                  {TPORT_TYPE_Q6_K, dot_q6_K},
+                  {TPORT_TYPE_IQ4_XS, dot_iq4_xs})

@@ -166,23 +166,19 @@ static void dot_q4_3_qnt0(int64_t n, float *s, const void *vx, const void *vy) {
     *s = sum;
 }
 
-cpu_vec_dot_fn CPUQ(scalar_legacy_kernel)(tport_type_id type) {
-    switch (type) {
-    case TPORT_TYPE_Q4_0: return dot_q4_0;
-    case TPORT_TYPE_Q4_1: return dot_q4_1;
-    case TPORT_TYPE_Q5_0: return dot_q5_0;
-    case TPORT_TYPE_Q5_1: return dot_q5_1;
-    case TPORT_TYPE_Q8_0: return dot_q8_0;
-    case TPORT_TYPE_IQ4_NL: return dot_iq4_nl;
-    case TPORT_TYPE_Q4_0_QNT0: return dot_q4_0_qnt0;
-    case TPORT_TYPE_Q4_0_QNT1: return dot_q4_0_qnt1;
-    case TPORT_TYPE_Q4_1_QNT0: return dot_q4_1_qnt0;
-    case TPORT_TYPE_Q4_1_QNT1: return dot_q4_1_qnt1;
-    case TPORT_TYPE_Q4_2_QNT0: return dot_q4_2_qnt0;
-    case TPORT_TYPE_Q4_3_QNT0: return dot_q4_3_qnt0;
-    case TPORT_TYPE_Q5_0_QNT0: return dot_q5_0_qnt0;
-    case TPORT_TYPE_Q5_1_QNT0: return dot_q5_1_qnt0;
-    case TPORT_TYPE_Q8_0_QNT1: return dot_q8_0_qnt1;
-    default: return NULL;
-    }
-}
+CPUQ_KERNEL_TABLE(scalar_legacy_kernel,
+                  {TPORT_TYPE_Q4_0, dot_q4_0},
+                  {TPORT_TYPE_Q4_1, dot_q4_1},
+                  {TPORT_TYPE_Q5_0, dot_q5_0},
+                  {TPORT_TYPE_Q5_1, dot_q5_1},
+                  {TPORT_TYPE_Q8_0, dot_q8_0},
+                  {TPORT_TYPE_IQ4_NL, dot_iq4_nl},
+                  {TPORT_TYPE_Q4_0_QNT0, dot_q4_0_qnt0},
+                  {TPORT_TYPE_Q4_0_QNT1, dot_q4_0_qnt1},
+                  {TPORT_TYPE_Q4_1_QNT0, dot_q4_1_qnt0},
+                  {TPORT_TYPE_Q4_1_QNT1, dot_q4_1_qnt1},
+                  {TPORT_TYPE_Q4_2_QNT0, dot_q4_2_qnt0},
+                  {TPORT_TYPE_Q4_3_QNT0, dot_q4_3_qnt0},
+                  {TPORT_TYPE_Q5_0_QNT0, dot_q5_0_qnt0},
+                  {TPORT_TYPE_Q5_1_QNT0, dot_q5_1_qnt0},
+                  {TPORT_TYPE_Q8_0_QNT1, dot_q8_0_qnt1})

@@ -5,8 +5,6 @@
  * the float summation order differs from the scalar kernels. */
 #include "quant_kernels.h"
 
-#include <stddef.h>
-
 #if defined(__SSE2__)
 #include <emmintrin.h>
 
@@ -52,8 +50,6 @@ static void dot_q8_0(int64_t n, float *s, const void *vx, const void *vy) {
     *s = hsum4(acc);
 }
 
-static int q8k_bsum(const uint8_t *y, int j) { return cpuq_i16(y + Q8K_BSUMS + 2 * j); }
-
 /* 16 unsigned quants (bytes, < 128) times scale, dotted with 16 signed
  * activation bytes -> 4 int32. */
 static __m128i dot16_scaled(__m128i q, int scale, __m128i y) {
@@ -71,9 +67,7 @@ static void dot_q4_K(int64_t n, float *s, const void *vx, const void *vy) {
     for (int64_t i = 0; i < n / QK_K; i++, x += BQ4_K, y += BQ8_K) {
         cpuq_scale_min_k4(x + 4, sc, mn);
         const float dy = cpuq_f32(y);
-        int msum = 0;
-        for (int g = 0; g < 8; g++)
-            msum += mn[g] * (q8k_bsum(y, 2 * g) + q8k_bsum(y, 2 * g + 1));
+        const int msum = cpuq_k4_min_sum(mn, y);
         mins += cpuq_half(x + 2) * dy * (float)msum;
         const uint8_t *qs = x + 16, *q8 = y + Q8K_QS;
         __m128i isum = _mm_setzero_si128();
@@ -98,9 +92,8 @@ static void dot_q6_K(int64_t n, float *s, const void *vx, const void *vy) {
     for (int64_t i = 0; i < n / QK_K; i++, x += BQ6_K, y += BQ8_K) {
         const int8_t *sc = (const int8_t *)(x + 192);
         const float d = cpuq_half(x + 208) * cpuq_f32(y);
-        int off = 0; /* the -32 of every quant, through the group sums */
-        for (int g = 0; g < 16; g++)
-            off += sc[g] * q8k_bsum(y, g);
+        /* the -32 of every quant, through the group sums */
+        const int off = cpuq_q6k_scaled_bsum(sc, y);
         offsets += d * (float)(32 * off);
         __m128i isum = _mm_setzero_si128();
         for (int k = 0; k < 2; k++) {
@@ -126,21 +119,14 @@ static void dot_q6_K(int64_t n, float *s, const void *vx, const void *vy) {
     *s = hsum4(acc) - offsets;
 }
 
-cpu_vec_dot_fn CPUQ(sse2_kernel)(tport_type_id type) {
-    switch (type) {
-    case TPORT_TYPE_Q4_0: return dot_q4_0;
-    case TPORT_TYPE_Q8_0: return dot_q8_0;
-    case TPORT_TYPE_Q4_K: return dot_q4_K;
-    case TPORT_TYPE_Q6_K: return dot_q6_K;
-    default: return NULL;
-    }
-}
+CPUQ_KERNEL_TABLE(sse2_kernel,
+                  {TPORT_TYPE_Q4_0, dot_q4_0},
+                  {TPORT_TYPE_Q8_0, dot_q8_0},
+                  {TPORT_TYPE_Q4_K, dot_q4_K},
+                  {TPORT_TYPE_Q6_K, dot_q6_K})
 
 #else
 
-cpu_vec_dot_fn CPUQ(sse2_kernel)(tport_type_id type) {
-    (void)type;
-    return NULL;
-}
+CPUQ_NO_KERNELS(sse2_kernel)
 
 #endif

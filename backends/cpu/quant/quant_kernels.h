@@ -7,6 +7,7 @@
 #ifndef TPORT_CPU_QUANT_KERNELS_H
 #define TPORT_CPU_QUANT_KERNELS_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -93,7 +94,61 @@ static inline void cpuq_scales_q3k(const uint8_t *s, int8_t out[16]) {
     }
 }
 
+/* Q8_K activations {f32 d; i8 qs[256]; i16 bsums[16]}: bsums[j] is the
+ * sum of qs[16j..16j+15]. */
+static inline int cpuq_q8k_bsum(const uint8_t *y, int j) { return cpuq_i16(y + Q8K_BSUMS + 2 * j); }
+
+/* Q4_K/Q5_K: sum over the 8 groups of 32 of min * (sum of the group's
+ * activations), i.e. what the mins take off, in integers. */
+static inline int cpuq_k4_min_sum(const uint8_t mn[8], const uint8_t *y) {
+    int msum = 0;
+    for (int g = 0; g < 8; g++)
+        msum += mn[g] * (cpuq_q8k_bsum(y, 2 * g) + cpuq_q8k_bsum(y, 2 * g + 1));
+    return msum;
+}
+
+/* Q6_K: sum over the 16 groups of scale * (sum of the group's
+ * activations); times 32 it is the -32 offset of every quant. */
+static inline int cpuq_q6k_scaled_bsum(const int8_t sc[16], const uint8_t *y) {
+    int off = 0;
+    for (int g = 0; g < 16; g++)
+        off += sc[g] * cpuq_q8k_bsum(y, g);
+    return off;
+}
+
+/* IQ4_XS: group g's 6-bit scale (minus 32) from the low nibbles at x+4 and
+ * the two high bits in scales_h (x[2] | x[3] << 8). */
+static inline int cpuq_iq4xs_scale(const uint8_t *x, unsigned scales_h, int g) {
+    return (((x[4 + g / 2] >> 4 * (g % 2)) & 0xf) | ((scales_h >> 2 * g) & 3) << 4) - 32;
+}
+
 extern const int8_t CPUQ(kvalues_iq4nl)[16];
+
+/* Kernel tables: which dot product serves which weight type. */
+typedef struct cpuq_kernel_entry {
+    tport_type_id type;
+    cpu_vec_dot_fn fn;
+} cpuq_kernel_entry;
+
+static inline cpu_vec_dot_fn cpuq_lookup(const cpuq_kernel_entry *t, size_t n, tport_type_id type) {
+    for (size_t i = 0; i < n; i++)
+        if (t[i].type == type)
+            return t[i].fn;
+    return NULL;
+}
+
+/* Defines the table function CPUQ(name) from {type, fn} entries. */
+#define CPUQ_KERNEL_TABLE(name, ...)                                              \
+    cpu_vec_dot_fn CPUQ(name)(tport_type_id type) {                               \
+        static const cpuq_kernel_entry entries[] = {__VA_ARGS__};                 \
+        return cpuq_lookup(entries, sizeof entries / sizeof entries[0], type);    \
+    }
+/* The table function of an instruction set this copy is not compiled for. */
+#define CPUQ_NO_KERNELS(name)                                                     \
+    cpu_vec_dot_fn CPUQ(name)(tport_type_id type) {                               \
+        (void)type;                                                               \
+        return NULL;                                                              \
+    }
 
 /* Kernel tables: NULL where the ISA has no kernel of its own. */
 cpu_vec_dot_fn CPUQ(scalar_legacy_kernel)(tport_type_id type);
