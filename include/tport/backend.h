@@ -87,7 +87,9 @@
  *        return host->error(TPORT_STATUS_UNSUPPORTED, "op %u on type %u", op, type);
  *    Never call exit() or abort(); never let a signal escape on bad input.
  *    A plug-in whose init fails or that reports no devices is skipped with
- *    the message; every other backend keeps working.
+ *    the message; every other backend keeps working.  What the host does with
+ *    a plug-in that breaks these rules (bad tables, names, counts, statuses,
+ *    hangs under --probe) is listed in docs/writing-a-backend.md, section 8.
  *
  * 6. Data: a compute call receives a tport_graph_view: an array of tensor
  *    records (op, type, shape ne[], byte strides nb[], sources, data).  Nodes

@@ -6,6 +6,8 @@
  * zeros.  NaN elements never become a maximum; what they do to the scale
  * search follows ggml's float comparisons (results are unspecified garbage
  * upstream as well, but never undefined behaviour here). */
+#include <stdbool.h>
+
 #include "kquant_blocks.h"
 #include "kquant_search.h"
 #include "quant_impl.h"
@@ -142,66 +144,45 @@ static void search_k4(const float *x, uint8_t L[QK_K], float *scales, float *min
     }
 }
 
-void tport_quant_q4_K(const float *x, void *vy, int64_t n) {
-    uint8_t *y = vy;
+/* Q4_K and Q5_K differ in nmax, the search's rmin and nstep, and whether
+ * a fifth bit per quant sits in qh; d, dmin and the scales share offsets. */
+static void quant_k4(const float *x, uint8_t *y, int64_t n, bool five) {
     uint8_t L[QK_K];
     float mins[QK_K / 32], scales[QK_K / 32];
-    for (int64_t i = 0; i < n / QK_K; i++, x += QK_K, y += Q4K_BYTES) {
-        search_k4(x, L, scales, mins, 15, -1.f, 20);
-        tport_kq_write_q4_K(y, x, L, scales, mins);
+    for (int64_t i = 0; i < n / QK_K; i++, x += QK_K, y += five ? Q5K_BYTES : Q4K_BYTES) {
+        if (five) {
+            search_k4(x, L, scales, mins, 31, -0.5f, 15);
+            tport_kq_write_q5_K(y, x, L, scales, mins);
+        } else {
+            search_k4(x, L, scales, mins, 15, -1.f, 20);
+            tport_kq_write_q4_K(y, x, L, scales, mins);
+        }
     }
 }
 
-void tport_dequant_q4_K(const void *vx, float *y, int64_t n) {
-    const uint8_t *x = vx;
-    for (int64_t i = 0; i < n / QK_K; i++, x += Q4K_BYTES) {
+static void dequant_k4(const uint8_t *x, float *y, int64_t n, bool five) {
+    for (int64_t i = 0; i < n / QK_K; i++, x += five ? Q5K_BYTES : Q4K_BYTES) {
         const float d = q_rd_f16(x + Q4K_D), min = q_rd_f16(x + Q4K_DMIN);
-        const uint8_t *q = x + Q4K_QS;
-        for (int is = 0; is < 8; is += 2, q += 32) {
+        const uint8_t *ql = x + (five ? Q5K_QS : Q4K_QS), *qh = x + Q5K_QH;
+        unsigned u1 = 1, u2 = 2;
+        for (int is = 0; is < 8; is += 2, ql += 32, u1 <<= 2, u2 <<= 2) {
             uint8_t sc, m;
             tport_kq_get_scale_min_k4(is, x + Q4K_SCALES, &sc, &m);
             const float d1 = d * (float)sc, m1 = min * (float)m;
             tport_kq_get_scale_min_k4(is + 1, x + Q4K_SCALES, &sc, &m);
             const float d2 = d * (float)sc, m2 = min * (float)m;
             for (int l = 0; l < 32; ++l)
-                *y++ = d1 * (float)(q[l] & 0xF) - m1;
+                *y++ = d1 * (float)((ql[l] & 0xF) + (five && (qh[l] & u1) ? 16 : 0)) - m1;
             for (int l = 0; l < 32; ++l)
-                *y++ = d2 * (float)(q[l] >> 4) - m2;
+                *y++ = d2 * (float)((ql[l] >> 4) + (five && (qh[l] & u2) ? 16 : 0)) - m2;
         }
     }
 }
 
-void tport_quant_q5_K(const float *x, void *vy, int64_t n) {
-    uint8_t *y = vy;
-    uint8_t L[QK_K];
-    float mins[QK_K / 32], scales[QK_K / 32];
-    for (int64_t i = 0; i < n / QK_K; i++, x += QK_K, y += Q5K_BYTES) {
-        search_k4(x, L, scales, mins, 31, -0.5f, 15);
-        tport_kq_write_q5_K(y, x, L, scales, mins);
-    }
-}
-
-void tport_dequant_q5_K(const void *vx, float *y, int64_t n) {
-    const uint8_t *x = vx;
-    for (int64_t i = 0; i < n / QK_K; i++, x += Q5K_BYTES) {
-        const float d = q_rd_f16(x + Q5K_D), min = q_rd_f16(x + Q5K_DMIN);
-        const uint8_t *ql = x + Q5K_QS, *qh = x + Q5K_QH;
-        uint8_t u1 = 1, u2 = 2;
-        for (int is = 0; is < 8; is += 2, ql += 32) {
-            uint8_t sc, m;
-            tport_kq_get_scale_min_k4(is, x + Q5K_SCALES, &sc, &m);
-            const float d1 = d * (float)sc, m1 = min * (float)m;
-            tport_kq_get_scale_min_k4(is + 1, x + Q5K_SCALES, &sc, &m);
-            const float d2 = d * (float)sc, m2 = min * (float)m;
-            for (int l = 0; l < 32; ++l)
-                *y++ = d1 * (float)((ql[l] & 0xF) + (qh[l] & u1 ? 16 : 0)) - m1;
-            for (int l = 0; l < 32; ++l)
-                *y++ = d2 * (float)((ql[l] >> 4) + (qh[l] & u2 ? 16 : 0)) - m2;
-            u1 = (uint8_t)(u1 << 2);
-            u2 = (uint8_t)(u2 << 2);
-        }
-    }
-}
+void tport_quant_q4_K(const float *x, void *y, int64_t n) { quant_k4(x, y, n, false); }
+void tport_quant_q5_K(const float *x, void *y, int64_t n) { quant_k4(x, y, n, true); }
+void tport_dequant_q4_K(const void *x, float *y, int64_t n) { dequant_k4(x, y, n, false); }
+void tport_dequant_q5_K(const void *x, float *y, int64_t n) { dequant_k4(x, y, n, true); }
 
 /* ---- Q6_K --------------------------------------------------------------- */
 void tport_quant_q6_K(const float *x, void *vy, int64_t n) {

@@ -172,6 +172,10 @@ static void check_accepting_host(tport_backend_entry_fn entry, const tport_host_
         fail(r, "picked minor %u, above the host's %u", api->abi_minor, host->abi_minor);
         return;
     }
+    if (api->reserved != 0) { /* the registry ignores it; a later minor may not */
+        fail(r, "reserved is 0x%x, must be 0", api->reserved);
+        return;
+    }
     snprintf(r->shape, sizeof r->shape, "host %u.%u (%u-byte table) -> %u.%u", host->abi_major, host->abi_minor,
              host->struct_size, api->abi_major, api->abi_minor);
     use_backend(api, device_info_size, r);
