@@ -261,6 +261,9 @@ static void pack_task(void *arg, int ith, int nth) {
             continue;
         }
         const float *src = cpu_row_f32(b, i1, i2, i3, buf);
+        /* as llama.cpp's x86 CPU backend does (quant/act_quant.c), where it applies */
+        if (cpuq_quantize_act(job->plan.vec_dot_type, src, dst, job->plan.K))
+            continue;
         if (job->plan.vec_dot_type == TPORT_TYPE_Q8_0 && cpu_quantize_q8_0_available()) {
             cpu_quantize_q8_0(src, dst, job->plan.K);
             continue;

@@ -31,4 +31,14 @@ cpu_vec_dot_fn cpu_vec_dot_scalar_for(tport_type_id type);
 /* "avx512", "avx2", "sse2" or "scalar": the best instruction set compiled in. */
 const char *cpu_vec_dot_isa(void);
 
+/* Converts n activations (a multiple of 32) to Q8_0 or Q8_1 exactly as
+ * llama.cpp's CPU backend does on x86 with AVX (id = 127/amax, rounding
+ * half to even; see quant/act_quant.c), so that the quantized kernels see
+ * the bytes llama.cpp's see.  Returns false, writing nothing, for other
+ * types and in builds without AVX2 + F16C (where llama.cpp, too, uses the
+ * reference quantizer: the caller then uses the host's from_float). */
+bool cpuq_quantize_act(tport_type_id vec_dot_type, const float *x, void *y, int64_t n);
+/* The same bytes without intrinsics, in every build (for tests). */
+bool cpuq_quantize_act_scalar(tport_type_id vec_dot_type, const float *x, void *y, int64_t n);
+
 #endif

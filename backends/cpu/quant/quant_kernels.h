@@ -154,6 +154,10 @@ static inline cpu_vec_dot_fn cpuq_lookup(const cpuq_kernel_entry *t, size_t n, t
 cpu_vec_dot_fn CPUQ(scalar_legacy_kernel)(tport_type_id type);
 cpu_vec_dot_fn CPUQ(scalar_kquant_kernel)(tport_type_id type);
 cpu_vec_dot_fn CPUQ(scalar_kernel)(tport_type_id type);
+/* act_quant.c: activations as llama.cpp's x86 CPU backend quantizes them
+ * (declared for callers in ../cpu_quant.h under the default prefix). */
+bool CPUQ(quantize_act)(tport_type_id type, const float *x, void *y, int64_t n);
+bool CPUQ(quantize_act_scalar)(tport_type_id type, const float *x, void *y, int64_t n);
 cpu_vec_dot_fn CPUQ(avx2_legacy_kernel)(tport_type_id type);
 cpu_vec_dot_fn CPUQ(avx2_kquant_kernel)(tport_type_id type);
 cpu_vec_dot_fn CPUQ(avx512_kernel)(tport_type_id type);
