@@ -59,6 +59,17 @@ static inline void avx2_q6k_quants(const uint8_t *x, int k, __m256i q[4]) {
                            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), m2), 4));
 }
 
+/* Q6_K's -32 offset per int32 lane, the way ggml's AVX2 kernel takes it
+ * out: lane l holds 32 * (bsums[2l] * sc[2l] + bsums[2l+1] * sc[2l+1]).
+ * Subtracting it from the lane sums before they become floats (not from
+ * the float total) gives the same float roundings as ggml, which keeps
+ * the greedy ids equal to llama.cpp's. */
+static inline __m256i avx2_q6k_offsets(const int8_t *sc, const uint8_t *y) {
+    const __m256i bsums = _mm256_loadu_si256((const __m256i *)(const void *)(y + Q8K_BSUMS));
+    const __m256i scales = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)sc));
+    return _mm256_slli_epi32(_mm256_madd_epi16(bsums, scales), 5);
+}
+
 /* Two int16 scales: a for the low lane (16 elements), b for the high. */
 static inline __m256i avx2_scale_pair(int a, int b) {
     return _mm256_set_m128i(_mm_set1_epi16((short)b), _mm_set1_epi16((short)a));

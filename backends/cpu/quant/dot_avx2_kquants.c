@@ -102,16 +102,15 @@ static float dot_q45_K(int64_t n, const uint8_t *x, const uint8_t *y, int five) 
 static void dot_q4_K(int64_t n, float *s, const void *x, const void *y) { *s = dot_q45_K(n, x, y, 0); }
 static void dot_q5_K(int64_t n, float *s, const void *x, const void *y) { *s = dot_q45_K(n, x, y, 1); }
 
+/* Lane for lane what ggml's AVX2 kernel computes (integer lane sums, the
+ * offsets taken out per lane, one fma per super-block, the same horizontal
+ * sum), so the result is bit-identical with llama.cpp's on x86. */
 static void dot_q6_K(int64_t n, float *s, const void *vx, const void *vy) {
     const uint8_t *x = vx, *y = vy;
     __m256 acc = _mm256_setzero_ps();
-    float offsets = 0;
     for (int64_t i = 0; i < n / QK_K; i++, x += BQ6_K, y += BQ8_K) {
         const int8_t *sc = (const int8_t *)(x + 192);
-        const float d = cpuq_half(x + 208) * cpuq_f32(y);
-        /* the -32 of every quant, through the activations' group sums */
-        const int off = cpuq_q6k_scaled_bsum(sc, y);
-        offsets += d * (float)(32 * off);
+        const float d = cpuq_f32(y) * cpuq_half(x + 208);
         __m256i isum = _mm256_setzero_si256();
         for (int k = 0; k < 2; k++) {
             __m256i q[4];
@@ -123,9 +122,10 @@ static void dot_q6_K(int64_t n, float *s, const void *vx, const void *vy) {
                 isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, avx2_scale_pair(sc[g], sc[g + 1])));
             }
         }
+        isum = _mm256_sub_epi32(isum, avx2_q6k_offsets(sc, y));
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(isum), acc);
     }
-    *s = avx2_hsum_ps(acc) - offsets;
+    *s = avx2_hsum_ps(acc);
 }
 
 static void dot_iq4_xs(int64_t n, float *s, const void *vx, const void *vy) {

@@ -110,16 +110,16 @@ static void dot_q4_K(int64_t n, float *s, const void *vx, const void *vy) {
     *s = _mm512_reduce_add_ps(acc) - mins;
 }
 
+/* The same int32 lane sums as the AVX2 kernel (and ggml's): the two
+ * 256-bit halves hold groups t and t+1 of 32 elements and are added as
+ * integers; the offsets come out per lane, then one 8-lane fma per
+ * super-block, so the result is bit-identical with llama.cpp's on x86. */
 static void dot_q6_K(int64_t n, float *s, const void *vx, const void *vy) {
     const uint8_t *x = vx, *y = vy;
-    __m512 acc = _mm512_setzero_ps();
-    float offsets = 0;
+    __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++, x += BQ6_K, y += BQ8_K) {
         const int8_t *sc = (const int8_t *)(x + 192);
-        const float d = cpuq_half(x + 208) * cpuq_f32(y);
-        /* the -32 of every quant, through the group sums */
-        const int off = cpuq_q6k_scaled_bsum(sc, y);
-        offsets += d * (float)(32 * off);
+        const float d = cpuq_f32(y) * cpuq_half(x + 208);
         __m512i isum = _mm512_setzero_si512();
         for (int k = 0; k < 2; k++) {
             __m256i q[4];
@@ -132,9 +132,11 @@ static void dot_q6_K(int64_t n, float *s, const void *vx, const void *vy) {
             isum = _mm512_add_epi32(isum, _mm512_madd_epi16(p0, scales4(sk[0], sk[1], sk[2], sk[3])));
             isum = _mm512_add_epi32(isum, _mm512_madd_epi16(p1, scales4(sk[4], sk[5], sk[6], sk[7])));
         }
-        acc = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(isum), acc);
+        __m256i lanes = _mm256_add_epi32(_mm512_castsi512_si256(isum), _mm512_extracti64x4_epi64(isum, 1));
+        lanes = _mm256_sub_epi32(lanes, avx2_q6k_offsets(sc, y));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(lanes), acc);
     }
-    *s = _mm512_reduce_add_ps(acc) - offsets;
+    *s = avx2_hsum_ps(acc);
 }
 
 CPUQ_KERNEL_TABLE(avx512_kernel,
