@@ -131,29 +131,13 @@ static bool name_allowed(const example_layout *l, const uint8_t *name, size_t le
  * mf != NULL the tensor is appended. */
 static tport_status example_record(tport_model_file *mf, mf_cursor *c, const example_layout *l, int qnt, bool qk64,
                                    bool *saw_kquant) {
-    uint64_t at = c->pos;
-    int32_t n_dims, name_len;
-    uint32_t code;
-    int64_t ne[4] = {1, 1, 1, 1};
-    MF_TRY(mf_read_i32(c, &n_dims, "tensor dimension count"));
-    MF_TRY(mf_read_i32(c, &name_len, "tensor name length"));
-    MF_TRY(mf_read_u32(c, &code, "tensor type"));
-    if (n_dims < 1 || n_dims > 4)
-        return mf_fail(c, at, "tensor with %d dimensions (1 to 4 allowed)", n_dims);
-    if (name_len <= 0 || name_len >= 256 || (uint64_t)name_len > mf_left(c))
-        return mf_fail(c, at + 4, "tensor name length %d is invalid", name_len);
-    for (int d = 0; d < n_dims; d++) {
-        int32_t v;
-        uint64_t dat = c->pos;
-        MF_TRY(mf_read_i32(c, &v, "tensor dimension"));
-        if (v <= 0)
-            return mf_fail(c, dat, "tensor dimension %d is not positive", v);
-        ne[d] = v;
-    }
-    const uint8_t *name;
-    MF_TRY(mf_read_bytes(c, (uint64_t)name_len, &name, "tensor name"));
-    if (memchr(name, '\0', (size_t)name_len))
-        return mf_fail(c, at, "tensor name contains a NUL byte");
+    mf_legacy_record rec;
+    MF_TRY(mf_read_legacy_record(c, &rec));
+    const uint64_t at = rec.at;
+    const int32_t n_dims = rec.n_dims, name_len = rec.name_len;
+    const uint32_t code = rec.code;
+    int64_t *ne = rec.ne;
+    const uint8_t *name = rec.name;
     if (!name_allowed(l, name, (size_t)name_len))
         return mf_fail(c, at, "tensor name '%.*s' is not a %s name", name_len > 64 ? 64 : name_len,
                        (const char *)name, l->label);

@@ -120,33 +120,41 @@ static tport_status read_vocab(tport_model_file *mf, mf_cursor *c, uint32_t n_vo
     return TPORT_STATUS_OK;
 }
 
-static tport_status read_tensor(tport_model_file *mf, mf_cursor *c, int qnt, bool aligned, int *n_rowsplit,
-                                bool qk64, bool *saw_kquant) {
-    uint64_t at = c->pos;
-    int32_t n_dims, name_len;
-    uint32_t code;
-    int64_t ne[4] = {1, 1, 1, 1};
-    MF_TRY(mf_read_i32(c, &n_dims, "tensor dimension count"));
-    MF_TRY(mf_read_i32(c, &name_len, "tensor name length"));
-    MF_TRY(mf_read_u32(c, &code, "tensor type"));
-    if (n_dims < 1 || n_dims > 4)
-        return mf_fail(c, at, "tensor with %d dimensions (1 to 4 allowed)", n_dims);
-    if (name_len <= 0 || (uint64_t)name_len > mf_left(c))
-        return mf_fail(c, at + 4, "tensor name length %d is invalid", name_len);
-    for (int d = 0; d < n_dims; d++) {
+tport_status mf_read_legacy_record(mf_cursor *c, mf_legacy_record *r) {
+    r->at = c->pos;
+    for (int d = 0; d < 4; d++)
+        r->ne[d] = 1;
+    MF_TRY(mf_read_i32(c, &r->n_dims, "tensor dimension count"));
+    MF_TRY(mf_read_i32(c, &r->name_len, "tensor name length"));
+    MF_TRY(mf_read_u32(c, &r->code, "tensor type"));
+    if (r->n_dims < 1 || r->n_dims > 4)
+        return mf_fail(c, r->at, "tensor with %d dimensions (1 to 4 allowed)", r->n_dims);
+    if (r->name_len <= 0 || r->name_len >= 256 || (uint64_t)r->name_len > mf_left(c))
+        return mf_fail(c, r->at + 4, "tensor name length %d is invalid", r->name_len);
+    for (int d = 0; d < r->n_dims; d++) {
         int32_t v;
         uint64_t dat = c->pos;
         MF_TRY(mf_read_i32(c, &v, "tensor dimension"));
         if (v <= 0)
             return mf_fail(c, dat, "tensor dimension %d is not positive", v);
-        ne[d] = v;
+        r->ne[d] = v;
     }
-    const uint8_t *name;
-    MF_TRY(mf_read_bytes(c, (uint64_t)name_len, &name, "tensor name"));
+    MF_TRY(mf_read_bytes(c, (uint64_t)r->name_len, &r->name, "tensor name"));
+    if (memchr(r->name, '\0', (size_t)r->name_len))
+        return mf_fail(c, r->at, "tensor name contains a NUL byte");
+    return TPORT_STATUS_OK;
+}
+
+static tport_status read_tensor(tport_model_file *mf, mf_cursor *c, int qnt, bool aligned, int *n_rowsplit,
+                                bool qk64, bool *saw_kquant) {
+    mf_legacy_record rec;
+    MF_TRY(mf_read_legacy_record(c, &rec));
+    const uint64_t at = rec.at;
+    const int32_t n_dims = rec.n_dims, name_len = rec.name_len;
+    const uint32_t code = rec.code;
+    int64_t *ne = rec.ne;
     char raw[256], norm[256];
-    if (name_len >= (int32_t)sizeof raw || memchr(name, '\0', (size_t)name_len))
-        return mf_fail(c, at, "tensor name of %d bytes is invalid", name_len);
-    memcpy(raw, name, (size_t)name_len);
+    memcpy(raw, rec.name, (size_t)name_len);
     raw[name_len] = '\0';
     mf_normalize_llama_name(raw, norm, sizeof norm);
     tport_type_id type;

@@ -90,6 +90,19 @@ tport_status mf_add_owned_tensor(tport_model_file *mf, const char *name, tport_t
                                  int n_dims, const int64_t *ne, void *data, uint64_t nbytes);
 /* The QK_K = 64 revision of a k-quant type (Q2_K..Q6_K); false for others. */
 bool mf_qk64_type(tport_type_id type, tport_type_id *qk64);
+
+/* The header of a pre-GGUF tensor record (n_dims, name length, type code,
+ * dims, name), every field checked: 1..4 positive dims, a name of 1..255
+ * bytes without NUL inside the file.  `ne` gets 1 for unused dims; `name`
+ * points into the mapping (not terminated).  The record starts at *at. */
+typedef struct mf_legacy_record {
+    uint64_t at;
+    int32_t n_dims, name_len;
+    uint32_t code;
+    int64_t ne[4];
+    const uint8_t *name;
+} mf_legacy_record;
+tport_status mf_read_legacy_record(mf_cursor *c, mf_legacy_record *r);
 /* Rejects two tensors with the same name. */
 tport_status mf_check_unique_names(const tport_model_file *mf, const mf_cursor *c);
 

@@ -30,32 +30,9 @@
 #include "registry/registry.h"
 #include "../test_util.h"
 #include "tport/tport.h"
+#include "registry_expect.h"
 
 #define EVIL(file) FAKE_EVIL_DIR "/" file
-
-static bool find_candidate(const char *file, tport_candidate_report *out) {
-    int n = tport_registry_candidate_count();
-    size_t fl = strlen(file);
-    for (int i = 0; i < n; i++) {
-        tport_registry_candidate(i, out);
-        size_t pl = strlen(out->path);
-        if (pl >= fl && !strcmp(out->path + pl - fl, file))
-            return true;
-    }
-    return false;
-}
-
-static void expect(const char *file, tport_candidate_status status, const char *reason_part) {
-    tport_candidate_report r;
-    if (!find_candidate(file, &r)) {
-        CHECK(false, "%s is not in the report", file);
-        return;
-    }
-    CHECK(r.status == status, "%s: status %s, expected %s (reason: %s)", file, tport_candidate_status_name(r.status),
-          tport_candidate_status_name(status), r.reason);
-    if (reason_part)
-        CHECK(strstr(r.reason, reason_part) != NULL, "%s: reason '%s' lacks '%s'", file, r.reason, reason_part);
-}
 
 static bool printable_line(const char *s, size_t max) {
     size_t n = strlen(s);

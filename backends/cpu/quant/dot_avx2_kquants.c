@@ -6,6 +6,7 @@
 
 #if defined(__AVX2__) && defined(__FMA__)
 #include "avx2_util.h"
+#include "k4_x86_util.h"
 
 static __m256i q8k_load(const uint8_t *y, int off) { return _mm256_loadu_si256((const __m256i *)(y + Q8K_QS + off)); }
 
@@ -99,7 +100,37 @@ static float dot_q45_K(int64_t n, const uint8_t *x, const uint8_t *y, int five) 
     return avx2_hsum_ps(acc) - mins;
 }
 
-static void dot_q4_K(int64_t n, float *s, const void *x, const void *y) { *s = dot_q45_K(n, x, y, 0); }
+/* Q4_K on its own: scales and mins unpacked with 32-bit masks, the mins'
+ * term one madd against the Q8_K group sums, d and dmin converted together,
+ * the small scales broadcast from a register with a byte shuffle. */
+static void dot_q4_K(int64_t n, float *s, const void *vx, const void *vy) {
+    const uint8_t *x = vx, *y = vy;
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m256 acc = _mm256_setzero_ps();
+    __m128 acc_min = _mm_setzero_ps();
+    for (int64_t i = 0; i < n / QK_K; i++, x += BQ4_K, y += BQ8_K) {
+        const __m128i scmn = k4_scales_mins(x + 4);
+        const __m128 d = k4_block_scales(x, y);
+        acc_min = _mm_fmadd_ps(_mm_shuffle_ps(d, d, 0x55), _mm_cvtepi32_ps(k4_min_products(scmn, y)), acc_min);
+        const __m256i sc = _mm256_broadcastsi128_si256(k4_scales_i16(scmn));
+        __m256i isum = _mm256_setzero_si256();
+        for (int c = 0; c < 4; c++) {
+            const __m256i bits = _mm256_loadu_si256((const __m256i *)(x + 16 + 32 * c));
+            const __m256i lo = _mm256_and_si256(bits, m4);
+            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
+            /* unsigned 0..15 x signed: no saturation */
+            const __m256i plo = _mm256_maddubs_epi16(lo, q8k_load(y, 64 * c));
+            const __m256i phi = _mm256_maddubs_epi16(hi, q8k_load(y, 64 * c + 32));
+            /* scale word 2c (bytes 4c, 4c+1) and 2c+1 in every position */
+            const __m256i slo = _mm256_shuffle_epi8(sc, _mm256_set1_epi16((short)((4 * c + 1) << 8 | 4 * c)));
+            const __m256i shi = _mm256_shuffle_epi8(sc, _mm256_set1_epi16((short)((4 * c + 3) << 8 | (4 * c + 2))));
+            isum = _mm256_add_epi32(isum, _mm256_add_epi32(_mm256_madd_epi16(plo, slo), _mm256_madd_epi16(phi, shi)));
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(_mm_cvtss_f32(d)), _mm256_cvtepi32_ps(isum), acc);
+    }
+    *s = avx2_hsum_ps(acc) - k4_hsum128(acc_min);
+}
+
 static void dot_q5_K(int64_t n, float *s, const void *x, const void *y) { *s = dot_q45_K(n, x, y, 1); }
 
 /* Lane for lane what ggml's AVX2 kernel computes (integer lane sums, the

@@ -9,6 +9,7 @@
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__) && \
     defined(__AVX2__) && defined(__FMA__)
 #include "avx2_util.h"
+#include "k4_x86_util.h"
 
 /* Signed bytes x signed bytes -> 16 int32 sums of 4 products.  Exact as
  * long as no x byte is -128 (the weights here are in [-8, 7] or [-127, 127]). */
@@ -84,36 +85,43 @@ static __m512i scales4(int a, int b, int c, int d) {
     return _mm512_inserti32x4(v, _mm_set1_epi16((short)d), 3);
 }
 
+/* Q4_K: per block four steps of 64 elements: the 32 bytes of nibbles in
+ * both halves of a register, the upper half shifted (low nibbles = group
+ * 2c, high nibbles = group 2c+1), maddubs against the activations, the
+ * groups' 6-bit scales folded in with madd (dpwssd with VNNI).  Scales and
+ * mins are unpacked with 32-bit masks, the mins' term is one madd against
+ * the Q8_K group sums, and d, dmin are converted together. */
 static void dot_q4_K(int64_t n, float *s, const void *vx, const void *vy) {
     const uint8_t *x = vx, *y = vy;
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    __m512i sel[4]; /* word indices: 16 x 2c, then 16 x 2c+1 */
+    for (int c = 0; c < 4; c++)
+        sel[c] = _mm512_inserti64x4(_mm512_set1_epi16((short)(2 * c)), _mm256_set1_epi16((short)(2 * c + 1)), 1);
     __m512 acc = _mm512_setzero_ps();
-    float mins = 0;
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
-    uint8_t sc[8], mn[8];
+    __m128 acc_min = _mm_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++, x += BQ4_K, y += BQ8_K) {
-        cpuq_scale_min_k4(x + 4, sc, mn);
-        const float dy = cpuq_f32(y);
-        const int msum = cpuq_k4_min_sum(mn, y);
-        mins += cpuq_half(x + 2) * dy * (float)msum;
+        const __m128i scmn = k4_scales_mins(x + 4);
+        const __m128 d = k4_block_scales(x, y);
+        acc_min = _mm_fmadd_ps(_mm_shuffle_ps(d, d, 0x55), _mm_cvtepi32_ps(k4_min_products(scmn, y)), acc_min);
+        const __m512i sc = _mm512_castsi128_si512(k4_scales_i16(scmn)); /* only words 0..7 are read */
         __m512i isum = _mm512_setzero_si512();
         for (int c = 0; c < 4; c++) {
-            /* 64 elements 64c..64c+63: low nibbles then high nibbles */
-            const __m256i bits = _mm256_loadu_si256((const __m256i *)(x + 16 + 32 * c));
-            const __m512i q = pair(_mm256_and_si256(bits, m4), _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4));
+            const __m512i bits = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x + 16 + 32 * c)));
+            const __m512i q = _mm512_and_si512(_mm512_mask_srli_epi16(bits, 0xFFFF0000u, bits, 4), m4);
+            /* unsigned 0..15 x signed: no saturation */
             const __m512i p = _mm512_maddubs_epi16(q, _mm512_loadu_si512((const void *)(y + Q8K_QS + 64 * c)));
-            const __m512i scv = _mm512_inserti64x4(_mm512_set1_epi16((short)sc[2 * c]),
-                                                   _mm256_set1_epi16((short)sc[2 * c + 1]), 1);
+            const __m512i scv = _mm512_permutexvar_epi16(sel[c], sc);
+#if defined(__AVX512VNNI__)
+            isum = _mm512_dpwssd_epi32(isum, p, scv);
+#else
             isum = _mm512_add_epi32(isum, _mm512_madd_epi16(p, scv));
+#endif
         }
-        acc = _mm512_fmadd_ps(_mm512_set1_ps(cpuq_half(x) * dy), _mm512_cvtepi32_ps(isum), acc);
+        acc = _mm512_fmadd_ps(_mm512_set1_ps(_mm_cvtss_f32(d)), _mm512_cvtepi32_ps(isum), acc);
     }
-    *s = _mm512_reduce_add_ps(acc) - mins;
+    *s = _mm512_reduce_add_ps(acc) - k4_hsum128(acc_min);
 }
 
-/* The same int32 lane sums as the AVX2 kernel (and ggml's): the two
- * 256-bit halves hold groups t and t+1 of 32 elements and are added as
- * integers; the offsets come out per lane, then one 8-lane fma per
- * super-block, so the result is bit-identical with llama.cpp's on x86. */
 static void dot_q6_K(int64_t n, float *s, const void *vx, const void *vy) {
     const uint8_t *x = vx, *y = vy;
     __m256 acc = _mm256_setzero_ps();
