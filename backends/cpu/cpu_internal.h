@@ -115,11 +115,6 @@ CPU_HIDDEN void cpu_q4ktile_unpack(const uint8_t *const rows[], int nrows, int64
 CPU_HIDDEN void cpu_q4ktile_dot(const uint8_t *tile, int64_t K, const uint8_t *y, size_t y_stride, int ncols,
                                 float *out);
 
-/* ---- vectorized f32 -> Q8_0, bit-exact with the host's (cpu_quantize_q8_0.c)
- * n is a multiple of 32.  Present only in AVX-512 builds. */
-CPU_HIDDEN bool cpu_quantize_q8_0_available(void);
-CPU_HIDDEN void cpu_quantize_q8_0(const float *x, uint8_t *y, int64_t n);
-
 /* ---- tiled Q8_0/Q4_0 x Q8_0 mul_mat (cpu_mul_mat_q8tile.c) --------------
  * Present only in builds with AVX-512 VNNI; elsewhere available() is false. */
 #define CPU_Q8TILE_ROWS 8

@@ -4,8 +4,9 @@
  *
  * Paths:
  * - a quantized with a vec_dot kernel (cpu_quant.h): b's rows are first
- *   converted to the kernel's vec_dot_type (Q8_0 by cpu_quantize_q8_0.c
- *   where compiled in), then each output is one call;
+ *   converted to the kernel's vec_dot_type (Q8_0/Q8_1 as llama.cpp's x86
+ *   backend rounds them, quant/act_quant.c, where compiled in; else the
+ *   host's reference quantizer), then each output is one call;
  * - the same for a batch (4+ columns of b) of Q8_0, Q4_0 or Q4_K weights
  *   where the variant has the tiled kernels (cpu_mul_mat_q8tile.c,
  *   cpu_mul_mat_q4ktile.c): 8 rows of a are unpacked once and swept over
@@ -264,10 +265,6 @@ static void pack_task(void *arg, int ith, int nth) {
         /* as llama.cpp's x86 CPU backend does (quant/act_quant.c), where it applies */
         if (cpuq_quantize_act(job->plan.vec_dot_type, src, dst, job->plan.K))
             continue;
-        if (job->plan.vec_dot_type == TPORT_TYPE_Q8_0 && cpu_quantize_q8_0_available()) {
-            cpu_quantize_q8_0(src, dst, job->plan.K);
-            continue;
-        }
         if (cpu_host->from_float(job->plan.vec_dot_type, src, dst, job->plan.K) != TPORT_STATUS_OK) {
             cpu_op_fail(op, TPORT_STATUS_UNSUPPORTED, "mul_mat: cannot convert activations to type %u",
                         job->plan.vec_dot_type);

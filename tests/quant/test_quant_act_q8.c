@@ -39,7 +39,12 @@ static double f16_to_double(uint16_t h) {
 static int simd_usable(void) {
 #ifdef TEST_SIMD
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    if (!strcmp(TEST_SIMD, "avx2"))
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+           __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx2") &&
+           __builtin_cpu_supports("fma");
 #else
     return 1;
 #endif
