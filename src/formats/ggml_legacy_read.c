@@ -303,6 +303,7 @@ static tport_status read_llama(tport_model_file *mf, mf_cursor *c) {
         snprintf(mf->notes, sizeof mf->notes,
                  "%d q4_0 tensors in the 2023-03-10 row-split layout re-interleaved to q4_0_qnt0 at load (lossless)",
                  n_rowsplit);
+    MF_TRY(mf_merge_parts(mf, c, n_embd));
 
     tport_llama_hparams *h = &mf->hp;
     h->n_vocab = n_vocab;

@@ -11,6 +11,8 @@
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the GGUF reader copies little-endian arrays directly; port it for big-endian hosts"
 #endif
+/* Big-endian files (GGUF v3 from s390x) are read through a swapping cursor;
+ * their tensor data is swapped by gguf_byteswap.c. */
 
 #define GGUF_MAX_NESTING 8
 
@@ -103,7 +105,9 @@ static tport_status read_array(gguf_reader *g, tport_kv *kv, int depth) {
         const uint8_t *p;
         MF_TRY(mf_read_bytes(g->c, n * min, &p, "array data"));
         if (n)
-            memcpy(arr, p, (size_t)(n * min)); /* little-endian host and file */
+            memcpy(arr, p, (size_t)(n * min)); /* little-endian host */
+        if (g->c->swap && min > 1)
+            mf_bswap_elems(arr, n, (size_t)min);
     }
     return TPORT_STATUS_OK;
 }
@@ -355,10 +359,20 @@ tport_status mf_read_gguf(tport_model_file *mf, mf_cursor *c) {
     gguf_reader g = {.mf = mf, .c = c};
     uint32_t magic, version;
     MF_TRY(mf_read_u32(c, &magic, "magic"));
+    /* No flag records the byte order (formats.md 2.4): a version whose low
+     * 16 bits are zero is a byte-swapped one.  Newer gguf-py also writes
+     * the magic reversed ("FUGG") in big-endian files. */
+    bool fugg = !memcmp(c->data, "FUGG", 4);
     MF_TRY(mf_read_u32(c, &version, "version"));
-    if ((version & 0xFFFFu) == 0 && version != 0)
-        return mf_fail(c, 4, "big-endian GGUF file (version bytes %08x): byte-swapped files are not supported",
-                       version);
+    if (((version & 0xFFFFu) == 0 && version != 0) || fugg) {
+        uint32_t swapped = version >> 24 | (version >> 8 & 0xff00u) | (version << 8 & 0xff0000u) | version << 24;
+        if (swapped != 3)
+            return mf_fail(c, 4, "big-endian GGUF file (version bytes %08x): only big-endian version 3 is known",
+                           version);
+        c->swap = true;
+        mf->big_endian = true;
+        version = swapped;
+    }
     if (version < 1 || version > 3)
         return mf_fail(c, 4, "unsupported GGUF version %u (1 to 3 are known)", version);
     g.version = version;
@@ -389,5 +403,7 @@ tport_status mf_read_gguf(tport_model_file *mf, mf_cursor *c) {
         mf->alignment = (uint32_t)al->v.u;
     }
     MF_TRY(read_tensors(&g, n_tensors));
+    if (c->swap)
+        MF_TRY(mf_gguf_swap_tensor_data(mf, c));
     return mf_gguf_apply_metadata(mf, c);
 }

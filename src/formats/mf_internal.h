@@ -31,6 +31,7 @@ typedef struct mf_cursor {
     uint64_t size;
     uint64_t pos;
     const char *path;
+    bool swap;          /* multi-byte reads are byte-swapped (big-endian GGUF) */
 } mf_cursor;
 
 /* Records "PATH: offset AT: message" as TPORT_STATUS_BAD_FORMAT. */
@@ -55,6 +56,8 @@ tport_status mf_align(mf_cursor *c, uint64_t align, const char *what);
 
 uint32_t mf_le32(const uint8_t *p);
 uint64_t mf_le64(const uint8_t *p);
+/* Reverses the bytes of each of n elements of `size` (2, 4 or 8) bytes. */
+void mf_bswap_elems(void *p, uint64_t n, size_t size);
 
 #define MF_TRY(expr)                              \
     do {                                          \
@@ -114,7 +117,16 @@ bool mf_normalize_llama_name(const char *name, char *out, size_t cap);
 
 /* ---- readers ------------------------------------------------------------- */
 tport_status mf_read_gguf(tport_model_file *mf, mf_cursor *c);
+/* Big-endian GGUF: copies each tensor's data into owned memory with the
+ * multi-byte fields swapped; refuses types whose big-endian layout is not
+ * known. */
+tport_status mf_gguf_swap_tensor_data(tport_model_file *mf, const mf_cursor *c);
 tport_status mf_read_ggml_legacy(tport_model_file *mf, mf_cursor *c);
+/* Multi-part GGML/GGMF llama (formats.md 1.7): when token_embd is narrower
+ * than n_embd, reads FILE.1 ... and concatenates every tensor's parts. */
+tport_status mf_merge_parts(tport_model_file *mf, const mf_cursor *c, uint32_t n_embd);
+/* Opens one part of a multi-part model as it is (no merging). */
+tport_status mf_open_part(const char *path, tport_model_file **out);
 /* On-disk ggml type code at a quantization version (0, 1, 2) -> exact
  * layout-revision type id; false if that code cannot occur. */
 bool mf_legacy_map_type(uint32_t code, int qnt, tport_type_id *out);

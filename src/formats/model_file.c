@@ -85,7 +85,7 @@ static bool looks_like_safetensors(const mf_cursor *c) {
 
 static tport_status dispatch(tport_model_file *mf, mf_cursor *c) {
     uint32_t magic = mf_le32(c->data);
-    if (!memcmp(c->data, "GGUF", 4))
+    if (!memcmp(c->data, "GGUF", 4) || !memcmp(c->data, "FUGG", 4))
         return mf_read_gguf(mf, c);
     if (magic == 0x67676d6cu || magic == 0x67676d66u || magic == 0x67676a74u)
         return mf_read_ggml_legacy(mf, c);
@@ -134,6 +134,15 @@ tport_status tport_model_file_open(const char *path, tport_model_file **out) {
     tport_model_file *mf = new_model_file(path);
     if (!mf)
         return TPORT_STATUS_OUT_OF_MEMORY;
+    return read_mapped(mf, map_file(mf), out);
+}
+
+tport_status mf_open_part(const char *path, tport_model_file **out) {
+    *out = NULL;
+    tport_model_file *mf = new_model_file(path);
+    if (!mf)
+        return TPORT_STATUS_OUT_OF_MEMORY;
+    mf->part_only = true;
     return read_mapped(mf, map_file(mf), out);
 }
 

@@ -106,6 +106,9 @@ typedef struct tport_model_file {
     int tensors_cap;           /* private to the readers                     */
     char notes[256];           /* what the reader changed at load, or ""     */
     bool borrowed;             /* private: map is the caller's memory        */
+    bool big_endian;           /* a big-endian GGUF v3 (swapped at load)     */
+    uint32_t n_parts;          /* multi-part GGML/GGMF files merged, 0 = one file */
+    bool part_only;            /* private: reading one part of a multi-part model */
 } tport_model_file;
 
 /* Sniffs the format from the bytes, reads and validates the file.  On error

@@ -166,6 +166,8 @@ static void test_read_versions(void) {
     }
 }
 
+/* Only the version byte-swapped, the rest little-endian: read as a
+ * big-endian file, it fails, and the message says it was read so. */
 static void test_big_endian_rejected(void) {
     gguf_b g;
     char path[256];

@@ -5,6 +5,7 @@
  * (run under ASan in CI). */
 #include "core/error.h"
 #include "formats/model_file.h"
+#include "gguf_big_endian.h"
 #include "sample_files.h"
 #include "../test_util.h"
 
@@ -205,6 +206,15 @@ int main(void) {
         sample_gguf(&b, v);
         every_prefix(what, &b);
         bit_flips(what, &b, 2000);
+        bb_free(&b);
+    }
+    { /* big-endian GGUF v3 (byte-swapped reads, tensor data swapped at load) */
+        bb b = {0};
+        sample_gguf(&b, 3);
+        if (!gguf_to_big_endian(b.p, b.n))
+            return 1;
+        every_prefix("gguf v3 big-endian", &b);
+        bit_flips("gguf v3 big-endian", &b, 2000);
         bb_free(&b);
     }
     for (int v = 0; v <= 2; v++) {

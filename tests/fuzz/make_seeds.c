@@ -2,6 +2,7 @@
  * corpus of the fuzz targets (.ci/fuzz). */
 #include <stdio.h>
 
+#include "gguf_big_endian.h"
 #include "sample_files.h"
 
 static int save(const char *dir, const char *name, bb *b) {
@@ -30,6 +31,9 @@ int main(int argc, char **argv) {
         snprintf(name, sizeof name, "gguf-v%d", v);
         rc |= save(argv[1], name, &b);
     }
+    sample_gguf(&b, 3);
+    rc |= !gguf_to_big_endian(b.p, b.n);
+    rc |= save(argv[1], "gguf-v3-big-endian", &b);
     for (int v = 0; v <= 2; v++) {
         sample_llama2c(&b, v);
         snprintf(name, sizeof name, "llama2c-v%d", v);

@@ -80,6 +80,10 @@ static void print_text(const tport_model_file *mf) {
         printf(" (legacy, unversioned)");
     else if (mf->container != TPORT_CONTAINER_GGML && mf->container != TPORT_CONTAINER_SAFETENSORS)
         printf(" v%u", mf->version);
+    if (mf->big_endian)
+        printf(" (big-endian)");
+    if (mf->n_parts > 1)
+        printf(" (%u parts)", mf->n_parts);
     printf("\n");
     if (mf->quant_version >= 0)
         printf("quantization:  version %d\n", mf->quant_version);
@@ -160,6 +164,7 @@ static void print_json(const tport_model_file *mf) {
     tool_json_string(stdout, mf->path);
     printf(", \"file_size\": %" PRIu64 ", \"container\": \"%s\", \"version\": %u, \"quantization_version\": %d",
            mf->file_size, tport_container_name(mf->container), mf->version, mf->quant_version);
+    printf(", \"big_endian\": %s, \"parts\": %u", mf->big_endian ? "true" : "false", mf->n_parts ? mf->n_parts : 1);
     printf(", \"file_type\": %u, \"alignment\": %u, \"note\": ", mf->file_type, mf->alignment);
     tool_json_string(stdout, mf->notes);
     printf(", \"architecture\": ");
