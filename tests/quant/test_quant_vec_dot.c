@@ -35,7 +35,7 @@ static int make_operands(const tport_type_traits *t, operands *o) {
     if (!vt || !vt->from_float)
         return 0;
     const int64_t unit = t->info.block_size > vt->info.block_size ? t->info.block_size : vt->info.block_size;
-    o->n = 3 * unit; /* an odd number of blocks */
+    o->n = 7 * unit; /* an odd number of blocks: a 4-block SIMD step plus a tail */
     float *xf = malloc(sizeof(float) * (size_t)o->n), *yf = malloc(sizeof(float) * (size_t)o->n);
     o->x = malloc((size_t)(o->n / t->info.block_size * (int64_t)t->info.block_bytes));
     o->y = malloc((size_t)(o->n / vt->info.block_size * (int64_t)vt->info.block_bytes));

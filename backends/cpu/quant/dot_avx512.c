@@ -1,7 +1,8 @@
-/* AVX-512 dot products: Q4_0 and Q8_0 (x Q8_0) two 32-element blocks per
- * 512-bit register (VNNI's dpbusd when compiled with it, else maddubs +
- * madd); Q4_K and Q6_K (x Q8_K) 64 elements per step, the small scales
- * folded in with madd.  Other types use the AVX2 kernels compiled into the
+/* AVX-512 dot products: Q4_0 and Q8_0 (x Q8_0) four 32-element blocks per
+ * step, two per 512-bit register (VNNI's dpbusd when compiled with it, else
+ * maddubs + madd), the eight f16 scales converted together; Q4_K and Q6_K
+ * (x Q8_K) 64 elements per step, the small scales folded in with madd
+ * (dpwssd with VNNI).  Other types use the AVX2 kernels compiled into the
  * same variant.  Only the float summation order differs from the scalar
  * code. */
 #include "quant_kernels.h"
@@ -10,6 +11,7 @@
     defined(__AVX2__) && defined(__FMA__)
 #include "avx2_util.h"
 #include "k4_x86_util.h"
+#include "scales4_x86.h"
 
 /* Signed bytes x signed bytes -> 16 int32 sums of 4 products.  Exact as
  * long as no x byte is -128 (the weights here are in [-8, 7] or [-127, 127]). */
@@ -25,26 +27,63 @@ static __m512i dot_i8x64(__m512i x, __m512i y) {
 
 static __m512i pair(__m256i lo, __m256i hi) { return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1); }
 
-static __m512 scales(float a, float b) {
-    return _mm512_insertf32x8(_mm512_set1_ps(a), _mm256_set1_ps(b), 1);
+/* 32 bytes at a, then 32 bytes at b. */
+static __m512i load_pair(const uint8_t *a, const uint8_t *b) {
+    return pair(_mm256_loadu_si256((const __m256i *)a), _mm256_loadu_si256((const __m256i *)b));
 }
 
-/* Low nibbles (elements 0..15) then high nibbles (16..31), minus 8. */
-static __m256i q4_0_values(const uint8_t *qs) { return _mm256_sub_epi8(avx2_nibbles(qs), _mm256_set1_epi8(8)); }
+/* d_x * d_y of four consecutive 32-element blocks (f16 scales first in
+ * blocks of bx and by bytes) as two registers: 8 lanes of block 0, 8 of
+ * block 1; then blocks 2 and 3. */
+static void block_scales4(const uint8_t *x, int bx, const uint8_t *y, int by, __m512 *d01, __m512 *d23) {
+    const __m512 d = _mm512_castps128_ps512(x86_scales4(x, bx, y, by));
+    *d01 = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1), d);
+    *d23 = _mm512_permutexvar_ps(_mm512_setr_epi32(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3), d);
+}
 
+/* The nibbles of two Q4_0 blocks (16 bytes each at a and b) as unsigned
+ * 0..15 in element order: a's low nibbles (elements 0..15), a's high
+ * (16..31), then b's. */
+static __m512i q4_0_nibbles2(const uint8_t *a, const uint8_t *b) {
+    const __m256i ab = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)a)),
+                                               _mm_loadu_si128((const __m128i *)b), 1);
+    const __m512i v = _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 1, 0, 1, 2, 3, 2, 3), _mm512_castsi256_si512(ab));
+    /* shift the second copy of each 16 bytes (words 8..15 and 24..31) */
+    return _mm512_and_si512(_mm512_mask_srli_epi16(v, 0xFF00FF00u, v, 4), _mm512_set1_epi8(0x0F));
+}
+
+/* (q - 8) . y for unsigned q in 0..15, as 16 int32 sums of 4 products:
+ * q . y - 8 * (sum of y), with q as the unsigned operand. */
+static __m512i dot_q4_i8x64(__m512i q, __m512i y) {
+    const __m512i eight = _mm512_set1_epi8(8);
+#if defined(__AVX512VNNI__)
+    const __m512i z = _mm512_setzero_si512();
+    return _mm512_sub_epi32(_mm512_dpbusd_epi32(z, q, y), _mm512_dpbusd_epi32(z, eight, y));
+#else
+    /* pairs: |(q - 8) y| * 2 <= 2 * 8 * 128, no int16 overflow */
+    const __m512i p = _mm512_sub_epi16(_mm512_maddubs_epi16(q, y), _mm512_maddubs_epi16(eight, y));
+    return _mm512_madd_epi16(p, _mm512_set1_epi16(1));
+#endif
+}
+
+/* Q4_0 and Q8_0: four blocks per step, two per register, float
+ * accumulators across blocks and one horizontal sum at the end. */
 static void dot_q4_0(int64_t n, float *s, const void *vx, const void *vy) {
     const uint8_t *x = vx, *y = vy;
     const int64_t nb = n / 32;
-    __m512 acc = _mm512_setzero_ps();
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
     int64_t b = 0;
-    for (; b + 2 <= nb; b += 2, x += 2 * BQ4_0, y += 2 * BQ8_0) {
-        const __m512i qx = pair(q4_0_values(x + 2), q4_0_values(x + BQ4_0 + 2));
-        const __m512i qy = pair(_mm256_loadu_si256((const __m256i *)(y + 2)),
-                                _mm256_loadu_si256((const __m256i *)(y + BQ8_0 + 2)));
-        const __m512 d = scales(cpuq_half(x) * cpuq_half(y), cpuq_half(x + BQ4_0) * cpuq_half(y + BQ8_0));
-        acc = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(dot_i8x64(qx, qy)), acc);
+    for (; b + 4 <= nb; b += 4, x += 4 * BQ4_0, y += 4 * BQ8_0) {
+        __m512 d01, d23;
+        block_scales4(x, BQ4_0, y, BQ8_0, &d01, &d23);
+        const __m512i p01 =
+            dot_q4_i8x64(q4_0_nibbles2(x + 2, x + BQ4_0 + 2), load_pair(y + 2, y + BQ8_0 + 2));
+        const __m512i p23 = dot_q4_i8x64(q4_0_nibbles2(x + 2 * BQ4_0 + 2, x + 3 * BQ4_0 + 2),
+                                         load_pair(y + 2 * BQ8_0 + 2, y + 3 * BQ8_0 + 2));
+        acc0 = _mm512_fmadd_ps(d01, _mm512_cvtepi32_ps(p01), acc0);
+        acc1 = _mm512_fmadd_ps(d23, _mm512_cvtepi32_ps(p23), acc1);
     }
-    float sum = _mm512_reduce_add_ps(acc);
+    float sum = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
     for (; b < nb; b++, x += BQ4_0, y += BQ8_0) {
         int isum = 0;
         for (int j = 0; j < 16; j++)
@@ -57,17 +96,18 @@ static void dot_q4_0(int64_t n, float *s, const void *vx, const void *vy) {
 static void dot_q8_0(int64_t n, float *s, const void *vx, const void *vy) {
     const uint8_t *x = vx, *y = vy;
     const int64_t nb = n / 32;
-    __m512 acc = _mm512_setzero_ps();
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
     int64_t b = 0;
-    for (; b + 2 <= nb; b += 2, x += 2 * BQ8_0, y += 2 * BQ8_0) {
-        const __m512i qx = pair(_mm256_loadu_si256((const __m256i *)(x + 2)),
-                                _mm256_loadu_si256((const __m256i *)(x + BQ8_0 + 2)));
-        const __m512i qy = pair(_mm256_loadu_si256((const __m256i *)(y + 2)),
-                                _mm256_loadu_si256((const __m256i *)(y + BQ8_0 + 2)));
-        const __m512 d = scales(cpuq_half(x) * cpuq_half(y), cpuq_half(x + BQ8_0) * cpuq_half(y + BQ8_0));
-        acc = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(dot_i8x64(qx, qy)), acc);
+    for (; b + 4 <= nb; b += 4, x += 4 * BQ8_0, y += 4 * BQ8_0) {
+        __m512 d01, d23;
+        block_scales4(x, BQ8_0, y, BQ8_0, &d01, &d23);
+        const __m512i p01 = dot_i8x64(load_pair(x + 2, x + BQ8_0 + 2), load_pair(y + 2, y + BQ8_0 + 2));
+        const __m512i p23 = dot_i8x64(load_pair(x + 2 * BQ8_0 + 2, x + 3 * BQ8_0 + 2),
+                                      load_pair(y + 2 * BQ8_0 + 2, y + 3 * BQ8_0 + 2));
+        acc0 = _mm512_fmadd_ps(d01, _mm512_cvtepi32_ps(p01), acc0);
+        acc1 = _mm512_fmadd_ps(d23, _mm512_cvtepi32_ps(p23), acc1);
     }
-    float sum = _mm512_reduce_add_ps(acc);
+    float sum = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
     for (; b < nb; b++, x += BQ8_0, y += BQ8_0) {
         int isum = 0;
         for (int j = 0; j < 32; j++)
@@ -85,6 +125,30 @@ static __m512i scales4(int a, int b, int c, int d) {
     return _mm512_inserti32x4(v, _mm_set1_epi16((short)d), 3);
 }
 
+/* Word indices for _mm512_permutexvar_epi16: 16 x scale 2c, then 16 x 2c+1. */
+static __m512i q4k_scale_sel(int c) {
+    const int lo = 2 * c * 0x10001, hi = (2 * c + 1) * 0x10001;
+    return _mm512_setr_epi32(lo, lo, lo, lo, lo, lo, lo, lo, hi, hi, hi, hi, hi, hi, hi, hi);
+}
+
+/* Elements 64c .. 64c+63 of a Q4_K block times the activations, as 32
+ * int16 pair sums (group 2c in the lower half, 2c+1 in the upper). */
+static __m512i q4k_products(const uint8_t *x, const uint8_t *y, int c) {
+    const __m512i bits = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x + 16 + 32 * c)));
+    const __m512i q = _mm512_and_si512(_mm512_mask_srli_epi16(bits, 0xFFFF0000u, bits, 4), _mm512_set1_epi8(0x0F));
+    /* unsigned 0..15 x signed: no saturation */
+    return _mm512_maddubs_epi16(q, _mm512_loadu_si512((const void *)(y + Q8K_QS + 64 * c)));
+}
+
+/* acc + p . scales (int16 pairs to int32). */
+static __m512i madd_acc(__m512i acc, __m512i p, __m512i scales) {
+#if defined(__AVX512VNNI__)
+    return _mm512_dpwssd_epi32(acc, p, scales);
+#else
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(p, scales));
+#endif
+}
+
 /* Q4_K: per block four steps of 64 elements: the 32 bytes of nibbles in
  * both halves of a register, the upper half shifted (low nibbles = group
  * 2c, high nibbles = group 2c+1), maddubs against the activations, the
@@ -93,10 +157,7 @@ static __m512i scales4(int a, int b, int c, int d) {
  * the Q8_K group sums, and d, dmin are converted together. */
 static void dot_q4_K(int64_t n, float *s, const void *vx, const void *vy) {
     const uint8_t *x = vx, *y = vy;
-    const __m512i m4 = _mm512_set1_epi8(0x0F);
-    __m512i sel[4]; /* word indices: 16 x 2c, then 16 x 2c+1 */
-    for (int c = 0; c < 4; c++)
-        sel[c] = _mm512_inserti64x4(_mm512_set1_epi16((short)(2 * c)), _mm256_set1_epi16((short)(2 * c + 1)), 1);
+    const __m512i sel0 = q4k_scale_sel(0), sel1 = q4k_scale_sel(1), sel2 = q4k_scale_sel(2), sel3 = q4k_scale_sel(3);
     __m512 acc = _mm512_setzero_ps();
     __m128 acc_min = _mm_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++, x += BQ4_K, y += BQ8_K) {
@@ -104,20 +165,12 @@ static void dot_q4_K(int64_t n, float *s, const void *vx, const void *vy) {
         const __m128 d = k4_block_scales(x, y);
         acc_min = _mm_fmadd_ps(_mm_shuffle_ps(d, d, 0x55), _mm_cvtepi32_ps(k4_min_products(scmn, y)), acc_min);
         const __m512i sc = _mm512_castsi128_si512(k4_scales_i16(scmn)); /* only words 0..7 are read */
-        __m512i isum = _mm512_setzero_si512();
-        for (int c = 0; c < 4; c++) {
-            const __m512i bits = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x + 16 + 32 * c)));
-            const __m512i q = _mm512_and_si512(_mm512_mask_srli_epi16(bits, 0xFFFF0000u, bits, 4), m4);
-            /* unsigned 0..15 x signed: no saturation */
-            const __m512i p = _mm512_maddubs_epi16(q, _mm512_loadu_si512((const void *)(y + Q8K_QS + 64 * c)));
-            const __m512i scv = _mm512_permutexvar_epi16(sel[c], sc);
-#if defined(__AVX512VNNI__)
-            isum = _mm512_dpwssd_epi32(isum, p, scv);
-#else
-            isum = _mm512_add_epi32(isum, _mm512_madd_epi16(p, scv));
-#endif
-        }
-        acc = _mm512_fmadd_ps(_mm512_set1_ps(_mm_cvtss_f32(d)), _mm512_cvtepi32_ps(isum), acc);
+        /* two independent integer chains, joined at the end */
+        __m512i i0 = madd_acc(_mm512_setzero_si512(), q4k_products(x, y, 0), _mm512_permutexvar_epi16(sel0, sc));
+        __m512i i1 = madd_acc(_mm512_setzero_si512(), q4k_products(x, y, 1), _mm512_permutexvar_epi16(sel1, sc));
+        i0 = madd_acc(i0, q4k_products(x, y, 2), _mm512_permutexvar_epi16(sel2, sc));
+        i1 = madd_acc(i1, q4k_products(x, y, 3), _mm512_permutexvar_epi16(sel3, sc));
+        acc = _mm512_fmadd_ps(_mm512_set1_ps(_mm_cvtss_f32(d)), _mm512_cvtepi32_ps(_mm512_add_epi32(i0, i1)), acc);
     }
     *s = _mm512_reduce_add_ps(acc) - k4_hsum128(acc_min);
 }
