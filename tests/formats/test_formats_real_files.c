@@ -7,18 +7,26 @@
 
 static int tested;
 
-static void test_stories260k(void) {
-    char buf[512];
-    const char *path = test_shared_path("models/stories260K.bin", buf, sizeof buf);
+/* Opens ../shared/models/NAME; NULL (after saying "skipped") when absent or
+ * (after a failed check) when it does not open. */
+static tport_model_file *open_shared_model(const char *name) {
+    char rel[256], buf[512];
+    snprintf(rel, sizeof rel, "models/%s", name);
+    const char *path = test_shared_path(rel, buf, sizeof buf);
     if (!path) {
-        printf("stories260K.bin: skipped (absent)\n");
-        return;
+        printf("%s: skipped (absent)\n", name);
+        return NULL;
     }
     tested++;
     tport_model_file *mf = NULL;
     tport_status s = tport_model_file_open(path, &mf);
-    CHECK(s == TPORT_STATUS_OK, "open: %s", tport_last_error());
-    if (s)
+    CHECK(s == TPORT_STATUS_OK, "open %s: %s", name, tport_last_error());
+    return s == TPORT_STATUS_OK ? mf : NULL;
+}
+
+static void test_stories260k(void) {
+    tport_model_file *mf = open_shared_model("stories260K.bin");
+    if (!mf)
         return;
     const tport_llama_hparams *hp = &mf->hp;
     /* README: dim 64, 5 layers, 8 heads, 4 KV heads, vocab 512, seq len 512 */
@@ -53,17 +61,8 @@ static void test_stories260k(void) {
 }
 
 static void test_tiny_gguf(void) {
-    char buf[512];
-    const char *path = test_shared_path("models/llama-2-tiny-random.gguf", buf, sizeof buf);
-    if (!path) {
-        printf("llama-2-tiny-random.gguf: skipped (absent)\n");
-        return;
-    }
-    tested++;
-    tport_model_file *mf = NULL;
-    tport_status s = tport_model_file_open(path, &mf);
-    CHECK(s == TPORT_STATUS_OK, "open: %s", tport_last_error());
-    if (s)
+    tport_model_file *mf = open_shared_model("llama-2-tiny-random.gguf");
+    if (!mf)
         return;
     CHECK(mf->container == TPORT_CONTAINER_GGUF && mf->version == 3, "GGUF v3");
     CHECK(!strcmp(mf->arch, "llama"), "arch %s", mf->arch);

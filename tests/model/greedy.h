@@ -6,6 +6,8 @@
 
 #include <stdio.h>
 
+#include "../test_util.h"
+#include "json_min.h"
 #include "tport/tport.h"
 
 static inline int greedy_ids(tport_model *m, const tport_token *prompt, int n_prompt, tport_token *out, int n) {
@@ -39,6 +41,24 @@ static inline int first_difference(const tport_token *a, int na, const tport_tok
         if (i >= na || i >= nb || a[i] != b[i])
             return i;
     return -1;
+}
+
+/* Greedy ids of m for a refs.json entry (prompt_ids -> generated_ids) must
+ * equal the reference exactly; `what` names the run in messages. */
+static inline void expect_reference_ids(tport_model *m, const json *ref, const char *name, const char *what) {
+    const json *prompt = json_get(ref, "prompt_ids"), *gen = json_get(ref, "generated_ids");
+    CHECK(prompt && gen && prompt->n <= 16 && gen->n <= 64, "refs.json entry for %s", what);
+    if (!prompt || !gen || prompt->n > 16 || gen->n > 64)
+        return;
+    tport_token p[16], want[64], ids[64];
+    for (size_t i = 0; i < prompt->n; i++)
+        p[i] = (tport_token)prompt->items[i].number;
+    for (size_t i = 0; i < gen->n; i++)
+        want[i] = (tport_token)gen->items[i].number;
+    int got = greedy_ids(m, p, (int)prompt->n, ids, (int)gen->n);
+    int diff = first_difference(ids, got, want, (int)gen->n);
+    CHECK(diff < 0, "%s: id %d differs from the reference", what, diff);
+    printf("%s: %s: %d/%zu ids match the reference\n", name, what, diff < 0 ? (int)gen->n : diff, gen->n);
 }
 
 #endif

@@ -232,20 +232,7 @@ static void check_tiny_f16(const char *path, const json *ref) {
     CHECK(n_type == n_all && n_zc == 0, "f16 weights converted to f32 for picky (%d of %d)", n_type, n_all);
     CHECK(report_is(m, "9 tensors f16 -> f32 (lossless) for backend picky, which does not take f16"),
           "the f16 conversion is reported");
-    const json *prompt = json_get(ref, "prompt_ids"), *gen = json_get(ref, "generated_ids");
-    CHECK(prompt && gen && prompt->n <= 16 && gen->n <= 64, "refs.json entry for the tiny random model");
-    if (prompt && gen && prompt->n <= 16 && gen->n <= 64) {
-        tport_token p[16], want[64], ids[64];
-        for (size_t i = 0; i < prompt->n; i++)
-            p[i] = (tport_token)prompt->items[i].number;
-        for (size_t i = 0; i < gen->n; i++)
-            want[i] = (tport_token)gen->items[i].number;
-        int got = greedy_ids(m, p, (int)prompt->n, ids, (int)gen->n);
-        int diff = first_difference(ids, got, want, (int)gen->n);
-        CHECK(diff < 0, "tiny random on picky (f16 -> f32): id %d differs from llama.cpp", diff);
-        printf("%s: llama-2-tiny-random, f16 -> f32 for picky: %d/%zu ids match llama.cpp\n", name,
-               diff < 0 ? (int)gen->n : diff, gen->n);
-    }
+    expect_reference_ids(m, ref, name, "llama-2-tiny-random, f16 -> f32 for picky");
     tport_model_free(m);
 
     /* forcing picky: it gets f32 weights, but it must run every node and

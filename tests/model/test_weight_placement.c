@@ -78,20 +78,7 @@ static void check_tiny(const char *path, const json *ref) {
     CHECK(m->placement_report &&
               !strcmp(m->placement_report, "9 tensors f16 -> f32 (lossless) for backend cpu, as weight type f32 was asked for"),
           "report: %s", m->placement_report ? m->placement_report : "(none)");
-    const json *prompt = json_get(ref, "prompt_ids"), *gen = json_get(ref, "generated_ids");
-    CHECK(prompt && gen && prompt->n <= 16 && gen->n <= 64, "refs.json entry for the tiny random model");
-    if (prompt && gen && prompt->n <= 16 && gen->n <= 64) {
-        tport_token p[16], want[64], ids[64];
-        for (size_t i = 0; i < prompt->n; i++)
-            p[i] = (tport_token)prompt->items[i].number;
-        for (size_t i = 0; i < gen->n; i++)
-            want[i] = (tport_token)gen->items[i].number;
-        int got = greedy_ids(m, p, (int)prompt->n, ids, (int)gen->n);
-        int diff = first_difference(ids, got, want, (int)gen->n);
-        CHECK(diff < 0, "weight type f32: id %d differs from llama.cpp", diff);
-        printf("%s: llama-2-tiny-random with weight type f32: %d/%zu ids match llama.cpp\n", name,
-               diff < 0 ? (int)gen->n : diff, gen->n);
-    }
+    expect_reference_ids(m, ref, name, "llama-2-tiny-random with weight type f32");
     tport_model_free(m);
 }
 
