@@ -1,6 +1,6 @@
 /* tport_session: a KV cache, a position and the logits of the last token.
  * Prompts are evaluated in batches of n_batch tokens, generation one token
- * at a time; both go through tport_llama_eval_batch. */
+ * at a time; both go through tport_model_eval_batch. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,7 +24,7 @@ tport_session *tport_session_new(tport_model *m, const tport_session_params *par
         return NULL;
     }
     tport_session_params p = params ? *params : (tport_session_params){0};
-    const tport_llama_shape *sh = &m->sh;
+    const tport_model_shape *sh = &m->sh;
     if (p.n_ctx < 0 || p.n_batch < 0 || p.n_threads < 0) {
         tport_error(TPORT_STATUS_INVALID_ARGUMENT, "session_new: negative parameter");
         return NULL;
@@ -81,12 +81,12 @@ tport_status tport_session_eval(tport_session *s, const tport_token *ids, int32_
                            (int)n, (int)s->pos, (int)s->n_ctx);
     for (int32_t done = 0; done < n;) {
         int32_t chunk = n - done < s->n_batch ? n - done : s->n_batch;
-        tport_llama_eval e = {
+        tport_model_eval e = {
             .m = s->m, .k_cache = s->k, .v_cache = s->v, .n_ctx = s->n_ctx, .pos = s->pos,
             .ids = ids + done, .n = chunk, .n_threads = s->n_threads, .backend = s->m->backend,
             .logits = s->logits, .tally = &s->tally,
         };
-        tport_status st = tport_llama_eval_batch(&e);
+        tport_status st = tport_model_eval_batch(&e);
         if (st != TPORT_STATUS_OK) {
             s->have_logits = false;
             return st;

@@ -337,18 +337,21 @@ tport_status tport_llama_place_weights(tport_model *m, const char *backend, cons
             st = tport_error(TPORT_STATUS_INVALID_ARGUMENT, "weight type '%s' %s (see tport types)", weight_type,
                              tr ? "has no quantizer" : "is unknown");
     }
-    bool tied = m->output == m->tok_embd;
+    bool tied = m->w.output == m->w.tok_embd;
     if (st == TPORT_STATUS_OK)
-        st = place(p, &m->tok_embd, USE_GET_ROWS | (tied ? USE_MUL_MAT : 0));
+        st = place(p, &m->w.tok_embd, USE_GET_ROWS | (tied ? USE_MUL_MAT : 0));
     if (tied)
-        m->output = m->tok_embd;
+        m->w.output = m->w.tok_embd;
     else if (st == TPORT_STATUS_OK)
-        st = place(p, &m->output, USE_MUL_MAT);
+        st = place(p, &m->w.output, USE_MUL_MAT);
+    if (st == TPORT_STATUS_OK && m->w.pos_embd)
+        st = place(p, &m->w.pos_embd, USE_GET_ROWS);
     for (int32_t i = 0; i < m->sh.n_layer && st == TPORT_STATUS_OK; i++) {
-        tport_llama_layer *l = &m->layers[i];
-        tport_tensor **mats[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->w_gate, &l->w_up, &l->w_down};
-        for (size_t k = 0; k < sizeof mats / sizeof mats[0] && st == TPORT_STATUS_OK; k++)
-            st = place(p, mats[k], USE_MUL_MAT);
+        tport_tensor **mats[16];
+        int n_mats = tport_layer_matrices(&m->layers[i], mats, 16);
+        for (int k = 0; k < n_mats && st == TPORT_STATUS_OK; k++)
+            if (*mats[k])
+                st = place(p, mats[k], USE_MUL_MAT);
     }
     if (st == TPORT_STATUS_OK)
         st = report(p);
