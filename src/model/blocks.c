@@ -68,6 +68,11 @@ tport_status tport_blk_qkv(tport_blk *b, const tport_layer *l, tport_tensor *h, 
         *q = reshape3(b, tport_blk_linear(b, l->wq, l->bq, h), hd, nh, b->n);
         *k = reshape3(b, tport_blk_linear(b, l->wk, l->bk, h), hd, nkv, b->n);
         *v = reshape3(b, tport_blk_linear(b, l->wv, l->bv, h), hd, nkv, b->n);
+        if (sh->clamp_kqv > 0) {
+            *q = tport_clamp(b->ctx, *q, -sh->clamp_kqv, sh->clamp_kqv);
+            *k = tport_clamp(b->ctx, *k, -sh->clamp_kqv, sh->clamp_kqv);
+            *v = tport_clamp(b->ctx, *v, -sh->clamp_kqv, sh->clamp_kqv);
+        }
     }
     *q = rope(b, *q);
     *k = rope(b, *k);

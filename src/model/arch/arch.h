@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 
+#include "core/error.h"
 #include "formats/gguf_write.h"
 #include "model/blocks.h"
 #include "model/model.h"
@@ -72,9 +73,14 @@ bool tport_arch_f32(const tport_model_file *mf, const char *suffix, float *out);
 /* A bool key "<arch>.<suffix>"; *out unchanged when absent.  Returns
  * whether it was present. */
 bool tport_arch_bool(const tport_model_file *mf, const char *suffix, bool *out);
-/* The common GGUF keys of every architecture ("<arch>.context_length" ...). */
-tport_status tport_arch_write_common_keys(tport_gguf_writer *w, const char *arch, const tport_model_shape *sh);
+/* The GGUF keys every architecture has ("<arch>.context_length" ..., the
+ * norm epsilon of its norm kind, the rotary keys if it uses RoPE). */
+tport_status tport_arch_write_common_keys(tport_gguf_writer *w, const tport_arch *arch, const tport_model_shape *sh);
+/* The sequential LayerNorm block of gpt2, starcoder, mpt, bloom:
+ * x += attn(ln1 x); x += ffn_gelu(ln2 x). */
+tport_tensor *tport_arch_sequential_ln_block(tport_blk *b, tport_tensor *x, int il);
 
-extern const tport_arch tport_arch_llama;
+extern const tport_arch tport_arch_llama, tport_arch_gpt2, tport_arch_starcoder, tport_arch_qwen2,
+    tport_arch_gptneox, tport_arch_phi2, tport_arch_falcon, tport_arch_mpt, tport_arch_bloom, tport_arch_gemma;
 
 #endif

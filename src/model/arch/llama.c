@@ -35,15 +35,6 @@ static tport_tensor *build(tport_blk *b) {
     return tport_blk_output(b, x);
 }
 
-static tport_status write_keys(tport_gguf_writer *w, const tport_model_shape *sh) {
-    tport_status st = tport_gguf_set_f32(w, "llama.attention.layer_norm_rms_epsilon", sh->norm_eps);
-    if (st == TPORT_STATUS_OK)
-        st = tport_gguf_set_u32(w, "llama.rope.dimension_count", (uint32_t)sh->n_rot);
-    if (st == TPORT_STATUS_OK)
-        st = tport_gguf_set_f32(w, "llama.rope.freq_base", sh->rope_base);
-    return st;
-}
-
 const tport_arch tport_arch_llama = {
     .name = "llama",
     .about = "LLaMA 1-3, Mistral, TinyLlama, llama2.c",
@@ -52,5 +43,4 @@ const tport_arch tport_arch_llama = {
     .norm = NORM_RMS,
     .rope_mode = TPORT_ROPE_NORMAL,
     .build = build,
-    .write_keys = write_keys,
 };
