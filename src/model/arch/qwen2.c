@@ -19,7 +19,8 @@ static const tport_arch_tensor tensors[] = {
     ARCH_L("ffn_down.weight", w_down, DIM_FF, DIM_EMBD, 0),
     ARCH_L("ffn_up.weight", w_up, DIM_EMBD, DIM_FF, 0),
     ARCH_G("output_norm.weight", output_norm, DIM_EMBD, DIM_1, 0),
-    ARCH_G("output.weight", output, DIM_EMBD, DIM_VOCAB, TENSOR_OPTIONAL),
+    /* synthesized tied, as Qwen2-0.5B/1.5B are (and the files stay small) */
+    ARCH_G("output.weight", output, DIM_EMBD, DIM_VOCAB, TENSOR_OPTIONAL | TENSOR_NO_SYNTH),
     ARCH_G("output.bias", output_b, DIM_VOCAB, DIM_1, TENSOR_BIAS | TENSOR_OPTIONAL | TENSOR_NO_SYNTH),
 };
 
