@@ -22,7 +22,7 @@
  * few slots, it does not add kilobytes. */
 #define TABLE_SIZE_MAX 4096u
 /* Largest status id this host knows (tport/backend.h). */
-#define KNOWN_STATUS_MAX TPORT_STATUS_BAD_FORMAT
+#define KNOWN_STATUS_MAX TPORT_STATUS_NOT_ADDRESSABLE
 
 static void (*stage_hook)(const char *stage);
 

@@ -96,7 +96,7 @@ static tport_status run(tport_graph *g, sched_view *sv, const tport_active_backe
             char why[400];
             snprintf(why, sizeof why, "%s", tport_last_error());
             /* a plug-in may return a code outside the known ids */
-            tport_status code = st > 0 && st <= TPORT_STATUS_BAD_FORMAT ? st : TPORT_STATUS_ERROR;
+            tport_status code = st > 0 && st <= TPORT_STATUS_NOT_ADDRESSABLE ? st : TPORT_STATUS_ERROR;
             return tport_error(code, "backend '%s' failed on nodes %d..%d (status %d): %s", b->name, start,
                                end - 1, (int)st, why[0] ? why : tport_status_name(st));
         }
