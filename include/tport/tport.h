@@ -117,6 +117,17 @@ typedef struct tport_compute_params {
     const char *backend;    /* force one backend by name, or NULL = best  */
 } tport_compute_params;
 
+/* What one compute moved between host memory and backends' own memory
+ * (ABI 1.1 devices): staged copies at split boundaries, inputs, results. */
+typedef struct tport_sched_stats {
+    int32_t n_splits;    /* runs of consecutive nodes on one backend      */
+    int32_t n_uploads;   /* staged copies into a device's memory          */
+    int32_t n_downloads; /* staged copies out of a device's memory        */
+    uint64_t bytes_up, bytes_down;
+} tport_sched_stats;
+/* The figures of the last tport_graph_compute of g (zeros before). */
+tport_sched_stats tport_graph_stats(const tport_graph *g);
+
 /* Plans memory for intermediates (reusing dead buffers), assigns every node
  * to a backend and runs it.  Outputs stay valid until the graph is freed or
  * computed again. */
