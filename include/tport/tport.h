@@ -211,6 +211,11 @@ tport_status tport_session_eval(tport_session *s, const tport_token *ids, int32_
 const float *tport_session_logits(const tport_session *s); /* n_vocab floats */
 int32_t tport_session_pos(const tport_session *s);
 void tport_session_reset(tport_session *s);
+/* What the last evaluation moved between host and device memory (*last),
+ * the sum since the session began or was reset (*total), and how many
+ * evaluations that was; any pointer may be NULL. */
+tport_status tport_session_stats(const tport_session *s, tport_sched_stats *last, tport_sched_stats *total,
+                                 int32_t *n_evals);
 /* What ran where in the last evaluation, grouped by backend and op: row i
  * gives the backend and op names and returns its node count; 0 past the
  * last row. */

@@ -330,3 +330,58 @@ tport_status tport_graph_compute(tport_graph *g, const tport_compute_params *par
     sched_view_free(&blind);
     return st;
 }
+
+tport_status tport_sched_wait(const tport_active_backend *b, tport_ticket ticket) {
+    pthread_mutex_lock(&compute_lock);
+    tport_status st = sched_wait_ticket(b, ticket);
+    pthread_mutex_unlock(&compute_lock);
+    return st;
+}
+
+bool tport_sched_backend_lost(const tport_active_backend *b) {
+    pthread_mutex_lock(&compute_lock);
+    bool lost = sched_backend_lost(b);
+    pthread_mutex_unlock(&compute_lock);
+    return lost;
+}
+
+tport_status tport_sched_alloc(const tport_active_backend *b, uint64_t bytes, tport_residency *res) {
+    memset(res, 0, sizeof *res);
+    if (!b || !b->mem.device_memory)
+        return tport_error(TPORT_STATUS_UNSUPPORTED, "backend has no device memory");
+    tport_registry_set_shutdown_hook(release_hook);
+    pthread_mutex_lock(&compute_lock);
+    tport_buffer buf = 0;
+    void *host = NULL;
+    tport_clear_error();
+    tport_status st = sched_backend_lost(b) ? tport_error(TPORT_STATUS_DEVICE_LOST, "backend %s was lost", b->name)
+                      : b->mem.buffer_alloc(b->state, 0, TPORT_MEM_DEVICE, TPORT_USAGE_COMPUTE, bytes, &buf, &host);
+    if (st == TPORT_STATUS_OK && !buf)
+        st = tport_error(TPORT_STATUS_ERROR, "buffer_alloc returned handle 0");
+    tport_ticket t = 0;
+    if (st == TPORT_STATUS_OK) {
+        if (b->mem.buffer_fill)
+            st = b->mem.buffer_fill(b->state, buf, 0, bytes, 0, &t);
+        else if (host)
+            memset(host, 0, bytes);
+        /* else: the cache is written before it is read (positions < pos) */
+        if (st == TPORT_STATUS_OK)
+            st = sched_wait_ticket(b, t);
+        if (st != TPORT_STATUS_OK)
+            b->mem.buffer_free(b->state, buf);
+    }
+    pthread_mutex_unlock(&compute_lock);
+    if (st == TPORT_STATUS_OK)
+        *res = (tport_residency){.backend = b, .buffer = buf, .host = host, .bytes = bytes};
+    return st;
+}
+
+void tport_sched_free(tport_residency *res) {
+    if (!res->backend)
+        return;
+    pthread_mutex_lock(&compute_lock);
+    if (!sched_backend_lost(res->backend))
+        res->backend->mem.buffer_free(res->backend->state, res->buffer);
+    pthread_mutex_unlock(&compute_lock);
+    memset(res, 0, sizeof *res);
+}
