@@ -5,6 +5,7 @@
 #include <math.h>
 
 #include "core/error.h"
+#include "core/tensor.h"
 #include "model/arch/arch.h"
 #include "model/blocks.h"
 
@@ -90,8 +91,11 @@ tport_tensor *tport_blk_attention(tport_blk *b, int il, tport_tensor *q, tport_t
     tport_tensor *vc = tport_new_tensor_3d(ctx, TPORT_TYPE_F32, hd, nkv, b->n_ctx);
     if (!kc || !vc || !q || !k || !v)
         return NULL;
-    tport_tensor_set_data(kc, b->k_cache[il]);
-    tport_tensor_set_data(vc, b->v_cache[il]);
+    /* the cache lives in host memory or, as a resident leaf, on a device */
+    tport_tensor_set_data(kc, b->kv[il].k);
+    tport_tensor_set_data(vc, b->kv[il].v);
+    kc->res = b->kv[il].k_res;
+    vc->res = b->kv[il].v_res;
 
     /* The copies join the graph before anything reads the cache, so the
      * topological order runs them first. */

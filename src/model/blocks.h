@@ -15,7 +15,7 @@ typedef struct tport_blk {
     const tport_model_shape *sh;
     tport_tensor *ids, *positions, *mask; /* inputs: [n] i32, [n] i32, [n_kv, n] f32 */
     int32_t n, pos, n_kv, n_ctx;
-    float **k_cache, **v_cache;           /* per layer                          */
+    const tport_kv_layer *kv;             /* per layer                          */
 } tport_blk;
 
 /* token_embd[ids] (plus position_embd[positions] when the model has it). */

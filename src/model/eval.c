@@ -71,7 +71,7 @@ tport_status tport_model_eval_batch(const tport_model_eval *e) {
     }
 
     tport_blk b = {.ctx = ctx, .g = g, .m = m, .sh = sh, .n = n, .pos = e->pos, .n_kv = n_kv,
-                   .n_ctx = e->n_ctx, .k_cache = e->k_cache, .v_cache = e->v_cache};
+                   .n_ctx = e->n_ctx, .kv = e->kv};
     b.ids = tport_new_tensor_1d(ctx, TPORT_TYPE_I32, n);
     b.positions = tport_new_tensor_1d(ctx, TPORT_TYPE_I32, n);
     b.mask = tport_new_tensor_2d(ctx, TPORT_TYPE_F32, n_kv, n);
@@ -88,8 +88,10 @@ tport_status tport_model_eval_batch(const tport_model_eval *e) {
     } else if ((st = tport_graph_add(g, logits)) == TPORT_STATUS_OK) {
         tport_compute_params cp = {.n_threads = e->n_threads, .backend = e->backend};
         st = tport_graph_compute(g, &cp);
-        if (st == TPORT_STATUS_OK && e->tally)
+        if (st == TPORT_STATUS_OK && e->tally) {
             tally_nodes(g, e->tally);
+            e->tally->stats = tport_graph_stats(g);
+        }
         const float *out = st == TPORT_STATUS_OK ? tport_tensor_data(logits) : NULL;
         if (out)
             memcpy(e->logits, out, (size_t)sh->n_vocab * sizeof(float));
