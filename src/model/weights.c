@@ -39,8 +39,9 @@ tport_status tport_model_shape_from_file(const tport_model_file *mf, const tport
                                          tport_model_shape *sh) {
     const tport_llama_hparams *hp = &mf->hp;
     memset(sh, 0, sizeof *sh);
-    const tport_mf_tensor *emb = find(mf, "token_embd.weight");
-    const tport_mf_tensor *up = find(mf, "blk.0.ffn_up.weight");
+    char name[96];
+    const tport_mf_tensor *emb = tport_arch_file_tensor(mf, arch, "token_embd.weight", 0, name, sizeof name);
+    const tport_mf_tensor *up = tport_arch_file_tensor(mf, arch, "blk.%d.ffn_up.weight", 0, name, sizeof name);
     if (!emb)
         return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: no token_embd.weight", mf->path);
     if (emb->ne[0] < 1 || emb->ne[0] >= MAX_DIM || emb->ne[1] < 1 || emb->ne[1] >= MAX_DIM)
@@ -225,10 +226,7 @@ tport_status tport_model_bind_weights(tport_model *m) {
         int32_t n_copies = t->flags & TENSOR_LAYER ? sh->n_layer : 1;
         for (int32_t i = 0; i < n_copies; i++) {
             char name[96];
-            if (t->flags & TENSOR_LAYER)
-                snprintf(name, sizeof name, t->name, (int)i);
-            else
-                snprintf(name, sizeof name, "%s", t->name);
+            tport_arch_file_tensor(m->file, arch, t->name, (int)i, name, sizeof name);
             tport_tensor **dst = slot_of(m, t, i);
             if ((st = bind(m, name, tport_arch_dim_size(sh, t->ne0), tport_arch_dim_size(sh, t->ne1),
                            (t->flags & TENSOR_OPTIONAL) != 0, dst)))
@@ -236,6 +234,8 @@ tport_status tport_model_bind_weights(tport_model *m) {
             n_bound += *dst != NULL;
         }
     }
+    if (m->file->container == TPORT_CONTAINER_GGML && arch->fix_legacy && (st = arch->fix_legacy(m)))
+        return st;
     if (!m->w.output)
         m->w.output = m->w.tok_embd; /* tied classifier */
     if (n_bound < m->file->n_tensors)

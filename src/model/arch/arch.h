@@ -59,7 +59,20 @@ struct tport_arch {
     /* Writes the architecture's own GGUF keys for sh (tport synth,
      * tport convert); the common ones are written by the caller. */
     tport_status (*write_keys)(tport_gguf_writer *w, const tport_model_shape *sh);
+    /* For the ggml examples' GGML-container files: {table name, the
+     * example's name} pairs, "%d" the layer in both (NULL-terminated; may
+     * be NULL).  Tensors not listed keep their table name. */
+    const char *const (*legacy_names)[2];
+    /* Rearranges weights of a GGML-container file after binding (layouts
+     * that differ from GGUF's); may be NULL. */
+    tport_status (*fix_legacy)(tport_model *m);
 };
+
+/* The file's tensor for a table name ("blk.%d." names with layer il): the
+ * name itself, or in a GGML-container file the architecture's legacy name
+ * for it. */
+const tport_mf_tensor *tport_arch_file_tensor(const tport_model_file *mf, const tport_arch *arch,
+                                              const char *table_name, int il, char *name, size_t cap);
 
 /* The architecture of that GGUF name, or NULL. */
 const tport_arch *tport_arch_find(const char *name);

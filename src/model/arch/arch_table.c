@@ -94,3 +94,20 @@ tport_tensor *tport_arch_sequential_ln_block(tport_blk *b, tport_tensor *x, int 
     x = tport_add(b->ctx, att, x);
     return tport_add(b->ctx, tport_blk_ffn_gelu(b, l, tport_blk_norm(b, x, l->ffn_norm, l->ffn_norm_b)), x);
 }
+
+const tport_mf_tensor *tport_arch_file_tensor(const tport_model_file *mf, const tport_arch *arch,
+                                              const char *table_name, int il, char *name, size_t cap) {
+    const char *pattern = table_name;
+    if (mf->container == TPORT_CONTAINER_GGML && arch->legacy_names)
+        for (int i = 0; arch->legacy_names[i][0]; i++)
+            if (!strcmp(arch->legacy_names[i][0], table_name)) {
+                pattern = arch->legacy_names[i][1];
+                break;
+            }
+    /* patterns come from the tables in this folder: at most one %d */
+    if (strstr(pattern, "%d"))
+        snprintf(name, cap, pattern, il);
+    else
+        snprintf(name, cap, "%s", pattern);
+    return tport_model_file_find(mf, name);
+}
