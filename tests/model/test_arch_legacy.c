@@ -4,8 +4,12 @@
  * synth`, writes the same weights as the example program's file would hold
  * them (its hparams header, vocabulary, tensor names; gpt-neox's
  * query_key_value per head interleaved, as HF stores it), loads that file
- * and expects llama.cpp's greedy ids recorded for the GGUF file.  Layouts
- * follow ggml's examples/{gpt-2,mpt,gpt-neox}/main.cpp (formats.md 1.3). */
+ * and expects llama.cpp's greedy ids recorded for the GGUF file.  Then
+ * `tport convert --vocab-from` makes a GGUF of it again (GGUF names,
+ * [Q|K|V] rows, the vocabulary's merges), which must give the same ids.
+ * Layouts follow ggml's examples/{gpt-2,mpt,gpt-neox}/main.cpp (formats.md
+ * 1.3).  With TPORT_TEST_KEEP set the files are kept (for running them
+ * through llama.cpp by hand, see data/README.md). */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -19,6 +23,29 @@
 #endif
 
 #define MAX_IDS 256
+
+/* Greedy ids of the file for every run of the entry. */
+static void check_runs(const char *path, const char *arch, const json *runs, const char *what) {
+    tport_model *m = tport_model_load(path, NULL);
+    CHECK(m != NULL, "load %s: %s", path, tport_last_error());
+    if (!m)
+        return;
+    CHECK(!strcmp(tport_model_arch(m), arch), "%s read as %s", what, tport_model_arch(m));
+    for (size_t r = 0; r < runs->n; r++) {
+        tport_token prompt[MAX_IDS], want[MAX_IDS], got[MAX_IDS];
+        const json *p = json_get(&runs->items[r], "prompt_ids"), *w = json_get(&runs->items[r], "ids");
+        int n_prompt = 0, n_want = 0;
+        for (size_t i = 0; p && i < p->n && i < MAX_IDS; i++)
+            prompt[n_prompt++] = (tport_token)p->items[i].number;
+        for (size_t i = 0; w && i < w->n && i < MAX_IDS; i++)
+            want[n_want++] = (tport_token)w->items[i].number;
+        int n = greedy_ids(m, prompt, n_prompt, got, n_want);
+        int d = first_difference(got, n, want, n_want);
+        CHECK(d < 0, "%s, run %zu: greedy id %d is %d, llama.cpp gave %d on the GGUF", what, r, d,
+              d >= 0 && d < n ? (int)got[d] : -1, d >= 0 && d < n_want ? (int)want[d] : -1);
+    }
+    tport_model_free(m);
+}
 
 static void put_i32(FILE *f, int32_t v) { fwrite(&v, 4, 1, f); }
 static void put_f32(FILE *f, float v) { fwrite(&v, 4, 1, f); }
@@ -149,27 +176,30 @@ int main(int argc, char **argv) {
     if (arch && arch->legacy_names)
         CHECK(write_example(mf, arch, ggml), "cannot write %s", ggml);
     tport_model_file_close(mf);
-    tport_model *m = tport_model_load(ggml, NULL);
-    CHECK(m != NULL, "load %s: %s", ggml, tport_last_error());
-    if (m) {
-        CHECK(!strcmp(tport_model_arch(m), arch->name), "read as %s", tport_model_arch(m));
-        for (size_t r = 0; r < runs->n; r++) {
-            tport_token prompt[MAX_IDS], want[MAX_IDS], got[MAX_IDS];
-            const json *p = json_get(&runs->items[r], "prompt_ids"), *w = json_get(&runs->items[r], "ids");
-            int n_prompt = 0, n_want = 0;
-            for (size_t i = 0; p && i < p->n && i < MAX_IDS; i++)
-                prompt[n_prompt++] = (tport_token)p->items[i].number;
-            for (size_t i = 0; w && i < w->n && i < MAX_IDS; i++)
-                want[n_want++] = (tport_token)w->items[i].number;
-            int n = greedy_ids(m, prompt, n_prompt, got, n_want);
-            int d = first_difference(got, n, want, n_want);
-            CHECK(d < 0, "%s (GGML file), run %zu: greedy id %d is %d, llama.cpp gave %d on the GGUF", argv[1], r, d,
-                  d >= 0 && d < n ? (int)got[d] : -1, d >= 0 && d < n_want ? (int)want[d] : -1);
-        }
-    }
-    tport_model_free(m);
+    char what[128], back[600];
+    snprintf(what, sizeof what, "%s (GGML file)", argv[1]);
+    if (arch)
+        check_runs(ggml, arch->name, runs, what);
+    /* and back to GGUF, as llama.cpp reads it */
+    snprintf(back, sizeof back, "%s.gguf", ggml);
+    snprintf(cmd, sizeof cmd, "'%s' convert '%s' '%s' --vocab-from '%s' --quiet", TPORT_CLI, ggml, back, vocab_path);
+    CHECK(system(cmd) == 0, "failed: %s", cmd);
+    tport_model_file *conv = NULL;
+    CHECK(tport_model_file_open(back, &conv) == TPORT_STATUS_OK, "open %s: %s", back, tport_last_error());
+    CHECK(conv && tport_model_file_find(conv, "token_embd.weight") && tport_model_file_find(conv, "blk.0.attn_qkv.weight") &&
+              tport_model_file_kv(conv, "tokenizer.ggml.merges"),
+          "%s: the converted file lacks GGUF names or merges", back);
+    tport_model_file_close(conv);
+    snprintf(what, sizeof what, "%s (GGML file converted to GGUF)", argv[1]);
+    if (arch)
+        check_runs(back, arch->name, runs, what);
+    if (!getenv("TPORT_TEST_KEEP"))
+        unlink(back);
+    else
+        fprintf(stderr, "kept %s and %s\n", ggml, back);
     unlink(gguf);
-    unlink(ggml);
+    if (!getenv("TPORT_TEST_KEEP"))
+        unlink(ggml);
     json_free(refs);
     return test_finish(test_name);
 }

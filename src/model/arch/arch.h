@@ -68,6 +68,13 @@ struct tport_arch {
     tport_status (*fix_legacy)(tport_model *m);
 };
 
+/* The GGUF name of a GGML-container file's tensor (reverse of the legacy
+ * names, layers 0..n_layer-1); false if the architecture has no such name.
+ * *qkv_interleaved says the tensor is gpt-neox's per-head [q,k,v] fused
+ * projection, whose rows GGUF stores as [Q|K|V]. */
+bool tport_arch_gguf_name(const tport_arch *arch, const char *file_name, int n_layer, char *out, size_t cap,
+                          bool *qkv_interleaved);
+
 /* The file's tensor for a table name ("blk.%d." names with layer il): the
  * name itself, or in a GGML-container file the architecture's legacy name
  * for it. */

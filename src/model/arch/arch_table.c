@@ -111,3 +111,22 @@ const tport_mf_tensor *tport_arch_file_tensor(const tport_model_file *mf, const 
         snprintf(name, cap, "%s", pattern);
     return tport_model_file_find(mf, name);
 }
+
+bool tport_arch_gguf_name(const tport_arch *arch, const char *file_name, int n_layer, char *out, size_t cap,
+                          bool *qkv_interleaved) {
+    *qkv_interleaved = false;
+    for (int i = 0; arch->legacy_names && arch->legacy_names[i][0]; i++) {
+        const char *gguf = arch->legacy_names[i][0], *legacy = arch->legacy_names[i][1];
+        bool layered = strstr(legacy, "%d") != NULL;
+        for (int il = 0; il < (layered ? n_layer : 1); il++) {
+            char name[128];
+            snprintf(name, sizeof name, legacy, il);
+            if (strcmp(name, file_name))
+                continue;
+            snprintf(out, cap, gguf, il);
+            *qkv_interleaved = arch->fix_legacy && strstr(gguf, "attn_qkv");
+            return true;
+        }
+    }
+    return false;
+}
