@@ -89,7 +89,7 @@ int main(int argc, char **argv) {
     CHECK(arch && synth && synth->kind == JSON_STRING && runs && runs->kind == JSON_ARRAY && runs->n > 0,
           "entry %s is incomplete", argv[1]);
 
-    char path[256], cmd[2048];
+    char path[256], cmd[4096];
     temp_path(path, sizeof path, argv[1]);
     snprintf(cmd, sizeof cmd, "'%s' synth %s%s%s%s -o '%s' >/dev/null", TPORT_CLI, synth ? synth->str : "",
              vocab_path[0] ? " --vocab-from '" : "", vocab_path, vocab_path[0] ? "'" : "", path);
