@@ -5,6 +5,7 @@
  * data/README.md).  argv[1] names the entry; a missing vocabulary file
  * skips.  With --expect-split (run with the "partial" test plug-in
  * preferred) it also checks that the new ops fell back to the CPU. */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -94,6 +95,17 @@ int main(int argc, char **argv) {
     snprintf(cmd, sizeof cmd, "'%s' synth %s%s%s%s -o '%s' >/dev/null", TPORT_CLI, synth ? synth->str : "",
              vocab_path[0] ? " --vocab-from '" : "", vocab_path, vocab_path[0] ? "'" : "", path);
     CHECK(system(cmd) == 0, "failed: %s", cmd);
+    /* tport info names the architecture and says this build runs it */
+    snprintf(cmd, sizeof cmd, "'%s' info '%s' 2>&1", TPORT_CLI, path);
+    FILE *p = popen(cmd, "r");
+    char line[256], want_arch[96];
+    bool named = false, runnable = false;
+    snprintf(want_arch, sizeof want_arch, "architecture:  %s\n", arch ? arch->str : "?");
+    while (p && fgets(line, sizeof line, p)) {
+        named |= !strcmp(line, want_arch);
+        runnable |= !strncmp(line, "runs:          yes", 18);
+    }
+    CHECK(p && pclose(p) == 0 && named && runnable, "tport info: architecture line %d, runs line %d", named, runnable);
     tport_model *m = tport_model_load(path, NULL);
     CHECK(m != NULL, "load %s: %s", path, tport_last_error());
     if (m && arch) {
