@@ -111,8 +111,14 @@ tport_status tport_model_upload_weights(tport_model *m, const tport_weight_home 
     }
     for (int k = 0; k < n_bs; k++) {
         tport_status st = tport_sched_wait(bs[k], last[k]);
-        if (st)
+        if (st == TPORT_STATUS_DEVICE_LOST) {
+            /* the model still runs: on the other backends, from the file */
+            tport_log(TPORT_LOG_WARN, "%s: uploading weights: %s; they stay in host memory", m->file->path,
+                      tport_last_error());
+            tport_model_release_weights(m, true);
+        } else if (st) {
             return tport_error(st, "%s: uploading weights: %s", m->file->path, tport_last_error());
+        }
     }
     return TPORT_STATUS_OK;
 }

@@ -255,11 +255,12 @@ static tport_status run(tport_graph *g, sched_view *sv, const tport_active_backe
                     stage_reserve_leaf(&r, base->src[s], sp->space);
             stage_reserve_leaf(&r, sv->nodes[p], sp->space);
         }
+        stage_use_space(&r, sp->space);
         n_splits++;
         start = end;
     }
     for (int s = 1; s < SCHED_MAX_SPACES && !st; s++)
-        if (sched_space_get(s))
+        if (sched_space_get(s) && r.need[s])
             st = sched_space_reserve(s, r.need[s]);
     for (int i = 0; i < n_splits && !st; i++)
         st = run_split(&r, sv, &splits[i], recs, ptrs);
