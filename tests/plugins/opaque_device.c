@@ -75,6 +75,7 @@ typedef struct opaque {
     char decline[256];
     long oom_weights, lost_at, hang_at;
     bool lost;
+    bool host_memory; /* negotiated 1.0: no device memory, host pointers */
     /* the worker */
     pthread_t worker;
     bool worker_started, stop;
@@ -208,6 +209,8 @@ static tport_status submit(opaque *o, job j, tport_ticket *ticket) {
 /* ---- the table -------------------------------------------------------- */
 static int32_t opaque_score(void) { return 500; }
 
+static tport_backend_api table;
+
 static tport_status opaque_init(void **state) {
     opaque *o = calloc(1, sizeof *o);
     if (!o)
@@ -227,6 +230,10 @@ static tport_status opaque_init(void **state) {
     o->oom_weights = env_long("TPORT_OPAQUE_OOM_WEIGHTS", -1);
     o->lost_at = env_long("TPORT_OPAQUE_LOST_AT", 0);
     o->hang_at = env_long("TPORT_OPAQUE_HANG_AT", 0);
+    /* a 1.0 host knows nothing of device memory: work on its pointers */
+    o->host_memory = table.abi_minor < 1;
+    if (o->host_memory)
+        o->async = false;
     if (o->async) {
         if (pthread_create(&o->worker, NULL, worker_main, o) != 0) {
             munmap(o->region, REGION_BYTES);
@@ -649,6 +656,10 @@ static tport_status resolve(opaque *o, const tport_tensor_view *v, ten *t) {
     t->p = NULL;
     if (!v)
         return TPORT_STATUS_OK;
+    if (o->host_memory) {
+        t->p = v->data;
+        return t->p ? TPORT_STATUS_OK : host->error(TPORT_STATUS_INVALID_ARGUMENT, "opaque: '%s' has no data", v->name);
+    }
     if (v->data)
         count(o, &o->c.host_pointers_seen);
     if (!v->buffer)
