@@ -169,6 +169,7 @@ static void free_graph_copy(tport_graph_view *g) {
 
 static void *worker_main(void *arg) {
     opaque *o = arg;
+    uint64_t delay_rng = 0x2545F4914F6CDD1Dull; /* its own: the host thread draws handles */
     pthread_mutex_lock(&o->lock);
     for (;;) {
         while (!o->stop && o->completed == o->submitted)
@@ -185,7 +186,10 @@ static void *worker_main(void *arg) {
                 pthread_cond_wait(&o->cv, &o->lock);
             break;
         }
-        struct timespec ts = {0, (long)(next_random(o) % 300000)}; /* up to 0.3 ms late */
+        delay_rng ^= delay_rng << 13;
+        delay_rng ^= delay_rng >> 7;
+        delay_rng ^= delay_rng << 17;
+        struct timespec ts = {0, (long)(delay_rng % 300000)}; /* up to 0.3 ms late */
         nanosleep(&ts, NULL);
         enter(o);
         run_job(o, &j);
