@@ -87,6 +87,16 @@ tport_tensor *tport_soft_max(tport_ctx *ctx, tport_tensor *a, tport_tensor *mask
 tport_tensor *tport_silu(tport_ctx *ctx, tport_tensor *a);
 tport_tensor *tport_gelu(tport_ctx *ctx, tport_tensor *a);
 tport_tensor *tport_swiglu(tport_ctx *ctx, tport_tensor *a, tport_tensor *b);
+/* The GELU llama.cpp's CPU backend computes (through f16, see backend.h
+ * TPORT_OP_GELU_F16), the erf GELU, tanh, clamp to [min, max]. */
+tport_tensor *tport_gelu_f16(tport_ctx *ctx, tport_tensor *a);
+tport_tensor *tport_gelu_erf(tport_ctx *ctx, tport_tensor *a);
+tport_tensor *tport_tanh(tport_ctx *ctx, tport_tensor *a);
+tport_tensor *tport_clamp(tport_ctx *ctx, tport_tensor *a, float min, float max);
+/* soft_max with ALiBi: per head h (dim 2 of a) the mask is multiplied by
+ * the head's slope from max_bias, as ggml's soft_max_ext does. */
+tport_tensor *tport_soft_max_ext(tport_ctx *ctx, tport_tensor *a, tport_tensor *mask, float scale,
+                                 float max_bias);
 /* Copies a into b's memory (converting type; same element count, shapes
  * may differ); returns the node to compute, a view of b.  Add it to the
  * graph before the nodes that read b. */
@@ -178,9 +188,14 @@ typedef struct tport_model_params {
  * level: "N tensors FROM -> TO (lossless|lossy: rmse, max error) for
  * backend NAME".  Weights kept in the file's type stay zero-copy. */
 
-/* Loads a llama-architecture model from any readable file. */
+/* Loads a model from any readable file: llama, or another architecture
+ * this build runs (tport_arch_supported). */
 tport_model *tport_model_load(const char *path, const tport_model_params *params);
 void tport_model_free(tport_model *m);
+/* The model's architecture as GGUF names it ("llama", "gpt2", ...). */
+const char *tport_model_arch(const tport_model *m);
+/* Whether this build can run a model of that architecture name. */
+bool tport_arch_supported(const char *arch);
 int32_t tport_model_n_vocab(const tport_model *m);
 int32_t tport_model_n_ctx(const tport_model *m);
 tport_token tport_model_bos(const tport_model *m);   /* -1 if none */

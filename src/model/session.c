@@ -1,6 +1,6 @@
 /* tport_session: a KV cache, a position and the logits of the last token.
  * Prompts are evaluated in batches of n_batch tokens, generation one token
- * at a time; both go through tport_llama_eval_batch.
+ * at a time; both go through tport_model_eval_batch.
  *
  * Each layer's cache lives where that layer's attention runs: on the
  * device holding the layer's weights when it has memory of its own, else
@@ -31,7 +31,7 @@ struct tport_session {
 };
 
 static size_t layer_floats(const tport_session *s) {
-    const tport_llama_shape *sh = &s->m->sh;
+    const tport_model_shape *sh = &s->m->sh;
     return (size_t)s->n_ctx * (size_t)sh->head_dim * (size_t)sh->n_head_kv;
 }
 
@@ -48,7 +48,7 @@ static void free_layer(tport_kv_layer *kv) {
 static tport_status place_layer(tport_session *s, int32_t il) {
     tport_kv_layer *kv = &s->kv[il];
     size_t n = layer_floats(s);
-    const tport_active_backend *b = s->m->layers[il].wk->res.backend;
+    const tport_active_backend *b = tport_layer_attention_weight(&s->m->layers[il])->res.backend;
     if (b && b->mem.device_memory && !tport_sched_backend_lost(b)) {
         uint64_t bytes = (uint64_t)n * sizeof(float);
         if (tport_sched_alloc(b, bytes, &kv->k_res) == TPORT_STATUS_OK &&
@@ -74,7 +74,7 @@ tport_session *tport_session_new(tport_model *m, const tport_session_params *par
         return NULL;
     }
     tport_session_params p = params ? *params : (tport_session_params){0};
-    const tport_llama_shape *sh = &m->sh;
+    const tport_model_shape *sh = &m->sh;
     if (p.n_ctx < 0 || p.n_batch < 0 || p.n_threads < 0) {
         tport_error(TPORT_STATUS_INVALID_ARGUMENT, "session_new: negative parameter");
         return NULL;
@@ -124,12 +124,12 @@ void tport_session_free(tport_session *s) {
 static tport_status eval_tokens(tport_session *s, const tport_token *ids, int32_t n) {
     for (int32_t done = 0; done < n;) {
         int32_t chunk = n - done < s->n_batch ? n - done : s->n_batch;
-        tport_llama_eval e = {
+        tport_model_eval e = {
             .m = s->m, .kv = s->kv, .n_ctx = s->n_ctx, .pos = s->pos,
             .ids = ids + done, .n = chunk, .n_threads = s->n_threads, .backend = s->m->backend,
             .logits = s->logits, .tally = &s->tally,
         };
-        tport_status st = tport_llama_eval_batch(&e);
+        tport_status st = tport_model_eval_batch(&e);
         if (st != TPORT_STATUS_OK)
             return st;
         s->n_evals++;
