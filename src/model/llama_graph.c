@@ -1,13 +1,14 @@
 /* The llama forward pass as a tensorport graph, rebuilt for every batch:
  *
- *   x = token_embd[ids]
- *   per layer:  h = rms_norm(x) * attn_norm
+ *   x = token_embd[ids]            (or the hidden state given: a later stage)
+ *   per layer in [layer_begin, layer_end):  h = rms_norm(x) * attn_norm
  *               q, k, v = Wq h, Wk h, Wv h;  q, k = rope(q), rope(k)
  *               k, v -> the KV cache at positions pos..pos+n-1
  *               x += Wo softmax(K^T q / sqrt(head_dim) + causal mask) V
  *               h = rms_norm(x) * ffn_norm
  *               x += W_down (silu(W_gate h) * W_up h)
- *   logits = output (rms_norm(x_last) * output_norm)
+ *   logits = output (rms_norm(x_last) * output_norm)   (or x itself: a stage
+ *                                                       before the last)
  *
  * The caches are f32 [head_dim, n_head_kv, n_ctx] per layer.  Attention
  * uses grouped-query broadcast: mul_mat repeats each kv head over
@@ -124,7 +125,18 @@ tport_status tport_llama_eval_batch(const tport_llama_eval *e) {
     if (n <= 0 || e->pos < 0 || n_kv > e->n_ctx)
         return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "eval: %d tokens at position %d exceed "
                            "the context of %d", (int)n, (int)e->pos, (int)e->n_ctx);
-    for (int32_t i = 0; i < n; i++)
+    if (e->layer_begin < 0 || e->layer_begin > e->layer_end || e->layer_end > sh->n_layer ||
+        !e->ids == !e->hidden_in || (e->layer_begin == e->layer_end && e->hidden_out))
+        return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "eval: layers [%d, %d) of %d with %s input",
+                           (int)e->layer_begin, (int)e->layer_end, (int)sh->n_layer,
+                           e->ids ? "token" : "hidden-state");
+    for (int32_t il = e->layer_begin; il < e->layer_end; il++)
+        if (!m->layers[il].wq || !e->k_cache[il] || !e->v_cache[il])
+            return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "eval: layer %d is not loaded", (int)il);
+    if ((e->ids && !m->tok_embd) || (!e->hidden_out && !m->output))
+        return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "eval: the model was loaded without its %s",
+                           e->ids && !m->tok_embd ? "embedding" : "output head");
+    for (int32_t i = 0; e->ids && i < n; i++)
         if (e->ids[i] < 0 || e->ids[i] >= sh->n_vocab)
             return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "eval: token id %d outside [0, %d)",
                                (int)e->ids[i], (int)sh->n_vocab);
@@ -143,7 +155,7 @@ tport_status tport_llama_eval_batch(const tport_llama_eval *e) {
     int32_t *ids = in, *positions = in + n;
     float *mask = (float *)(in + 2 * (size_t)n);
     for (int32_t i = 0; i < n; i++) {
-        ids[i] = e->ids[i];
+        ids[i] = e->ids ? e->ids[i] : 0;
         positions[i] = e->pos + i;
         for (int32_t j = 0; j < n_kv; j++)
             mask[(size_t)i * (size_t)n_kv + (size_t)j] = j <= e->pos + i ? 0.0f : -INFINITY;
@@ -153,23 +165,34 @@ tport_status tport_llama_eval_batch(const tport_llama_eval *e) {
     tport_tensor *t_ids = tport_new_tensor_1d(ctx, TPORT_TYPE_I32, n);
     b.positions = tport_new_tensor_1d(ctx, TPORT_TYPE_I32, n);
     b.mask = tport_new_tensor_2d(ctx, TPORT_TYPE_F32, n_kv, n);
-    tport_tensor *logits = NULL;
+    tport_tensor *logits = NULL, *x = NULL;
     if (t_ids && b.positions && b.mask) {
         tport_tensor_set_data(t_ids, ids);
         tport_tensor_set_data(b.positions, positions);
         tport_tensor_set_data(b.mask, mask);
-        tport_tensor *x = tport_get_rows(ctx, m->tok_embd, t_ids);
-        for (int32_t il = 0; il < sh->n_layer && x; il++) {
+        if (e->hidden_in) {
+            /* the graph only reads its inputs */
+            if ((x = tport_new_tensor_2d(ctx, TPORT_TYPE_F32, sh->n_embd, n)))
+                tport_tensor_set_data(x, (void *)e->hidden_in);
+        } else {
+            x = tport_get_rows(ctx, m->tok_embd, t_ids);
+        }
+        for (int32_t il = e->layer_begin; il < e->layer_end && x; il++) {
             const tport_llama_layer *l = &m->layers[il];
             tport_tensor *att = attention(&b, l, norm(&b, x, l->attn_norm), e->k_cache[il], e->v_cache[il]);
             x = tport_add(ctx, x, att);
             x = tport_add(ctx, x, feed_forward(&b, l, norm(&b, x, l->ffn_norm)));
         }
-        x = norm(&b, x, m->output_norm);
         const int64_t last_ne[1] = {sh->n_embd};
-        tport_tensor *last = x ? tport_view(ctx, x, 1, last_ne, NULL,
-                                            (size_t)(n - 1) * (size_t)sh->n_embd * sizeof(float)) : NULL;
-        logits = tport_mul_mat(ctx, m->output, last);
+        const size_t last_offs = (size_t)(n - 1) * (size_t)sh->n_embd * sizeof(float);
+        if (e->hidden_out) {
+            /* the state leaving this stage: every row, or the last one */
+            logits = x && e->hidden_out_last ? tport_cont(ctx, tport_view(ctx, x, 1, last_ne, NULL, last_offs)) : x;
+        } else {
+            x = norm(&b, x, m->output_norm);
+            tport_tensor *last = x ? tport_view(ctx, x, 1, last_ne, NULL, last_offs) : NULL;
+            logits = tport_mul_mat(ctx, m->output, last);
+        }
     }
     tport_status st = TPORT_STATUS_OK;
     if (!logits) {
@@ -180,10 +203,13 @@ tport_status tport_llama_eval_batch(const tport_llama_eval *e) {
         if (st == TPORT_STATUS_OK && e->tally)
             tally_nodes(g, e->tally);
         const float *out = st == TPORT_STATUS_OK ? tport_tensor_data(logits) : NULL;
+        size_t n_out = !e->hidden_out ? (size_t)sh->n_vocab
+                       : (size_t)sh->n_embd * (size_t)(e->hidden_out_last ? 1 : n);
         if (out)
-            memcpy(e->logits, out, (size_t)sh->n_vocab * sizeof(float));
+            memcpy(e->hidden_out ? e->hidden_out : e->logits, out, n_out * sizeof(float));
         else if (st == TPORT_STATUS_OK)
-            st = tport_error(TPORT_STATUS_ERROR, "eval: the graph produced no logits");
+            st = tport_error(TPORT_STATUS_ERROR, "eval: the graph produced no %s",
+                             e->hidden_out ? "hidden state" : "logits");
     }
     tport_graph_free(g);
     tport_ctx_free(ctx);

@@ -149,20 +149,27 @@ tport_status tport_llama_bind_weights(tport_model *m) {
     const tport_llama_shape *sh = &m->sh;
     int64_t e = sh->n_embd, kv = (int64_t)sh->head_dim * sh->n_head_kv, ff = sh->n_ff;
     tport_status st;
+    if (m->layer_begin < 0 || m->layer_begin > m->layer_end || m->layer_end > sh->n_layer)
+        return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "%s: layers [%d, %d) of a model with %d",
+                           m->file->path, (int)m->layer_begin, (int)m->layer_end, (int)sh->n_layer);
     m->norm_cap = (size_t)(2 * sh->n_layer + 1) * (size_t)sh->n_embd;
     m->norm_f32 = malloc(m->norm_cap * sizeof *m->norm_f32);
     if (!m->norm_f32)
         return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "out of memory for norm weights");
-    if ((st = bind(m, "token_embd.weight", e, sh->n_vocab, false, &m->tok_embd)) ||
-        (st = bind(m, "output_norm.weight", e, 0, false, &m->output_norm)) ||
-        (st = bind(m, "output.weight", e, sh->n_vocab, true, &m->output)))
+    /* a stage binds only what it runs, so the rest of the file stays unread */
+    bool tied = !find(m->file, "output.weight");
+    if ((m->has_embedding || (m->has_head && tied)) &&
+        (st = bind(m, "token_embd.weight", e, sh->n_vocab, false, &m->tok_embd)))
         return st;
-    if (!m->output)
+    if (m->has_head && ((st = bind(m, "output_norm.weight", e, 0, false, &m->output_norm)) ||
+                        (st = bind(m, "output.weight", e, sh->n_vocab, true, &m->output))))
+        return st;
+    if (m->has_head && !m->output)
         m->output = m->tok_embd; /* tied classifier */
     m->layers = calloc((size_t)sh->n_layer, sizeof *m->layers);
     if (!m->layers)
         return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "out of memory for %d layers", sh->n_layer);
-    for (int32_t i = 0; i < sh->n_layer; i++) {
+    for (int32_t i = m->layer_begin; i < m->layer_end; i++) {
         tport_llama_layer *l = &m->layers[i];
         struct {
             const char *what;

@@ -26,7 +26,10 @@ struct tport_model {
     int n_threads;
     tport_ctx *wctx;             /* weight tensor records (no data arena)   */
     tport_tensor *tok_embd, *output_norm, *output;
-    tport_llama_layer *layers;
+    tport_llama_layer *layers;   /* n_layer entries; only [layer_begin,
+                                    layer_end) are bound               */
+    int32_t layer_begin, layer_end;
+    bool has_embedding, has_head;
     float *norm_f32;             /* norm weights converted to f32, if the
                                     file stores them in another type      */
     size_t norm_used, norm_cap;  /* floats                                 */
@@ -54,9 +57,6 @@ tport_status tport_model_own(tport_model *m, void *buf);
  * Reports each conversion at warn level; see weight_placement.c. */
 tport_status tport_llama_place_weights(tport_model *m, const char *backend, const char *weight_type);
 
-/* One evaluation: n tokens at positions pos..pos+n-1, reading and
- * extending the caches (per layer [head_dim, n_head_kv, n_ctx] f32);
- * writes the last token's n_vocab logits. */
 /* Which backend ran how many nodes of each op in one evaluation. */
 #define TPORT_TALLY_ROWS 48
 typedef struct tport_node_tally {
@@ -73,13 +73,23 @@ typedef struct tport_llama_eval {
     float **k_cache, **v_cache;  /* n_layer buffers each                    */
     int32_t n_ctx;
     int32_t pos;
-    const tport_token *ids;
+    const tport_token *ids;      /* NULL when hidden_in is given            */
+    const float *hidden_in;      /* [n_embd, n] entering layer_begin        */
     int32_t n;
+    int32_t layer_begin, layer_end; /* the layers to run                    */
+    float *hidden_out;           /* NULL: final norm + logits; else the state
+                                    leaving layer_end - 1 ([n_embd, n], or
+                                    the last row with hidden_out_last)     */
+    bool hidden_out_last;
     int n_threads;
     const char *backend;
     float *logits;
     tport_node_tally *tally;     /* filled after compute if not NULL        */
 } tport_llama_eval;
+/* One evaluation: n tokens at positions pos..pos+n-1 through layers
+ * [layer_begin, layer_end), reading and extending those layers' caches
+ * (per layer [head_dim, n_head_kv, n_ctx] f32); writes the last token's
+ * n_vocab logits, or the hidden state when hidden_out is set. */
 tport_status tport_llama_eval_batch(const tport_llama_eval *e);
 
 #endif

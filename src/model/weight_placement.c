@@ -337,14 +337,15 @@ tport_status tport_llama_place_weights(tport_model *m, const char *backend, cons
             st = tport_error(TPORT_STATUS_INVALID_ARGUMENT, "weight type '%s' %s (see tport types)", weight_type,
                              tr ? "has no quantizer" : "is unknown");
     }
-    bool tied = m->output == m->tok_embd;
-    if (st == TPORT_STATUS_OK)
-        st = place(p, &m->tok_embd, USE_GET_ROWS | (tied ? USE_MUL_MAT : 0));
+    /* a pipeline stage places (and converts) only the weights it bound */
+    bool tied = m->output && m->output == m->tok_embd;
+    if (st == TPORT_STATUS_OK && m->tok_embd)
+        st = place(p, &m->tok_embd, (m->has_embedding ? USE_GET_ROWS : 0) | (tied ? USE_MUL_MAT : 0));
     if (tied)
         m->output = m->tok_embd;
-    else if (st == TPORT_STATUS_OK)
+    else if (st == TPORT_STATUS_OK && m->output)
         st = place(p, &m->output, USE_MUL_MAT);
-    for (int32_t i = 0; i < m->sh.n_layer && st == TPORT_STATUS_OK; i++) {
+    for (int32_t i = m->layer_begin; i < m->layer_end && st == TPORT_STATUS_OK; i++) {
         tport_llama_layer *l = &m->layers[i];
         tport_tensor **mats[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->w_gate, &l->w_up, &l->w_down};
         for (size_t k = 0; k < sizeof mats / sizeof mats[0] && st == TPORT_STATUS_OK; k++)
