@@ -41,7 +41,7 @@ int dist_take_options(const char *cmd, int *argc, char **argv, int n_ranks, bool
                       !strcmp(a, "--rank-timeout");
         if (!strcmp(a, "--")) /* the rest is not ours */
             break;
-        if (!flag && !valued) {
+        if ((!flag && !valued) || (flag && n_ranks <= 1)) { /* one process: --plan is the command's */
             i++;
             continue;
         }

@@ -255,6 +255,7 @@ int tport_dist_start(tport_dist *d, const char *model, const tport_model_params 
             status = go[0];
         memcpy(d->begin, go + 1, (size_t)(d->size + 1) * sizeof *go);
     }
+    d->agreed_stop = status != 0;
 out:
     tport_model_file_close(mf);
     if (status == 3) {
@@ -383,7 +384,7 @@ int tport_dist_end(tport_dist *d, int status) {
             status = 3;
         }
     }
-    if (d->rank == 0 && status != 0) {
+    if (d->rank == 0 && status != 0 && !d->agreed_stop) {
         /* a rank may be gone or stuck: finalizing could hang */
         fflush(stdout);
         fflush(stderr);

@@ -74,6 +74,7 @@ struct tport_dist {
     char err_buf[DIST_MSG];
     double last_progress;
     bool ready;             /* rank 0: the side channels are posted */
+    bool agreed_stop;       /* every rank knows the run stops: no abort */
     /* figures */
     dist_stats mine;
     double gen_wall_ms;

@@ -36,8 +36,8 @@ tport_status dist_split_layers(const char *split, int n_ranks, int32_t n_layer, 
         return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "%d ranks: at most %d are supported", n_ranks,
                            DIST_MAX_RANKS);
     if (n_ranks > n_layer)
-        return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "%d ranks but the model has %d layers: at most one "
-                           "rank per layer", n_ranks, (int)n_layer);
+        return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "%d ranks but the model has %d layer%s: at most one "
+                           "rank per layer", n_ranks, (int)n_layer, n_layer == 1 ? "" : "s");
     double w[DIST_MAX_RANKS], total = 0;
     for (int r = 0; r < n_ranks; r++)
         w[r] = 1;
