@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "dist/dist_mpi.h"
+#include "model/arch/arch.h"
 #include "model/model.h"
 
 double dist_now_ms(void) {
@@ -180,10 +181,13 @@ int tport_dist_begin(const char *cmd, int *argc, char **argv, tport_dist **out) 
 /* Opens this rank's file header and describes it for rank 0. */
 static dist_hello hello_of(tport_dist *d, tport_model_file **mf) {
     dist_hello h = {0};
-    tport_llama_shape sh;
+    tport_model_shape sh;
     tport_status st = tport_model_file_open(d->path, mf);
+    const tport_arch *arch = NULL;
+    if (st == TPORT_STATUS_OK && !(arch = tport_arch_find((*mf)->arch[0] ? (*mf)->arch : "llama")))
+        st = tport_error(TPORT_STATUS_UNSUPPORTED, "%s: architecture '%s' is not supported", d->path, (*mf)->arch);
     if (st == TPORT_STATUS_OK)
-        st = tport_llama_shape_from_file(*mf, &sh);
+        st = tport_model_shape_from_file(*mf, arch, &sh);
     if (st != TPORT_STATUS_OK) {
         snprintf(h.msg, sizeof h.msg, "%s", tport_last_error());
         return h;

@@ -125,7 +125,7 @@ int main(void) {
 
     /* a stage binds its own layers only, and refuses what it does not hold */
     tport_model *mid = load(path, 2, 4, false, false);
-    CHECK(mid && !mid->tok_embd && !mid->output && !mid->output_norm && !mid->layers[1].wq &&
+    CHECK(mid && !mid->w.tok_embd && !mid->w.output && !mid->w.output_norm && !mid->layers[1].wq &&
               mid->layers[2].wq && mid->layers[3].w_down && !mid->layers[4].wq,
           "layers [2, 4) alone are bound");
     tport_session *s = mid ? tport_session_new(mid, NULL) : NULL;
