@@ -16,8 +16,8 @@ const char *tport_dist_usage(void) {
            "  --micro-batch N         prompt tokens per pipeline step (default: the batch, at most 64)\n"
            "  --rank-timeout S        seconds without an answer before a rank counts as\n"
            "                          lost (default 60)\n"
-           "  --plan                  print which rank holds which layers, the weight bytes per\n"
-           "                          rank and the bytes sent per token; run nothing\n";
+           "  --plan                  also print on stderr, before loading, which rank holds which\n"
+           "                          layers, the weight bytes per rank and the bytes sent per token\n";
 }
 
 static int fail(bool quiet, const char *cmd, const char *what, const char *value) {
@@ -48,8 +48,12 @@ int dist_take_options(const char *cmd, int *argc, char **argv, int n_ranks, bool
         if (n_ranks <= 1)
             return fail(quiet, cmd, "this option works only under mpirun with more than one rank:", a);
         if (flag) {
+            /* run's own --plan (rank 0's backends, after the run) stays */
             o->plan = true;
-            drop(argc, argv, i, 1);
+            if (strcmp(cmd, "run") != 0)
+                drop(argc, argv, i, 1);
+            else
+                i++;
             continue;
         }
         if (i + 1 >= *argc)

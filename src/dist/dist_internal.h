@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "formats/model_file.h"
 
@@ -41,8 +42,8 @@ tport_status dist_split_layers(const char *split, int n_ranks, int32_t n_layer, 
 uint64_t dist_stage_weight_bytes(const tport_model_file *mf, int rank, int32_t l0, int32_t l1);
 
 /* Prints the plan (which rank holds which layers, weight bytes, bytes
- * sent per token) to stdout. */
-void dist_print_plan(const tport_model_file *mf, int n_ranks, const int32_t *begin, int32_t n_embd,
+ * sent per token). */
+void dist_print_plan(FILE *out, const tport_model_file *mf, int n_ranks, const int32_t *begin, int32_t n_embd,
                      int micro_batch, const char *const *paths);
 
 #endif

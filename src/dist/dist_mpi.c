@@ -230,7 +230,7 @@ int tport_dist_start(tport_dist *d, const char *model, const tport_model_params 
     tport_model_file *mf = NULL;
     dist_hello h = hello_of(d, &mf);
     d->n_embd = h.n_embd;
-    /* GO: status (0 go on, else stop with it), plan flag, then the split */
+    /* GO: status (0 go on, else stop with it), then the split */
     int32_t go[DIST_MAX_RANKS + 3] = {0};
     int status = 0;
     if (d->rank == 0) {
@@ -238,10 +238,9 @@ int tport_dist_start(tport_dist *d, const char *model, const tport_model_params 
         if (status == 3) /* a rank is not there: no GO can reach it */
             goto out;
         if (!status && d->o.plan) {
-            dist_print_plan(mf, d->size, d->begin, h.n_embd, d->o.micro_batch ? d->o.micro_batch : 64,
+            dist_print_plan(stderr, mf, d->size, d->begin, h.n_embd, d->o.micro_batch ? d->o.micro_batch : 64,
                             (const char *const *)d->o.model_rank);
-            fflush(stdout);
-            status = -1;
+            fflush(stderr);
         }
         go[0] = status;
         memcpy(go + 1, d->begin, (size_t)(d->size + 1) * sizeof *go);
@@ -267,7 +266,7 @@ out:
         return 3;
     }
     if (status)
-        return status < 0 ? 0 : status;
+        return status;
     if (d->rank == 0) {
         *stop = false;
         return 0;

@@ -34,10 +34,10 @@ static void mib(char *buf, size_t cap, uint64_t bytes) {
         snprintf(buf, cap, "%.1f KiB", (double)bytes / 1024.0);
 }
 
-void dist_print_plan(const tport_model_file *mf, int n_ranks, const int32_t *begin, int32_t n_embd,
+void dist_print_plan(FILE *out, const tport_model_file *mf, int n_ranks, const int32_t *begin, int32_t n_embd,
                      int micro_batch, const char *const *paths) {
-    printf("pipeline plan: %d ranks, %d layers, n_embd %d\n", n_ranks, (int)begin[n_ranks], (int)n_embd);
-    printf("%-5s %-10s %8s %14s  %s\n", "rank", "layers", "count", "weights", "holds");
+    fprintf(out, "pipeline plan: %d ranks, %d layers, n_embd %d\n", n_ranks, (int)begin[n_ranks], (int)n_embd);
+    fprintf(out, "%-5s %-10s %8s %14s  %s\n", "rank", "layers", "count", "weights", "holds");
     uint64_t total = 0;
     for (int r = 0; r < n_ranks; r++) {
         uint64_t b = dist_stage_weight_bytes(mf, r, begin[r], begin[r + 1]);
@@ -45,18 +45,18 @@ void dist_print_plan(const tport_model_file *mf, int n_ranks, const int32_t *beg
         char range[32], w[32];
         snprintf(range, sizeof range, "[%d, %d)", (int)begin[r], (int)begin[r + 1]);
         mib(w, sizeof w, b);
-        printf("%-5d %-10s %8d %14s  %s%s\n", r, range, (int)(begin[r + 1] - begin[r]), w,
+        fprintf(out, "%-5d %-10s %8d %14s  %s%s\n", r, range, (int)(begin[r + 1] - begin[r]), w,
                r == 0 ? "embedding, head, tokenizer, sampler; " : "", "its layers' KV cache");
     }
     char w[32];
     mib(w, sizeof w, total);
     uint64_t row = (uint64_t)n_embd * sizeof(float);
-    printf("total weights %s; each rank reads only its own share of the file\n", w);
-    printf("sent per generated token: %d hops x %" PRIu64 " bytes (n_embd f32) = %" PRIu64 " bytes\n", n_ranks,
+    fprintf(out, "total weights %s; each rank reads only its own share of the file\n", w);
+    fprintf(out, "sent per generated token: %d hops x %" PRIu64 " bytes (n_embd f32) = %" PRIu64 " bytes\n", n_ranks,
            row, row * (uint64_t)n_ranks);
-    printf("sent per prompt token: %d hops x %" PRIu64 " bytes, plus %" PRIu64 " bytes back to rank 0 per "
+    fprintf(out, "sent per prompt token: %d hops x %" PRIu64 " bytes, plus %" PRIu64 " bytes back to rank 0 per "
            "evaluation (micro-batches of %d tokens)\n", n_ranks - 1, row, row, micro_batch);
     for (int r = 0; paths && r < n_ranks; r++)
         if (paths[r])
-            printf("rank %d reads %s\n", r, paths[r]);
+            fprintf(out, "rank %d reads %s\n", r, paths[r]);
 }

@@ -33,8 +33,9 @@ int main(void) {
                     "--micro-batch", "8", "--rank-timeout", "2.5", NULL};
     int argc = 14;
     dist_opts o;
-    CHECK(dist_take_options("run", &argc, argv, 2, true, &o) == 0 && argc == 5 && !strcmp(argv[3], "-n") &&
-              !argv[5] && o.plan && !strcmp(o.split, "1,2") && o.model_rank[1] && !strcmp(o.model_rank[1], "/y") &&
+    /* run keeps --plan: its own (rank 0's backends after the run) */
+    CHECK(dist_take_options("run", &argc, argv, 2, true, &o) == 0 && argc == 6 && !strcmp(argv[3], "--plan") &&
+              !strcmp(argv[4], "-n") && !argv[6] && o.plan && !strcmp(o.split, "1,2") && o.model_rank[1] && !strcmp(o.model_rank[1], "/y") &&
               o.micro_batch == 8 && o.timeout_s == 2.5,
           "options taken: argc %d", argc);
     char *wrong[] = {"run", "--model-rank", "2=/z", NULL};

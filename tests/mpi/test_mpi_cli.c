@@ -30,11 +30,13 @@ int main(void) {
 
     snprintf(cmd, sizeof cmd, "run -m '%s' --prompt-ids 1 -n 4 --ids --plan --split 2,2,1", m260);
     mpi_run(&r, 3, cmd);
-    CHECK(r.status == 0 && strstr(r.out, "3 ranks, 5 layers, n_embd 64") && strstr(r.out, "[0, 2)") &&
-              strstr(r.out, "[2, 4)") && strstr(r.out, "[4, 5)") &&
-              strstr(r.out, "sent per generated token: 3 hops x 256 bytes (n_embd f32) = 768 bytes") &&
-              !strstr(r.err, "generated"),
-          "--plan shows the split and runs nothing: status %d\n%s%s", r.status, r.out, r.err);
+    const char *plan = strstr(r.err, "pipeline plan: 3 ranks, 5 layers, n_embd 64");
+    const char *loaded = strstr(r.err, "tport run: loaded");
+    CHECK(r.status == 0 && plan && loaded && plan < loaded && strstr(plan, "[0, 2)") && strstr(plan, "[2, 4)") &&
+              strstr(plan, "[4, 5)") &&
+              strstr(plan, "sent per generated token: 3 hops x 256 bytes (n_embd f32) = 768 bytes") &&
+              strchr(r.out, ','),
+          "--plan shows the split before loading, then runs: status %d\n%s%s", r.status, r.out, r.err);
 
     snprintf(cmd, sizeof cmd, "bench -m '%s' -p 24 -n 8 -r 1 --threads 1 --micro-batch 8", m260);
     mpi_run(&r, 2, cmd);

@@ -1,8 +1,9 @@
 /* Identical output across ranks: the greedy ids of `mpirun -np N tport run`
  * equal the single-process ids for 2 and 3 ranks at every split point of
  * stories260K (5 layers), for a long prompt that goes through the
- * pipeline in several micro-batches, and for a synthesized file of the
- * stories110M shape (12 layers, n_embd 768; q8_0 to keep it quick). */
+ * pipeline in several micro-batches, for a synthesized file of the
+ * stories110M shape (12 layers, n_embd 768; q8_0 to keep it quick), and
+ * for synthesized files of other architectures. */
 #include "mpi_test.h"
 
 static mpi_result r;
@@ -84,5 +85,23 @@ int main(void) {
         expect_same(atoi(splits[i][0]), c2, want, what);
     }
     remove(s110);
+
+    /* other architectures: bloom normalizes the embedding and gemma scales
+     * it, which only the first stage may do; 3 ranks, micro-batches of 2 */
+    const char *archs[] = {"bloom", "gemma", "gpt2", "falcon"};
+    for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++) {
+        char path[512], what[64];
+        snprintf(path, sizeof path, "%s/mpi-%s-%d.gguf", tmp, archs[i], (int)getpid());
+        snprintf(cmd, sizeof cmd, "synth --arch %s --layers 3 -o '%s'", archs[i], path);
+        mpi_run(&r, 0, cmd);
+        CHECK(r.status == 0, "synth --arch %s: %s", archs[i], r.err);
+        snprintf(cmd, sizeof cmd, "run -m '%s' --prompt-ids 1,5,9,200,7 -n 8 --ids --temp 0 --threads 1 --batch 2",
+                 path);
+        mpi_run(&r, 0, cmd);
+        snprintf(want, sizeof want, "%s", r.out);
+        snprintf(what, sizeof what, "architecture %s", archs[i]);
+        expect_same(3, cmd, want, what);
+        remove(path);
+    }
     return test_finish("test_mpi_identity");
 }
