@@ -42,6 +42,21 @@ static inline void mpi_test_env(void) {
     setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 1);
     setenv("OMPI_MCA_btl_base_warn_component_unused", "0", 1);
     setenv("TPORT_LOG", "error", 1);
+    /* sanitizer builds: MPI's own leaks are not ours (lsan.supp) */
+    setenv("OMPI_MCA_mca_base_component_disable_dlclose", "1", 1);
+    setenv("PMIX_MCA_mca_base_component_disable_dlclose", "1", 1);
+#ifdef TPORT_MPI_LSAN_SUPP
+    char opts[4096];
+    const char *old = getenv("LSAN_OPTIONS");
+    snprintf(opts, sizeof opts, "%s%ssuppressions=%s:print_suppressions=0", old ? old : "", old && *old ? ":" : "",
+             TPORT_MPI_LSAN_SUPP);
+    setenv("LSAN_OPTIONS", opts, 1);
+    /* MPI's libraries have no frame pointers: the slow unwinder finds
+     * their frames, so the suppressions match */
+    old = getenv("ASAN_OPTIONS");
+    snprintf(opts, sizeof opts, "%s%sfast_unwind_on_malloc=0", old ? old : "", old && *old ? ":" : "");
+    setenv("ASAN_OPTIONS", opts, 1);
+#endif
 }
 
 /* The mpirun prefix for n ranks. */
