@@ -178,6 +178,13 @@ typedef struct tport_model_params {
     const char *weight_type; /* convert every 2-D weight to this type at
                                 load ("f32", "q8_0", ...); NULL = keep the
                                 file's types where the backend takes them */
+    /* One stage of a pipeline (src/dist): bind, place and convert only
+     * layers [layer_begin, layer_end) (0, 0 = every layer); no_embedding
+     * leaves out token_embd (unless a tied classifier needs it), no_head the
+     * final norm and output.  Parts of the mapped file that are left out
+     * are never read. */
+    int32_t layer_begin, layer_end;
+    bool no_embedding, no_head;
 } tport_model_params;
 
 /* Weight placement at load: each matrix goes to the first backend in
@@ -198,6 +205,8 @@ const char *tport_model_arch(const tport_model *m);
 bool tport_arch_supported(const char *arch);
 int32_t tport_model_n_vocab(const tport_model *m);
 int32_t tport_model_n_ctx(const tport_model *m);
+int32_t tport_model_n_embd(const tport_model *m);
+int32_t tport_model_n_layer(const tport_model *m);  /* in the file, loaded or not */
 tport_token tport_model_bos(const tport_model *m);   /* -1 if none */
 tport_token tport_model_eos(const tport_model *m);   /* -1 if none */
 
@@ -224,6 +233,25 @@ void tport_session_free(tport_session *s);
  * then one at a time); logits of the last token become available. */
 tport_status tport_session_eval(tport_session *s, const tport_token *ids, int32_t n);
 const float *tport_session_logits(const tport_session *s); /* n_vocab floats */
+
+/* A pipeline stage's evaluation: the model's loaded layers run on n
+ * tokens at the next positions, starting from token ids (through the
+ * embedding) or from hidden_in, the n_embd floats per token that leave the
+ * previous stage's last layer.  With hidden_out the state leaving the last
+ * loaded layer is written there (every token's row, or only the last one);
+ * without it the final norm and output run and the last token's logits
+ * become available.  head_only runs no layer and does not advance the
+ * position: hidden_in goes straight through the final norm and output
+ * (the head of a pipeline whose last stage runs elsewhere). */
+typedef struct tport_stage_io {
+    const tport_token *ids;    /* n ids, or NULL when hidden_in is given  */
+    const float *hidden_in;    /* n x n_embd floats, token-major          */
+    int32_t n;
+    float *hidden_out;         /* NULL: logits; else n (or 1) x n_embd    */
+    bool out_last_only;
+    bool head_only;
+} tport_stage_io;
+tport_status tport_session_eval_stage(tport_session *s, const tport_stage_io *io);
 int32_t tport_session_pos(const tport_session *s);
 void tport_session_reset(tport_session *s);
 /* What the last evaluation moved between host and device memory (*last),

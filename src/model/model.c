@@ -97,8 +97,14 @@ tport_model *tport_model_load(const char *path, const tport_model_params *params
         st = tport_model_shape_from_file(m->file, m->arch, &m->sh);
     if (st == TPORT_STATUS_OK && !(m->wctx = tport_ctx_new(0)))
         st = TPORT_STATUS_OUT_OF_MEMORY;
-    if (st == TPORT_STATUS_OK)
+    if (st == TPORT_STATUS_OK) {
+        bool all = !params || (!params->layer_begin && !params->layer_end);
+        m->layer_begin = all ? 0 : params->layer_begin;
+        m->layer_end = all ? m->sh.n_layer : params->layer_end;
+        m->has_embedding = !params || !params->no_embedding;
+        m->has_head = !params || !params->no_head;
         st = tport_model_bind_weights(m);
+    }
     if (st == TPORT_STATUS_OK)
         st = tport_llama_place_weights(m, params ? params->backend : NULL, params ? params->weight_type : NULL);
     if (st == TPORT_STATUS_OK)
@@ -112,6 +118,9 @@ tport_model *tport_model_load(const char *path, const tport_model_params *params
         tport_model_free(m);
         return NULL;
     }
+    if (m->layer_begin != 0 || m->layer_end != m->sh.n_layer || !m->has_embedding || !m->has_head)
+        tport_log(TPORT_LOG_INFO, "%s: stage with layers [%d, %d)%s%s", path, (int)m->layer_begin,
+                  (int)m->layer_end, m->has_embedding ? ", the embedding" : "", m->has_head ? ", the head" : "");
     tport_log(TPORT_LOG_INFO, "%s: %s, %d layers, n_embd %d, %d/%d heads, n_ff %d, vocab %d, ctx %d",
               path, m->arch->name, m->sh.n_layer, m->sh.n_embd, m->sh.n_head, m->sh.n_head_kv, m->sh.n_ff,
               m->sh.n_vocab, m->sh.n_ctx);
@@ -154,6 +163,8 @@ void tport_model_free(tport_model *m) {
 
 int32_t tport_model_n_vocab(const tport_model *m) { return m ? m->sh.n_vocab : 0; }
 int32_t tport_model_n_ctx(const tport_model *m) { return m ? m->sh.n_ctx : 0; }
+int32_t tport_model_n_embd(const tport_model *m) { return m ? m->sh.n_embd : 0; }
+int32_t tport_model_n_layer(const tport_model *m) { return m ? m->sh.n_layer : 0; }
 
 tport_token tport_model_bos(const tport_model *m) {
     if (!m)

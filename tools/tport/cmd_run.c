@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "commands.h"
+#include "dist/dist.h"
 #include "tport/tport.h"
 
 #define DEFAULT_N_PREDICT 64
@@ -46,6 +47,7 @@ static void usage(FILE *out) {
             "                          bytes moved between host and device memory per token\n",
             DEFAULT_N_PREDICT, d.temperature, (int)d.top_k, d.top_p, d.min_p, d.repeat_penalty,
             (int)d.repeat_last_n, (unsigned long long)d.seed, DEFAULT_MAX_CTX);
+    fputs(tport_dist_usage(), out);
 }
 
 typedef struct run_opts {
@@ -208,25 +210,33 @@ static void emit(const run_opts *o, const tport_model *m, tport_token prev, tpor
 
 int cmd_run(int argc, char **argv) {
     run_opts o = {.n_predict = DEFAULT_N_PREDICT, .sp = tport_sampler_defaults()};
-    int rc = parse_args(argc, argv, &o);
+    tport_dist *dist = NULL; /* under mpirun: rank 0 runs this, the others serve */
+    int rc = tport_dist_begin("run", &argc, argv, &dist);
     if (rc)
-        return rc < 0 ? 0 : rc;
+        return rc;
+    rc = parse_args(argc, argv, &o);
+    if (rc)
+        return tport_dist_end(dist, rc < 0 ? 0 : rc);
 
     double t0 = now_ms();
     tport_model_params mp = {.backend = o.backend, .n_threads = (int)o.threads, .tokenizer_path = o.tokenizer,
                              .weight_type = o.weight_type};
-    tport_model *m = tport_model_load(o.model, &mp);
+    bool stop = false;
+    if (dist && (rc = tport_dist_start(dist, o.model, &mp, &stop), stop))
+        return tport_dist_end(dist, rc);
+    tport_model *m = tport_dist_model_load(dist, o.model, &mp);
     if (!m)
-        return tool_fail(2, "%s", tport_last_error());
+        return tport_dist_end(dist, tool_fail(2, "%s", tport_last_error()));
     if (!o.ids && tport_tokenize(m, "", false, NULL, 0) < 0) {
         tport_model_free(m);
-        return tool_fail(2, "%s has no vocabulary: use --ids (with --prompt-ids), or --tokenizer FILE", o.model);
+        return tport_dist_end(dist, tool_fail(2, "%s has no vocabulary: use --ids (with --prompt-ids), or "
+                                                 "--tokenizer FILE", o.model));
     }
     tport_token *prompt = NULL;
     int32_t n_prompt = build_prompt(&o, m, &prompt);
     if (n_prompt < 0) {
         tport_model_free(m);
-        return 2;
+        return tport_dist_end(dist, 2);
     }
     /* the KV cache is allocated for the whole context: by default the
      * model's, capped so a long-context model does not take gigabytes */
@@ -241,7 +251,7 @@ int cmd_run(int argc, char **argv) {
         goto done;
     }
     tport_session_params spar = {.n_ctx = n_ctx, .n_batch = (int32_t)o.batch, .n_threads = (int)o.threads};
-    s = tport_session_new(m, &spar);
+    s = tport_dist_session_new(dist, m, &spar);
     sm = tport_sampler_new(&o.sp);
     if (!s || !sm) {
         status = tool_fail(2, "%s", tport_last_error());
@@ -255,7 +265,7 @@ int cmd_run(int argc, char **argv) {
     }
     for (int32_t i = 0; i < n_prompt; i++)
         tport_sampler_accept(sm, prompt[i]);
-    if (tport_session_eval(s, prompt, n_prompt) != TPORT_STATUS_OK) {
+    if (tport_dist_eval(dist, s, prompt, n_prompt) != TPORT_STATUS_OK) {
         status = tool_fail(2, "%s", tport_last_error());
         goto done;
     }
@@ -280,7 +290,7 @@ int cmd_run(int argc, char **argv) {
             fprintf(stderr, "tport run: the context of %d tokens is full\n", (int)n_ctx);
             break;
         }
-        if (tport_session_eval(s, &id, 1) != TPORT_STATUS_OK) {
+        if (tport_dist_eval(dist, s, &id, 1) != TPORT_STATUS_OK) {
             status = tool_fail(2, "%s", tport_last_error());
             break;
         }
@@ -303,5 +313,5 @@ done:
     tport_session_free(s);
     free(prompt);
     tport_model_free(m);
-    return status;
+    return tport_dist_end(dist, status);
 }
