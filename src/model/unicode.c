@@ -106,21 +106,24 @@ static bool gpt2_printable(unsigned b) {
     return (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE);
 }
 
+/* The unprintable bytes are 0x00-0x20 (33), 0x7F-0xA0 (34) and 0xAD. */
 uint32_t tport_gpt2_byte_to_cpt(uint8_t b) {
     if (gpt2_printable(b))
         return b;
-    uint32_t n = 0;
-    for (unsigned i = 0; i < b; i++)
-        n += !gpt2_printable(i);
-    return 0x100 + n;
+    if (b <= 0x20)
+        return 0x100u + b;
+    if (b <= 0xA0)
+        return 0x100u + 33 + (b - 0x7Fu);
+    return 0x100u + 67; /* 0xAD */
 }
 
 int tport_gpt2_cpt_to_byte(uint32_t cpt) {
     if (cpt < 0x100)
         return gpt2_printable(cpt) ? (int)cpt : -1;
-    uint32_t n = 0;
-    for (unsigned b = 0; b < 256; b++)
-        if (!gpt2_printable(b) && 0x100 + n++ == cpt)
-            return (int)b;
-    return -1;
+    uint32_t n = cpt - 0x100;
+    if (n < 33)
+        return (int)n;
+    if (n < 67)
+        return (int)(0x7F + n - 33);
+    return n == 67 ? 0xAD : -1;
 }
