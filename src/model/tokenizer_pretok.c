@@ -238,6 +238,85 @@ static size_t m_bloom(const span *s, size_t p) {
     return q - p;
 }
 
+/* DeepSeek's pre-tokenizers spell their classes out as code point ranges
+ * (llama-vocab.cpp, LLAMA_VOCAB_PRE_TYPE_DEEPSEEK_LLM): cased letters of
+ * Latin, Greek, Cyrillic, Armenian, Georgian, Cherokee, Glagolitic, ... */
+typedef struct cp_range {
+    uint32_t lo, hi;
+} cp_range;
+
+static const cp_range DEEPSEEK_LETTERS[] = {
+    {0x0041, 0x005A}, {0x0061, 0x007A}, {0x00B5, 0x00B5}, {0x00C0, 0x00D6}, {0x00D8, 0x00F6},
+    {0x00F8, 0x01BA}, {0x01BC, 0x01BF}, {0x01C4, 0x0293}, {0x0295, 0x02AF}, {0x0370, 0x0373},
+    {0x0376, 0x0377}, {0x037B, 0x037D}, {0x037F, 0x037F}, {0x0386, 0x0386}, {0x0388, 0x038A},
+    {0x038C, 0x038C}, {0x038E, 0x03A1}, {0x03A3, 0x03F5}, {0x03F7, 0x0481}, {0x048A, 0x052F},
+    {0x0531, 0x0556}, {0x10A0, 0x10C5}, {0x13A0, 0x13F5}, {0x13F8, 0x13FD}, {0x1C90, 0x1CBA},
+    {0x1CBD, 0x1CBF}, {0x1D00, 0x1D2B}, {0x1D6B, 0x1D77}, {0x1D79, 0x1D9A}, {0x1E00, 0x1F15},
+    {0x1F18, 0x1F1D}, {0x1F20, 0x1F45}, {0x1F48, 0x1F4D}, {0x1F50, 0x1F57}, {0x1F59, 0x1F59},
+    {0x1F5B, 0x1F5B}, {0x1F5D, 0x1F5D}, {0x1F5F, 0x1F7D}, {0x1F80, 0x1FB4}, {0x1FB6, 0x1FBC},
+    {0x1FBE, 0x1FBE}, {0x1FC2, 0x1FC4}, {0x1FC6, 0x1FCC}, {0x1FD0, 0x1FD3}, {0x1FD6, 0x1FDB},
+    {0x1FE0, 0x1FEC}, {0x1FF2, 0x1FF4}, {0x1FF6, 0x1FFC}, {0x2102, 0x2102}, {0x2107, 0x2107},
+    {0x210A, 0x2113}, {0x2115, 0x2115}, {0x2119, 0x211D}, {0x2124, 0x2124}, {0x2126, 0x2126},
+    {0x2128, 0x2128}, {0x212A, 0x212D}, {0x212F, 0x2134}, {0x2139, 0x2139}, {0x213C, 0x213F},
+    {0x2145, 0x2149}, {0x214E, 0x214E}, {0x2183, 0x2184}, {0x2C00, 0x2C7B}, {0x2C7E, 0x2CE4},
+    {0x2CEB, 0x2CEE}, {0x2CF2, 0x2CF3}, {0xA640, 0xA66D}, {0xA680, 0xA69B}, {0xA722, 0xA76F},
+    {0xA771, 0xA787}, {0xA78B, 0xA78E}, {0xAB70, 0xABBF}, {0xFB00, 0xFB06}, {0xFB13, 0xFB17},
+    {0xFF21, 0xFF3A}, {0xFF41, 0xFF5A}, {0x10400, 0x1044F}, {0x104B0, 0x104D3}, {0x104D8, 0x104FB},
+    {0x10C80, 0x10CB2}, {0x10CC0, 0x10CF2}, {0x118A0, 0x118DF}, {0x1E900, 0x1E943},
+};
+/* [!-/:-~！-／：-～‘-‟　-。] */
+static const cp_range DEEPSEEK_PUNCT[] = {
+    {0x21, 0x2F}, {0x3A, 0x7E}, {0xFF01, 0xFF0F}, {0xFF1A, 0xFF5E}, {0x2018, 0x201F}, {0x3000, 0x3002},
+};
+/* [一-龥ࠀ-一가-퟿] */
+static const cp_range DEEPSEEK_CJK[] = {{0x4E00, 0x9FA5}, {0x0800, 0x4E00}, {0xAC00, 0xD7FF}};
+
+static bool in_ranges(const cp_range *r, size_t n, uint32_t c) {
+    c = seen(c);
+    for (size_t i = 0; i < n; i++)
+        if (c >= r[i].lo && c <= r[i].hi)
+            return true;
+    return false;
+}
+#define IN(table, c) in_ranges(table, sizeof table / sizeof table[0], c)
+
+static bool ds_letter(uint32_t c) { return IN(DEEPSEEK_LETTERS, c); }
+static bool ds_punct(uint32_t c) { return IN(DEEPSEEK_PUNCT, c); }
+static bool ds_cjk(uint32_t c) { return IN(DEEPSEEK_CJK, c); }
+static bool cat_letter(uint32_t c) { return cat_seen(c) == TPORT_UCAT_LETTER; }
+static bool cat_punct(uint32_t c) { return cat_seen(c) == TPORT_UCAT_PUNCTUATION; }
+
+/* \s?X+ for a class X that holds no white space. */
+static size_t opt_space_run(const span *s, size_t p, bool (*x)(uint32_t)) {
+    size_t q = p;
+    if (in(s, q) && ascii_space(seen(s->c[q])) && in(s, q + 1) && x(s->c[q + 1]))
+        q++;
+    if (!in(s, q) || !x(s->c[q]))
+        return 0;
+    while (in(s, q) && x(s->c[q]))
+        q++;
+    return q - p;
+}
+
+static size_t m_cr_or_lf(const span *s, size_t p) { return at(s, p) == '\r' || at(s, p) == '\n'; }
+static size_t m_ds_letters(const span *s, size_t p) { return opt_space_run(s, p, ds_letter); }
+static size_t m_ds_punct(const span *s, size_t p) { return opt_space_run(s, p, ds_punct); }
+static size_t m_sp_letters(const span *s, size_t p) { return opt_space_run(s, p, cat_letter); }
+static size_t m_sp_punct(const span *s, size_t p) { return opt_space_run(s, p, cat_punct); }
+static size_t m_ds_cjk(const span *s, size_t p) {
+    size_t q = p;
+    while (in(s, q) && ds_cjk(s->c[q]))
+        q++;
+    return q - p;
+}
+/* \s+$ : white space reaching the end of the piece */
+static size_t m_trailing_space(const span *s, size_t p) {
+    size_t q = p;
+    while (in(s, q) && ascii_space(seen(s->c[q])))
+        q++;
+    return q > p && q == s->end ? q - p : 0;
+}
+
 typedef size_t (*match_fn)(const span *, size_t);
 
 /* Leftmost matches and the gaps between them, as regex_iterator gives. */
@@ -296,8 +375,20 @@ static int passes_of(tport_pretok pre, pass *p) {
         p[n++] = (pass){PASS_SEARCH, m_number};
         break;
     case TPORT_PRE_DEEPSEEK_LLM:
+        p[n++] = (pass){PASS_SEARCH, m_cr_or_lf};
+        p[n++] = (pass){PASS_SEARCH, m_ds_letters};
+        p[n++] = (pass){PASS_SEARCH, m_ds_punct};
+        p[n++] = (pass){PASS_SEARCH, m_trailing_space};
+        p[n++] = (pass){PASS_SEARCH, m_ds_cjk};
+        p[n++] = (pass){PASS_SEARCH, m_numbers};
+        break;
     case TPORT_PRE_DEEPSEEK_CODER:
-        return -1; /* not implemented: refused at load */
+        p[n++] = (pass){PASS_SEARCH, m_cr_or_lf};
+        p[n++] = (pass){PASS_SEARCH, m_sp_letters};
+        p[n++] = (pass){PASS_SEARCH, m_sp_punct};
+        p[n++] = (pass){PASS_SEARCH, m_ds_cjk};
+        p[n++] = (pass){PASS_SEARCH, m_number};
+        break;
     case TPORT_PRE_DEFAULT:
     default:
         p[n++] = (pass){PASS_SEARCH, m_punct_default};
