@@ -12,7 +12,7 @@ import fs from "node:fs";
 const [vocabPath, tmp] = process.argv.slice(2);
 const pres = ["deepseek-llm", "deepseek-coder", "bloom", "viking", "command-r", "chatglm-bpe", "dbrx",
               "olmo", "stablelm2", "default"];
-const N = 50;
+const N = 60;
 let seed = 20261201;
 const rnd = (k) => { seed = (seed * 1103515245 + 12345) >>> 0; return (seed >>> 8) % k; };
 const pools = [
@@ -23,6 +23,9 @@ const pools = [
   "٠١٢٣٤٥٦٧٨٩", "ＡＢＣ１２３！？", "…。，、।۔،", "ΑΒΓαβγМосква", "½¼²³µ", "\u0001\u001F\u007F",
   "\u2581", "\u200B\u200D\uFEFF", "ǅǈǋ‘’“”",
 ];
+// ASCII words, digits, spaces and punctuation four times as likely, so the
+// strings exercise what tells the pre-tokenizers apart
+for (const p of pools.slice(0, 6)) pools.push(p, p, p);
 const texts = [];
 for (let i = 0; i < N; i++) {
   let s = "";
