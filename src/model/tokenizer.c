@@ -362,6 +362,11 @@ int32_t tport_tokenizer_decode(const tport_tokenizer *tk, tport_token prev, tpor
         return 0;
     if (tk->kind == TPORT_TOK_BPE)
         return decode_bpe(tk, id, buf, cap);
+    if (tk->kind == TPORT_TOK_GREEDY) { /* the examples print the raw bytes */
+        int32_t pos = 0;
+        put(buf, cap, &pos, tk->text[id], tk->len[id]);
+        return pos;
+    }
     if (tk->attr[id] & TPORT_ATTR_CONTROL)
         return 0; /* also tokens re-marked as control at load */
     int32_t pos = 0;

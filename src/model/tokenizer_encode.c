@@ -119,6 +119,8 @@ int32_t tport_tokenizer_encode_ex(const tport_tokenizer *tk, const char *text, s
         }
         if (tk->kind == TPORT_TOK_BPE)
             rc = tport_bpe_encode_fragment(tk, text + f.v[i].off, f.v[i].len, &out);
+        else if (tk->kind == TPORT_TOK_GREEDY)
+            rc = tport_greedy_encode_fragment(tk, text + f.v[i].off, f.v[i].len, &out);
         else
             rc = tport_spm_encode_fragment(tk, text + f.v[i].off, f.v[i].len,
                                            tk->add_space_prefix && prev_special, &out);

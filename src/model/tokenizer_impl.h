@@ -21,6 +21,8 @@ enum {
 typedef enum tport_tok_kind {
     TPORT_TOK_SPM = 0, /* SentencePiece-style: scores, U+2581, <0xXX>     */
     TPORT_TOK_BPE,     /* byte-level BPE: ranked merges, GPT-2 alphabet   */
+    TPORT_TOK_GREEDY,  /* ggml's 2023 examples: raw-byte tokens, no merges,
+                          longest match per word (gpt_tokenize)           */
 } tport_tok_kind;
 
 /* Pre-tokenizers (GGUF tokenizer.ggml.pre), grouped as llama.cpp groups
@@ -114,6 +116,8 @@ static inline void tport_tok_emit(tport_tok_out *o, tport_token id) {
 /* One fragment of raw text (no special tokens in it).  0 or -1 (OOM). */
 int tport_spm_encode_fragment(const tport_tokenizer *tk, const char *text, size_t len,
                               bool space_prefix, tport_tok_out *out);
+int tport_greedy_encode_fragment(const tport_tokenizer *tk, const char *text, size_t len,
+                                 tport_tok_out *out);
 int tport_bpe_encode_fragment(const tport_tokenizer *tk, const char *text, size_t len,
                               tport_tok_out *out);
 

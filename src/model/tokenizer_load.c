@@ -305,6 +305,21 @@ static tport_status new_bpe(const tport_model_file *mf, tport_tokenizer **out) {
     return st;
 }
 
+/* A GGML file of ggml's example programs: raw-byte tokens, no merges. */
+static tport_status new_greedy(const tport_model_file *mf, tport_tokenizer **out) {
+    const tport_vocab *v = &mf->vocab;
+    tport_tokenizer *tk = tport_tokenizer_alloc(v->n_tokens);
+    if (!tk)
+        return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "tokenizer: %d tokens", (int)v->n_tokens);
+    *out = tk;
+    tk->kind = TPORT_TOK_GREEDY;
+    tk->add_space_prefix = tk->add_bos = tk->add_eos = false;
+    tk->bos = v->bos >= 0 && v->bos < v->n_tokens ? v->bos : -1;
+    tk->eos = v->eos >= 0 && v->eos < v->n_tokens ? v->eos : -1;
+    tport_status st = tport_tokenizer_copy_tokens(tk, v, false);
+    return st == TPORT_STATUS_OK ? tport_tokenizer_index(tk) : st;
+}
+
 tport_status tport_tokenizer_from_file(const tport_model_file *mf, tport_tokenizer **out) {
     *out = NULL;
     const tport_vocab *v = &mf->vocab;
@@ -325,6 +340,13 @@ tport_status tport_tokenizer_from_file(const tport_model_file *mf, tport_tokeniz
             if (!kv_of(mf, "tokenizer.ggml.unknown_token_id"))
                 tk->unk = 0;
         }
+    } else if (!strcmp(v->model, "gpt2") && !gguf && !kv_of(mf, "tokenizer.ggml.merges")) {
+        st = new_greedy(mf, &tk);
+        if (st != TPORT_STATUS_OK)
+            tport_tokenizer_free(tk);
+        else
+            *out = tk;
+        return st; /* no special tokens: the examples split at none */
     } else if (!strcmp(v->model, "gpt2")) {
         st = new_bpe(mf, &tk);
         if (st == TPORT_STATUS_OK) {
