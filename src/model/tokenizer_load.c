@@ -188,16 +188,16 @@ typedef struct slot {
 static const slot SLOTS[] = {
     {{"tokenizer.ggml.eot_token_id"},
      {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>", "<EOT>",
-      "_<EOT>", "[EOT]", "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>", "<end_of_utterance>"}},
+      "_<EOT>", "[EOT]", "<\357\275\234end\342\226\201of\342\226\201sentence\357\275\234>", "<end_of_utterance>"}},
     {{"tokenizer.ggml.eom_token_id"}, {"<|eom_id|>"}},
     {{"tokenizer.ggml.fim_pre_token_id", "tokenizer.ggml.prefix_token_id"},
-     {"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<\xef\xbd\x9c" "fim\xe2\x96\x81" "begin\xef\xbd\x9c>", "<PRE>",
+     {"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<\357\275\234fim\342\226\201begin\357\275\234>", "<PRE>",
       "\xe2\x96\x81<PRE>", "<|code_prefix|>", "<|prefix|>"}},
     {{"tokenizer.ggml.fim_suf_token_id", "tokenizer.ggml.suffix_token_id"},
-     {"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<\xef\xbd\x9c" "fim\xe2\x96\x81hole\xef\xbd\x9c>", "<SUF>",
+     {"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<\357\275\234fim\342\226\201hole\357\275\234>", "<SUF>",
       "\xe2\x96\x81<SUF>", "<|code_suffix|>", "<|suffix|>"}},
     {{"tokenizer.ggml.fim_mid_token_id", "tokenizer.ggml.middle_token_id"},
-     {"<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<\xef\xbd\x9c" "fim\xe2\x96\x81" "end\xef\xbd\x9c>", "<MID>",
+     {"<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<\357\275\234fim\342\226\201end\357\275\234>", "<MID>",
       "\xe2\x96\x81<MID>", "<|code_middle|>", "<|middle|>"}},
     {{"tokenizer.ggml.fim_pad_token_id"}, {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"}},
     {{"tokenizer.ggml.fim_rep_token_id"}, {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"}},
@@ -209,7 +209,7 @@ static const char *const EOG_TEXTS[] = {
     "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
     "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
     "<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>",
-    "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>", "[e~[",
+    "<\357\275\234end\342\226\201of\342\226\201sentence\357\275\234>", "[e~[",
 };
 
 static bool has(const tport_tokenizer *tk, const char *text) {
