@@ -135,6 +135,13 @@ int main(void) {
     snprintf(cmd, sizeof cmd, "'%s' run -m '%s' --prompt-ids 9906,1917 --ids --temp 0 -n 8 2>/dev/null",
              TPORT_CLI, model);
     CHECK(run(cmd, want, sizeof want) == 0 && strcmp(out, want) != 0, "without BOS the same (test too weak): %s", want);
+    /* --parse-special: <|eot_id|> in the prompt is token 128009 */
+    snprintf(cmd, sizeof cmd, "'%s' run -m '%s' -p 'Hello world<|eot_id|>' --parse-special --ids --temp 0 -n 8 2>/dev/null",
+             TPORT_CLI, model);
+    CHECK(run(cmd, out, sizeof out) == 0, "run --parse-special failed");
+    snprintf(cmd, sizeof cmd, "'%s' run -m '%s' --prompt-ids 128000,9906,1917,128009 --ids --temp 0 -n 8 2>/dev/null",
+             TPORT_CLI, model);
+    CHECK(run(cmd, want, sizeof want) == 0 && !strcmp(out, want), "run --parse-special vs ids:\n %s %s", out, want);
     /* streamed text is the ids' pieces */
     snprintf(cmd, sizeof cmd, "'%s' run -m '%s' -p 'Hello world' --temp 0 -n 8 2>/dev/null", TPORT_CLI, model);
     CHECK(run(cmd, want, sizeof want) == 0 && !strncmp(want, "Hello world", 11), "run -p text: %s", want);
