@@ -186,15 +186,17 @@ void tport_tokenizer_attrs_from_types(tport_tokenizer *tk) {
     }
 }
 
-static const tport_tokenizer *sort_tk; /* qsort has no context argument */
+typedef struct len_id {
+    uint32_t len;
+    tport_token id;
+} len_id;
 
 /* longer text first; equal lengths by id, for a stable order */
 static int by_length(const void *a, const void *b) {
-    tport_token x = *(const tport_token *)a, y = *(const tport_token *)b;
-    uint32_t lx = sort_tk->len[x], ly = sort_tk->len[y];
-    if (lx != ly)
-        return lx > ly ? -1 : 1;
-    return (x > y) - (x < y);
+    const len_id *x = a, *y = b;
+    if (x->len != y->len)
+        return x->len > y->len ? -1 : 1;
+    return (x->id > y->id) - (x->id < y->id);
 }
 
 tport_status tport_tokenizer_index_special(tport_tokenizer *tk) {
@@ -207,14 +209,19 @@ tport_status tport_tokenizer_index_special(tport_tokenizer *tk) {
     if (n == 0)
         return TPORT_STATUS_OK;
     tk->special = malloc((size_t)n * sizeof *tk->special);
-    if (!tk->special)
+    len_id *order = malloc((size_t)n * sizeof *order);
+    if (!tk->special || !order) {
+        free(order);
         return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "tokenizer: out of memory");
-    for (int32_t i = 0; i < tk->n_tokens; i++)
+    }
+    for (int32_t i = 0, k = 0; i < tk->n_tokens; i++)
         if (tk->attr[i] & (TPORT_ATTR_CONTROL | TPORT_ATTR_USER_DEFINED | TPORT_ATTR_UNKNOWN))
-            tk->special[tk->n_special++] = i;
-    sort_tk = tk;
-    qsort(tk->special, (size_t)n, sizeof *tk->special, by_length);
-    sort_tk = NULL;
+            order[k++] = (len_id){tk->len[i], i};
+    qsort(order, (size_t)n, sizeof *order, by_length);
+    for (int32_t k = 0; k < n; k++)
+        tk->special[k] = order[k].id;
+    tk->n_special = n;
+    free(order);
     return TPORT_STATUS_OK;
 }
 
