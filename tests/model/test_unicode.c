@@ -1,5 +1,5 @@
 /* src/model/unicode.c: categories and White_Space from the generated
- * Unicode 15.0 table (values as UnicodeData.txt / PropList.txt state
+ * Unicode 15.1 table (values as UnicodeData.txt / PropList.txt state
  * them), UTF-8 decoding with llama.cpp's U+FFFD rule, and GPT-2's byte
  * alphabet (printable Latin-1 bytes as themselves, the other 68 bytes
  * numbered from U+0100 in order). */
@@ -21,6 +21,8 @@ int main(void) {
         {0x1F600, TPORT_UCAT_SYMBOL},     /* GRINNING FACE */
         {0xE000, TPORT_UCAT_CONTROL},     /* private use, Co */
         {0x0378, TPORT_UCAT_UNDEFINED},   /* unassigned */
+        {0x2EBF0, TPORT_UCAT_LETTER},     /* CJK Extension I: Unicode 15.1, as llama.cpp's table */
+        {0x2EE5D, TPORT_UCAT_LETTER}, {0x2EE5E, TPORT_UCAT_UNDEFINED}, {0x31EF, TPORT_UCAT_SYMBOL},
         {0x10FFFF, TPORT_UCAT_UNDEFINED}, {0x110000, TPORT_UCAT_UNDEFINED},
     };
     for (size_t i = 0; i < sizeof cats / sizeof cats[0]; i++)
