@@ -1,7 +1,7 @@
-/* The SentencePiece-style BPE tokenizer of llama models, fed either by the
- * vocabulary a model file carries (GGUF "llama" tokenizer) or by llama2.c's
- * tokenizer.bin.  Encoding follows llama.cpp's llama_tokenize with
- * add_special=true, parse_special=false. */
+/* Tokenizers, as llama.cpp's llama_tokenize: SentencePiece BPE (GGUF
+ * "llama", legacy llama files, llama2.c's tokenizer.bin), byte-level BPE
+ * with merges and pre-tokenizers (GGUF "gpt2"), and the greedy tokenizer
+ * of ggml's example programs (their GGML files).  See docs/tokenizers.md. */
 #ifndef TPORT_MODEL_TOKENIZER_H
 #define TPORT_MODEL_TOKENIZER_H
 
