@@ -210,9 +210,11 @@ int32_t tport_model_n_layer(const tport_model *m);  /* in the file, loaded or no
 tport_token tport_model_bos(const tport_model *m);   /* -1 if none */
 tport_token tport_model_eos(const tport_model *m);   /* -1 if none */
 
-/* Tokenizes text (SentencePiece-style BPE or llama2.c vocabulary).  Writes
- * at most cap ids; returns the number of ids the text needs (which may be
- * larger than cap), or -1 on error (no vocabulary). */
+/* Tokenizes text (SentencePiece, byte-level BPE or llama2.c vocabulary);
+ * add_bos is llama.cpp's add_special (BOS/EOS as the file says), special
+ * token text is plain text.  Writes at most cap ids; returns the number of
+ * ids the text needs (which may be larger than cap), or -1 on error (no
+ * vocabulary). */
 int32_t tport_tokenize(const tport_model *m, const char *text, bool add_bos,
                        tport_token *ids, int32_t cap);
 /* The text of one token (byte tokens decode to their byte); `prev` is the
@@ -220,6 +222,30 @@ int32_t tport_tokenize(const tport_model *m, const char *text, bool add_bos,
  * the number of bytes written to buf (at most cap). */
 int32_t tport_token_to_text(const tport_model *m, tport_token prev, tport_token id,
                             char *buf, int32_t cap);
+
+/* ---- tokenizers on their own -------------------------------------------- */
+/* A model file's vocabulary without its weights: any file tensorport
+ * reads, including llama.cpp's vocabulary-only GGUF files.  SentencePiece
+ * ("llama") and byte-level BPE ("gpt2": merges plus the pre-tokenizer that
+ * tokenizer.ggml.pre names) tokenize as llama.cpp's llama_tokenize. */
+typedef struct tport_tokenizer tport_tokenizer;
+tport_tokenizer *tport_tokenizer_load(const char *path);
+void tport_tokenizer_free(tport_tokenizer *tk);
+/* The model's tokenizer (owned by the model), or NULL if it has none. */
+const tport_tokenizer *tport_model_tokenizer(const tport_model *m);
+int32_t tport_tokenizer_n_tokens(const tport_tokenizer *tk);
+/* add_special: BOS/EOS as the file's add_bos_token/add_eos_token (or the
+ * tokenizer type's default) say; parse_special: the text of control
+ * tokens (<|im_start|>, <s>, ...) becomes those tokens, otherwise it is
+ * plain text (user-defined tokens are matched either way).  Writes at most
+ * cap ids; returns how many the text needs, or -1 on error. */
+int32_t tport_tokenizer_tokenize(const tport_tokenizer *tk, const char *text, size_t len,
+                                 bool add_special, bool parse_special, tport_token *ids, int32_t cap);
+/* The text of one token as generation prints it (control tokens print
+ * nothing; `prev` is the token before, -1 at the start).  Returns the
+ * number of bytes the piece has; writes at most cap of them. */
+int32_t tport_tokenizer_piece(const tport_tokenizer *tk, tport_token prev, tport_token id,
+                              char *buf, int32_t cap);
 
 typedef struct tport_session_params {
     int32_t n_ctx;           /* 0 = the model's context length             */

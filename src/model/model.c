@@ -19,24 +19,17 @@ static char *dup_str(const char *s) {
     return d;
 }
 
-/* GGUF's tokenizer.ggml.add_space_prefix, true when absent. */
-static bool add_space_prefix(const tport_model_file *mf) {
-    const tport_kv *kv = tport_model_file_kv(mf, "tokenizer.ggml.add_space_prefix");
-    return !kv || kv->type != TPORT_KV_BOOL || kv->v.b;
-}
-
 static tport_status load_tokenizer(tport_model *m, const tport_model_params *params) {
     const tport_model_file *mf = m->file;
     tport_status st = TPORT_STATUS_OK;
     if (params && params->tokenizer_path) {
         st = tport_tokenizer_load_llama2c(params->tokenizer_path, m->sh.n_vocab, &m->tok);
     } else if (mf->vocab.n_tokens > 0) {
-        if (strcmp(mf->vocab.model, "llama") != 0) {
-            tport_log(TPORT_LOG_WARN, "%s: tokenizer '%s' is not supported; token ids only",
-                      mf->path, mf->vocab.model);
+        st = tport_tokenizer_from_file(mf, &m->tok);
+        if (st == TPORT_STATUS_UNSUPPORTED) { /* the model still runs from token ids */
+            tport_log(TPORT_LOG_WARN, "%s; token ids only", tport_last_error());
             return TPORT_STATUS_OK;
         }
-        st = tport_tokenizer_from_vocab(&mf->vocab, add_space_prefix(mf), &m->tok);
     }
     if (st != TPORT_STATUS_OK)
         return st;
@@ -199,6 +192,8 @@ int32_t tport_tokenize(const tport_model *m, const char *text, bool add_bos, tpo
         tport_error(TPORT_STATUS_OUT_OF_MEMORY, "tokenize: out of memory");
     return n;
 }
+
+const tport_tokenizer *tport_model_tokenizer(const tport_model *m) { return m ? m->tok : NULL; }
 
 int32_t tport_token_to_text(const tport_model *m, tport_token prev, tport_token id, char *buf,
                             int32_t cap) {

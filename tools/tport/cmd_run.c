@@ -23,7 +23,11 @@ static void usage(FILE *out) {
             "stdout. Load time and prompt/generation speed go to stderr.\n"
             "\n"
             "  -m, --model FILE        model file (GGUF, GGJT/GGML, llama2.c, safetensors)\n"
-            "  -p, --prompt TEXT       prompt text (tokenized with BOS); default: BOS only\n"
+            "  -p, --prompt TEXT       prompt text, tokenized as llama.cpp does (BOS/EOS as the\n"
+            "                          file says; special-token text is plain text unless\n"
+            "                          --parse-special); default: BOS only\n"
+            "  --parse-special         the text of control tokens in the prompt (<|eot_id|>,\n"
+            "                          <|im_start|>, ...) becomes those tokens\n"
             "  --prompt-ids LIST       prompt as comma-separated token ids, used as given\n"
             "  -n N                    tokens to generate (default %d); stops early at EOS\n"
             "  --temp T                temperature, 0 = greedy (default %g)\n"
@@ -53,7 +57,7 @@ static void usage(FILE *out) {
 typedef struct run_opts {
     const char *model, *prompt, *prompt_ids, *backend, *tokenizer, *weight_type;
     long n_predict, threads, ctx, batch;
-    bool ids, plan;
+    bool ids, parse_special, plan;
     tport_sampler_params sp;
 } run_opts;
 
@@ -82,6 +86,10 @@ static int parse_args(int argc, char **argv, run_opts *o) {
         const char *a = argv[i];
         if (!strcmp(a, "--ids")) {
             o->ids = true;
+            continue;
+        }
+        if (!strcmp(a, "--parse-special")) {
+            o->parse_special = true;
             continue;
         }
         if (!strcmp(a, "--plan")) {
@@ -173,13 +181,19 @@ static int32_t build_prompt(const run_opts *o, const tport_model *m, tport_token
     if (o->prompt_ids)
         return parse_ids(o->prompt_ids, tport_model_n_vocab(m), ids);
     if (o->prompt) {
-        int32_t n = tport_tokenize(m, o->prompt, true, NULL, 0);
+        const tport_tokenizer *tk = tport_model_tokenizer(m);
+        size_t len = strlen(o->prompt);
+        int32_t n = tk ? tport_tokenizer_tokenize(tk, o->prompt, len, true, o->parse_special, NULL, 0)
+                       : tport_tokenize(m, o->prompt, true, NULL, 0);
         if (n < 0)
             return tool_fail(2, "%s", tport_last_error()), -1;
         *ids = malloc((size_t)(n > 0 ? n : 1) * sizeof **ids);
         if (!*ids)
             return tool_fail(2, "run: out of memory"), -1;
-        tport_tokenize(m, o->prompt, true, *ids, n);
+        if (tk)
+            tport_tokenizer_tokenize(tk, o->prompt, len, true, o->parse_special, *ids, n);
+        else
+            tport_tokenize(m, o->prompt, true, *ids, n);
         if (n == 0) {
             free(*ids);
             return tool_fail(2, "run: the prompt is empty and the model has no BOS token"), -1;
