@@ -106,6 +106,11 @@ typedef struct mf_legacy_record {
     const uint8_t *name;
 } mf_legacy_record;
 tport_status mf_read_legacy_record(mf_cursor *c, mf_legacy_record *r);
+/* Fills mf->missing / n_missing from the names a complete `label`
+ * (e.g. "1-layer llama") has: `globals` (NULL-terminated) and, for each of
+ * n_layer layers, `per_layer` (printf patterns with one %d). */
+tport_status mf_list_missing(tport_model_file *mf, const char *label, const char *const *globals,
+                             const char *const *per_layer, uint32_t n_layer);
 /* Rejects two tensors with the same name. */
 tport_status mf_check_unique_names(const tport_model_file *mf, const mf_cursor *c);
 

@@ -19,6 +19,8 @@ static const tport_mf_tensor *find(const tport_model_file *mf, const char *name)
 tport_status tport_llama_shape_from_file(const tport_model_file *mf, tport_llama_shape *sh) {
     const tport_llama_hparams *hp = &mf->hp;
     memset(sh, 0, sizeof *sh);
+    if (mf->n_missing) /* a valid container with only some of the model's tensors */
+        return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: not a complete model: %s", mf->path, mf->missing);
     if (mf->arch[0] && strcmp(mf->arch, "llama") != 0)
         return tport_error(TPORT_STATUS_UNSUPPORTED, "%s: architecture '%s' is not llama",
                            mf->path, mf->arch);

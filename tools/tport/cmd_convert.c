@@ -267,6 +267,9 @@ int cmd_convert(int argc, char **argv) {
     }
     if (mf->notes[0] && !quiet)
         fprintf(stderr, "%s: %s\n", in, mf->notes);
+    if (mf->n_missing) /* even with --quiet: the output will not run */
+        fprintf(stderr, "%s: warning: not a complete model, writing the %d tensors it has: %s\n", in, mf->n_tensors,
+                mf->missing);
 
     job j = {.plans = calloc((size_t)(mf->n_tensors ? mf->n_tensors : 1), sizeof(plan)), .n = mf->n_tensors,
              .progress = !quiet && isatty(2), .quiet = quiet};

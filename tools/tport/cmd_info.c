@@ -95,6 +95,8 @@ static void print_text(const tport_model_file *mf) {
         printf("alignment:     %u\n", mf->alignment);
     if (mf->notes[0])
         printf("note:          %s\n", mf->notes);
+    if (mf->n_missing)
+        printf("warning:       not a complete model (%d tensors as stored): %s\n", mf->n_tensors, mf->missing);
     printf("architecture:  %s\n", mf->arch[0] ? mf->arch : "(unknown)");
     size_t arch_len = strlen(mf->arch);
     if (arch_len && strcmp(mf->arch, "llama") && mf->n_kv > 0) {
@@ -167,6 +169,8 @@ static void print_json(const tport_model_file *mf) {
     printf(", \"big_endian\": %s, \"parts\": %u", mf->big_endian ? "true" : "false", mf->n_parts ? mf->n_parts : 1);
     printf(", \"file_type\": %u, \"alignment\": %u, \"note\": ", mf->file_type, mf->alignment);
     tool_json_string(stdout, mf->notes);
+    printf(", \"complete\": %s, \"missing\": ", mf->n_missing ? "false" : "true");
+    tool_json_string(stdout, mf->missing);
     printf(", \"architecture\": ");
     tool_json_string(stdout, mf->arch);
     printf(",\n \"hparams\": {\"n_vocab\": %u, \"n_ctx\": %u, \"n_embd\": %u, \"n_ff\": %u, \"n_layer\": %u, "
@@ -212,7 +216,9 @@ static void usage(FILE *f) {
                "Shows what a model file holds: container and version, quantization version,\n"
                "architecture, hyperparameters, tokenizer, metadata and every tensor (name,\n"
                "type, shape, bytes, offset).  Reads GGUF v1-v3, GGML, GGMF, GGJT v1-v3,\n"
-               "llama2.c checkpoints and safetensors.  --json prints one JSON document.\n");
+               "llama2.c checkpoints and safetensors.  A valid file that holds only some\n"
+               "of a model's tensors is shown as it is, with a warning naming what a\n"
+               "complete model would also need.  --json prints one JSON document.\n");
 }
 
 int cmd_info(int argc, char **argv) {
