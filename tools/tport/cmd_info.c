@@ -78,6 +78,8 @@ static void print_text(const tport_model_file *mf) {
     printf("container:     %s", tport_container_name(mf->container));
     if (mf->container == TPORT_CONTAINER_LLAMA2C && mf->version == 0)
         printf(" (legacy, unversioned)");
+    else if (mf->container == TPORT_CONTAINER_PYTORCH)
+        printf(mf->version ? " (zip archive)" : " (legacy pickle stream)");
     else if (mf->container != TPORT_CONTAINER_GGML && mf->container != TPORT_CONTAINER_SAFETENSORS)
         printf(" v%u", mf->version);
     if (mf->big_endian)
@@ -216,7 +218,8 @@ static void usage(FILE *f) {
                "Shows what a model file holds: container and version, quantization version,\n"
                "architecture, hyperparameters, tokenizer, metadata and every tensor (name,\n"
                "type, shape, bytes, offset).  Reads GGUF v1-v3, GGML, GGMF, GGJT v1-v3,\n"
-               "llama2.c checkpoints and safetensors.  A valid file that holds only some\n"
+               "llama2.c checkpoints, safetensors and PyTorch checkpoints (.pth/.bin/.pt,\n"
+               "read without running their pickles).  A valid file that holds only some\n"
                "of a model's tensors is shown as it is, with a warning naming what a\n"
                "complete model would also need.  --json prints one JSON document.\n");
 }
