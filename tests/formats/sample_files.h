@@ -308,4 +308,58 @@ static inline void sample_ggjt3_kquant(bb *b, int E, uint32_t code, const uint8_
     }
 }
 
+/* ---- pickles (PyTorch) ------------------------------------------------ */
+/* Pickle protocol 2 as torch.save writes a state dict, from the pickle
+ * opcode table: OrderedDict, _rebuild_tensor_v2 and a FloatStorage
+ * persistent id ('storage', type, key, 'cpu', numel). */
+static inline void sp_op(bb *b, uint8_t o) { bb_u8(b, o); }
+static inline void sp_str(bb *b, const char *s) { /* BINUNICODE */
+    sp_op(b, 'X'), bb_u32(b, (uint32_t)strlen(s)), bb_raw(b, s, strlen(s));
+}
+static inline void sp_global(bb *b, const char *module, const char *name) {
+    sp_op(b, 'c'), bb_raw(b, module, strlen(module)), sp_op(b, '\n'), bb_raw(b, name, strlen(name)), sp_op(b, '\n');
+}
+static inline void sp_int1(bb *b, int v) { sp_op(b, 'K'), sp_op(b, (uint8_t)v); }
+
+/* A state dict {name: tensor(storage key, numel, offset, size[2], stride[2])}. */
+static inline void sample_pickle_state_dict(bb *b, const char *name, const char *key, int numel, int offset, const int size[2],
+                       const int stride[2]) {
+    sp_op(b, 0x80), sp_op(b, 2);
+    sp_global(b, "collections", "OrderedDict"), sp_op(b, ')'), sp_op(b, 'R');
+    sp_op(b, 'q'), sp_op(b, 0);
+    sp_op(b, '(');
+    sp_str(b, name);
+    sp_global(b, "torch._utils", "_rebuild_tensor_v2");
+    sp_op(b, '(');
+    sp_op(b, '('), sp_str(b, "storage"), sp_global(b, "torch", "FloatStorage"), sp_str(b, key), sp_str(b, "cpu"), sp_int1(b, numel),
+        sp_op(b, 't');
+    sp_op(b, 'Q');
+    sp_int1(b, offset);
+    sp_int1(b, size[0]), sp_int1(b, size[1]), sp_op(b, 0x86);
+    sp_int1(b, stride[0]), sp_int1(b, stride[1]), sp_op(b, 0x86);
+    sp_op(b, 0x89);
+    sp_global(b, "collections", "OrderedDict"), sp_op(b, ')'), sp_op(b, 'R');
+    sp_op(b, 't');
+    sp_op(b, 'R');
+    sp_op(b, 'u');
+    sp_op(b, '.');
+}
+
+
+/* The legacy (non-zip) torch.save stream of that state dict: magic,
+ * protocol 1001, sys_info, the state dict, the key list ['0'], then the
+ * storage: i64 element count and the 6 floats 0..5. */
+static inline void sample_pytorch_legacy(bb *b) {
+    static const uint8_t magic[10] = {0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19};
+    sp_op(b, 0x80), sp_op(b, 2), sp_op(b, 0x8a), sp_op(b, 10), bb_raw(b, magic, 10), sp_op(b, '.');
+    sp_op(b, 0x80), sp_op(b, 2), sp_op(b, 'M'), bb_u16(b, 1001), sp_op(b, '.');
+    sp_op(b, 0x80), sp_op(b, 2), sp_op(b, '}'), sp_str(b, "little_endian"), sp_op(b, 0x88), sp_op(b, 's'), sp_op(b, '.');
+    const int size[2] = {3, 2}, stride[2] = {2, 1};
+    sample_pickle_state_dict(b, "w", "0", 6, 0, size, stride);
+    sp_op(b, 0x80), sp_op(b, 2), sp_op(b, ']'), sp_str(b, "0"), sp_op(b, 'a'), sp_op(b, '.');
+    bb_u64(b, 6);
+    for (int i = 0; i < 6; i++)
+        bb_f32(b, (float)i);
+}
+
 #endif

@@ -282,6 +282,13 @@ int main(void) {
         bit_flips("ggjt v3 qk64", &b, 1000);
         bb_free(&b);
     }
+    { /* a legacy torch.save stream (the restricted unpickler behind it) */
+        bb b = {0};
+        sample_pytorch_legacy(&b);
+        every_prefix("pytorch legacy", &b, 0);
+        bit_flips("pytorch legacy", &b, 2000);
+        bb_free(&b);
+    }
     gguf_corruptions();
     llama2c_corruptions();
     unlink(tmp_path);
