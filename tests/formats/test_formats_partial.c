@@ -10,6 +10,7 @@
 
 #include "sample_files.h"
 #include "formats/model_file.h"
+#include "../model/model_writer.h"
 #include "../test_util.h"
 
 #ifndef TPORT_CLI
@@ -209,8 +210,60 @@ static void test_cli(void) {
     unlink(gguf);
 }
 
+/* A partial export of a real model: the first tensors of the llama2.c
+ * stories260K written by the model tests' writer (tests/model/
+ * model_writer.c) in each legacy container; every tensor it wrote reads
+ * back byte-equal, the rest are listed missing, and loading refuses. */
+static void test_real_partial(void) {
+    char buf[512];
+    const char *path = test_shared_path("models/stories260K.bin", buf, sizeof buf);
+    if (!path) {
+        printf("real-model partial files: skipped (../shared/models/stories260K.bin absent)\n");
+        return;
+    }
+    tport_model_file *src = NULL;
+    CHECK(tport_model_file_open(path, &src) == TPORT_STATUS_OK, "open %s: %s", path, tport_last_error());
+    if (!src)
+        return;
+    static const struct { uint32_t magic, version; const char *label; } c[] = {
+        {MW_MAGIC_GGML, 0, "ggml"}, {MW_MAGIC_GGMF, 1, "ggmf v1"}, {MW_MAGIC_GGJT, 3, "ggjt v3"}};
+    for (size_t k = 0; k < sizeof c / sizeof c[0]; k++) {
+        tport_model_file part = *src; /* a view of the first 20 tensors (the writer adds output.weight) */
+        part.n_tensors = 20;
+        char out[256];
+        mw_temp_path(out, "partial");
+        mw_result res;
+        CHECK(mw_write_legacy(&part, c[k].magic, c[k].version, TPORT_TYPE_F32, 0, out, &res), "write %s",
+              c[k].label);
+        tport_model_file *mf = NULL;
+        CHECK(tport_model_file_open(out, &mf) == TPORT_STATUS_OK, "%s partial opens: %s", c[k].label,
+              tport_last_error());
+        if (mf) {
+            int complete = 3 + 9 * (int)src->hp.n_layer;
+            CHECK(mf->n_tensors == 21 && mf->n_missing == complete - 21, "%s: %d tensors, %d missing (of %d)",
+                  c[k].label, mf->n_tensors, mf->n_missing, complete);
+            for (int i = 0; i < part.n_tensors; i++) {
+                const tport_mf_tensor *a = &src->tensors[i], *b = tport_model_file_find(mf, a->name);
+                CHECK(b && b->nbytes == a->nbytes && !memcmp(a->data, b->data, (size_t)a->nbytes),
+                      "%s: %s as written", c[k].label, a->name);
+            }
+            for (int i = part.n_tensors; i < src->n_tensors; i++)
+                CHECK(strstr(mf->missing, src->tensors[i].name) || strstr(mf->missing, ", ..."),
+                      "%s: %s listed missing", c[k].label, src->tensors[i].name);
+        }
+        tport_model_file_close(mf);
+        tport_model *m = tport_model_load(out, NULL);
+        CHECK(!m && strstr(tport_last_error(), "not a complete model"), "%s: load refused: %s", c[k].label,
+              tport_last_error());
+        tport_model_free(m);
+        unlink(out);
+    }
+    tport_model_file_close(src);
+}
+
 int main(void) {
     test_legacy_partial();
+    test_real_partial();
     test_example_partial();
     test_cli();
     return test_finish("test_formats_partial");
