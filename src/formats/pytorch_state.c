@@ -111,10 +111,11 @@ static void gather(const pk_obj *t, const uint8_t *base, size_t es, uint8_t *dst
 }
 
 /* Old Hugging Face checkpoints carry RoPE's inverse frequencies as a
- * buffer: not a weight, recomputed from the config. */
+ * buffer, Meta's LLaMA-1 ones "rope.freqs": not weights, recomputed from
+ * the config (llama.cpp's converters skipped them too). */
 static bool skipped_buffer(const char *name) {
     size_t n = strlen(name), k = strlen("rotary_emb.inv_freq");
-    return n >= k && !strcmp(name + n - k, "rotary_emb.inv_freq");
+    return (n >= k && !strcmp(name + n - k, "rotary_emb.inv_freq")) || !strcmp(name, "rope.freqs");
 }
 
 tport_status pt_build_tensors(tport_model_file *mf, const mf_cursor *c, uint64_t at, const pk_obj *dict,
@@ -171,6 +172,7 @@ tport_status pt_build_tensors(tport_model_file *mf, const mf_cursor *c, uint64_t
     if (mf->n_tensors == 0)
         return mf_fail(c, at, "the state dict holds no tensors");
     if (skipped)
-        snprintf(mf->notes, sizeof mf->notes, "%d state dict entries that are not weights skipped", skipped);
+        snprintf(mf->notes, sizeof mf->notes, "%d state dict entries that are not weights (RoPE buffers, ...) skipped",
+                 skipped);
     return mf_check_unique_names(mf, c);
 }
