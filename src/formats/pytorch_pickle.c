@@ -11,6 +11,7 @@
 #define MAX_MARK_DEPTH 1000   /* far above any state dict's nesting */
 #define MAX_MEMO (1u << 24)
 #define BLOCK_BYTES (64u << 10)
+#define MAX_ARENA_BYTES ((size_t)1 << 30) /* real state dicts need a few MiB */
 
 /* ---- arena ------------------------------------------------------------------ */
 typedef struct pk_block {
@@ -235,8 +236,10 @@ static bool op_memo_put(vm *m, uint64_t idx) {
     pk_obj *o = top(m);
     if (!o)
         return false;
-    if (idx >= MAX_MEMO || idx > m->n)
-        return fail(m, "memo index %llu is out of range", (unsigned long long)idx);
+    /* picklers number memo entries in order: an index may overwrite one or
+     * append the next, never leave a gap (which would cost memory) */
+    if (idx >= MAX_MEMO || idx > m->memo_len)
+        return fail(m, "memo index %llu is out of range (%zu stored)", (unsigned long long)idx, m->memo_len);
     if (idx >= m->memo_cap) {
         size_t cap = m->memo_cap ? m->memo_cap : 64;
         while (cap <= idx)
@@ -579,7 +582,7 @@ bool pk_unpickle(const uint8_t *data, size_t n, pk_arena **arena, pk_obj **out, 
         return false;
     }
     /* a budget proportional to the input: no pickle bomb gets more */
-    (*arena)->budget = n > (SIZE_MAX - (16u << 20)) / 512 ? SIZE_MAX : 512 * n + (16u << 20);
+    (*arena)->budget = n > (MAX_ARENA_BYTES - (16u << 20)) / 512 ? MAX_ARENA_BYTES : 512 * n + (16u << 20);
     vm m = {.p = data, .n = n, .a = *arena, .err = err, .err_cap = cap};
     bool stop = false, ok = true;
     while (ok && !stop) {

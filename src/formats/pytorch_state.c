@@ -85,6 +85,11 @@ static tport_status check_view(const mf_cursor *c, uint64_t at, const char *name
     uint64_t have = s->nbytes / (uint64_t)s->obj->elem_size;
     if ((uint64_t)s->obj->numel < have)
         have = (uint64_t)s->obj->numel;
+    /* an expanded view (stride 0) could name far more elements than are
+     * stored, and gathering it would allocate that much: no saved weight is one */
+    if (expect > have)
+        return mf_fail(c, at, "tensor '%.64s': %llu elements, more than its storage's %llu", name,
+                       (unsigned long long)expect, (unsigned long long)have);
     if (last >= have)
         return mf_fail(c, at, "tensor '%.64s': its view reaches element %llu of a storage of %llu", name,
                        (unsigned long long)last, (unsigned long long)have);

@@ -23,7 +23,7 @@ tport_status pt_read_zip(tport_model_file *mf, mf_cursor *c, bool *hf) {
 
 #include <zip.h>
 
-#define MAX_PICKLE_BYTES (1ull << 30)
+#define MAX_PICKLE_BYTES (64ull << 20) /* a 70B llama's data.pkl is under 1 MiB */
 
 /* The one entry NAME at depth one ("PREFIX/NAME"); its prefix (with the
  * slash) goes to prefix. */

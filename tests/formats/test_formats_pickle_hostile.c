@@ -89,6 +89,14 @@ static void test_zip(void) {
     s = open_zip(&p, "0", values, sizeof values, false, &mf);
     expect_refused("view past the storage", s, mf, "reaches element");
     bb_free(&p);
+    /* an expanded view: 6 elements from a storage of 1 (stride 0) */
+    {
+        const int esize[2] = {3, 2}, estride[2] = {0, 0};
+        sample_pickle_state_dict(&p, "w", "0", 1, 0, esize, estride);
+        s = open_zip(&p, "0", values, 4, false, &mf);
+        expect_refused("expanded view", s, mf, "more than its storage");
+        bb_free(&p);
+    }
     /* a storage that is not in the archive */
     sample_pickle_state_dict(&p, "w", "7", 6, 0, size, stride);
     s = open_zip(&p, "0", values, sizeof values, false, &mf);
