@@ -200,6 +200,24 @@ static void test_cli(void) {
     }
     tport_model_file_close(src);
     tport_model_file_close(dst);
+    /* a ggml-example (gpt-2) file with 10 of its 16 tensors converts too */
+    {
+        char ex[256], ex_gguf[280];
+        bb e = {0};
+        sample_ggml_example_first(&e, SAMPLE_GPT2, 32, 2, 2, 32, 20, NULL, 10);
+        bb_save(&e, ex);
+        bb_free(&e);
+        snprintf(ex_gguf, sizeof ex_gguf, "%s.gguf", ex);
+        snprintf(cmd, sizeof cmd, TPORT_CLI " convert %s %s", ex, ex_gguf);
+        st = run(cmd, out, sizeof out);
+        tport_model_file *g = NULL;
+        CHECK(st == 0 && strstr(out, "6 tensors: model/h0/ln_2/g") && tport_model_file_open(ex_gguf, &g) == 0 &&
+                  g->n_tensors == 10 && !strcmp(g->arch, "gpt2"),
+              "convert of a partial gpt-2 file: status %d\n%s", st, out);
+        tport_model_file_close(g);
+        unlink(ex);
+        unlink(ex_gguf);
+    }
     snprintf(cmd, sizeof cmd, TPORT_CLI " run -m %s --prompt-ids 1 -n 1", in);
     st = run(cmd, out, sizeof out);
     const char *nl = strchr(out, '\n');
