@@ -31,6 +31,11 @@ extern "C" {
 #define TPORT_VERSION_PATCH 0
 #define TPORT_VERSION_STRING "0.1.0"
 
+/* The optional parts this build of the library has, space-separated, each
+ * "name(library version)", e.g. "safetensors(cJSON 1.7.15) pytorch(libzip
+ * 1.7.3)"; "" if none.  Plug-in backends are listed by tport backends. */
+const char *tport_build_features(void);
+
 /* ---- errors -------------------------------------------------------------- */
 const char *tport_last_error(void);              /* "" if none          */
 const char *tport_status_name(tport_status s);

@@ -40,6 +40,8 @@ tport_status tport_model_shape_from_file(const tport_model_file *mf, const tport
                                          tport_model_shape *sh) {
     const tport_llama_hparams *hp = &mf->hp;
     memset(sh, 0, sizeof *sh);
+    if (mf->n_missing) /* a valid container with only some of the model's tensors */
+        return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: not a complete model: %s", mf->path, mf->missing);
     char name[96];
     const tport_mf_tensor *emb = tport_arch_file_tensor(mf, arch, "token_embd.weight", 0, name, sizeof name);
     const tport_mf_tensor *up = tport_arch_file_tensor(mf, arch, "blk.%d.ffn_up.weight", 0, name, sizeof name);

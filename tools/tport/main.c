@@ -55,6 +55,7 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(argv[1], "--version")) {
         printf("tport %s (backend ABI %d.%d)\n", TPORT_VERSION_STRING, TPORT_ABI_MAJOR, TPORT_ABI_MINOR);
+        printf("optional parts: %s\n", *tport_build_features() ? tport_build_features() : "none");
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
