@@ -19,6 +19,7 @@ static const struct command commands[] = {
     {"types", cmd_types, "every tensor type and layout revision, and who supports it"},
     {"convert", cmd_convert, "convert any readable model file to GGUF, optionally requantized"},
     {"run", cmd_run, "generate text with a model"},
+    {"serve", cmd_serve, "an OpenAI-compatible HTTP server for a model"},
     {"bench", cmd_bench, "prompt and generation speed"},
     {"check-backend", cmd_check_backend, "conformance of a backend against the reference"},
     {"synth", cmd_synth, "write a random-weight llama model"},
