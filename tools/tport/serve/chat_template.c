@@ -6,13 +6,15 @@
 #include "chat_template.h"
 
 static const char *const names[CHAT_N_FORMATS] = {
-    "chatml", "llama2", "llama2-sys", "llama3", "mistral-v1", "mistral-v3", "mistral-v7", "gemma", "phi3", "zephyr",
+    "chatml", "llama2", "llama2-sys", "llama2-sys-bos", "llama2-sys-strip", "llama3", "mistral-v1", "mistral-v3",
+    "mistral-v3-tekken", "mistral-v7", "mistral-v7-tekken", "gemma", "phi3", "zephyr",
 };
 
 const char *chat_name(chat_format f) { return f >= 0 && f < CHAT_N_FORMATS ? names[f] : "unknown"; }
 
 const char *chat_names(void) {
-    return "chatml llama2 llama2-sys llama3 mistral-v1 mistral-v3 mistral-v7 gemma phi3 zephyr";
+    return "chatml llama2 llama2-sys llama2-sys-bos llama2-sys-strip llama3 mistral-v1 mistral-v3 "
+           "mistral-v3-tekken mistral-v7 mistral-v7-tekken gemma phi3 zephyr";
 }
 
 chat_format chat_from_name(const char *name) {
@@ -32,8 +34,11 @@ chat_format chat_detect(const char *t) {
         if (HAS("[SYSTEM_PROMPT]"))
             return CHAT_MISTRAL_V7;
         if (HAS("' [INST] ' + system_message") || HAS("[AVAILABLE_TOOLS]"))
-            return HAS(" [INST]") ? CHAT_MISTRAL_V1 : CHAT_MISTRAL_V3;
-        return HAS("<<SYS>>") ? CHAT_LLAMA2_SYS : CHAT_LLAMA2;
+            return HAS(" [INST]") ? CHAT_MISTRAL_V1 : HAS("\"[INST]\"") ? CHAT_MISTRAL_V3_TEKKEN : CHAT_MISTRAL_V3;
+        if (!HAS("<<SYS>>"))
+            return CHAT_LLAMA2;
+        return HAS("content.strip()") ? CHAT_LLAMA2_SYS_STRIP
+               : HAS("bos_token + '[INST]") ? CHAT_LLAMA2_SYS_BOS : CHAT_LLAMA2_SYS;
     }
     if (HAS("<|assistant|>") && HAS("<|end|>"))
         return CHAT_PHI3;
@@ -58,9 +63,12 @@ static const char *const markers_zephyr[] = {"<|system|>", "<|user|>", "<|assist
 const char *const *chat_markers(chat_format f) {
     switch (f) {
     case CHAT_CHATML: return markers_chatml;
-    case CHAT_LLAMA2: case CHAT_LLAMA2_SYS: return markers_llama2;
+    case CHAT_LLAMA2: case CHAT_LLAMA2_SYS: case CHAT_LLAMA2_SYS_BOS: case CHAT_LLAMA2_SYS_STRIP:
+        return markers_llama2;
     case CHAT_LLAMA3: return markers_llama3;
-    case CHAT_MISTRAL_V1: case CHAT_MISTRAL_V3: case CHAT_MISTRAL_V7: return markers_mistral;
+    case CHAT_MISTRAL_V1: case CHAT_MISTRAL_V3: case CHAT_MISTRAL_V3_TEKKEN: case CHAT_MISTRAL_V7:
+    case CHAT_MISTRAL_V7_TEKKEN:
+        return markers_mistral;
     case CHAT_GEMMA: return markers_gemma;
     case CHAT_PHI3: return markers_phi3;
     case CHAT_ZEPHYR: return markers_zephyr;
@@ -122,24 +130,25 @@ static const char *role_name(serve_role r) {
     return r == SERVE_ROLE_SYSTEM ? "system" : r == SERVE_ROLE_USER ? "user" : "assistant";
 }
 
-static void render_llama2(const serve_message *m, int n, bool sys_blocks, chat_prompt *p) {
+static void render_llama2(chat_format f, const serve_message *m, int n, chat_prompt *p) {
+    bool sys_blocks = f != CHAT_LLAMA2, strip = f == CHAT_LLAMA2_SYS_STRIP;
     bool inside_turn = true; /* the BOS before the first [INST] comes from the tokenizer */
     mk(p, "[INST] ");
     for (int i = 0; i < n; i++) {
         if (!inside_turn) {
             inside_turn = true;
-            mk(p, "[INST] ");
+            mk(p, f == CHAT_LLAMA2_SYS_BOS ? "<s>[INST] " : "[INST] ");
         }
         if (m[i].role == SERVE_ROLE_SYSTEM) {
             if (sys_blocks)
                 mk(p, "<<SYS>>\n");
-            content(p, m[i].content, false);
+            content(p, m[i].content, strip);
             mk(p, sys_blocks ? "\n<</SYS>>\n\n" : "\n");
         } else if (m[i].role == SERVE_ROLE_USER) {
-            content(p, m[i].content, false);
+            content(p, m[i].content, strip);
             mk(p, " [/INST]");
         } else {
-            content(p, m[i].content, false);
+            content(p, m[i].content, strip);
             mk(p, "</s>");
             inside_turn = false;
         }
@@ -147,30 +156,34 @@ static void render_llama2(const serve_message *m, int n, bool sys_blocks, chat_p
 }
 
 static void render_mistral(chat_format f, const serve_message *m, int n, chat_prompt *p) {
-    if (f == CHAT_MISTRAL_V7) {
+    if (f == CHAT_MISTRAL_V7 || f == CHAT_MISTRAL_V7_TEKKEN) {
+        const char *sp = f == CHAT_MISTRAL_V7 ? " " : "";
         for (int i = 0; i < n; i++) {
             if (m[i].role == SERVE_ROLE_SYSTEM) {
-                mk(p, "[SYSTEM_PROMPT] ");
+                mk(p, "[SYSTEM_PROMPT]");
+                mk(p, sp);
                 content(p, m[i].content, false);
                 mk(p, "[/SYSTEM_PROMPT]");
             } else if (m[i].role == SERVE_ROLE_USER) {
-                mk(p, "[INST] ");
+                mk(p, "[INST]");
+                mk(p, sp);
                 content(p, m[i].content, false);
                 mk(p, "[/INST]");
             } else {
-                mk(p, " ");
+                mk(p, sp);
                 content(p, m[i].content, false);
                 mk(p, "</s>");
             }
         }
         return;
     }
-    const char *lead = f == CHAT_MISTRAL_V1 ? " " : "";
+    const char *lead = f == CHAT_MISTRAL_V1 ? " " : "", *trail = f == CHAT_MISTRAL_V3_TEKKEN ? "" : " ";
     bool inside_turn = false;
     for (int i = 0; i < n; i++) {
         if (!inside_turn) {
             mk(p, lead);
-            mk(p, "[INST] ");
+            mk(p, "[INST]");
+            mk(p, trail);
             inside_turn = true;
         }
         if (m[i].role == SERVE_ROLE_SYSTEM) {
@@ -181,7 +194,7 @@ static void render_mistral(chat_format f, const serve_message *m, int n, chat_pr
             mk(p, lead);
             mk(p, "[/INST]");
         } else {
-            mk(p, " ");
+            mk(p, trail);
             content(p, m[i].content, f == CHAT_MISTRAL_V3);
             mk(p, "</s>");
             inside_turn = false;
@@ -215,11 +228,15 @@ bool chat_render(chat_format f, const serve_message *m, int n, chat_prompt *p) {
     switch (f) {
     case CHAT_LLAMA2:
     case CHAT_LLAMA2_SYS:
-        render_llama2(m, n, f == CHAT_LLAMA2_SYS, p);
+    case CHAT_LLAMA2_SYS_BOS:
+    case CHAT_LLAMA2_SYS_STRIP:
+        render_llama2(f, m, n, p);
         break;
     case CHAT_MISTRAL_V1:
     case CHAT_MISTRAL_V3:
+    case CHAT_MISTRAL_V3_TEKKEN:
     case CHAT_MISTRAL_V7:
+    case CHAT_MISTRAL_V7_TEKKEN:
         render_mistral(f, m, n, p);
         break;
     case CHAT_GEMMA:

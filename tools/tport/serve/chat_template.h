@@ -14,10 +14,14 @@ typedef enum chat_format {
     CHAT_CHATML,          /* also qwen: <|im_start|>role\n...<|im_end|>\n */
     CHAT_LLAMA2,          /* [INST] ... [/INST] answer</s>, system as text */
     CHAT_LLAMA2_SYS,      /* the same with <<SYS>> system blocks          */
+    CHAT_LLAMA2_SYS_BOS,  /* ... and <s> before each later [INST]         */
+    CHAT_LLAMA2_SYS_STRIP,/* ... and contents stripped of spaces          */
     CHAT_LLAMA3,          /* <|start_header_id|>role<|end_header_id|>     */
     CHAT_MISTRAL_V1,
     CHAT_MISTRAL_V3,
+    CHAT_MISTRAL_V3_TEKKEN,
     CHAT_MISTRAL_V7,
+    CHAT_MISTRAL_V7_TEKKEN,
     CHAT_GEMMA,           /* <start_of_turn>user|model                    */
     CHAT_PHI3,            /* <|user|>\n...<|end|>\n                       */
     CHAT_ZEPHYR,          /* <|user|>\n...<|endoftext|>\n                 */

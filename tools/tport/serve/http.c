@@ -185,6 +185,10 @@ static void on_completed(void *cls, struct MHD_Connection *mhd, void **req_cls, 
 
 static void on_mhd_error(void *cls, const char *fmt, va_list ap) {
     (void)cls;
+    /* what libmicrohttpd says when a handler drops a connection whose client
+     * already left (logged as 499 by the access log) */
+    if (!strncmp(fmt, "Application reported internal error", 35))
+        return;
     fputs("tport serve: http: ", stderr);
     vfprintf(stderr, fmt, ap);
 }

@@ -304,9 +304,16 @@ bool serve_request_parse(serve_kind kind, const char *body, size_t len, int64_t 
     req->max_tokens = -1;
     err->message[0] = 0;
     err->param = NULL;
+    const char *end = NULL;
     pthread_mutex_lock(&parse_lock);
-    cJSON *root = body ? cJSON_ParseWithLength(body, len) : NULL;
+    cJSON *root = body && len ? cJSON_ParseWithLengthOpts(body, len, &end, false) : NULL;
     pthread_mutex_unlock(&parse_lock);
+    while (root && end < body + len && strchr(" \t\r\n", *end) && *end)
+        end++;
+    if (root && end != body + len) { /* one JSON value and nothing after it */
+        cJSON_Delete(root);
+        root = NULL;
+    }
     if (!root)
         return fail(err, NULL, "the body is not valid JSON");
     bool ok = cJSON_IsObject(root) ? parse_object(kind, root, max_tokens_cap, req, err)

@@ -125,8 +125,10 @@ enum MHD_Result serve_completion(serve_conn *c, serve_request *req, bool chat) {
     if (w != SLOT_OK) {
         free(ids);
         tport_sampler_free(sm);
-        if (w == SLOT_GAVE_UP)
+        if (w == SLOT_GAVE_UP) {
+            c->status = SERVE_STATUS_CLIENT_GONE;
             return MHD_NO; /* nobody to answer */
+        }
         return serve_send_error(c, 503, NULL, w == SLOT_QUEUE_FULL ? "the server is busy: every slot is in use "
                                 "and the queue is full; retry later" : "the server is shutting down");
     }
@@ -159,6 +161,7 @@ enum MHD_Result serve_completion(serve_conn *c, serve_request *req, bool chat) {
     char *text = gen_take(&job);
     enum MHD_Result res;
     if (left) {
+        c->status = SERVE_STATUS_CLIENT_GONE;
         res = MHD_NO;
     } else if (job.failed || !text) {
         res = serve_send_error(c, 500, NULL, "%s", text ? job.error : "out of memory");

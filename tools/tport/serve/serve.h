@@ -47,6 +47,10 @@ typedef struct serve_conn {
     struct serve_stream *stream; /* shared with the streaming response  */
 } serve_conn;
 
+/* Logged for a request whose client left before the answer (nginx's
+ * "client closed request"); never sent. */
+#define SERVE_STATUS_CLIENT_GONE 499
+
 /* Milliseconds on the monotonic clock. */
 double serve_now_ms(void);
 /* True once the client's socket is closed (poll for hang-up, no read). */
