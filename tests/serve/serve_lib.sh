@@ -27,6 +27,11 @@ expect_eq() { # expect_eq NAME GOT WANT
     if [ "$2" = "$3" ]; then echo "ok   $1"; else echo "FAIL $1: got '$2', want '$3'"; FAILS=$((FAILS + 1)); fi
 }
 finish() {
+    # a sanitizer report in any server's log fails the test (build-tsan, build-asan)
+    if cat "$WORK"/*server*.log 2>/dev/null | grep -E -m5 -A20 'WARNING: ThreadSanitizer|ERROR: (Address|Leak)Sanitizer|runtime error:'; then
+        echo "FAIL: a sanitizer reported a problem in the server"
+        FAILS=$((FAILS + 1))
+    fi
     if [ "$FAILS" -ne 0 ]; then echo "$FAILS check(s) failed"; [ -f "$WORK/server.log" ] && tail -30 "$WORK/server.log"; exit 1; fi
     echo "all checks passed"
     exit 0
@@ -34,6 +39,7 @@ finish() {
 
 # start_server ARGS...: sets PORT, URL, SERVER_PID; the log is $WORK/server.log
 start_server() {
+    [ -f "$WORK/server.log" ] && cat "$WORK/server.log" >>"$WORK/earlier-servers.log"
     : >"$WORK/server.log"
     "$TPORT_CLI" serve -m "$MODEL" --port 0 --threads 1 "$@" 2>"$WORK/server.log" &
     SERVER_PID=$!

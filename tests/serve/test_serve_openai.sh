@@ -16,4 +16,4 @@ RC=$?
 stop_server
 [ "$RC" = 0 ] || { tail -20 "$WORK/server.log"; exit 1; }
 [ "$SERVER_RC" = 0 ] || { echo "FAIL: the server exited with $SERVER_RC"; exit 1; }
-exit 0
+finish

@@ -56,9 +56,12 @@ int main(void) {
     for (int round = 0; round < 3; round++) {
         job a = {.m = m, .prompt = prompt_a, .n_prompt = 5}, b = {.m = m, .prompt = prompt_b, .n_prompt = 3};
         pthread_t ta, tb;
-        CHECK(pthread_create(&ta, NULL, generate, &a) == 0 && pthread_create(&tb, NULL, generate, &b) == 0, "threads");
-        pthread_join(ta, NULL);
-        pthread_join(tb, NULL);
+        int ra = pthread_create(&ta, NULL, generate, &a), rb = pthread_create(&tb, NULL, generate, &b);
+        CHECK(ra == 0 && rb == 0, "threads");
+        if (ra == 0)
+            pthread_join(ta, NULL);
+        if (rb == 0)
+            pthread_join(tb, NULL);
         CHECK(a.ok && b.ok, "round %d: threaded runs", round);
         CHECK(!memcmp(a.out, alone_a.out, sizeof a.out), "round %d: session A differs when run beside B", round);
         CHECK(!memcmp(b.out, alone_b.out, sizeof b.out), "round %d: session B differs when run beside A", round);
