@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "chat_template.h"
-#include "generate.h"
+#include "utf8.h"
 #include "request.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -6,9 +6,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "chat_template.h"
+#include "prompt.h"
 #include "request.h"
 #include "tport/tport.h"
+#include "utf8.h"
 
 typedef struct gen_job {
     const tport_model *m;
@@ -27,16 +28,6 @@ typedef struct gen_job {
     char error[256];
 } gen_job;
 
-/* Tokenizes a completion prompt (text with BOS, or ids checked against the
- * vocabulary) or a rendered chat (special markers in markup become their
- * tokens when the vocabulary has them).  Returns the count, or -1 with
- * err filled. */
-int32_t gen_tokenize_text(const tport_model *m, const char *text, bool add_bos, tport_token **out,
-                          serve_error *err);
-int32_t gen_check_ids(const tport_model *m, const int32_t *ids, int32_t n, tport_token **out, serve_error *err);
-int32_t gen_tokenize_chat(const tport_model *m, const chat_prompt *p, const char *const *markers,
-                          tport_token **out, serve_error *err);
-
 /* Sets up a job that owns prompt; the session and sampler stay the
  * caller's.  end_of_turn is an extra stop marker (chat), or NULL. */
 bool gen_init(gen_job *j, const tport_model *m, tport_session *s, int32_t n_ctx, tport_sampler *sm,
@@ -51,8 +42,5 @@ void gen_cut(gen_job *j);
  * valid UTF-8 string (invalid bytes become U+FFFD), or NULL if out of memory. */
 char *gen_take(gen_job *j);
 void gen_free(gen_job *j);
-
-/* Valid UTF-8 copy of n bytes (invalid sequences become U+FFFD). */
-char *utf8_clean(const char *s, size_t n);
 
 #endif

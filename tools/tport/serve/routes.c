@@ -40,7 +40,7 @@ static enum MHD_Result models(serve_conn *c) {
 static enum MHD_Result tokenize(serve_conn *c, const serve_request *req) {
     tport_token *ids = NULL;
     serve_error err;
-    int32_t n = gen_tokenize_text(c->srv->model, req->content, req->add_special, &ids, &err);
+    int32_t n = prompt_from_text(c->srv->model, req->content, req->add_special, &ids, &err);
     if (n < 0)
         return serve_send_error(c, 400, NULL, "%s", err.message);
     cJSON *r = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(r, "tokens");
@@ -70,15 +70,15 @@ static enum MHD_Result detokenize(serve_conn *c, const serve_request *req) {
 static int32_t prompt_tokens(serve_conn *c, const serve_request *req, bool chat, tport_token **ids, serve_error *err) {
     const serve_server *srv = c->srv;
     if (!chat)
-        return req->prompt_is_ids ? gen_check_ids(srv->model, req->prompt_ids, req->n_prompt_ids, ids, err)
-                                  : gen_tokenize_text(srv->model, req->prompt, true, ids, err);
+        return req->prompt_is_ids ? prompt_from_ids(srv->model, req->prompt_ids, req->n_prompt_ids, ids, err)
+                                  : prompt_from_text(srv->model, req->prompt, true, ids, err);
     chat_prompt p;
     if (!chat_render(srv->chat, req->messages, req->n_messages, &p)) {
         chat_prompt_free(&p);
         snprintf(err->message, sizeof err->message, "out of memory");
         return -1;
     }
-    int32_t n = gen_tokenize_chat(srv->model, &p, chat_markers(srv->chat), ids, err);
+    int32_t n = prompt_from_chat(srv->model, &p, chat_markers(srv->chat), ids, err);
     chat_prompt_free(&p);
     return n;
 }

@@ -1,6 +1,8 @@
 /* tport serve: the server's shared state and the parts' entry points.
- * http.c is the libmicrohttpd glue, routes.c the endpoints, stream.c the
- * server-sent events, slots.c the sessions, generate.c the token loop. */
+ * http.c is the libmicrohttpd glue, routes.c the endpoints, request.c the
+ * JSON bodies, stream.c the server-sent events, slots.c the sessions and
+ * queue, prompt.c the prompt tokens, chat_template.c the chat formats,
+ * generate.c the token loop, utf8.c valid output, serve_main.c the command. */
 #ifndef TPORT_SERVE_SERVE_H
 #define TPORT_SERVE_SERVE_H
 
