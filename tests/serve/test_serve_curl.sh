@@ -4,6 +4,20 @@
 # graceful stop with a stream in flight.
 . "$(dirname "$0")/serve_lib.sh"
 
+# ---- the command line: --help lists every option the parser takes; errors are one line
+HELP=$("$TPORT_CLI" serve --help)
+check "serve --help exits 0" $?
+MISSING=""
+for opt in -m --model --host --port --parallel --queue --ctx --api-key --chat-template --max-body --max-tokens \
+           --alias --backend --threads --tokenizer; do
+    grep -q -- "$opt" <<<"$HELP" || MISSING="$MISSING $opt"
+done
+expect_eq "--help documents every option" "$MISSING" ""
+ERR=$("$TPORT_CLI" serve -m "$MODEL" --bogus 1 2>&1 >/dev/null); RC=$?
+expect_eq "unknown option: one line, status 2" "$RC $(wc -l <<<"$ERR") ${ERR:0:28}" "2 1 tport: serve: unknown option"
+ERR=$("$TPORT_CLI" serve -m "$MODEL" --chat-template jinja2 2>&1 >/dev/null); RC=$?
+expect_eq "unknown --chat-template: status 2" "$RC ${ERR:0:46}" "2 tport: serve: unknown --chat-template 'jinja2'"
+
 KEY=test-key-123
 start_server --parallel 2 --queue 1 --ctx 2048 --max-body 65536 --api-key "$KEY"
 AUTH=(-H "Authorization: Bearer $KEY")
