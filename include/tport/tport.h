@@ -252,6 +252,27 @@ int32_t tport_tokenizer_tokenize(const tport_tokenizer *tk, const char *text, si
 int32_t tport_tokenizer_piece(const tport_tokenizer *tk, tport_token prev, tport_token id,
                               char *buf, int32_t cap);
 
+/* A string metadata value of the model file ("tokenizer.chat_template",
+ * "general.name"), or NULL if absent or not a string; lives as long as m. */
+const char *tport_model_meta_str(const tport_model *m, const char *key);
+/* The id of the token whose text is exactly len bytes of text (special
+ * tokens such as "<|im_end|>" included), or -1 if there is none. */
+tport_token tport_token_lookup(const tport_model *m, const char *text, size_t len);
+/* The text of n tokens, as tport_token_to_text gives them one after the
+ * other (the first without a previous token).  Writes at most cap bytes, no
+ * NUL; returns the number of bytes the text needs, or -1 on error (no
+ * vocabulary, an id outside it). */
+int32_t tport_detokenize(const tport_model *m, const tport_token *ids, int32_t n, char *buf, int32_t cap);
+/* Bytes the weights take in memory, and the KV cache of a session with
+ * n_ctx positions (0 = the model's context). */
+size_t tport_model_weight_bytes(const tport_model *m);
+size_t tport_model_kv_bytes(const tport_model *m, int32_t n_ctx);
+
+/* Threads: sessions of one model may run in different threads at once (one
+ * thread per session; the model, its tokenizer and weights are read-only
+ * after load).  Their evaluations are serialised inside tport_graph_compute
+ * by one process-wide lock, because the backend ABI promises each backend
+ * a single calling thread; sampling and tokenizing run in parallel. */
 typedef struct tport_session_params {
     int32_t n_ctx;           /* 0 = the model's context length             */
     int32_t n_batch;         /* prompt tokens per evaluation, 0 = 64       */

@@ -20,6 +20,7 @@ static const struct command commands[] = {
     {"convert", cmd_convert, "convert any readable model file to GGUF, optionally requantized"},
     {"run", cmd_run, "generate text with a model"},
     {"tokenize", cmd_tokenize, "the token ids of a text, as llama.cpp's tokenizer gives them"},
+    {"serve", cmd_serve, "an OpenAI-compatible HTTP server for a model"},
     {"bench", cmd_bench, "prompt and generation speed"},
     {"check-backend", cmd_check_backend, "conformance of a backend against the reference"},
     {"synth", cmd_synth, "write a random-weight llama model"},

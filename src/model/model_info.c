@@ -1,0 +1,76 @@
+/* What an application (tport serve) asks a loaded model besides running
+ * it: metadata strings, special tokens by text, detokenizing a sequence,
+ * and how much memory the weights and a KV cache take. */
+#include <string.h>
+
+#include "core/error.h"
+#include "model/model.h"
+
+const char *tport_model_meta_str(const tport_model *m, const char *key) {
+    if (!m || !key)
+        return NULL;
+    const tport_kv *kv = tport_model_file_kv(m->file, key);
+    return kv && kv->type == TPORT_KV_STRING ? kv->v.s : NULL;
+}
+
+tport_token tport_token_lookup(const tport_model *m, const char *text, size_t len) {
+    if (!m || !m->tok || !text)
+        return -1;
+    return tport_tokenizer_find(m->tok, text, len);
+}
+
+int32_t tport_detokenize(const tport_model *m, const tport_token *ids, int32_t n, char *buf, int32_t cap) {
+    if (!m || (!ids && n > 0) || n < 0 || cap < 0) {
+        tport_error(TPORT_STATUS_INVALID_ARGUMENT, "detokenize: bad argument");
+        return -1;
+    }
+    if (!m->tok) {
+        tport_error(TPORT_STATUS_UNSUPPORTED, "%s: the model has no vocabulary", m->file->path);
+        return -1;
+    }
+    int64_t need = 0;
+    for (int32_t i = 0; i < n; i++) {
+        if (ids[i] < 0 || ids[i] >= tport_tokenizer_n_tokens(m->tok)) {
+            tport_error(TPORT_STATUS_INVALID_ARGUMENT, "detokenize: token id %d outside [0, %d)", (int)ids[i],
+                        (int)tport_tokenizer_n_tokens(m->tok));
+            return -1;
+        }
+        int64_t room = need < cap ? cap - need : 0;
+        /* pieces past cap are only counted */
+        int32_t k = tport_tokenizer_decode(m->tok, i ? ids[i - 1] : -1, ids[i], room ? buf + need : NULL,
+                                           (int32_t)room);
+        if (k < 0)
+            return -1;
+        need += k;
+        if (need > INT32_MAX) {
+            tport_error(TPORT_STATUS_INVALID_ARGUMENT, "detokenize: the text exceeds 2 GiB");
+            return -1;
+        }
+    }
+    return (int32_t)need;
+}
+
+static size_t bytes_of(const tport_tensor *t) { return t ? tport_tensor_nbytes(t) : 0; }
+
+size_t tport_model_weight_bytes(const tport_model *m) {
+    if (!m)
+        return 0;
+    size_t total = bytes_of(m->tok_embd) + bytes_of(m->output_norm);
+    if (m->output != m->tok_embd)
+        total += bytes_of(m->output);
+    for (int32_t i = 0; i < m->sh.n_layer; i++) {
+        const tport_llama_layer *l = &m->layers[i];
+        const tport_tensor *w[] = {l->attn_norm, l->wq, l->wk, l->wv, l->wo, l->ffn_norm, l->w_gate, l->w_up, l->w_down};
+        for (size_t k = 0; k < sizeof w / sizeof w[0]; k++)
+            total += bytes_of(w[k]);
+    }
+    return total;
+}
+
+size_t tport_model_kv_bytes(const tport_model *m, int32_t n_ctx) {
+    if (!m || n_ctx < 0)
+        return 0;
+    const tport_llama_shape *sh = &m->sh;
+    return 2 * (size_t)sh->n_layer * (size_t)(n_ctx ? n_ctx : sh->n_ctx) * (size_t)sh->head_dim *
+           (size_t)sh->n_head_kv * sizeof(float);
+}
