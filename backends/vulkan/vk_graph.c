@@ -16,6 +16,7 @@ typedef struct loc {
 
 typedef struct dispatch {
     int shader;
+    uint32_t scratch_mask; /* bindings in the graph's scratch buffer */
     VkDescriptorBufferInfo bind[4];
     uint32_t w[VK_PARAM_WORDS];
     uint32_t gx, gy, gz;
@@ -23,6 +24,8 @@ typedef struct dispatch {
 
 typedef struct plan {
     vk_dev *dev;
+    vk_buf scratch; /* stands for the scratch buffer until it is made */
+    uint64_t scratch_bytes;
     dispatch *d;
     int n, cap;
 } plan;
@@ -118,6 +121,33 @@ static tport_status plan_mul_mat(plan *p, const tport_tensor_view *t, const loc 
     int slot = vk_weight_slot(a->type);
     bool vec = t->ne[1] < 8;
     int64_t rows = rows_per_chunk(p->dev, a);
+    tport_type_id round_to = vk_act_rounding(a);
+    tport_tensor_view rounded;
+    loc lr;
+    if (round_to) {
+        /* b rounded as the CPU quantizes it, into a dense F32 scratch copy */
+        rounded = *b;
+        rounded.nb[0] = 4;
+        for (int i = 1; i < 4; i++)
+            rounded.nb[i] = rounded.nb[i - 1] * (uint64_t)b->ne[i - 1];
+        lr = (loc){.buf = &p->scratch, .base = p->scratch_bytes};
+        p->scratch_bytes += (vk_span(&rounded) + p->dev->align - 1) & ~(p->dev->align - 1);
+        dispatch *x = add(p, VK_SH_QUANT_ACT);
+        if (!x)
+            return vk_host->error(TPORT_STATUS_OUT_OF_MEMORY, "vulkan: out of host memory");
+        tport_status st = bind_whole(p, x, 1, b, lb);
+        if (st == TPORT_STATUS_OK)
+            st = bind_whole(p, x, 3, &rounded, &lr);
+        if (st != TPORT_STATUS_OK)
+            return st;
+        x->scratch_mask = 1u << 3;
+        uint64_t blocks = (uint64_t)nelem(b) / (round_to == TPORT_TYPE_Q8_K ? 256 : 32);
+        x->w[64] = round_to == TPORT_TYPE_Q8_K;
+        x->w[65] = (uint32_t)blocks;
+        groups_1d(x, blocks, 64);
+        b = &rounded;
+        lb = &lr;
+    }
     for (int64_t r0 = 0; r0 < a->ne[1]; r0 += rows) {
         int64_t n = a->ne[1] - r0 < rows ? a->ne[1] - r0 : rows;
         dispatch *x = add(p, (vec ? VK_SH_MMV : VK_SH_MMT) + slot);
@@ -133,6 +163,8 @@ static tport_status plan_mul_mat(plan *p, const tport_tensor_view *t, const loc 
             st = bind_whole(p, x, 3, t, lt);
         if (st != TPORT_STATUS_OK)
             return st;
+        if (round_to)
+            x->scratch_mask = 1u << 1;
         x->w[64] = (uint32_t)r0;
         x->w[65] = (uint32_t)n;
         x->w[66] = (uint32_t)(b->ne[2] / a->ne[2]);
@@ -276,6 +308,7 @@ static void graph_free(vk_dev *d, vk_graph *gr) {
     if (gr->pool)
         vkDestroyDescriptorPool(d->dev, gr->pool, NULL);
     vk_buf_destroy(gr->params);
+    vk_buf_destroy(gr->scratch);
     memset(gr, 0, sizeof *gr);
 }
 
@@ -285,6 +318,13 @@ static tport_status record(vk_dev *d, plan *p, vk_graph *gr) {
     tport_status st = vk_buf_make(d, (uint64_t)n * VK_PARAM_WORDS * 4, true, &gr->params);
     if (st != TPORT_STATUS_OK)
         return st;
+    if (p->scratch_bytes) {
+        st = vk_buf_make(d, p->scratch_bytes, false, &gr->scratch);
+        if (st != TPORT_STATUS_OK) {
+            graph_free(d, gr);
+            return st;
+        }
+    }
     VkDescriptorPoolSize ps = {.type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .descriptorCount = (uint32_t)n * 5};
     VkDescriptorPoolCreateInfo pi = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO, .maxSets = (uint32_t)n,
                                      .poolSizeCount = 1, .pPoolSizes = &ps};
@@ -324,8 +364,13 @@ static tport_status record(vk_dev *d, plan *p, vk_graph *gr) {
             break;
         }
         VkDescriptorBufferInfo info[5];
-        for (int k = 0; k < 4; k++)
+        for (int k = 0; k < 4; k++) {
             info[k] = x->bind[k].buffer ? x->bind[k] : pinfo; /* unused bindings: any valid buffer */
+            if (x->scratch_mask & (1u << k)) {
+                info[k] = x->bind[k];
+                info[k].buffer = gr->scratch->buf;
+            }
+        }
         info[4] = pinfo;
         VkWriteDescriptorSet wr[5];
         for (uint32_t k = 0; k < 5; k++)
@@ -386,7 +431,7 @@ tport_status vk_graph_compute(vk_backend *be, vk_dev *d, const tport_graph_view 
     bool *touched = calloc((size_t)nt, sizeof *touched); /* a node or a source of one */
     bool *written = calloc((size_t)nt, sizeof *written);
     region *regs = calloc((size_t)nt, sizeof *regs);
-    plan p = {.dev = d};
+    plan p = {.dev = d, .scratch = {.size = UINT64_MAX / 4}};
     vk_buf *bounce = NULL;
     vk_graph local = {0};
     int nreg = 0;

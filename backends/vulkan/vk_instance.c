@@ -106,6 +106,7 @@ static tport_status make_device(vk_dev *d) {
     d->has16 = f11.storageBuffer16BitAccess;
     d->has8 = f12.storageBuffer8BitAccess;
     d->has_f16 = f12.shaderFloat16;
+    d->has_f64 = f2.features.shaderFloat64 && !env_on("TPORT_VULKAN_NO_F64");
     d->use16 = d->has16 && d->has8 && !env_on("TPORT_VULKAN_FORCE_32BIT");
 
     uint32_t nq = 0;
@@ -137,7 +138,9 @@ static tport_status make_device(vk_dev *d) {
     float prio = 1.0f;
     VkDeviceQueueCreateInfo qi = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
                                   .queueFamilyIndex = d->queue_family, .queueCount = 1, .pQueuePriorities = &prio};
-    VkDeviceCreateInfo di = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .pNext = &e11,
+    VkPhysicalDeviceFeatures2 e2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &e11,
+                                    .features = {.shaderFloat64 = d->has_f64}};
+    VkDeviceCreateInfo di = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .pNext = &e2,
                              .queueCreateInfoCount = 1, .pQueueCreateInfos = &qi};
     VkResult r = vkCreateDevice(d->phys, &di, NULL, &d->dev);
     if (r != VK_SUCCESS) {

@@ -22,6 +22,7 @@ enum {
     VK_SH_ROWNORM,
     VK_SH_ROPE,
     VK_SH_CONCAT,
+    VK_SH_QUANT_ACT,
     VK_SH_GET_ROWS, /* + type slot (VK_TY_*) */
     VK_SH_MMV = VK_SH_GET_ROWS + 6,
     VK_SH_MMT = VK_SH_MMV + 6,
@@ -49,6 +50,7 @@ typedef struct vk_graph {
     VkCommandBuffer cmd;
     VkDescriptorPool pool;
     vk_buf *params; /* parameter words of every dispatch */
+    vk_buf *scratch; /* rounded activations of quantized products */
     uint64_t last_ticket; /* the submission that last used it */
     uint64_t last_use;
     int n_dispatch;
@@ -66,7 +68,7 @@ struct vk_dev {
     char why_not[160]; /* when not ready */
     bool lost;
     bool use16;         /* 16/8-bit storage variants of the shaders */
-    bool has16, has8, has_f16;
+    bool has16, has8, has_f16, has_f64;
     uint64_t max_range; /* binding range (maxStorageBufferRange or forced) */
     uint64_t max_alloc; /* largest buffer */
     uint64_t align;     /* minStorageBufferOffsetAlignment */
@@ -125,6 +127,9 @@ int vk_weight_slot(tport_type_id type); /* VK_TY_* or -1 */
 /* vk_supports.c */
 bool vk_supports(vk_dev *d, const tport_graph_view *g, int32_t node);
 uint64_t vk_span(const tport_tensor_view *t);
+/* Q8_0 / Q8_K: how the CPU rounds the activations of a product with weights
+ * of `type` (0: not rounded); the shaders round them alike. */
+tport_type_id vk_act_rounding(const tport_tensor_view *w);
 
 /* vk_graph.c */
 tport_status vk_graph_compute(vk_backend *be, vk_dev *d, const tport_graph_view *g, tport_ticket *ticket);

@@ -29,16 +29,18 @@ int vk_weight_slot(tport_type_id type) {
     }
 }
 
-static void shader_name(int shader, bool use16, char *out, size_t n) {
+static void shader_name(int shader, bool use16, bool f64, char *out, size_t n) {
     const char *v = use16 ? "16" : "32";
     if (shader == VK_SH_ELEMENTWISE)
         snprintf(out, n, "elementwise_%s", v);
     else if (shader == VK_SH_ROWNORM)
-        snprintf(out, n, "rownorm_%s", v);
+        snprintf(out, n, "rownorm%s_%s", f64 ? "64" : "", v);
     else if (shader == VK_SH_ROPE)
         snprintf(out, n, "rope_%s", v);
     else if (shader == VK_SH_CONCAT)
         snprintf(out, n, "concat_%s", v);
+    else if (shader == VK_SH_QUANT_ACT)
+        snprintf(out, n, "quant_act_%s", v);
     else if (shader < VK_SH_MMV)
         snprintf(out, n, "get_rows_%s_%s", ty_names[shader - VK_SH_GET_ROWS], v);
     else if (shader < VK_SH_MMT)
@@ -73,7 +75,7 @@ tport_status vk_pipeline_get(vk_dev *d, int shader, VkPipeline *out) {
         return TPORT_STATUS_OK;
     }
     char name[48];
-    shader_name(shader, d->use16, name, sizeof name);
+    shader_name(shader, d->use16, d->has_f64, name, sizeof name);
     const vk_spirv_module *m = NULL;
     for (int i = 0; i < vk_spirv_count && !m; i++)
         if (!strcmp(vk_spirv_modules[i].name, name))

@@ -1,6 +1,7 @@
 /* supports_op: true only for nodes the shaders compute completely, with
  * every operand inside one binding range — except the weight (src0) of
  * mul_mat and get_rows, which is bound in chunks of rows when it is larger. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "vk_internal.h"
@@ -90,6 +91,20 @@ static bool fits_chunked(vk_dev *d, const tport_tensor_view *t) {
     return t->nb[1] >= row && row + t->nb[1] + d->align <= d->max_range;
 }
 
+tport_type_id vk_act_rounding(const tport_tensor_view *w) {
+    const char *off = getenv("TPORT_VULKAN_EXACT_ACTIVATIONS"); /* 1: products in plain f32 */
+    if (off && *off && strcmp(off, "0"))
+        return 0;
+    const tport_type_info *ti = vk_host->type_info ? vk_host->type_info(w->type) : NULL;
+    if (!ti || !ti->is_quantized || ti->struct_size < TPORT_TYPE_INFO_SIZE_1_0)
+        return 0;
+    if (ti->vec_dot_type == TPORT_TYPE_Q8_0 && w->ne[0] % 32 == 0)
+        return TPORT_TYPE_Q8_0;
+    if (ti->vec_dot_type == TPORT_TYPE_Q8_K && w->ne[0] % 256 == 0)
+        return TPORT_TYPE_Q8_K;
+    return 0;
+}
+
 static bool f32(const tport_tensor_view *t) {
     return t->type == TPORT_TYPE_F32;
 }
@@ -148,7 +163,8 @@ bool vk_supports(vk_dev *d, const tport_graph_view *g, int32_t node) {
         return s1 && f32(t) && f32(s1) && vk_weight_slot(s0->type) >= 0 && fits_chunked(d, s0) &&
                s0->ne[0] == s1->ne[0] && t->ne[0] == s0->ne[1] && t->ne[1] == s1->ne[1] && t->ne[2] == s1->ne[2] &&
                t->ne[3] == s1->ne[3] && s1->ne[2] % s0->ne[2] == 0 && s1->ne[3] % s0->ne[3] == 0 &&
-               (uint64_t)t->ne[1] * t->ne[2] * t->ne[3] <= lim[2];
+               (uint64_t)t->ne[1] * t->ne[2] * t->ne[3] <= lim[2] &&
+               (!vk_act_rounding(s0) || (uint64_t)nelements(s1) * 4 + d->align <= d->max_range);
     case TPORT_OP_CPY:
     case TPORT_OP_CONT:
         return (t->type == TPORT_TYPE_F32 || t->type == TPORT_TYPE_F16) &&

@@ -1,8 +1,11 @@
 /* The vulkan plug-in op by op on small shapes, through the public API:
  * mul_mat (one-token and tiled batch paths) and get_rows for every weight
  * type it claims, compared with a double-precision product of the
- * reference dequantization; every other op compared with the CPU backend
- * on the same graph.  Each case also checks the node ran on vulkan.
+ * reference dequantization (with TPORT_VULKAN_EXACT_ACTIVATIONS=1: the
+ * activations in f32), then the quantized products again against the CPU
+ * backend with the activations rounded as the CPU rounds them (the
+ * plug-in's default); every other op compared with the CPU backend on the
+ * same graph.  Each case also checks the node ran on vulkan.
  * ctest runs it plainly, with TPORT_VULKAN_FORCE_32BIT=1, with a small
  * TPORT_VULKAN_MAX_BUFFER (weights bound in chunks of rows) and under the
  * Khronos validation layer. */
@@ -253,6 +256,13 @@ static tport_tensor *leaf(tport_ctx *ctx, int64_t n0, int64_t n1, int64_t n2, in
     return t;
 }
 
+static tport_type_id mm_type;
+static int64_t mm_K, mm_N;
+static tport_tensor *b_mul_mat(tport_ctx *c) {
+    tport_tensor *a = tport_new_tensor_2d(c, mm_type, mm_K, 29);
+    fill(a, 1.0f);
+    return tport_mul_mat(c, a, leaf(c, mm_K, mm_N, 1, 1, 2));
+}
 static tport_tensor *b_add(tport_ctx *c) {
     return tport_add(c, leaf(c, 33, 4, 3, 2, 1), leaf(c, 33, 1, 3, 1, 1));
 }
@@ -353,6 +363,7 @@ int main(void) {
 
     /* (with a forced range these would partly run on cpu, whose quantized
      * products round activations to 8 bits: the other two runs cover them) */
+    setenv("TPORT_VULKAN_EXACT_ACTIVATIONS", "1", 1);
     for (size_t t = 0; !forced && t < sizeof weight_types / sizeof weight_types[0]; t++) {
         tport_type_id ty = weight_types[t];
         int64_t K = tport_type_get(ty)->block_size == 256 ? 512 : 96;
@@ -381,6 +392,18 @@ int main(void) {
         tport_ctx_free(ctx);
     }
 
+    unsetenv("TPORT_VULKAN_EXACT_ACTIVATIONS");
+
+    for (size_t t = 0; t < sizeof weight_types / sizeof weight_types[0]; t++) {
+        char what[64];
+        mm_type = weight_types[t];
+        mm_K = tport_type_get(mm_type)->block_size == 256 ? 512 : 96;
+        for (mm_N = 1; mm_N <= 12; mm_N += 11) {
+            snprintf(what, sizeof what, "mul_mat %s x N=%d, activations rounded", tport_type_get(mm_type)->name,
+                     (int)mm_N);
+            versus_cpu(what, b_mul_mat, 1e-5);
+        }
+    }
     versus_cpu("add (broadcast rows and dim 3)", b_add, 1e-6);
     versus_cpu("mul (broadcast one row)", b_mul, 1e-6);
     versus_cpu("scale", b_scale, 1e-6);
