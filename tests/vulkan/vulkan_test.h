@@ -4,6 +4,7 @@
 #ifndef TPORT_VULKAN_TEST_H
 #define TPORT_VULKAN_TEST_H
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
