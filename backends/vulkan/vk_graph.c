@@ -460,7 +460,7 @@ tport_status vk_graph_compute(vk_backend *be, vk_dev *d, const tport_graph_view 
         if (h) {
             vk_buf *b = vk_handle_get(be, h);
             if (!b || b->dev != d) {
-                st = fail("buffer handle not of this device", t);
+                st = fail("unknown or freed buffer handle, or one of another device", t);
                 goto done;
             }
             if (t->offset > b->size || span > b->size - t->offset) {
