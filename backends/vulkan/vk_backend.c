@@ -196,7 +196,14 @@ static tport_status vk_tensor_write(void *backend, tport_buffer h, uint64_t offs
         return TPORT_STATUS_INVALID_ARGUMENT;
     if (size && !src)
         return vk_host->error(TPORT_STATUS_INVALID_ARGUMENT, "vulkan: tensor_write without data");
-    return vk_upload(b->dev, b, offset, src, size);
+    /* src is copied before return; the ticket covers the copy on the device */
+    uint64_t done_at = 0;
+    tport_status st = vk_upload_async(b->dev, b, offset, src, size, &done_at);
+    if (st == TPORT_STATUS_OK && done_at && !ticket)
+        st = vk_wait(b->dev, done_at, UINT64_MAX);
+    else if (st == TPORT_STATUS_OK && ticket)
+        *ticket = done_at;
+    return st;
 }
 
 static tport_status vk_tensor_read(void *backend, tport_buffer h, uint64_t offset, const tport_tensor_view *t,

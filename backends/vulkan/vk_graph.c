@@ -569,6 +569,9 @@ tport_status vk_graph_compute(vk_backend *be, vk_dev *d, const tport_graph_view 
             gr->graph_key = g->graph_key;
             gr->bind_key = g->bind_key;
         }
+        vk_host->log(TPORT_LOG_DEBUG, "vulkan: recorded %d dispatches for %d nodes (graph key %016llx%s)", p.n,
+                     (int)g->n_nodes, (unsigned long long)(keyed ? g->graph_key : 0),
+                     keyed ? "" : ", host-memory operands: not kept");
     } else {
         /* a command buffer is not resubmitted while it is pending */
         st = vk_wait(d, gr->last_ticket, UINT64_MAX);

@@ -25,9 +25,15 @@ tport_status vk_status(VkResult r, const char *what) {
     }
 }
 
+/* Environment variables are ignored in set-uid processes, as everywhere
+ * in tensorport. */
+const char *vk_env(const char *name) {
+    return secure_getenv(name);
+}
+
 /* Bytes from an environment variable ("65536", "64k", "128m"), 0 if unset. */
 static uint64_t env_bytes(const char *name) {
-    const char *s = getenv(name);
+    const char *s = vk_env(name);
     if (!s || !*s)
         return 0;
     char *end = NULL;
@@ -39,8 +45,8 @@ static uint64_t env_bytes(const char *name) {
     return v;
 }
 
-static bool env_on(const char *name) {
-    const char *s = getenv(name);
+bool vk_env_on(const char *name) {
+    const char *s = vk_env(name);
     return s && *s && strcmp(s, "0") != 0;
 }
 
@@ -106,8 +112,8 @@ static tport_status make_device(vk_dev *d) {
     d->has16 = f11.storageBuffer16BitAccess;
     d->has8 = f12.storageBuffer8BitAccess;
     d->has_f16 = f12.shaderFloat16;
-    d->has_f64 = f2.features.shaderFloat64 && !env_on("TPORT_VULKAN_NO_F64");
-    d->use16 = d->has16 && d->has8 && !env_on("TPORT_VULKAN_FORCE_32BIT");
+    d->has_f64 = f2.features.shaderFloat64 && !vk_env_on("TPORT_VULKAN_NO_F64");
+    d->use16 = d->has16 && d->has8 && !vk_env_on("TPORT_VULKAN_FORCE_32BIT");
 
     uint32_t nq = 0;
     vkGetPhysicalDeviceQueueFamilyProperties(d->phys, &nq, NULL);
@@ -234,7 +240,7 @@ tport_status vk_instance_open(vk_backend *be) {
         n = VK_MAX_DEVICES;
     if (n)
         vkEnumeratePhysicalDevices(be->instance, &n, phys);
-    const char *pick = getenv("TPORT_VULKAN_DEVICE");
+    const char *pick = vk_env("TPORT_VULKAN_DEVICE");
     if (pick && *pick) {
         char *end = NULL;
         long want = strtol(pick, &end, 10);

@@ -13,6 +13,7 @@
 #define VK_PARAM_WORDS 80u  /* parameter words per dispatch (see shaders/common.glsl) */
 #define VK_MAX_DEVICES 8
 #define VK_GRAPH_CACHE 16   /* recorded graphs kept per device */
+#define VK_RING_SLOTS 64    /* the staging buffer as a ring of slots for small uploads */
 
 extern const tport_host_api *vk_host;
 
@@ -81,6 +82,8 @@ struct vk_dev {
     VkPipelineLayout layout;
     VkPipeline pipes[VK_SH_COUNT];
     vk_buf *staging; /* host-visible transfer buffer */
+    uint64_t ring_ticket[VK_RING_SLOTS]; /* last copy out of each staging slot */
+    uint32_t ring_head;
     VkCommandBuffer pending[64]; /* one-shot work submitted without waiting */
     uint64_t pending_ticket[64];
     int n_pending;
@@ -102,6 +105,8 @@ typedef struct vk_backend {
 tport_status vk_instance_open(vk_backend *be);
 void vk_instance_close(vk_backend *be);
 tport_status vk_status(VkResult r, const char *what);
+const char *vk_env(const char *name); /* NULL in set-uid processes */
+bool vk_env_on(const char *name);      /* set, not empty, not "0" */
 
 /* vk_memory.c */
 tport_status vk_buf_make(vk_dev *d, uint64_t size, bool host_visible, vk_buf **out);
@@ -113,6 +118,8 @@ tport_status vk_one_shot_end(vk_dev *d, VkCommandBuffer cmd, bool wait, uint64_t
 void vk_cmd_barrier(VkCommandBuffer cmd);
 void vk_reap(vk_dev *d, bool all);
 tport_status vk_upload(vk_dev *d, vk_buf *dst, uint64_t off, const void *src, uint64_t size);
+tport_status vk_upload_async(vk_dev *d, vk_buf *dst, uint64_t off, const void *src, uint64_t size,
+                             uint64_t *ticket);
 tport_status vk_download(vk_dev *d, vk_buf *src, uint64_t off, void *dst, uint64_t size);
 vk_buf *vk_handle_get(vk_backend *be, tport_buffer h);
 tport_buffer vk_handle_add(vk_backend *be, vk_buf *b);

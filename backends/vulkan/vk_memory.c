@@ -4,7 +4,9 @@
  * value, which is the ticket; every command buffer starts with a full
  * memory barrier, so work takes effect in submission order.  Transfers
  * between host memory and device buffers go through the device's
- * host-visible staging buffer in pieces and are synchronous. */
+ * host-visible staging buffer: small uploads (inputs per token) through a
+ * ring of its slots without waiting, the rest in pieces, synchronously
+ * (after all earlier work, so the ring is idle then). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -126,7 +128,18 @@ void vk_handle_drop(vk_backend *be, tport_buffer h) {
 
 /* ---- submissions -------------------------------------------------------- */
 
+/* TPORT_VULKAN_FAIL=lost:N: the device is "lost" at its N-th submission
+ * (tests the host's recovery; a real loss comes from the driver). */
+static bool injected_loss(vk_dev *d) {
+    const char *f = vk_env("TPORT_VULKAN_FAIL");
+    if (!f || strncmp(f, "lost:", 5))
+        return false;
+    return d->submitted + 1 >= strtoull(f + 5, NULL, 10);
+}
+
 tport_status vk_submit(vk_dev *d, VkCommandBuffer cmd, uint64_t *ticket) {
+    if (!d->lost && injected_loss(d))
+        d->lost = true;
     if (d->lost)
         return vk_host->error(TPORT_STATUS_DEVICE_LOST, "vulkan: %s was lost", d->props.deviceName);
     uint64_t value = d->submitted + 1;
@@ -265,6 +278,40 @@ tport_status vk_upload(vk_dev *d, vk_buf *dst, uint64_t off, const void *src, ui
             return st;
         done += n;
     }
+    return TPORT_STATUS_OK;
+}
+
+tport_status vk_upload_async(vk_dev *d, vk_buf *dst, uint64_t off, const void *src, uint64_t size,
+                             uint64_t *ticket) {
+    *ticket = 0;
+    uint64_t slot = d->staging->size / VK_RING_SLOTS;
+    uint32_t n = (uint32_t)((size + slot - 1) / slot);
+    if (dst->map || size == 0 || n > VK_RING_SLOTS / 4)
+        return vk_upload(d, dst, off, src, size);
+    if (d->ring_head + n > VK_RING_SLOTS)
+        d->ring_head = 0;
+    uint64_t busy = 0; /* the last copy still reading these slots */
+    for (uint32_t i = d->ring_head; i < d->ring_head + n; i++)
+        busy = d->ring_ticket[i] > busy ? d->ring_ticket[i] : busy;
+    tport_status st = vk_wait(d, busy, UINT64_MAX);
+    if (st != TPORT_STATUS_OK)
+        return st;
+    uint64_t at = (uint64_t)d->ring_head * slot;
+    memcpy((uint8_t *)d->staging->map + at, src, size);
+    VkCommandBuffer cmd;
+    st = vk_one_shot_begin(d, &cmd);
+    if (st != TPORT_STATUS_OK)
+        return st;
+    VkBufferCopy c = {.srcOffset = at, .dstOffset = off, .size = size};
+    vkCmdCopyBuffer(cmd, d->staging->buf, dst->buf, 1, &c);
+    uint64_t t = 0;
+    st = vk_one_shot_end(d, cmd, false, &t);
+    if (st != TPORT_STATUS_OK)
+        return st;
+    for (uint32_t i = d->ring_head; i < d->ring_head + n; i++)
+        d->ring_ticket[i] = t;
+    d->ring_head += n;
+    *ticket = t;
     return TPORT_STATUS_OK;
 }
 

@@ -82,6 +82,11 @@ tport_status vk_pipeline_get(vk_dev *d, int shader, VkPipeline *out) {
             m = &vk_spirv_modules[i];
     if (!m || m->size % 4)
         return vk_host->error(TPORT_STATUS_ERROR, "vulkan: shader %s is missing from the plug-in", name);
+    /* TPORT_VULKAN_FAIL=shader: injected build failure (tests the error path) */
+    const char *fail = vk_env("TPORT_VULKAN_FAIL");
+    if (fail && !strcmp(fail, "shader"))
+        return vk_host->error(TPORT_STATUS_ERROR, "vulkan: shader %s failed to build (injected by TPORT_VULKAN_FAIL)",
+                              name);
     uint32_t *words = malloc(m->size); /* pCode must be 4-byte aligned */
     if (!words)
         return vk_host->error(TPORT_STATUS_OUT_OF_MEMORY, "vulkan: out of host memory");

@@ -1,7 +1,6 @@
 /* supports_op: true only for nodes the shaders compute completely, with
  * every operand inside one binding range — except the weight (src0) of
  * mul_mat and get_rows, which is bound in chunks of rows when it is larger. */
-#include <stdlib.h>
 #include <string.h>
 
 #include "vk_internal.h"
@@ -92,8 +91,7 @@ static bool fits_chunked(vk_dev *d, const tport_tensor_view *t) {
 }
 
 tport_type_id vk_act_rounding(const tport_tensor_view *w) {
-    const char *off = getenv("TPORT_VULKAN_EXACT_ACTIVATIONS"); /* 1: products in plain f32 */
-    if (off && *off && strcmp(off, "0"))
+    if (vk_env_on("TPORT_VULKAN_EXACT_ACTIVATIONS")) /* products in plain f32 (tests) */
         return 0;
     const tport_type_info *ti = vk_host->type_info ? vk_host->type_info(w->type) : NULL;
     if (!ti || !ti->is_quantized || ti->struct_size < TPORT_TYPE_INFO_SIZE_1_0)

@@ -4,7 +4,10 @@
  * --backend vulkan equal the CPU's on stories260K, llama-2-tiny-random and
  * synthesized f32/f16/q8_0/q4_0/q4_k/q6_k files; per token only the logits
  * come back from the device (tport run --plan); TPORT_VULKAN_DEVICE naming
- * no device leaves the plug-in without devices, skipped with that reason. */
+ * no device leaves the plug-in without devices, skipped with that reason;
+ * injected failures (TPORT_VULKAN_FAIL) end cleanly: a shader that fails to
+ * build stops the run with a one-line error, a device lost in the middle of
+ * generation is recovered from on the CPU with the same ids. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -146,6 +149,41 @@ static void no_such_device(void) {
     free(out);
 }
 
+static void failures(void) {
+    char buf[1024];
+    const char *m = test_shared_path("models/stories260K.bin", buf, sizeof buf);
+    if (!m)
+        return;
+    char *cpu = ids_on(m, "cpu", "");
+    setenv("TPORT_VULKAN_FAIL", "shader", 1);
+    char args[1200];
+    snprintf(args, sizeof args, "run -m '%s' --prompt-ids 1 -n 4 --ids --temp 0 --backend vulkan", m);
+    int rc = run(args);
+    char *err = slurp(err_path);
+    const char *line = err ? strstr(err, "tport: ") : NULL;
+    CHECK(rc > 0 && rc < 128 && line && strstr(line, "failed to build") && strchr(line, '\n') &&
+              !strchr(strchr(line, '\n') + 1, '\n'),
+          "a failing shader: exit %d, stderr:\n%s", rc, err ? err : "");
+    free(err);
+    /* lost after 120 submissions: uploads (one each) and about a dozen
+     * tokens in; the host re-places the work on the cpu */
+    setenv("TPORT_VULKAN_FAIL", "lost:120", 1);
+    setenv("TPORT_BACKEND", "vulkan,cpu", 1);
+    snprintf(args, sizeof args, "run -m '%s' --prompt-ids 1,5,9 -n 16 --ids --temp 0 --threads 2", m);
+    rc = run(args);
+    char *out = slurp(out_path);
+    err = slurp(err_path);
+    unsetenv("TPORT_BACKEND");
+    unsetenv("TPORT_VULKAN_FAIL");
+    CHECK(rc == 0 && err && strstr(err, "backend vulkan lost") && strstr(err, "re-placed"),
+          "a lost device: exit %d, stderr:\n%s", rc, err ? err : "");
+    CHECK(out && cpu && !strcmp(out, cpu), "ids after the loss differ from the cpu's:\n  %s  %s", out ? out : "",
+          cpu ? cpu : "");
+    free(out);
+    free(err);
+    free(cpu);
+}
+
 int main(void) {
     const char *tmp = getenv("TMPDIR");
     snprintf(dir, sizeof dir, "%s/tport-vulkan-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -162,6 +200,7 @@ int main(void) {
     check_backend();
     models();
     no_such_device();
+    failures();
     remove(out_path);
     remove(err_path);
     rmdir(dir);
