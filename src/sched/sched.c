@@ -392,3 +392,22 @@ void tport_sched_free(tport_residency *res) {
     pthread_mutex_unlock(&compute_lock);
     memset(res, 0, sizeof *res);
 }
+
+int tport_sched_release(tport_tensor **leaves, int n, bool lost_only) {
+    pthread_mutex_lock(&compute_lock);
+    int kept = 0;
+    for (int i = 0; i < n; i++) {
+        tport_tensor *w = leaves[i];
+        const tport_active_backend *b = w->res.backend;
+        bool lost = sched_backend_lost(b);
+        if (lost_only && !lost) {
+            leaves[kept++] = w;
+            continue;
+        }
+        if (!lost)
+            b->mem.buffer_free(b->state, w->res.buffer);
+        memset(&w->res, 0, sizeof w->res);
+    }
+    pthread_mutex_unlock(&compute_lock);
+    return kept;
+}

@@ -23,7 +23,7 @@
 
 typedef struct opaque_counters {
     unsigned long long weight_writes, weight_buffers, other_writes, reads, fills, copies, computes;
-    unsigned long long host_pointers_seen, bad_handles, jobs_late;
+    unsigned long long host_pointers_seen, bad_handles, jobs_late, compiles, replays, forgets;
 } opaque_counters;
 
 static const opaque_counters *counters(void) {
@@ -113,6 +113,8 @@ int main(int argc, char **argv) {
         CHECK(after.bad_handles == 0, "%s: %llu unknown handles", c->file, after.bad_handles);
         CHECK(cpu_stats.n_uploads == 0 && cpu_stats.n_downloads == 0, "%s: the cpu-only run staged copies", c->file);
         unsigned long long wrote = after.weight_writes - before.weight_writes;
+        printf("%s: %s: %llu graphs recorded, %llu replayed\n", name, c->file, after.compiles - before.compiles,
+               after.replays - before.replays);
         printf("%s: %s: %llu weights uploaded, last token: %d splits, %d uploads (%llu B), %d downloads (%llu B)\n",
                name, c->file, wrote, dev_stats.n_splits, dev_stats.n_uploads, (unsigned long long)dev_stats.bytes_up,
                dev_stats.n_downloads, (unsigned long long)dev_stats.bytes_down);
@@ -126,6 +128,14 @@ int main(int argc, char **argv) {
                   c->file, dev_stats.n_uploads, dev_stats.n_downloads);
             if (k == 0)
                 CHECK(wrote == 2 + 9 * 5, "stories260K: %llu weights uploaded, it has 47", wrote);
+            /* recorded once per structure: the one-token prompt and every
+             * decode step share one graph (n_kv is padded to 32); a longer
+             * prompt is one structure more */
+            unsigned long long compiles = after.compiles - before.compiles;
+            CHECK(compiles == (c->n_prompt == 1 ? 1u : 2u), "%s: %llu graphs recorded for %d evaluations", c->file,
+                  compiles, c->n_gen);
+            CHECK(after.replays - before.replays + compiles >= (unsigned long long)c->n_gen,
+                  "%s: %llu replays", c->file, after.replays - before.replays);
         }
         if (!strcmp(scenario, "async"))
             CHECK(after.jobs_late > before.jobs_late, "no job completed late: not asynchronous");
