@@ -55,6 +55,11 @@ bool iso_call(iso_proxy *p, uint16_t type, const void *a, size_t na, const void 
         lost_error(p);
         return false;
     }
+    char at[96];
+    if (type == ISO_HELLO || type == ISO_START) { /* name the step the helper reported last */
+        snprintf(at, sizeof at, "%s (step %s)", during, p->stage);
+        during = at;
+    }
     const uint32_t seq = ++p->seq;
     const long long deadline = iso_deadline(p->timeout_ms);
     char cause[320];
@@ -76,6 +81,7 @@ bool iso_call(iso_proxy *p, uint16_t type, const void *a, size_t na, const void 
             break;
         if (h.type == ISO_STAGE && (type == ISO_HELLO || type == ISO_START) && ++stages <= ISO_MAX_STAGES) {
             copy_text(p->stage, sizeof p->stage, p->rx.p, h.size);
+            snprintf(at, sizeof at, "%s (step %s)", type == ISO_HELLO ? "loading" : "init", p->stage);
             continue;
         }
         if (h.type == ISO_REFUSED) {

@@ -12,6 +12,16 @@
 #include <time.h>
 #include <unistd.h>
 
+static uint16_t version = TPORT_ISOLATE_PROTOCOL;
+
+void iso_wire_set_version(uint16_t v) {
+    version = v;
+}
+
+uint16_t iso_wire_version(void) {
+    return version;
+}
+
 long long iso_now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -52,7 +62,7 @@ iso_io iso_send(int sock, uint16_t type, uint32_t seq, const void *a, size_t na,
                 int pass_fd, long long deadline) {
     if (na + nb > ISO_PAYLOAD_MAX)
         return ISO_IO_MALFORMED;
-    iso_header h = {.magic = ISO_MAGIC, .version = TPORT_ISOLATE_PROTOCOL, .type = type,
+    iso_header h = {.magic = ISO_MAGIC, .version = version, .type = type,
                     .size = (uint32_t)(na + nb), .seq = seq};
     struct iovec iov[3] = {{&h, sizeof h}, {(void *)a, na}, {(void *)b, nb}};
     int first = 0;
@@ -176,7 +186,7 @@ iso_io iso_recv(int sock, iso_header *h, iso_buf *buf, int *fd_out, long long de
         st = read_exact(sock, buf->p, h->size, &fd, &extra, deadline);
     if (st == ISO_IO_OK && (extra || (fd >= 0 && !fd_out)))
         st = ISO_IO_MALFORMED;
-    if (st == ISO_IO_OK && h->version != TPORT_ISOLATE_PROTOCOL)
+    if (st == ISO_IO_OK && h->version != version)
         st = ISO_IO_VERSION;
     if (st == ISO_IO_OK && fd_out)
         *fd_out = fd;

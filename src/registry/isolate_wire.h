@@ -24,6 +24,11 @@ typedef struct iso_buf {
     size_t cap;
 } iso_buf;
 
+/* The protocol version this side writes and accepts (default
+ * TPORT_ISOLATE_PROTOCOL; a test helper sets another to be refused). */
+void iso_wire_set_version(uint16_t version);
+uint16_t iso_wire_version(void);
+
 /* Monotonic milliseconds, and a deadline `ms` from now (ms < 0: none). */
 long long iso_now_ms(void);
 long long iso_deadline(long long ms);

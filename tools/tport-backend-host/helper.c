@@ -205,6 +205,7 @@ int main(int argc, char **argv) {
     if (*end || fd < 0 || fd > INT_MAX || fstat((int)fd, &st) != 0 || !S_ISSOCK(st.st_mode))
         fail("'%s' is not a socket descriptor", argv[1] + 9);
     sock = (int)fd;
+    iso_wire_set_version(TPORT_ISOLATE_PROTOCOL);
     prctl(PR_SET_PDEATHSIG, SIGKILL); /* again: the host may have died since exec */
     signal(SIGPIPE, SIG_IGN);
 
