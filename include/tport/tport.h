@@ -117,6 +117,17 @@ typedef struct tport_compute_params {
     const char *backend;    /* force one backend by name, or NULL = best  */
 } tport_compute_params;
 
+/* What one compute moved between host memory and backends' own memory
+ * (ABI 1.1 devices): staged copies at split boundaries, inputs, results. */
+typedef struct tport_sched_stats {
+    int32_t n_splits;    /* runs of consecutive nodes on one backend      */
+    int32_t n_uploads;   /* staged copies into a device's memory          */
+    int32_t n_downloads; /* staged copies out of a device's memory        */
+    uint64_t bytes_up, bytes_down;
+} tport_sched_stats;
+/* The figures of the last tport_graph_compute of g (zeros before). */
+tport_sched_stats tport_graph_stats(const tport_graph *g);
+
 /* Plans memory for intermediates (reusing dead buffers), assigns every node
  * to a backend and runs it.  Outputs stay valid until the graph is freed or
  * computed again. */
@@ -205,6 +216,11 @@ tport_status tport_session_eval(tport_session *s, const tport_token *ids, int32_
 const float *tport_session_logits(const tport_session *s); /* n_vocab floats */
 int32_t tport_session_pos(const tport_session *s);
 void tport_session_reset(tport_session *s);
+/* What the last evaluation moved between host and device memory (*last),
+ * the sum since the session began or was reset (*total), and how many
+ * evaluations that was; any pointer may be NULL. */
+tport_status tport_session_stats(const tport_session *s, tport_sched_stats *last, tport_sched_stats *total,
+                                 int32_t *n_evals);
 /* What ran where in the last evaluation, grouped by backend and op: row i
  * gives the backend and op names and returns its node count; 0 past the
  * last row. */

@@ -44,7 +44,7 @@ static tport_tensor *rope(builder *b, tport_tensor *t) {
 
 /* Self-attention of one layer; writes k and v into the caches first. */
 static tport_tensor *attention(builder *b, const tport_llama_layer *l, tport_tensor *h,
-                               float *k_cache, float *v_cache) {
+                               const tport_kv_layer *kv) {
     const tport_llama_shape *sh = b->sh;
     tport_ctx *ctx = b->ctx;
     int64_t hd = sh->head_dim, nkv = sh->n_head_kv;
@@ -58,8 +58,11 @@ static tport_tensor *attention(builder *b, const tport_llama_layer *l, tport_ten
     tport_tensor *vc = tport_new_tensor_3d(ctx, TPORT_TYPE_F32, hd, nkv, b->n_ctx);
     if (!kc || !vc)
         return NULL;
-    tport_tensor_set_data(kc, k_cache);
-    tport_tensor_set_data(vc, v_cache);
+    /* the cache lives in host memory or, as a resident leaf, on a device */
+    tport_tensor_set_data(kc, kv->k);
+    tport_tensor_set_data(vc, kv->v);
+    kc->res = kv->k_res;
+    vc->res = kv->v_res;
 
     /* The copies join the graph before anything reads the cache, so the
      * topological order runs them first. */
@@ -161,7 +164,7 @@ tport_status tport_llama_eval_batch(const tport_llama_eval *e) {
         tport_tensor *x = tport_get_rows(ctx, m->tok_embd, t_ids);
         for (int32_t il = 0; il < sh->n_layer && x; il++) {
             const tport_llama_layer *l = &m->layers[il];
-            tport_tensor *att = attention(&b, l, norm(&b, x, l->attn_norm), e->k_cache[il], e->v_cache[il]);
+            tport_tensor *att = attention(&b, l, norm(&b, x, l->attn_norm), &e->kv[il]);
             x = tport_add(ctx, x, att);
             x = tport_add(ctx, x, feed_forward(&b, l, norm(&b, x, l->ffn_norm)));
         }
@@ -177,8 +180,10 @@ tport_status tport_llama_eval_batch(const tport_llama_eval *e) {
     } else if ((st = tport_graph_add(g, logits)) == TPORT_STATUS_OK) {
         tport_compute_params cp = {.n_threads = e->n_threads, .backend = e->backend};
         st = tport_graph_compute(g, &cp);
-        if (st == TPORT_STATUS_OK && e->tally)
+        if (st == TPORT_STATUS_OK && e->tally) {
             tally_nodes(g, e->tally);
+            e->tally->stats = tport_graph_stats(g);
+        }
         const float *out = st == TPORT_STATUS_OK ? tport_tensor_data(logits) : NULL;
         if (out)
             memcpy(e->logits, out, (size_t)sh->n_vocab * sizeof(float));

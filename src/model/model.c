@@ -69,6 +69,7 @@ tport_model *tport_model_load(const char *path, const tport_model_params *params
         tport_error(TPORT_STATUS_OUT_OF_MEMORY, "model_load: out of memory");
         return NULL;
     }
+    pthread_mutex_init(&m->lost_lock, NULL);
     tport_status st = params && params->backend ? check_backend(params->backend) : TPORT_STATUS_OK;
     if (st == TPORT_STATUS_OK)
         st = tport_model_file_open(path, &m->file);
@@ -115,6 +116,9 @@ tport_status tport_model_own(tport_model *m, void *buf) {
 void tport_model_free(tport_model *m) {
     if (!m)
         return;
+    tport_model_release_weights(m, false);
+    free(m->resident);
+    pthread_mutex_destroy(&m->lost_lock);
     tport_tokenizer_free(m->tok);
     tport_ctx_free(m->wctx);
     free(m->layers);

@@ -2,6 +2,9 @@
 #ifndef TPORT_MODEL_MODEL_H
 #define TPORT_MODEL_MODEL_H
 
+#include <pthread.h>
+
+#include "core/tensor.h"
 #include "formats/model_file.h"
 #include "model/tokenizer.h"
 #include "tport/tport.h"
@@ -34,7 +37,25 @@ struct tport_model {
     int n_converted, cap_converted;
     char *placement_report;      /* the conversion lines logged at load,
                                     '\n'-separated; NULL if none          */
+    tport_tensor **resident;     /* weights with a copy in a backend's memory */
+    int n_resident, cap_resident;
+    pthread_mutex_t lost_lock;   /* re-placement after a lost device        */
 };
+
+/* A weight and the backend that runs its consumer op (placement's answer). */
+typedef struct tport_weight_home {
+    tport_tensor *weight;
+    const struct tport_active_backend *backend;
+} tport_weight_home;
+/* Uploads each weight once into its backend's memory where that backend
+ * has memory of its own (or keeps weights in a layout of its own); see
+ * weight_residency.c.  A refused upload leaves the weight in host memory. */
+tport_status tport_model_upload_weights(tport_model *m, const tport_weight_home *homes, int n);
+/* Frees the backends' copies (only those of lost backends if lost_only);
+ * the weights fall back to the file's bytes. */
+void tport_model_release_weights(tport_model *m, bool lost_only);
+/* Bytes of weights resident in the named backend's memory. */
+uint64_t tport_model_resident_bytes(const tport_model *m, const char *backend);
 
 /* Fills the shape from the file's hyperparameters and tensor shapes;
  * refuses anything inconsistent. */
@@ -66,11 +87,19 @@ typedef struct tport_node_tally {
         const char *op;      /* static string                           */
         int32_t count;
     } rows[TPORT_TALLY_ROWS];
+    tport_sched_stats stats;     /* what the evaluation moved between memories */
 } tport_node_tally;
+
+/* One layer's KV cache: host memory (k, v) or a device's (k_res, v_res,
+ * with k == v == NULL), on the device that runs the layer's attention. */
+typedef struct tport_kv_layer {
+    float *k, *v;
+    tport_residency k_res, v_res;
+} tport_kv_layer;
 
 typedef struct tport_llama_eval {
     const tport_model *m;
-    float **k_cache, **v_cache;  /* n_layer buffers each                    */
+    const tport_kv_layer *kv;    /* n_layer caches                          */
     int32_t n_ctx;
     int32_t pos;
     const tport_token *ids;

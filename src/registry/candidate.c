@@ -326,6 +326,7 @@ bool tport_candidate_start(tport_candidate *c) {
         sanitize_array(d->name, sizeof d->name);
         sanitize_array(d->description, sizeof d->description);
     }
+    tport_backend_mem_resolve(&c->active, c->n_devices > 0 ? &c->devices[0] : NULL);
     stage("done");
     return true;
 }
