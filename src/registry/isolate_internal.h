@@ -48,6 +48,7 @@ typedef struct iso_proxy {
     int sock;
     uint32_t seq;
     bool lost;
+    bool in_compute;  /* a loss now is reported by the scheduler, with its split */
     long long timeout_ms;
     uint64_t n_compute;
     iso_buf rx;
@@ -84,7 +85,10 @@ typedef struct iso_proxy {
  * back with TPORT_STATUS_DEVICE_LOST recorded as the error. */
 bool iso_call(iso_proxy *p, uint16_t type, const void *a, size_t na, const void *b, size_t nb, int fd,
               const char *during, uint32_t *size);
-/* Marks p lost with a cause; kills and reaps the helper; prints one line. */
+/* Marks p lost with a cause; kills and reaps the helper.  Outside compute
+ * it prints the one line "tport: backend NAME lost: CAUSE during CALL";
+ * in compute the cause is the recorded error, which the scheduler turns
+ * into its line naming the split. */
 void iso_lose(iso_proxy *p, bool peer_gone, const char *cause, const char *during);
 
 /* ---- isolate_region.c ----------------------------------------------------- */

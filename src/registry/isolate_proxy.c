@@ -31,6 +31,11 @@ void iso_lose(iso_proxy *p, bool peer_gone, const char *cause, const char *durin
         close(p->sock);
     p->sock = -1;
     iso_region_unmap_all(p); /* the helper's mappings went with it */
+    if (p->in_compute) {
+        tport_log(TPORT_LOG_DEBUG, "backends: isolated %s lost during %s", p->name, during);
+        tport_error(TPORT_STATUS_DEVICE_LOST, "%s", cause ? cause : how);
+        return;
+    }
     char line[512];
     snprintf(line, sizeof line, "backend %s lost: %s during %s", p->name, cause ? cause : how, during);
     fprintf(stderr, "tport: %s\n", line);
@@ -224,7 +229,9 @@ static tport_status compute_locked(iso_proxy *p, int32_t device, const tport_gra
 static tport_status proxy_compute(void *backend, int32_t device, const tport_graph_view *g) {
     iso_proxy *p = backend;
     pthread_mutex_lock(&p->lock);
+    p->in_compute = true;
     tport_status st = compute_locked(p, device, g);
+    p->in_compute = false;
     pthread_mutex_unlock(&p->lock);
     return st;
 }

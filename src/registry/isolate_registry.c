@@ -326,6 +326,7 @@ bool tport_isolate_start(tport_candidate *c) {
         .name = c->name, .api = c->api, .state = p, .abi_minor = TPORT_ABI_MINOR,
         .score = c->score, .path = c->path, .n_devices = p->device_count,
     };
+    tport_backend_mem_resolve(&c->active, &c->devices[0]); /* the proxy's 1.1 slots and caps */
     return true;
 }
 
