@@ -266,6 +266,8 @@ static int run_isolated(const char *target, printer *prp) {
     else
         printf("\n%d passed, %d failed, %d not claimed, %d without a reference (isolated)\n", num.passed, failed,
                num.not_claimed, num.no_reference);
+    if (claims_nothing && !pr.json)
+        printf("FAIL: the backend claimed none of the numerics cases (it could run nothing)\n");
     fflush(stdout);
     tport_registry_shutdown();
     return failed ? 1 : 0;
