@@ -84,10 +84,18 @@ static bool view_has_buffer(const tport_tensor_view *t) {
 }
 
 /* ---- collecting the tensors a call needs ---------------------------------- */
+/* Makes remap/order/is_node hold n_tensors entries and forgets the marks
+ * of the previous call (only those: supports_op is asked node by node, so
+ * a pass over every tensor per call would be quadratic per graph). */
 static tport_status prepare(iso_proxy *p, int32_t n_tensors) {
     if (n_tensors < 0 || n_tensors > ISO_MAX_TENSORS)
         return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "isolated %s: a graph of %d tensors", p->name,
                            (int)n_tensors);
+    for (int32_t i = 0; i < p->n_marked; i++) {
+        p->remap[p->order[i]] = -1;
+        p->is_node[p->order[i]] = 0;
+    }
+    p->n_marked = 0;
     if ((uint32_t)n_tensors > p->remap_cap) {
         uint32_t cap = p->remap_cap ? p->remap_cap : 256;
         while (cap < (uint32_t)n_tensors)
@@ -103,11 +111,11 @@ static tport_status prepare(iso_proxy *p, int32_t n_tensors) {
             p->is_node = c;
         if (!a || !b || !c)
             return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "out of memory");
+        for (uint32_t i = p->remap_cap; i < cap; i++) {
+            p->remap[i] = -1;
+            p->is_node[i] = 0;
+        }
         p->remap_cap = cap;
-    }
-    for (int32_t i = 0; i < n_tensors; i++) {
-        p->remap[i] = -1;
-        p->is_node[i] = 0;
     }
     return TPORT_STATUS_OK;
 }
@@ -121,6 +129,7 @@ static int32_t mark(iso_proxy *p, int32_t idx, int32_t *count) {
     if (p->remap[idx] < 0) {
         p->order[*count] = idx;
         p->remap[idx] = (*count)++;
+        p->n_marked = *count;
     }
     return p->remap[idx];
 }
@@ -228,7 +237,7 @@ static uint64_t structure_hash(uint64_t h, const tport_tensor_view *t) {
     return h;
 }
 
-tport_status iso_encode_supports(iso_proxy *p, const tport_graph_view *g, int32_t node, uint64_t *key) {
+tport_status iso_supports_key(iso_proxy *p, const tport_graph_view *g, int32_t node, uint64_t *key) {
     tport_status st = prepare(p, g->n_tensors);
     if (st)
         return st;
@@ -242,7 +251,13 @@ tport_status iso_encode_supports(iso_proxy *p, const tport_graph_view *g, int32_
     for (int s = 0; s < TPORT_MAX_SRC; s++)
         h = fnv(h, &(int32_t){t->src[s] >= 0 ? p->remap[t->src[s]] : -1}, sizeof(int32_t));
     *key = h ? h : 1;
-    if ((st = begin(p, n, 1)))
+    return TPORT_STATUS_OK;
+}
+
+tport_status iso_encode_supports(iso_proxy *p, const tport_graph_view *g, int32_t node) {
+    const int32_t n = p->n_marked; /* marked by iso_supports_key */
+    tport_status st = begin(p, n, 1);
+    if (st)
         return st;
     for (int32_t i = 0; i < n; i++) {
         const tport_tensor_view *v = g->tensors[p->order[i]];

@@ -74,8 +74,9 @@ typedef struct iso_proxy {
     uint32_t sup_n;
     /* encoding scratch */
     iso_bytes enc, blob;
-    int32_t *remap, *order;
+    int32_t *remap, *order; /* -1 / tensors marked for the current message */
     uint8_t *is_node;
+    int32_t n_marked;
     uint32_t remap_cap;
 } iso_proxy;
 
@@ -106,8 +107,11 @@ void iso_region_release_all(iso_proxy *p);
 /* Bytes a tensor spans from its first byte (0 if a dimension is empty);
  * false for an unknown type or an overflow. */
 bool iso_extent(uint32_t type, const int64_t ne[4], const uint64_t nb[4], uint64_t *bytes);
-/* Encodes node `node` of g and its sources for supports_op into p->enc. */
-tport_status iso_encode_supports(iso_proxy *p, const tport_graph_view *g, int32_t node, uint64_t *key);
+/* The structure hash of node `node` of g and its sources (what supports_op
+ * answers are cached by); marks them for iso_encode_supports. */
+tport_status iso_supports_key(iso_proxy *p, const tport_graph_view *g, int32_t node, uint64_t *key);
+/* Encodes the node and sources iso_supports_key marked into p->enc. */
+tport_status iso_encode_supports(iso_proxy *p, const tport_graph_view *g, int32_t node);
 /* Encodes the nodes of g for compute into p->enc; host memory is staged
  * into the scratch region (weights once into the arena). */
 tport_status iso_encode_compute(iso_proxy *p, const tport_graph_view *g);

@@ -36,7 +36,7 @@ void iso_lose(iso_proxy *p, bool peer_gone, const char *cause, const char *durin
         tport_error(TPORT_STATUS_DEVICE_LOST, "%s", cause ? cause : how);
         return;
     }
-    char line[512];
+    char line[1024];
     snprintf(line, sizeof line, "backend %s lost: %s during %s", p->name, cause ? cause : how, during);
     fprintf(stderr, "tport: %s\n", line);
     tport_error(TPORT_STATUS_DEVICE_LOST, "%s", line);
@@ -67,7 +67,7 @@ bool iso_call(iso_proxy *p, uint16_t type, const void *a, size_t na, const void 
     }
     const uint32_t seq = ++p->seq;
     const long long deadline = iso_deadline(p->timeout_ms);
-    char cause[320];
+    char cause[512];
     iso_io io = iso_send(p->sock, type, seq, a, na, b, nb, fd, deadline);
     int stages = 0;
     while (io == ISO_IO_OK) {
@@ -163,11 +163,11 @@ static bool proxy_supports_op(void *backend, int32_t device, const tport_graph_v
     pthread_mutex_lock(&p->lock);
     bool yes = false;
     uint64_t key = 0;
-    if (!p->lost && iso_encode_supports(p, g, node, &key) == TPORT_STATUS_OK) {
+    if (!p->lost && iso_supports_key(p, g, node, &key) == TPORT_STATUS_OK) {
         int known = iso_supports_cached(p, key);
         if (known >= 0) {
             yes = known;
-        } else {
+        } else if (iso_encode_supports(p, g, node) == TPORT_STATUS_OK) {
             uint32_t size = 0;
             if (iso_call(p, ISO_SUPPORTS, p->enc.p, p->enc.len, NULL, 0, -1, "supports_op", &size)) {
                 iso_status r;
@@ -218,7 +218,7 @@ static tport_status compute_locked(iso_proxy *p, int32_t device, const tport_gra
         return TPORT_STATUS_OK;
     }
     if (r.status == TPORT_STATUS_DEVICE_LOST) {
-        char cause[320];
+        char cause[512];
         snprintf(cause, sizeof cause, "the plug-in reported its device lost (%s), helper ended", text);
         iso_lose(p, false, cause, during);
         return TPORT_STATUS_DEVICE_LOST;
@@ -257,7 +257,6 @@ static tport_status proxy_wait(void *backend, int32_t device, tport_ticket ticke
 static tport_status proxy_buffer_alloc(void *backend, int32_t device, uint32_t kind, uint32_t usage, uint64_t size,
                                        tport_buffer *out, void **host_ptr) {
     iso_proxy *p = backend;
-    (void)usage;
     if (!out || device != 0 || (kind != TPORT_MEM_DEVICE && kind != TPORT_MEM_HOST_STAGING))
         return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "isolated %s: bad buffer_alloc arguments", p->name);
     pthread_mutex_lock(&p->lock);
@@ -269,6 +268,8 @@ static tport_status proxy_buffer_alloc(void *backend, int32_t device, uint32_t k
     } else if (!id) {
         st = TPORT_STATUS_OUT_OF_MEMORY;
     } else {
+        tport_log(TPORT_LOG_DEBUG, "backends: isolated %s: buffer %u of %llu bytes (kind %u, usage %u)", p->name, id,
+                  (unsigned long long)size, kind, usage);
         *out = id;
         if (host_ptr)
             *host_ptr = kind == TPORT_MEM_HOST_STAGING ? iso_region_get(p, id)->base : NULL;
