@@ -203,7 +203,8 @@ static tport_status finish(iso_proxy *p, int32_t n_tensors, const int32_t *nodes
     }
     if (!bytes_reserve(&p->enc, p->enc.len + p->blob.len))
         return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "out of memory");
-    memcpy(p->enc.p + p->enc.len, p->blob.p, p->blob.len);
+    if (p->blob.len)
+        memcpy(p->enc.p + p->enc.len, p->blob.p, p->blob.len);
     p->enc.len += p->blob.len;
     return TPORT_STATUS_OK;
 }

@@ -2,7 +2,7 @@
  * device, so the host prefers it for every such add of a real model) until
  * it misbehaves, for the isolation tests (test_isolate.c, isolate_*.cmake):
  *
- *   CRASHY_KIND  1 SIGSEGV (a store through a NULL pointer), 2 abort(),
+ *   CRASHY_KIND  1 SIGSEGV (a store to a PROT_NONE page), 2 abort(),
  *                3 SIGILL (__builtin_trap), 4 exit(3), 5 hang for ever,
  *                6 garbage: write junk into descriptor 3 (the helper's
  *                socket, as a stray write from a corrupted plug-in would),
@@ -12,6 +12,7 @@
  *
  * Includes only tport/backend.h (and libc for the misdeeds). */
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "tport/backend.h"
@@ -34,9 +35,10 @@ static int state_token;
 
 static void misbehave(void) {
     switch (CRASHY_KIND) {
-    case 1: {
-        volatile int *volatile p = 0; /* volatile store: the compiler must do it */
-        *p = 1;
+    case 1: { /* a store to a page that may not be touched: a real SIGSEGV */
+        volatile int *p = mmap(0, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p != MAP_FAILED)
+            *p = 1;
         break;
     }
     case 2: abort();
