@@ -49,6 +49,7 @@ typedef struct iso_proxy {
     uint32_t seq;
     bool lost;
     bool in_compute;  /* a loss now is reported by the scheduler, with its split */
+    bool refused;     /* ended over a protocol version mismatch            */
     long long timeout_ms;
     uint64_t n_compute;
     iso_buf rx;

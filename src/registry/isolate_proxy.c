@@ -37,7 +37,10 @@ void iso_lose(iso_proxy *p, bool peer_gone, const char *cause, const char *durin
         return;
     }
     char line[1024];
-    snprintf(line, sizeof line, "backend %s lost: %s during %s", p->name, cause ? cause : how, during);
+    if (p->refused) /* another protocol version: not a loss, a refusal */
+        snprintf(line, sizeof line, "backend %s refused: %s", p->name, cause ? cause : how);
+    else
+        snprintf(line, sizeof line, "backend %s lost: %s during %s", p->name, cause ? cause : how, during);
     fprintf(stderr, "tport: %s\n", line);
     tport_error(TPORT_STATUS_DEVICE_LOST, "%s", line);
 }
@@ -77,8 +80,9 @@ bool iso_call(iso_proxy *p, uint16_t type, const void *a, size_t na, const void 
             char text[ISO_TEXT_MAX] = "";
             if (h.type == ISO_REFUSED)
                 copy_text(text, sizeof text, p->rx.p, h.size);
-            snprintf(cause, sizeof cause, "the helper speaks isolation protocol %u, this host speaks %u%s%s, refused",
-                     h.version, TPORT_ISOLATE_PROTOCOL, text[0] ? ": " : "", text);
+            snprintf(cause, sizeof cause, "the helper speaks isolation protocol %u, this host speaks %u%s%s%s",
+                     h.version, TPORT_ISOLATE_PROTOCOL, text[0] ? " (the helper: " : "", text, text[0] ? ")" : "");
+            p->refused = true;
             iso_lose(p, false, cause, during);
             return false;
         }

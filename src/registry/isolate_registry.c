@@ -20,6 +20,12 @@
 #include "isolate_spawn.h"
 #include "search_path.h"
 
+/* The installed bindir relative to the libdir (CMake passes it: ../bin, or
+ * ../../bin for a multiarch lib/x86_64-linux-gnu). */
+#ifndef TPORT_HELPER_FROM_LIBDIR
+#define TPORT_HELPER_FROM_LIBDIR "../bin"
+#endif
+
 #define TIMEOUT_DEFAULT_S 30
 #define TIMEOUT_MAX_S 86400
 
@@ -110,7 +116,7 @@ bool tport_isolate_helper_path(char *buf, size_t cap) {
     char *cut = strstr(dir, "/tport/backends");
     if (cut && !cut[strlen("/tport/backends")]) {
         *cut = '\0';
-        static const char *const rel[] = {"/../bin/tport-backend-host", "/../tport-backend-host"};
+        static const char *const rel[] = {"/" TPORT_HELPER_FROM_LIBDIR "/tport-backend-host", "/../tport-backend-host"};
         for (size_t i = 0; i < sizeof rel / sizeof *rel; i++) {
             snprintf(buf, cap, "%s%s", dir, rel[i]);
             if (executable(buf))

@@ -375,6 +375,8 @@ static void version_mismatch(void) {
     expect("libcrashy_never.so", TPORT_CANDIDATE_REJECTED, "the host speaks isolation protocol 1, this helper speaks 99");
     tport_registry_shutdown();
     capture_end(log, sizeof log);
+    CHECK(strstr(log, "tport: backend libcrashy_never.so refused: the helper speaks isolation protocol 99") != NULL,
+          "version: no refusal line");
     leaves_nothing("version", fds);
 }
 
