@@ -15,8 +15,8 @@
  * checker reports the signal with exit status 1.
  *
  * With --isolate NAME the backend named NAME runs in its helper process
- * (tport-backend-host) and the numerics tier drives it through the
- * isolation proxy, exactly as a program would; the ABI tier, which calls
+ * (tport-backend-host) and the numerics and device-memory tiers drive it
+ * through the isolation proxy, exactly as a program would; the ABI tier, which calls
  * the entry point with test host tables, needs the plug-in in-process and
  * is skipped (a crash is then reported as the device lost). */
 #include <dlfcn.h>
@@ -260,7 +260,10 @@ static int run_isolated(const char *target, printer *prp) {
         printf("checking '%s' (%s) isolated in its helper process; ABI tier skipped (it needs the plug-in "
                "in-process)\n\n", a->name, a->path ? a->path : "embedded");
     }
-    tport_check_counts num = tport_conformance_numerics(a->api, a->state, print_result, &pr);
+    tport_check_counts num = tport_conformance_numerics(a->api, a->state, &a->mem, print_result, &pr);
+    tport_check_counts dev = tport_conformance_device(a->api, a->state, &a->mem, print_result, &pr);
+    num.passed += dev.passed;
+    num.failed += dev.failed;
     const bool claims_nothing = !num.passed && !num.failed;
     const int failed = num.failed + (claims_nothing ? 1 : 0);
     if (pr.json)
