@@ -315,7 +315,7 @@ static tport_status weight_loc(iso_proxy *p, const tport_tensor_view *t, uint64_
         uint64_t off = ((p->arena_used + ALIGN - 1) & ~(uint64_t)(ALIGN - 1)) + (ptr & (ALIGN - 1));
         if (!a || !a->base || off + ext > a->size) {
             uint64_t size = ext + ALIGN > ARENA_CHUNK ? ext + ALIGN : ARENA_CHUNK;
-            uint32_t id = iso_region_new(p, size);
+            uint32_t id = iso_region_new(p, size, true);
             if (!id)
                 return region_failed(p);
             p->arena = id;
@@ -380,7 +380,7 @@ static tport_status stage_in(iso_proxy *p) {
             iso_region_free(p, p->scratch);
         p->scratch = 0;
         uint64_t want = total + total / 4 > ((uint64_t)1 << 20) ? total + total / 4 : (uint64_t)1 << 20;
-        uint32_t id = iso_region_new(p, want);
+        uint32_t id = iso_region_new(p, want, false);
         if (!id)
             return region_failed(p);
         p->scratch = id;

@@ -95,8 +95,10 @@ void iso_lose(iso_proxy *p, bool peer_gone, const char *cause, const char *durin
 
 /* ---- isolate_region.c ----------------------------------------------------- */
 /* A new shared region of `size` bytes mapped here and in the helper; 0 on
- * failure (an error is recorded; a lost helper is reported). */
-uint32_t iso_region_new(iso_proxy *p, uint64_t size);
+ * failure (an error is recorded; a lost helper is reported).  `populate`:
+ * the whole region will be written and read (weights), so both sides map
+ * it in one go instead of a page fault per page. */
+uint32_t iso_region_new(iso_proxy *p, uint64_t size, bool populate);
 void iso_region_free(iso_proxy *p, uint32_t id);
 /* The region for a handle, or NULL. */
 iso_region *iso_region_get(iso_proxy *p, uint64_t id);

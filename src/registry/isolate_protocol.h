@@ -88,9 +88,10 @@ typedef struct iso_started {
 
 typedef struct iso_map {
     uint32_t region; /* 1.. ISO_MAX_REGIONS-1 */
-    uint32_t reserved;
+    uint32_t flags;  /* ISO_MAP_* */
     uint64_t size;
 } iso_map;
+#define ISO_MAP_POPULATE 1u /* map every page now (weights: all of it is read) */
 
 typedef struct iso_status {
     int32_t status;

@@ -265,7 +265,7 @@ static tport_status proxy_buffer_alloc(void *backend, int32_t device, uint32_t k
         return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "isolated %s: bad buffer_alloc arguments", p->name);
     pthread_mutex_lock(&p->lock);
     tport_status st = TPORT_STATUS_OK;
-    uint32_t id = p->lost ? 0 : iso_region_new(p, size);
+    uint32_t id = p->lost ? 0 : iso_region_new(p, size, usage == TPORT_USAGE_WEIGHTS);
     if (p->lost) {
         lost_error(p);
         st = TPORT_STATUS_DEVICE_LOST;

@@ -35,7 +35,7 @@ static uint32_t take_id(iso_proxy *p) {
     return n;
 }
 
-uint32_t iso_region_new(iso_proxy *p, uint64_t size) {
+uint32_t iso_region_new(iso_proxy *p, uint64_t size, bool populate) {
     if (p->lost) {
         tport_error(TPORT_STATUS_DEVICE_LOST, "backend %s was lost", p->name);
         return 0;
@@ -58,7 +58,7 @@ uint32_t iso_region_new(iso_proxy *p, uint64_t size) {
     void *base = MAP_FAILED;
     if (ftruncate(fd, (off_t)size) == 0 &&
         fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) == 0)
-        base = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        base = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED | (populate ? MAP_POPULATE : 0), fd, 0);
     if (base == MAP_FAILED) {
         int e = errno;
         close(fd);
@@ -66,7 +66,7 @@ uint32_t iso_region_new(iso_proxy *p, uint64_t size) {
                     (unsigned long long)size, strerror(e));
         return 0;
     }
-    iso_map m = {.region = id, .size = size};
+    iso_map m = {.region = id, .flags = populate ? ISO_MAP_POPULATE : 0, .size = size};
     bool ok = iso_call(p, ISO_MAP, &m, sizeof m, NULL, 0, fd, "mapping a buffer", NULL);
     close(fd);
     if (!ok) {

@@ -73,7 +73,8 @@ static void handle_map(const unsigned char *p, uint32_t size, int fd) {
     void *base = MAP_FAILED;
     if (m.region > 0 && m.region < ISO_MAX_REGIONS && !regions[m.region].base && fstat(fd, &st) == 0 &&
         st.st_size >= 0 && (uint64_t)st.st_size >= m.size && m.size > 0 && m.size <= SIZE_MAX)
-        base = mmap(NULL, (size_t)m.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        base = mmap(NULL, (size_t)m.size, PROT_READ | PROT_WRITE,
+                    MAP_SHARED | (m.flags & ISO_MAP_POPULATE ? MAP_POPULATE : 0), fd, 0);
     close(fd);
     if (base == MAP_FAILED) {
         reply_status(ISO_MAP, TPORT_STATUS_OUT_OF_MEMORY, NULL);
