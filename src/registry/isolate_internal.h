@@ -17,6 +17,7 @@ typedef struct iso_region {
     unsigned char *base; /* host mapping; NULL when free or unmapped */
     uint64_t size;
     bool used;           /* the id is taken (a host buffer may outlive the mapping) */
+    bool device;         /* a buffer of the plug-in's own memory, in the helper */
 } iso_region;
 
 /* A weight the 1.0 path handed over in host memory, uploaded once. */
@@ -48,8 +49,14 @@ typedef struct iso_proxy {
     int sock;
     uint32_t seq;
     bool lost;
-    bool in_compute;  /* a loss now is reported by the scheduler, with its split */
+    /* Who reports a loss: the proxy itself (ISO_REPORT_LINE: calls whose
+     * caller gets no status), or the caller, from the recorded error
+     * (compute: the scheduler adds the split; other status calls: the
+     * error names the call). */
+    int report;
     bool refused;     /* ended over a protocol version mismatch            */
+    bool device_mode; /* the plug-in has memory of its own: buffers live there */
+    uint32_t xfer;    /* shared region data crosses through in device mode */
     long long timeout_ms;
     uint64_t n_compute;
     iso_buf rx;
@@ -81,16 +88,18 @@ typedef struct iso_proxy {
     uint32_t remap_cap;
 } iso_proxy;
 
+enum { ISO_REPORT_LINE = 0, ISO_REPORT_CAUSE = 1, ISO_REPORT_CAUSE_AND_CALL = 2 };
+
 /* ---- isolate_proxy.c ------------------------------------------------------ */
 /* One request and its reply (payload in p->rx.p, *size bytes).  On any
  * failure the helper is lost (killed, reaped, reported) and false comes
  * back with TPORT_STATUS_DEVICE_LOST recorded as the error. */
 bool iso_call(iso_proxy *p, uint16_t type, const void *a, size_t na, const void *b, size_t nb, int fd,
               const char *during, uint32_t *size);
-/* Marks p lost with a cause; kills and reaps the helper.  Outside compute
- * it prints the one line "tport: backend NAME lost: CAUSE during CALL";
- * in compute the cause is the recorded error, which the scheduler turns
- * into its line naming the split. */
+/* Marks p lost with a cause; kills and reaps the helper.  Reports it as
+ * p->report says: the one line "tport: backend NAME lost: CAUSE during
+ * CALL" on stderr, or only the recorded error for a caller that reports
+ * (the scheduler's line then names the split). */
 void iso_lose(iso_proxy *p, bool peer_gone, const char *cause, const char *during);
 
 /* ---- isolate_region.c ----------------------------------------------------- */
@@ -100,6 +109,8 @@ void iso_lose(iso_proxy *p, bool peer_gone, const char *cause, const char *durin
  * it in one go instead of a page fault per page. */
 uint32_t iso_region_new(iso_proxy *p, uint64_t size, bool populate);
 void iso_region_free(iso_proxy *p, uint32_t id);
+/* A buffer of the plug-in's own memory (device mode); 0 on failure. */
+uint32_t iso_region_new_device(iso_proxy *p, uint64_t size, uint32_t kind, uint32_t usage);
 /* The region for a handle, or NULL. */
 iso_region *iso_region_get(iso_proxy *p, uint64_t id);
 /* Unmaps every region (the helper is gone); ids stay taken. */

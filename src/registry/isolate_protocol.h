@@ -53,7 +53,41 @@ enum {
     ISO_COMPUTE = 7,  /* host: graph; reply iso_status + message text          */
     ISO_SHUTDOWN = 8, /* host: nothing; reply iso_status, then the helper exits */
     ISO_REFUSED = 9,  /* either: text; the sender gives up after sending it    */
+    /* a plug-in with memory of its own: its buffers stay in the helper and
+     * data crosses through a shared transfer region */
+    ISO_BUF_ALLOC = 10, /* host: iso_buf_req; reply iso_status                */
+    ISO_BUF_FREE = 11,  /* host: uint32 region; reply iso_status              */
+    ISO_WRITE = 12,     /* host: iso_xfer + iso_tensor; reply iso_status + text */
+    ISO_READ = 13,      /* host: iso_xfer + iso_tensor; reply iso_status + text */
+    ISO_FILL = 14,      /* host: iso_fill; reply iso_status + text            */
+    ISO_COPY = 15,      /* host: iso_copy; reply iso_status + text            */
 };
+
+typedef struct iso_buf_req {
+    uint32_t region; /* the id the host names it by from now on */
+    uint32_t kind, usage;
+    uint32_t reserved;
+    uint64_t size;
+} iso_buf_req;
+
+typedef struct iso_xfer {
+    uint32_t region;  /* a plug-in buffer                            */
+    uint32_t staging; /* a shared region holding the bytes            */
+    uint64_t offset, staging_offset, size;
+    uint32_t has_tensor; /* 0: the host gave no tensor view         */
+    uint32_t reserved;
+} iso_xfer;
+
+typedef struct iso_fill {
+    uint32_t region;
+    uint32_t value;
+    uint64_t offset, size;
+} iso_fill;
+
+typedef struct iso_copy {
+    uint32_t dst, src;
+    uint64_t dst_offset, src_offset, size;
+} iso_copy;
 
 typedef struct iso_hello {
     uint32_t abi_major, abi_minor; /* the host's backend ABI */
@@ -75,6 +109,7 @@ typedef struct iso_device {
     char name[64];
     char description[128];
     uint64_t memory_total, memory_free, caps;
+    uint64_t mem_alignment, max_buffer_size;
 } iso_device;
 
 typedef struct iso_started {

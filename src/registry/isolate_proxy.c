@@ -31,9 +31,12 @@ void iso_lose(iso_proxy *p, bool peer_gone, const char *cause, const char *durin
         close(p->sock);
     p->sock = -1;
     iso_region_unmap_all(p); /* the helper's mappings went with it */
-    if (p->in_compute) {
+    if (p->report != ISO_REPORT_LINE) {
         tport_log(TPORT_LOG_DEBUG, "backends: isolated %s lost during %s", p->name, during);
-        tport_error(TPORT_STATUS_DEVICE_LOST, "%s", cause ? cause : how);
+        if (p->report == ISO_REPORT_CAUSE)
+            tport_error(TPORT_STATUS_DEVICE_LOST, "%s", cause ? cause : how);
+        else
+            tport_error(TPORT_STATUS_DEVICE_LOST, "%s during %s", cause ? cause : how, during);
         return;
     }
     char line[1024];
@@ -152,10 +155,15 @@ static tport_status proxy_device_info(void *backend, int32_t device, tport_devic
     out->memory_total = d->memory_total;
     out->memory_free = d->memory_free;
     if (out->struct_size >= TPORT_DEVICE_INFO_SIZE_1_1) {
-        /* memory shared with the helper; host-memory operands are staged */
-        out->caps = TPORT_DEVICE_CAP_DEVICE_MEMORY | TPORT_DEVICE_CAP_HOST_READABLE;
-        out->mem_alignment = 64;
-        out->max_buffer_size = 0;
+        if (p->device_mode) { /* the plug-in's own memory, as it described it (every call synchronous) */
+            out->caps = d->caps & (TPORT_DEVICE_CAP_DEVICE_MEMORY | TPORT_DEVICE_CAP_HOST_READABLE);
+            out->mem_alignment = d->mem_alignment > 64 ? d->mem_alignment : 64;
+            out->max_buffer_size = d->max_buffer_size;
+        } else { /* memory shared with the helper; host-memory operands are staged */
+            out->caps = TPORT_DEVICE_CAP_DEVICE_MEMORY | TPORT_DEVICE_CAP_HOST_READABLE;
+            out->mem_alignment = 64;
+            out->max_buffer_size = 0;
+        }
     }
     return TPORT_STATUS_OK;
 }
@@ -233,9 +241,9 @@ static tport_status compute_locked(iso_proxy *p, int32_t device, const tport_gra
 static tport_status proxy_compute(void *backend, int32_t device, const tport_graph_view *g) {
     iso_proxy *p = backend;
     pthread_mutex_lock(&p->lock);
-    p->in_compute = true;
+    p->report = ISO_REPORT_CAUSE;
     tport_status st = compute_locked(p, device, g);
-    p->in_compute = false;
+    p->report = ISO_REPORT_LINE;
     pthread_mutex_unlock(&p->lock);
     return st;
 }
@@ -264,20 +272,24 @@ static tport_status proxy_buffer_alloc(void *backend, int32_t device, uint32_t k
     if (!out || device != 0 || (kind != TPORT_MEM_DEVICE && kind != TPORT_MEM_HOST_STAGING))
         return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "isolated %s: bad buffer_alloc arguments", p->name);
     pthread_mutex_lock(&p->lock);
+    p->report = ISO_REPORT_CAUSE_AND_CALL;
     tport_status st = TPORT_STATUS_OK;
-    uint32_t id = p->lost ? 0 : iso_region_new(p, size, usage == TPORT_USAGE_WEIGHTS);
+    uint32_t id = p->lost ? 0
+                  : p->device_mode ? iso_region_new_device(p, size, kind, usage)
+                                   : iso_region_new(p, size, usage == TPORT_USAGE_WEIGHTS);
     if (p->lost) {
         lost_error(p);
         st = TPORT_STATUS_DEVICE_LOST;
     } else if (!id) {
-        st = TPORT_STATUS_OUT_OF_MEMORY;
+        st = p->lost ? TPORT_STATUS_DEVICE_LOST : TPORT_STATUS_OUT_OF_MEMORY;
     } else {
         tport_log(TPORT_LOG_DEBUG, "backends: isolated %s: buffer %u of %llu bytes (kind %u, usage %u)", p->name, id,
                   (unsigned long long)size, kind, usage);
         *out = id;
         if (host_ptr)
-            *host_ptr = kind == TPORT_MEM_HOST_STAGING ? iso_region_get(p, id)->base : NULL;
+            *host_ptr = kind == TPORT_MEM_HOST_STAGING && !p->device_mode ? iso_region_get(p, id)->base : NULL;
     }
+    p->report = ISO_REPORT_LINE;
     pthread_mutex_unlock(&p->lock);
     return st;
 }
@@ -285,7 +297,7 @@ static tport_status proxy_buffer_alloc(void *backend, int32_t device, uint32_t k
 static void proxy_buffer_free(void *backend, tport_buffer buffer) {
     iso_proxy *p = backend;
     pthread_mutex_lock(&p->lock);
-    if (buffer != p->scratch && buffer != p->arena && buffer <= UINT32_MAX)
+    if (buffer != p->scratch && buffer != p->arena && buffer != p->xfer && buffer <= UINT32_MAX)
         iso_region_free(p, (uint32_t)buffer);
     pthread_mutex_unlock(&p->lock);
 }
@@ -313,6 +325,80 @@ static unsigned char *span_of(iso_proxy *p, tport_buffer buffer, uint64_t offset
     return r->base + offset;
 }
 
+/* ---- device mode: the bytes cross through the transfer region ------------ */
+static bool is_device_buffer(iso_proxy *p, tport_buffer buffer) {
+    iso_region *r = iso_region_get(p, buffer);
+    return r && r->device;
+}
+
+/* The transfer region, at least `size` bytes; its host address or NULL. */
+static unsigned char *xfer_space(iso_proxy *p, uint64_t size) {
+    iso_region *x = iso_region_get(p, p->xfer);
+    if (x && x->base && x->size >= size)
+        return x->base;
+    if (p->xfer)
+        iso_region_free(p, p->xfer);
+    p->xfer = 0;
+    uint64_t want = size > ((uint64_t)4 << 20) ? size : (uint64_t)4 << 20;
+    uint32_t id = iso_region_new(p, want, false);
+    if (!id)
+        return NULL;
+    p->xfer = id;
+    return iso_region_get(p, id)->base;
+}
+
+/* The status a device-mode reply carries (its text recorded as the error). */
+static tport_status remote_status(iso_proxy *p, uint32_t size, const char *during) {
+    iso_status r;
+    if (size < sizeof r || (memcpy(&r, p->rx.p, sizeof r), r.text_len != size - sizeof r) ||
+        r.text_len >= ISO_TEXT_MAX) {
+        iso_lose(p, false, "malformed reply, killed", during);
+        return TPORT_STATUS_DEVICE_LOST;
+    }
+    if (r.status == TPORT_STATUS_OK)
+        return TPORT_STATUS_OK;
+    char text[ISO_TEXT_MAX];
+    copy_text(text, sizeof text, p->rx.p + sizeof r, r.text_len);
+    if (r.status == TPORT_STATUS_DEVICE_LOST) {
+        char cause[512];
+        snprintf(cause, sizeof cause, "the plug-in reported its device lost (%s), helper ended", text);
+        iso_lose(p, false, cause, during);
+        return TPORT_STATUS_DEVICE_LOST;
+    }
+    return tport_error(r.status, "%s", text[0] ? text : tport_status_name(r.status));
+}
+
+static tport_status remote_xfer(iso_proxy *p, uint16_t type, tport_buffer buffer, uint64_t offset,
+                                const tport_tensor_view *tensor, void *host, uint64_t size) {
+    iso_region *r = iso_region_get(p, buffer);
+    if (!r || offset > r->size || size > r->size - offset)
+        return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "isolated %s: range outside buffer %llu", p->name,
+                           (unsigned long long)buffer);
+    unsigned char *x = xfer_space(p, size ? size : 1);
+    if (!x)
+        return p->lost ? TPORT_STATUS_DEVICE_LOST : TPORT_STATUS_OUT_OF_MEMORY;
+    if (type == ISO_WRITE && size)
+        memcpy(x, host, (size_t)size);
+    iso_xfer q = {.region = (uint32_t)buffer, .staging = p->xfer, .offset = offset, .size = size,
+                  .has_tensor = tensor != NULL};
+    iso_tensor rec = {0};
+    if (tensor) {
+        rec.op = tensor->op;
+        rec.type = tensor->type;
+        rec.flags = tensor->flags;
+        memcpy(rec.ne, tensor->ne, sizeof rec.ne);
+        memcpy(rec.nb, tensor->nb, sizeof rec.nb);
+    }
+    const char *during = type == ISO_WRITE ? "tensor_write" : "tensor_read";
+    uint32_t n = 0;
+    if (!iso_call(p, type, &q, sizeof q, &rec, sizeof rec, -1, during, &n))
+        return TPORT_STATUS_DEVICE_LOST;
+    tport_status st = remote_status(p, n, during);
+    if (st == TPORT_STATUS_OK && type == ISO_READ && size)
+        memcpy(host, x, (size_t)size);
+    return st;
+}
+
 static tport_status proxy_tensor_write(void *backend, tport_buffer buffer, uint64_t offset,
                                        const tport_tensor_view *tensor, const void *src, uint64_t size,
                                        tport_ticket *ticket) {
@@ -321,10 +407,16 @@ static tport_status proxy_tensor_write(void *backend, tport_buffer buffer, uint6
     if (ticket)
         *ticket = 0;
     pthread_mutex_lock(&p->lock);
+    p->report = ISO_REPORT_CAUSE_AND_CALL;
     tport_status st;
-    unsigned char *dst = span_of(p, buffer, offset, size, &st);
-    if (dst && size)
-        memcpy(dst, src, (size_t)size);
+    if (!p->lost && is_device_buffer(p, buffer)) {
+        st = remote_xfer(p, ISO_WRITE, buffer, offset, tensor, (void *)src, size);
+    } else {
+        unsigned char *dst = span_of(p, buffer, offset, size, &st);
+        if (dst && size)
+            memcpy(dst, src, (size_t)size);
+    }
+    p->report = ISO_REPORT_LINE;
     pthread_mutex_unlock(&p->lock);
     return st;
 }
@@ -337,10 +429,16 @@ static tport_status proxy_tensor_read(void *backend, tport_buffer buffer, uint64
     if (ticket)
         *ticket = 0;
     pthread_mutex_lock(&p->lock);
+    p->report = ISO_REPORT_CAUSE_AND_CALL;
     tport_status st;
-    const unsigned char *src = span_of(p, buffer, offset, size, &st);
-    if (src && size)
-        memcpy(dst, src, (size_t)size);
+    if (!p->lost && is_device_buffer(p, buffer)) {
+        st = remote_xfer(p, ISO_READ, buffer, offset, tensor, dst, size);
+    } else {
+        const unsigned char *src = span_of(p, buffer, offset, size, &st);
+        if (src && size)
+            memcpy(dst, src, (size_t)size);
+    }
+    p->report = ISO_REPORT_LINE;
     pthread_mutex_unlock(&p->lock);
     return st;
 }
@@ -351,10 +449,23 @@ static tport_status proxy_buffer_fill(void *backend, tport_buffer buffer, uint64
     if (ticket)
         *ticket = 0;
     pthread_mutex_lock(&p->lock);
+    p->report = ISO_REPORT_CAUSE_AND_CALL;
     tport_status st;
-    unsigned char *dst = span_of(p, buffer, offset, size, &st);
-    if (dst && size)
-        memset(dst, value, (size_t)size);
+    if (!p->lost && is_device_buffer(p, buffer)) {
+        iso_region *r = iso_region_get(p, buffer);
+        iso_fill f = {.region = (uint32_t)buffer, .value = value, .offset = offset, .size = size};
+        uint32_t n = 0;
+        if (offset > r->size || size > r->size - offset)
+            st = tport_error(TPORT_STATUS_INVALID_ARGUMENT, "isolated %s: fill outside buffer", p->name);
+        else
+            st = iso_call(p, ISO_FILL, &f, sizeof f, NULL, 0, -1, "buffer_fill", &n)
+                     ? remote_status(p, n, "buffer_fill") : TPORT_STATUS_DEVICE_LOST;
+    } else {
+        unsigned char *dst = span_of(p, buffer, offset, size, &st);
+        if (dst && size)
+            memset(dst, value, (size_t)size);
+    }
+    p->report = ISO_REPORT_LINE;
     pthread_mutex_unlock(&p->lock);
     return st;
 }
@@ -365,11 +476,28 @@ static tport_status proxy_buffer_copy(void *backend, tport_buffer dst, uint64_t 
     if (ticket)
         *ticket = 0;
     pthread_mutex_lock(&p->lock);
+    p->report = ISO_REPORT_CAUSE_AND_CALL;
     tport_status st;
+    if (!p->lost && (is_device_buffer(p, dst) || is_device_buffer(p, src))) {
+        iso_region *d = iso_region_get(p, dst), *s = iso_region_get(p, src);
+        iso_copy k = {.dst = (uint32_t)dst, .src = (uint32_t)src, .dst_offset = dst_offset, .src_offset = src_offset,
+                      .size = size};
+        uint32_t n = 0;
+        if (!d || !s || !d->device || !s->device || dst_offset > d->size || size > d->size - dst_offset ||
+            src_offset > s->size || size > s->size - src_offset)
+            st = tport_error(TPORT_STATUS_INVALID_ARGUMENT, "isolated %s: copy outside its buffers", p->name);
+        else
+            st = iso_call(p, ISO_COPY, &k, sizeof k, NULL, 0, -1, "buffer_copy", &n)
+                     ? remote_status(p, n, "buffer_copy") : TPORT_STATUS_DEVICE_LOST;
+        p->report = ISO_REPORT_LINE;
+        pthread_mutex_unlock(&p->lock);
+        return st;
+    }
     unsigned char *d = span_of(p, dst, dst_offset, size, &st);
     const unsigned char *s = d ? span_of(p, src, src_offset, size, &st) : NULL;
     if (d && s && size)
         memmove(d, s, (size_t)size);
+    p->report = ISO_REPORT_LINE;
     pthread_mutex_unlock(&p->lock);
     return st;
 }

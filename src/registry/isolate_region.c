@@ -77,6 +77,37 @@ uint32_t iso_region_new(iso_proxy *p, uint64_t size, bool populate) {
     return id;
 }
 
+uint32_t iso_region_new_device(iso_proxy *p, uint64_t size, uint32_t kind, uint32_t usage) {
+    if (p->lost) {
+        tport_error(TPORT_STATUS_DEVICE_LOST, "backend %s was lost", p->name);
+        return 0;
+    }
+    uint32_t id = size ? take_id(p) : 0;
+    if (!id) {
+        tport_error(size ? TPORT_STATUS_OUT_OF_MEMORY : TPORT_STATUS_INVALID_ARGUMENT, "isolated %s: no buffer id",
+                    p->name);
+        return 0;
+    }
+    iso_buf_req q = {.region = id, .kind = kind, .usage = usage, .size = size};
+    uint32_t n = 0;
+    if (!iso_call(p, ISO_BUF_ALLOC, &q, sizeof q, NULL, 0, -1, "buffer_alloc", &n))
+        return 0;
+    iso_status r;
+    if (n < sizeof r) {
+        iso_lose(p, false, "malformed buffer_alloc reply, killed", "buffer_alloc");
+        return 0;
+    }
+    memcpy(&r, p->rx.p, sizeof r);
+    if (r.status != TPORT_STATUS_OK) {
+        tport_error(r.status == TPORT_STATUS_OUT_OF_MEMORY ? r.status : TPORT_STATUS_OUT_OF_MEMORY,
+                    "isolated %s: buffer_alloc of %llu bytes failed (status %d)", p->name, (unsigned long long)size,
+                    (int)r.status);
+        return 0;
+    }
+    p->regions[id] = (iso_region){.size = size, .used = true, .device = true};
+    return id;
+}
+
 iso_region *iso_region_get(iso_proxy *p, uint64_t id) {
     if (id == 0 || id >= p->n_regions || !p->regions[id].used)
         return NULL;
@@ -87,6 +118,10 @@ void iso_region_free(iso_proxy *p, uint32_t id) {
     iso_region *r = iso_region_get(p, id);
     if (!r)
         return;
+    if (r->device && !p->lost) {
+        uint32_t region = id;
+        iso_call(p, ISO_BUF_FREE, &region, sizeof region, NULL, 0, -1, "buffer_free", NULL);
+    }
     if (r->base) {
         munmap(r->base, (size_t)r->size);
         r->base = NULL;
@@ -95,8 +130,7 @@ void iso_region_free(iso_proxy *p, uint32_t id) {
             iso_call(p, ISO_UNMAP, &region, sizeof region, NULL, 0, -1, "unmapping a buffer", NULL);
         }
     }
-    r->used = false;
-    r->size = 0;
+    *r = (iso_region){0};
 }
 
 void iso_region_unmap_all(iso_proxy *p) {

@@ -305,13 +305,9 @@ bool tport_isolate_start(tport_candidate *c) {
         tport_isolate_close(c);
         return false;
     }
-    /* A device with memory of its own would need its buffers mirrored in
-     * the helper; this version shares host memory only. */
-    if ((s.devices[0].caps & TPORT_DEVICE_CAP_DEVICE_MEMORY) && !(s.devices[0].caps & TPORT_DEVICE_CAP_HOST_READABLE)) {
-        tport_candidate_reject(c, "isolation of a plug-in with device memory it cannot share is not supported yet");
-        tport_isolate_close(c);
-        return false;
-    }
+    /* A device with memory of its own keeps its buffers in the helper; the
+     * others compute on memory shared with it. */
+    p->device_mode = (s.devices[0].caps & TPORT_DEVICE_CAP_DEVICE_MEMORY) != 0;
     p->device_count = s.n_devices; /* the host drives what it was told about */
     p->n_devices = s.n_devices;
     c->n_devices = s.n_devices < TPORT_REPORT_MAX_DEVICES ? s.n_devices : TPORT_REPORT_MAX_DEVICES;

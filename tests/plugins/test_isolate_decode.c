@@ -11,7 +11,7 @@
 #include "../../tools/tport-backend-host/helper_graph.h"
 
 static unsigned char region_mem[4096];
-static helper_region regions[3] = {{0}, {region_mem, sizeof region_mem}, {0}};
+static helper_region regions[3] = {{0}, {.base = region_mem, .size = sizeof region_mem}, {0}};
 
 typedef struct msg {
     iso_graph h;

@@ -71,7 +71,8 @@ static void handle_map(const unsigned char *p, uint32_t size, int fd) {
     }
     memcpy(&m, p, sizeof m);
     void *base = MAP_FAILED;
-    if (m.region > 0 && m.region < ISO_MAX_REGIONS && !regions[m.region].base && fstat(fd, &st) == 0 &&
+    if (m.region > 0 && m.region < ISO_MAX_REGIONS && !regions[m.region].base && !regions[m.region].device &&
+        fstat(fd, &st) == 0 &&
         st.st_size >= 0 && (uint64_t)st.st_size >= m.size && m.size > 0 && m.size <= SIZE_MAX)
         base = mmap(NULL, (size_t)m.size, PROT_READ | PROT_WRITE,
                     MAP_SHARED | (m.flags & ISO_MAP_POPULATE ? MAP_POPULATE : 0), fd, 0);
@@ -80,7 +81,7 @@ static void handle_map(const unsigned char *p, uint32_t size, int fd) {
         reply_status(ISO_MAP, TPORT_STATUS_OUT_OF_MEMORY, NULL);
         return;
     }
-    regions[m.region] = (helper_region){base, m.size};
+    regions[m.region] = (helper_region){.base = base, .size = m.size};
     if (m.region >= n_regions)
         n_regions = m.region + 1;
     reply_status(ISO_MAP, TPORT_STATUS_OK, NULL);
@@ -93,7 +94,7 @@ static void handle_unmap(const unsigned char *p, uint32_t size) {
         return;
     }
     memcpy(&id, p, sizeof id);
-    if (id == 0 || id >= n_regions || !regions[id].base) {
+    if (id == 0 || id >= n_regions || !regions[id].base || regions[id].device) {
         reply_status(ISO_UNMAP, TPORT_STATUS_INVALID_ARGUMENT, NULL);
         return;
     }
@@ -120,11 +121,148 @@ static void handle_start(tport_candidate *c) {
             memcpy(o->description, d->description, sizeof o->description);
             o->memory_total = d->memory_total;
             o->memory_free = d->memory_free;
-            o->caps = c->abi_minor >= 1 ? d->caps : 0;
+            o->caps = c->abi_minor >= 1 ? c->active.mem.caps : 0; /* as the registry resolved them */
+            o->mem_alignment = c->abi_minor >= 1 ? c->active.mem.alignment : 0;
+            o->max_buffer_size = c->abi_minor >= 1 ? c->active.mem.max_buffer : 0;
         }
     }
     tport_candidate_set_stage_hook(NULL);
     reply(ISO_START, &s, sizeof s, NULL, 0);
+}
+
+/* ---- a plug-in with memory of its own ------------------------------------ */
+#define WAIT_NS (24ull * 3600 * 1000000000ull) /* the host's timeout is the real one */
+
+static bool device_ready(const tport_candidate *c) {
+    return c->initialised && c->active.mem.device_memory;
+}
+
+/* Waits for a ticket a slot returned; the status of the whole operation. */
+static tport_status settle(const tport_candidate *c, tport_status st, tport_ticket tk) {
+    if (st == TPORT_STATUS_OK && tk && c->active.mem.wait)
+        st = c->active.mem.wait(c->active.state, 0, tk, WAIT_NS);
+    return st;
+}
+
+static void reply_result(uint16_t type, tport_status st) {
+    char why[ISO_TEXT_MAX];
+    if (st != TPORT_STATUS_OK)
+        last_message(why, sizeof why);
+    reply_status(type, st, st != TPORT_STATUS_OK ? why : NULL);
+}
+
+static helper_region *device_region(uint32_t id) {
+    return id > 0 && id < n_regions && regions[id].device ? &regions[id] : NULL;
+}
+
+static bool in_range(const helper_region *r, uint64_t offset, uint64_t size) {
+    return r && offset <= r->size && size <= r->size - offset;
+}
+
+static void handle_buf_alloc(tport_candidate *c, const unsigned char *p, uint32_t size) {
+    iso_buf_req q;
+    if (size != sizeof q || !device_ready(c)) {
+        reply_status(ISO_BUF_ALLOC, TPORT_STATUS_INVALID_ARGUMENT, "not a device-memory plug-in");
+        return;
+    }
+    memcpy(&q, p, sizeof q);
+    if (q.region == 0 || q.region >= ISO_MAX_REGIONS || regions[q.region].base || regions[q.region].device ||
+        q.size == 0) {
+        reply_status(ISO_BUF_ALLOC, TPORT_STATUS_INVALID_ARGUMENT, "bad buffer request");
+        return;
+    }
+    tport_buffer handle = 0;
+    void *host_ptr = NULL;
+    tport_clear_error();
+    tport_status st = c->active.mem.buffer_alloc(c->active.state, 0, q.kind, q.usage, q.size, &handle, &host_ptr);
+    if (st == TPORT_STATUS_OK && !handle)
+        st = TPORT_STATUS_ERROR;
+    if (st == TPORT_STATUS_OK) {
+        regions[q.region] = (helper_region){.base = host_ptr, .size = q.size, .handle = handle, .device = true};
+        if (q.region >= n_regions)
+            n_regions = q.region + 1;
+    }
+    reply_result(ISO_BUF_ALLOC, st);
+}
+
+static void handle_buf_free(tport_candidate *c, const unsigned char *p, uint32_t size) {
+    uint32_t id;
+    helper_region *r = size == sizeof id ? (memcpy(&id, p, sizeof id), device_region(id)) : NULL;
+    if (!r || !device_ready(c)) {
+        reply_status(ISO_BUF_FREE, TPORT_STATUS_INVALID_ARGUMENT, NULL);
+        return;
+    }
+    c->active.mem.buffer_free(c->active.state, r->handle);
+    *r = (helper_region){0};
+    reply_status(ISO_BUF_FREE, TPORT_STATUS_OK, NULL);
+}
+
+/* An upload or download through a shared staging region. */
+static void handle_xfer(tport_candidate *c, uint16_t type, const unsigned char *p, uint32_t size) {
+    iso_xfer x;
+    iso_tensor rec;
+    if (size != sizeof x + sizeof rec || !device_ready(c) || (type == ISO_READ && !c->active.mem.tensor_read)) {
+        reply_status(type, TPORT_STATUS_INVALID_ARGUMENT, "bad transfer");
+        return;
+    }
+    memcpy(&x, p, sizeof x);
+    memcpy(&rec, p + sizeof x, sizeof rec);
+    helper_region *r = device_region(x.region);
+    const helper_region *s = x.staging > 0 && x.staging < n_regions && regions[x.staging].base &&
+                                     !regions[x.staging].device ? &regions[x.staging] : NULL;
+    if (!in_range(r, x.offset, x.size) || !in_range(s, x.staging_offset, x.size)) {
+        reply_status(type, TPORT_STATUS_INVALID_ARGUMENT, "transfer outside its buffers");
+        return;
+    }
+    tport_tensor_view t = {.struct_size = sizeof t, .op = rec.op, .type = rec.type, .flags = rec.flags,
+                           .src = {-1, -1, -1, -1}, .name = "", .buffer = r->handle, .offset = x.offset};
+    memcpy(t.ne, rec.ne, sizeof t.ne);
+    memcpy(t.nb, rec.nb, sizeof t.nb);
+    t.data = r->base ? r->base + x.offset : NULL;
+    const tport_tensor_view *tv = x.has_tensor ? &t : NULL;
+    tport_ticket tk = 0;
+    tport_clear_error();
+    tport_status st = type == ISO_WRITE
+        ? c->active.mem.tensor_write(c->active.state, r->handle, x.offset, tv, s->base + x.staging_offset, x.size, &tk)
+        : c->active.mem.tensor_read(c->active.state, r->handle, x.offset, tv, s->base + x.staging_offset, x.size, &tk);
+    reply_result(type, settle(c, st, tk));
+}
+
+static void handle_fill(tport_candidate *c, const unsigned char *p, uint32_t size) {
+    iso_fill f;
+    if (size != sizeof f || !device_ready(c)) {
+        reply_status(ISO_FILL, TPORT_STATUS_INVALID_ARGUMENT, "bad fill");
+        return;
+    }
+    memcpy(&f, p, sizeof f);
+    helper_region *r = device_region(f.region);
+    if (!in_range(r, f.offset, f.size) || f.value > 255 || !c->active.mem.buffer_fill) {
+        reply_status(ISO_FILL, TPORT_STATUS_INVALID_ARGUMENT, "fill outside its buffer");
+        return;
+    }
+    tport_ticket tk = 0;
+    tport_clear_error();
+    tport_status st = c->active.mem.buffer_fill(c->active.state, r->handle, f.offset, f.size, (uint8_t)f.value, &tk);
+    reply_result(ISO_FILL, settle(c, st, tk));
+}
+
+static void handle_copy(tport_candidate *c, const unsigned char *p, uint32_t size) {
+    iso_copy k;
+    if (size != sizeof k || !device_ready(c)) {
+        reply_status(ISO_COPY, TPORT_STATUS_INVALID_ARGUMENT, "bad copy");
+        return;
+    }
+    memcpy(&k, p, sizeof k);
+    helper_region *d = device_region(k.dst), *s = device_region(k.src);
+    if (!in_range(d, k.dst_offset, k.size) || !in_range(s, k.src_offset, k.size) || !c->active.mem.buffer_copy) {
+        reply_status(ISO_COPY, TPORT_STATUS_INVALID_ARGUMENT, "copy outside its buffers");
+        return;
+    }
+    tport_ticket tk = 0;
+    tport_clear_error();
+    tport_status st = c->active.mem.buffer_copy(c->active.state, d->handle, k.dst_offset, s->handle, k.src_offset,
+                                                k.size, &tk);
+    reply_result(ISO_COPY, settle(c, st, tk));
 }
 
 static void handle_graph(tport_candidate *c, helper_graph *g, uint16_t type, const unsigned char *p,
@@ -178,6 +316,12 @@ static void serve(tport_candidate *c) {
         case ISO_UNMAP: handle_unmap(buf.p, h.size); break;
         case ISO_SUPPORTS:
         case ISO_COMPUTE: handle_graph(c, &g, h.type, buf.p, h.size); break;
+        case ISO_BUF_ALLOC: handle_buf_alloc(c, buf.p, h.size); break;
+        case ISO_BUF_FREE: handle_buf_free(c, buf.p, h.size); break;
+        case ISO_WRITE:
+        case ISO_READ: handle_xfer(c, h.type, buf.p, h.size); break;
+        case ISO_FILL: handle_fill(c, buf.p, h.size); break;
+        case ISO_COPY: handle_copy(c, buf.p, h.size); break;
         case ISO_SHUTDOWN:
             tport_candidate_close(c, false);
             reply_status(ISO_SHUTDOWN, TPORT_STATUS_OK, NULL);
@@ -254,7 +398,7 @@ int main(int argc, char **argv) {
     }
     serve(&c);
     for (uint32_t i = 1; i < n_regions; i++)
-        if (regions[i].base)
+        if (regions[i].base && !regions[i].device)
             munmap(regions[i].base, (size_t)regions[i].size);
     return 0;
 }

@@ -107,12 +107,17 @@ bool helper_graph_decode(helper_graph *g, const unsigned char *msg, size_t size,
         t->name = g->names[i];
         if (r.region) {
             uint64_t ext;
-            if (r.region >= n_regions || !regions[r.region].base)
+            if (r.region >= n_regions || (!regions[r.region].base && !regions[r.region].device))
                 return FAIL("tensor %zu: region %u is not mapped", i, r.region);
             if (!iso_extent(r.type, r.ne, r.nb, &ext) || r.offset > regions[r.region].size ||
                 ext > regions[r.region].size - r.offset)
                 return FAIL("tensor %zu ('%s'): outside region %u", i, t->name, r.region);
-            t->data = regions[r.region].base + r.offset;
+            const helper_region *reg = &regions[r.region];
+            t->data = reg->base ? reg->base + r.offset : NULL;
+            if (reg->device) { /* in the plug-in's own memory */
+                t->buffer = reg->handle;
+                t->offset = r.offset;
+            }
         } else if (for_supports) {
             t->data = dummy + (r.offset & 63);
         }
@@ -120,9 +125,14 @@ bool helper_graph_decode(helper_graph *g, const unsigned char *msg, size_t size,
         gkey = fnv(gkey, &r, offsetof(iso_tensor, region));
         if (r.params_size)
             gkey = fnv(gkey, t->params, r.params_size);
-        if (t->flags & TPORT_TENSOR_WEIGHT)
+        if (t->flags & TPORT_TENSOR_WEIGHT) { /* where weights live is structure */
             gkey = fnv(gkey, &t->data, sizeof t->data);
+            gkey = fnv(gkey, &r.region, sizeof r.region);
+            gkey = fnv(gkey, &r.offset, sizeof r.offset);
+        }
         bkey = fnv(bkey, &t->data, sizeof t->data);
+        bkey = fnv(bkey, &r.region, sizeof r.region);
+        bkey = fnv(bkey, &r.offset, sizeof r.offset);
     }
     for (int32_t i = 0; i < h.n_nodes; i++) {
         int32_t v;

@@ -11,9 +11,13 @@
 #include "registry/isolate_protocol.h"
 #include "tport/backend.h"
 
+/* A region: shared memory mapped here (base), or a buffer of the plug-in
+ * (device: handle, and base its host pointer if buffer_alloc gave one). */
 typedef struct helper_region {
     unsigned char *base;
     uint64_t size;
+    tport_buffer handle;
+    bool device;
 } helper_region;
 
 typedef struct helper_graph {
