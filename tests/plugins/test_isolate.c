@@ -380,6 +380,38 @@ static void version_mismatch(void) {
     leaves_nothing("version", fds);
 }
 
+/* A helper whose replies are malformed: refused while loading, lost after. */
+static void evil_helper(int mode, bool loads, const char *part) {
+    tport_registry_shutdown();
+    const int fds = count_fds();
+    char log[8192], m[8];
+    snprintf(m, sizeof m, "%d", mode);
+    setenv("ISO_EVIL_MODE", m, 1);
+    setenv("TPORT_ISOLATE_ENV", "ISO_EVIL_MODE", 1);
+    capture_begin();
+    setenv("TPORT_BACKEND_HOST", HELPER_EVIL_PATH, 1);
+    setenv("TPORT_BACKEND_PATH", CRASHY("crashy_never"), 1);
+    setenv("TPORT_BACKEND_ISOLATE", "all", 1);
+    tport_registry_init();
+    if (!loads) {
+        expect("libcrashy_never.so", TPORT_CANDIDATE_REJECTED, part);
+    } else {
+        CHECK(tport_registry_find("evil") != NULL, "evil %d: not active", mode);
+        add_graph t = add_new(64);
+        CHECK(add_run(&t, NULL) == TPORT_STATUS_OK && add_right(&t), "evil %d: %s", mode, tport_last_error());
+        CHECK(!strcmp(tport_graph_node_backend(t.g, 0), "cpu"), "evil %d: ran on %s", mode,
+              tport_graph_node_backend(t.g, 0));
+        add_free(&t);
+    }
+    tport_registry_shutdown();
+    capture_end(log, sizeof log);
+    if (loads)
+        CHECK(strstr(log, "tport: backend evil lost: ") && strstr(log, part), "evil %d: no line with '%s'", mode, part);
+    leaves_nothing("evil helper", fds);
+    unsetenv("ISO_EVIL_MODE");
+    unsetenv("TPORT_ISOLATE_ENV");
+}
+
 /* The helper ends when its host is killed. */
 static void host_death(void) {
     int pfd[2];
@@ -434,6 +466,12 @@ int main(void) {
     load_fault("crashy_entry_ill", "killed by signal 4 (SIGILL)", "step entry");
     supports_fault();
     version_mismatch();
+    evil_helper(1, false, "malformed reply (message type");
+    evil_helper(2, false, "malformed load reply");
+    evil_helper(3, false, "malformed reply (bad framing)");
+    evil_helper(4, false, "malformed reply (bad framing)");
+    evil_helper(5, true, "malformed supports_op reply, killed during supports_op");
+    evil_helper(6, true, "malformed reply (message type");
     host_death();
     return test_finish("test_isolate");
 }
