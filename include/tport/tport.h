@@ -157,6 +157,11 @@ void tport_graph_free(tport_graph *g);
 /* ---- backends ------------------------------------------------------------ */
 /* Loads a plug-in file now (in addition to TPORT_BACKEND_PATH discovery). */
 tport_status tport_backend_load(const char *path);
+/* Runs plug-ins named `name` ("all": every plug-in file) out of process,
+ * in the helper tport-backend-host: a crash or hang there costs that
+ * device, not the program (TPORT_BACKEND_ISOLATE=name,... does the same).
+ * Call before the first use of the backends; takes effect at discovery. */
+tport_status tport_backend_isolate(const char *name);
 int tport_backend_count(void);            /* active backends          */
 const char *tport_backend_name(int i);    /* in preference order      */
 

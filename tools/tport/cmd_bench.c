@@ -55,12 +55,13 @@ typedef struct bench_result {
 
 static void usage(FILE *out) {
     fprintf(out,
-            "usage: tport bench -m FILE [-p N] [-n N] [-r REPS] [--threads N] [--backend NAME] [--json]\n"
+            "usage: tport bench -m FILE [-p N] [-n N] [-r REPS] [--threads N] [--backend NAME] [--isolate NAME] [--json]\n"
             "  -p N            prompt tokens evaluated as one batch, ppN (default 512, 0 = skip)\n"
             "  -n N            tokens generated one at a time, tgN (default 128, 0 = skip)\n"
             "  -r REPS         repetitions; the median is reported (default 5)\n"
             "  -t, --threads N threads (default: number of cores)\n"
             "  --backend NAME  force a backend\n"
+            "  --isolate NAME  run the plug-in NAME (or all) in a helper process\n"
             "  --json          one JSON document on stdout\n");
     fputs(tport_dist_usage(), out);
 }
@@ -91,6 +92,10 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
             if (!v)
                 return tool_fail(2, "bench: %s needs a file", a);
             o->model = v;
+            i++;
+        } else if (!strcmp(a, "--isolate")) {
+            if (!v || tport_backend_isolate(v) != TPORT_STATUS_OK)
+                return tool_fail(2, "bench: --isolate needs a backend name");
             i++;
         } else if (!strcmp(a, "--backend")) {
             if (!v)

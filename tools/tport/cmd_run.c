@@ -39,6 +39,8 @@ static void usage(FILE *out) {
             "  --seed S                random seed (default %llu; same seed, same output)\n"
             "  --ids                   print the generated token ids, comma-separated, instead of text\n"
             "  --backend NAME          force a backend (default: the best for each operation)\n"
+            "  --isolate NAME          run the plug-in NAME (or all) in a helper process: a crash\n"
+            "                          or hang there costs that device, not the run\n"
             "  --weight-type T         convert every weight matrix to type T at load (f32, q8_0,\n"
             "                          ...; see tport types); default: keep the file's types\n"
             "                          where the backend takes them, converting the rest\n"
@@ -109,7 +111,10 @@ static int parse_args(int argc, char **argv, run_opts *o) {
         else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) o->prompt = v;
         else if (!strcmp(a, "--prompt-ids")) o->prompt_ids = v;
         else if (!strcmp(a, "--backend")) o->backend = v;
-        else if (!strcmp(a, "--tokenizer")) o->tokenizer = v;
+        else if (!strcmp(a, "--isolate")) {
+            if (tport_backend_isolate(v) != TPORT_STATUS_OK)
+                return tool_fail(2, "run: --isolate needs a backend name, not '%s'", v);
+        } else if (!strcmp(a, "--tokenizer")) o->tokenizer = v;
         else if (!strcmp(a, "--weight-type")) o->weight_type = v;
         else if (!strcmp(a, "-n")) rc = parse_long(a, v, 0, INT_MAX, &o->n_predict);
         else if (!strcmp(a, "--threads")) rc = parse_long(a, v, 0, 1024, &o->threads);
