@@ -219,7 +219,9 @@ static tport_status set_tokenizer(tport_gguf_writer *w, const tport_model_file *
 static void usage(FILE *f) {
     fprintf(f, "usage: tport convert IN OUT.gguf [--type T] [--vocab TOKENIZER.bin] [--vocab-from F.gguf] [--ctx N] [--quiet]\n\n"
                "Writes any readable model file (GGUF v1-v3, GGML, GGMF, GGJT v1-v3, llama2.c,\n"
-               "safetensors) as GGUF v3 with llama.cpp's metadata keys.\n"
+               "safetensors, PyTorch .pth/.bin) as GGUF v3 with llama.cpp's metadata keys.\n"
+               "A file holding only some of a model's tensors is written with all it has,\n"
+               "after a warning naming what a complete model would also need.\n"
                "  --type T   requantize 2-D weights to T (f32, f16, bf16, q8_0, q4_0, q4_k, ...);\n"
                "             each converted tensor is listed with its conversion kind and error\n"
                "  --vocab F  the vocabulary for a file without one (llama2.c checkpoints):\n"
@@ -286,6 +288,9 @@ int cmd_convert(int argc, char **argv) {
     }
     if (mf->notes[0] && !quiet)
         fprintf(stderr, "%s: %s\n", in, mf->notes);
+    if (mf->n_missing) /* even with --quiet: the output will not run */
+        fprintf(stderr, "%s: warning: not a complete model, writing the %d tensors it has: %s\n", in, mf->n_tensors,
+                mf->missing);
 
     job j = {.plans = calloc((size_t)(mf->n_tensors ? mf->n_tensors : 1), sizeof(plan)), .n = mf->n_tensors,
              .progress = !quiet && isatty(2), .quiet = quiet};

@@ -51,7 +51,7 @@ static const char *const legacy_names[][2] = {
 
 static tport_tensor *build(tport_blk *b) {
     tport_tensor *x = tport_blk_embed(b);
-    for (int32_t il = 0; il < b->sh->n_layer && x; il++)
+    for (int32_t il = b->layer_begin; il < b->layer_end && x; il++)
         x = tport_arch_sequential_ln_block(b, x, il);
     return tport_blk_output(b, x);
 }
