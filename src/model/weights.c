@@ -40,8 +40,9 @@ tport_status tport_model_shape_from_file(const tport_model_file *mf, const tport
                                          tport_model_shape *sh) {
     const tport_llama_hparams *hp = &mf->hp;
     memset(sh, 0, sizeof *sh);
-    const tport_mf_tensor *emb = find(mf, "token_embd.weight");
-    const tport_mf_tensor *up = find(mf, "blk.0.ffn_up.weight");
+    char name[96];
+    const tport_mf_tensor *emb = tport_arch_file_tensor(mf, arch, "token_embd.weight", 0, name, sizeof name);
+    const tport_mf_tensor *up = tport_arch_file_tensor(mf, arch, "blk.%d.ffn_up.weight", 0, name, sizeof name);
     if (!emb)
         return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: no token_embd.weight", mf->path);
     if (emb->ne[0] < 1 || emb->ne[0] >= MAX_DIM || emb->ne[1] < 1 || emb->ne[1] >= MAX_DIM)
@@ -217,9 +218,10 @@ static bool stage_binds(const tport_model *m, const tport_arch_tensor *t, int32_
         return true;
     if (s != offsetof(tport_globals, tok_embd) || !m->has_head)
         return false;
+    char name[96];
     for (int k = 0; k < m->arch->n_tensors; k++)
         if (m->arch->tensors[k].slot == offsetof(tport_globals, output) && !(m->arch->tensors[k].flags & TENSOR_LAYER))
-            return !tport_model_file_find(m->file, m->arch->tensors[k].name);
+            return !tport_arch_file_tensor(m->file, m->arch, m->arch->tensors[k].name, 0, name, sizeof name);
     return true;
 }
 
@@ -249,10 +251,7 @@ tport_status tport_model_bind_weights(tport_model *m) {
         int32_t n_copies = t->flags & TENSOR_LAYER ? sh->n_layer : 1;
         for (int32_t i = 0; i < n_copies; i++) {
             char name[96];
-            if (t->flags & TENSOR_LAYER)
-                snprintf(name, sizeof name, t->name, (int)i);
-            else
-                snprintf(name, sizeof name, "%s", t->name);
+            tport_arch_file_tensor(m->file, arch, t->name, (int)i, name, sizeof name);
             tport_tensor **dst = slot_of(m, t, i);
             if (!stage_binds(m, t, i))
                 continue;
@@ -262,6 +261,8 @@ tport_status tport_model_bind_weights(tport_model *m) {
             n_bound += *dst != NULL;
         }
     }
+    if (m->file->container == TPORT_CONTAINER_GGML && arch->fix_legacy && (st = arch->fix_legacy(m)))
+        return st;
     if (!m->w.output && m->has_head)
         m->w.output = m->w.tok_embd; /* tied classifier */
     bool whole = m->layer_begin == 0 && m->layer_end == sh->n_layer && m->has_embedding && m->has_head;
