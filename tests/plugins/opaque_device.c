@@ -21,6 +21,9 @@
  *   TPORT_OPAQUE_OOM_WEIGHTS=N the (N+1)th weight allocation fails
  *   TPORT_OPAQUE_LOST_AT=N     the Nth compute reports the device lost
  *   TPORT_OPAQUE_HANG_AT=N     the Nth asynchronous job never completes
+ *   TPORT_OPAQUE_HOST_READABLE=1  it also reads operands in host memory
+ *                              (TPORT_DEVICE_CAP_HOST_READABLE): the host
+ *                              then stages nothing into it
  */
 #include <math.h>
 #include <pthread.h>
@@ -42,6 +45,9 @@ typedef struct opaque_counters {
     uint64_t host_pointers_seen; /* records that came with a host address */
     uint64_t bad_handles;        /* handles it never made */
     uint64_t jobs_late;          /* asynchronous jobs completed after return */
+    uint64_t compiles;           /* graph keys seen for the first time ("recorded") */
+    uint64_t replays;            /* computes of a key seen before */
+    uint64_t forgets;            /* forget_graph calls */
 } opaque_counters;
 
 static const tport_host_api *host;
@@ -76,6 +82,7 @@ typedef struct opaque {
     long oom_weights, lost_at, hang_at;
     bool lost;
     bool host_memory; /* negotiated 1.0: no device memory, host pointers */
+    bool host_readable;
     /* the worker */
     pthread_t worker;
     bool worker_started, stop;
@@ -83,6 +90,8 @@ typedef struct opaque {
     job jobs[MAX_JOBS];
     uint64_t submitted, completed; /* ticket = submitted count */
     long n_jobs_total;
+    uint64_t keys[256];            /* graph keys "recorded", a ring */
+    int n_keys;
 } opaque;
 
 static opaque_counters the_counters;
@@ -164,6 +173,7 @@ static void free_graph_copy(tport_graph_view *g) {
 
 static void *worker_main(void *arg) {
     opaque *o = arg;
+    uint64_t delay_rng = 0x2545F4914F6CDD1Dull; /* its own: the host thread draws handles */
     pthread_mutex_lock(&o->lock);
     for (;;) {
         while (!o->stop && o->completed == o->submitted)
@@ -180,7 +190,10 @@ static void *worker_main(void *arg) {
                 pthread_cond_wait(&o->cv, &o->lock);
             break;
         }
-        struct timespec ts = {0, (long)(next_random(o) % 300000)}; /* up to 0.3 ms late */
+        delay_rng ^= delay_rng << 13;
+        delay_rng ^= delay_rng >> 7;
+        delay_rng ^= delay_rng << 17;
+        struct timespec ts = {0, (long)(delay_rng % 300000)}; /* up to 0.3 ms late */
         nanosleep(&ts, NULL);
         enter(o);
         run_job(o, &j);
@@ -230,6 +243,7 @@ static tport_status opaque_init(void **state) {
     o->oom_weights = env_long("TPORT_OPAQUE_OOM_WEIGHTS", -1);
     o->lost_at = env_long("TPORT_OPAQUE_LOST_AT", 0);
     o->hang_at = env_long("TPORT_OPAQUE_HANG_AT", 0);
+    o->host_readable = env_long("TPORT_OPAQUE_HOST_READABLE", 0) != 0;
     /* a 1.0 host knows nothing of device memory: work on its pointers */
     o->host_memory = table.abi_minor < 1;
     if (o->host_memory)
@@ -275,7 +289,8 @@ static tport_status opaque_device_info(void *state, int32_t device, tport_device
         return host->error(TPORT_STATUS_INVALID_ARGUMENT, "opaque: no device %d", (int)device);
     tport_device_info info = {.kind = TPORT_DEVICE_ACCEL, .memory_total = REGION_BYTES,
                               .memory_free = REGION_BYTES - o->used,
-                              .caps = TPORT_DEVICE_CAP_DEVICE_MEMORY | (o->async ? TPORT_DEVICE_CAP_ASYNC : 0),
+                              .caps = TPORT_DEVICE_CAP_DEVICE_MEMORY | (o->async ? TPORT_DEVICE_CAP_ASYNC : 0) |
+                                      (o->host_readable ? TPORT_DEVICE_CAP_HOST_READABLE : 0),
                               .mem_alignment = 256, .max_buffer_size = REGION_BYTES / 2};
     snprintf(info.name, sizeof info.name, "opaque0");
     snprintf(info.description, sizeof info.description, "test device whose memory the host cannot address%s",
@@ -660,6 +675,10 @@ static tport_status resolve(opaque *o, const tport_tensor_view *v, ten *t) {
         t->p = v->data;
         return t->p ? TPORT_STATUS_OK : host->error(TPORT_STATUS_INVALID_ARGUMENT, "opaque: '%s' has no data", v->name);
     }
+    if (o->host_readable && !v->buffer && v->data) {
+        t->p = v->data; /* an operand in host memory, read in place */
+        return TPORT_STATUS_OK;
+    }
     if (v->data)
         count(o, &o->c.host_pointers_seen);
     if (!v->buffer)
@@ -703,7 +722,30 @@ static tport_status run_graph(opaque *o, const tport_graph_view *g) {
     return TPORT_STATUS_OK;
 }
 
-static tport_status lost_check(opaque *o) {
+/* What a real device would do on a new key: record (compile) the graph. */
+static void note_key(opaque *o, const tport_graph_view *g) {
+    if (g->struct_size < TPORT_GRAPH_VIEW_SIZE_1_1 || o->host_memory)
+        return;
+    for (int i = 0; i < o->n_keys && i < 256; i++)
+        if (o->keys[i] == g->graph_key) {
+            count(o, &o->c.replays);
+            return;
+        }
+    o->keys[o->n_keys++ % 256] = g->graph_key;
+    count(o, &o->c.compiles);
+}
+
+static void opaque_forget_graph(void *state, int32_t device, uint64_t key) {
+    opaque *o = state;
+    (void)device;
+    for (int i = 0; i < o->n_keys && i < 256; i++)
+        if (key == 0 || o->keys[i] == key)
+            o->keys[i] = 0;
+    count(o, &o->c.forgets);
+}
+
+static tport_status lost_check(opaque *o, const tport_graph_view *g) {
+    note_key(o, g);
     count(o, &o->c.computes);
     if (o->lost || (o->lost_at > 0 && (long)o->c.computes >= o->lost_at)) {
         o->lost = true;
@@ -715,7 +757,7 @@ static tport_status lost_check(opaque *o) {
 static tport_status opaque_compute(void *state, int32_t device, const tport_graph_view *g) {
     opaque *o = state;
     (void)device;
-    tport_status st = lost_check(o);
+    tport_status st = lost_check(o, g);
     if (st)
         return st;
     if (o->async) { /* in order: after what is pending */
@@ -769,7 +811,7 @@ static tport_status opaque_compute_async(void *state, int32_t device, const tpor
     *ticket = 0;
     if (!o->async)
         return opaque_compute(state, device, g);
-    tport_status st = lost_check(o);
+    tport_status st = lost_check(o, g);
     if (st)
         return st;
     for (int32_t i = 0; i < g->n_tensors; i++)
@@ -800,6 +842,7 @@ static tport_backend_api table = {
     .buffer_fill = opaque_buffer_fill,
     .compute_async = opaque_compute_async,
     .wait = opaque_wait,
+    .forget_graph = opaque_forget_graph,
 };
 
 TPORT_BACKEND_EXPORT const tport_backend_api *tport_backend_entry(const tport_host_api *h) {
