@@ -55,14 +55,23 @@ static size_t bytes_of(const tport_tensor *t) { return t ? tport_tensor_nbytes(t
 size_t tport_model_weight_bytes(const tport_model *m) {
     if (!m)
         return 0;
-    size_t total = bytes_of(m->tok_embd) + bytes_of(m->output_norm);
-    if (m->output != m->tok_embd)
-        total += bytes_of(m->output);
-    for (int32_t i = 0; i < m->sh.n_layer; i++) {
-        const tport_llama_layer *l = &m->layers[i];
-        const tport_tensor *w[] = {l->attn_norm, l->wq, l->wk, l->wv, l->wo, l->ffn_norm, l->w_gate, l->w_up, l->w_down};
-        for (size_t k = 0; k < sizeof w / sizeof w[0]; k++)
-            total += bytes_of(w[k]);
+    const tport_globals *g = &m->w;
+    const tport_tensor *globals[] = {g->tok_embd, g->pos_embd, g->tok_norm, g->tok_norm_b, g->output_norm,
+                                     g->output_norm_b, g->output != g->tok_embd ? g->output : NULL, g->output_b};
+    size_t total = 0;
+    for (size_t k = 0; k < sizeof globals / sizeof globals[0]; k++)
+        total += bytes_of(globals[k]);
+    for (int32_t i = m->layer_begin; i < m->layer_end; i++) {
+        tport_layer *l = &m->layers[i];
+        tport_tensor **mats[16], *vecs[16];
+        int n = tport_layer_matrices(l, mats, 16, NULL);
+        for (int k = 0; k < n; k++)
+            total += bytes_of(*mats[k]);
+        for (int ffn = 0; ffn < 2; ffn++) {
+            n = tport_layer_vectors(l, ffn, vecs, 16);
+            for (int k = 0; k < n; k++)
+                total += bytes_of(vecs[k]);
+        }
     }
     return total;
 }
@@ -70,7 +79,7 @@ size_t tport_model_weight_bytes(const tport_model *m) {
 size_t tport_model_kv_bytes(const tport_model *m, int32_t n_ctx) {
     if (!m || n_ctx < 0)
         return 0;
-    const tport_llama_shape *sh = &m->sh;
+    const tport_model_shape *sh = &m->sh;
     return 2 * (size_t)sh->n_layer * (size_t)(n_ctx ? n_ctx : sh->n_ctx) * (size_t)sh->head_dim *
            (size_t)sh->n_head_kv * sizeof(float);
 }

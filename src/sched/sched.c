@@ -266,9 +266,15 @@ static tport_status run(tport_graph *g, sched_view *sv, const tport_active_backe
         st = run_split(&r, sv, &splits[i], recs, ptrs);
     if (!st)
         st = stage_finish(&r);
+    /* draining waits on tickets, which clears the message of a failure */
+    char failure[512] = "";
+    if (st)
+        snprintf(failure, sizeof failure, "%s", tport_last_error());
     tport_status drained = sched_drain_all();
     if (!st)
         st = drained;
+    else if (failure[0])
+        tport_error(st, "%s", failure);
     if (!st) {
         for (int i = 0; i < n_splits; i++) {
             const char *name = intern_name(splits[i].b->name);

@@ -15,6 +15,7 @@ int cmd_synth(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_dequantize(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 
 /* Writes s as a JSON string: quotes, backslashes and control bytes escaped;
