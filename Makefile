@@ -1,8 +1,9 @@
 # Thin wrapper over CMake.  `make demo` builds and runs the demo;
 # `make test` builds and runs every test.  Both first install the Debian
-# packages the build needs when they are missing (tools/deps.sh, from the
-# one list in tools/deps.txt; as root, else it prints the apt-get line and
-# stops).  DEPS=0 skips that; `make deps-test` adds the test-only packages.
+# packages they need when they are missing (tools/deps.sh, from the one list
+# in tools/deps.txt; as root, else it prints the apt-get line and stops):
+# `make demo` the build's, `make test` the tests' too (lavapipe, Open MPI,
+# python3-torch, curl, wrk), so every test runs.  DEPS=0 skips that.
 BUILD ?= build
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
@@ -17,7 +18,7 @@ deps:
 	@if [ "$(DEPS)" != 0 ]; then sh tools/deps.sh $(CMAKE_FLAGS); fi
 
 deps-test:
-	sh tools/deps.sh --test $(CMAKE_FLAGS)
+	@if [ "$(DEPS)" != 0 ]; then sh tools/deps.sh --test $(CMAKE_FLAGS); fi
 
 # Configure every time (cheap) so new folders and options are picked up.
 build: deps
@@ -27,7 +28,7 @@ build: deps
 demo: build
 	./$(BUILD)/tport demo
 
-test: build
+test: deps-test build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
 install: build
