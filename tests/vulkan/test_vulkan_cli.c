@@ -76,7 +76,8 @@ static void check_backend(void) {
     char *out = slurp(out_path), *err = slurp(err_path);
     CHECK(rc == 0, "check-backend exit %d\n%s%s", rc, out ? out : "", err ? err : "");
     const char *must[] = {"mul_mat   q4_0", "mul_mat   q8_0", "mul_mat   q4_K", "mul_mat   q6_K", "get_rows  f16",
-                          "rope", "soft_max", "rms_norm", "cpy       f32 -> f16"};
+                          "rope", "soft_max", "rms_norm", "cpy       f32 -> f16", "device   round-trip",
+                          "device   replay"};
     for (size_t i = 0; i < sizeof must / sizeof must[0]; i++)
         CHECK(out && strstr(out, must[i]), "check-backend ran no '%s' case", must[i]);
     CHECK(out && !strstr(out, "FAIL") && strstr(out, " 0 failed"), "a case failed:\n%s", out ? out : "");
