@@ -176,9 +176,10 @@ static tport_status plan_mul_mat(plan *p, const tport_tensor_view *t, const loc 
         x->w[65] = (uint32_t)n;
         x->w[66] = (uint32_t)(b->ne[2] / a->ne[2]);
         x->w[67] = (uint32_t)(b->ne[3] / a->ne[3]);
-        if (vec) {
-            x->gx = (uint32_t)(n < 65535 ? n : 65535);
-            x->gy = (uint32_t)((n + 65534) / 65535);
+        if (vec) { /* 8 rows per workgroup */
+            int64_t groups = (n + 7) / 8;
+            x->gx = (uint32_t)(groups < 65535 ? groups : 65535);
+            x->gy = (uint32_t)((groups + 65534) / 65535);
             x->gz = (uint32_t)(t->ne[1] * t->ne[2] * t->ne[3]);
         } else {
             x->gx = (uint32_t)((n + 31) / 32);
