@@ -326,8 +326,9 @@ tport_status tport_graph_compute(tport_graph *g, const tport_compute_params *par
         sched_view_free(&blind);
         return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "out of memory");
     }
-    tport_registry_set_shutdown_hook(release_hook);
     pthread_mutex_lock(&compute_lock);
+    /* under the lock: sessions in several threads compute at once (tport serve) */
+    tport_registry_set_shutdown_hook(release_hook);
     st = assign(g, &sv, &blind.view, params ? params->backend : NULL, chosen);
     if (!st)
         st = run(g, &sv, chosen);
@@ -356,8 +357,9 @@ tport_status tport_sched_alloc(const tport_active_backend *b, uint64_t bytes, tp
     memset(res, 0, sizeof *res);
     if (!b || !b->mem.device_memory)
         return tport_error(TPORT_STATUS_UNSUPPORTED, "backend has no device memory");
-    tport_registry_set_shutdown_hook(release_hook);
     pthread_mutex_lock(&compute_lock);
+    /* under the lock: sessions in several threads compute at once (tport serve) */
+    tport_registry_set_shutdown_hook(release_hook);
     tport_buffer buf = 0;
     void *host = NULL;
     tport_clear_error();
