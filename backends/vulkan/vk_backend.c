@@ -65,13 +65,14 @@ static tport_status vk_device_info(void *backend, int32_t dev, tport_device_info
     memset(&info, 0, sizeof info);
     bool software = d->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
     info.kind = software ? TPORT_DEVICE_CPU : TPORT_DEVICE_GPU;
-    snprintf(info.name, sizeof info.name, "%s", d->props.deviceName);
+    snprintf(info.name, sizeof info.name, "%.63s", d->props.deviceName);
     const char *kind = d->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU     ? "discrete GPU"
                        : d->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU ? "integrated GPU"
                        : software ? "software rasteriser: for testing, not speed"
                                   : "GPU";
-    snprintf(info.description, sizeof info.description, "Vulkan %u.%u, %s; %s; %s storage",
-             VK_API_VERSION_MAJOR(d->props.apiVersion), VK_API_VERSION_MINOR(d->props.apiVersion), d->driver, kind,
+    snprintf(info.description, sizeof info.description, "Vulkan %hu.%hu, %.40s; %s; %s storage",
+             (unsigned short)VK_API_VERSION_MAJOR(d->props.apiVersion),
+             (unsigned short)VK_API_VERSION_MINOR(d->props.apiVersion), d->driver, kind,
              d->use16 ? "16/8-bit" : "32-bit");
     info.memory_total = d->memory_total;
     info.memory_free = 0; /* unknown without VK_EXT_memory_budget */

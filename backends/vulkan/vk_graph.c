@@ -65,6 +65,13 @@ static tport_status bind(plan *p, dispatch *x, int k, const tport_tensor_view *t
     uint64_t aligned = start & ~(d->align - 1);
     uint64_t delta = start - aligned;
     uint64_t range = (delta + bytes + 3) & ~(uint64_t)3;
+    if (l->buf->size <= d->max_range && l->buf != &p->scratch) {
+        /* the whole buffer: the offset goes into the parameter words, so a
+         * tensor that moves inside it (a new bind key) keeps the bindings */
+        aligned = 0;
+        delta = start;
+        range = l->buf->size;
+    }
     if (aligned + range > l->buf->size)
         return fail("operand runs past its buffer", t);
     if (range > d->max_range)
@@ -169,9 +176,10 @@ static tport_status plan_mul_mat(plan *p, const tport_tensor_view *t, const loc 
         x->w[65] = (uint32_t)n;
         x->w[66] = (uint32_t)(b->ne[2] / a->ne[2]);
         x->w[67] = (uint32_t)(b->ne[3] / a->ne[3]);
-        if (vec) {
-            x->gx = (uint32_t)(n < 65535 ? n : 65535);
-            x->gy = (uint32_t)((n + 65534) / 65535);
+        if (vec) { /* 8 rows per workgroup */
+            int64_t groups = (n + 7) / 8;
+            x->gx = (uint32_t)(groups < 65535 ? groups : 65535);
+            x->gy = (uint32_t)((groups + 65534) / 65535);
             x->gz = (uint32_t)(t->ne[1] * t->ne[2] * t->ne[3]);
         } else {
             x->gx = (uint32_t)((n + 31) / 32);
@@ -309,6 +317,8 @@ static void graph_free(vk_dev *d, vk_graph *gr) {
         vkDestroyDescriptorPool(d->dev, gr->pool, NULL);
     vk_buf_destroy(gr->params);
     vk_buf_destroy(gr->scratch);
+    free(gr->shaders);
+    free(gr->binds);
     memset(gr, 0, sizeof *gr);
 }
 
@@ -387,10 +397,45 @@ static tport_status record(vk_dev *d, plan *p, vk_graph *gr) {
         vk_cmd_barrier(gr->cmd);
     }
     vkEndCommandBuffer(gr->cmd);
-    if (st != TPORT_STATUS_OK)
+    if (st == TPORT_STATUS_OK) {
+        gr->shaders = malloc((size_t)n * sizeof *gr->shaders);
+        gr->binds = malloc((size_t)n * 4 * sizeof *gr->binds);
+        if (!gr->shaders || !gr->binds)
+            st = vk_host->error(TPORT_STATUS_OUT_OF_MEMORY, "vulkan: out of host memory");
+    }
+    if (st != TPORT_STATUS_OK) {
         graph_free(d, gr);
+        return st;
+    }
+    for (int i = 0; i < p->n; i++) {
+        gr->shaders[i] = p->d[i].shader;
+        memcpy(gr->binds + 4 * i, p->d[i].bind, sizeof p->d[i].bind);
+    }
     gr->n_dispatch = p->n;
     return st;
+}
+
+/* True if plan p binds the same buffers at the same places as the
+ * recording: then only its parameter words differ. */
+static bool same_bindings(const vk_graph *gr, const plan *p) {
+    if (p->n != gr->n_dispatch)
+        return false;
+    for (int i = 0; i < p->n; i++) {
+        if (p->d[i].shader != gr->shaders[i])
+            return false;
+        for (int k = 0; k < 4; k++) {
+            const VkDescriptorBufferInfo *a = &p->d[i].bind[k], *b = &gr->binds[4 * i + k];
+            if (a->buffer != b->buffer || a->offset != b->offset || a->range != b->range)
+                return false;
+        }
+    }
+    return true;
+}
+
+static void rewrite_words(vk_graph *gr, const plan *p) {
+    uint32_t *words = gr->params->map;
+    for (int i = 0; i < p->n; i++)
+        memcpy(words + (size_t)i * VK_PARAM_WORDS, p->d[i].w, sizeof p->d[i].w);
 }
 
 /* ---- compute ------------------------------------------------------------ */
@@ -521,11 +566,29 @@ tport_status vk_graph_compute(vk_backend *be, vk_dev *d, const tport_graph_view 
             if (d->graphs[i].graph_key == g->graph_key)
                 gr = &d->graphs[i];
         if (gr && gr->bind_key != g->bind_key) {
+            /* operands moved: if the bindings stay, rewrite the words and
+             * replay; otherwise record again */
             st = vk_wait(d, gr->last_ticket, UINT64_MAX);
             if (st != TPORT_STATUS_OK)
                 goto done;
-            graph_free(d, gr);
-            gr = NULL;
+            for (int32_t i = 0; i < g->n_nodes && st == TPORT_STATUS_OK; i++)
+                if (g->tensors[g->nodes[i]]->op != TPORT_OP_NONE)
+                    st = vk_supports(d, g, g->nodes[i]) ? plan_node(&p, g, g->nodes[i], locs)
+                                                        : fail("node not supported (supports_op says no)",
+                                                               g->tensors[g->nodes[i]]);
+            if (st != TPORT_STATUS_OK)
+                goto done;
+            if (same_bindings(gr, &p) && p.scratch_bytes <= (gr->scratch ? gr->scratch->size : 0)) {
+                rewrite_words(gr, &p);
+                gr->bind_key = g->bind_key;
+                vk_host->log(TPORT_LOG_DEBUG, "vulkan: graph key %016llx: new bind key, %d dispatches rebound",
+                             (unsigned long long)g->graph_key, p.n);
+            } else {
+                graph_free(d, gr);
+                gr = NULL;
+                p.n = 0;
+                p.scratch_bytes = 0;
+            }
         }
     }
     if (!gr) {

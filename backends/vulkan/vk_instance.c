@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "vk_internal.h"
+#include "vk_lsan.h"
 
 tport_status vk_status(VkResult r, const char *what) {
     switch (r) {
@@ -148,7 +149,9 @@ static tport_status make_device(vk_dev *d) {
                                     .features = {.shaderFloat64 = d->has_f64}};
     VkDeviceCreateInfo di = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .pNext = &e2,
                              .queueCreateInfoCount = 1, .pQueueCreateInfos = &qi};
+    VK_LSAN_OFF();
     VkResult r = vkCreateDevice(d->phys, &di, NULL, &d->dev);
+    VK_LSAN_ON();
     if (r != VK_SUCCESS) {
         snprintf(d->why_not, sizeof d->why_not, "vkCreateDevice failed (VkResult %d)", (int)r);
         d->dev = VK_NULL_HANDLE;
@@ -227,19 +230,23 @@ tport_status vk_instance_open(vk_backend *be) {
     VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO, .pApplicationName = "tensorport",
                              .pEngineName = "tport-vulkan", .apiVersion = VK_API_VERSION_1_2};
     VkInstanceCreateInfo ii = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO, .pApplicationInfo = &app};
+    VK_LSAN_OFF();
     VkResult r = vkCreateInstance(&ii, NULL, &be->instance);
+    VK_LSAN_ON();
     if (r != VK_SUCCESS) {
         be->instance = VK_NULL_HANDLE;
         /* no driver at all: the plug-in simply has no devices */
         return r == VK_ERROR_INCOMPATIBLE_DRIVER ? TPORT_STATUS_OK : vk_status(r, "vkCreateInstance");
     }
     uint32_t n = 0;
+    VK_LSAN_OFF();
     vkEnumeratePhysicalDevices(be->instance, &n, NULL);
     VkPhysicalDevice phys[VK_MAX_DEVICES];
     if (n > VK_MAX_DEVICES)
         n = VK_MAX_DEVICES;
     if (n)
         vkEnumeratePhysicalDevices(be->instance, &n, phys);
+    VK_LSAN_ON();
     const char *pick = vk_env("TPORT_VULKAN_DEVICE");
     if (pick && *pick) {
         char *end = NULL;
@@ -280,8 +287,11 @@ tport_status vk_instance_open(vk_backend *be) {
 void vk_instance_close(vk_backend *be) {
     for (int i = 0; i < be->n_dev; i++)
         free_device(&be->devs[i]);
-    if (be->instance)
+    if (be->instance) {
+        VK_LSAN_OFF();
         vkDestroyInstance(be->instance, NULL);
+        VK_LSAN_ON();
+    }
     be->instance = VK_NULL_HANDLE;
     be->n_dev = 0;
 }

@@ -55,6 +55,10 @@ typedef struct vk_graph {
     uint64_t last_ticket; /* the submission that last used it */
     uint64_t last_use;
     int n_dispatch;
+    /* per dispatch: shader and the four bindings, to tell whether a new
+     * bind key changed only parameter words (then rewritten, no re-record) */
+    int *shaders;
+    VkDescriptorBufferInfo *binds;
 } vk_graph;
 
 struct vk_dev {

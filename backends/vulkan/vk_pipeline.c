@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "vk_internal.h"
+#include "vk_lsan.h"
 #include "vk_spirv.h"
 
 static const char *const ty_names[VK_TY_COUNT] = {"f32", "f16", "q8_0", "q4_0", "q4_k", "q6_k"};
@@ -94,7 +95,9 @@ tport_status vk_pipeline_get(vk_dev *d, int shader, VkPipeline *out) {
     VkShaderModuleCreateInfo si = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, .codeSize = m->size,
                                    .pCode = words};
     VkShaderModule mod;
+    VK_LSAN_OFF();
     VkResult r = vkCreateShaderModule(d->dev, &si, NULL, &mod);
+    VK_LSAN_ON();
     free(words);
     if (r != VK_SUCCESS)
         return vk_host->error(TPORT_STATUS_ERROR, "vulkan: shader %s failed to load (VkResult %d)", name, (int)r);
@@ -103,7 +106,9 @@ tport_status vk_pipeline_get(vk_dev *d, int shader, VkPipeline *out) {
         .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, .stage = VK_SHADER_STAGE_COMPUTE_BIT,
                   .module = mod, .pName = "main"},
         .layout = d->layout};
+    VK_LSAN_OFF();
     r = vkCreateComputePipelines(d->dev, VK_NULL_HANDLE, 1, &ci, NULL, &d->pipes[shader]);
+    VK_LSAN_ON();
     vkDestroyShaderModule(d->dev, mod, NULL);
     if (r != VK_SUCCESS) {
         d->pipes[shader] = VK_NULL_HANDLE;
