@@ -104,6 +104,8 @@ CPU_HIDDEN void cpu_run_copy(cpu_pool *pool, cpu_op *op);
 CPU_HIDDEN void cpu_run_norm(cpu_pool *pool, cpu_op *op);
 CPU_HIDDEN void cpu_run_rope(cpu_pool *pool, cpu_op *op);
 CPU_HIDDEN void cpu_run_mul_mat(cpu_pool *pool, cpu_op *op);
+CPU_HIDDEN void cpu_run_flash_attn(cpu_pool *pool, cpu_op *op);
+CPU_HIDDEN size_t cpu_flash_attn_thread_scratch(const cpu_op *op);
 CPU_HIDDEN size_t cpu_mul_mat_shared_scratch(const cpu_op *op);
 CPU_HIDDEN size_t cpu_mul_mat_thread_scratch(const cpu_op *op);
 

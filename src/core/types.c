@@ -47,5 +47,7 @@ const char *tport_op_name(tport_op_id op) {
         "none", "get_rows", "add", "mul", "scale", "mul_mat", "rms_norm", "norm",
         "rope", "soft_max", "silu", "gelu", "swiglu", "cpy", "cont", "concat",
     };
+    if (op == TPORT_OP_FLASH_ATTN)
+        return "flash_attn";
     return op < sizeof names / sizeof names[0] ? names[op] : "unknown";
 }

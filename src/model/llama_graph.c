@@ -9,9 +9,10 @@
  *               x += W_down (silu(W_gate h) * W_up h)
  *   logits = output (rms_norm(x_last) * output_norm)
  *
- * The caches are f32 [head_dim, n_head_kv, n_ctx] per layer.  Attention
- * uses grouped-query broadcast: mul_mat repeats each kv head over
- * n_head / n_head_kv consecutive query heads. */
+ * The caches are f16 (default, as llama.cpp's) or f32 [head_dim, n_head_kv,
+ * n_ctx] per layer.  Attention is one flash_attn node that reads them in
+ * place; with grouped-query attention each kv head serves n_head /
+ * n_head_kv consecutive query heads. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,7 @@ typedef struct builder {
     const tport_llama_shape *sh;
     tport_tensor *positions, *mask;
     int32_t n, pos, n_kv, n_ctx;
+    tport_type_id kv_type;
 } builder;
 
 static tport_tensor *norm(builder *b, tport_tensor *x, tport_tensor *w) {
@@ -42,20 +44,21 @@ static tport_tensor *rope(builder *b, tport_tensor *t) {
     return tport_rope(b->ctx, t, b->positions, sh->n_rot, sh->rope_mode, sh->rope_base, sh->rope_scale);
 }
 
-/* Self-attention of one layer; writes k and v into the caches first. */
+/* Self-attention of one layer; writes k and v into the caches first, then
+ * one flash_attn node reads both caches in place. */
 static tport_tensor *attention(builder *b, const tport_llama_layer *l, tport_tensor *h,
-                               float *k_cache, float *v_cache) {
+                               void *k_cache, void *v_cache) {
     const tport_llama_shape *sh = b->sh;
     tport_ctx *ctx = b->ctx;
     int64_t hd = sh->head_dim, nkv = sh->n_head_kv;
-    size_t f = sizeof(float), row = (size_t)(hd * nkv) * f; /* one cache position */
+    size_t f = tport_type_block_bytes(b->kv_type), row = (size_t)(hd * nkv) * f; /* one cache position */
 
     tport_tensor *q = rope(b, reshape3(b, tport_mul_mat(ctx, l->wq, h), hd, sh->n_head, b->n));
     tport_tensor *k = rope(b, reshape3(b, tport_mul_mat(ctx, l->wk, h), hd, nkv, b->n));
     tport_tensor *v = reshape3(b, tport_mul_mat(ctx, l->wv, h), hd, nkv, b->n);
 
-    tport_tensor *kc = tport_new_tensor_3d(ctx, TPORT_TYPE_F32, hd, nkv, b->n_ctx);
-    tport_tensor *vc = tport_new_tensor_3d(ctx, TPORT_TYPE_F32, hd, nkv, b->n_ctx);
+    tport_tensor *kc = tport_new_tensor_3d(ctx, b->kv_type, hd, nkv, b->n_ctx);
+    tport_tensor *vc = tport_new_tensor_3d(ctx, b->kv_type, hd, nkv, b->n_ctx);
     if (!kc || !vc)
         return NULL;
     tport_tensor_set_data(kc, k_cache);
@@ -71,19 +74,12 @@ static tport_tensor *attention(builder *b, const tport_llama_layer *l, tport_ten
         tport_graph_add(b->g, tport_cpy(ctx, v, v_dst)) != TPORT_STATUS_OK)
         return NULL;
 
-    /* K as [hd, n_kv, nkv]; V transposed as [n_kv, hd, nkv] (made contiguous) */
-    const int64_t k_ne[3] = {hd, b->n_kv, nkv};
-    const size_t k_nb[3] = {f, row, (size_t)hd * f};
-    tport_tensor *keys = tport_view(ctx, kc, 3, k_ne, k_nb, 0);
-    const int64_t vt_ne[3] = {b->n_kv, hd, nkv};
-    const size_t vt_nb[3] = {row, f, (size_t)hd * f};
-    tport_tensor *values_t = tport_cont(ctx, tport_view(ctx, vc, 3, vt_ne, vt_nb, 0));
-
-    tport_tensor *qp = tport_permute(ctx, q, 0, 2, 1, 3);           /* [hd, n, n_head]    */
-    tport_tensor *kq = tport_mul_mat(ctx, keys, qp);                 /* [n_kv, n, n_head]  */
-    kq = tport_soft_max(ctx, kq, b->mask, 1.0f / sqrtf((float)hd));
-    tport_tensor *kqv = tport_mul_mat(ctx, values_t, kq);            /* [hd, n, n_head]    */
-    tport_tensor *o = tport_cont(ctx, tport_permute(ctx, kqv, 0, 2, 1, 3)); /* [hd, n_head, n] */
+    /* K and V as [hd, n_kv, nkv] views of the caches */
+    const int64_t kv_ne[3] = {hd, b->n_kv, nkv};
+    const size_t kv_nb[3] = {f, row, (size_t)hd * f};
+    tport_tensor *keys = tport_view(ctx, kc, 3, kv_ne, kv_nb, 0);
+    tport_tensor *values = tport_view(ctx, vc, 3, kv_ne, kv_nb, 0);
+    tport_tensor *o = tport_flash_attn(ctx, q, keys, values, b->mask, 1.0f / sqrtf((float)hd)); /* [hd, n_head, n] */
     const int64_t o_ne[2] = {sh->n_embd, b->n};
     return tport_mul_mat(ctx, l->wo, tport_reshape(ctx, o, 2, o_ne));
 }
@@ -149,7 +145,8 @@ tport_status tport_llama_eval_batch(const tport_llama_eval *e) {
             mask[(size_t)i * (size_t)n_kv + (size_t)j] = j <= e->pos + i ? 0.0f : -INFINITY;
     }
 
-    builder b = {.ctx = ctx, .g = g, .sh = sh, .n = n, .pos = e->pos, .n_kv = n_kv, .n_ctx = e->n_ctx};
+    builder b = {.ctx = ctx, .g = g, .sh = sh, .n = n, .pos = e->pos, .n_kv = n_kv, .n_ctx = e->n_ctx,
+                 .kv_type = e->kv_type};
     tport_tensor *t_ids = tport_new_tensor_1d(ctx, TPORT_TYPE_I32, n);
     b.positions = tport_new_tensor_1d(ctx, TPORT_TYPE_I32, n);
     b.mask = tport_new_tensor_2d(ctx, TPORT_TYPE_F32, n_kv, n);

@@ -70,7 +70,8 @@ typedef struct tport_node_tally {
 
 typedef struct tport_llama_eval {
     const tport_model *m;
-    float **k_cache, **v_cache;  /* n_layer buffers each                    */
+    void **k_cache, **v_cache;   /* n_layer buffers each, of kv_type        */
+    tport_type_id kv_type;       /* TPORT_TYPE_F16 or TPORT_TYPE_F32        */
     int32_t n_ctx;
     int32_t pos;
     const tport_token *ids;

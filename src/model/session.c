@@ -11,8 +11,9 @@ struct tport_session {
     tport_model *m;
     int32_t n_ctx, n_batch, pos;
     int n_threads;
-    float *cache;            /* all layers' K then V, one allocation */
-    float **k, **v;          /* per layer                            */
+    uint8_t *cache;          /* all layers' K then V, one allocation */
+    void **k, **v;           /* per layer                            */
+    tport_type_id kv_type;   /* f16 or f32                           */
     float *logits;
     bool have_logits;
     tport_node_tally tally;  /* what ran where in the last evaluation */
@@ -38,20 +39,22 @@ tport_session *tport_session_new(tport_model *m, const tport_session_params *par
     s->n_ctx = p.n_ctx ? p.n_ctx : sh->n_ctx;
     s->n_batch = p.n_batch ? p.n_batch : 64;
     s->n_threads = p.n_threads ? p.n_threads : m->n_threads;
-    size_t per_layer = (size_t)s->n_ctx * (size_t)sh->head_dim * (size_t)sh->n_head_kv;
+    s->kv_type = p.kv_f32 ? TPORT_TYPE_F32 : TPORT_TYPE_F16;
+    size_t elt = p.kv_f32 ? sizeof(float) : sizeof(uint16_t);
+    size_t per_layer = (size_t)s->n_ctx * (size_t)sh->head_dim * (size_t)sh->n_head_kv * elt;
     size_t total = 2 * per_layer * (size_t)sh->n_layer;
     if (per_layer && total / per_layer / 2 != (size_t)sh->n_layer) {
         tport_error(TPORT_STATUS_INVALID_ARGUMENT, "session_new: KV cache size overflows");
         free(s);
         return NULL;
     }
-    s->cache = calloc(total, sizeof *s->cache);
+    s->cache = calloc(total ? total : 1, 1);
     s->k = malloc((size_t)sh->n_layer * sizeof *s->k);
     s->v = malloc((size_t)sh->n_layer * sizeof *s->v);
     s->logits = calloc((size_t)sh->n_vocab, sizeof *s->logits);
     if (!s->cache || !s->k || !s->v || !s->logits) {
         tport_error(TPORT_STATUS_OUT_OF_MEMORY, "session_new: cannot allocate a KV cache of %zu MiB "
-                    "for %d positions", total * sizeof(float) >> 20, (int)s->n_ctx);
+                    "for %d positions", total >> 20, (int)s->n_ctx);
         tport_session_free(s);
         return NULL;
     }
@@ -82,7 +85,7 @@ tport_status tport_session_eval(tport_session *s, const tport_token *ids, int32_
     for (int32_t done = 0; done < n;) {
         int32_t chunk = n - done < s->n_batch ? n - done : s->n_batch;
         tport_llama_eval e = {
-            .m = s->m, .k_cache = s->k, .v_cache = s->v, .n_ctx = s->n_ctx, .pos = s->pos,
+            .m = s->m, .k_cache = s->k, .v_cache = s->v, .kv_type = s->kv_type, .n_ctx = s->n_ctx, .pos = s->pos,
             .ids = ids + done, .n = chunk, .n_threads = s->n_threads, .backend = s->m->backend,
             .logits = s->logits, .tally = &s->tally,
         };
