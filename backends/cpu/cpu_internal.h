@@ -118,7 +118,8 @@ CPU_HIDDEN void cpu_q4ktile_dot(const uint8_t *tile, int64_t K, const uint8_t *y
                                 float *out);
 
 /* ---- tiled Q8_0/Q4_0 x Q8_0 mul_mat (cpu_mul_mat_q8tile.c) --------------
- * Present only in builds with AVX-512 VNNI; elsewhere available() is false. */
+ * Present in builds with AVX-512 VNNI or AVX2 + FMA + F16C; elsewhere
+ * available() is false. */
 #define CPU_Q8TILE_ROWS 8
 CPU_HIDDEN bool cpu_q8tile_available(tport_type_id type);
 /* Bytes of the unpacked tile of CPU_Q8TILE_ROWS rows of K elements. */
