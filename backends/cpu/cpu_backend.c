@@ -197,6 +197,7 @@ static tport_status run_node(cpu_state *s, const tport_graph_view *g, int32_t id
     for (int i = 0; i < TPORT_MAX_SRC; i++)
         op.src[i] = op.dst->src[i] >= 0 ? g->tensors[op.dst->src[i]] : NULL;
     atomic_init(&op.status, 0);
+    atomic_init(&op.next_chunk, 0);
     op.nth = threads_for(&op, budget);
 
     /* scratch: rows of floats per thread, plus packed activations for mul_mat */

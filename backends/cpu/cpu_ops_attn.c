@@ -10,8 +10,8 @@
  * consecutive tokens, so each K and V row is loaded once per tile and
  * used for every query in it.  Per tile: the scores of every key (up to
  * the last key any query of the tile may see), a softmax over them, then
- * the weighted sum of V rows.  Tiles go round-robin to the threads, which
- * balances the growing key ranges of a causal prompt. */
+ * the weighted sum of V rows.  Threads claim tiles one at a time from an
+ * atomic counter, which balances the growing key ranges of a causal prompt. */
 #include <math.h>
 #include <string.h>
 
@@ -315,7 +315,10 @@ static void fa_task(void *arg, int ith, int nth) {
     bool fast = hd % FA_VL == 0;
 #endif
 
-    for (int64_t tile = ith; tile < n_tiles; tile += nth) {
+    int64_t t0, t1;
+    (void)nth;
+    while (cpu_claim(op, n_tiles, 1, &t0, &t1))
+    for (int64_t tile = t0; tile < t1; tile++) {
         int64_t g = tile / tiles_per_group, first = (tile % tiles_per_group) * FA_TILE;
         t.cnt = (int)(per_group - first < FA_TILE ? per_group - first : FA_TILE);
         for (int i = 0; i < t.cnt; i++) {
@@ -346,5 +349,6 @@ static void fa_task(void *arg, int ith, int nth) {
 }
 
 void cpu_run_flash_attn(cpu_pool *pool, cpu_op *op) {
+    cpu_reset_chunks(op);
     cpu_pool_run(pool, fa_task, op, op->nth);
 }
