@@ -113,6 +113,49 @@
  *    read no field that ends past its struct_size; write into device_info
  *    only up to out->struct_size.
  *
+ * 9. Device memory (since 1.1; every slot below may stay NULL, which keeps
+ *    the 1.0 host-memory contract exactly).  A device that has memory of its
+ *    own sets TPORT_DEVICE_CAP_DEVICE_MEMORY in device_info.caps and fills
+ *    buffer_alloc, buffer_free, tensor_write and tensor_read (buffer_fill,
+ *    buffer_copy, import_host, tensor_alloc_size, compute_async, wait and
+ *    forget_graph are optional).  Then:
+ *    - Buffers are opaque 64-bit handles (tport_buffer, never 0) that you
+ *      make and the host only ever gives back to you.  A tensor in your
+ *      memory is named by (buffer, offset) in tport_tensor_view; its `data`
+ *      is NULL unless buffer_alloc returned a host pointer for that buffer.
+ *    - Weights are written once, at load, with tensor_write: the view gives
+ *      the tensor's type and shape, so you may store it in a layout of your
+ *      own (repacked blocks); say how many bytes that takes with
+ *      tensor_alloc_size.  You may refuse to read such a tensor back
+ *      (TPORT_STATUS_UNSUPPORTED): the host keeps the file's bytes.
+ *    - Activations that cross between you and another backend are staged
+ *      by the host: tensor_read of your result into host memory, tensor_write
+ *      of another's result into your buffer.  A node is given to you only
+ *      if each operand is in your memory, or in host memory when you set
+ *      TPORT_DEVICE_CAP_HOST_READABLE.
+ *    - Operations on one device (writes, reads, fills, copies, computes)
+ *      take effect in the order they are submitted, as if run one after
+ *      the other.  A slot with a `ticket` out-parameter may return before
+ *      the work is done and set *ticket to a nonzero value; 0 (or a NULL
+ *      ticket pointer) means "done on return".  Tickets of one device grow
+ *      monotonically; wait(t) returns once t and everything submitted
+ *      before it are done, TPORT_STATUS_TIMEOUT after timeout_ns (never a
+ *      hang), or TPORT_STATUS_DEVICE_LOST.
+ *    - The host's promises: it does not read or write host memory that it
+ *      handed to tensor_write or tensor_read (the src/dst pointer), nor a
+ *      buffer's host pointer, while a ticket covering that call is pending;
+ *      it never passes a handle, ticket or graph key of yours to another
+ *      plug-in; it frees every buffer it allocated before shutdown.
+ *    - graph->graph_key is equal for two graph views of equal structure
+ *      (ops, types, shapes, strides, parameters and where weights live) and
+ *      graph->bind_key for equal placement of the other operands.  Record
+ *      work once per graph_key and replay it; forget_graph(key) says a key
+ *      will not come back (0: none of the keys will).
+ *    A host-memory backend (no DEVICE_MEMORY cap, like the CPU) may still
+ *    fill buffer_alloc (returning a host pointer), tensor_alloc_size and
+ *    tensor_write to keep weights in a layout of its own: tensor_alloc_size
+ *    returning 0 for a weight means "leave it where it is".
+ *
  * ---------------------------------------------------------------------------
  * Versioning policy
  * ---------------------------------------------------------------------------
@@ -138,7 +181,18 @@
  *
  * CHANGELOG
  *   1.0  first version.
- *   1.1  (pending) op TPORT_OP_FLASH_ATTN (48) with tport_params_flash_attn.
+ *   1.1  device memory (section 9 of the guide): tport_device_info gains
+ *        caps, mem_alignment and max_buffer_size; tport_tensor_view gains
+ *        buffer and offset; tport_graph_view gains graph_key and bind_key;
+ *        tport_backend_api gains buffer_alloc, buffer_free,
+ *        tensor_alloc_size, tensor_write, tensor_read, buffer_fill,
+ *        buffer_copy, import_host, compute_async, wait and forget_graph;
+ *        statuses TIMEOUT and NOT_ADDRESSABLE; memory kinds and usages.
+ *        Ops of the architectures beyond llama (ids 16..47 reserved for
+ *        them): GELU_F16 (16), GELU_ERF (17), TANH (18), CLAMP (19,
+ *        tport_params_clamp), SOFT_MAX_EXT (20, tport_params_soft_max_ext).
+ *        Fused ops for speed (ids 48..63 reserved for them): FLASH_ATTN
+ *        (48, tport_params_flash_attn).
  */
 #ifndef TPORT_BACKEND_H
 #define TPORT_BACKEND_H
@@ -152,7 +206,7 @@ extern "C" {
 #endif
 
 #define TPORT_ABI_MAJOR 1
-#define TPORT_ABI_MINOR 0
+#define TPORT_ABI_MINOR 1
 
 #if defined(_WIN32)
 #define TPORT_BACKEND_EXPORT __declspec(dllexport)
@@ -176,6 +230,9 @@ enum {
     TPORT_STATUS_DEVICE_LOST = 6,
     TPORT_STATUS_IO = 7,               /* file or I/O error */
     TPORT_STATUS_BAD_FORMAT = 8,       /* malformed input data */
+    /* since 1.1 */
+    TPORT_STATUS_TIMEOUT = 9,          /* a wait ran past its timeout */
+    TPORT_STATUS_NOT_ADDRESSABLE = 10, /* memory the caller cannot reach */
 };
 
 /* ---- log levels --------------------------------------------------------- */
@@ -264,6 +321,23 @@ enum {
              dst[:, h, t] = sum_j softmax_j(p.scale * q.k_j + mask[j, t]) v_j;
              a row whose mask is all -inf gives zeros                    */
 };
+/* Ops of the architectures beyond llama (ids 16..47 are theirs).  A
+ * backend that predates them declines them and they run on the CPU. */
+enum {
+    TPORT_OP_GELU_F16 = 16, /* the tanh GELU as ggml's CPU computes it: 0 for
+                               x <= -10, x for x >= 10, otherwise x rounded
+                               to f16, gelu of that, rounded to f16       */
+    TPORT_OP_GELU_ERF = 17, /* 0.5 x (1 + erf(x / sqrt 2))                 */
+    TPORT_OP_TANH = 18,
+    TPORT_OP_CLAMP = 19,    /* dst = min(max(src0, p.min), p.max)          */
+    TPORT_OP_SOFT_MAX_EXT = 20, /* per row: softmax(x * p.scale + slope_h *
+                               mask), h = the row's index in dim 2 (the
+                               head); ALiBi slopes from p.max_bias as ggml:
+                               n2 = 2^floor(log2 ne2), m0 = 2^(-max_bias/n2),
+                               m1 = 2^(-max_bias/2/n2), slope_h = m0^(h+1)
+                               if h < n2, else m1^(2(h-n2)+1); max_bias 0
+                               gives slope 1 (then it is SOFT_MAX)        */
+};
 /* View ops (view, reshape, permute, transpose) never reach a backend: the
  * host resolves them to strides and offsets. */
 
@@ -280,6 +354,8 @@ typedef struct tport_params_rope {
     float freq_base;   /* theta_i = pos * freq_scale * base^(-2i/n_dims) */
     float freq_scale;
 } tport_params_rope;
+typedef struct tport_params_clamp { float min, max; } tport_params_clamp;
+typedef struct tport_params_soft_max_ext { float scale, max_bias; } tport_params_soft_max_ext;
 
 /* ---- instruction-set features (append-only bit numbers) ----------------
  * A plug-in lists what its code needs in required_isa; the host checks
@@ -306,6 +382,28 @@ enum {
     TPORT_DEVICE_GPU = 2,
     TPORT_DEVICE_ACCEL = 3,
     TPORT_DEVICE_REMOTE = 4,
+};
+
+/* ---- device memory (since 1.1) ------------------------------------------ */
+typedef uint64_t tport_buffer; /* opaque, made by the plug-in; 0 = none   */
+typedef uint64_t tport_ticket; /* completion value of one device; 0 = done */
+
+/* tport_device_info.caps bits (append-only) */
+enum {
+    TPORT_DEVICE_CAP_DEVICE_MEMORY = 1u << 0, /* tensors live in its own buffers */
+    TPORT_DEVICE_CAP_HOST_READABLE = 1u << 1, /* can read host-memory operands   */
+    TPORT_DEVICE_CAP_ASYNC = 1u << 2,         /* slots may return tickets        */
+    TPORT_DEVICE_CAP_IMPORT_HOST = 1u << 3,   /* import_host works               */
+};
+/* buffer_alloc kinds (append-only) */
+enum {
+    TPORT_MEM_DEVICE = 1,       /* the device's own memory                   */
+    TPORT_MEM_HOST_STAGING = 2, /* host-visible memory; host_ptr must be set */
+};
+/* buffer_alloc usage hints (append-only) */
+enum {
+    TPORT_USAGE_WEIGHTS = 1, /* written once at load, then only read      */
+    TPORT_USAGE_COMPUTE = 2, /* activations, caches: rewritten every call */
 };
 
 /* ---- what the host tells a plug-in about a type ------------------------- */
@@ -358,8 +456,13 @@ typedef struct tport_tensor_view {
     uint32_t params_size;
     uint32_t flags;              /* TPORT_TENSOR_* bits                  */
     const char *name;            /* for messages; may be ""              */
+    /* since 1.1: where the tensor lives when it is in a plug-in's buffer
+     * (buffer == 0: host memory at `data`) */
+    tport_buffer buffer;
+    uint64_t offset;             /* bytes from the buffer's start        */
 } tport_tensor_view;
 #define TPORT_TENSOR_VIEW_SIZE_1_0 TPORT_SIZE_THROUGH(tport_tensor_view, name)
+#define TPORT_TENSOR_VIEW_SIZE_1_1 TPORT_SIZE_THROUGH(tport_tensor_view, offset)
 enum {
     TPORT_TENSOR_INPUT = 1u << 0,  /* set by the caller before compute */
     TPORT_TENSOR_WEIGHT = 1u << 1, /* constant model data              */
@@ -373,8 +476,12 @@ typedef struct tport_graph_view {
     int32_t n_nodes;
     const int32_t *nodes;  /* tensor indices to compute, in this order */
     int32_t n_threads;     /* the user's thread budget (>= 1)          */
+    /* since 1.1 (see section 9 of the guide); never 0 */
+    uint64_t graph_key;    /* equal for graphs of equal structure      */
+    uint64_t bind_key;     /* equal for equal placement of operands    */
 } tport_graph_view;
 #define TPORT_GRAPH_VIEW_SIZE_1_0 TPORT_SIZE_THROUGH(tport_graph_view, n_threads)
+#define TPORT_GRAPH_VIEW_SIZE_1_1 TPORT_SIZE_THROUGH(tport_graph_view, bind_key)
 
 /* ---- devices ------------------------------------------------------------ */
 typedef struct tport_device_info {
@@ -384,8 +491,13 @@ typedef struct tport_device_info {
     char description[128];
     uint64_t memory_total; /* bytes, 0 = unknown                        */
     uint64_t memory_free;
+    /* since 1.1 */
+    uint64_t caps;            /* TPORT_DEVICE_CAP_* bits                 */
+    uint64_t mem_alignment;   /* offsets the host picks are multiples (0 = 64) */
+    uint64_t max_buffer_size; /* largest buffer_alloc (0 = no limit)     */
 } tport_device_info;
 #define TPORT_DEVICE_INFO_SIZE_1_0 TPORT_SIZE_THROUGH(tport_device_info, memory_free)
+#define TPORT_DEVICE_INFO_SIZE_1_1 TPORT_SIZE_THROUGH(tport_device_info, max_buffer_size)
 
 /* ---- the plug-in's table ------------------------------------------------ */
 typedef struct tport_backend_api {
@@ -406,8 +518,42 @@ typedef struct tport_backend_api {
     tport_status (*device_info)(void *backend, int32_t device, tport_device_info *out);
     bool (*supports_op)(void *backend, int32_t device, const tport_graph_view *graph, int32_t node);
     tport_status (*compute)(void *backend, int32_t device, const tport_graph_view *graph);
+    /* since 1.1: device memory and asynchronous work (guide, section 9).
+     * `ticket` may be NULL (the host then needs the work done on return). */
+    /* A buffer of `size` bytes of memory kind `kind` (TPORT_MEM_*) with a
+     * usage hint (TPORT_USAGE_*); *host_ptr is set to a host address of its
+     * first byte when the host may touch it directly (must for
+     * HOST_STAGING), else NULL. */
+    tport_status (*buffer_alloc)(void *backend, int32_t device, uint32_t kind, uint32_t usage, uint64_t size,
+                                 tport_buffer *out, void **host_ptr);
+    void (*buffer_free)(void *backend, tport_buffer buffer);
+    /* Bytes `tensor` takes in your memory (0: its plain size; for a
+     * host-memory backend, 0 means "do not upload it"). */
+    uint64_t (*tensor_alloc_size)(void *backend, int32_t device, const tport_tensor_view *tensor);
+    /* Upload: `size` bytes at src hold the tensor in its plain layout
+     * (tensor->type, ne, nb); store it at (buffer, offset) in any layout. */
+    tport_status (*tensor_write)(void *backend, tport_buffer buffer, uint64_t offset, const tport_tensor_view *tensor,
+                                 const void *src, uint64_t size, tport_ticket *ticket);
+    /* Download into dst in the plain layout; UNSUPPORTED is allowed for
+     * weights you re-encoded. */
+    tport_status (*tensor_read)(void *backend, tport_buffer buffer, uint64_t offset, const tport_tensor_view *tensor,
+                                void *dst, uint64_t size, tport_ticket *ticket);
+    tport_status (*buffer_fill)(void *backend, tport_buffer buffer, uint64_t offset, uint64_t size, uint8_t value,
+                                tport_ticket *ticket);
+    /* Within one device: src and dst are yours. */
+    tport_status (*buffer_copy)(void *backend, tport_buffer dst, uint64_t dst_offset, tport_buffer src,
+                                uint64_t src_offset, uint64_t size, tport_ticket *ticket);
+    /* Wraps host memory (a mapped model file) without a copy; it stays
+     * valid until buffer_free. */
+    tport_status (*import_host)(void *backend, int32_t device, void *ptr, uint64_t size, tport_buffer *out);
+    /* Like compute, but may return before the work is done. */
+    tport_status (*compute_async)(void *backend, int32_t device, const tport_graph_view *graph,
+                                  tport_ticket *ticket);
+    tport_status (*wait)(void *backend, int32_t device, tport_ticket ticket, uint64_t timeout_ns);
+    void (*forget_graph)(void *backend, int32_t device, uint64_t graph_key);
 } tport_backend_api;
 #define TPORT_BACKEND_API_SIZE_1_0 TPORT_SIZE_THROUGH(tport_backend_api, compute)
+#define TPORT_BACKEND_API_SIZE_1_1 TPORT_SIZE_THROUGH(tport_backend_api, forget_graph)
 
 /* The one symbol a plug-in exports.  Declared here, inside extern "C", so
  * that a plug-in's definition has C linkage even when compiled as C++ (a

@@ -93,6 +93,16 @@ tport_tensor *tport_flash_attn(tport_ctx *ctx, tport_tensor *q, tport_tensor *k,
 tport_tensor *tport_silu(tport_ctx *ctx, tport_tensor *a);
 tport_tensor *tport_gelu(tport_ctx *ctx, tport_tensor *a);
 tport_tensor *tport_swiglu(tport_ctx *ctx, tport_tensor *a, tport_tensor *b);
+/* The GELU llama.cpp's CPU backend computes (through f16, see backend.h
+ * TPORT_OP_GELU_F16), the erf GELU, tanh, clamp to [min, max]. */
+tport_tensor *tport_gelu_f16(tport_ctx *ctx, tport_tensor *a);
+tport_tensor *tport_gelu_erf(tport_ctx *ctx, tport_tensor *a);
+tport_tensor *tport_tanh(tport_ctx *ctx, tport_tensor *a);
+tport_tensor *tport_clamp(tport_ctx *ctx, tport_tensor *a, float min, float max);
+/* soft_max with ALiBi: per head h (dim 2 of a) the mask is multiplied by
+ * the head's slope from max_bias, as ggml's soft_max_ext does. */
+tport_tensor *tport_soft_max_ext(tport_ctx *ctx, tport_tensor *a, tport_tensor *mask, float scale,
+                                 float max_bias);
 /* Copies a into b's memory (converting type; same element count, shapes
  * may differ); returns the node to compute, a view of b.  Add it to the
  * graph before the nodes that read b. */
@@ -122,6 +132,17 @@ typedef struct tport_compute_params {
     int n_threads;          /* 0 = number of cores                        */
     const char *backend;    /* force one backend by name, or NULL = best  */
 } tport_compute_params;
+
+/* What one compute moved between host memory and backends' own memory
+ * (ABI 1.1 devices): staged copies at split boundaries, inputs, results. */
+typedef struct tport_sched_stats {
+    int32_t n_splits;    /* runs of consecutive nodes on one backend      */
+    int32_t n_uploads;   /* staged copies into a device's memory          */
+    int32_t n_downloads; /* staged copies out of a device's memory        */
+    uint64_t bytes_up, bytes_down;
+} tport_sched_stats;
+/* The figures of the last tport_graph_compute of g (zeros before). */
+tport_sched_stats tport_graph_stats(const tport_graph *g);
 
 /* Plans memory for intermediates (reusing dead buffers), assigns every node
  * to a backend and runs it.  Outputs stay valid until the graph is freed or
@@ -173,9 +194,14 @@ typedef struct tport_model_params {
  * level: "N tensors FROM -> TO (lossless|lossy: rmse, max error) for
  * backend NAME".  Weights kept in the file's type stay zero-copy. */
 
-/* Loads a llama-architecture model from any readable file. */
+/* Loads a model from any readable file: llama, or another architecture
+ * this build runs (tport_arch_supported). */
 tport_model *tport_model_load(const char *path, const tport_model_params *params);
 void tport_model_free(tport_model *m);
+/* The model's architecture as GGUF names it ("llama", "gpt2", ...). */
+const char *tport_model_arch(const tport_model *m);
+/* Whether this build can run a model of that architecture name. */
+bool tport_arch_supported(const char *arch);
 int32_t tport_model_n_vocab(const tport_model *m);
 int32_t tport_model_n_ctx(const tport_model *m);
 tport_token tport_model_bos(const tport_model *m);   /* -1 if none */
@@ -207,6 +233,11 @@ tport_status tport_session_eval(tport_session *s, const tport_token *ids, int32_
 const float *tport_session_logits(const tport_session *s); /* n_vocab floats */
 int32_t tport_session_pos(const tport_session *s);
 void tport_session_reset(tport_session *s);
+/* What the last evaluation moved between host and device memory (*last),
+ * the sum since the session began or was reset (*total), and how many
+ * evaluations that was; any pointer may be NULL. */
+tport_status tport_session_stats(const tport_session *s, tport_sched_stats *last, tport_sched_stats *total,
+                                 int32_t *n_evals);
 /* What ran where in the last evaluation, grouped by backend and op: row i
  * gives the backend and op names and returns its node count; 0 past the
  * last row. */

@@ -38,6 +38,8 @@ const char *tport_status_name(tport_status s) {
     case TPORT_STATUS_DEVICE_LOST: return "device lost";
     case TPORT_STATUS_IO: return "i/o error";
     case TPORT_STATUS_BAD_FORMAT: return "bad format";
+    case TPORT_STATUS_TIMEOUT: return "timeout";
+    case TPORT_STATUS_NOT_ADDRESSABLE: return "not addressable";
     default: return "unknown status";
     }
 }

@@ -190,7 +190,8 @@ tport_status tport_graph_plan(tport_graph *g) {
         } else if (t->view_src) {
             t->data = t->view_src->data ? (uint8_t *)t->view_src->data + t->view_offs : NULL;
         }
-        if (!t->data && !planner_owned(t))
+        const tport_tensor *own = t->view_src ? t->view_src : t;
+        if (!t->data && !planner_owned(t) && !own->res.backend)
             return tport_error(TPORT_STATUS_INVALID_ARGUMENT,
                                "tensor '%s' has no data (give it a context arena or tport_tensor_set_data)",
                                t->name);

@@ -18,6 +18,20 @@ enum {
     TPORT_TENSOR_IS_VIEW = 1u << 16, /* shares view_src's data */
 };
 
+/* A leaf kept in a backend's own memory (ABI 1.1): a weight uploaded at
+ * load, or a KV cache allocated on the device that runs attention.  The
+ * leaf's `data` stays the plain host copy (the file's bytes) when there is
+ * one, so any other backend, or the host after the device is lost, can
+ * still read it; a device-only leaf (a KV cache) has data == NULL. */
+struct tport_active_backend;
+typedef struct tport_residency {
+    const struct tport_active_backend *backend; /* NULL: host memory only */
+    tport_buffer buffer;
+    uint64_t offset;
+    void *host;       /* host address of the resident bytes, if any */
+    uint64_t bytes;   /* what the backend took for it */
+} tport_residency;
+
 struct tport_tensor {
     tport_type_id type;
     int64_t ne[TPORT_MAX_DIMS];
@@ -32,6 +46,7 @@ struct tport_tensor {
     char name[TPORT_MAX_NAME];
     uint32_t flags;                  /* TPORT_TENSOR_* and internal bits */
     tport_ctx *ctx;
+    tport_residency res;             /* leaves only; see above */
 };
 
 /* Creates a tensor record with contiguous strides and no data. */
@@ -65,6 +80,7 @@ struct tport_graph {
     void *arena;
     size_t arena_size;
     const char **node_backend; /* per node, after compute */
+    tport_sched_stats stats;   /* what the last compute moved, see tport.h */
 };
 
 /* True if tensors[i] is one of the graph's results (kept after compute). */

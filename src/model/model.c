@@ -1,10 +1,12 @@
-/* tport_model: loading a llama-architecture model from any readable file,
- * its vocabulary, and the tokenize/detokenize entry points. */
+/* tport_model: loading a model of any architecture this build runs
+ * (src/model/arch/) from any readable file, its vocabulary, and the
+ * tokenize/detokenize entry points. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
+#include "model/arch/arch.h"
 #include "model/model.h"
 
 static char *dup_str(const char *s) {
@@ -59,6 +61,22 @@ static tport_status check_backend(const char *name) {
                        n ? have : "none");
 }
 
+/* Files without an architecture name (llama2.c, early GGML) are llama. */
+static tport_status find_arch(tport_model *m) {
+    const char *name = m->file->arch[0] ? m->file->arch : "llama";
+    m->arch = tport_arch_find(name);
+    if (m->arch)
+        return TPORT_STATUS_OK;
+    char have[256] = "";
+    size_t k = 0;
+    for (int i = 0; i < tport_arch_count() && k < sizeof have; i++)
+        k += (size_t)snprintf(have + k, sizeof have - k, "%s%s", i ? ", " : "", tport_arch_at(i)->name);
+    return tport_error(TPORT_STATUS_UNSUPPORTED, "%s: architecture '%s' is not supported by this build (it runs %s)",
+                       m->file->path, name, have);
+}
+
+const char *tport_model_arch(const tport_model *m) { return m && m->arch ? m->arch->name : NULL; }
+
 tport_model *tport_model_load(const char *path, const tport_model_params *params) {
     if (!path) {
         tport_error(TPORT_STATUS_INVALID_ARGUMENT, "model_load: no path");
@@ -69,15 +87,18 @@ tport_model *tport_model_load(const char *path, const tport_model_params *params
         tport_error(TPORT_STATUS_OUT_OF_MEMORY, "model_load: out of memory");
         return NULL;
     }
+    pthread_mutex_init(&m->lost_lock, NULL);
     tport_status st = params && params->backend ? check_backend(params->backend) : TPORT_STATUS_OK;
     if (st == TPORT_STATUS_OK)
         st = tport_model_file_open(path, &m->file);
     if (st == TPORT_STATUS_OK)
-        st = tport_llama_shape_from_file(m->file, &m->sh);
+        st = find_arch(m);
+    if (st == TPORT_STATUS_OK)
+        st = tport_model_shape_from_file(m->file, m->arch, &m->sh);
     if (st == TPORT_STATUS_OK && !(m->wctx = tport_ctx_new(0)))
         st = TPORT_STATUS_OUT_OF_MEMORY;
     if (st == TPORT_STATUS_OK)
-        st = tport_llama_bind_weights(m);
+        st = tport_model_bind_weights(m);
     if (st == TPORT_STATUS_OK)
         st = tport_llama_place_weights(m, params ? params->backend : NULL, params ? params->weight_type : NULL);
     if (st == TPORT_STATUS_OK)
@@ -91,8 +112,8 @@ tport_model *tport_model_load(const char *path, const tport_model_params *params
         tport_model_free(m);
         return NULL;
     }
-    tport_log(TPORT_LOG_INFO, "%s: llama, %d layers, n_embd %d, %d/%d heads, n_ff %d, vocab %d, ctx %d",
-              path, m->sh.n_layer, m->sh.n_embd, m->sh.n_head, m->sh.n_head_kv, m->sh.n_ff,
+    tport_log(TPORT_LOG_INFO, "%s: %s, %d layers, n_embd %d, %d/%d heads, n_ff %d, vocab %d, ctx %d",
+              path, m->arch->name, m->sh.n_layer, m->sh.n_embd, m->sh.n_head, m->sh.n_head_kv, m->sh.n_ff,
               m->sh.n_vocab, m->sh.n_ctx);
     return m;
 }
@@ -115,6 +136,9 @@ tport_status tport_model_own(tport_model *m, void *buf) {
 void tport_model_free(tport_model *m) {
     if (!m)
         return;
+    tport_model_release_weights(m, false);
+    free(m->resident);
+    pthread_mutex_destroy(&m->lost_lock);
     tport_tokenizer_free(m->tok);
     tport_ctx_free(m->wctx);
     free(m->layers);

@@ -1,47 +1,98 @@
-/* Private to src/model: the loaded llama model and its session. */
+/* Private to src/model: the loaded model and its session.  Every
+ * architecture keeps its weights in the same slots (tport_globals,
+ * tport_layer); its table in src/model/arch/ says which slots it uses and
+ * with which shapes, and its graph builder reads them. */
 #ifndef TPORT_MODEL_MODEL_H
 #define TPORT_MODEL_MODEL_H
 
+#include <pthread.h>
+
+#include "core/tensor.h"
 #include "formats/model_file.h"
 #include "model/tokenizer.h"
 #include "tport/tport.h"
 
-typedef struct tport_llama_layer {
-    tport_tensor *attn_norm, *wq, *wk, *wv, *wo;
-    tport_tensor *ffn_norm, *w_gate, *w_up, *w_down;
-} tport_llama_layer;
+typedef struct tport_arch tport_arch;
+
+/* Per-block weight slots of every architecture; NULL where unused. */
+typedef struct tport_layer {
+    tport_tensor *attn_norm, *attn_norm_b, *attn_norm2, *attn_norm2_b;
+    tport_tensor *wqkv, *bqkv, *wq, *bq, *wk, *bk, *wv, *bv, *wo, *bo;
+    tport_tensor *ffn_norm, *ffn_norm_b;
+    tport_tensor *w_gate, *w_up, *b_up, *w_down, *b_down;
+} tport_layer;
+
+/* Model-level weight slots. */
+typedef struct tport_globals {
+    tport_tensor *tok_embd, *pos_embd, *tok_norm, *tok_norm_b;
+    tport_tensor *output_norm, *output_norm_b, *output, *output_b;
+} tport_globals;
 
 /* Hyperparameters after defaults were filled in and checked. */
-typedef struct tport_llama_shape {
+typedef struct tport_model_shape {
     int32_t n_vocab, n_ctx, n_embd, n_ff, n_layer, n_head, n_head_kv, head_dim, n_rot;
+    int32_t n_ctx_train;       /* context_length as the file gives it       */
     float norm_eps, rope_base, rope_scale;
-    int rope_mode;
-} tport_llama_shape;
+    int rope_mode;             /* TPORT_ROPE_*, or -1: no rotary embedding */
+    bool parallel_residual;    /* gptneox: x + attn(ln1 x) + ffn(ln2 x)     */
+    float max_alibi_bias;      /* > 0: ALiBi slopes in the softmax          */
+    float clamp_kqv;           /* > 0: the fused QKV clamped to [-c, c]     */
+} tport_model_shape;
 
 struct tport_model {
     tport_model_file *file;      /* owns the mapping the weights point into */
-    tport_llama_shape sh;
+    const tport_arch *arch;
+    tport_model_shape sh;
     tport_tokenizer *tok;        /* NULL when there is no vocabulary        */
     char *backend;               /* forced backend name or NULL             */
     int n_threads;
     tport_ctx *wctx;             /* weight tensor records (no data arena)   */
-    tport_tensor *tok_embd, *output_norm, *output;
-    tport_llama_layer *layers;
-    float *norm_f32;             /* norm weights converted to f32, if the
-                                    file stores them in another type      */
+    tport_globals w;
+    tport_layer *layers;
+    float *norm_f32;             /* 1-D weights (norms, biases) converted to
+                                    f32, if the file stores another type   */
     size_t norm_used, norm_cap;  /* floats                                 */
     void **converted;            /* weights converted or copied at load    */
     int n_converted, cap_converted;
     char *placement_report;      /* the conversion lines logged at load,
                                     '\n'-separated; NULL if none          */
+    tport_tensor **resident;     /* weights with a copy in a backend's memory */
+    int n_resident, cap_resident;
+    pthread_mutex_t lost_lock;   /* re-placement after a lost device        */
 };
 
-/* Fills the shape from the file's hyperparameters and tensor shapes;
- * refuses anything inconsistent. */
-tport_status tport_llama_shape_from_file(const tport_model_file *mf, tport_llama_shape *sh);
-/* Creates weight records pointing into the file's data and checks every
- * shape against sh. */
-tport_status tport_llama_bind_weights(tport_model *m);
+/* A weight and the backend that runs its consumer op (placement's answer). */
+typedef struct tport_weight_home {
+    tport_tensor *weight;
+    const struct tport_active_backend *backend;
+} tport_weight_home;
+/* Uploads each weight once into its backend's memory where that backend
+ * has memory of its own (or keeps weights in a layout of its own); see
+ * weight_residency.c.  A refused upload leaves the weight in host memory. */
+tport_status tport_model_upload_weights(tport_model *m, const tport_weight_home *homes, int n);
+/* Frees the backends' copies (only those of lost backends if lost_only);
+ * the weights fall back to the file's bytes. */
+void tport_model_release_weights(tport_model *m, bool lost_only);
+/* Bytes of weights resident in the named backend's memory. */
+uint64_t tport_model_resident_bytes(const tport_model *m, const char *backend);
+
+/* Fills the shape from the file's hyperparameters and tensor shapes, with
+ * the architecture's own keys; refuses anything inconsistent. */
+tport_status tport_model_shape_from_file(const tport_model_file *mf, const tport_arch *arch,
+                                         tport_model_shape *sh);
+/* Creates weight records pointing into the file's data for every tensor of
+ * the architecture's table, and checks every shape against m->sh. */
+tport_status tport_model_bind_weights(tport_model *m);
+
+/* The 2-D weight slots of a layer that mul_mat consumes (NULL entries
+ * included), attention's first (n_attn of them), then the feed-forward's;
+ * returns how many were written to out (at most cap). */
+int tport_layer_matrices(tport_layer *l, tport_tensor ***out, int cap, int *n_attn);
+/* The layer's 1-D weights (norms, biases; NULL entries included) that
+ * feed attention (ffn false) or the feed-forward (ffn true). */
+int tport_layer_vectors(tport_layer *l, bool ffn, tport_tensor **out, int cap);
+/* The weight whose backend runs the layer's attention (attn_k or attn_qkv). */
+const tport_tensor *tport_layer_attention_weight(const tport_layer *l);
 
 /* Hands buf (from aligned_alloc or malloc) to the model, which frees it
  * with itself; on failure frees buf and records the error. */
@@ -54,9 +105,6 @@ tport_status tport_model_own(tport_model *m, void *buf);
  * Reports each conversion at warn level; see weight_placement.c. */
 tport_status tport_llama_place_weights(tport_model *m, const char *backend, const char *weight_type);
 
-/* One evaluation: n tokens at positions pos..pos+n-1, reading and
- * extending the caches (per layer [head_dim, n_head_kv, n_ctx] f32);
- * writes the last token's n_vocab logits. */
 /* Which backend ran how many nodes of each op in one evaluation. */
 #define TPORT_TALLY_ROWS 48
 typedef struct tport_node_tally {
@@ -66,12 +114,24 @@ typedef struct tport_node_tally {
         const char *op;      /* static string                           */
         int32_t count;
     } rows[TPORT_TALLY_ROWS];
+    tport_sched_stats stats;     /* what the evaluation moved between memories */
 } tport_node_tally;
 
-typedef struct tport_llama_eval {
+/* One layer's KV cache: host memory (k, v) or a device's (k_res, v_res,
+ * with k == v == NULL), on the device that runs the layer's attention;
+ * elements of `type`, f16 (the default, as llama.cpp's) or f32. */
+typedef struct tport_kv_layer {
+    void *k, *v;
+    tport_residency k_res, v_res;
+    tport_type_id type;
+} tport_kv_layer;
+
+/* One evaluation: n tokens at positions pos..pos+n-1, reading and
+ * extending the caches (per layer [head_dim, n_head_kv, n_ctx]);
+ * writes the last token's n_vocab logits. */
+typedef struct tport_model_eval {
     const tport_model *m;
-    void **k_cache, **v_cache;   /* n_layer buffers each, of kv_type        */
-    tport_type_id kv_type;       /* TPORT_TYPE_F16 or TPORT_TYPE_F32        */
+    const tport_kv_layer *kv;    /* n_layer caches                          */
     int32_t n_ctx;
     int32_t pos;
     const tport_token *ids;
@@ -80,7 +140,7 @@ typedef struct tport_llama_eval {
     const char *backend;
     float *logits;
     tport_node_tally *tally;     /* filled after compute if not NULL        */
-} tport_llama_eval;
-tport_status tport_llama_eval_batch(const tport_llama_eval *e);
+} tport_model_eval;
+tport_status tport_model_eval_batch(const tport_model_eval *e);
 
 #endif

@@ -1,23 +1,78 @@
 /* tport_session: a KV cache, a position and the logits of the last token.
  * Prompts are evaluated in batches of n_batch tokens, generation one token
- * at a time; both go through tport_llama_eval_batch. */
+ * at a time; both go through tport_model_eval_batch.
+ *
+ * Each layer's cache lives where that layer's attention runs: on the
+ * device holding the layer's weights when it has memory of its own, else
+ * in host memory.  When a device is lost mid-way, the session moves its
+ * work to the remaining backends (weights fall back to the file's bytes),
+ * rebuilds the caches by evaluating its tokens again, and retries. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
 #include "model/model.h"
+#include "sched/sched.h"
+
+#define MAX_RECOVERIES 4
 
 struct tport_session {
     tport_model *m;
     int32_t n_ctx, n_batch, pos;
     int n_threads;
-    uint8_t *cache;          /* all layers' K then V, one allocation */
-    void **k, **v;           /* per layer                            */
-    tport_type_id kv_type;   /* f16 or f32                           */
+    tport_type_id kv_type;   /* f16 (default) or f32                 */
+    tport_kv_layer *kv;      /* per layer                            */
+    tport_token *history;    /* the n_ctx tokens evaluated so far    */
     float *logits;
     bool have_logits;
     tport_node_tally tally;  /* what ran where in the last evaluation */
+    int32_t n_evals;         /* evaluations since the last reset     */
+    tport_sched_stats total; /* summed over them                     */
 };
+
+/* Elements of one layer's K (or V) cache. */
+static size_t layer_elements(const tport_session *s) {
+    const tport_model_shape *sh = &s->m->sh;
+    return (size_t)s->n_ctx * (size_t)sh->head_dim * (size_t)sh->n_head_kv;
+}
+
+static size_t kv_element_size(const tport_session *s) {
+    return s->kv_type == TPORT_TYPE_F32 ? sizeof(float) : sizeof(uint16_t);
+}
+
+static void free_layer(tport_kv_layer *kv) {
+    free(kv->k);
+    free(kv->v);
+    tport_sched_free(&kv->k_res);
+    tport_sched_free(&kv->v_res);
+    memset(kv, 0, sizeof *kv);
+}
+
+/* The cache of layer il, on the device of its attention weights if that
+ * device has memory of its own and can take it, else in host memory. */
+static tport_status place_layer(tport_session *s, int32_t il) {
+    tport_kv_layer *kv = &s->kv[il];
+    size_t n = layer_elements(s), e = kv_element_size(s);
+    kv->type = s->kv_type;
+    const tport_active_backend *b = tport_layer_attention_weight(&s->m->layers[il])->res.backend;
+    if (b && b->mem.device_memory && !tport_sched_backend_lost(b)) {
+        uint64_t bytes = (uint64_t)n * e;
+        if (tport_sched_alloc(b, bytes, &kv->k_res) == TPORT_STATUS_OK &&
+            tport_sched_alloc(b, bytes, &kv->v_res) == TPORT_STATUS_OK)
+            return TPORT_STATUS_OK;
+        tport_log(TPORT_LOG_WARN, "backend %s: no device memory for the KV cache of layer %d (%s); it stays in "
+                  "host memory", b->name, (int)il, tport_last_error());
+        tport_sched_free(&kv->k_res);
+        tport_sched_free(&kv->v_res);
+    }
+    kv->k = calloc(n, e);
+    kv->v = calloc(n, e);
+    if (!kv->k || !kv->v)
+        return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "session_new: cannot allocate a KV cache of %zu MiB "
+                           "for %d positions", 2 * n * e * (size_t)s->m->sh.n_layer >> 20,
+                           (int)s->n_ctx);
+    return TPORT_STATUS_OK;
+}
 
 tport_session *tport_session_new(tport_model *m, const tport_session_params *params) {
     if (!m) {
@@ -25,7 +80,7 @@ tport_session *tport_session_new(tport_model *m, const tport_session_params *par
         return NULL;
     }
     tport_session_params p = params ? *params : (tport_session_params){0};
-    const tport_llama_shape *sh = &m->sh;
+    const tport_model_shape *sh = &m->sh;
     if (p.n_ctx < 0 || p.n_batch < 0 || p.n_threads < 0) {
         tport_error(TPORT_STATUS_INVALID_ARGUMENT, "session_new: negative parameter");
         return NULL;
@@ -40,27 +95,23 @@ tport_session *tport_session_new(tport_model *m, const tport_session_params *par
     s->n_batch = p.n_batch ? p.n_batch : 64;
     s->n_threads = p.n_threads ? p.n_threads : m->n_threads;
     s->kv_type = p.kv_f32 ? TPORT_TYPE_F32 : TPORT_TYPE_F16;
-    size_t elt = p.kv_f32 ? sizeof(float) : sizeof(uint16_t);
-    size_t per_layer = (size_t)s->n_ctx * (size_t)sh->head_dim * (size_t)sh->n_head_kv * elt;
+    size_t per_layer = layer_elements(s);
     size_t total = 2 * per_layer * (size_t)sh->n_layer;
-    if (per_layer && total / per_layer / 2 != (size_t)sh->n_layer) {
+    if (per_layer && (total / per_layer / 2 != (size_t)sh->n_layer || total > SIZE_MAX / sizeof(float))) {
         tport_error(TPORT_STATUS_INVALID_ARGUMENT, "session_new: KV cache size overflows");
         free(s);
         return NULL;
     }
-    s->cache = calloc(total ? total : 1, 1);
-    s->k = malloc((size_t)sh->n_layer * sizeof *s->k);
-    s->v = malloc((size_t)sh->n_layer * sizeof *s->v);
+    s->kv = calloc((size_t)sh->n_layer, sizeof *s->kv);
+    s->history = malloc((size_t)s->n_ctx * sizeof *s->history);
     s->logits = calloc((size_t)sh->n_vocab, sizeof *s->logits);
-    if (!s->cache || !s->k || !s->v || !s->logits) {
-        tport_error(TPORT_STATUS_OUT_OF_MEMORY, "session_new: cannot allocate a KV cache of %zu MiB "
-                    "for %d positions", total >> 20, (int)s->n_ctx);
+    tport_status st = s->kv && s->history && s->logits ? TPORT_STATUS_OK
+                      : tport_error(TPORT_STATUS_OUT_OF_MEMORY, "session_new: out of memory");
+    for (int32_t i = 0; i < sh->n_layer && st == TPORT_STATUS_OK; i++)
+        st = place_layer(s, i);
+    if (st != TPORT_STATUS_OK) {
         tport_session_free(s);
         return NULL;
-    }
-    for (int32_t i = 0; i < sh->n_layer; i++) {
-        s->k[i] = s->cache + (size_t)(2 * i) * per_layer;
-        s->v[i] = s->cache + (size_t)(2 * i + 1) * per_layer;
     }
     return s;
 }
@@ -68,11 +119,59 @@ tport_session *tport_session_new(tport_model *m, const tport_session_params *par
 void tport_session_free(tport_session *s) {
     if (!s)
         return;
-    free(s->cache);
-    free(s->k);
-    free(s->v);
+    for (int32_t i = 0; s->kv && i < s->m->sh.n_layer; i++)
+        free_layer(&s->kv[i]);
+    free(s->kv);
+    free(s->history);
     free(s->logits);
     free(s);
+}
+
+/* Evaluates ids at the current position in batches; no recovery. */
+static tport_status eval_tokens(tport_session *s, const tport_token *ids, int32_t n) {
+    for (int32_t done = 0; done < n;) {
+        int32_t chunk = n - done < s->n_batch ? n - done : s->n_batch;
+        tport_model_eval e = {
+            .m = s->m, .kv = s->kv, .n_ctx = s->n_ctx, .pos = s->pos,
+            .ids = ids + done, .n = chunk, .n_threads = s->n_threads, .backend = s->m->backend,
+            .logits = s->logits, .tally = &s->tally,
+        };
+        tport_status st = tport_model_eval_batch(&e);
+        if (st != TPORT_STATUS_OK)
+            return st;
+        s->n_evals++;
+        s->total.n_splits += s->tally.stats.n_splits;
+        s->total.n_uploads += s->tally.stats.n_uploads;
+        s->total.n_downloads += s->tally.stats.n_downloads;
+        s->total.bytes_up += s->tally.stats.bytes_up;
+        s->total.bytes_down += s->tally.stats.bytes_down;
+        s->pos += chunk;
+        done += chunk;
+    }
+    return TPORT_STATUS_OK;
+}
+
+/* After a lost device: weights back to the file's bytes, caches that were
+ * on a lost device to host memory (or another device), and the tokens so
+ * far evaluated again to refill them. */
+static tport_status recover(tport_session *s) {
+    int32_t replay = s->pos;
+    pthread_mutex_lock(&s->m->lost_lock);
+    tport_model_release_weights(s->m, true);
+    pthread_mutex_unlock(&s->m->lost_lock);
+    for (int32_t i = 0; i < s->m->sh.n_layer; i++) {
+        tport_kv_layer *kv = &s->kv[i];
+        if (!kv->k_res.backend || !tport_sched_backend_lost(kv->k_res.backend))
+            continue;
+        free_layer(kv);
+        tport_status st = place_layer(s, i);
+        if (st)
+            return st;
+    }
+    tport_log(TPORT_LOG_WARN, "re-placed the lost backend's work on the remaining backends; evaluating %d "
+              "token%s again", (int)replay, replay == 1 ? "" : "s");
+    s->pos = 0;
+    return replay ? eval_tokens(s, s->history, replay) : TPORT_STATUS_OK;
 }
 
 tport_status tport_session_eval(tport_session *s, const tport_token *ids, int32_t n) {
@@ -82,21 +181,22 @@ tport_status tport_session_eval(tport_session *s, const tport_token *ids, int32_
         return tport_error(TPORT_STATUS_INVALID_ARGUMENT,
                            "session_eval: %d tokens at position %d do not fit the context of %d",
                            (int)n, (int)s->pos, (int)s->n_ctx);
-    for (int32_t done = 0; done < n;) {
-        int32_t chunk = n - done < s->n_batch ? n - done : s->n_batch;
-        tport_llama_eval e = {
-            .m = s->m, .k_cache = s->k, .v_cache = s->v, .kv_type = s->kv_type, .n_ctx = s->n_ctx, .pos = s->pos,
-            .ids = ids + done, .n = chunk, .n_threads = s->n_threads, .backend = s->m->backend,
-            .logits = s->logits, .tally = &s->tally,
-        };
-        tport_status st = tport_llama_eval_batch(&e);
-        if (st != TPORT_STATUS_OK) {
-            s->have_logits = false;
-            return st;
-        }
-        s->pos += chunk;
-        done += chunk;
+    int32_t start = s->pos;
+    tport_status st = eval_tokens(s, ids, n);
+    /* a lost device costs only that device: the user's forced backend
+     * excepted, there is always another one to finish on */
+    for (int tries = 0; (st == TPORT_STATUS_DEVICE_LOST) && !s->m->backend && tries < MAX_RECOVERIES; tries++) {
+        tport_log(TPORT_LOG_WARN, "%s", tport_last_error());
+        s->pos = start;
+        st = recover(s);
+        if (st == TPORT_STATUS_OK)
+            st = eval_tokens(s, ids, n);
     }
+    if (st != TPORT_STATUS_OK) {
+        s->have_logits = false;
+        return st;
+    }
+    memcpy(s->history + start, ids, (size_t)n * sizeof *ids);
     s->have_logits = true;
     return TPORT_STATUS_OK;
 }
@@ -117,9 +217,24 @@ int32_t tport_session_placement(const tport_session *s, int32_t i, const char **
     return s->tally.rows[i].count;
 }
 
+tport_status tport_session_stats(const tport_session *s, tport_sched_stats *last, tport_sched_stats *total,
+                                 int32_t *n_evals) {
+    if (!s)
+        return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "session_stats: no session");
+    if (last)
+        *last = s->tally.stats;
+    if (total)
+        *total = s->total;
+    if (n_evals)
+        *n_evals = s->n_evals;
+    return TPORT_STATUS_OK;
+}
+
 void tport_session_reset(tport_session *s) {
     if (!s)
         return;
     s->pos = 0;
     s->have_logits = false;
+    s->n_evals = 0;
+    memset(&s->total, 0, sizeof s->total);
 }

@@ -49,8 +49,12 @@ typedef struct decision {
     tport_type_id to;
 } decision;
 
+#define MAX_HOMES 4096
+
 typedef struct placer {
     tport_model *m;
+    tport_weight_home *homes; /* each weight and its consumer's backend */
+    int n_homes;
     const tport_active_backend *forced;
     int64_t weight_type; /* -1 = keep the file's types */
     conv_note notes[MAX_NOTES];
@@ -231,8 +235,14 @@ static tport_status convert_weight(tport_model *m, tport_tensor **slot, tport_ty
     return TPORT_STATUS_OK;
 }
 
-static tport_status place(placer *p, tport_tensor **slot, unsigned uses) {
+static void home(placer *p, tport_tensor *w, const tport_active_backend *b) {
+    if (w && b && p->n_homes < MAX_HOMES)
+        p->homes[p->n_homes++] = (tport_weight_home){.weight = w, .backend = b};
+}
+
+static tport_status place(placer *p, tport_tensor **slot, unsigned uses, const tport_active_backend **on) {
     tport_tensor *w = *slot;
+    *on = NULL;
     const char *name = tport_tensor_name(w);
     tport_type_id from = tport_tensor_type(w);
     int64_t ne0 = tport_tensor_ne(w, 0), want = p->weight_type;
@@ -266,12 +276,17 @@ static tport_status place(placer *p, tport_tensor **slot, unsigned uses) {
     tport_log(TPORT_LOG_DEBUG, "placement: %s (%s [%lld x %lld], %s) on %s as %s", name,
               tport_type_get(from)->name, (long long)d->ne0, (long long)d->ne1, uses_name(uses),
               d->backend->name, tport_type_get(d->to)->name);
-    if (d->to == from)
+    *on = d->backend;
+    if (d->to == from) {
+        home(p, *slot, d->backend);
         return TPORT_STATUS_OK;
+    }
     tport_convert_report rep;
     tport_status st = convert_weight(p->m, slot, d->to, &rep);
-    if (st == TPORT_STATUS_OK)
+    if (st == TPORT_STATUS_OK) {
         note(p, d, &rep);
+        home(p, *slot, d->backend);
+    }
     return st;
 }
 
@@ -323,8 +338,12 @@ static tport_status report(placer *p) {
 
 tport_status tport_llama_place_weights(tport_model *m, const char *backend, const char *weight_type) {
     placer *p = calloc(1, sizeof *p);
-    if (!p)
+    if (p)
+        p->homes = calloc(MAX_HOMES, sizeof *p->homes);
+    if (!p || !p->homes) {
+        free(p);
         return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "out of memory");
+    }
     p->m = m;
     p->weight_type = -1;
     tport_status st = TPORT_STATUS_OK;
@@ -337,21 +356,48 @@ tport_status tport_llama_place_weights(tport_model *m, const char *backend, cons
             st = tport_error(TPORT_STATUS_INVALID_ARGUMENT, "weight type '%s' %s (see tport types)", weight_type,
                              tr ? "has no quantizer" : "is unknown");
     }
-    bool tied = m->output == m->tok_embd;
+    bool tied = m->w.output == m->w.tok_embd;
+    const tport_active_backend *on = NULL, *out_on = NULL;
     if (st == TPORT_STATUS_OK)
-        st = place(p, &m->tok_embd, USE_GET_ROWS | (tied ? USE_MUL_MAT : 0));
+        st = place(p, &m->w.tok_embd, USE_GET_ROWS | (tied ? USE_MUL_MAT : 0), &out_on);
     if (tied)
-        m->output = m->tok_embd;
+        m->w.output = m->w.tok_embd;
     else if (st == TPORT_STATUS_OK)
-        st = place(p, &m->output, USE_MUL_MAT);
+        st = place(p, &m->w.output, USE_MUL_MAT, &out_on);
+    /* the embedding norm feeds the first layer's matrices, which run where
+     * the embedding does in practice; position embeddings are gathered */
+    if (st == TPORT_STATUS_OK && m->w.pos_embd)
+        st = place(p, &m->w.pos_embd, USE_GET_ROWS, &on);
+    /* a norm weight (or bias) lives with the matrices its result feeds */
+    home(p, m->w.output_norm, out_on);
+    home(p, m->w.output_norm_b, out_on);
+    home(p, m->w.output_b, out_on);
+    home(p, m->w.tok_norm, out_on);
+    home(p, m->w.tok_norm_b, out_on);
     for (int32_t i = 0; i < m->sh.n_layer && st == TPORT_STATUS_OK; i++) {
-        tport_llama_layer *l = &m->layers[i];
-        tport_tensor **mats[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->w_gate, &l->w_up, &l->w_down};
-        for (size_t k = 0; k < sizeof mats / sizeof mats[0] && st == TPORT_STATUS_OK; k++)
-            st = place(p, mats[k], USE_MUL_MAT);
+        tport_layer *l = &m->layers[i];
+        tport_tensor **mats[16], *vecs[16];
+        int n_attn = 0, n_mats = tport_layer_matrices(l, mats, 16, &n_attn);
+        const tport_active_backend *side_on[2] = {NULL, NULL}; /* attention, feed-forward */
+        for (int k = 0; k < n_mats && st == TPORT_STATUS_OK; k++) {
+            if (!*mats[k])
+                continue;
+            st = place(p, mats[k], USE_MUL_MAT, &on);
+            int side = k >= n_attn;
+            if (!side_on[side])
+                side_on[side] = on;
+        }
+        for (int side = 0; side < 2; side++) {
+            int n_vecs = tport_layer_vectors(l, side == 1, vecs, 16);
+            for (int k = 0; k < n_vecs; k++)
+                home(p, vecs[k], side_on[side]);
+        }
     }
     if (st == TPORT_STATUS_OK)
         st = report(p);
+    if (st == TPORT_STATUS_OK)
+        st = tport_model_upload_weights(m, p->homes, p->n_homes);
+    free(p->homes);
     free(p);
     return st;
 }

@@ -22,7 +22,7 @@
  * few slots, it does not add kilobytes. */
 #define TABLE_SIZE_MAX 4096u
 /* Largest status id this host knows (tport/backend.h). */
-#define KNOWN_STATUS_MAX TPORT_STATUS_BAD_FORMAT
+#define KNOWN_STATUS_MAX TPORT_STATUS_NOT_ADDRESSABLE
 
 static void (*stage_hook)(const char *stage);
 
@@ -323,6 +323,7 @@ bool tport_candidate_start(tport_candidate *c) {
         sanitize_array(d->name, sizeof d->name);
         sanitize_array(d->description, sizeof d->description);
     }
+    tport_backend_mem_resolve(&c->active, c->n_devices > 0 ? &c->devices[0] : NULL);
     stage("done");
     return true;
 }

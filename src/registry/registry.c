@@ -345,7 +345,16 @@ void tport_registry_set_probe(bool on) {
     pthread_mutex_unlock(&lock);
 }
 
+static void (*shutdown_hook)(void);
+
+void tport_registry_set_shutdown_hook(void (*hook)(void)) {
+    shutdown_hook = hook;
+}
+
 void tport_registry_shutdown(void) {
+    /* the scheduler gives back device buffers before backends shut down */
+    if (shutdown_hook)
+        shutdown_hook();
     pthread_mutex_lock(&lock);
     const bool keep = env_flag("TPORT_NO_UNLOAD");
     /* Reverse order: the last loaded goes first. */

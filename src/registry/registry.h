@@ -13,6 +13,30 @@
 
 #include "tport/backend.h"
 
+/* The ABI 1.1 device-memory slots of one backend, NULL where the plug-in
+ * left them out, did not negotiate 1.1, or wrote a table too small to
+ * hold them.  The host reads slots only through this copy. */
+typedef struct tport_backend_mem {
+    tport_status (*buffer_alloc)(void *, int32_t, uint32_t, uint32_t, uint64_t, tport_buffer *, void **);
+    void (*buffer_free)(void *, tport_buffer);
+    uint64_t (*tensor_alloc_size)(void *, int32_t, const tport_tensor_view *);
+    tport_status (*tensor_write)(void *, tport_buffer, uint64_t, const tport_tensor_view *, const void *, uint64_t,
+                                 tport_ticket *);
+    tport_status (*tensor_read)(void *, tport_buffer, uint64_t, const tport_tensor_view *, void *, uint64_t,
+                                tport_ticket *);
+    tport_status (*buffer_fill)(void *, tport_buffer, uint64_t, uint64_t, uint8_t, tport_ticket *);
+    tport_status (*buffer_copy)(void *, tport_buffer, uint64_t, tport_buffer, uint64_t, uint64_t, tport_ticket *);
+    tport_status (*import_host)(void *, int32_t, void *, uint64_t, tport_buffer *);
+    tport_status (*compute_async)(void *, int32_t, const tport_graph_view *, tport_ticket *);
+    tport_status (*wait)(void *, int32_t, tport_ticket, uint64_t);
+    void (*forget_graph)(void *, int32_t, uint64_t);
+    uint64_t caps;          /* device 0's TPORT_DEVICE_CAP_* (0 before 1.1) */
+    uint64_t alignment;     /* device 0's offset alignment (>= 64)          */
+    uint64_t max_buffer;    /* device 0's largest buffer (0 = no limit)     */
+    bool device_memory;     /* tensors of its device 0 live in its buffers  */
+    bool own_layout;        /* a host-memory backend that re-encodes weights */
+} tport_backend_mem;
+
 /* An initialised backend the scheduler may use. */
 typedef struct tport_active_backend {
     const char *name;
@@ -24,7 +48,12 @@ typedef struct tport_active_backend {
     const char *path;       /* plug-in file, or NULL when linked in      */
     bool fallback;          /* the embedded cpu kept behind a "cpu" plug-in
                                that declines basic ops (always listed last) */
+    tport_backend_mem mem;  /* ABI 1.1 device memory; all NULL for 1.0      */
 } tport_active_backend;
+
+/* Fills a->mem from the backend's table and device 0's info, reading no
+ * slot the negotiated minor or the table's struct_size leaves out. */
+void tport_backend_mem_resolve(tport_active_backend *a, const tport_device_info *dev0);
 
 /* Discovers and initialises backends once; later calls are cheap.
  * Thread-safe.  Never fails for a bad plug-in (it is skipped). */
@@ -40,6 +69,9 @@ const tport_active_backend *tport_registry_find(const char *name);
  * Explicit, never from atexit.  A later tport_registry_init() discovers
  * everything again (the environment is read again). */
 void tport_registry_shutdown(void);
+/* Called first by tport_registry_shutdown (the scheduler frees device
+ * buffers there). */
+void tport_registry_set_shutdown_hook(void (*hook)(void));
 
 /* With probing on, every plug-in file is first loaded in a forked child
  * (entry, init, device query); a file whose probe crashes is rejected with

@@ -63,3 +63,72 @@ void sched_view_free(sched_view *v) {
     free(v->nodes);
     memset(v, 0, sizeof *v);
 }
+
+tport_status sched_view_blind(const sched_view *v, sched_view *out) {
+    memset(out, 0, sizeof *out);
+    size_t n = (size_t)(v->view.n_tensors ? v->view.n_tensors : 1);
+    out->records = malloc(n * sizeof *out->records);
+    out->ptrs = malloc(n * sizeof *out->ptrs);
+    out->nodes = NULL;
+    if (!out->records || !out->ptrs) {
+        sched_view_free(out);
+        return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "out of memory building a graph view");
+    }
+    for (int32_t i = 0; i < v->view.n_tensors; i++) {
+        out->records[i] = v->records[i];
+        out->records[i].data = NULL;
+        out->ptrs[i] = &out->records[i];
+    }
+    out->view = v->view;
+    out->view.tensors = out->ptrs;
+    return TPORT_STATUS_OK;
+}
+
+/* FNV-1a, 64 bits */
+static uint64_t mix(uint64_t h, const void *p, size_t n) {
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+
+static uint64_t shape_hash(uint64_t h, const tport_tensor_view *t) {
+    h = mix(h, &t->op, sizeof t->op);
+    h = mix(h, &t->type, sizeof t->type);
+    h = mix(h, t->ne, sizeof t->ne);
+    h = mix(h, t->nb, sizeof t->nb);
+    h = mix(h, &t->flags, sizeof t->flags);
+    if (t->params && t->params_size)
+        h = mix(h, t->params, t->params_size);
+    return h;
+}
+
+static uint64_t place_hash(uint64_t h, const tport_tensor_view *t) {
+    uintptr_t data = (uintptr_t)t->data;
+    h = mix(h, &data, sizeof data);
+    h = mix(h, &t->buffer, sizeof t->buffer);
+    return mix(h, &t->offset, sizeof t->offset);
+}
+
+void sched_view_keys(tport_graph_view *part, const int32_t *nodes, int n) {
+    uint64_t gk = 0xcbf29ce484222325ull, bk = gk;
+    for (int i = 0; i < n; i++) {
+        const tport_tensor_view *t = part->tensors[nodes[i]];
+        gk = shape_hash(gk, t);
+        bk = place_hash(bk, t);
+        for (int s = 0; s < TPORT_MAX_SRC; s++) {
+            int32_t src = t->src[s];
+            gk = mix(gk, &src, sizeof src);
+            if (src < 0 || src >= part->n_tensors)
+                continue;
+            const tport_tensor_view *st = part->tensors[src];
+            gk = shape_hash(gk, st);
+            if (st->flags & TPORT_TENSOR_WEIGHT)
+                gk = place_hash(gk, st);
+            else
+                bk = place_hash(bk, st);
+        }
+    }
+    part->graph_key = gk ? gk : 1;
+    part->bind_key = bk ? bk : 1;
+}

@@ -17,4 +17,13 @@ typedef struct sched_view {
 tport_status sched_view_build(const tport_graph *g, int n_threads, sched_view *out);
 void sched_view_free(sched_view *v);
 
+/* A copy of v whose records hold no host address (what a device with
+ * memory of its own is asked supports_op with). */
+tport_status sched_view_blind(const sched_view *v, sched_view *out);
+
+/* Sets part->graph_key (ops, types, shapes, strides, parameters and where
+ * weights live, of the n nodes and their sources) and part->bind_key
+ * (where every other operand lives).  Neither is ever 0. */
+void sched_view_keys(tport_graph_view *part, const int32_t *nodes, int n);
+
 #endif

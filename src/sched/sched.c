@@ -1,6 +1,8 @@
-/* The scheduler: assigns every node of a planned graph to the first active
- * backend (in preference order) that supports it, or to the one the caller
- * forces, and runs consecutive nodes of one backend in one compute call. */
+/* The scheduler (DESIGN.md, "Scheduling"): assigns every node of a planned
+ * graph to a backend — where its weights or cache live, then whoever
+ * supports it, in preference order, or the one the caller forces — runs
+ * consecutive nodes of one backend as one split, and stages the tensors
+ * that cross between host memory and a device's own memory (stage.c). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,9 +10,11 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "devices.h"
 #include "graph_view.h"
 #include "registry/registry.h"
 #include "sched.h"
+#include "stage.h"
 
 /* The ABI promises a backend one calling thread at a time. */
 static pthread_mutex_t compute_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -36,27 +40,82 @@ static int default_threads(void) {
     return n > 0 ? (int)(n < 512 ? n : 512) : 1;
 }
 
-static bool can_run(const tport_active_backend *b, const tport_graph_view *v, int32_t node) {
-    return b && b->api && b->api->supports_op && b->api->compute && b->n_devices > 0 &&
-           b->api->supports_op(b->state, 0, v, node);
+static void release_hook(void) {
+    pthread_mutex_lock(&compute_lock);
+    sched_release_devices();
+    pthread_mutex_unlock(&compute_lock);
+}
+
+/* A device with memory of its own is asked with a view whose records hold
+ * no host address: it must not rely on one it will never get in compute. */
+static bool ask(const tport_active_backend *b, const tport_graph_view *v, const tport_graph_view *blind,
+                int32_t node) {
+    return b->api->supports_op(b->state, 0, b->mem.device_memory && blind ? blind : v, node);
+}
+
+static bool can_run(const tport_active_backend *b, const tport_graph_view *v, const tport_graph_view *blind,
+                    int32_t node) {
+    return b && b->api && b->api->supports_op && b->api->compute && b->n_devices > 0 && !sched_backend_lost(b) &&
+           ask(b, v, blind, node);
 }
 
 bool tport_sched_backend_supports(const tport_active_backend *b, const tport_graph_view *v, int32_t node) {
     if (!v || node < 0 || node >= v->n_tensors)
         return false;
     pthread_mutex_lock(&compute_lock);
-    bool ok = can_run(b, v, node);
+    bool ok;
+    if (b && b->mem.device_memory) {
+        tport_tensor_view *recs = calloc((size_t)v->n_tensors, sizeof *recs);
+        const tport_tensor_view **ptrs = calloc((size_t)v->n_tensors, sizeof *ptrs);
+        ok = recs && ptrs;
+        for (int32_t i = 0; ok && i < v->n_tensors; i++) {
+            size_t n = v->tensors[i]->struct_size < sizeof *recs ? v->tensors[i]->struct_size : sizeof *recs;
+            memcpy(&recs[i], v->tensors[i], n);
+            recs[i].struct_size = sizeof *recs;
+            recs[i].data = NULL;
+            ptrs[i] = &recs[i];
+        }
+        tport_graph_view blind = *v;
+        blind.tensors = ptrs;
+        ok = ok && can_run(b, &blind, NULL, node);
+        free(recs);
+        free(ptrs);
+    } else {
+        ok = can_run(b, v, NULL, node);
+    }
     pthread_mutex_unlock(&compute_lock);
     return ok;
 }
 
-static tport_status assign(const tport_graph *g, const tport_graph_view *v, const char *forced,
-                           const tport_active_backend **chosen) {
+/* The backend holding a leaf that node idx reads (or, for a copy into a
+ * cache, writes), if it can run the node. */
+static const tport_active_backend *by_locality(const tport_graph *g, const sched_view *sv,
+                                               const tport_graph_view *blind, int32_t idx) {
+    const tport_tensor *t = g->tensors[idx];
+    const tport_tensor *cand[TPORT_MAX_SRC + 1];
+    int n = 0;
+    for (int s = 0; s < TPORT_MAX_SRC; s++)
+        if (t->src[s])
+            cand[n++] = t->src[s]->view_src ? t->src[s]->view_src : t->src[s];
+    if (t->view_src)
+        cand[n++] = t->view_src;
+    for (int i = 0; i < n; i++) {
+        const tport_active_backend *b = cand[i]->res.backend;
+        if (b && can_run(b, &sv->view, blind, idx))
+            return b;
+    }
+    return NULL;
+}
+
+static tport_status assign(const tport_graph *g, const sched_view *sv, const tport_graph_view *blind,
+                           const char *forced, const tport_active_backend **chosen) {
     const tport_active_backend *only = NULL;
     if (forced) {
         only = tport_registry_find(forced);
         if (!only)
             return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "backend '%s' is not available", forced);
+        if (sched_backend_lost(only))
+            return tport_error(TPORT_STATUS_DEVICE_LOST, "backend '%s' was lost earlier in this process", forced);
     }
     int n_active = tport_registry_active_count();
     for (int p = 0; p < g->n_nodes; p++) {
@@ -64,11 +123,12 @@ static tport_status assign(const tport_graph *g, const tport_graph_view *v, cons
         const tport_tensor *t = g->tensors[idx];
         chosen[p] = NULL;
         if (only) {
-            if (can_run(only, v, idx))
+            if (can_run(only, &sv->view, blind, idx))
                 chosen[p] = only;
         } else {
+            chosen[p] = by_locality(g, sv, blind, idx);
             for (int b = 0; b < n_active && !chosen[p]; b++)
-                if (can_run(tport_registry_active(b), v, idx))
+                if (can_run(tport_registry_active(b), &sv->view, blind, idx))
                     chosen[p] = tport_registry_active(b);
         }
         if (!chosen[p])
@@ -80,32 +140,152 @@ static tport_status assign(const tport_graph *g, const tport_graph_view *v, cons
     return TPORT_STATUS_OK;
 }
 
+/* One split: nodes [start, end) on backend b in memory space `space`. */
+typedef struct split {
+    int start, end, space, index;
+    const tport_active_backend *b;
+} split;
+
+/* Stages the split's operands, then fills its records: locations in the
+ * split's space, and no host address at all on a device. */
+static tport_status prepare_split(stage_run *r, const sched_view *sv, const split *sp, tport_tensor_view *recs) {
+    const tport_graph *g = r->g;
+    memcpy(recs, sv->records, (size_t)g->n_tensors * sizeof *recs);
+    if (sp->space > 0)
+        for (int i = 0; i < g->n_tensors; i++) {
+            recs[i].data = NULL;
+            recs[i].buffer = 0;
+            recs[i].offset = 0;
+        }
+    for (int p = sp->start; p < sp->end; p++) {
+        int32_t idx = sv->nodes[p];
+        const tport_tensor_view *base = sv->ptrs[idx];
+        for (int s = 0; s < TPORT_MAX_SRC; s++) {
+            int32_t src = base->src[s];
+            if (src < 0)
+                continue;
+            int from;
+            tport_status st = stage_make_readable(r, src, sp->space, sp->b, &from);
+            if (st)
+                return st;
+            stage_locate(r, src, from, sp->b, &recs[src]);
+        }
+        tport_status st = stage_prepare_write(r, idx, sp->space);
+        if (st)
+            return st;
+        stage_locate(r, idx, sp->space, sp->b, &recs[idx]);
+        stage_mark_written(r, idx, sp->space);
+    }
+    return TPORT_STATUS_OK;
+}
+
+static tport_status split_failed(const split *sp, tport_status st) {
+    char why[400];
+    snprintf(why, sizeof why, "%s", tport_last_error());
+    if (sched_status_is_loss(st)) {
+        char line[480];
+        snprintf(line, sizeof line, "%s during compute of split %d", why[0] ? why : tport_status_name(st), sp->index);
+        return sched_mark_lost(sp->b, line);
+    }
+    /* a plug-in may return a code outside the known ids */
+    tport_status code = st > 0 && st <= TPORT_STATUS_NOT_ADDRESSABLE ? st : TPORT_STATUS_ERROR;
+    return tport_error(code, "backend '%s' failed on nodes %d..%d (status %d): %s", sp->b->name, sp->start,
+                       sp->end - 1, (int)st, why[0] ? why : tport_status_name(st));
+}
+
+static tport_status run_split(stage_run *r, sched_view *sv, const split *sp, tport_tensor_view *recs,
+                              const tport_tensor_view **ptrs) {
+    /* the host is about to read and write host memory: no device may still
+     * be reading an upload's source or writing a download's destination */
+    tport_status st = sp->space == SCHED_HOST ? sched_drain_all() : TPORT_STATUS_OK;
+    if (!st)
+        st = prepare_split(r, sv, sp, recs);
+    if (st)
+        return st;
+    tport_graph_view part = sv->view;
+    part.tensors = ptrs;
+    part.nodes = sv->nodes + sp->start;
+    part.n_nodes = sp->end - sp->start;
+    sched_view_keys(&part, sv->nodes + sp->start, part.n_nodes);
+    sched_note_key(sp->b, part.graph_key);
+    tport_log(TPORT_LOG_DEBUG, "sched: split %d: nodes %d..%d on %s", sp->index, sp->start, sp->end - 1, sp->b->name);
+    tport_clear_error();
+    const tport_backend_mem *m = &sp->b->mem;
+    if (sp->space > 0 && m->compute_async) {
+        tport_ticket ticket = 0;
+        st = m->compute_async(sp->b->state, 0, &part, &ticket);
+        if (!st && ticket)
+            sched_space_get(sp->space)->last = ticket;
+    } else {
+        st = sp->b->api->compute(sp->b->state, 0, &part);
+    }
+    return st ? split_failed(sp, st) : TPORT_STATUS_OK;
+}
+
 static tport_status run(tport_graph *g, sched_view *sv, const tport_active_backend **chosen) {
-    for (int start = 0; start < g->n_nodes;) {
+    int n_splits = 0;
+    split *splits = calloc((size_t)g->n_nodes, sizeof *splits);
+    tport_tensor_view *recs = malloc((size_t)g->n_tensors * sizeof *recs);
+    const tport_tensor_view **ptrs = malloc((size_t)g->n_tensors * sizeof *ptrs);
+    stage_run r;
+    tport_status st = splits && recs && ptrs ? stage_begin(&r, g, sv)
+                                             : tport_error(TPORT_STATUS_OUT_OF_MEMORY, "out of memory");
+    if (st) {
+        free(splits);
+        free(recs);
+        free(ptrs);
+        return st;
+    }
+    for (int i = 0; i < g->n_tensors; i++)
+        ptrs[i] = &recs[i];
+    for (int start = 0; start < g->n_nodes && !st;) {
         int end = start + 1;
         while (end < g->n_nodes && chosen[end] == chosen[start])
             end++;
-        const tport_active_backend *b = chosen[start];
-        tport_graph_view part = sv->view;
-        part.nodes = sv->nodes + start;
-        part.n_nodes = end - start;
-        tport_log(TPORT_LOG_DEBUG, "sched: nodes %d..%d on %s", start, end - 1, b->name);
-        tport_clear_error();
-        tport_status st = b->api->compute(b->state, 0, &part);
-        if (st != TPORT_STATUS_OK) {
-            char why[400];
-            snprintf(why, sizeof why, "%s", tport_last_error());
-            /* a plug-in may return a code outside the known ids */
-            tport_status code = st > 0 && st <= TPORT_STATUS_BAD_FORMAT ? st : TPORT_STATUS_ERROR;
-            return tport_error(code, "backend '%s' failed on nodes %d..%d (status %d): %s", b->name, start,
-                               end - 1, (int)st, why[0] ? why : tport_status_name(st));
+        split *sp = &splits[n_splits];
+        *sp = (split){.start = start, .end = end, .b = chosen[start], .index = n_splits,
+                      .space = sched_space_of(chosen[start])};
+        if (sp->space < 0)
+            st = tport_error(TPORT_STATUS_UNSUPPORTED, "more than %d device backends in one graph", SCHED_MAX_SPACES - 1);
+        /* staging room for leaves the split touches that live elsewhere */
+        for (int p = start; p < end && sp->space > 0; p++) {
+            const tport_tensor_view *base = sv->ptrs[sv->nodes[p]];
+            for (int s = 0; s < TPORT_MAX_SRC; s++)
+                if (base->src[s] >= 0)
+                    stage_reserve_leaf(&r, base->src[s], sp->space);
+            stage_reserve_leaf(&r, sv->nodes[p], sp->space);
         }
-        const char *name = intern_name(b->name);
-        for (int p = start; p < end; p++)
-            g->node_backend[p] = name;
+        n_splits++;
         start = end;
     }
-    return TPORT_STATUS_OK;
+    for (int s = 1; s < SCHED_MAX_SPACES && !st; s++)
+        if (sched_space_get(s))
+            st = sched_space_reserve(s, r.need[s]);
+    for (int i = 0; i < n_splits && !st; i++)
+        st = run_split(&r, sv, &splits[i], recs, ptrs);
+    if (!st)
+        st = stage_finish(&r);
+    tport_status drained = sched_drain_all();
+    if (!st)
+        st = drained;
+    if (!st) {
+        for (int i = 0; i < n_splits; i++) {
+            const char *name = intern_name(splits[i].b->name);
+            for (int p = splits[i].start; p < splits[i].end; p++)
+                g->node_backend[p] = name;
+        }
+        r.stats.n_splits = n_splits;
+        g->stats = r.stats;
+    }
+    stage_end(&r);
+    free(splits);
+    free(recs);
+    free(ptrs);
+    return st;
+}
+
+tport_sched_stats tport_graph_stats(const tport_graph *g) {
+    return g ? g->stats : (tport_sched_stats){0};
 }
 
 tport_status tport_graph_compute(tport_graph *g, const tport_compute_params *params) {
@@ -114,6 +294,7 @@ tport_status tport_graph_compute(tport_graph *g, const tport_compute_params *par
     tport_status st = tport_graph_plan(g);
     if (st)
         return st;
+    memset(&g->stats, 0, sizeof g->stats);
     const char **names = realloc(g->node_backend, (size_t)(g->n_nodes ? g->n_nodes : 1) * sizeof *names);
     if (!names)
         return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "out of memory");
@@ -123,21 +304,84 @@ tport_status tport_graph_compute(tport_graph *g, const tport_compute_params *par
         return TPORT_STATUS_OK;
 
     int n_threads = params && params->n_threads > 0 ? params->n_threads : default_threads();
-    sched_view sv;
+    sched_view sv, blind;
     st = sched_view_build(g, n_threads, &sv);
     if (st)
         return st;
+    st = sched_view_blind(&sv, &blind);
+    if (st) {
+        sched_view_free(&sv);
+        return st;
+    }
     const tport_active_backend **chosen = calloc((size_t)g->n_nodes, sizeof *chosen);
     if (!chosen) {
         sched_view_free(&sv);
+        sched_view_free(&blind);
         return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "out of memory");
     }
+    tport_registry_set_shutdown_hook(release_hook);
     pthread_mutex_lock(&compute_lock);
-    st = assign(g, &sv.view, params ? params->backend : NULL, chosen);
+    st = assign(g, &sv, &blind.view, params ? params->backend : NULL, chosen);
     if (!st)
         st = run(g, &sv, chosen);
     pthread_mutex_unlock(&compute_lock);
     free(chosen);
     sched_view_free(&sv);
+    sched_view_free(&blind);
     return st;
+}
+
+tport_status tport_sched_wait(const tport_active_backend *b, tport_ticket ticket) {
+    pthread_mutex_lock(&compute_lock);
+    tport_status st = sched_wait_ticket(b, ticket);
+    pthread_mutex_unlock(&compute_lock);
+    return st;
+}
+
+bool tport_sched_backend_lost(const tport_active_backend *b) {
+    pthread_mutex_lock(&compute_lock);
+    bool lost = sched_backend_lost(b);
+    pthread_mutex_unlock(&compute_lock);
+    return lost;
+}
+
+tport_status tport_sched_alloc(const tport_active_backend *b, uint64_t bytes, tport_residency *res) {
+    memset(res, 0, sizeof *res);
+    if (!b || !b->mem.device_memory)
+        return tport_error(TPORT_STATUS_UNSUPPORTED, "backend has no device memory");
+    tport_registry_set_shutdown_hook(release_hook);
+    pthread_mutex_lock(&compute_lock);
+    tport_buffer buf = 0;
+    void *host = NULL;
+    tport_clear_error();
+    tport_status st = sched_backend_lost(b) ? tport_error(TPORT_STATUS_DEVICE_LOST, "backend %s was lost", b->name)
+                      : b->mem.buffer_alloc(b->state, 0, TPORT_MEM_DEVICE, TPORT_USAGE_COMPUTE, bytes, &buf, &host);
+    if (st == TPORT_STATUS_OK && !buf)
+        st = tport_error(TPORT_STATUS_ERROR, "buffer_alloc returned handle 0");
+    tport_ticket t = 0;
+    if (st == TPORT_STATUS_OK) {
+        if (b->mem.buffer_fill)
+            st = b->mem.buffer_fill(b->state, buf, 0, bytes, 0, &t);
+        else if (host)
+            memset(host, 0, bytes);
+        /* else: the cache is written before it is read (positions < pos) */
+        if (st == TPORT_STATUS_OK)
+            st = sched_wait_ticket(b, t);
+        if (st != TPORT_STATUS_OK)
+            b->mem.buffer_free(b->state, buf);
+    }
+    pthread_mutex_unlock(&compute_lock);
+    if (st == TPORT_STATUS_OK)
+        *res = (tport_residency){.backend = b, .buffer = buf, .host = host, .bytes = bytes};
+    return st;
+}
+
+void tport_sched_free(tport_residency *res) {
+    if (!res->backend)
+        return;
+    pthread_mutex_lock(&compute_lock);
+    if (!sched_backend_lost(res->backend))
+        res->backend->mem.buffer_free(res->backend->state, res->buffer);
+    pthread_mutex_unlock(&compute_lock);
+    memset(res, 0, sizeof *res);
 }

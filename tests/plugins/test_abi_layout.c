@@ -1,4 +1,4 @@
-/* Freezes the layout of backend ABI 1.0 on x86-64 System V: sizeof and
+/* Freezes the layout of backend ABI 1.0 and 1.1 on x86-64 System V: sizeof and
  * offsetof of every struct and the value of every published id.  These
  * numbers are the ABI itself (plug-ins built against them exist), so they
  * are written out by hand here and never regenerated from the header: a
@@ -102,8 +102,59 @@ static void layouts(void) {
     FROZEN(offsetof(tport_params_rope, mode), 4);
     FROZEN(offsetof(tport_params_rope, freq_base), 8);
     FROZEN(offsetof(tport_params_rope, freq_scale), 12);
+    /* 1.1: the ops of the architectures beyond llama */
+    FROZEN(sizeof(tport_params_clamp), 8);
+    FROZEN(offsetof(tport_params_clamp, max), 4);
+    FROZEN(sizeof(tport_params_soft_max_ext), 8);
+    FROZEN(offsetof(tport_params_soft_max_ext, max_bias), 4);
     FROZEN(TPORT_MAX_SRC, 4);
     FROZEN(TPORT_MAX_DIMS, 4);
+}
+
+/* What 1.1 appended; frozen the same way from now on. */
+static void layouts_1_1(void) {
+    FROZEN(offsetof(tport_tensor_view, buffer), 128);
+    FROZEN(offsetof(tport_tensor_view, offset), 136);
+    FROZEN(TPORT_TENSOR_VIEW_SIZE_1_1, 144);
+    AT_LEAST(sizeof(tport_tensor_view), 144);
+
+    FROZEN(offsetof(tport_graph_view, graph_key), 40);
+    FROZEN(offsetof(tport_graph_view, bind_key), 48);
+    FROZEN(TPORT_GRAPH_VIEW_SIZE_1_1, 56);
+
+    FROZEN(offsetof(tport_device_info, caps), 216);
+    FROZEN(offsetof(tport_device_info, mem_alignment), 224);
+    FROZEN(offsetof(tport_device_info, max_buffer_size), 232);
+    FROZEN(TPORT_DEVICE_INFO_SIZE_1_1, 240);
+
+    FROZEN(offsetof(tport_backend_api, buffer_alloc), 96);
+    FROZEN(offsetof(tport_backend_api, buffer_free), 104);
+    FROZEN(offsetof(tport_backend_api, tensor_alloc_size), 112);
+    FROZEN(offsetof(tport_backend_api, tensor_write), 120);
+    FROZEN(offsetof(tport_backend_api, tensor_read), 128);
+    FROZEN(offsetof(tport_backend_api, buffer_fill), 136);
+    FROZEN(offsetof(tport_backend_api, buffer_copy), 144);
+    FROZEN(offsetof(tport_backend_api, import_host), 152);
+    FROZEN(offsetof(tport_backend_api, compute_async), 160);
+    FROZEN(offsetof(tport_backend_api, wait), 168);
+    FROZEN(offsetof(tport_backend_api, forget_graph), 176);
+    FROZEN(TPORT_BACKEND_API_SIZE_1_1, 184);
+
+    FROZEN(sizeof(tport_buffer), 8);
+    FROZEN(sizeof(tport_ticket), 8);
+}
+
+static void ids_1_1(void) {
+    FROZEN(TPORT_STATUS_TIMEOUT, 9);
+    FROZEN(TPORT_STATUS_NOT_ADDRESSABLE, 10);
+    FROZEN(TPORT_DEVICE_CAP_DEVICE_MEMORY, 1u << 0);
+    FROZEN(TPORT_DEVICE_CAP_HOST_READABLE, 1u << 1);
+    FROZEN(TPORT_DEVICE_CAP_ASYNC, 1u << 2);
+    FROZEN(TPORT_DEVICE_CAP_IMPORT_HOST, 1u << 3);
+    FROZEN(TPORT_MEM_DEVICE, 1);
+    FROZEN(TPORT_MEM_HOST_STAGING, 2);
+    FROZEN(TPORT_USAGE_WEIGHTS, 1);
+    FROZEN(TPORT_USAGE_COMPUTE, 2);
 }
 
 static void ids(void) {
@@ -171,7 +222,12 @@ static void ids(void) {
     FROZEN(TPORT_OP_CPY, 13);
     FROZEN(TPORT_OP_CONT, 14);
     FROZEN(TPORT_OP_CONCAT, 15);
-    FROZEN(TPORT_OP_FLASH_ATTN, 48); /* 1.1 */
+    FROZEN(TPORT_OP_GELU_F16, 16);
+    FROZEN(TPORT_OP_GELU_ERF, 17);
+    FROZEN(TPORT_OP_TANH, 18);
+    FROZEN(TPORT_OP_CLAMP, 19);
+    FROZEN(TPORT_OP_SOFT_MAX_EXT, 20);
+    FROZEN(TPORT_OP_FLASH_ATTN, 48);
     FROZEN(TPORT_ROPE_NORMAL, 0);
     FROZEN(TPORT_ROPE_NEOX, 2);
 
@@ -203,5 +259,7 @@ int main(void) {
 #endif
     layouts();
     ids();
+    layouts_1_1();
+    ids_1_1();
     return test_finish("test_abi_layout");
 }

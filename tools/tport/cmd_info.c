@@ -71,6 +71,11 @@ static void print_value(FILE *f, const tport_kv *kv, bool json) {
         fprintf(f, "[%s x %" PRIu64 "]", kv_type_name(kv->elem_type), kv->n_elems);
 }
 
+/* Files without an architecture name (llama2.c, early GGML) run as llama. */
+static bool runnable(const tport_model_file *mf) {
+    return tport_arch_supported(mf->arch[0] ? mf->arch : "llama");
+}
+
 static void print_text(const tport_model_file *mf) {
     const tport_llama_hparams *hp = &mf->hp;
     char buf[32];
@@ -96,6 +101,8 @@ static void print_text(const tport_model_file *mf) {
     if (mf->notes[0])
         printf("note:          %s\n", mf->notes);
     printf("architecture:  %s\n", mf->arch[0] ? mf->arch : "(unknown)");
+    printf("runs:          %s\n", runnable(mf) ? "yes, this build runs this architecture"
+                                               : "no, this build does not run this architecture");
     size_t arch_len = strlen(mf->arch);
     if (arch_len && strcmp(mf->arch, "llama") && mf->n_kv > 0) {
         /* another architecture (ggml examples, GGUF): tport_llama_hparams
@@ -169,6 +176,7 @@ static void print_json(const tport_model_file *mf) {
     tool_json_string(stdout, mf->notes);
     printf(", \"architecture\": ");
     tool_json_string(stdout, mf->arch);
+    printf(", \"runnable\": %s", runnable(mf) ? "true" : "false");
     printf(",\n \"hparams\": {\"n_vocab\": %u, \"n_ctx\": %u, \"n_embd\": %u, \"n_ff\": %u, \"n_layer\": %u, "
            "\"n_head\": %u, \"n_head_kv\": %u, \"n_rot\": %u, \"norm_eps\": %.9g, \"rope_freq_base\": %.9g, "
            "\"rope_freq_scale\": %.9g, \"rope_mode\": \"%s\"}",

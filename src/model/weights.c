@@ -1,12 +1,14 @@
-/* The llama model's shape and weights, taken from a model file and checked:
- * files are untrusted, so every tensor must have exactly the shape the
- * hyperparameters imply and data of the right size. */
+/* A model's shape and weights, taken from a model file through its
+ * architecture's table and checked: files are untrusted, so every tensor
+ * must have exactly the shape the hyperparameters imply and data of the
+ * right size. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
+#include "model/arch/arch.h"
 #include "model/model.h"
 #include "quant/type_table.h"
 
@@ -16,12 +18,27 @@ static const tport_mf_tensor *find(const tport_model_file *mf, const char *name)
     return tport_model_file_find(mf, name);
 }
 
-tport_status tport_llama_shape_from_file(const tport_model_file *mf, tport_llama_shape *sh) {
+/* "<arch>.<suffix>" as an unsigned count, 0 when absent. */
+static uint32_t arch_u32(const tport_model_file *mf, const char *suffix) {
+    char key[96];
+    snprintf(key, sizeof key, "%s.%s", mf->arch, suffix);
+    const tport_kv *kv = tport_model_file_kv(mf, key);
+    if (!kv)
+        return 0;
+    switch (kv->type) {
+    case TPORT_KV_U8: case TPORT_KV_U16: case TPORT_KV_U32: case TPORT_KV_U64:
+        return kv->v.u < MAX_DIM ? (uint32_t)kv->v.u : MAX_DIM;
+    case TPORT_KV_I8: case TPORT_KV_I16: case TPORT_KV_I32: case TPORT_KV_I64:
+        return kv->v.i > 0 && kv->v.i < MAX_DIM ? (uint32_t)kv->v.i : kv->v.i > 0 ? MAX_DIM : 0;
+    default:
+        return 0;
+    }
+}
+
+tport_status tport_model_shape_from_file(const tport_model_file *mf, const tport_arch *arch,
+                                         tport_model_shape *sh) {
     const tport_llama_hparams *hp = &mf->hp;
     memset(sh, 0, sizeof *sh);
-    if (mf->arch[0] && strcmp(mf->arch, "llama") != 0)
-        return tport_error(TPORT_STATUS_UNSUPPORTED, "%s: architecture '%s' is not llama",
-                           mf->path, mf->arch);
     const tport_mf_tensor *emb = find(mf, "token_embd.weight");
     const tport_mf_tensor *up = find(mf, "blk.0.ffn_up.weight");
     if (!emb)
@@ -36,11 +53,15 @@ tport_status tport_llama_shape_from_file(const tport_model_file *mf, tport_llama
     sh->n_head = (int32_t)hp->n_head;
     sh->n_head_kv = hp->n_head_kv ? (int32_t)hp->n_head_kv : sh->n_head;
     sh->n_ff = hp->n_ff ? (int32_t)hp->n_ff : up && up->ne[1] < MAX_DIM ? (int32_t)up->ne[1] : 0;
-    sh->n_ctx = hp->n_ctx ? (int32_t)(hp->n_ctx < (1u << 20) ? hp->n_ctx : (1u << 20)) : 2048;
-    sh->norm_eps = hp->norm_eps > 0 ? hp->norm_eps : 1e-5f;
+    sh->n_ctx_train = (int32_t)(hp->n_ctx < (1u << 20) ? hp->n_ctx : (1u << 20));
+    sh->n_ctx = sh->n_ctx_train ? sh->n_ctx_train : 2048;
     sh->rope_base = hp->rope_freq_base > 0 ? hp->rope_freq_base : 10000.0f;
     sh->rope_scale = hp->rope_freq_scale > 0 ? hp->rope_freq_scale : 1.0f;
-    sh->rope_mode = hp->rope_mode;
+    sh->rope_mode = arch->rope_mode;
+    if (arch->norm == NORM_RMS)
+        sh->norm_eps = hp->norm_eps > 0 ? hp->norm_eps : 1e-5f;
+    else if (!tport_arch_f32(mf, "attention.layer_norm_epsilon", &sh->norm_eps) || !(sh->norm_eps > 0))
+        sh->norm_eps = 1e-5f;
     if (hp->n_embd >= MAX_DIM || hp->n_layer >= 4096 || hp->n_head >= MAX_DIM ||
         hp->n_head_kv >= MAX_DIM || hp->n_ff >= MAX_DIM || hp->n_rot >= MAX_DIM)
         return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: hyperparameters out of range", mf->path);
@@ -50,11 +71,20 @@ tport_status tport_llama_shape_from_file(const tport_model_file *mf, tport_llama
                            "%s: incomplete hyperparameters (vocab %d, embd %d, layers %d, heads %d/%d, ff %d)",
                            mf->path, sh->n_vocab, sh->n_embd, sh->n_layer, sh->n_head,
                            sh->n_head_kv, sh->n_ff);
-    if (sh->n_embd % sh->n_head || sh->n_head % sh->n_head_kv)
+    /* the head size is n_embd / n_head unless the file says otherwise (gemma) */
+    uint32_t key_length = arch_u32(mf, "attention.key_length");
+    uint32_t value_length = arch_u32(mf, "attention.value_length");
+    if (key_length != value_length)
+        return tport_error(TPORT_STATUS_UNSUPPORTED, "%s: key length %u differs from value length %u",
+                           mf->path, key_length, value_length);
+    if (sh->n_head % sh->n_head_kv || (!key_length && sh->n_embd % sh->n_head))
         return tport_error(TPORT_STATUS_BAD_FORMAT,
                            "%s: %d heads do not divide n_embd %d or are not a multiple of %d kv heads",
                            mf->path, sh->n_head, sh->n_embd, sh->n_head_kv);
-    sh->head_dim = sh->n_embd / sh->n_head;
+    sh->head_dim = key_length ? (int32_t)key_length : sh->n_embd / sh->n_head;
+    if (sh->head_dim <= 0 || (int64_t)sh->head_dim * sh->n_head >= MAX_DIM)
+        return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: head size %d for %d heads", mf->path, sh->head_dim,
+                           sh->n_head);
     /* Pre-GGUF headers have no kv-head count (llama.cpp took LLaMA-2 70B's
      * from its -gqa option), so their readers report n_head: the width of
      * attn_k says how many kv heads the model really has. */
@@ -67,12 +97,20 @@ tport_status tport_llama_shape_from_file(const tport_model_file *mf, tport_llama
                   sh->n_head_kv);
     }
     sh->n_rot = hp->n_rot ? (int32_t)hp->n_rot : sh->head_dim;
-    if (sh->n_rot > sh->head_dim || sh->n_rot % 2)
+    if (sh->rope_mode >= 0 && (sh->n_rot > sh->head_dim || sh->n_rot % 2 || sh->n_rot <= 0))
         return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: rope dimensions %d for head size %d",
                            mf->path, sh->n_rot, sh->head_dim);
-    if (sh->rope_mode != TPORT_ROPE_NORMAL && sh->rope_mode != TPORT_ROPE_NEOX)
-        return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: unknown rope mode %d", mf->path, sh->rope_mode);
-    return TPORT_STATUS_OK;
+    /* With a sliding window, attention sees only the last W positions;
+     * up to W positions that is full attention, so the context stops there
+     * rather than computing something else. */
+    uint32_t window = arch_u32(mf, "attention.sliding_window");
+    if (window && (uint32_t)sh->n_ctx > window) {
+        tport_log(TPORT_LOG_WARN, "%s: sliding-window attention (window %u) is not implemented; "
+                  "the context is limited to %u positions, where it equals full attention",
+                  mf->path, window, window);
+        sh->n_ctx = (int32_t)window;
+    }
+    return arch->hparams ? arch->hparams(mf, sh) : TPORT_STATUS_OK;
 }
 
 /* A weight record for tensor `name`, which must have shape {ne0, ne1}
@@ -145,42 +183,89 @@ static tport_status bind(tport_model *m, const char *name, int64_t ne0, int64_t 
     return TPORT_STATUS_OK;
 }
 
-tport_status tport_llama_bind_weights(tport_model *m) {
-    const tport_llama_shape *sh = &m->sh;
-    int64_t e = sh->n_embd, kv = (int64_t)sh->head_dim * sh->n_head_kv, ff = sh->n_ff;
+int64_t tport_arch_dim_size(const tport_model_shape *sh, int dim) {
+    int64_t q = (int64_t)sh->n_head * sh->head_dim, kv = (int64_t)sh->n_head_kv * sh->head_dim;
+    switch (dim) {
+    case DIM_EMBD: return sh->n_embd;
+    case DIM_VOCAB: return sh->n_vocab;
+    case DIM_FF: return sh->n_ff;
+    case DIM_Q: return q;
+    case DIM_KV: return kv;
+    case DIM_QKV: return q + 2 * kv;
+    case DIM_CTX: return sh->n_ctx_train;
+    default: return 0;
+    }
+}
+
+static tport_tensor **slot_of(tport_model *m, const tport_arch_tensor *t, int32_t layer) {
+    uint8_t *base = t->flags & TENSOR_LAYER ? (uint8_t *)&m->layers[layer] : (uint8_t *)&m->w;
+    return (tport_tensor **)(void *)(base + t->slot);
+}
+
+tport_status tport_model_bind_weights(tport_model *m) {
+    const tport_model_shape *sh = &m->sh;
+    const tport_arch *arch = m->arch;
     tport_status st;
-    m->norm_cap = (size_t)(2 * sh->n_layer + 1) * (size_t)sh->n_embd;
-    m->norm_f32 = malloc(m->norm_cap * sizeof *m->norm_f32);
-    if (!m->norm_f32)
-        return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "out of memory for norm weights");
-    if ((st = bind(m, "token_embd.weight", e, sh->n_vocab, false, &m->tok_embd)) ||
-        (st = bind(m, "output_norm.weight", e, 0, false, &m->output_norm)) ||
-        (st = bind(m, "output.weight", e, sh->n_vocab, true, &m->output)))
-        return st;
-    if (!m->output)
-        m->output = m->tok_embd; /* tied classifier */
     m->layers = calloc((size_t)sh->n_layer, sizeof *m->layers);
     if (!m->layers)
         return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "out of memory for %d layers", sh->n_layer);
-    for (int32_t i = 0; i < sh->n_layer; i++) {
-        tport_llama_layer *l = &m->layers[i];
-        struct {
-            const char *what;
-            int64_t ne0, ne1;
-            tport_tensor **dst;
-        } w[] = {
-            {"attn_norm", e, 0, &l->attn_norm}, {"attn_q", e, e, &l->wq},
-            {"attn_k", e, kv, &l->wk},          {"attn_v", e, kv, &l->wv},
-            {"attn_output", e, e, &l->wo},      {"ffn_norm", e, 0, &l->ffn_norm},
-            {"ffn_gate", e, ff, &l->w_gate},    {"ffn_up", e, ff, &l->w_up},
-            {"ffn_down", ff, e, &l->w_down},
-        };
-        for (size_t k = 0; k < sizeof w / sizeof w[0]; k++) {
-            char name[64];
-            snprintf(name, sizeof name, "blk.%d.%s.weight", (int)i, w[k].what);
-            if ((st = bind(m, name, w[k].ne0, w[k].ne1, false, w[k].dst)))
+    /* room for every 1-D weight in f32 */
+    m->norm_cap = 0;
+    for (int k = 0; k < arch->n_tensors; k++) {
+        const tport_arch_tensor *t = &arch->tensors[k];
+        if (t->ne1 == DIM_1)
+            m->norm_cap += (size_t)tport_arch_dim_size(sh, t->ne0) * (t->flags & TENSOR_LAYER ? (size_t)sh->n_layer : 1);
+    }
+    m->norm_f32 = malloc((m->norm_cap ? m->norm_cap : 1) * sizeof *m->norm_f32);
+    if (!m->norm_f32)
+        return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "out of memory for norm weights");
+    int n_bound = 0;
+    for (int k = 0; k < arch->n_tensors; k++) {
+        const tport_arch_tensor *t = &arch->tensors[k];
+        int32_t n_copies = t->flags & TENSOR_LAYER ? sh->n_layer : 1;
+        for (int32_t i = 0; i < n_copies; i++) {
+            char name[96];
+            if (t->flags & TENSOR_LAYER)
+                snprintf(name, sizeof name, t->name, (int)i);
+            else
+                snprintf(name, sizeof name, "%s", t->name);
+            tport_tensor **dst = slot_of(m, t, i);
+            if ((st = bind(m, name, tport_arch_dim_size(sh, t->ne0), tport_arch_dim_size(sh, t->ne1),
+                           (t->flags & TENSOR_OPTIONAL) != 0, dst)))
                 return st;
+            n_bound += *dst != NULL;
         }
     }
+    if (!m->w.output)
+        m->w.output = m->w.tok_embd; /* tied classifier */
+    if (n_bound < m->file->n_tensors)
+        tport_log(TPORT_LOG_WARN, "%s: %d of the file's %d tensors are not part of architecture %s and are "
+                  "ignored", m->file->path, m->file->n_tensors - n_bound, m->file->n_tensors, arch->name);
     return TPORT_STATUS_OK;
+}
+
+int tport_layer_matrices(tport_layer *l, tport_tensor ***out, int cap, int *n_attn) {
+    tport_tensor **all[] = {&l->wqkv, &l->wq, &l->wk, &l->wv, &l->wo, &l->w_gate, &l->w_up, &l->w_down};
+    int n = 0;
+    for (size_t i = 0; i < sizeof all / sizeof all[0] && n < cap; i++)
+        out[n++] = all[i];
+    if (n_attn)
+        *n_attn = n < 5 ? n : 5;
+    return n;
+}
+
+int tport_layer_vectors(tport_layer *l, bool ffn, tport_tensor **out, int cap) {
+    tport_tensor *attn[] = {l->attn_norm, l->attn_norm_b, l->attn_norm2, l->attn_norm2_b,
+                            l->bqkv, l->bq, l->bk, l->bv, l->bo};
+    tport_tensor *ff[] = {l->ffn_norm, l->ffn_norm_b, l->b_up, l->b_down};
+    tport_tensor **src = ffn ? ff : attn;
+    int n_src = ffn ? (int)(sizeof ff / sizeof ff[0]) : (int)(sizeof attn / sizeof attn[0]);
+    int n = 0;
+    for (int i = 0; i < n_src && n < cap; i++)
+        out[n++] = src[i];
+    return n;
+}
+
+const tport_tensor *tport_layer_attention_weight(const tport_layer *l) {
+    return l->wk ? l->wk : l->wqkv;
 }

@@ -1,0 +1,143 @@
+/* Weights resident in a backend's memory (ABI 1.1, DESIGN.md rule 9): after
+ * placement chose the backend that runs each weight's consumer, a weight
+ * whose backend has memory of its own is uploaded there once, and a
+ * host-memory backend that keeps weights in a layout of its own (its
+ * tensor_alloc_size says how big) gets its copy the same way.  The file's
+ * bytes stay where they are: they are what any other backend reads, and
+ * what the host falls back to when a device is lost. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "model/model.h"
+#include "quant/type_table.h"
+#include "sched/sched.h"
+
+static void weight_record(const tport_tensor *w, tport_tensor_view *v) {
+    memset(v, 0, sizeof *v);
+    v->struct_size = sizeof *v;
+    v->op = TPORT_OP_NONE;
+    v->type = w->type;
+    for (int s = 0; s < TPORT_MAX_SRC; s++)
+        v->src[s] = -1;
+    for (int d = 0; d < TPORT_MAX_DIMS; d++) {
+        v->ne[d] = w->ne[d];
+        v->nb[d] = w->nb[d];
+    }
+    v->flags = TPORT_TENSOR_WEIGHT;
+    v->name = w->name;
+}
+
+static tport_status remember(tport_model *m, tport_tensor *w) {
+    if (m->n_resident == m->cap_resident) {
+        int cap = m->cap_resident ? 2 * m->cap_resident : 64;
+        tport_tensor **p = realloc(m->resident, (size_t)cap * sizeof *p);
+        if (!p)
+            return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "out of memory");
+        m->resident = p;
+        m->cap_resident = cap;
+    }
+    m->resident[m->n_resident++] = w;
+    return TPORT_STATUS_OK;
+}
+
+/* Uploads w to b.  A refusal is not fatal: the weight stays in host memory
+ * and the line says what that costs. */
+static tport_status upload_one(tport_model *m, tport_tensor *w, const tport_active_backend *b, tport_ticket *last) {
+    const tport_backend_mem *mem = &b->mem;
+    if (w->res.backend || !w->data || (!mem->device_memory && !mem->own_layout))
+        return TPORT_STATUS_OK;
+    tport_tensor_view v;
+    weight_record(w, &v);
+    uint64_t plain = tport_tensor_nbytes(w);
+    uint64_t size = mem->tensor_alloc_size ? mem->tensor_alloc_size(b->state, 0, &v) : 0;
+    if (!size && !mem->device_memory)
+        return TPORT_STATUS_OK; /* a host-memory backend that reads it as it is */
+    if (!size)
+        size = plain;
+    tport_buffer buf = 0;
+    void *host = NULL;
+    tport_clear_error();
+    tport_status st = mem->buffer_alloc(b->state, 0, TPORT_MEM_DEVICE, TPORT_USAGE_WEIGHTS, size, &buf, &host);
+    const char *step = "allocating";
+    if (st == TPORT_STATUS_OK && (!buf || (!mem->device_memory && !host))) {
+        st = tport_error(TPORT_STATUS_ERROR, buf ? "no host address for a host-memory buffer" : "handle 0");
+        if (buf)
+            mem->buffer_free(b->state, buf);
+        buf = 0;
+    }
+    if (st == TPORT_STATUS_OK) {
+        tport_ticket t = 0;
+        step = "uploading";
+        tport_clear_error();
+        st = mem->tensor_write(b->state, buf, 0, &v, w->data, plain, &t);
+        if (st == TPORT_STATUS_OK && t)
+            *last = t;
+        if (st != TPORT_STATUS_OK)
+            mem->buffer_free(b->state, buf);
+    }
+    if (st != TPORT_STATUS_OK) {
+        tport_log(TPORT_LOG_WARN, "backend %s: %s %s (%llu bytes) failed (%s: %s); it stays in host memory%s", b->name,
+                  step, w->name, (unsigned long long)size, tport_status_name(st), tport_last_error(),
+                  mem->device_memory ? " and is copied to the device when used" : "");
+        return TPORT_STATUS_OK;
+    }
+    w->res = (tport_residency){.backend = b, .buffer = buf, .offset = 0, .host = host, .bytes = size};
+    return remember(m, w);
+}
+
+tport_status tport_model_upload_weights(tport_model *m, const tport_weight_home *homes, int n) {
+    /* one pending ticket per backend, waited for before the model is used */
+    const tport_active_backend *bs[16];
+    tport_ticket last[16];
+    int n_bs = 0;
+    for (int i = 0; i < n; i++) {
+        const tport_active_backend *b = homes[i].backend;
+        if (!b || !homes[i].weight)
+            continue;
+        int k = 0;
+        while (k < n_bs && bs[k] != b)
+            k++;
+        if (k == n_bs) {
+            if (n_bs == 16)
+                continue;
+            bs[n_bs] = b;
+            last[n_bs++] = 0;
+        }
+        tport_status st = upload_one(m, homes[i].weight, b, &last[k]);
+        if (st)
+            return st;
+    }
+    for (int k = 0; k < n_bs; k++) {
+        tport_status st = tport_sched_wait(bs[k], last[k]);
+        if (st)
+            return tport_error(st, "%s: uploading weights: %s", m->file->path, tport_last_error());
+    }
+    return TPORT_STATUS_OK;
+}
+
+void tport_model_release_weights(tport_model *m, bool lost_only) {
+    int kept = 0;
+    for (int i = 0; i < m->n_resident; i++) {
+        tport_tensor *w = m->resident[i];
+        const tport_active_backend *b = w->res.backend;
+        bool lost = tport_sched_backend_lost(b);
+        if (lost_only && !lost) {
+            m->resident[kept++] = w;
+            continue;
+        }
+        if (!lost)
+            b->mem.buffer_free(b->state, w->res.buffer);
+        memset(&w->res, 0, sizeof w->res);
+    }
+    m->n_resident = kept;
+}
+
+uint64_t tport_model_resident_bytes(const tport_model *m, const char *backend) {
+    uint64_t n = 0;
+    for (int i = 0; i < m->n_resident; i++)
+        if (!strcmp(m->resident[i]->res.backend->name, backend))
+            n += m->resident[i]->res.bytes;
+    return n;
+}

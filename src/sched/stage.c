@@ -1,0 +1,283 @@
+/* Staged copies between host memory and device memory for one evaluation
+ * (see stage.h).  Runs under the scheduler's lock. */
+#include "stage.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+
+#define NONE UINT64_MAX
+#define BIT(s) (1u << (s))
+
+static bool planner_owned(const tport_graph *g, int o) {
+    return g->offsets && g->offsets[o] != SIZE_MAX;
+}
+
+static int home_space(const tport_tensor *t) {
+    return t->res.backend && t->res.backend->mem.device_memory ? sched_space_of(t->res.backend) : SCHED_HOST;
+}
+
+static uint64_t align_to(uint64_t n, uint64_t a) {
+    return (n + a - 1) / a * a;
+}
+
+tport_status stage_begin(stage_run *r, tport_graph *g, const sched_view *base) {
+    memset(r, 0, sizeof *r);
+    r->g = g;
+    r->base = base;
+    r->n = g->n_tensors;
+    size_t n = (size_t)(r->n ? r->n : 1);
+    r->owner = malloc(n * sizeof *r->owner);
+    r->valid = calloc(n, sizeof *r->valid);
+    r->written = calloc(n, 1);
+    r->staged = malloc(n * SCHED_MAX_SPACES * sizeof *r->staged);
+    r->shadow = calloc(n, sizeof *r->shadow);
+    if (!r->owner || !r->valid || !r->written || !r->staged || !r->shadow) {
+        stage_end(r);
+        return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "out of memory scheduling a graph");
+    }
+    for (size_t i = 0; i < n * SCHED_MAX_SPACES; i++)
+        r->staged[i] = NONE;
+    for (int i = 0; i < r->n; i++) {
+        const tport_tensor *t = g->tensors[i];
+        int o = t->view_src ? tport_graph_find(g, t->view_src) : i;
+        r->owner[i] = o >= 0 ? o : i;
+    }
+    for (int i = 0; i < r->n; i++) {
+        if (r->owner[i] != i || planner_owned(g, i))
+            continue;
+        const tport_tensor *t = g->tensors[i];
+        if (t->data)
+            r->valid[i] |= BIT(SCHED_HOST);
+        int home = home_space(t);
+        if (home > 0)
+            r->valid[i] |= BIT(home);
+    }
+    for (int s = 0; s < SCHED_MAX_SPACES; s++)
+        r->staged_end[s] = r->need[s] = g->arena_size;
+    return TPORT_STATUS_OK;
+}
+
+void stage_end(stage_run *r) {
+    if (r->shadow)
+        for (int i = 0; i < r->n; i++)
+            free(r->shadow[i]);
+    free(r->owner);
+    free(r->valid);
+    free(r->written);
+    free(r->staged);
+    free(r->shadow);
+    memset(r, 0, sizeof *r);
+}
+
+static bool resident_in(const tport_tensor *t, int space) {
+    return space > 0 && t->res.backend && home_space(t) == space;
+}
+
+void stage_reserve_leaf(stage_run *r, int tensor, int space) {
+    int o = r->owner[tensor];
+    const tport_tensor *t = r->g->tensors[o];
+    if (space <= 0 || planner_owned(r->g, o) || resident_in(t, space))
+        return;
+    uint64_t *slot = &r->staged[(size_t)o * SCHED_MAX_SPACES + (size_t)space];
+    if (*slot != NONE)
+        return;
+    const sched_space *sp = sched_space_get(space);
+    uint64_t align = sp ? sp->b->mem.alignment : 64;
+    *slot = align_to(r->staged_end[space], align);
+    r->staged_end[space] = *slot + tport_tensor_nbytes(t);
+    r->need[space] = r->staged_end[space];
+}
+
+/* Where owner o's bytes are in `space`. */
+static void owner_location(const stage_run *r, int o, int space, tport_buffer *buf, uint64_t *off, void **data) {
+    const tport_graph *g = r->g;
+    const tport_tensor *t = g->tensors[o];
+    *buf = 0;
+    *off = 0;
+    *data = NULL;
+    if (space == SCHED_HOST) {
+        if (planner_owned(g, o))
+            *data = (uint8_t *)g->arena + g->offsets[o];
+        else
+            *data = t->data ? t->data : r->shadow[o];
+        return;
+    }
+    const sched_space *sp = sched_space_get(space);
+    if (planner_owned(g, o)) {
+        *buf = sp->compute;
+        *off = g->offsets[o];
+    } else if (resident_in(t, space)) {
+        *buf = t->res.buffer;
+        *off = t->res.offset;
+        *data = t->res.host;
+    } else {
+        *buf = sp->compute;
+        *off = r->staged[(size_t)o * SCHED_MAX_SPACES + (size_t)space];
+    }
+}
+
+/* A record describing owner o as plain contiguous bytes at its location. */
+static void owner_record(const stage_run *r, int o, int space, tport_tensor_view *rec) {
+    *rec = *r->base->ptrs[o];
+    rec->op = TPORT_OP_NONE;
+    for (int s = 0; s < TPORT_MAX_SRC; s++)
+        rec->src[s] = -1;
+    rec->params = NULL;
+    rec->params_size = 0;
+    owner_location(r, o, space, &rec->buffer, &rec->offset, &rec->data);
+    if (space > 0 && !rec->buffer)
+        rec->data = NULL;
+}
+
+static tport_status lost_or(const tport_active_backend *b, tport_status st, const char *what, const char *name) {
+    char why[300];
+    snprintf(why, sizeof why, "%s", tport_last_error());
+    if (sched_status_is_loss(st) || st == TPORT_STATUS_OK)
+        return sched_mark_lost(b, why[0] ? why : what);
+    return tport_error(st, "backend %s: %s of '%s' failed: %s", b->name, what, name,
+                       why[0] ? why : tport_status_name(st));
+}
+
+/* Copies owner o from device space `from` into host memory and waits. */
+static tport_status download(stage_run *r, int o, int from) {
+    const tport_tensor *t = r->g->tensors[o];
+    size_t bytes = tport_tensor_nbytes(t);
+    if (!planner_owned(r->g, o) && !t->data && !r->shadow[o]) {
+        r->shadow[o] = aligned_alloc(64, (bytes + 63) / 64 * 64);
+        if (!r->shadow[o])
+            return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "out of memory staging '%s' (%zu bytes)", t->name, bytes);
+    }
+    const sched_space *sp = sched_space_get(from);
+    tport_tensor_view rec;
+    owner_record(r, o, from, &rec);
+    tport_buffer hb;
+    uint64_t hoff;
+    void *dst;
+    owner_location(r, o, SCHED_HOST, &hb, &hoff, &dst);
+    tport_ticket ticket = 0;
+    tport_clear_error();
+    tport_status st = sp->b->mem.tensor_read(sp->b->state, rec.buffer, rec.offset, &rec, dst, bytes, &ticket);
+    if (st != TPORT_STATUS_OK)
+        return lost_or(sp->b, st, "download", t->name);
+    /* the host reads dst next: never before the device has written it */
+    st = sched_wait_ticket(sp->b, ticket);
+    if (st)
+        return st;
+    r->stats.n_downloads++;
+    r->stats.bytes_down += bytes;
+    r->valid[o] |= BIT(SCHED_HOST);
+    return TPORT_STATUS_OK;
+}
+
+/* Copies owner o from host memory into device space `to`. */
+static tport_status upload(stage_run *r, int o, int to) {
+    const tport_tensor *t = r->g->tensors[o];
+    size_t bytes = tport_tensor_nbytes(t);
+    sched_space *sp = sched_space_get(to);
+    tport_tensor_view rec;
+    owner_record(r, o, to, &rec);
+    tport_buffer hb;
+    uint64_t hoff;
+    void *src;
+    owner_location(r, o, SCHED_HOST, &hb, &hoff, &src);
+    tport_ticket ticket = 0;
+    tport_clear_error();
+    tport_status st = sp->b->mem.tensor_write(sp->b->state, rec.buffer, rec.offset, &rec, src, bytes, &ticket);
+    if (st != TPORT_STATUS_OK)
+        return lost_or(sp->b, st, "upload", t->name);
+    /* src stays untouched until the space is drained (before any host
+     * split runs, and at the end) */
+    if (ticket)
+        sp->last = ticket;
+    r->stats.n_uploads++;
+    r->stats.bytes_up += bytes;
+    r->valid[o] |= BIT(to);
+    return TPORT_STATUS_OK;
+}
+
+static tport_status make_valid(stage_run *r, int o, int space) {
+    if (r->valid[o] & BIT(space))
+        return TPORT_STATUS_OK;
+    if (!(r->valid[o] & BIT(SCHED_HOST))) {
+        int from = -1;
+        for (int s = 1; s < SCHED_MAX_SPACES && from < 0; s++)
+            if (r->valid[o] & BIT(s))
+                from = s;
+        if (from < 0)
+            return tport_error(TPORT_STATUS_ERROR, "'%s' is read before anything wrote it",
+                               r->g->tensors[o]->name);
+        tport_status st = download(r, o, from);
+        if (st)
+            return st;
+    }
+    return space == SCHED_HOST ? TPORT_STATUS_OK : upload(r, o, space);
+}
+
+tport_status stage_make_readable(stage_run *r, int tensor, int space, const tport_active_backend *b, int *from) {
+    int o = r->owner[tensor];
+    *from = space;
+    if (r->valid[o] & BIT(space))
+        return TPORT_STATUS_OK;
+    if (space > 0 && (b->mem.caps & TPORT_DEVICE_CAP_HOST_READABLE) && (r->valid[o] & BIT(SCHED_HOST))) {
+        *from = SCHED_HOST;
+        return TPORT_STATUS_OK;
+    }
+    return make_valid(r, o, space);
+}
+
+tport_status stage_prepare_write(stage_run *r, int tensor, int space) {
+    int o = r->owner[tensor];
+    if (planner_owned(r->g, o) || r->valid[o] == 0)
+        return TPORT_STATUS_OK; /* written whole, nothing to keep */
+    return make_valid(r, o, space);
+}
+
+void stage_mark_written(stage_run *r, int tensor, int space) {
+    int o = r->owner[tensor];
+    r->valid[o] = BIT(space);
+    r->written[o] = 1;
+}
+
+void stage_locate(const stage_run *r, int tensor, int space, const tport_active_backend *b, tport_tensor_view *rec) {
+    int o = r->owner[tensor];
+    const tport_tensor *t = r->g->tensors[tensor], *own = r->g->tensors[o];
+    size_t offs = o == tensor ? 0 : t->view_offs;
+    if (space == SCHED_HOST && o == tensor && own->res.backend == b && own->res.host) {
+        /* a host-memory backend's own re-encoded copy of a weight */
+        rec->data = own->res.host;
+        rec->buffer = own->res.buffer;
+        rec->offset = own->res.offset;
+        return;
+    }
+    tport_buffer buf;
+    uint64_t off;
+    void *data;
+    owner_location(r, o, space, &buf, &off, &data);
+    rec->buffer = buf;
+    rec->offset = buf ? off + offs : 0;
+    rec->data = data ? (uint8_t *)data + offs : NULL;
+}
+
+tport_status stage_finish(stage_run *r) {
+    for (int i = 0; i < r->n; i++) {
+        int o = r->owner[i];
+        tport_status st = TPORT_STATUS_OK;
+        if (tport_graph_is_output(r->g, i))
+            st = make_valid(r, o, SCHED_HOST);
+        else if (o == i && r->written[o] && !planner_owned(r->g, o)) {
+            const tport_tensor *t = r->g->tensors[o];
+            int home = home_space(t);
+            /* a leaf with a host copy keeps that copy current too */
+            if (t->data && !(r->valid[o] & BIT(SCHED_HOST)))
+                st = make_valid(r, o, SCHED_HOST);
+            if (!st && home > 0)
+                st = make_valid(r, o, home);
+        }
+        if (st)
+            return st;
+    }
+    return TPORT_STATUS_OK;
+}
