@@ -73,6 +73,11 @@ int main(void) {
         EXPECT(by && !strcmp(by, want), "node %d ran on %s, expected %s", i, by ? by : "(nothing)", want);
     }
     EXPECT(seen == 4, "found %d of the 4 op nodes in the graph", seen);
+    /* the example has memory of its own: a, b, bias and w are staged into
+     * it, e comes back for the cpu's scale */
+    tport_sched_stats moved = tport_graph_stats(g);
+    EXPECT(moved.n_uploads == 4 && moved.n_downloads == 1, "%d uploads and %d downloads, expected 4 and 1",
+           moved.n_uploads, moved.n_downloads);
 
     /* the numbers, recomputed in double */
     const float *pa = tport_tensor_data(a), *pb = tport_tensor_data(b), *pbias = tport_tensor_data(bias);

@@ -238,6 +238,14 @@ void tport_session_reset(tport_session *s);
  * evaluations that was; any pointer may be NULL. */
 tport_status tport_session_stats(const tport_session *s, tport_sched_stats *last, tport_sched_stats *total,
                                  int32_t *n_evals);
+/* The plan in words, one line per backend (its layers, resident weight
+ * bytes, the nodes it ran in the last evaluation) and one for the copies
+ * the last evaluation staged; the length written, -1 on error. */
+int32_t tport_session_plan(const tport_session *s, const tport_model *m, char *buf, size_t cap);
+/* Backend whose memory holds layer i's weights, NULL for host memory. */
+const char *tport_model_layer_backend(const tport_model *m, int32_t layer);
+/* Bytes of weights resident in the named backend's own memory or layout. */
+uint64_t tport_model_resident_bytes(const tport_model *m, const char *backend);
 /* What ran where in the last evaluation, grouped by backend and op: row i
  * gives the backend and op names and returns its node count; 0 past the
  * last row. */

@@ -47,6 +47,13 @@ tport_status tport_model_eval_batch(const tport_model_eval *e) {
             return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "eval: token id %d outside [0, %d)",
                                (int)e->ids[i], (int)sh->n_vocab);
 
+    /* Attention reads n_kv cache positions rounded up to a multiple of 32
+     * (as llama.cpp does): the masked tail adds exact zeros, and 32 tokens
+     * in a row share one graph structure, so a device can replay what it
+     * recorded for the graph key.  (Ported from main's llama_graph.c.) */
+    n_kv = (n_kv + 31) / 32 * 32;
+    if (n_kv > e->n_ctx)
+        n_kv = e->n_ctx;
     /* inputs: ids, positions, the causal mask [n_kv, n] */
     size_t n_in = 2 * (size_t)n + (size_t)n_kv * (size_t)n;
     int32_t *in = malloc(n_in * sizeof *in);

@@ -28,6 +28,7 @@ struct tport_session {
     tport_node_tally tally;  /* what ran where in the last evaluation */
     int32_t n_evals;         /* evaluations since the last reset     */
     tport_sched_stats total; /* summed over them                     */
+    bool plan_logged;        /* TPORT_LOG=info shows the plan once   */
 };
 
 /* Elements of one layer's K (or V) cache. */
@@ -198,6 +199,12 @@ tport_status tport_session_eval(tport_session *s, const tport_token *ids, int32_
     }
     memcpy(s->history + start, ids, (size_t)n * sizeof *ids);
     s->have_logits = true;
+    if (n == 1 && !s->plan_logged && tport_log_level() >= TPORT_LOG_INFO) {
+        char plan[4096];
+        s->plan_logged = true;
+        if (tport_session_plan(s, s->m, plan, sizeof plan) > 0)
+            tport_log(TPORT_LOG_INFO, "plan for one token:\n%s", plan);
+    }
     return TPORT_STATUS_OK;
 }
 

@@ -111,27 +111,20 @@ tport_status tport_model_upload_weights(tport_model *m, const tport_weight_home 
     }
     for (int k = 0; k < n_bs; k++) {
         tport_status st = tport_sched_wait(bs[k], last[k]);
-        if (st)
+        if (st == TPORT_STATUS_DEVICE_LOST) {
+            /* the model still runs: on the other backends, from the file */
+            tport_log(TPORT_LOG_WARN, "%s: uploading weights: %s; they stay in host memory", m->file->path,
+                      tport_last_error());
+            tport_model_release_weights(m, true);
+        } else if (st) {
             return tport_error(st, "%s: uploading weights: %s", m->file->path, tport_last_error());
+        }
     }
     return TPORT_STATUS_OK;
 }
 
 void tport_model_release_weights(tport_model *m, bool lost_only) {
-    int kept = 0;
-    for (int i = 0; i < m->n_resident; i++) {
-        tport_tensor *w = m->resident[i];
-        const tport_active_backend *b = w->res.backend;
-        bool lost = tport_sched_backend_lost(b);
-        if (lost_only && !lost) {
-            m->resident[kept++] = w;
-            continue;
-        }
-        if (!lost)
-            b->mem.buffer_free(b->state, w->res.buffer);
-        memset(&w->res, 0, sizeof w->res);
-    }
-    m->n_resident = kept;
+    m->n_resident = tport_sched_release(m->resident, m->n_resident, lost_only);
 }
 
 uint64_t tport_model_resident_bytes(const tport_model *m, const char *backend) {

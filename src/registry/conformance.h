@@ -36,8 +36,15 @@ typedef struct tport_check_counts {
 
 /* Runs every numerics case on (api, state) and on the reference; reports
  * each through sink.  The backend must be initialised. */
-tport_check_counts tport_conformance_numerics(const tport_backend_api *api, void *state, tport_check_sink sink,
-                                              void *user);
+struct tport_backend_mem;
+tport_check_counts tport_conformance_numerics(const tport_backend_api *api, void *state,
+                                              const struct tport_backend_mem *mem, tport_check_sink sink, void *user);
+
+/* The device-memory tier (ABI 1.1): upload/download round trips of every
+ * type the backend takes, fills, copies, asynchronous completion and
+ * graph-key replay; nothing to check for a host-memory backend. */
+tport_check_counts tport_conformance_device(const tport_backend_api *api, void *state,
+                                            const struct tport_backend_mem *mem, tport_check_sink sink, void *user);
 
 /* Drives `entry` through fake host tables (minor 0 at the 1.0 size, minor
  * 1 with a larger table, major 2).  Each negotiation gets init, a device

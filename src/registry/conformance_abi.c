@@ -83,7 +83,8 @@ static void fail(tport_check_result *r, const char *fmt, ...) {
 
 /* One small compute through the negotiated table: the first of a few
  * simple cases the backend claims. */
-static void try_compute(const tport_backend_api *api, void *state, tport_check_result *r) {
+static void try_compute(const tport_backend_api *api, void *state, const tport_backend_mem *mem,
+                        tport_check_result *r) {
     check_case cases[256];
     int n = check_cases(cases, 256);
     n = n < 256 ? n : 256;
@@ -95,7 +96,7 @@ static void try_compute(const tport_backend_api *api, void *state, tport_check_r
     }
     for (int i = 0; i < n; i++) {
         tport_check_result one;
-        check_run_case(&cases[i], api, state, ref, ref_state, &one);
+        check_run_case(&cases[i], api, state, mem, ref, ref_state, &one);
         if (one.outcome == TPORT_CHECK_NOT_CLAIMED || one.outcome == TPORT_CHECK_NO_REFERENCE)
             continue;
         if (one.outcome == TPORT_CHECK_FAIL)
@@ -145,7 +146,12 @@ static void use_backend(const tport_backend_api *api, uint32_t device_info_size,
             fail(r, "device_info gave kind %d, not a TPORT_DEVICE_* id", (int)buf.info.kind);
         else {
             snprintf(r->note, sizeof r->note, "init, %d device(s)", (int)n);
-            try_compute(api, state, r);
+            /* what this negotiation allows: 1.1 device memory, or host memory */
+            tport_active_backend a = {.name = api->name, .api = api, .state = state, .abi_minor = api->abi_minor};
+            tport_backend_mem_resolve(&a, &buf.info);
+            if (a.mem.device_memory)
+                snprintf(r->note + strlen(r->note), sizeof r->note - strlen(r->note), ", device memory");
+            try_compute(api, state, &a.mem, r);
         }
     }
     api->shutdown(state);

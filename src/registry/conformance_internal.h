@@ -3,6 +3,7 @@
 #define TPORT_REGISTRY_CONFORMANCE_INTERNAL_H
 
 #include "conformance.h"
+#include "registry.h"
 
 enum { CHECK_DATA_RANDOM = 0, CHECK_DATA_INDICES = 1, CHECK_DATA_POSITIONS = 2 };
 enum { CHECK_LAYOUT_DENSE = 0, CHECK_LAYOUT_PADDED = 1, CHECK_LAYOUT_TRANSPOSED = 2 };
@@ -29,8 +30,47 @@ typedef struct check_case {
  * number there are. */
 int check_cases(check_case *out, int cap);
 
-/* Runs one case on the target and the reference. */
-void check_run_case(const check_case *c, const tport_backend_api *api, void *state,
+typedef struct made_tensor {
+    tport_tensor_view view;
+    unsigned char *mem;
+    size_t bytes;
+} made_tensor;
+
+/* A one-node graph of a case: sources, destination, view. */
+typedef struct case_graph {
+    made_tensor src[3];
+    made_tensor dst;
+    const tport_tensor_view *ptrs[4];
+    int32_t node;
+    tport_graph_view view;
+} case_graph;
+
+/* Fresh inputs from a fixed seed (both runs get the same bytes); a nonzero
+ * salt gives other bytes for the same case (graph-key replay). */
+extern uint64_t check_seed_salt;
+bool check_build_graph(const check_case *c, case_graph *g, char *why, size_t cap);
+void check_free_graph(case_graph *g);
+/* The destination as n floats (malloc'd; NaN where it cannot decode). */
+float *check_output_floats(const case_graph *g, int64_t n);
+
+/* A case's tensors in a device's memory (conformance_device.c): with mem
+ * NULL or a host-memory backend, nothing is moved. */
+typedef struct device_case {
+    const tport_backend_mem *mem;
+    void *state;
+    tport_buffer bufs[4];
+    int n_bufs;
+} device_case;
+bool check_device_bind(const tport_backend_mem *mem, void *state, case_graph *g, device_case *d, char *why,
+                       size_t cap);
+/* Computes (asynchronously where offered, waiting with a timeout) and
+ * downloads the destination into g->dst.mem. */
+tport_status check_device_compute(const tport_backend_api *api, void *state, const device_case *d, case_graph *g);
+void check_device_unbind(device_case *d);
+
+/* Runs one case on the target (through its device memory when mem says it
+ * has its own) and the reference. */
+void check_run_case(const check_case *c, const tport_backend_api *api, void *state, const tport_backend_mem *mem,
                     const tport_backend_api *ref, void *ref_state, tport_check_result *r);
 
 /* Builds a one-node graph for `c` with fresh data (same seed: same data),

@@ -15,12 +15,6 @@
 
 #define PAD_BYTES 32
 
-typedef struct made_tensor {
-    tport_tensor_view view;
-    unsigned char *mem;
-    size_t bytes;
-} made_tensor;
-
 static uint64_t next_random(uint64_t *s) {
     *s ^= *s >> 12;
     *s ^= *s << 25;
@@ -188,24 +182,18 @@ static void describe(const check_case *c, tport_check_result *r) {
         snprintf(r->shape + used, sizeof r->shape - used, " %s", c->note);
 }
 
-typedef struct case_graph {
-    made_tensor src[3];
-    made_tensor dst;
-    const tport_tensor_view *ptrs[4];
-    int32_t node;
-    tport_graph_view view;
-} case_graph;
-
-static void free_graph(case_graph *g) {
+void check_free_graph(case_graph *g) {
     for (int i = 0; i < 3; i++)
         free(g->src[i].mem);
     free(g->dst.mem);
 }
 
 /* Fresh inputs from a fixed seed (both runs get the same bytes). */
-static bool build_graph(const check_case *c, case_graph *g, char *why, size_t cap) {
+uint64_t check_seed_salt;
+
+bool check_build_graph(const check_case *c, case_graph *g, char *why, size_t cap) {
     memset(g, 0, sizeof *g);
-    uint64_t seed = 0x9e3779b97f4a7c15ULL ^ ((uint64_t)c->op << 32);
+    uint64_t seed = 0x9e3779b97f4a7c15ULL ^ ((uint64_t)c->op << 32) ^ check_seed_salt;
     for (int i = 0; i < c->n_src; i++) {
         if (!make_tensor(&c->src[i], &seed, &g->src[i], why, cap))
             return false;
@@ -233,7 +221,7 @@ static bool build_graph(const check_case *c, case_graph *g, char *why, size_t ca
     return true;
 }
 
-static float *output_floats(const case_graph *g, int64_t n) {
+float *check_output_floats(const case_graph *g, int64_t n) {
     const tport_type_traits *tr = tport_traits(g->dst.view.type);
     float *out = malloc((size_t)n * sizeof *out);
     if (out && tr && tr->to_float)
@@ -244,7 +232,7 @@ static float *output_floats(const case_graph *g, int64_t n) {
     return out;
 }
 
-void check_run_case(const check_case *c, const tport_backend_api *api, void *state,
+void check_run_case(const check_case *c, const tport_backend_api *api, void *state, const tport_backend_mem *mem,
                     const tport_backend_api *ref, void *ref_state, tport_check_result *r) {
     memset(r, 0, sizeof *r);
     r->tier = "numerics";
@@ -259,14 +247,21 @@ void check_run_case(const check_case *c, const tport_backend_api *api, void *sta
 
     case_graph target, reference;
     char why[160];
-    bool ok_t = build_graph(c, &target, why, sizeof why);
-    bool ok_r = ok_t && build_graph(c, &reference, why, sizeof why);
+    bool ok_t = check_build_graph(c, &target, why, sizeof why);
+    bool ok_r = ok_t && check_build_graph(c, &reference, why, sizeof why);
     if (!ok_t || !ok_r) {
         r->outcome = TPORT_CHECK_NO_REFERENCE;
         snprintf(r->note, sizeof r->note, "%s", why);
         goto done;
     }
+    device_case dev;
+    if (!check_device_bind(mem, state, &target, &dev, why, sizeof why)) {
+        r->outcome = TPORT_CHECK_FAIL;
+        snprintf(r->note, sizeof r->note, "%s", why);
+        goto done;
+    }
     if (!api->supports_op(state, 0, &target.view, target.node)) {
+        check_device_unbind(&dev);
         r->outcome = TPORT_CHECK_NOT_CLAIMED;
         goto done;
     }
@@ -276,7 +271,8 @@ void check_run_case(const check_case *c, const tport_backend_api *api, void *sta
         goto done;
     }
     tport_clear_error();
-    tport_status st = api->compute(state, 0, &target.view);
+    tport_status st = check_device_compute(api, state, &dev, &target);
+    check_device_unbind(&dev);
     if (st != TPORT_STATUS_OK) {
         r->outcome = TPORT_CHECK_FAIL;
         snprintf(r->note, sizeof r->note, "compute failed (%s): %.100s", tport_status_name(st), tport_last_error());
@@ -289,7 +285,7 @@ void check_run_case(const check_case *c, const tport_backend_api *api, void *sta
         goto done;
     }
     const int64_t n = c->dst.ne[0] * c->dst.ne[1] * c->dst.ne[2] * c->dst.ne[3];
-    float *o = output_floats(&target, n), *e = output_floats(&reference, n);
+    float *o = check_output_floats(&target, n), *e = check_output_floats(&reference, n);
     if (!o || !e) {
         free(o);
         free(e);
@@ -329,13 +325,13 @@ void check_run_case(const check_case *c, const tport_backend_api *api, void *sta
     free(e);
 done:
     if (ok_t)
-        free_graph(&target);
+        check_free_graph(&target);
     if (ok_r)
-        free_graph(&reference);
+        check_free_graph(&reference);
 }
 
-tport_check_counts tport_conformance_numerics(const tport_backend_api *api, void *state, tport_check_sink sink,
-                                              void *user) {
+tport_check_counts tport_conformance_numerics(const tport_backend_api *api, void *state, const tport_backend_mem *mem,
+                                              tport_check_sink sink, void *user) {
     tport_check_counts counts = {0};
     const tport_host_api *host = tport_host_services();
     const tport_backend_api *ref = tport_cpu_embedded_entry(host);
@@ -354,7 +350,7 @@ tport_check_counts tport_conformance_numerics(const tport_backend_api *api, void
         check_cases(cases, n);
         for (int i = 0; i < n; i++) {
             tport_check_result r;
-            check_run_case(&cases[i], api, state, ref, ref_state, &r);
+            check_run_case(&cases[i], api, state, mem, ref, ref_state, &r);
             switch (r.outcome) {
             case TPORT_CHECK_PASS: counts.passed++; break;
             case TPORT_CHECK_FAIL: counts.failed++; break;

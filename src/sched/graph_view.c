@@ -8,6 +8,8 @@
 
 #include "core/error.h"
 
+static _Alignas(64) unsigned char placeholder[64];
+
 tport_status sched_view_build(const tport_graph *g, int n_threads, sched_view *out) {
     memset(out, 0, sizeof *out);
     size_t n = (size_t)(g->n_tensors ? g->n_tensors : 1);
@@ -36,6 +38,12 @@ tport_status sched_view_build(const tport_graph *g, int n_threads, sched_view *o
             r->nb[d] = t->nb[d];
         }
         r->data = t->data;
+        /* a leaf only a device holds (a KV cache) has no host copy until
+         * one is staged; a host backend is asked about it with an address
+         * it must not read (as at load-time placement) */
+        const tport_tensor *own = t->view_src ? t->view_src : t;
+        if (!r->data && t->op == TPORT_OP_NONE && own->res.backend)
+            r->data = placeholder;
         r->params = t->params_size ? t->params : NULL;
         r->params_size = t->params_size;
         r->flags = t->flags & (TPORT_TENSOR_WEIGHT | TPORT_TENSOR_INPUT);

@@ -255,11 +255,12 @@ static tport_status run(tport_graph *g, sched_view *sv, const tport_active_backe
                     stage_reserve_leaf(&r, base->src[s], sp->space);
             stage_reserve_leaf(&r, sv->nodes[p], sp->space);
         }
+        stage_use_space(&r, sp->space);
         n_splits++;
         start = end;
     }
     for (int s = 1; s < SCHED_MAX_SPACES && !st; s++)
-        if (sched_space_get(s))
+        if (sched_space_get(s) && r.need[s])
             st = sched_space_reserve(s, r.need[s]);
     for (int i = 0; i < n_splits && !st; i++)
         st = run_split(&r, sv, &splits[i], recs, ptrs);
@@ -384,4 +385,23 @@ void tport_sched_free(tport_residency *res) {
         res->backend->mem.buffer_free(res->backend->state, res->buffer);
     pthread_mutex_unlock(&compute_lock);
     memset(res, 0, sizeof *res);
+}
+
+int tport_sched_release(tport_tensor **leaves, int n, bool lost_only) {
+    pthread_mutex_lock(&compute_lock);
+    int kept = 0;
+    for (int i = 0; i < n; i++) {
+        tport_tensor *w = leaves[i];
+        const tport_active_backend *b = w->res.backend;
+        bool lost = sched_backend_lost(b);
+        if (lost_only && !lost) {
+            leaves[kept++] = w;
+            continue;
+        }
+        if (!lost)
+            b->mem.buffer_free(b->state, w->res.buffer);
+        memset(&w->res, 0, sizeof w->res);
+    }
+    pthread_mutex_unlock(&compute_lock);
+    return kept;
 }

@@ -23,5 +23,10 @@ bool tport_sched_backend_lost(const tport_active_backend *b);
  * a KV cache.  *res names it; release with tport_sched_free. */
 tport_status tport_sched_alloc(const tport_active_backend *b, uint64_t bytes, tport_residency *res);
 void tport_sched_free(tport_residency *res);
+/* Gives back the backends' copies of n resident leaves (only those on lost
+ * backends if lost_only), under the scheduler's lock so no evaluation sees
+ * a half-released leaf; the kept ones are moved to the front.  Returns how
+ * many are kept. */
+int tport_sched_release(tport_tensor **leaves, int n, bool lost_only);
 
 #endif

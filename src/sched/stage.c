@@ -56,7 +56,7 @@ tport_status stage_begin(stage_run *r, tport_graph *g, const sched_view *base) {
             r->valid[i] |= BIT(home);
     }
     for (int s = 0; s < SCHED_MAX_SPACES; s++)
-        r->staged_end[s] = r->need[s] = g->arena_size;
+        r->staged_end[s] = g->arena_size;
     return TPORT_STATUS_OK;
 }
 
@@ -88,7 +88,11 @@ void stage_reserve_leaf(stage_run *r, int tensor, int space) {
     uint64_t align = sp ? sp->b->mem.alignment : 64;
     *slot = align_to(r->staged_end[space], align);
     r->staged_end[space] = *slot + tport_tensor_nbytes(t);
-    r->need[space] = r->staged_end[space];
+}
+
+void stage_use_space(stage_run *r, int space) {
+    if (space > 0 && r->need[space] < r->staged_end[space])
+        r->need[space] = r->staged_end[space];
 }
 
 /* Where owner o's bytes are in `space`. */
@@ -265,9 +269,10 @@ tport_status stage_finish(stage_run *r) {
     for (int i = 0; i < r->n; i++) {
         int o = r->owner[i];
         tport_status st = TPORT_STATUS_OK;
-        if (tport_graph_is_output(r->g, i))
-            st = make_valid(r, o, SCHED_HOST);
-        else if (o == i && r->written[o] && !planner_owned(r->g, o)) {
+        if (planner_owned(r->g, o)) {
+            if (tport_graph_is_output(r->g, i))
+                st = make_valid(r, o, SCHED_HOST);
+        } else if (o == i && r->written[o]) {
             const tport_tensor *t = r->g->tensors[o];
             int home = home_space(t);
             /* a leaf with a host copy keeps that copy current too */

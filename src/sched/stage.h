@@ -37,6 +37,9 @@ void stage_end(stage_run *r);
 /* Reserves staging room: a leaf that a node on `space` reads or writes but
  * that does not live there gets a slot after the arena. */
 void stage_reserve_leaf(stage_run *r, int tensor, int space);
+/* A split runs on `space`: its compute buffer must hold the arena and the
+ * staged leaves (need[space]; 0 for spaces no split uses). */
+void stage_use_space(stage_run *r, int space);
 
 /* Makes operand `tensor` readable by backend b in `space`; *from receives
  * the space whose copy b reads (the host for a HOST_READABLE device). */

@@ -75,6 +75,14 @@ static void scenario_refusals(void) {
     expect("libfake_abi_1_0.so", TPORT_CANDIDATE_ACTIVE, NULL);
     expect("libfake_newer_minor.so", TPORT_CANDIDATE_ACTIVE, NULL);
     tport_candidate_report r;
+    /* built against the frozen 1.0 header: negotiated 1.0, so the host
+     * reads none of the 1.1 slots and gives it host memory only */
+    if (find_candidate("libfake_abi_1_0.so", &r))
+        CHECK(r.abi_minor == 0, "1.0 plug-in negotiated minor %u", r.abi_minor);
+    const tport_active_backend *abi10 = tport_registry_find("abi10");
+    CHECK(abi10 && !abi10->mem.device_memory && !abi10->mem.buffer_alloc && !abi10->mem.tensor_write &&
+              !abi10->mem.compute_async && !abi10->mem.caps,
+          "the 1.0 plug-in got 1.1 features");
     if (find_candidate("libfake_newer_minor.so", &r))
         CHECK(r.abi_minor == TPORT_ABI_MINOR, "1.7 plug-in negotiated minor %u, host has %d", r.abi_minor,
               TPORT_ABI_MINOR);

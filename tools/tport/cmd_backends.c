@@ -78,8 +78,13 @@ static void print_json(void) {
             tool_json_string(stdout, kind_name(dev->kind));
             printf(", \"description\": ");
             tool_json_string(stdout, dev->description);
-            printf(", \"memory_total\": %" PRIu64 ", \"memory_free\": %" PRIu64 "}", dev->memory_total,
+            printf(", \"memory_total\": %" PRIu64 ", \"memory_free\": %" PRIu64, dev->memory_total,
                    dev->memory_free);
+            uint64_t caps = r.abi_minor >= 1 ? dev->caps : 0;
+            printf(", \"device_memory\": %s, \"host_readable\": %s, \"async\": %s}",
+                   caps & TPORT_DEVICE_CAP_DEVICE_MEMORY ? "true" : "false",
+                   caps & TPORT_DEVICE_CAP_HOST_READABLE ? "true" : "false",
+                   caps & TPORT_DEVICE_CAP_ASYNC ? "true" : "false");
         }
         printf("]}");
     }
@@ -138,7 +143,10 @@ static void print_text(bool verbose) {
                 const tport_device_info *dev = &r.devices[d];
                 printf("         device %d: %s (%s, ", d, dev->name, kind_name(dev->kind));
                 print_memory(dev->memory_total);
-                printf(")");
+                uint64_t caps = r.abi_minor >= 1 ? dev->caps : 0;
+                printf("%s%s%s)", caps & TPORT_DEVICE_CAP_DEVICE_MEMORY ? ", memory of its own" : ", host memory",
+                       caps & TPORT_DEVICE_CAP_HOST_READABLE ? ", reads host memory" : "",
+                       caps & TPORT_DEVICE_CAP_ASYNC ? ", asynchronous" : "");
                 if (verbose && dev->description[0])
                     printf(" %s", dev->description);
                 printf("\n");

@@ -49,6 +49,9 @@ typedef struct bench_result {
     int n_samples;
     double *ts;               /* tokens/s of each repetition               */
     double median, mean;
+    /* staged copies between host and device memory per evaluation (per
+     * token for tg) and the bytes they moved, from the last repetition */
+    double copies, bytes_moved;
 } bench_result;
 
 static void usage(FILE *out) {
@@ -274,6 +277,12 @@ static int measure(tport_session *s, const tport_model *m, bool prompt, int n, i
     free(ids);
     if (st != TPORT_STATUS_OK)
         return tool_fail(1, "bench: evaluation failed: %s", tport_last_error());
+    tport_sched_stats total;
+    int32_t n_evals = 0;
+    if (tport_session_stats(s, NULL, &total, &n_evals) == TPORT_STATUS_OK && n_evals > 0) {
+        r->copies = (double)(total.n_uploads + total.n_downloads) / n_evals;
+        r->bytes_moved = (double)(total.bytes_up + total.bytes_down) / n_evals;
+    }
     summarize(r);
     return 0;
 }
@@ -287,6 +296,7 @@ static void print_json_result(const char *key, const bench_result *r, const weig
     printf("]");
     if (w && w->known)
         printf(", \"gb_per_s\": %.6g", r->median * (double)w->bytes_per_token / 1e9);
+    printf(", \"copies_per_eval\": %.6g, \"bytes_moved_per_eval\": %.6g", r->copies, r->bytes_moved);
     printf("}%s\n", last ? "" : ",");
 }
 
@@ -343,6 +353,9 @@ static void print_text(const bench_opts *o, const tport_model *m, const weight_s
             printf("   (%.2f GB/s of weights)", tg->median * (double)w->bytes_per_token / 1e9);
         printf("\n");
     }
+    if (pp->copies > 0 || tg->copies > 0)
+        printf("\nstaged copies between host and device memory: %.1f per prompt (%.0f bytes), %.1f per "
+               "generated token (%.0f bytes)\n", pp->copies, pp->bytes_moved, tg->copies, tg->bytes_moved);
 }
 
 int cmd_bench(int argc, char **argv) {

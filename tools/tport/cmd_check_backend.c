@@ -185,7 +185,10 @@ static int run_check(const char *path, bool embedded, printer *prp) {
     tport_check_counts num = {0};
     bool started = tport_candidate_start(&c);
     if (started) {
-        num = tport_conformance_numerics(c.api, c.active.state, print_result, &pr);
+        num = tport_conformance_numerics(c.api, c.active.state, &c.active.mem, print_result, &pr);
+        tport_check_counts dev = tport_conformance_device(c.api, c.active.state, &c.active.mem, print_result, &pr);
+        num.passed += dev.passed;
+        num.failed += dev.failed;
     } else {
         tport_check_result r = {.tier = "numerics", .max_err = -1, .outcome = TPORT_CHECK_FAIL};
         snprintf(r.op, sizeof r.op, "init");

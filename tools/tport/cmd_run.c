@@ -41,7 +41,10 @@ static void usage(FILE *out) {
             "  --tokenizer FILE        llama2.c tokenizer.bin for files without a vocabulary\n"
             "  --ctx N                 context length (default: the model's, at most %d)\n"
             "  --batch N               prompt tokens per evaluation (default 64)\n"
-            "  --kv-type T             KV cache type: f16 (default, as llama.cpp) or f32\n",
+            "  --kv-type T             KV cache type: f16 (default, as llama.cpp) or f32\n"
+            "  --plan                  after generating, print on stderr which backend holds which\n"
+            "                          layers and weight bytes, what each ran, and the copies and\n"
+            "                          bytes moved between host and device memory per token\n",
             DEFAULT_N_PREDICT, d.temperature, (int)d.top_k, d.top_p, d.min_p, d.repeat_penalty,
             (int)d.repeat_last_n, (unsigned long long)d.seed, DEFAULT_MAX_CTX);
 }
@@ -49,7 +52,7 @@ static void usage(FILE *out) {
 typedef struct run_opts {
     const char *model, *prompt, *prompt_ids, *backend, *tokenizer, *weight_type;
     long n_predict, threads, ctx, batch;
-    bool ids, kv_f32;
+    bool ids, plan, kv_f32;
     tport_sampler_params sp;
 } run_opts;
 
@@ -78,6 +81,10 @@ static int parse_args(int argc, char **argv, run_opts *o) {
         const char *a = argv[i];
         if (!strcmp(a, "--ids")) {
             o->ids = true;
+            continue;
+        }
+        if (!strcmp(a, "--plan")) {
+            o->plan = true;
             continue;
         }
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -293,6 +300,11 @@ int cmd_run(int argc, char **argv) {
             t2 > t1 ? n_prompt * 1e3 / (t2 - t1) : 0.0);
     fprintf(stderr, "tport run: generated %d tokens in %.1f ms (%.1f tokens/s)\n", n_gen, t3 - t2,
             t3 > t2 ? n_gen * 1e3 / (t3 - t2) : 0.0);
+    if (o.plan) {
+        char plan[4096];
+        if (tport_session_plan(s, m, plan, sizeof plan) > 0)
+            fprintf(stderr, "tport run: plan%s:\n%s", n_gen > 1 ? " (the last evaluation is one token)" : "", plan);
+    }
 done:
     tport_sampler_free(sm);
     tport_session_free(s);
