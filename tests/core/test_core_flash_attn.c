@@ -105,11 +105,35 @@ static void check_errors(void) {
     tport_ctx_free(ctx);
 }
 
+/* The cache writes: f32 rows copied into an f16 cache round exactly as the
+ * reference conversion (the variants take a SIMD path for dense rows). */
+static void check_cache_write(void) {
+    tport_ctx *ctx = tport_ctx_new(1u << 20);
+    tport_tensor *src = ct_rand(ctx, TPORT_TYPE_F32, 64, 3, 1, 1);
+    tport_tensor *dst = tport_new_tensor_2d(ctx, TPORT_TYPE_F16, 64, 3);
+    uint16_t *mem = calloc(64 * 3, sizeof *mem);
+    float *x = src ? tport_tensor_data(src) : NULL;
+    if (x) /* values that round up, down, to even, and tiny ones */
+        for (int i = 0; i < 16; i++)
+            x[i] = (float)(1.0 + (double)i / 4096.0) * (i & 1 ? -1.0f : 1.0f) * (i < 8 ? 1.0f : 1e-6f);
+    tport_tensor_set_data(dst, mem);
+    tport_graph *g = ct_run(ctx, tport_cpy(ctx, src, dst), 2);
+    CHECK(g, "cpy f32 -> f16");
+    int bad = 0;
+    for (int i = 0; g && i < 64 * 3; i++)
+        bad += mem[i] != tport_fp32_to_fp16(x[i]);
+    CHECK(g && !bad, "cpy f32 -> f16: %d of %d values differ from the reference rounding", bad, 64 * 3);
+    tport_graph_free(g);
+    free(mem);
+    tport_ctx_free(ctx);
+}
+
 int main(void) {
     const char *variant = getenv("TPORT_TEST_CPU_VARIANT");
     if (variant && *variant && tport_backend_load(variant) != TPORT_STATUS_OK)
         fprintf(stderr, "note: %s not loaded (%s): testing the active cpu backend\n", variant, tport_last_error());
     check_errors();
+    check_cache_write();
     static const tport_type_id types[] = {TPORT_TYPE_F32, TPORT_TYPE_F16};
     for (int ti = 0; ti < 2; ti++) {
         tport_type_id t = types[ti];
