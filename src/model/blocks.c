@@ -11,6 +11,8 @@
 #include "model/blocks.h"
 
 tport_tensor *tport_blk_embed(tport_blk *b) {
+    if (b->hidden_in)
+        return b->hidden_in;
     const tport_globals *w = &b->m->w;
     tport_tensor *x = tport_get_rows(b->ctx, w->tok_embd, b->ids);
     if (w->pos_embd)
@@ -160,12 +162,16 @@ tport_tensor *tport_blk_ffn_gelu(tport_blk *b, const tport_layer *l, tport_tenso
     return tport_blk_linear(b, l->w_down, l->b_down, up);
 }
 
+static tport_tensor *last_row(tport_blk *b, tport_tensor *x) {
+    const int64_t last_ne[1] = {b->sh->n_embd};
+    return x ? tport_view(b->ctx, x, 1, last_ne, NULL, (size_t)(b->n - 1) * (size_t)b->sh->n_embd * sizeof(float))
+             : NULL;
+}
+
 tport_tensor *tport_blk_output(tport_blk *b, tport_tensor *x) {
+    if (b->hidden_out)
+        return b->hidden_out_last && x ? tport_cont(b->ctx, last_row(b, x)) : x;
     const tport_globals *w = &b->m->w;
     x = tport_blk_norm(b, x, w->output_norm, w->output_norm_b);
-    const int64_t last_ne[1] = {b->sh->n_embd};
-    tport_tensor *last = x ? tport_view(b->ctx, x, 1, last_ne, NULL,
-                                        (size_t)(b->n - 1) * (size_t)b->sh->n_embd * sizeof(float))
-                           : NULL;
-    return tport_blk_linear(b, w->output, w->output_b, last);
+    return tport_blk_linear(b, w->output, w->output_b, last_row(b, x));
 }

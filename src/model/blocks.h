@@ -16,9 +16,17 @@ typedef struct tport_blk {
     tport_tensor *ids, *positions, *mask; /* inputs: [n] i32, [n] i32, [n_kv, n] f32 */
     int32_t n, pos, n_kv, n_ctx;
     const tport_kv_layer *kv;             /* per layer                          */
+    /* a pipeline stage: the layers to run, the hidden state entering the
+     * first ([n_embd, n], NULL: embed the ids), and whether the state
+     * leaving the last is the result instead of the head's logits */
+    int32_t layer_begin, layer_end;
+    tport_tensor *hidden_in;
+    bool hidden_out, hidden_out_last;
 } tport_blk;
 
-/* token_embd[ids] (plus position_embd[positions] when the model has it). */
+/* token_embd[ids] (plus position_embd[positions] when the model has it);
+ * a later pipeline stage's hidden_in instead.  Builders that transform the
+ * embedding further do so only when hidden_in is NULL. */
 tport_tensor *tport_blk_embed(tport_blk *b);
 /* The architecture's norm of x (RMS or LayerNorm), times w, plus bias
  * when given (w may be NULL: no scale). */
@@ -43,7 +51,8 @@ tport_tensor *tport_blk_ffn_swiglu(tport_blk *b, const tport_layer *l, tport_ten
 tport_tensor *tport_blk_ffn_geglu(tport_blk *b, const tport_layer *l, tport_tensor *h);
 /* down(gelu(up h + b_up)) + b_down */
 tport_tensor *tport_blk_ffn_gelu(tport_blk *b, const tport_layer *l, tport_tensor *h);
-/* Logits of the last token: output(norm(x) with output_norm) + output_b. */
+/* Logits of the last token: output(norm(x) with output_norm) + output_b;
+ * for a stage before the last, x itself (or its last row). */
 tport_tensor *tport_blk_output(tport_blk *b, tport_tensor *x);
 
 #endif

@@ -1,6 +1,6 @@
 /* One evaluation of a batch: the inputs (ids, positions, the causal mask),
  * the architecture's graph (src/model/arch/), compute, and the logits of
- * the last token.  The graph is rebuilt for every batch.  With ALiBi the
+ * the last token (or, for a pipeline stage, the hidden state it passes on).  The graph is rebuilt for every batch.  With ALiBi the
  * visible mask cells hold -|pos_k - pos_q| instead of 0, which soft_max_ext
  * scales by each head's slope (as llama.cpp fills its mask). */
 #include <math.h>
@@ -42,7 +42,18 @@ tport_status tport_model_eval_batch(const tport_model_eval *e) {
     if (n <= 0 || e->pos < 0 || n_kv > e->n_ctx)
         return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "eval: %d tokens at position %d exceed "
                            "the context of %d", (int)n, (int)e->pos, (int)e->n_ctx);
-    for (int32_t i = 0; i < n; i++)
+    if (e->layer_begin < 0 || e->layer_begin > e->layer_end || e->layer_end > sh->n_layer ||
+        !e->ids == !e->hidden_in || (e->layer_begin == e->layer_end && e->hidden_out))
+        return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "eval: layers [%d, %d) of %d with %s input",
+                           (int)e->layer_begin, (int)e->layer_end, (int)sh->n_layer,
+                           e->ids ? "token" : "hidden-state");
+    for (int32_t il = e->layer_begin; il < e->layer_end; il++)
+        if (!tport_layer_attention_weight(&m->layers[il]))
+            return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "eval: layer %d is not loaded", (int)il);
+    if ((e->ids && !m->has_embedding) || (!e->hidden_out && !m->has_head))
+        return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "eval: the model was loaded without its %s",
+                           e->ids && !m->has_embedding ? "embedding" : "output head");
+    for (int32_t i = 0; e->ids && i < n; i++)
         if (e->ids[i] < 0 || e->ids[i] >= sh->n_vocab)
             return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "eval: token id %d outside [0, %d)",
                                (int)e->ids[i], (int)sh->n_vocab);
@@ -50,7 +61,7 @@ tport_status tport_model_eval_batch(const tport_model_eval *e) {
     /* Attention reads n_kv cache positions rounded up to a multiple of 32
      * (as llama.cpp does): the masked tail adds exact zeros, and 32 tokens
      * in a row share one graph structure, so a device can replay what it
-     * recorded for the graph key.  (Ported from main's llama_graph.c.) */
+     * recorded for the graph key. */
     n_kv = (n_kv + 31) / 32 * 32;
     if (n_kv > e->n_ctx)
         n_kv = e->n_ctx;
@@ -69,7 +80,7 @@ tport_status tport_model_eval_batch(const tport_model_eval *e) {
     float *mask = (float *)(in + 2 * (size_t)n);
     bool alibi = sh->max_alibi_bias > 0;
     for (int32_t i = 0; i < n; i++) {
-        ids[i] = e->ids[i];
+        ids[i] = e->ids ? e->ids[i] : 0;
         positions[i] = e->pos + i;
         for (int32_t j = 0; j < n_kv; j++) {
             int32_t q = e->pos + i;
@@ -78,7 +89,8 @@ tport_status tport_model_eval_batch(const tport_model_eval *e) {
     }
 
     tport_blk b = {.ctx = ctx, .g = g, .m = m, .sh = sh, .n = n, .pos = e->pos, .n_kv = n_kv,
-                   .n_ctx = e->n_ctx, .kv = e->kv};
+                   .n_ctx = e->n_ctx, .kv = e->kv, .layer_begin = e->layer_begin, .layer_end = e->layer_end,
+                   .hidden_out = e->hidden_out != NULL, .hidden_out_last = e->hidden_out_last};
     b.ids = tport_new_tensor_1d(ctx, TPORT_TYPE_I32, n);
     b.positions = tport_new_tensor_1d(ctx, TPORT_TYPE_I32, n);
     b.mask = tport_new_tensor_2d(ctx, TPORT_TYPE_F32, n_kv, n);
@@ -87,7 +99,11 @@ tport_status tport_model_eval_batch(const tport_model_eval *e) {
         tport_tensor_set_data(b.ids, ids);
         tport_tensor_set_data(b.positions, positions);
         tport_tensor_set_data(b.mask, mask);
-        logits = m->arch->build(&b);
+        /* a later pipeline stage: the graph only reads its inputs */
+        if (e->hidden_in && (b.hidden_in = tport_new_tensor_2d(ctx, TPORT_TYPE_F32, sh->n_embd, n)))
+            tport_tensor_set_data(b.hidden_in, (void *)e->hidden_in);
+        if (!e->hidden_in || b.hidden_in)
+            logits = m->arch->build(&b);
     }
     tport_status st = TPORT_STATUS_OK;
     if (!logits) {
@@ -100,10 +116,13 @@ tport_status tport_model_eval_batch(const tport_model_eval *e) {
             e->tally->stats = tport_graph_stats(g);
         }
         const float *out = st == TPORT_STATUS_OK ? tport_tensor_data(logits) : NULL;
+        size_t n_out = !e->hidden_out ? (size_t)sh->n_vocab
+                       : (size_t)sh->n_embd * (size_t)(e->hidden_out_last ? 1 : n);
         if (out)
-            memcpy(e->logits, out, (size_t)sh->n_vocab * sizeof(float));
+            memcpy(e->hidden_out ? e->hidden_out : e->logits, out, n_out * sizeof(float));
         else if (st == TPORT_STATUS_OK)
-            st = tport_error(TPORT_STATUS_ERROR, "eval: the graph produced no logits");
+            st = tport_error(TPORT_STATUS_ERROR, "eval: the graph produced no %s",
+                             e->hidden_out ? "hidden state" : "logits");
     }
     tport_graph_free(g);
     tport_ctx_free(ctx);

@@ -48,7 +48,10 @@ struct tport_model {
     int n_threads;
     tport_ctx *wctx;             /* weight tensor records (no data arena)   */
     tport_globals w;
-    tport_layer *layers;
+    tport_layer *layers;         /* n_layer entries; only [layer_begin,
+                                    layer_end) are bound (a pipeline stage) */
+    int32_t layer_begin, layer_end;
+    bool has_embedding, has_head;
     float *norm_f32;             /* 1-D weights (norms, biases) converted to
                                     f32, if the file stores another type   */
     size_t norm_used, norm_cap;  /* floats                                 */
@@ -126,16 +129,23 @@ typedef struct tport_kv_layer {
     tport_type_id type;
 } tport_kv_layer;
 
-/* One evaluation: n tokens at positions pos..pos+n-1, reading and
- * extending the caches (per layer [head_dim, n_head_kv, n_ctx]);
- * writes the last token's n_vocab logits. */
+/* One evaluation: n tokens at positions pos..pos+n-1 through layers
+ * [layer_begin, layer_end), reading and extending those layers' caches
+ * (per layer [head_dim, n_head_kv, n_ctx]); writes the last token's
+ * n_vocab logits, or the hidden state when hidden_out is set. */
 typedef struct tport_model_eval {
     const tport_model *m;
     const tport_kv_layer *kv;    /* n_layer caches                          */
     int32_t n_ctx;
     int32_t pos;
-    const tport_token *ids;
+    const tport_token *ids;      /* NULL when hidden_in is given            */
+    const float *hidden_in;      /* [n_embd, n] entering layer_begin        */
     int32_t n;
+    int32_t layer_begin, layer_end; /* the layers to run                    */
+    float *hidden_out;           /* NULL: final norm + logits; else the state
+                                    leaving layer_end - 1 ([n_embd, n], or
+                                    the last row with hidden_out_last)     */
+    bool hidden_out_last;
     int n_threads;
     const char *backend;
     float *logits;

@@ -356,13 +356,14 @@ tport_status tport_llama_place_weights(tport_model *m, const char *backend, cons
             st = tport_error(TPORT_STATUS_INVALID_ARGUMENT, "weight type '%s' %s (see tport types)", weight_type,
                              tr ? "has no quantizer" : "is unknown");
     }
-    bool tied = m->w.output == m->w.tok_embd;
+    /* a pipeline stage places (and converts) only the weights it bound */
+    bool tied = m->w.output && m->w.output == m->w.tok_embd;
     const tport_active_backend *on = NULL, *out_on = NULL;
-    if (st == TPORT_STATUS_OK)
-        st = place(p, &m->w.tok_embd, USE_GET_ROWS | (tied ? USE_MUL_MAT : 0), &out_on);
+    if (st == TPORT_STATUS_OK && m->w.tok_embd)
+        st = place(p, &m->w.tok_embd, (m->has_embedding ? USE_GET_ROWS : 0) | (tied ? USE_MUL_MAT : 0), &out_on);
     if (tied)
         m->w.output = m->w.tok_embd;
-    else if (st == TPORT_STATUS_OK)
+    else if (st == TPORT_STATUS_OK && m->w.output)
         st = place(p, &m->w.output, USE_MUL_MAT, &out_on);
     /* the embedding norm feeds the first layer's matrices, which run where
      * the embedding does in practice; position embeddings are gathered */
@@ -374,7 +375,7 @@ tport_status tport_llama_place_weights(tport_model *m, const char *backend, cons
     home(p, m->w.output_b, out_on);
     home(p, m->w.tok_norm, out_on);
     home(p, m->w.tok_norm_b, out_on);
-    for (int32_t i = 0; i < m->sh.n_layer && st == TPORT_STATUS_OK; i++) {
+    for (int32_t i = m->layer_begin; i < m->layer_end && st == TPORT_STATUS_OK; i++) {
         tport_layer *l = &m->layers[i];
         tport_tensor **mats[16], *vecs[16];
         int n_attn = 0, n_mats = tport_layer_matrices(l, mats, 16, &n_attn);

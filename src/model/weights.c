@@ -2,6 +2,7 @@
  * architecture's table and checked: files are untrusted, so every tensor
  * must have exactly the shape the hyperparameters imply and data of the
  * right size. */
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,8 +40,11 @@ tport_status tport_model_shape_from_file(const tport_model_file *mf, const tport
                                          tport_model_shape *sh) {
     const tport_llama_hparams *hp = &mf->hp;
     memset(sh, 0, sizeof *sh);
-    const tport_mf_tensor *emb = find(mf, "token_embd.weight");
-    const tport_mf_tensor *up = find(mf, "blk.0.ffn_up.weight");
+    if (mf->n_missing) /* a valid container with only some of the model's tensors */
+        return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: not a complete model: %s", mf->path, mf->missing);
+    char name[96];
+    const tport_mf_tensor *emb = tport_arch_file_tensor(mf, arch, "token_embd.weight", 0, name, sizeof name);
+    const tport_mf_tensor *up = tport_arch_file_tensor(mf, arch, "blk.%d.ffn_up.weight", 0, name, sizeof name);
     if (!emb)
         return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: no token_embd.weight", mf->path);
     if (emb->ne[0] < 1 || emb->ne[0] >= MAX_DIM || emb->ne[1] < 1 || emb->ne[1] >= MAX_DIM)
@@ -202,10 +206,33 @@ static tport_tensor **slot_of(tport_model *m, const tport_arch_tensor *t, int32_
     return (tport_tensor **)(void *)(base + t->slot);
 }
 
+/* Does this model (a pipeline stage, or the whole) bind table entry t of
+ * layer `layer`?  Its layers, the embedding's globals if it embeds, the
+ * head's if it has the head, and token_embd also for a head whose
+ * classifier is tied to it.  What it does not bind is never read. */
+static bool stage_binds(const tport_model *m, const tport_arch_tensor *t, int32_t layer) {
+    if (t->flags & TENSOR_LAYER)
+        return layer >= m->layer_begin && layer < m->layer_end;
+    size_t s = t->slot;
+    bool embedding = s == offsetof(tport_globals, tok_embd) || s == offsetof(tport_globals, pos_embd) ||
+                     s == offsetof(tport_globals, tok_norm) || s == offsetof(tport_globals, tok_norm_b);
+    if (embedding ? m->has_embedding : m->has_head)
+        return true;
+    if (s != offsetof(tport_globals, tok_embd) || !m->has_head)
+        return false;
+    for (int k = 0; k < m->arch->n_tensors; k++)
+        if (m->arch->tensors[k].slot == offsetof(tport_globals, output) && !(m->arch->tensors[k].flags & TENSOR_LAYER))
+            return !tport_model_file_find(m->file, m->arch->tensors[k].name);
+    return true;
+}
+
 tport_status tport_model_bind_weights(tport_model *m) {
     const tport_model_shape *sh = &m->sh;
     const tport_arch *arch = m->arch;
     tport_status st;
+    if (m->layer_begin < 0 || m->layer_begin > m->layer_end || m->layer_end > sh->n_layer)
+        return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "%s: layers [%d, %d) of a model with %d",
+                           m->file->path, (int)m->layer_begin, (int)m->layer_end, (int)sh->n_layer);
     m->layers = calloc((size_t)sh->n_layer, sizeof *m->layers);
     if (!m->layers)
         return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "out of memory for %d layers", sh->n_layer);
@@ -225,20 +252,22 @@ tport_status tport_model_bind_weights(tport_model *m) {
         int32_t n_copies = t->flags & TENSOR_LAYER ? sh->n_layer : 1;
         for (int32_t i = 0; i < n_copies; i++) {
             char name[96];
-            if (t->flags & TENSOR_LAYER)
-                snprintf(name, sizeof name, t->name, (int)i);
-            else
-                snprintf(name, sizeof name, "%s", t->name);
+            tport_arch_file_tensor(m->file, arch, t->name, (int)i, name, sizeof name);
             tport_tensor **dst = slot_of(m, t, i);
+            if (!stage_binds(m, t, i))
+                continue;
             if ((st = bind(m, name, tport_arch_dim_size(sh, t->ne0), tport_arch_dim_size(sh, t->ne1),
                            (t->flags & TENSOR_OPTIONAL) != 0, dst)))
                 return st;
             n_bound += *dst != NULL;
         }
     }
-    if (!m->w.output)
+    if (m->file->container == TPORT_CONTAINER_GGML && arch->fix_legacy && (st = arch->fix_legacy(m)))
+        return st;
+    if (!m->w.output && m->has_head)
         m->w.output = m->w.tok_embd; /* tied classifier */
-    if (n_bound < m->file->n_tensors)
+    bool whole = m->layer_begin == 0 && m->layer_end == sh->n_layer && m->has_embedding && m->has_head;
+    if (whole && n_bound < m->file->n_tensors)
         tport_log(TPORT_LOG_WARN, "%s: %d of the file's %d tensors are not part of architecture %s and are "
                   "ignored", m->file->path, m->file->n_tensors - n_bound, m->file->n_tensors, arch->name);
     return TPORT_STATUS_OK;

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 
 #include "core/error.h"
+#include "isolate.h"
 
 /* A table larger than this is garbage, not a newer minor: a minor appends a
  * few slots, it does not add kilobytes. */
@@ -278,6 +279,8 @@ bool tport_candidate_open(tport_candidate *c, tport_backend_entry_fn embedded) {
 }
 
 bool tport_candidate_start(tport_candidate *c) {
+    if (c->isolate)
+        return tport_isolate_start(c);
     const tport_backend_api *api = c->api;
     char msg[160], code[32];
     void *state = NULL; /* init may leave it NULL: the state is opaque to the host */
@@ -329,6 +332,8 @@ bool tport_candidate_start(tport_candidate *c) {
 }
 
 void tport_candidate_close(tport_candidate *c, bool keep_mapped) {
+    if (c->isolate)
+        tport_isolate_close(c); /* nothing of it is loaded here */
     if (c->initialised && c->api) {
         tport_log(TPORT_LOG_DEBUG, "backends: shutting down '%s' (%s)", c->name, tport_candidate_label(c));
         c->api->shutdown(c->active.state);

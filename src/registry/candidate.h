@@ -25,6 +25,8 @@ typedef struct tport_candidate {
     int32_t n_devices;          /* stored in devices[]                      */
     tport_device_info devices[TPORT_REPORT_MAX_DEVICES];
     tport_active_backend active;
+    struct iso_proxy *isolate;  /* set while it runs in a helper (isolate.h) */
+    bool isolated;              /* loaded (or refused) through a helper      */
 } tport_candidate;
 
 /* Loads the file (or takes the embedded entry when path is NULL), calls the

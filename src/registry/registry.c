@@ -31,6 +31,7 @@
 
 #include "candidate.h"
 #include "core/error.h"
+#include "isolate.h"
 #include "search_path.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -115,6 +116,8 @@ static tport_candidate *add_file(const char *path, const char *origin) {
     if (!c)
         return NULL;
     tport_log(TPORT_LOG_DEBUG, "backends: candidate %s (%s)", path, origin);
+    if (tport_isolate_try_open(c)) /* TPORT_BACKEND_ISOLATE: loaded (or refused) in a helper */
+        return c;
     if (probe_requested || env_flag("TPORT_BACKEND_PROBE")) {
         char why[sizeof c->reason];
         if (!tport_probe_file(path, why, sizeof why)) {
@@ -159,12 +162,16 @@ static bool handles_basics(const tport_candidate *b) {
 /* The embedded cpu, shadowed by `winner`: kept initialised as the last
  * resort unless the winner handles the basics. */
 static void maybe_keep_fallback(tport_candidate *c, const tport_candidate *winner) {
-    if (handles_basics(winner))
-        return;
+    if (!winner->isolate && handles_basics(winner))
+        return; /* an isolated winner may be lost: the embedded cpu stays behind it */
     if (!c->initialised && !tport_candidate_start(c))
         return; /* rejected, with start's reason */
     c->fallback = true;
     size_t len = strlen(c->reason);
+    if (winner->isolate) {
+        snprintf(c->reason + len, sizeof c->reason - len, "; kept as fallback: the winner runs isolated");
+        return;
+    }
     snprintf(c->reason + len, sizeof c->reason - len, "; kept as fallback: the winner declines a plain F32 add");
     tport_log(TPORT_LOG_WARN, "backends: %s named 'cpu' declines a plain F32 add; the embedded cpu stays as fallback",
               tport_candidate_label(winner));
@@ -419,7 +426,7 @@ bool tport_registry_candidate(int i, tport_candidate_report *out) {
             .abi_major = c->abi_major, .abi_minor = c->abi_minor, .required_isa = c->required_isa,
             .score = c->score, .status = c->status, .reason = c->reason,
             .n_devices = c->status == TPORT_CANDIDATE_REJECTED ? 0 : c->n_devices, .devices = c->devices,
-            .fallback = c->fallback,
+            .fallback = c->fallback, .isolated = c->isolated,
         };
     }
     pthread_mutex_unlock(&lock);

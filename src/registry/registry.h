@@ -102,6 +102,7 @@ typedef struct tport_candidate_report {
     int32_t n_devices;       /* devices stored: min(count, MAX_DEVICES)     */
     const tport_device_info *devices;
     bool fallback;           /* shadowed, yet kept as the last-resort backend */
+    bool isolated;           /* runs (or was refused) in a helper process  */
 } tport_candidate_report;
 
 int tport_registry_candidate_count(void);

@@ -3,7 +3,8 @@
  * and seed), runs each recorded prompt and compares the greedy ids with
  * the ones llama.cpp produced on the same file (how they were made is in
  * data/README.md).  argv[1] names the entry; a missing vocabulary file
- * skips. */
+ * skips.  With --expect-split (run with the "partial" test plug-in
+ * preferred) it also checks that the new ops fell back to the CPU. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -41,6 +42,28 @@ static int read_ids(const json *arr, tport_token *out) {
     return n;
 }
 
+/* With the test plug-in "partial" (it runs only add) preferred: add runs
+ * there, and every op of ids 16..47 that ran at all ran on the CPU. */
+static void check_split(tport_model *m, const tport_token *prompt, int n_prompt) {
+    tport_session *s = tport_session_new(m, NULL);
+    CHECK(s && tport_session_eval(s, prompt, n_prompt) == TPORT_STATUS_OK, "eval: %s", tport_last_error());
+    static const char *const arch_ops[] = {"gelu_f16", "gelu_erf", "tanh", "clamp", "soft_max_ext"};
+    int on_partial = 0, arch_on_cpu = 0, arch_elsewhere = 0;
+    const char *backend, *op;
+    for (int32_t i = 0, n; s && (n = tport_session_placement(s, i, &backend, &op)) > 0; i++) {
+        on_partial += !strcmp(backend, "partial") && !strcmp(op, "add");
+        for (size_t k = 0; k < sizeof arch_ops / sizeof arch_ops[0]; k++)
+            if (!strcmp(op, arch_ops[k])) {
+                arch_on_cpu += !strcmp(backend, "cpu");
+                arch_elsewhere += !!strcmp(backend, "cpu");
+            }
+    }
+    CHECK(on_partial > 0, "the partial plug-in ran no add");
+    CHECK(arch_on_cpu > 0 && arch_elsewhere == 0, "new ops: %d on the cpu, %d elsewhere", arch_on_cpu,
+          arch_elsewhere);
+    tport_session_free(s);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: test_arch_refs NAME\n");
@@ -75,6 +98,11 @@ int main(int argc, char **argv) {
     CHECK(m != NULL, "load %s: %s", path, tport_last_error());
     if (m && arch) {
         CHECK(!strcmp(tport_model_arch(m), arch->str), "architecture %s, want %s", tport_model_arch(m), arch->str);
+        if (argc > 2 && !strcmp(argv[2], "--expect-split")) {
+            tport_token prompt[MAX_IDS];
+            int n_prompt = read_ids(json_get(&runs->items[0], "prompt_ids"), prompt);
+            check_split(m, prompt, n_prompt);
+        }
         for (size_t r = 0; runs && r < runs->n; r++) {
             tport_token prompt[MAX_IDS], want[MAX_IDS], got[MAX_IDS];
             int n_prompt = read_ids(json_get(&runs->items[r], "prompt_ids"), prompt);

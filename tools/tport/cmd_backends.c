@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "registry/isolate.h"
 #include "registry/registry.h"
 #include "registry/search_path.h"
 #include "tport/tport.h"
@@ -67,6 +68,7 @@ static void print_json(void) {
         printf(", \"reason\": ");
         tool_json_string(stdout, r.reason);
         printf(", \"fallback\": %s", r.fallback ? "true" : "false");
+        printf(", \"isolated\": %s", r.isolated ? "true" : "false");
         printf(", \"required_isa\": ");
         json_isa_list(r.required_isa);
         printf(", \"devices\": [");
@@ -111,7 +113,8 @@ static void print_text(bool verbose) {
     printf("active, in preference order:");
     for (int i = 0; i < tport_backend_count(); i++) {
         const tport_active_backend *a = tport_registry_active(i);
-        printf(" %s%s", tport_backend_name(i), a && a->fallback ? " (embedded, fallback)" : "");
+        printf(" %s%s%s", tport_backend_name(i), a && a->fallback ? " (embedded, fallback)" : "",
+               a && a->api == tport_isolate_proxy_api() ? " (isolated)" : "");
     }
     printf("\n\n");
     int n = tport_registry_candidate_count();
@@ -129,7 +132,7 @@ static void print_text(bool verbose) {
         else
             printf("  score -   ");
         if (strcmp(r.origin, "embedded"))
-            printf("  %s (%s)\n", r.path, r.origin);
+            printf("  %s (%s%s)\n", r.path, r.origin, r.isolated ? ", isolated" : "");
         else
             printf("  (embedded in libtport)\n");
         if (r.reason[0])
@@ -158,20 +161,25 @@ static void print_text(bool verbose) {
 int cmd_backends(int argc, char **argv) {
     bool verbose = false, json = false, probe = false;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--verbose"))
+        if (!strcmp(argv[i], "--isolate")) {
+            if (i + 1 >= argc || tport_backend_isolate(argv[++i]) != TPORT_STATUS_OK)
+                return tool_fail(2, "backends: --isolate needs a backend name");
+        } else if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--verbose"))
             verbose = true;
         else if (!strcmp(argv[i], "--json"))
             json = true;
         else if (!strcmp(argv[i], "--probe"))
             probe = true;
         else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            printf("usage: tport backends [-v] [--json] [--probe]\n"
+            printf("usage: tport backends [-v] [--json] [--probe] [--isolate NAME]\n"
                    "  every backend candidate: file, name, version, negotiated ABI, score,\n"
                    "  status (active/shadowed/rejected) and why, devices.\n"
                    "  --probe  load every plug-in first in a child process; report crashes\n"
+                   "  --isolate NAME  load the plug-in NAME (or all) in a helper process\n"
                    "  env: TPORT_BACKEND_PATH (files/folders, ':'), TPORT_BACKEND (names, ','),\n"
                    "       TPORT_LOG=debug (every decision), TPORT_NO_UNLOAD=1,\n"
-                   "       TPORT_ISA_DISABLE=avx512f,... (treat CPU features as absent)\n");
+                   "       TPORT_ISA_DISABLE=avx512f,... (treat CPU features as absent),\n"
+                   "       TPORT_BACKEND_ISOLATE=NAME,...|all (run plug-ins out of process)\n");
             return 0;
         } else
             return tool_fail(2, "backends: unknown option '%s'", argv[i]);

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "dist/dist.h"
 #include "formats/model_file.h"
 #include "tport/tport.h"
 
@@ -57,7 +58,7 @@ typedef struct bench_result {
 static void usage(FILE *out) {
     fprintf(out,
             "usage: tport bench -m FILE [-p N] [-n N] [-d N] [-r REPS] [--threads N] [--kv-type f16|f32]\n"
-            "                   [--backend NAME] [--json]\n"
+            "                   [--backend NAME] [--isolate NAME] [--json]\n"
             "  -p N            prompt tokens evaluated as one batch, ppN (default 512, 0 = skip)\n"
             "  -n N            tokens generated one at a time, tgN (default 128, 0 = skip)\n"
             "  -d N            depth: fill the cache with N tokens (untimed) before each run (default 0)\n"
@@ -65,7 +66,9 @@ static void usage(FILE *out) {
             "  --kv-type T     KV cache type, f16 (default, as llama.cpp) or f32\n"
             "  -t, --threads N threads (default: number of cores)\n"
             "  --backend NAME  force a backend\n"
+            "  --isolate NAME  run the plug-in NAME (or all) in a helper process\n"
             "  --json          one JSON document on stdout\n");
+    fputs(tport_dist_usage(), out);
 }
 
 static bool parse_int(const char *s, int lo, int hi, int *out) {
@@ -94,6 +97,10 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
             if (!v)
                 return tool_fail(2, "bench: %s needs a file", a);
             o->model = v;
+            i++;
+        } else if (!strcmp(a, "--isolate")) {
+            if (!v || tport_backend_isolate(v) != TPORT_STATUS_OK)
+                return tool_fail(2, "bench: --isolate needs a backend name");
             i++;
         } else if (!strcmp(a, "--backend")) {
             if (!v)
@@ -207,10 +214,13 @@ static void summarize(bench_result *r) {
     free(sorted);
 }
 
+/* Under mpirun, rank 0's pipeline (see src/dist); NULL otherwise. */
+static tport_dist *dist;
+
 /* A fresh cache holding `depth` tokens (BOS first); not timed. */
 static tport_status fill_depth(tport_session *s, const tport_model *m, tport_token *ids, int depth,
                                uint64_t *rng) {
-    tport_session_reset(s);
+    tport_dist_reset(dist, s);
     if (depth == 0)
         return TPORT_STATUS_OK;
     int32_t n_vocab = tport_model_n_vocab(m);
@@ -218,7 +228,7 @@ static tport_status fill_depth(tport_session *s, const tport_model *m, tport_tok
         ids[i] = random_token(rng, n_vocab);
     if (tport_model_bos(m) >= 0)
         ids[0] = tport_model_bos(m);
-    return tport_session_eval(s, ids, depth);
+    return tport_dist_eval(dist, s, ids, depth);
 }
 
 /* One prompt-processing run: all n tokens in one call (BOS first when
@@ -231,7 +241,7 @@ static tport_status run_prompt(tport_session *s, const tport_model *m, tport_tok
         ids[i] = random_token(rng, n_vocab);
     if (bos >= 0 && first)
         ids[0] = bos;
-    return tport_session_eval(s, ids, n);
+    return tport_dist_eval(dist, s, ids, n);
 }
 
 /* One generation run: n evaluations of one token. */
@@ -241,7 +251,7 @@ static tport_status run_gen(tport_session *s, const tport_model *m, int n, bool 
     if (tok < 0)
         tok = random_token(rng, n_vocab);
     for (int i = 0; i < n; i++) {
-        tport_status st = tport_session_eval(s, &tok, 1);
+        tport_status st = tport_dist_eval(dist, s, &tok, 1);
         if (st != TPORT_STATUS_OK)
             return st;
         tok = random_token(rng, n_vocab);
@@ -360,18 +370,24 @@ static void print_text(const bench_opts *o, const tport_model *m, const weight_s
 
 int cmd_bench(int argc, char **argv) {
     bench_opts o;
-    int rc = parse_args(argc, argv, &o);
+    int rc = tport_dist_begin("bench", &argc, argv, &dist);
     if (rc)
-        return rc < 0 ? 0 : rc;
+        return rc;
+    rc = parse_args(argc, argv, &o);
+    if (rc)
+        return tport_dist_end(dist, rc < 0 ? 0 : rc);
     if (o.threads == 0) { /* report the count actually used, not "default" */
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         o.threads = n > 0 && n < 4096 ? (int)n : 1;
     }
 
     tport_model_params mp = {.backend = o.backend, .n_threads = o.threads};
-    tport_model *m = tport_model_load(o.model, &mp);
+    bool stop = false;
+    if (dist && (rc = tport_dist_start(dist, o.model, &mp, &stop), stop))
+        return tport_dist_end(dist, rc);
+    tport_model *m = tport_dist_model_load(dist, o.model, &mp);
     if (!m)
-        return tool_fail(1, "bench: %s", tport_last_error());
+        return tport_dist_end(dist, tool_fail(1, "bench: %s", tport_last_error()));
     weight_stats w = read_weight_stats(o.model);
 
     /* The cache holds the depth, the prompt and the generated tokens, as
@@ -384,10 +400,10 @@ int cmd_bench(int argc, char **argv) {
         .n_threads = o.threads,
         .kv_f32 = o.kv_f32,
     };
-    tport_session *s = tport_session_new(m, &sp);
+    tport_session *s = tport_dist_session_new(dist, m, &sp);
     if (!s) {
         tport_model_free(m);
-        return tool_fail(1, "bench: %s", tport_last_error());
+        return tport_dist_end(dist, tool_fail(1, "bench: %s", tport_last_error()));
     }
 
     bench_result pp = {0}, tg = {0};
@@ -406,5 +422,5 @@ int cmd_bench(int argc, char **argv) {
     free(tg.ts);
     tport_session_free(s);
     tport_model_free(m);
-    return rc;
+    return tport_dist_end(dist, rc);
 }

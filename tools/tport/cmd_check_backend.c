@@ -12,7 +12,13 @@
  * crashes, hangs or exits there is reported with exit status 2 instead of
  * taking the checker down with it.  The check itself then runs in a child
  * too: a backend that crashes inside compute ends that child, and the
- * checker reports the signal with exit status 1. */
+ * checker reports the signal with exit status 1.
+ *
+ * With --isolate NAME the backend named NAME runs in its helper process
+ * (tport-backend-host) and the numerics and device-memory tiers drive it
+ * through the isolation proxy, exactly as a program would; the ABI tier, which calls
+ * the entry point with test host tables, needs the plug-in in-process and
+ * is skipped (a crash is then reported as the device lost). */
 #include <dlfcn.h>
 #include <errno.h>
 #include <math.h>
@@ -27,6 +33,7 @@
 #include "core/error.h"
 #include "registry/candidate.h"
 #include "registry/conformance.h"
+#include "registry/isolate.h"
 #include "registry/registry.h"
 #include "tport/tport.h"
 
@@ -71,15 +78,18 @@ static void print_result(const tport_check_result *r, void *user) {
 }
 
 static int usage(void) {
-    printf("usage: tport check-backend NAME|PATH [--json] [-v]\n"
+    printf("usage: tport check-backend NAME|PATH [--json] [-v] [--isolate NAME]\n"
            "  NAME: an active backend (see tport backends); PATH: a plug-in file.\n"
            "  Runs the ABI tier (older/newer host minor, other major) and every\n"
            "  op x type x shape the backend claims against the reference cpu backend.\n"
-           "  -v also lists the cases the backend does not claim.\n");
+           "  -v also lists the cases the backend does not claim.\n"
+           "  --isolate NAME  run the backend NAME in its helper process (numerics tier\n"
+           "                  through the isolation proxy; the ABI tier is skipped)\n");
     return 0;
 }
 
 static int run_check(const char *path, bool embedded, printer *prp);
+static int run_isolated(const char *target, printer *pr);
 
 /* run_check in a child process: a crash in the backend's compute costs the
  * child, not the report.  Falls back to running it here if fork fails. */
@@ -112,8 +122,13 @@ static bool looks_like_path(const char *s) {
 int cmd_check_backend(int argc, char **argv) {
     printer pr = {0};
     const char *target = NULL;
+    bool isolated = false;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--json"))
+        if (!strcmp(argv[i], "--isolate")) {
+            if (i + 1 >= argc || tport_backend_isolate(argv[++i]) != TPORT_STATUS_OK)
+                return tool_fail(2, "check-backend: --isolate needs a backend name");
+            isolated = true;
+        } else if (!strcmp(argv[i], "--json"))
             pr.json = true;
         else if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--verbose"))
             pr.verbose = true;
@@ -128,6 +143,8 @@ int cmd_check_backend(int argc, char **argv) {
     }
     if (!target)
         return tool_fail(2, "check-backend: which backend? (a name from 'tport backends' or a plug-in file)");
+    if (isolated)
+        return run_isolated(target, &pr);
 
     /* A name is looked up among the active backends and checked from its
      * file; the embedded cpu has none and is driven directly. */
@@ -210,5 +227,54 @@ static int run_check(const char *path, bool embedded, printer *prp) {
         if (claims_nothing)
             printf("FAIL: the backend claimed none of the numerics cases (it could run nothing)\n");
     }
+    return failed ? 1 : 0;
+}
+
+/* The numerics tier on an isolated backend, through its proxy. */
+static int run_isolated(const char *target, printer *prp) {
+    printer pr = *prp;
+    if (looks_like_path(target) && tport_backend_load(target) != TPORT_STATUS_OK) {
+        tool_fail(2, "check-backend: %s", tport_last_error());
+        tport_registry_shutdown();
+        return 2;
+    }
+    const tport_active_backend *a = NULL;
+    for (int i = 0; i < tport_registry_active_count() && !a; i++) {
+        const tport_active_backend *b = tport_registry_active(i);
+        bool match = looks_like_path(target) ? (b->path && !strcmp(b->path, target)) : !strcmp(b->name, target);
+        if (match && b->api == tport_isolate_proxy_api())
+            a = b;
+    }
+    if (!a) {
+        tport_registry_shutdown();
+        return tool_fail(2, "check-backend: '%s' is not active as an isolated backend (see tport backends "
+                            "with TPORT_BACKEND_ISOLATE)", target);
+    }
+    if (pr.json) {
+        printf("{\n  \"backend\": ");
+        tool_json_string(stdout, a->name);
+        printf(", \"path\": ");
+        tool_json_string(stdout, a->path ? a->path : "(embedded)");
+        printf(", \"isolated\": true, \"host_abi\": \"%d.%d\",\n  \"results\": [", TPORT_ABI_MAJOR, TPORT_ABI_MINOR);
+    } else {
+        printf("checking '%s' (%s) isolated in its helper process; ABI tier skipped (it needs the plug-in "
+               "in-process)\n\n", a->name, a->path ? a->path : "embedded");
+    }
+    tport_check_counts num = tport_conformance_numerics(a->api, a->state, &a->mem, print_result, &pr);
+    tport_check_counts dev = tport_conformance_device(a->api, a->state, &a->mem, print_result, &pr);
+    num.passed += dev.passed;
+    num.failed += dev.failed;
+    const bool claims_nothing = !num.passed && !num.failed;
+    const int failed = num.failed + (claims_nothing ? 1 : 0);
+    if (pr.json)
+        printf("\n  ],\n  \"passed\": %d, \"failed\": %d, \"not_claimed\": %d, \"no_reference\": %d\n}\n",
+               num.passed, failed, num.not_claimed, num.no_reference);
+    else
+        printf("\n%d passed, %d failed, %d not claimed, %d without a reference (isolated)\n", num.passed, failed,
+               num.not_claimed, num.no_reference);
+    if (claims_nothing && !pr.json)
+        printf("FAIL: the backend claimed none of the numerics cases (it could run nothing)\n");
+    fflush(stdout);
+    tport_registry_shutdown();
     return failed ? 1 : 0;
 }

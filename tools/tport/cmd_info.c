@@ -83,6 +83,8 @@ static void print_text(const tport_model_file *mf) {
     printf("container:     %s", tport_container_name(mf->container));
     if (mf->container == TPORT_CONTAINER_LLAMA2C && mf->version == 0)
         printf(" (legacy, unversioned)");
+    else if (mf->container == TPORT_CONTAINER_PYTORCH)
+        printf(mf->version ? " (zip archive)" : " (legacy pickle stream)");
     else if (mf->container != TPORT_CONTAINER_GGML && mf->container != TPORT_CONTAINER_SAFETENSORS)
         printf(" v%u", mf->version);
     if (mf->big_endian)
@@ -100,6 +102,8 @@ static void print_text(const tport_model_file *mf) {
         printf("alignment:     %u\n", mf->alignment);
     if (mf->notes[0])
         printf("note:          %s\n", mf->notes);
+    if (mf->n_missing)
+        printf("warning:       not a complete model (%d tensors as stored): %s\n", mf->n_tensors, mf->missing);
     printf("architecture:  %s\n", mf->arch[0] ? mf->arch : "(unknown)");
     printf("runs:          %s\n", runnable(mf) ? "yes, this build runs this architecture"
                                                : "no, this build does not run this architecture");
@@ -174,6 +178,8 @@ static void print_json(const tport_model_file *mf) {
     printf(", \"big_endian\": %s, \"parts\": %u", mf->big_endian ? "true" : "false", mf->n_parts ? mf->n_parts : 1);
     printf(", \"file_type\": %u, \"alignment\": %u, \"note\": ", mf->file_type, mf->alignment);
     tool_json_string(stdout, mf->notes);
+    printf(", \"complete\": %s, \"missing\": ", mf->n_missing ? "false" : "true");
+    tool_json_string(stdout, mf->missing);
     printf(", \"architecture\": ");
     tool_json_string(stdout, mf->arch);
     printf(", \"runnable\": %s", runnable(mf) ? "true" : "false");
@@ -220,7 +226,10 @@ static void usage(FILE *f) {
                "Shows what a model file holds: container and version, quantization version,\n"
                "architecture, hyperparameters, tokenizer, metadata and every tensor (name,\n"
                "type, shape, bytes, offset).  Reads GGUF v1-v3, GGML, GGMF, GGJT v1-v3,\n"
-               "llama2.c checkpoints and safetensors.  --json prints one JSON document.\n");
+               "llama2.c checkpoints, safetensors and PyTorch checkpoints (.pth/.bin/.pt,\n"
+               "read without running their pickles).  A valid file that holds only some\n"
+               "of a model's tensors is shown as it is, with a warning naming what a\n"
+               "complete model would also need.  --json prints one JSON document.\n");
 }
 
 int cmd_info(int argc, char **argv) {

@@ -59,7 +59,27 @@ struct tport_arch {
     /* Writes the architecture's own GGUF keys for sh (tport synth,
      * tport convert); the common ones are written by the caller. */
     tport_status (*write_keys)(tport_gguf_writer *w, const tport_model_shape *sh);
+    /* For the ggml examples' GGML-container files: {table name, the
+     * example's name} pairs, "%d" the layer in both (NULL-terminated; may
+     * be NULL).  Tensors not listed keep their table name. */
+    const char *const (*legacy_names)[2];
+    /* Rearranges weights of a GGML-container file after binding (layouts
+     * that differ from GGUF's); may be NULL. */
+    tport_status (*fix_legacy)(tport_model *m);
 };
+
+/* The GGUF name of a GGML-container file's tensor (reverse of the legacy
+ * names, layers 0..n_layer-1); false if the architecture has no such name.
+ * *qkv_interleaved says the tensor is gpt-neox's per-head [q,k,v] fused
+ * projection, whose rows GGUF stores as [Q|K|V]. */
+bool tport_arch_gguf_name(const tport_arch *arch, const char *file_name, int n_layer, char *out, size_t cap,
+                          bool *qkv_interleaved);
+
+/* The file's tensor for a table name ("blk.%d." names with layer il): the
+ * name itself, or in a GGML-container file the architecture's legacy name
+ * for it. */
+const tport_mf_tensor *tport_arch_file_tensor(const tport_model_file *mf, const tport_arch *arch,
+                                              const char *table_name, int il, char *name, size_t cap);
 
 /* The architecture of that GGUF name, or NULL. */
 const tport_arch *tport_arch_find(const char *name);

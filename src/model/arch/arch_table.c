@@ -94,3 +94,39 @@ tport_tensor *tport_arch_sequential_ln_block(tport_blk *b, tport_tensor *x, int 
     x = tport_add(b->ctx, att, x);
     return tport_add(b->ctx, tport_blk_ffn_gelu(b, l, tport_blk_norm(b, x, l->ffn_norm, l->ffn_norm_b)), x);
 }
+
+const tport_mf_tensor *tport_arch_file_tensor(const tport_model_file *mf, const tport_arch *arch,
+                                              const char *table_name, int il, char *name, size_t cap) {
+    const char *pattern = table_name;
+    if (mf->container == TPORT_CONTAINER_GGML && arch->legacy_names)
+        for (int i = 0; arch->legacy_names[i][0]; i++)
+            if (!strcmp(arch->legacy_names[i][0], table_name)) {
+                pattern = arch->legacy_names[i][1];
+                break;
+            }
+    /* patterns come from the tables in this folder: at most one %d */
+    if (strstr(pattern, "%d"))
+        snprintf(name, cap, pattern, il);
+    else
+        snprintf(name, cap, "%s", pattern);
+    return tport_model_file_find(mf, name);
+}
+
+bool tport_arch_gguf_name(const tport_arch *arch, const char *file_name, int n_layer, char *out, size_t cap,
+                          bool *qkv_interleaved) {
+    *qkv_interleaved = false;
+    for (int i = 0; arch->legacy_names && arch->legacy_names[i][0]; i++) {
+        const char *gguf = arch->legacy_names[i][0], *legacy = arch->legacy_names[i][1];
+        bool layered = strstr(legacy, "%d") != NULL;
+        for (int il = 0; il < (layered ? n_layer : 1); il++) {
+            char name[128];
+            snprintf(name, sizeof name, legacy, il);
+            if (strcmp(name, file_name))
+                continue;
+            snprintf(out, cap, gguf, il);
+            *qkv_interleaved = arch->fix_legacy && strstr(gguf, "attn_qkv");
+            return true;
+        }
+    }
+    return false;
+}

@@ -26,8 +26,8 @@ static const tport_arch_tensor tensors[] = {
 
 static tport_tensor *build(tport_blk *b) {
     const tport_globals *w = &b->m->w;
-    tport_tensor *x = tport_blk_norm(b, tport_blk_embed(b), w->tok_norm, w->tok_norm_b);
-    for (int32_t il = 0; il < b->sh->n_layer && x; il++)
+    tport_tensor *x = b->hidden_in ? b->hidden_in : tport_blk_norm(b, tport_blk_embed(b), w->tok_norm, w->tok_norm_b);
+    for (int32_t il = b->layer_begin; il < b->layer_end && x; il++)
         x = tport_arch_sequential_ln_block(b, x, il);
     return tport_blk_output(b, x);
 }

@@ -22,9 +22,9 @@ static const tport_arch_tensor tensors[] = {
 };
 
 static tport_tensor *build(tport_blk *b) {
-    tport_tensor *x = tport_scale(b->ctx, tport_blk_embed(b), sqrtf((float)b->sh->n_embd));
+    tport_tensor *x = b->hidden_in ? b->hidden_in : tport_scale(b->ctx, tport_blk_embed(b), sqrtf((float)b->sh->n_embd));
     float q_scale = 1.0f / sqrtf((float)b->sh->head_dim);
-    for (int32_t il = 0; il < b->sh->n_layer && x; il++) {
+    for (int32_t il = b->layer_begin; il < b->layer_end && x; il++) {
         const tport_layer *l = &b->m->layers[il];
         tport_tensor *q, *k, *v;
         if (tport_blk_qkv(b, l, tport_blk_norm(b, x, l->attn_norm, NULL), &q, &k, &v) != TPORT_STATUS_OK)
