@@ -116,20 +116,22 @@ tport_tensor *tport_blk_attention(tport_blk *b, int il, tport_tensor *q, tport_t
     const size_t k_nb[3] = {f, row, (size_t)hd * f};
     tport_tensor *keys = tport_view(ctx, kc, 3, k_ne, k_nb, 0);
     const int64_t o_ne[2] = {hd * sh->n_head, b->n};
-    if (sh->max_alibi_bias <= 0) {
+    if (sh->max_alibi_bias <= 0 && b->fused_attn) {
         /* one node reads both caches in place: no transposed copy of V */
         tport_tensor *values = tport_view(ctx, vc, 3, k_ne, k_nb, 0);
         tport_tensor *o = tport_flash_attn(ctx, q, keys, values, b->mask, kq_scale); /* [hd, n_head, n] */
         return tport_reshape(ctx, o, 2, o_ne);
     }
-    /* ALiBi: the unfused path, V transposed as [n_kv, hd, nkv] (made contiguous) */
+    /* ALiBi, or a forced backend: the unfused path, V transposed as [n_kv,
+     * hd, nkv] (made contiguous) */
     const int64_t vt_ne[3] = {b->n_kv, hd, nkv};
     const size_t vt_nb[3] = {row, f, (size_t)hd * f};
     tport_tensor *values_t = tport_cont(ctx, tport_view(ctx, vc, 3, vt_ne, vt_nb, 0));
 
     tport_tensor *qp = tport_permute(ctx, q, 0, 2, 1, 3);           /* [hd, n, n_head]    */
     tport_tensor *kq = tport_mul_mat(ctx, keys, qp);                 /* [n_kv, n, n_head]  */
-    kq = tport_soft_max_ext(ctx, kq, b->mask, kq_scale, sh->max_alibi_bias);
+    kq = sh->max_alibi_bias > 0 ? tport_soft_max_ext(ctx, kq, b->mask, kq_scale, sh->max_alibi_bias)
+                                : tport_soft_max(ctx, kq, b->mask, kq_scale);
     tport_tensor *kqv = tport_mul_mat(ctx, values_t, kq);            /* [hd, n, n_head]    */
     tport_tensor *o = tport_cont(ctx, tport_permute(ctx, kqv, 0, 2, 1, 3)); /* [hd, n_head, n] */
     return tport_reshape(ctx, o, 2, o_ne);

@@ -99,7 +99,9 @@ tport_session *tport_session_new(tport_model *m, const tport_session_params *par
     s->n_ctx = p.n_ctx ? p.n_ctx : sh->n_ctx;
     s->n_batch = p.n_batch ? p.n_batch : 64;
     s->n_threads = p.n_threads ? p.n_threads : m->n_threads;
-    s->kv_type = p.kv_f32 ? TPORT_TYPE_F32 : TPORT_TYPE_F16;
+    /* f16 as llama.cpp; f32 when asked, or when one forced backend other
+     * than the CPU must run every node (its cache ops may be f32 only) */
+    s->kv_type = p.kv_f32 || (m->backend && strcmp(m->backend, "cpu")) ? TPORT_TYPE_F32 : TPORT_TYPE_F16;
     size_t per_layer = layer_elements(s);
     size_t total = 2 * per_layer * (size_t)sh->n_layer;
     if (per_layer && (total / per_layer / 2 != (size_t)sh->n_layer || total > SIZE_MAX / sizeof(float))) {
