@@ -50,9 +50,6 @@ static float *decode(const tport_mf_tensor *t) {
     return y;
 }
 
-/* Every tensor of `src` is in `dst` with the same shape; returns the
- * largest absolute difference of the decoded values (INFINITY if one is
- * missing or cannot be decoded). */
 /* Where element k of a tensor of `row` elements per row lands after
  * gpt-neox's per-head [q,k,v] rows are re-ordered to [Q|K|V]. */
 static int64_t qkv_index(int64_t k, int64_t row, int64_t nh, int64_t hd) {
@@ -60,8 +57,10 @@ static int64_t qkv_index(int64_t k, int64_t row, int64_t nh, int64_t hd) {
     return (part * nh * hd + h * hd + d) * row + k % row;
 }
 
-/* Tensors are matched by name, through the architecture's GGUF names
- * where convert renamed them (archs this build runs). */
+/* Every tensor of `src` is in `dst` with the same shape, matched by name
+ * through the architecture's GGUF names where convert renamed them (archs
+ * this build runs); returns the largest absolute difference of the decoded
+ * values (INFINITY if one is missing or cannot be decoded). */
 static double compare_files(const tport_model_file *src, const tport_model_file *dst, float *max_abs) {
     double worst = 0;
     *max_abs = 0;
