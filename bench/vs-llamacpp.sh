@@ -1,19 +1,27 @@
 #!/usr/bin/env bash
-# bench/vs-llamacpp.sh — tensorport against llama.cpp on the same GGUF files.
+# bench/vs-llamacpp.sh — tensorport against llama.cpp-family peers on the
+# same GGUF files.
 #
-# For every model and thread count it runs llama-bench and `tport bench`
-# back to back (alternating, --rounds times), with the same prompt length,
-# generation length, repetitions and thread count, then prints the median
-# tokens/s of each and the ratio tensorport/llama.cpp for prompt processing
-# (ppP) and generation (tgN).  Both tools use llama-bench's definitions:
-# ppP = P tokens in one batch from an empty cache, tgN = N single-token
-# evaluations from an empty cache, each after one warm-up run.
+# For every model and thread count it runs each peer's llama-bench and
+# `tport bench` back to back (alternating, --rounds times), with the same
+# prompt length, generation length, depth, repetitions and thread count,
+# then prints the median tokens/s of each and the ratio tensorport / the
+# fastest peer for prompt processing (ppP) and generation (tgN).  All use
+# llama-bench's definitions: ppP = P tokens in one batch, tgN = N
+# single-token evaluations, each after one warm-up run, from a cache
+# holding D tokens (-d D, default 0 = empty).
 #
-# Needs: llama-bench (env LLAMA_BENCH, default
-# /work/ext/llama.cpp/build/bin/llama-bench), the tport tool (env TPORT or
-# --tport, default build/tport beside this folder) and python3 (parsing the
-# two JSON outputs).  Exits non-zero, saying what is missing, when any of
-# them is absent, and non-zero when any single run failed.
+# Peers: --peer NAME=COMMAND (repeatable; COMMAND is a llama-bench path,
+# optionally followed by extra arguments, e.g. 'ik-rtr=/path/llama-bench
+# -rtr 1').  Without --peer: llama.cpp=$LLAMA_BENCH (default
+# /work/ext/llama.cpp/build/bin/llama-bench).  A llama-bench without -d
+# (ik_llama.cpp's) measures generation at depth with its -gp D,N and has
+# no prompt processing at depth (that cell shows '-').
+#
+# Needs: the peers, the tport tool (env TPORT or --tport, default
+# build/tport beside this folder) and python3 (parsing the JSON outputs).
+# Exits non-zero, saying what is missing, when any of them is absent, and
+# non-zero when any single run failed.
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -25,24 +33,34 @@ usage: $0 [options] MODEL.gguf [MODEL.gguf ...]
   -t, --threads LIST   comma-separated thread counts (default 1)
   -p N                 prompt tokens, ppN (default 512)
   -n N                 generated tokens, tgN (default 128)
+  -d N                 depth: tokens in the cache before each test (default 0)
   -r N                 repetitions inside each tool run (default 3)
   --rounds N           alternating llama.cpp/tensorport runs (default 2)
   --tport PATH         the tport tool (default \$TPORT or $root/build/tport)
+  --peer NAME=CMD      a llama-bench to compare with, CMD = path [extra args];
+                       repeatable (default llama.cpp=\$LLAMA_BENCH)
   --log DIR            keep every raw output in DIR (default: a temp dir)
 env: LLAMA_BENCH=path/to/llama-bench  TPORT=path/to/tport
 USAGE
 }
 
-threads=1 p=512 n=128 reps=3 rounds=2
+threads=1 p=512 n=128 d=0 reps=3 rounds=2
 tport=${TPORT:-$root/build/tport}
 llama_bench=${LLAMA_BENCH:-/work/ext/llama.cpp/build/bin/llama-bench}
 logdir=
 models=()
+peer_names=()
+peer_cmds=()
 while [ $# -gt 0 ]; do
     case "$1" in
     -t | --threads) threads=${2:?}; shift 2 ;;
     -p) p=${2:?}; shift 2 ;;
     -n) n=${2:?}; shift 2 ;;
+    -d) d=${2:?}; shift 2 ;;
+    --peer)
+        spec=${2:?}
+        case "$spec" in *=?*) ;; *) echo "vs-llamacpp: --peer needs NAME=COMMAND" >&2; exit 2 ;; esac
+        peer_names+=("${spec%%=*}"); peer_cmds+=("${spec#*=}"); shift 2 ;;
     -r) reps=${2:?}; shift 2 ;;
     --rounds) rounds=${2:?}; shift 2 ;;
     --tport) tport=${2:?}; shift 2 ;;
@@ -57,11 +75,18 @@ missing=0
 if [ ${#models[@]} -eq 0 ]; then
     echo "vs-llamacpp: no model given" >&2; usage >&2; exit 2
 fi
-if [ ! -x "$llama_bench" ]; then
-    echo "vs-llamacpp: llama-bench not found at '$llama_bench'." >&2
-    echo "  Build it (see bench/README.md, 'Comparing with llama.cpp') and set LLAMA_BENCH=/path/to/llama-bench." >&2
-    missing=1
+if [ ${#peer_names[@]} -eq 0 ]; then
+    peer_names=(llama.cpp); peer_cmds=("$llama_bench")
 fi
+for i in "${!peer_names[@]}"; do
+    read -r -a words <<<"${peer_cmds[$i]}"
+    if [ ${#words[@]} -eq 0 ] || [ ! -x "${words[0]}" ]; then
+        echo "vs-llamacpp: llama-bench of peer '${peer_names[$i]}' not found at '${words[0]:-}'." >&2
+        echo "  Build it (see bench/README-llamacpp.md) and pass --peer NAME=/path/to/llama-bench (or set LLAMA_BENCH)." >&2
+        missing=1
+    fi
+    case "${peer_names[$i]}" in *[!A-Za-z0-9._-]*) echo "vs-llamacpp: peer name '${peer_names[$i]}' must be [A-Za-z0-9._-]" >&2; exit 2 ;; esac
+done
 if [ ! -x "$tport" ]; then
     echo "vs-llamacpp: tport tool not found at '$tport'." >&2
     echo "  Build it with 'make build' or pass --tport PATH (or set TPORT)." >&2
@@ -77,7 +102,7 @@ for m in "${models[@]}"; do
         missing=1
     fi
 done
-for v in "$p" "$n" "$reps" "$rounds"; do
+for v in "$p" "$n" "$d" "$reps" "$rounds"; do
     case "$v" in '' | *[!0-9]*) echo "vs-llamacpp: '$v' is not a number" >&2; exit 2 ;; esac
 done
 [ "$missing" -eq 0 ] || exit 1
@@ -94,6 +119,18 @@ loadavg() { cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo "?"; }
 load_start=$(loadavg)
 started=$(date -u +%Y-%m-%dT%H:%MZ)
 
+# How each peer measures at depth: llama.cpp's llama-bench has -d,
+# ik_llama.cpp's has -gp D,N (generation after a D-token prompt) instead.
+peer_depth_style=()
+for i in "${!peer_names[@]}"; do
+    read -r -a words <<<"${peer_cmds[$i]}"
+    style=d
+    if [ "$d" -gt 0 ] && ! "${words[0]}" --help 2>&1 | grep -q -- '--n-depth'; then
+        style=gp
+    fi
+    peer_depth_style+=("$style")
+done
+
 failed=0
 results="$logdir/runs.tsv"   # model threads tool round json-file
 : >"$results"
@@ -102,18 +139,29 @@ for m in "${models[@]}"; do
     base=$(basename "$m")
     for t in "${thread_list[@]}"; do
         for ((r = 1; r <= rounds; r++)); do
-            lj="$logdir/$base.t$t.r$r.llama.json"
-            echo "vs-llamacpp: $base threads=$t round $r/$rounds: llama-bench" >&2
-            if "$llama_bench" -m "$m" -t "$t" -p "$p" -n "$n" -r "$reps" -o json \
-                >"$lj" 2>"$lj.stderr"; then
-                printf '%s\t%s\tllama\t%s\t%s\n' "$m" "$t" "$r" "$lj" >>"$results"
-            else
-                echo "vs-llamacpp: llama-bench failed on $base (see $lj.stderr)" >&2
-                failed=1
-            fi
+            for i in "${!peer_names[@]}"; do
+                name=${peer_names[$i]}
+                read -r -a words <<<"${peer_cmds[$i]}"
+                lj="$logdir/$base.t$t.r$r.$name.json"
+                if [ "$d" -eq 0 ]; then
+                    depth_args=(-p "$p" -n "$n")
+                elif [ "${peer_depth_style[$i]}" = d ]; then
+                    depth_args=(-p "$p" -n "$n" -d "$d")
+                else
+                    depth_args=(-p 0 -n 0 -gp "$d,$n")
+                fi
+                echo "vs-llamacpp: $base threads=$t round $r/$rounds: $name" >&2
+                if "${words[@]}" -m "$m" -t "$t" "${depth_args[@]}" -r "$reps" -o json \
+                    >"$lj" 2>"$lj.stderr"; then
+                    printf '%s\t%s\t%s\t%s\t%s\n' "$m" "$t" "$name" "$r" "$lj" >>"$results"
+                else
+                    echo "vs-llamacpp: $name failed on $base (see $lj.stderr)" >&2
+                    failed=1
+                fi
+            done
             tj="$logdir/$base.t$t.r$r.tport.json"
             echo "vs-llamacpp: $base threads=$t round $r/$rounds: tport bench" >&2
-            if "$tport" bench -m "$m" --threads "$t" -p "$p" -n "$n" -r "$reps" --json \
+            if "$tport" bench -m "$m" --threads "$t" -p "$p" -n "$n" -d "$d" -r "$reps" --json \
                 >"$tj" 2>"$tj.stderr"; then
                 printf '%s\t%s\ttport\t%s\t%s\n' "$m" "$t" "$r" "$tj" >>"$results"
             else
@@ -126,10 +174,11 @@ done
 
 echo "<!-- $started to $(date -u +%H:%MZ); $("$tport" --version 2>/dev/null); load average at start $load_start, at end $(loadavg) -->"
 # Medians over every sample of every round; the ratio is tensorport/llama.cpp.
-python3 - "$results" "$p" "$n" <<'PY' || failed=1
+python3 - "$results" "$p" "$n" "$d" "${peer_names[@]}" <<'PY' || failed=1
 import json, statistics, sys
 
-runs_file, P, N = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+runs_file, P, N, D = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+peers = sys.argv[5:]
 samples = {}   # (model, threads, tool, test) -> [t/s]
 info = {}
 order = []
@@ -143,18 +192,24 @@ for line in open(runs_file):
     except (OSError, ValueError) as e:
         print(f"vs-llamacpp: cannot read {path}: {e}", file=sys.stderr)
         continue
-    if tool == "llama":
+    if tool != "tport":
         for test in doc:
-            if test.get("n_prompt", 0) > 0 and test.get("n_gen", 0) == 0:
-                name = f"pp{test['n_prompt']}"
-            elif test.get("n_gen", 0) > 0 and test.get("n_prompt", 0) == 0:
-                name = f"tg{test['n_gen']}"
+            npr, ngen = test.get("n_prompt", 0), test.get("n_gen", 0)
+            label = str(test.get("test", ""))
+            if ngen > 0 and "@pp" in label:          # ik_llama.cpp -gp D,N
+                name, ntok = f"tg{ngen}", ngen
+            elif npr > 0 and ngen == 0:
+                name, ntok = f"pp{npr}", npr
+            elif ngen > 0 and npr == 0:
+                name, ntok = f"tg{ngen}", ngen
             else:
                 continue
-            samples.setdefault(key + ("llama", name), []).extend(test["samples_ts"])
-            info["llama"] = "llama.cpp build %s (%s), %s" % (
-                test.get("build_number", "?"), test.get("build_commit", "?"),
-                test.get("cpu_info", "?"))
+            ts = test.get("samples_ts")
+            if ts is None:
+                ts = [1e9 * ntok / ns for ns in test.get("samples_ns", []) if ns > 0]
+            samples.setdefault(key + (tool, name), []).extend(ts)
+            info[tool] = "%s: build %s (%s), %s" % (tool, test.get("build_number", "?"),
+                                                   test.get("build_commit", "?"), test.get("cpu_info", "?"))
     else:
         for part in ("pp", "tg"):
             if part in doc:
@@ -170,26 +225,34 @@ def med(key):
 def fmt(x):
     return "-" if x is None else f"{x:.2f}"
 
-if "llama" in info:
-    print(f"<!-- {info['llama']} -->")
-print("| model | threads | test | llama.cpp t/s | tensorport t/s | ratio tport/llama | tport GB/s |")
-print("| --- | ---: | --- | ---: | ---: | ---: | ---: |")
+for peer in peers:
+    if peer in info:
+        print(f"<!-- {info[peer]} -->")
+at = f" @ d{D}" if D else ""
+many = len(peers) > 1
+ratio_head = "ratio tport/best peer" if many else f"ratio tport/{peers[0]}"
+print("| model | threads | test | " + " | ".join(f"{p} t/s" for p in peers) +
+      f" | tensorport t/s | {ratio_head} | tport GB/s |")
+print("| --- | ---: | --- | " + " | ".join("---:" for _ in peers) + " | ---: | ---: | ---: |")
 missing = False
 for model, threads in order:
     for name in (f"pp{P}", f"tg{N}"):
         if (name == f"pp{P}" and P == 0) or (name == f"tg{N}" and N == 0):
             continue
-        lm = med((model, threads, "llama", name))
+        pm = [med((model, threads, peer, name)) for peer in peers]
         tm = med((model, threads, "tport", name))
-        ratio = tm / lm if lm and tm else None
+        known = [x for x in pm if x]
+        best = max(known) if known else None
+        ratio = tm / best if best and tm else None
         gbs = None
         b = info.get((model, threads, "bytes"))
         if name.startswith("tg") and tm and b:
             gbs = tm * b / 1e9
-        if lm is None or tm is None:
+        if tm is None or not known:
             missing = True
         name_col = model.rsplit("/", 1)[-1]
-        print(f"| {name_col} | {threads} | {name} | {fmt(lm)} | {fmt(tm)} | {fmt(ratio)} | {fmt(gbs)} |")
+        print(f"| {name_col} | {threads} | {name}{at} | " + " | ".join(fmt(x) for x in pm) +
+              f" | {fmt(tm)} | {fmt(ratio)} | {fmt(gbs)} |")
 sys.exit(1 if missing else 0)
 PY
 exit $failed

@@ -183,6 +183,8 @@ static int threads_for(const cpu_op *op, int budget) {
     int64_t work = nelements(d);
     if (d->op == TPORT_OP_MUL_MAT)
         work *= op->src[0]->ne[0];
+    if (d->op == TPORT_OP_FLASH_ATTN) /* every query meets every key twice */
+        work *= 2 * op->src[1]->ne[1];
     if (work < 65536)
         return 1;
     return budget;
@@ -195,6 +197,7 @@ static tport_status run_node(cpu_state *s, const tport_graph_view *g, int32_t id
     for (int i = 0; i < TPORT_MAX_SRC; i++)
         op.src[i] = op.dst->src[i] >= 0 ? g->tensors[op.dst->src[i]] : NULL;
     atomic_init(&op.status, 0);
+    atomic_init(&op.next_chunk, 0);
     op.nth = threads_for(&op, budget);
 
     /* scratch: rows of floats per thread, plus packed activations for mul_mat */
@@ -205,6 +208,8 @@ static tport_status run_node(cpu_state *s, const tport_graph_view *g, int32_t id
     op.per_thread = (size_t)(widest < 1024 ? 1024 : widest) * 4 * sizeof(float);
     if (op.dst->op == TPORT_OP_MUL_MAT && cpu_mul_mat_thread_scratch(&op) > op.per_thread)
         op.per_thread = cpu_mul_mat_thread_scratch(&op);
+    if (op.dst->op == TPORT_OP_FLASH_ATTN && cpu_flash_attn_thread_scratch(&op) > op.per_thread)
+        op.per_thread = cpu_flash_attn_thread_scratch(&op);
     op.per_thread = (op.per_thread + 63) / 64 * 64;
     op.shared = op.dst->op == TPORT_OP_MUL_MAT ? (cpu_mul_mat_shared_scratch(&op) + 63) / 64 * 64 : 0;
     size_t need = op.shared + op.per_thread * (size_t)op.nth;
@@ -243,6 +248,9 @@ static tport_status run_node(cpu_state *s, const tport_graph_view *g, int32_t id
         break;
     case TPORT_OP_MUL_MAT:
         cpu_run_mul_mat(s->pool, &op);
+        break;
+    case TPORT_OP_FLASH_ATTN:
+        cpu_run_flash_attn(s->pool, &op);
         break;
     default: /* get_rows, cpy, cont, concat */
         cpu_run_copy(s->pool, &op);

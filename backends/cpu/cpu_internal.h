@@ -43,6 +43,9 @@ typedef struct cpu_op {
      * the host's thread-local error) */
     atomic_int status;
     char message[192];
+    /* dynamic work sharing (cpu_claim): the next unclaimed chunk, reset
+     * by the posting thread before each cpu_pool_run that uses it */
+    atomic_llong next_chunk;
 } cpu_op;
 
 /* Records a kernel failure (first one wins). */
@@ -61,6 +64,28 @@ static inline void cpu_split(int64_t n, int ith, int nth, int64_t *r0, int64_t *
     int64_t per = (n + nth - 1) / nth;
     *r0 = per * ith < n ? per * ith : n;
     *r1 = *r0 + per < n ? *r0 + per : n;
+}
+
+/* Chunks of about n / (8 nth) items (at least `min`), so that a thread
+ * that was preempted or is slower leaves its work to the others. */
+static inline int64_t cpu_chunk_size(int64_t n, int nth, int64_t min) {
+    int64_t c = (n + 8 * (int64_t)nth - 1) / (8 * (int64_t)nth);
+    return nth <= 1 ? (n > 0 ? n : 1) : c < min ? min : c;
+}
+
+/* Claims the next chunk [*i0, *i1) of n items; false when all are taken.
+ * Chunks are disjoint: each item goes to exactly one thread. */
+static inline bool cpu_claim(cpu_op *op, int64_t n, int64_t chunk, int64_t *i0, int64_t *i1) {
+    int64_t c = atomic_fetch_add_explicit(&op->next_chunk, 1, memory_order_relaxed);
+    if (c >= (n + chunk - 1) / chunk)
+        return false;
+    *i0 = c * chunk;
+    *i1 = *i0 + chunk < n ? *i0 + chunk : n;
+    return true;
+}
+
+static inline void cpu_reset_chunks(cpu_op *op) {
+    atomic_store_explicit(&op->next_chunk, 0, memory_order_relaxed);
 }
 
 static inline int64_t cpu_nrows(const tport_tensor_view *t) {
@@ -105,6 +130,8 @@ CPU_HIDDEN void cpu_run_norm(cpu_pool *pool, cpu_op *op);
 CPU_HIDDEN void cpu_run_rope(cpu_pool *pool, cpu_op *op);
 CPU_HIDDEN void cpu_run_activation(cpu_pool *pool, cpu_op *op); /* gelu_f16, gelu_erf, tanh, clamp */
 CPU_HIDDEN void cpu_run_mul_mat(cpu_pool *pool, cpu_op *op);
+CPU_HIDDEN void cpu_run_flash_attn(cpu_pool *pool, cpu_op *op);
+CPU_HIDDEN size_t cpu_flash_attn_thread_scratch(const cpu_op *op);
 CPU_HIDDEN size_t cpu_mul_mat_shared_scratch(const cpu_op *op);
 CPU_HIDDEN size_t cpu_mul_mat_thread_scratch(const cpu_op *op);
 
@@ -117,7 +144,8 @@ CPU_HIDDEN void cpu_q4ktile_dot(const uint8_t *tile, int64_t K, const uint8_t *y
                                 float *out);
 
 /* ---- tiled Q8_0/Q4_0 x Q8_0 mul_mat (cpu_mul_mat_q8tile.c) --------------
- * Present only in builds with AVX-512 VNNI; elsewhere available() is false. */
+ * Present in builds with AVX-512 VNNI or AVX2 + FMA + F16C; elsewhere
+ * available() is false. */
 #define CPU_Q8TILE_ROWS 8
 CPU_HIDDEN bool cpu_q8tile_available(tport_type_id type);
 /* Bytes of the unpacked tile of CPU_Q8TILE_ROWS rows of K elements. */

@@ -165,6 +165,145 @@ void cpu_q4ktile_dot(const uint8_t *tile, int64_t K, const uint8_t *y, size_t y_
     }
 }
 
+#elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+/* AVX2: the unsigned nibbles go straight into maddubs against the signed
+ * Q8_K bytes (pair sums at most 2 * 15 * 128, no saturation).  Unpacked,
+ * per super-block b, sub-block j and row r (ROWS = 8):
+ *   vals[((b * 8 + j) * ROWS + r) * 32 + e]  the 32 nibbles,
+ *   scls[(b * 8 + j) * ROWS + r]             d * sc[j],
+ *   mins[(b * 8 + j) * ROWS + r]             dmin * m[j].
+ * The kernel takes 4 rows x 2 columns at a time, as the Q8_0 one. */
+#include <immintrin.h>
+
+#define QK 256
+#define Q4_K_BYTES 144
+#define Q8_K_BYTES 292
+#define Q8_K_QS 4
+#define Q8_K_BSUMS 260
+#define ROWS CPU_Q8TILE_ROWS
+
+bool cpu_q4ktile_available(tport_type_id type) {
+    return type == TPORT_TYPE_Q4_K;
+}
+
+size_t cpu_q4ktile_scratch(int64_t K) {
+    return (size_t)(K / QK) * 8 * ROWS * (32 + 2 * sizeof(float)) + 64;
+}
+
+static float half_at(const uint8_t *p) {
+    uint16_t h;
+    memcpy(&h, p, sizeof h);
+    return _cvtsh_ss(h);
+}
+
+/* The 8 6-bit scales and mins from their 12 packed bytes (ggml's
+ * get_scale_min_k4). */
+static void scale_min(const uint8_t *s, int j, int *sc, int *m) {
+    if (j < 4) {
+        *sc = s[j] & 63;
+        *m = s[j + 4] & 63;
+    } else {
+        *sc = (s[j + 4] & 0xF) | (s[j - 4] >> 6) << 4;
+        *m = (s[j + 4] >> 4) | (s[j] >> 6) << 4;
+    }
+}
+
+void cpu_q4ktile_unpack(const uint8_t *const rows[], int nrows, int64_t K, uint8_t *tile) {
+    int64_t nb = K / QK, units = nb * 8 * ROWS;
+    uint8_t *vals = tile;
+    float *scls = (float *)(void *)(tile + (size_t)units * 32), *mins = scls + units;
+    for (int r = 0; r < ROWS; r++) {
+        for (int64_t b = 0; b < nb; b++) {
+            const uint8_t *blk = r < nrows ? rows[r] + (size_t)b * Q4_K_BYTES : NULL;
+            float d = blk ? half_at(blk) : 0.0f, dmin = blk ? half_at(blk + 2) : 0.0f;
+            for (int j = 0; j < 8; j++) {
+                size_t u = (size_t)((b * 8 + j) * ROWS + r);
+                int sc = 0, m = 0;
+                if (blk) {
+                    /* sub-blocks 2c and 2c+1 are the low and high nibbles of qs[32c..32c+31] */
+                    __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 16 + 32 * (j / 2)));
+                    if (j & 1)
+                        q = _mm256_srli_epi16(q, 4);
+                    _mm256_storeu_si256((__m256i *)(void *)(vals + 32 * u), _mm256_and_si256(q, _mm256_set1_epi8(0x0F)));
+                    scale_min(blk + 4, j, &sc, &m);
+                } else {
+                    memset(vals + 32 * u, 0, 32);
+                }
+                scls[u] = d * (float)sc;
+                mins[u] = dmin * (float)m;
+            }
+        }
+    }
+}
+
+static inline float hsum256(__m256 v) {
+    __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    x = _mm_add_ps(x, _mm_movehl_ps(x, x));
+    x = _mm_add_ss(x, _mm_movehdup_ps(x));
+    return _mm_cvtss_f32(x);
+}
+
+static int bsum(const uint8_t *yb, int i) {
+    int16_t v;
+    memcpy(&v, yb + Q8_K_BSUMS + 2 * i, sizeof v);
+    return v;
+}
+
+/* Rows r0 .. r0 + 3 against columns c0 .. c0 + nc - 1 (nc 1 or 2). */
+static inline __attribute__((always_inline)) void kernel4(const uint8_t *tile, int64_t nb, const uint8_t *y,
+                                                          size_t y_stride, int r0, int c0, int nc, float *out) {
+    int64_t units = nb * 8 * ROWS;
+    const uint8_t *vals = tile;
+    const float *scls = (const float *)(const void *)(tile + (size_t)units * 32), *mins = scls + units;
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc[4][2];
+    __m128 macc[2] = {_mm_setzero_ps(), _mm_setzero_ps()};
+    for (int r = 0; r < 4; r++)
+        acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        float dyf[2];
+        for (int c = 0; c < nc; c++)
+            memcpy(&dyf[c], y + (size_t)(c0 + c) * y_stride + (size_t)b * Q8_K_BYTES, sizeof(float));
+        for (int j = 0; j < 8; j++) {
+            size_t u0 = (size_t)((b * 8 + j) * ROWS + r0);
+            __m256i yv[2];
+            __m256 dy[2];
+            for (int c = 0; c < nc; c++) {
+                const uint8_t *yb = y + (size_t)(c0 + c) * y_stride + (size_t)b * Q8_K_BYTES;
+                yv[c] = _mm256_loadu_si256((const __m256i *)(const void *)(yb + Q8_K_QS + 32 * j));
+                dy[c] = _mm256_set1_ps(dyf[c]);
+                __m128 s = _mm_set1_ps(dyf[c] * (float)(bsum(yb, 2 * j) + bsum(yb, 2 * j + 1)));
+                macc[c] = _mm_fmadd_ps(_mm_loadu_ps(mins + u0), s, macc[c]);
+            }
+            for (int r = 0; r < 4; r++) {
+                __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(vals + 32 * (u0 + (size_t)r)));
+                __m256 dx = _mm256_broadcast_ss(scls + u0 + r);
+                for (int c = 0; c < nc; c++) {
+                    __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(x, yv[c]), ones);
+                    acc[r][c] = _mm256_fmadd_ps(_mm256_mul_ps(dx, dy[c]), _mm256_cvtepi32_ps(p), acc[r][c]);
+                }
+            }
+        }
+    }
+    for (int c = 0; c < nc; c++) {
+        float m[4];
+        _mm_storeu_ps(m, macc[c]);
+        for (int r = 0; r < 4; r++)
+            out[(c0 + c) * ROWS + r0 + r] = hsum256(acc[r][c]) - m[r];
+    }
+}
+
+void cpu_q4ktile_dot(const uint8_t *tile, int64_t K, const uint8_t *y, size_t y_stride, int ncols, float *out) {
+    int64_t nb = K / QK;
+    for (int r0 = 0; r0 < ROWS; r0 += 4) {
+        int c = 0;
+        for (; c + 2 <= ncols; c += 2)
+            kernel4(tile, nb, y, y_stride, r0, c, 2, out);
+        if (c < ncols)
+            kernel4(tile, nb, y, y_stride, r0, c, 1, out);
+    }
+}
+
 #else /* no kernel in this build */
 
 bool cpu_q4ktile_available(tport_type_id type) {

@@ -128,6 +128,114 @@ void cpu_q8tile_dot(const uint8_t *tile, int64_t K, const uint8_t *y, size_t y_s
     }
 }
 
+#elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+/* AVX2: no dpbusd, so signed x signed bytes go through maddubs with |x|
+ * and y carrying x's sign (exact: |x| <= 128, |y| <= 127, pair sums below
+ * 32768).  Unpacked tile (per 32-element block b and row r):
+ *   vals[(b * ROWS + r) * 32 + e] = x[e] as int8 (Q4_0: nibble - 8),
+ *   scls[b * ROWS + r]           = the row's block scale.
+ * The kernel takes 4 rows x 2 columns at a time (8 float accumulators fit
+ * AVX2's 16 registers with the operands); the tile stays in L1 across the
+ * passes. */
+#include <immintrin.h>
+
+#define BLK 32
+#define Q8_0_BYTES 34
+#define Q4_0_BYTES 18
+#define ROWS CPU_Q8TILE_ROWS
+
+bool cpu_q8tile_available(tport_type_id type) {
+    return type == TPORT_TYPE_Q8_0 || type == TPORT_TYPE_Q4_0;
+}
+
+size_t cpu_q8tile_scratch(int64_t K) {
+    return (size_t)(K / BLK) * ROWS * (32 + sizeof(float)) + 64;
+}
+
+static float half_at(const uint8_t *p) {
+    uint16_t h;
+    memcpy(&h, p, sizeof h);
+    return _cvtsh_ss(h);
+}
+
+void cpu_q8tile_unpack(tport_type_id type, const uint8_t *const rows[], int nrows, int64_t K, uint8_t *tile) {
+    int64_t nb = K / BLK;
+    uint8_t *vals = tile;
+    float *scls = (float *)(void *)(tile + (size_t)nb * ROWS * 32);
+    for (int r = 0; r < ROWS; r++) {
+        for (int64_t b = 0; b < nb; b++) {
+            uint8_t *v = vals + (size_t)(b * ROWS + r) * 32;
+            float d = 0.0f;
+            if (r >= nrows) {
+                memset(v, 0, 32);
+            } else if (type == TPORT_TYPE_Q8_0) {
+                const uint8_t *blk = rows[r] + (size_t)b * Q8_0_BYTES;
+                memcpy(v, blk + 2, 32);
+                d = half_at(blk);
+            } else { /* Q4_0: low nibbles are elements 0..15, high 16..31 */
+                const uint8_t *blk = rows[r] + (size_t)b * Q4_0_BYTES;
+                __m128i q = _mm_loadu_si128((const __m128i *)(const void *)(blk + 2));
+                __m128i m = _mm_set1_epi8(0x0F), eight = _mm_set1_epi8(8);
+                _mm_storeu_si128((__m128i *)(void *)v, _mm_sub_epi8(_mm_and_si128(q, m), eight));
+                _mm_storeu_si128((__m128i *)(void *)(v + 16),
+                                 _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(q, 4), m), eight));
+                d = half_at(blk);
+            }
+            scls[b * ROWS + r] = d;
+        }
+    }
+}
+
+static inline float hsum256(__m256 v) {
+    __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    x = _mm_add_ps(x, _mm_movehl_ps(x, x));
+    x = _mm_add_ss(x, _mm_movehdup_ps(x));
+    return _mm_cvtss_f32(x);
+}
+
+/* Rows r0 .. r0 + 3 against columns c0 .. c0 + nc - 1 (nc 1 or 2). */
+static inline __attribute__((always_inline)) void kernel4(const uint8_t *tile, int64_t nb, const uint8_t *y,
+                                                          size_t y_stride, int r0, int c0, int nc, float *out) {
+    const uint8_t *vals = tile;
+    const float *scls = (const float *)(const void *)(tile + (size_t)nb * ROWS * 32);
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc[4][2];
+    for (int r = 0; r < 4; r++)
+        acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        __m256i yv[2];
+        __m256 dy[2];
+        for (int c = 0; c < nc; c++) {
+            const uint8_t *yb = y + (size_t)(c0 + c) * y_stride + (size_t)b * Q8_0_BYTES;
+            yv[c] = _mm256_loadu_si256((const __m256i *)(const void *)(yb + 2));
+            dy[c] = _mm256_set1_ps(half_at(yb));
+        }
+        for (int r = 0; r < 4; r++) {
+            __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(vals + (size_t)(b * ROWS + r0 + r) * 32));
+            __m256i ax = _mm256_sign_epi8(x, x);
+            __m256 dx = _mm256_broadcast_ss(scls + b * ROWS + r0 + r);
+            for (int c = 0; c < nc; c++) {
+                __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(ax, _mm256_sign_epi8(yv[c], x)), ones);
+                acc[r][c] = _mm256_fmadd_ps(_mm256_mul_ps(dx, dy[c]), _mm256_cvtepi32_ps(p), acc[r][c]);
+            }
+        }
+    }
+    for (int c = 0; c < nc; c++)
+        for (int r = 0; r < 4; r++)
+            out[(c0 + c) * ROWS + r0 + r] = hsum256(acc[r][c]);
+}
+
+void cpu_q8tile_dot(const uint8_t *tile, int64_t K, const uint8_t *y, size_t y_stride, int ncols, float *out) {
+    int64_t nb = K / BLK;
+    for (int r0 = 0; r0 < ROWS; r0 += 4) {
+        int c = 0;
+        for (; c + 2 <= ncols; c += 2)
+            kernel4(tile, nb, y, y_stride, r0, c, 2, out);
+        if (c < ncols)
+            kernel4(tile, nb, y, y_stride, r0, c, 1, out);
+    }
+}
+
 #else /* no kernel in this build: mul_mat uses the per-row kernels */
 
 bool cpu_q8tile_available(tport_type_id type) {

@@ -15,7 +15,9 @@
  *   converted (dequantized) into per-thread scratch, and a tile of rows of
  *   a is dotted with each pair of rows of b using independent accumulators
  *   that the compiler vectorizes.
- * Work is split by tiles of output rows. */
+ * Work is shared out in chunks of tiles of output rows, claimed from an
+ * atomic counter: a thread that is preempted (a shared machine) or slower
+ * does not hold the others up. */
 #include <string.h>
 
 #include "cpu_internal.h"
@@ -291,8 +293,8 @@ static void compute_task(void *arg, int ith, int nth) {
     bool f16_direct = HAVE_DOT_F16 && !p->vec_dot && p->M == 1 && a->type == TPORT_TYPE_F16 &&
                       a->nb[0] == sizeof(uint16_t);
     int64_t tiles = (p->N + TILE - 1) / TILE, n_mats = d->ne[2] * d->ne[3];
-    int64_t t0, t1;
-    cpu_split(tiles * n_mats, ith, nth, &t0, &t1);
+    int64_t n_work = tiles * n_mats, chunk = cpu_chunk_size(n_work, nth, 1), t0, t1;
+    while (cpu_claim(op, n_work, chunk, &t0, &t1))
     for (int64_t t = t0; t < t1; t++) {
         int64_t mat = t / tiles, i0 = (t % tiles) * TILE;
         int64_t i12 = mat % d->ne[2], i13 = mat / d->ne[2];
@@ -357,8 +359,9 @@ static void tiled_task(void *arg, int ith, int nth) {
     enum { R = CPU_Q8TILE_ROWS };
     uint8_t *tile = cpu_thread_scratch(op, ith);
     int64_t tiles = (p->N + R - 1) / R, n_mats = d->ne[2] * d->ne[3];
-    int64_t t0, t1;
-    cpu_split(tiles * n_mats, ith, nth, &t0, &t1);
+    int64_t n_work = tiles * n_mats, chunk = cpu_chunk_size(n_work, nth, 1), t0, t1;
+    (void)ith;
+    while (cpu_claim(op, n_work, chunk, &t0, &t1))
     for (int64_t t = t0; t < t1; t++) {
         int64_t mat = t / tiles, i0 = (t % tiles) * R;
         int64_t i12 = mat % d->ne[2], i13 = mat / d->ne[2];
@@ -396,5 +399,6 @@ void cpu_run_mul_mat(cpu_pool *pool, cpu_op *op) {
         if (atomic_load(&op->status))
             return;
     }
+    cpu_reset_chunks(op); /* the tasks share tiles out dynamically */
     cpu_pool_run(pool, job.plan.tiled ? tiled_task : compute_task, &job, op->nth);
 }

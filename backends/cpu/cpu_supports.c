@@ -62,6 +62,23 @@ static bool supports_cpy(const tport_tensor_view *d, const tport_tensor_view *s)
     return cpu_block_size(d->type) == 1 && cpu_block_size(s->type) == 1 && (raw || convert);
 }
 
+/* q [hd, n_head, n] dense f32 rows, k and v [hd, n_kv, n_head_kv] f32 or
+ * f16 with dense rows, mask f32 [n_kv, >= n] */
+static bool supports_flash_attn(const tport_graph_view *g, const tport_tensor_view *d, const tport_tensor_view *q,
+                                const tport_tensor_view *k) {
+    const tport_tensor_view *v = tensor(g, d->src[2]);
+    const tport_tensor_view *m = d->src[3] >= 0 ? tensor(g, d->src[3]) : NULL;
+    if (!k || !v || (d->src[3] >= 0 && !m) || !d->params || d->params_size < sizeof(tport_params_flash_attn))
+        return false;
+    if (!dense_f32(d) || !dense_f32(q) || !same_shape(d, q) || q->ne[3] != 1)
+        return false;
+    if ((k->type != TPORT_TYPE_F32 && k->type != TPORT_TYPE_F16) || v->type != k->type || !same_shape(k, v) ||
+        k->nb[0] != cpu_type_size(k->type) || v->nb[0] != k->nb[0] || k->ne[0] != q->ne[0] || k->ne[3] != 1 ||
+        q->ne[1] % k->ne[2])
+        return false;
+    return !m || (dense_f32(m) && m->ne[0] == k->ne[1] && m->ne[1] >= q->ne[2] && m->ne[2] == 1 && m->ne[3] == 1);
+}
+
 bool cpu_supports(const tport_graph_view *g, int32_t node) {
     const tport_tensor_view *d = tensor(g, node);
     if (!d || !rows_ok(d))
@@ -129,6 +146,8 @@ bool cpu_supports(const tport_graph_view *g, int32_t node) {
     case TPORT_OP_CPY:
     case TPORT_OP_CONT:
         return supports_cpy(d, s0);
+    case TPORT_OP_FLASH_ATTN:
+        return supports_flash_attn(g, d, s0, s1);
     case TPORT_OP_CONCAT: {
         if (!s1 || !d->params || d->params_size < sizeof(tport_params_concat))
             return false;

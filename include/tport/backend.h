@@ -191,6 +191,8 @@
  *        Ops of the architectures beyond llama (ids 16..47 reserved for
  *        them): GELU_F16 (16), GELU_ERF (17), TANH (18), CLAMP (19,
  *        tport_params_clamp), SOFT_MAX_EXT (20, tport_params_soft_max_ext).
+ *        Fused ops for speed (ids 48..63 reserved for them): FLASH_ATTN
+ *        (48, tport_params_flash_attn).
  */
 #ifndef TPORT_BACKEND_H
 #define TPORT_BACKEND_H
@@ -309,6 +311,15 @@ enum {
     TPORT_OP_CPY = 13,     /* dst = src0 converted to dst's type/layout   */
     TPORT_OP_CONT = 14,    /* dst = src0 made contiguous                  */
     TPORT_OP_CONCAT = 15,  /* dst = [src0, src1] along p.dim              */
+    /* 48..63: fused ops for speed, since 1.1 */
+    TPORT_OP_FLASH_ATTN = 48, /* attention over a KV cache read in place:
+        src0 q    F32 [hd, n_head, n]        (n query tokens)
+        src1 k    F32/F16 [hd, n_kv, n_head_kv] (strided view of the cache)
+        src2 v    same type and shape as k (not transposed)
+        src3 mask optional F32 [n_kv, >= n], row t for query token t
+        dst  F32 [hd, n_head, n]: for head h, kv head h / (n_head/n_head_kv),
+             dst[:, h, t] = sum_j softmax_j(p.scale * q.k_j + mask[j, t]) v_j;
+             a row whose mask is all -inf gives zeros                    */
 };
 /* Ops of the architectures beyond llama (ids 16..47 are theirs).  A
  * backend that predates them declines them and they run on the CPU. */
@@ -334,6 +345,7 @@ typedef struct tport_params_scale { float scale; } tport_params_scale;
 typedef struct tport_params_norm { float eps; } tport_params_norm;
 typedef struct tport_params_soft_max { float scale; } tport_params_soft_max;
 typedef struct tport_params_concat { int32_t dim; } tport_params_concat;
+typedef struct tport_params_flash_attn { float scale; } tport_params_flash_attn;
 enum { TPORT_ROPE_NORMAL = 0, TPORT_ROPE_NEOX = 2 };
 typedef struct tport_params_rope {
     int32_t n_dims;    /* rotate the first n_dims of each head (even)   */

@@ -89,6 +89,12 @@ tport_tensor *tport_norm(tport_ctx *ctx, tport_tensor *a, float eps);
 tport_tensor *tport_rope(tport_ctx *ctx, tport_tensor *a, tport_tensor *pos,
                          int n_dims, int mode, float freq_base, float freq_scale);
 tport_tensor *tport_soft_max(tport_ctx *ctx, tport_tensor *a, tport_tensor *mask, float scale);
+/* Fused attention, TPORT_OP_FLASH_ATTN in backend.h: q [hd, n_head, n] f32,
+ * k and v [hd, n_kv, n_head_kv] f32 or f16 (v not transposed; strided views
+ * of a cache are read in place), mask NULL or f32 [n_kv, >= n]; the result
+ * is f32 [hd, n_head, n]. */
+tport_tensor *tport_flash_attn(tport_ctx *ctx, tport_tensor *q, tport_tensor *k, tport_tensor *v,
+                               tport_tensor *mask, float scale);
 tport_tensor *tport_silu(tport_ctx *ctx, tport_tensor *a);
 tport_tensor *tport_gelu(tport_ctx *ctx, tport_tensor *a);
 tport_tensor *tport_swiglu(tport_ctx *ctx, tport_tensor *a, tport_tensor *b);
@@ -282,6 +288,7 @@ typedef struct tport_session_params {
     int32_t n_ctx;           /* 0 = the model's context length             */
     int32_t n_batch;         /* prompt tokens per evaluation, 0 = 64       */
     int n_threads;           /* 0 = the model's setting                    */
+    bool kv_f32;             /* KV cache in f32; default f16, as llama.cpp */
 } tport_session_params;
 
 tport_session *tport_session_new(tport_model *m, const tport_session_params *params);

@@ -160,6 +160,32 @@ tport_tensor *tport_soft_max(tport_ctx *ctx, tport_tensor *a, tport_tensor *mask
     return new_op(ctx, TPORT_OP_SOFT_MAX, TPORT_TYPE_F32, a->ne, a, mask, &p, sizeof p);
 }
 
+tport_tensor *tport_flash_attn(tport_ctx *ctx, tport_tensor *q, tport_tensor *k, tport_tensor *v,
+                               tport_tensor *mask, float scale) {
+    if (!ctx || !q || !k || !v)
+        return null_input("flash_attn");
+    if (q->type != TPORT_TYPE_F32)
+        return bad("flash_attn", "q must be f32");
+    if ((k->type != TPORT_TYPE_F32 && k->type != TPORT_TYPE_F16) || v->type != k->type)
+        return bad("flash_attn", "k and v must both be f32 or both f16");
+    if (!same_shape(k, v) || k->ne[0] != q->ne[0] || k->ne[3] != 1 || q->ne[3] != 1)
+        return bad("flash_attn", "k and v must be [hd, n_kv, n_head_kv] with q's hd");
+    if (q->ne[1] % k->ne[2])
+        return bad("flash_attn", "n_head_kv (k's dimension 2) must divide n_head (q's dimension 1)");
+    if (mask && (mask->type != TPORT_TYPE_F32 || mask->ne[0] != k->ne[1] || mask->ne[1] < q->ne[2] ||
+                 mask->ne[2] != 1 || mask->ne[3] != 1))
+        return bad("flash_attn", "mask must be f32 [n_kv, >= n]");
+    if (!(scale == scale))
+        return bad("flash_attn", "scale is NaN");
+    tport_params_flash_attn p = {scale};
+    tport_tensor *t = new_op(ctx, TPORT_OP_FLASH_ATTN, TPORT_TYPE_F32, q->ne, q, k, &p, sizeof p);
+    if (t) {
+        t->src[2] = v;
+        t->src[3] = mask;
+    }
+    return t;
+}
+
 tport_tensor *tport_silu(tport_ctx *ctx, tport_tensor *a) {
     return unary_f32(ctx, TPORT_OP_SILU, a, NULL, 0);
 }

@@ -1,6 +1,7 @@
-/* Shared transformer parts (see blocks.h).  The KV caches are f32
- * [head_dim, n_head_kv, n_ctx] per layer.  Attention uses grouped-query
- * broadcast: mul_mat repeats each kv head over n_head / n_head_kv
+/* Shared transformer parts (see blocks.h).  The KV caches are f16 (the
+ * default, as llama.cpp's) or f32 [head_dim, n_head_kv, n_ctx] per layer.
+ * Attention is one flash_attn node reading both caches in place (with
+ * ALiBi, mul_mat + soft_max_ext); each kv head serves n_head / n_head_kv
  * consecutive query heads (multi-query attention is n_head_kv = 1). */
 #include <math.h>
 
@@ -87,10 +88,11 @@ tport_tensor *tport_blk_attention(tport_blk *b, int il, tport_tensor *q, tport_t
     const tport_model_shape *sh = b->sh;
     tport_ctx *ctx = b->ctx;
     int64_t hd = sh->head_dim, nkv = sh->n_head_kv;
-    size_t f = sizeof(float), row = (size_t)(hd * nkv) * f; /* one cache position */
+    tport_type_id type = b->kv[il].type;
+    size_t f = tport_type_block_bytes(type), row = (size_t)(hd * nkv) * f; /* one cache position */
 
-    tport_tensor *kc = tport_new_tensor_3d(ctx, TPORT_TYPE_F32, hd, nkv, b->n_ctx);
-    tport_tensor *vc = tport_new_tensor_3d(ctx, TPORT_TYPE_F32, hd, nkv, b->n_ctx);
+    tport_tensor *kc = tport_new_tensor_3d(ctx, type, hd, nkv, b->n_ctx);
+    tport_tensor *vc = tport_new_tensor_3d(ctx, type, hd, nkv, b->n_ctx);
     if (!kc || !vc || !q || !k || !v)
         return NULL;
     /* the cache lives in host memory or, as a resident leaf, on a device */
@@ -109,10 +111,19 @@ tport_tensor *tport_blk_attention(tport_blk *b, int il, tport_tensor *q, tport_t
         tport_graph_add(b->g, tport_cpy(ctx, v, v_dst)) != TPORT_STATUS_OK)
         return NULL;
 
-    /* K as [hd, n_kv, nkv]; V transposed as [n_kv, hd, nkv] (made contiguous) */
+    /* K (and V, for flash_attn) as [hd, n_kv, nkv] views of the caches */
     const int64_t k_ne[3] = {hd, b->n_kv, nkv};
     const size_t k_nb[3] = {f, row, (size_t)hd * f};
     tport_tensor *keys = tport_view(ctx, kc, 3, k_ne, k_nb, 0);
+    const int64_t o_ne[2] = {hd * sh->n_head, b->n};
+    if (sh->max_alibi_bias <= 0 && b->fused_attn) {
+        /* one node reads both caches in place: no transposed copy of V */
+        tport_tensor *values = tport_view(ctx, vc, 3, k_ne, k_nb, 0);
+        tport_tensor *o = tport_flash_attn(ctx, q, keys, values, b->mask, kq_scale); /* [hd, n_head, n] */
+        return tport_reshape(ctx, o, 2, o_ne);
+    }
+    /* ALiBi, or a forced backend: the unfused path, V transposed as [n_kv,
+     * hd, nkv] (made contiguous) */
     const int64_t vt_ne[3] = {b->n_kv, hd, nkv};
     const size_t vt_nb[3] = {row, f, (size_t)hd * f};
     tport_tensor *values_t = tport_cont(ctx, tport_view(ctx, vc, 3, vt_ne, vt_nb, 0));
@@ -123,7 +134,6 @@ tport_tensor *tport_blk_attention(tport_blk *b, int il, tport_tensor *q, tport_t
                                 : tport_soft_max(ctx, kq, b->mask, kq_scale);
     tport_tensor *kqv = tport_mul_mat(ctx, values_t, kq);            /* [hd, n, n_head]    */
     tport_tensor *o = tport_cont(ctx, tport_permute(ctx, kqv, 0, 2, 1, 3)); /* [hd, n_head, n] */
-    const int64_t o_ne[2] = {hd * sh->n_head, b->n};
     return tport_reshape(ctx, o, 2, o_ne);
 }
 

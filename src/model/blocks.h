@@ -16,6 +16,7 @@ typedef struct tport_blk {
     tport_tensor *ids, *positions, *mask; /* inputs: [n] i32, [n] i32, [n_kv, n] f32 */
     int32_t n, pos, n_kv, n_ctx;
     const tport_kv_layer *kv;             /* per layer                          */
+    bool fused_attn;                      /* attention as one flash_attn node   */
     /* a pipeline stage: the layers to run, the hidden state entering the
      * first ([n_embd, n], NULL: embed the ids), and whether the state
      * leaving the last is the result instead of the head's logits */

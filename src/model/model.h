@@ -121,15 +121,17 @@ typedef struct tport_node_tally {
 } tport_node_tally;
 
 /* One layer's KV cache: host memory (k, v) or a device's (k_res, v_res,
- * with k == v == NULL), on the device that runs the layer's attention. */
+ * with k == v == NULL), on the device that runs the layer's attention;
+ * elements of `type`, f16 (the default, as llama.cpp's) or f32. */
 typedef struct tport_kv_layer {
-    float *k, *v;
+    void *k, *v;
     tport_residency k_res, v_res;
+    tport_type_id type;
 } tport_kv_layer;
 
 /* One evaluation: n tokens at positions pos..pos+n-1 through layers
  * [layer_begin, layer_end), reading and extending those layers' caches
- * (per layer [head_dim, n_head_kv, n_ctx] f32); writes the last token's
+ * (per layer [head_dim, n_head_kv, n_ctx]); writes the last token's
  * n_vocab logits, or the hidden state when hidden_out is set. */
 typedef struct tport_model_eval {
     const tport_model *m;

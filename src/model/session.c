@@ -24,6 +24,7 @@ struct tport_session {
     tport_model *m;
     int32_t n_ctx, n_batch, pos;
     int n_threads;
+    tport_type_id kv_type;   /* f16 (default) or f32                 */
     tport_kv_layer *kv;      /* per layer                            */
     tport_token *history;    /* the n_ctx tokens evaluated so far    */
     float *logits;
@@ -34,9 +35,14 @@ struct tport_session {
     bool plan_logged;        /* TPORT_LOG=info shows the plan once   */
 };
 
-static size_t layer_floats(const tport_session *s) {
+/* Elements of one layer's K (or V) cache. */
+static size_t layer_elements(const tport_session *s) {
     const tport_model_shape *sh = &s->m->sh;
     return (size_t)s->n_ctx * (size_t)sh->head_dim * (size_t)sh->n_head_kv;
+}
+
+static size_t kv_element_size(const tport_session *s) {
+    return s->kv_type == TPORT_TYPE_F32 ? sizeof(float) : sizeof(uint16_t);
 }
 
 static void free_layer(tport_kv_layer *kv) {
@@ -51,10 +57,11 @@ static void free_layer(tport_kv_layer *kv) {
  * device has memory of its own and can take it, else in host memory. */
 static tport_status place_layer(tport_session *s, int32_t il) {
     tport_kv_layer *kv = &s->kv[il];
-    size_t n = layer_floats(s);
+    size_t n = layer_elements(s), e = kv_element_size(s);
+    kv->type = s->kv_type;
     const tport_active_backend *b = tport_layer_attention_weight(&s->m->layers[il])->res.backend;
     if (b && b->mem.device_memory && !tport_sched_backend_lost(b)) {
-        uint64_t bytes = (uint64_t)n * sizeof(float);
+        uint64_t bytes = (uint64_t)n * e;
         if (tport_sched_alloc(b, bytes, &kv->k_res) == TPORT_STATUS_OK &&
             tport_sched_alloc(b, bytes, &kv->v_res) == TPORT_STATUS_OK)
             return TPORT_STATUS_OK;
@@ -63,11 +70,11 @@ static tport_status place_layer(tport_session *s, int32_t il) {
         tport_sched_free(&kv->k_res);
         tport_sched_free(&kv->v_res);
     }
-    kv->k = calloc(n, sizeof(float));
-    kv->v = calloc(n, sizeof(float));
+    kv->k = calloc(n, e);
+    kv->v = calloc(n, e);
     if (!kv->k || !kv->v)
         return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "session_new: cannot allocate a KV cache of %zu MiB "
-                           "for %d positions", 2 * n * sizeof(float) * (size_t)s->m->sh.n_layer >> 20,
+                           "for %d positions", 2 * n * e * (size_t)s->m->sh.n_layer >> 20,
                            (int)s->n_ctx);
     return TPORT_STATUS_OK;
 }
@@ -92,7 +99,10 @@ tport_session *tport_session_new(tport_model *m, const tport_session_params *par
     s->n_ctx = p.n_ctx ? p.n_ctx : sh->n_ctx;
     s->n_batch = p.n_batch ? p.n_batch : 64;
     s->n_threads = p.n_threads ? p.n_threads : m->n_threads;
-    size_t per_layer = layer_floats(s);
+    /* f16 as llama.cpp; f32 when asked, or when one forced backend other
+     * than the CPU must run every node (its cache ops may be f32 only) */
+    s->kv_type = p.kv_f32 || (m->backend && strcmp(m->backend, "cpu")) ? TPORT_TYPE_F32 : TPORT_TYPE_F16;
+    size_t per_layer = layer_elements(s);
     size_t total = 2 * per_layer * (size_t)sh->n_layer;
     if (per_layer && (total / per_layer / 2 != (size_t)sh->n_layer || total > SIZE_MAX / sizeof(float))) {
         tport_error(TPORT_STATUS_INVALID_ARGUMENT, "session_new: KV cache size overflows");

@@ -11,7 +11,10 @@
 #include "tport/tport.h"
 
 static inline int greedy_ids(tport_model *m, const tport_token *prompt, int n_prompt, tport_token *out, int n) {
-    tport_session *s = tport_session_new(m, NULL);
+    /* the references (llama2.c; llama.cpp with type_k = type_v = f32) keep
+     * their KV caches in f32: so does this session */
+    tport_session_params sp = {.kv_f32 = true};
+    tport_session *s = tport_session_new(m, &sp);
     if (!s || tport_session_eval(s, prompt, n_prompt) != TPORT_STATUS_OK) {
         fprintf(stderr, "  greedy: %s\n", tport_last_error());
         tport_session_free(s);

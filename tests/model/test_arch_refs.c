@@ -50,7 +50,8 @@ static int read_ids(const json *arr, tport_token *out) {
 static int cli_ids(const char *path, const char *text, const tport_token *prompt, int n_prompt, int n,
                    tport_token *out) {
     char cmd[4096];
-    int k = snprintf(cmd, sizeof cmd, "'%s' run -m '%s' -n %d --ids --temp 0 ", TPORT_CLI, path, n);
+    /* the references are llama.cpp's with an f32 KV cache: so is this run's */
+    int k = snprintf(cmd, sizeof cmd, "'%s' run -m '%s' -n %d --ids --temp 0 --kv-type f32 ", TPORT_CLI, path, n);
     if (text && !strchr(text, '\''))
         k += snprintf(cmd + k, sizeof cmd - (size_t)k, "-p '%s'", text);
     else

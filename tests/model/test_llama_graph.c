@@ -147,7 +147,7 @@ static void check_model(const weights *w, int tied) {
           (int)tport_model_n_vocab(m), (int)tport_model_n_ctx(m));
     static ref_state st;
     memset(&st, 0, sizeof st);
-    tport_session_params sp = {.n_batch = 3, .n_threads = 2};
+    tport_session_params sp = {.n_batch = 3, .n_threads = 2, .kv_f32 = true}; /* the reference's cache is f32 */
     tport_session *s = tport_session_new(m, &sp);
     CHECK(s != NULL, "session: %s", tport_last_error());
     /* batches of 1, 4 (split 3+1 by n_batch), 2, 7 (3+3+1), 1 */

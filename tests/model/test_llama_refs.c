@@ -46,7 +46,9 @@ static void check_stories(const json *ref, const char *path) {
     CHECK(tport_model_n_vocab(m) == 512 && tport_model_n_ctx(m) == 512, "stories260K: vocab %d, ctx %d",
           (int)tport_model_n_vocab(m), (int)tport_model_n_ctx(m));
     CHECK(tport_model_bos(m) == 1 && tport_model_eos(m) == 2, "llama2.c BOS/EOS");
-    tport_session *s = tport_session_new(m, NULL);
+    /* llama2.c keeps its KV cache in f32: so does the session compared with it */
+    tport_session_params f32kv = {.kv_f32 = true};
+    tport_session *s = tport_session_new(m, &f32kv);
     CHECK(s != NULL, "session: %s", tport_last_error());
     const json *prompt = json_get(ref, "prompt_ids"), *gen = json_get(ref, "generated_ids");
     const json *first = json_get(ref, "logits_after_bos_first16");
@@ -60,6 +62,16 @@ static void check_stories(const json *ref, const char *path) {
             worst = fmax(worst, fabs(logits[i] - first->items[i].number));
         CHECK(logits && worst < 1e-4, "first logits after BOS differ by %g", worst);
         printf("test_llama_refs: stories260K first %zu logits within %.2g of llama2.c\n", first->n, worst);
+        /* the default f16 cache rounds K and V to 11 bits: close, not equal */
+        tport_session *h = tport_session_new(m, NULL);
+        CHECK(h && tport_session_eval(h, &bos, 1) == TPORT_STATUS_OK, "f16 cache: eval BOS");
+        const float *lh = h ? tport_session_logits(h) : NULL;
+        double worst16 = 0;
+        for (size_t i = 0; lh && i < first->n; i++)
+            worst16 = fmax(worst16, fabs(lh[i] - first->items[i].number));
+        CHECK(lh && worst16 < 2e-2, "f16 cache: first logits after BOS differ by %g", worst16);
+        printf("test_llama_refs: stories260K with an f16 cache: first logits within %.2g of llama2.c\n", worst16);
+        tport_session_free(h);
         int ok = greedy_matches(s, tport_model_n_vocab(m), gen);
         CHECK(ok == (int)gen->n, "stories260K: %d of %zu greedy ids match llama2.c", ok, gen->n);
         printf("test_llama_refs: stories260K %d/%zu greedy ids match llama2.c\n", ok, gen->n);
@@ -68,7 +80,7 @@ static void check_stories(const json *ref, const char *path) {
         tport_token seq[12] = {1};
         for (int i = 1; i < 12; i++)
             seq[i] = (tport_token)gen->items[i - 1].number;
-        tport_session_params one = {.n_batch = 1}, four = {.n_batch = 5};
+        tport_session_params one = {.n_batch = 1, .kv_f32 = true}, four = {.n_batch = 5, .kv_f32 = true};
         tport_session *a = tport_session_new(m, &one), *b = tport_session_new(m, &four);
         CHECK(a && b, "sessions");
         if (a && b) {

@@ -45,14 +45,15 @@ int main(void) {
     CHECK(refs != NULL, "parse %s", refs_path);
     const json *s_ref = json_get(refs, "stories260K.bin"), *t_ref = json_get(refs, "llama-2-tiny-random.gguf");
 
-    /* llama2.c checkpoint, BOS prompt (the default), greedy */
-    snprintf(cmd, sizeof cmd, "'%s' run -m '%s' --ids --temp 0 -n 64 2>/dev/null", TPORT_CLI, stories);
+    /* llama2.c checkpoint, BOS prompt (the default), greedy; llama2.c's KV
+     * cache is f32 */
+    snprintf(cmd, sizeof cmd, "'%s' run -m '%s' --ids --temp 0 -n 64 --kv-type f32 2>/dev/null", TPORT_CLI, stories);
     CHECK(run(cmd, out, sizeof out) == 0, "tport run on stories260K failed");
     ids_line(json_get(s_ref, "generated_ids"), want, sizeof want);
     CHECK(!strcmp(out, want), "stories260K --ids:\n got  %s want %s", out, want);
 
     /* the same through --prompt-ids 1 and batch 1 */
-    snprintf(cmd, sizeof cmd, "'%s' run -m '%s' --prompt-ids 1 --ids --temp 0 -n 64 --batch 1 --threads 1 2>/dev/null",
+    snprintf(cmd, sizeof cmd, "'%s' run -m '%s' --prompt-ids 1 --ids --temp 0 -n 64 --batch 1 --threads 1 --kv-type f32 2>/dev/null",
              TPORT_CLI, stories);
     CHECK(run(cmd, out, sizeof out) == 0 && !strcmp(out, want), "stories260K --prompt-ids 1:\n got  %s", out);
 

@@ -304,6 +304,8 @@ static tport_status opaque_device_info(void *state, int32_t device, tport_device
 static const char *op_name(tport_op_id op) {
     static const char *names[] = {"none", "get_rows", "add", "mul", "scale", "mul_mat", "rms_norm", "norm",
                                   "rope", "soft_max", "silu", "gelu", "swiglu", "cpy", "cont", "concat"};
+    if (op == TPORT_OP_FLASH_ATTN)
+        return "flash_attn";
     return op < sizeof names / sizeof names[0] ? names[op] : "?";
 }
 
@@ -312,7 +314,7 @@ static bool is_f32(const tport_tensor_view *t) { return t->type == TPORT_TYPE_F3
 static bool opaque_supports_op(void *state, int32_t device, const tport_graph_view *g, int32_t node) {
     opaque *o = state;
     const tport_tensor_view *t = g->tensors[node];
-    if (device != 0 || t->op > TPORT_OP_CONCAT || t->op == TPORT_OP_NONE)
+    if (device != 0 || (t->op > TPORT_OP_CONCAT && t->op != TPORT_OP_FLASH_ATTN) || t->op == TPORT_OP_NONE)
         return false;
     char key[32];
     snprintf(key, sizeof key, ",%s,", op_name(t->op));
@@ -330,6 +332,14 @@ static bool opaque_supports_op(void *state, int32_t device, const tport_graph_vi
     }
     case TPORT_OP_CPY:
         return is_f32(a) && (t->type == TPORT_TYPE_F32 || t->type == TPORT_TYPE_F16);
+    case TPORT_OP_FLASH_ATTN: {
+        const tport_tensor_view *k = t->src[1] >= 0 ? g->tensors[t->src[1]] : NULL;
+        const tport_tensor_view *v = t->src[2] >= 0 ? g->tensors[t->src[2]] : NULL;
+        const tport_tensor_view *m = t->src[3] >= 0 ? g->tensors[t->src[3]] : NULL;
+        return is_f32(t) && is_f32(a) && k && v && k->type == v->type && t->params_size >= sizeof(float) &&
+               (k->type == TPORT_TYPE_F32 || k->type == TPORT_TYPE_F16) && k->ne[0] <= 1024 &&
+               a->ne[1] % k->ne[2] == 0 && (!m || is_f32(m));
+    }
     default:
         return is_f32(t) && is_f32(a);
     }
@@ -575,6 +585,43 @@ static tport_status op_soft_max(const ten *d, const ten *a, const ten *mask, flo
     return TPORT_STATUS_OK;
 }
 
+/* softmax(scale q.k_j + mask) weighted sum of v_j, per query head and token */
+static tport_status op_flash_attn(const ten *d, const ten *q, const ten *k, const ten *v, const ten *mask,
+                                  float scale) {
+    const tport_tensor_view *D = d->v, *K = k->v;
+    int64_t hd = D->ne[0], n_kv = K->ne[1], group = D->ne[1] / K->ne[2];
+    float *s = malloc((size_t)n_kv * sizeof *s), kr[1024];
+    if (!s)
+        return host->error(TPORT_STATUS_OUT_OF_MEMORY, "opaque: out of memory");
+    tport_status st = TPORT_STATUS_OK;
+    for (int64_t t = 0; t < D->ne[2] && !st; t++)
+        for (int64_t h = 0; h < D->ne[1] && !st; h++) {
+            float mx = -INFINITY;
+            for (int64_t j = 0; j < n_kv && !st; j++) {
+                st = row_f32(k, j, h / group, 0, kr);
+                double dot = 0;
+                for (int64_t i = 0; i < hd; i++)
+                    dot += (double)*f32_at(q, i, h, t, 0) * kr[i];
+                s[j] = (float)dot * scale + (mask->p ? *f32_at(mask, j, t, 0, 0) : 0.0f);
+                mx = s[j] > mx ? s[j] : mx;
+            }
+            double sum = 0;
+            for (int64_t j = 0; j < n_kv; j++) {
+                s[j] = mx == -INFINITY ? 0.0f : expf(s[j] - mx);
+                sum += s[j];
+            }
+            for (int64_t i = 0; i < hd; i++)
+                *f32_at(d, i, h, t, 0) = 0.0f;
+            for (int64_t j = 0; j < n_kv && !st && sum > 0; j++) {
+                st = row_f32(v, j, h / group, 0, kr);
+                for (int64_t i = 0; i < hd; i++)
+                    *f32_at(d, i, h, t, 0) += (float)(s[j] / sum) * kr[i];
+            }
+        }
+    free(s);
+    return st;
+}
+
 static tport_status op_norm(const ten *d, const ten *a, float eps, bool rms) {
     const tport_tensor_view *D = d->v;
     FOR4(D) {
@@ -706,6 +753,7 @@ static tport_status run_node(opaque *o, const tport_graph_view *g, int32_t idx) 
             return host->error(TPORT_STATUS_INVALID_ARGUMENT, "opaque: rope parameters");
         return op_rope(&d, &s[0], &s[1], t->params);
     case TPORT_OP_SOFT_MAX: return op_soft_max(&d, &s[0], &s[1], scale);
+    case TPORT_OP_FLASH_ATTN: return op_flash_attn(&d, &s[0], &s[1], &s[2], &s[3], scale);
     case TPORT_OP_CPY:
     case TPORT_OP_CONT: return op_copy(&d, &s[0]);
     case TPORT_OP_CONCAT: return op_concat(&d, &s[0], &s[1], t->params_size >= 4 ? *(const int32_t *)t->params : 0);

@@ -97,6 +97,7 @@ static void layouts(void) {
     FROZEN(sizeof(tport_params_norm), 4);
     FROZEN(sizeof(tport_params_soft_max), 4);
     FROZEN(sizeof(tport_params_concat), 4);
+    FROZEN(sizeof(tport_params_flash_attn), 4); /* 1.1 */
     FROZEN(sizeof(tport_params_rope), 16);
     FROZEN(offsetof(tport_params_rope, mode), 4);
     FROZEN(offsetof(tport_params_rope, freq_base), 8);
@@ -226,6 +227,7 @@ static void ids(void) {
     FROZEN(TPORT_OP_TANH, 18);
     FROZEN(TPORT_OP_CLAMP, 19);
     FROZEN(TPORT_OP_SOFT_MAX_EXT, 20);
+    FROZEN(TPORT_OP_FLASH_ATTN, 48);
     FROZEN(TPORT_ROPE_NORMAL, 0);
     FROZEN(TPORT_ROPE_NEOX, 2);
 

@@ -118,6 +118,27 @@ int main(void) {
         fclose(f);
     CHECK(strstr(text, "pp8") && strstr(text, "tg4"), "text output lacks pp8/tg4:\n%s", text);
 
+    /* At a depth: the text names it, the JSON records it and the KV type. */
+    snprintf(args, sizeof args, "bench -m '%s' -p 0 -n 3 -d 40 -r 1 --threads 1 > '%s'", model, out);
+    CHECK(tool_run(args) == 0, "tport bench -d 40 failed");
+    f = fopen(out, "rb");
+    n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    text[n] = '\0';
+    if (f)
+        fclose(f);
+    CHECK(strstr(text, "tg3 @ d40") && strstr(text, "f16 KV cache"), "text output lacks 'tg3 @ d40':\n%s", text);
+    snprintf(args, sizeof args, "bench -m '%s' -p 4 -n 0 -d 9 -r 1 --kv-type f32 --json > '%s'", model, out);
+    CHECK(tool_run(args) == 0, "tport bench -d 9 --kv-type f32 --json failed");
+    json *dj = json_load(out);
+    CHECK(dj && num(dj, "n_depth") == 9 && num(dj, "n_prompt") == 4, "JSON lacks n_depth 9");
+    const json *kt = dj ? json_get(dj, "kv_type") : NULL;
+    CHECK(kt && kt->kind == JSON_STRING && !strcmp(kt->str, "f32"), "JSON kv_type is not \"f32\"");
+    json_free(dj);
+    snprintf(args, sizeof args, "bench -m '%s' -d -1 2>/dev/null >/dev/null", model);
+    CHECK(tool_run(args) != 0, "-d -1 accepted");
+    snprintf(args, sizeof args, "bench -m '%s' --kv-type q4_0 2>/dev/null >/dev/null", model);
+    CHECK(tool_run(args) != 0, "--kv-type q4_0 accepted");
+
     /* Bad arguments. */
     snprintf(args, sizeof args, "bench -m '%s' -p abc 2>/dev/null >/dev/null", model);
     CHECK(tool_run(args) != 0, "-p abc accepted");

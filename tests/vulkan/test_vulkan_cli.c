@@ -90,7 +90,10 @@ static void check_backend(void) {
 /* Greedy ids of a model on a backend (NULL: the tool's output). */
 static char *ids_on(const char *model, const char *backend, const char *extra) {
     char args[2048];
-    snprintf(args, sizeof args, "run -m '%s' --prompt-ids 1,5,9 -n 16 --ids --temp 0 --threads 2 --backend %s %s",
+    /* f32 KV caches on both sides: a forced device backend keeps its cache
+     * in f32, the CPU's default is f16 */
+    snprintf(args, sizeof args,
+             "run -m '%s' --prompt-ids 1,5,9 -n 16 --ids --temp 0 --threads 2 --kv-type f32 --backend %s %s",
              model, backend, extra);
     int rc = run(args);
     char *out = slurp(out_path);

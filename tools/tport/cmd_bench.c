@@ -3,7 +3,9 @@
  *   ppP  P prompt tokens evaluated as one batch from an empty cache,
  *   tgN  N single-token evaluations from an empty cache,
  * each preceded by one warm-up run (the whole prompt; one generated token),
- * token ids random except a leading BOS.  Reports the median tokens/s of -r
+ * token ids random except a leading BOS.  With -d N (llama-bench's -d)
+ * every run first fills the cache with N tokens, untimed, so the test
+ * measures at depth N.  Reports the median tokens/s of -r
  * repetitions, the weight bytes one generated token streams through the
  * processor and the implied bandwidth. */
 #include <errno.h>
@@ -28,8 +30,8 @@
 typedef struct bench_opts {
     const char *model;
     const char *backend;
-    int n_prompt, n_gen, reps, threads;
-    bool json;
+    int n_prompt, n_gen, reps, threads, depth;
+    bool json, kv_f32;
 } bench_opts;
 
 /* What the file says about its weights (all zero if it could not be read). */
@@ -55,10 +57,13 @@ typedef struct bench_result {
 
 static void usage(FILE *out) {
     fprintf(out,
-            "usage: tport bench -m FILE [-p N] [-n N] [-r REPS] [--threads N] [--backend NAME] [--isolate NAME] [--json]\n"
+            "usage: tport bench -m FILE [-p N] [-n N] [-d N] [-r REPS] [--threads N] [--kv-type f16|f32]\n"
+            "                   [--backend NAME] [--isolate NAME] [--json]\n"
             "  -p N            prompt tokens evaluated as one batch, ppN (default 512, 0 = skip)\n"
             "  -n N            tokens generated one at a time, tgN (default 128, 0 = skip)\n"
+            "  -d N            depth: fill the cache with N tokens (untimed) before each run (default 0)\n"
             "  -r REPS         repetitions; the median is reported (default 5)\n"
+            "  --kv-type T     KV cache type, f16 (default, as llama.cpp) or f32\n"
             "  -t, --threads N threads (default: number of cores)\n"
             "  --backend NAME  force a backend\n"
             "  --isolate NAME  run the plug-in NAME (or all) in a helper process\n"
@@ -109,6 +114,15 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
         } else if (!strcmp(a, "-n") || !strcmp(a, "--n-gen")) {
             if (!parse_int(v, 0, BENCH_MAX_TOKENS, &o->n_gen))
                 return tool_fail(2, "bench: %s needs a number in [0, %d]", a, BENCH_MAX_TOKENS);
+            i++;
+        } else if (!strcmp(a, "-d") || !strcmp(a, "--n-depth")) {
+            if (!parse_int(v, 0, BENCH_MAX_TOKENS, &o->depth))
+                return tool_fail(2, "bench: %s needs a number in [0, %d]", a, BENCH_MAX_TOKENS);
+            i++;
+        } else if (!strcmp(a, "--kv-type")) {
+            if (!v || (strcmp(v, "f16") && strcmp(v, "f32")))
+                return tool_fail(2, "bench: --kv-type needs f16 or f32");
+            o->kv_f32 = !strcmp(v, "f32");
             i++;
         } else if (!strcmp(a, "-r") || !strcmp(a, "--repetitions")) {
             if (!parse_int(v, 1, BENCH_MAX_REPS, &o->reps))
@@ -203,26 +217,39 @@ static void summarize(bench_result *r) {
 /* Under mpirun, rank 0's pipeline (see src/dist); NULL otherwise. */
 static tport_dist *dist;
 
-/* One prompt-processing run: a fresh cache, then all n tokens in one call. */
-static tport_status run_prompt(tport_session *s, const tport_model *m, tport_token *ids, int n,
+/* A fresh cache holding `depth` tokens (BOS first); not timed. */
+static tport_status fill_depth(tport_session *s, const tport_model *m, tport_token *ids, int depth,
+                               uint64_t *rng) {
+    tport_dist_reset(dist, s);
+    if (depth == 0)
+        return TPORT_STATUS_OK;
+    int32_t n_vocab = tport_model_n_vocab(m);
+    for (int i = 0; i < depth; i++)
+        ids[i] = random_token(rng, n_vocab);
+    if (tport_model_bos(m) >= 0)
+        ids[0] = tport_model_bos(m);
+    return tport_dist_eval(dist, s, ids, depth);
+}
+
+/* One prompt-processing run: all n tokens in one call (BOS first when
+ * the cache is empty). */
+static tport_status run_prompt(tport_session *s, const tport_model *m, tport_token *ids, int n, bool first,
                                uint64_t *rng) {
     int32_t n_vocab = tport_model_n_vocab(m);
     tport_token bos = tport_model_bos(m);
     for (int i = 0; i < n; i++)
         ids[i] = random_token(rng, n_vocab);
-    if (bos >= 0)
+    if (bos >= 0 && first)
         ids[0] = bos;
-    tport_dist_reset(dist, s);
     return tport_dist_eval(dist, s, ids, n);
 }
 
-/* One generation run: a fresh cache, then n evaluations of one token. */
-static tport_status run_gen(tport_session *s, const tport_model *m, int n, uint64_t *rng) {
+/* One generation run: n evaluations of one token. */
+static tport_status run_gen(tport_session *s, const tport_model *m, int n, bool first, uint64_t *rng) {
     int32_t n_vocab = tport_model_n_vocab(m);
-    tport_token tok = tport_model_bos(m);
+    tport_token tok = first ? tport_model_bos(m) : -1;
     if (tok < 0)
         tok = random_token(rng, n_vocab);
-    tport_dist_reset(dist, s);
     for (int i = 0; i < n; i++) {
         tport_status st = tport_dist_eval(dist, s, &tok, 1);
         if (st != TPORT_STATUS_OK)
@@ -232,22 +259,28 @@ static tport_status run_gen(tport_session *s, const tport_model *m, int n, uint6
     return TPORT_STATUS_OK;
 }
 
-static int measure(tport_session *s, const tport_model *m, bool prompt, int n, int reps,
+static int measure(tport_session *s, const tport_model *m, bool prompt, int n, int depth, int reps,
                    bench_result *r) {
     uint64_t rng = 0x9E3779B97F4A7C15ULL;
-    tport_token *ids = prompt ? malloc((size_t)n * sizeof *ids) : NULL;
+    size_t n_ids = (size_t)(prompt && n > depth ? n : depth) + 1;
+    tport_token *ids = malloc(n_ids * sizeof *ids);
     r->n_tokens = n;
     r->n_samples = reps;
     r->ts = calloc((size_t)reps, sizeof *r->ts);
-    if ((prompt && !ids) || !r->ts) {
+    if (!ids || !r->ts) {
         free(ids);
         return tool_fail(1, "bench: out of memory");
     }
     /* Warm-up, as llama-bench: the whole prompt, or one generated token. */
-    tport_status st = prompt ? run_prompt(s, m, ids, n, &rng) : run_gen(s, m, 1, &rng);
+    tport_status st = fill_depth(s, m, ids, depth, &rng);
+    if (st == TPORT_STATUS_OK)
+        st = prompt ? run_prompt(s, m, ids, n, depth == 0, &rng) : run_gen(s, m, 1, depth == 0, &rng);
     for (int i = 0; i < reps && st == TPORT_STATUS_OK; i++) {
+        st = fill_depth(s, m, ids, depth, &rng);
+        if (st != TPORT_STATUS_OK)
+            break;
         double t0 = now_seconds();
-        st = prompt ? run_prompt(s, m, ids, n, &rng) : run_gen(s, m, n, &rng);
+        st = prompt ? run_prompt(s, m, ids, n, depth == 0, &rng) : run_gen(s, m, n, depth == 0, &rng);
         double dt = now_seconds() - t0;
         r->ts[i] = dt > 0 ? n / dt : 0;
     }
@@ -294,7 +327,8 @@ static void print_json(const bench_opts *o, const tport_model *m, const weight_s
                w->n_params, w->total_bytes, w->bytes_per_token);
     else
         printf("  \"n_params\": null,\n  \"weight_bytes\": null,\n  \"bytes_per_token\": null,\n");
-    printf("  \"n_prompt\": %d,\n  \"n_gen\": %d,\n  \"reps\": %d%s\n", o->n_prompt, o->n_gen,
+    printf("  \"n_prompt\": %d,\n  \"n_gen\": %d,\n  \"n_depth\": %d,\n  \"kv_type\": \"%s\",\n"
+           "  \"reps\": %d%s\n", o->n_prompt, o->n_gen, o->depth, o->kv_f32 ? "f32" : "f16",
            o->reps, pp->n_samples || tg->n_samples ? "," : "");
     if (pp->n_samples)
         print_json_result("pp", pp, NULL, tg->n_samples == 0);
@@ -311,13 +345,20 @@ static void print_text(const bench_opts *o, const tport_model *m, const weight_s
         printf("weights  %.2f M params, %.2f MiB; %.2f MiB streamed per generated token\n",
                (double)w->n_params / 1e6, (double)w->total_bytes / 1048576.0,
                (double)w->bytes_per_token / 1048576.0);
-    printf("backend  %s, %d threads, %d repetitions (median; warm-up excluded)\n\n",
-           be ? be : "?", o->threads, o->reps);
-    printf("%-8s %12s %12s\n", "test", "t/s median", "t/s mean");
-    if (pp->n_samples)
-        printf("pp%-6d %12.2f %12.2f\n", pp->n_tokens, pp->median, pp->mean);
+    printf("backend  %s, %d threads, %d repetitions (median; warm-up excluded), %s KV cache\n\n",
+           be ? be : "?", o->threads, o->reps, o->kv_f32 ? "f32" : "f16");
+    char at[32] = "";
+    if (o->depth)
+        snprintf(at, sizeof at, " @ d%d", o->depth);
+    printf("%-16s %12s %12s\n", "test", "t/s median", "t/s mean");
+    char name[48];
+    if (pp->n_samples) {
+        snprintf(name, sizeof name, "pp%d%s", pp->n_tokens, at);
+        printf("%-16s %12.2f %12.2f\n", name, pp->median, pp->mean);
+    }
     if (tg->n_samples) {
-        printf("tg%-6d %12.2f %12.2f", tg->n_tokens, tg->median, tg->mean);
+        snprintf(name, sizeof name, "tg%d%s", tg->n_tokens, at);
+        printf("%-16s %12.2f %12.2f", name, tg->median, tg->mean);
         if (w->known)
             printf("   (%.2f GB/s of weights)", tg->median * (double)w->bytes_per_token / 1e9);
         printf("\n");
@@ -349,12 +390,15 @@ int cmd_bench(int argc, char **argv) {
         return tport_dist_end(dist, tool_fail(1, "bench: %s", tport_last_error()));
     weight_stats w = read_weight_stats(o.model);
 
-    /* The cache holds the prompt and the generated tokens, as llama-bench's
-     * n_ctx = n_prompt + n_gen; the prompt goes in as one batch. */
+    /* The cache holds the depth, the prompt and the generated tokens, as
+     * llama-bench's n_ctx = n_depth + n_prompt + n_gen; the prompt goes in
+     * as one batch, the depth in batches of up to 512. */
+    int fill_batch = o.depth < 512 ? o.depth : 512;
     tport_session_params sp = {
-        .n_ctx = (int32_t)(o.n_prompt + o.n_gen),
-        .n_batch = o.n_prompt > 0 ? o.n_prompt : 1,
+        .n_ctx = (int32_t)(o.depth + o.n_prompt + o.n_gen),
+        .n_batch = o.n_prompt > fill_batch ? o.n_prompt : fill_batch > 0 ? fill_batch : 1,
         .n_threads = o.threads,
+        .kv_f32 = o.kv_f32,
     };
     tport_session *s = tport_dist_session_new(dist, m, &sp);
     if (!s) {
@@ -365,9 +409,9 @@ int cmd_bench(int argc, char **argv) {
     bench_result pp = {0}, tg = {0};
     rc = 0;
     if (o.n_prompt > 0)
-        rc = measure(s, m, true, o.n_prompt, o.reps, &pp);
+        rc = measure(s, m, true, o.n_prompt, o.depth, o.reps, &pp);
     if (!rc && o.n_gen > 0)
-        rc = measure(s, m, false, o.n_gen, o.reps, &tg);
+        rc = measure(s, m, false, o.n_gen, o.depth, o.reps, &tg);
     if (!rc) {
         if (o.json)
             print_json(&o, m, &w, &pp, &tg);

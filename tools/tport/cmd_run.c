@@ -48,6 +48,7 @@ static void usage(FILE *out) {
             "  --tokenizer FILE        llama2.c tokenizer.bin for files without a vocabulary\n"
             "  --ctx N                 context length (default: the model's, at most %d)\n"
             "  --batch N               prompt tokens per evaluation (default 64)\n"
+            "  --kv-type T             KV cache type: f16 (default, as llama.cpp) or f32\n"
             "  --plan                  after generating, print on stderr which backend holds which\n"
             "                          layers and weight bytes, what each ran, and the copies and\n"
             "                          bytes moved between host and device memory per token\n",
@@ -59,7 +60,7 @@ static void usage(FILE *out) {
 typedef struct run_opts {
     const char *model, *prompt, *prompt_ids, *backend, *tokenizer, *weight_type;
     long n_predict, threads, ctx, batch;
-    bool ids, parse_special, plan;
+    bool ids, parse_special, plan, kv_f32;
     tport_sampler_params sp;
 } run_opts;
 
@@ -116,6 +117,11 @@ static int parse_args(int argc, char **argv, run_opts *o) {
                 return tool_fail(2, "run: --isolate needs a backend name, not '%s'", v);
         } else if (!strcmp(a, "--tokenizer")) o->tokenizer = v;
         else if (!strcmp(a, "--weight-type")) o->weight_type = v;
+        else if (!strcmp(a, "--kv-type")) {
+            if (strcmp(v, "f16") && strcmp(v, "f32"))
+                return tool_fail(2, "run: --kv-type needs f16 or f32, not '%s'", v);
+            o->kv_f32 = !strcmp(v, "f32");
+        }
         else if (!strcmp(a, "-n")) rc = parse_long(a, v, 0, INT_MAX, &o->n_predict);
         else if (!strcmp(a, "--threads")) rc = parse_long(a, v, 0, 1024, &o->threads);
         else if (!strcmp(a, "--ctx")) rc = parse_long(a, v, 0, INT_MAX, &o->ctx);
@@ -269,7 +275,8 @@ int cmd_run(int argc, char **argv) {
         status = tool_fail(2, "run: the prompt has %d tokens but the context holds %d", (int)n_prompt, (int)n_ctx);
         goto done;
     }
-    tport_session_params spar = {.n_ctx = n_ctx, .n_batch = (int32_t)o.batch, .n_threads = (int)o.threads};
+    tport_session_params spar = {.n_ctx = n_ctx, .n_batch = (int32_t)o.batch, .n_threads = (int)o.threads,
+                                 .kv_f32 = o.kv_f32};
     s = tport_dist_session_new(dist, m, &spar);
     sm = tport_sampler_new(&o.sp);
     if (!s || !sm) {

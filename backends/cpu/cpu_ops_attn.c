@@ -1,0 +1,354 @@
+/* flash_attn: attention that reads the KV cache where it lies.
+ *
+ *   dst[:, h, t] = sum_j p_j v_j,  p = softmax_j(scale * q[:, h, t] . k_j + mask[j, t])
+ *
+ * with k_j, v_j the rows of kv head g = h / (n_head / n_head_kv) (f32 or
+ * f16, strided views of the cache: no copy, no transpose of V).
+ *
+ * Work is cut into tiles of up to FA_TILE queries that share one kv head:
+ * consecutive query heads of a group (grouped-query attention) and then
+ * consecutive tokens, so each K and V row is loaded once per tile and
+ * used for every query in it.  Per tile: the scores of every key (up to
+ * the last key any query of the tile may see), a softmax over them, then
+ * the weighted sum of V rows.  Threads claim tiles one at a time from an
+ * atomic counter, which balances the growing key ranges of a causal prompt. */
+#include <math.h>
+#include <string.h>
+
+#include "cpu_internal.h"
+
+/* The SIMD path works on vectors of FA_VL floats: AVX-512 (16) or
+ * AVX2 + FMA + F16C (8). */
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#define FA_SIMD 1
+#define FA_VL 16
+typedef __m512 fa_vec;
+#define fa_zero() _mm512_setzero_ps()
+#define fa_set1(x) _mm512_set1_ps(x)
+#define fa_loadu(p) _mm512_loadu_ps(p)
+#define fa_storeu(p, v) _mm512_storeu_ps(p, v)
+#define fa_fmadd(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define fa_mul(a, b) _mm512_mul_ps(a, b)
+#define fa_add(a, b) _mm512_add_ps(a, b)
+#define fa_sub(a, b) _mm512_sub_ps(a, b)
+#define fa_max(a, b) _mm512_max_ps(a, b)
+#define fa_reduce_add(v) _mm512_reduce_add_ps(v)
+#define fa_reduce_max(v) _mm512_reduce_max_ps(v)
+#define fa_load_f16(p) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(p)))
+#elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#include <immintrin.h>
+#define FA_SIMD 1
+#define FA_VL 8
+typedef __m256 fa_vec;
+#define fa_zero() _mm256_setzero_ps()
+#define fa_set1(x) _mm256_set1_ps(x)
+#define fa_loadu(p) _mm256_loadu_ps(p)
+#define fa_storeu(p, v) _mm256_storeu_ps(p, v)
+#define fa_fmadd(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define fa_mul(a, b) _mm256_mul_ps(a, b)
+#define fa_add(a, b) _mm256_add_ps(a, b)
+#define fa_sub(a, b) _mm256_sub_ps(a, b)
+#define fa_max(a, b) _mm256_max_ps(a, b)
+#define fa_load_f16(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(p)))
+static inline float fa_reduce_add(__m256 v) {
+    __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    x = _mm_add_ps(x, _mm_movehl_ps(x, x));
+    x = _mm_add_ss(x, _mm_movehdup_ps(x));
+    return _mm_cvtss_f32(x);
+}
+static inline float fa_reduce_max(__m256 v) {
+    __m128 x = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    x = _mm_max_ps(x, _mm_movehl_ps(x, x));
+    x = _mm_max_ss(x, _mm_movehdup_ps(x));
+    return _mm_cvtss_f32(x);
+}
+#else
+#define FA_SIMD 0
+#endif
+#if FA_SIMD
+#define FA_INLINE static inline __attribute__((always_inline))
+#endif
+
+#define FA_TILE 4
+
+typedef struct fa_tile {
+    int cnt;                     /* queries in the tile, 1..FA_TILE */
+    const float *q[FA_TILE];
+    const float *mask[FA_TILE];  /* NULL: no mask */
+    float *out[FA_TILE];
+    float *s[FA_TILE];           /* scores, then probabilities [n_kv] */
+    float inv[FA_TILE];          /* 1 / sum of the probabilities, 0 for an all -inf row */
+    const uint8_t *k, *v;        /* row 0 of the tile's kv head */
+    size_t k_nb1, v_nb1;
+    int64_t hd, kv_end;
+    float scale;
+} fa_tile;
+
+size_t cpu_flash_attn_thread_scratch(const cpu_op *op) {
+    int64_t hd = op->src[0]->ne[0], n_kv = op->src[1]->ne[1];
+    /* scores of FA_TILE queries, then (portable path) a K or V row and the
+     * accumulators in f32 */
+    return ((size_t)FA_TILE * (size_t)n_kv + 2 * (size_t)hd + (size_t)FA_TILE * (size_t)hd) * sizeof(float) + 256;
+}
+
+/* ---- softmax over each query's scores ------------------------------------ */
+#if FA_SIMD
+/* e^x for x <= 0, |relative error| < 2e-7; below -87 (including -inf) it
+ * returns exactly 0.  x = n ln2 + r, |r| <= ln2/2, e^r by its Taylor
+ * polynomial of degree 6, 2^n put into the exponent bits. */
+FA_INLINE fa_vec fa_exp(fa_vec x) {
+    const float lo = -87.0f;
+#if FA_VL == 16
+    __mmask16 live = _mm512_cmp_ps_mask(x, _mm512_set1_ps(lo), _CMP_GE_OQ);
+#else
+    __m256 live = _mm256_cmp_ps(x, _mm256_set1_ps(lo), _CMP_GE_OQ);
+#endif
+    x = fa_max(x, fa_set1(lo));
+    fa_vec n;
+#if FA_VL == 16
+    n = _mm512_roundscale_ps(fa_mul(x, fa_set1(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+#else
+    n = _mm256_round_ps(fa_mul(x, fa_set1(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+#endif
+    fa_vec r = fa_fmadd(n, fa_set1(-0.693145751953125f), x);
+    r = fa_fmadd(n, fa_set1(-1.428606765330187045e-06f), r);
+    fa_vec p = fa_set1(1.0f / 720.0f);
+    p = fa_fmadd(p, r, fa_set1(1.0f / 120.0f));
+    p = fa_fmadd(p, r, fa_set1(1.0f / 24.0f));
+    p = fa_fmadd(p, r, fa_set1(1.0f / 6.0f));
+    p = fa_fmadd(p, r, fa_set1(0.5f));
+    p = fa_fmadd(p, r, fa_set1(1.0f));
+    p = fa_fmadd(p, r, fa_set1(1.0f));
+#if FA_VL == 16
+    return _mm512_maskz_mov_ps(live, _mm512_scalef_ps(p, n));
+#else
+    /* n in [-126, 0]: 2^n is the float with exponent bits n + 127 */
+    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_and_ps(_mm256_mul_ps(p, _mm256_castsi256_ps(e)), live);
+#endif
+}
+#endif
+
+/* s[0..n) := exp(s - max) and returns 1 / sum, or 0 if every s is -inf
+ * (then s is all zeros). */
+static float softmax_in_place(float *s, int64_t n) {
+    float max = -INFINITY;
+    int64_t j = 0;
+#if FA_SIMD
+    fa_vec vmax = fa_set1(-INFINITY);
+    for (; j + FA_VL <= n; j += FA_VL)
+        vmax = fa_max(vmax, fa_loadu(s + j));
+    max = fa_reduce_max(vmax);
+#endif
+    for (; j < n; j++)
+        max = s[j] > max ? s[j] : max;
+    if (max == -INFINITY) {
+        memset(s, 0, (size_t)n * sizeof *s);
+        return 0.0f;
+    }
+    double sum = 0.0;
+    j = 0;
+#if FA_SIMD
+    fa_vec vm = fa_set1(max), vsum = fa_zero();
+    for (; j + FA_VL <= n; j += FA_VL) {
+        fa_vec e = fa_exp(fa_sub(fa_loadu(s + j), vm));
+        fa_storeu(s + j, e);
+        vsum = fa_add(vsum, e);
+    }
+    sum = fa_reduce_add(vsum);
+#endif
+    for (; j < n; j++) {
+        float e = s[j] == -INFINITY ? 0.0f : expf(s[j] - max);
+        s[j] = e;
+        sum += e;
+    }
+    return (float)(1.0 / sum);
+}
+
+/* ---- SIMD: head size a multiple of FA_VL --------------------------------- */
+#if FA_SIMD
+FA_INLINE fa_vec load_kv(const uint8_t *row, int64_t i, bool f16) {
+    if (f16)
+        return fa_load_f16(row + 2 * i);
+    return fa_loadu((const float *)(const void *)row + i);
+}
+
+FA_INLINE void scores_simd(const fa_tile *t, int cnt, bool f16) {
+    for (int64_t j = 0; j < t->kv_end; j++) {
+        const uint8_t *kr = t->k + (size_t)j * t->k_nb1;
+        fa_vec a[FA_TILE];
+        for (int i = 0; i < cnt; i++)
+            a[i] = fa_zero();
+        for (int64_t c = 0; c < t->hd; c += FA_VL) {
+            fa_vec kv = load_kv(kr, c, f16);
+            for (int i = 0; i < cnt; i++)
+                a[i] = fa_fmadd(kv, fa_loadu(t->q[i] + c), a[i]);
+        }
+        for (int i = 0; i < cnt; i++)
+            t->s[i][j] = fa_reduce_add(a[i]) * t->scale + (t->mask[i] ? t->mask[i][j] : 0.0f);
+    }
+}
+
+/* out[:, c0 .. c0 + nv FA_VL) of every query of the tile */
+FA_INLINE void values_simd(const fa_tile *t, int cnt, int nv, int64_t c0, bool f16) {
+    fa_vec acc[FA_TILE][4];
+    for (int i = 0; i < cnt; i++)
+        for (int u = 0; u < nv; u++)
+            acc[i][u] = fa_zero();
+    for (int64_t j = 0; j < t->kv_end; j++) {
+        const uint8_t *vr = t->v + (size_t)j * t->v_nb1;
+        fa_vec vv[4];
+        for (int u = 0; u < nv; u++)
+            vv[u] = load_kv(vr, c0 + FA_VL * u, f16);
+        for (int i = 0; i < cnt; i++) {
+            fa_vec p = fa_set1(t->s[i][j]);
+            for (int u = 0; u < nv; u++)
+                acc[i][u] = fa_fmadd(p, vv[u], acc[i][u]);
+        }
+    }
+    for (int i = 0; i < cnt; i++)
+        for (int u = 0; u < nv; u++)
+            fa_storeu(t->out[i] + c0 + FA_VL * u, fa_mul(acc[i][u], fa_set1(t->inv[i])));
+}
+
+/* AVX2 has 16 registers: 2 vectors of V per pass keep cnt x 2 accumulators
+ * in them; AVX-512's 32 take 4. */
+#define FA_NV (FA_VL == 16 ? 4 : 2)
+
+FA_INLINE void tile_simd_n(fa_tile *t, int cnt, bool f16) {
+    scores_simd(t, cnt, f16);
+    for (int i = 0; i < cnt; i++)
+        t->inv[i] = softmax_in_place(t->s[i], t->kv_end);
+    int64_t c = 0;
+    for (; c + FA_NV * FA_VL <= t->hd; c += FA_NV * FA_VL)
+        values_simd(t, cnt, FA_NV, c, f16);
+    for (; c < t->hd; c += FA_VL)
+        values_simd(t, cnt, 1, c, f16);
+}
+
+static void tile_simd_f16(fa_tile *t) {
+    switch (t->cnt) {
+    case 1: tile_simd_n(t, 1, true); break;
+    case 2: tile_simd_n(t, 2, true); break;
+    case 3: tile_simd_n(t, 3, true); break;
+    default: tile_simd_n(t, 4, true); break;
+    }
+}
+
+static void tile_simd_f32(fa_tile *t) {
+    switch (t->cnt) {
+    case 1: tile_simd_n(t, 1, false); break;
+    case 2: tile_simd_n(t, 2, false); break;
+    case 3: tile_simd_n(t, 3, false); break;
+    default: tile_simd_n(t, 4, false); break;
+    }
+}
+#endif
+
+/* ---- portable path --------------------------------------------------------- */
+static const float *kv_row_f32(const tport_tensor_view *kv, const uint8_t *row, int64_t hd, float *buf) {
+    if (kv->type == TPORT_TYPE_F32)
+        return (const float *)(const void *)row;
+    cpu_row_to_f32(kv, row, hd, buf);
+    return buf;
+}
+
+static void tile_portable(fa_tile *t, const tport_tensor_view *k, const tport_tensor_view *v, float *rowbuf,
+                          float *acc) {
+    int64_t hd = t->hd;
+    for (int64_t j = 0; j < t->kv_end; j++) {
+        const float *kr = kv_row_f32(k, t->k + (size_t)j * t->k_nb1, hd, rowbuf);
+        for (int i = 0; i < t->cnt; i++) {
+            float d = 0.0f;
+            for (int64_t c = 0; c < hd; c++)
+                d += t->q[i][c] * kr[c];
+            t->s[i][j] = d * t->scale + (t->mask[i] ? t->mask[i][j] : 0.0f);
+        }
+    }
+    for (int i = 0; i < t->cnt; i++)
+        t->inv[i] = softmax_in_place(t->s[i], t->kv_end);
+    memset(acc, 0, (size_t)(t->cnt * hd) * sizeof *acc);
+    for (int64_t j = 0; j < t->kv_end; j++) {
+        const float *vr = kv_row_f32(v, t->v + (size_t)j * t->v_nb1, hd, rowbuf);
+        for (int i = 0; i < t->cnt; i++) {
+            float p = t->s[i][j];
+            for (int64_t c = 0; c < hd; c++)
+                acc[i * hd + c] += p * vr[c];
+        }
+    }
+    for (int i = 0; i < t->cnt; i++)
+        for (int64_t c = 0; c < hd; c++)
+            t->out[i][c] = acc[i * hd + c] * t->inv[i];
+}
+
+/* One past the last key that some query of the tile may see. */
+static int64_t keys_seen(const fa_tile *t, int64_t n_kv) {
+    int64_t end = 0;
+    for (int i = 0; i < t->cnt; i++) {
+        if (!t->mask[i])
+            return n_kv;
+        int64_t j = n_kv;
+        while (j > end && t->mask[i][j - 1] == -INFINITY)
+            j--;
+        end = j > end ? j : end;
+    }
+    return end;
+}
+
+static void fa_task(void *arg, int ith, int nth) {
+    cpu_op *op = arg;
+    const tport_tensor_view *d = op->dst, *q = op->src[0], *k = op->src[1], *v = op->src[2], *m = op->src[3];
+    int64_t hd = q->ne[0], n_head = q->ne[1], n = q->ne[2], n_kv = k->ne[1], n_kvh = k->ne[2];
+    int64_t group = n_head / n_kvh, per_group = group * n;
+    int64_t tiles_per_group = (per_group + FA_TILE - 1) / FA_TILE, n_tiles = n_kvh * tiles_per_group;
+    tport_params_flash_attn p;
+    memcpy(&p, d->params, sizeof p);
+
+    float *scratch = (float *)(((uintptr_t)cpu_thread_scratch(op, ith) + 63) & ~(uintptr_t)63);
+    fa_tile t = {.k_nb1 = k->nb[1], .v_nb1 = v->nb[1], .hd = hd, .scale = p.scale};
+    for (int i = 0; i < FA_TILE; i++)
+        t.s[i] = scratch + (size_t)i * (size_t)n_kv;
+    float *rowbuf = scratch + (size_t)FA_TILE * (size_t)n_kv;
+    float *acc = rowbuf + 2 * hd;
+#if FA_SIMD
+    bool fast = hd % FA_VL == 0;
+#endif
+
+    int64_t t0, t1;
+    (void)nth;
+    while (cpu_claim(op, n_tiles, 1, &t0, &t1))
+    for (int64_t tile = t0; tile < t1; tile++) {
+        int64_t g = tile / tiles_per_group, first = (tile % tiles_per_group) * FA_TILE;
+        t.cnt = (int)(per_group - first < FA_TILE ? per_group - first : FA_TILE);
+        for (int i = 0; i < t.cnt; i++) {
+            int64_t qi = first + i, h = g * group + qi % group, tok = qi / group;
+            t.q[i] = (const float *)(const void *)cpu_row(q, h, tok, 0);
+            t.out[i] = (float *)(void *)cpu_row(d, h, tok, 0);
+            t.mask[i] = m ? (const float *)(const void *)cpu_row(m, tok, 0, 0) : NULL;
+        }
+        t.k = (const uint8_t *)k->data + (size_t)g * k->nb[2];
+        t.v = (const uint8_t *)v->data + (size_t)g * v->nb[2];
+        t.kv_end = keys_seen(&t, n_kv);
+        if (t.kv_end == 0) {
+            for (int i = 0; i < t.cnt; i++)
+                memset(t.out[i], 0, (size_t)hd * sizeof(float));
+            continue;
+        }
+#if FA_SIMD
+        if (fast) {
+            if (k->type == TPORT_TYPE_F16)
+                tile_simd_f16(&t);
+            else
+                tile_simd_f32(&t);
+            continue;
+        }
+#endif
+        tile_portable(&t, k, v, rowbuf, acc);
+    }
+}
+
+void cpu_run_flash_attn(cpu_pool *pool, cpu_op *op) {
+    cpu_reset_chunks(op);
+    cpu_pool_run(pool, fa_task, op, op->nth);
+}

@@ -1,0 +1,151 @@
+/* flash_attn against a double-precision softmax-attention written here:
+ * f32 and f16 K/V read as strided views of a cache [hd, n_kv_head, n_ctx]
+ * (as the llama graph does), grouped-query attention, a causal mask, a
+ * mask row that is entirely -inf (zeros), no mask, head sizes the AVX-512
+ * path takes (16, 64, 80, 128) and one it does not (8, 20), 1 and 3 threads.
+ *
+ * Run by ctest for the statically linked CPU backend and, with
+ * TPORT_TEST_CPU_VARIANT naming a plug-in file, for each CPU variant. */
+#include <stdlib.h>
+
+#include "core_test_util.h"
+
+typedef struct fa_ref {
+    const tport_tensor *q, *k, *v, *mask;
+    double scale;
+} fa_ref;
+
+static double r_attn(const void *c, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+    (void)i3;
+    const fa_ref *r = c;
+    int64_t hd = tport_tensor_ne(r->q, 0), n_head = tport_tensor_ne(r->q, 1);
+    int64_t n_kv = tport_tensor_ne(r->k, 1), g = i1 / (n_head / tport_tensor_ne(r->k, 2));
+    double max = -INFINITY, *s = malloc((size_t)n_kv * sizeof *s);
+    for (int64_t j = 0; j < n_kv; j++) {
+        double d = 0.0;
+        for (int64_t c2 = 0; c2 < hd; c2++)
+            d += ct_get(r->q, c2, i1, i2, 0) * ct_get(r->k, c2, j, g, 0);
+        s[j] = d * r->scale + (r->mask ? ct_get(r->mask, j, i2, 0, 0) : 0.0);
+        max = fmax(max, s[j]);
+    }
+    double sum = 0.0, out = 0.0;
+    for (int64_t j = 0; max > -INFINITY && j < n_kv; j++) {
+        double e = exp(s[j] - max);
+        sum += e;
+        out += e * ct_get(r->v, i0, j, g, 0);
+    }
+    free(s);
+    return sum > 0.0 ? out / sum : 0.0;
+}
+
+/* A cache [hd, n_kvh, n_ctx] of `type`; returns the [hd, n_kv, n_kvh] view. */
+static tport_tensor *cache_view(tport_ctx *ctx, tport_type_id type, int64_t hd, int64_t n_kvh, int64_t n_ctx,
+                                int64_t n_kv) {
+    tport_tensor *c = ct_rand(ctx, type, hd, n_kvh, n_ctx, 1);
+    if (!c)
+        return NULL;
+    size_t e = tport_tensor_nb(c, 0);
+    const int64_t ne[3] = {hd, n_kv, n_kvh};
+    const size_t nb[3] = {e, (size_t)(hd * n_kvh) * e, (size_t)hd * e};
+    return tport_view(ctx, c, 3, ne, nb, 0);
+}
+
+static void check(tport_type_id type, int64_t hd, int64_t n_head, int64_t n_kvh, int64_t n, int64_t n_kv,
+                  int mask_kind) {
+    tport_ctx *ctx = tport_ctx_new(64u << 20);
+    tport_tensor *q = ct_rand(ctx, TPORT_TYPE_F32, hd, n_head, n, 1);
+    tport_tensor *k = cache_view(ctx, type, hd, n_kvh, n_kv + 3, n_kv);
+    tport_tensor *v = cache_view(ctx, type, hd, n_kvh, n_kv + 3, n_kv);
+    tport_tensor *mask = NULL;
+    if (mask_kind) {
+        mask = tport_new_tensor_2d(ctx, TPORT_TYPE_F32, n_kv, n);
+        int64_t pos = n_kv - n; /* causal: token t sees keys 0 .. pos + t */
+        for (int64_t t = 0; mask && t < n; t++)
+            for (int64_t j = 0; j < n_kv; j++)
+                ct_set(mask, j, t, 0, 0, j <= pos + t && !(mask_kind == 2 && t == 0) ? 0.0 : -INFINITY);
+    }
+    double scale = 1.0 / sqrt((double)hd);
+    tport_tensor *o = tport_flash_attn(ctx, q, k, v, mask, (float)scale);
+    CHECK(o && tport_tensor_ne(o, 0) == hd && tport_tensor_ne(o, 1) == n_head && tport_tensor_ne(o, 2) == n,
+          "flash_attn shape: %s", tport_last_error());
+    for (int threads = 1; o && threads <= 3; threads += 2) {
+        tport_graph *g = ct_run(ctx, o, threads);
+        CHECK(g, "flash_attn compute");
+        if (!g)
+            break;
+        fa_ref r = {q, k, v, mask, scale};
+        double w = ct_worst(o, r_attn, &r, 1e-5, 1e-4);
+        CHECK(w <= 1.0, "flash_attn %s hd %lld heads %lld/%lld n %lld n_kv %lld mask %d, %d threads: error %g",
+              type == TPORT_TYPE_F16 ? "f16" : "f32", (long long)hd, (long long)n_head, (long long)n_kvh,
+              (long long)n, (long long)n_kv, mask_kind, threads, w);
+        if (mask_kind == 2) {
+            bool zero = true;
+            for (int64_t h = 0; h < n_head; h++)
+                for (int64_t c = 0; c < hd; c++)
+                    zero = zero && ct_get(o, c, h, 0, 0) == 0.0;
+            CHECK(zero, "flash_attn: a fully masked row gives zeros");
+        }
+        tport_graph_free(g);
+    }
+    tport_ctx_free(ctx);
+}
+
+static void check_errors(void) {
+    tport_ctx *ctx = tport_ctx_new(1u << 20);
+    tport_tensor *q = tport_new_tensor_3d(ctx, TPORT_TYPE_F32, 16, 4, 2);
+    tport_tensor *k = tport_new_tensor_3d(ctx, TPORT_TYPE_F16, 16, 8, 2);
+    tport_tensor *v32 = tport_new_tensor_3d(ctx, TPORT_TYPE_F32, 16, 8, 2);
+    tport_tensor *k3 = tport_new_tensor_3d(ctx, TPORT_TYPE_F16, 16, 8, 3);
+    tport_tensor *short_mask = tport_new_tensor_2d(ctx, TPORT_TYPE_F32, 8, 1);
+    CHECK(!tport_flash_attn(ctx, q, k, v32, NULL, 1.0f), "k and v of different types are refused");
+    CHECK(!tport_flash_attn(ctx, q, k3, k3, NULL, 1.0f), "3 kv heads for 4 query heads are refused");
+    CHECK(!tport_flash_attn(ctx, q, k, k, short_mask, 1.0f), "a mask with fewer rows than tokens is refused");
+    CHECK(!tport_flash_attn(ctx, k, k, k, NULL, 1.0f), "an f16 q is refused");
+    CHECK(tport_flash_attn(ctx, q, k, k, NULL, 1.0f) != NULL, "a valid call: %s", tport_last_error());
+    tport_ctx_free(ctx);
+}
+
+/* The cache writes: f32 rows copied into an f16 cache round exactly as the
+ * reference conversion (the variants take a SIMD path for dense rows). */
+static void check_cache_write(void) {
+    tport_ctx *ctx = tport_ctx_new(1u << 20);
+    tport_tensor *src = ct_rand(ctx, TPORT_TYPE_F32, 64, 3, 1, 1);
+    tport_tensor *dst = tport_new_tensor_2d(ctx, TPORT_TYPE_F16, 64, 3);
+    uint16_t *mem = calloc(64 * 3, sizeof *mem);
+    float *x = src ? tport_tensor_data(src) : NULL;
+    if (x) /* values that round up, down, to even, and tiny ones */
+        for (int i = 0; i < 16; i++)
+            x[i] = (float)(1.0 + (double)i / 4096.0) * (i & 1 ? -1.0f : 1.0f) * (i < 8 ? 1.0f : 1e-6f);
+    tport_tensor_set_data(dst, mem);
+    tport_graph *g = ct_run(ctx, tport_cpy(ctx, src, dst), 2);
+    CHECK(g, "cpy f32 -> f16");
+    int bad = 0;
+    for (int i = 0; g && i < 64 * 3; i++)
+        bad += mem[i] != tport_fp32_to_fp16(x[i]);
+    CHECK(g && !bad, "cpy f32 -> f16: %d of %d values differ from the reference rounding", bad, 64 * 3);
+    tport_graph_free(g);
+    free(mem);
+    tport_ctx_free(ctx);
+}
+
+int main(void) {
+    const char *variant = getenv("TPORT_TEST_CPU_VARIANT");
+    if (variant && *variant && tport_backend_load(variant) != TPORT_STATUS_OK)
+        fprintf(stderr, "note: %s not loaded (%s): testing the active cpu backend\n", variant, tport_last_error());
+    check_errors();
+    check_cache_write();
+    static const tport_type_id types[] = {TPORT_TYPE_F32, TPORT_TYPE_F16};
+    for (int ti = 0; ti < 2; ti++) {
+        tport_type_id t = types[ti];
+        check(t, 64, 4, 4, 1, 37, 1);   /* generation, no grouping      */
+        check(t, 64, 8, 2, 1, 200, 1);  /* generation, 4 heads per group */
+        check(t, 64, 4, 4, 7, 7, 1);    /* a causal prompt from 0       */
+        check(t, 64, 6, 2, 5, 13, 1);   /* a prompt after a cached part */
+        check(t, 128, 4, 1, 3, 9, 0);   /* no mask                      */
+        check(t, 80, 2, 2, 3, 9, 2);    /* first row fully masked       */
+        check(t, 16, 3, 3, 9, 9, 1);
+        check(t, 8, 8, 4, 6, 6, 1);     /* head size the SIMD path skips */
+        check(t, 20, 2, 1, 2, 5, 2);
+    }
+    return test_finish("test_core_flash_attn");
+}
