@@ -226,9 +226,16 @@ static tport_status run_node(cpu_state *s, const tport_graph_view *g, int32_t id
     case TPORT_OP_SWIGLU:
         cpu_run_elementwise(s->pool, &op);
         break;
+    case TPORT_OP_GELU_F16:
+    case TPORT_OP_GELU_ERF:
+    case TPORT_OP_TANH:
+    case TPORT_OP_CLAMP:
+        cpu_run_activation(s->pool, &op);
+        break;
     case TPORT_OP_RMS_NORM:
     case TPORT_OP_NORM:
     case TPORT_OP_SOFT_MAX:
+    case TPORT_OP_SOFT_MAX_EXT:
         cpu_run_norm(s->pool, &op);
         break;
     case TPORT_OP_ROPE:

@@ -103,6 +103,7 @@ CPU_HIDDEN void cpu_run_elementwise(cpu_pool *pool, cpu_op *op);
 CPU_HIDDEN void cpu_run_copy(cpu_pool *pool, cpu_op *op);
 CPU_HIDDEN void cpu_run_norm(cpu_pool *pool, cpu_op *op);
 CPU_HIDDEN void cpu_run_rope(cpu_pool *pool, cpu_op *op);
+CPU_HIDDEN void cpu_run_activation(cpu_pool *pool, cpu_op *op); /* gelu_f16, gelu_erf, tanh, clamp */
 CPU_HIDDEN void cpu_run_mul_mat(cpu_pool *pool, cpu_op *op);
 CPU_HIDDEN size_t cpu_mul_mat_shared_scratch(const cpu_op *op);
 CPU_HIDDEN size_t cpu_mul_mat_thread_scratch(const cpu_op *op);

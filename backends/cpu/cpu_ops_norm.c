@@ -1,4 +1,5 @@
-/* Row-wise f32 ops: rms_norm, norm, soft_max (scale and optional mask).
+/* Row-wise f32 ops: rms_norm, norm, soft_max (scale and optional mask;
+ * soft_max_ext with ALiBi slopes).
  * Sums are taken in double, as ggml does. */
 #include <math.h>
 #include <string.h>
@@ -31,10 +32,10 @@ static void norm_row(int64_t n, const float *x, float *y, float eps) {
 
 /* y = softmax(x * scale + mask); a -inf in the mask gives exactly 0, a
  * row that is entirely -inf gives all zeros. */
-static void soft_max_row(int64_t n, const float *x, const float *mask, float *y, float scale) {
+static void soft_max_row(int64_t n, const float *x, const float *mask, float *y, float scale, float slope) {
     float max = -INFINITY;
     for (int64_t i = 0; i < n; i++) {
-        float v = x[i] * scale + (mask ? mask[i] : 0.0f);
+        float v = x[i] * scale + (mask ? slope * mask[i] : 0.0f);
         y[i] = v;
         if (v > max)
             max = v;
@@ -52,6 +53,18 @@ static void soft_max_row(int64_t n, const float *x, const float *mask, float *y,
     float inv = (float)(1.0 / sum);
     for (int64_t i = 0; i < n; i++)
         y[i] *= inv;
+}
+
+/* The ALiBi slope of head h (dim 2) as ggml's soft_max computes it. */
+static float alibi_slope(const tport_tensor_view *d, int64_t h) {
+    tport_params_soft_max_ext p;
+    memcpy(&p, d->params, sizeof p);
+    if (!(p.max_bias > 0.0f))
+        return 1.0f;
+    uint32_t n2 = 1u << (uint32_t)floor(log2((double)d->ne[2]));
+    float m0 = powf(2.0f, -p.max_bias / (float)n2);
+    float m1 = powf(2.0f, -(p.max_bias / 2.0f) / (float)n2);
+    return (uint32_t)h < n2 ? powf(m0, (float)(h + 1)) : powf(m1, (float)(2 * ((uint32_t)h - n2) + 1));
 }
 
 static void norm_task(void *arg, int ith, int nth) {
@@ -75,7 +88,7 @@ static void norm_task(void *arg, int ith, int nth) {
             norm_row(n, x, y, p);
         } else {
             const float *mask = m ? cpu_row_f32(m, i1, i2 % m->ne[2], i3 % m->ne[3], mbuf) : NULL;
-            soft_max_row(n, x, mask, y, p);
+            soft_max_row(n, x, mask, y, p, d->op == TPORT_OP_SOFT_MAX_EXT ? alibi_slope(d, i2) : 1.0f);
         }
     }
 }

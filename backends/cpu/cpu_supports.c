@@ -90,7 +90,17 @@ bool cpu_supports(const tport_graph_view *g, int32_t node) {
         /* fall through */
     case TPORT_OP_SILU:
     case TPORT_OP_GELU:
+    case TPORT_OP_GELU_F16:
+    case TPORT_OP_GELU_ERF:
+    case TPORT_OP_TANH:
         return dense_f32(d) && s0->type == TPORT_TYPE_F32 && same_shape(d, s0);
+    case TPORT_OP_CLAMP:
+        return d->params && d->params_size >= sizeof(tport_params_clamp) && dense_f32(d) &&
+               s0->type == TPORT_TYPE_F32 && same_shape(d, s0);
+    case TPORT_OP_SOFT_MAX_EXT:
+        if (!d->params || d->params_size < sizeof(tport_params_soft_max_ext))
+            return false;
+        /* fall through */
     case TPORT_OP_SOFT_MAX:
         if (!d->params || d->params_size < sizeof(tport_params_soft_max) || !dense_f32(d) ||
             s0->type != TPORT_TYPE_F32 || !same_shape(d, s0))

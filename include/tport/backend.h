@@ -188,6 +188,9 @@
  *        tensor_alloc_size, tensor_write, tensor_read, buffer_fill,
  *        buffer_copy, import_host, compute_async, wait and forget_graph;
  *        statuses TIMEOUT and NOT_ADDRESSABLE; memory kinds and usages.
+ *        Ops of the architectures beyond llama (ids 16..47 reserved for
+ *        them): GELU_F16 (16), GELU_ERF (17), TANH (18), CLAMP (19,
+ *        tport_params_clamp), SOFT_MAX_EXT (20, tport_params_soft_max_ext).
  */
 #ifndef TPORT_BACKEND_H
 #define TPORT_BACKEND_H
@@ -307,6 +310,23 @@ enum {
     TPORT_OP_CONT = 14,    /* dst = src0 made contiguous                  */
     TPORT_OP_CONCAT = 15,  /* dst = [src0, src1] along p.dim              */
 };
+/* Ops of the architectures beyond llama (ids 16..47 are theirs).  A
+ * backend that predates them declines them and they run on the CPU. */
+enum {
+    TPORT_OP_GELU_F16 = 16, /* the tanh GELU as ggml's CPU computes it: 0 for
+                               x <= -10, x for x >= 10, otherwise x rounded
+                               to f16, gelu of that, rounded to f16       */
+    TPORT_OP_GELU_ERF = 17, /* 0.5 x (1 + erf(x / sqrt 2))                 */
+    TPORT_OP_TANH = 18,
+    TPORT_OP_CLAMP = 19,    /* dst = min(max(src0, p.min), p.max)          */
+    TPORT_OP_SOFT_MAX_EXT = 20, /* per row: softmax(x * p.scale + slope_h *
+                               mask), h = the row's index in dim 2 (the
+                               head); ALiBi slopes from p.max_bias as ggml:
+                               n2 = 2^floor(log2 ne2), m0 = 2^(-max_bias/n2),
+                               m1 = 2^(-max_bias/2/n2), slope_h = m0^(h+1)
+                               if h < n2, else m1^(2(h-n2)+1); max_bias 0
+                               gives slope 1 (then it is SOFT_MAX)        */
+};
 /* View ops (view, reshape, permute, transpose) never reach a backend: the
  * host resolves them to strides and offsets. */
 
@@ -322,6 +342,8 @@ typedef struct tport_params_rope {
     float freq_base;   /* theta_i = pos * freq_scale * base^(-2i/n_dims) */
     float freq_scale;
 } tport_params_rope;
+typedef struct tport_params_clamp { float min, max; } tport_params_clamp;
+typedef struct tport_params_soft_max_ext { float scale, max_bias; } tport_params_soft_max_ext;
 
 /* ---- instruction-set features (append-only bit numbers) ----------------
  * A plug-in lists what its code needs in required_isa; the host checks

@@ -31,6 +31,11 @@ extern "C" {
 #define TPORT_VERSION_PATCH 0
 #define TPORT_VERSION_STRING "0.1.0"
 
+/* The optional parts this build of the library has, space-separated, each
+ * "name(library version)", e.g. "safetensors(cJSON 1.7.15) pytorch(libzip
+ * 1.7.3)"; "" if none.  Plug-in backends are listed by tport backends. */
+const char *tport_build_features(void);
+
 /* ---- errors -------------------------------------------------------------- */
 const char *tport_last_error(void);              /* "" if none          */
 const char *tport_status_name(tport_status s);
@@ -87,6 +92,16 @@ tport_tensor *tport_soft_max(tport_ctx *ctx, tport_tensor *a, tport_tensor *mask
 tport_tensor *tport_silu(tport_ctx *ctx, tport_tensor *a);
 tport_tensor *tport_gelu(tport_ctx *ctx, tport_tensor *a);
 tport_tensor *tport_swiglu(tport_ctx *ctx, tport_tensor *a, tport_tensor *b);
+/* The GELU llama.cpp's CPU backend computes (through f16, see backend.h
+ * TPORT_OP_GELU_F16), the erf GELU, tanh, clamp to [min, max]. */
+tport_tensor *tport_gelu_f16(tport_ctx *ctx, tport_tensor *a);
+tport_tensor *tport_gelu_erf(tport_ctx *ctx, tport_tensor *a);
+tport_tensor *tport_tanh(tport_ctx *ctx, tport_tensor *a);
+tport_tensor *tport_clamp(tport_ctx *ctx, tport_tensor *a, float min, float max);
+/* soft_max with ALiBi: per head h (dim 2 of a) the mask is multiplied by
+ * the head's slope from max_bias, as ggml's soft_max_ext does. */
+tport_tensor *tport_soft_max_ext(tport_ctx *ctx, tport_tensor *a, tport_tensor *mask, float scale,
+                                 float max_bias);
 /* Copies a into b's memory (converting type; same element count, shapes
  * may differ); returns the node to compute, a view of b.  Add it to the
  * graph before the nodes that read b. */
@@ -173,6 +188,13 @@ typedef struct tport_model_params {
     const char *weight_type; /* convert every 2-D weight to this type at
                                 load ("f32", "q8_0", ...); NULL = keep the
                                 file's types where the backend takes them */
+    /* One stage of a pipeline (src/dist): bind, place and convert only
+     * layers [layer_begin, layer_end) (0, 0 = every layer); no_embedding
+     * leaves out token_embd (unless a tied classifier needs it), no_head the
+     * final norm and output.  Parts of the mapped file that are left out
+     * are never read. */
+    int32_t layer_begin, layer_end;
+    bool no_embedding, no_head;
 } tport_model_params;
 
 /* Weight placement at load: each matrix goes to the first backend in
@@ -183,17 +205,26 @@ typedef struct tport_model_params {
  * level: "N tensors FROM -> TO (lossless|lossy: rmse, max error) for
  * backend NAME".  Weights kept in the file's type stay zero-copy. */
 
-/* Loads a llama-architecture model from any readable file. */
+/* Loads a model from any readable file: llama, or another architecture
+ * this build runs (tport_arch_supported). */
 tport_model *tport_model_load(const char *path, const tport_model_params *params);
 void tport_model_free(tport_model *m);
+/* The model's architecture as GGUF names it ("llama", "gpt2", ...). */
+const char *tport_model_arch(const tport_model *m);
+/* Whether this build can run a model of that architecture name. */
+bool tport_arch_supported(const char *arch);
 int32_t tport_model_n_vocab(const tport_model *m);
 int32_t tport_model_n_ctx(const tport_model *m);
+int32_t tport_model_n_embd(const tport_model *m);
+int32_t tport_model_n_layer(const tport_model *m);  /* in the file, loaded or not */
 tport_token tport_model_bos(const tport_model *m);   /* -1 if none */
 tport_token tport_model_eos(const tport_model *m);   /* -1 if none */
 
-/* Tokenizes text (SentencePiece-style BPE or llama2.c vocabulary).  Writes
- * at most cap ids; returns the number of ids the text needs (which may be
- * larger than cap), or -1 on error (no vocabulary). */
+/* Tokenizes text (SentencePiece, byte-level BPE or llama2.c vocabulary);
+ * add_bos is llama.cpp's add_special (BOS/EOS as the file says), special
+ * token text is plain text.  Writes at most cap ids; returns the number of
+ * ids the text needs (which may be larger than cap), or -1 on error (no
+ * vocabulary). */
 int32_t tport_tokenize(const tport_model *m, const char *text, bool add_bos,
                        tport_token *ids, int32_t cap);
 /* The text of one token (byte tokens decode to their byte); `prev` is the
@@ -202,6 +233,51 @@ int32_t tport_tokenize(const tport_model *m, const char *text, bool add_bos,
 int32_t tport_token_to_text(const tport_model *m, tport_token prev, tport_token id,
                             char *buf, int32_t cap);
 
+/* ---- tokenizers on their own -------------------------------------------- */
+/* A model file's vocabulary without its weights: any file tensorport
+ * reads, including llama.cpp's vocabulary-only GGUF files.  SentencePiece
+ * ("llama") and byte-level BPE ("gpt2": merges plus the pre-tokenizer that
+ * tokenizer.ggml.pre names) tokenize as llama.cpp's llama_tokenize. */
+typedef struct tport_tokenizer tport_tokenizer;
+tport_tokenizer *tport_tokenizer_load(const char *path);
+void tport_tokenizer_free(tport_tokenizer *tk);
+/* The model's tokenizer (owned by the model), or NULL if it has none. */
+const tport_tokenizer *tport_model_tokenizer(const tport_model *m);
+int32_t tport_tokenizer_n_tokens(const tport_tokenizer *tk);
+/* add_special: BOS/EOS as the file's add_bos_token/add_eos_token (or the
+ * tokenizer type's default) say; parse_special: the text of control
+ * tokens (<|im_start|>, <s>, ...) becomes those tokens, otherwise it is
+ * plain text (user-defined tokens are matched either way).  Writes at most
+ * cap ids; returns how many the text needs, or -1 on error. */
+int32_t tport_tokenizer_tokenize(const tport_tokenizer *tk, const char *text, size_t len,
+                                 bool add_special, bool parse_special, tport_token *ids, int32_t cap);
+/* The text of one token as generation prints it (control tokens print
+ * nothing; `prev` is the token before, -1 at the start).  Returns the
+ * number of bytes the piece has; writes at most cap of them. */
+int32_t tport_tokenizer_piece(const tport_tokenizer *tk, tport_token prev, tport_token id,
+                              char *buf, int32_t cap);
+
+/* A string metadata value of the model file ("tokenizer.chat_template",
+ * "general.name"), or NULL if absent or not a string; lives as long as m. */
+const char *tport_model_meta_str(const tport_model *m, const char *key);
+/* The id of the token whose text is exactly len bytes of text (special
+ * tokens such as "<|im_end|>" included), or -1 if there is none. */
+tport_token tport_token_lookup(const tport_model *m, const char *text, size_t len);
+/* The text of n tokens, as tport_token_to_text gives them one after the
+ * other (the first without a previous token).  Writes at most cap bytes, no
+ * NUL; returns the number of bytes the text needs, or -1 on error (no
+ * vocabulary, an id outside it). */
+int32_t tport_detokenize(const tport_model *m, const tport_token *ids, int32_t n, char *buf, int32_t cap);
+/* Bytes the weights take in memory, and the KV cache of a session with
+ * n_ctx positions (0 = the model's context). */
+size_t tport_model_weight_bytes(const tport_model *m);
+size_t tport_model_kv_bytes(const tport_model *m, int32_t n_ctx);
+
+/* Threads: sessions of one model may run in different threads at once (one
+ * thread per session; the model, its tokenizer and weights are read-only
+ * after load).  Their evaluations are serialised inside tport_graph_compute
+ * by one process-wide lock, because the backend ABI promises each backend
+ * a single calling thread; sampling and tokenizing run in parallel. */
 typedef struct tport_session_params {
     int32_t n_ctx;           /* 0 = the model's context length             */
     int32_t n_batch;         /* prompt tokens per evaluation, 0 = 64       */
@@ -214,6 +290,25 @@ void tport_session_free(tport_session *s);
  * then one at a time); logits of the last token become available. */
 tport_status tport_session_eval(tport_session *s, const tport_token *ids, int32_t n);
 const float *tport_session_logits(const tport_session *s); /* n_vocab floats */
+
+/* A pipeline stage's evaluation: the model's loaded layers run on n
+ * tokens at the next positions, starting from token ids (through the
+ * embedding) or from hidden_in, the n_embd floats per token that leave the
+ * previous stage's last layer.  With hidden_out the state leaving the last
+ * loaded layer is written there (every token's row, or only the last one);
+ * without it the final norm and output run and the last token's logits
+ * become available.  head_only runs no layer and does not advance the
+ * position: hidden_in goes straight through the final norm and output
+ * (the head of a pipeline whose last stage runs elsewhere). */
+typedef struct tport_stage_io {
+    const tport_token *ids;    /* n ids, or NULL when hidden_in is given  */
+    const float *hidden_in;    /* n x n_embd floats, token-major          */
+    int32_t n;
+    float *hidden_out;         /* NULL: logits; else n (or 1) x n_embd    */
+    bool out_last_only;
+    bool head_only;
+} tport_stage_io;
+tport_status tport_session_eval_stage(tport_session *s, const tport_stage_io *io);
 int32_t tport_session_pos(const tport_session *s);
 void tport_session_reset(tport_session *s);
 /* What the last evaluation moved between host and device memory (*last),

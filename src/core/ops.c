@@ -168,6 +168,39 @@ tport_tensor *tport_gelu(tport_ctx *ctx, tport_tensor *a) {
     return unary_f32(ctx, TPORT_OP_GELU, a, NULL, 0);
 }
 
+tport_tensor *tport_gelu_f16(tport_ctx *ctx, tport_tensor *a) {
+    return unary_f32(ctx, TPORT_OP_GELU_F16, a, NULL, 0);
+}
+
+tport_tensor *tport_gelu_erf(tport_ctx *ctx, tport_tensor *a) {
+    return unary_f32(ctx, TPORT_OP_GELU_ERF, a, NULL, 0);
+}
+
+tport_tensor *tport_tanh(tport_ctx *ctx, tport_tensor *a) {
+    return unary_f32(ctx, TPORT_OP_TANH, a, NULL, 0);
+}
+
+tport_tensor *tport_clamp(tport_ctx *ctx, tport_tensor *a, float min, float max) {
+    if (!(min <= max))
+        return bad("clamp", "min must be <= max");
+    tport_params_clamp p = {min, max};
+    return unary_f32(ctx, TPORT_OP_CLAMP, a, &p, sizeof p);
+}
+
+tport_tensor *tport_soft_max_ext(tport_ctx *ctx, tport_tensor *a, tport_tensor *mask, float scale,
+                                 float max_bias) {
+    if (!(max_bias >= 0.0f))
+        return bad("soft_max_ext", "max_bias must be >= 0");
+    tport_tensor *t = tport_soft_max(ctx, a, mask, scale);
+    if (!t)
+        return NULL;
+    tport_params_soft_max_ext p = {scale, max_bias};
+    t->op = TPORT_OP_SOFT_MAX_EXT;
+    memcpy(t->params, &p, sizeof p);
+    t->params_size = sizeof p;
+    return t;
+}
+
 tport_tensor *tport_swiglu(tport_ctx *ctx, tport_tensor *a, tport_tensor *b) {
     if (!ctx || !a || !b)
         return null_input("swiglu");

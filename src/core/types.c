@@ -47,5 +47,9 @@ const char *tport_op_name(tport_op_id op) {
         "none", "get_rows", "add", "mul", "scale", "mul_mat", "rms_norm", "norm",
         "rope", "soft_max", "silu", "gelu", "swiglu", "cpy", "cont", "concat",
     };
+    /* ids 16..47: the ops of the architectures beyond llama */
+    static const char *const arch_names[] = {"gelu_f16", "gelu_erf", "tanh", "clamp", "soft_max_ext"};
+    if (op >= 16 && op - 16 < sizeof arch_names / sizeof arch_names[0])
+        return arch_names[op - 16];
     return op < sizeof names / sizeof names[0] ? names[op] : "unknown";
 }

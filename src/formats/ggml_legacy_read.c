@@ -290,15 +290,31 @@ static tport_status read_llama(tport_model_file *mf, mf_cursor *c) {
     int n_rowsplit = 0;
     MF_TRY(read_tensors(mf, c, qnt, aligned, &n_rowsplit));
     MF_TRY(mf_check_unique_names(mf, c));
-    /* Records run to the end of the file, so a file cut at a record
-     * boundary would read as a smaller model: insist on the tensors a
-     * llama of n_layer layers has (LLaMA-1 files always stored output). */
-    if ((uint64_t)mf->n_tensors < 3 + 9 * (uint64_t)n_layer || !tport_model_file_find(mf, "token_embd.weight") ||
-        !tport_model_file_find(mf, "output_norm.weight") || !tport_model_file_find(mf, "output.weight"))
-        return mf_fail(c, c->size,
-                       "the file ends after %d tensors; a %u-layer llama has %llu, with token_embd, output_norm "
-                       "and output (truncated?)",
-                       mf->n_tensors, n_layer, 3 + 9 * (unsigned long long)n_layer);
+    /* An unversioned file is also what the ggml examples wrote: one read as
+     * llama must have at least one llama tensor name (if it has tensors). */
+    if (mf->container == TPORT_CONTAINER_GGML && mf->n_tensors > 0) {
+        bool any = false;
+        for (int i = 0; i < mf->n_tensors && !any; i++) { /* names are GGUF's by now */
+            const char *n = mf->tensors[i].name;
+            any = !strncmp(n, "blk.", 4) || !strcmp(n, "token_embd.weight") || !strcmp(n, "output_norm.weight") ||
+                  !strcmp(n, "output.weight");
+        }
+        if (!any)
+            return mf_fail(c, mf->tensors[0].offset, "none of the %d tensors has a llama name (the first is '%.64s')",
+                           mf->n_tensors, mf->tensors[0].name);
+    }
+    /* Records run to the end of the file and nothing counts them: a file
+     * with some of a llama's tensors is a valid container (old tools wrote
+     * such files).  Say what a complete model would also need (LLaMA-1
+     * files always stored output). */
+    static const char *const globals[] = {"token_embd.weight", "output_norm.weight", "output.weight", NULL};
+    static const char *const per_layer[] = {
+        "blk.%d.attn_norm.weight", "blk.%d.attn_q.weight",   "blk.%d.attn_k.weight",
+        "blk.%d.attn_v.weight",    "blk.%d.attn_output.weight", "blk.%d.ffn_norm.weight",
+        "blk.%d.ffn_gate.weight",  "blk.%d.ffn_down.weight", "blk.%d.ffn_up.weight", NULL};
+    char label[48];
+    snprintf(label, sizeof label, "%u-layer llama", n_layer);
+    MF_TRY(mf_list_missing(mf, label, globals, per_layer, n_layer));
     if (n_rowsplit)
         snprintf(mf->notes, sizeof mf->notes,
                  "%d q4_0 tensors in the 2023-03-10 row-split layout re-interleaved to q4_0_qnt0 at load (lossless)",

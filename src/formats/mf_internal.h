@@ -106,6 +106,11 @@ typedef struct mf_legacy_record {
     const uint8_t *name;
 } mf_legacy_record;
 tport_status mf_read_legacy_record(mf_cursor *c, mf_legacy_record *r);
+/* Fills mf->missing / n_missing from the names a complete `label`
+ * (e.g. "1-layer llama") has: `globals` (NULL-terminated) and, for each of
+ * n_layer layers, `per_layer` (printf patterns with one %d). */
+tport_status mf_list_missing(tport_model_file *mf, const char *label, const char *const *globals,
+                             const char *const *per_layer, uint32_t n_layer);
 /* Rejects two tensors with the same name. */
 tport_status mf_check_unique_names(const tport_model_file *mf, const mf_cursor *c);
 
@@ -137,6 +142,19 @@ bool mf_legacy_map_type(uint32_t code, int qnt, tport_type_id *out);
 tport_status mf_read_ggml_example(tport_model_file *mf, mf_cursor *c, char *why, size_t cap, int *progress);
 tport_status mf_read_llama2c(tport_model_file *mf, mf_cursor *c);
 tport_status mf_read_safetensors(tport_model_file *mf, mf_cursor *c);
+/* PyTorch checkpoints (torch.save's zip archive, or the legacy pickle
+ * stream) through the restricted unpickler (pytorch_*.c). */
+tport_status mf_read_pytorch(tport_model_file *mf, mf_cursor *c);
+bool mf_pytorch_sniff(const mf_cursor *c);
+bool mf_pytorch_legacy_sniff(const mf_cursor *c);
+/* Hugging Face config.json / Meta params.json beside mf->path
+ * (llama_config.c): hyperparameters, and HF's q/k un-permuted.  Without
+ * the file (or from memory) only the embedding's shape is used. */
+tport_status mf_apply_hf_config(tport_model_file *mf, const mf_cursor *c);
+tport_status mf_apply_meta_params(tport_model_file *mf, const mf_cursor *c);
+struct cJSON;
+/* A JSON number that is a non-negative integer below 2^53 (needs cJSON). */
+bool mf_json_uint(const struct cJSON *j, uint64_t *out);
 /* True if the bytes look like a legacy (headerless) llama2.c checkpoint. */
 bool mf_llama2c_sniff(const mf_cursor *c);
 

@@ -19,6 +19,7 @@ const char *tport_container_name(tport_container c) {
     case TPORT_CONTAINER_GGJT: return "ggjt";
     case TPORT_CONTAINER_LLAMA2C: return "llama2.c";
     case TPORT_CONTAINER_SAFETENSORS: return "safetensors";
+    case TPORT_CONTAINER_PYTORCH: return "pytorch";
     default: return "unknown";
     }
 }
@@ -89,6 +90,8 @@ static tport_status dispatch(tport_model_file *mf, mf_cursor *c) {
         return mf_read_gguf(mf, c);
     if (magic == 0x67676d6cu || magic == 0x67676d66u || magic == 0x67676a74u)
         return mf_read_ggml_legacy(mf, c);
+    if (mf_pytorch_sniff(c))
+        return mf_read_pytorch(mf, c);
     if (magic == 0x616b3432u || mf_llama2c_sniff(c))
         return mf_read_llama2c(mf, c);
     if (looks_like_safetensors(c))

@@ -18,6 +18,7 @@ typedef enum tport_container {
     TPORT_CONTAINER_GGJT,
     TPORT_CONTAINER_LLAMA2C,
     TPORT_CONTAINER_SAFETENSORS,
+    TPORT_CONTAINER_PYTORCH,     /* torch.save: version 1 zip, 0 legacy stream */
 } tport_container;
 
 /* A tensor as stored.  Names are normalized to GGUF's llama scheme:
@@ -109,6 +110,13 @@ typedef struct tport_model_file {
     bool big_endian;           /* a big-endian GGUF v3 (swapped at load)     */
     uint32_t n_parts;          /* multi-part GGML/GGMF files merged, 0 = one file */
     bool part_only;            /* private: reading one part of a multi-part model */
+    /* A valid container that is not a complete model (a partial export, a
+     * quantize test's file): the readers keep every tensor it has and say
+     * here what a complete model of mf->arch would also need, e.g. "a
+     * complete 1-layer llama would also need 5 tensors: blk.0.ffn_gate.weight,
+     * ...".  "" and 0 when complete.  `info`/`convert` warn, `run` refuses. */
+    int n_missing;
+    char missing[512];
 } tport_model_file;
 
 /* Sniffs the format from the bytes, reads and validates the file.  On error

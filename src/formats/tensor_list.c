@@ -1,5 +1,6 @@
 /* Building a model file's tensor list: sizes from the type table, shapes
  * and data ranges checked against overflow and the file size. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -166,4 +167,57 @@ tport_status mf_check_unique_names(const tport_model_file *mf, const mf_cursor *
             s = mf_fail(c, v[i]->offset, "two tensors named '%.64s'", v[i]->name);
     free(v);
     return s;
+}
+
+static int cmp_str_ptr(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Appends one missing name to the list (", ..." once it is full). */
+static void note_missing(tport_model_file *mf, size_t *len, bool *full, const char *name) {
+    mf->n_missing++;
+    if (*full)
+        return;
+    /* room is kept for the sentence around the list and a closing ", ..." */
+    size_t cap = sizeof mf->missing - 112, need = strlen(name) + 2;
+    if (*len + need + 6 > cap) {
+        *len += (size_t)snprintf(mf->missing + *len, cap - *len, ", ...");
+        *full = true;
+        return;
+    }
+    *len += (size_t)snprintf(mf->missing + *len, cap - *len, "%s%s", mf->missing[0] ? ", " : "", name);
+}
+
+tport_status mf_list_missing(tport_model_file *mf, const char *label, const char *const *globals,
+                             const char *const *per_layer, uint32_t n_layer) {
+    mf->n_missing = 0;
+    mf->missing[0] = '\0';
+    const char **names = malloc((size_t)(mf->n_tensors ? mf->n_tensors : 1) * sizeof *names);
+    if (!names)
+        return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "%s: out of memory", mf->path);
+    for (int i = 0; i < mf->n_tensors; i++)
+        names[i] = mf->tensors[i].name;
+    qsort(names, (size_t)mf->n_tensors, sizeof *names, cmp_str_ptr);
+    /* the names, then the sentence around them */
+    char list[sizeof mf->missing];
+    size_t len = 0;
+    bool full = false;
+    for (int i = 0; globals[i]; i++)
+        if (!bsearch(&globals[i], names, (size_t)mf->n_tensors, sizeof *names, cmp_str_ptr))
+            note_missing(mf, &len, &full, globals[i]);
+    char want[160];
+    for (uint32_t b = 0; b < n_layer; b++)
+        for (int i = 0; per_layer[i]; i++) {
+            snprintf(want, sizeof want, per_layer[i], (int)b);
+            const char *key = want;
+            if (!bsearch(&key, names, (size_t)mf->n_tensors, sizeof *names, cmp_str_ptr))
+                note_missing(mf, &len, &full, want);
+        }
+    free(names);
+    if (!mf->n_missing)
+        return TPORT_STATUS_OK;
+    snprintf(list, sizeof list, "%s", mf->missing);
+    snprintf(mf->missing, sizeof mf->missing, "a complete %.48s would also need %d tensor%s: %.400s", label,
+             mf->n_missing, mf->n_missing == 1 ? "" : "s", list);
+    return TPORT_STATUS_OK;
 }

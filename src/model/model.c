@@ -1,10 +1,12 @@
-/* tport_model: loading a llama-architecture model from any readable file,
- * its vocabulary, and the tokenize/detokenize entry points. */
+/* tport_model: loading a model of any architecture this build runs
+ * (src/model/arch/) from any readable file, its vocabulary, and the
+ * tokenize/detokenize entry points. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
+#include "model/arch/arch.h"
 #include "model/model.h"
 
 static char *dup_str(const char *s) {
@@ -17,24 +19,17 @@ static char *dup_str(const char *s) {
     return d;
 }
 
-/* GGUF's tokenizer.ggml.add_space_prefix, true when absent. */
-static bool add_space_prefix(const tport_model_file *mf) {
-    const tport_kv *kv = tport_model_file_kv(mf, "tokenizer.ggml.add_space_prefix");
-    return !kv || kv->type != TPORT_KV_BOOL || kv->v.b;
-}
-
 static tport_status load_tokenizer(tport_model *m, const tport_model_params *params) {
     const tport_model_file *mf = m->file;
     tport_status st = TPORT_STATUS_OK;
     if (params && params->tokenizer_path) {
         st = tport_tokenizer_load_llama2c(params->tokenizer_path, m->sh.n_vocab, &m->tok);
     } else if (mf->vocab.n_tokens > 0) {
-        if (strcmp(mf->vocab.model, "llama") != 0) {
-            tport_log(TPORT_LOG_WARN, "%s: tokenizer '%s' is not supported; token ids only",
-                      mf->path, mf->vocab.model);
+        st = tport_tokenizer_from_file(mf, &m->tok);
+        if (st == TPORT_STATUS_UNSUPPORTED) { /* the model still runs from token ids */
+            tport_log(TPORT_LOG_WARN, "%s; token ids only", tport_last_error());
             return TPORT_STATUS_OK;
         }
-        st = tport_tokenizer_from_vocab(&mf->vocab, add_space_prefix(mf), &m->tok);
     }
     if (st != TPORT_STATUS_OK)
         return st;
@@ -59,6 +54,22 @@ static tport_status check_backend(const char *name) {
                        n ? have : "none");
 }
 
+/* Files without an architecture name (llama2.c, early GGML) are llama. */
+static tport_status find_arch(tport_model *m) {
+    const char *name = m->file->arch[0] ? m->file->arch : "llama";
+    m->arch = tport_arch_find(name);
+    if (m->arch)
+        return TPORT_STATUS_OK;
+    char have[256] = "";
+    size_t k = 0;
+    for (int i = 0; i < tport_arch_count() && k < sizeof have; i++)
+        k += (size_t)snprintf(have + k, sizeof have - k, "%s%s", i ? ", " : "", tport_arch_at(i)->name);
+    return tport_error(TPORT_STATUS_UNSUPPORTED, "%s: architecture '%s' is not supported by this build (it runs %s)",
+                       m->file->path, name, have);
+}
+
+const char *tport_model_arch(const tport_model *m) { return m && m->arch ? m->arch->name : NULL; }
+
 tport_model *tport_model_load(const char *path, const tport_model_params *params) {
     if (!path) {
         tport_error(TPORT_STATUS_INVALID_ARGUMENT, "model_load: no path");
@@ -74,11 +85,19 @@ tport_model *tport_model_load(const char *path, const tport_model_params *params
     if (st == TPORT_STATUS_OK)
         st = tport_model_file_open(path, &m->file);
     if (st == TPORT_STATUS_OK)
-        st = tport_llama_shape_from_file(m->file, &m->sh);
+        st = find_arch(m);
+    if (st == TPORT_STATUS_OK)
+        st = tport_model_shape_from_file(m->file, m->arch, &m->sh);
     if (st == TPORT_STATUS_OK && !(m->wctx = tport_ctx_new(0)))
         st = TPORT_STATUS_OUT_OF_MEMORY;
-    if (st == TPORT_STATUS_OK)
-        st = tport_llama_bind_weights(m);
+    if (st == TPORT_STATUS_OK) {
+        bool all = !params || (!params->layer_begin && !params->layer_end);
+        m->layer_begin = all ? 0 : params->layer_begin;
+        m->layer_end = all ? m->sh.n_layer : params->layer_end;
+        m->has_embedding = !params || !params->no_embedding;
+        m->has_head = !params || !params->no_head;
+        st = tport_model_bind_weights(m);
+    }
     if (st == TPORT_STATUS_OK)
         st = tport_llama_place_weights(m, params ? params->backend : NULL, params ? params->weight_type : NULL);
     if (st == TPORT_STATUS_OK)
@@ -92,8 +111,11 @@ tport_model *tport_model_load(const char *path, const tport_model_params *params
         tport_model_free(m);
         return NULL;
     }
-    tport_log(TPORT_LOG_INFO, "%s: llama, %d layers, n_embd %d, %d/%d heads, n_ff %d, vocab %d, ctx %d",
-              path, m->sh.n_layer, m->sh.n_embd, m->sh.n_head, m->sh.n_head_kv, m->sh.n_ff,
+    if (m->layer_begin != 0 || m->layer_end != m->sh.n_layer || !m->has_embedding || !m->has_head)
+        tport_log(TPORT_LOG_INFO, "%s: stage with layers [%d, %d)%s%s", path, (int)m->layer_begin,
+                  (int)m->layer_end, m->has_embedding ? ", the embedding" : "", m->has_head ? ", the head" : "");
+    tport_log(TPORT_LOG_INFO, "%s: %s, %d layers, n_embd %d, %d/%d heads, n_ff %d, vocab %d, ctx %d",
+              path, m->arch->name, m->sh.n_layer, m->sh.n_embd, m->sh.n_head, m->sh.n_head_kv, m->sh.n_ff,
               m->sh.n_vocab, m->sh.n_ctx);
     return m;
 }
@@ -134,6 +156,8 @@ void tport_model_free(tport_model *m) {
 
 int32_t tport_model_n_vocab(const tport_model *m) { return m ? m->sh.n_vocab : 0; }
 int32_t tport_model_n_ctx(const tport_model *m) { return m ? m->sh.n_ctx : 0; }
+int32_t tport_model_n_embd(const tport_model *m) { return m ? m->sh.n_embd : 0; }
+int32_t tport_model_n_layer(const tport_model *m) { return m ? m->sh.n_layer : 0; }
 
 tport_token tport_model_bos(const tport_model *m) {
     if (!m)
@@ -168,6 +192,8 @@ int32_t tport_tokenize(const tport_model *m, const char *text, bool add_bos, tpo
         tport_error(TPORT_STATUS_OUT_OF_MEMORY, "tokenize: out of memory");
     return n;
 }
+
+const tport_tokenizer *tport_model_tokenizer(const tport_model *m) { return m ? m->tok : NULL; }
 
 int32_t tport_token_to_text(const tport_model *m, tport_token prev, tport_token id, char *buf,
                             int32_t cap) {

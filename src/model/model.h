@@ -1,4 +1,7 @@
-/* Private to src/model: the loaded llama model and its session. */
+/* Private to src/model: the loaded model and its session.  Every
+ * architecture keeps its weights in the same slots (tport_globals,
+ * tport_layer); its table in src/model/arch/ says which slots it uses and
+ * with which shapes, and its graph builder reads them. */
 #ifndef TPORT_MODEL_MODEL_H
 #define TPORT_MODEL_MODEL_H
 
@@ -9,29 +12,48 @@
 #include "model/tokenizer.h"
 #include "tport/tport.h"
 
-typedef struct tport_llama_layer {
-    tport_tensor *attn_norm, *wq, *wk, *wv, *wo;
-    tport_tensor *ffn_norm, *w_gate, *w_up, *w_down;
-} tport_llama_layer;
+typedef struct tport_arch tport_arch;
+
+/* Per-block weight slots of every architecture; NULL where unused. */
+typedef struct tport_layer {
+    tport_tensor *attn_norm, *attn_norm_b, *attn_norm2, *attn_norm2_b;
+    tport_tensor *wqkv, *bqkv, *wq, *bq, *wk, *bk, *wv, *bv, *wo, *bo;
+    tport_tensor *ffn_norm, *ffn_norm_b;
+    tport_tensor *w_gate, *w_up, *b_up, *w_down, *b_down;
+} tport_layer;
+
+/* Model-level weight slots. */
+typedef struct tport_globals {
+    tport_tensor *tok_embd, *pos_embd, *tok_norm, *tok_norm_b;
+    tport_tensor *output_norm, *output_norm_b, *output, *output_b;
+} tport_globals;
 
 /* Hyperparameters after defaults were filled in and checked. */
-typedef struct tport_llama_shape {
+typedef struct tport_model_shape {
     int32_t n_vocab, n_ctx, n_embd, n_ff, n_layer, n_head, n_head_kv, head_dim, n_rot;
+    int32_t n_ctx_train;       /* context_length as the file gives it       */
     float norm_eps, rope_base, rope_scale;
-    int rope_mode;
-} tport_llama_shape;
+    int rope_mode;             /* TPORT_ROPE_*, or -1: no rotary embedding */
+    bool parallel_residual;    /* gptneox: x + attn(ln1 x) + ffn(ln2 x)     */
+    float max_alibi_bias;      /* > 0: ALiBi slopes in the softmax          */
+    float clamp_kqv;           /* > 0: the fused QKV clamped to [-c, c]     */
+} tport_model_shape;
 
 struct tport_model {
     tport_model_file *file;      /* owns the mapping the weights point into */
-    tport_llama_shape sh;
+    const tport_arch *arch;
+    tport_model_shape sh;
     tport_tokenizer *tok;        /* NULL when there is no vocabulary        */
     char *backend;               /* forced backend name or NULL             */
     int n_threads;
     tport_ctx *wctx;             /* weight tensor records (no data arena)   */
-    tport_tensor *tok_embd, *output_norm, *output;
-    tport_llama_layer *layers;
-    float *norm_f32;             /* norm weights converted to f32, if the
-                                    file stores them in another type      */
+    tport_globals w;
+    tport_layer *layers;         /* n_layer entries; only [layer_begin,
+                                    layer_end) are bound (a pipeline stage) */
+    int32_t layer_begin, layer_end;
+    bool has_embedding, has_head;
+    float *norm_f32;             /* 1-D weights (norms, biases) converted to
+                                    f32, if the file stores another type   */
     size_t norm_used, norm_cap;  /* floats                                 */
     void **converted;            /* weights converted or copied at load    */
     int n_converted, cap_converted;
@@ -57,12 +79,23 @@ void tport_model_release_weights(tport_model *m, bool lost_only);
 /* Bytes of weights resident in the named backend's memory. */
 uint64_t tport_model_resident_bytes(const tport_model *m, const char *backend);
 
-/* Fills the shape from the file's hyperparameters and tensor shapes;
- * refuses anything inconsistent. */
-tport_status tport_llama_shape_from_file(const tport_model_file *mf, tport_llama_shape *sh);
-/* Creates weight records pointing into the file's data and checks every
- * shape against sh. */
-tport_status tport_llama_bind_weights(tport_model *m);
+/* Fills the shape from the file's hyperparameters and tensor shapes, with
+ * the architecture's own keys; refuses anything inconsistent. */
+tport_status tport_model_shape_from_file(const tport_model_file *mf, const tport_arch *arch,
+                                         tport_model_shape *sh);
+/* Creates weight records pointing into the file's data for every tensor of
+ * the architecture's table, and checks every shape against m->sh. */
+tport_status tport_model_bind_weights(tport_model *m);
+
+/* The 2-D weight slots of a layer that mul_mat consumes (NULL entries
+ * included), attention's first (n_attn of them), then the feed-forward's;
+ * returns how many were written to out (at most cap). */
+int tport_layer_matrices(tport_layer *l, tport_tensor ***out, int cap, int *n_attn);
+/* The layer's 1-D weights (norms, biases; NULL entries included) that
+ * feed attention (ffn false) or the feed-forward (ffn true). */
+int tport_layer_vectors(tport_layer *l, bool ffn, tport_tensor **out, int cap);
+/* The weight whose backend runs the layer's attention (attn_k or attn_qkv). */
+const tport_tensor *tport_layer_attention_weight(const tport_layer *l);
 
 /* Hands buf (from aligned_alloc or malloc) to the model, which frees it
  * with itself; on failure frees buf and records the error. */
@@ -75,9 +108,6 @@ tport_status tport_model_own(tport_model *m, void *buf);
  * Reports each conversion at warn level; see weight_placement.c. */
 tport_status tport_llama_place_weights(tport_model *m, const char *backend, const char *weight_type);
 
-/* One evaluation: n tokens at positions pos..pos+n-1, reading and
- * extending the caches (per layer [head_dim, n_head_kv, n_ctx] f32);
- * writes the last token's n_vocab logits. */
 /* Which backend ran how many nodes of each op in one evaluation. */
 #define TPORT_TALLY_ROWS 48
 typedef struct tport_node_tally {
@@ -97,18 +127,28 @@ typedef struct tport_kv_layer {
     tport_residency k_res, v_res;
 } tport_kv_layer;
 
-typedef struct tport_llama_eval {
+/* One evaluation: n tokens at positions pos..pos+n-1 through layers
+ * [layer_begin, layer_end), reading and extending those layers' caches
+ * (per layer [head_dim, n_head_kv, n_ctx] f32); writes the last token's
+ * n_vocab logits, or the hidden state when hidden_out is set. */
+typedef struct tport_model_eval {
     const tport_model *m;
     const tport_kv_layer *kv;    /* n_layer caches                          */
     int32_t n_ctx;
     int32_t pos;
-    const tport_token *ids;
+    const tport_token *ids;      /* NULL when hidden_in is given            */
+    const float *hidden_in;      /* [n_embd, n] entering layer_begin        */
     int32_t n;
+    int32_t layer_begin, layer_end; /* the layers to run                    */
+    float *hidden_out;           /* NULL: final norm + logits; else the state
+                                    leaving layer_end - 1 ([n_embd, n], or
+                                    the last row with hidden_out_last)     */
+    bool hidden_out_last;
     int n_threads;
     const char *backend;
     float *logits;
     tport_node_tally *tally;     /* filled after compute if not NULL        */
-} tport_llama_eval;
-tport_status tport_llama_eval_batch(const tport_llama_eval *e);
+} tport_model_eval;
+tport_status tport_model_eval_batch(const tport_model_eval *e);
 
 #endif

@@ -38,7 +38,9 @@ static void size_text(uint64_t b, char *buf, size_t cap) {
 const char *tport_model_layer_backend(const tport_model *m, int32_t layer) {
     if (!m || layer < 0 || layer >= m->sh.n_layer)
         return NULL;
-    const tport_active_backend *b = m->layers[layer].wq->res.backend;
+    /* a pipeline stage holds only some layers; fused-QKV models have no wq */
+    const tport_tensor *w = tport_layer_attention_weight(&m->layers[layer]);
+    const tport_active_backend *b = w ? w->res.backend : NULL;
     return b ? b->name : NULL;
 }
 
@@ -47,7 +49,7 @@ static void layer_list(const tport_model *m, const char *backend, out *o) {
     int first = -1, n = 0;
     for (int32_t i = 0; i <= m->sh.n_layer; i++) {
         const char *b = i < m->sh.n_layer ? tport_model_layer_backend(m, i) : "\n";
-        bool mine = i < m->sh.n_layer && (backend ? b && !strcmp(b, backend) : !b);
+        bool mine = i >= m->layer_begin && i < m->layer_end && (backend ? b && !strcmp(b, backend) : !b);
         if (mine && first < 0)
             first = i;
         if (!mine && first >= 0) {

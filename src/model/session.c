@@ -1,6 +1,10 @@
 /* tport_session: a KV cache, a position and the logits of the last token.
  * Prompts are evaluated in batches of n_batch tokens, generation one token
- * at a time; both go through tport_llama_eval_batch.
+ * at a time; both go through tport_model_eval_batch.
+ *
+ * A model loaded as a pipeline stage (src/dist) has caches for its own
+ * layers only, and its evaluations take and give hidden states
+ * (tport_session_eval_stage); those are not replayed after a lost device.
  *
  * Each layer's cache lives where that layer's attention runs: on the
  * device holding the layer's weights when it has memory of its own, else
@@ -31,7 +35,7 @@ struct tport_session {
 };
 
 static size_t layer_floats(const tport_session *s) {
-    const tport_llama_shape *sh = &s->m->sh;
+    const tport_model_shape *sh = &s->m->sh;
     return (size_t)s->n_ctx * (size_t)sh->head_dim * (size_t)sh->n_head_kv;
 }
 
@@ -48,7 +52,7 @@ static void free_layer(tport_kv_layer *kv) {
 static tport_status place_layer(tport_session *s, int32_t il) {
     tport_kv_layer *kv = &s->kv[il];
     size_t n = layer_floats(s);
-    const tport_active_backend *b = s->m->layers[il].wk->res.backend;
+    const tport_active_backend *b = tport_layer_attention_weight(&s->m->layers[il])->res.backend;
     if (b && b->mem.device_memory && !tport_sched_backend_lost(b)) {
         uint64_t bytes = (uint64_t)n * sizeof(float);
         if (tport_sched_alloc(b, bytes, &kv->k_res) == TPORT_STATUS_OK &&
@@ -74,7 +78,7 @@ tport_session *tport_session_new(tport_model *m, const tport_session_params *par
         return NULL;
     }
     tport_session_params p = params ? *params : (tport_session_params){0};
-    const tport_llama_shape *sh = &m->sh;
+    const tport_model_shape *sh = &m->sh;
     if (p.n_ctx < 0 || p.n_batch < 0 || p.n_threads < 0) {
         tport_error(TPORT_STATUS_INVALID_ARGUMENT, "session_new: negative parameter");
         return NULL;
@@ -100,7 +104,7 @@ tport_session *tport_session_new(tport_model *m, const tport_session_params *par
     s->logits = calloc((size_t)sh->n_vocab, sizeof *s->logits);
     tport_status st = s->kv && s->history && s->logits ? TPORT_STATUS_OK
                       : tport_error(TPORT_STATUS_OUT_OF_MEMORY, "session_new: out of memory");
-    for (int32_t i = 0; i < sh->n_layer && st == TPORT_STATUS_OK; i++)
+    for (int32_t i = m->layer_begin; i < m->layer_end && st == TPORT_STATUS_OK; i++)
         st = place_layer(s, i);
     if (st != TPORT_STATUS_OK) {
         tport_session_free(s);
@@ -120,16 +124,28 @@ void tport_session_free(tport_session *s) {
     free(s);
 }
 
-/* Evaluates ids at the current position in batches; no recovery. */
-static tport_status eval_tokens(tport_session *s, const tport_token *ids, int32_t n) {
-    for (int32_t done = 0; done < n;) {
-        int32_t chunk = n - done < s->n_batch ? n - done : s->n_batch;
-        tport_llama_eval e = {
-            .m = s->m, .kv = s->kv, .n_ctx = s->n_ctx, .pos = s->pos,
-            .ids = ids + done, .n = chunk, .n_threads = s->n_threads, .backend = s->m->backend,
+/* Evaluates io at the current position in batches through the model's
+ * layers (none for the head alone); no recovery. */
+static tport_status eval_io(tport_session *s, const tport_stage_io *io) {
+    const tport_model *m = s->m;
+    size_t row = (size_t)m->sh.n_embd;
+    for (int32_t done = 0; done < io->n;) {
+        int32_t chunk = io->n - done < s->n_batch ? io->n - done : s->n_batch;
+        tport_model_eval e = {
+            .m = m, .kv = s->kv, .n_ctx = s->n_ctx, .pos = s->pos,
+            .ids = io->ids ? io->ids + done : NULL,
+            .hidden_in = io->hidden_in ? io->hidden_in + (size_t)done * row : NULL, .n = chunk,
+            .layer_begin = io->head_only ? m->sh.n_layer : m->layer_begin,
+            .layer_end = io->head_only ? m->sh.n_layer : m->layer_end,
+            .n_threads = s->n_threads, .backend = m->backend,
             .logits = s->logits, .tally = &s->tally,
         };
-        tport_status st = tport_llama_eval_batch(&e);
+        if (io->hidden_out) {
+            /* all rows in place, or the last row (the last chunk's wins) */
+            e.hidden_out = io->out_last_only ? io->hidden_out : io->hidden_out + (size_t)done * row;
+            e.hidden_out_last = io->out_last_only;
+        }
+        tport_status st = tport_model_eval_batch(&e);
         if (st != TPORT_STATUS_OK)
             return st;
         s->n_evals++;
@@ -138,10 +154,16 @@ static tport_status eval_tokens(tport_session *s, const tport_token *ids, int32_
         s->total.n_downloads += s->tally.stats.n_downloads;
         s->total.bytes_up += s->tally.stats.bytes_up;
         s->total.bytes_down += s->tally.stats.bytes_down;
-        s->pos += chunk;
+        if (!io->head_only)
+            s->pos += chunk;
         done += chunk;
     }
     return TPORT_STATUS_OK;
+}
+
+static tport_status eval_tokens(tport_session *s, const tport_token *ids, int32_t n) {
+    tport_stage_io io = {.ids = ids, .n = n};
+    return eval_io(s, &io);
 }
 
 /* After a lost device: weights back to the file's bytes, caches that were
@@ -197,6 +219,31 @@ tport_status tport_session_eval(tport_session *s, const tport_token *ids, int32_
         if (tport_session_plan(s, s->m, plan, sizeof plan) > 0)
             tport_log(TPORT_LOG_INFO, "plan for one token:\n%s", plan);
     }
+    return TPORT_STATUS_OK;
+}
+
+tport_status tport_session_eval_stage(tport_session *s, const tport_stage_io *io) {
+    if (!s || !io || io->n <= 0 || !io->ids == !io->hidden_in)
+        return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "session_eval: no tokens, or both ids and a hidden state");
+    const tport_model *m = s->m;
+    bool whole = m->layer_begin == 0 && m->layer_end == m->sh.n_layer && m->has_embedding && m->has_head;
+    if (io->ids && !io->hidden_out && !io->head_only && whole)
+        return tport_session_eval(s, io->ids, io->n); /* the ordinary path, with recovery */
+    if (io->head_only && (!io->hidden_in || io->hidden_out))
+        return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "session_eval: the head alone takes a hidden state "
+                           "and gives logits");
+    if (!io->head_only && io->n > s->n_ctx - s->pos)
+        return tport_error(TPORT_STATUS_INVALID_ARGUMENT,
+                           "session_eval: %d tokens at position %d do not fit the context of %d",
+                           (int)io->n, (int)s->pos, (int)s->n_ctx);
+    int32_t start = s->pos;
+    s->have_logits = false;
+    tport_status st = eval_io(s, io);
+    if (st != TPORT_STATUS_OK)
+        return st;
+    if (io->ids)
+        memcpy(s->history + start, io->ids, (size_t)io->n * sizeof *io->ids);
+    s->have_logits = !io->hidden_out;
     return TPORT_STATUS_OK;
 }
 

@@ -1,7 +1,7 @@
-/* The SentencePiece-style BPE tokenizer of llama models, fed either by the
- * vocabulary a model file carries (GGUF "llama" tokenizer) or by llama2.c's
- * tokenizer.bin.  Encoding follows llama.cpp's llama_tokenize with
- * add_special=true, parse_special=false. */
+/* Tokenizers, as llama.cpp's llama_tokenize: SentencePiece BPE (GGUF
+ * "llama", legacy llama files, llama2.c's tokenizer.bin), byte-level BPE
+ * with merges and pre-tokenizers (GGUF "gpt2"), and the greedy tokenizer
+ * of ggml's example programs (their GGML files).  See docs/tokenizers.md. */
 #ifndef TPORT_MODEL_TOKENIZER_H
 #define TPORT_MODEL_TOKENIZER_H
 
@@ -22,8 +22,12 @@ enum {
     TPORT_TOKEN_BYTE = 6,
 };
 
-typedef struct tport_tokenizer tport_tokenizer;
+/* tport_tokenizer is declared in tport/tport.h. */
 
+/* The tokenizer a model file describes: "llama" (SentencePiece) or "gpt2"
+ * (byte-level BPE with merges and a pre-tokenizer), with llama.cpp's
+ * defaults for what the file leaves out.  Needs no tensors. */
+tport_status tport_tokenizer_from_file(const tport_model_file *mf, tport_tokenizer **out);
 /* Copies a model file's vocabulary (model "llama" only). */
 tport_status tport_tokenizer_from_vocab(const tport_vocab *v, bool add_space_prefix,
                                         tport_tokenizer **out);
@@ -42,8 +46,13 @@ const char *tport_tokenizer_token_text(const tport_tokenizer *tk, tport_token id
 /* Id of a token text, or -1. */
 tport_token tport_tokenizer_find(const tport_tokenizer *tk, const char *text, size_t len);
 
-/* Tokenizes len bytes of text.  Writes at most cap ids; returns the number
- * the text needs, or -1 (out of memory). */
+/* Tokenizes len bytes of text as llama.cpp's llama_tokenize: add_special
+ * adds BOS/EOS where the vocabulary says so; parse_special matches the
+ * text of control tokens too (user-defined ones always).  Writes at most
+ * cap ids; returns the number the text needs, or -1 (out of memory). */
+int32_t tport_tokenizer_encode_ex(const tport_tokenizer *tk, const char *text, size_t len,
+                                  bool add_special, bool parse_special, tport_token *ids, int32_t cap);
+/* The same with parse_special = false. */
 int32_t tport_tokenizer_encode(const tport_tokenizer *tk, const char *text, size_t len,
                                bool add_bos, tport_token *ids, int32_t cap);
 /* Text of one token: U+2581 becomes a space, byte tokens their byte,

@@ -73,7 +73,10 @@ tport_status tport_tokenizer_load_llama2c(const char *path, int32_t n_vocab,
         tk->eos = 2;
         tk->type[1] = tk->type[2] = TPORT_TOKEN_CONTROL;
     }
+    tport_tokenizer_attrs_from_types(tk);
     st = tport_tokenizer_index(tk);
+    if (st == TPORT_STATUS_OK)
+        st = tport_tokenizer_index_special(tk);
 done:
     free(raw);
     fclose(f);

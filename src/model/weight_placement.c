@@ -356,25 +356,42 @@ tport_status tport_llama_place_weights(tport_model *m, const char *backend, cons
             st = tport_error(TPORT_STATUS_INVALID_ARGUMENT, "weight type '%s' %s (see tport types)", weight_type,
                              tr ? "has no quantizer" : "is unknown");
     }
-    bool tied = m->output == m->tok_embd;
+    /* a pipeline stage places (and converts) only the weights it bound */
+    bool tied = m->w.output && m->w.output == m->w.tok_embd;
     const tport_active_backend *on = NULL, *out_on = NULL;
-    if (st == TPORT_STATUS_OK)
-        st = place(p, &m->tok_embd, USE_GET_ROWS | (tied ? USE_MUL_MAT : 0), &out_on);
+    if (st == TPORT_STATUS_OK && m->w.tok_embd)
+        st = place(p, &m->w.tok_embd, (m->has_embedding ? USE_GET_ROWS : 0) | (tied ? USE_MUL_MAT : 0), &out_on);
     if (tied)
-        m->output = m->tok_embd;
-    else if (st == TPORT_STATUS_OK)
-        st = place(p, &m->output, USE_MUL_MAT, &out_on);
-    /* a norm weight lives with the matrices its result feeds */
-    home(p, m->output_norm, out_on);
-    for (int32_t i = 0; i < m->sh.n_layer && st == TPORT_STATUS_OK; i++) {
-        tport_llama_layer *l = &m->layers[i];
-        tport_tensor **mats[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->w_gate, &l->w_up, &l->w_down};
-        for (size_t k = 0; k < sizeof mats / sizeof mats[0] && st == TPORT_STATUS_OK; k++) {
+        m->w.output = m->w.tok_embd;
+    else if (st == TPORT_STATUS_OK && m->w.output)
+        st = place(p, &m->w.output, USE_MUL_MAT, &out_on);
+    /* the embedding norm feeds the first layer's matrices, which run where
+     * the embedding does in practice; position embeddings are gathered */
+    if (st == TPORT_STATUS_OK && m->w.pos_embd)
+        st = place(p, &m->w.pos_embd, USE_GET_ROWS, &on);
+    /* a norm weight (or bias) lives with the matrices its result feeds */
+    home(p, m->w.output_norm, out_on);
+    home(p, m->w.output_norm_b, out_on);
+    home(p, m->w.output_b, out_on);
+    home(p, m->w.tok_norm, out_on);
+    home(p, m->w.tok_norm_b, out_on);
+    for (int32_t i = m->layer_begin; i < m->layer_end && st == TPORT_STATUS_OK; i++) {
+        tport_layer *l = &m->layers[i];
+        tport_tensor **mats[16], *vecs[16];
+        int n_attn = 0, n_mats = tport_layer_matrices(l, mats, 16, &n_attn);
+        const tport_active_backend *side_on[2] = {NULL, NULL}; /* attention, feed-forward */
+        for (int k = 0; k < n_mats && st == TPORT_STATUS_OK; k++) {
+            if (!*mats[k])
+                continue;
             st = place(p, mats[k], USE_MUL_MAT, &on);
-            if (k == 0)
-                home(p, l->attn_norm, on);
-            if (k == 4)
-                home(p, l->ffn_norm, on);
+            int side = k >= n_attn;
+            if (!side_on[side])
+                side_on[side] = on;
+        }
+        for (int side = 0; side < 2; side++) {
+            int n_vecs = tport_layer_vectors(l, side == 1, vecs, 16);
+            for (int k = 0; k < n_vecs; k++)
+                home(p, vecs[k], side_on[side]);
         }
     }
     if (st == TPORT_STATUS_OK)

@@ -10,9 +10,12 @@
  *                      (all zero, or all negative) gets max = FLT_MIN
  *  q4_2_qnt0 "amax7"   (ggml@c86c70f9): d = amax/7, f16 d,
  *                      q = (uint8)(x*id + 8.5f)
- *  q4_2_qnt0 "rmse"    (ggml@92b961cd .. @32f22c0e): a search over eight
+ *  q4_2_qnt0 "rmse"    (ggml@92b961cd .. @32f22c0e, quantize_row_q4_2_rmse
+ *                      and kquantize_q4_with_bounds): a search over eight
  *                      candidate scales for the one that minimises the
- *                      squared error, then a least-squares scale.
+ *                      squared error, then a least-squares scale; an
+ *                      all-zero block stores d = 1.0.  Bit-exact with
+ *                      that source (tests/quant/data/historical).
  *
  * As elsewhere in src/quant: no FMA contraction, the f32 id is used even
  * when d is stored as f16, and float -> int conversions of NaN/Inf behave
@@ -55,10 +58,10 @@ static int clamp_q(int l) { return q_max_i(RMSE_NMIN, q_min_i(RMSE_NMAX, l)); }
 
 static float rmse_block(const float *x, int n, int8_t *L) {
     const float amax = q_absmax(x, n);
-    if (!amax) {
+    if (!amax) { /* upstream returns scale 1 here: an all-zero block stores d = 1.0 */
         for (int i = 0; i < n; i++)
             L[i] = 0;
-        return 0.0f;
+        return 1.0f;
     }
     float best = 0.0f, best_iscale = 0.0f;
     for (int c = 0; c < 8; c++) {

@@ -84,8 +84,8 @@ static const tport_quant_rule rules[] = {
          tport_quant_q4_2_qnt0_amax7, false),
     RULE(Q4_2_QNT0, "rmse",
          "2023-04-19 .. 04-25, llama.cpp@f7d0509 (#1062) / ggml@92b961cd .. 32f22c0e: quantize_row_q4_2_rmse, "
-         "search over 8 candidate scales, then a least-squares refit (reconstructed; the refit matches the "
-         "PR #1062 review excerpts; not checked against upstream vectors)",
+         "search over 8 candidate scales, then a least-squares refit; an all-zero block stores d = 1 "
+         "(bit-exact with ggml@32f22c0e's output)",
          tport_quant_q4_2_qnt0_rmse, false),
     RULE(Q4_2_QNT0, "max-8",
          "2023-04-25 .. 05-12, llama.cpp@dd0eabc (#729) / ggml@abea4b76: d = max/-8, "

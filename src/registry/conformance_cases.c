@@ -79,6 +79,25 @@ static void unary_cases(builder *b) {
     push(b, c);
 }
 
+/* The ops of the architectures beyond llama (ids 16..47). */
+static void arch_cases(builder *b) {
+    const check_tensor f = T(TPORT_TYPE_F32, 37, 3, 2, 1);
+    push(b, (check_case){.op = TPORT_OP_GELU_F16, .n_src = 1, .src = {f}, .dst = f, .note = "odd"});
+    push(b, (check_case){.op = TPORT_OP_GELU_ERF, .n_src = 1, .src = {f}, .dst = f, .note = "odd"});
+    push(b, (check_case){.op = TPORT_OP_TANH, .n_src = 1, .src = {f}, .dst = f, .note = "odd"});
+    const tport_params_clamp cl = {-0.25f, 0.5f};
+    check_case c = {.op = TPORT_OP_CLAMP, .n_src = 1, .src = {f}, .dst = f, .note = "odd"};
+    set_params(&c, &cl, sizeof cl);
+    push(b, c);
+    /* 3 heads: ALiBi slopes from both of ggml's branches */
+    const check_tensor s = T(TPORT_TYPE_F32, 17, 4, 3, 1);
+    const tport_params_soft_max_ext sm = {.scale = 0.7f, .max_bias = 8.0f};
+    c = (check_case){.op = TPORT_OP_SOFT_MAX_EXT, .n_src = 2, .src = {s, T(TPORT_TYPE_F32, 17, 4, 1, 1)}, .dst = s,
+                     .note = "alibi, 3 heads"};
+    set_params(&c, &sm, sizeof sm);
+    push(b, c);
+}
+
 static void rope_cases(builder *b) {
     const check_tensor x = T(TPORT_TYPE_F32, 8, 3, 5, 1); /* head dim, heads, tokens */
     check_tensor pos = T(TPORT_TYPE_I32, 5, 1, 1, 1);
@@ -148,6 +167,7 @@ int check_cases(check_case *out, int cap) {
     binary_cases(&b, TPORT_OP_ADD);
     binary_cases(&b, TPORT_OP_MUL);
     unary_cases(&b);
+    arch_cases(&b);
     rope_cases(&b);
     copy_cases(&b);
     weight_cases(&b);
@@ -157,5 +177,8 @@ int check_cases(check_case *out, int cap) {
 const char *check_op_name(tport_op_id op) {
     static const char *const names[] = {"none", "get_rows", "add", "mul", "scale", "mul_mat", "rms_norm", "norm",
                                         "rope", "soft_max", "silu", "gelu", "swiglu", "cpy", "cont", "concat"};
+    static const char *const arch_names[] = {"gelu_f16", "gelu_erf", "tanh", "clamp", "soft_max_ext"};
+    if (op >= 16 && op - 16 < sizeof arch_names / sizeof arch_names[0])
+        return arch_names[op - 16];
     return op < sizeof names / sizeof names[0] ? names[op] : "unknown";
 }

@@ -266,9 +266,15 @@ static tport_status run(tport_graph *g, sched_view *sv, const tport_active_backe
         st = run_split(&r, sv, &splits[i], recs, ptrs);
     if (!st)
         st = stage_finish(&r);
+    /* draining waits on tickets, which clears the message of a failure */
+    char failure[512] = "";
+    if (st)
+        snprintf(failure, sizeof failure, "%s", tport_last_error());
     tport_status drained = sched_drain_all();
     if (!st)
         st = drained;
+    else if (failure[0])
+        tport_error(st, "%s", failure);
     if (!st) {
         for (int i = 0; i < n_splits; i++) {
             const char *name = intern_name(splits[i].b->name);
@@ -320,8 +326,9 @@ tport_status tport_graph_compute(tport_graph *g, const tport_compute_params *par
         sched_view_free(&blind);
         return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "out of memory");
     }
-    tport_registry_set_shutdown_hook(release_hook);
     pthread_mutex_lock(&compute_lock);
+    /* under the lock: sessions in several threads compute at once (tport serve) */
+    tport_registry_set_shutdown_hook(release_hook);
     st = assign(g, &sv, &blind.view, params ? params->backend : NULL, chosen);
     if (!st)
         st = run(g, &sv, chosen);
@@ -350,8 +357,9 @@ tport_status tport_sched_alloc(const tport_active_backend *b, uint64_t bytes, tp
     memset(res, 0, sizeof *res);
     if (!b || !b->mem.device_memory)
         return tport_error(TPORT_STATUS_UNSUPPORTED, "backend has no device memory");
-    tport_registry_set_shutdown_hook(release_hook);
     pthread_mutex_lock(&compute_lock);
+    /* under the lock: sessions in several threads compute at once (tport serve) */
+    tport_registry_set_shutdown_hook(release_hook);
     tport_buffer buf = 0;
     void *host = NULL;
     tport_clear_error();

@@ -145,60 +145,46 @@ static tport_status lost_or(const tport_active_backend *b, tport_status st, cons
                        why[0] ? why : tport_status_name(st));
 }
 
-/* Copies owner o from device space `from` into host memory and waits. */
-static tport_status download(stage_run *r, int o, int from) {
+/* Copies owner o between host memory and device space `dev`: a download
+ * (to_device false) is waited for at once, since the host reads it next; an
+ * upload's source stays untouched until the space is drained (before any
+ * host split runs, and at the end). */
+static tport_status copy_owner(stage_run *r, int o, int dev, bool to_device) {
     const tport_tensor *t = r->g->tensors[o];
     size_t bytes = tport_tensor_nbytes(t);
-    if (!planner_owned(r->g, o) && !t->data && !r->shadow[o]) {
+    if (!to_device && !planner_owned(r->g, o) && !t->data && !r->shadow[o]) {
         r->shadow[o] = aligned_alloc(64, (bytes + 63) / 64 * 64);
         if (!r->shadow[o])
             return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "out of memory staging '%s' (%zu bytes)", t->name, bytes);
     }
-    const sched_space *sp = sched_space_get(from);
+    sched_space *sp = sched_space_get(dev);
+    const tport_backend_mem *m = &sp->b->mem;
     tport_tensor_view rec;
-    owner_record(r, o, from, &rec);
+    owner_record(r, o, dev, &rec);
     tport_buffer hb;
     uint64_t hoff;
-    void *dst;
-    owner_location(r, o, SCHED_HOST, &hb, &hoff, &dst);
+    void *host;
+    owner_location(r, o, SCHED_HOST, &hb, &hoff, &host);
     tport_ticket ticket = 0;
     tport_clear_error();
-    tport_status st = sp->b->mem.tensor_read(sp->b->state, rec.buffer, rec.offset, &rec, dst, bytes, &ticket);
+    tport_status st = to_device ? m->tensor_write(sp->b->state, rec.buffer, rec.offset, &rec, host, bytes, &ticket)
+                                : m->tensor_read(sp->b->state, rec.buffer, rec.offset, &rec, host, bytes, &ticket);
     if (st != TPORT_STATUS_OK)
-        return lost_or(sp->b, st, "download", t->name);
-    /* the host reads dst next: never before the device has written it */
-    st = sched_wait_ticket(sp->b, ticket);
-    if (st)
-        return st;
-    r->stats.n_downloads++;
-    r->stats.bytes_down += bytes;
-    r->valid[o] |= BIT(SCHED_HOST);
-    return TPORT_STATUS_OK;
-}
-
-/* Copies owner o from host memory into device space `to`. */
-static tport_status upload(stage_run *r, int o, int to) {
-    const tport_tensor *t = r->g->tensors[o];
-    size_t bytes = tport_tensor_nbytes(t);
-    sched_space *sp = sched_space_get(to);
-    tport_tensor_view rec;
-    owner_record(r, o, to, &rec);
-    tport_buffer hb;
-    uint64_t hoff;
-    void *src;
-    owner_location(r, o, SCHED_HOST, &hb, &hoff, &src);
-    tport_ticket ticket = 0;
-    tport_clear_error();
-    tport_status st = sp->b->mem.tensor_write(sp->b->state, rec.buffer, rec.offset, &rec, src, bytes, &ticket);
-    if (st != TPORT_STATUS_OK)
-        return lost_or(sp->b, st, "upload", t->name);
-    /* src stays untouched until the space is drained (before any host
-     * split runs, and at the end) */
-    if (ticket)
-        sp->last = ticket;
-    r->stats.n_uploads++;
-    r->stats.bytes_up += bytes;
-    r->valid[o] |= BIT(to);
+        return lost_or(sp->b, st, to_device ? "upload" : "download", t->name);
+    if (to_device) {
+        if (ticket)
+            sp->last = ticket;
+        r->stats.n_uploads++;
+        r->stats.bytes_up += bytes;
+        r->valid[o] |= BIT(dev);
+    } else {
+        st = sched_wait_ticket(sp->b, ticket);
+        if (st)
+            return st;
+        r->stats.n_downloads++;
+        r->stats.bytes_down += bytes;
+        r->valid[o] |= BIT(SCHED_HOST);
+    }
     return TPORT_STATUS_OK;
 }
 
@@ -213,11 +199,11 @@ static tport_status make_valid(stage_run *r, int o, int space) {
         if (from < 0)
             return tport_error(TPORT_STATUS_ERROR, "'%s' is read before anything wrote it",
                                r->g->tensors[o]->name);
-        tport_status st = download(r, o, from);
+        tport_status st = copy_owner(r, o, from, false);
         if (st)
             return st;
     }
-    return space == SCHED_HOST ? TPORT_STATUS_OK : upload(r, o, space);
+    return space == SCHED_HOST ? TPORT_STATUS_OK : copy_owner(r, o, space, true);
 }
 
 tport_status stage_make_readable(stage_run *r, int tensor, int space, const tport_active_backend *b, int *from) {

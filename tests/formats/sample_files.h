@@ -82,8 +82,12 @@ static inline void sample_llama2c(bb *b, int version) {
 
 /* ---- GGML / GGMF / GGJT llama files ------------------------------------ */
 /* magic: 0x67676d6c ggml, 0x67676d66 ggmf, 0x67676a74 ggjt.  n_embd 32,
- * 2 heads, 1 layer, 3 vocab entries, tensors: f32 norm, q4_0 [32, 2], f16. */
-static inline void sample_legacy(bb *b, uint32_t magic, uint32_t version) {
+ * 2 heads, 1 layer, 3 vocab entries, tensors: f32 norm, q4_0 [32, 2], f16.
+ * Only the first n_keep of the 12 records are written (a valid file with
+ * a partial tensor set: nothing in these containers counts the records);
+ * SAMPLE_LEGACY_TENSORS for all. */
+#define SAMPLE_LEGACY_TENSORS 12
+static inline void sample_legacy_first(bb *b, uint32_t magic, uint32_t version, int n_keep) {
     bb_u32(b, magic);
     if (magic != 0x67676d6cu)
         bb_u32(b, version);
@@ -110,7 +114,7 @@ static inline void sample_legacy(bb *b, uint32_t magic, uint32_t version) {
         {"layers.0.feed_forward.w2.weight", 0, 32, 1, 128},
         {"layers.0.feed_forward.w3.weight", 0, 32, 1, 128},
     };
-    for (int i = 0; i < 12; i++) {
+    for (int i = 0; i < 12 && i < n_keep; i++) {
         int n_dims = t[i].ne1 > 1 ? 2 : 1;
         bb_i32(b, n_dims), bb_i32(b, (int32_t)strlen(t[i].name)), bb_u32(b, t[i].type), bb_i32(b, t[i].ne0);
         if (n_dims == 2)
@@ -121,6 +125,9 @@ static inline void sample_legacy(bb *b, uint32_t magic, uint32_t version) {
         for (int k = 0; k < t[i].bytes; k++)
             bb_u8(b, (uint8_t)(k * 3));
     }
+}
+static inline void sample_legacy(bb *b, uint32_t magic, uint32_t version) {
+    sample_legacy_first(b, magic, version, SAMPLE_LEGACY_TENSORS);
 }
 
 /* ---- the ggml examples' unversioned files (gpt-2, gpt-j, gpt-neox) ------ */
@@ -210,8 +217,9 @@ static inline const sample_tensor *sample_example_tensors(int arch, int *n) {
 
 static inline int64_t sample_dim(int m, int E) { return m > 0 ? (int64_t)m * E : (int64_t)-m; }
 
-static inline void sample_ggml_example(bb *b, int arch, int E, int32_t ftype, uint32_t qtype, int qblock,
-                                       int qbytes, const uint8_t *first_block) {
+/* Only the first n_keep tensor records (-1: all) are written. */
+static inline void sample_ggml_example_first(bb *b, int arch, int E, int32_t ftype, uint32_t qtype, int qblock,
+                                             int qbytes, const uint8_t *first_block, int n_keep) {
     bb_u32(b, 0x67676d6cu);
     if (arch == SAMPLE_MPT) {
         /* d_model, max_seq_len, n_heads, n_layers, n_vocab, f32 alibi_bias_max, f32 clip_qkv */
@@ -231,6 +239,8 @@ static inline void sample_ggml_example(bb *b, int arch, int E, int32_t ftype, ui
         bb_u32(b, (uint32_t)strlen(tok[i])), bb_raw(b, tok[i], strlen(tok[i]));
     int n;
     const sample_tensor *t = sample_example_tensors(arch, &n);
+    if (n_keep >= 0 && n_keep < n)
+        n = n_keep;
     for (int i = 0; i < n; i++) {
         int64_t ne0 = sample_dim(t[i].ne0m, E), ne1 = t[i].ne1m ? sample_dim(t[i].ne1m, E) : 1;
         int n_dims = t[i].ne1m ? 2 : 1;
@@ -243,6 +253,10 @@ static inline void sample_ggml_example(bb *b, int arch, int E, int32_t ftype, ui
         for (int64_t k = 0; k < bytes; k++)
             bb_u8(b, t[i].kind != 'q' ? 0 : first_block ? first_block[k % qbytes] : (uint8_t)(k * 7));
     }
+}
+static inline void sample_ggml_example(bb *b, int arch, int E, int32_t ftype, uint32_t qtype, int qblock,
+                                       int qbytes, const uint8_t *first_block) {
+    sample_ggml_example_first(b, arch, E, ftype, qtype, qblock, qbytes, first_block, -1);
 }
 
 /* ---- k-quant files of a QK_K = 64 build ------------------------------- */
@@ -292,6 +306,60 @@ static inline void sample_ggjt3_kquant(bb *b, int E, uint32_t code, const uint8_
         else
             bb_zeros(b, (size_t)E * 4);
     }
+}
+
+/* ---- pickles (PyTorch) ------------------------------------------------ */
+/* Pickle protocol 2 as torch.save writes a state dict, from the pickle
+ * opcode table: OrderedDict, _rebuild_tensor_v2 and a FloatStorage
+ * persistent id ('storage', type, key, 'cpu', numel). */
+static inline void sp_op(bb *b, uint8_t o) { bb_u8(b, o); }
+static inline void sp_str(bb *b, const char *s) { /* BINUNICODE */
+    sp_op(b, 'X'), bb_u32(b, (uint32_t)strlen(s)), bb_raw(b, s, strlen(s));
+}
+static inline void sp_global(bb *b, const char *module, const char *name) {
+    sp_op(b, 'c'), bb_raw(b, module, strlen(module)), sp_op(b, '\n'), bb_raw(b, name, strlen(name)), sp_op(b, '\n');
+}
+static inline void sp_int1(bb *b, int v) { sp_op(b, 'K'), sp_op(b, (uint8_t)v); }
+
+/* A state dict {name: tensor(storage key, numel, offset, size[2], stride[2])}. */
+static inline void sample_pickle_state_dict(bb *b, const char *name, const char *key, int numel, int offset, const int size[2],
+                       const int stride[2]) {
+    sp_op(b, 0x80), sp_op(b, 2);
+    sp_global(b, "collections", "OrderedDict"), sp_op(b, ')'), sp_op(b, 'R');
+    sp_op(b, 'q'), sp_op(b, 0);
+    sp_op(b, '(');
+    sp_str(b, name);
+    sp_global(b, "torch._utils", "_rebuild_tensor_v2");
+    sp_op(b, '(');
+    sp_op(b, '('), sp_str(b, "storage"), sp_global(b, "torch", "FloatStorage"), sp_str(b, key), sp_str(b, "cpu"), sp_int1(b, numel),
+        sp_op(b, 't');
+    sp_op(b, 'Q');
+    sp_int1(b, offset);
+    sp_int1(b, size[0]), sp_int1(b, size[1]), sp_op(b, 0x86);
+    sp_int1(b, stride[0]), sp_int1(b, stride[1]), sp_op(b, 0x86);
+    sp_op(b, 0x89);
+    sp_global(b, "collections", "OrderedDict"), sp_op(b, ')'), sp_op(b, 'R');
+    sp_op(b, 't');
+    sp_op(b, 'R');
+    sp_op(b, 'u');
+    sp_op(b, '.');
+}
+
+
+/* The legacy (non-zip) torch.save stream of that state dict: magic,
+ * protocol 1001, sys_info, the state dict, the key list ['0'], then the
+ * storage: i64 element count and the 6 floats 0..5. */
+static inline void sample_pytorch_legacy(bb *b) {
+    static const uint8_t magic[10] = {0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19};
+    sp_op(b, 0x80), sp_op(b, 2), sp_op(b, 0x8a), sp_op(b, 10), bb_raw(b, magic, 10), sp_op(b, '.');
+    sp_op(b, 0x80), sp_op(b, 2), sp_op(b, 'M'), bb_u16(b, 1001), sp_op(b, '.');
+    sp_op(b, 0x80), sp_op(b, 2), sp_op(b, '}'), sp_str(b, "little_endian"), sp_op(b, 0x88), sp_op(b, 's'), sp_op(b, '.');
+    const int size[2] = {3, 2}, stride[2] = {2, 1};
+    sample_pickle_state_dict(b, "w", "0", 6, 0, size, stride);
+    sp_op(b, 0x80), sp_op(b, 2), sp_op(b, ']'), sp_str(b, "0"), sp_op(b, 'a'), sp_op(b, '.');
+    bb_u64(b, 6);
+    for (int i = 0; i < 6; i++)
+        bb_f32(b, (float)i);
 }
 
 #endif

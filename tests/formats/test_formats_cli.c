@@ -393,10 +393,26 @@ static void test_llama2c_with_vocab(const tport_model_file *ref, const char *ref
     unlink(gguf);
 }
 
+/* `tport --version` names the optional parts this build was configured with. */
+static void test_version(void) {
+    static char out[4096];
+    int st = run(TPORT_CLI " --version", out, sizeof out);
+    CHECK(st == 0 && strstr(out, "optional parts: "), "--version: %d %s", st, out);
+#ifdef TPORT_TEST_SAFETENSORS
+    CHECK(strstr(out, "safetensors(cJSON ") != NULL, "--version lists safetensors: %s", out);
+#endif
+#ifdef TPORT_TEST_PYTORCH
+    CHECK(strstr(out, "pytorch(libzip ") != NULL, "--version lists pytorch: %s", out);
+#else
+    CHECK(strstr(out, "pytorch(") == NULL, "--version without pytorch: %s", out);
+#endif
+}
+
 int main(void) {
     snprintf(dir, sizeof dir, "%s/tport-cli-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     if (!mkdtemp(dir))
         return 1;
+    test_version();
     test_usage_and_bad_files();
     char buf[512];
     const char *path = test_shared_path("models/llama-2-tiny-random.gguf", buf, sizeof buf);

@@ -19,8 +19,8 @@ static int save(const char *dir, const char *name, bb *b) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 2) {
-        fprintf(stderr, "usage: fuzz_make_seeds DIR\n");
+    if (argc != 2 && argc != 3) {
+        fprintf(stderr, "usage: fuzz_make_seeds DIR [PICKLE_DIR]\n");
         return 2;
     }
     int rc = 0;
@@ -65,5 +65,14 @@ int main(int argc, char **argv) {
     bb_raw(&b, st, strlen(st));
     bb_zeros(&b, 16);
     rc |= save(argv[1], "safetensors", &b);
+    sample_pytorch_legacy(&b);
+    rc |= save(argv[1], "pytorch-legacy", &b);
+    if (argc > 2) { /* the pickle target's corpus: a state dict pickle */
+        const int size[2] = {3, 2}, stride[2] = {1, 3};
+        sample_pickle_state_dict(&b, "model.layers.0.self_attn.q_proj.weight", "0", 6, 0, size, stride);
+        rc |= save(argv[2], "state-dict", &b);
+        sample_pytorch_legacy(&b);
+        rc |= save(argv[2], "legacy-stream", &b);
+    }
     return rc;
 }

@@ -35,11 +35,11 @@ static int ids_of(const char *path, tport_container container, uint32_t version,
     /* GGML and GGMF do not align tensor data; the weights the model uses
      * must be (f32, q4_0_qnt0/1 blocks start with an f32) */
     int misaligned = 0;
-    const tport_tensor *top[] = {m->tok_embd, m->output, m->output_norm};
+    const tport_tensor *top[] = {m->w.tok_embd, m->w.output, m->w.output_norm};
     for (size_t k = 0; k < 3; k++)
         misaligned += (uintptr_t)tport_tensor_data(top[k]) % 4 != 0;
     for (int32_t i = 0; i < m->sh.n_layer; i++) {
-        const tport_llama_layer *l = &m->layers[i];
+        const tport_layer *l = &m->layers[i];
         const tport_tensor *w[] = {l->attn_norm, l->wq, l->wk, l->wv, l->wo, l->ffn_norm, l->w_gate, l->w_up, l->w_down};
         for (size_t k = 0; k < sizeof w / sizeof w[0]; k++)
             misaligned += (uintptr_t)tport_tensor_data(w[k]) % 4 != 0;

@@ -84,7 +84,7 @@ int main(void) {
         {"rope wider than a head", "rope", "llama", 1, 2, 2, 6, NULL, NULL},
         {"two layers declared, one stored", "blk.1", "llama", 2, 2, 2, 4, NULL, NULL},
         {"no layers", "hyperparameters", "llama", 0, 2, 2, 4, NULL, NULL},
-        {"another architecture", "architecture", "gptneox", 1, 2, 2, 4, NULL, NULL},
+        {"another architecture", "architecture", "rwkv6", 1, 2, 2, 4, NULL, NULL},
         {"no token embedding", "token_embd", "llama", 1, 2, 2, 4, "token_embd.weight", NULL},
     };
     const char *path = "test_model_hostile.gguf";

@@ -31,11 +31,11 @@ static const char *name = "test_placement_plugin";
 /* Every matrix of the model, for checks over all of them. */
 static int matrices(const tport_model *m, const tport_tensor **out, int cap) {
     int n = 0;
-    out[n++] = m->tok_embd;
-    if (m->output != m->tok_embd)
-        out[n++] = m->output;
+    out[n++] = m->w.tok_embd;
+    if (m->w.output != m->w.tok_embd)
+        out[n++] = m->w.output;
     for (int32_t i = 0; i < m->sh.n_layer && n + 7 <= cap; i++) {
-        const tport_llama_layer *l = &m->layers[i];
+        const tport_layer *l = &m->layers[i];
         const tport_tensor *w[] = {l->wq, l->wk, l->wv, l->wo, l->w_gate, l->w_up, l->w_down};
         for (int k = 0; k < 7; k++)
             out[n++] = w[k];

@@ -72,7 +72,7 @@ static void check_tiny(const char *path, const json *ref) {
     CHECK(m != NULL, "load with weight type f32: %s", tport_last_error());
     if (!m)
         return;
-    const tport_tensor *w[] = {m->tok_embd, m->output, m->layers[0].wq, m->layers[0].w_down};
+    const tport_tensor *w[] = {m->w.tok_embd, m->w.output, m->layers[0].wq, m->layers[0].w_down};
     for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
         CHECK(tport_tensor_type(w[i]) == TPORT_TYPE_F32, "%s is f32", tport_tensor_name(w[i]));
     CHECK(m->placement_report &&
@@ -89,7 +89,7 @@ static void check_stories_lossy(const char *path) {
     if (m) {
         /* rows of 64 fit q8_0's blocks of 32; ffn_down's rows of 172 do not */
         CHECK(tport_tensor_type(m->layers[0].wq) == TPORT_TYPE_Q8_0 &&
-                  tport_tensor_type(m->tok_embd) == TPORT_TYPE_Q8_0 &&
+                  tport_tensor_type(m->w.tok_embd) == TPORT_TYPE_Q8_0 &&
                   tport_tensor_type(m->layers[4].w_down) == TPORT_TYPE_F32,
               "q8_0 where the rows fit, f32 elsewhere");
         CHECK(m->placement_report && strstr(m->placement_report, "31 tensors f32 -> q8_0 (lossy: rmse ") &&

@@ -21,6 +21,9 @@
  *   TPORT_OPAQUE_OOM_WEIGHTS=N the (N+1)th weight allocation fails
  *   TPORT_OPAQUE_LOST_AT=N     the Nth compute reports the device lost
  *   TPORT_OPAQUE_HANG_AT=N     the Nth asynchronous job never completes
+ *   TPORT_OPAQUE_HOST_READABLE=1  it also reads operands in host memory
+ *                              (TPORT_DEVICE_CAP_HOST_READABLE): the host
+ *                              then stages nothing into it
  */
 #include <math.h>
 #include <pthread.h>
@@ -79,6 +82,7 @@ typedef struct opaque {
     long oom_weights, lost_at, hang_at;
     bool lost;
     bool host_memory; /* negotiated 1.0: no device memory, host pointers */
+    bool host_readable;
     /* the worker */
     pthread_t worker;
     bool worker_started, stop;
@@ -169,6 +173,7 @@ static void free_graph_copy(tport_graph_view *g) {
 
 static void *worker_main(void *arg) {
     opaque *o = arg;
+    uint64_t delay_rng = 0x2545F4914F6CDD1Dull; /* its own: the host thread draws handles */
     pthread_mutex_lock(&o->lock);
     for (;;) {
         while (!o->stop && o->completed == o->submitted)
@@ -185,7 +190,10 @@ static void *worker_main(void *arg) {
                 pthread_cond_wait(&o->cv, &o->lock);
             break;
         }
-        struct timespec ts = {0, (long)(next_random(o) % 300000)}; /* up to 0.3 ms late */
+        delay_rng ^= delay_rng << 13;
+        delay_rng ^= delay_rng >> 7;
+        delay_rng ^= delay_rng << 17;
+        struct timespec ts = {0, (long)(delay_rng % 300000)}; /* up to 0.3 ms late */
         nanosleep(&ts, NULL);
         enter(o);
         run_job(o, &j);
@@ -235,6 +243,7 @@ static tport_status opaque_init(void **state) {
     o->oom_weights = env_long("TPORT_OPAQUE_OOM_WEIGHTS", -1);
     o->lost_at = env_long("TPORT_OPAQUE_LOST_AT", 0);
     o->hang_at = env_long("TPORT_OPAQUE_HANG_AT", 0);
+    o->host_readable = env_long("TPORT_OPAQUE_HOST_READABLE", 0) != 0;
     /* a 1.0 host knows nothing of device memory: work on its pointers */
     o->host_memory = table.abi_minor < 1;
     if (o->host_memory)
@@ -280,7 +289,8 @@ static tport_status opaque_device_info(void *state, int32_t device, tport_device
         return host->error(TPORT_STATUS_INVALID_ARGUMENT, "opaque: no device %d", (int)device);
     tport_device_info info = {.kind = TPORT_DEVICE_ACCEL, .memory_total = REGION_BYTES,
                               .memory_free = REGION_BYTES - o->used,
-                              .caps = TPORT_DEVICE_CAP_DEVICE_MEMORY | (o->async ? TPORT_DEVICE_CAP_ASYNC : 0),
+                              .caps = TPORT_DEVICE_CAP_DEVICE_MEMORY | (o->async ? TPORT_DEVICE_CAP_ASYNC : 0) |
+                                      (o->host_readable ? TPORT_DEVICE_CAP_HOST_READABLE : 0),
                               .mem_alignment = 256, .max_buffer_size = REGION_BYTES / 2};
     snprintf(info.name, sizeof info.name, "opaque0");
     snprintf(info.description, sizeof info.description, "test device whose memory the host cannot address%s",
@@ -664,6 +674,10 @@ static tport_status resolve(opaque *o, const tport_tensor_view *v, ten *t) {
     if (o->host_memory) {
         t->p = v->data;
         return t->p ? TPORT_STATUS_OK : host->error(TPORT_STATUS_INVALID_ARGUMENT, "opaque: '%s' has no data", v->name);
+    }
+    if (o->host_readable && !v->buffer && v->data) {
+        t->p = v->data; /* an operand in host memory, read in place */
+        return TPORT_STATUS_OK;
     }
     if (v->data)
         count(o, &o->c.host_pointers_seen);

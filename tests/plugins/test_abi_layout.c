@@ -101,6 +101,11 @@ static void layouts(void) {
     FROZEN(offsetof(tport_params_rope, mode), 4);
     FROZEN(offsetof(tport_params_rope, freq_base), 8);
     FROZEN(offsetof(tport_params_rope, freq_scale), 12);
+    /* 1.1: the ops of the architectures beyond llama */
+    FROZEN(sizeof(tport_params_clamp), 8);
+    FROZEN(offsetof(tport_params_clamp, max), 4);
+    FROZEN(sizeof(tport_params_soft_max_ext), 8);
+    FROZEN(offsetof(tport_params_soft_max_ext, max_bias), 4);
     FROZEN(TPORT_MAX_SRC, 4);
     FROZEN(TPORT_MAX_DIMS, 4);
 }
@@ -216,6 +221,11 @@ static void ids(void) {
     FROZEN(TPORT_OP_CPY, 13);
     FROZEN(TPORT_OP_CONT, 14);
     FROZEN(TPORT_OP_CONCAT, 15);
+    FROZEN(TPORT_OP_GELU_F16, 16);
+    FROZEN(TPORT_OP_GELU_ERF, 17);
+    FROZEN(TPORT_OP_TANH, 18);
+    FROZEN(TPORT_OP_CLAMP, 19);
+    FROZEN(TPORT_OP_SOFT_MAX_EXT, 20);
     FROZEN(TPORT_ROPE_NORMAL, 0);
     FROZEN(TPORT_ROPE_NEOX, 2);
 

@@ -11,7 +11,9 @@
  *            hold poison until then (TPORT_OPAQUE_ASYNC=1)
  *   oom      the device runs out of memory for weights at load
  *   lost     the device is lost in the middle of generation
- *   hang     an asynchronous job never completes (TPORT_COMPUTE_TIMEOUT=1) */
+ *   hang     an asynchronous job never completes (TPORT_COMPUTE_TIMEOUT=1)
+ *   readable the device reads host memory directly (HOST_READABLE): the
+ *            inputs are not staged */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,8 +110,8 @@ int main(int argc, char **argv) {
         int diff = first_difference(got, n_got, want, n_want);
         CHECK(diff < 0, "%s (%s): greedy id %d differs from the cpu's (%d vs %d)", c->file, scenario, diff,
               diff >= 0 && diff < n_got ? got[diff] : -1, diff >= 0 && diff < n_want ? want[diff] : -1);
-        CHECK(after.host_pointers_seen == 0, "%s: the device was given %llu host pointers", c->file,
-              after.host_pointers_seen);
+        CHECK(after.host_pointers_seen == 0, "%s: the device was given %llu host pointers for its own memory",
+              c->file, after.host_pointers_seen);
         CHECK(after.bad_handles == 0, "%s: %llu unknown handles", c->file, after.bad_handles);
         CHECK(cpu_stats.n_uploads == 0 && cpu_stats.n_downloads == 0, "%s: the cpu-only run staged copies", c->file);
         unsigned long long wrote = after.weight_writes - before.weight_writes;
@@ -137,6 +139,10 @@ int main(int argc, char **argv) {
             CHECK(after.replays - before.replays + compiles >= (unsigned long long)c->n_gen,
                   "%s: %llu replays", c->file, after.replays - before.replays);
         }
+        if (!strcmp(scenario, "readable"))
+            CHECK(dev_stats.n_splits == 1 && dev_stats.n_uploads == 0 && dev_stats.n_downloads == 1,
+                  "%s: %d splits, %d uploads, %d downloads per token", c->file, dev_stats.n_splits,
+                  dev_stats.n_uploads, dev_stats.n_downloads);
         if (!strcmp(scenario, "async"))
             CHECK(after.jobs_late > before.jobs_late, "no job completed late: not asynchronous");
         if (!strcmp(scenario, "decline")) {

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "dist/dist.h"
 #include "formats/model_file.h"
 #include "tport/tport.h"
 
@@ -62,6 +63,7 @@ static void usage(FILE *out) {
             "  --backend NAME  force a backend\n"
             "  --isolate NAME  run the plug-in NAME (or all) in a helper process\n"
             "  --json          one JSON document on stdout\n");
+    fputs(tport_dist_usage(), out);
 }
 
 static bool parse_int(const char *s, int lo, int hi, int *out) {
@@ -198,6 +200,9 @@ static void summarize(bench_result *r) {
     free(sorted);
 }
 
+/* Under mpirun, rank 0's pipeline (see src/dist); NULL otherwise. */
+static tport_dist *dist;
+
 /* One prompt-processing run: a fresh cache, then all n tokens in one call. */
 static tport_status run_prompt(tport_session *s, const tport_model *m, tport_token *ids, int n,
                                uint64_t *rng) {
@@ -207,8 +212,8 @@ static tport_status run_prompt(tport_session *s, const tport_model *m, tport_tok
         ids[i] = random_token(rng, n_vocab);
     if (bos >= 0)
         ids[0] = bos;
-    tport_session_reset(s);
-    return tport_session_eval(s, ids, n);
+    tport_dist_reset(dist, s);
+    return tport_dist_eval(dist, s, ids, n);
 }
 
 /* One generation run: a fresh cache, then n evaluations of one token. */
@@ -217,9 +222,9 @@ static tport_status run_gen(tport_session *s, const tport_model *m, int n, uint6
     tport_token tok = tport_model_bos(m);
     if (tok < 0)
         tok = random_token(rng, n_vocab);
-    tport_session_reset(s);
+    tport_dist_reset(dist, s);
     for (int i = 0; i < n; i++) {
-        tport_status st = tport_session_eval(s, &tok, 1);
+        tport_status st = tport_dist_eval(dist, s, &tok, 1);
         if (st != TPORT_STATUS_OK)
             return st;
         tok = random_token(rng, n_vocab);
@@ -324,18 +329,24 @@ static void print_text(const bench_opts *o, const tport_model *m, const weight_s
 
 int cmd_bench(int argc, char **argv) {
     bench_opts o;
-    int rc = parse_args(argc, argv, &o);
+    int rc = tport_dist_begin("bench", &argc, argv, &dist);
     if (rc)
-        return rc < 0 ? 0 : rc;
+        return rc;
+    rc = parse_args(argc, argv, &o);
+    if (rc)
+        return tport_dist_end(dist, rc < 0 ? 0 : rc);
     if (o.threads == 0) { /* report the count actually used, not "default" */
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         o.threads = n > 0 && n < 4096 ? (int)n : 1;
     }
 
     tport_model_params mp = {.backend = o.backend, .n_threads = o.threads};
-    tport_model *m = tport_model_load(o.model, &mp);
+    bool stop = false;
+    if (dist && (rc = tport_dist_start(dist, o.model, &mp, &stop), stop))
+        return tport_dist_end(dist, rc);
+    tport_model *m = tport_dist_model_load(dist, o.model, &mp);
     if (!m)
-        return tool_fail(1, "bench: %s", tport_last_error());
+        return tport_dist_end(dist, tool_fail(1, "bench: %s", tport_last_error()));
     weight_stats w = read_weight_stats(o.model);
 
     /* The cache holds the prompt and the generated tokens, as llama-bench's
@@ -345,10 +356,10 @@ int cmd_bench(int argc, char **argv) {
         .n_batch = o.n_prompt > 0 ? o.n_prompt : 1,
         .n_threads = o.threads,
     };
-    tport_session *s = tport_session_new(m, &sp);
+    tport_session *s = tport_dist_session_new(dist, m, &sp);
     if (!s) {
         tport_model_free(m);
-        return tool_fail(1, "bench: %s", tport_last_error());
+        return tport_dist_end(dist, tool_fail(1, "bench: %s", tport_last_error()));
     }
 
     bench_result pp = {0}, tg = {0};
@@ -367,5 +378,5 @@ int cmd_bench(int argc, char **argv) {
     free(tg.ts);
     tport_session_free(s);
     tport_model_free(m);
-    return rc;
+    return tport_dist_end(dist, rc);
 }

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "convert_arch.h"
 #include "core/error.h"
 #include "formats/gguf_write.h"
 #include "formats/model_file.h"
@@ -19,6 +20,7 @@ typedef struct plan {
     const tport_mf_tensor *src;
     tport_type_id to;
     const char *why; /* NULL: unchanged */
+    int64_t heads, head_rows; /* > 0: per-head [q,k,v] rows to [Q|K|V] */
 } plan;
 
 typedef struct job {
@@ -94,7 +96,19 @@ static void progress_bar(void *user, uint64_t done, uint64_t total) {
         fputc('\n', stderr);
 }
 
+static tport_status fill_converted(void *user, int i, void *dst, uint64_t nbytes);
+
 static tport_status fill_tensor(void *user, int i, void *dst, uint64_t nbytes) {
+    job *j = user;
+    const plan *p = &j->plans[i];
+    tport_status s = fill_converted(user, i, dst, nbytes);
+    if (s == TPORT_STATUS_OK && p->heads > 0)
+        s = convert_arch_deinterleave(dst, nbytes, p->src->ne[1] > 1 ? p->src->ne[1] : p->src->ne[0], p->heads,
+                                      p->head_rows);
+    return s;
+}
+
+static tport_status fill_converted(void *user, int i, void *dst, uint64_t nbytes) {
     job *j = user;
     const plan *p = &j->plans[i];
     if (p->to == p->src->type) {
@@ -203,13 +217,18 @@ static tport_status set_tokenizer(tport_gguf_writer *w, const tport_model_file *
 }
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: tport convert IN OUT.gguf [--type T] [--vocab TOKENIZER.bin] [--ctx N] [--quiet]\n\n"
+    fprintf(f, "usage: tport convert IN OUT.gguf [--type T] [--vocab TOKENIZER.bin] [--vocab-from F.gguf] [--ctx N] [--quiet]\n\n"
                "Writes any readable model file (GGUF v1-v3, GGML, GGMF, GGJT v1-v3, llama2.c,\n"
-               "safetensors) as GGUF v3 with llama.cpp's metadata keys.\n"
+               "safetensors, PyTorch .pth/.bin) as GGUF v3 with llama.cpp's metadata keys.\n"
+               "A file holding only some of a model's tensors is written with all it has,\n"
+               "after a warning naming what a complete model would also need.\n"
                "  --type T   requantize 2-D weights to T (f32, f16, bf16, q8_0, q4_0, q4_k, ...);\n"
                "             each converted tensor is listed with its conversion kind and error\n"
                "  --vocab F  the vocabulary for a file without one (llama2.c checkpoints):\n"
                "             llama2.c's tokenizer.bin with as many tokens as the model\n"
+               "  --vocab-from F  the tokenizer.* keys of a GGUF file with as many tokens, replacing\n"
+               "             the file's vocabulary (the ggml examples' files have no BPE merges,\n"
+               "             which llama.cpp requires: take them from ggml-vocab-gpt-2.gguf)\n"
                "  --ctx N    the context length to record (pre-GGUF files do not store one;\n"
                "             the default for them is LLaMA's 2048)\n"
                "  --quiet    no per-tensor lines, no progress bar\n"
@@ -217,7 +236,7 @@ static void usage(FILE *f) {
 }
 
 int cmd_convert(int argc, char **argv) {
-    const char *in = NULL, *out = NULL, *type_name = NULL, *vocab = NULL;
+    const char *in = NULL, *out = NULL, *type_name = NULL, *vocab = NULL, *vocab_from = NULL;
     bool quiet = false;
     long ctx = 0;
     for (int i = 1; i < argc; i++) {
@@ -228,6 +247,8 @@ int cmd_convert(int argc, char **argv) {
             type_name = argv[++i];
         } else if (!strcmp(argv[i], "--vocab") && i + 1 < argc) {
             vocab = argv[++i];
+        } else if (!strcmp(argv[i], "--vocab-from") && i + 1 < argc) {
+            vocab_from = argv[++i];
         } else if (!strcmp(argv[i], "--ctx") && i + 1 < argc) {
             char *end;
             ctx = strtol(argv[++i], &end, 10);
@@ -267,6 +288,9 @@ int cmd_convert(int argc, char **argv) {
     }
     if (mf->notes[0] && !quiet)
         fprintf(stderr, "%s: %s\n", in, mf->notes);
+    if (mf->n_missing) /* even with --quiet: the output will not run */
+        fprintf(stderr, "%s: warning: not a complete model, writing the %d tensors it has: %s\n", in, mf->n_tensors,
+                mf->missing);
 
     job j = {.plans = calloc((size_t)(mf->n_tensors ? mf->n_tensors : 1), sizeof(plan)), .n = mf->n_tensors,
              .progress = !quiet && isatty(2), .quiet = quiet};
@@ -297,8 +321,11 @@ int cmd_convert(int argc, char **argv) {
             n_changed++;
         if (t->n_dims == 2 && p->to < 256)
             type_bytes[p->to] += t->nbytes;
+        /* the ggml examples' files: GGUF names (and layouts) for llama.cpp */
+        char gguf_name[128];
+        bool renamed = convert_arch_tensor_name(mf, t->name, gguf_name, sizeof gguf_name, &p->heads, &p->head_rows);
         if (!s)
-            s = tport_gguf_add_tensor_fill(w, t->name, p->to, t->n_dims, t->ne, fill_tensor, &j);
+            s = tport_gguf_add_tensor_fill(w, renamed ? gguf_name : t->name, p->to, t->n_dims, t->ne, fill_tensor, &j);
     }
     /* metadata: a GGUF source keeps its keys; others get llama's */
     if (!s && mf->container == TPORT_CONTAINER_GGUF) {
@@ -313,6 +340,8 @@ int cmd_convert(int argc, char **argv) {
         else
             s = tport_error(TPORT_STATUS_UNSUPPORTED, "%s: architecture '%s' cannot be converted", in, mf->arch);
     }
+    if (!s && vocab_from)
+        s = convert_vocab_from(w, vocab_from, mf->vocab.n_tokens);
     if (!s && (target >= 0 || mf->container != TPORT_CONTAINER_GGUF || n_changed)) {
         tport_type_id mostly = TPORT_TYPE_F32;
         for (int t = 0; t < 256; t++)

@@ -71,6 +71,11 @@ static void print_value(FILE *f, const tport_kv *kv, bool json) {
         fprintf(f, "[%s x %" PRIu64 "]", kv_type_name(kv->elem_type), kv->n_elems);
 }
 
+/* Files without an architecture name (llama2.c, early GGML) run as llama. */
+static bool runnable(const tport_model_file *mf) {
+    return tport_arch_supported(mf->arch[0] ? mf->arch : "llama");
+}
+
 static void print_text(const tport_model_file *mf) {
     const tport_llama_hparams *hp = &mf->hp;
     char buf[32];
@@ -78,6 +83,8 @@ static void print_text(const tport_model_file *mf) {
     printf("container:     %s", tport_container_name(mf->container));
     if (mf->container == TPORT_CONTAINER_LLAMA2C && mf->version == 0)
         printf(" (legacy, unversioned)");
+    else if (mf->container == TPORT_CONTAINER_PYTORCH)
+        printf(mf->version ? " (zip archive)" : " (legacy pickle stream)");
     else if (mf->container != TPORT_CONTAINER_GGML && mf->container != TPORT_CONTAINER_SAFETENSORS)
         printf(" v%u", mf->version);
     if (mf->big_endian)
@@ -95,7 +102,11 @@ static void print_text(const tport_model_file *mf) {
         printf("alignment:     %u\n", mf->alignment);
     if (mf->notes[0])
         printf("note:          %s\n", mf->notes);
+    if (mf->n_missing)
+        printf("warning:       not a complete model (%d tensors as stored): %s\n", mf->n_tensors, mf->missing);
     printf("architecture:  %s\n", mf->arch[0] ? mf->arch : "(unknown)");
+    printf("runs:          %s\n", runnable(mf) ? "yes, this build runs this architecture"
+                                               : "no, this build does not run this architecture");
     size_t arch_len = strlen(mf->arch);
     if (arch_len && strcmp(mf->arch, "llama") && mf->n_kv > 0) {
         /* another architecture (ggml examples, GGUF): tport_llama_hparams
@@ -167,8 +178,11 @@ static void print_json(const tport_model_file *mf) {
     printf(", \"big_endian\": %s, \"parts\": %u", mf->big_endian ? "true" : "false", mf->n_parts ? mf->n_parts : 1);
     printf(", \"file_type\": %u, \"alignment\": %u, \"note\": ", mf->file_type, mf->alignment);
     tool_json_string(stdout, mf->notes);
+    printf(", \"complete\": %s, \"missing\": ", mf->n_missing ? "false" : "true");
+    tool_json_string(stdout, mf->missing);
     printf(", \"architecture\": ");
     tool_json_string(stdout, mf->arch);
+    printf(", \"runnable\": %s", runnable(mf) ? "true" : "false");
     printf(",\n \"hparams\": {\"n_vocab\": %u, \"n_ctx\": %u, \"n_embd\": %u, \"n_ff\": %u, \"n_layer\": %u, "
            "\"n_head\": %u, \"n_head_kv\": %u, \"n_rot\": %u, \"norm_eps\": %.9g, \"rope_freq_base\": %.9g, "
            "\"rope_freq_scale\": %.9g, \"rope_mode\": \"%s\"}",
@@ -212,7 +226,10 @@ static void usage(FILE *f) {
                "Shows what a model file holds: container and version, quantization version,\n"
                "architecture, hyperparameters, tokenizer, metadata and every tensor (name,\n"
                "type, shape, bytes, offset).  Reads GGUF v1-v3, GGML, GGMF, GGJT v1-v3,\n"
-               "llama2.c checkpoints and safetensors.  --json prints one JSON document.\n");
+               "llama2.c checkpoints, safetensors and PyTorch checkpoints (.pth/.bin/.pt,\n"
+               "read without running their pickles).  A valid file that holds only some\n"
+               "of a model's tensors is shown as it is, with a warning naming what a\n"
+               "complete model would also need.  --json prints one JSON document.\n");
 }
 
 int cmd_info(int argc, char **argv) {

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "commands.h"
+#include "dist/dist.h"
 #include "tport/tport.h"
 
 #define DEFAULT_N_PREDICT 64
@@ -22,7 +23,11 @@ static void usage(FILE *out) {
             "stdout. Load time and prompt/generation speed go to stderr.\n"
             "\n"
             "  -m, --model FILE        model file (GGUF, GGJT/GGML, llama2.c, safetensors)\n"
-            "  -p, --prompt TEXT       prompt text (tokenized with BOS); default: BOS only\n"
+            "  -p, --prompt TEXT       prompt text, tokenized as llama.cpp does (BOS/EOS as the\n"
+            "                          file says; special-token text is plain text unless\n"
+            "                          --parse-special); default: BOS only\n"
+            "  --parse-special         the text of control tokens in the prompt (<|eot_id|>,\n"
+            "                          <|im_start|>, ...) becomes those tokens\n"
             "  --prompt-ids LIST       prompt as comma-separated token ids, used as given\n"
             "  -n N                    tokens to generate (default %d); stops early at EOS\n"
             "  --temp T                temperature, 0 = greedy (default %g)\n"
@@ -48,12 +53,13 @@ static void usage(FILE *out) {
             "                          bytes moved between host and device memory per token\n",
             DEFAULT_N_PREDICT, d.temperature, (int)d.top_k, d.top_p, d.min_p, d.repeat_penalty,
             (int)d.repeat_last_n, (unsigned long long)d.seed, DEFAULT_MAX_CTX);
+    fputs(tport_dist_usage(), out);
 }
 
 typedef struct run_opts {
     const char *model, *prompt, *prompt_ids, *backend, *tokenizer, *weight_type;
     long n_predict, threads, ctx, batch;
-    bool ids, plan;
+    bool ids, parse_special, plan;
     tport_sampler_params sp;
 } run_opts;
 
@@ -82,6 +88,10 @@ static int parse_args(int argc, char **argv, run_opts *o) {
         const char *a = argv[i];
         if (!strcmp(a, "--ids")) {
             o->ids = true;
+            continue;
+        }
+        if (!strcmp(a, "--parse-special")) {
+            o->parse_special = true;
             continue;
         }
         if (!strcmp(a, "--plan")) {
@@ -176,13 +186,19 @@ static int32_t build_prompt(const run_opts *o, const tport_model *m, tport_token
     if (o->prompt_ids)
         return parse_ids(o->prompt_ids, tport_model_n_vocab(m), ids);
     if (o->prompt) {
-        int32_t n = tport_tokenize(m, o->prompt, true, NULL, 0);
+        const tport_tokenizer *tk = tport_model_tokenizer(m);
+        size_t len = strlen(o->prompt);
+        int32_t n = tk ? tport_tokenizer_tokenize(tk, o->prompt, len, true, o->parse_special, NULL, 0)
+                       : tport_tokenize(m, o->prompt, true, NULL, 0);
         if (n < 0)
             return tool_fail(2, "%s", tport_last_error()), -1;
         *ids = malloc((size_t)(n > 0 ? n : 1) * sizeof **ids);
         if (!*ids)
             return tool_fail(2, "run: out of memory"), -1;
-        tport_tokenize(m, o->prompt, true, *ids, n);
+        if (tk)
+            tport_tokenizer_tokenize(tk, o->prompt, len, true, o->parse_special, *ids, n);
+        else
+            tport_tokenize(m, o->prompt, true, *ids, n);
         if (n == 0) {
             free(*ids);
             return tool_fail(2, "run: the prompt is empty and the model has no BOS token"), -1;
@@ -213,25 +229,33 @@ static void emit(const run_opts *o, const tport_model *m, tport_token prev, tpor
 
 int cmd_run(int argc, char **argv) {
     run_opts o = {.n_predict = DEFAULT_N_PREDICT, .sp = tport_sampler_defaults()};
-    int rc = parse_args(argc, argv, &o);
+    tport_dist *dist = NULL; /* under mpirun: rank 0 runs this, the others serve */
+    int rc = tport_dist_begin("run", &argc, argv, &dist);
     if (rc)
-        return rc < 0 ? 0 : rc;
+        return rc;
+    rc = parse_args(argc, argv, &o);
+    if (rc)
+        return tport_dist_end(dist, rc < 0 ? 0 : rc);
 
     double t0 = now_ms();
     tport_model_params mp = {.backend = o.backend, .n_threads = (int)o.threads, .tokenizer_path = o.tokenizer,
                              .weight_type = o.weight_type};
-    tport_model *m = tport_model_load(o.model, &mp);
+    bool stop = false;
+    if (dist && (rc = tport_dist_start(dist, o.model, &mp, &stop), stop))
+        return tport_dist_end(dist, rc);
+    tport_model *m = tport_dist_model_load(dist, o.model, &mp);
     if (!m)
-        return tool_fail(2, "%s", tport_last_error());
+        return tport_dist_end(dist, tool_fail(2, "%s", tport_last_error()));
     if (!o.ids && tport_tokenize(m, "", false, NULL, 0) < 0) {
         tport_model_free(m);
-        return tool_fail(2, "%s has no vocabulary: use --ids (with --prompt-ids), or --tokenizer FILE", o.model);
+        return tport_dist_end(dist, tool_fail(2, "%s has no vocabulary: use --ids (with --prompt-ids), or "
+                                                 "--tokenizer FILE", o.model));
     }
     tport_token *prompt = NULL;
     int32_t n_prompt = build_prompt(&o, m, &prompt);
     if (n_prompt < 0) {
         tport_model_free(m);
-        return 2;
+        return tport_dist_end(dist, 2);
     }
     /* the KV cache is allocated for the whole context: by default the
      * model's, capped so a long-context model does not take gigabytes */
@@ -246,7 +270,7 @@ int cmd_run(int argc, char **argv) {
         goto done;
     }
     tport_session_params spar = {.n_ctx = n_ctx, .n_batch = (int32_t)o.batch, .n_threads = (int)o.threads};
-    s = tport_session_new(m, &spar);
+    s = tport_dist_session_new(dist, m, &spar);
     sm = tport_sampler_new(&o.sp);
     if (!s || !sm) {
         status = tool_fail(2, "%s", tport_last_error());
@@ -260,7 +284,7 @@ int cmd_run(int argc, char **argv) {
     }
     for (int32_t i = 0; i < n_prompt; i++)
         tport_sampler_accept(sm, prompt[i]);
-    if (tport_session_eval(s, prompt, n_prompt) != TPORT_STATUS_OK) {
+    if (tport_dist_eval(dist, s, prompt, n_prompt) != TPORT_STATUS_OK) {
         status = tool_fail(2, "%s", tport_last_error());
         goto done;
     }
@@ -285,7 +309,7 @@ int cmd_run(int argc, char **argv) {
             fprintf(stderr, "tport run: the context of %d tokens is full\n", (int)n_ctx);
             break;
         }
-        if (tport_session_eval(s, &id, 1) != TPORT_STATUS_OK) {
+        if (tport_dist_eval(dist, s, &id, 1) != TPORT_STATUS_OK) {
             status = tool_fail(2, "%s", tport_last_error());
             break;
         }
@@ -308,5 +332,5 @@ done:
     tport_session_free(s);
     free(prompt);
     tport_model_free(m);
-    return status;
+    return tport_dist_end(dist, status);
 }

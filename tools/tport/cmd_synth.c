@@ -1,5 +1,9 @@
-/* tport synth: writes a llama-architecture GGUF v3 file with random weights,
- * for benchmarks and cross-checks with llama.cpp (which loads it too).
+/* tport synth: writes a GGUF v3 file of any architecture this build runs
+ * (--arch, default llama) with random weights, for benchmarks and
+ * cross-checks with llama.cpp (which loads it too).  The tensors and keys
+ * come from the architecture's table in src/model/arch/: exactly the
+ * tensors llama.cpp's loader creates (optional ones marked not to be
+ * synthesized are left out), 1-D weights 1 (norms) or noise (biases).
  *
  * Weights are uniform in [-a, a] with a = sqrt(3 / fan_in) (standard
  * deviation 1/sqrt(fan_in)), so activations stay of order one through any
@@ -22,10 +26,11 @@
 #include "core/error.h"
 #include "formats/gguf_write.h"
 #include "formats/model_file.h"
+#include "model/arch/arch.h"
 #include "quant/type_table.h"
 #include "tport/tport.h"
 
-#define SYNTH_MAX_TENSORS (3 + 9 * SYNTH_MAX_LAYERS)
+#define SYNTH_MAX_TENSORS (16 + 24 * SYNTH_MAX_LAYERS)
 #define SYNTH_MAX_LAYERS 512
 #define SYNTH_MIN_VOCAB 259 /* <unk> <s> </s> and 256 byte tokens */
 #define SYNTH_NAME_LEN 64
@@ -47,6 +52,10 @@ static const synth_shape default_shape = {"tiny", 256, 2, 4, 4, 512, 512, 256};
 
 typedef struct synth_opts {
     synth_shape shape;
+    const tport_arch *arch;
+    uint32_t head_size, rot;  /* 0 = dim / heads, head size */
+    bool parallel_residual;   /* gptneox */
+    float alibi_bias, clamp_kqv; /* mpt */
     const char *type_name;
     const char *vocab_from;
     const char *out;
@@ -60,6 +69,7 @@ typedef struct synth_tensor {
     int n_dims;
     int64_t ne[2];
     bool is_norm;
+    bool is_bias;
 } synth_tensor;
 
 typedef struct synth_ctx {
@@ -74,10 +84,15 @@ typedef struct synth_ctx {
 
 static void usage(FILE *out) {
     fprintf(out,
-            "usage: tport synth [shape options] [--type T] [--vocab-from FILE.gguf] [--seed S] -o FILE.gguf\n"
+            "usage: tport synth [--arch A] [shape options] [--type T] [--vocab-from FILE.gguf] [--seed S] -o FILE.gguf\n"
+            "--arch A          architecture: llama (default), gpt2, starcoder, qwen2, gptneox, phi2, falcon,\n"
+            "                  mpt, bloom, gemma\n"
             "shape: --shape stories15M|stories110M|tinyllama-1.1b, then optionally any of\n"
             "       --dim N --layers N --heads N --kv-heads N --ff N --vocab N --ctx N\n"
+            "       --head-size N (default dim / heads) --rot N (rotary dims, default the head size)\n"
             "       (without --shape: dim %u, layers %u, heads %u, ff %u, vocab %u, ctx %u)\n"
+            "--no-parallel-residual   gptneox: sequential residual (default parallel, as Pythia)\n"
+            "--alibi-bias F --clamp-kqv F   mpt: ALiBi max bias (default 8) and QKV clamp (default 0 = none)\n"
             "--type T          type of the 2-D weights: f32, f16, bf16, q8_0, q4_0, q4_k, ... (default f32)\n"
             "--vocab-from F    copy the tokenizer (tokenizer.ggml.*) from a GGUF file; its size sets --vocab\n"
             "--seed S          random seed (default 1)\n",
@@ -107,7 +122,8 @@ static const synth_shape *find_shape(const char *name) {
 /* Shape options override --shape wherever they appear, so they are
  * collected first and applied after. */
 static int parse_args(int argc, char **argv, synth_opts *o) {
-    *o = (synth_opts){.shape = default_shape, .type_name = "f32", .seed = 1};
+    *o = (synth_opts){.shape = default_shape, .type_name = "f32", .seed = 1, .arch = &tport_arch_llama,
+                      .parallel_residual = true, .alibi_bias = 8.0f};
     struct {
         const char *flag;
         uint32_t *field;
@@ -122,6 +138,8 @@ static int parse_args(int argc, char **argv, synth_opts *o) {
         {"--ff", &o->shape.ff, 1, 1u << 20, false, 0},
         {"--vocab", &o->shape.vocab, 1, 1u << 24, false, 0},
         {"--ctx", &o->shape.ctx, 1, 1u << 24, false, 0},
+        {"--head-size", &o->head_size, 2, 65536, false, 0},
+        {"--rot", &o->rot, 2, 65536, false, 0},
     };
     const size_t n_dims = sizeof dims / sizeof dims[0];
     bool kv_heads_set = false;
@@ -146,7 +164,22 @@ static int parse_args(int argc, char **argv, synth_opts *o) {
         }
         if (matched)
             continue;
-        if (!strcmp(a, "--shape")) {
+        if (!strcmp(a, "--arch")) {
+            o->arch = v ? tport_arch_find(v) : NULL;
+            if (!o->arch)
+                return tool_fail(2, "synth: --arch needs one of llama, gpt2, starcoder, qwen2, gptneox, phi2, "
+                                 "falcon, mpt, bloom, gemma");
+            i++;
+        } else if (!strcmp(a, "--no-parallel-residual")) {
+            o->parallel_residual = false;
+        } else if (!strcmp(a, "--alibi-bias") || !strcmp(a, "--clamp-kqv")) {
+            char *end = NULL;
+            float f = v ? strtof(v, &end) : -1.0f;
+            if (!v || *end || !(f >= 0.0f) || f > 1e6f)
+                return tool_fail(2, "synth: %s needs a number >= 0", a);
+            *(!strcmp(a, "--alibi-bias") ? &o->alibi_bias : &o->clamp_kqv) = f;
+            i++;
+        } else if (!strcmp(a, "--shape")) {
             const synth_shape *s = v ? find_shape(v) : NULL;
             if (!s)
                 return tool_fail(2, "synth: --shape needs one of stories15M, stories110M, tinyllama-1.1b");
@@ -195,10 +228,13 @@ static int parse_args(int argc, char **argv, synth_opts *o) {
         return tool_fail(2, "synth: no output file (-o FILE.gguf)");
     }
     const synth_shape *s = &o->shape;
-    if (s->dim % s->heads)
+    if (!o->head_size && s->dim % s->heads)
         return tool_fail(2, "synth: dim %" PRIu32 " is not a multiple of heads %" PRIu32, s->dim, s->heads);
-    if ((s->dim / s->heads) % 2)
-        return tool_fail(2, "synth: head size %" PRIu32 " must be even (rotary embedding)", s->dim / s->heads);
+    uint32_t hs = o->head_size ? o->head_size : s->dim / s->heads;
+    if (o->arch->rope_mode >= 0 && hs % 2)
+        return tool_fail(2, "synth: head size %" PRIu32 " must be even (rotary embedding)", hs);
+    if (o->rot && (o->rot > hs || o->rot % 2))
+        return tool_fail(2, "synth: --rot %" PRIu32 " must be even and at most the head size %" PRIu32, o->rot, hs);
     if (s->kv_heads > s->heads || s->heads % s->kv_heads)
         return tool_fail(2, "synth: heads %" PRIu32 " is not a multiple of kv-heads %" PRIu32, s->heads,
                          s->kv_heads);
@@ -285,30 +321,59 @@ static void add_tensor(synth_ctx *c, const char *name, tport_type_id type, int n
         c->row_cap = ne0;
 }
 
-static void plan_tensors(synth_ctx *c, const synth_shape *s, tport_type_id type) {
-    const int64_t dim = s->dim, ff = s->ff, vocab = s->vocab;
-    const int64_t kv_dim = dim / s->heads * s->kv_heads;
+/* The shape the architecture table is read with. */
+static tport_model_shape model_shape(const synth_opts *o) {
+    const synth_shape *s = &o->shape;
+    tport_model_shape sh = {
+        .n_vocab = (int32_t)s->vocab, .n_ctx = (int32_t)s->ctx, .n_ctx_train = (int32_t)s->ctx,
+        .n_embd = (int32_t)s->dim, .n_ff = (int32_t)s->ff, .n_layer = (int32_t)s->layers,
+        .n_head = (int32_t)s->heads, .n_head_kv = (int32_t)s->kv_heads,
+        .head_dim = (int32_t)(o->head_size ? o->head_size : s->dim / s->heads),
+        .norm_eps = 1e-5f, .rope_base = 10000.0f, .rope_scale = 1.0f, .rope_mode = o->arch->rope_mode,
+        .parallel_residual = o->parallel_residual, .max_alibi_bias = o->alibi_bias, .clamp_kqv = o->clamp_kqv,
+    };
+    sh.n_rot = o->rot ? (int32_t)o->rot : sh.head_dim;
+    return sh;
+}
+
+static void add_table_tensor(synth_ctx *c, const tport_arch_tensor *t, const tport_model_shape *sh, int layer,
+                             tport_type_id type) {
     char name[SYNTH_NAME_LEN];
-    add_tensor(c, "token_embd.weight", type, 2, dim, vocab);
-    for (uint32_t l = 0; l < s->layers; l++) {
-#define LAYER(suffix, nd, a, b)                                        \
-    do {                                                               \
-        snprintf(name, sizeof name, "blk.%" PRIu32 "." suffix, l);     \
-        add_tensor(c, name, type, nd, a, b);                           \
-    } while (0)
-        LAYER("attn_norm.weight", 1, dim, 1);
-        LAYER("attn_q.weight", 2, dim, dim);
-        LAYER("attn_k.weight", 2, dim, kv_dim);
-        LAYER("attn_v.weight", 2, dim, kv_dim);
-        LAYER("attn_output.weight", 2, dim, dim);
-        LAYER("ffn_norm.weight", 1, dim, 1);
-        LAYER("ffn_gate.weight", 2, dim, ff);
-        LAYER("ffn_down.weight", 2, ff, dim);
-        LAYER("ffn_up.weight", 2, dim, ff);
-#undef LAYER
-    }
-    add_tensor(c, "output_norm.weight", type, 1, dim, 1);
-    add_tensor(c, "output.weight", type, 2, dim, vocab);
+    if (t->flags & TENSOR_LAYER)
+        snprintf(name, sizeof name, t->name, layer);
+    else
+        snprintf(name, sizeof name, "%s", t->name);
+    int n_dims = t->ne1 == DIM_1 ? 1 : 2;
+    add_tensor(c, name, type, n_dims, tport_arch_dim_size(sh, t->ne0), n_dims == 1 ? 1 : tport_arch_dim_size(sh, t->ne1));
+    c->tensors[c->n_tensors - 1].is_bias = (t->flags & TENSOR_BIAS) != 0;
+}
+
+/* In the table's order, except that the model-level tensors listed after
+ * the first per-layer one come after all layers (as converters write). */
+static void plan_tensors(synth_ctx *c, const synth_opts *o, tport_type_id type) {
+    const tport_arch *arch = o->arch;
+    tport_model_shape sh = model_shape(o);
+    int first_layer = arch->n_tensors;
+    for (int k = 0; k < arch->n_tensors; k++)
+        if (arch->tensors[k].flags & TENSOR_LAYER) {
+            first_layer = k;
+            break;
+        }
+    for (int pass = 0; pass < 3; pass++)
+        for (int k = 0; k < arch->n_tensors; k++) {
+            const tport_arch_tensor *t = &arch->tensors[k];
+            bool layer = (t->flags & TENSOR_LAYER) != 0;
+            if (t->flags & TENSOR_NO_SYNTH)
+                continue;
+            if (pass == 0 && !layer && k < first_layer)
+                add_table_tensor(c, t, &sh, 0, type);
+            if (pass == 2 && !layer && k > first_layer)
+                add_table_tensor(c, t, &sh, 0, type);
+        }
+    for (uint32_t l = 0; l < o->shape.layers; l++)
+        for (int k = 0; k < arch->n_tensors; k++)
+            if ((arch->tensors[k].flags & TENSOR_LAYER) && !(arch->tensors[k].flags & TENSOR_NO_SYNTH))
+                add_table_tensor(c, &arch->tensors[k], &sh, (int)l, type);
 }
 
 /* splitmix64: a stream per tensor, independent of the order of writing. */
@@ -341,7 +406,11 @@ static tport_status fill_tensor(void *user, int index, void *dst, uint64_t nbyte
     uint8_t *out = dst;
     for (int64_t r = 0; r < t->ne[1]; r++) {
         for (int64_t i = 0; i < t->ne[0]; i++) {
-            if (t->is_norm) {
+            if (t->is_bias) {
+                /* biases: uniform in [-0.5, 0.5], large enough to matter */
+                double u = (double)(splitmix64(&state) >> 11) * (1.0 / 9007199254740992.0);
+                c->row[i] = (float)(u - 0.5);
+            } else if (t->is_norm) {
                 c->row[i] = 1.0f;
             } else {
                 double u = (double)(splitmix64(&state) >> 11) * (1.0 / 9007199254740992.0); /* [0,1) */
@@ -472,24 +541,19 @@ static tport_status copy_vocab(tport_gguf_writer *w, const char *path, uint32_t 
 
 static tport_status set_metadata(tport_gguf_writer *w, const synth_opts *o, const char *type_name) {
     const synth_shape *s = &o->shape;
+    const tport_arch *arch = o->arch;
     char name[128], desc[160];
     snprintf(name, sizeof name, "synthetic %s %s", s->name, type_name);
     snprintf(desc, sizeof desc, "random weights written by tport synth (seed %" PRIu64 ")", o->seed);
-    TRY(tport_gguf_set_str(w, "general.architecture", "llama"));
+    TRY(tport_gguf_set_str(w, "general.architecture", arch->name));
     TRY(tport_gguf_set_str(w, "general.name", name));
     TRY(tport_gguf_set_str(w, "general.description", desc));
     TRY(tport_gguf_set_u32(w, "general.file_type", llama_ftype(type_name)));
     TRY(tport_gguf_set_u32(w, "general.quantization_version", 2));
-    TRY(tport_gguf_set_u32(w, "llama.vocab_size", s->vocab));
-    TRY(tport_gguf_set_u32(w, "llama.context_length", s->ctx));
-    TRY(tport_gguf_set_u32(w, "llama.embedding_length", s->dim));
-    TRY(tport_gguf_set_u32(w, "llama.block_count", s->layers));
-    TRY(tport_gguf_set_u32(w, "llama.feed_forward_length", s->ff));
-    TRY(tport_gguf_set_u32(w, "llama.rope.dimension_count", s->dim / s->heads));
-    TRY(tport_gguf_set_u32(w, "llama.attention.head_count", s->heads));
-    TRY(tport_gguf_set_u32(w, "llama.attention.head_count_kv", s->kv_heads));
-    TRY(tport_gguf_set_f32(w, "llama.attention.layer_norm_rms_epsilon", 1e-5f));
-    TRY(tport_gguf_set_f32(w, "llama.rope.freq_base", 10000.0f));
+    tport_model_shape sh = model_shape(o);
+    TRY(tport_arch_write_common_keys(w, arch, &sh));
+    if (arch->write_keys)
+        TRY(arch->write_keys(w, &sh));
     return TPORT_STATUS_OK;
 }
 
@@ -504,7 +568,7 @@ static int synth(synth_opts *o, const tport_type_traits *type) {
         st = tport_error(TPORT_STATUS_OUT_OF_MEMORY, "synth: out of memory");
         goto done;
     }
-    /* general.* and llama.* first, as llama.cpp's converter orders them. */
+    /* general.* and ARCH.* first, as llama.cpp's converter orders them. */
     st = set_metadata(w, o, type->info.name);
     if (st != TPORT_STATUS_OK)
         goto done;
@@ -517,7 +581,9 @@ static int synth(synth_opts *o, const tport_type_traits *type) {
                 fprintf(stderr, "synth: vocabulary of %s has %" PRIu32 " tokens; using that instead of %" PRIu32 "\n",
                     o->vocab_from, n_vocab, asked);
             o->shape.vocab = n_vocab;
-            st = tport_gguf_set_u32(w, "llama.vocab_size", n_vocab);
+            char key[96];
+            snprintf(key, sizeof key, "%s.vocab_size", o->arch->name);
+            st = tport_gguf_set_u32(w, key, n_vocab);
         }
     } else {
         st = set_generated_vocab(w, o->shape.vocab);
@@ -526,7 +592,7 @@ static int synth(synth_opts *o, const tport_type_traits *type) {
         goto done;
 
     c->seed = o->seed;
-    plan_tensors(c, &o->shape, (tport_type_id)type->info.id);
+    plan_tensors(c, o, (tport_type_id)type->info.id);
     c->row = malloc((size_t)c->row_cap * sizeof *c->row);
     if (!c->row) {
         st = tport_error(TPORT_STATUS_OUT_OF_MEMORY, "synth: out of memory");
@@ -565,9 +631,9 @@ static int synth(synth_opts *o, const tport_type_traits *type) {
         fprintf(stderr, "synth: writing %s (%.0f MiB of weights)\n", o->out, (double)total / 1048576.0);
     st = tport_gguf_write(w, o->out);
     if (st == TPORT_STATUS_OK) {
-        printf("wrote %s: llama, dim %" PRIu32 ", %" PRIu32 " layers, %" PRIu32 " heads (%" PRIu32
+        printf("wrote %s: %s, dim %" PRIu32 ", %" PRIu32 " layers, %" PRIu32 " heads (%" PRIu32
                " kv), ff %" PRIu32 ", vocab %" PRIu32 ", ctx %" PRIu32 ", %s, %d tensors, %.2f MiB\n",
-               o->out, o->shape.dim, o->shape.layers, o->shape.heads, o->shape.kv_heads, o->shape.ff,
+               o->out, o->arch->name, o->shape.dim, o->shape.layers, o->shape.heads, o->shape.kv_heads, o->shape.ff,
                o->shape.vocab, o->shape.ctx, type->info.name, c->n_tensors, (double)total / 1048576.0);
         rc = 0;
     }

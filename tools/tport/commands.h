@@ -15,6 +15,8 @@ int cmd_synth(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_dequantize(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 
 /* Writes s as a JSON string: quotes, backslashes and control bytes escaped;
  * bytes that are not valid UTF-8 (model files hold anything) become U+FFFD.

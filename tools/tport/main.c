@@ -19,6 +19,8 @@ static const struct command commands[] = {
     {"types", cmd_types, "every tensor type and layout revision, and who supports it"},
     {"convert", cmd_convert, "convert any readable model file to GGUF, optionally requantized"},
     {"run", cmd_run, "generate text with a model"},
+    {"tokenize", cmd_tokenize, "the token ids of a text, as llama.cpp's tokenizer gives them"},
+    {"serve", cmd_serve, "an OpenAI-compatible HTTP server for a model"},
     {"bench", cmd_bench, "prompt and generation speed"},
     {"check-backend", cmd_check_backend, "conformance of a backend against the reference"},
     {"synth", cmd_synth, "write a random-weight llama model"},
@@ -54,6 +56,7 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(argv[1], "--version")) {
         printf("tport %s (backend ABI %d.%d)\n", TPORT_VERSION_STRING, TPORT_ABI_MAJOR, TPORT_ABI_MINOR);
+        printf("optional parts: %s\n", *tport_build_features() ? tport_build_features() : "none");
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "model/tokenizer_impl.h"
+#include "model/unicode.h"
 
 typedef struct symbol {
     int32_t prev, next; /* linked list of live symbols, -1 at the ends */
@@ -75,8 +76,7 @@ typedef struct encoder {
     const char *text;
     symbol *sym;
     heap h;
-    tport_token *out;
-    int32_t cap, n_out;
+    tport_tok_out *out;
 } encoder;
 
 static int try_add_bigram(encoder *e, int32_t left, int32_t right) {
@@ -90,11 +90,7 @@ static int try_add_bigram(encoder *e, int32_t left, int32_t right) {
     return heap_push(&e->h, b);
 }
 
-static void emit(encoder *e, tport_token id) {
-    if (e->n_out < e->cap)
-        e->out[e->n_out] = id;
-    e->n_out++;
-}
+static void emit(encoder *e, tport_token id) { tport_tok_emit(e->out, id); }
 
 static void emit_symbol(encoder *e, const symbol *s) {
     tport_token id = tport_tokenizer_find(e->tk, e->text + s->start, s->n);
@@ -111,16 +107,9 @@ static void emit_symbol(encoder *e, const symbol *s) {
     }
 }
 
-/* Bytes of the UTF-8 sequence a lead byte starts (1 for stray bytes). */
-static size_t utf8_len(unsigned char c) {
-    static const unsigned char by_high_nibble[16] = {1, 1, 1, 1, 1, 1, 1, 1,
-                                                     1, 1, 1, 1, 2, 2, 3, 4};
-    return by_high_nibble[c >> 4];
-}
-
 /* Space prefix + spaces as U+2581.  Returns a malloc'd buffer. */
-static char *normalize(const tport_tokenizer *tk, const char *text, size_t len, size_t *out_len) {
-    size_t spaces = tk->add_space_prefix ? 1 : 0;
+static char *normalize(bool space_prefix, const char *text, size_t len, size_t *out_len) {
+    size_t spaces = space_prefix ? 1 : 0;
     for (size_t i = 0; i < len; i++)
         spaces += text[i] == ' ';
     if (len > (SIZE_MAX - 1) / 3)
@@ -129,7 +118,7 @@ static char *normalize(const tport_tokenizer *tk, const char *text, size_t len, 
     if (!buf)
         return NULL;
     size_t n = 0;
-    if (tk->add_space_prefix) {
+    if (space_prefix) {
         memcpy(buf + n, "\xe2\x96\x81", 3);
         n += 3;
     }
@@ -145,17 +134,13 @@ static char *normalize(const tport_tokenizer *tk, const char *text, size_t len, 
     return buf;
 }
 
-int32_t tport_tokenizer_encode(const tport_tokenizer *tk, const char *text, size_t len,
-                               bool add_bos, tport_token *ids, int32_t cap) {
-    if (!tk || (!text && len))
-        return -1;
-    encoder e = {.tk = tk, .out = ids, .cap = ids ? cap : 0};
-    if (add_bos && tk->bos >= 0)
-        emit(&e, tk->bos);
-    if (len == 0)
-        return e.n_out; /* llama.cpp: no fragment, so no space prefix */
+int tport_spm_encode_fragment(const tport_tokenizer *tk, const char *text, size_t len,
+                              bool space_prefix, tport_tok_out *out) {
+    encoder e = {.tk = tk, .out = out};
+    if (len == 0 && !space_prefix)
+        return 0;
     size_t n = 0;
-    char *norm = normalize(tk, text, len, &n);
+    char *norm = normalize(space_prefix, text, len, &n);
     if (!norm)
         return -1;
     e.text = norm;
@@ -166,7 +151,7 @@ int32_t tport_tokenizer_encode(const tport_tokenizer *tk, const char *text, size
     }
     int32_t n_sym = 0;
     for (size_t off = 0; off < n; n_sym++) {
-        size_t l = utf8_len((unsigned char)norm[off]);
+        size_t l = tport_utf8_len((unsigned char)norm[off]);
         if (l > n - off)
             l = n - off;
         e.sym[n_sym] = (symbol){n_sym - 1, -1, off, l};
@@ -197,5 +182,5 @@ int32_t tport_tokenizer_encode(const tport_tokenizer *tk, const char *text, size
     free(e.h.v);
     free(e.sym);
     free(norm);
-    return result == 0 ? e.n_out : -1;
+    return result;
 }

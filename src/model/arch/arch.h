@@ -1,0 +1,106 @@
+/* Architectures: one file per architecture in this folder holds its tensor
+ * table, its hyperparameter keys and its graph builder; arch_table.c lists
+ * them.  The loader, `tport synth` and `tport info` all read the same
+ * table, so adding an architecture is one file and one row there. */
+#ifndef TPORT_MODEL_ARCH_H
+#define TPORT_MODEL_ARCH_H
+
+#include <stddef.h>
+
+#include "core/error.h"
+#include "formats/gguf_write.h"
+#include "model/blocks.h"
+#include "model/model.h"
+
+/* The dimensions a tensor's shape is written in. */
+typedef enum tport_arch_dim {
+    DIM_1 = 0,    /* absent dimension (1-D tensors)             */
+    DIM_EMBD,     /* n_embd                                     */
+    DIM_VOCAB,    /* n_vocab                                    */
+    DIM_FF,       /* n_ff                                       */
+    DIM_Q,        /* n_head * head_dim                          */
+    DIM_KV,       /* n_head_kv * head_dim                       */
+    DIM_QKV,      /* DIM_Q + 2 * DIM_KV (fused [Q|K|V] rows)    */
+    DIM_CTX,      /* the trained context (position embeddings)  */
+} tport_arch_dim;
+
+enum {
+    TENSOR_LAYER = 1u << 0,    /* one per block: the name has a %d          */
+    TENSOR_OPTIONAL = 1u << 1, /* the file may lack it                      */
+    TENSOR_BIAS = 1u << 2,     /* 1-D additive: synth fills it with noise   */
+    TENSOR_NO_SYNTH = 1u << 3, /* optional and not written by tport synth   */
+};
+
+typedef struct tport_arch_tensor {
+    const char *name;          /* GGUF name; "blk.%d." prefix for layers  */
+    unsigned short slot;       /* offsetof in tport_layer / tport_globals */
+    unsigned char ne0, ne1;    /* tport_arch_dim                          */
+    unsigned flags;
+} tport_arch_tensor;
+
+#define ARCH_G(name, field, d0, d1, fl) {name, offsetof(tport_globals, field), d0, d1, fl}
+#define ARCH_L(name, field, d0, d1, fl) {"blk.%d." name, offsetof(tport_layer, field), d0, d1, (fl) | TENSOR_LAYER}
+
+typedef enum tport_norm_kind { NORM_RMS, NORM_LAYER } tport_norm_kind;
+
+struct tport_arch {
+    const char *name;             /* general.architecture                     */
+    const char *about;            /* the families it covers, for `tport info` */
+    const tport_arch_tensor *tensors;
+    int n_tensors;
+    tport_norm_kind norm;
+    int rope_mode;                /* TPORT_ROPE_NORMAL / _NEOX, -1 = none     */
+    /* Reads the architecture's own keys after the common ones (may be
+     * NULL); refuses what the graph cannot run. */
+    tport_status (*hparams)(const tport_model_file *mf, tport_model_shape *sh);
+    /* The forward pass of one batch: returns the logits tensor of the last
+     * token (NULL with the error set). */
+    tport_tensor *(*build)(tport_blk *b);
+    /* Writes the architecture's own GGUF keys for sh (tport synth,
+     * tport convert); the common ones are written by the caller. */
+    tport_status (*write_keys)(tport_gguf_writer *w, const tport_model_shape *sh);
+    /* For the ggml examples' GGML-container files: {table name, the
+     * example's name} pairs, "%d" the layer in both (NULL-terminated; may
+     * be NULL).  Tensors not listed keep their table name. */
+    const char *const (*legacy_names)[2];
+    /* Rearranges weights of a GGML-container file after binding (layouts
+     * that differ from GGUF's); may be NULL. */
+    tport_status (*fix_legacy)(tport_model *m);
+};
+
+/* The GGUF name of a GGML-container file's tensor (reverse of the legacy
+ * names, layers 0..n_layer-1); false if the architecture has no such name.
+ * *qkv_interleaved says the tensor is gpt-neox's per-head [q,k,v] fused
+ * projection, whose rows GGUF stores as [Q|K|V]. */
+bool tport_arch_gguf_name(const tport_arch *arch, const char *file_name, int n_layer, char *out, size_t cap,
+                          bool *qkv_interleaved);
+
+/* The file's tensor for a table name ("blk.%d." names with layer il): the
+ * name itself, or in a GGML-container file the architecture's legacy name
+ * for it. */
+const tport_mf_tensor *tport_arch_file_tensor(const tport_model_file *mf, const tport_arch *arch,
+                                              const char *table_name, int il, char *name, size_t cap);
+
+/* The architecture of that GGUF name, or NULL. */
+const tport_arch *tport_arch_find(const char *name);
+int tport_arch_count(void);
+const tport_arch *tport_arch_at(int i);
+/* The size of a table dimension for a shape. */
+int64_t tport_arch_dim_size(const tport_model_shape *sh, int dim);
+
+/* Shared by the architecture files: a float key "<arch>.<suffix>". */
+bool tport_arch_f32(const tport_model_file *mf, const char *suffix, float *out);
+/* A bool key "<arch>.<suffix>"; *out unchanged when absent.  Returns
+ * whether it was present. */
+bool tport_arch_bool(const tport_model_file *mf, const char *suffix, bool *out);
+/* The GGUF keys every architecture has ("<arch>.context_length" ..., the
+ * norm epsilon of its norm kind, the rotary keys if it uses RoPE). */
+tport_status tport_arch_write_common_keys(tport_gguf_writer *w, const tport_arch *arch, const tport_model_shape *sh);
+/* The sequential LayerNorm block of gpt2, starcoder, mpt, bloom:
+ * x += attn(ln1 x); x += ffn_gelu(ln2 x). */
+tport_tensor *tport_arch_sequential_ln_block(tport_blk *b, tport_tensor *x, int il);
+
+extern const tport_arch tport_arch_llama, tport_arch_gpt2, tport_arch_starcoder, tport_arch_qwen2,
+    tport_arch_gptneox, tport_arch_phi2, tport_arch_falcon, tport_arch_mpt, tport_arch_bloom, tport_arch_gemma;
+
+#endif

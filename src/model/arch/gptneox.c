@@ -1,0 +1,124 @@
+/* gptneox (Pythia, RedPajama-INCITE, StableLM-alpha, Dolly-v2): LayerNorm
+ * with biases, fused [Q|K|V] with bias, NeoX RoPE on the first n_rot dims
+ * of each head (partial rotary), GELU feed-forward; with
+ * use_parallel_residual x + attn(ln1 x) + ffn(ln2 x), else sequential. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/arch/arch.h"
+
+static const tport_arch_tensor tensors[] = {
+    ARCH_G("token_embd.weight", tok_embd, DIM_EMBD, DIM_VOCAB, 0),
+    ARCH_L("attn_norm.weight", attn_norm, DIM_EMBD, DIM_1, 0),
+    ARCH_L("attn_norm.bias", attn_norm_b, DIM_EMBD, DIM_1, TENSOR_BIAS),
+    ARCH_L("attn_qkv.weight", wqkv, DIM_EMBD, DIM_QKV, 0),
+    ARCH_L("attn_qkv.bias", bqkv, DIM_QKV, DIM_1, TENSOR_BIAS),
+    ARCH_L("attn_output.weight", wo, DIM_EMBD, DIM_EMBD, 0),
+    ARCH_L("attn_output.bias", bo, DIM_EMBD, DIM_1, TENSOR_BIAS),
+    ARCH_L("ffn_norm.weight", ffn_norm, DIM_EMBD, DIM_1, 0),
+    ARCH_L("ffn_norm.bias", ffn_norm_b, DIM_EMBD, DIM_1, TENSOR_BIAS),
+    ARCH_L("ffn_down.weight", w_down, DIM_FF, DIM_EMBD, 0),
+    ARCH_L("ffn_down.bias", b_down, DIM_EMBD, DIM_1, TENSOR_BIAS),
+    ARCH_L("ffn_up.weight", w_up, DIM_EMBD, DIM_FF, 0),
+    ARCH_L("ffn_up.bias", b_up, DIM_FF, DIM_1, TENSOR_BIAS),
+    ARCH_G("output_norm.weight", output_norm, DIM_EMBD, DIM_1, 0),
+    ARCH_G("output_norm.bias", output_norm_b, DIM_EMBD, DIM_1, TENSOR_BIAS),
+    ARCH_G("output.weight", output, DIM_EMBD, DIM_VOCAB, 0),
+};
+
+/* ggml's gpt-neox example (HF names; query_key_value per head interleaved) */
+static const char *const legacy_names[][2] = {
+    {"token_embd.weight", "gpt_neox.embed_in.weight"},
+    {"blk.%d.attn_norm.weight", "gpt_neox.layers.%d.input_layernorm.weight"},
+    {"blk.%d.attn_norm.bias", "gpt_neox.layers.%d.input_layernorm.bias"},
+    {"blk.%d.attn_qkv.weight", "gpt_neox.layers.%d.attention.query_key_value.weight"},
+    {"blk.%d.attn_qkv.bias", "gpt_neox.layers.%d.attention.query_key_value.bias"},
+    {"blk.%d.attn_output.weight", "gpt_neox.layers.%d.attention.dense.weight"},
+    {"blk.%d.attn_output.bias", "gpt_neox.layers.%d.attention.dense.bias"},
+    {"blk.%d.ffn_norm.weight", "gpt_neox.layers.%d.post_attention_layernorm.weight"},
+    {"blk.%d.ffn_norm.bias", "gpt_neox.layers.%d.post_attention_layernorm.bias"},
+    {"blk.%d.ffn_up.weight", "gpt_neox.layers.%d.mlp.dense_h_to_4h.weight"},
+    {"blk.%d.ffn_up.bias", "gpt_neox.layers.%d.mlp.dense_h_to_4h.bias"},
+    {"blk.%d.ffn_down.weight", "gpt_neox.layers.%d.mlp.dense_4h_to_h.weight"},
+    {"blk.%d.ffn_down.bias", "gpt_neox.layers.%d.mlp.dense_4h_to_h.bias"},
+    {"output_norm.weight", "gpt_neox.final_layer_norm.weight"},
+    {"output_norm.bias", "gpt_neox.final_layer_norm.bias"},
+    {"output.weight", "embed_out.weight"},
+    {NULL, NULL},
+};
+
+/* Rows (or elements, rows of 1) of t from HF's per-head [q|k|v] order to
+ * GGUF's [Q|K|V], into memory the model owns. */
+static tport_status deinterleave(tport_model *m, tport_tensor *t, size_t row_bytes) {
+    const tport_model_shape *sh = &m->sh;
+    size_t hd = (size_t)sh->head_dim, nh = (size_t)sh->n_head, rows = 3 * nh * hd;
+    uint8_t *copy = aligned_alloc(64, (rows * row_bytes + 63) / 64 * 64);
+    tport_status st = copy ? tport_model_own(m, copy)
+                           : tport_error(TPORT_STATUS_OUT_OF_MEMORY, "out of memory re-ordering %s", tport_tensor_name(t));
+    if (st != TPORT_STATUS_OK)
+        return st;
+    const uint8_t *src = tport_tensor_data(t);
+    for (size_t h = 0; h < nh; h++)
+        for (size_t part = 0; part < 3; part++)
+            memcpy(copy + (part * nh * hd + h * hd) * row_bytes, src + (h * 3 * hd + part * hd) * row_bytes,
+                   hd * row_bytes);
+    tport_tensor_set_data(t, copy);
+    return TPORT_STATUS_OK;
+}
+
+static tport_status fix_legacy(tport_model *m) {
+    if (m->sh.n_head_kv != m->sh.n_head)
+        return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: a gpt-neox example file with grouped kv heads",
+                           m->file->path);
+    for (int32_t il = 0; il < m->sh.n_layer; il++) {
+        tport_layer *l = &m->layers[il];
+        tport_status st = deinterleave(m, l->wqkv, tport_row_size(tport_tensor_type(l->wqkv), m->sh.n_embd));
+        if (st == TPORT_STATUS_OK)
+            st = deinterleave(m, l->bqkv, sizeof(float));
+        if (st != TPORT_STATUS_OK)
+            return st;
+    }
+    return TPORT_STATUS_OK;
+}
+
+static tport_tensor *build(tport_blk *b) {
+    tport_tensor *x = tport_blk_embed(b);
+    float kq_scale = 1.0f / sqrtf((float)b->sh->head_dim);
+    for (int32_t il = b->layer_begin; il < b->layer_end && x; il++) {
+        const tport_layer *l = &b->m->layers[il];
+        tport_tensor *att = tport_blk_self_attention(b, il, tport_blk_norm(b, x, l->attn_norm, l->attn_norm_b), kq_scale);
+        if (b->sh->parallel_residual) {
+            tport_tensor *ffn = tport_blk_ffn_gelu(b, l, tport_blk_norm(b, x, l->ffn_norm, l->ffn_norm_b));
+            x = tport_add(b->ctx, tport_add(b->ctx, ffn, x), att);
+        } else {
+            x = tport_add(b->ctx, att, x);
+            x = tport_add(b->ctx, tport_blk_ffn_gelu(b, l, tport_blk_norm(b, x, l->ffn_norm, l->ffn_norm_b)), x);
+        }
+    }
+    return tport_blk_output(b, x);
+}
+
+static tport_status hparams(const tport_model_file *mf, tport_model_shape *sh) {
+    if (!tport_arch_bool(mf, "use_parallel_residual", &sh->parallel_residual))
+        return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: gptneox.use_parallel_residual is missing", mf->path);
+    return TPORT_STATUS_OK;
+}
+
+static tport_status write_keys(tport_gguf_writer *w, const tport_model_shape *sh) {
+    return tport_gguf_set_bool(w, "gptneox.use_parallel_residual", sh->parallel_residual);
+}
+
+const tport_arch tport_arch_gptneox = {
+    .name = "gptneox",
+    .about = "Pythia, RedPajama-INCITE, StableLM-alpha, Dolly-v2 (GPT-NeoX)",
+    .tensors = tensors,
+    .n_tensors = sizeof tensors / sizeof tensors[0],
+    .norm = NORM_LAYER,
+    .rope_mode = TPORT_ROPE_NEOX,
+    .hparams = hparams,
+    .build = build,
+    .write_keys = write_keys,
+    .legacy_names = legacy_names,
+    .fix_legacy = fix_legacy,
+};

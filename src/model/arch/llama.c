@@ -1,0 +1,46 @@
+/* llama (also Mistral-style files, TinyLlama, llama2.c checkpoints):
+ * RMSNorm, rotary embedding, SwiGLU feed-forward.
+ *
+ *   x = token_embd[ids]
+ *   per layer:  x += Wo attn(rope(Wq h), rope(Wk h), Wv h),  h = rms_norm(x) * attn_norm
+ *               x += W_down (silu(W_gate h) * W_up h),       h = rms_norm(x) * ffn_norm
+ *   logits = output (rms_norm(x_last) * output_norm)       (output tied to token_embd if absent) */
+#include <math.h>
+
+#include "model/arch/arch.h"
+
+static const tport_arch_tensor tensors[] = {
+    ARCH_G("token_embd.weight", tok_embd, DIM_EMBD, DIM_VOCAB, 0),
+    ARCH_L("attn_norm.weight", attn_norm, DIM_EMBD, DIM_1, 0),
+    ARCH_L("attn_q.weight", wq, DIM_EMBD, DIM_Q, 0),
+    ARCH_L("attn_k.weight", wk, DIM_EMBD, DIM_KV, 0),
+    ARCH_L("attn_v.weight", wv, DIM_EMBD, DIM_KV, 0),
+    ARCH_L("attn_output.weight", wo, DIM_Q, DIM_EMBD, 0),
+    ARCH_L("ffn_norm.weight", ffn_norm, DIM_EMBD, DIM_1, 0),
+    ARCH_L("ffn_gate.weight", w_gate, DIM_EMBD, DIM_FF, 0),
+    ARCH_L("ffn_down.weight", w_down, DIM_FF, DIM_EMBD, 0),
+    ARCH_L("ffn_up.weight", w_up, DIM_EMBD, DIM_FF, 0),
+    ARCH_G("output_norm.weight", output_norm, DIM_EMBD, DIM_1, 0),
+    ARCH_G("output.weight", output, DIM_EMBD, DIM_VOCAB, TENSOR_OPTIONAL),
+};
+
+static tport_tensor *build(tport_blk *b) {
+    tport_tensor *x = tport_blk_embed(b);
+    float kq_scale = 1.0f / sqrtf((float)b->sh->head_dim);
+    for (int32_t il = b->layer_begin; il < b->layer_end && x; il++) {
+        const tport_layer *l = &b->m->layers[il];
+        x = tport_add(b->ctx, x, tport_blk_self_attention(b, il, tport_blk_norm(b, x, l->attn_norm, NULL), kq_scale));
+        x = tport_add(b->ctx, x, tport_blk_ffn_swiglu(b, l, tport_blk_norm(b, x, l->ffn_norm, NULL)));
+    }
+    return tport_blk_output(b, x);
+}
+
+const tport_arch tport_arch_llama = {
+    .name = "llama",
+    .about = "LLaMA 1-3, Mistral, TinyLlama, llama2.c",
+    .tensors = tensors,
+    .n_tensors = sizeof tensors / sizeof tensors[0],
+    .norm = NORM_RMS,
+    .rope_mode = TPORT_ROPE_NORMAL,
+    .build = build,
+};

@@ -1,0 +1,58 @@
+/* The parts every architecture's graph is built from: embeddings, norms,
+ * the QKV projection (fused or separate, with optional biases and clamp),
+ * rotary embedding, attention over the KV cache, the feed-forward variants
+ * and the output head.  An architecture's builder strings them together. */
+#ifndef TPORT_MODEL_BLOCKS_H
+#define TPORT_MODEL_BLOCKS_H
+
+#include "model/model.h"
+
+/* The state of one batch's graph while it is built. */
+typedef struct tport_blk {
+    tport_ctx *ctx;
+    tport_graph *g;
+    const tport_model *m;
+    const tport_model_shape *sh;
+    tport_tensor *ids, *positions, *mask; /* inputs: [n] i32, [n] i32, [n_kv, n] f32 */
+    int32_t n, pos, n_kv, n_ctx;
+    const tport_kv_layer *kv;             /* per layer                          */
+    /* a pipeline stage: the layers to run, the hidden state entering the
+     * first ([n_embd, n], NULL: embed the ids), and whether the state
+     * leaving the last is the result instead of the head's logits */
+    int32_t layer_begin, layer_end;
+    tport_tensor *hidden_in;
+    bool hidden_out, hidden_out_last;
+} tport_blk;
+
+/* token_embd[ids] (plus position_embd[positions] when the model has it);
+ * a later pipeline stage's hidden_in instead.  Builders that transform the
+ * embedding further do so only when hidden_in is NULL. */
+tport_tensor *tport_blk_embed(tport_blk *b);
+/* The architecture's norm of x (RMS or LayerNorm), times w, plus bias
+ * when given (w may be NULL: no scale). */
+tport_tensor *tport_blk_norm(tport_blk *b, tport_tensor *x, tport_tensor *w, tport_tensor *bias);
+/* x W^T + bias (bias may be NULL). */
+tport_tensor *tport_blk_linear(tport_blk *b, tport_tensor *w, tport_tensor *bias, tport_tensor *x);
+/* Q [head_dim, n_head, n], K and V [head_dim, n_head_kv, n] of layer l from
+ * h: the fused attn_qkv (split at [Q|K|V], clamped when the shape says so)
+ * or attn_q/k/v, biases where present; Q and K rotated when the
+ * architecture uses RoPE. */
+tport_status tport_blk_qkv(tport_blk *b, const tport_layer *l, tport_tensor *h, tport_tensor **q,
+                           tport_tensor **k, tport_tensor **v);
+/* Stores k and v in layer il's cache and attends: softmax(K^T q * kq_scale
+ * + mask [+ ALiBi]) V, as [n_head * head_dim, n]. */
+tport_tensor *tport_blk_attention(tport_blk *b, int il, tport_tensor *q, tport_tensor *k, tport_tensor *v,
+                                  float kq_scale);
+/* Attention of layer il from its normed input h, through attn_output. */
+tport_tensor *tport_blk_self_attention(tport_blk *b, int il, tport_tensor *h, float kq_scale);
+/* down(silu(gate h) * up h) */
+tport_tensor *tport_blk_ffn_swiglu(tport_blk *b, const tport_layer *l, tport_tensor *h);
+/* down(gelu(gate h) * up h) */
+tport_tensor *tport_blk_ffn_geglu(tport_blk *b, const tport_layer *l, tport_tensor *h);
+/* down(gelu(up h + b_up)) + b_down */
+tport_tensor *tport_blk_ffn_gelu(tport_blk *b, const tport_layer *l, tport_tensor *h);
+/* Logits of the last token: output(norm(x) with output_norm) + output_b;
+ * for a stage before the last, x itself (or its last row). */
+tport_tensor *tport_blk_output(tport_blk *b, tport_tensor *x);
+
+#endif

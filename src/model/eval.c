@@ -1,0 +1,131 @@
+/* One evaluation of a batch: the inputs (ids, positions, the causal mask),
+ * the architecture's graph (src/model/arch/), compute, and the logits of
+ * the last token (or, for a pipeline stage, the hidden state it passes on).  The graph is rebuilt for every batch.  With ALiBi the
+ * visible mask cells hold -|pos_k - pos_q| instead of 0, which soft_max_ext
+ * scales by each head's slope (as llama.cpp fills its mask). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/tensor.h"
+#include "model/arch/arch.h"
+#include "model/blocks.h"
+#include "model/model.h"
+
+static void tally_nodes(const tport_graph *g, tport_node_tally *t) {
+    t->n_rows = 0;
+    for (int i = 0; i < tport_graph_n_nodes(g); i++) {
+        const char *backend = tport_graph_node_backend(g, i);
+        const char *op = tport_op_name(tport_graph_node(g, i)->op);
+        if (!backend)
+            continue;
+        int r = 0;
+        while (r < t->n_rows && (strcmp(t->rows[r].backend, backend) || strcmp(t->rows[r].op, op)))
+            r++;
+        if (r == t->n_rows) {
+            if (r == TPORT_TALLY_ROWS)
+                continue;
+            t->rows[r].backend = backend;
+            t->rows[r].op = op;
+            t->rows[r].count = 0;
+            t->n_rows++;
+        }
+        t->rows[r].count++;
+    }
+}
+
+tport_status tport_model_eval_batch(const tport_model_eval *e) {
+    const tport_model *m = e->m;
+    const tport_model_shape *sh = &m->sh;
+    int32_t n = e->n, n_kv = e->pos + e->n;
+    if (n <= 0 || e->pos < 0 || n_kv > e->n_ctx)
+        return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "eval: %d tokens at position %d exceed "
+                           "the context of %d", (int)n, (int)e->pos, (int)e->n_ctx);
+    if (e->layer_begin < 0 || e->layer_begin > e->layer_end || e->layer_end > sh->n_layer ||
+        !e->ids == !e->hidden_in || (e->layer_begin == e->layer_end && e->hidden_out))
+        return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "eval: layers [%d, %d) of %d with %s input",
+                           (int)e->layer_begin, (int)e->layer_end, (int)sh->n_layer,
+                           e->ids ? "token" : "hidden-state");
+    for (int32_t il = e->layer_begin; il < e->layer_end; il++)
+        if (!tport_layer_attention_weight(&m->layers[il]))
+            return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "eval: layer %d is not loaded", (int)il);
+    if ((e->ids && !m->has_embedding) || (!e->hidden_out && !m->has_head))
+        return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "eval: the model was loaded without its %s",
+                           e->ids && !m->has_embedding ? "embedding" : "output head");
+    for (int32_t i = 0; e->ids && i < n; i++)
+        if (e->ids[i] < 0 || e->ids[i] >= sh->n_vocab)
+            return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "eval: token id %d outside [0, %d)",
+                               (int)e->ids[i], (int)sh->n_vocab);
+
+    /* Attention reads n_kv cache positions rounded up to a multiple of 32
+     * (as llama.cpp does): the masked tail adds exact zeros, and 32 tokens
+     * in a row share one graph structure, so a device can replay what it
+     * recorded for the graph key. */
+    n_kv = (n_kv + 31) / 32 * 32;
+    if (n_kv > e->n_ctx)
+        n_kv = e->n_ctx;
+    /* inputs: ids, positions, the causal mask [n_kv, n] */
+    size_t n_in = 2 * (size_t)n + (size_t)n_kv * (size_t)n;
+    int32_t *in = malloc(n_in * sizeof *in);
+    tport_ctx *ctx = tport_ctx_new(0);
+    tport_graph *g = ctx ? tport_graph_new(ctx) : NULL;
+    if (!in || !g) {
+        free(in);
+        tport_graph_free(g);
+        tport_ctx_free(ctx);
+        return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "eval: out of memory");
+    }
+    int32_t *ids = in, *positions = in + n;
+    float *mask = (float *)(in + 2 * (size_t)n);
+    bool alibi = sh->max_alibi_bias > 0;
+    for (int32_t i = 0; i < n; i++) {
+        ids[i] = e->ids ? e->ids[i] : 0;
+        positions[i] = e->pos + i;
+        for (int32_t j = 0; j < n_kv; j++) {
+            int32_t q = e->pos + i;
+            mask[(size_t)i * (size_t)n_kv + (size_t)j] = j > q ? -INFINITY : alibi ? -(float)(q - j) : 0.0f;
+        }
+    }
+
+    tport_blk b = {.ctx = ctx, .g = g, .m = m, .sh = sh, .n = n, .pos = e->pos, .n_kv = n_kv,
+                   .n_ctx = e->n_ctx, .kv = e->kv, .layer_begin = e->layer_begin, .layer_end = e->layer_end,
+                   .hidden_out = e->hidden_out != NULL, .hidden_out_last = e->hidden_out_last};
+    b.ids = tport_new_tensor_1d(ctx, TPORT_TYPE_I32, n);
+    b.positions = tport_new_tensor_1d(ctx, TPORT_TYPE_I32, n);
+    b.mask = tport_new_tensor_2d(ctx, TPORT_TYPE_F32, n_kv, n);
+    tport_tensor *logits = NULL;
+    if (b.ids && b.positions && b.mask) {
+        tport_tensor_set_data(b.ids, ids);
+        tport_tensor_set_data(b.positions, positions);
+        tport_tensor_set_data(b.mask, mask);
+        /* a later pipeline stage: the graph only reads its inputs */
+        if (e->hidden_in && (b.hidden_in = tport_new_tensor_2d(ctx, TPORT_TYPE_F32, sh->n_embd, n)))
+            tport_tensor_set_data(b.hidden_in, (void *)e->hidden_in);
+        if (!e->hidden_in || b.hidden_in)
+            logits = m->arch->build(&b);
+    }
+    tport_status st = TPORT_STATUS_OK;
+    if (!logits) {
+        st = tport_error(TPORT_STATUS_ERROR, "building the %s graph: %s", m->arch->name, tport_last_error());
+    } else if ((st = tport_graph_add(g, logits)) == TPORT_STATUS_OK) {
+        tport_compute_params cp = {.n_threads = e->n_threads, .backend = e->backend};
+        st = tport_graph_compute(g, &cp);
+        if (st == TPORT_STATUS_OK && e->tally) {
+            tally_nodes(g, e->tally);
+            e->tally->stats = tport_graph_stats(g);
+        }
+        const float *out = st == TPORT_STATUS_OK ? tport_tensor_data(logits) : NULL;
+        size_t n_out = !e->hidden_out ? (size_t)sh->n_vocab
+                       : (size_t)sh->n_embd * (size_t)(e->hidden_out_last ? 1 : n);
+        if (out)
+            memcpy(e->hidden_out ? e->hidden_out : e->logits, out, n_out * sizeof(float));
+        else if (st == TPORT_STATUS_OK)
+            st = tport_error(TPORT_STATUS_ERROR, "eval: the graph produced no %s",
+                             e->hidden_out ? "hidden state" : "logits");
+    }
+    tport_graph_free(g);
+    tport_ctx_free(ctx);
+    free(in);
+    return st;
+}

@@ -1,0 +1,121 @@
+/* One architecture against llama.cpp: regenerates the random-weight file
+ * of data/arch_refs.json's entry with `tport synth` (the recorded command
+ * and seed), runs each recorded prompt and compares the greedy ids with
+ * the ones llama.cpp produced on the same file (how they were made is in
+ * data/README.md).  argv[1] names the entry; a missing vocabulary file
+ * skips.  With --expect-split (run with the "partial" test plug-in
+ * preferred) it also checks that the new ops fell back to the CPU. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "greedy.h"
+
+#ifndef TPORT_CLI
+#error "TPORT_CLI must name the tport executable"
+#endif
+
+#define MAX_IDS 256
+
+static void temp_path(char *path, size_t cap, const char *tag) {
+    const char *dir = getenv("TMPDIR");
+    snprintf(path, cap, "%s/tport-arch-%s-XXXXXX", dir && *dir ? dir : "/tmp", tag);
+    int fd = mkstemp(path);
+    if (fd >= 0)
+        close(fd);
+}
+
+static const json *find_entry(const json *refs, const char *name) {
+    const json *list = json_get(refs, "archs");
+    for (size_t i = 0; list && i < list->n; i++) {
+        const json *n = json_get(&list->items[i], "name");
+        if (n && n->kind == JSON_STRING && !strcmp(n->str, name))
+            return &list->items[i];
+    }
+    return NULL;
+}
+
+static int read_ids(const json *arr, tport_token *out) {
+    int n = 0;
+    for (size_t i = 0; arr && arr->kind == JSON_ARRAY && i < arr->n && n < MAX_IDS; i++)
+        out[n++] = (tport_token)arr->items[i].number;
+    return n;
+}
+
+/* With the test plug-in "partial" (it runs only add) preferred: add runs
+ * there, and every op of ids 16..47 that ran at all ran on the CPU. */
+static void check_split(tport_model *m, const tport_token *prompt, int n_prompt) {
+    tport_session *s = tport_session_new(m, NULL);
+    CHECK(s && tport_session_eval(s, prompt, n_prompt) == TPORT_STATUS_OK, "eval: %s", tport_last_error());
+    static const char *const arch_ops[] = {"gelu_f16", "gelu_erf", "tanh", "clamp", "soft_max_ext"};
+    int on_partial = 0, arch_on_cpu = 0, arch_elsewhere = 0;
+    const char *backend, *op;
+    for (int32_t i = 0, n; s && (n = tport_session_placement(s, i, &backend, &op)) > 0; i++) {
+        on_partial += !strcmp(backend, "partial") && !strcmp(op, "add");
+        for (size_t k = 0; k < sizeof arch_ops / sizeof arch_ops[0]; k++)
+            if (!strcmp(op, arch_ops[k])) {
+                arch_on_cpu += !strcmp(backend, "cpu");
+                arch_elsewhere += !!strcmp(backend, "cpu");
+            }
+    }
+    CHECK(on_partial > 0, "the partial plug-in ran no add");
+    CHECK(arch_on_cpu > 0 && arch_elsewhere == 0, "new ops: %d on the cpu, %d elsewhere", arch_on_cpu,
+          arch_elsewhere);
+    tport_session_free(s);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: test_arch_refs NAME\n");
+        return 2;
+    }
+    char test_name[96];
+    snprintf(test_name, sizeof test_name, "test_arch_refs %s", argv[1]);
+    json *refs = json_load(TPORT_MODEL_TEST_DATA "/arch_refs.json");
+    CHECK(refs != NULL, "cannot read %s", TPORT_MODEL_TEST_DATA "/arch_refs.json");
+    const json *e = refs ? find_entry(refs, argv[1]) : NULL;
+    CHECK(e != NULL, "no entry '%s' in arch_refs.json", argv[1]);
+    if (!e) {
+        json_free(refs);
+        return test_finish(test_name);
+    }
+    const json *arch = json_get(e, "arch"), *synth = json_get(e, "synth"), *vocab = json_get(e, "vocab_from");
+    char vocab_path[1024] = "";
+    if (vocab && vocab->kind == JSON_STRING && !test_shared_path(vocab->str, vocab_path, sizeof vocab_path)) {
+        json_free(refs);
+        test_skip(test_name, "the vocabulary file is not in ../shared");
+    }
+    const json *runs = json_get(e, "runs");
+    CHECK(arch && synth && synth->kind == JSON_STRING && runs && runs->kind == JSON_ARRAY && runs->n > 0,
+          "entry %s is incomplete", argv[1]);
+
+    char path[256], cmd[2048];
+    temp_path(path, sizeof path, argv[1]);
+    snprintf(cmd, sizeof cmd, "'%s' synth %s%s%s%s -o '%s' >/dev/null", TPORT_CLI, synth ? synth->str : "",
+             vocab_path[0] ? " --vocab-from '" : "", vocab_path, vocab_path[0] ? "'" : "", path);
+    CHECK(system(cmd) == 0, "failed: %s", cmd);
+    tport_model *m = tport_model_load(path, NULL);
+    CHECK(m != NULL, "load %s: %s", path, tport_last_error());
+    if (m && arch) {
+        CHECK(!strcmp(tport_model_arch(m), arch->str), "architecture %s, want %s", tport_model_arch(m), arch->str);
+        if (argc > 2 && !strcmp(argv[2], "--expect-split")) {
+            tport_token prompt[MAX_IDS];
+            int n_prompt = read_ids(json_get(&runs->items[0], "prompt_ids"), prompt);
+            check_split(m, prompt, n_prompt);
+        }
+        for (size_t r = 0; runs && r < runs->n; r++) {
+            tport_token prompt[MAX_IDS], want[MAX_IDS], got[MAX_IDS];
+            int n_prompt = read_ids(json_get(&runs->items[r], "prompt_ids"), prompt);
+            int n_want = read_ids(json_get(&runs->items[r], "ids"), want);
+            CHECK(n_prompt > 0 && n_want > 0, "%s: run %zu is incomplete", argv[1], r);
+            int n = greedy_ids(m, prompt, n_prompt, got, n_want);
+            int d = first_difference(got, n, want, n_want);
+            CHECK(d < 0, "%s, run %zu: greedy id %d is %d, llama.cpp gave %d", argv[1], r, d,
+                  d >= 0 && d < n ? (int)got[d] : -1, d >= 0 && d < n_want ? (int)want[d] : -1);
+        }
+    }
+    tport_model_free(m);
+    unlink(path);
+    json_free(refs);
+    return test_finish(test_name);
+}

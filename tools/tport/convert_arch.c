@@ -1,0 +1,57 @@
+/* tport convert, for the ggml examples' GGML-container files of an
+ * architecture this build runs: GGUF tensor names from the architecture's
+ * table (src/model/arch/), gpt-neox's per-head interleaved query_key_value
+ * rows re-ordered to GGUF's [Q|K|V], and a vocabulary (with merges, which
+ * llama.cpp's BPE requires and these files lack) from a GGUF file. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "convert_arch.h"
+#include "core/error.h"
+#include "model/arch/arch.h"
+
+bool convert_arch_tensor_name(const tport_model_file *mf, const char *name, char *out, size_t cap,
+                              int64_t *interleave_heads, int64_t *head_rows) {
+    const tport_arch *arch = mf->container == TPORT_CONTAINER_GGML ? tport_arch_find(mf->arch) : NULL;
+    bool qkv = false;
+    *interleave_heads = *head_rows = 0;
+    if (!arch || !tport_arch_gguf_name(arch, name, (int)mf->hp.n_layer, out, cap, &qkv))
+        return false;
+    if (qkv && mf->hp.n_head > 0) {
+        *interleave_heads = mf->hp.n_head;
+        *head_rows = mf->hp.n_embd / mf->hp.n_head;
+    }
+    return true;
+}
+
+tport_status convert_arch_deinterleave(void *data, uint64_t nbytes, int64_t n_rows, int64_t heads, int64_t hd) {
+    if (n_rows != 3 * heads * hd || n_rows <= 0 || nbytes % (uint64_t)n_rows)
+        return tport_error(TPORT_STATUS_BAD_FORMAT, "convert: %lld rows are not 3 x %lld heads x %lld", (long long)n_rows,
+                           (long long)heads, (long long)hd);
+    size_t row = (size_t)(nbytes / (uint64_t)n_rows);
+    uint8_t *copy = malloc((size_t)nbytes);
+    if (!copy)
+        return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "convert: out of memory");
+    memcpy(copy, data, (size_t)nbytes);
+    for (int64_t h = 0; h < heads; h++)
+        for (int64_t part = 0; part < 3; part++)
+            memcpy((uint8_t *)data + (size_t)(part * heads * hd + h * hd) * row,
+                   copy + (size_t)(h * 3 * hd + part * hd) * row, (size_t)hd * row);
+    free(copy);
+    return TPORT_STATUS_OK;
+}
+
+tport_status convert_vocab_from(tport_gguf_writer *w, const char *path, int32_t n_tokens) {
+    tport_model_file *v = NULL;
+    tport_status s = tport_model_file_open(path, &v);
+    if (s != TPORT_STATUS_OK)
+        return s;
+    if (v->container != TPORT_CONTAINER_GGUF || v->vocab.n_tokens != n_tokens)
+        s = tport_error(TPORT_STATUS_BAD_FORMAT, "convert: %s has %d tokens in a %s file; the model has %d", path,
+                        (int)v->vocab.n_tokens, tport_container_name(v->container), (int)n_tokens);
+    for (int i = 0; !s && i < v->n_kv; i++)
+        if (!strncmp(v->kv[i].key, "tokenizer.", 10))
+            s = tport_gguf_set_kv(w, v->kv[i].key, &v->kv[i]);
+    tport_model_file_close(v);
+    return s;
+}

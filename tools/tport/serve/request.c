@@ -1,0 +1,338 @@
+/* Parsing and checking request bodies with cJSON.  Every length and count
+ * is bounded here; unknown fields are ignored, as llama-server does, since
+ * clients send vendor extensions (stream_options, logit_bias, ...). */
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "request.h"
+
+#define MAX_IDS (1 << 20)
+
+/* cJSON records the position of a parse error in a global: parse under a
+ * lock so two connection threads never write it at once. */
+static pthread_mutex_t parse_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static bool fail(serve_error *err, const char *param, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+static bool fail(serve_error *err, const char *param, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->message, sizeof err->message, fmt, ap);
+    va_end(ap);
+    err->param = param;
+    return false;
+}
+
+/* An optional field: NULL when absent or JSON null (OpenAI treats null as
+ * "use the default"). */
+static const cJSON *field(const cJSON *obj, const char *name) {
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(obj, name);
+    return f && !cJSON_IsNull(f) ? f : NULL;
+}
+
+static bool get_number(const cJSON *obj, const char *name, double lo, double hi, bool *have, double *out,
+                       serve_error *err) {
+    const cJSON *f = field(obj, name);
+    if (!f)
+        return true;
+    if (!cJSON_IsNumber(f))
+        return fail(err, name, "'%s' must be a number", name);
+    if (!(f->valuedouble >= lo && f->valuedouble <= hi))
+        return fail(err, name, "'%s' must be in [%g, %g], not %g", name, lo, hi, f->valuedouble);
+    *have = true;
+    *out = f->valuedouble;
+    return true;
+}
+
+static bool is_integer(const cJSON *f, double lo, double hi) {
+    return cJSON_IsNumber(f) && isfinite(f->valuedouble) && floor(f->valuedouble) == f->valuedouble &&
+           f->valuedouble >= lo && f->valuedouble <= hi;
+}
+
+static bool get_int(const cJSON *obj, const char *name, double lo, double hi, bool *have, int64_t *out,
+                    serve_error *err) {
+    const cJSON *f = field(obj, name);
+    if (!f)
+        return true;
+    if (!cJSON_IsNumber(f))
+        return fail(err, name, "'%s' must be an integer", name);
+    if (!is_integer(f, lo, hi))
+        return fail(err, name, "'%s' must be an integer in [%.0f, %.0f], not %g", name, lo, hi, f->valuedouble);
+    *have = true;
+    *out = (int64_t)f->valuedouble;
+    return true;
+}
+
+static bool get_bool(const cJSON *obj, const char *name, bool *out, serve_error *err) {
+    const cJSON *f = field(obj, name);
+    if (!f)
+        return true;
+    if (!cJSON_IsBool(f))
+        return fail(err, name, "'%s' must be a boolean", name);
+    *out = cJSON_IsTrue(f);
+    return true;
+}
+
+/* An array of token ids, each in [0, INT32_MAX]; the vocabulary check comes
+ * later, with the model. */
+static bool get_ids(const cJSON *arr, const char *name, int32_t **ids, int32_t *n, serve_error *err) {
+    int count = cJSON_GetArraySize(arr);
+    if (count > MAX_IDS)
+        return fail(err, name, "'%s' has more than %d tokens", name, MAX_IDS);
+    *ids = malloc((size_t)(count ? count : 1) * sizeof **ids);
+    if (!*ids)
+        return fail(err, name, "out of memory");
+    *n = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, arr) {
+        if (!is_integer(e, 0, 2147483647.0))
+            return fail(err, name, "'%s' must hold token ids (non-negative integers)", name);
+        (*ids)[(*n)++] = (int32_t)e->valuedouble;
+    }
+    return true;
+}
+
+static bool parse_stop(const cJSON *obj, serve_request *r, serve_error *err) {
+    const cJSON *f = field(obj, "stop");
+    if (!f)
+        return true;
+    if (cJSON_IsString(f)) {
+        if (strlen(f->valuestring) > SERVE_MAX_STOP_LEN)
+            return fail(err, "stop", "'stop' strings are limited to %d bytes", SERVE_MAX_STOP_LEN);
+        if (f->valuestring[0] && !(r->stop[r->n_stop++] = strdup(f->valuestring)))
+            return fail(err, "stop", "out of memory");
+        return true;
+    }
+    if (!cJSON_IsArray(f))
+        return fail(err, "stop", "'stop' must be a string or an array of strings");
+    if (cJSON_GetArraySize(f) > SERVE_MAX_STOP)
+        return fail(err, "stop", "'stop' holds at most %d strings", SERVE_MAX_STOP);
+    const cJSON *e;
+    cJSON_ArrayForEach(e, f) {
+        if (!cJSON_IsString(e))
+            return fail(err, "stop", "'stop' must be a string or an array of strings");
+        if (strlen(e->valuestring) > SERVE_MAX_STOP_LEN)
+            return fail(err, "stop", "'stop' strings are limited to %d bytes", SERVE_MAX_STOP_LEN);
+        if (e->valuestring[0] && !(r->stop[r->n_stop++] = strdup(e->valuestring)))
+            return fail(err, "stop", "out of memory");
+    }
+    return true;
+}
+
+static bool parse_sampling(const cJSON *obj, int64_t max_tokens_cap, serve_request *r, serve_error *err) {
+    bool have = false;
+    double d = 0;
+    int64_t i = 0;
+    /* max_completion_tokens is the newer OpenAI name; either may come */
+    const char *mt_name = field(obj, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
+    if (!get_int(obj, mt_name, -1e18, 1e18, &have, &i, err))
+        return false;
+    if (have && (i < 1 || i > max_tokens_cap))
+        return fail(err, mt_name, "'%s' must be in [1, %lld] (the context length), not %lld", mt_name,
+                    (long long)max_tokens_cap, (long long)i);
+    r->max_tokens = have ? i : -1;
+    if (!get_number(obj, "temperature", 0, 2, &r->have_temperature, &d, err))
+        return false;
+    r->temperature = (float)d;
+    if (!get_number(obj, "top_p", 0, 1, &r->have_top_p, &d, err))
+        return false;
+    if (r->have_top_p && d == 0)
+        d = 1e-9; /* 0 means "only the top token", which the sampler takes as a tiny nucleus */
+    r->top_p = (float)d;
+    if (!get_number(obj, "min_p", 0, 1, &r->have_min_p, &d, err))
+        return false;
+    r->min_p = (float)d;
+    have = false;
+    if (!get_int(obj, "top_k", 0, 1e9, &r->have_top_k, &i, err))
+        return false;
+    r->top_k = (int32_t)i;
+    if (!get_int(obj, "seed", -9007199254740992.0, 9007199254740992.0, &r->have_seed, &i, err))
+        return false;
+    if (r->have_seed && i < 0)
+        r->have_seed = false; /* llama-server takes -1 as "random" */
+    r->seed = (uint64_t)i;
+    /* known OpenAI fields the server accepts but does not use: checked, so a
+     * wrong type is still a 400 */
+    bool unused = false;
+    if (!get_number(obj, "presence_penalty", -2, 2, &unused, &d, err) ||
+        !get_number(obj, "frequency_penalty", -2, 2, &unused, &d, err))
+        return false;
+    have = false;
+    if (!get_int(obj, "n", 1, 1, &have, &i, err))
+        return false;
+    if (!get_bool(obj, "stream", &r->stream, err) || !parse_stop(obj, r, err))
+        return false;
+    const cJSON *so = field(obj, "stream_options");
+    if (so && !cJSON_IsObject(so))
+        return fail(err, "stream_options", "'stream_options' must be an object");
+    return !so || get_bool(so, "include_usage", &r->include_usage, err);
+}
+
+static bool parse_prompt(const cJSON *obj, serve_request *r, serve_error *err) {
+    const cJSON *p = field(obj, "prompt");
+    if (!p)
+        return fail(err, "prompt", "'prompt' is required");
+    if (cJSON_IsString(p)) {
+        r->prompt = strdup(p->valuestring);
+        return r->prompt ? true : fail(err, "prompt", "out of memory");
+    }
+    if (!cJSON_IsArray(p))
+        return fail(err, "prompt", "'prompt' must be a string, an array of one string, or an array of token ids");
+    const cJSON *first = p->child;
+    if (first && cJSON_IsString(first)) {
+        if (cJSON_GetArraySize(p) != 1)
+            return fail(err, "prompt", "only one prompt per request is supported");
+        r->prompt = strdup(first->valuestring);
+        return r->prompt ? true : fail(err, "prompt", "out of memory");
+    }
+    r->prompt_is_ids = true;
+    if (!get_ids(p, "prompt", &r->prompt_ids, &r->n_prompt_ids, err))
+        return false;
+    return r->n_prompt_ids > 0 ? true : fail(err, "prompt", "'prompt' is empty");
+}
+
+/* Content is a string or an array of parts; text parts are joined. */
+static bool message_content(const cJSON *c, char **out, serve_error *err) {
+    if (!c) {
+        *out = strdup("");
+        return *out ? true : fail(err, "messages", "out of memory");
+    }
+    if (cJSON_IsString(c)) {
+        *out = strdup(c->valuestring);
+        return *out ? true : fail(err, "messages", "out of memory");
+    }
+    if (!cJSON_IsArray(c))
+        return fail(err, "messages", "a message's 'content' must be a string or an array of parts");
+    size_t total = 0;
+    const cJSON *part;
+    cJSON_ArrayForEach(part, c) {
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(part, "type");
+        const cJSON *text = cJSON_GetObjectItemCaseSensitive(part, "text");
+        if (!cJSON_IsObject(part) || !cJSON_IsString(type) || strcmp(type->valuestring, "text"))
+            return fail(err, "messages", "only content parts of type 'text' are supported");
+        if (!cJSON_IsString(text))
+            return fail(err, "messages", "a text part needs a string 'text'");
+        total += strlen(text->valuestring);
+    }
+    *out = malloc(total + 1);
+    if (!*out)
+        return fail(err, "messages", "out of memory");
+    size_t k = 0;
+    cJSON_ArrayForEach(part, c) {
+        const char *t = cJSON_GetObjectItemCaseSensitive(part, "text")->valuestring;
+        size_t n = strlen(t);
+        memcpy(*out + k, t, n);
+        k += n;
+    }
+    (*out)[k] = 0;
+    return true;
+}
+
+static bool parse_messages(const cJSON *obj, serve_request *r, serve_error *err) {
+    const cJSON *ms = field(obj, "messages");
+    if (!ms)
+        return fail(err, "messages", "'messages' is required");
+    if (!cJSON_IsArray(ms))
+        return fail(err, "messages", "'messages' must be an array");
+    int n = cJSON_GetArraySize(ms);
+    if (n == 0)
+        return fail(err, "messages", "'messages' is empty");
+    if (n > SERVE_MAX_MESSAGES)
+        return fail(err, "messages", "'messages' holds at most %d messages", SERVE_MAX_MESSAGES);
+    r->messages = calloc((size_t)n, sizeof *r->messages);
+    if (!r->messages)
+        return fail(err, "messages", "out of memory");
+    const cJSON *m;
+    cJSON_ArrayForEach(m, ms) {
+        if (!cJSON_IsObject(m))
+            return fail(err, "messages", "each message must be an object");
+        const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
+        if (!cJSON_IsString(role))
+            return fail(err, "messages", "each message needs a string 'role'");
+        serve_message *out = &r->messages[r->n_messages];
+        const char *rs = role->valuestring;
+        if (!strcmp(rs, "system") || !strcmp(rs, "developer"))
+            out->role = SERVE_ROLE_SYSTEM;
+        else if (!strcmp(rs, "user"))
+            out->role = SERVE_ROLE_USER;
+        else if (!strcmp(rs, "assistant"))
+            out->role = SERVE_ROLE_ASSISTANT;
+        else
+            return fail(err, "messages", "unsupported role '%.40s' (system, developer, user, assistant)", rs);
+        if (!message_content(field(m, "content"), &out->content, err))
+            return false;
+        r->n_messages++;
+    }
+    return true;
+}
+
+static bool parse_object(serve_kind kind, const cJSON *root, int64_t cap, serve_request *r, serve_error *err) {
+    if (kind == SERVE_REQ_TOKENIZE) {
+        const cJSON *c = field(root, "content");
+        if (!cJSON_IsString(c))
+            return fail(err, "content", "'content' must be a string");
+        if (!(r->content = strdup(c->valuestring)))
+            return fail(err, "content", "out of memory");
+        return get_bool(root, "add_special", &r->add_special, err);
+    }
+    if (kind == SERVE_REQ_DETOKENIZE) {
+        const cJSON *t = field(root, "tokens");
+        if (!cJSON_IsArray(t))
+            return fail(err, "tokens", "'tokens' must be an array of token ids");
+        return get_ids(t, "tokens", &r->tokens, &r->n_tokens, err);
+    }
+    if (kind == SERVE_REQ_COMPLETION && !parse_prompt(root, r, err))
+        return false;
+    if (kind == SERVE_REQ_CHAT && !parse_messages(root, r, err))
+        return false;
+    return parse_sampling(root, cap, r, err);
+}
+
+bool serve_request_parse(serve_kind kind, const char *body, size_t len, int64_t max_tokens_cap,
+                         serve_request *req, serve_error *err) {
+    memset(req, 0, sizeof *req);
+    req->kind = kind;
+    req->max_tokens = -1;
+    err->message[0] = 0;
+    err->param = NULL;
+    const char *end = NULL;
+    pthread_mutex_lock(&parse_lock);
+    cJSON *root = body && len ? cJSON_ParseWithLengthOpts(body, len, &end, false) : NULL;
+    pthread_mutex_unlock(&parse_lock);
+    while (root && end < body + len && strchr(" \t\r\n", *end) && *end)
+        end++;
+    if (root && end != body + len) { /* one JSON value and nothing after it */
+        cJSON_Delete(root);
+        root = NULL;
+    }
+    if (!root)
+        return fail(err, NULL, "the body is not valid JSON");
+    bool ok = cJSON_IsObject(root) ? parse_object(kind, root, max_tokens_cap, req, err)
+                                   : fail(err, NULL, "the body must be a JSON object");
+    cJSON_Delete(root);
+    return ok;
+}
+
+void serve_request_free(serve_request *r) {
+    if (!r)
+        return;
+    free(r->prompt);
+    free(r->prompt_ids);
+    for (int i = 0; i < r->n_messages; i++)
+        free(r->messages[i].content);
+    free(r->messages);
+    for (int i = 0; i < r->n_stop; i++)
+        free(r->stop[i]);
+    free(r->content);
+    free(r->tokens);
+    memset(r, 0, sizeof *r);
+}

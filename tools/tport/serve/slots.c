@@ -1,0 +1,105 @@
+/* Slots and the wait queue: one mutex and one condition variable.  A slot
+ * is taken in FIFO-ish order (whoever the condition variable wakes). */
+#include <errno.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "slots.h"
+
+bool slot_pool_init(slot_pool *p, tport_model *m, const tport_session_params *sp, int n, int max_waiting) {
+    *p = (slot_pool){.n = n, .max_waiting = max_waiting};
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&p->freed, &ca);
+    pthread_condattr_destroy(&ca);
+    p->sessions = calloc((size_t)n, sizeof *p->sessions);
+    p->busy = calloc((size_t)n, sizeof *p->busy);
+    if (!p->sessions || !p->busy)
+        return false;
+    for (int i = 0; i < n; i++)
+        if (!(p->sessions[i] = tport_session_new(m, sp)))
+            return false;
+    return true;
+}
+
+void slot_pool_destroy(slot_pool *p) {
+    for (int i = 0; p->sessions && i < p->n; i++)
+        tport_session_free(p->sessions[i]);
+    free(p->sessions);
+    free(p->busy);
+    pthread_cond_destroy(&p->freed);
+    pthread_mutex_destroy(&p->lock);
+}
+
+static int take_free(slot_pool *p) {
+    for (int i = 0; i < p->n; i++)
+        if (!p->busy[i]) {
+            p->busy[i] = true;
+            p->n_busy++;
+            return i;
+        }
+    return -1;
+}
+
+slot_wait slot_acquire(slot_pool *p, bool (*gone)(void *), void *arg, int *slot) {
+    pthread_mutex_lock(&p->lock);
+    slot_wait r = SLOT_OK;
+    if (p->closing) {
+        r = SLOT_CLOSING;
+    } else if ((*slot = take_free(p)) < 0) {
+        if (p->n_waiting >= p->max_waiting) {
+            r = SLOT_QUEUE_FULL;
+        } else {
+            p->n_waiting++;
+            while ((*slot = take_free(p)) < 0) {
+                if (p->closing) {
+                    r = SLOT_CLOSING;
+                    break;
+                }
+                struct timespec t;
+                clock_gettime(CLOCK_MONOTONIC, &t);
+                t.tv_nsec += 200 * 1000 * 1000;
+                if (t.tv_nsec >= 1000000000) {
+                    t.tv_sec++;
+                    t.tv_nsec -= 1000000000;
+                }
+                if (pthread_cond_timedwait(&p->freed, &p->lock, &t) == ETIMEDOUT && gone && gone(arg)) {
+                    r = SLOT_GAVE_UP;
+                    break;
+                }
+            }
+            p->n_waiting--;
+        }
+    }
+    pthread_mutex_unlock(&p->lock);
+    if (r == SLOT_OK)
+        tport_session_reset(p->sessions[*slot]);
+    return r;
+}
+
+void slot_release(slot_pool *p, int slot) {
+    pthread_mutex_lock(&p->lock);
+    if (slot >= 0 && slot < p->n && p->busy[slot]) {
+        p->busy[slot] = false;
+        p->n_busy--;
+    }
+    pthread_cond_signal(&p->freed);
+    pthread_mutex_unlock(&p->lock);
+}
+
+void slot_pool_close(slot_pool *p) {
+    pthread_mutex_lock(&p->lock);
+    p->closing = true;
+    pthread_cond_broadcast(&p->freed);
+    pthread_mutex_unlock(&p->lock);
+}
+
+void slot_pool_counts(slot_pool *p, int *idle, int *busy, int *waiting) {
+    pthread_mutex_lock(&p->lock);
+    *idle = p->n - p->n_busy;
+    *busy = p->n_busy;
+    *waiting = p->n_waiting;
+    pthread_mutex_unlock(&p->lock);
+}
