@@ -14,7 +14,8 @@
 
 static tport_status slot_progress(dist_slot *sl, int peer) {
     int flag = 0;
-    int rc = MPI_Testall(3, sl->req, &flag, MPI_STATUSES_IGNORE);
+    MPI_Status st[3]; /* not MPI_STATUSES_IGNORE: gcc 12 misreads MPICH's array parameter */
+    int rc = MPI_Testall(3, sl->req, &flag, st);
     return rc == MPI_SUCCESS ? TPORT_STATUS_OK : dist_mpi_fail(rc, peer, "sending a hidden state");
 }
 

@@ -173,50 +173,77 @@ static int cmp_str_ptr(const void *a, const void *b) {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* Appends one missing name to the list (", ..." once it is full). */
-static void note_missing(tport_model_file *mf, size_t *len, bool *full, const char *name) {
-    mf->n_missing++;
-    if (*full)
-        return;
+/* Appends one missing name to the list; false once it is full (", ..."). */
+static bool note_missing(char *list, size_t *len, const char *name) {
     /* room is kept for the sentence around the list and a closing ", ..." */
-    size_t cap = sizeof mf->missing - 112, need = strlen(name) + 2;
+    size_t cap = sizeof ((tport_model_file *)0)->missing - 112, need = strlen(name) + 2;
     if (*len + need + 6 > cap) {
-        *len += (size_t)snprintf(mf->missing + *len, cap - *len, ", ...");
-        *full = true;
-        return;
+        *len += (size_t)snprintf(list + *len, cap - *len, ", ...");
+        return false;
     }
-    *len += (size_t)snprintf(mf->missing + *len, cap - *len, "%s%s", mf->missing[0] ? ", " : "", name);
+    *len += (size_t)snprintf(list + *len, cap - *len, "%s%s", *len ? ", " : "", name);
+    return true;
+}
+
+/* Whether name is pattern (one %d) with a layer number below n_layer. */
+static bool matches_layer(const char *name, const char *pattern, uint32_t n_layer) {
+    const char *d = strstr(pattern, "%d");
+    size_t pre = (size_t)(d - pattern);
+    if (strncmp(name, pattern, pre) || name[pre] < '0' || name[pre] > '9')
+        return false;
+    char *end;
+    unsigned long layer = strtoul(name + pre, &end, 10);
+    return layer < n_layer && (end == name + pre + 1 || name[pre] != '0') && !strcmp(end, d + 2);
 }
 
 tport_status mf_list_missing(tport_model_file *mf, const char *label, const char *const *globals,
                              const char *const *per_layer, uint32_t n_layer) {
     mf->n_missing = 0;
     mf->missing[0] = '\0';
+    /* The count without enumerating every required name (n_layer comes from
+     * an untrusted header): names are unique, so missing = required - matched. */
+    uint64_t n_globals = 0, n_patterns = 0, matched = 0;
+    while (globals[n_globals])
+        n_globals++;
+    while (per_layer[n_patterns])
+        n_patterns++;
+    for (int i = 0; i < mf->n_tensors; i++) {
+        const char *n = mf->tensors[i].name;
+        bool hit = false;
+        for (uint64_t g = 0; g < n_globals && !hit; g++)
+            hit = !strcmp(n, globals[g]);
+        for (uint64_t p = 0; p < n_patterns && !hit; p++)
+            hit = matches_layer(n, per_layer[p], n_layer);
+        matched += hit;
+    }
+    uint64_t required = n_globals + n_patterns * n_layer;
+    if (matched >= required)
+        return TPORT_STATUS_OK;
+    mf->n_missing = required - matched > INT32_MAX ? INT32_MAX : (int)(required - matched);
+    /* the first missing names: stops once the list is full, so at most
+     * n_tensors + a few dozen names are looked at */
     const char **names = malloc((size_t)(mf->n_tensors ? mf->n_tensors : 1) * sizeof *names);
     if (!names)
         return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "%s: out of memory", mf->path);
     for (int i = 0; i < mf->n_tensors; i++)
         names[i] = mf->tensors[i].name;
     qsort(names, (size_t)mf->n_tensors, sizeof *names, cmp_str_ptr);
-    /* the names, then the sentence around them */
     char list[sizeof mf->missing];
     size_t len = 0;
-    bool full = false;
-    for (int i = 0; globals[i]; i++)
-        if (!bsearch(&globals[i], names, (size_t)mf->n_tensors, sizeof *names, cmp_str_ptr))
-            note_missing(mf, &len, &full, globals[i]);
+    bool room = true;
+    list[0] = '\0';
+    for (uint64_t g = 0; g < n_globals && room; g++)
+        if (!bsearch(&globals[g], names, (size_t)mf->n_tensors, sizeof *names, cmp_str_ptr))
+            room = note_missing(list, &len, globals[g]);
     char want[160];
-    for (uint32_t b = 0; b < n_layer; b++)
-        for (int i = 0; per_layer[i]; i++) {
-            snprintf(want, sizeof want, per_layer[i], (int)b);
+    for (uint32_t b = 0; b < n_layer && room; b++)
+        for (uint64_t p = 0; p < n_patterns && room; p++) {
+            snprintf(want, sizeof want, per_layer[p], (int)b);
             const char *key = want;
             if (!bsearch(&key, names, (size_t)mf->n_tensors, sizeof *names, cmp_str_ptr))
-                note_missing(mf, &len, &full, want);
+                room = note_missing(list, &len, want);
         }
     free(names);
-    if (!mf->n_missing)
-        return TPORT_STATUS_OK;
-    snprintf(list, sizeof list, "%s", mf->missing);
     snprintf(mf->missing, sizeof mf->missing, "a complete %.48s would also need %d tensor%s: %.400s", label,
              mf->n_missing, mf->n_missing == 1 ? "" : "s", list);
     return TPORT_STATUS_OK;

@@ -42,6 +42,9 @@ tport_status tport_model_eval_batch(const tport_model_eval *e) {
     if (n <= 0 || e->pos < 0 || n_kv > e->n_ctx)
         return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "eval: %d tokens at position %d exceed "
                            "the context of %d", (int)n, (int)e->pos, (int)e->n_ctx);
+    if (m->w.pos_embd && n_kv > sh->n_ctx_train)
+        return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "eval: position %d is past the %d positions the model's "
+                           "position embeddings cover", (int)(n_kv - 1), (int)sh->n_ctx_train);
     if (e->layer_begin < 0 || e->layer_begin > e->layer_end || e->layer_end > sh->n_layer ||
         !e->ids == !e->hidden_in || (e->layer_begin == e->layer_end && e->hidden_out))
         return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "eval: layers [%d, %d) of %d with %s input",

@@ -38,6 +38,8 @@ typedef enum tport_pretok {
     TPORT_PRE_VIKING,
     TPORT_PRE_DEEPSEEK_LLM,
     TPORT_PRE_DEEPSEEK_CODER,
+    TPORT_PRE_TEKKEN,
+    TPORT_PRE_GPT4O,
 } tport_pretok;
 
 typedef struct tport_merge_slot {

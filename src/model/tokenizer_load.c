@@ -119,6 +119,12 @@ static const pre_name PRE_NAMES[] = {
     {"poro-chat", TPORT_PRE_BLOOM, false, false},
     {"gpt3-finnish", TPORT_PRE_BLOOM, false, false},
     {"viking", TPORT_PRE_VIKING, false, false},
+    {"tekken", TPORT_PRE_TEKKEN, true, true},
+    {"gpt-4o", TPORT_PRE_GPT4O, false, false},
+    {"llama4", TPORT_PRE_GPT4O, false, false},
+    {"kanana2", TPORT_PRE_GPT4O, false, false},
+    {"talkie", TPORT_PRE_GPT4O, false, false},
+    {"minimax-m2", TPORT_PRE_GPT4O, false, false},
 };
 
 static tport_status set_pre(tport_tokenizer *tk, const tport_model_file *mf) {

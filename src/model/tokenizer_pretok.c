@@ -317,6 +317,90 @@ static size_t m_trailing_space(const span *s, size_t p) {
     return q > p && q == s->end ? q - p : 0;
 }
 
+/* Tekken (Mistral) and GPT-4o (also Llama 4): case-aware words,
+ *   [^\r\n\p{L}\p{N}]?U*L+C? | [^\r\n\p{L}\p{N}]?U+L*C? | \p{N}{1,D}
+ *   | ?[^\s\p{L}\p{N}]+[\r\n/]* | \s*[\r\n]+ | \s+(?!\S) | \s+
+ * where U is a letter but not a-z, L a letter but not A-Z (llama.cpp's
+ * ((?=[\p{L}])([^a-z])) lookaheads; other scripts' letters are both), C
+ * an optional 's 't 're 've 'm 'll 'd (GPT-4o only) and D 1 (Tekken) or 3.
+ * Matched as std::regex backtracks: U* gives back letters until L+ fits. */
+static bool up_letter(const span *s, size_t p) { return is_l(s, p) && !(s->c[p] >= 'a' && s->c[p] <= 'z'); }
+static bool low_letter(const span *s, size_t p) { return is_l(s, p) && !(s->c[p] >= 'A' && s->c[p] <= 'Z'); }
+static bool lead_char(const span *s, size_t p) {
+    return in(s, p) && s->c[p] != '\r' && s->c[p] != '\n' && !is_l(s, p) && !is_n(s, p);
+}
+
+/* U*L+ (first) or U+L* (second) from q: the end, or 0 if no match */
+static size_t cased_word(const span *s, size_t q, bool first) {
+    size_t u = q;
+    while (up_letter(s, u))
+        u++;
+    if (first) {
+        for (size_t k = u;; k--) { /* U* as long as L+ still fits after it */
+            if (low_letter(s, k)) {
+                size_t e = k;
+                while (low_letter(s, e))
+                    e++;
+                return e;
+            }
+            if (k == q)
+                return 0;
+        }
+    }
+    if (u == q)
+        return 0;
+    while (low_letter(s, u))
+        u++;
+    return u;
+}
+
+/* (?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD]) at p: its length */
+static size_t cased_contraction(const span *s, size_t p) { return contraction(s, p, true); }
+
+static size_t m_cased(const span *s, size_t p, bool suffix, size_t max_digits) {
+    for (int alt = 0; alt < 2; alt++) {
+        for (int lead = 1; lead >= 0; lead--) {
+            if (lead && !lead_char(s, p))
+                continue;
+            size_t e = cased_word(s, p + (size_t)lead, alt == 0);
+            if (e) {
+                if (suffix)
+                    e += cased_contraction(s, e);
+                return e - p;
+            }
+        }
+    }
+    if (is_n(s, p)) {
+        size_t q = p;
+        while (is_n(s, q) && q - p < max_digits)
+            q++;
+        return q - p;
+    }
+    size_t f = at(s, p) == ' ' && is_other(s, p + 1) ? p + 1 : p;
+    if (is_other(s, f)) {
+        while (is_other(s, f))
+            f++;
+        while (at(s, f) == '\r' || at(s, f) == '\n' || at(s, f) == '/')
+            f++;
+        return f - p;
+    }
+    size_t nws = 0, last_rn = 0;
+    while (is_ws(s, p + nws)) {
+        uint32_t w = at(s, p + nws);
+        if (w == '\r' || w == '\n')
+            last_rn = p + nws + 1;
+        nws++;
+    }
+    if (last_rn)
+        return last_rn - p;
+    if (nws > 1 && in(s, p + nws))
+        return nws - 1;
+    return nws ? nws : 1;
+}
+
+static size_t m_tekken(const span *s, size_t p) { return m_cased(s, p, false, 1); }
+static size_t m_gpt4o(const span *s, size_t p) { return m_cased(s, p, true, 3); }
+
 typedef size_t (*match_fn)(const span *, size_t);
 
 /* Leftmost matches and the gaps between them, as regex_iterator gives. */
@@ -388,6 +472,12 @@ static int passes_of(tport_pretok pre, pass *p) {
         p[n++] = (pass){PASS_SEARCH, m_sp_punct};
         p[n++] = (pass){PASS_SEARCH, m_ds_cjk};
         p[n++] = (pass){PASS_SEARCH, m_number};
+        break;
+    case TPORT_PRE_TEKKEN:
+        p[n++] = (pass){PASS_SEARCH, m_tekken};
+        break;
+    case TPORT_PRE_GPT4O:
+        p[n++] = (pass){PASS_SEARCH, m_gpt4o};
         break;
     case TPORT_PRE_DEFAULT:
     default:

@@ -220,9 +220,10 @@ static bool stage_binds(const tport_model *m, const tport_arch_tensor *t, int32_
         return true;
     if (s != offsetof(tport_globals, tok_embd) || !m->has_head)
         return false;
+    char name[96];
     for (int k = 0; k < m->arch->n_tensors; k++)
         if (m->arch->tensors[k].slot == offsetof(tport_globals, output) && !(m->arch->tensors[k].flags & TENSOR_LAYER))
-            return !tport_model_file_find(m->file, m->arch->tensors[k].name);
+            return !tport_arch_file_tensor(m->file, m->arch, m->arch->tensors[k].name, 0, name, sizeof name);
     return true;
 }
 

@@ -282,6 +282,7 @@ int main(void) {
         bit_flips("ggjt v3 qk64", &b, 1000);
         bb_free(&b);
     }
+#ifdef TPORT_TEST_PYTORCH
     { /* a legacy torch.save stream (the restricted unpickler behind it) */
         bb b = {0};
         sample_pytorch_legacy(&b);
@@ -289,6 +290,7 @@ int main(void) {
         bit_flips("pytorch legacy", &b, 2000);
         bb_free(&b);
     }
+#endif
     gguf_corruptions();
     llama2c_corruptions();
     unlink(tmp_path);

@@ -7,6 +7,7 @@
  * every ggml-example layout, built by sample_files.h; then `tport info`,
  * `convert` and `run` on one such file. */
 #include <sys/wait.h>
+#include <time.h>
 
 #include "sample_files.h"
 #include "formats/model_file.h"
@@ -102,6 +103,25 @@ static void test_legacy_partial(void) {
         bb_free(&seven);
         bb_free(&eight);
     }
+}
+
+/* n_layer comes from the header: a file claiming 2^24 layers with 7
+ * tensors reads at once, with the count right (not by listing 150M names). */
+static void test_huge_layer_count(void) {
+    bb b = {0};
+    sample_legacy_first(&b, 0x67676a74u, 3, 7);
+    uint32_t n_layer = 1u << 24;
+    memcpy(b.p + 8 + 4 * 4, &n_layer, 4); /* magic, version, n_vocab n_embd n_mult n_head, n_layer */
+    clock_t t0 = clock();
+    tport_model_file *mf;
+    tport_status s = open_bytes(&b, &mf);
+    double secs = (double)(clock() - t0) / CLOCKS_PER_SEC;
+    CHECK(s == TPORT_STATUS_OK && mf && mf->hp.n_layer == n_layer &&
+              mf->n_missing == (int)(3 + 9 * (uint64_t)n_layer - 7) && strstr(mf->missing, ", ..."),
+          "2^24 layers: %s", mf ? mf->missing : tport_last_error());
+    CHECK(secs < 0.5, "2^24 layers read in %.2f s", secs);
+    tport_model_file_close(mf);
+    bb_free(&b);
 }
 
 static const struct {
@@ -281,6 +301,7 @@ static void test_real_partial(void) {
 
 int main(void) {
     test_legacy_partial();
+    test_huge_layer_count();
     test_real_partial();
     test_example_partial();
     test_cli();

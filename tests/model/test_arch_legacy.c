@@ -163,7 +163,7 @@ int main(int argc, char **argv) {
         return test_finish(test_name);
     }
     const char *dir = getenv("TMPDIR");
-    char gguf[512], ggml[512], cmd[2048];
+    char gguf[512], ggml[512], cmd[4096];
     snprintf(gguf, sizeof gguf, "%s/tport-legacy-%s-%d.gguf", dir && *dir ? dir : "/tmp", argv[1], (int)getpid());
     snprintf(ggml, sizeof ggml, "%s/tport-legacy-%s-%d.bin", dir && *dir ? dir : "/tmp", argv[1], (int)getpid());
     snprintf(cmd, sizeof cmd, "'%s' synth %s --vocab-from '%s' -o '%s' >/dev/null", TPORT_CLI, synth->str, vocab_path,

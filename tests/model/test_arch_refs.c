@@ -1,10 +1,13 @@
 /* One architecture against llama.cpp: regenerates the random-weight file
  * of data/arch_refs.json's entry with `tport synth` (the recorded command
- * and seed), runs each recorded prompt and compares the greedy ids with
+ * and seed), runs each recorded prompt (through `tport run`, and for f32
+ * files also through the library with the linked-in CPU backend) and
+ * compares the greedy ids with
  * the ones llama.cpp produced on the same file (how they were made is in
  * data/README.md).  argv[1] names the entry; a missing vocabulary file
  * skips.  With --expect-split (run with the "partial" test plug-in
  * preferred) it also checks that the new ops fell back to the CPU. */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -40,6 +43,22 @@ static int read_ids(const json *arr, tport_token *out) {
     for (size_t i = 0; arr && arr->kind == JSON_ARRAY && i < arr->n && n < MAX_IDS; i++)
         out[n++] = (tport_token)arr->items[i].number;
     return n;
+}
+
+/* Greedy ids from `tport run --prompt-ids ... --ids --temp 0`. */
+static int cli_ids(const char *path, const tport_token *prompt, int n_prompt, int n, tport_token *out) {
+    char cmd[4096];
+    int k = snprintf(cmd, sizeof cmd, "'%s' run -m '%s' -n %d --ids --temp 0 --prompt-ids ", TPORT_CLI, path, n);
+    for (int i = 0; i < n_prompt && k > 0 && k < (int)sizeof cmd - 16; i++)
+        k += snprintf(cmd + k, sizeof cmd - (size_t)k, "%s%d", i ? "," : "", (int)prompt[i]);
+    snprintf(cmd + k, sizeof cmd - (size_t)k, " 2>/dev/null");
+    FILE *p = popen(cmd, "r");
+    int got = 0;
+    for (int v; p && got < n && fscanf(p, "%d,", &v) == 1;)
+        out[got++] = (tport_token)v;
+    if (p && pclose(p) != 0)
+        fprintf(stderr, "  failed: %s\n", cmd);
+    return got;
 }
 
 /* With the test plug-in "partial" (it runs only add) preferred: add runs
@@ -89,11 +108,22 @@ int main(int argc, char **argv) {
     CHECK(arch && synth && synth->kind == JSON_STRING && runs && runs->kind == JSON_ARRAY && runs->n > 0,
           "entry %s is incomplete", argv[1]);
 
-    char path[256], cmd[2048];
+    char path[256], cmd[4096];
     temp_path(path, sizeof path, argv[1]);
     snprintf(cmd, sizeof cmd, "'%s' synth %s%s%s%s -o '%s' >/dev/null", TPORT_CLI, synth ? synth->str : "",
              vocab_path[0] ? " --vocab-from '" : "", vocab_path, vocab_path[0] ? "'" : "", path);
     CHECK(system(cmd) == 0, "failed: %s", cmd);
+    /* tport info names the architecture and says this build runs it */
+    snprintf(cmd, sizeof cmd, "'%s' info '%s' 2>&1", TPORT_CLI, path);
+    FILE *p = popen(cmd, "r");
+    char line[256], want_arch[96];
+    bool named = false, runnable = false;
+    snprintf(want_arch, sizeof want_arch, "architecture:  %s\n", arch ? arch->str : "?");
+    while (p && fgets(line, sizeof line, p)) {
+        named |= !strcmp(line, want_arch);
+        runnable |= !strncmp(line, "runs:          yes", 18);
+    }
+    CHECK(p && pclose(p) == 0 && named && runnable, "tport info: architecture line %d, runs line %d", named, runnable);
     tport_model *m = tport_model_load(path, NULL);
     CHECK(m != NULL, "load %s: %s", path, tport_last_error());
     if (m && arch) {
@@ -108,9 +138,19 @@ int main(int argc, char **argv) {
             int n_prompt = read_ids(json_get(&runs->items[r], "prompt_ids"), prompt);
             int n_want = read_ids(json_get(&runs->items[r], "ids"), want);
             CHECK(n_prompt > 0 && n_want > 0, "%s: run %zu is incomplete", argv[1], r);
-            int n = greedy_ids(m, prompt, n_prompt, got, n_want);
+            /* the library with this program's linked-in CPU backend (baseline
+             * x86-64 kernels): exact for f32 weights, whose sums do not go
+             * through 8-bit activations */
+            if (!strstr(synth->str, "--type")) {
+                int n = greedy_ids(m, prompt, n_prompt, got, n_want);
+                int d = first_difference(got, n, want, n_want);
+                CHECK(d < 0, "%s, run %zu: greedy id %d is %d, llama.cpp gave %d", argv[1], r, d,
+                      d >= 0 && d < n ? (int)got[d] : -1, d >= 0 && d < n_want ? (int)want[d] : -1);
+            }
+            /* `tport run`, with the CPU plug-in variant this machine selects */
+            int n = cli_ids(path, prompt, n_prompt, n_want, got);
             int d = first_difference(got, n, want, n_want);
-            CHECK(d < 0, "%s, run %zu: greedy id %d is %d, llama.cpp gave %d", argv[1], r, d,
+            CHECK(d < 0, "%s, run %zu (tport run): greedy id %d is %d, llama.cpp gave %d", argv[1], r, d,
                   d >= 0 && d < n ? (int)got[d] : -1, d >= 0 && d < n_want ? (int)want[d] : -1);
         }
     }

@@ -96,7 +96,7 @@ int main(void) {
         tport_tokenizer_free(tk);
     }
     remove(path);
-    CHECK(ids && ids->n == 10, "ten pre-tokenizers");
+    CHECK(ids && ids->n == 13, "thirteen pre-tokenizers");
     free(src);
     json_free(refs);
     return test_finish("test_tokenizer_pretok");

@@ -71,7 +71,7 @@ static tport_status fix_legacy(tport_model *m) {
     if (m->sh.n_head_kv != m->sh.n_head)
         return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: a gpt-neox example file with grouped kv heads",
                            m->file->path);
-    for (int32_t il = 0; il < m->sh.n_layer; il++) {
+    for (int32_t il = m->layer_begin; il < m->layer_end; il++) { /* a stage's layers */
         tport_layer *l = &m->layers[il];
         tport_status st = deinterleave(m, l->wqkv, tport_row_size(tport_tensor_type(l->wqkv), m->sh.n_embd));
         if (st == TPORT_STATUS_OK)

@@ -11,7 +11,7 @@ import fs from "node:fs";
 
 const [vocabPath, tmp] = process.argv.slice(2);
 const pres = ["deepseek-llm", "deepseek-coder", "bloom", "viking", "command-r", "chatglm-bpe", "dbrx",
-              "olmo", "stablelm2", "default"];
+              "olmo", "stablelm2", "default", "tekken", "gpt-4o", "llama4"];
 const N = 60;
 let seed = 20261201;
 const rnd = (k) => { seed = (seed * 1103515245 + 12345) >>> 0; return (seed >>> 8) % k; };
@@ -22,16 +22,21 @@ const pools = [
   "日本語のテキストカタカナ", "😀🎉👍🏽🦙", "\u00A0\u3000\u2028\u0085\u2009\u1680", "مرحبابالعالم", "नमस्तेदुनिया",
   "٠١٢٣٤٥٦٧٨٩", "ＡＢＣ１２３！？", "…。，、।۔،", "ΑΒΓαβγМосква", "½¼²³µ", "\u0001\u001F\u007F",
   "\u2581", "\u200B\u200D\uFEFF", "ǅǈǋ‘’“”",
+  // whole words (an array: one element is taken, not one character)
+  ["HelloWorld", "camelCaseWords", "XMLHttpRequest", "iPhone", "McDonald's", "DON'T", "ÉcoleNormale",
+   "ÜberStraße", "getHTTPResponseCode", "they're", "WE'LL", " IPv6Address", "ΑθήναGreece", "MOSCOWМосква",
+   "XÉY", "ÀBÇD ", "GRÜNE.", "ABéCD ", "ÖL"],
 ];
-// ASCII words, digits, spaces and punctuation four times as likely, so the
-// strings exercise what tells the pre-tokenizers apart
-for (const p of pools.slice(0, 6)) pools.push(p, p, p);
+// ASCII words, digits, spaces, punctuation and the whole words four times
+// as likely, so the strings exercise what tells the pre-tokenizers apart
+for (const p of [...pools.slice(0, 6), pools[pools.length - 1]]) pools.push(p, p, p);
 const texts = [];
 for (let i = 0; i < N; i++) {
   let s = "";
   const len = 1 + rnd(30);
   for (let j = 0; j < len; j++) {
-    const p = [...pools[rnd(pools.length)]];
+    const pool = pools[rnd(pools.length)];
+    const p = Array.isArray(pool) ? pool : [...pool];
     const run = 1 + rnd(4);
     for (let k = 0; k < run; k++) s += p[rnd(p.length)];
   }
