@@ -61,7 +61,8 @@ typedef struct iso_proxy {
     bool refused;     /* ended over a protocol version mismatch            */
     bool device_mode; /* the plug-in has memory of its own: buffers live there */
     uint32_t xfer;    /* shared region data crosses through in device mode */
-    long long timeout_ms;
+    long long timeout_ms;      /* TPORT_COMPUTE_TIMEOUT: every call ...        */
+    long long load_timeout_ms; /* ... but loading and init: TPORT_PROBE_TIMEOUT */
     uint64_t n_compute;
     iso_buf rx;
     /* regions, by id (0 unused) */

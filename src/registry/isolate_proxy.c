@@ -72,7 +72,9 @@ bool iso_call(iso_proxy *p, uint16_t type, const void *a, size_t na, const void 
         during = at;
     }
     const uint32_t seq = ++p->seq;
-    const long long deadline = iso_deadline(p->timeout_ms);
+    const bool loading = type == ISO_HELLO || type == ISO_START;
+    const long long limit = loading ? p->load_timeout_ms : p->timeout_ms;
+    const long long deadline = iso_deadline(limit);
     char cause[512];
     iso_io io = iso_send(p->sock, type, seq, a, na, b, nb, fd, deadline);
     int stages = 0;
@@ -119,7 +121,8 @@ bool iso_call(iso_proxy *p, uint16_t type, const void *a, size_t na, const void 
         return true;
     }
     if (io == ISO_IO_TIMEOUT) {
-        snprintf(cause, sizeof cause, "no answer within %lld s (TPORT_COMPUTE_TIMEOUT), killed", p->timeout_ms / 1000);
+        snprintf(cause, sizeof cause, "no answer within %lld s (%s), killed", limit / 1000,
+                 loading ? "TPORT_PROBE_TIMEOUT" : "TPORT_COMPUTE_TIMEOUT");
         iso_lose(p, false, cause, during);
     } else if (io == ISO_IO_MALFORMED) {
         iso_lose(p, false, "malformed reply (bad framing), killed", during);
