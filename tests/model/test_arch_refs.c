@@ -45,11 +45,17 @@ static int read_ids(const json *arr, tport_token *out) {
     return n;
 }
 
-/* Greedy ids from `tport run --prompt-ids ... --ids --temp 0`. */
-static int cli_ids(const char *path, const tport_token *prompt, int n_prompt, int n, tport_token *out) {
+/* Greedy ids from `tport run --prompt-ids ... --ids --temp 0`, or with
+ * -p TEXT when text is not NULL (plain text without quotes in it). */
+static int cli_ids(const char *path, const char *text, const tport_token *prompt, int n_prompt, int n,
+                   tport_token *out) {
     char cmd[4096];
-    int k = snprintf(cmd, sizeof cmd, "'%s' run -m '%s' -n %d --ids --temp 0 --prompt-ids ", TPORT_CLI, path, n);
-    for (int i = 0; i < n_prompt && k > 0 && k < (int)sizeof cmd - 16; i++)
+    int k = snprintf(cmd, sizeof cmd, "'%s' run -m '%s' -n %d --ids --temp 0 ", TPORT_CLI, path, n);
+    if (text && !strchr(text, '\''))
+        k += snprintf(cmd + k, sizeof cmd - (size_t)k, "-p '%s'", text);
+    else
+        k += snprintf(cmd + k, sizeof cmd - (size_t)k, "--prompt-ids ");
+    for (int i = 0; !text && i < n_prompt && k > 0 && k < (int)sizeof cmd - 16; i++)
         k += snprintf(cmd + k, sizeof cmd - (size_t)k, "%s%d", i ? "," : "", (int)prompt[i]);
     snprintf(cmd + k, sizeof cmd - (size_t)k, " 2>/dev/null");
     FILE *p = popen(cmd, "r");
@@ -148,10 +154,22 @@ int main(int argc, char **argv) {
                       d >= 0 && d < n ? (int)got[d] : -1, d >= 0 && d < n_want ? (int)want[d] : -1);
             }
             /* `tport run`, with the CPU plug-in variant this machine selects */
-            int n = cli_ids(path, prompt, n_prompt, n_want, got);
+            /* `tport run`, with the CPU plug-in variant this machine selects;
+             * a text run goes through tport's tokenizer, whose ids must be
+             * llama.cpp's (prompt_ids) */
+            const json *text = json_get(&runs->items[r], "prompt_text");
+            const char *t = text && text->kind == JSON_STRING ? text->str : NULL;
+            if (t) {
+                tport_token ids[MAX_IDS];
+                int n_ids = tport_tokenize(m, t, tport_model_bos(m) >= 0 && prompt[0] == tport_model_bos(m), ids,
+                                           MAX_IDS);
+                CHECK(first_difference(ids, n_ids, prompt, n_prompt) < 0, "%s: tport_tokenize of '%s' differs from "
+                      "llama.cpp's", argv[1], t);
+            }
+            int n = cli_ids(path, t, prompt, n_prompt, n_want, got);
             int d = first_difference(got, n, want, n_want);
-            CHECK(d < 0, "%s, run %zu (tport run): greedy id %d is %d, llama.cpp gave %d", argv[1], r, d,
-                  d >= 0 && d < n ? (int)got[d] : -1, d >= 0 && d < n_want ? (int)want[d] : -1);
+            CHECK(d < 0, "%s, run %zu (tport run%s): greedy id %d is %d, llama.cpp gave %d", argv[1], r,
+                  t ? " -p" : "", d, d >= 0 && d < n ? (int)got[d] : -1, d >= 0 && d < n_want ? (int)want[d] : -1);
         }
     }
     tport_model_free(m);

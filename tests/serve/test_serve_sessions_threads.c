@@ -15,7 +15,7 @@ typedef struct job {
     int32_t n_prompt;
     tport_token out[N_GEN];
     int n_out;
-    bool ok;
+    bool ok, tokenized_ok;
 } job;
 
 static void *generate(void *arg) {
@@ -25,6 +25,14 @@ static void *generate(void *arg) {
     tport_sampler_params p = tport_sampler_defaults();
     p.temperature = 0;
     tport_sampler *sm = tport_sampler_new(&p);
+    /* tokenize and detokenize beside the other thread's evaluation, as the
+     * server's connection threads do */
+    tport_token ids[8];
+    char text[64];
+    for (int i = 0; i < 20; i++) {
+        j->tokenized_ok &= tport_tokenize(j->m, "Once upon a time", true, ids, 8) == 5 && ids[1] == 9038;
+        j->tokenized_ok &= tport_detokenize(j->m, ids, 5, text, (int32_t)sizeof text) == 16 && !memcmp(text, "Once upon a time", 16);
+    }
     j->ok = s && sm && tport_session_eval(s, j->prompt, j->n_prompt) == TPORT_STATUS_OK;
     for (j->n_out = 0; j->ok && j->n_out < N_GEN; j->n_out++) {
         tport_token id = tport_sampler_sample(sm, tport_session_logits(s), tport_model_n_vocab(j->m));
@@ -54,7 +62,8 @@ int main(void) {
     CHECK(memcmp(alone_a.out, alone_b.out, sizeof alone_a.out) != 0, "different prompts give different text");
 
     for (int round = 0; round < 3; round++) {
-        job a = {.m = m, .prompt = prompt_a, .n_prompt = 5}, b = {.m = m, .prompt = prompt_b, .n_prompt = 3};
+        job a = {.m = m, .prompt = prompt_a, .n_prompt = 5, .tokenized_ok = true},
+            b = {.m = m, .prompt = prompt_b, .n_prompt = 3, .tokenized_ok = true};
         pthread_t ta, tb;
         int ra = pthread_create(&ta, NULL, generate, &a), rb = pthread_create(&tb, NULL, generate, &b);
         CHECK(ra == 0 && rb == 0, "threads");
@@ -63,6 +72,7 @@ int main(void) {
         if (rb == 0)
             pthread_join(tb, NULL);
         CHECK(a.ok && b.ok, "round %d: threaded runs", round);
+        CHECK(a.tokenized_ok && b.tokenized_ok, "round %d: tokenizing beside evaluation", round);
         CHECK(!memcmp(a.out, alone_a.out, sizeof a.out), "round %d: session A differs when run beside B", round);
         CHECK(!memcmp(b.out, alone_b.out, sizeof b.out), "round %d: session B differs when run beside A", round);
     }

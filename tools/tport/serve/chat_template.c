@@ -202,20 +202,29 @@ static void render_mistral(chat_format f, const serve_message *m, int n, chat_pr
     }
 }
 
+static bool blank(const char *s) {
+    return s[strspn(s, " \t\n\r")] == 0;
+}
+
 static void render_gemma(const serve_message *m, int n, chat_prompt *p) {
-    /* gemma has no system role: system text opens the next user turn */
-    const char *system = NULL;
+    /* gemma has no system role: the system texts so far (trimmed, joined)
+     * open the next user turn */
+    int pending = 0; /* first system message not yet written */
     for (int i = 0; i < n; i++) {
-        if (m[i].role == SERVE_ROLE_SYSTEM) {
-            system = m[i].content;
+        if (m[i].role == SERVE_ROLE_SYSTEM)
             continue;
-        }
         bool model = m[i].role == SERVE_ROLE_ASSISTANT;
         mk(p, model ? "<start_of_turn>model\n" : "<start_of_turn>user\n");
-        if (system && !model) {
-            content(p, system, true);
-            mk(p, "\n\n");
-            system = NULL;
+        if (!model) {
+            bool any = false;
+            for (int k = pending; k < i; k++)
+                if (m[k].role == SERVE_ROLE_SYSTEM && !blank(m[k].content)) {
+                    content(p, m[k].content, true);
+                    any = true;
+                }
+            if (any)
+                mk(p, "\n\n");
+            pending = i + 1;
         }
         content(p, m[i].content, true);
         mk(p, "<end_of_turn>\n");

@@ -21,6 +21,8 @@ double serve_now_ms(void) {
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+/* POLLRDHUP: the peer closed (or half-closed) its side.  HTTP clients do
+ * not half-close while waiting for an answer, so this means "gone". */
 bool serve_client_gone(void *arg) {
     serve_conn *c = arg;
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c->mhd, MHD_CONNECTION_INFO_CONNECTION_FD);
