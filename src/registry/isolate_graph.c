@@ -219,6 +219,8 @@ static tport_status buffer_loc(iso_proxy *p, const tport_tensor_view *t, iso_loc
     if (!iso_extent(t->type, t->ne, t->nb, &ext) || t->offset > r->size || ext > r->size - t->offset)
         return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "isolated %s: tensor '%.40s' lies outside its buffer",
                            p->name, t->name ? t->name : "");
+    if (r->deferred && !iso_region_make_writable(p, (uint32_t)t->buffer)) /* read before written: zeros */
+        return p->lost ? TPORT_STATUS_DEVICE_LOST : TPORT_STATUS_OUT_OF_MEMORY;
     loc->region = (uint32_t)t->buffer;
     loc->offset = t->offset;
     return TPORT_STATUS_OK;

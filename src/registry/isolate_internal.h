@@ -14,8 +14,12 @@
 #include "tport/backend.h"
 
 typedef struct iso_region {
-    unsigned char *base; /* host mapping; NULL when free or unmapped */
+    unsigned char *base; /* host address of byte 0; NULL when free or unmapped */
     uint64_t size;
+    void *map_base;      /* what to munmap (a file mapping starts before base) */
+    uint64_t map_len;
+    bool deferred;       /* a weights buffer with no memory until it is written */
+    bool file;           /* read-only pages of the model file, shared        */
     bool used;           /* the id is taken (a host buffer may outlive the mapping) */
     bool device;         /* a buffer of the plug-in's own memory, in the helper */
 } iso_region;
@@ -57,7 +61,8 @@ typedef struct iso_proxy {
     bool refused;     /* ended over a protocol version mismatch            */
     bool device_mode; /* the plug-in has memory of its own: buffers live there */
     uint32_t xfer;    /* shared region data crosses through in device mode */
-    long long timeout_ms;
+    long long timeout_ms;      /* TPORT_COMPUTE_TIMEOUT: every call ...        */
+    long long load_timeout_ms; /* ... but loading and init: TPORT_PROBE_TIMEOUT */
     uint64_t n_compute;
     iso_buf rx;
     /* regions, by id (0 unused) */
@@ -109,6 +114,16 @@ void iso_lose(iso_proxy *p, bool peer_gone, const char *cause, const char *durin
  * it in one go instead of a page fault per page. */
 uint32_t iso_region_new(iso_proxy *p, uint64_t size, bool populate);
 void iso_region_free(iso_proxy *p, uint32_t id);
+/* A weights buffer whose memory is chosen at its first upload: the model
+ * file's own pages when the bytes come whole from a file mapping (no copy,
+ * nothing resident twice), shared memory otherwise.  0 on failure. */
+uint32_t iso_region_new_deferred(iso_proxy *p, uint64_t size);
+/* Gives a deferred or file-backed region writable shared memory (keeping
+ * its bytes); false on failure. */
+bool iso_region_make_writable(iso_proxy *p, uint32_t id);
+/* Upload into a deferred region: shares the file pages when src is
+ * [offset 0, whole size) of a file mapping; true when done that way. */
+bool iso_region_share_file(iso_proxy *p, uint32_t id, const void *src, uint64_t size);
 /* A buffer of the plug-in's own memory (device mode); 0 on failure. */
 uint32_t iso_region_new_device(iso_proxy *p, uint64_t size, uint32_t kind, uint32_t usage);
 /* The region for a handle, or NULL. */

@@ -125,8 +125,11 @@ typedef struct iso_map {
     uint32_t region; /* 1.. ISO_MAX_REGIONS-1 */
     uint32_t flags;  /* ISO_MAP_* */
     uint64_t size;
+    uint64_t file_offset; /* ISO_MAP_FILE: page-aligned offset mapped ...  */
+    uint64_t delta;       /* ... and where the region starts after it      */
 } iso_map;
 #define ISO_MAP_POPULATE 1u /* map every page now (weights: all of it is read) */
+#define ISO_MAP_FILE 2u     /* the fd is the model file, mapped read-only     */
 
 typedef struct iso_status {
     int32_t status;

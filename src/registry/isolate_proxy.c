@@ -72,7 +72,9 @@ bool iso_call(iso_proxy *p, uint16_t type, const void *a, size_t na, const void 
         during = at;
     }
     const uint32_t seq = ++p->seq;
-    const long long deadline = iso_deadline(p->timeout_ms);
+    const bool loading = type == ISO_HELLO || type == ISO_START;
+    const long long limit = loading ? p->load_timeout_ms : p->timeout_ms;
+    const long long deadline = iso_deadline(limit);
     char cause[512];
     iso_io io = iso_send(p->sock, type, seq, a, na, b, nb, fd, deadline);
     int stages = 0;
@@ -119,7 +121,8 @@ bool iso_call(iso_proxy *p, uint16_t type, const void *a, size_t na, const void 
         return true;
     }
     if (io == ISO_IO_TIMEOUT) {
-        snprintf(cause, sizeof cause, "no answer within %lld s (TPORT_COMPUTE_TIMEOUT), killed", p->timeout_ms / 1000);
+        snprintf(cause, sizeof cause, "no answer within %lld s (%s), killed", limit / 1000,
+                 loading ? "TPORT_PROBE_TIMEOUT" : "TPORT_COMPUTE_TIMEOUT");
         iso_lose(p, false, cause, during);
     } else if (io == ISO_IO_MALFORMED) {
         iso_lose(p, false, "malformed reply (bad framing), killed", during);
@@ -276,7 +279,8 @@ static tport_status proxy_buffer_alloc(void *backend, int32_t device, uint32_t k
     tport_status st = TPORT_STATUS_OK;
     uint32_t id = p->lost ? 0
                   : p->device_mode ? iso_region_new_device(p, size, kind, usage)
-                                   : iso_region_new(p, size, usage == TPORT_USAGE_WEIGHTS);
+                  : usage == TPORT_USAGE_WEIGHTS && kind == TPORT_MEM_DEVICE ? iso_region_new_deferred(p, size)
+                                   : iso_region_new(p, size, false);
     if (p->lost) {
         lost_error(p);
         st = TPORT_STATUS_DEVICE_LOST;
@@ -309,13 +313,22 @@ static uint64_t proxy_tensor_alloc_size(void *backend, int32_t device, const tpo
 
 /* The host address of [offset, offset+size) of a live buffer, or NULL with
  * the error recorded in *st. */
-static unsigned char *span_of(iso_proxy *p, tport_buffer buffer, uint64_t offset, uint64_t size, tport_status *st) {
+static unsigned char *span_of(iso_proxy *p, tport_buffer buffer, uint64_t offset, uint64_t size, bool write,
+                              tport_status *st) {
     if (p->lost) {
         lost_error(p);
         *st = TPORT_STATUS_DEVICE_LOST;
         return NULL;
     }
     iso_region *r = iso_region_get(p, buffer);
+    /* a weights buffer not written yet, or the file's read-only pages */
+    if (r && (r->deferred || (r->file && write))) {
+        if (!iso_region_make_writable(p, (uint32_t)buffer)) {
+            *st = p->lost ? TPORT_STATUS_DEVICE_LOST : TPORT_STATUS_OUT_OF_MEMORY;
+            return NULL;
+        }
+        r = iso_region_get(p, buffer);
+    }
     if (!r || !r->base || offset > r->size || size > r->size - offset) {
         *st = tport_error(TPORT_STATUS_INVALID_ARGUMENT, "isolated %s: range outside buffer %llu", p->name,
                           (unsigned long long)buffer);
@@ -412,9 +425,14 @@ static tport_status proxy_tensor_write(void *backend, tport_buffer buffer, uint6
     if (!p->lost && is_device_buffer(p, buffer)) {
         st = remote_xfer(p, ISO_WRITE, buffer, offset, tensor, (void *)src, size);
     } else {
-        unsigned char *dst = span_of(p, buffer, offset, size, &st);
-        if (dst && size)
-            memcpy(dst, src, (size_t)size);
+        iso_region *r = iso_region_get(p, buffer);
+        if (r && r->deferred && offset == 0 && iso_region_share_file(p, (uint32_t)buffer, src, size)) {
+            st = TPORT_STATUS_OK; /* the model file's own pages: nothing copied */
+        } else {
+            unsigned char *dst = span_of(p, buffer, offset, size, true, &st);
+            if (dst && size)
+                memcpy(dst, src, (size_t)size);
+        }
     }
     p->report = ISO_REPORT_LINE;
     pthread_mutex_unlock(&p->lock);
@@ -434,7 +452,7 @@ static tport_status proxy_tensor_read(void *backend, tport_buffer buffer, uint64
     if (!p->lost && is_device_buffer(p, buffer)) {
         st = remote_xfer(p, ISO_READ, buffer, offset, tensor, dst, size);
     } else {
-        const unsigned char *src = span_of(p, buffer, offset, size, &st);
+        const unsigned char *src = span_of(p, buffer, offset, size, false, &st);
         if (src && size)
             memcpy(dst, src, (size_t)size);
     }
@@ -461,7 +479,7 @@ static tport_status proxy_buffer_fill(void *backend, tport_buffer buffer, uint64
             st = iso_call(p, ISO_FILL, &f, sizeof f, NULL, 0, -1, "buffer_fill", &n)
                      ? remote_status(p, n, "buffer_fill") : TPORT_STATUS_DEVICE_LOST;
     } else {
-        unsigned char *dst = span_of(p, buffer, offset, size, &st);
+        unsigned char *dst = span_of(p, buffer, offset, size, true, &st);
         if (dst && size)
             memset(dst, value, (size_t)size);
     }
@@ -493,8 +511,8 @@ static tport_status proxy_buffer_copy(void *backend, tport_buffer dst, uint64_t 
         pthread_mutex_unlock(&p->lock);
         return st;
     }
-    unsigned char *d = span_of(p, dst, dst_offset, size, &st);
-    const unsigned char *s = d ? span_of(p, src, src_offset, size, &st) : NULL;
+    const unsigned char *s = span_of(p, src, src_offset, size, false, &st);
+    unsigned char *d = s ? span_of(p, dst, dst_offset, size, true, &st) : NULL;
     if (d && s && size)
         memmove(d, s, (size_t)size);
     p->report = ISO_REPORT_LINE;

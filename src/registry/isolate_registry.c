@@ -27,6 +27,7 @@
 #endif
 
 #define TIMEOUT_DEFAULT_S 30
+#define LOAD_TIMEOUT_DEFAULT_S 10 /* as --probe's */
 #define TIMEOUT_MAX_S 86400
 
 static pthread_mutex_t names_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -81,16 +82,17 @@ tport_status tport_backend_isolate(const char *name) {
     return st;
 }
 
-static long long timeout_ms(void) {
-    const char *v = tport_registry_getenv("TPORT_COMPUTE_TIMEOUT");
+/* Seconds from `name` (1..TIMEOUT_MAX_S), else `dflt`, in ms. */
+static long long timeout_ms(const char *name, int dflt) {
+    const char *v = tport_registry_getenv(name);
     if (!v || !v[0])
-        return TIMEOUT_DEFAULT_S * 1000LL;
+        return dflt * 1000LL;
     char *end;
     long n = strtol(v, &end, 10);
     if (*end || n < 1 || n > TIMEOUT_MAX_S) {
-        tport_log(TPORT_LOG_WARN, "backends: TPORT_COMPUTE_TIMEOUT='%.20s' is not 1..%d seconds; using %d", v,
-                  TIMEOUT_MAX_S, TIMEOUT_DEFAULT_S);
-        return TIMEOUT_DEFAULT_S * 1000LL;
+        tport_log(TPORT_LOG_WARN, "backends: %s='%.20s' is not 1..%d seconds; using %d", name, v, TIMEOUT_MAX_S,
+                  dflt);
+        return dflt * 1000LL;
     }
     return n * 1000LL;
 }
@@ -212,7 +214,8 @@ bool tport_isolate_try_open(tport_candidate *c) {
     }
     pthread_mutex_init(&p->lock, NULL);
     p->sock = -1;
-    p->timeout_ms = timeout_ms();
+    p->timeout_ms = timeout_ms("TPORT_COMPUTE_TIMEOUT", TIMEOUT_DEFAULT_S);
+    p->load_timeout_ms = timeout_ms("TPORT_PROBE_TIMEOUT", LOAD_TIMEOUT_DEFAULT_S);
     snprintf(p->name, sizeof p->name, "%s", strrchr(c->path, '/') ? strrchr(c->path, '/') + 1 : c->path);
     snprintf(p->stage, sizeof p->stage, "start");
     char why[200];

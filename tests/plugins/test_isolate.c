@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -298,6 +299,43 @@ static void good_plugin(void) {
                   out[0] == 2 && out[7] == 16, "device-memory compute result %g %g", out[0], out[7]);
         tv[1].offset = 4096 - 16; /* the result would end past the buffer */
         CHECK(api->compute(b->state, 0, &v) == TPORT_STATUS_INVALID_ARGUMENT, "out-of-buffer tensor accepted");
+        api->buffer_free(b->state, buf);
+    }
+    /* a weights buffer written whole from a file mapping shares the file */
+    if (b) {
+        const tport_backend_api *api = b->api;
+        char path[] = "/tmp/tport-isolate-weights-XXXXXX";
+        int fd = mkstemp(path);
+        float w[1024];
+        for (int i = 0; i < 1024; i++)
+            w[i] = (float)i;
+        CHECK(fd >= 0 && write(fd, w, sizeof w) == (ssize_t)sizeof w, "temp file");
+        const float *map = mmap(NULL, sizeof w, PROT_READ, MAP_PRIVATE, fd, 0);
+        close(fd);
+        tport_buffer buf = 0;
+        void *hp = NULL;
+        CHECK(map != MAP_FAILED && api->buffer_alloc(b->state, 0, TPORT_MEM_DEVICE, TPORT_USAGE_WEIGHTS, sizeof w,
+                                                     &buf, &hp) == TPORT_STATUS_OK, "weights buffer");
+        CHECK(api->tensor_write(b->state, buf, 0, NULL, map, sizeof w, NULL) == TPORT_STATUS_OK, "weights upload");
+        munmap((void *)map, sizeof w);
+        unlink(path);
+        char maps[64], line[512];
+        snprintf(maps, sizeof maps, "/proc/%d/maps", (int)helper_pid());
+        FILE *f = fopen(maps, "r");
+        bool shared = false;
+        while (f && fgets(line, sizeof line, f))
+            shared |= strstr(line, path + 5) != NULL;
+        if (f)
+            fclose(f);
+        CHECK(shared, "the helper does not map the weights' file");
+        float out[4] = {0};
+        CHECK(api->tensor_read(b->state, buf, 400, NULL, out, sizeof out, NULL) == TPORT_STATUS_OK && out[0] == 100 &&
+                  out[3] == 103, "read from the file's pages: %g %g", out[0], out[3]);
+        float two[2] = {-1, -2}; /* written again: shared memory, the other bytes kept */
+        CHECK(api->tensor_write(b->state, buf, 8, NULL, two, sizeof two, NULL) == TPORT_STATUS_OK, "rewrite");
+        CHECK(api->tensor_read(b->state, buf, 0, NULL, out, sizeof out, NULL) == TPORT_STATUS_OK && out[0] == 0 &&
+                  out[1] == 1 && out[2] == -1 && out[3] == -2, "after the rewrite: %g %g %g %g", out[0], out[1],
+              out[2], out[3]);
         api->buffer_free(b->state, buf);
     }
     /* what the helper got: the documented descriptors and environment */

@@ -71,17 +71,22 @@ static void handle_map(const unsigned char *p, uint32_t size, int fd) {
     }
     memcpy(&m, p, sizeof m);
     void *base = MAP_FAILED;
+    const bool file = m.flags & ISO_MAP_FILE; /* the model file, read-only */
+    const uint64_t delta = file ? m.delta : 0, at = file ? m.file_offset : 0;
+    const long page = sysconf(_SC_PAGESIZE);
     if (m.region > 0 && m.region < ISO_MAX_REGIONS && !regions[m.region].base && !regions[m.region].device &&
-        fstat(fd, &st) == 0 &&
-        st.st_size >= 0 && (uint64_t)st.st_size >= m.size && m.size > 0 && m.size <= SIZE_MAX)
-        base = mmap(NULL, (size_t)m.size, PROT_READ | PROT_WRITE,
-                    MAP_SHARED | (m.flags & ISO_MAP_POPULATE ? MAP_POPULATE : 0), fd, 0);
+        fstat(fd, &st) == 0 && m.size > 0 && m.size <= SIZE_MAX / 2 && delta < (uint64_t)page &&
+        at % (uint64_t)page == 0 && at <= UINT64_MAX / 4 && st.st_size >= 0 &&
+        (uint64_t)st.st_size >= at + delta + m.size)
+        base = mmap(NULL, (size_t)(delta + m.size), file ? PROT_READ : PROT_READ | PROT_WRITE,
+                    MAP_SHARED | (m.flags & ISO_MAP_POPULATE ? MAP_POPULATE : 0), fd, (off_t)at);
     close(fd);
     if (base == MAP_FAILED) {
         reply_status(ISO_MAP, TPORT_STATUS_OUT_OF_MEMORY, NULL);
         return;
     }
-    regions[m.region] = (helper_region){.base = base, .size = m.size};
+    regions[m.region] = (helper_region){.base = (unsigned char *)base + delta, .size = m.size, .map_base = base,
+                                        .map_len = delta + m.size};
     if (m.region >= n_regions)
         n_regions = m.region + 1;
     reply_status(ISO_MAP, TPORT_STATUS_OK, NULL);
@@ -98,7 +103,7 @@ static void handle_unmap(const unsigned char *p, uint32_t size) {
         reply_status(ISO_UNMAP, TPORT_STATUS_INVALID_ARGUMENT, NULL);
         return;
     }
-    munmap(regions[id].base, (size_t)regions[id].size);
+    munmap(regions[id].map_base, (size_t)regions[id].map_len);
     regions[id] = (helper_region){0};
     reply_status(ISO_UNMAP, TPORT_STATUS_OK, NULL);
 }
@@ -398,7 +403,7 @@ int main(int argc, char **argv) {
     }
     serve(&c);
     for (uint32_t i = 1; i < n_regions; i++)
-        if (regions[i].base && !regions[i].device)
-            munmap(regions[i].base, (size_t)regions[i].size);
+        if (regions[i].map_base)
+            munmap(regions[i].map_base, (size_t)regions[i].map_len);
     return 0;
 }

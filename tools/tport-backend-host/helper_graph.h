@@ -16,6 +16,8 @@
 typedef struct helper_region {
     unsigned char *base;
     uint64_t size;
+    void *map_base; /* what to munmap (a file mapping may start before base) */
+    uint64_t map_len;
     tport_buffer handle;
     bool device;
 } helper_region;
