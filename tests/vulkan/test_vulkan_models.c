@@ -51,7 +51,10 @@ static void compare(const char *path, const char *what) {
     for (int r = 0; r < 2; r++) {
         m[r] = tport_model_load(path, &mp[r]);
         CHECK(m[r] != NULL, "%s: load on %s: %s", what, mp[r].backend, tport_last_error());
-        s[r] = m[r] ? tport_session_new(m[r], NULL) : NULL;
+        /* both with an f32 KV cache: the cpu's default is f16, the
+         * vulkan backend keeps f32 */
+        tport_session_params sp = {.kv_f32 = true};
+        s[r] = m[r] ? tport_session_new(m[r], &sp) : NULL;
     }
     if (!s[0] || !s[1])
         goto out;
