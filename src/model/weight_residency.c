@@ -77,6 +77,14 @@ static tport_status upload_one(tport_model *m, tport_tensor *w, const tport_acti
         if (st != TPORT_STATUS_OK)
             mem->buffer_free(b->state, buf);
     }
+    if (st == TPORT_STATUS_DEVICE_LOST || st == TPORT_STATUS_TIMEOUT) {
+        /* one line, and no more uploads to it: the model runs on the rest */
+        char why[300];
+        snprintf(why, sizeof why, "%s %s: %s", step, w->name, tport_last_error());
+        tport_sched_mark_lost(b, why);
+        tport_log(TPORT_LOG_WARN, "%s; the weights stay in host memory", tport_last_error());
+        return TPORT_STATUS_OK;
+    }
     if (st != TPORT_STATUS_OK) {
         tport_log(TPORT_LOG_WARN, "backend %s: %s %s (%llu bytes) failed (%s: %s); it stays in host memory%s", b->name,
                   step, w->name, (unsigned long long)size, tport_status_name(st), tport_last_error(),
@@ -94,7 +102,7 @@ tport_status tport_model_upload_weights(tport_model *m, const tport_weight_home 
     int n_bs = 0;
     for (int i = 0; i < n; i++) {
         const tport_active_backend *b = homes[i].backend;
-        if (!b || !homes[i].weight)
+        if (!b || !homes[i].weight || tport_sched_backend_lost(b))
             continue;
         int k = 0;
         while (k < n_bs && bs[k] != b)
@@ -110,6 +118,10 @@ tport_status tport_model_upload_weights(tport_model *m, const tport_weight_home 
             return st;
     }
     for (int k = 0; k < n_bs; k++) {
+        if (tport_sched_backend_lost(bs[k])) {
+            tport_model_release_weights(m, true);
+            continue;
+        }
         tport_status st = tport_sched_wait(bs[k], last[k]);
         if (st == TPORT_STATUS_DEVICE_LOST) {
             /* the model still runs: on the other backends, from the file */

@@ -346,6 +346,13 @@ tport_status tport_sched_wait(const tport_active_backend *b, tport_ticket ticket
     return st;
 }
 
+tport_status tport_sched_mark_lost(const tport_active_backend *b, const char *why) {
+    pthread_mutex_lock(&compute_lock);
+    tport_status st = sched_mark_lost(b, why);
+    pthread_mutex_unlock(&compute_lock);
+    return st;
+}
+
 bool tport_sched_backend_lost(const tport_active_backend *b) {
     pthread_mutex_lock(&compute_lock);
     bool lost = sched_backend_lost(b);

@@ -16,6 +16,9 @@ bool tport_sched_backend_supports(const tport_active_backend *b, const tport_gra
 /* Waits for a ticket of b (TPORT_COMPUTE_TIMEOUT at most); a timeout or a
  * lost device marks b lost. */
 tport_status tport_sched_wait(const tport_active_backend *b, tport_ticket ticket);
+/* Marks b lost for the rest of the process (it reported its device gone
+ * outside an evaluation); returns DEVICE_LOST with "backend NAME lost: why". */
+tport_status tport_sched_mark_lost(const tport_active_backend *b, const char *why);
 /* True once b reported its device lost (or timed out). */
 bool tport_sched_backend_lost(const tport_active_backend *b);
 

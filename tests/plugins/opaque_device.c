@@ -20,6 +20,7 @@
  *                              it after the weights were placed)
  *   TPORT_OPAQUE_OOM_WEIGHTS=N the (N+1)th weight allocation fails
  *   TPORT_OPAQUE_LOST_AT=N     the Nth compute reports the device lost
+ *   TPORT_OPAQUE_LOST_UPLOAD=N the Nth upload reports the device lost (at load)
  *   TPORT_OPAQUE_HANG_AT=N     the Nth asynchronous job never completes
  *   TPORT_OPAQUE_HOST_READABLE=1  it also reads operands in host memory
  *                              (TPORT_DEVICE_CAP_HOST_READABLE): the host
@@ -79,7 +80,7 @@ typedef struct opaque {
     /* behaviour */
     bool async;
     char decline[256];
-    long oom_weights, lost_at, hang_at;
+    long oom_weights, lost_at, hang_at, lost_upload;
     bool lost;
     bool host_memory; /* negotiated 1.0: no device memory, host pointers */
     bool host_readable;
@@ -243,6 +244,7 @@ static tport_status opaque_init(void **state) {
     o->oom_weights = env_long("TPORT_OPAQUE_OOM_WEIGHTS", -1);
     o->lost_at = env_long("TPORT_OPAQUE_LOST_AT", 0);
     o->hang_at = env_long("TPORT_OPAQUE_HANG_AT", 0);
+    o->lost_upload = env_long("TPORT_OPAQUE_LOST_UPLOAD", 0);
     o->host_readable = env_long("TPORT_OPAQUE_HOST_READABLE", 0) != 0;
     /* a 1.0 host knows nothing of device memory: work on its pointers */
     o->host_memory = table.abi_minor < 1;
@@ -410,6 +412,10 @@ static tport_status transfer(opaque *o, int kind, tport_buffer h, uint64_t off, 
         count(o, &o->c.host_pointers_seen);
     if (kind == 1 && b->weights)
         return host->error(TPORT_STATUS_UNSUPPORTED, "opaque: weights are kept in its own layout");
+    if (kind == 0 && o->lost_upload > 0 && (long)(o->c.weight_writes + o->c.other_writes + 1) >= o->lost_upload) {
+        o->lost = true;
+        return host->error(TPORT_STATUS_DEVICE_LOST, "opaque: device lost (injected at upload %ld)", o->lost_upload);
+    }
     if (kind == 0) {
         if (b->weights)
             count(o, &o->c.weight_writes);

@@ -12,6 +12,7 @@
  *   oom      the device runs out of memory for weights at load
  *   lost     the device is lost in the middle of generation
  *   hang     an asynchronous job never completes (TPORT_COMPUTE_TIMEOUT=1)
+ *   lostload the device is lost while the weights are uploaded
  *   readable the device reads host memory directly (HOST_READABLE): the
  *            inputs are not staged */
 #include <dlfcn.h>
@@ -163,7 +164,7 @@ int main(int argc, char **argv) {
                   "device", c->file, after.weight_buffers - before.weight_buffers);
             CHECK(dev_stats.n_uploads > 3, "%s: weights left in host memory must be copied per token", c->file);
         }
-        if (!strcmp(scenario, "lost") || !strcmp(scenario, "hang"))
+        if (!strcmp(scenario, "lost") || !strcmp(scenario, "hang") || !strcmp(scenario, "lostload"))
             CHECK(dev_stats.n_uploads == 0, "%s: the lost device is still used (%d uploads)", c->file,
                   dev_stats.n_uploads);
     }
