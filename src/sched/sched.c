@@ -107,6 +107,13 @@ static const tport_active_backend *by_locality(const tport_graph *g, const sched
     return NULL;
 }
 
+static bool any_device_memory(void) {
+    for (int i = 0; i < tport_registry_active_count(); i++)
+        if (tport_registry_active(i)->mem.device_memory)
+            return true;
+    return false;
+}
+
 static tport_status assign(const tport_graph *g, const sched_view *sv, const tport_graph_view *blind,
                            const char *forced, const tport_active_backend **chosen) {
     const tport_active_backend *only = NULL;
@@ -311,11 +318,13 @@ tport_status tport_graph_compute(tport_graph *g, const tport_compute_params *par
         return TPORT_STATUS_OK;
 
     int n_threads = params && params->n_threads > 0 ? params->n_threads : default_threads();
-    sched_view sv, blind;
+    sched_view sv, blind = {0};
     st = sched_view_build(g, n_threads, &sv);
     if (st)
         return st;
-    st = sched_view_blind(&sv, &blind);
+    /* the copy without host addresses is only for devices with memory of
+     * their own: a CPU-only run does not pay for it every evaluation */
+    st = any_device_memory() ? sched_view_blind(&sv, &blind) : TPORT_STATUS_OK;
     if (st) {
         sched_view_free(&sv);
         return st;
@@ -329,7 +338,7 @@ tport_status tport_graph_compute(tport_graph *g, const tport_compute_params *par
     pthread_mutex_lock(&compute_lock);
     /* under the lock: sessions in several threads compute at once (tport serve) */
     tport_registry_set_shutdown_hook(release_hook);
-    st = assign(g, &sv, &blind.view, params ? params->backend : NULL, chosen);
+    st = assign(g, &sv, blind.ptrs ? &blind.view : NULL, params ? params->backend : NULL, chosen);
     if (!st)
         st = run(g, &sv, chosen);
     pthread_mutex_unlock(&compute_lock);
