@@ -11,7 +11,13 @@
  * afterwards with the block's activation sum: sum((q - 8) y) = sum(q y) -
  * 8 sum(y), exact in integers.  The int16 partial sums cannot overflow:
  * 8 pairs of 15 * 127 stay below 32767.  Q8_0 x Q8_0 needs signed bytes on
- * both sides and goes through int32 after each pair. */
+ * both sides and goes through int32 after each pair.
+ *
+ * Q4_K x Q8_K: per super-block, the 8 sub-blocks' integer sums (the same
+ * unsigned-nibble products, 8 chunks of 4 bytes each: below 32767 again)
+ * are scaled by their 6-bit scales in int32, and the mins' term is one
+ * madd of the mins against the activation's 16-element sums (bsums), as
+ * llama.cpp's kernels take it out. */
 #include <string.h>
 
 #include "cpu_internal.h"
@@ -96,9 +102,70 @@ X8_INLINE void q8_0_x8(const uint8_t *g, int64_t nblk, const uint8_t *y, size_t 
         _mm256_storeu_ps(out + 8 * c, acc[c]);
 }
 
-void cpu_x8_dot(int layout, const uint8_t *group, int64_t nblk, const uint8_t *y, size_t y_stride,
+/* Q4_K x8 group (nsb super-blocks of 1184 bytes) against NC Q8_K columns
+ * {f32 d; i8 qs[256]; i16 bsums[16]} (292 bytes each). */
+X8_INLINE void q4_K_x8(const uint8_t *g, int64_t nsb, const uint8_t *y, size_t ys, const int NC, float *out) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    for (int64_t b = 0; b < nsb; b++, g += 1184) {
+        __m256i isum[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+        for (int q = 0; q < 4; q++) { /* sub-blocks 2q (low nibbles) and 2q + 1 (high) */
+            __m256i slo[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+            __m256i shi[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+            for (int c = 0; c < 8; c++) {
+                const __m256i p = _mm256_loadu_si256((const __m256i *)(const void *)(g + 160 + 256 * q + 32 * c));
+                const __m256i lo = _mm256_and_si256(p, m4), hi = _mm256_and_si256(_mm256_srli_epi16(p, 4), m4);
+                for (int k = 0; k < NC; k++) {
+                    const uint8_t *qy = y + (size_t)k * ys + (size_t)b * 292 + 4 + 64 * q + 4 * c;
+                    slo[k] = _mm256_add_epi16(slo[k], _mm256_maddubs_epi16(lo, bcast4(qy)));
+                    shi[k] = _mm256_add_epi16(shi[k], _mm256_maddubs_epi16(hi, bcast4(qy + 32)));
+                }
+            }
+            const __m256i sc_lo = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(g + 32 + 16 * q)));
+            const __m256i sc_hi =
+                _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(g + 40 + 16 * q)));
+            for (int k = 0; k < NC; k++) {
+                isum[k] = _mm256_add_epi32(isum[k], _mm256_mullo_epi32(_mm256_madd_epi16(slo[k], ones), sc_lo));
+                isum[k] = _mm256_add_epi32(isum[k], _mm256_mullo_epi32(_mm256_madd_epi16(shi[k], ones), sc_hi));
+            }
+        }
+        const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)g));
+        const __m256 mx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(g + 16)));
+        for (int k = 0; k < NC; k++) {
+            const uint8_t *yb = y + (size_t)k * ys + (size_t)b * 292;
+            float dy;
+            memcpy(&dy, yb, 4);
+            /* sub-block j's activation sum: bsums[2j] + bsums[2j + 1] */
+            int16_t bs[16];
+            memcpy(bs, yb + 260, sizeof bs);
+            __m256i msum = _mm256_setzero_si256();
+            for (int pr = 0; pr < 4; pr++) {
+                const __m256i mn = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(g + 96 + 16 * pr)));
+                const int32_t s0 = bs[4 * pr] + bs[4 * pr + 1], s1 = bs[4 * pr + 2] + bs[4 * pr + 3];
+                const __m256i pair = _mm256_set1_epi32((int32_t)((uint32_t)(uint16_t)s0 | (uint32_t)(uint16_t)s1 << 16));
+                msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mn, pair));
+            }
+            const __m256 vdy = _mm256_set1_ps(dy);
+            acc[k] = _mm256_fmadd_ps(_mm256_mul_ps(dx, vdy), _mm256_cvtepi32_ps(isum[k]), acc[k]);
+            acc[k] = _mm256_fnmadd_ps(_mm256_mul_ps(mx, vdy), _mm256_cvtepi32_ps(msum), acc[k]);
+        }
+    }
+    for (int k = 0; k < NC; k++)
+        _mm256_storeu_ps(out + 8 * k, acc[k]);
+}
+
+void cpu_x8_dot(int layout, const uint8_t *group, int64_t K, const uint8_t *y, size_t y_stride,
                 const cpu_x8_act *act, size_t act_stride, int ncols, float *out) {
     /* constant column counts, so the loops over columns unroll */
+    if (layout == CPU_LAYOUT_Q4_K_X8) {
+        for (int c = 0; c < ncols; c += 2) /* two at a time: 16 registers */
+            if (ncols - c >= 2)
+                q4_K_x8(group, K / 256, y + (size_t)c * y_stride, y_stride, 2, out + 8 * c);
+            else
+                q4_K_x8(group, K / 256, y + (size_t)c * y_stride, y_stride, 1, out + 8 * c);
+        return;
+    }
+    int64_t nblk = K / 32;
     if (layout == CPU_LAYOUT_Q4_0_X8) {
         switch (ncols) {
         case 1: q4_0_x8(group, nblk, y, y_stride, act, act_stride, 1, out); break;
@@ -121,9 +188,9 @@ void cpu_x8_dot(int layout, const uint8_t *group, int64_t nblk, const uint8_t *y
 bool cpu_x8_available(void) { return false; }
 
 /* Never called: without the kernels, no weight is re-encoded. */
-void cpu_x8_dot(int layout, const uint8_t *group, int64_t nblk, const uint8_t *y, size_t y_stride,
+void cpu_x8_dot(int layout, const uint8_t *group, int64_t K, const uint8_t *y, size_t y_stride,
                 const cpu_x8_act *act, size_t act_stride, int ncols, float *out) {
-    (void)layout, (void)group, (void)nblk, (void)y, (void)y_stride, (void)act, (void)act_stride;
+    (void)layout, (void)group, (void)K, (void)y, (void)y_stride, (void)act, (void)act_stride;
     memset(out, 0, (size_t)ncols * 8 * sizeof(float));
 }
 

@@ -55,10 +55,12 @@ static mm_plan make_plan(const cpu_op *op) {
                  .r3 = b->ne[3] / a->ne[3]};
     int layout = cpu_weight_layout(a);
     if (layout > CPU_LAYOUT_PLAIN) {
-        /* b's rows become Q8_0, plus each block's scale and sum (cpu_x8_act) */
+        /* b's rows become Q8_K for Q4_K, else Q8_0 plus each block's scale
+         * and sum (cpu_x8_act) */
         p.x8 = layout;
-        p.vec_dot_type = TPORT_TYPE_Q8_0;
-        p.packed_row = (size_t)(p.K / 32) * 34;
+        bool k = layout == CPU_LAYOUT_Q4_K_X8;
+        p.vec_dot_type = k ? TPORT_TYPE_Q8_K : TPORT_TYPE_Q8_0;
+        p.packed_row = k ? (size_t)(p.K / 256) * 292 : (size_t)(p.K / 32) * 34;
         p.act_offset = (p.packed_row * (size_t)p.M + 63) / 64 * 64;
         return p;
     }
@@ -88,7 +90,7 @@ static mm_plan make_plan(const cpu_op *op) {
 size_t cpu_mul_mat_shared_scratch(const cpu_op *op) {
     mm_plan p = make_plan(op);
     if (p.x8)
-        return p.act_offset + (size_t)(p.K / 32) * (size_t)p.M * sizeof(cpu_x8_act);
+        return p.act_offset + (p.x8 == CPU_LAYOUT_Q4_K_X8 ? 0 : (size_t)(p.K / 32) * (size_t)p.M * sizeof(cpu_x8_act));
     return p.packed_row * (size_t)cpu_nrows(op->src[1]);
 }
 
@@ -286,7 +288,7 @@ static void pack_task(void *arg, int ith, int nth) {
                         job->plan.vec_dot_type);
             return;
         }
-        if (job->plan.x8) {
+        if (job->plan.x8 && job->plan.x8 != CPU_LAYOUT_Q4_K_X8) {
             int64_t nblk = job->plan.K / 32;
             cpu_x8_act_info(dst, nblk, (cpu_x8_act *)(op->scratch + job->plan.act_offset) + r * nblk);
         }
@@ -417,14 +419,15 @@ static void x8_task(void *arg, int ith, int nth) {
     const tport_tensor_view *a = op->src[0], *d = op->dst;
     const cpu_x8_act *act = (const cpu_x8_act *)(op->scratch + p->act_offset);
     int64_t nblk = p->K / 32, groups = p->N / 8, chunk = cpu_chunk_size(groups, nth, 1), g0, g1;
+    size_t group_bytes = cpu_x8_group_bytes(p->x8, p->K);
     (void)ith;
     while (cpu_claim(op, groups, chunk, &g0, &g1))
         for (int64_t g = g0; g < g1; g++) {
-            const uint8_t *group = (const uint8_t *)a->data + (size_t)g * 8 * a->nb[1];
+            const uint8_t *group = (const uint8_t *)a->data + (size_t)g * group_bytes;
             for (int64_t j = 0; j < p->M; j += 4) {
                 int nc = (int)(p->M - j < 4 ? p->M - j : 4);
                 float s[4 * 8];
-                cpu_x8_dot(p->x8, group, nblk, b_row(job, j, 0, 0), p->packed_row, act + j * nblk, (size_t)nblk, nc,
+                cpu_x8_dot(p->x8, group, p->K, b_row(job, j, 0, 0), p->packed_row, act + j * nblk, (size_t)nblk, nc,
                            s);
                 for (int c = 0; c < nc; c++)
                     memcpy(cpu_row(d, j + c, 0, 0) + (size_t)g * 8 * sizeof(float), s + 8 * c, 8 * sizeof(float));
