@@ -187,8 +187,8 @@ CPU_HIDDEN void cpu_x8_row(const tport_tensor_view *t, int layout, int64_t row, 
 /* ---- mul_mat on the x8 layouts (cpu_mul_mat_x8.c) ----------------------- */
 /* What the x8 kernels need of each Q8_0 block of an activation row. */
 typedef struct cpu_x8_act {
-    float d;     /* the block's scale */
-    int32_t sum; /* the sum of its 32 quants */
+    float d;      /* the block's scale */
+    int32_t sum8; /* 8 x the sum of its 32 quants (Q4_0's offset of 8 times them) */
 } cpu_x8_act;
 CPU_HIDDEN bool cpu_x8_available(void); /* false in builds without AVX2 + FMA + F16C */
 CPU_HIDDEN void cpu_x8_act_info(const uint8_t *q8_0_row, int64_t nblk, cpu_x8_act *act);
