@@ -115,56 +115,69 @@ X8_INLINE void q8_0_x8(const uint8_t *g, int64_t nblk, const uint8_t *y, size_t 
         _mm256_storeu_ps(out + 8, acc1);
 }
 
-/* Q4_K x8 group (nsb super-blocks of 1184 bytes) against NC Q8_K columns
- * {f32 d; i8 qs[256]; i16 bsums[16]} (292 bytes each). */
+/* Q4_K x8 group (nsb super-blocks of 1184 bytes) against NC (1 or 2) Q8_K
+ * columns {f32 d; i8 qs[256]; i16 bsums[16]} (292 bytes each). */
+X8_INLINE __m256i q4_K_mins(const uint8_t *g, const uint8_t *yb) {
+    /* sub-block j's activation sum is bsums[2j] + bsums[2j + 1] */
+    int16_t bs[16];
+    memcpy(bs, yb + 260, sizeof bs);
+    __m256i msum = _mm256_setzero_si256();
+    for (int pr = 0; pr < 4; pr++) {
+        const __m256i mn = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(g + 96 + 16 * pr)));
+        const int32_t s0 = bs[4 * pr] + bs[4 * pr + 1], s1 = bs[4 * pr + 2] + bs[4 * pr + 3];
+        const __m256i pair = _mm256_set1_epi32((int32_t)((uint32_t)(uint16_t)s0 | (uint32_t)(uint16_t)s1 << 16));
+        msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mn, pair));
+    }
+    return msum;
+}
+
 X8_INLINE void q4_K_x8(const uint8_t *g, int64_t nsb, const uint8_t *y, size_t ys, const int NC, float *out) {
     const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
-    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
-    for (int64_t b = 0; b < nsb; b++, g += 1184) {
-        __m256i isum[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+    const uint8_t *y1 = y + ys;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nsb; b++, g += 1184, y += 292, y1 += 292) {
+        __m256i i0 = _mm256_setzero_si256(), i1 = _mm256_setzero_si256();
         for (int q = 0; q < 4; q++) { /* sub-blocks 2q (low nibbles) and 2q + 1 (high) */
-            __m256i slo[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
-            __m256i shi[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+            __m256i lo0 = _mm256_setzero_si256(), hi0 = lo0, lo1 = lo0, hi1 = lo0;
+            const uint8_t *qy0 = y + 4 + 64 * q, *qy1 = y1 + 4 + 64 * q, *qx = g + 160 + 256 * q;
+            X8_NO_UNROLL
             for (int c = 0; c < 8; c++) {
-                const __m256i p = _mm256_loadu_si256((const __m256i *)(const void *)(g + 160 + 256 * q + 32 * c));
+                const __m256i p = _mm256_loadu_si256((const __m256i *)(const void *)(qx + 32 * c));
                 const __m256i lo = _mm256_and_si256(p, m4), hi = _mm256_and_si256(_mm256_srli_epi16(p, 4), m4);
-                for (int k = 0; k < NC; k++) {
-                    const uint8_t *qy = y + (size_t)k * ys + (size_t)b * 292 + 4 + 64 * q + 4 * c;
-                    slo[k] = _mm256_add_epi16(slo[k], _mm256_maddubs_epi16(lo, bcast4(qy)));
-                    shi[k] = _mm256_add_epi16(shi[k], _mm256_maddubs_epi16(hi, bcast4(qy + 32)));
+                lo0 = _mm256_add_epi16(lo0, _mm256_maddubs_epi16(lo, bcast4(qy0 + 4 * c)));
+                hi0 = _mm256_add_epi16(hi0, _mm256_maddubs_epi16(hi, bcast4(qy0 + 32 + 4 * c)));
+                if (NC > 1) {
+                    lo1 = _mm256_add_epi16(lo1, _mm256_maddubs_epi16(lo, bcast4(qy1 + 4 * c)));
+                    hi1 = _mm256_add_epi16(hi1, _mm256_maddubs_epi16(hi, bcast4(qy1 + 32 + 4 * c)));
                 }
             }
             const __m256i sc_lo = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(g + 32 + 16 * q)));
             const __m256i sc_hi =
                 _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(g + 40 + 16 * q)));
-            for (int k = 0; k < NC; k++) {
-                isum[k] = _mm256_add_epi32(isum[k], _mm256_mullo_epi32(_mm256_madd_epi16(slo[k], ones), sc_lo));
-                isum[k] = _mm256_add_epi32(isum[k], _mm256_mullo_epi32(_mm256_madd_epi16(shi[k], ones), sc_hi));
+            i0 = _mm256_add_epi32(i0, _mm256_mullo_epi32(_mm256_madd_epi16(lo0, ones), sc_lo));
+            i0 = _mm256_add_epi32(i0, _mm256_mullo_epi32(_mm256_madd_epi16(hi0, ones), sc_hi));
+            if (NC > 1) {
+                i1 = _mm256_add_epi32(i1, _mm256_mullo_epi32(_mm256_madd_epi16(lo1, ones), sc_lo));
+                i1 = _mm256_add_epi32(i1, _mm256_mullo_epi32(_mm256_madd_epi16(hi1, ones), sc_hi));
             }
         }
         const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)g));
         const __m256 mx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(g + 16)));
-        for (int k = 0; k < NC; k++) {
-            const uint8_t *yb = y + (size_t)k * ys + (size_t)b * 292;
-            float dy;
-            memcpy(&dy, yb, 4);
-            /* sub-block j's activation sum: bsums[2j] + bsums[2j + 1] */
-            int16_t bs[16];
-            memcpy(bs, yb + 260, sizeof bs);
-            __m256i msum = _mm256_setzero_si256();
-            for (int pr = 0; pr < 4; pr++) {
-                const __m256i mn = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(g + 96 + 16 * pr)));
-                const int32_t s0 = bs[4 * pr] + bs[4 * pr + 1], s1 = bs[4 * pr + 2] + bs[4 * pr + 3];
-                const __m256i pair = _mm256_set1_epi32((int32_t)((uint32_t)(uint16_t)s0 | (uint32_t)(uint16_t)s1 << 16));
-                msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mn, pair));
-            }
-            const __m256 vdy = _mm256_set1_ps(dy);
-            acc[k] = _mm256_fmadd_ps(_mm256_mul_ps(dx, vdy), _mm256_cvtepi32_ps(isum[k]), acc[k]);
-            acc[k] = _mm256_fnmadd_ps(_mm256_mul_ps(mx, vdy), _mm256_cvtepi32_ps(msum), acc[k]);
+        float dy;
+        memcpy(&dy, y, 4);
+        __m256 vdy = _mm256_set1_ps(dy);
+        acc0 = _mm256_fmadd_ps(_mm256_mul_ps(dx, vdy), _mm256_cvtepi32_ps(i0), acc0);
+        acc0 = _mm256_fnmadd_ps(_mm256_mul_ps(mx, vdy), _mm256_cvtepi32_ps(q4_K_mins(g, y)), acc0);
+        if (NC > 1) {
+            memcpy(&dy, y1, 4);
+            vdy = _mm256_set1_ps(dy);
+            acc1 = _mm256_fmadd_ps(_mm256_mul_ps(dx, vdy), _mm256_cvtepi32_ps(i1), acc1);
+            acc1 = _mm256_fnmadd_ps(_mm256_mul_ps(mx, vdy), _mm256_cvtepi32_ps(q4_K_mins(g, y1)), acc1);
         }
     }
-    for (int k = 0; k < NC; k++)
-        _mm256_storeu_ps(out + 8 * k, acc[k]);
+    _mm256_storeu_ps(out, acc0);
+    if (NC > 1)
+        _mm256_storeu_ps(out + 8, acc1);
 }
 
 void cpu_x8_dot(int layout, const uint8_t *group, int64_t K, const uint8_t *y, size_t y_stride,
