@@ -1,0 +1,253 @@
+/* Weights in the CPU backend's own layout (ABI 1.1, guide section 9: a
+ * host-memory backend may keep weights re-encoded).  At load the host asks
+ * tensor_alloc_size for each weight this backend will read; for the ones
+ * that have a faster layout here it allocates a buffer (buffer_alloc, host
+ * memory) and hands over the file's bytes once (tensor_write), which this
+ * file re-encodes.  At compute time a weight view whose `buffer` is set is
+ * one of these copies; cpu_weight_layout() says which layout it is in.
+ *
+ * The "x8" layouts (cpu_mul_mat_x8.c reads them) keep 8 consecutive rows of
+ * a Q4_0 or Q8_0 matrix together, block column by block column.  For each
+ * group of 8 rows and each block b (32 elements) of a row:
+ *     uint16_t d[8]         the 8 rows' scales (f16), row r at d[r]
+ *     then chunks of 32 bytes; chunk j holds bytes 4j..4j+3 of each row's
+ *     quants, row r at bytes 4r..4r+3 of the chunk
+ *         (Q4_0: 4 chunks of the 16 nibble bytes; Q8_0: 8 chunks of 32)
+ * so one 256-bit load gives the same 4 bytes of all 8 rows: each 32-bit
+ * lane is one row, and a dot product with 4 broadcast activation bytes
+ * leaves each row's sum in its own lane, with no horizontal sums.  A group
+ * takes exactly the bytes its 8 rows took.
+ *
+ * Q4_K's x8 layout does the same per super-block (256 elements), with the
+ * 6-bit scales and mins unpacked to bytes, 1184 bytes for 8 rows (1152 in
+ * the file):
+ *     uint16_t d[8], dmin[8]
+ *     uint8_t sc[8][8]        sc[j][r]: sub-block j's scale of row r
+ *     uint8_t mn[4][8][2]     mn[p][r][i]: the min of sub-block 2p + i
+ *     then 32 chunks of 32 bytes; chunk 8g + c holds bytes 32g + 4c ..
+ *     32g + 4c + 3 of each row's quants, row r at bytes 4r..4r+3
+ *
+ * Each buffer holds one tensor after a 64-byte header, in memory of
+ * cpu_weight_arena.c (huge pages); the handle is the header's address (the host only ever gives back handles it got here).
+ * TPORT_CPU_REPACK=0 in the environment turns re-encoding off. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_internal.h"
+
+#define BUFFER_MAGIC 0x52435054u /* "TPCR" */
+#define HEADER_BYTES 64
+
+typedef struct cpu_buffer {
+    uint32_t magic;
+    uint32_t layout; /* CPU_LAYOUT_*: what tensor_write stored */
+    uint64_t capacity;
+    cpu_arena *arena; /* where the block came from */
+} cpu_buffer;
+
+_Static_assert(sizeof(cpu_buffer) <= HEADER_BYTES, "the header fits before the data");
+
+static bool repack_enabled = true;
+
+void cpu_repack_init(void) {
+    const char *e = getenv("TPORT_CPU_REPACK");
+    repack_enabled = !(e && e[0] == '0' && e[1] == '\0') && cpu_x8_available();
+}
+
+static cpu_buffer *buffer_of(tport_buffer b) {
+    cpu_buffer *h = (cpu_buffer *)(uintptr_t)b;
+    return h && h->magic == BUFFER_MAGIC ? h : NULL;
+}
+
+static uint8_t *buffer_data(cpu_buffer *h) {
+    return (uint8_t *)h + HEADER_BYTES;
+}
+
+/* The x8 layout a weight can take, or CPU_LAYOUT_PLAIN. */
+static int x8_layout_for(const tport_tensor_view *t) {
+    int layout;
+    uint64_t bb, bs;
+    switch (t->type) {
+    case TPORT_TYPE_Q4_0: layout = CPU_LAYOUT_Q4_0_X8, bb = 18, bs = 32; break;
+    case TPORT_TYPE_Q8_0: layout = CPU_LAYOUT_Q8_0_X8, bb = 34, bs = 32; break;
+    case TPORT_TYPE_Q4_K: layout = CPU_LAYOUT_Q4_K_X8, bb = 144, bs = 256; break;
+    default: return CPU_LAYOUT_PLAIN;
+    }
+    if (t->ne[0] <= 0 || t->ne[0] % (int64_t)bs || t->ne[1] < 8 || t->ne[1] % 8 || t->ne[2] != 1 || t->ne[3] != 1)
+        return CPU_LAYOUT_PLAIN;
+    if (t->nb[0] != bb || t->nb[1] != bb * (uint64_t)t->ne[0] / bs)
+        return CPU_LAYOUT_PLAIN;
+    return layout;
+}
+
+static uint64_t plain_bytes(const tport_tensor_view *t) {
+    return t->nb[1] * (uint64_t)t->ne[1];
+}
+
+size_t cpu_x8_group_bytes(int layout, int64_t K) {
+    switch (layout) {
+    case CPU_LAYOUT_Q4_0_X8: return (size_t)(K / 32) * 144;
+    case CPU_LAYOUT_Q8_0_X8: return (size_t)(K / 32) * 272;
+    case CPU_LAYOUT_Q4_K_X8: return (size_t)(K / 256) * 1184;
+    default: return 0;
+    }
+}
+
+uint64_t cpu_tensor_alloc_size(void *backend, int32_t device, const tport_tensor_view *t) {
+    (void)backend;
+    if (device != 0 || !t || t->struct_size < TPORT_TENSOR_VIEW_SIZE_1_0 || !repack_enabled)
+        return 0;
+    int layout = x8_layout_for(t);
+    return layout == CPU_LAYOUT_PLAIN ? 0 : cpu_x8_group_bytes(layout, t->ne[0]) * (uint64_t)(t->ne[1] / 8);
+}
+
+tport_status cpu_buffer_alloc(void *backend, int32_t device, uint32_t kind, uint32_t usage, uint64_t size,
+                              tport_buffer *out, void **host_ptr) {
+    (void)backend, (void)usage;
+    if (device != 0 || kind != TPORT_MEM_DEVICE || !out || !host_ptr)
+        return cpu_host->error(TPORT_STATUS_UNSUPPORTED, "cpu: buffers are for weights in its own layout");
+    if (size == 0 || size > (uint64_t)SIZE_MAX - 2 * HEADER_BYTES)
+        return cpu_host->error(TPORT_STATUS_INVALID_ARGUMENT, "cpu: bad buffer size %llu", (unsigned long long)size);
+    cpu_arena *arena = NULL;
+    cpu_buffer *h = cpu_arena_alloc(HEADER_BYTES + (size_t)size, &arena);
+    if (!h)
+        return cpu_host->error(TPORT_STATUS_OUT_OF_MEMORY, "cpu: out of memory for %llu bytes",
+                               (unsigned long long)size);
+    *h = (cpu_buffer){.magic = BUFFER_MAGIC, .layout = CPU_LAYOUT_PLAIN, .capacity = size, .arena = arena};
+    *out = (tport_buffer)(uintptr_t)h;
+    *host_ptr = buffer_data(h);
+    return TPORT_STATUS_OK;
+}
+
+void cpu_buffer_free(void *backend, tport_buffer b) {
+    (void)backend;
+    cpu_buffer *h = buffer_of(b);
+    if (h) {
+        h->magic = 0;
+        cpu_arena_free(h->arena);
+    }
+}
+
+/* Rows [8g, 8g+8) of a plain Q4_0/Q8_0 matrix into group g of the x8 layout. */
+static void encode_group(const uint8_t *plain, size_t row_bytes, int64_t nblk, size_t bb, int chunks, uint8_t *dst) {
+    size_t group_block = 16 + 32 * (size_t)chunks;
+    for (int64_t b = 0; b < nblk; b++) {
+        uint8_t *out = dst + (size_t)b * group_block;
+        for (int r = 0; r < 8; r++) {
+            const uint8_t *blk = plain + (size_t)r * row_bytes + (size_t)b * bb;
+            memcpy(out + 2 * r, blk, 2);
+            for (int j = 0; j < chunks; j++)
+                memcpy(out + 16 + 32 * j + 4 * r, blk + 2 + 4 * j, 4);
+        }
+    }
+}
+
+/* Q4_K's 6-bit scales and mins from their 12 packed bytes, and back. */
+static void k4_unpack_scales(const uint8_t *s, uint8_t sc[8], uint8_t mn[8]) {
+    for (int j = 0; j < 4; j++) {
+        sc[j] = s[j] & 63;
+        mn[j] = s[j + 4] & 63;
+        sc[j + 4] = (uint8_t)((s[j + 8] & 0xF) | (s[j] >> 6) << 4);
+        mn[j + 4] = (uint8_t)((s[j + 8] >> 4) | (s[j + 4] >> 6) << 4);
+    }
+}
+
+static void k4_pack_scales(const uint8_t sc[8], const uint8_t mn[8], uint8_t *s) {
+    for (int j = 0; j < 4; j++) {
+        s[j] = (uint8_t)(sc[j] | (sc[j + 4] >> 4) << 6);
+        s[j + 4] = (uint8_t)(mn[j] | (mn[j + 4] >> 4) << 6);
+        s[j + 8] = (uint8_t)((sc[j + 4] & 0xF) | (mn[j + 4] & 0xF) << 4);
+    }
+}
+
+static void encode_group_q4_K(const uint8_t *plain, size_t row_bytes, int64_t nsb, uint8_t *dst) {
+    for (int64_t b = 0; b < nsb; b++) {
+        uint8_t *out = dst + (size_t)b * 1184;
+        for (int r = 0; r < 8; r++) {
+            const uint8_t *blk = plain + (size_t)r * row_bytes + (size_t)b * 144;
+            uint8_t sc[8], mn[8];
+            k4_unpack_scales(blk + 4, sc, mn);
+            memcpy(out + 2 * r, blk, 2);          /* d */
+            memcpy(out + 16 + 2 * r, blk + 2, 2); /* dmin */
+            for (int j = 0; j < 8; j++) {
+                out[32 + 8 * j + r] = sc[j];
+                out[96 + 16 * (j / 2) + 2 * r + j % 2] = mn[j];
+            }
+            for (int c = 0; c < 32; c++)
+                memcpy(out + 160 + 32 * c + 4 * r, blk + 16 + 4 * c, 4);
+        }
+    }
+}
+
+tport_status cpu_tensor_write(void *backend, tport_buffer b, uint64_t offset, const tport_tensor_view *t,
+                              const void *src, uint64_t size, tport_ticket *ticket) {
+    (void)backend;
+    if (ticket)
+        *ticket = 0; /* done on return */
+    cpu_buffer *h = buffer_of(b);
+    if (!h || !t || !src || t->struct_size < TPORT_TENSOR_VIEW_SIZE_1_0)
+        return cpu_host->error(TPORT_STATUS_INVALID_ARGUMENT, "cpu: tensor_write to an unknown buffer");
+    if (offset != 0)
+        return cpu_host->error(TPORT_STATUS_INVALID_ARGUMENT, "cpu: tensor_write at offset %llu (one tensor a buffer)",
+                               (unsigned long long)offset);
+    int layout = x8_layout_for(t);
+    if (layout == CPU_LAYOUT_PLAIN || size != plain_bytes(t)) { /* kept as it is */
+        if (size > h->capacity)
+            return cpu_host->error(TPORT_STATUS_INVALID_ARGUMENT, "cpu: %llu bytes into a buffer of %llu",
+                                   (unsigned long long)size, (unsigned long long)h->capacity);
+        memcpy(buffer_data(h), src, (size_t)size);
+        h->layout = CPU_LAYOUT_PLAIN;
+        return TPORT_STATUS_OK;
+    }
+    if (size > h->capacity || cpu_x8_group_bytes(layout, t->ne[0]) * (uint64_t)(t->ne[1] / 8) > h->capacity)
+        return cpu_host->error(TPORT_STATUS_INVALID_ARGUMENT, "cpu: buffer too small for %s",
+                               t->name ? t->name : "a weight");
+    size_t row_bytes = (size_t)t->nb[1], group = cpu_x8_group_bytes(layout, t->ne[0]);
+    for (int64_t g = 0; g < t->ne[1] / 8; g++) {
+        const uint8_t *in = (const uint8_t *)src + (size_t)g * 8 * row_bytes;
+        uint8_t *out = buffer_data(h) + (size_t)g * group;
+        if (layout == CPU_LAYOUT_Q4_K_X8)
+            encode_group_q4_K(in, row_bytes, t->ne[0] / 256, out);
+        else
+            encode_group(in, row_bytes, t->ne[0] / 32, t->nb[0], layout == CPU_LAYOUT_Q4_0_X8 ? 4 : 8, out);
+    }
+    h->layout = (uint32_t)layout;
+    return TPORT_STATUS_OK;
+}
+
+int cpu_weight_layout(const tport_tensor_view *t) {
+    if (!t || t->struct_size < TPORT_TENSOR_VIEW_SIZE_1_1 || !t->buffer)
+        return CPU_LAYOUT_PLAIN;
+    cpu_buffer *h = buffer_of(t->buffer);
+    if (!h || t->offset != 0 || t->data != buffer_data(h))
+        return CPU_LAYOUT_UNKNOWN;
+    return (int)h->layout;
+}
+
+void cpu_x8_row(const tport_tensor_view *t, int layout, int64_t row, uint8_t *out) {
+    const uint8_t *g = (const uint8_t *)t->data + (size_t)(row / 8) * cpu_x8_group_bytes(layout, t->ne[0]);
+    int r = (int)(row % 8);
+    if (layout == CPU_LAYOUT_Q4_K_X8) {
+        for (int64_t b = 0; b < t->ne[0] / 256; b++, g += 1184) {
+            uint8_t *blk = out + (size_t)b * 144, sc[8], mn[8];
+            memcpy(blk, g + 2 * r, 2);
+            memcpy(blk + 2, g + 16 + 2 * r, 2);
+            for (int j = 0; j < 8; j++) {
+                sc[j] = g[32 + 8 * j + r];
+                mn[j] = g[96 + 16 * (j / 2) + 2 * r + j % 2];
+            }
+            k4_pack_scales(sc, mn, blk + 4);
+            for (int c = 0; c < 32; c++)
+                memcpy(blk + 16 + 4 * c, g + 160 + 32 * c + 4 * r, 4);
+        }
+        return;
+    }
+    int chunks = layout == CPU_LAYOUT_Q4_0_X8 ? 4 : 8;
+    size_t bb = 2 + 4 * (size_t)chunks, group_block = 16 + 32 * (size_t)chunks;
+    for (int64_t b = 0; b < t->ne[0] / 32; b++, g += group_block) {
+        uint8_t *blk = out + (size_t)b * bb;
+        memcpy(blk, g + 2 * r, 2);
+        for (int j = 0; j < chunks; j++)
+            memcpy(blk + 2 + 4 * j, g + 16 + 32 * j + 4 * r, 4);
+    }
+}
