@@ -1,5 +1,5 @@
 /* See ggml_example_writer.h.  Layouts follow ggml's
- * examples/{gpt-2,mpt,gpt-neox,starcoder}/main.cpp and their converters. */
+ * examples/{gpt-2,gpt-j,mpt,gpt-neox,starcoder}/main.cpp and their converters. */
 #include "ggml_example_writer.h"
 
 #include <stdio.h>
@@ -165,7 +165,7 @@ bool ggml_example_write(const tport_model_file *mf, const tport_arch *arch, cons
         return false;
     int32_t n_vocab = mf->vocab.n_tokens, n_ctx = kv_u32(mf, "context_length"), n_embd = kv_u32(mf, "embedding_length");
     int32_t n_head = kv_u32(mf, "attention.head_count"), n_layer = kv_u32(mf, "block_count");
-    bool neox = !strcmp(arch->name, "gptneox"), mpt = !strcmp(arch->name, "mpt");
+    bool neox = !strcmp(arch->name, "gptneox"), mpt = !strcmp(arch->name, "mpt"), gptj = !strcmp(arch->name, "gptj");
     put_i32(f, 0x67676d6c);
     if (mpt) {
         put_i32(f, n_embd), put_i32(f, n_ctx), put_i32(f, n_head), put_i32(f, n_layer), put_i32(f, n_vocab);
@@ -177,6 +177,8 @@ bool ggml_example_write(const tport_model_file *mf, const tport_arch *arch, cons
             const tport_kv *par = tport_model_file_kv(mf, "gptneox.use_parallel_residual");
             put_i32(f, kv_u32(mf, "rope.dimension_count"));
             put_i32(f, par && par->v.b);
+        } else if (gptj) { /* gpt-j: n_rot after n_layer */
+            put_i32(f, kv_u32(mf, "rope.dimension_count"));
         }
         put_i32(f, o->ftype);
         if (!neox) /* gpt-neox's vocabulary has no count prefix */

@@ -1,5 +1,5 @@
 /* Writes the GGML-container file that ggml's example programs (gpt-2,
- * starcoder, mpt, gpt-neox) read, holding the weights of a GGUF model
+ * gpt-j, starcoder, mpt, gpt-neox) read, holding the weights of a GGUF model
  * written by `tport synth` (f32): the example's hparams header, its
  * vocabulary (with an i32 count first, except gpt-neox and mpt), its
  * tensor names (the arch's legacy_names), gpt-neox's query_key_value per

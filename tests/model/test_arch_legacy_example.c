@@ -1,5 +1,5 @@
 /* tensorport against ggml's historical example programs (gpt-2,
- * starcoder, mpt, gpt-neox of ggml@2a75bd43 and ggml@d5c4ce0b, built
+ * starcoder, mpt, gpt-neox, gpt-j of ggml@2a75bd43 and ggml@d5c4ce0b, built
  * outside this repository): data/ggml_example_refs.json holds, for each
  * GGML file, its recipe (an arch_refs.json model written in the example's
  * layout by ggml_example_writer.c, possibly quantized as that commit's
@@ -10,7 +10,8 @@
  * on (after the recorded bytes where the program's FMA-contracted
  * quantizer rounded otherwise), then expects tensorport's tokenization of
  * the prompt, its greedy ids (with the program's KV cache type; a first
- * difference only at a near-tie of the program's logits) and their text.
+ * difference only at a near-tie of the program's logits) and their text;
+ * for entries marked "convert" also after `tport convert` to GGUF.
  *
  *   test_arch_legacy_example PROGRAM       check every file of PROGRAM
  *   test_arch_legacy_example --write NAME OUT   write the file NAME only
@@ -246,6 +247,41 @@ static void check_run(tport_model *m, const char *path, const char *file, const 
            same >= 0 && same < n_want ? " (then a near-tie)" : "");
 }
 
+/* Entries with "convert": `tport convert FILE OUT.gguf --vocab-from` (the
+ * arch_refs.json vocabulary) must give the program's ids too: the GGUF
+ * path of an architecture llama.cpp has no graph for (gpt-j). */
+static void check_converted(const json *arch_refs, const json *e, const char *path, const char *name,
+                            const json *runs) {
+    const json *ref = find_named(json_get(arch_refs, "archs"), str_of(e, "arch_ref") ? str_of(e, "arch_ref") : "");
+    const char *vocab_from = str_of(ref, "vocab_from");
+    char vocab_path[1024], gguf[700], cmd[4096];
+    CHECK(vocab_from && test_shared_path(vocab_from, vocab_path, sizeof vocab_path), "%s: no vocabulary", name);
+    if (!vocab_from)
+        return;
+    snprintf(gguf, sizeof gguf, "%s.gguf", path);
+    snprintf(cmd, sizeof cmd, "'%s' convert '%s' '%s' --vocab-from '%s' --quiet", TPORT_CLI, path, gguf, vocab_path);
+    CHECK(system(cmd) == 0, "failed: %s", cmd);
+    tport_model_file *mf = NULL;
+    CHECK(tport_model_file_open(gguf, &mf) == TPORT_STATUS_OK && mf->container == TPORT_CONTAINER_GGUF &&
+              tport_model_file_find(mf, "token_embd.weight") && tport_model_file_kv(mf, "tokenizer.ggml.merges"),
+          "%s: the converted file is not a GGUF with GGUF names and merges", gguf);
+    tport_model_file_close(mf);
+    for (size_t r = 0; runs && r < runs->n; r++) {
+        const json *run = &runs->items[r], *gaps = json_get(run, "gaps");
+        const char *kv = str_of(run, "kv"), *commit = str_of(run, "ggml");
+        tport_token prompt[MAX_IDS], want[MAX_IDS], got[MAX_IDS];
+        int n_prompt = ids_of(json_get(run, "prompt_ids"), prompt), n_want = ids_of(json_get(run, "ids"), want);
+        int n = cli_ids(gguf, prompt, n_prompt, n_want, kv && !strcmp(kv, "f32"), got);
+        int same = compare_ids(got, n, want, n_want, gaps), d = first_difference(got, n, want, n_want);
+        CHECK(same >= 0, "%s converted to GGUF, ggml@%.8s: greedy id %d is %d, the program gave %d", name,
+              commit ? commit : "?", d, d >= 0 && d < n ? (int)got[d] : -1, d >= 0 && d < n_want ? (int)want[d] : -1);
+        printf("%s converted to GGUF, ggml@%.8s: %d of %d generated ids as the program\n", name, commit ? commit : "?",
+               same < 0 ? d : same, n_want);
+    }
+    if (!getenv("TPORT_TEST_KEEP"))
+        unlink(gguf);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2 || (!strcmp(argv[1], "--write") && argc != 4)) {
         fprintf(stderr, "usage: test_arch_legacy_example PROGRAM | --write NAME OUT\n");
@@ -300,6 +336,9 @@ int main(int argc, char **argv) {
         for (size_t r = 0; m && runs && r < runs->n; r++) /* the linked-in baseline kernels: f32 files only */
             check_run(m, path, name, &runs->items[r], !q || q->kind == JSON_NULL);
         tport_model_free(m);
+        const json *conv = json_get(e, "convert");
+        if (conv && conv->kind == JSON_BOOL && conv->number != 0)
+            check_converted(arch_refs, e, path, name, runs);
         if (!getenv("TPORT_TEST_KEEP"))
             unlink(path);
         else

@@ -86,7 +86,7 @@ static void usage(FILE *out) {
     fprintf(out,
             "usage: tport synth [--arch A] [shape options] [--type T] [--vocab-from FILE.gguf] [--seed S] -o FILE.gguf\n"
             "--arch A          architecture: llama (default), gpt2, starcoder, qwen2, gptneox, phi2, falcon,\n"
-            "                  mpt, bloom, gemma\n"
+            "                  mpt, bloom, gemma, gptj\n"
             "shape: --shape stories15M|stories110M|tinyllama-1.1b, then optionally any of\n"
             "       --dim N --layers N --heads N --kv-heads N --ff N --vocab N --ctx N\n"
             "       --head-size N (default dim / heads) --rot N (rotary dims, default the head size)\n"
@@ -168,7 +168,7 @@ static int parse_args(int argc, char **argv, synth_opts *o) {
             o->arch = v ? tport_arch_find(v) : NULL;
             if (!o->arch)
                 return tool_fail(2, "synth: --arch needs one of llama, gpt2, starcoder, qwen2, gptneox, phi2, "
-                                 "falcon, mpt, bloom, gemma");
+                                 "falcon, mpt, bloom, gemma, gptj");
             i++;
         } else if (!strcmp(a, "--no-parallel-residual")) {
             o->parallel_residual = false;

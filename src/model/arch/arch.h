@@ -101,6 +101,7 @@ tport_status tport_arch_write_common_keys(tport_gguf_writer *w, const tport_arch
 tport_tensor *tport_arch_sequential_ln_block(tport_blk *b, tport_tensor *x, int il);
 
 extern const tport_arch tport_arch_llama, tport_arch_gpt2, tport_arch_starcoder, tport_arch_qwen2,
-    tport_arch_gptneox, tport_arch_phi2, tport_arch_falcon, tport_arch_mpt, tport_arch_bloom, tport_arch_gemma;
+    tport_arch_gptneox, tport_arch_phi2, tport_arch_falcon, tport_arch_mpt, tport_arch_bloom, tport_arch_gemma,
+    tport_arch_gptj;
 
 #endif

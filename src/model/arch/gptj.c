@@ -1,0 +1,74 @@
+/* gptj (GPT-J-6B, GPT4All-J): one LayerNorm feeds attention and the GELU
+ * feed-forward in parallel; separate Q, K, V and the attention output
+ * without biases; RoPE in the normal (interleaved pairs) mode on the first
+ * n_rot dims of each head; an output bias.  llama.cpp knows the name only
+ * (no tensors, no graph), so the layout and graph follow ggml's
+ * examples/gpt-j (main.cpp gptj_eval) and HF's GPTJModel.
+ *
+ *   h = ln_1(x);  x = attn_output(attn(rope q(h), rope k(h), v(h))) + ffn(h) + x
+ *   logits = output(ln_f x) + output.bias */
+#include <math.h>
+
+#include "model/arch/arch.h"
+
+static const tport_arch_tensor tensors[] = {
+    ARCH_G("token_embd.weight", tok_embd, DIM_EMBD, DIM_VOCAB, 0),
+    ARCH_L("attn_norm.weight", attn_norm, DIM_EMBD, DIM_1, 0),
+    ARCH_L("attn_norm.bias", attn_norm_b, DIM_EMBD, DIM_1, TENSOR_BIAS),
+    ARCH_L("attn_q.weight", wq, DIM_EMBD, DIM_Q, 0),
+    ARCH_L("attn_k.weight", wk, DIM_EMBD, DIM_KV, 0),
+    ARCH_L("attn_v.weight", wv, DIM_EMBD, DIM_KV, 0),
+    ARCH_L("attn_output.weight", wo, DIM_Q, DIM_EMBD, 0),
+    ARCH_L("ffn_up.weight", w_up, DIM_EMBD, DIM_FF, 0),
+    ARCH_L("ffn_up.bias", b_up, DIM_FF, DIM_1, TENSOR_BIAS),
+    ARCH_L("ffn_down.weight", w_down, DIM_FF, DIM_EMBD, 0),
+    ARCH_L("ffn_down.bias", b_down, DIM_EMBD, DIM_1, TENSOR_BIAS),
+    ARCH_G("output_norm.weight", output_norm, DIM_EMBD, DIM_1, 0),
+    ARCH_G("output_norm.bias", output_norm_b, DIM_EMBD, DIM_1, TENSOR_BIAS),
+    ARCH_G("output.weight", output, DIM_EMBD, DIM_VOCAB, 0),
+    ARCH_G("output.bias", output_b, DIM_VOCAB, DIM_1, TENSOR_BIAS),
+};
+
+/* ggml's gpt-j example (HF's GPTJForCausalLM names; shapes as GGUF's) */
+static const char *const legacy_names[][2] = {
+    {"token_embd.weight", "transformer.wte.weight"},
+    {"blk.%d.attn_norm.weight", "transformer.h.%d.ln_1.weight"},
+    {"blk.%d.attn_norm.bias", "transformer.h.%d.ln_1.bias"},
+    {"blk.%d.attn_q.weight", "transformer.h.%d.attn.q_proj.weight"},
+    {"blk.%d.attn_k.weight", "transformer.h.%d.attn.k_proj.weight"},
+    {"blk.%d.attn_v.weight", "transformer.h.%d.attn.v_proj.weight"},
+    {"blk.%d.attn_output.weight", "transformer.h.%d.attn.out_proj.weight"},
+    {"blk.%d.ffn_up.weight", "transformer.h.%d.mlp.fc_in.weight"},
+    {"blk.%d.ffn_up.bias", "transformer.h.%d.mlp.fc_in.bias"},
+    {"blk.%d.ffn_down.weight", "transformer.h.%d.mlp.fc_out.weight"},
+    {"blk.%d.ffn_down.bias", "transformer.h.%d.mlp.fc_out.bias"},
+    {"output_norm.weight", "transformer.ln_f.weight"},
+    {"output_norm.bias", "transformer.ln_f.bias"},
+    {"output.weight", "lm_head.weight"},
+    {"output.bias", "lm_head.bias"},
+    {NULL, NULL},
+};
+
+static tport_tensor *build(tport_blk *b) {
+    tport_tensor *x = tport_blk_embed(b);
+    float kq_scale = 1.0f / sqrtf((float)b->sh->head_dim);
+    for (int32_t il = b->layer_begin; il < b->layer_end && x; il++) {
+        const tport_layer *l = &b->m->layers[il];
+        tport_tensor *h = tport_blk_norm(b, x, l->attn_norm, l->attn_norm_b);
+        tport_tensor *att = tport_blk_self_attention(b, il, h, kq_scale);
+        tport_tensor *ffn = tport_blk_ffn_gelu(b, l, h);
+        x = tport_add(b->ctx, tport_add(b->ctx, ffn, att), x);
+    }
+    return tport_blk_output(b, x);
+}
+
+const tport_arch tport_arch_gptj = {
+    .name = "gptj",
+    .about = "GPT-J-6B, GPT4All-J",
+    .tensors = tensors,
+    .n_tensors = sizeof tensors / sizeof tensors[0],
+    .norm = NORM_LAYER,
+    .rope_mode = TPORT_ROPE_NORMAL,
+    .build = build,
+    .legacy_names = legacy_names,
+};
