@@ -2,8 +2,10 @@
  * feed-forward in parallel; separate Q, K, V and the attention output
  * without biases; RoPE in the normal (interleaved pairs) mode on the first
  * n_rot dims of each head; an output bias.  llama.cpp knows the name only
- * (no tensors, no graph), so the layout and graph follow ggml's
- * examples/gpt-j (main.cpp gptj_eval) and HF's GPTJModel.
+ * (no load_tensors case, no graph), so the graph follows ggml's
+ * examples/gpt-j (main.cpp gptj_eval); the GGUF names are gguf-py's
+ * (MODEL_ARCH.GPTJ in constants.py, the gpt-j rows of tensor_mapping.py)
+ * with the biases GPT-J has.
  *
  *   h = ln_1(x);  x = attn_output(attn(rope q(h), rope k(h), v(h))) + ffn(h) + x
  *   logits = output(ln_f x) + output.bias */
