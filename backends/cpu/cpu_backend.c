@@ -94,6 +94,7 @@ static tport_status cpu_init(void **backend) {
         return cpu_host->error(TPORT_STATUS_OUT_OF_MEMORY, "cpu: cannot create the thread pool");
     }
     cpu_types_init();
+    cpu_repack_init();
     *backend = s;
     return TPORT_STATUS_OK;
 }
@@ -193,6 +194,11 @@ static tport_backend_api cpu_api = {
     .device_info = cpu_device_info,
     .supports_op = cpu_supports_op,
     .compute = cpu_compute,
+    /* 1.1: no device memory, but weights may be kept re-encoded (cpu_repack.c) */
+    .buffer_alloc = cpu_buffer_alloc,
+    .buffer_free = cpu_buffer_free,
+    .tensor_alloc_size = cpu_tensor_alloc_size,
+    .tensor_write = cpu_tensor_write,
 };
 
 #ifdef TPORT_CPU_EMBEDDED

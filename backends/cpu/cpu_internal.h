@@ -151,6 +151,7 @@ CPU_HIDDEN bool cpu_row_to_f32(const tport_tensor_view *t, const uint8_t *row, i
 CPU_HIDDEN bool cpu_row_from_f32(const tport_tensor_view *t, uint8_t *row, int64_t n, const float *in);
 /* A read-only f32 row: the row itself when it is dense f32, else a copy in buf. */
 CPU_HIDDEN const float *cpu_row_f32(const tport_tensor_view *t, int64_t i1, int64_t i2, int64_t i3, float *buf);
+CPU_HIDDEN float cpu_half_to_float(uint16_t h); /* after cpu_types_init */
 
 /* ---- ops (one file per family) ----------------------------------------- */
 /* Bytes of scratch a node needs: shared, then per thread. */
@@ -191,4 +192,40 @@ CPU_HIDDEN void cpu_q8tile_unpack(tport_type_id type, const uint8_t *const rows[
 CPU_HIDDEN void cpu_q8tile_dot(const uint8_t *tile, int64_t K, const uint8_t *y, size_t y_stride, int ncols,
                                float *out);
 
+/* ---- weights in the backend's own layout (cpu_repack.c) ----------------
+ * The ABI 1.1 slots a host-memory backend fills to keep weights re-encoded. */
+enum {
+    CPU_LAYOUT_UNKNOWN = -1, /* a buffer handle that is not one of ours */
+    CPU_LAYOUT_PLAIN = 0,    /* the file's layout                        */
+    CPU_LAYOUT_Q4_0_X8 = 1,  /* 8 rows of Q4_0 interleaved               */
+    CPU_LAYOUT_Q8_0_X8 = 2,  /* 8 rows of Q8_0 interleaved               */
+};
+CPU_HIDDEN void cpu_repack_init(void); /* once, from init (reads TPORT_CPU_REPACK) */
+CPU_HIDDEN uint64_t cpu_tensor_alloc_size(void *backend, int32_t device, const tport_tensor_view *t);
+CPU_HIDDEN tport_status cpu_buffer_alloc(void *backend, int32_t device, uint32_t kind, uint32_t usage,
+                                         uint64_t size, tport_buffer *out, void **host_ptr);
+CPU_HIDDEN void cpu_buffer_free(void *backend, tport_buffer b);
+CPU_HIDDEN tport_status cpu_tensor_write(void *backend, tport_buffer b, uint64_t offset,
+                                         const tport_tensor_view *t, const void *src, uint64_t size,
+                                         tport_ticket *ticket);
+/* The layout of a source view: PLAIN for host memory, else the layout of
+ * our buffer it names (UNKNOWN when it names none). */
+CPU_HIDDEN int cpu_weight_layout(const tport_tensor_view *t);
+/* Row `row` of an x8 weight back in its plain blocks. */
+CPU_HIDDEN void cpu_x8_row(const tport_tensor_view *t, int layout, int64_t row, uint8_t *out);
+
+/* ---- mul_mat on the x8 layouts (cpu_mul_mat_x8.c) ----------------------- */
+/* What the x8 kernels need of each Q8_0 block of an activation row. */
+typedef struct cpu_x8_act {
+    float d;     /* the block's scale */
+    int32_t sum; /* the sum of its 32 quants */
+} cpu_x8_act;
+CPU_HIDDEN bool cpu_x8_available(void); /* false in builds without AVX2 + FMA + F16C */
+CPU_HIDDEN void cpu_x8_act_info(const uint8_t *q8_0_row, int64_t nblk, cpu_x8_act *act);
+/* out[8c + r] = dot(row r of the group, column c) for ncols (1..4) Q8_0
+ * columns y + c * y_stride, whose block data is act + c * act_stride. */
+CPU_HIDDEN void cpu_x8_dot(int layout, const uint8_t *group, int64_t nblk, const uint8_t *y, size_t y_stride,
+                           const cpu_x8_act *act, size_t act_stride, int ncols, float *out);
+
 #endif
+

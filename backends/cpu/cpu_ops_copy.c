@@ -135,6 +135,8 @@ static void cpy_task(void *arg, int ith, int nth) {
 static void get_rows_task(void *arg, int ith, int nth) {
     cpu_op *op = arg;
     const tport_tensor_view *d = op->dst, *s = op->src[0], *ids = op->src[1];
+    int layout = cpu_weight_layout(s);
+    uint8_t *plain = cpu_thread_scratch(op, ith); /* a row: at most 34/32 bytes per element */
     int64_t r0, r1;
     cpu_split(cpu_nrows(d), ith, nth, &r0, &r1);
     for (int64_t r = r0; r < r1; r++) {
@@ -148,7 +150,12 @@ static void get_rows_task(void *arg, int ith, int nth) {
                         (long long)s->ne[1]);
             return;
         }
-        if (!cpu_row_to_f32(s, cpu_row(s, id, i2, i3), s->ne[0], (float *)cpu_row(d, i1, i2, i3))) {
+        const uint8_t *row = cpu_row(s, id, i2, i3);
+        if (layout != CPU_LAYOUT_PLAIN) { /* our own layout: the row's plain blocks first */
+            cpu_x8_row(s, layout, id, plain);
+            row = plain;
+        }
+        if (!cpu_row_to_f32(s, row, s->ne[0], (float *)cpu_row(d, i1, i2, i3))) {
             cpu_op_fail(op, TPORT_STATUS_UNSUPPORTED, "get_rows: cannot convert type %u", s->type);
             return;
         }

@@ -39,6 +39,8 @@ typedef struct mm_plan {
     tport_type_id vec_dot_type;
     size_t packed_row;         /* bytes per packed row of b, 0 = b used in place */
     int tiled;                 /* TILED_*: a batch through a tiled kernel */
+    int x8;                    /* CPU_LAYOUT_* of a re-encoded a (cpu_repack.c), 0 = plain */
+    size_t act_offset;         /* x8: where the cpu_x8_act of b's blocks start in scratch */
 } mm_plan;
 
 enum { TILED_NONE, TILED_Q8_0, TILED_Q4_K }; /* cpu_mul_mat_q8tile.c, _q4ktile.c */
@@ -51,6 +53,15 @@ static mm_plan make_plan(const cpu_op *op) {
     const tport_tensor_view *a = op->src[0], *b = op->src[1];
     mm_plan p = {.K = a->ne[0], .N = a->ne[1], .M = b->ne[1], .r2 = b->ne[2] / a->ne[2],
                  .r3 = b->ne[3] / a->ne[3]};
+    int layout = cpu_weight_layout(a);
+    if (layout > CPU_LAYOUT_PLAIN) {
+        /* b's rows become Q8_0, plus each block's scale and sum (cpu_x8_act) */
+        p.x8 = layout;
+        p.vec_dot_type = TPORT_TYPE_Q8_0;
+        p.packed_row = (size_t)(p.K / 32) * 34;
+        p.act_offset = (p.packed_row * (size_t)p.M + 63) / 64 * 64;
+        return p;
+    }
     if (a->type != TPORT_TYPE_F32 && cpu_rows_dense(a)) {
         const tport_type_info *ti = cpu_host->type_info(a->type);
         cpu_vec_dot_fn fn = cpu_vec_dot_for(a->type);
@@ -76,11 +87,15 @@ static mm_plan make_plan(const cpu_op *op) {
 
 size_t cpu_mul_mat_shared_scratch(const cpu_op *op) {
     mm_plan p = make_plan(op);
+    if (p.x8)
+        return p.act_offset + (size_t)(p.K / 32) * (size_t)p.M * sizeof(cpu_x8_act);
     return p.packed_row * (size_t)cpu_nrows(op->src[1]);
 }
 
 size_t cpu_mul_mat_thread_scratch(const cpu_op *op) {
     mm_plan p = make_plan(op);
+    if (p.x8)
+        return 0;
     if (p.tiled)
         return p.tiled == TILED_Q8_0 ? cpu_q8tile_scratch(p.K) : cpu_q4ktile_scratch(p.K);
     return p.vec_dot ? 0 : (size_t)TILE * (size_t)p.K * sizeof(float); /* converted rows of a */
@@ -259,18 +274,21 @@ static void pack_task(void *arg, int ith, int nth) {
         int64_t i1, i2, i3;
         cpu_unravel_row(b, r, &i1, &i2, &i3);
         uint8_t *dst = op->scratch + (size_t)r * job->plan.packed_row;
-        if (!job->plan.vec_dot) {
+        if (!job->plan.vec_dot && !job->plan.x8) {
             cpu_row_to_f32(b, cpu_row(b, i1, i2, i3), job->plan.K, (float *)dst);
             continue;
         }
         const float *src = cpu_row_f32(b, i1, i2, i3, buf);
         /* as llama.cpp's x86 CPU backend does (quant/act_quant.c), where it applies */
-        if (cpuq_quantize_act(job->plan.vec_dot_type, src, dst, job->plan.K))
-            continue;
-        if (cpu_host->from_float(job->plan.vec_dot_type, src, dst, job->plan.K) != TPORT_STATUS_OK) {
+        if (!cpuq_quantize_act(job->plan.vec_dot_type, src, dst, job->plan.K) &&
+            cpu_host->from_float(job->plan.vec_dot_type, src, dst, job->plan.K) != TPORT_STATUS_OK) {
             cpu_op_fail(op, TPORT_STATUS_UNSUPPORTED, "mul_mat: cannot convert activations to type %u",
                         job->plan.vec_dot_type);
             return;
+        }
+        if (job->plan.x8) {
+            int64_t nblk = job->plan.K / 32;
+            cpu_x8_act_info(dst, nblk, (cpu_x8_act *)(op->scratch + job->plan.act_offset) + r * nblk);
         }
     }
 }
@@ -390,6 +408,30 @@ static void tiled_task(void *arg, int ith, int nth) {
     }
 }
 
+/* The x8 path: groups of 8 re-encoded weight rows (cpu_repack.c) against
+ * every column of b, four at a time; a and b are 2-D (cpu_supports). */
+static void x8_task(void *arg, int ith, int nth) {
+    mm_job *job = arg;
+    cpu_op *op = job->op;
+    const mm_plan *p = &job->plan;
+    const tport_tensor_view *a = op->src[0], *d = op->dst;
+    const cpu_x8_act *act = (const cpu_x8_act *)(op->scratch + p->act_offset);
+    int64_t nblk = p->K / 32, groups = p->N / 8, chunk = cpu_chunk_size(groups, nth, 1), g0, g1;
+    (void)ith;
+    while (cpu_claim(op, groups, chunk, &g0, &g1))
+        for (int64_t g = g0; g < g1; g++) {
+            const uint8_t *group = (const uint8_t *)a->data + (size_t)g * 8 * a->nb[1];
+            for (int64_t j = 0; j < p->M; j += 4) {
+                int nc = (int)(p->M - j < 4 ? p->M - j : 4);
+                float s[4 * 8];
+                cpu_x8_dot(p->x8, group, nblk, b_row(job, j, 0, 0), p->packed_row, act + j * nblk, (size_t)nblk, nc,
+                           s);
+                for (int c = 0; c < nc; c++)
+                    memcpy(cpu_row(d, j + c, 0, 0) + (size_t)g * 8 * sizeof(float), s + 8 * c, 8 * sizeof(float));
+            }
+        }
+}
+
 void cpu_run_mul_mat(cpu_ctx *ctx, cpu_op *op) {
     mm_job job = {op, make_plan(op)};
     if (job.plan.packed_row) {
@@ -398,5 +440,5 @@ void cpu_run_mul_mat(cpu_ctx *ctx, cpu_op *op) {
         cpu_parallel(ctx, pack_task, &job, nth);
     }
     /* after a failed packing this runs nothing (cpu_parallel) */
-    cpu_parallel(ctx, job.plan.tiled ? tiled_task : compute_task, &job, op->nth);
+    cpu_parallel(ctx, job.plan.x8 ? x8_task : job.plan.tiled ? tiled_task : compute_task, &job, op->nth);
 }

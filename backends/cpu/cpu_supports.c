@@ -79,6 +79,23 @@ static bool supports_flash_attn(const tport_graph_view *g, const tport_tensor_vi
     return !m || (dense_f32(m) && m->ne[0] == k->ne[1] && m->ne[1] >= q->ne[2] && m->ne[2] == 1 && m->ne[3] == 1);
 }
 
+/* A weight kept in our own layout (cpu_repack.c) is read only by mul_mat,
+ * as a 2-D first operand, and by get_rows. */
+static bool own_layout_ok(const tport_graph_view *g, const tport_tensor_view *d) {
+    for (int i = 0; i < TPORT_MAX_SRC; i++) {
+        const tport_tensor_view *s = d->src[i] >= 0 ? tensor(g, d->src[i]) : NULL;
+        int layout = s ? cpu_weight_layout(s) : CPU_LAYOUT_PLAIN;
+        if (layout == CPU_LAYOUT_PLAIN)
+            continue;
+        if (layout == CPU_LAYOUT_UNKNOWN || i != 0 || (d->op != TPORT_OP_MUL_MAT && d->op != TPORT_OP_GET_ROWS))
+            return false;
+        const tport_tensor_view *b = tensor(g, d->src[1]);
+        if (d->op == TPORT_OP_MUL_MAT && (!b || b->ne[2] != 1 || b->ne[3] != 1 || d->nb[0] != sizeof(float)))
+            return false;
+    }
+    return true;
+}
+
 bool cpu_supports(const tport_graph_view *g, int32_t node) {
     const tport_tensor_view *d = tensor(g, node);
     if (!d || !rows_ok(d))
@@ -86,6 +103,8 @@ bool cpu_supports(const tport_graph_view *g, int32_t node) {
     const tport_tensor_view *s0 = tensor(g, d->src[0]);
     const tport_tensor_view *s1 = d->src[1] >= 0 ? tensor(g, d->src[1]) : NULL;
     if (!s0 || (d->src[1] >= 0 && !s1) || !rows_ok(s0) || (s1 && !rows_ok(s1)))
+        return false;
+    if (!own_layout_ok(g, d))
         return false;
     switch (d->op) {
     case TPORT_OP_ADD:

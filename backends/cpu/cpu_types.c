@@ -24,6 +24,10 @@ void cpu_types_init(void) {
         atomic_store(&f16_ready, true);
 }
 
+float cpu_half_to_float(uint16_t h) {
+    return f16_table[h];
+}
+
 static void f16_row(const uint8_t *row, size_t stride, int64_t n, float *out) {
     int64_t i = 0;
 #if defined(__F16C__) && defined(__AVX__)

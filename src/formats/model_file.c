@@ -74,6 +74,22 @@ static tport_status map_file(tport_model_file *mf) {
     return TPORT_STATUS_OK;
 }
 
+void tport_model_file_release(const tport_model_file *mf, const void *p, size_t n) {
+    if (!mf || !mf->map || mf->borrowed || !p)
+        return;
+    uintptr_t base = (uintptr_t)mf->map, lo = (uintptr_t)p;
+    if (lo < base || n > mf->map_size || lo - base > mf->map_size - n)
+        return;
+    long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0)
+        return;
+    uintptr_t first = (lo + (uintptr_t)page - 1) / (uintptr_t)page * (uintptr_t)page;
+    uintptr_t end = (lo + n) / (uintptr_t)page * (uintptr_t)page;
+    /* a private read-only file mapping: dropped pages come back from the file */
+    if (end > first)
+        (void)madvise((void *)first, end - first, MADV_DONTNEED);
+}
+
 static bool looks_like_safetensors(const mf_cursor *c) {
     uint64_t n = mf_le64(c->data);
     if (n < 2 || n > c->size - 8)

@@ -136,5 +136,10 @@ const char *tport_container_name(tport_container c);
 tport_status tport_model_file_load_llama2c_vocab(tport_model_file *mf, const char *path);
 /* The metadata entry with this key, or NULL. */
 const tport_kv *tport_model_file_kv(const tport_model_file *mf, const char *key);
+/* Says the bytes [p, p + n) of the file's mapping will not be needed soon
+ * (a weight now kept by a backend): the whole pages among them leave the
+ * process's resident memory, to be read from the file again if touched.
+ * Nothing happens for memory that is not the file's read-only mapping. */
+void tport_model_file_release(const tport_model_file *mf, const void *p, size_t n);
 
 #endif

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "formats/model_file.h"
 #include "model/model.h"
 #include "quant/type_table.h"
 #include "sched/sched.h"
@@ -92,6 +93,8 @@ static tport_status upload_one(tport_model *m, tport_tensor *w, const tport_acti
         return TPORT_STATUS_OK;
     }
     w->res = (tport_residency){.backend = b, .buffer = buf, .offset = 0, .host = host, .bytes = size};
+    /* the backend has its copy: the file's pages need not stay in memory too */
+    tport_model_file_release(m->file, w->data, (size_t)plain);
     return remember(m, w);
 }
 

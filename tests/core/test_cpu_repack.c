@@ -1,0 +1,214 @@
+/* The CPU plug-in's own weight layout (backends/cpu/cpu_repack.c, the x8
+ * layouts of Q4_0 and Q8_0), driven through its ABI 1.1 slots directly:
+ *   - tensor_alloc_size asks for exactly the eligible weights (2-D, rows a
+ *     multiple of 8, blocks whole and dense) and 0 for the rest, and 0 for
+ *     all with TPORT_CPU_REPACK=0;
+ *   - mul_mat on the re-encoded copy, for 1 to 9 columns and 1 and 2
+ *     threads, agrees with a double-precision dot of the dequantized
+ *     weights within the activation-quantization bound, and with the same
+ *     node on the plain bytes within float-summation-order differences;
+ *   - get_rows of the copy gives exactly the dequantized rows;
+ *   - a handle that is not the backend's, or a view at another address,
+ *     is declined, not read.
+ * The plug-in file is TPORT_TEST_CPU_VARIANT; a variant without the x8
+ * kernels (no AVX2) wants no weights, and the test says so and skips. */
+#include <dlfcn.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "core_test_util.h"
+#include "quant/type_table.h"
+#include "registry/registry.h"
+
+#define NAME "test_cpu_repack"
+
+static const tport_backend_api *api;
+static void *be;
+
+static tport_tensor_view view(tport_type_id type, int64_t ne0, int64_t ne1, void *data) {
+    const tport_type_traits *tr = tport_traits(type);
+    tport_tensor_view t;
+    memset(&t, 0, sizeof t);
+    t.struct_size = sizeof t;
+    t.type = type;
+    for (int i = 0; i < TPORT_MAX_SRC; i++)
+        t.src[i] = -1;
+    t.ne[0] = ne0, t.ne[1] = ne1, t.ne[2] = t.ne[3] = 1;
+    t.nb[0] = tr->info.block_bytes;
+    t.nb[1] = tr->info.block_bytes * (uint64_t)(ne0 / tr->info.block_size);
+    t.nb[2] = t.nb[3] = t.nb[1] * (uint64_t)ne1;
+    t.data = data;
+    t.name = "";
+    return t;
+}
+
+static tport_status run_node(tport_tensor_view *ts, int n, int threads) {
+    const tport_tensor_view *ptrs[4];
+    for (int i = 0; i < n; i++)
+        ptrs[i] = &ts[i];
+    int32_t node = n - 1;
+    tport_graph_view g = {.struct_size = sizeof g, .n_tensors = n, .tensors = ptrs, .n_nodes = 1, .nodes = &node,
+                          .n_threads = threads, .graph_key = 1, .bind_key = 1};
+    return api->compute(be, 0, &g);
+}
+
+static float frand(unsigned *s) {
+    *s = *s * 1664525u + 1013904223u;
+    return (float)((*s >> 8) & 0xffff) / 32768.0f - 1.0f;
+}
+
+/* A weight in the backend's buffer, or 0 when it wants none. */
+static tport_buffer upload(const tport_tensor_view *w, void **host) {
+    uint64_t size = api->tensor_alloc_size(be, 0, w);
+    if (!size)
+        return 0;
+    CHECK(size == w->nb[1] * (uint64_t)w->ne[1], "tensor_alloc_size %llu for %llu plain bytes",
+          (unsigned long long)size, (unsigned long long)(w->nb[1] * (uint64_t)w->ne[1]));
+    tport_buffer b = 0;
+    CHECK(api->buffer_alloc(be, 0, TPORT_MEM_DEVICE, TPORT_USAGE_WEIGHTS, size, &b, host) == TPORT_STATUS_OK && b &&
+              *host,
+          "buffer_alloc: %s", tport_last_error());
+    tport_ticket t = 7;
+    CHECK(api->tensor_write(be, b, 0, w, w->data, size, &t) == TPORT_STATUS_OK && t == 0, "tensor_write: %s",
+          tport_last_error());
+    return b;
+}
+
+static void check(tport_type_id type, int64_t K, int64_t N, int64_t M, int threads) {
+    const tport_type_traits *tr = tport_traits(type);
+    unsigned seed = (unsigned)(K * 131 + N * 7 + M);
+    float *wf = malloc((size_t)(K * N) * sizeof *wf), *deq = malloc((size_t)(K * N) * sizeof *deq);
+    float *x = malloc((size_t)(K * M) * sizeof *x);
+    float *y_own = calloc((size_t)(N * M), sizeof(float)), *y_plain = calloc((size_t)(N * M), sizeof(float));
+    uint8_t *q = malloc((size_t)(tr->info.block_bytes * (uint64_t)(K / 32) * (uint64_t)N));
+    for (int64_t i = 0; i < K * N; i++)
+        wf[i] = frand(&seed);
+    for (int64_t i = 0; i < K * M; i++)
+        x[i] = frand(&seed);
+    tr->from_float(wf, q, K * N);
+    tr->to_float(q, deq, K * N);
+
+    tport_tensor_view ts[3];
+    ts[0] = view(type, K, N, q);
+    ts[0].flags = TPORT_TENSOR_WEIGHT;
+    void *host = NULL;
+    tport_buffer b = upload(&ts[0], &host);
+    CHECK(b != 0, "%s [%lld x %lld] not taken", tr->info.name, (long long)K, (long long)N);
+    ts[1] = view(TPORT_TYPE_F32, K, M, x);
+    ts[2] = view(TPORT_TYPE_F32, N, M, y_plain);
+    ts[2].op = TPORT_OP_MUL_MAT;
+    ts[2].src[0] = 0, ts[2].src[1] = 1;
+    CHECK(run_node(ts, 3, threads) == TPORT_STATUS_OK, "plain mul_mat: %s", tport_last_error());
+    ts[0].buffer = b, ts[0].data = host;
+    ts[2].data = y_own;
+    CHECK(run_node(ts, 3, threads) == TPORT_STATUS_OK, "mul_mat on the own copy: %s", tport_last_error());
+
+    int bad_ref = 0, bad_plain = 0;
+    for (int64_t j = 0; j < M; j++) {
+        double xmax = 0;
+        for (int64_t k = 0; k < K; k++)
+            xmax = fmax(xmax, fabs(x[j * K + k]));
+        for (int64_t i = 0; i < N; i++) {
+            double s = 0, sa = 0;
+            for (int64_t k = 0; k < K; k++) {
+                s += (double)deq[i * K + k] * x[j * K + k];
+                sa += fabs(deq[i * K + k]);
+            }
+            double got = y_own[j * N + i], plain = y_plain[j * N + i];
+            bad_ref += !(fabs(got - s) <= sa * xmax / 200.0 + 1e-4);
+            /* the same integer sums, other float order: a few ulps of the magnitudes summed */
+            bad_plain += !(fabs(got - plain) <= 1e-5 * (sa * xmax + 1.0));
+        }
+    }
+    CHECK(!bad_ref && !bad_plain, "%s K%lld N%lld M%lld t%d: %d outputs off the reference, %d off the plain path",
+          tr->info.name, (long long)K, (long long)N, (long long)M, threads, bad_ref, bad_plain);
+
+    /* get_rows of the copy: the dequantized rows, exactly */
+    int32_t ids[3] = {(int32_t)(N - 1), 0, (int32_t)(N / 2 + 1)};
+    float *rows = malloc((size_t)(3 * K) * sizeof *rows);
+    tport_tensor_view gr[3];
+    gr[0] = ts[0];
+    gr[1] = view(TPORT_TYPE_I32, 3, 1, ids);
+    gr[2] = view(TPORT_TYPE_F32, K, 3, rows);
+    gr[2].op = TPORT_OP_GET_ROWS;
+    gr[2].src[0] = 0, gr[2].src[1] = 1;
+    CHECK(run_node(gr, 3, threads) == TPORT_STATUS_OK, "get_rows: %s", tport_last_error());
+    int bad_rows = 0;
+    for (int r = 0; r < 3; r++)
+        bad_rows += memcmp(rows + r * K, deq + (int64_t)ids[r] * K, (size_t)K * sizeof(float)) != 0;
+    CHECK(!bad_rows, "%s: get_rows of the own copy: %d of 3 rows differ", tr->info.name, bad_rows);
+
+    /* a view of the copy at another address is declined, not read */
+    ts[0].data = (uint8_t *)host + 64;
+    CHECK(run_node(ts, 3, threads) != TPORT_STATUS_OK, "a view off the buffer's address was computed");
+    api->buffer_free(be, b);
+    free(rows);
+    free(wf), free(deq), free(x), free(y_own), free(y_plain), free(q);
+}
+
+static void eligibility(void) {
+    uint8_t dummy[64];
+    tport_tensor_view t = view(TPORT_TYPE_Q4_0, 64, 12, dummy); /* 12 rows: not a multiple of 8 */
+    CHECK(api->tensor_alloc_size(be, 0, &t) == 0, "q4_0 with 12 rows wanted");
+    t = view(TPORT_TYPE_Q4_K, 256, 16, dummy);
+    CHECK(api->tensor_alloc_size(be, 0, &t) == 0, "q4_K wanted (no x8 layout for it)");
+    t = view(TPORT_TYPE_Q8_0, 64, 16, dummy);
+    t.ne[2] = 2;
+    CHECK(api->tensor_alloc_size(be, 0, &t) == 0, "a 3-D q8_0 tensor wanted");
+    t = view(TPORT_TYPE_Q8_0, 64, 16, dummy);
+    t.nb[1] += 2; /* padded rows */
+    CHECK(api->tensor_alloc_size(be, 0, &t) == 0, "q8_0 with padded rows wanted");
+    /* a buffer handle that is not one of the backend's */
+    tport_buffer bogus = 0;
+    void *host = NULL;
+    CHECK(api->buffer_alloc(be, 0, TPORT_MEM_HOST_STAGING, TPORT_USAGE_COMPUTE, 64, &bogus, &host) != TPORT_STATUS_OK,
+          "a staging buffer was made by a host-memory backend");
+    t = view(TPORT_TYPE_Q8_0, 64, 16, dummy);
+    CHECK(api->tensor_write(be, 0, 0, &t, dummy, 64, NULL) != TPORT_STATUS_OK, "tensor_write to handle 0 worked");
+}
+
+int main(void) {
+    const char *variant = getenv("TPORT_TEST_CPU_VARIANT");
+    if (!variant || !*variant)
+        test_skip(NAME, "TPORT_TEST_CPU_VARIANT names no CPU plug-in");
+    void *lib = dlopen(variant, RTLD_NOW | RTLD_LOCAL);
+    CHECK(lib != NULL, "dlopen: %s", dlerror());
+    if (!lib)
+        return test_finish(NAME);
+    tport_backend_entry_fn entry = (tport_backend_entry_fn)dlsym(lib, TPORT_BACKEND_ENTRY_NAME);
+    api = entry ? entry(tport_host_services()) : NULL;
+    CHECK(api && api->abi_minor >= 1 && api->tensor_alloc_size && api->tensor_write, "no ABI 1.1 weight slots");
+    if (!api || !api->tensor_alloc_size)
+        return test_finish(NAME);
+    if (api->required_isa & ~tport_isa_host()) {
+        dlclose(lib);
+        test_skip(NAME, "this machine lacks the variant's instruction sets");
+    }
+    CHECK(api->init(&be) == TPORT_STATUS_OK, "init: %s", tport_last_error());
+    uint8_t probe[18 * 2 * 8];
+    memset(probe, 0, sizeof probe);
+    tport_tensor_view t = view(TPORT_TYPE_Q4_0, 64, 8, probe);
+    if (api->tensor_alloc_size(be, 0, &t) == 0) {
+        api->shutdown(be);
+        dlclose(lib);
+        test_skip(NAME, "this variant keeps no weights in a layout of its own (no AVX2 kernels)");
+    }
+    eligibility();
+    static const int64_t shapes[][3] = {{64, 8, 1}, {256, 24, 3}, {512, 40, 4}, {768, 16, 9}, {1024, 64, 1},
+                                        {2048, 96, 5}};
+    static const tport_type_id types[] = {TPORT_TYPE_Q4_0, TPORT_TYPE_Q8_0};
+    for (size_t ty = 0; ty < 2; ty++)
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+            for (int threads = 1; threads <= 2; threads++)
+                check(types[ty], shapes[s][0], shapes[s][1], shapes[s][2], threads);
+    api->shutdown(be);
+
+    /* TPORT_CPU_REPACK=0: nothing is wanted */
+    setenv("TPORT_CPU_REPACK", "0", 1);
+    CHECK(api->init(&be) == TPORT_STATUS_OK, "init: %s", tport_last_error());
+    CHECK(api->tensor_alloc_size(be, 0, &t) == 0, "TPORT_CPU_REPACK=0 still re-encodes");
+    api->shutdown(be);
+    unsetenv("TPORT_CPU_REPACK");
+    dlclose(lib);
+    return test_finish(NAME);
+}
