@@ -18,6 +18,9 @@
 # (ik_llama.cpp's) measures generation at depth with its -gp D,N and has
 # no prompt processing at depth (that cell shows '-').
 #
+# With GNU time (/usr/bin/time) a second table gives each tool's peak
+# resident memory (max RSS of the whole process, the largest over rounds).
+#
 # Needs: the peers, the tport tool (env TPORT or --tport, default
 # build/tport beside this folder) and python3 (parsing the JSON outputs).
 # Exits non-zero, saying what is missing, when any of them is absent, and
@@ -131,6 +134,17 @@ for i in "${!peer_names[@]}"; do
     peer_depth_style+=("$style")
 done
 
+# Peak RSS through GNU time when it is there (bash's `time` has no %M).
+timer=()
+if [ -x /usr/bin/time ] && /usr/bin/time -f %M true >/dev/null 2>&1; then
+    timer=(/usr/bin/time -f %M -o)
+fi
+timed() { # timed RSS-FILE COMMAND...: runs COMMAND, its peak RSS (KiB) into RSS-FILE
+    local out=$1
+    shift
+    if [ ${#timer[@]} -gt 0 ]; then "${timer[@]}" "$out" "$@"; else "$@"; fi
+}
+
 failed=0
 results="$logdir/runs.tsv"   # model threads tool round json-file
 : >"$results"
@@ -151,7 +165,7 @@ for m in "${models[@]}"; do
                     depth_args=(-p 0 -n 0 -gp "$d,$n")
                 fi
                 echo "vs-llamacpp: $base threads=$t round $r/$rounds: $name" >&2
-                if "${words[@]}" -m "$m" -t "$t" "${depth_args[@]}" -r "$reps" -o json \
+                if timed "$lj.rss" "${words[@]}" -m "$m" -t "$t" "${depth_args[@]}" -r "$reps" -o json \
                     >"$lj" 2>"$lj.stderr"; then
                     printf '%s\t%s\t%s\t%s\t%s\n' "$m" "$t" "$name" "$r" "$lj" >>"$results"
                 else
@@ -161,7 +175,7 @@ for m in "${models[@]}"; do
             done
             tj="$logdir/$base.t$t.r$r.tport.json"
             echo "vs-llamacpp: $base threads=$t round $r/$rounds: tport bench" >&2
-            if "$tport" bench -m "$m" --threads "$t" -p "$p" -n "$n" -d "$d" -r "$reps" --json \
+            if timed "$tj.rss" "$tport" bench -m "$m" --threads "$t" -p "$p" -n "$n" -d "$d" -r "$reps" --json \
                 >"$tj" 2>"$tj.stderr"; then
                 printf '%s\t%s\ttport\t%s\t%s\n' "$m" "$t" "$r" "$tj" >>"$results"
             else
@@ -180,6 +194,7 @@ import json, statistics, sys
 runs_file, P, N, D = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 peers = sys.argv[5:]
 samples = {}   # (model, threads, tool, test) -> [t/s]
+rss = {}       # (model, threads, tool) -> peak RSS in KiB
 info = {}
 order = []
 for line in open(runs_file):
@@ -187,6 +202,11 @@ for line in open(runs_file):
     key = (model, int(threads))
     if key not in order:
         order.append(key)
+    try:
+        kib = int(open(path + ".rss").read().split()[-1])
+        rss[key + (tool,)] = max(rss.get(key + (tool,), 0), kib)
+    except (OSError, ValueError, IndexError):
+        pass
     try:
         doc = json.load(open(path))
     except (OSError, ValueError) as e:
@@ -253,6 +273,19 @@ for model, threads in order:
         name_col = model.rsplit("/", 1)[-1]
         print(f"| {name_col} | {threads} | {name}{at} | " + " | ".join(fmt(x) for x in pm) +
               f" | {fmt(tm)} | {fmt(ratio)} | {fmt(gbs)} |")
+if rss:
+    print()
+    print("| model | threads | " + " | ".join(f"{p} peak RSS MiB" for p in peers) +
+          " | tensorport peak RSS MiB | ratio tport/smallest peer |")
+    print("| --- | ---: | " + " | ".join("---:" for _ in peers) + " | ---: | ---: |")
+    for model, threads in order:
+        pr = [rss.get((model, threads, peer)) for peer in peers]
+        tr = rss.get((model, threads, "tport"))
+        known = [x for x in pr if x]
+        r = tr / min(known) if tr and known else None
+        mib = lambda x: "-" if x is None else f"{x / 1024:.0f}"
+        print(f"| {model.rsplit('/', 1)[-1]} | {threads} | " + " | ".join(mib(x) for x in pr) +
+              f" | {mib(tr)} | {fmt(r)} |")
 sys.exit(1 if missing else 0)
 PY
 exit $failed

@@ -199,7 +199,10 @@ enum {
     CPU_LAYOUT_PLAIN = 0,    /* the file's layout                        */
     CPU_LAYOUT_Q4_0_X8 = 1,  /* 8 rows of Q4_0 interleaved               */
     CPU_LAYOUT_Q8_0_X8 = 2,  /* 8 rows of Q8_0 interleaved               */
+    CPU_LAYOUT_Q4_K_X8 = 3,  /* 8 rows of Q4_K, scales unpacked          */
 };
+/* Bytes of one group of 8 rows of K elements in an x8 layout. */
+CPU_HIDDEN size_t cpu_x8_group_bytes(int layout, int64_t K);
 CPU_HIDDEN void cpu_repack_init(void); /* once, from init (reads TPORT_CPU_REPACK) */
 CPU_HIDDEN uint64_t cpu_tensor_alloc_size(void *backend, int32_t device, const tport_tensor_view *t);
 CPU_HIDDEN tport_status cpu_buffer_alloc(void *backend, int32_t device, uint32_t kind, uint32_t usage,
@@ -217,14 +220,15 @@ CPU_HIDDEN void cpu_x8_row(const tport_tensor_view *t, int layout, int64_t row, 
 /* ---- mul_mat on the x8 layouts (cpu_mul_mat_x8.c) ----------------------- */
 /* What the x8 kernels need of each Q8_0 block of an activation row. */
 typedef struct cpu_x8_act {
-    float d;     /* the block's scale */
-    int32_t sum; /* the sum of its 32 quants */
+    float d;      /* the block's scale */
+    int32_t sum8; /* 8 x the sum of its 32 quants (Q4_0's offset of 8 times them) */
 } cpu_x8_act;
 CPU_HIDDEN bool cpu_x8_available(void); /* false in builds without AVX2 + FMA + F16C */
 CPU_HIDDEN void cpu_x8_act_info(const uint8_t *q8_0_row, int64_t nblk, cpu_x8_act *act);
-/* out[8c + r] = dot(row r of the group, column c) for ncols (1..4) Q8_0
- * columns y + c * y_stride, whose block data is act + c * act_stride. */
-CPU_HIDDEN void cpu_x8_dot(int layout, const uint8_t *group, int64_t nblk, const uint8_t *y, size_t y_stride,
+/* out[8c + r] = dot(row r of the group, column c) for ncols (1..4)
+ * columns y + c * y_stride: Q8_0 rows whose block data is act + c *
+ * act_stride, or Q8_K rows for Q4_K (act unused); K elements a row. */
+CPU_HIDDEN void cpu_x8_dot(int layout, const uint8_t *group, int64_t K, const uint8_t *y, size_t y_stride,
                            const cpu_x8_act *act, size_t act_stride, int ncols, float *out);
 
 #endif

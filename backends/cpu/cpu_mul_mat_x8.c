@@ -11,7 +11,13 @@
  * afterwards with the block's activation sum: sum((q - 8) y) = sum(q y) -
  * 8 sum(y), exact in integers.  The int16 partial sums cannot overflow:
  * 8 pairs of 15 * 127 stay below 32767.  Q8_0 x Q8_0 needs signed bytes on
- * both sides and goes through int32 after each pair. */
+ * both sides and goes through int32 after each pair.
+ *
+ * Q4_K x Q8_K: per super-block, the 8 sub-blocks' integer sums (the same
+ * unsigned-nibble products, 8 chunks of 4 bytes each: below 32767 again)
+ * are scaled by their 6-bit scales in int32, and the mins' term is one
+ * madd of the mins against the activation's 16-element sums (bsums), as
+ * llama.cpp's kernels take it out. */
 #include <string.h>
 
 #include "cpu_internal.h"
@@ -24,7 +30,7 @@ void cpu_x8_act_info(const uint8_t *y, int64_t nblk, cpu_x8_act *act) {
         for (int i = 0; i < 32; i++)
             s += (int8_t)y[2 + i];
         act[b].d = cpu_half_to_float(h);
-        act[b].sum = s;
+        act[b].sum8 = 8 * s;
     }
 }
 
@@ -40,79 +46,165 @@ static inline __m256i bcast4(const uint8_t *p) {
 }
 
 #define X8_INLINE static inline __attribute__((always_inline))
+#if defined(__clang__)
+#define X8_NO_UNROLL _Pragma("clang loop unroll(disable)")
+#elif defined(__GNUC__)
+#define X8_NO_UNROLL _Pragma("GCC unroll 1")
+#else
+#define X8_NO_UNROLL
+#endif
 
-/* Q4_0 x8 group (nblk blocks of 144 bytes) against NC columns. */
+/* Q4_0 x8 group (nblk blocks of 144 bytes) against NC (1 or 2) columns.
+ * Plain variables, not arrays: GCC keeps arrays of vectors on the stack. */
 X8_INLINE void q4_0_x8(const uint8_t *g, int64_t nblk, const uint8_t *y, size_t ys, const cpu_x8_act *act,
                         size_t as, const int NC, float *out) {
     const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
-    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-    for (int64_t b = 0; b < nblk; b++, g += 144) {
-        const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)g));
-        __m256i s16[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
-                          _mm256_setzero_si256()};
+    const uint8_t *y1 = y + ys;
+    const cpu_x8_act *a1 = act + as;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nblk; b++, g += 144, y += 34, y1 += 34) {
+        __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
+        X8_NO_UNROLL /* unrolled, GCC runs out of registers and keeps acc0/acc1 on the stack */
         for (int j = 0; j < 4; j++) {
             const __m256i p = _mm256_loadu_si256((const __m256i *)(const void *)(g + 16 + 32 * j));
             const __m256i lo = _mm256_and_si256(p, m4), hi = _mm256_and_si256(_mm256_srli_epi16(p, 4), m4);
-            for (int c = 0; c < NC; c++) {
-                const uint8_t *q = y + (size_t)c * ys + (size_t)b * 34 + 2;
-                s16[c] = _mm256_add_epi16(s16[c], _mm256_maddubs_epi16(lo, bcast4(q + 4 * j)));
-                s16[c] = _mm256_add_epi16(s16[c], _mm256_maddubs_epi16(hi, bcast4(q + 16 + 4 * j)));
+            s0 = _mm256_add_epi16(s0, _mm256_maddubs_epi16(lo, bcast4(y + 2 + 4 * j)));
+            s0 = _mm256_add_epi16(s0, _mm256_maddubs_epi16(hi, bcast4(y + 18 + 4 * j)));
+            if (NC > 1) {
+                s1 = _mm256_add_epi16(s1, _mm256_maddubs_epi16(lo, bcast4(y1 + 2 + 4 * j)));
+                s1 = _mm256_add_epi16(s1, _mm256_maddubs_epi16(hi, bcast4(y1 + 18 + 4 * j)));
             }
         }
-        for (int c = 0; c < NC; c++) {
-            const cpu_x8_act *a = &act[(size_t)c * as + (size_t)b];
-            const __m256i s32 = _mm256_sub_epi32(_mm256_madd_epi16(s16[c], ones), _mm256_set1_epi32(8 * a->sum));
-            acc[c] = _mm256_fmadd_ps(_mm256_mul_ps(dx, _mm256_set1_ps(a->d)), _mm256_cvtepi32_ps(s32), acc[c]);
+        const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)g));
+        const __m256i i0 = _mm256_sub_epi32(_mm256_madd_epi16(s0, ones), _mm256_set1_epi32(act[b].sum8));
+        acc0 = _mm256_fmadd_ps(_mm256_mul_ps(dx, _mm256_set1_ps(act[b].d)), _mm256_cvtepi32_ps(i0), acc0);
+        if (NC > 1) {
+            const __m256i i1 = _mm256_sub_epi32(_mm256_madd_epi16(s1, ones), _mm256_set1_epi32(a1[b].sum8));
+            acc1 = _mm256_fmadd_ps(_mm256_mul_ps(dx, _mm256_set1_ps(a1[b].d)), _mm256_cvtepi32_ps(i1), acc1);
         }
     }
-    for (int c = 0; c < NC; c++)
-        _mm256_storeu_ps(out + 8 * c, acc[c]);
+    _mm256_storeu_ps(out, acc0);
+    if (NC > 1)
+        _mm256_storeu_ps(out + 8, acc1);
 }
 
-/* Q8_0 x8 group (nblk blocks of 272 bytes) against NC columns. */
+/* Q8_0 x8 group (nblk blocks of 272 bytes) against NC (1 or 2) columns. */
 X8_INLINE void q8_0_x8(const uint8_t *g, int64_t nblk, const uint8_t *y, size_t ys, const cpu_x8_act *act,
                         size_t as, const int NC, float *out) {
     const __m256i ones = _mm256_set1_epi16(1);
-    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-    for (int64_t b = 0; b < nblk; b++, g += 272) {
-        const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)g));
-        __m256i s32[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
-                          _mm256_setzero_si256()};
+    const uint8_t *y1 = y + ys;
+    const cpu_x8_act *a1 = act + as;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nblk; b++, g += 272, y += 34, y1 += 34) {
+        __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
         for (int j = 0; j < 8; j++) {
             const __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(g + 16 + 32 * j));
             const __m256i ax = _mm256_sign_epi8(x, x);
-            for (int c = 0; c < NC; c++) {
-                const __m256i q = bcast4(y + (size_t)c * ys + (size_t)b * 34 + 2 + 4 * j);
-                const __m256i p = _mm256_maddubs_epi16(ax, _mm256_sign_epi8(q, x));
-                s32[c] = _mm256_add_epi32(s32[c], _mm256_madd_epi16(p, ones));
-            }
+            s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(_mm256_maddubs_epi16(ax, _mm256_sign_epi8(bcast4(y + 2 + 4 * j), x)), ones));
+            if (NC > 1)
+                s1 = _mm256_add_epi32(
+                    s1, _mm256_madd_epi16(_mm256_maddubs_epi16(ax, _mm256_sign_epi8(bcast4(y1 + 2 + 4 * j), x)), ones));
         }
-        for (int c = 0; c < NC; c++) {
-            const float d = act[(size_t)c * as + (size_t)b].d;
-            acc[c] = _mm256_fmadd_ps(_mm256_mul_ps(dx, _mm256_set1_ps(d)), _mm256_cvtepi32_ps(s32[c]), acc[c]);
-        }
+        const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)g));
+        acc0 = _mm256_fmadd_ps(_mm256_mul_ps(dx, _mm256_set1_ps(act[b].d)), _mm256_cvtepi32_ps(s0), acc0);
+        if (NC > 1)
+            acc1 = _mm256_fmadd_ps(_mm256_mul_ps(dx, _mm256_set1_ps(a1[b].d)), _mm256_cvtepi32_ps(s1), acc1);
     }
-    for (int c = 0; c < NC; c++)
-        _mm256_storeu_ps(out + 8 * c, acc[c]);
+    _mm256_storeu_ps(out, acc0);
+    if (NC > 1)
+        _mm256_storeu_ps(out + 8, acc1);
 }
 
-void cpu_x8_dot(int layout, const uint8_t *group, int64_t nblk, const uint8_t *y, size_t y_stride,
+/* Q4_K x8 group (nsb super-blocks of 1184 bytes) against NC (1 or 2) Q8_K
+ * columns {f32 d; i8 qs[256]; i16 bsums[16]} (292 bytes each). */
+X8_INLINE __m256i q4_K_mins(const uint8_t *g, const uint8_t *yb) {
+    /* sub-block j's activation sum is bsums[2j] + bsums[2j + 1] */
+    int16_t bs[16];
+    memcpy(bs, yb + 260, sizeof bs);
+    __m256i msum = _mm256_setzero_si256();
+    for (int pr = 0; pr < 4; pr++) {
+        const __m256i mn = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(g + 96 + 16 * pr)));
+        const int32_t s0 = bs[4 * pr] + bs[4 * pr + 1], s1 = bs[4 * pr + 2] + bs[4 * pr + 3];
+        const __m256i pair = _mm256_set1_epi32((int32_t)((uint32_t)(uint16_t)s0 | (uint32_t)(uint16_t)s1 << 16));
+        msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mn, pair));
+    }
+    return msum;
+}
+
+X8_INLINE void q4_K_x8(const uint8_t *g, int64_t nsb, const uint8_t *y, size_t ys, const int NC, float *out) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+    const uint8_t *y1 = y + ys;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nsb; b++, g += 1184, y += 292, y1 += 292) {
+        __m256i i0 = _mm256_setzero_si256(), i1 = _mm256_setzero_si256();
+        for (int q = 0; q < 4; q++) { /* sub-blocks 2q (low nibbles) and 2q + 1 (high) */
+            __m256i lo0 = _mm256_setzero_si256(), hi0 = lo0, lo1 = lo0, hi1 = lo0;
+            const uint8_t *qy0 = y + 4 + 64 * q, *qy1 = y1 + 4 + 64 * q, *qx = g + 160 + 256 * q;
+            X8_NO_UNROLL
+            for (int c = 0; c < 8; c++) {
+                const __m256i p = _mm256_loadu_si256((const __m256i *)(const void *)(qx + 32 * c));
+                const __m256i lo = _mm256_and_si256(p, m4), hi = _mm256_and_si256(_mm256_srli_epi16(p, 4), m4);
+                lo0 = _mm256_add_epi16(lo0, _mm256_maddubs_epi16(lo, bcast4(qy0 + 4 * c)));
+                hi0 = _mm256_add_epi16(hi0, _mm256_maddubs_epi16(hi, bcast4(qy0 + 32 + 4 * c)));
+                if (NC > 1) {
+                    lo1 = _mm256_add_epi16(lo1, _mm256_maddubs_epi16(lo, bcast4(qy1 + 4 * c)));
+                    hi1 = _mm256_add_epi16(hi1, _mm256_maddubs_epi16(hi, bcast4(qy1 + 32 + 4 * c)));
+                }
+            }
+            const __m256i sc_lo = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(g + 32 + 16 * q)));
+            const __m256i sc_hi =
+                _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(g + 40 + 16 * q)));
+            i0 = _mm256_add_epi32(i0, _mm256_mullo_epi32(_mm256_madd_epi16(lo0, ones), sc_lo));
+            i0 = _mm256_add_epi32(i0, _mm256_mullo_epi32(_mm256_madd_epi16(hi0, ones), sc_hi));
+            if (NC > 1) {
+                i1 = _mm256_add_epi32(i1, _mm256_mullo_epi32(_mm256_madd_epi16(lo1, ones), sc_lo));
+                i1 = _mm256_add_epi32(i1, _mm256_mullo_epi32(_mm256_madd_epi16(hi1, ones), sc_hi));
+            }
+        }
+        const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)g));
+        const __m256 mx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(g + 16)));
+        float dy;
+        memcpy(&dy, y, 4);
+        __m256 vdy = _mm256_set1_ps(dy);
+        acc0 = _mm256_fmadd_ps(_mm256_mul_ps(dx, vdy), _mm256_cvtepi32_ps(i0), acc0);
+        acc0 = _mm256_fnmadd_ps(_mm256_mul_ps(mx, vdy), _mm256_cvtepi32_ps(q4_K_mins(g, y)), acc0);
+        if (NC > 1) {
+            memcpy(&dy, y1, 4);
+            vdy = _mm256_set1_ps(dy);
+            acc1 = _mm256_fmadd_ps(_mm256_mul_ps(dx, vdy), _mm256_cvtepi32_ps(i1), acc1);
+            acc1 = _mm256_fnmadd_ps(_mm256_mul_ps(mx, vdy), _mm256_cvtepi32_ps(q4_K_mins(g, y1)), acc1);
+        }
+    }
+    _mm256_storeu_ps(out, acc0);
+    if (NC > 1)
+        _mm256_storeu_ps(out + 8, acc1);
+}
+
+void cpu_x8_dot(int layout, const uint8_t *group, int64_t K, const uint8_t *y, size_t y_stride,
                 const cpu_x8_act *act, size_t act_stride, int ncols, float *out) {
     /* constant column counts, so the loops over columns unroll */
-    if (layout == CPU_LAYOUT_Q4_0_X8) {
-        switch (ncols) {
-        case 1: q4_0_x8(group, nblk, y, y_stride, act, act_stride, 1, out); break;
-        case 2: q4_0_x8(group, nblk, y, y_stride, act, act_stride, 2, out); break;
-        case 3: q4_0_x8(group, nblk, y, y_stride, act, act_stride, 3, out); break;
-        default: q4_0_x8(group, nblk, y, y_stride, act, act_stride, 4, out); break;
-        }
-    } else {
-        switch (ncols) {
-        case 1: q8_0_x8(group, nblk, y, y_stride, act, act_stride, 1, out); break;
-        case 2: q8_0_x8(group, nblk, y, y_stride, act, act_stride, 2, out); break;
-        case 3: q8_0_x8(group, nblk, y, y_stride, act, act_stride, 3, out); break;
-        default: q8_0_x8(group, nblk, y, y_stride, act, act_stride, 4, out); break;
-        }
+    if (layout == CPU_LAYOUT_Q4_K_X8) {
+        for (int c = 0; c < ncols; c += 2) /* two at a time: 16 registers */
+            if (ncols - c >= 2)
+                q4_K_x8(group, K / 256, y + (size_t)c * y_stride, y_stride, 2, out + 8 * c);
+            else
+                q4_K_x8(group, K / 256, y + (size_t)c * y_stride, y_stride, 1, out + 8 * c);
+        return;
+    }
+    /* two columns at a time: more would spill the accumulators to the stack */
+    int64_t nblk = K / 32;
+    for (int c = 0; c < ncols; c += 2) {
+        const uint8_t *yc = y + (size_t)c * y_stride;
+        const cpu_x8_act *ac = act + (size_t)c * act_stride;
+        bool two = ncols - c >= 2;
+        if (layout == CPU_LAYOUT_Q4_0_X8 && two)
+            q4_0_x8(group, nblk, yc, y_stride, ac, act_stride, 2, out + 8 * c);
+        else if (layout == CPU_LAYOUT_Q4_0_X8)
+            q4_0_x8(group, nblk, yc, y_stride, ac, act_stride, 1, out + 8 * c);
+        else if (two)
+            q8_0_x8(group, nblk, yc, y_stride, ac, act_stride, 2, out + 8 * c);
+        else
+            q8_0_x8(group, nblk, yc, y_stride, ac, act_stride, 1, out + 8 * c);
     }
 }
 
@@ -121,9 +213,9 @@ void cpu_x8_dot(int layout, const uint8_t *group, int64_t nblk, const uint8_t *y
 bool cpu_x8_available(void) { return false; }
 
 /* Never called: without the kernels, no weight is re-encoded. */
-void cpu_x8_dot(int layout, const uint8_t *group, int64_t nblk, const uint8_t *y, size_t y_stride,
+void cpu_x8_dot(int layout, const uint8_t *group, int64_t K, const uint8_t *y, size_t y_stride,
                 const cpu_x8_act *act, size_t act_stride, int ncols, float *out) {
-    (void)layout, (void)group, (void)nblk, (void)y, (void)y_stride, (void)act, (void)act_stride;
+    (void)layout, (void)group, (void)K, (void)y, (void)y_stride, (void)act, (void)act_stride;
     memset(out, 0, (size_t)ncols * 8 * sizeof(float));
 }
 

@@ -55,10 +55,12 @@ static mm_plan make_plan(const cpu_op *op) {
                  .r3 = b->ne[3] / a->ne[3]};
     int layout = cpu_weight_layout(a);
     if (layout > CPU_LAYOUT_PLAIN) {
-        /* b's rows become Q8_0, plus each block's scale and sum (cpu_x8_act) */
+        /* b's rows become Q8_K for Q4_K, else Q8_0 plus each block's scale
+         * and sum (cpu_x8_act) */
         p.x8 = layout;
-        p.vec_dot_type = TPORT_TYPE_Q8_0;
-        p.packed_row = (size_t)(p.K / 32) * 34;
+        bool k = layout == CPU_LAYOUT_Q4_K_X8;
+        p.vec_dot_type = k ? TPORT_TYPE_Q8_K : TPORT_TYPE_Q8_0;
+        p.packed_row = k ? (size_t)(p.K / 256) * 292 : (size_t)(p.K / 32) * 34;
         p.act_offset = (p.packed_row * (size_t)p.M + 63) / 64 * 64;
         return p;
     }
@@ -88,7 +90,7 @@ static mm_plan make_plan(const cpu_op *op) {
 size_t cpu_mul_mat_shared_scratch(const cpu_op *op) {
     mm_plan p = make_plan(op);
     if (p.x8)
-        return p.act_offset + (size_t)(p.K / 32) * (size_t)p.M * sizeof(cpu_x8_act);
+        return p.act_offset + (p.x8 == CPU_LAYOUT_Q4_K_X8 ? 0 : (size_t)(p.K / 32) * (size_t)p.M * sizeof(cpu_x8_act));
     return p.packed_row * (size_t)cpu_nrows(op->src[1]);
 }
 
@@ -202,6 +204,35 @@ static void dot_tile_x2(int64_t K, const float *const a[TILE], const float *b0, 
         }
     }
 }
+
+/* TILE rows of a against three rows of b: with TILE 4, 12 accumulators
+ * plus the three b vectors and one a vector fill AVX2's 16 registers, 12
+ * multiply-adds per 7 loads. */
+static void dot_tile_x3(int64_t K, const float *const a[TILE], const float *const b[3], float o[3][TILE]) {
+    v8f c0[TILE], c1[TILE], c2[TILE];
+    for (int r = 0; r < TILE; r++)
+        c0[r] = c1[r] = c2[r] = (v8f){0};
+    int64_t k = 0;
+    for (; k + LANES <= K; k += LANES) {
+        v8f y0, y1, y2, x;
+        LOAD8(y0, b[0] + k);
+        LOAD8(y1, b[1] + k);
+        LOAD8(y2, b[2] + k);
+        for (int r = 0; r < TILE; r++) {
+            LOAD8(x, a[r] + k);
+            c0[r] += x * y0;
+            c1[r] += x * y1;
+            c2[r] += x * y2;
+        }
+    }
+    hsum_rows(c0, o[0]);
+    hsum_rows(c1, o[1]);
+    hsum_rows(c2, o[2]);
+    for (int r = 0; r < TILE; r++)
+        for (int64_t kk = k; kk < K; kk++)
+            for (int c = 0; c < 3; c++)
+                o[c][r] += a[r][kk] * b[c][kk];
+}
 #else
 static float dot1(int64_t K, const float *a, const float *b) {
     float s = 0.0f;
@@ -219,6 +250,11 @@ static void dot_tile_x2(int64_t K, const float *const a[TILE], const float *b0, 
                    float o1[TILE]) {
     dot_tile(K, a, b0, o0);
     dot_tile(K, a, b1, o1);
+}
+
+static void dot_tile_x3(int64_t K, const float *const a[TILE], const float *const b[3], float o[3][TILE]) {
+    for (int c = 0; c < 3; c++)
+        dot_tile(K, a, b[c], o[c]);
 }
 #endif
 
@@ -286,7 +322,7 @@ static void pack_task(void *arg, int ith, int nth) {
                         job->plan.vec_dot_type);
             return;
         }
-        if (job->plan.x8) {
+        if (job->plan.x8 && job->plan.x8 != CPU_LAYOUT_Q4_K_X8) {
             int64_t nblk = job->plan.K / 32;
             cpu_x8_act_info(dst, nblk, (cpu_x8_act *)(op->scratch + job->plan.act_offset) + r * nblk);
         }
@@ -346,6 +382,17 @@ static void compute_task(void *arg, int ith, int nth) {
             } else if (f16_direct) {
                 for (int k = 0; k < rows; k++)
                     s[k] = dot_f16(p->K, araw[k], brow);
+            } else if (rows == TILE && TILE == 4 && j + 2 < p->M) {
+                const float *bs[3] = {brow, b_row(job, j + 1, i12, i13), b_row(job, j + 2, i12, i13)};
+                float o3[3][TILE];
+                dot_tile_x3(p->K, af, bs, o3);
+                for (int c = 0; c < 3; c++) {
+                    uint8_t *oc = cpu_row(d, j + c, i12, i13) + (size_t)i0 * d->nb[0];
+                    for (int k = 0; k < rows; k++)
+                        memcpy(oc + (size_t)k * d->nb[0], &o3[c][k], sizeof(float));
+                }
+                j += 2;
+                continue;
             } else if (rows == TILE && j + 1 < p->M) {
                 dot_tile_x2(p->K, af, brow, b_row(job, j + 1, i12, i13), s, s1);
                 pair = 1;
@@ -417,14 +464,15 @@ static void x8_task(void *arg, int ith, int nth) {
     const tport_tensor_view *a = op->src[0], *d = op->dst;
     const cpu_x8_act *act = (const cpu_x8_act *)(op->scratch + p->act_offset);
     int64_t nblk = p->K / 32, groups = p->N / 8, chunk = cpu_chunk_size(groups, nth, 1), g0, g1;
+    size_t group_bytes = cpu_x8_group_bytes(p->x8, p->K);
     (void)ith;
     while (cpu_claim(op, groups, chunk, &g0, &g1))
         for (int64_t g = g0; g < g1; g++) {
-            const uint8_t *group = (const uint8_t *)a->data + (size_t)g * 8 * a->nb[1];
+            const uint8_t *group = (const uint8_t *)a->data + (size_t)g * group_bytes;
             for (int64_t j = 0; j < p->M; j += 4) {
                 int nc = (int)(p->M - j < 4 ? p->M - j : 4);
                 float s[4 * 8];
-                cpu_x8_dot(p->x8, group, nblk, b_row(job, j, 0, 0), p->packed_row, act + j * nblk, (size_t)nblk, nc,
+                cpu_x8_dot(p->x8, group, p->K, b_row(job, j, 0, 0), p->packed_row, act + j * nblk, (size_t)nblk, nc,
                            s);
                 for (int c = 0; c < nc; c++)
                     memcpy(cpu_row(d, j + c, 0, 0) + (size_t)g * 8 * sizeof(float), s + 8 * c, 8 * sizeof(float));

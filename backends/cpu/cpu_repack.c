@@ -18,6 +18,15 @@
  * leaves each row's sum in its own lane, with no horizontal sums.  A group
  * takes exactly the bytes its 8 rows took.
  *
+ * Q4_K's x8 layout does the same per super-block (256 elements), with the
+ * 6-bit scales and mins unpacked to bytes, 1184 bytes for 8 rows (1152 in
+ * the file):
+ *     uint16_t d[8], dmin[8]
+ *     uint8_t sc[8][8]        sc[j][r]: sub-block j's scale of row r
+ *     uint8_t mn[4][8][2]     mn[p][r][i]: the min of sub-block 2p + i
+ *     then 32 chunks of 32 bytes; chunk 8g + c holds bytes 32g + 4c ..
+ *     32g + 4c + 3 of each row's quants, row r at bytes 4r..4r+3
+ *
  * Each buffer holds one tensor after a 64-byte header; the handle is the
  * header's address (the host only ever gives back handles it got here).
  * TPORT_CPU_REPACK=0 in the environment turns re-encoding off. */
@@ -55,25 +64,40 @@ static uint8_t *buffer_data(cpu_buffer *h) {
 
 /* The x8 layout a weight can take, or CPU_LAYOUT_PLAIN. */
 static int x8_layout_for(const tport_tensor_view *t) {
-    if (t->type != TPORT_TYPE_Q4_0 && t->type != TPORT_TYPE_Q8_0)
+    int layout;
+    uint64_t bb, bs;
+    switch (t->type) {
+    case TPORT_TYPE_Q4_0: layout = CPU_LAYOUT_Q4_0_X8, bb = 18, bs = 32; break;
+    case TPORT_TYPE_Q8_0: layout = CPU_LAYOUT_Q8_0_X8, bb = 34, bs = 32; break;
+    case TPORT_TYPE_Q4_K: layout = CPU_LAYOUT_Q4_K_X8, bb = 144, bs = 256; break;
+    default: return CPU_LAYOUT_PLAIN;
+    }
+    if (t->ne[0] <= 0 || t->ne[0] % (int64_t)bs || t->ne[1] < 8 || t->ne[1] % 8 || t->ne[2] != 1 || t->ne[3] != 1)
         return CPU_LAYOUT_PLAIN;
-    uint64_t bb = t->type == TPORT_TYPE_Q4_0 ? 18 : 34;
-    if (t->ne[0] <= 0 || t->ne[0] % 32 || t->ne[1] < 8 || t->ne[1] % 8 || t->ne[2] != 1 || t->ne[3] != 1)
+    if (t->nb[0] != bb || t->nb[1] != bb * (uint64_t)t->ne[0] / bs)
         return CPU_LAYOUT_PLAIN;
-    if (t->nb[0] != bb || t->nb[1] != bb * (uint64_t)(t->ne[0] / 32))
-        return CPU_LAYOUT_PLAIN;
-    return t->type == TPORT_TYPE_Q4_0 ? CPU_LAYOUT_Q4_0_X8 : CPU_LAYOUT_Q8_0_X8;
+    return layout;
 }
 
 static uint64_t plain_bytes(const tport_tensor_view *t) {
     return t->nb[1] * (uint64_t)t->ne[1];
 }
 
+size_t cpu_x8_group_bytes(int layout, int64_t K) {
+    switch (layout) {
+    case CPU_LAYOUT_Q4_0_X8: return (size_t)(K / 32) * 144;
+    case CPU_LAYOUT_Q8_0_X8: return (size_t)(K / 32) * 272;
+    case CPU_LAYOUT_Q4_K_X8: return (size_t)(K / 256) * 1184;
+    default: return 0;
+    }
+}
+
 uint64_t cpu_tensor_alloc_size(void *backend, int32_t device, const tport_tensor_view *t) {
     (void)backend;
     if (device != 0 || !t || t->struct_size < TPORT_TENSOR_VIEW_SIZE_1_0 || !repack_enabled)
         return 0;
-    return x8_layout_for(t) == CPU_LAYOUT_PLAIN ? 0 : plain_bytes(t);
+    int layout = x8_layout_for(t);
+    return layout == CPU_LAYOUT_PLAIN ? 0 : cpu_x8_group_bytes(layout, t->ne[0]) * (uint64_t)(t->ne[1] / 8);
 }
 
 tport_status cpu_buffer_alloc(void *backend, int32_t device, uint32_t kind, uint32_t usage, uint64_t size,
@@ -117,6 +141,43 @@ static void encode_group(const uint8_t *plain, size_t row_bytes, int64_t nblk, s
     }
 }
 
+/* Q4_K's 6-bit scales and mins from their 12 packed bytes, and back. */
+static void k4_unpack_scales(const uint8_t *s, uint8_t sc[8], uint8_t mn[8]) {
+    for (int j = 0; j < 4; j++) {
+        sc[j] = s[j] & 63;
+        mn[j] = s[j + 4] & 63;
+        sc[j + 4] = (uint8_t)((s[j + 8] & 0xF) | (s[j] >> 6) << 4);
+        mn[j + 4] = (uint8_t)((s[j + 8] >> 4) | (s[j + 4] >> 6) << 4);
+    }
+}
+
+static void k4_pack_scales(const uint8_t sc[8], const uint8_t mn[8], uint8_t *s) {
+    for (int j = 0; j < 4; j++) {
+        s[j] = (uint8_t)(sc[j] | (sc[j + 4] >> 4) << 6);
+        s[j + 4] = (uint8_t)(mn[j] | (mn[j + 4] >> 4) << 6);
+        s[j + 8] = (uint8_t)((sc[j + 4] & 0xF) | (mn[j + 4] & 0xF) << 4);
+    }
+}
+
+static void encode_group_q4_K(const uint8_t *plain, size_t row_bytes, int64_t nsb, uint8_t *dst) {
+    for (int64_t b = 0; b < nsb; b++) {
+        uint8_t *out = dst + (size_t)b * 1184;
+        for (int r = 0; r < 8; r++) {
+            const uint8_t *blk = plain + (size_t)r * row_bytes + (size_t)b * 144;
+            uint8_t sc[8], mn[8];
+            k4_unpack_scales(blk + 4, sc, mn);
+            memcpy(out + 2 * r, blk, 2);          /* d */
+            memcpy(out + 16 + 2 * r, blk + 2, 2); /* dmin */
+            for (int j = 0; j < 8; j++) {
+                out[32 + 8 * j + r] = sc[j];
+                out[96 + 16 * (j / 2) + 2 * r + j % 2] = mn[j];
+            }
+            for (int c = 0; c < 32; c++)
+                memcpy(out + 160 + 32 * c + 4 * r, blk + 16 + 4 * c, 4);
+        }
+    }
+}
+
 tport_status cpu_tensor_write(void *backend, tport_buffer b, uint64_t offset, const tport_tensor_view *t,
                               const void *src, uint64_t size, tport_ticket *ticket) {
     (void)backend;
@@ -125,23 +186,30 @@ tport_status cpu_tensor_write(void *backend, tport_buffer b, uint64_t offset, co
     cpu_buffer *h = buffer_of(b);
     if (!h || !t || !src || t->struct_size < TPORT_TENSOR_VIEW_SIZE_1_0)
         return cpu_host->error(TPORT_STATUS_INVALID_ARGUMENT, "cpu: tensor_write to an unknown buffer");
-    if (offset != 0 || size > h->capacity)
-        return cpu_host->error(TPORT_STATUS_INVALID_ARGUMENT, "cpu: tensor_write of %llu bytes at %llu into %llu",
-                               (unsigned long long)size, (unsigned long long)offset,
-                               (unsigned long long)h->capacity);
+    if (offset != 0)
+        return cpu_host->error(TPORT_STATUS_INVALID_ARGUMENT, "cpu: tensor_write at offset %llu (one tensor a buffer)",
+                               (unsigned long long)offset);
     int layout = x8_layout_for(t);
     if (layout == CPU_LAYOUT_PLAIN || size != plain_bytes(t)) { /* kept as it is */
+        if (size > h->capacity)
+            return cpu_host->error(TPORT_STATUS_INVALID_ARGUMENT, "cpu: %llu bytes into a buffer of %llu",
+                                   (unsigned long long)size, (unsigned long long)h->capacity);
         memcpy(buffer_data(h), src, (size_t)size);
         h->layout = CPU_LAYOUT_PLAIN;
         return TPORT_STATUS_OK;
     }
-    size_t row_bytes = (size_t)t->nb[1];
-    int64_t nblk = t->ne[0] / 32;
-    size_t bb = t->nb[0];
-    int chunks = layout == CPU_LAYOUT_Q4_0_X8 ? 4 : 8;
-    for (int64_t g = 0; g < t->ne[1] / 8; g++)
-        encode_group((const uint8_t *)src + (size_t)g * 8 * row_bytes, row_bytes, nblk, bb, chunks,
-                     buffer_data(h) + (size_t)g * 8 * row_bytes);
+    if (size > h->capacity || cpu_x8_group_bytes(layout, t->ne[0]) * (uint64_t)(t->ne[1] / 8) > h->capacity)
+        return cpu_host->error(TPORT_STATUS_INVALID_ARGUMENT, "cpu: buffer too small for %s",
+                               t->name ? t->name : "a weight");
+    size_t row_bytes = (size_t)t->nb[1], group = cpu_x8_group_bytes(layout, t->ne[0]);
+    for (int64_t g = 0; g < t->ne[1] / 8; g++) {
+        const uint8_t *in = (const uint8_t *)src + (size_t)g * 8 * row_bytes;
+        uint8_t *out = buffer_data(h) + (size_t)g * group;
+        if (layout == CPU_LAYOUT_Q4_K_X8)
+            encode_group_q4_K(in, row_bytes, t->ne[0] / 256, out);
+        else
+            encode_group(in, row_bytes, t->ne[0] / 32, t->nb[0], layout == CPU_LAYOUT_Q4_0_X8 ? 4 : 8, out);
+    }
     h->layout = (uint32_t)layout;
     return TPORT_STATUS_OK;
 }
@@ -156,12 +224,26 @@ int cpu_weight_layout(const tport_tensor_view *t) {
 }
 
 void cpu_x8_row(const tport_tensor_view *t, int layout, int64_t row, uint8_t *out) {
+    const uint8_t *g = (const uint8_t *)t->data + (size_t)(row / 8) * cpu_x8_group_bytes(layout, t->ne[0]);
+    int r = (int)(row % 8);
+    if (layout == CPU_LAYOUT_Q4_K_X8) {
+        for (int64_t b = 0; b < t->ne[0] / 256; b++, g += 1184) {
+            uint8_t *blk = out + (size_t)b * 144, sc[8], mn[8];
+            memcpy(blk, g + 2 * r, 2);
+            memcpy(blk + 2, g + 16 + 2 * r, 2);
+            for (int j = 0; j < 8; j++) {
+                sc[j] = g[32 + 8 * j + r];
+                mn[j] = g[96 + 16 * (j / 2) + 2 * r + j % 2];
+            }
+            k4_pack_scales(sc, mn, blk + 4);
+            for (int c = 0; c < 32; c++)
+                memcpy(blk + 16 + 4 * c, g + 160 + 32 * c + 4 * r, 4);
+        }
+        return;
+    }
     int chunks = layout == CPU_LAYOUT_Q4_0_X8 ? 4 : 8;
     size_t bb = 2 + 4 * (size_t)chunks, group_block = 16 + 32 * (size_t)chunks;
-    int64_t nblk = t->ne[0] / 32;
-    const uint8_t *g = (const uint8_t *)t->data + (size_t)(row / 8) * 8 * (size_t)t->nb[1];
-    int r = (int)(row % 8);
-    for (int64_t b = 0; b < nblk; b++, g += group_block) {
+    for (int64_t b = 0; b < t->ne[0] / 32; b++, g += group_block) {
         uint8_t *blk = out + (size_t)b * bb;
         memcpy(blk, g + 2 * r, 2);
         for (int j = 0; j < chunks; j++)

@@ -2,6 +2,7 @@
  * first, software rasterisers last); each gets a logical device with one
  * compute queue, a timeline semaphore for tickets and, where present, 16-
  * and 8-bit storage.  A device that cannot run us stays listed with why. */
+#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -226,7 +227,33 @@ static int cmp_dev(const void *pa, const void *pb) {
     return type_rank(a->props.deviceType) - type_rank(b->props.deviceType);
 }
 
+/* A GPU's Vulkan driver on Linux works through a device node: a DRM render
+ * node, or NVIDIA's own.  Without one, the only devices the loader can find
+ * are software rasterisers (lavapipe), which are for testing, never for
+ * speed, and whose driver (LLVM) costs some 60 MB of memory and tens of
+ * milliseconds at every start of every program.  So without a GPU node the
+ * plug-in creates no instance unless TPORT_VULKAN_SOFTWARE=1 (or
+ * TPORT_VULKAN_DEVICE) asks for them. */
+static bool gpu_node_present(void) {
+    static const char *const patterns[] = {"/dev/dri/renderD*", "/dev/nvidia[0-9]*"};
+    for (size_t i = 0; i < sizeof patterns / sizeof patterns[0]; i++) {
+        glob_t g;
+        int r = glob(patterns[i], GLOB_NOSORT, NULL, &g);
+        size_t n = r == 0 ? g.gl_pathc : 0;
+        if (r == 0 || r == GLOB_NOMATCH)
+            globfree(&g);
+        if (n)
+            return true;
+    }
+    return false;
+}
+
 tport_status vk_instance_open(vk_backend *be) {
+    if (!gpu_node_present() && !vk_env_on("TPORT_VULKAN_SOFTWARE") && !vk_env("TPORT_VULKAN_DEVICE")) {
+        vk_host->log(TPORT_LOG_INFO, "vulkan: no GPU device node (/dev/dri/renderD*, /dev/nvidia*): not looking for "
+                                     "software rasterisers (TPORT_VULKAN_SOFTWARE=1 uses them)");
+        return TPORT_STATUS_OK; /* no devices */
+    }
     VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO, .pApplicationName = "tensorport",
                              .pEngineName = "tport-vulkan", .apiVersion = VK_API_VERSION_1_2};
     VkInstanceCreateInfo ii = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO, .pApplicationInfo = &app};

@@ -1,5 +1,5 @@
 /* The CPU plug-in's own weight layout (backends/cpu/cpu_repack.c, the x8
- * layouts of Q4_0 and Q8_0), driven through its ABI 1.1 slots directly:
+ * layouts of Q4_0, Q8_0 and Q4_K), driven through its ABI 1.1 slots directly:
  *   - tensor_alloc_size asks for exactly the eligible weights (2-D, rows a
  *     multiple of 8, blocks whole and dense) and 0 for the rest, and 0 for
  *     all with TPORT_CPU_REPACK=0;
@@ -62,8 +62,10 @@ static tport_buffer upload(const tport_tensor_view *w, void **host) {
     uint64_t size = api->tensor_alloc_size(be, 0, w);
     if (!size)
         return 0;
-    CHECK(size == w->nb[1] * (uint64_t)w->ne[1], "tensor_alloc_size %llu for %llu plain bytes",
-          (unsigned long long)size, (unsigned long long)(w->nb[1] * (uint64_t)w->ne[1]));
+    /* Q4_K's layout keeps its scales unpacked: 1184 bytes per 8 x 256 elements (1152 plain) */
+    uint64_t want = w->type == TPORT_TYPE_Q4_K ? (uint64_t)(w->ne[0] / 256) * 1184 * (uint64_t)(w->ne[1] / 8)
+                                               : w->nb[1] * (uint64_t)w->ne[1];
+    CHECK(size == want, "tensor_alloc_size %llu, expected %llu", (unsigned long long)size, (unsigned long long)want);
     tport_buffer b = 0;
     CHECK(api->buffer_alloc(be, 0, TPORT_MEM_DEVICE, TPORT_USAGE_WEIGHTS, size, &b, host) == TPORT_STATUS_OK && b &&
               *host,
@@ -80,7 +82,7 @@ static void check(tport_type_id type, int64_t K, int64_t N, int64_t M, int threa
     float *wf = malloc((size_t)(K * N) * sizeof *wf), *deq = malloc((size_t)(K * N) * sizeof *deq);
     float *x = malloc((size_t)(K * M) * sizeof *x);
     float *y_own = calloc((size_t)(N * M), sizeof(float)), *y_plain = calloc((size_t)(N * M), sizeof(float));
-    uint8_t *q = malloc((size_t)(tr->info.block_bytes * (uint64_t)(K / 32) * (uint64_t)N));
+    uint8_t *q = malloc((size_t)(tr->info.block_bytes * (uint64_t)(K / tr->info.block_size) * (uint64_t)N));
     for (int64_t i = 0; i < K * N; i++)
         wf[i] = frand(&seed);
     for (int64_t i = 0; i < K * M; i++)
@@ -150,8 +152,10 @@ static void eligibility(void) {
     uint8_t dummy[64];
     tport_tensor_view t = view(TPORT_TYPE_Q4_0, 64, 12, dummy); /* 12 rows: not a multiple of 8 */
     CHECK(api->tensor_alloc_size(be, 0, &t) == 0, "q4_0 with 12 rows wanted");
-    t = view(TPORT_TYPE_Q4_K, 256, 16, dummy);
-    CHECK(api->tensor_alloc_size(be, 0, &t) == 0, "q4_K wanted (no x8 layout for it)");
+    t = view(TPORT_TYPE_Q4_K, 256, 20, dummy);
+    CHECK(api->tensor_alloc_size(be, 0, &t) == 0, "q4_K with 20 rows wanted");
+    t = view(TPORT_TYPE_Q5_K, 256, 16, dummy);
+    CHECK(api->tensor_alloc_size(be, 0, &t) == 0, "q5_K wanted (no x8 layout for it)");
     t = view(TPORT_TYPE_Q8_0, 64, 16, dummy);
     t.ne[2] = 2;
     CHECK(api->tensor_alloc_size(be, 0, &t) == 0, "a 3-D q8_0 tensor wanted");
@@ -196,11 +200,12 @@ int main(void) {
     eligibility();
     static const int64_t shapes[][3] = {{64, 8, 1}, {256, 24, 3}, {512, 40, 4}, {768, 16, 9}, {1024, 64, 1},
                                         {2048, 96, 5}};
-    static const tport_type_id types[] = {TPORT_TYPE_Q4_0, TPORT_TYPE_Q8_0};
-    for (size_t ty = 0; ty < 2; ty++)
+    static const tport_type_id types[] = {TPORT_TYPE_Q4_0, TPORT_TYPE_Q8_0, TPORT_TYPE_Q4_K};
+    for (size_t ty = 0; ty < 3; ty++)
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
             for (int threads = 1; threads <= 2; threads++)
-                check(types[ty], shapes[s][0], shapes[s][1], shapes[s][2], threads);
+                if (shapes[s][0] % tport_traits(types[ty])->info.block_size == 0)
+                    check(types[ty], shapes[s][0], shapes[s][1], shapes[s][2], threads);
     api->shutdown(be);
 
     /* TPORT_CPU_REPACK=0: nothing is wanted */
