@@ -201,6 +201,11 @@ enum {
     CPU_LAYOUT_Q8_0_X8 = 2,  /* 8 rows of Q8_0 interleaved               */
     CPU_LAYOUT_Q4_K_X8 = 3,  /* 8 rows of Q4_K, scales unpacked          */
 };
+/* Memory for them (cpu_weight_arena.c): 64-byte aligned blocks in shared
+ * mappings backed by huge pages where the kernel allows. */
+typedef struct cpu_arena cpu_arena;
+CPU_HIDDEN void *cpu_arena_alloc(size_t bytes, cpu_arena **owner); /* NULL: out of memory */
+CPU_HIDDEN void cpu_arena_free(cpu_arena *owner);                 /* one block of it */
 /* Bytes of one group of 8 rows of K elements in an x8 layout. */
 CPU_HIDDEN size_t cpu_x8_group_bytes(int layout, int64_t K);
 CPU_HIDDEN void cpu_repack_init(void); /* once, from init (reads TPORT_CPU_REPACK) */

@@ -27,8 +27,8 @@
  *     then 32 chunks of 32 bytes; chunk 8g + c holds bytes 32g + 4c ..
  *     32g + 4c + 3 of each row's quants, row r at bytes 4r..4r+3
  *
- * Each buffer holds one tensor after a 64-byte header; the handle is the
- * header's address (the host only ever gives back handles it got here).
+ * Each buffer holds one tensor after a 64-byte header, in memory of
+ * cpu_weight_arena.c (huge pages); the handle is the header's address (the host only ever gives back handles it got here).
  * TPORT_CPU_REPACK=0 in the environment turns re-encoding off. */
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +42,7 @@ typedef struct cpu_buffer {
     uint32_t magic;
     uint32_t layout; /* CPU_LAYOUT_*: what tensor_write stored */
     uint64_t capacity;
+    cpu_arena *arena; /* where the block came from */
 } cpu_buffer;
 
 _Static_assert(sizeof(cpu_buffer) <= HEADER_BYTES, "the header fits before the data");
@@ -107,12 +108,12 @@ tport_status cpu_buffer_alloc(void *backend, int32_t device, uint32_t kind, uint
         return cpu_host->error(TPORT_STATUS_UNSUPPORTED, "cpu: buffers are for weights in its own layout");
     if (size == 0 || size > (uint64_t)SIZE_MAX - 2 * HEADER_BYTES)
         return cpu_host->error(TPORT_STATUS_INVALID_ARGUMENT, "cpu: bad buffer size %llu", (unsigned long long)size);
-    size_t bytes = HEADER_BYTES + ((size_t)size + 63) / 64 * 64;
-    cpu_buffer *h = aligned_alloc(64, bytes);
+    cpu_arena *arena = NULL;
+    cpu_buffer *h = cpu_arena_alloc(HEADER_BYTES + (size_t)size, &arena);
     if (!h)
         return cpu_host->error(TPORT_STATUS_OUT_OF_MEMORY, "cpu: out of memory for %llu bytes",
                                (unsigned long long)size);
-    *h = (cpu_buffer){.magic = BUFFER_MAGIC, .layout = CPU_LAYOUT_PLAIN, .capacity = size};
+    *h = (cpu_buffer){.magic = BUFFER_MAGIC, .layout = CPU_LAYOUT_PLAIN, .capacity = size, .arena = arena};
     *out = (tport_buffer)(uintptr_t)h;
     *host_ptr = buffer_data(h);
     return TPORT_STATUS_OK;
@@ -123,7 +124,7 @@ void cpu_buffer_free(void *backend, tport_buffer b) {
     cpu_buffer *h = buffer_of(b);
     if (h) {
         h->magic = 0;
-        free(h);
+        cpu_arena_free(h->arena);
     }
 }
 

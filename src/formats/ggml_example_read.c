@@ -3,7 +3,7 @@
  * dolly-v2 and stablelm) and mpt.  Nothing in the header names the
  * architecture, so each known hparams layout is tried as a dry run: the
  * vocabulary must start with an i32 count equal to hparams n_vocab (not
- * in mpt files), the tensor records must parse exactly to the end of the
+ * in gpt-neox and mpt files), the tensor records must parse exactly to the end of the
  * file, and every tensor name must follow that example's naming.  The one
  * layout that passes is then read for real, keeping the original tensor
  * names (no GGUF mapping is certain for these) and putting the
@@ -71,7 +71,9 @@ static const example_layout layouts[] = {
      gpt2_globals, gpt2_layer},
     {"gptj", "gpt-j", 7, {HP_VOCAB, HP_CTX, HP_EMBD, HP_HEAD, HP_LAYER, HP_ROT, HP_FTYPE}, true, gptj_prefixes,
      gptj_globals, gptj_layer},
-    {"gptneox", "gpt-neox", 8, {HP_VOCAB, HP_CTX, HP_EMBD, HP_HEAD, HP_LAYER, HP_ROT, HP_PAR_RES, HP_FTYPE}, true,
+    /* gpt-neox (and dolly-v2): no count before the vocabulary either (its converter and main.cpp at
+     * ggml@2a75bd43 and @d5c4ce0b read n_vocab entries straight after ftype) */
+    {"gptneox", "gpt-neox", 8, {HP_VOCAB, HP_CTX, HP_EMBD, HP_HEAD, HP_LAYER, HP_ROT, HP_PAR_RES, HP_FTYPE}, false,
      neox_prefixes, neox_globals, neox_layer},
     /* mpt: d_model, max_seq_len, n_heads, n_layers, n_vocab, f32 alibi_bias_max, f32 clip_qkv, ftype; the
      * vocabulary has no count prefix */
@@ -191,6 +193,12 @@ static tport_status probe_layout(const mf_cursor *in, const example_layout *l, p
     if (p->hp[HP_FTYPE] < 0 || p->hp[HP_FTYPE] / 1000 > 2)
         return mf_fail(&c, c.pos - 4, "ftype %d: unknown quantization version", p->hp[HP_FTYPE]);
     p->qnt = p->hp[HP_FTYPE] / 1000;
+    /* mpt came to ggml (1d6a133b, 2023-05-17) after GGML_QNT_VERSION 1, but
+     * its quantize tool wrote the plain ftype until c2fab8a3 (05-20): such
+     * files hold QNT1 blocks (or QNT2 ones for the three hours after
+     * b0d536bb; nothing in the file tells those apart), never QNT0 */
+    if (!strcmp(l->arch, "mpt") && p->qnt == 0)
+        p->qnt = 1;
     uint64_t at = c.pos;
     int32_t count = p->hp[HP_VOCAB];
     if (l->count_prefix) {
@@ -327,9 +335,12 @@ static tport_status read_layout(tport_model_file *mf, mf_cursor *c, const exampl
     char label[48];
     snprintf(label, sizeof label, "%d-layer %s", p->hp[HP_LAYER], l->label);
     MF_TRY(mf_list_missing(mf, label, l->globals, l->per_layer, (uint32_t)p->hp[HP_LAYER]));
-    /* ggml's starcoder example writes gpt-2's layout and names; its
-     * multi-query attention shows in c_attn: n_embd + 2 head sizes of
-     * outputs instead of 3 * n_embd */
+    /* ggml's starcoder example writes gpt-2's layout and names.  Its own
+     * converter (convert-hf-to-ggml.py) repeats the one K,V head n_head
+     * times, so those files are gpt-2 files with a model/lm_head and run
+     * as gpt2 (the same arithmetic); a file that keeps the multi-query
+     * c_attn (n_embd + 2 head sizes of outputs instead of 3 * n_embd) is
+     * read as starcoder */
     bool mqa = false;
     const tport_mf_tensor *qkv = tport_model_file_find(mf, "model/h0/attn/c_attn/w");
     int64_t E = p->hp[HP_EMBD], head = E / p->hp[HP_HEAD];

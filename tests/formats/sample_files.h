@@ -233,7 +233,7 @@ static inline void sample_ggml_example_first(bb *b, int arch, int E, int32_t fty
         bb_i32(b, 1);                                                     /* par_res */
     bb_i32(b, ftype);
     const char *tok[3] = {"a", "b", "<|endoftext|>"};
-    if (arch != SAMPLE_MPT) /* mpt's vocabulary has no count prefix */
+    if (arch != SAMPLE_MPT && arch != SAMPLE_NEOX) /* mpt's and gpt-neox's vocabularies have no count prefix */
         bb_i32(b, 3);
     for (int i = 0; i < 3; i++)
         bb_u32(b, (uint32_t)strlen(tok[i])), bb_raw(b, tok[i], strlen(tok[i]));

@@ -56,6 +56,13 @@ static void test_arch_and_versions(void) {
     for (int arch = SAMPLE_GPT2; arch <= SAMPLE_MPT; arch++)
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
             const qcase *q = &cases[i];
+            /* mpt came to ggml after QNT1: an unversioned quantized mpt file is QNT1 (test_mpt_unversioned) */
+            bool qnt0_type = q->want == TPORT_TYPE_Q4_0_QNT0 || q->want == TPORT_TYPE_Q4_1_QNT0 ||
+                             q->want == TPORT_TYPE_Q4_2_QNT0 || q->want == TPORT_TYPE_Q5_0_QNT0 ||
+                             q->want == TPORT_TYPE_Q5_1_QNT0;
+            if (arch == SAMPLE_MPT && qnt0_type)
+                continue;
+            int want_qnt = arch == SAMPLE_MPT && q->ftype < 1000 ? 1 : q->ftype / 1000;
             bb b = {0};
             sample_ggml_example(&b, arch, 32, q->ftype, q->code, q->block, q->bytes, NULL);
             tport_status st;
@@ -66,7 +73,7 @@ static void test_arch_and_versions(void) {
                 continue;
             CHECK(mf->container == TPORT_CONTAINER_GGML && !strcmp(mf->arch, arch_names[arch]), "%s ftype %d: arch '%s'",
                   arch_names[arch], q->ftype, mf->arch);
-            CHECK(mf->quant_version == q->ftype / 1000 && mf->file_type == (uint32_t)(q->ftype % 1000),
+            CHECK(mf->quant_version == want_qnt && mf->file_type == (uint32_t)(q->ftype % 1000),
                   "%s ftype %d: qnt %d file type %u", arch_names[arch], q->ftype, mf->quant_version, mf->file_type);
             int n;
             sample_example_tensors(arch, &n);
@@ -222,6 +229,20 @@ static void expect_error(const bb *b, const char *what, const char *needle) {
               (!needle || strstr(e, needle)),
           "%s: status %d, '%s'", what, st, e);
     tport_model_file_close(mf);
+}
+
+/* ggml@2a75bd43's mpt-quantize wrote the plain ftype (GGML_QNT_VERSION was
+ * 1; fixed in c2fab8a3): ftype 2 with QNT1 blocks reads as q4_0_qnt1. */
+static void test_mpt_unversioned(void) {
+    bb b = {0};
+    sample_ggml_example(&b, SAMPLE_MPT, 32, 2, 2, 32, 20, NULL);
+    tport_status st;
+    tport_model_file *mf = open_bb(&b, &st);
+    const tport_mf_tensor *wte = mf ? tport_model_file_find(mf, "transformer.wte.weight") : NULL;
+    CHECK(st == TPORT_STATUS_OK && mf && mf->quant_version == 1 && wte && wte->type == TPORT_TYPE_Q4_0_QNT1,
+          "unversioned q4_0 mpt: %s", mf ? "wrong version or type" : tport_last_error());
+    tport_model_file_close(mf);
+    bb_free(&b);
 }
 
 static void test_corrupted(void) {
@@ -402,6 +423,7 @@ int main(void) {
     test_starcoder();
     test_example_kquants();
     test_known_blocks();
+    test_mpt_unversioned();
     test_corrupted();
     test_qk64_ggjt();
     test_qk64_gguf();

@@ -16,6 +16,7 @@
 
 #include "formats/model_file.h"
 #include "greedy.h"
+#include "ggml_example_writer.h"
 #include "model/arch/arch.h"
 
 #ifndef TPORT_CLI
@@ -45,97 +46,6 @@ static void check_runs(const char *path, const char *arch, const json *runs, con
               d >= 0 && d < n ? (int)got[d] : -1, d >= 0 && d < n_want ? (int)want[d] : -1);
     }
     tport_model_free(m);
-}
-
-static void put_i32(FILE *f, int32_t v) { fwrite(&v, 4, 1, f); }
-static void put_f32(FILE *f, float v) { fwrite(&v, 4, 1, f); }
-
-static int32_t kv_u32(const tport_model_file *mf, const char *suffix) {
-    char key[96];
-    snprintf(key, sizeof key, "%s.%s", mf->arch, suffix);
-    const tport_kv *kv = tport_model_file_kv(mf, key);
-    return kv ? (int32_t)kv->v.u : 0;
-}
-
-static float kv_f32(const tport_model_file *mf, const char *suffix) {
-    char key[96];
-    snprintf(key, sizeof key, "%s.%s", mf->arch, suffix);
-    const tport_kv *kv = tport_model_file_kv(mf, key);
-    return kv ? (float)kv->v.f : 0.0f;
-}
-
-/* One f32 tensor record; rows reordered from [Q|K|V] to per-head [q,k,v]
- * when interleave (n_head heads of hd). */
-static void put_tensor(FILE *f, const char *name, const tport_mf_tensor *t, bool interleave, int64_t nh, int64_t hd) {
-    int n_dims = t->ne[1] > 1 ? 2 : 1;
-    put_i32(f, n_dims);
-    put_i32(f, (int32_t)strlen(name));
-    put_i32(f, 0); /* f32 */
-    for (int d = 0; d < n_dims; d++)
-        put_i32(f, (int32_t)t->ne[d]);
-    fwrite(name, 1, strlen(name), f);
-    const float *src = t->data;
-    size_t row = (size_t)(n_dims == 2 ? t->ne[0] : 1);
-    if (!interleave) {
-        fwrite(src, sizeof(float), (size_t)(t->ne[0] * t->ne[1]), f);
-        return;
-    }
-    for (int64_t h = 0; h < nh; h++)
-        for (int64_t part = 0; part < 3; part++)
-            fwrite(src + (size_t)(part * nh * hd + h * hd) * row, sizeof(float), (size_t)hd * row, f);
-}
-
-/* The example file of the GGUF model mf (f32 weights); false on failure. */
-static bool write_example(const tport_model_file *mf, const tport_arch *arch, const char *path) {
-    FILE *f = fopen(path, "wb");
-    if (!f)
-        return false;
-    int32_t n_vocab = mf->vocab.n_tokens, n_ctx = kv_u32(mf, "context_length"), n_embd = kv_u32(mf, "embedding_length");
-    int32_t n_head = kv_u32(mf, "attention.head_count"), n_layer = kv_u32(mf, "block_count");
-    bool neox = !strcmp(arch->name, "gptneox"), mpt = !strcmp(arch->name, "mpt");
-    put_i32(f, 0x67676d6c);
-    if (mpt) {
-        put_i32(f, n_embd), put_i32(f, n_ctx), put_i32(f, n_head), put_i32(f, n_layer), put_i32(f, n_vocab);
-        put_f32(f, kv_f32(mf, "attention.max_alibi_bias")), put_f32(f, kv_f32(mf, "attention.clamp_kqv"));
-        put_i32(f, 0);
-    } else {
-        put_i32(f, n_vocab), put_i32(f, n_ctx), put_i32(f, n_embd), put_i32(f, n_head), put_i32(f, n_layer);
-        if (neox) {
-            const tport_kv *par = tport_model_file_kv(mf, "gptneox.use_parallel_residual");
-            put_i32(f, kv_u32(mf, "rope.dimension_count"));
-            put_i32(f, par && par->v.b);
-        }
-        put_i32(f, 0); /* ftype: all f32 */
-        put_i32(f, n_vocab);
-    }
-    for (int32_t i = 0; i < n_vocab; i++) {
-        put_i32(f, (int32_t)mf->vocab.token_len[i]);
-        fwrite(mf->vocab.tokens[i], 1, mf->vocab.token_len[i], f);
-    }
-    int64_t hd = n_embd / n_head;
-    for (int k = 0; k < arch->n_tensors; k++) {
-        const tport_arch_tensor *t = &arch->tensors[k];
-        int copies = t->flags & TENSOR_LAYER ? n_layer : 1;
-        for (int il = 0; il < copies; il++) {
-            char gguf_name[96], legacy[96];
-            const tport_mf_tensor *src = tport_arch_file_tensor(mf, arch, t->name, il, gguf_name, sizeof gguf_name);
-            if (!src)
-                continue;
-            const char *pattern = NULL;
-            for (int i = 0; arch->legacy_names[i][0]; i++)
-                if (!strcmp(arch->legacy_names[i][0], t->name))
-                    pattern = arch->legacy_names[i][1];
-            if (!pattern || src->type != TPORT_TYPE_F32) {
-                fclose(f);
-                fprintf(stderr, "  %s: no example name or not f32\n", gguf_name);
-                return false;
-            }
-            snprintf(legacy, sizeof legacy, pattern, il);
-            bool qkv = neox && strstr(t->name, "attn_qkv");
-            put_tensor(f, legacy, src, qkv, n_head, hd);
-        }
-    }
-    return fclose(f) == 0;
 }
 
 int main(int argc, char **argv) {
@@ -174,7 +84,8 @@ int main(int argc, char **argv) {
     const tport_arch *arch = mf ? tport_arch_find(mf->arch) : NULL;
     CHECK(arch && arch->legacy_names, "%s has no ggml-example layout", argv[1]);
     if (arch && arch->legacy_names)
-        CHECK(write_example(mf, arch, ggml), "cannot write %s", ggml);
+        CHECK(ggml_example_write(mf, arch, ggml, &(example_write_opts){.vocab = EXAMPLE_VOCAB_AS_GGUF, .qtype = -1}),
+              "cannot write %s", ggml);
     tport_model_file_close(mf);
     char what[128], back[600];
     snprintf(what, sizeof what, "%s (GGML file)", argv[1]);

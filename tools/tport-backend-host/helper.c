@@ -347,6 +347,7 @@ static void serve(tport_candidate *c) {
 }
 
 int main(int argc, char **argv) {
+    setenv("OPENBLAS_THREAD_TIMEOUT", "4", 0); /* as tport does: no spinning beside the plug-in's threads */
     if (argc != 2 || strncmp(argv[1], "--socket=", 9) != 0)
         fail("%s", "started by tensorport for an isolated plug-in (--socket=FD); not meant to be run by hand");
     char *end;

@@ -1,6 +1,7 @@
 /* tport: the tensorport command-line tool.  One subcommand per file. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "commands.h"
@@ -46,6 +47,12 @@ static void usage(FILE *out) {
 }
 
 int main(int argc, char **argv) {
+    /* OpenBLAS (the blas plug-in's library) starts its threads when it is
+     * loaded and lets them spin for ~0.1 s after loading and after every
+     * call: on a small machine that takes a core from the CPU backend's
+     * threads and from start-up.  Sleeping at once costs a GEMM a wake-up.
+     * Set here, before any thread exists; the user's own value wins. */
+    setenv("OPENBLAS_THREAD_TIMEOUT", "4", 0);
     if (argc < 2) {
         usage(stderr);
         return 2;
