@@ -14,8 +14,7 @@ const tport_host_api *cpu_host;
 
 typedef struct cpu_state {
     cpu_pool *pool;
-    uint8_t *scratch;
-    size_t scratch_size;
+    cpu_graph *graph; /* the nodes and scratch of compute, reused between calls */
 } cpu_state;
 
 #define REQUIRED_ISA_SSE42 0
@@ -87,7 +86,10 @@ static tport_status cpu_init(void **backend) {
     if (!s)
         return cpu_host->error(TPORT_STATUS_OUT_OF_MEMORY, "cpu: out of memory");
     s->pool = cpu_pool_new();
-    if (!s->pool) {
+    s->graph = cpu_graph_new();
+    if (!s->pool || !s->graph) {
+        cpu_pool_free(s->pool);
+        cpu_graph_free(s->graph);
         free(s);
         return cpu_host->error(TPORT_STATUS_OUT_OF_MEMORY, "cpu: cannot create the thread pool");
     }
@@ -102,7 +104,7 @@ static void cpu_shutdown(void *backend) {
     if (!s)
         return;
     cpu_pool_free(s->pool);
-    free(s->scratch);
+    cpu_graph_free(s->graph);
     free(s);
 }
 
@@ -173,107 +175,11 @@ static bool cpu_supports_op(void *backend, int32_t device, const tport_graph_vie
     return cpu_supports(g, node);
 }
 
-static int64_t nelements(const tport_tensor_view *t) {
-    return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
-}
-
-/* Threads worth using: small ops run on the calling thread alone (waking
- * a worker costs several microseconds, as much as ~50K multiply-adds). */
-static int threads_for(const cpu_op *op, int budget) {
-    const tport_tensor_view *d = op->dst;
-    int64_t work = nelements(d);
-    if (d->op == TPORT_OP_MUL_MAT)
-        work *= op->src[0]->ne[0];
-    if (d->op == TPORT_OP_FLASH_ATTN) /* every query meets every key twice */
-        work *= 2 * op->src[1]->ne[1];
-    if (work < 65536)
-        return 1;
-    return budget;
-}
-
-static tport_status run_node(cpu_state *s, const tport_graph_view *g, int32_t idx, int budget) {
-    if (!cpu_supports(g, idx))
-        return cpu_host->error(TPORT_STATUS_UNSUPPORTED, "cpu: node %d is not supported", (int)idx);
-    cpu_op op = {.dst = g->tensors[idx]};
-    for (int i = 0; i < TPORT_MAX_SRC; i++)
-        op.src[i] = op.dst->src[i] >= 0 ? g->tensors[op.dst->src[i]] : NULL;
-    atomic_init(&op.status, 0);
-    atomic_init(&op.next_chunk, 0);
-    op.nth = threads_for(&op, budget);
-
-    /* scratch: rows of floats per thread, plus packed activations for mul_mat */
-    int64_t widest = op.dst->ne[0];
-    for (int i = 0; i < TPORT_MAX_SRC; i++)
-        if (op.src[i] && op.src[i]->ne[0] > widest)
-            widest = op.src[i]->ne[0];
-    op.per_thread = (size_t)(widest < 1024 ? 1024 : widest) * 4 * sizeof(float);
-    if (op.dst->op == TPORT_OP_MUL_MAT && cpu_mul_mat_thread_scratch(&op) > op.per_thread)
-        op.per_thread = cpu_mul_mat_thread_scratch(&op);
-    if (op.dst->op == TPORT_OP_FLASH_ATTN && cpu_flash_attn_thread_scratch(&op) > op.per_thread)
-        op.per_thread = cpu_flash_attn_thread_scratch(&op);
-    op.per_thread = (op.per_thread + 63) / 64 * 64;
-    op.shared = op.dst->op == TPORT_OP_MUL_MAT ? (cpu_mul_mat_shared_scratch(&op) + 63) / 64 * 64 : 0;
-    size_t need = op.shared + op.per_thread * (size_t)op.nth;
-    if (need > s->scratch_size) {
-        free(s->scratch);
-        s->scratch = malloc(need);
-        s->scratch_size = s->scratch ? need : 0;
-        if (!s->scratch)
-            return cpu_host->error(TPORT_STATUS_OUT_OF_MEMORY, "cpu: out of memory for %zu bytes of scratch", need);
-    }
-    op.scratch = s->scratch;
-
-    switch (op.dst->op) {
-    case TPORT_OP_ADD:
-    case TPORT_OP_MUL:
-    case TPORT_OP_SCALE:
-    case TPORT_OP_SILU:
-    case TPORT_OP_GELU:
-    case TPORT_OP_SWIGLU:
-        cpu_run_elementwise(s->pool, &op);
-        break;
-    case TPORT_OP_GELU_F16:
-    case TPORT_OP_GELU_ERF:
-    case TPORT_OP_TANH:
-    case TPORT_OP_CLAMP:
-        cpu_run_activation(s->pool, &op);
-        break;
-    case TPORT_OP_RMS_NORM:
-    case TPORT_OP_NORM:
-    case TPORT_OP_SOFT_MAX:
-    case TPORT_OP_SOFT_MAX_EXT:
-        cpu_run_norm(s->pool, &op);
-        break;
-    case TPORT_OP_ROPE:
-        cpu_run_rope(s->pool, &op);
-        break;
-    case TPORT_OP_MUL_MAT:
-        cpu_run_mul_mat(s->pool, &op);
-        break;
-    case TPORT_OP_FLASH_ATTN:
-        cpu_run_flash_attn(s->pool, &op);
-        break;
-    default: /* get_rows, cpy, cont, concat */
-        cpu_run_copy(s->pool, &op);
-        break;
-    }
-    int st = atomic_load(&op.status);
-    if (st)
-        return cpu_host->error(st, "cpu: node '%s': %s", op.dst->name ? op.dst->name : "", op.message);
-    return TPORT_STATUS_OK;
-}
-
 static tport_status cpu_compute(void *backend, int32_t device, const tport_graph_view *g) {
     cpu_state *s = backend;
     if (!s || device != 0 || !g || g->struct_size < TPORT_GRAPH_VIEW_SIZE_1_0 || (g->n_nodes && !g->nodes))
         return cpu_host->error(TPORT_STATUS_INVALID_ARGUMENT, "cpu: bad compute arguments");
-    int budget = g->n_threads < 1 ? 1 : g->n_threads > CPU_MAX_THREADS ? CPU_MAX_THREADS : g->n_threads;
-    for (int32_t i = 0; i < g->n_nodes; i++) {
-        tport_status st = run_node(s, g, g->nodes[i], budget);
-        if (st)
-            return st;
-    }
-    return TPORT_STATUS_OK;
+    return cpu_graph_compute(s->graph, s->pool, g);
 }
 
 static tport_backend_api cpu_api = {

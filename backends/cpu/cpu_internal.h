@@ -27,9 +27,19 @@ typedef void (*cpu_task_fn)(void *arg, int ith, int nth);
 CPU_HIDDEN cpu_pool *cpu_pool_new(void);
 /* Runs fn(arg, ith, nth) for ith in [0, nth) on nth threads (the caller is
  * thread 0) and returns when all are done.  Workers are created lazily
- * and reused. */
+ * and reused; nth may come out smaller if a thread cannot be started.
+ * A graph is one such run (cpu_graph.c). */
 CPU_HIDDEN void cpu_pool_run(cpu_pool *pool, cpu_task_fn fn, void *arg, int nth);
 CPU_HIDDEN void cpu_pool_free(cpu_pool *pool);
+
+/* ---- barrier between phases (cpu_barrier.c) --------------------------- */
+typedef struct cpu_barrier cpu_barrier;
+CPU_HIDDEN cpu_barrier *cpu_barrier_new(void);
+CPU_HIDDEN void cpu_barrier_free(cpu_barrier *b);
+/* Waits until all nth threads of the run have arrived; every thread's
+ * writes before it are visible to every thread after it.  Returns whether
+ * any thread arrived with `failed` set (the same answer for all). */
+CPU_HIDDEN bool cpu_barrier_wait(cpu_barrier *b, int ith, int nth, bool failed);
 
 /* ---- one node being computed ------------------------------------------- */
 typedef struct cpu_op {
@@ -43,10 +53,37 @@ typedef struct cpu_op {
      * the host's thread-local error) */
     atomic_int status;
     char message[192];
-    /* dynamic work sharing (cpu_claim): the next unclaimed chunk, reset
-     * by the posting thread before each cpu_pool_run that uses it */
+    /* dynamic work sharing (cpu_claim): the next unclaimed chunk, zeroed
+     * with the node before the graph runs.  One counter per node, so only
+     * one phase of a node may claim chunks (a reset between phases would
+     * race with a faster thread's claims). */
     atomic_llong next_chunk;
 } cpu_op;
+
+/* ---- running a graph (cpu_graph.c) --------------------------------------
+ * The whole graph is one run of the pool: every thread walks the nodes,
+ * and each op's run function, called by every thread with the same node,
+ * runs its phases with cpu_parallel.  Everything a run function computes
+ * before cpu_parallel (a plan) must come out the same on every thread;
+ * state shared between threads lives in the cpu_op. */
+typedef struct cpu_ctx {
+    int ith, nth;        /* this thread, the threads of the run */
+    cpu_barrier *barrier;
+    cpu_op *op;          /* the node being run */
+    int last_nth;        /* threads of the previous phase, 0 before the first */
+    bool failed;         /* a phase this thread ran has failed */
+    bool stopped;        /* a barrier reported a failure: run nothing more */
+} cpu_ctx;
+
+/* One phase of ctx->op: fn(arg, ith, nth) on the threads ith < nth (at
+ * most ctx->nth), after a barrier with the previous phase unless both run
+ * on thread 0 alone.  After a failure nothing more runs. */
+CPU_HIDDEN void cpu_parallel(cpu_ctx *ctx, cpu_task_fn fn, void *arg, int nth);
+typedef struct cpu_graph cpu_graph;
+CPU_HIDDEN cpu_graph *cpu_graph_new(void);
+CPU_HIDDEN void cpu_graph_free(cpu_graph *g);
+/* Computes graph view v with the pool; errors through cpu_host->error. */
+CPU_HIDDEN tport_status cpu_graph_compute(cpu_graph *g, cpu_pool *pool, const tport_graph_view *v);
 
 /* Records a kernel failure (first one wins). */
 CPU_HIDDEN void cpu_op_fail(cpu_op *op, tport_status code, const char *fmt, ...)
@@ -82,10 +119,6 @@ static inline bool cpu_claim(cpu_op *op, int64_t n, int64_t chunk, int64_t *i0, 
     *i0 = c * chunk;
     *i1 = *i0 + chunk < n ? *i0 + chunk : n;
     return true;
-}
-
-static inline void cpu_reset_chunks(cpu_op *op) {
-    atomic_store_explicit(&op->next_chunk, 0, memory_order_relaxed);
 }
 
 static inline int64_t cpu_nrows(const tport_tensor_view *t) {
@@ -125,13 +158,13 @@ CPU_HIDDEN float cpu_half_to_float(uint16_t h); /* after cpu_types_init */
 CPU_HIDDEN void cpu_op_scratch(const cpu_op *op, size_t *shared, size_t *per_thread);
 CPU_HIDDEN bool cpu_supports(const tport_graph_view *g, int32_t node);
 
-CPU_HIDDEN void cpu_run_elementwise(cpu_pool *pool, cpu_op *op);
-CPU_HIDDEN void cpu_run_copy(cpu_pool *pool, cpu_op *op);
-CPU_HIDDEN void cpu_run_norm(cpu_pool *pool, cpu_op *op);
-CPU_HIDDEN void cpu_run_rope(cpu_pool *pool, cpu_op *op);
-CPU_HIDDEN void cpu_run_activation(cpu_pool *pool, cpu_op *op); /* gelu_f16, gelu_erf, tanh, clamp */
-CPU_HIDDEN void cpu_run_mul_mat(cpu_pool *pool, cpu_op *op);
-CPU_HIDDEN void cpu_run_flash_attn(cpu_pool *pool, cpu_op *op);
+CPU_HIDDEN void cpu_run_elementwise(cpu_ctx *ctx, cpu_op *op);
+CPU_HIDDEN void cpu_run_copy(cpu_ctx *ctx, cpu_op *op);
+CPU_HIDDEN void cpu_run_norm(cpu_ctx *ctx, cpu_op *op);
+CPU_HIDDEN void cpu_run_rope(cpu_ctx *ctx, cpu_op *op);
+CPU_HIDDEN void cpu_run_activation(cpu_ctx *ctx, cpu_op *op); /* gelu_f16, gelu_erf, tanh, clamp */
+CPU_HIDDEN void cpu_run_mul_mat(cpu_ctx *ctx, cpu_op *op);
+CPU_HIDDEN void cpu_run_flash_attn(cpu_ctx *ctx, cpu_op *op);
 CPU_HIDDEN size_t cpu_flash_attn_thread_scratch(const cpu_op *op);
 CPU_HIDDEN size_t cpu_mul_mat_shared_scratch(const cpu_op *op);
 CPU_HIDDEN size_t cpu_mul_mat_thread_scratch(const cpu_op *op);

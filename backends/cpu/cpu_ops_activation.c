@@ -38,8 +38,8 @@ static void gelu_table_build(void) {
     gelu_ready = true;
 }
 
-/* Once per process, before any worker reads the table; false if the host
- * cannot convert f16. */
+/* Once per process, by every thread before it reads the table; false if
+ * the host cannot convert f16. */
 static bool gelu_table_init(void) {
     pthread_once(&gelu_once, gelu_table_build);
     return gelu_ready;
@@ -61,6 +61,10 @@ static void activation_task(void *arg, int ith, int nth) {
     float *abuf = (float *)cpu_thread_scratch(op, ith);
     uint16_t *hbuf = (uint16_t *)(abuf + n);
     tport_params_clamp c = {0.0f, 0.0f};
+    if (d->op == TPORT_OP_GELU_F16 && !gelu_table_init()) {
+        cpu_op_fail(op, TPORT_STATUS_ERROR, "gelu_f16: the host cannot convert f16");
+        return;
+    }
     if (d->op == TPORT_OP_CLAMP)
         memcpy(&c, d->params, sizeof c);
     int64_t r0, r1;
@@ -90,10 +94,6 @@ static void activation_task(void *arg, int ith, int nth) {
     }
 }
 
-void cpu_run_activation(cpu_pool *pool, cpu_op *op) {
-    if (op->dst->op == TPORT_OP_GELU_F16 && !gelu_table_init()) {
-        cpu_op_fail(op, TPORT_STATUS_ERROR, "gelu_f16: the host cannot convert f16");
-        return;
-    }
-    cpu_pool_run(pool, activation_task, op, op->nth);
+void cpu_run_activation(cpu_ctx *ctx, cpu_op *op) {
+    cpu_parallel(ctx, activation_task, op, op->nth);
 }

@@ -348,7 +348,6 @@ static void fa_task(void *arg, int ith, int nth) {
     }
 }
 
-void cpu_run_flash_attn(cpu_pool *pool, cpu_op *op) {
-    cpu_reset_chunks(op);
-    cpu_pool_run(pool, fa_task, op, op->nth);
+void cpu_run_flash_attn(cpu_ctx *ctx, cpu_op *op) {
+    cpu_parallel(ctx, fa_task, op, op->nth);
 }

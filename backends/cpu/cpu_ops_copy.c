@@ -187,16 +187,16 @@ static void concat_task(void *arg, int ith, int nth) {
     }
 }
 
-void cpu_run_copy(cpu_pool *pool, cpu_op *op) {
+void cpu_run_copy(cpu_ctx *ctx, cpu_op *op) {
     switch (op->dst->op) {
     case TPORT_OP_GET_ROWS:
-        cpu_pool_run(pool, get_rows_task, op, op->nth);
+        cpu_parallel(ctx, get_rows_task, op, op->nth);
         break;
     case TPORT_OP_CONCAT:
-        cpu_pool_run(pool, concat_task, op, op->nth);
+        cpu_parallel(ctx, concat_task, op, op->nth);
         break;
     default: /* cpy, cont */
-        cpu_pool_run(pool, cpy_task, op, op->nth);
+        cpu_parallel(ctx, cpy_task, op, op->nth);
         break;
     }
 }

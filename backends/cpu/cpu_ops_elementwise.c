@@ -83,7 +83,7 @@ static void unary_task(void *arg, int ith, int nth) {
     }
 }
 
-void cpu_run_elementwise(cpu_pool *pool, cpu_op *op) {
+void cpu_run_elementwise(cpu_ctx *ctx, cpu_op *op) {
     bool binary = op->dst->op == TPORT_OP_ADD || op->dst->op == TPORT_OP_MUL || op->dst->op == TPORT_OP_SWIGLU;
-    cpu_pool_run(pool, binary ? binary_task : unary_task, op, op->nth);
+    cpu_parallel(ctx, binary ? binary_task : unary_task, op, op->nth);
 }

@@ -480,15 +480,13 @@ static void x8_task(void *arg, int ith, int nth) {
         }
 }
 
-void cpu_run_mul_mat(cpu_pool *pool, cpu_op *op) {
+void cpu_run_mul_mat(cpu_ctx *ctx, cpu_op *op) {
     mm_job job = {op, make_plan(op)};
     if (job.plan.packed_row) {
         /* a few rows (generation) are packed faster than workers wake up */
         int nth = cpu_nrows(op->src[1]) < PACK_MIN_ROWS_PER_THREAD * op->nth ? 1 : op->nth;
-        cpu_pool_run(pool, pack_task, &job, nth);
-        if (atomic_load(&op->status))
-            return;
+        cpu_parallel(ctx, pack_task, &job, nth);
     }
-    cpu_reset_chunks(op); /* the tasks share tiles out dynamically */
-    cpu_pool_run(pool, job.plan.x8 ? x8_task : job.plan.tiled ? tiled_task : compute_task, &job, op->nth);
+    /* after a failed packing this runs nothing (cpu_parallel) */
+    cpu_parallel(ctx, job.plan.x8 ? x8_task : job.plan.tiled ? tiled_task : compute_task, &job, op->nth);
 }

@@ -93,6 +93,6 @@ static void norm_task(void *arg, int ith, int nth) {
     }
 }
 
-void cpu_run_norm(cpu_pool *pool, cpu_op *op) {
-    cpu_pool_run(pool, norm_task, op, op->nth);
+void cpu_run_norm(cpu_ctx *ctx, cpu_op *op) {
+    cpu_parallel(ctx, norm_task, op, op->nth);
 }

@@ -45,6 +45,6 @@ static void rope_task(void *arg, int ith, int nth) {
     }
 }
 
-void cpu_run_rope(cpu_pool *pool, cpu_op *op) {
-    cpu_pool_run(pool, rope_task, op, op->nth);
+void cpu_run_rope(cpu_ctx *ctx, cpu_op *op) {
+    cpu_parallel(ctx, rope_task, op, op->nth);
 }

@@ -1,9 +1,10 @@
-/* A pthreads pool: workers are created on first need, reused for every op,
+/* A pthreads pool: workers are created on first need, reused for every graph,
  * and joined by cpu_pool_free (called from the backend's shutdown).
  *
- * Waiting is hybrid.  Token generation posts a few hundred small jobs per
- * token, and a condition-variable wake-up per job costs more than many of
- * the jobs themselves, so a worker first spins on the atomic job word for
+ * Waiting is hybrid.  A graph is one job (cpu_graph.c; the waits between
+ * its ops are cpu_barrier.c's), but generation posts one per token, a few
+ * milliseconds apart, and a condition-variable wake-up costs microseconds,
+ * so a worker first spins on the atomic job word for
  * a bounded, adaptive time (see spin_until) and only then sleeps on the condition variable;
  * the caller likewise spins briefly for completion before sleeping.  The
  * bound keeps an oversubscribed machine from collapsing: a thread that
