@@ -36,7 +36,9 @@ const char *cpu_vec_dot_isa(void);
  * half to even; see quant/act_quant.c), so that the quantized kernels see
  * the bytes llama.cpp's see.  Returns false, writing nothing, for other
  * types and in builds without AVX2 + F16C (where llama.cpp, too, uses the
- * reference quantizer: the caller then uses the host's from_float). */
+ * reference quantizer: the caller then uses the host's from_float).  Q8_K
+ * (n a multiple of 256) in those builds too, byte for byte the reference
+ * quantizer's, which is what llama.cpp's x86 backend uses for it. */
 bool cpuq_quantize_act(tport_type_id vec_dot_type, const float *x, void *y, int64_t n);
 /* The same bytes without intrinsics, in every build (for tests). */
 bool cpuq_quantize_act_scalar(tport_type_id vec_dot_type, const float *x, void *y, int64_t n);

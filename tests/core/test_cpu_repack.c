@@ -71,8 +71,9 @@ static tport_buffer upload(const tport_tensor_view *w, void **host) {
               *host,
           "buffer_alloc: %s", tport_last_error());
     tport_ticket t = 7;
-    CHECK(api->tensor_write(be, b, 0, w, w->data, size, &t) == TPORT_STATUS_OK && t == 0, "tensor_write: %s",
-          tport_last_error());
+    /* the source is the plain layout: its own size, not the buffer's */
+    CHECK(api->tensor_write(be, b, 0, w, w->data, w->nb[1] * (uint64_t)w->ne[1], &t) == TPORT_STATUS_OK && t == 0,
+          "tensor_write: %s", tport_last_error());
     return b;
 }
 

@@ -12,7 +12,10 @@
  *   the reference's d byte for byte, every quant is within 1 of the
  *   reference's, Q8_1's s is f16(d * sum(q));
  * - the vector version (compiled into this copy with TEST_SIMD, or the one
- *   in libtport) gives the scalar version's bytes. */
+ *   in libtport) gives the scalar version's bytes;
+ * - Q8_K (vector version only): exactly the reference quantizer's bytes, on
+ *   random rows of many magnitudes, rows whose largest magnitude appears
+ *   with both signs (the first one decides), and all-zero blocks. */
 #include <math.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -140,6 +143,36 @@ static void test_random(tport_type_id type) {
     free(x), free(y), free(v), free(ref);
 }
 
+static void test_q8_K(void) {
+    const tport_type_traits *t = tport_traits(TPORT_TYPE_Q8_K);
+    enum { N = 1024, BYTES = N / 256 * 292 };
+    float x[N];
+    uint8_t v[BYTES], ref[BYTES];
+    if (!CPUQ(quantize_act)(TPORT_TYPE_Q8_K, x, v, N)) {
+        printf("q8_K: no vector version in this build\n");
+        return;
+    }
+    int bad = 0;
+    for (int row = 0; row < 300; row++) {
+        const float scale = ldexpf(1.0f, row % 50 - 25);
+        for (int i = 0; i < N; i++)
+            x[i] = test_rng_uniform(&rng) * scale;
+        if (row % 3 == 1) { /* the largest magnitude twice, with both signs */
+            x[17] = -2.0f * scale;
+            x[200] = 2.0f * scale;
+            x[256 + 3] = 2.0f * scale;
+            x[256 + 9] = -2.0f * scale;
+        }
+        if (row % 5 == 2)
+            memset(x + 512, 0, 256 * sizeof(float)); /* an all-zero block */
+        CPUQ(quantize_act)(TPORT_TYPE_Q8_K, x, v, N);
+        t->from_float(x, ref, N);
+        bad += memcmp(v, ref, BYTES) != 0;
+    }
+    CHECK(!bad, "q8_K: %d of 300 rows differ from the reference quantizer's bytes", bad);
+    printf("q8_K: 300 rows, the vector version equals the reference byte for byte\n");
+}
+
 int main(void) {
     if (!simd_usable())
         test_skip("test_quant_act_q8", "this CPU lacks the instruction set");
@@ -149,6 +182,7 @@ int main(void) {
         test_zero(types[i]);
         test_random(types[i]);
     }
+    test_q8_K();
     uint8_t y[34];
     const float x[32] = {1};
     CHECK(!CPUQ(quantize_act)(TPORT_TYPE_Q4_0, x, y, 32), "q4_0 accepted");

@@ -14,7 +14,15 @@
  * llama.cpp's at the first token because of it.
  *
  * The vector version (AVX2 + F16C variants) is what mul_mat uses; the
- * scalar twin computes the same bytes without intrinsics, for tests. */
+ * scalar twin computes the same bytes without intrinsics, for tests.
+ *
+ * Q8_K {f32 d; i8 qs[256]; i16 bsums[16]} (the K-quants' activations):
+ * llama.cpp's x86 backend uses the reference quantizer for it, so the
+ * vector version here gives the reference's bytes exactly: the signed
+ * value of largest magnitude (the first one on ties), iscale = -127/max,
+ * q = min(127, round-half-even(iscale * x)), d = 1/iscale, bsums the sums
+ * of 16; an all-zero block is all zero bytes.  (There is no scalar twin:
+ * the host's reference quantizer is the one to compare with.) */
 #include <math.h>
 
 #include "quant_kernels.h"
@@ -119,11 +127,63 @@ static void block_avx2(const float *x, uint8_t *y, int with_sum) {
     _mm256_storeu_si256((__m256i *)(void *)(y + (with_sum ? 4 : 2)), q);
 }
 
+static void block_q8_K_avx2(const float *x, uint8_t *y) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    __m256 m = _mm256_setzero_ps();
+    for (int i = 0; i < QK_K; i += 8)
+        m = _mm256_max_ps(m, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + i)));
+    __m128 m4 = _mm_max_ps(_mm256_extractf128_ps(m, 1), _mm256_castps256_ps128(m));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+    const float amax = _mm_cvtss_f32(m4);
+    if (amax == 0.0f) {
+        memset(y, 0, BQ8_K);
+        return;
+    }
+    /* the first element of that magnitude gives the sign */
+    float max = amax;
+    const __m256 va = _mm256_set1_ps(amax);
+    for (int i = 0; i < QK_K; i += 8) {
+        const int hit = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + i)), va, _CMP_EQ_OQ));
+        if (hit) {
+            max = x[i + __builtin_ctz((unsigned)hit)];
+            break;
+        }
+    }
+    const float iscale = -127.f / max;
+    const __m256 vs = _mm256_set1_ps(iscale);
+    const __m256i top = _mm256_set1_epi32(127), ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+    int8_t *qs = (int8_t *)(y + Q8K_QS);
+    for (int i = 0; i < QK_K; i += 32) {
+        __m256i q[4];
+        for (int k = 0; k < 4; k++)
+            q[k] = _mm256_min_epi32(
+                _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i + 8 * k), vs), ROUND_EVEN)), top);
+        const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+        const __m256i b = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        _mm256_storeu_si256((__m256i *)(void *)(qs + i), b);
+        /* the bsums: 1 x q summed in pairs (exact in int16), then in fours */
+        const __m256i s4 = _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, b), ones16);
+        int32_t l[8];
+        _mm256_storeu_si256((__m256i *)(void *)l, s4);
+        const int16_t s0 = (int16_t)(l[0] + l[1] + l[2] + l[3]), s1 = (int16_t)(l[4] + l[5] + l[6] + l[7]);
+        memcpy(y + Q8K_BSUMS + 2 * (i / 16), &s0, 2);
+        memcpy(y + Q8K_BSUMS + 2 * (i / 16 + 1), &s1, 2);
+    }
+    const float d = 1 / iscale;
+    memcpy(y, &d, 4);
+}
+
 bool CPUQ(quantize_act)(tport_type_id type, const float *x, void *vy, int64_t n) {
+    uint8_t *y = vy;
+    if (type == TPORT_TYPE_Q8_K && n % QK_K == 0) {
+        for (int64_t b = 0; b < n / QK_K; b++, x += QK_K, y += BQ8_K)
+            block_q8_K_avx2(x, y);
+        return true;
+    }
     if ((type != TPORT_TYPE_Q8_0 && type != TPORT_TYPE_Q8_1) || n % 32)
         return false;
     const int with_sum = type == TPORT_TYPE_Q8_1;
-    uint8_t *y = vy;
     for (int64_t b = 0; b < n / 32; b++, x += 32, y += with_sum ? BQ8_1 : BQ8_0)
         block_avx2(x, y, with_sum);
     return true;
