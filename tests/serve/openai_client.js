@@ -72,6 +72,8 @@ async function main() {
   const ac = new AbortController();
   const long = await client.completions.create({ model, prompt: 'Once upon a time', max_tokens: 200, stream: true },
                                                { signal: ac.signal });
+  // (chunks already read from the socket may still be delivered after the
+  // abort, so more than 3 can arrive; the stream must not run to its end)
   let got = 0;
   try { for await (const ch of long) { void ch; if (++got === 3) ac.abort(); } } catch (e) { void e; }
   let idle = false;
@@ -80,7 +82,7 @@ async function main() {
     idle = h.slots_idle === 2;
     if (!idle) await new Promise(r => setTimeout(r, 50));
   }
-  check('aborted stream frees its slot', got === 3 && idle, got);
+  check('aborted stream frees its slot', got >= 3 && got < 200 && idle, [got, idle]);
 }
 
 main().then(() => { console.log(fails ? fails + ' check(s) failed' : 'all checks passed'); process.exit(fails ? 1 : 0); },
