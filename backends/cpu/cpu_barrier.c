@@ -21,10 +21,7 @@
 #include <time.h>
 
 #include "cpu_internal.h"
-
-/* Spin budgets in ns, as the pool's (cpu_threadpool.c). */
-#define SPIN_NS 50000
-#define SPIN_MIN_NS 2000
+#include "cpu_spin.h"
 
 struct cpu_barrier {
     _Alignas(64) atomic_int arrived; /* threads at the barrier this round */
@@ -41,20 +38,6 @@ struct cpu_barrier {
     } budget[CPU_MAX_THREADS];
 };
 
-static void cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__) || defined(__arm__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
-static uint64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 cpu_barrier *cpu_barrier_new(void) {
     cpu_barrier *b = calloc(1, sizeof *b);
     if (!b)
@@ -66,7 +49,7 @@ cpu_barrier *cpu_barrier_new(void) {
     pthread_mutex_init(&b->mu, NULL);
     pthread_cond_init(&b->wake, NULL);
     for (int i = 0; i < CPU_MAX_THREADS; i++)
-        b->budget[i].ns = SPIN_NS;
+        b->budget[i].ns = CPU_SPIN_NS;
     return b;
 }
 
@@ -78,27 +61,9 @@ void cpu_barrier_free(cpu_barrier *b) {
     free(b);
 }
 
-/* Spins for at most *budget ns until the round moves on.  The budget
- * adapts as the pool's does: a wait well within it doubles it, one that
- * overran it (a slow phase, or this thread preempted) halves it. */
-static bool spin_for_round(cpu_barrier *b, unsigned round, uint64_t *budget) {
-    uint64_t start = now_ns();
-    for (unsigned i = 1;; i++) {
-        if (atomic_load_explicit(&b->round, memory_order_acquire) != round) {
-            uint64_t took = now_ns() - start;
-            if (took <= *budget / 2 && *budget < SPIN_NS)
-                *budget = *budget * 2 > SPIN_NS ? SPIN_NS : *budget * 2;
-            else if (took > *budget && *budget > SPIN_MIN_NS)
-                *budget /= 2;
-            return true;
-        }
-        cpu_relax();
-        if ((i & 15) == 0 && now_ns() - start > *budget) {
-            if (*budget > SPIN_MIN_NS)
-                *budget /= 2;
-            return false;
-        }
-    }
+static bool round_moved(const void *arg, uint64_t round) {
+    const cpu_barrier *b = arg;
+    return atomic_load_explicit(&b->round, memory_order_acquire) != (unsigned)round;
 }
 
 bool cpu_barrier_wait(cpu_barrier *b, int ith, int nth, bool failed) {
@@ -123,7 +88,7 @@ bool cpu_barrier_wait(cpu_barrier *b, int ith, int nth, bool failed) {
         }
         return b->result != 0;
     }
-    if (!spin_for_round(b, round, &b->budget[ith].ns)) {
+    if (!cpu_spin_until(round_moved, b, round, &b->budget[ith].ns)) {
         pthread_mutex_lock(&b->mu);
         atomic_fetch_add(&b->sleepers, 1);
         while (atomic_load(&b->round) == round)

@@ -5,7 +5,7 @@
  * its ops are cpu_barrier.c's), but generation posts one per token, a few
  * milliseconds apart, and a condition-variable wake-up costs microseconds,
  * so a worker first spins on the atomic job word for
- * a bounded, adaptive time (see spin_until) and only then sleeps on the condition variable;
+ * a bounded, adaptive time (cpu_spin.h) and only then sleeps on the condition variable;
  * the caller likewise spins briefly for completion before sleeping.  The
  * bound keeps an oversubscribed machine from collapsing: a thread that
  * spins in vain gives the core back, and spins less next time.
@@ -24,11 +24,8 @@
 #include <time.h>
 
 #include "cpu_internal.h"
+#include "cpu_spin.h"
 
-/* Longest and shortest spin budgets, in ns (tuned on 2 cores: 100 us
- * collapsed under oversubscription, 50 us did not). */
-#define SPIN_NS 50000
-#define SPIN_MIN_NS 2000
 /* The job word packs a job counter above the job's thread count, so a
  * worker learns both with one load and never reads a later job's count. */
 #define NTH_BITS 10
@@ -55,61 +52,23 @@ struct cpu_pool {
     atomic_int sleepers;    /* workers asleep (or about to be) on `work` */
     atomic_bool main_sleeping; /* the caller is asleep on `done` */
     atomic_bool stop;
-    uint64_t done_budget; /* the caller's spin budget, see spin_until */
+    uint64_t done_budget; /* the caller's spin budget, cpu_spin.h */
 };
 
-static void cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__) || defined(__arm__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
-static uint64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* Spins for at most *budget ns until done(pool, seen); returns whether it
- * happened in time.  The budget adapts: a wait that finished well within
- * it doubles it (up to SPIN_NS), one that overran it, because the job was
- * slow or because this thread was preempted while spinning, halves it.  On
- * an oversubscribed machine the spins thus shrink towards plain sleeping. */
-static bool spin_until(cpu_pool *pool, uint64_t seen, bool (*done)(cpu_pool *, uint64_t),
-                       uint64_t *budget) {
-    uint64_t start = now_ns();
-    for (unsigned i = 1;; i++) {
-        if (done(pool, seen)) {
-            uint64_t took = now_ns() - start;
-            if (took <= *budget / 2 && *budget < SPIN_NS)
-                *budget = *budget * 2 > SPIN_NS ? SPIN_NS : *budget * 2;
-            else if (took > *budget && *budget > SPIN_MIN_NS)
-                *budget /= 2;
-            return true;
-        }
-        cpu_relax(); /* sched_yield here collapsed next to CPU hogs */
-        if ((i & 15) == 0 && now_ns() - start > *budget) {
-            if (*budget > SPIN_MIN_NS)
-                *budget /= 2;
-            return false;
-        }
-    }
-}
-
-static bool job_posted(cpu_pool *pool, uint64_t seen) {
+static bool job_posted(const void *arg, uint64_t seen) {
+    cpu_pool *pool = (cpu_pool *)arg;
     return atomic_load_explicit(&pool->job, memory_order_acquire) != seen ||
            atomic_load_explicit(&pool->stop, memory_order_relaxed);
 }
 
-static bool job_done(cpu_pool *pool, uint64_t unused) {
+static bool job_done(const void *arg, uint64_t unused) {
+    cpu_pool *pool = (cpu_pool *)arg;
     (void)unused;
     return atomic_load_explicit(&pool->pending, memory_order_acquire) == 0;
 }
 
 static uint64_t wait_for_job(cpu_pool *pool, uint64_t seen, uint64_t *budget) {
-    if (!spin_until(pool, seen, job_posted, budget)) {
+    if (!cpu_spin_until(job_posted, pool, seen, budget)) {
         pthread_mutex_lock(&pool->mu);
         atomic_fetch_add(&pool->sleepers, 1);
         while (!atomic_load(&pool->stop) && atomic_load(&pool->job) == seen)
@@ -124,7 +83,7 @@ static void *worker_main(void *p) {
     worker *w = p;
     cpu_pool *pool = w->pool;
     uint64_t seen = w->start_job;
-    uint64_t budget = SPIN_NS;
+    uint64_t budget = CPU_SPIN_NS;
     for (;;) {
         uint64_t job = wait_for_job(pool, seen, &budget);
         if (atomic_load(&pool->stop))
@@ -157,7 +116,7 @@ cpu_pool *cpu_pool_new(void) {
     atomic_init(&pool->sleepers, 0);
     atomic_init(&pool->main_sleeping, false);
     atomic_init(&pool->stop, false);
-    pool->done_budget = SPIN_NS;
+    pool->done_budget = CPU_SPIN_NS;
     return pool;
 }
 
@@ -202,7 +161,7 @@ void cpu_pool_run(cpu_pool *pool, cpu_task_fn fn, void *arg, int nth) {
 
     fn(arg, 0, nth);
 
-    if (!spin_until(pool, 0, job_done, &pool->done_budget)) {
+    if (!cpu_spin_until(job_done, pool, 0, &pool->done_budget)) {
         pthread_mutex_lock(&pool->mu);
         atomic_store(&pool->main_sleeping, true);
         while (atomic_load(&pool->pending) > 0)
