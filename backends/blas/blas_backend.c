@@ -40,8 +40,12 @@ static tport_status blas_init(void **backend) {
         return blas_host->error(TPORT_STATUS_OUT_OF_MEMORY, "blas: out of memory");
     s->min_batch = count_from_env("TPORT_BLAS_MIN_BATCH", BLAS_DEFAULT_MIN_BATCH);
     s->scratch_max = count_from_env("TPORT_BLAS_SCRATCH_FLOATS", BLAS_SCRATCH_MAX_FLOATS);
-    blas_host->log(TPORT_LOG_DEBUG, "blas: mul_mat of f32/f16 weights for batches >= %lld (f16 scratch <= %lld floats)",
-                   (long long)s->min_batch, (long long)s->scratch_max);
+    /* Converting F16 weights for sgemm costs more than the CPU backend's
+     * own F16 GEMM (cpu_mul_mat_dense.c) saves, so F16 is opt-in. */
+    const char *f16 = getenv("TPORT_BLAS_F16");
+    s->take_f16 = f16 && strcmp(f16, "1") == 0;
+    blas_host->log(TPORT_LOG_DEBUG, "blas: mul_mat of %s weights for batches >= %lld (f16 scratch <= %lld floats)",
+                   s->take_f16 ? "f32/f16" : "f32", (long long)s->min_batch, (long long)s->scratch_max);
     *backend = s;
     return TPORT_STATUS_OK;
 }

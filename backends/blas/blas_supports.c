@@ -1,4 +1,5 @@
-/* Which MUL_MAT nodes the blas backend takes: F32/F16 weights, F32
+/* Which MUL_MAT nodes the blas backend takes: F32 weights (F16 with
+ * TPORT_BLAS_F16=1), F32
  * activations and result, rows contiguous, every other stride a whole
  * number of elements, shapes within BLAS's int range, and a batch large
  * enough for BLAS to pay off. */
@@ -39,7 +40,7 @@ bool blas_supports_mul_mat(const blas_state *s, const tport_graph_view *g, int32
     const tport_tensor_view *a = src_of(g, d, 0), *b = src_of(g, d, 1);
     if (!a || !b)
         return false;
-    if (a->type != TPORT_TYPE_F32 && a->type != TPORT_TYPE_F16)
+    if (a->type != TPORT_TYPE_F32 && !(a->type == TPORT_TYPE_F16 && s->take_f16))
         return false;
     if (b->type != TPORT_TYPE_F32 || d->type != TPORT_TYPE_F32)
         return false;

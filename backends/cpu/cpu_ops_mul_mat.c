@@ -11,6 +11,8 @@
  *   where the variant has the tiled kernels (cpu_mul_mat_q8tile.c,
  *   cpu_mul_mat_q4ktile.c): 8 rows of a are unpacked once and swept over
  *   all columns of b;
+ * - a batch (4+ columns) of dense f32 or f16 weights: a blocked GEMM
+ *   (cpu_mul_mat_dense.c);
  * - otherwise everything is f32: rows of a that are not dense f32 are
  *   converted (dequantized) into per-thread scratch, and a tile of rows of
  *   a is dotted with each pair of rows of b using independent accumulators
@@ -40,6 +42,7 @@ typedef struct mm_plan {
     size_t packed_row;         /* bytes per packed row of b, 0 = b used in place */
     int tiled;                 /* TILED_*: a batch through a tiled kernel */
     int x8;                    /* CPU_LAYOUT_* of a re-encoded a (cpu_repack.c), 0 = plain */
+    bool dense;                /* a batch of dense f32/f16 weights (cpu_mul_mat_dense.c) */
     size_t act_offset;         /* x8: where the cpu_x8_act of b's blocks start in scratch */
 } mm_plan;
 
@@ -84,6 +87,8 @@ static mm_plan make_plan(const cpu_op *op) {
     }
     if (!p.vec_dot && b->nb[0] != sizeof(float))
         p.packed_row = (size_t)p.K * sizeof(float);
+    p.dense = !p.vec_dot && p.M >= TILED_MIN_COLS && cpu_rows_dense(a) && cpu_dense_mm_available(a->type, p.K) &&
+              op->dst->nb[0] == sizeof(float);
     return p;
 }
 
@@ -100,6 +105,8 @@ size_t cpu_mul_mat_thread_scratch(const cpu_op *op) {
         return 0;
     if (p.tiled)
         return p.tiled == TILED_Q8_0 ? cpu_q8tile_scratch(p.K) : cpu_q4ktile_scratch(p.K);
+    if (p.dense)
+        return cpu_dense_mm_scratch();
     return p.vec_dot ? 0 : (size_t)TILE * (size_t)p.K * sizeof(float); /* converted rows of a */
 }
 
@@ -455,6 +462,40 @@ static void tiled_task(void *arg, int ith, int nth) {
     }
 }
 
+/* The dense path: CPU_DENSE_ROWS weight rows at a time against every
+ * column of b (cpu_mul_mat_dense.c). */
+static void dense_task(void *arg, int ith, int nth) {
+    mm_job *job = arg;
+    cpu_op *op = job->op;
+    const mm_plan *p = &job->plan;
+    const tport_tensor_view *a = op->src[0], *b = op->src[1], *d = op->dst;
+    enum { R = CPU_DENSE_ROWS };
+    void *scratch = cpu_thread_scratch(op, ith);
+    int64_t tiles = (p->N + R - 1) / R, n_mats = d->ne[2] * d->ne[3];
+    int64_t n_work = tiles * n_mats, chunk = cpu_chunk_size(n_work, nth, 1), t0, t1;
+    while (cpu_claim(op, n_work, chunk, &t0, &t1))
+        for (int64_t t = t0; t < t1; t++) {
+            int64_t mat = t / tiles, i0 = (t % tiles) * R;
+            int64_t i12 = mat % d->ne[2], i13 = mat / d->ne[2];
+            cpu_dense_mm x = {
+                .K = p->K,
+                .M = p->M,
+                .type = a->type,
+                .rows = (int)(p->N - i0 < R ? p->N - i0 : R),
+                .a = cpu_row(a, i0, i12 / p->r2, i13 / p->r3),
+                .lda = a->nb[1],
+                .b = b_row(job, 0, i12, i13),
+                .ldb = p->packed_row ? p->packed_row : b->nb[1],
+                .c = cpu_row(d, 0, i12, i13) + (size_t)i0 * sizeof(float),
+                .ldc = d->nb[1],
+            };
+            if (!cpu_dense_mm_run(&x, a, scratch)) {
+                cpu_op_fail(op, TPORT_STATUS_UNSUPPORTED, "mul_mat: cannot convert type %u to f32", a->type);
+                return;
+            }
+        }
+}
+
 /* The x8 path: groups of 8 re-encoded weight rows (cpu_repack.c) against
  * every column of b, four at a time; a and b are 2-D (cpu_supports). */
 static void x8_task(void *arg, int ith, int nth) {
@@ -488,5 +529,9 @@ void cpu_run_mul_mat(cpu_ctx *ctx, cpu_op *op) {
         cpu_parallel(ctx, pack_task, &job, nth);
     }
     /* after a failed packing this runs nothing (cpu_parallel) */
-    cpu_parallel(ctx, job.plan.x8 ? x8_task : job.plan.tiled ? tiled_task : compute_task, &job, op->nth);
+    cpu_task_fn fn = job.plan.x8      ? x8_task
+                      : job.plan.tiled ? tiled_task
+                      : job.plan.dense ? dense_task
+                                       : compute_task;
+    cpu_parallel(ctx, fn, &job, op->nth);
 }

@@ -44,10 +44,13 @@ static int run(const char *args) {
 
 static void check_backend(void) {
     /* check-backend's cases have batches of a few columns: let the plug-in
-     * claim every mul_mat it can compute, so each one is checked */
+     * claim every mul_mat it can compute (F16 weights are opt-in), so each
+     * one is checked */
     setenv("TPORT_BLAS_MIN_BATCH", "1", 1);
+    setenv("TPORT_BLAS_F16", "1", 1);
     int rc = run("check-backend '" TPORT_BLAS_PLUGIN "'");
     unsetenv("TPORT_BLAS_MIN_BATCH");
+    unsetenv("TPORT_BLAS_F16");
     char *out = slurp(out_path), *err = slurp(err_path);
     CHECK(rc == 0, "check-backend exit %d\n%s%s", rc, out ? out : "", err ? err : "");
     CHECK(out && strstr(out, "numerics mul_mat   f32 x f32"), "no f32 mul_mat case ran:\n%s", out ? out : "");

@@ -139,6 +139,11 @@ static void test_mul_mat(tport_ctx *ctx) {
     /* grouped-query attention: a's dims 2 and 3 broadcast over b's */
     check_mul_mat(ctx, ct_rand(ctx, TPORT_TYPE_F32, 8, 5, 2, 1), ct_rand(ctx, TPORT_TYPE_F32, 8, 3, 6, 1), "gqa dim 2");
     check_mul_mat(ctx, ct_rand(ctx, TPORT_TYPE_F32, 8, 5, 2, 1), ct_rand(ctx, TPORT_TYPE_F32, 8, 3, 4, 3), "gqa dims 2, 3");
+    /* the same through the dense batch path (K a multiple of 8, 4+ columns) */
+    check_mul_mat(ctx, ct_rand(ctx, TPORT_TYPE_F16, 16, 37, 2, 1), ct_rand(ctx, TPORT_TYPE_F32, 16, 7, 6, 1),
+                  "f16 gqa batch");
+    check_mul_mat(ctx, ct_rand(ctx, TPORT_TYPE_F32, 24, 6, 1, 1), ct_rand_transposed(ctx, 24, 5, 1, 1),
+                  "b transposed batch");
     /* attention-like: permuted K of a [head_dim, n_head, n_kv] cache */
     tport_tensor *kc = ct_rand(ctx, TPORT_TYPE_F32, 8, 2, 11, 1);
     tport_tensor *k = tport_permute(ctx, kc, 0, 2, 1, 3); /* [8, 11, 2] */

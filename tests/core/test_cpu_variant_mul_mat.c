@@ -81,6 +81,9 @@ int main(void) {
         {256, 13, 1}, {256, 13, 3}, {256, 13, 4}, {512, 21, 9}, {256, 8, 17}, {768, 5, 6},
         /* big enough (>= 64K multiply-adds) for the backend to use 2 threads */
         {512, 37, 11}, {1024, 19, 8}, {768, 300, 1},
+        /* f32/f16 batches: chunks of 32 rows with a partial panel, K in three
+         * uneven blocks, a partial group of columns */
+        {1280, 45, 13},
     };
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)

@@ -1,0 +1,202 @@
+/* Batches of dense f32 or f16 weights: a blocked GEMM of outer products.
+ *
+ * A thread takes CPU_DENSE_ROWS weight rows at a time.  K is cut into
+ * blocks of at most DENSE_KC; each block of those rows is converted to f32
+ * once into per-thread scratch and transposed into panels of PANEL rows,
+ * k-major (panel[k * PANEL + r]).  The microkernel then computes PANEL
+ * rows x NCOL columns of the output as outer products: per k, two vector
+ * loads of the panel, one broadcast of b[j][k] for each of the NCOL
+ * columns, 2 * NCOL fused multiply-adds into accumulators that are already
+ * the output's layout (8 consecutive rows of one column), so there are no
+ * horizontal sums and a K block only adds its vectors to the output.
+ *
+ * Memory: the panel streams from L2 (64 bytes per 12 multiply-adds), the
+ * NCOL rows of b stay in L1 across the panels, and b as a whole is read
+ * once per CPU_DENSE_ROWS rows.  The block (32 x 512 floats, 64 KiB)
+ * stays in L2 while every column of b passes over it.
+ *
+ * The AVX2 kernel uses explicit FMA (ISO C builds do not contract a*b+c);
+ * the portable one is the same loop nest in plain C. */
+#include <string.h>
+
+#include "cpu_internal.h"
+
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#include <immintrin.h>
+#define DENSE_AVX2 1
+#else
+#define DENSE_AVX2 0
+#endif
+
+#define DENSE_KC 512 /* at most this many k per block */
+#define PANEL 16     /* weight rows per panel: two vectors of 8 */
+#define NCOL 6       /* columns of b per microkernel: 12 accumulators */
+#define STEP 8       /* k per transposed tile */
+
+bool cpu_dense_mm_available(tport_type_id type, int64_t K) {
+    return (type == TPORT_TYPE_F32 || type == TPORT_TYPE_F16) && K > 0 && K % STEP == 0;
+}
+
+size_t cpu_dense_mm_scratch(void) {
+    return (size_t)CPU_DENSE_ROWS * DENSE_KC * sizeof(float) + 64;
+}
+
+#if DENSE_AVX2
+/* 8 rows of 8 values each (v[r]) into 8 columns (v[k] = rows 0..7 at k). */
+static inline void transpose8(__m256 v[8]) {
+    __m256 t0 = _mm256_unpacklo_ps(v[0], v[1]), t1 = _mm256_unpackhi_ps(v[0], v[1]);
+    __m256 t2 = _mm256_unpacklo_ps(v[2], v[3]), t3 = _mm256_unpackhi_ps(v[2], v[3]);
+    __m256 t4 = _mm256_unpacklo_ps(v[4], v[5]), t5 = _mm256_unpackhi_ps(v[4], v[5]);
+    __m256 t6 = _mm256_unpacklo_ps(v[6], v[7]), t7 = _mm256_unpackhi_ps(v[6], v[7]);
+    __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+    __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+    __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+    __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    v[0] = _mm256_permute2f128_ps(s0, s4, 0x20);
+    v[1] = _mm256_permute2f128_ps(s1, s5, 0x20);
+    v[2] = _mm256_permute2f128_ps(s2, s6, 0x20);
+    v[3] = _mm256_permute2f128_ps(s3, s7, 0x20);
+    v[4] = _mm256_permute2f128_ps(s0, s4, 0x31);
+    v[5] = _mm256_permute2f128_ps(s1, s5, 0x31);
+    v[6] = _mm256_permute2f128_ps(s2, s6, 0x31);
+    v[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
+}
+
+/* 8 elements of a weight row at src as f32. */
+static inline __m256 load8(tport_type_id type, const uint8_t *src) {
+    if (type == TPORT_TYPE_F16)
+        return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)src));
+    return _mm256_loadu_ps((const float *)(const void *)src);
+}
+#endif
+
+/* Rows [0, x->rows) of the block [k0, k0 + kc) into k-major panels; rows
+ * up to the next multiple of PANEL are zero, so every panel is whole. */
+static bool pack_block(const cpu_dense_mm *x, const tport_tensor_view *a, int64_t k0, int64_t kc, float *panels) {
+    size_t es = x->type == TPORT_TYPE_F16 ? 2 : 4;
+    int padded = (x->rows + PANEL - 1) / PANEL * PANEL;
+    for (int r0 = 0; r0 < padded; r0 += STEP) {
+        float *p = panels + (size_t)(r0 / PANEL) * (size_t)kc * PANEL + r0 % PANEL;
+        const uint8_t *src[STEP];
+        int valid = x->rows - r0 < STEP ? (x->rows - r0 > 0 ? x->rows - r0 : 0) : STEP;
+        for (int r = 0; r < valid; r++)
+            src[r] = x->a + (size_t)(r0 + r) * x->lda + (size_t)k0 * es;
+#if DENSE_AVX2
+        if (valid == STEP) {
+            for (int64_t k = 0; k < kc; k += STEP) {
+                __m256 v[STEP];
+                for (int r = 0; r < STEP; r++)
+                    v[r] = load8(x->type, src[r] + (size_t)k * es);
+                transpose8(v);
+                for (int i = 0; i < STEP; i++)
+                    _mm256_storeu_ps(p + (k + i) * PANEL, v[i]);
+            }
+            continue;
+        }
+#endif
+        /* the portable way, and the last rows of a matrix */
+        float row[DENSE_KC];
+        for (int r = 0; r < STEP; r++) {
+            if (r < valid && !cpu_row_to_f32(a, src[r], kc, row))
+                return false;
+            for (int64_t k = 0; k < kc; k++)
+                p[k * PANEL + r] = r < valid ? row[k] : 0.0f;
+        }
+    }
+    return true;
+}
+
+#if DENSE_AVX2
+/* One panel against the columns b[0..NCOL) over kc; adds (add) or stores
+ * the results at c[col][0..rows).  Short column groups repeat their first
+ * column, whose sums are dropped. */
+static void kernel(int64_t kc, const float *panel, const float *const b[NCOL], int ncols, float *const c[NCOL],
+                   int rows, bool add) {
+    __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
+    __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+    const float *b0 = b[0], *b1 = b[1], *b2 = b[2], *b3 = b[3], *b4 = b[4], *b5 = b[5];
+    for (int64_t k = 0; k < kc; k++, panel += PANEL) {
+        __m256 x0 = _mm256_loadu_ps(panel), x1 = _mm256_loadu_ps(panel + 8), y;
+        y = _mm256_broadcast_ss(b0 + k);
+        c00 = _mm256_fmadd_ps(x0, y, c00);
+        c01 = _mm256_fmadd_ps(x1, y, c01);
+        y = _mm256_broadcast_ss(b1 + k);
+        c10 = _mm256_fmadd_ps(x0, y, c10);
+        c11 = _mm256_fmadd_ps(x1, y, c11);
+        y = _mm256_broadcast_ss(b2 + k);
+        c20 = _mm256_fmadd_ps(x0, y, c20);
+        c21 = _mm256_fmadd_ps(x1, y, c21);
+        y = _mm256_broadcast_ss(b3 + k);
+        c30 = _mm256_fmadd_ps(x0, y, c30);
+        c31 = _mm256_fmadd_ps(x1, y, c31);
+        y = _mm256_broadcast_ss(b4 + k);
+        c40 = _mm256_fmadd_ps(x0, y, c40);
+        c41 = _mm256_fmadd_ps(x1, y, c41);
+        y = _mm256_broadcast_ss(b5 + k);
+        c50 = _mm256_fmadd_ps(x0, y, c50);
+        c51 = _mm256_fmadd_ps(x1, y, c51);
+    }
+    __m256 acc[NCOL][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
+    for (int j = 0; j < ncols; j++) {
+        float *out = c[j];
+        if (rows == PANEL) {
+            if (add) {
+                acc[j][0] = _mm256_add_ps(acc[j][0], _mm256_loadu_ps(out));
+                acc[j][1] = _mm256_add_ps(acc[j][1], _mm256_loadu_ps(out + 8));
+            }
+            _mm256_storeu_ps(out, acc[j][0]);
+            _mm256_storeu_ps(out + 8, acc[j][1]);
+            continue;
+        }
+        float s[PANEL];
+        _mm256_storeu_ps(s, acc[j][0]);
+        _mm256_storeu_ps(s + 8, acc[j][1]);
+        for (int r = 0; r < rows; r++)
+            out[r] = add ? out[r] + s[r] : s[r];
+    }
+}
+#else
+static void kernel(int64_t kc, const float *panel, const float *const b[NCOL], int ncols, float *const c[NCOL],
+                   int rows, bool add) {
+    float acc[NCOL][PANEL] = {{0}};
+    for (int64_t k = 0; k < kc; k++, panel += PANEL)
+        for (int j = 0; j < NCOL; j++) {
+            float y = b[j][k];
+            for (int r = 0; r < PANEL; r++)
+                acc[j][r] += panel[r] * y;
+        }
+    for (int j = 0; j < ncols; j++)
+        for (int r = 0; r < rows; r++)
+            c[j][r] = add ? c[j][r] + acc[j][r] : acc[j][r];
+}
+#endif
+
+bool cpu_dense_mm_run(const cpu_dense_mm *x, const tport_tensor_view *a, void *scratch) {
+    float *panels = (float *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
+    int64_t nblk = (x->K + DENSE_KC - 1) / DENSE_KC;
+    int64_t kc_max = ((x->K + nblk - 1) / nblk + STEP - 1) / STEP * STEP;
+    int npanels = (x->rows + PANEL - 1) / PANEL;
+    for (int64_t k0 = 0; k0 < x->K; k0 += kc_max) {
+        int64_t kc = x->K - k0 < kc_max ? x->K - k0 : kc_max;
+        if (!pack_block(x, a, k0, kc, panels))
+            return false;
+        for (int64_t j = 0; j < x->M; j += NCOL) {
+            int ncols = (int)(x->M - j < NCOL ? x->M - j : NCOL);
+            const float *b[NCOL];
+            float *c[NCOL];
+            for (int i = 0; i < NCOL; i++) {
+                int64_t col = j + (i < ncols ? i : 0);
+                b[i] = (const float *)(const void *)(x->b + (size_t)col * x->ldb) + k0;
+                c[i] = (float *)(void *)(x->c + (size_t)col * x->ldc);
+            }
+            for (int pnl = 0; pnl < npanels; pnl++) {
+                float *cp[NCOL];
+                for (int i = 0; i < NCOL; i++)
+                    cp[i] = c[i] + pnl * PANEL;
+                int rows = x->rows - pnl * PANEL < PANEL ? x->rows - pnl * PANEL : PANEL;
+                kernel(kc, panels + (size_t)pnl * (size_t)kc * PANEL, b, ncols, cp, rows, k0 > 0);
+            }
+        }
+    }
+    return true;
+}
