@@ -1,6 +1,8 @@
 /* mul_mat kernels on the x8 layouts of cpu_repack.c: one group of 8
  * weight rows (Q4_0 or Q8_0) against 1 to 4 columns of Q8_0 activations,
- * all 8 rows at once.  Each 32-bit lane of a vector is one weight row, so
+ * all 8 rows at once.  Generation takes one column; a batch four, where
+ * Q4_0 and Q4_K have kernels that unpack each weight load once for all
+ * four (Q8_0's 4-column form was slower than two passes of two).  Each 32-bit lane of a vector is one weight row, so
  * a block's 8 integer dot products come out in one vector and are scaled
  * and accumulated with one multiply-add: no horizontal sums, and the
  * activations are broadcast 4 bytes at a time instead of being reloaded
@@ -86,6 +88,46 @@ X8_INLINE void q4_0_x8(const uint8_t *g, int64_t nblk, const uint8_t *y, size_t 
     _mm256_storeu_ps(out, acc0);
     if (NC > 1)
         _mm256_storeu_ps(out + 8, acc1);
+}
+
+/* One column's share of a Q4_0 block in q4_0_x8_4: acc += d dy (sum - 8 sums). */
+X8_INLINE __m256 q4_0_finish(__m256i s, __m256 dx, const cpu_x8_act *a, __m256 acc) {
+    const __m256i i = _mm256_sub_epi32(_mm256_madd_epi16(s, _mm256_set1_epi16(1)), _mm256_set1_epi32(a->sum8));
+    return _mm256_fmadd_ps(_mm256_mul_ps(dx, _mm256_set1_ps(a->d)), _mm256_cvtepi32_ps(i), acc);
+}
+
+/* The same as q4_0_x8 against four columns (a batch): each weight load and
+ * its unpacked halves serve 4 columns instead of 2. */
+static void q4_0_x8_4(const uint8_t *g, int64_t nblk, const uint8_t *y, size_t ys, const cpu_x8_act *act,
+                      size_t as, float *out) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m256 f0 = _mm256_setzero_ps(), f1 = f0, f2 = f0, f3 = f0;
+    for (int64_t b = 0; b < nblk; b++, g += 144, y += 34) {
+        __m256i s0 = _mm256_setzero_si256(), s1 = s0, s2 = s0, s3 = s0;
+        X8_NO_UNROLL
+        for (int j = 0; j < 4; j++) {
+            const __m256i p = _mm256_loadu_si256((const __m256i *)(const void *)(g + 16 + 32 * j));
+            const __m256i lo = _mm256_and_si256(p, m4), hi = _mm256_and_si256(_mm256_srli_epi16(p, 4), m4);
+            const uint8_t *q = y + 2 + 4 * j;
+            s0 = _mm256_add_epi16(s0, _mm256_maddubs_epi16(lo, bcast4(q)));
+            s1 = _mm256_add_epi16(s1, _mm256_maddubs_epi16(lo, bcast4(q + ys)));
+            s2 = _mm256_add_epi16(s2, _mm256_maddubs_epi16(lo, bcast4(q + 2 * ys)));
+            s3 = _mm256_add_epi16(s3, _mm256_maddubs_epi16(lo, bcast4(q + 3 * ys)));
+            s0 = _mm256_add_epi16(s0, _mm256_maddubs_epi16(hi, bcast4(q + 16)));
+            s1 = _mm256_add_epi16(s1, _mm256_maddubs_epi16(hi, bcast4(q + ys + 16)));
+            s2 = _mm256_add_epi16(s2, _mm256_maddubs_epi16(hi, bcast4(q + 2 * ys + 16)));
+            s3 = _mm256_add_epi16(s3, _mm256_maddubs_epi16(hi, bcast4(q + 3 * ys + 16)));
+        }
+        const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)g));
+        f0 = q4_0_finish(s0, dx, act + b, f0);
+        f1 = q4_0_finish(s1, dx, act + as + b, f1);
+        f2 = q4_0_finish(s2, dx, act + 2 * as + b, f2);
+        f3 = q4_0_finish(s3, dx, act + 3 * as + b, f3);
+    }
+    _mm256_storeu_ps(out, f0);
+    _mm256_storeu_ps(out + 8, f1);
+    _mm256_storeu_ps(out + 16, f2);
+    _mm256_storeu_ps(out + 24, f3);
 }
 
 /* Q8_0 x8 group (nblk blocks of 272 bytes) against NC (1 or 2) columns. */
@@ -180,10 +222,73 @@ X8_INLINE void q4_K_x8(const uint8_t *g, int64_t nsb, const uint8_t *y, size_t y
         _mm256_storeu_ps(out + 8, acc1);
 }
 
+/* Row r's 6-bit scale of sub-block j in both int16 halves of lane r, so
+ * that one madd applies it to a lane's two int16 partial sums. */
+X8_INLINE __m256i q4_K_scale16(const uint8_t *g, int j) {
+    const __m256i sc = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(g + 32 + 8 * j)));
+    return _mm256_or_si256(sc, _mm256_slli_epi32(sc, 16));
+}
+
+/* One sub-block (low nibbles of chunks qx, or high: HI) of 8 rows against
+ * four columns qy + c * ys: madd with the rows' scales into isum[c].  The
+ * two halves go in separate passes so that only four int16 sums are live:
+ * with eight, GCC spills and copies registers in the inner loop. */
+X8_INLINE void q4_K_half_4(const uint8_t *qx, const uint8_t *qy, size_t ys, const int HI, __m256i scale,
+                           __m256i isum[4]) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+    X8_NO_UNROLL
+    for (int c = 0; c < 8; c++, qx += 32, qy += 4) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)qx);
+        v = _mm256_and_si256(HI ? _mm256_srli_epi16(v, 4) : v, m4);
+        a0 = _mm256_add_epi16(_mm256_maddubs_epi16(v, bcast4(qy)), a0);
+        a1 = _mm256_add_epi16(_mm256_maddubs_epi16(v, bcast4(qy + ys)), a1);
+        a2 = _mm256_add_epi16(_mm256_maddubs_epi16(v, bcast4(qy + 2 * ys)), a2);
+        a3 = _mm256_add_epi16(_mm256_maddubs_epi16(v, bcast4(qy + 3 * ys)), a3);
+    }
+    isum[0] = _mm256_add_epi32(isum[0], _mm256_madd_epi16(a0, scale));
+    isum[1] = _mm256_add_epi32(isum[1], _mm256_madd_epi16(a1, scale));
+    isum[2] = _mm256_add_epi32(isum[2], _mm256_madd_epi16(a2, scale));
+    isum[3] = _mm256_add_epi32(isum[3], _mm256_madd_epi16(a3, scale));
+}
+
+/* The same as q4_K_x8 against four columns (a batch): each 32-byte load
+ * of weights serves 4 columns instead of 2. */
+static void q4_K_x8_4(const uint8_t *g, int64_t nsb, const uint8_t *y, size_t ys, float *out) {
+    __m256 acc[4];
+    for (int c = 0; c < 4; c++)
+        acc[c] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nsb; b++, g += 1184, y += 292) {
+        __m256i isum[4];
+        for (int c = 0; c < 4; c++)
+            isum[c] = _mm256_setzero_si256();
+        for (int q = 0; q < 4; q++) { /* sub-blocks 2q (low nibbles) and 2q + 1 (high) */
+            q4_K_half_4(g + 160 + 256 * q, y + 4 + 64 * q, ys, 0, q4_K_scale16(g, 2 * q), isum);
+            q4_K_half_4(g + 160 + 256 * q, y + 36 + 64 * q, ys, 1, q4_K_scale16(g, 2 * q + 1), isum);
+        }
+        const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)g));
+        const __m256 mx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(g + 16)));
+        for (int c = 0; c < 4; c++) {
+            const uint8_t *yc = y + (size_t)c * ys;
+            float dy;
+            memcpy(&dy, yc, 4);
+            const __m256 vdy = _mm256_set1_ps(dy);
+            acc[c] = _mm256_fmadd_ps(_mm256_mul_ps(dx, vdy), _mm256_cvtepi32_ps(isum[c]), acc[c]);
+            acc[c] = _mm256_fnmadd_ps(_mm256_mul_ps(mx, vdy), _mm256_cvtepi32_ps(q4_K_mins(g, yc)), acc[c]);
+        }
+    }
+    for (int c = 0; c < 4; c++)
+        _mm256_storeu_ps(out + 8 * c, acc[c]);
+}
+
 void cpu_x8_dot(int layout, const uint8_t *group, int64_t K, const uint8_t *y, size_t y_stride,
                 const cpu_x8_act *act, size_t act_stride, int ncols, float *out) {
     /* constant column counts, so the loops over columns unroll */
     if (layout == CPU_LAYOUT_Q4_K_X8) {
+        if (ncols == 4) {
+            q4_K_x8_4(group, K / 256, y, y_stride, out);
+            return;
+        }
         for (int c = 0; c < ncols; c += 2) /* two at a time: 16 registers */
             if (ncols - c >= 2)
                 q4_K_x8(group, K / 256, y + (size_t)c * y_stride, y_stride, 2, out + 8 * c);
@@ -193,6 +298,10 @@ void cpu_x8_dot(int layout, const uint8_t *group, int64_t K, const uint8_t *y, s
     }
     /* two columns at a time: more would spill the accumulators to the stack */
     int64_t nblk = K / 32;
+    if (layout == CPU_LAYOUT_Q4_0_X8 && ncols == 4) { /* a batch (Q8_0's 4-column form measured slower) */
+        q4_0_x8_4(group, nblk, y, y_stride, act, act_stride, out);
+        return;
+    }
     for (int c = 0; c < ncols; c += 2) {
         const uint8_t *yc = y + (size_t)c * y_stride;
         const cpu_x8_act *ac = act + (size_t)c * act_stride;
