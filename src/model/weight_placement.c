@@ -240,6 +240,17 @@ static void home(placer *p, tport_tensor *w, const tport_active_backend *b) {
         p->homes[p->n_homes++] = (tport_weight_home){.weight = w, .backend = b};
 }
 
+/* The home of a weight placed for `uses`.  A table read only by get_rows
+ * (an embedding) stays in the file for a host-memory backend: it reads a
+ * few rows a token, which are all of it the file's mapping brings into
+ * memory, while a copy in the backend's layout would hold all of it and
+ * speed nothing up.  A backend with memory of its own still gets it. */
+static void home_for(placer *p, tport_tensor *w, unsigned uses, const tport_active_backend *b) {
+    if (b && uses == USE_GET_ROWS && !b->mem.device_memory)
+        return;
+    home(p, w, b);
+}
+
 static tport_status place(placer *p, tport_tensor **slot, unsigned uses, const tport_active_backend **on) {
     tport_tensor *w = *slot;
     *on = NULL;
@@ -278,14 +289,14 @@ static tport_status place(placer *p, tport_tensor **slot, unsigned uses, const t
               d->backend->name, tport_type_get(d->to)->name);
     *on = d->backend;
     if (d->to == from) {
-        home(p, *slot, d->backend);
+        home_for(p, *slot, uses, d->backend);
         return TPORT_STATUS_OK;
     }
     tport_convert_report rep;
     tport_status st = convert_weight(p->m, slot, d->to, &rep);
     if (st == TPORT_STATUS_OK) {
         note(p, d, &rep);
-        home(p, *slot, d->backend);
+        home_for(p, *slot, uses, d->backend);
     }
     return st;
 }
