@@ -160,14 +160,18 @@ X8_INLINE void q8_0_x8(const uint8_t *g, int64_t nblk, const uint8_t *y, size_t 
 /* Q4_K x8 group (nsb super-blocks of 1184 bytes) against NC (1 or 2) Q8_K
  * columns {f32 d; i8 qs[256]; i16 bsums[16]} (292 bytes each). */
 X8_INLINE __m256i q4_K_mins(const uint8_t *g, const uint8_t *yb) {
-    /* sub-block j's activation sum is bsums[2j] + bsums[2j + 1] */
-    int16_t bs[16];
-    memcpy(bs, yb + 260, sizeof bs);
+    /* sub-block j's activation sum is bsums[2j] + bsums[2j + 1]: one madd
+     * gives the 8 sums, a pack puts sub-blocks 2p and 2p + 1 side by side
+     * as int16 in 32-bit lane p' (0, 1, 4, 5 for p = 0..3), and each pair
+     * is broadcast to every row's lane for a madd with that row's mins */
+    const __m256i bs = _mm256_loadu_si256((const __m256i *)(const void *)(yb + 260));
+    const __m256i s32 = _mm256_madd_epi16(bs, _mm256_set1_epi16(1));
+    const __m256i pairs = _mm256_packs_epi32(s32, s32);
     __m256i msum = _mm256_setzero_si256();
+    static const int lane[4] = {0, 1, 4, 5};
     for (int pr = 0; pr < 4; pr++) {
         const __m256i mn = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(g + 96 + 16 * pr)));
-        const int32_t s0 = bs[4 * pr] + bs[4 * pr + 1], s1 = bs[4 * pr + 2] + bs[4 * pr + 3];
-        const __m256i pair = _mm256_set1_epi32((int32_t)((uint32_t)(uint16_t)s0 | (uint32_t)(uint16_t)s1 << 16));
+        const __m256i pair = _mm256_permutevar8x32_epi32(pairs, _mm256_set1_epi32(lane[pr]));
         msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mn, pair));
     }
     return msum;
