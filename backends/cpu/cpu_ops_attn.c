@@ -190,15 +190,52 @@ FA_INLINE void scores_simd(const fa_tile *t, int cnt, bool f16) {
     }
 }
 
+#if FA_VL == 8
+/* The scores of a single query (generation), four keys at a time: the
+ * query's vectors are loaded once for all four, four independent sums keep
+ * more of the cache's rows in flight, and one tree of horizontal adds
+ * gives the four scores. */
+FA_INLINE void scores_one(const fa_tile *t, bool f16) {
+    const float *q = t->q[0], *mask = t->mask[0];
+    float *s = t->s[0];
+    int64_t j = 0;
+    for (; j + 4 <= t->kv_end; j += 4) {
+        const uint8_t *k0 = t->k + (size_t)j * t->k_nb1, *k1 = k0 + t->k_nb1, *k2 = k1 + t->k_nb1,
+                      *k3 = k2 + t->k_nb1;
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        for (int64_t c = 0; c < t->hd; c += 8) {
+            const __m256 qv = _mm256_loadu_ps(q + c);
+            a0 = _mm256_fmadd_ps(load_kv(k0, c, f16), qv, a0);
+            a1 = _mm256_fmadd_ps(load_kv(k1, c, f16), qv, a1);
+            a2 = _mm256_fmadd_ps(load_kv(k2, c, f16), qv, a2);
+            a3 = _mm256_fmadd_ps(load_kv(k3, c, f16), qv, a3);
+        }
+        const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
+        __m128 sc = _mm_mul_ps(_mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)),
+                               _mm_set1_ps(t->scale));
+        if (mask)
+            sc = _mm_add_ps(sc, _mm_loadu_ps(mask + j));
+        _mm_storeu_ps(s + j, sc);
+    }
+    for (; j < t->kv_end; j++) {
+        const uint8_t *kr = t->k + (size_t)j * t->k_nb1;
+        __m256 a = _mm256_setzero_ps();
+        for (int64_t c = 0; c < t->hd; c += 8)
+            a = _mm256_fmadd_ps(load_kv(kr, c, f16), _mm256_loadu_ps(q + c), a);
+        s[j] = fa_reduce_add(a) * t->scale + (mask ? mask[j] : 0.0f);
+    }
+}
+#endif
+
 /* out[:, c0 .. c0 + nv FA_VL) of every query of the tile */
 FA_INLINE void values_simd(const fa_tile *t, int cnt, int nv, int64_t c0, bool f16) {
-    fa_vec acc[FA_TILE][4];
+    fa_vec acc[FA_TILE][8];
     for (int i = 0; i < cnt; i++)
         for (int u = 0; u < nv; u++)
             acc[i][u] = fa_zero();
     for (int64_t j = 0; j < t->kv_end; j++) {
         const uint8_t *vr = t->v + (size_t)j * t->v_nb1;
-        fa_vec vv[4];
+        fa_vec vv[8];
         for (int u = 0; u < nv; u++)
             vv[u] = load_kv(vr, c0 + FA_VL * u, f16);
         for (int i = 0; i < cnt; i++) {
@@ -213,14 +250,25 @@ FA_INLINE void values_simd(const fa_tile *t, int cnt, int nv, int64_t c0, bool f
 }
 
 /* AVX2 has 16 registers: 2 vectors of V per pass keep cnt x 2 accumulators
- * in them; AVX-512's 32 take 4. */
+ * in them; AVX-512's 32 take 4.  A single query (generation) has room for
+ * 8 accumulators: V's rows, the largest read of a token at depth, are then
+ * read in one pass for heads of up to 8 vectors instead of in several. */
 #define FA_NV (FA_VL == 16 ? 4 : 2)
+#define FA_NV1 8
 
 FA_INLINE void tile_simd_n(fa_tile *t, int cnt, bool f16) {
-    scores_simd(t, cnt, f16);
+#if FA_VL == 8
+    if (cnt == 1)
+        scores_one(t, f16);
+    else
+#endif
+        scores_simd(t, cnt, f16);
     for (int i = 0; i < cnt; i++)
         t->inv[i] = softmax_in_place(t->s[i], t->kv_end);
     int64_t c = 0;
+    if (cnt == 1)
+        for (; c + FA_NV1 * FA_VL <= t->hd; c += FA_NV1 * FA_VL)
+            values_simd(t, 1, FA_NV1, c, f16);
     for (; c + FA_NV * FA_VL <= t->hd; c += FA_NV * FA_VL)
         values_simd(t, cnt, FA_NV, c, f16);
     for (; c < t->hd; c += FA_VL)

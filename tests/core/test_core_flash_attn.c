@@ -51,7 +51,7 @@ static tport_tensor *cache_view(tport_ctx *ctx, tport_type_id type, int64_t hd, 
 }
 
 static void check(tport_type_id type, int64_t hd, int64_t n_head, int64_t n_kvh, int64_t n, int64_t n_kv,
-                  int mask_kind) {
+                  int mask_kind) { /* 0 none, 1 causal, 2 causal with row 0 all -inf, 3 causal plus a distance bias */
     tport_ctx *ctx = tport_ctx_new(64u << 20);
     tport_tensor *q = ct_rand(ctx, TPORT_TYPE_F32, hd, n_head, n, 1);
     tport_tensor *k = cache_view(ctx, type, hd, n_kvh, n_kv + 3, n_kv);
@@ -62,7 +62,9 @@ static void check(tport_type_id type, int64_t hd, int64_t n_head, int64_t n_kvh,
         int64_t pos = n_kv - n; /* causal: token t sees keys 0 .. pos + t */
         for (int64_t t = 0; mask && t < n; t++)
             for (int64_t j = 0; j < n_kv; j++)
-                ct_set(mask, j, t, 0, 0, j <= pos + t && !(mask_kind == 2 && t == 0) ? 0.0 : -INFINITY);
+                ct_set(mask, j, t, 0, 0,
+                       j <= pos + t && !(mask_kind == 2 && t == 0) ? (mask_kind == 3 ? -0.05 * (double)(pos + t - j) : 0.0)
+                                                                  : -INFINITY);
     }
     double scale = 1.0 / sqrt((double)hd);
     tport_tensor *o = tport_flash_attn(ctx, q, k, v, mask, (float)scale);
@@ -146,6 +148,10 @@ int main(void) {
         check(t, 16, 3, 3, 9, 9, 1);
         check(t, 8, 8, 4, 6, 6, 1);     /* head size the SIMD path skips */
         check(t, 20, 2, 1, 2, 5, 2);
+        check(t, 64, 4, 4, 1, 39, 3);   /* generation, a bias on every key */
+        check(t, 64, 4, 2, 6, 23, 3);   /* a prompt, biased              */
+        check(t, 80, 2, 2, 1, 9, 3);    /* generation, head of 8 + 2 vectors */
+        check(t, 128, 2, 1, 1, 30, 3);  /* generation, head of 2 x 8 vectors */
     }
     return test_finish("test_core_flash_attn");
 }
