@@ -115,27 +115,21 @@ static void kernel(int64_t kc, const float *panel, const float *const b[NCOL], i
     __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
     __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
     const float *b0 = b[0], *b1 = b[1], *b2 = b[2], *b3 = b[3], *b4 = b[4], *b5 = b[5];
+/* column j's broadcast and its two multiply-adds */
+#define DENSE_COL(j)                                                                                         \
+    y = _mm256_broadcast_ss(b##j + k);                                                                       \
+    c##j##0 = _mm256_fmadd_ps(x0, y, c##j##0);                                                               \
+    c##j##1 = _mm256_fmadd_ps(x1, y, c##j##1)
     for (int64_t k = 0; k < kc; k++, panel += PANEL) {
         __m256 x0 = _mm256_loadu_ps(panel), x1 = _mm256_loadu_ps(panel + 8), y;
-        y = _mm256_broadcast_ss(b0 + k);
-        c00 = _mm256_fmadd_ps(x0, y, c00);
-        c01 = _mm256_fmadd_ps(x1, y, c01);
-        y = _mm256_broadcast_ss(b1 + k);
-        c10 = _mm256_fmadd_ps(x0, y, c10);
-        c11 = _mm256_fmadd_ps(x1, y, c11);
-        y = _mm256_broadcast_ss(b2 + k);
-        c20 = _mm256_fmadd_ps(x0, y, c20);
-        c21 = _mm256_fmadd_ps(x1, y, c21);
-        y = _mm256_broadcast_ss(b3 + k);
-        c30 = _mm256_fmadd_ps(x0, y, c30);
-        c31 = _mm256_fmadd_ps(x1, y, c31);
-        y = _mm256_broadcast_ss(b4 + k);
-        c40 = _mm256_fmadd_ps(x0, y, c40);
-        c41 = _mm256_fmadd_ps(x1, y, c41);
-        y = _mm256_broadcast_ss(b5 + k);
-        c50 = _mm256_fmadd_ps(x0, y, c50);
-        c51 = _mm256_fmadd_ps(x1, y, c51);
+        DENSE_COL(0);
+        DENSE_COL(1);
+        DENSE_COL(2);
+        DENSE_COL(3);
+        DENSE_COL(4);
+        DENSE_COL(5);
     }
+#undef DENSE_COL
     __m256 acc[NCOL][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
     for (int j = 0; j < ncols; j++) {
         float *out = c[j];

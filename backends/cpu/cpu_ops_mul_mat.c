@@ -345,6 +345,16 @@ static void pack_task(void *arg, int ith, int nth) {
     }
 }
 
+/* Work unit t of an op cut into `tiles` tiles of `rows` rows per matrix:
+ * its first row and the matrix (i12, i13) of dst it belongs to. */
+static void mm_unit(const tport_tensor_view *d, int64_t t, int64_t tiles, int64_t rows, int64_t *i0, int64_t *i12,
+                    int64_t *i13) {
+    int64_t mat = t / tiles;
+    *i0 = (t % tiles) * rows;
+    *i12 = mat % d->ne[2];
+    *i13 = mat / d->ne[2];
+}
+
 /* Row j of b for matrix (i12, i13): packed or in place. */
 static const void *b_row(const mm_job *job, int64_t j, int64_t i12, int64_t i13) {
     const tport_tensor_view *b = job->op->src[1];
@@ -366,8 +376,8 @@ static void compute_task(void *arg, int ith, int nth) {
     int64_t n_work = tiles * n_mats, chunk = cpu_chunk_size(n_work, nth, 1), t0, t1;
     while (cpu_claim(op, n_work, chunk, &t0, &t1))
     for (int64_t t = t0; t < t1; t++) {
-        int64_t mat = t / tiles, i0 = (t % tiles) * TILE;
-        int64_t i12 = mat % d->ne[2], i13 = mat / d->ne[2];
+        int64_t i0, i12, i13;
+        mm_unit(d, t, tiles, TILE, &i0, &i12, &i13);
         int64_t i02 = i12 / p->r2, i03 = i13 / p->r3;
         int rows = (int)(p->N - i0 < TILE ? p->N - i0 : TILE);
         const void *araw[TILE];
@@ -444,8 +454,8 @@ static void tiled_task(void *arg, int ith, int nth) {
     (void)ith;
     while (cpu_claim(op, n_work, chunk, &t0, &t1))
     for (int64_t t = t0; t < t1; t++) {
-        int64_t mat = t / tiles, i0 = (t % tiles) * R;
-        int64_t i12 = mat % d->ne[2], i13 = mat / d->ne[2];
+        int64_t i0, i12, i13;
+        mm_unit(d, t, tiles, R, &i0, &i12, &i13);
         int64_t i02 = i12 / p->r2, i03 = i13 / p->r3;
         int rows = (int)(p->N - i0 < R ? p->N - i0 : R);
         const uint8_t *rp[R];
@@ -484,8 +494,8 @@ static void dense_task(void *arg, int ith, int nth) {
     int64_t n_work = tiles * n_mats, chunk = cpu_chunk_size(n_work, nth, 1), t0, t1;
     while (cpu_claim(op, n_work, chunk, &t0, &t1))
         for (int64_t t = t0; t < t1; t++) {
-            int64_t mat = t / tiles, i0 = (t % tiles) * R;
-            int64_t i12 = mat % d->ne[2], i13 = mat / d->ne[2];
+            int64_t i0, i12, i13;
+            mm_unit(d, t, tiles, R, &i0, &i12, &i13);
             cpu_dense_mm x = {
                 .K = p->K,
                 .M = p->M,
