@@ -171,12 +171,13 @@ CPU_HIDDEN size_t cpu_mul_mat_thread_scratch(const cpu_op *op);
 
 /* ---- batches of dense f32/f16 weights (cpu_mul_mat_dense.c) ------------
  * c[j * ldc + r] (f32) = dot(weight row r, b row j) for r < rows <=
- * CPU_DENSE_ROWS and j < M; weight rows at a + r * lda, b's f32 rows at
- * b + j * ldb, strides in bytes, every element dense. */
+ * CPU_DENSE_ROWS and j < M; weight rows (of the view w, F32 or F16) at
+ * a + r * lda, b's f32 rows at b + j * ldb, strides in bytes, every
+ * element dense. */
 #define CPU_DENSE_ROWS 64
 typedef struct cpu_dense_mm {
+    const tport_tensor_view *w;
     int64_t K, M;
-    tport_type_id type; /* F32 or F16 */
     int rows;
     const uint8_t *a, *b;
     uint8_t *c;
@@ -184,8 +185,7 @@ typedef struct cpu_dense_mm {
 } cpu_dense_mm;
 CPU_HIDDEN bool cpu_dense_mm_available(tport_type_id type, int64_t K);
 CPU_HIDDEN size_t cpu_dense_mm_scratch(void); /* bytes per thread */
-/* a: the weight's view (for conversions without F16C); false: it failed */
-CPU_HIDDEN bool cpu_dense_mm_run(const cpu_dense_mm *x, const tport_tensor_view *a, void *scratch);
+CPU_HIDDEN bool cpu_dense_mm_run(const cpu_dense_mm *x, void *scratch); /* false: a conversion failed */
 
 /* ---- tiled Q4_K x Q8_K mul_mat (cpu_mul_mat_q4ktile.c): the same shape
  * of interface as the Q8_0 one below, tiles of CPU_Q8TILE_ROWS rows. */

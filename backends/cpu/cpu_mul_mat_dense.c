@@ -74,8 +74,9 @@ static inline __m256 load8(tport_type_id type, const uint8_t *src) {
 
 /* Rows [0, x->rows) of the block [k0, k0 + kc) into k-major panels; rows
  * up to the next multiple of PANEL are zero, so every panel is whole. */
-static bool pack_block(const cpu_dense_mm *x, const tport_tensor_view *a, int64_t k0, int64_t kc, float *panels) {
-    size_t es = x->type == TPORT_TYPE_F16 ? 2 : 4;
+static bool pack_block(const cpu_dense_mm *x, int64_t k0, int64_t kc, float *panels) {
+    tport_type_id type = x->w->type;
+    size_t es = type == TPORT_TYPE_F16 ? 2 : 4;
     int padded = (x->rows + PANEL - 1) / PANEL * PANEL;
     for (int r0 = 0; r0 < padded; r0 += STEP) {
         float *p = panels + (size_t)(r0 / PANEL) * (size_t)kc * PANEL + r0 % PANEL;
@@ -88,7 +89,7 @@ static bool pack_block(const cpu_dense_mm *x, const tport_tensor_view *a, int64_
             for (int64_t k = 0; k < kc; k += STEP) {
                 __m256 v[STEP];
                 for (int r = 0; r < STEP; r++)
-                    v[r] = load8(x->type, src[r] + (size_t)k * es);
+                    v[r] = load8(type, src[r] + (size_t)k * es);
                 transpose8(v);
                 for (int i = 0; i < STEP; i++)
                     _mm256_storeu_ps(p + (k + i) * PANEL, v[i]);
@@ -99,7 +100,7 @@ static bool pack_block(const cpu_dense_mm *x, const tport_tensor_view *a, int64_
         /* the portable way, and the last rows of a matrix */
         float row[DENSE_KC];
         for (int r = 0; r < STEP; r++) {
-            if (r < valid && !cpu_row_to_f32(a, src[r], kc, row))
+            if (r < valid && !cpu_row_to_f32(x->w, src[r], kc, row))
                 return false;
             for (int64_t k = 0; k < kc; k++)
                 p[k * PANEL + r] = r < valid ? row[k] : 0.0f;
@@ -167,14 +168,14 @@ static void kernel(int64_t kc, const float *panel, const float *const b[NCOL], i
 }
 #endif
 
-bool cpu_dense_mm_run(const cpu_dense_mm *x, const tport_tensor_view *a, void *scratch) {
+bool cpu_dense_mm_run(const cpu_dense_mm *x, void *scratch) {
     float *panels = (float *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
     int64_t nblk = (x->K + DENSE_KC - 1) / DENSE_KC;
     int64_t kc_max = ((x->K + nblk - 1) / nblk + STEP - 1) / STEP * STEP;
     int npanels = (x->rows + PANEL - 1) / PANEL;
     for (int64_t k0 = 0; k0 < x->K; k0 += kc_max) {
         int64_t kc = x->K - k0 < kc_max ? x->K - k0 : kc_max;
-        if (!pack_block(x, a, k0, kc, panels))
+        if (!pack_block(x, k0, kc, panels))
             return false;
         for (int64_t j = 0; j < x->M; j += NCOL) {
             int ncols = (int)(x->M - j < NCOL ? x->M - j : NCOL);

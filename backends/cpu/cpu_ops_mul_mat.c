@@ -497,9 +497,9 @@ static void dense_task(void *arg, int ith, int nth) {
             int64_t i0, i12, i13;
             mm_unit(d, t, tiles, R, &i0, &i12, &i13);
             cpu_dense_mm x = {
+                .w = a,
                 .K = p->K,
                 .M = p->M,
-                .type = a->type,
                 .rows = (int)(p->N - i0 < R ? p->N - i0 : R),
                 .a = cpu_row(a, i0, i12 / p->r2, i13 / p->r3),
                 .lda = a->nb[1],
@@ -508,7 +508,7 @@ static void dense_task(void *arg, int ith, int nth) {
                 .c = cpu_row(d, 0, i12, i13) + (size_t)i0 * sizeof(float),
                 .ldc = d->nb[1],
             };
-            if (!cpu_dense_mm_run(&x, a, scratch)) {
+            if (!cpu_dense_mm_run(&x, scratch)) {
                 cpu_op_fail(op, TPORT_STATUS_UNSUPPORTED, "mul_mat: cannot convert type %u to f32", a->type);
                 return;
             }
