@@ -345,14 +345,28 @@ static void pack_task(void *arg, int ith, int nth) {
     }
 }
 
-/* Work unit t of an op cut into `tiles` tiles of `rows` rows per matrix:
- * its first row and the matrix (i12, i13) of dst it belongs to. */
-static void mm_unit(const tport_tensor_view *d, int64_t t, int64_t tiles, int64_t rows, int64_t *i0, int64_t *i12,
-                    int64_t *i13) {
-    int64_t mat = t / tiles;
-    *i0 = (t % tiles) * rows;
-    *i12 = mat % d->ne[2];
-    *i13 = mat / d->ne[2];
+/* A task's work: tiles of `rows` weight rows of every matrix of dst,
+ * claimed in chunks from the op's counter.  mm_next gives the next tile's
+ * first row and the matrix (i12, i13) it belongs to; false when none is
+ * left. */
+typedef struct mm_units {
+    cpu_op *op;
+    int64_t tiles, rows, n, chunk, t, end;
+} mm_units;
+
+static mm_units mm_units_of(cpu_op *op, int64_t N, int64_t rows, int nth) {
+    int64_t tiles = (N + rows - 1) / rows, n = tiles * op->dst->ne[2] * op->dst->ne[3];
+    return (mm_units){.op = op, .tiles = tiles, .rows = rows, .n = n, .chunk = cpu_chunk_size(n, nth, 1)};
+}
+
+static bool mm_next(mm_units *u, int64_t *i0, int64_t *i12, int64_t *i13) {
+    if (u->t == u->end && !cpu_claim(u->op, u->n, u->chunk, &u->t, &u->end))
+        return false;
+    int64_t t = u->t++, mat = t / u->tiles;
+    *i0 = (t % u->tiles) * u->rows;
+    *i12 = mat % u->op->dst->ne[2];
+    *i13 = mat / u->op->dst->ne[2];
+    return true;
 }
 
 /* Row j of b for matrix (i12, i13): packed or in place. */
@@ -372,12 +386,9 @@ static void compute_task(void *arg, int ith, int nth) {
     /* generation with f16 weights: converted in registers, not through abuf */
     bool f16_direct = HAVE_DOT_F16 && !p->vec_dot && p->M == 1 && a->type == TPORT_TYPE_F16 &&
                       a->nb[0] == sizeof(uint16_t);
-    int64_t tiles = (p->N + TILE - 1) / TILE, n_mats = d->ne[2] * d->ne[3];
-    int64_t n_work = tiles * n_mats, chunk = cpu_chunk_size(n_work, nth, 1), t0, t1;
-    while (cpu_claim(op, n_work, chunk, &t0, &t1))
-    for (int64_t t = t0; t < t1; t++) {
-        int64_t i0, i12, i13;
-        mm_unit(d, t, tiles, TILE, &i0, &i12, &i13);
+    mm_units u = mm_units_of(op, p->N, TILE, nth);
+    int64_t i0, i12, i13;
+    while (mm_next(&u, &i0, &i12, &i13)) {
         int64_t i02 = i12 / p->r2, i03 = i13 / p->r3;
         int rows = (int)(p->N - i0 < TILE ? p->N - i0 : TILE);
         const void *araw[TILE];
@@ -449,13 +460,9 @@ static void tiled_task(void *arg, int ith, int nth) {
     const tport_tensor_view *a = op->src[0], *d = op->dst;
     enum { R = CPU_Q8TILE_ROWS };
     uint8_t *tile = cpu_thread_scratch(op, ith);
-    int64_t tiles = (p->N + R - 1) / R, n_mats = d->ne[2] * d->ne[3];
-    int64_t n_work = tiles * n_mats, chunk = cpu_chunk_size(n_work, nth, 1), t0, t1;
-    (void)ith;
-    while (cpu_claim(op, n_work, chunk, &t0, &t1))
-    for (int64_t t = t0; t < t1; t++) {
-        int64_t i0, i12, i13;
-        mm_unit(d, t, tiles, R, &i0, &i12, &i13);
+    mm_units u = mm_units_of(op, p->N, R, nth);
+    int64_t i0, i12, i13;
+    while (mm_next(&u, &i0, &i12, &i13)) {
         int64_t i02 = i12 / p->r2, i03 = i13 / p->r3;
         int rows = (int)(p->N - i0 < R ? p->N - i0 : R);
         const uint8_t *rp[R];
@@ -490,29 +497,26 @@ static void dense_task(void *arg, int ith, int nth) {
     const tport_tensor_view *a = op->src[0], *b = op->src[1], *d = op->dst;
     enum { R = CPU_DENSE_ROWS };
     void *scratch = cpu_thread_scratch(op, ith);
-    int64_t tiles = (p->N + R - 1) / R, n_mats = d->ne[2] * d->ne[3];
-    int64_t n_work = tiles * n_mats, chunk = cpu_chunk_size(n_work, nth, 1), t0, t1;
-    while (cpu_claim(op, n_work, chunk, &t0, &t1))
-        for (int64_t t = t0; t < t1; t++) {
-            int64_t i0, i12, i13;
-            mm_unit(d, t, tiles, R, &i0, &i12, &i13);
-            cpu_dense_mm x = {
-                .w = a,
-                .K = p->K,
-                .M = p->M,
-                .rows = (int)(p->N - i0 < R ? p->N - i0 : R),
-                .a = cpu_row(a, i0, i12 / p->r2, i13 / p->r3),
-                .lda = a->nb[1],
-                .b = b_row(job, 0, i12, i13),
-                .ldb = p->packed_row ? p->packed_row : b->nb[1],
-                .c = cpu_row(d, 0, i12, i13) + (size_t)i0 * sizeof(float),
-                .ldc = d->nb[1],
-            };
-            if (!cpu_dense_mm_run(&x, scratch)) {
-                cpu_op_fail(op, TPORT_STATUS_UNSUPPORTED, "mul_mat: cannot convert type %u to f32", a->type);
-                return;
-            }
+    mm_units u = mm_units_of(op, p->N, R, nth);
+    int64_t i0, i12, i13;
+    while (mm_next(&u, &i0, &i12, &i13)) {
+        cpu_dense_mm x = {
+            .w = a,
+            .K = p->K,
+            .M = p->M,
+            .rows = (int)(p->N - i0 < R ? p->N - i0 : R),
+            .a = cpu_row(a, i0, i12 / p->r2, i13 / p->r3),
+            .lda = a->nb[1],
+            .b = b_row(job, 0, i12, i13),
+            .ldb = p->packed_row ? p->packed_row : b->nb[1],
+            .c = cpu_row(d, 0, i12, i13) + (size_t)i0 * sizeof(float),
+            .ldc = d->nb[1],
+        };
+        if (!cpu_dense_mm_run(&x, scratch)) {
+            cpu_op_fail(op, TPORT_STATUS_UNSUPPORTED, "mul_mat: cannot convert type %u to f32", a->type);
+            return;
         }
+    }
 }
 
 /* The x8 path: groups of 8 re-encoded weight rows (cpu_repack.c) against
