@@ -7,9 +7,9 @@
  * it.)  On a machine whose CPU plug-in has no re-encoded layout (no AVX2)
  * the test says skipped. */
 #include <stdlib.h>
-#include <unistd.h>
 
 #include "../test_util.h"
+#include "../tools/tool_run.h"
 #include "core/tensor.h"
 #include "greedy.h"
 #include "model/model.h"
@@ -21,18 +21,21 @@ static bool copied(const tport_tensor *w) {
 }
 
 int main(void) {
-    const char *dir = getenv("TMPDIR");
-    char path[512], cmd[1024];
-    snprintf(path, sizeof path, "%s/tport-residency-%d.gguf", dir && *dir ? dir : "/tmp", (int)getpid());
-    snprintf(cmd, sizeof cmd, "'%s' synth --dim 64 --layers 2 --heads 4 --ff 128 --vocab 320 --ctx 64 --type q8_0 "
-             "--seed 3 -o '%s' >/dev/null", TPORT_CLI, path);
-    CHECK(system(cmd) == 0, "failed: %s", cmd);
+    char dir[512], path[600], args[1024];
+    CHECK(tool_scratch_dir(dir, sizeof dir, "residency") != NULL, "no scratch folder");
+    if (test_failures)
+        return test_finish(name);
+    snprintf(path, sizeof path, "%s/m.gguf", dir);
+    snprintf(args, sizeof args, "synth --dim 64 --layers 2 --heads 4 --ff 128 --vocab 320 --ctx 64 --type q8_0 "
+             "--seed 3 -o '%s' >/dev/null", path);
+    CHECK(tool_run(args) == 0, "failed: tport %s", args);
+    static const char *const files[] = {"m.gguf"};
     unsetenv("TPORT_CPU_REPACK");
     tport_model *m = tport_model_load(path, NULL);
     CHECK(m != NULL, "load: %s", tport_last_error());
     if (m && tport_model_resident_bytes(m, "cpu") == 0) {
         tport_model_free(m);
-        unlink(path);
+        tool_scratch_clean(dir, files, 1);
         test_skip(name, "the active cpu backend keeps no weights in a layout of its own (no AVX2 kernels)");
     }
     tport_token prompt[3] = {1, 17, 99}, ids[12] = {0};
@@ -44,7 +47,6 @@ int main(void) {
         CHECK(greedy_ids(m, prompt, 3, ids, 12) == 12, "generates with copies");
     }
     tport_model_free(m);
-
-    unlink(path);
+    tool_scratch_clean(dir, files, 1);
     return test_finish(name);
 }
