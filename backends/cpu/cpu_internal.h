@@ -254,5 +254,15 @@ CPU_HIDDEN void cpu_x8_act_info(const uint8_t *q8_0_row, int64_t nblk, cpu_x8_ac
 CPU_HIDDEN void cpu_x8_dot(int layout, const uint8_t *group, int64_t K, const uint8_t *y, size_t y_stride,
                            const cpu_x8_act *act, size_t act_stride, int ncols, float *out);
 
+#if defined(__AVX__)
+#include <immintrin.h>
+/* The lane sums of v0..v3 as one vector {sum v0, sum v1, sum v2, sum v3}:
+ * a tree of horizontal adds, four sums for the price of about one. */
+static inline __m128 cpu_hsum4(__m256 v0, __m256 v1, __m256 v2, __m256 v3) {
+    __m256 q = _mm256_hadd_ps(_mm256_hadd_ps(v0, v1), _mm256_hadd_ps(v2, v3));
+    return _mm_add_ps(_mm256_castps256_ps128(q), _mm256_extractf128_ps(q, 1));
+}
+#endif
+
 #endif
 

@@ -210,9 +210,7 @@ FA_INLINE void scores_one(const fa_tile *t, bool f16) {
             a2 = _mm256_fmadd_ps(load_kv(k2, c, f16), qv, a2);
             a3 = _mm256_fmadd_ps(load_kv(k3, c, f16), qv, a3);
         }
-        const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
-        __m128 sc = _mm_mul_ps(_mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)),
-                               _mm_set1_ps(t->scale));
+        __m128 sc = _mm_mul_ps(cpu_hsum4(a0, a1, a2, a3), _mm_set1_ps(t->scale));
         if (mask)
             sc = _mm_add_ps(sc, _mm_loadu_ps(mask + j));
         _mm_storeu_ps(s + j, sc);

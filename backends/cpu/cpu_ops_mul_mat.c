@@ -147,8 +147,7 @@ static inline void hsum_rows(const v8f acc[TILE], float out[TILE]) {
         memcpy(&v1, &acc[r + 1], sizeof v1);
         memcpy(&v2, &acc[r + 2], sizeof v2);
         memcpy(&v3, &acc[r + 3], sizeof v3);
-        __m256 q = _mm256_hadd_ps(_mm256_hadd_ps(v0, v1), _mm256_hadd_ps(v2, v3));
-        _mm_storeu_ps(out + r, _mm_add_ps(_mm256_castps256_ps128(q), _mm256_extractf128_ps(q, 1)));
+        _mm_storeu_ps(out + r, cpu_hsum4(v0, v1, v2, v3));
     }
 }
 #else
