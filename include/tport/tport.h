@@ -155,6 +155,16 @@ tport_sched_stats tport_graph_stats(const tport_graph *g);
 tport_status tport_graph_compute(tport_graph *g, const tport_compute_params *params);
 /* Bytes the memory planner needs for intermediates (after planning). */
 size_t tport_graph_peak_bytes(const tport_graph *g);
+/* A workspace: memory for graph intermediates that outlives graphs.  A
+ * graph given one plans into it (growing it when too small) instead of
+ * allocating its own, so a program that builds a graph per token reuses
+ * the same pages.  It serves one graph at a time: computing another graph
+ * with it overwrites the results of the first.  Set it before the graph's
+ * first compute; it must outlive the graph. */
+typedef struct tport_workspace tport_workspace;
+tport_workspace *tport_workspace_new(void);
+void tport_workspace_free(tport_workspace *ws);
+tport_status tport_graph_set_workspace(tport_graph *g, tport_workspace *ws);
 /* Name of the backend that ran node i in the last compute, or NULL. */
 const char *tport_graph_node_backend(const tport_graph *g, int i);
 tport_tensor *tport_graph_node(const tport_graph *g, int i);

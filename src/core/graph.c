@@ -27,7 +27,8 @@ void tport_graph_free(tport_graph *g) {
     free(g->set_keys);
     free(g->set_vals);
     free(g->offsets);
-    free(g->arena);
+    if (!g->workspace)
+        free(g->arena);
     free(g->node_backend);
     free(g);
 }

@@ -150,11 +150,13 @@ static tport_status plan(tport_graph *g) {
     }
     if (st)
         goto done;
-    free(g->arena);
+    if (!g->workspace)
+        free(g->arena);
     g->arena = NULL;
     g->arena_size = 0;
     if (a.peak) {
-        g->arena = aligned_alloc(TPORT_DATA_ALIGN, a.peak);
+        g->arena = g->workspace ? tport_workspace_reserve(g->workspace, a.peak)
+                                : aligned_alloc(TPORT_DATA_ALIGN, a.peak);
         if (!g->arena) {
             st = tport_error(TPORT_STATUS_OUT_OF_MEMORY, "out of memory: graph needs %zu bytes", a.peak);
             goto done;

@@ -79,6 +79,7 @@ struct tport_graph {
     size_t peak;
     void *arena;
     size_t arena_size;
+    tport_workspace *workspace; /* lends the arena when set (workspace.c) */
     const char **node_backend; /* per node, after compute */
     tport_sched_stats stats;   /* what the last compute moved, see tport.h */
 };
@@ -90,5 +91,8 @@ int tport_graph_find(const tport_graph *g, const tport_tensor *t);
 /* Plans intermediate memory (no-op if already planned) and resolves every
  * tensor's data pointer.  Returns a status with the message set. */
 tport_status tport_graph_plan(tport_graph *g);
+/* ws's block, grown to at least bytes (contents not kept), or NULL when
+ * out of memory. */
+void *tport_workspace_reserve(tport_workspace *ws, size_t bytes);
 
 #endif

@@ -73,6 +73,8 @@ tport_status tport_model_eval_batch(const tport_model_eval *e) {
     int32_t *in = malloc(n_in * sizeof *in);
     tport_ctx *ctx = tport_ctx_new(0);
     tport_graph *g = ctx ? tport_graph_new(ctx) : NULL;
+    if (g && e->ws)
+        tport_graph_set_workspace(g, e->ws);
     if (!in || !g) {
         free(in);
         tport_graph_free(g);

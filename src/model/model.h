@@ -150,6 +150,7 @@ typedef struct tport_model_eval {
     const char *backend;
     float *logits;
     tport_node_tally *tally;     /* filled after compute if not NULL        */
+    tport_workspace *ws;         /* lends the graph's memory, or NULL       */
 } tport_model_eval;
 tport_status tport_model_eval_batch(const tport_model_eval *e);
 

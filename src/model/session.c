@@ -29,6 +29,7 @@ struct tport_session {
     tport_token *history;    /* the n_ctx tokens evaluated so far    */
     float *logits;
     bool have_logits;
+    tport_workspace *ws;     /* every evaluation's intermediates      */
     tport_node_tally tally;  /* what ran where in the last evaluation */
     int32_t n_evals;         /* evaluations since the last reset     */
     tport_sched_stats total; /* summed over them                     */
@@ -112,7 +113,8 @@ tport_session *tport_session_new(tport_model *m, const tport_session_params *par
     s->kv = calloc((size_t)sh->n_layer, sizeof *s->kv);
     s->history = malloc((size_t)s->n_ctx * sizeof *s->history);
     s->logits = calloc((size_t)sh->n_vocab, sizeof *s->logits);
-    tport_status st = s->kv && s->history && s->logits ? TPORT_STATUS_OK
+    s->ws = tport_workspace_new();
+    tport_status st = s->kv && s->history && s->logits && s->ws ? TPORT_STATUS_OK
                       : tport_error(TPORT_STATUS_OUT_OF_MEMORY, "session_new: out of memory");
     for (int32_t i = m->layer_begin; i < m->layer_end && st == TPORT_STATUS_OK; i++)
         st = place_layer(s, i);
@@ -131,6 +133,7 @@ void tport_session_free(tport_session *s) {
     free(s->kv);
     free(s->history);
     free(s->logits);
+    tport_workspace_free(s->ws);
     free(s);
 }
 
@@ -148,7 +151,7 @@ static tport_status eval_io(tport_session *s, const tport_stage_io *io) {
             .layer_begin = io->head_only ? m->sh.n_layer : m->layer_begin,
             .layer_end = io->head_only ? m->sh.n_layer : m->layer_end,
             .n_threads = s->n_threads, .backend = m->backend,
-            .logits = s->logits, .tally = &s->tally,
+            .logits = s->logits, .tally = &s->tally, .ws = s->ws,
         };
         if (io->hidden_out) {
             /* all rows in place, or the last row (the last chunk's wins) */

@@ -1,7 +1,8 @@
 /* Graphs, the memory planner and the scheduler: topological order, reuse
  * of intermediate memory without ever overwriting a live tensor (checked
  * both on results and directly on the planned addresses), views keeping
- * their source alive, backend bookkeeping, recompute with new inputs. */
+ * their source alive, backend bookkeeping, recompute with new inputs,
+ * graphs planned into a workspace that outlives them. */
 #include <pthread.h>
 
 #include "core/error.h"
@@ -319,6 +320,59 @@ static void test_threads(void) {
     CHECK(args[0].ok && args[1].ok && args[2].ok, "graphs computed from several threads");
 }
 
+/* A chain of n scales of x by 1.5 planned into ws (NULL: the graph's own
+ * memory), computed; checks the result and returns the graph. */
+static tport_graph *scaled_chain(tport_ctx *ctx, tport_tensor *x, int n, tport_workspace *ws) {
+    tport_tensor *t = x;
+    for (int i = 0; i < n; i++)
+        t = tport_scale(ctx, t, 1.5f);
+    tport_graph *g = tport_graph_new(ctx);
+    tport_compute_params p = {1, NULL};
+    if (!g || tport_graph_add(g, t) || (ws && tport_graph_set_workspace(g, ws)) || tport_graph_compute(g, &p)) {
+        fprintf(stderr, "workspace chain: %s\n", tport_last_error());
+        tport_graph_free(g);
+        return NULL;
+    }
+    int ok = 1;
+    for (int64_t i = 0; i < tport_tensor_ne(x, 0); i++)
+        if (fabs(ct_get(t, i, 0, 0, 0) - ct_get(x, i, 0, 0, 0) * pow(1.5, n)) > 1e-3 * pow(1.5, n))
+            ok = 0;
+    CHECK(ok, "workspace chain of %d: result", n);
+    CHECK(check_no_overlap(g) == 0, "workspace chain of %d: live tensors overlap", n);
+    return g;
+}
+
+/* Graphs given one workspace share its block: a second graph that fits
+ * lands at the first one's address (its results overwrite the first's), a larger one grows it, and a graph that
+ * already planned cannot take one. */
+static void test_workspace(tport_ctx *ctx) {
+    tport_workspace *ws = tport_workspace_new();
+    CHECK(ws, "workspace_new");
+    if (!ws)
+        return;
+    tport_tensor *small = ct_rand(ctx, TPORT_TYPE_F32, 256, 1, 1, 1);
+    tport_tensor *large = ct_rand(ctx, TPORT_TYPE_F32, 1 << 20, 1, 1, 1);
+    /* both alive: only a shared block puts them at one address */
+    tport_graph *g1 = scaled_chain(ctx, small, 6, ws);
+    tport_graph *g2 = scaled_chain(ctx, small, 9, ws);
+    CHECK(g1 && g2 && tport_graph_node(g2, 0)->data == tport_graph_node(g1, 0)->data,
+          "a graph that fits reuses the workspace's block");
+    tport_graph_free(g1);
+    tport_graph_free(g2);
+    /* 4 MiB intermediates: more than the first block (1 MiB) holds */
+    tport_graph *g3 = scaled_chain(ctx, large, 5, ws);
+    CHECK(g3 != NULL, "a larger graph grows the workspace");
+    tport_graph_free(g3);
+
+    tport_graph *g4 = scaled_chain(ctx, small, 3, NULL); /* planned on its own */
+    CHECK(g4 && tport_graph_set_workspace(g4, ws) == TPORT_STATUS_INVALID_ARGUMENT,
+          "a planned graph refuses a workspace");
+    tport_graph_free(g4);
+    CHECK(tport_graph_set_workspace(NULL, ws) == TPORT_STATUS_INVALID_ARGUMENT, "NULL graph refused");
+    tport_workspace_free(ws);
+    tport_workspace_free(NULL);
+}
+
 int main(void) {
     tport_ctx *ctx = tport_ctx_new(16u << 20);
     CHECK(ctx, "context");
@@ -329,6 +383,7 @@ int main(void) {
     test_live_not_overwritten(ctx);
     test_multiple_outputs(ctx);
     test_errors(ctx);
+    test_workspace(ctx);
     test_threads();
     tport_ctx_free(ctx);
     return test_finish("test_core_graph");
