@@ -191,6 +191,55 @@ FA_INLINE void scores_simd(const fa_tile *t, int cnt, bool f16) {
 }
 
 #if FA_VL == 8
+/* The scores of a full tile of four queries, two keys at a time: eight
+ * independent sums (a head of 64 is only 8 multiply-adds deep, so four
+ * chains would wait on the multiply-add latency), and the four sums of a
+ * key come out of one tree of horizontal adds. */
+FA_INLINE void scores_four_key(const fa_tile *t, int64_t j, __m128 sums) {
+    float sc[4];
+    _mm_storeu_ps(sc, _mm_mul_ps(sums, _mm_set1_ps(t->scale)));
+    for (int i = 0; i < 4; i++)
+        t->s[i][j] = sc[i] + (t->mask[i] ? t->mask[i][j] : 0.0f);
+}
+
+FA_INLINE void scores_four(const fa_tile *t, bool f16) {
+    const float *q0 = t->q[0], *q1 = t->q[1], *q2 = t->q[2], *q3 = t->q[3];
+    int64_t j = 0;
+    for (; j + 2 <= t->kv_end; j += 2) {
+        const uint8_t *kr = t->k + (size_t)j * t->k_nb1, *kr1 = kr + t->k_nb1;
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+        for (int64_t c = 0; c < t->hd; c += 8) {
+            const __m256 k0 = load_kv(kr, c, f16), k1 = load_kv(kr1, c, f16);
+            __m256 q = _mm256_loadu_ps(q0 + c);
+            a0 = _mm256_fmadd_ps(k0, q, a0);
+            b0 = _mm256_fmadd_ps(k1, q, b0);
+            q = _mm256_loadu_ps(q1 + c);
+            a1 = _mm256_fmadd_ps(k0, q, a1);
+            b1 = _mm256_fmadd_ps(k1, q, b1);
+            q = _mm256_loadu_ps(q2 + c);
+            a2 = _mm256_fmadd_ps(k0, q, a2);
+            b2 = _mm256_fmadd_ps(k1, q, b2);
+            q = _mm256_loadu_ps(q3 + c);
+            a3 = _mm256_fmadd_ps(k0, q, a3);
+            b3 = _mm256_fmadd_ps(k1, q, b3);
+        }
+        scores_four_key(t, j, cpu_hsum4(a0, a1, a2, a3));
+        scores_four_key(t, j + 1, cpu_hsum4(b0, b1, b2, b3));
+    }
+    for (; j < t->kv_end; j++) {
+        const uint8_t *kr = t->k + (size_t)j * t->k_nb1;
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        for (int64_t c = 0; c < t->hd; c += 8) {
+            const __m256 kv = load_kv(kr, c, f16);
+            a0 = _mm256_fmadd_ps(kv, _mm256_loadu_ps(q0 + c), a0);
+            a1 = _mm256_fmadd_ps(kv, _mm256_loadu_ps(q1 + c), a1);
+            a2 = _mm256_fmadd_ps(kv, _mm256_loadu_ps(q2 + c), a2);
+            a3 = _mm256_fmadd_ps(kv, _mm256_loadu_ps(q3 + c), a3);
+        }
+        scores_four_key(t, j, cpu_hsum4(a0, a1, a2, a3));
+    }
+}
+
 /* The scores of a single query (generation), four keys at a time: the
  * query's vectors are loaded once for all four, four independent sums keep
  * more of the cache's rows in flight, and one tree of horizontal adds
@@ -258,6 +307,8 @@ FA_INLINE void tile_simd_n(fa_tile *t, int cnt, bool f16) {
 #if FA_VL == 8
     if (cnt == 1)
         scores_one(t, f16);
+    else if (cnt == 4)
+        scores_four(t, f16);
     else
 #endif
         scores_simd(t, cnt, f16);
