@@ -16,59 +16,7 @@
 #include <string.h>
 
 #include "cpu_internal.h"
-
-/* The SIMD path works on vectors of FA_VL floats: AVX-512 (16) or
- * AVX2 + FMA + F16C (8). */
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#define FA_SIMD 1
-#define FA_VL 16
-typedef __m512 fa_vec;
-#define fa_zero() _mm512_setzero_ps()
-#define fa_set1(x) _mm512_set1_ps(x)
-#define fa_loadu(p) _mm512_loadu_ps(p)
-#define fa_storeu(p, v) _mm512_storeu_ps(p, v)
-#define fa_fmadd(a, b, c) _mm512_fmadd_ps(a, b, c)
-#define fa_mul(a, b) _mm512_mul_ps(a, b)
-#define fa_add(a, b) _mm512_add_ps(a, b)
-#define fa_sub(a, b) _mm512_sub_ps(a, b)
-#define fa_max(a, b) _mm512_max_ps(a, b)
-#define fa_reduce_add(v) _mm512_reduce_add_ps(v)
-#define fa_reduce_max(v) _mm512_reduce_max_ps(v)
-#define fa_load_f16(p) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(p)))
-#elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-#include <immintrin.h>
-#define FA_SIMD 1
-#define FA_VL 8
-typedef __m256 fa_vec;
-#define fa_zero() _mm256_setzero_ps()
-#define fa_set1(x) _mm256_set1_ps(x)
-#define fa_loadu(p) _mm256_loadu_ps(p)
-#define fa_storeu(p, v) _mm256_storeu_ps(p, v)
-#define fa_fmadd(a, b, c) _mm256_fmadd_ps(a, b, c)
-#define fa_mul(a, b) _mm256_mul_ps(a, b)
-#define fa_add(a, b) _mm256_add_ps(a, b)
-#define fa_sub(a, b) _mm256_sub_ps(a, b)
-#define fa_max(a, b) _mm256_max_ps(a, b)
-#define fa_load_f16(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(p)))
-static inline float fa_reduce_add(__m256 v) {
-    __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    x = _mm_add_ps(x, _mm_movehl_ps(x, x));
-    x = _mm_add_ss(x, _mm_movehdup_ps(x));
-    return _mm_cvtss_f32(x);
-}
-static inline float fa_reduce_max(__m256 v) {
-    __m128 x = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    x = _mm_max_ps(x, _mm_movehl_ps(x, x));
-    x = _mm_max_ss(x, _mm_movehdup_ps(x));
-    return _mm_cvtss_f32(x);
-}
-#else
-#define FA_SIMD 0
-#endif
-#if FA_SIMD
-#define FA_INLINE static inline __attribute__((always_inline))
-#endif
+#include "cpu_vf.h"
 
 #define FA_TILE 4
 
@@ -93,53 +41,16 @@ size_t cpu_flash_attn_thread_scratch(const cpu_op *op) {
 }
 
 /* ---- softmax over each query's scores ------------------------------------ */
-#if FA_SIMD
-/* e^x for x <= 0, |relative error| < 2e-7; below -87 (including -inf) it
- * returns exactly 0.  x = n ln2 + r, |r| <= ln2/2, e^r by its Taylor
- * polynomial of degree 6, 2^n put into the exponent bits. */
-FA_INLINE fa_vec fa_exp(fa_vec x) {
-    const float lo = -87.0f;
-#if FA_VL == 16
-    __mmask16 live = _mm512_cmp_ps_mask(x, _mm512_set1_ps(lo), _CMP_GE_OQ);
-#else
-    __m256 live = _mm256_cmp_ps(x, _mm256_set1_ps(lo), _CMP_GE_OQ);
-#endif
-    x = fa_max(x, fa_set1(lo));
-    fa_vec n;
-#if FA_VL == 16
-    n = _mm512_roundscale_ps(fa_mul(x, fa_set1(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-#else
-    n = _mm256_round_ps(fa_mul(x, fa_set1(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-#endif
-    fa_vec r = fa_fmadd(n, fa_set1(-0.693145751953125f), x);
-    r = fa_fmadd(n, fa_set1(-1.428606765330187045e-06f), r);
-    fa_vec p = fa_set1(1.0f / 720.0f);
-    p = fa_fmadd(p, r, fa_set1(1.0f / 120.0f));
-    p = fa_fmadd(p, r, fa_set1(1.0f / 24.0f));
-    p = fa_fmadd(p, r, fa_set1(1.0f / 6.0f));
-    p = fa_fmadd(p, r, fa_set1(0.5f));
-    p = fa_fmadd(p, r, fa_set1(1.0f));
-    p = fa_fmadd(p, r, fa_set1(1.0f));
-#if FA_VL == 16
-    return _mm512_maskz_mov_ps(live, _mm512_scalef_ps(p, n));
-#else
-    /* n in [-126, 0]: 2^n is the float with exponent bits n + 127 */
-    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    return _mm256_and_ps(_mm256_mul_ps(p, _mm256_castsi256_ps(e)), live);
-#endif
-}
-#endif
-
 /* s[0..n) := exp(s - max) and returns 1 / sum, or 0 if every s is -inf
  * (then s is all zeros). */
 static float softmax_in_place(float *s, int64_t n) {
     float max = -INFINITY;
     int64_t j = 0;
-#if FA_SIMD
-    fa_vec vmax = fa_set1(-INFINITY);
-    for (; j + FA_VL <= n; j += FA_VL)
-        vmax = fa_max(vmax, fa_loadu(s + j));
-    max = fa_reduce_max(vmax);
+#if VF_SIMD
+    vf vmax = vf_set1(-INFINITY);
+    for (; j + VF_LEN <= n; j += VF_LEN)
+        vmax = vf_max(vmax, vf_loadu(s + j));
+    max = vf_reduce_max(vmax);
 #endif
     for (; j < n; j++)
         max = s[j] > max ? s[j] : max;
@@ -149,14 +60,14 @@ static float softmax_in_place(float *s, int64_t n) {
     }
     double sum = 0.0;
     j = 0;
-#if FA_SIMD
-    fa_vec vm = fa_set1(max), vsum = fa_zero();
-    for (; j + FA_VL <= n; j += FA_VL) {
-        fa_vec e = fa_exp(fa_sub(fa_loadu(s + j), vm));
-        fa_storeu(s + j, e);
-        vsum = fa_add(vsum, e);
+#if VF_SIMD
+    vf vm = vf_set1(max), vsum = vf_zero();
+    for (; j + VF_LEN <= n; j += VF_LEN) {
+        vf e = vf_exp(vf_sub(vf_loadu(s + j), vm));
+        vf_storeu(s + j, e);
+        vsum = vf_add(vsum, e);
     }
-    sum = fa_reduce_add(vsum);
+    sum = vf_reduce_add(vsum);
 #endif
     for (; j < n; j++) {
         float e = s[j] == -INFINITY ? 0.0f : expf(s[j] - max);
@@ -166,43 +77,43 @@ static float softmax_in_place(float *s, int64_t n) {
     return (float)(1.0 / sum);
 }
 
-/* ---- SIMD: head size a multiple of FA_VL --------------------------------- */
-#if FA_SIMD
-FA_INLINE fa_vec load_kv(const uint8_t *row, int64_t i, bool f16) {
+/* ---- SIMD: head size a multiple of VF_LEN --------------------------------- */
+#if VF_SIMD
+VF_INLINE vf load_kv(const uint8_t *row, int64_t i, bool f16) {
     if (f16)
-        return fa_load_f16(row + 2 * i);
-    return fa_loadu((const float *)(const void *)row + i);
+        return vf_load_f16(row + 2 * i);
+    return vf_loadu((const float *)(const void *)row + i);
 }
 
-FA_INLINE void scores_simd(const fa_tile *t, int cnt, bool f16) {
+VF_INLINE void scores_simd(const fa_tile *t, int cnt, bool f16) {
     for (int64_t j = 0; j < t->kv_end; j++) {
         const uint8_t *kr = t->k + (size_t)j * t->k_nb1;
-        fa_vec a[FA_TILE];
+        vf a[FA_TILE];
         for (int i = 0; i < cnt; i++)
-            a[i] = fa_zero();
-        for (int64_t c = 0; c < t->hd; c += FA_VL) {
-            fa_vec kv = load_kv(kr, c, f16);
+            a[i] = vf_zero();
+        for (int64_t c = 0; c < t->hd; c += VF_LEN) {
+            vf kv = load_kv(kr, c, f16);
             for (int i = 0; i < cnt; i++)
-                a[i] = fa_fmadd(kv, fa_loadu(t->q[i] + c), a[i]);
+                a[i] = vf_fmadd(kv, vf_loadu(t->q[i] + c), a[i]);
         }
         for (int i = 0; i < cnt; i++)
-            t->s[i][j] = fa_reduce_add(a[i]) * t->scale + (t->mask[i] ? t->mask[i][j] : 0.0f);
+            t->s[i][j] = vf_reduce_add(a[i]) * t->scale + (t->mask[i] ? t->mask[i][j] : 0.0f);
     }
 }
 
-#if FA_VL == 8
+#if VF_LEN == 8
 /* The scores of a full tile of four queries, two keys at a time: eight
  * independent sums (a head of 64 is only 8 multiply-adds deep, so four
  * chains would wait on the multiply-add latency), and the four sums of a
  * key come out of one tree of horizontal adds. */
-FA_INLINE void scores_four_key(const fa_tile *t, int64_t j, __m128 sums) {
+VF_INLINE void scores_four_key(const fa_tile *t, int64_t j, __m128 sums) {
     float sc[4];
     _mm_storeu_ps(sc, _mm_mul_ps(sums, _mm_set1_ps(t->scale)));
     for (int i = 0; i < 4; i++)
         t->s[i][j] = sc[i] + (t->mask[i] ? t->mask[i][j] : 0.0f);
 }
 
-FA_INLINE void scores_four(const fa_tile *t, bool f16) {
+VF_INLINE void scores_four(const fa_tile *t, bool f16) {
     const float *q0 = t->q[0], *q1 = t->q[1], *q2 = t->q[2], *q3 = t->q[3];
     int64_t j = 0;
     for (; j + 2 <= t->kv_end; j += 2) {
@@ -244,7 +155,7 @@ FA_INLINE void scores_four(const fa_tile *t, bool f16) {
  * query's vectors are loaded once for all four, four independent sums keep
  * more of the cache's rows in flight, and one tree of horizontal adds
  * gives the four scores. */
-FA_INLINE void scores_one(const fa_tile *t, bool f16) {
+VF_INLINE void scores_one(const fa_tile *t, bool f16) {
     const float *q = t->q[0], *mask = t->mask[0];
     float *s = t->s[0];
     int64_t j = 0;
@@ -269,42 +180,42 @@ FA_INLINE void scores_one(const fa_tile *t, bool f16) {
         __m256 a = _mm256_setzero_ps();
         for (int64_t c = 0; c < t->hd; c += 8)
             a = _mm256_fmadd_ps(load_kv(kr, c, f16), _mm256_loadu_ps(q + c), a);
-        s[j] = fa_reduce_add(a) * t->scale + (mask ? mask[j] : 0.0f);
+        s[j] = vf_reduce_add(a) * t->scale + (mask ? mask[j] : 0.0f);
     }
 }
 #endif
 
-/* out[:, c0 .. c0 + nv FA_VL) of every query of the tile */
-FA_INLINE void values_simd(const fa_tile *t, int cnt, int nv, int64_t c0, bool f16) {
-    fa_vec acc[FA_TILE][8];
+/* out[:, c0 .. c0 + nv VF_LEN) of every query of the tile */
+VF_INLINE void values_simd(const fa_tile *t, int cnt, int nv, int64_t c0, bool f16) {
+    vf acc[FA_TILE][8];
     for (int i = 0; i < cnt; i++)
         for (int u = 0; u < nv; u++)
-            acc[i][u] = fa_zero();
+            acc[i][u] = vf_zero();
     for (int64_t j = 0; j < t->kv_end; j++) {
         const uint8_t *vr = t->v + (size_t)j * t->v_nb1;
-        fa_vec vv[8];
+        vf vv[8];
         for (int u = 0; u < nv; u++)
-            vv[u] = load_kv(vr, c0 + FA_VL * u, f16);
+            vv[u] = load_kv(vr, c0 + VF_LEN * u, f16);
         for (int i = 0; i < cnt; i++) {
-            fa_vec p = fa_set1(t->s[i][j]);
+            vf p = vf_set1(t->s[i][j]);
             for (int u = 0; u < nv; u++)
-                acc[i][u] = fa_fmadd(p, vv[u], acc[i][u]);
+                acc[i][u] = vf_fmadd(p, vv[u], acc[i][u]);
         }
     }
     for (int i = 0; i < cnt; i++)
         for (int u = 0; u < nv; u++)
-            fa_storeu(t->out[i] + c0 + FA_VL * u, fa_mul(acc[i][u], fa_set1(t->inv[i])));
+            vf_storeu(t->out[i] + c0 + VF_LEN * u, vf_mul(acc[i][u], vf_set1(t->inv[i])));
 }
 
 /* AVX2 has 16 registers: 2 vectors of V per pass keep cnt x 2 accumulators
  * in them; AVX-512's 32 take 4.  A single query (generation) has room for
  * 8 accumulators: V's rows, the largest read of a token at depth, are then
  * read in one pass for heads of up to 8 vectors instead of in several. */
-#define FA_NV (FA_VL == 16 ? 4 : 2)
+#define FA_NV (VF_LEN == 16 ? 4 : 2)
 #define FA_NV1 8
 
-FA_INLINE void tile_simd_n(fa_tile *t, int cnt, bool f16) {
-#if FA_VL == 8
+VF_INLINE void tile_simd_n(fa_tile *t, int cnt, bool f16) {
+#if VF_LEN == 8
     if (cnt == 1)
         scores_one(t, f16);
     else if (cnt == 4)
@@ -316,11 +227,11 @@ FA_INLINE void tile_simd_n(fa_tile *t, int cnt, bool f16) {
         t->inv[i] = softmax_in_place(t->s[i], t->kv_end);
     int64_t c = 0;
     if (cnt == 1)
-        for (; c + FA_NV1 * FA_VL <= t->hd; c += FA_NV1 * FA_VL)
+        for (; c + FA_NV1 * VF_LEN <= t->hd; c += FA_NV1 * VF_LEN)
             values_simd(t, 1, FA_NV1, c, f16);
-    for (; c + FA_NV * FA_VL <= t->hd; c += FA_NV * FA_VL)
+    for (; c + FA_NV * VF_LEN <= t->hd; c += FA_NV * VF_LEN)
         values_simd(t, cnt, FA_NV, c, f16);
-    for (; c < t->hd; c += FA_VL)
+    for (; c < t->hd; c += VF_LEN)
         values_simd(t, cnt, 1, c, f16);
 }
 
@@ -408,8 +319,8 @@ static void fa_task(void *arg, int ith, int nth) {
         t.s[i] = scratch + (size_t)i * (size_t)n_kv;
     float *rowbuf = scratch + (size_t)FA_TILE * (size_t)n_kv;
     float *acc = rowbuf + 2 * hd;
-#if FA_SIMD
-    bool fast = hd % FA_VL == 0;
+#if VF_SIMD
+    bool fast = hd % VF_LEN == 0;
 #endif
 
     int64_t t0, t1;
@@ -432,7 +343,7 @@ static void fa_task(void *arg, int ith, int nth) {
                 memset(t.out[i], 0, (size_t)hd * sizeof(float));
             continue;
         }
-#if FA_SIMD
+#if VF_SIMD
         if (fast) {
             if (k->type == TPORT_TYPE_F16)
                 tile_simd_f16(&t);

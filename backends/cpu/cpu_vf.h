@@ -1,0 +1,95 @@
+/* Vectors of floats for the CPU kernels that are written once for AVX2 and
+ * AVX-512 (attention, element-wise ops): VF_LEN floats per vf, AVX-512 (16)
+ * or AVX2 + FMA + F16C (8); VF_SIMD is 0 in builds with neither. */
+#ifndef TPORT_CPU_VF_H
+#define TPORT_CPU_VF_H
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#define VF_SIMD 1
+#define VF_LEN 16
+typedef __m512 vf;
+#define vf_zero() _mm512_setzero_ps()
+#define vf_set1(x) _mm512_set1_ps(x)
+#define vf_loadu(p) _mm512_loadu_ps(p)
+#define vf_storeu(p, v) _mm512_storeu_ps(p, v)
+#define vf_fmadd(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define vf_mul(a, b) _mm512_mul_ps(a, b)
+#define vf_add(a, b) _mm512_add_ps(a, b)
+#define vf_sub(a, b) _mm512_sub_ps(a, b)
+#define vf_max(a, b) _mm512_max_ps(a, b)
+#define vf_reduce_add(v) _mm512_reduce_add_ps(v)
+#define vf_reduce_max(v) _mm512_reduce_max_ps(v)
+#define vf_load_f16(p) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(p)))
+#elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#include <immintrin.h>
+#define VF_SIMD 1
+#define VF_LEN 8
+typedef __m256 vf;
+#define vf_zero() _mm256_setzero_ps()
+#define vf_set1(x) _mm256_set1_ps(x)
+#define vf_loadu(p) _mm256_loadu_ps(p)
+#define vf_storeu(p, v) _mm256_storeu_ps(p, v)
+#define vf_fmadd(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define vf_mul(a, b) _mm256_mul_ps(a, b)
+#define vf_add(a, b) _mm256_add_ps(a, b)
+#define vf_sub(a, b) _mm256_sub_ps(a, b)
+#define vf_max(a, b) _mm256_max_ps(a, b)
+#define vf_load_f16(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(p)))
+static inline float vf_reduce_add(__m256 v) {
+    __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    x = _mm_add_ps(x, _mm_movehl_ps(x, x));
+    x = _mm_add_ss(x, _mm_movehdup_ps(x));
+    return _mm_cvtss_f32(x);
+}
+static inline float vf_reduce_max(__m256 v) {
+    __m128 x = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    x = _mm_max_ps(x, _mm_movehl_ps(x, x));
+    x = _mm_max_ss(x, _mm_movehdup_ps(x));
+    return _mm_cvtss_f32(x);
+}
+#else
+#define VF_SIMD 0
+#endif
+#if VF_SIMD
+#define VF_INLINE static inline __attribute__((always_inline))
+#endif
+
+#if VF_SIMD
+/* e^x for x <= 0, |relative error| < 2e-7; below -87 (including -inf) it
+ * returns exactly 0.  x = n ln2 + r, |r| <= ln2/2, e^r by its Taylor
+ * polynomial of degree 6, 2^n put into the exponent bits. */
+VF_INLINE vf vf_exp(vf x) {
+    const float lo = -87.0f;
+#if VF_LEN == 16
+    __mmask16 live = _mm512_cmp_ps_mask(x, _mm512_set1_ps(lo), _CMP_GE_OQ);
+#else
+    __m256 live = _mm256_cmp_ps(x, _mm256_set1_ps(lo), _CMP_GE_OQ);
+#endif
+    x = vf_max(x, vf_set1(lo));
+    vf n;
+#if VF_LEN == 16
+    n = _mm512_roundscale_ps(vf_mul(x, vf_set1(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+#else
+    n = _mm256_round_ps(vf_mul(x, vf_set1(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+#endif
+    vf r = vf_fmadd(n, vf_set1(-0.693145751953125f), x);
+    r = vf_fmadd(n, vf_set1(-1.428606765330187045e-06f), r);
+    vf p = vf_set1(1.0f / 720.0f);
+    p = vf_fmadd(p, r, vf_set1(1.0f / 120.0f));
+    p = vf_fmadd(p, r, vf_set1(1.0f / 24.0f));
+    p = vf_fmadd(p, r, vf_set1(1.0f / 6.0f));
+    p = vf_fmadd(p, r, vf_set1(0.5f));
+    p = vf_fmadd(p, r, vf_set1(1.0f));
+    p = vf_fmadd(p, r, vf_set1(1.0f));
+#if VF_LEN == 16
+    return _mm512_maskz_mov_ps(live, _mm512_scalef_ps(p, n));
+#else
+    /* n in [-126, 0]: 2^n is the float with exponent bits n + 127 */
+    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_and_ps(_mm256_mul_ps(p, _mm256_castsi256_ps(e)), live);
+#endif
+}
+#endif
+
+#endif
