@@ -4,12 +4,43 @@
 #include <string.h>
 
 #include "cpu_internal.h"
+#include "cpu_vf.h"
 
 #define GELU_COEF_A 0.044715f
 #define SQRT_2_OVER_PI 0.79788456080286535588f
 
 static float silu(float x) {
     return x / (1.0f + expf(-x));
+}
+
+#if VF_SIMD
+/* silu through e = e^-|x| (vf_exp takes x <= 0, and e^-x would overflow
+ * for large negative x): sigmoid(x) = 1 / (1 + e) for x >= 0, e / (1 + e)
+ * below.  Within 3e-7 (relative) of the scalar form. */
+VF_INLINE vf silu_vf(vf x) {
+#if VF_LEN == 16
+    vf e = vf_exp(vf_sub(vf_zero(), _mm512_abs_ps(x)));
+    vf num = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, vf_zero(), _CMP_GE_OQ), e, vf_set1(1.0f));
+    return vf_mul(x, _mm512_div_ps(num, vf_add(vf_set1(1.0f), e)));
+#else
+    vf e = vf_exp(vf_sub(vf_zero(), _mm256_andnot_ps(vf_set1(-0.0f), x)));
+    vf num = _mm256_blendv_ps(e, vf_set1(1.0f), _mm256_cmp_ps(x, vf_zero(), _CMP_GE_OQ));
+    return vf_mul(x, _mm256_div_ps(num, vf_add(vf_set1(1.0f), e)));
+#endif
+}
+#endif
+
+/* z = silu(x) (y NULL) or silu(x) * y, n elements */
+static void silu_row(int64_t n, const float *x, const float *y, float *z) {
+    int64_t i = 0;
+#if VF_SIMD
+    for (; i + VF_LEN <= n; i += VF_LEN) {
+        vf s = silu_vf(vf_loadu(x + i));
+        vf_storeu(z + i, y ? vf_mul(s, vf_loadu(y + i)) : s);
+    }
+#endif
+    for (; i < n; i++)
+        z[i] = y ? silu(x[i]) * y[i] : silu(x[i]);
 }
 
 static float gelu(float x) {
@@ -45,8 +76,7 @@ static void binary_task(void *arg, int ith, int nth) {
                 for (int64_t i = 0; i < n; i++)
                     z[i] = x[i] * y[i % nb0];
         } else { /* swiglu: same shapes */
-            for (int64_t i = 0; i < n; i++)
-                z[i] = silu(x[i]) * y[i];
+            silu_row(n, x, y, z);
         }
     }
 }
@@ -72,8 +102,7 @@ static void unary_task(void *arg, int ith, int nth) {
                 z[i] = x[i] * s;
             break;
         case TPORT_OP_SILU:
-            for (int64_t i = 0; i < n; i++)
-                z[i] = silu(x[i]);
+            silu_row(n, x, NULL, z);
             break;
         default: /* gelu */
             for (int64_t i = 0; i < n; i++)
