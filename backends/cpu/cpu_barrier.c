@@ -34,7 +34,7 @@ struct cpu_barrier {
     /* each thread's spin budget, kept across rounds and graphs; touched
      * only by that thread */
     struct {
-        _Alignas(64) uint64_t ns;
+        _Alignas(64) cpu_spin spin;
     } budget[CPU_MAX_THREADS];
 };
 
@@ -49,7 +49,7 @@ cpu_barrier *cpu_barrier_new(void) {
     pthread_mutex_init(&b->mu, NULL);
     pthread_cond_init(&b->wake, NULL);
     for (int i = 0; i < CPU_MAX_THREADS; i++)
-        b->budget[i].ns = CPU_SPIN_NS;
+        b->budget[i].spin.budget = CPU_SPIN_NS;
     return b;
 }
 
@@ -88,13 +88,15 @@ bool cpu_barrier_wait(cpu_barrier *b, int ith, int nth, bool failed) {
         }
         return b->result != 0;
     }
-    if (!cpu_spin_until(round_moved, b, round, &b->budget[ith].ns)) {
+    cpu_spin *spin = &b->budget[ith].spin;
+    if (!cpu_spin_until(round_moved, b, round, spin)) {
         pthread_mutex_lock(&b->mu);
         atomic_fetch_add(&b->sleepers, 1);
         while (atomic_load(&b->round) == round)
             pthread_cond_wait(&b->wake, &b->mu);
         atomic_fetch_sub(&b->sleepers, 1);
         pthread_mutex_unlock(&b->mu);
+        cpu_spin_slept(spin);
     }
     /* `result` is rewritten only by the end of the next round, which
      * needs this thread's arrival */

@@ -52,7 +52,7 @@ struct cpu_pool {
     atomic_int sleepers;    /* workers asleep (or about to be) on `work` */
     atomic_bool main_sleeping; /* the caller is asleep on `done` */
     atomic_bool stop;
-    uint64_t done_budget; /* the caller's spin budget, cpu_spin.h */
+    cpu_spin done_spin; /* the caller's, cpu_spin.h */
 };
 
 static bool job_posted(const void *arg, uint64_t seen) {
@@ -67,14 +67,15 @@ static bool job_done(const void *arg, uint64_t unused) {
     return atomic_load_explicit(&pool->pending, memory_order_acquire) == 0;
 }
 
-static uint64_t wait_for_job(cpu_pool *pool, uint64_t seen, uint64_t *budget) {
-    if (!cpu_spin_until(job_posted, pool, seen, budget)) {
+static uint64_t wait_for_job(cpu_pool *pool, uint64_t seen, cpu_spin *spin) {
+    if (!cpu_spin_until(job_posted, pool, seen, spin)) {
         pthread_mutex_lock(&pool->mu);
         atomic_fetch_add(&pool->sleepers, 1);
         while (!atomic_load(&pool->stop) && atomic_load(&pool->job) == seen)
             pthread_cond_wait(&pool->work, &pool->mu);
         atomic_fetch_sub(&pool->sleepers, 1);
         pthread_mutex_unlock(&pool->mu);
+        cpu_spin_slept(spin);
     }
     return atomic_load_explicit(&pool->job, memory_order_acquire);
 }
@@ -83,9 +84,9 @@ static void *worker_main(void *p) {
     worker *w = p;
     cpu_pool *pool = w->pool;
     uint64_t seen = w->start_job;
-    uint64_t budget = CPU_SPIN_NS;
+    cpu_spin spin = {.budget = CPU_SPIN_NS};
     for (;;) {
-        uint64_t job = wait_for_job(pool, seen, &budget);
+        uint64_t job = wait_for_job(pool, seen, &spin);
         if (atomic_load(&pool->stop))
             break;
         if (job == seen)
@@ -116,7 +117,7 @@ cpu_pool *cpu_pool_new(void) {
     atomic_init(&pool->sleepers, 0);
     atomic_init(&pool->main_sleeping, false);
     atomic_init(&pool->stop, false);
-    pool->done_budget = CPU_SPIN_NS;
+    pool->done_spin.budget = CPU_SPIN_NS;
     return pool;
 }
 
@@ -161,13 +162,14 @@ void cpu_pool_run(cpu_pool *pool, cpu_task_fn fn, void *arg, int nth) {
 
     fn(arg, 0, nth);
 
-    if (!cpu_spin_until(job_done, pool, 0, &pool->done_budget)) {
+    if (!cpu_spin_until(job_done, pool, 0, &pool->done_spin)) {
         pthread_mutex_lock(&pool->mu);
         atomic_store(&pool->main_sleeping, true);
         while (atomic_load(&pool->pending) > 0)
             pthread_cond_wait(&pool->done, &pool->mu);
         atomic_store(&pool->main_sleeping, false);
         pthread_mutex_unlock(&pool->mu);
+        cpu_spin_slept(&pool->done_spin);
     }
 }
 
