@@ -59,6 +59,20 @@ static inline __m256i bcast4(const uint8_t *p) {
 #define X8_UNROLL_2
 #endif
 
+/* The four column sums of a 4-column kernel to out[0..32). */
+X8_INLINE void store4(float *out, __m256 f0, __m256 f1, __m256 f2, __m256 f3) {
+    _mm256_storeu_ps(out, f0);
+    _mm256_storeu_ps(out + 8, f1);
+    _mm256_storeu_ps(out + 16, f2);
+    _mm256_storeu_ps(out + 24, f3);
+}
+
+/* One Q8_0 chunk x (8 rows x 4 quants, ax = |x|) against 4 activation
+ * quants at q: the 8 rows' sums as int32. */
+X8_INLINE __m256i q8_0_dot4(__m256i ax, __m256i x, const uint8_t *q, __m256i ones) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(ax, _mm256_sign_epi8(bcast4(q), x)), ones);
+}
+
 /* Q4_0 x8 group (nblk blocks of 144 bytes) against NC (1 or 2) columns.
  * Plain variables, not arrays: GCC keeps arrays of vectors on the stack. */
 X8_INLINE void q4_0_x8(const uint8_t *g, int64_t nblk, const uint8_t *y, size_t ys, const cpu_x8_act *act,
@@ -127,10 +141,7 @@ static void q4_0_x8_4(const uint8_t *g, int64_t nblk, const uint8_t *y, size_t y
         f2 = q4_0_finish(s2, dx, act + 2 * as + b, f2);
         f3 = q4_0_finish(s3, dx, act + 3 * as + b, f3);
     }
-    _mm256_storeu_ps(out, f0);
-    _mm256_storeu_ps(out + 8, f1);
-    _mm256_storeu_ps(out + 16, f2);
-    _mm256_storeu_ps(out + 24, f3);
+    store4(out, f0, f1, f2, f3);
 }
 
 /* Q8_0 x8 group (nblk blocks of 272 bytes) against NC (1 or 2) columns. */
@@ -145,10 +156,9 @@ X8_INLINE void q8_0_x8(const uint8_t *g, int64_t nblk, const uint8_t *y, size_t 
         for (int j = 0; j < 8; j++) {
             const __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(g + 16 + 32 * j));
             const __m256i ax = _mm256_sign_epi8(x, x);
-            s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(_mm256_maddubs_epi16(ax, _mm256_sign_epi8(bcast4(y + 2 + 4 * j), x)), ones));
+            s0 = _mm256_add_epi32(s0, q8_0_dot4(ax, x, y + 2 + 4 * j, ones));
             if (NC > 1)
-                s1 = _mm256_add_epi32(
-                    s1, _mm256_madd_epi16(_mm256_maddubs_epi16(ax, _mm256_sign_epi8(bcast4(y1 + 2 + 4 * j), x)), ones));
+                s1 = _mm256_add_epi32(s1, q8_0_dot4(ax, x, y1 + 2 + 4 * j, ones));
         }
         const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)g));
         acc0 = _mm256_fmadd_ps(_mm256_mul_ps(dx, _mm256_set1_ps(act[b].d)), _mm256_cvtepi32_ps(s0), acc0);
@@ -285,8 +295,7 @@ static void q4_K_x8_4(const uint8_t *g, int64_t nsb, const uint8_t *y, size_t ys
             acc[c] = _mm256_fnmadd_ps(_mm256_mul_ps(mx, vdy), _mm256_cvtepi32_ps(q4_K_mins(g, yc)), acc[c]);
         }
     }
-    for (int c = 0; c < 4; c++)
-        _mm256_storeu_ps(out + 8 * c, acc[c]);
+    store4(out, acc[0], acc[1], acc[2], acc[3]);
 }
 
 /* Q8_0 x8 group against four columns: one load and one sign of each weight
@@ -304,10 +313,10 @@ static void q8_0_x8_4(const uint8_t *g, int64_t nblk, const uint8_t *y, size_t y
             const __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(g + 16 + 32 * j));
             const __m256i ax = _mm256_sign_epi8(x, x);
             const uint8_t *q = y + 2 + 4 * j;
-            s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(_mm256_maddubs_epi16(ax, _mm256_sign_epi8(bcast4(q), x)), ones));
-            s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(_mm256_maddubs_epi16(ax, _mm256_sign_epi8(bcast4(q + ys), x)), ones));
-            s2 = _mm256_add_epi32(s2, _mm256_madd_epi16(_mm256_maddubs_epi16(ax, _mm256_sign_epi8(bcast4(q + 2 * ys), x)), ones));
-            s3 = _mm256_add_epi32(s3, _mm256_madd_epi16(_mm256_maddubs_epi16(ax, _mm256_sign_epi8(bcast4(q + 3 * ys), x)), ones));
+            s0 = _mm256_add_epi32(s0, q8_0_dot4(ax, x, q, ones));
+            s1 = _mm256_add_epi32(s1, q8_0_dot4(ax, x, q + ys, ones));
+            s2 = _mm256_add_epi32(s2, q8_0_dot4(ax, x, q + 2 * ys, ones));
+            s3 = _mm256_add_epi32(s3, q8_0_dot4(ax, x, q + 3 * ys, ones));
         }
         const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)g));
         f0 = _mm256_fmadd_ps(_mm256_mul_ps(dx, _mm256_set1_ps(act[b].d)), _mm256_cvtepi32_ps(s0), f0);
@@ -315,10 +324,7 @@ static void q8_0_x8_4(const uint8_t *g, int64_t nblk, const uint8_t *y, size_t y
         f2 = _mm256_fmadd_ps(_mm256_mul_ps(dx, _mm256_set1_ps(act[2 * as + b].d)), _mm256_cvtepi32_ps(s2), f2);
         f3 = _mm256_fmadd_ps(_mm256_mul_ps(dx, _mm256_set1_ps(act[3 * as + b].d)), _mm256_cvtepi32_ps(s3), f3);
     }
-    _mm256_storeu_ps(out, f0);
-    _mm256_storeu_ps(out + 8, f1);
-    _mm256_storeu_ps(out + 16, f2);
-    _mm256_storeu_ps(out + 24, f3);
+    store4(out, f0, f1, f2, f3);
 }
 
 void cpu_x8_dot(int layout, const uint8_t *group, int64_t K, const uint8_t *y, size_t y_stride,
