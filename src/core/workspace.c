@@ -33,16 +33,14 @@ void tport_workspace_free(tport_workspace *ws) {
 void *tport_workspace_reserve(tport_workspace *ws, size_t bytes) {
     if (bytes <= ws->size)
         return ws->data;
-    /* a quarter more, in whole MiB: an evaluation's intermediates grow by
-     * a little every 32 tokens of context */
+    if (bytes > SIZE_MAX / 2)
+        return NULL; /* no such allocation can succeed; the sums below stay in range */
+    /* a quarter more, in whole MiB (a multiple of the alignment): an
+     * evaluation's intermediates grow by a little every 32 tokens of context */
     const size_t mib = (size_t)1 << 20;
-    size_t want = bytes + bytes / 4;
-    if (want < bytes || want > SIZE_MAX - mib)
-        want = bytes;
-    else
-        want = (want + mib - 1) / mib * mib;
+    size_t want = (bytes + bytes / 4 + mib - 1) / mib * mib;
     free(ws->data);
-    ws->data = aligned_alloc(TPORT_DATA_ALIGN, (want + TPORT_DATA_ALIGN - 1) / TPORT_DATA_ALIGN * TPORT_DATA_ALIGN);
+    ws->data = aligned_alloc(TPORT_DATA_ALIGN, want);
     ws->size = ws->data ? want : 0;
     return ws->data;
 }
