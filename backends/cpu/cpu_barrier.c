@@ -34,8 +34,8 @@ struct cpu_barrier {
     /* each thread's spin budget, kept across rounds and graphs; touched
      * only by that thread */
     struct {
-        _Alignas(64) cpu_spin spin;
-    } budget[CPU_MAX_THREADS];
+        _Alignas(64) cpu_spin s;
+    } spin[CPU_MAX_THREADS];
 };
 
 cpu_barrier *cpu_barrier_new(void) {
@@ -49,7 +49,7 @@ cpu_barrier *cpu_barrier_new(void) {
     pthread_mutex_init(&b->mu, NULL);
     pthread_cond_init(&b->wake, NULL);
     for (int i = 0; i < CPU_MAX_THREADS; i++)
-        b->budget[i].spin.budget = CPU_SPIN_NS;
+        b->spin[i].s.budget = CPU_SPIN_NS;
     return b;
 }
 
@@ -88,7 +88,7 @@ bool cpu_barrier_wait(cpu_barrier *b, int ith, int nth, bool failed) {
         }
         return b->result != 0;
     }
-    cpu_spin *spin = &b->budget[ith].spin;
+    cpu_spin *spin = &b->spin[ith].s;
     if (!cpu_spin_until(round_moved, b, round, spin)) {
         pthread_mutex_lock(&b->mu);
         atomic_fetch_add(&b->sleepers, 1);
