@@ -27,10 +27,17 @@ void tport_graph_free(tport_graph *g) {
     free(g->set_keys);
     free(g->set_vals);
     free(g->offsets);
-    if (!g->workspace)
-        free(g->arena);
+    tport_graph_release_arena(g);
     free(g->node_backend);
     free(g);
+}
+
+void tport_graph_release_arena(tport_graph *g) {
+    if (!g->arena_lent)
+        free(g->arena);
+    g->arena = NULL;
+    g->arena_size = 0;
+    g->arena_lent = false;
 }
 
 static size_t hash_ptr(const void *p, int cap) {

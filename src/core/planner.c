@@ -150,13 +150,11 @@ static tport_status plan(tport_graph *g) {
     }
     if (st)
         goto done;
-    if (!g->workspace)
-        free(g->arena);
-    g->arena = NULL;
-    g->arena_size = 0;
+    tport_graph_release_arena(g);
     if (a.peak) {
         g->arena = g->workspace ? tport_workspace_reserve(g->workspace, a.peak)
                                 : aligned_alloc(TPORT_DATA_ALIGN, a.peak);
+        g->arena_lent = g->workspace != NULL;
         if (!g->arena) {
             st = tport_error(TPORT_STATUS_OUT_OF_MEMORY, "out of memory: graph needs %zu bytes", a.peak);
             goto done;

@@ -80,6 +80,7 @@ struct tport_graph {
     void *arena;
     size_t arena_size;
     tport_workspace *workspace; /* lends the arena when set (workspace.c) */
+    bool arena_lent;            /* arena is the workspace's, not ours      */
     const char **node_backend; /* per node, after compute */
     tport_sched_stats stats;   /* what the last compute moved, see tport.h */
 };
@@ -91,6 +92,8 @@ int tport_graph_find(const tport_graph *g, const tport_tensor *t);
 /* Plans intermediate memory (no-op if already planned) and resolves every
  * tensor's data pointer.  Returns a status with the message set. */
 tport_status tport_graph_plan(tport_graph *g);
+/* Frees the graph's arena if it is its own (not a workspace's). */
+void tport_graph_release_arena(tport_graph *g);
 /* ws's block, grown to at least bytes (contents not kept), or NULL when
  * out of memory. */
 void *tport_workspace_reserve(tport_workspace *ws, size_t bytes);

@@ -369,6 +369,17 @@ static void test_workspace(tport_ctx *ctx) {
           "a planned graph refuses a workspace");
     tport_graph_free(g4);
     CHECK(tport_graph_set_workspace(NULL, ws) == TPORT_STATUS_INVALID_ARGUMENT, "NULL graph refused");
+
+    /* computed on its own, then given one more output and a workspace: its
+     * own arena is freed when it re-plans into the workspace (LeakSanitizer
+     * in CI sees it otherwise) */
+    tport_graph *g5 = scaled_chain(ctx, small, 3, NULL);
+    tport_tensor *extra = tport_scale(ctx, small, 2.0f);
+    tport_compute_params p1 = {1, NULL};
+    CHECK(g5 && extra && !tport_graph_add(g5, extra) && !tport_graph_set_workspace(g5, ws) &&
+              !tport_graph_compute(g5, &p1) && ct_get(extra, 5, 0, 0, 0) == 2.0 * ct_get(small, 5, 0, 0, 0),
+          "a re-planned graph moves into a workspace: %s", tport_last_error());
+    tport_graph_free(g5);
     tport_workspace_free(ws);
     tport_workspace_free(NULL);
 }
