@@ -115,9 +115,10 @@ VF_INLINE void scores_four_key(const fa_tile *t, int64_t j, __m128 sums) {
 
 VF_INLINE void scores_four(const fa_tile *t, bool f16) {
     const float *q0 = t->q[0], *q1 = t->q[1], *q2 = t->q[2], *q3 = t->q[3];
-    int64_t j = 0;
-    for (; j + 2 <= t->kv_end; j += 2) {
-        const uint8_t *kr = t->k + (size_t)j * t->k_nb1, *kr1 = kr + t->k_nb1;
+    for (int64_t j = 0; j < t->kv_end; j += 2) {
+        /* an odd last key is scored twice and stored once */
+        bool pair = j + 1 < t->kv_end;
+        const uint8_t *kr = t->k + (size_t)j * t->k_nb1, *kr1 = pair ? kr + t->k_nb1 : kr;
         __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
         for (int64_t c = 0; c < t->hd; c += 8) {
             const __m256 k0 = load_kv(kr, c, f16), k1 = load_kv(kr1, c, f16);
@@ -135,19 +136,8 @@ VF_INLINE void scores_four(const fa_tile *t, bool f16) {
             b3 = _mm256_fmadd_ps(k1, q, b3);
         }
         scores_four_key(t, j, cpu_hsum4(a0, a1, a2, a3));
-        scores_four_key(t, j + 1, cpu_hsum4(b0, b1, b2, b3));
-    }
-    for (; j < t->kv_end; j++) {
-        const uint8_t *kr = t->k + (size_t)j * t->k_nb1;
-        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-        for (int64_t c = 0; c < t->hd; c += 8) {
-            const __m256 kv = load_kv(kr, c, f16);
-            a0 = _mm256_fmadd_ps(kv, _mm256_loadu_ps(q0 + c), a0);
-            a1 = _mm256_fmadd_ps(kv, _mm256_loadu_ps(q1 + c), a1);
-            a2 = _mm256_fmadd_ps(kv, _mm256_loadu_ps(q2 + c), a2);
-            a3 = _mm256_fmadd_ps(kv, _mm256_loadu_ps(q3 + c), a3);
-        }
-        scores_four_key(t, j, cpu_hsum4(a0, a1, a2, a3));
+        if (pair)
+            scores_four_key(t, j + 1, cpu_hsum4(b0, b1, b2, b3));
     }
 }
 
