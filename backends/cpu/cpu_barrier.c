@@ -49,7 +49,7 @@ cpu_barrier *cpu_barrier_new(void) {
     pthread_mutex_init(&b->mu, NULL);
     pthread_cond_init(&b->wake, NULL);
     for (int i = 0; i < CPU_MAX_THREADS; i++)
-        b->spin[i].s.budget = CPU_SPIN_NS;
+        b->spin[i].s = (cpu_spin)CPU_SPIN_INIT;
     return b;
 }
 

@@ -1,39 +1,49 @@
-/* Bounded, adaptive spinning, shared by the thread pool (waiting for a
- * job or for its end) and the graph barrier (waiting for a round).  A
- * thread spins on an atomic for at most its budget and then sleeps.  The
- * budget adapts: a wait that ended well within it doubles it (up to
- * CPU_SPIN_NS); a wait that outlasted it and, sleep and wake-up included,
- * took longer than CPU_SPIN_SHORT_NS (the other thread was preempted, or
- * the machine has more threads than cores) halves it, so on an
- * oversubscribed machine the spins shrink towards plain sleeping.  A wait
- * that outlasted the budget but was short leaves it alone.
+/* Bounded spinning, shared by the thread pool (waiting for a job or for its
+ * end) and the graph barrier (waiting for a round).  A thread spins on an
+ * atomic for at most its budget and then sleeps.
  *
- * (Halving on every overrun, as before, was bistable: one slow wake-up made
- * the next waits overrun too, each halving again, until every barrier of a
- * token slept.  A 2-layer model then generated 400-5,700 tokens/s with 2
- * threads, run to run, against 6,900 with 1; with this rule 4,000-7,500,
- * while two 2-thread runs side by side on 2 cores stay within 10-17 % of
- * the old rule's speed, where spinning 1 ms instead made them 10x slower.)
+ * The budget has two values.  Normally it is CPU_SPIN_NS, longer than a
+ * sleeping thread's wake-up on a virtual machine (60-500 us measured here,
+ * mostly 100-200): with a shorter budget one late wake-up made the other
+ * thread sleep at the next barrier, whose wake-up was late again, and a
+ * token's few hundred barriers turned into a chain of sleeps (stories110M
+ * q4_0, 2 threads: 128-144 tokens/s against 160 with 1).  When the machine
+ * is crowded, more runnable threads than cores, spinning only keeps the
+ * thread being waited for off its core (two 2-thread runs side by side: 10-60
+ * tokens/s each when spinning, 110 when sleeping at once), so the budget
+ * drops to CPU_SPIN_MIN_NS until no wait has found it crowded for
+ * CPU_SPIN_CALM_NS.
+ *
+ * A long wait alone does not say which case it is: the host preempting a
+ * virtual CPU looks the same from inside.  cpu_spin_slept asks the kernel
+ * instead how long this thread sat runnable without a core
+ * (/proc/thread-self/schedstat); only the guest's own crowding adds to it.
  * Include after defining _POSIX_C_SOURCE (clock_gettime). */
 #ifndef TPORT_CPU_SPIN_H
 #define TPORT_CPU_SPIN_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
 
-/* Longest and shortest spin budgets, in ns, and the longest wait that
- * still counts as short: it includes the sleep's wake-up, tens of
- * microseconds on a virtual machine, where a preempted thread is gone for
- * a time slice, milliseconds. */
-#define CPU_SPIN_NS 50000
+/* The two budgets, in ns, and how long the crowded one lasts. */
+#define CPU_SPIN_NS 500000
 #define CPU_SPIN_MIN_NS 2000
-#define CPU_SPIN_SHORT_NS 500000
+#define CPU_SPIN_CALM_NS 100000000
 
+/* One thread's waiting state (each thread keeps its own per place it waits) */
 typedef struct cpu_spin {
-    uint64_t budget; /* ns; starts at CPU_SPIN_NS */
-    uint64_t start;  /* when the current wait began */
+    uint64_t start;      /* when the current wait began */
+    uint64_t checked_at; /* when this thread last read its run-queue time, or 0 */
+    uint64_t queued_ns;  /* that run-queue time */
 } cpu_spin;
+
+#define CPU_SPIN_INIT {0}
+
+/* When a wait last found the machine crowded (cpu_spin.c): crowding is the
+ * machine's, so one thread's finding holds for all. */
+extern _Atomic uint64_t cpu_spin_crowded_at;
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -49,28 +59,27 @@ static inline uint64_t cpu_now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Spins for at most s->budget ns until done(arg, value); returns whether it
+/* Spins for at most the budget until done(arg, value); returns whether it
  * happened in time.  When not, the caller sleeps until it happens and then
  * calls cpu_spin_slept. */
 static inline bool cpu_spin_until(bool (*done)(const void *arg, uint64_t value), const void *arg, uint64_t value,
                                   cpu_spin *s) {
     s->start = cpu_now_ns();
+    uint64_t crowded_at = atomic_load_explicit(&cpu_spin_crowded_at, memory_order_relaxed);
+    /* signed: another thread may have set it after this wait began */
+    bool crowded = crowded_at && (int64_t)(s->start - crowded_at) < CPU_SPIN_CALM_NS;
+    uint64_t budget = crowded ? CPU_SPIN_MIN_NS : CPU_SPIN_NS;
     for (unsigned i = 1;; i++) {
-        if (done(arg, value)) {
-            if (cpu_now_ns() - s->start <= s->budget / 2 && s->budget < CPU_SPIN_NS)
-                s->budget = s->budget * 2 > CPU_SPIN_NS ? CPU_SPIN_NS : s->budget * 2;
+        if (done(arg, value))
             return true;
-        }
         cpu_relax(); /* sched_yield here collapsed next to CPU hogs */
-        if ((i & 15) == 0 && cpu_now_ns() - s->start > s->budget)
+        if ((i & 15) == 0 && cpu_now_ns() - s->start > budget)
             return false;
     }
 }
 
-/* After a wait that outlasted the spin: a long one halves the budget. */
-static inline void cpu_spin_slept(cpu_spin *s) {
-    if (cpu_now_ns() - s->start > CPU_SPIN_SHORT_NS && s->budget / 2 >= CPU_SPIN_MIN_NS)
-        s->budget /= 2;
-}
+/* After a wait that outlasted the spin: notes whether the machine is
+ * crowded (cpu_spin.c). */
+void cpu_spin_slept(cpu_spin *s);
 
 #endif

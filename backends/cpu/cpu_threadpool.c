@@ -4,11 +4,11 @@
  * Waiting is hybrid.  A graph is one job (cpu_graph.c; the waits between
  * its ops are cpu_barrier.c's), but generation posts one per token, a few
  * milliseconds apart, and a condition-variable wake-up costs microseconds,
- * so a worker first spins on the atomic job word for
- * a bounded, adaptive time (cpu_spin.h) and only then sleeps on the condition variable;
- * the caller likewise spins briefly for completion before sleeping.  The
- * bound keeps an oversubscribed machine from collapsing: a thread that
- * spins in vain gives the core back, and spins less next time.
+ * so a worker first spins on the atomic job word for a bounded time
+ * (cpu_spin.h) and only then sleeps on the condition variable; the caller
+ * likewise spins for completion before sleeping.  On a crowded machine the
+ * bound drops to microseconds, so a thread spinning in vain gives the core
+ * back.
  *
  * No lost wake-ups: a sleeper announces itself (sleepers / main_sleeping,
  * seq_cst) under the mutex and then re-checks the condition; the poster
@@ -84,7 +84,7 @@ static void *worker_main(void *p) {
     worker *w = p;
     cpu_pool *pool = w->pool;
     uint64_t seen = w->start_job;
-    cpu_spin spin = {.budget = CPU_SPIN_NS};
+    cpu_spin spin = CPU_SPIN_INIT;
     for (;;) {
         uint64_t job = wait_for_job(pool, seen, &spin);
         if (atomic_load(&pool->stop))
@@ -117,7 +117,7 @@ cpu_pool *cpu_pool_new(void) {
     atomic_init(&pool->sleepers, 0);
     atomic_init(&pool->main_sleeping, false);
     atomic_init(&pool->stop, false);
-    pool->done_spin.budget = CPU_SPIN_NS;
+    pool->done_spin = (cpu_spin)CPU_SPIN_INIT;
     return pool;
 }
 
