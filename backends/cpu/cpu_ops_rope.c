@@ -13,8 +13,13 @@ static void rope_task(void *arg, int ith, int nth) {
     tport_params_rope p;
     memcpy(&p, d->params, sizeof p);
     int64_t n = d->ne[0], half = p.n_dims / 2;
-    float *abuf = (float *)cpu_thread_scratch(op, ith);
+    /* base^(-2i/n_dims) does not depend on the position: once per call,
+     * not per token (pow was 0.75 % of a prompt's time) */
+    double *inv_freq = (double *)cpu_thread_scratch(op, ith);
+    float *abuf = (float *)(inv_freq + half);
     float *cosv = abuf + n, *sinv = cosv + half;
+    for (int64_t i = 0; i < half; i++)
+        inv_freq[i] = pow(p.freq_base, -2.0 * (double)i / p.n_dims);
     int64_t cached_i2 = -1;
     int64_t r0, r1;
     cpu_split(cpu_nrows(d), ith, nth, &r0, &r1);
@@ -25,7 +30,7 @@ static void rope_task(void *arg, int ith, int nth) {
             int32_t ps;
             memcpy(&ps, (const uint8_t *)pos->data + (size_t)i2 * pos->nb[0], sizeof ps);
             for (int64_t i = 0; i < half; i++) {
-                double theta = (double)ps * p.freq_scale * pow(p.freq_base, -2.0 * (double)i / p.n_dims);
+                double theta = (double)ps * p.freq_scale * inv_freq[i];
                 cosv[i] = (float)cos(theta);
                 sinv[i] = (float)sin(theta);
             }

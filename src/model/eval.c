@@ -13,6 +13,8 @@
 #include "model/blocks.h"
 #include "model/model.h"
 
+/* Rows are matched by pointer: backend and op names are the backends' and
+ * the op table's own strings (strcmp here was 0.15 % of generation). */
 static void tally_nodes(const tport_graph *g, tport_node_tally *t) {
     t->n_rows = 0;
     for (int i = 0; i < tport_graph_n_nodes(g); i++) {
@@ -21,7 +23,7 @@ static void tally_nodes(const tport_graph *g, tport_node_tally *t) {
         if (!backend)
             continue;
         int r = 0;
-        while (r < t->n_rows && (strcmp(t->rows[r].backend, backend) || strcmp(t->rows[r].op, op)))
+        while (r < t->n_rows && (t->rows[r].backend != backend || t->rows[r].op != op))
             r++;
         if (r == t->n_rows) {
             if (r == TPORT_TALLY_ROWS)
