@@ -7,6 +7,14 @@
 
 #include "model/model.h"
 
+/* A copy of new keys or values into a layer's cache: dst (the cache's view
+ * at the batch's position) and cpy (the node, a view of the same bytes)
+ * sit at pos * row bytes, so a graph kept for reuse moves them there. */
+typedef struct tport_blk_store {
+    tport_tensor *dst, *cpy;
+    size_t row;
+} tport_blk_store;
+
 /* The state of one batch's graph while it is built. */
 typedef struct tport_blk {
     tport_ctx *ctx;
@@ -23,6 +31,10 @@ typedef struct tport_blk {
     int32_t layer_begin, layer_end;
     tport_tensor *hidden_in;
     bool hidden_out, hidden_out_last;
+    /* where tport_blk_attention notes its cache stores (room for two a
+     * layer), or NULL */
+    tport_blk_store *stores;
+    int n_stores, cap_stores;
 } tport_blk;
 
 /* token_embd[ids] (plus position_embd[positions] when the model has it);

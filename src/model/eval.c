@@ -1,6 +1,7 @@
 /* One evaluation of a batch: the inputs (ids, positions, the causal mask),
  * the architecture's graph (src/model/arch/), compute, and the logits of
- * the last token (or, for a pipeline stage, the hidden state it passes on).  The graph is rebuilt for every batch.  With ALiBi the
+ * the last token (or, for a pipeline stage, the hidden state it passes on).
+ * The graph is kept for the next batch of the same shape.  With ALiBi the
  * visible mask cells hold -|pos_k - pos_q| instead of 0, which soft_max_ext
  * scales by each head's slope (as llama.cpp fills its mask). */
 #include <math.h>
@@ -37,6 +38,132 @@ static void tally_nodes(const tport_graph *g, tport_node_tally *t) {
     }
 }
 
+struct tport_eval_cache {
+    tport_ctx *ctx;
+    tport_graph *g;
+    int32_t *in; /* ids [n], positions [n], mask [n_kv, n] */
+    tport_tensor *hidden_in, *out;
+    tport_blk_store *stores;
+    int n_stores;
+    /* what the graph was built for */
+    const tport_model *m;
+    const tport_kv_layer *kv;
+    const char *backend;
+    int32_t n, n_kv, n_ctx, layer_begin, layer_end;
+    bool ids, hidden_out, hidden_out_last;
+    int64_t n_built, n_reused;
+};
+
+tport_eval_cache *tport_eval_cache_new(void) {
+    tport_eval_cache *c = calloc(1, sizeof *c);
+    if (!c)
+        tport_error(TPORT_STATUS_OUT_OF_MEMORY, "out of memory");
+    return c;
+}
+
+void tport_eval_cache_drop(tport_eval_cache *c) {
+    if (!c)
+        return;
+    tport_graph_free(c->g);
+    tport_ctx_free(c->ctx);
+    free(c->in);
+    free(c->stores);
+    int64_t built = c->n_built, reused = c->n_reused;
+    *c = (tport_eval_cache){.n_built = built, .n_reused = reused};
+}
+
+void tport_eval_cache_free(tport_eval_cache *c) {
+    tport_eval_cache_drop(c);
+    free(c);
+}
+
+void tport_eval_cache_counts(const tport_eval_cache *c, int64_t *built, int64_t *reused) {
+    *built = c ? c->n_built : 0;
+    *reused = c ? c->n_reused : 0;
+}
+
+/* Whether c's graph is the one e needs (the backend compared by name: a
+ * caller may pass equal strings from different places). */
+static bool fits(const tport_eval_cache *c, const tport_model_eval *e, int32_t n_kv) {
+    bool same_backend = !c->backend == !e->backend && (!c->backend || !strcmp(c->backend, e->backend));
+    return c->m == e->m && c->kv == e->kv && same_backend && c->n == e->n && c->n_kv == n_kv &&
+           c->n_ctx == e->n_ctx && c->layer_begin == e->layer_begin && c->layer_end == e->layer_end &&
+           c->ids == (e->ids != NULL) && c->hidden_out == (e->hidden_out != NULL) &&
+           c->hidden_out_last == e->hidden_out_last;
+}
+
+/* The inputs of this call, and the cache stores moved to its position. */
+static void fill_inputs(tport_eval_cache *c, const tport_model_eval *e) {
+    int32_t n = c->n, n_kv = c->n_kv;
+    int32_t *ids = c->in, *positions = c->in + n;
+    float *mask = (float *)(c->in + 2 * (size_t)n);
+    bool alibi = e->m->sh.max_alibi_bias > 0;
+    for (int32_t i = 0; i < n; i++) {
+        ids[i] = e->ids ? e->ids[i] : 0;
+        positions[i] = e->pos + i;
+        for (int32_t j = 0; j < n_kv; j++) {
+            int32_t q = e->pos + i;
+            mask[(size_t)i * (size_t)n_kv + (size_t)j] = j > q ? -INFINITY : alibi ? -(float)(q - j) : 0.0f;
+        }
+    }
+    if (c->hidden_in)
+        tport_tensor_set_data(c->hidden_in, (void *)e->hidden_in);
+    /* the planner finds the views' data from view_offs at every compute */
+    for (int i = 0; i < c->n_stores; i++) {
+        size_t offs = (size_t)e->pos * c->stores[i].row;
+        c->stores[i].dst->view_offs = offs;
+        c->stores[i].cpy->view_offs = offs;
+    }
+}
+
+/* A new graph for e into c (empty); the inputs are filled by fill_inputs. */
+static tport_status build(tport_eval_cache *c, const tport_model_eval *e, int32_t n_kv) {
+    const tport_model *m = e->m;
+    const tport_model_shape *sh = &m->sh;
+    int32_t n = e->n;
+    *c = (tport_eval_cache){.m = m, .kv = e->kv, .backend = e->backend, .n = n, .n_kv = n_kv,
+                            .n_ctx = e->n_ctx, .layer_begin = e->layer_begin, .layer_end = e->layer_end,
+                            .ids = e->ids != NULL, .hidden_out = e->hidden_out != NULL,
+                            .hidden_out_last = e->hidden_out_last, .n_built = c->n_built, .n_reused = c->n_reused};
+    int cap_stores = 2 * (e->layer_end - e->layer_begin);
+    c->in = malloc((2 * (size_t)n + (size_t)n_kv * (size_t)n) * sizeof *c->in);
+    c->stores = malloc((size_t)(cap_stores ? cap_stores : 1) * sizeof *c->stores);
+    c->ctx = tport_ctx_new(0);
+    c->g = c->ctx ? tport_graph_new(c->ctx) : NULL;
+    if (!c->in || !c->stores || !c->g)
+        return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "eval: out of memory");
+    if (e->ws)
+        tport_graph_set_workspace(c->g, e->ws);
+    tport_ctx *ctx = c->ctx;
+    tport_blk b = {.ctx = ctx, .g = c->g, .m = m, .sh = sh, .n = n, .pos = e->pos, .n_kv = n_kv,
+                   .n_ctx = e->n_ctx, .kv = e->kv, .layer_begin = e->layer_begin, .layer_end = e->layer_end,
+                   .hidden_out = e->hidden_out != NULL, .hidden_out_last = e->hidden_out_last,
+                   /* flash_attn runs on the CPU backend; a forced other
+                    * backend, which must run every node, gets the unfused ops */
+                   .fused_attn = !e->backend || !strcmp(e->backend, "cpu"),
+                   .stores = c->stores, .cap_stores = cap_stores};
+    b.ids = tport_new_tensor_1d(ctx, TPORT_TYPE_I32, n);
+    b.positions = tport_new_tensor_1d(ctx, TPORT_TYPE_I32, n);
+    b.mask = tport_new_tensor_2d(ctx, TPORT_TYPE_F32, n_kv, n);
+    tport_tensor *out = NULL;
+    if (b.ids && b.positions && b.mask) {
+        tport_tensor_set_data(b.ids, c->in);
+        tport_tensor_set_data(b.positions, c->in + n);
+        tport_tensor_set_data(b.mask, c->in + 2 * (size_t)n);
+        /* a later pipeline stage: the graph only reads its inputs */
+        if (e->hidden_in && (b.hidden_in = tport_new_tensor_2d(ctx, TPORT_TYPE_F32, sh->n_embd, n)))
+            tport_tensor_set_data(b.hidden_in, (void *)e->hidden_in);
+        if (!e->hidden_in || b.hidden_in)
+            out = m->arch->build(&b);
+    }
+    if (!out)
+        return tport_error(TPORT_STATUS_ERROR, "building the %s graph: %s", m->arch->name, tport_last_error());
+    c->hidden_in = b.hidden_in;
+    c->n_stores = b.n_stores;
+    c->out = out;
+    return tport_graph_add(c->g, out);
+}
+
 tport_status tport_model_eval_batch(const tport_model_eval *e) {
     const tport_model *m = e->m;
     const tport_model_shape *sh = &m->sh;
@@ -65,77 +192,42 @@ tport_status tport_model_eval_batch(const tport_model_eval *e) {
 
     /* Attention reads n_kv cache positions rounded up to a multiple of 32
      * (as llama.cpp does): the masked tail adds exact zeros, and 32 tokens
-     * in a row share one graph structure, so a device can replay what it
-     * recorded for the graph key. */
+     * in a row share one graph structure, so the graph is kept and run
+     * again (tport_eval_cache), and a device can replay what it recorded
+     * for the graph key. */
     n_kv = (n_kv + 31) / 32 * 32;
     if (n_kv > e->n_ctx)
         n_kv = e->n_ctx;
-    /* inputs: ids, positions, the causal mask [n_kv, n] */
-    size_t n_in = 2 * (size_t)n + (size_t)n_kv * (size_t)n;
-    int32_t *in = malloc(n_in * sizeof *in);
-    tport_ctx *ctx = tport_ctx_new(0);
-    tport_graph *g = ctx ? tport_graph_new(ctx) : NULL;
-    if (g && e->ws)
-        tport_graph_set_workspace(g, e->ws);
-    if (!in || !g) {
-        free(in);
-        tport_graph_free(g);
-        tport_ctx_free(ctx);
-        return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "eval: out of memory");
-    }
-    int32_t *ids = in, *positions = in + n;
-    float *mask = (float *)(in + 2 * (size_t)n);
-    bool alibi = sh->max_alibi_bias > 0;
-    for (int32_t i = 0; i < n; i++) {
-        ids[i] = e->ids ? e->ids[i] : 0;
-        positions[i] = e->pos + i;
-        for (int32_t j = 0; j < n_kv; j++) {
-            int32_t q = e->pos + i;
-            mask[(size_t)i * (size_t)n_kv + (size_t)j] = j > q ? -INFINITY : alibi ? -(float)(q - j) : 0.0f;
-        }
-    }
-
-    tport_blk b = {.ctx = ctx, .g = g, .m = m, .sh = sh, .n = n, .pos = e->pos, .n_kv = n_kv,
-                   .n_ctx = e->n_ctx, .kv = e->kv, .layer_begin = e->layer_begin, .layer_end = e->layer_end,
-                   .hidden_out = e->hidden_out != NULL, .hidden_out_last = e->hidden_out_last,
-                   /* flash_attn runs on the CPU backend; a forced other
-                    * backend, which must run every node, gets the unfused ops */
-                   .fused_attn = !e->backend || !strcmp(e->backend, "cpu")};
-    b.ids = tport_new_tensor_1d(ctx, TPORT_TYPE_I32, n);
-    b.positions = tport_new_tensor_1d(ctx, TPORT_TYPE_I32, n);
-    b.mask = tport_new_tensor_2d(ctx, TPORT_TYPE_F32, n_kv, n);
-    tport_tensor *logits = NULL;
-    if (b.ids && b.positions && b.mask) {
-        tport_tensor_set_data(b.ids, ids);
-        tport_tensor_set_data(b.positions, positions);
-        tport_tensor_set_data(b.mask, mask);
-        /* a later pipeline stage: the graph only reads its inputs */
-        if (e->hidden_in && (b.hidden_in = tport_new_tensor_2d(ctx, TPORT_TYPE_F32, sh->n_embd, n)))
-            tport_tensor_set_data(b.hidden_in, (void *)e->hidden_in);
-        if (!e->hidden_in || b.hidden_in)
-            logits = m->arch->build(&b);
-    }
+    tport_eval_cache scratch = {0}, *c = e->cache ? e->cache : &scratch;
     tport_status st = TPORT_STATUS_OK;
-    if (!logits) {
-        st = tport_error(TPORT_STATUS_ERROR, "building the %s graph: %s", m->arch->name, tport_last_error());
-    } else if ((st = tport_graph_add(g, logits)) == TPORT_STATUS_OK) {
+    if (c->g && fits(c, e, n_kv)) {
+        c->n_reused++;
+    } else {
+        tport_eval_cache_drop(c);
+        st = build(c, e, n_kv);
+        c->n_built++;
+    }
+    if (!st) {
+        fill_inputs(c, e);
         tport_compute_params cp = {.n_threads = e->n_threads, .backend = e->backend};
-        st = tport_graph_compute(g, &cp);
-        if (st == TPORT_STATUS_OK && e->tally) {
-            tally_nodes(g, e->tally);
-            e->tally->stats = tport_graph_stats(g);
-        }
-        const float *out = st == TPORT_STATUS_OK ? tport_tensor_data(logits) : NULL;
+        st = tport_graph_compute(c->g, &cp);
+    }
+    if (!st && e->tally) {
+        tally_nodes(c->g, e->tally);
+        e->tally->stats = tport_graph_stats(c->g);
+    }
+    if (!st) {
+        const float *out = tport_tensor_data(c->out);
         size_t n_out = !e->hidden_out ? (size_t)sh->n_vocab
                        : (size_t)sh->n_embd * (size_t)(e->hidden_out_last ? 1 : n);
         if (out)
             memcpy(e->hidden_out ? e->hidden_out : e->logits, out, n_out * sizeof(float));
-        else if (st == TPORT_STATUS_OK)
+        else
             st = tport_error(TPORT_STATUS_ERROR, "eval: the graph produced no %s",
                              e->hidden_out ? "hidden state" : "logits");
     }
-    tport_graph_free(g);
-    tport_ctx_free(ctx);
-    free(in);
+    /* a failed graph is not kept: what failed may have been its state */
+    if (st || c == &scratch)
+        tport_eval_cache_drop(c);
     return st;
 }

@@ -129,6 +129,8 @@ typedef struct tport_kv_layer {
     tport_type_id type;
 } tport_kv_layer;
 
+typedef struct tport_eval_cache tport_eval_cache;
+
 /* One evaluation: n tokens at positions pos..pos+n-1 through layers
  * [layer_begin, layer_end), reading and extending those layers' caches
  * (per layer [head_dim, n_head_kv, n_ctx]); writes the last token's
@@ -151,7 +153,21 @@ typedef struct tport_model_eval {
     float *logits;
     tport_node_tally *tally;     /* filled after compute if not NULL        */
     tport_workspace *ws;         /* lends the graph's memory, or NULL       */
+    tport_eval_cache *cache;     /* keeps the graph for the next call, or NULL */
 } tport_model_eval;
 tport_status tport_model_eval_batch(const tport_model_eval *e);
+
+/* The last evaluation's graph, kept by a session: the next evaluation of
+ * the same shape (the same n, n_kv rounded to 32, layers and inputs) only
+ * refills the inputs and moves the cache stores to its position instead of
+ * building, planning and freeing a graph again.  drop forgets the graph
+ * (a KV cache that moved, a failure); free drops and frees. */
+tport_eval_cache *tport_eval_cache_new(void);
+void tport_eval_cache_drop(tport_eval_cache *c);
+void tport_eval_cache_free(tport_eval_cache *c);
+/* Evaluations that built a graph and that reused one, since new; the
+ * session's (NULL: zeros). */
+void tport_eval_cache_counts(const tport_eval_cache *c, int64_t *built, int64_t *reused);
+void tport_session_graph_counts(const tport_session *s, int64_t *built, int64_t *reused);
 
 #endif

@@ -30,6 +30,7 @@ struct tport_session {
     float *logits;
     bool have_logits;
     tport_workspace *ws;     /* every evaluation's intermediates      */
+    tport_eval_cache *cache; /* the last evaluation's graph, kept     */
     tport_node_tally tally;  /* what ran where in the last evaluation */
     int32_t n_evals;         /* evaluations since the last reset     */
     tport_sched_stats total; /* summed over them                     */
@@ -114,7 +115,8 @@ tport_session *tport_session_new(tport_model *m, const tport_session_params *par
     s->history = malloc((size_t)s->n_ctx * sizeof *s->history);
     s->logits = calloc((size_t)sh->n_vocab, sizeof *s->logits);
     s->ws = tport_workspace_new();
-    tport_status st = s->kv && s->history && s->logits && s->ws ? TPORT_STATUS_OK
+    s->cache = tport_eval_cache_new();
+    tport_status st = s->kv && s->history && s->logits && s->ws && s->cache ? TPORT_STATUS_OK
                       : tport_error(TPORT_STATUS_OUT_OF_MEMORY, "session_new: out of memory");
     for (int32_t i = m->layer_begin; i < m->layer_end && st == TPORT_STATUS_OK; i++)
         st = place_layer(s, i);
@@ -128,6 +130,7 @@ tport_session *tport_session_new(tport_model *m, const tport_session_params *par
 void tport_session_free(tport_session *s) {
     if (!s)
         return;
+    tport_eval_cache_free(s->cache); /* its graph borrows ws and reads kv */
     for (int32_t i = 0; s->kv && i < s->m->sh.n_layer; i++)
         free_layer(&s->kv[i]);
     free(s->kv);
@@ -151,7 +154,7 @@ static tport_status eval_io(tport_session *s, const tport_stage_io *io) {
             .layer_begin = io->head_only ? m->sh.n_layer : m->layer_begin,
             .layer_end = io->head_only ? m->sh.n_layer : m->layer_end,
             .n_threads = s->n_threads, .backend = m->backend,
-            .logits = s->logits, .tally = &s->tally, .ws = s->ws,
+            .logits = s->logits, .tally = &s->tally, .ws = s->ws, .cache = s->cache,
         };
         if (io->hidden_out) {
             /* all rows in place, or the last row (the last chunk's wins) */
@@ -184,6 +187,7 @@ static tport_status eval_tokens(tport_session *s, const tport_token *ids, int32_
  * far evaluated again to refill them. */
 static tport_status recover(tport_session *s) {
     int32_t replay = s->pos;
+    tport_eval_cache_drop(s->cache); /* its graph holds the old caches' places */
     pthread_mutex_lock(&s->m->lost_lock);
     tport_model_release_weights(s->m, true);
     pthread_mutex_unlock(&s->m->lost_lock);
@@ -265,6 +269,10 @@ const float *tport_session_logits(const tport_session *s) {
 }
 
 int32_t tport_session_pos(const tport_session *s) { return s ? s->pos : 0; }
+
+void tport_session_graph_counts(const tport_session *s, int64_t *built, int64_t *reused) {
+    tport_eval_cache_counts(s ? s->cache : NULL, built, reused);
+}
 
 int32_t tport_session_placement(const tport_session *s, int32_t i, const char **backend, const char **op) {
     if (!s || i < 0 || i >= s->tally.n_rows)

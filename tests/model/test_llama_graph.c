@@ -3,11 +3,14 @@
  * with grouped-query attention is written as a legacy llama2.c checkpoint,
  * loaded with tport_model_load, and evaluated in uneven batches; the logits
  * after every batch must match the scalar reference.  Both the tied and the
- * separate classifier layouts are covered. */
+ * separate classifier layouts are covered.  The last positions go one token
+ * at a time, through the graph the session keeps (built once, then only its
+ * inputs and cache stores moved): each token's logits must match too. */
 #include <math.h>
 #include <stdint.h>
 
 #include "../test_util.h"
+#include "model/model.h"
 #include "tport/tport.h"
 
 enum { DIM = 32, HIDDEN = 48, LAYERS = 2, HEADS = 4, KV_HEADS = 2, VOCAB = 40, SEQ = 24 };
@@ -169,6 +172,23 @@ static void check_model(const weights *w, int tied) {
         for (int i = 0; got && i < VOCAB; i++)
             worst = fmax(worst, fabs(got[i] - want[i]) / (1.0 + fabs(want[i])));
     }
+    /* the rest one at a time: one graph, run again at each position */
+    int64_t built0, reused0, built1, reused1;
+    tport_session_graph_counts(s, &built0, &reused0);
+    int singles = 0;
+    for (; s && pos < SEQ; pos++, singles++) {
+        tport_token id = (tport_token)(test_rng_next(&rng) % VOCAB);
+        float want[VOCAB];
+        ref_forward(w, tied, &st, id, pos, want);
+        CHECK(tport_session_eval(s, &id, 1) == TPORT_STATUS_OK, "eval: %s", tport_last_error());
+        const float *got = tport_session_logits(s);
+        for (int i = 0; got && i < VOCAB; i++)
+            worst = fmax(worst, fabs(got[i] - want[i]) / (1.0 + fabs(want[i])));
+    }
+    tport_session_graph_counts(s, &built1, &reused1);
+    CHECK(singles > 2 && built1 - built0 <= 1 && reused1 - reused0 >= singles - 1,
+          "%d single tokens built %lld graphs and reused %lld", singles, (long long)(built1 - built0),
+          (long long)(reused1 - reused0));
     CHECK(worst < 1e-4, "%s classifier: logits differ from the scalar reference by %g", tied ? "tied" : "separate",
           worst);
     printf("test_llama_graph: %s classifier, %d positions, worst relative difference %.2g\n",
