@@ -93,8 +93,10 @@ tport_status sched_view_blind(const sched_view *v, sched_view *out) {
 }
 
 /* A word at a time: a token's graph hashes a few thousand records, and a
- * byte-wise hash (FNV-1a) was 1 % of generation time.  Keys only need to
- * be equal for equal input within one process. */
+ * byte-wise hash (FNV-1a) was 1 % of generation time.  Each step is a
+ * bijection of (h ^ w), so keys differ for different input but by chance
+ * (a device replays a recorded graph on an equal key); they need not be
+ * stable across processes. */
 static uint64_t mix_word(uint64_t h, uint64_t w) {
     h = (h ^ w) * 0x9E3779B97F4A7C15ull;
     return h ^ (h >> 32);
