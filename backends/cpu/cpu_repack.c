@@ -30,8 +30,10 @@
  * Each buffer holds one tensor after a 64-byte header, in memory of
  * cpu_weight_arena.c (huge pages); the handle is the header's address (the host only ever gives back handles it got here).
  * TPORT_CPU_REPACK=0 in the environment turns re-encoding off. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cpu_internal.h"
 
@@ -179,6 +181,66 @@ static void encode_group_q4_K(const uint8_t *plain, size_t row_bytes, int64_t ns
     }
 }
 
+/* Re-encoding a weight, groups [g0, g1) of its rows. */
+typedef struct encode_job {
+    const tport_tensor_view *t;
+    int layout;
+    const uint8_t *src;
+    uint8_t *dst;
+    int64_t g0, g1;
+} encode_job;
+
+static void encode_range(const encode_job *j) {
+    const tport_tensor_view *t = j->t;
+    size_t row_bytes = (size_t)t->nb[1], group = cpu_x8_group_bytes(j->layout, t->ne[0]);
+    for (int64_t g = j->g0; g < j->g1; g++) {
+        const uint8_t *in = j->src + (size_t)g * 8 * row_bytes;
+        uint8_t *out = j->dst + (size_t)g * group;
+        if (j->layout == CPU_LAYOUT_Q4_K_X8)
+            encode_group_q4_K(in, row_bytes, t->ne[0] / 256, out);
+        else
+            encode_group(in, row_bytes, t->ne[0] / 32, t->nb[0], j->layout == CPU_LAYOUT_Q4_0_X8 ? 4 : 8, out);
+    }
+}
+
+static void *encode_thread(void *arg) {
+    encode_range(arg);
+    return NULL;
+}
+
+/* Large weights are re-encoded on up to ENCODE_THREADS threads of their
+ * own (not the compute pool: an upload may overlap another model's
+ * compute).  Loading is bound by the first touches of the file's pages
+ * and of the new memory, which the cores take in parallel: TinyLlama
+ * q8_0's one-token cold start went from 0.95-1.6 s to 0.66 s (medians of
+ * 6-10 runs, 2 cores). */
+#define ENCODE_THREADS 4
+#define ENCODE_MIN_GROUPS 256 /* per thread; smaller weights take fewer */
+
+static void encode_all(const encode_job *whole, int64_t groups) {
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int n = (int)(cpus < 1 ? 1 : cpus > ENCODE_THREADS ? ENCODE_THREADS : cpus);
+    if (groups < (int64_t)ENCODE_MIN_GROUPS * n)
+        n = (int)(groups / ENCODE_MIN_GROUPS > 0 ? groups / ENCODE_MIN_GROUPS : 1);
+    encode_job jobs[ENCODE_THREADS];
+    pthread_t threads[ENCODE_THREADS];
+    bool started[ENCODE_THREADS] = {false};
+    for (int i = 0; i < n; i++) {
+        jobs[i] = *whole;
+        jobs[i].g0 = groups * i / n;
+        jobs[i].g1 = groups * (i + 1) / n;
+        if (i > 0)
+            started[i] = pthread_create(&threads[i], NULL, encode_thread, &jobs[i]) == 0;
+    }
+    /* part 0 here, and any part whose thread did not start */
+    for (int i = 0; i < n; i++)
+        if (!started[i])
+            encode_range(&jobs[i]);
+    for (int i = 1; i < n; i++)
+        if (started[i])
+            pthread_join(threads[i], NULL);
+}
+
 tport_status cpu_tensor_write(void *backend, tport_buffer b, uint64_t offset, const tport_tensor_view *t,
                               const void *src, uint64_t size, tport_ticket *ticket) {
     (void)backend;
@@ -202,15 +264,8 @@ tport_status cpu_tensor_write(void *backend, tport_buffer b, uint64_t offset, co
     if (size > h->capacity || cpu_x8_group_bytes(layout, t->ne[0]) * (uint64_t)(t->ne[1] / 8) > h->capacity)
         return cpu_host->error(TPORT_STATUS_INVALID_ARGUMENT, "cpu: buffer too small for %s",
                                t->name ? t->name : "a weight");
-    size_t row_bytes = (size_t)t->nb[1], group = cpu_x8_group_bytes(layout, t->ne[0]);
-    for (int64_t g = 0; g < t->ne[1] / 8; g++) {
-        const uint8_t *in = (const uint8_t *)src + (size_t)g * 8 * row_bytes;
-        uint8_t *out = buffer_data(h) + (size_t)g * group;
-        if (layout == CPU_LAYOUT_Q4_K_X8)
-            encode_group_q4_K(in, row_bytes, t->ne[0] / 256, out);
-        else
-            encode_group(in, row_bytes, t->ne[0] / 32, t->nb[0], layout == CPU_LAYOUT_Q4_0_X8 ? 4 : 8, out);
-    }
+    encode_job job = {.t = t, .layout = layout, .src = src, .dst = buffer_data(h)};
+    encode_all(&job, t->ne[1] / 8);
     h->layout = (uint32_t)layout;
     return TPORT_STATUS_OK;
 }
