@@ -113,7 +113,7 @@ static int32_t cpu_device_count(void *backend) {
     return 1;
 }
 
-static long core_count(void) {
+long cpu_core_count(void) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n > 0 ? n : 1;
 }
@@ -153,9 +153,9 @@ static tport_status cpu_device_info(void *backend, int32_t device, tport_device_
     char model[96];
     cpu_model_name(model, sizeof model);
     if (model[0])
-        snprintf(info.description, sizeof info.description, "%ld cores, %s", core_count(), model);
+        snprintf(info.description, sizeof info.description, "%ld cores, %s", cpu_core_count(), model);
     else
-        snprintf(info.description, sizeof info.description, "%ld cores", core_count());
+        snprintf(info.description, sizeof info.description, "%ld cores", cpu_core_count());
     long pages = sysconf(_SC_PHYS_PAGES), avail = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     if (pages > 0 && page > 0)
         info.memory_total = (uint64_t)pages * (uint64_t)page;

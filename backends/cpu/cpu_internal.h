@@ -227,6 +227,7 @@ CPU_HIDDEN void cpu_arena_free(cpu_arena *owner);                 /* one block o
 /* Bytes of one group of 8 rows of K elements in an x8 layout. */
 CPU_HIDDEN size_t cpu_x8_group_bytes(int layout, int64_t K);
 CPU_HIDDEN void cpu_repack_init(void); /* once, from init (reads TPORT_CPU_REPACK) */
+CPU_HIDDEN long cpu_core_count(void);  /* online cores, at least 1 */
 CPU_HIDDEN uint64_t cpu_tensor_alloc_size(void *backend, int32_t device, const tport_tensor_view *t);
 CPU_HIDDEN tport_status cpu_buffer_alloc(void *backend, int32_t device, uint32_t kind, uint32_t usage,
                                          uint64_t size, tport_buffer *out, void **host_ptr);

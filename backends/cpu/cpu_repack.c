@@ -33,7 +33,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cpu_internal.h"
 
@@ -50,10 +49,16 @@ typedef struct cpu_buffer {
 _Static_assert(sizeof(cpu_buffer) <= HEADER_BYTES, "the header fits before the data");
 
 static bool repack_enabled = true;
+static int encode_threads = 1; /* threads re-encoding one large weight */
+
+#define ENCODE_THREADS 4
+#define ENCODE_MIN_GROUPS 256 /* per thread; smaller weights take fewer */
 
 void cpu_repack_init(void) {
     const char *e = getenv("TPORT_CPU_REPACK");
     repack_enabled = !(e && e[0] == '0' && e[1] == '\0') && cpu_x8_available();
+    long cores = cpu_core_count();
+    encode_threads = (int)(cores > ENCODE_THREADS ? ENCODE_THREADS : cores);
 }
 
 static cpu_buffer *buffer_of(tport_buffer b) {
@@ -214,12 +219,8 @@ static void *encode_thread(void *arg) {
  * and of the new memory, which the cores take in parallel: TinyLlama
  * q8_0's one-token cold start went from 0.95-1.6 s to 0.66 s (medians of
  * 6-10 runs, 2 cores). */
-#define ENCODE_THREADS 4
-#define ENCODE_MIN_GROUPS 256 /* per thread; smaller weights take fewer */
-
 static void encode_all(const encode_job *whole, int64_t groups) {
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    int n = (int)(cpus < 1 ? 1 : cpus > ENCODE_THREADS ? ENCODE_THREADS : cpus);
+    int n = encode_threads;
     if (groups < (int64_t)ENCODE_MIN_GROUPS * n)
         n = (int)(groups / ENCODE_MIN_GROUPS > 0 ? groups / ENCODE_MIN_GROUPS : 1);
     encode_job jobs[ENCODE_THREADS];
@@ -227,8 +228,7 @@ static void encode_all(const encode_job *whole, int64_t groups) {
     bool started[ENCODE_THREADS] = {false};
     for (int i = 0; i < n; i++) {
         jobs[i] = *whole;
-        jobs[i].g0 = groups * i / n;
-        jobs[i].g1 = groups * (i + 1) / n;
+        cpu_split(groups, i, n, &jobs[i].g0, &jobs[i].g1);
         if (i > 0)
             started[i] = pthread_create(&threads[i], NULL, encode_thread, &jobs[i]) == 0;
     }

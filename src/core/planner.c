@@ -182,9 +182,12 @@ tport_status tport_graph_plan(tport_graph *g) {
         if (st)
             return st;
     }
-    /* resolve data pointers every time: leaves may have been given new data */
+    /* resolve data pointers every time: leaves may have been given new data,
+     * views moved (tport_view_move), and a cpy sits where its destination is */
     for (int i = 0; i < g->n_tensors; i++) {
         tport_tensor *t = g->tensors[i];
+        if (t->op == TPORT_OP_CPY && t->src[1])
+            t->view_offs = t->src[1]->view_src ? t->src[1]->view_offs : 0;
         if (g->offsets[i] != SIZE_MAX) {
             t->data = (uint8_t *)g->arena + g->offsets[i];
         } else if (t->view_src) {

@@ -92,6 +92,10 @@ int tport_graph_find(const tport_graph *g, const tport_tensor *t);
 /* Plans intermediate memory (no-op if already planned) and resolves every
  * tensor's data pointer.  Returns a status with the message set. */
 tport_status tport_graph_plan(tport_graph *g);
+/* Moves view t (op NONE) to offset bytes into its view_src, bounds
+ * checked; a planned graph finds the new place at its next compute, and a
+ * cpy into t follows it. */
+tport_status tport_view_move(tport_tensor *t, size_t offset);
 /* Frees the graph's arena if it is its own (not a workspace's). */
 void tport_graph_release_arena(tport_graph *g);
 /* ws's block, grown to at least bytes (contents not kept), or NULL when

@@ -89,6 +89,17 @@ tport_tensor *tport_view(tport_ctx *ctx, tport_tensor *a, int n_dims, const int6
     return make_view(a, full, strides, offset);
 }
 
+tport_status tport_view_move(tport_tensor *t, size_t offset) {
+    if (!t || !t->view_src || t->op != TPORT_OP_NONE)
+        return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "view_move: not a view");
+    size_t need = span_bytes(t->type, t->ne, t->nb), have = tport_tensor_nbytes(t->view_src);
+    if (offset > have || need > have - offset)
+        return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "view_move: %zu bytes at offset %zu exceed the %zu bytes of '%s'",
+                           need, offset, have, t->view_src->name);
+    t->view_offs = offset;
+    return TPORT_STATUS_OK;
+}
+
 tport_tensor *tport_reshape(tport_ctx *ctx, tport_tensor *a, int n_dims, const int64_t *ne) {
     if (!ctx || !a || !ne) {
         if (!tport_last_error()[0])

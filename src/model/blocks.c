@@ -107,16 +107,16 @@ tport_tensor *tport_blk_attention(tport_blk *b, int il, tport_tensor *q, tport_t
     const size_t new_nb[3] = {f, (size_t)hd * f, row};
     tport_tensor *k_dst = tport_view(ctx, kc, 3, new_ne, new_nb, (size_t)b->pos * row);
     tport_tensor *v_dst = tport_view(ctx, vc, 3, new_ne, new_nb, (size_t)b->pos * row);
-    tport_tensor *k_cpy = tport_cpy(ctx, k, k_dst), *v_cpy = tport_cpy(ctx, v, v_dst);
-    if (tport_graph_add(b->g, k_cpy) != TPORT_STATUS_OK || tport_graph_add(b->g, v_cpy) != TPORT_STATUS_OK)
+    if (tport_graph_add(b->g, tport_cpy(ctx, k, k_dst)) != TPORT_STATUS_OK ||
+        tport_graph_add(b->g, tport_cpy(ctx, v, v_dst)) != TPORT_STATUS_OK)
         return NULL;
     if (b->stores) {
         if (b->n_stores + 2 > b->cap_stores) {
             tport_error(TPORT_STATUS_ERROR, "attention: more cache stores than layers");
             return NULL;
         }
-        b->stores[b->n_stores++] = (tport_blk_store){k_dst, k_cpy, row};
-        b->stores[b->n_stores++] = (tport_blk_store){v_dst, v_cpy, row};
+        b->stores[b->n_stores++] = (tport_blk_store){k_dst, row};
+        b->stores[b->n_stores++] = (tport_blk_store){v_dst, row};
     }
 
     /* K (and V, for flash_attn) as [hd, n_kv, nkv] views of the caches */

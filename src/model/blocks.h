@@ -7,11 +7,11 @@
 
 #include "model/model.h"
 
-/* A copy of new keys or values into a layer's cache: dst (the cache's view
- * at the batch's position) and cpy (the node, a view of the same bytes)
- * sit at pos * row bytes, so a graph kept for reuse moves them there. */
+/* Where new keys or values go in a layer's cache: the cache's view dst at
+ * pos * row bytes, which a graph kept for reuse moves (tport_view_move;
+ * the cpy node into it follows). */
 typedef struct tport_blk_store {
-    tport_tensor *dst, *cpy;
+    tport_tensor *dst;
     size_t row;
 } tport_blk_store;
 

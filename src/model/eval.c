@@ -50,7 +50,7 @@ struct tport_eval_cache {
     const tport_kv_layer *kv;
     const char *backend;
     int32_t n, n_kv, n_ctx, layer_begin, layer_end;
-    bool ids, hidden_out, hidden_out_last;
+    bool hidden_out, hidden_out_last;
     int64_t n_built, n_reused;
 };
 
@@ -88,32 +88,29 @@ static bool fits(const tport_eval_cache *c, const tport_model_eval *e, int32_t n
     bool same_backend = !c->backend == !e->backend && (!c->backend || !strcmp(c->backend, e->backend));
     return c->m == e->m && c->kv == e->kv && same_backend && c->n == e->n && c->n_kv == n_kv &&
            c->n_ctx == e->n_ctx && c->layer_begin == e->layer_begin && c->layer_end == e->layer_end &&
-           c->ids == (e->ids != NULL) && c->hidden_out == (e->hidden_out != NULL) &&
+           !c->hidden_in == !e->hidden_in && c->hidden_out == (e->hidden_out != NULL) &&
            c->hidden_out_last == e->hidden_out_last;
 }
 
 /* The inputs of this call, and the cache stores moved to its position. */
-static void fill_inputs(tport_eval_cache *c, const tport_model_eval *e) {
+static tport_status fill_inputs(tport_eval_cache *c, const tport_model_eval *e) {
     int32_t n = c->n, n_kv = c->n_kv;
     int32_t *ids = c->in, *positions = c->in + n;
     float *mask = (float *)(c->in + 2 * (size_t)n);
     bool alibi = e->m->sh.max_alibi_bias > 0;
     for (int32_t i = 0; i < n; i++) {
+        int32_t q = e->pos + i;
         ids[i] = e->ids ? e->ids[i] : 0;
-        positions[i] = e->pos + i;
-        for (int32_t j = 0; j < n_kv; j++) {
-            int32_t q = e->pos + i;
+        positions[i] = q;
+        for (int32_t j = 0; j < n_kv; j++)
             mask[(size_t)i * (size_t)n_kv + (size_t)j] = j > q ? -INFINITY : alibi ? -(float)(q - j) : 0.0f;
-        }
     }
     if (c->hidden_in)
         tport_tensor_set_data(c->hidden_in, (void *)e->hidden_in);
-    /* the planner finds the views' data from view_offs at every compute */
-    for (int i = 0; i < c->n_stores; i++) {
-        size_t offs = (size_t)e->pos * c->stores[i].row;
-        c->stores[i].dst->view_offs = offs;
-        c->stores[i].cpy->view_offs = offs;
-    }
+    tport_status st = TPORT_STATUS_OK;
+    for (int i = 0; i < c->n_stores && !st; i++)
+        st = tport_view_move(c->stores[i].dst, (size_t)e->pos * c->stores[i].row);
+    return st;
 }
 
 /* A new graph for e into c (empty); the inputs are filled by fill_inputs. */
@@ -123,7 +120,7 @@ static tport_status build(tport_eval_cache *c, const tport_model_eval *e, int32_
     int32_t n = e->n;
     *c = (tport_eval_cache){.m = m, .kv = e->kv, .backend = e->backend, .n = n, .n_kv = n_kv,
                             .n_ctx = e->n_ctx, .layer_begin = e->layer_begin, .layer_end = e->layer_end,
-                            .ids = e->ids != NULL, .hidden_out = e->hidden_out != NULL,
+                            .hidden_out = e->hidden_out != NULL,
                             .hidden_out_last = e->hidden_out_last, .n_built = c->n_built, .n_reused = c->n_reused};
     int cap_stores = 2 * (e->layer_end - e->layer_begin);
     c->in = malloc((2 * (size_t)n + (size_t)n_kv * (size_t)n) * sizeof *c->in);
@@ -207,8 +204,9 @@ tport_status tport_model_eval_batch(const tport_model_eval *e) {
         st = build(c, e, n_kv);
         c->n_built++;
     }
+    if (!st)
+        st = fill_inputs(c, e);
     if (!st) {
-        fill_inputs(c, e);
         tport_compute_params cp = {.n_threads = e->n_threads, .backend = e->backend};
         st = tport_graph_compute(c->g, &cp);
     }

@@ -2,7 +2,8 @@
  * of intermediate memory without ever overwriting a live tensor (checked
  * both on results and directly on the planned addresses), views keeping
  * their source alive, backend bookkeeping, recompute with new inputs,
- * graphs planned into a workspace that outlives them. */
+ * graphs planned into a workspace that outlives them, a copy whose
+ * destination view is moved between computes. */
 #include <pthread.h>
 
 #include "core/error.h"
@@ -384,6 +385,39 @@ static void test_workspace(tport_ctx *ctx) {
     tport_workspace_free(NULL);
 }
 
+/* A copy into a view of a cache, computed, the view moved to another row
+ * (tport_view_move) and computed again: the copy lands in the new row,
+ * the old one is left as it was; a move past the cache is refused. */
+static void test_view_move(tport_ctx *ctx) {
+    tport_tensor *cache = ct_rand(ctx, TPORT_TYPE_F32, 4, 8, 1, 1);
+    tport_tensor *x = ct_rand(ctx, TPORT_TYPE_F32, 4, 1, 1, 1);
+    const int64_t ne[1] = {4};
+    tport_tensor *dst = cache ? tport_view(ctx, cache, 1, ne, NULL, 0) : NULL;
+    tport_tensor *cpy = dst && x ? tport_cpy(ctx, x, dst) : NULL;
+    tport_graph *g = cpy ? ct_run(ctx, cpy, 1) : NULL;
+    CHECK(g, "copy into a view: %s", tport_last_error());
+    if (!g)
+        return;
+    double row7 = ct_get(cache, 1, 7, 0, 0);
+    CHECK(ct_get(cache, 1, 0, 0, 0) == ct_get(x, 1, 0, 0, 0), "row 0 holds the copy");
+    size_t row = tport_tensor_nb(cache, 1);
+    CHECK(tport_view_move(dst, 3 * row) == TPORT_STATUS_OK, "move to row 3: %s", tport_last_error());
+    ct_fill(x, 2.0);
+    tport_compute_params p = {1, NULL};
+    CHECK(tport_graph_compute(g, &p) == TPORT_STATUS_OK, "compute after the move: %s", tport_last_error());
+    int ok = 1;
+    for (int64_t i = 0; i < 4; i++)
+        ok &= ct_get(cache, i, 3, 0, 0) == ct_get(x, i, 0, 0, 0);
+    CHECK(ok && ct_get(cpy, 2, 0, 0, 0) == ct_get(x, 2, 0, 0, 0), "the copy follows its moved destination");
+    CHECK(ct_get(cache, 1, 0, 0, 0) != ct_get(x, 1, 0, 0, 0) && ct_get(cache, 1, 7, 0, 0) == row7,
+          "the old row and the others are left alone");
+    CHECK(tport_view_move(dst, 8 * row) == TPORT_STATUS_INVALID_ARGUMENT, "a move past the cache is refused");
+    CHECK(tport_view_move(dst, 7 * row + 4) == TPORT_STATUS_INVALID_ARGUMENT, "a move across its end is refused");
+    CHECK(tport_view_move(cache, 0) == TPORT_STATUS_INVALID_ARGUMENT, "a tensor that is no view is refused");
+    CHECK(tport_view_move(cpy, 0) == TPORT_STATUS_INVALID_ARGUMENT, "a cpy node is moved with its destination only");
+    tport_graph_free(g);
+}
+
 int main(void) {
     tport_ctx *ctx = tport_ctx_new(16u << 20);
     CHECK(ctx, "context");
@@ -395,6 +429,7 @@ int main(void) {
     test_multiple_outputs(ctx);
     test_errors(ctx);
     test_workspace(ctx);
+    test_view_move(ctx);
     test_threads();
     tport_ctx_free(ctx);
     return test_finish("test_core_graph");
