@@ -12,7 +12,8 @@
  *   cpu_mul_mat_q4ktile.c): 8 rows of a are unpacked once and swept over
  *   all columns of b;
  * - a batch (4+ columns) of dense f32 or f16 weights: a blocked GEMM
- *   (cpu_mul_mat_dense.c);
+ *   (cpu_mul_mat_dense.c); one column (generation): 8 rows streamed side
+ *   by side (cpu_mul_mat_gen.c);
  * - otherwise everything is f32: rows of a that are not dense f32 are
  *   converted (dequantized) into per-thread scratch, and a tile of rows of
  *   a is dotted with each pair of rows of b using independent accumulators
@@ -43,6 +44,7 @@ typedef struct mm_plan {
     int tiled;                 /* TILED_*: a batch through a tiled kernel */
     int x8;                    /* CPU_LAYOUT_* of a re-encoded a (cpu_repack.c), 0 = plain */
     bool dense;                /* a batch of dense f32/f16 weights (cpu_mul_mat_dense.c) */
+    bool gen;                  /* one column against dense f32/f16 weights (cpu_mul_mat_gen.c) */
     size_t act_offset;         /* x8: where the cpu_x8_act of b's blocks start in scratch */
 } mm_plan;
 
@@ -89,6 +91,7 @@ static mm_plan make_plan(const cpu_op *op) {
         p.packed_row = (size_t)p.K * sizeof(float);
     p.dense = !p.vec_dot && p.M >= TILED_MIN_COLS && cpu_rows_dense(a) && cpu_dense_mm_available(a->type, p.K) &&
               op->dst->nb[0] == sizeof(float);
+    p.gen = !p.vec_dot && p.M == 1 && cpu_gen_available(a);
     return p;
 }
 
@@ -273,41 +276,6 @@ static void dot_tile_x3(int64_t K, const float *const a[TILE], const float *cons
 }
 #endif
 
-#if defined(__F16C__) && defined(__FMA__) && defined(__AVX__)
-#include <immintrin.h>
-#define HAVE_DOT_F16 1
-/* A dense f16 row of a against an f32 row of b, 16 elements per step in two
- * accumulators; the weights are converted in registers (F16C, exact). */
-static float dot_f16(int64_t K, const void *a, const float *b) {
-    const uint8_t *x = a;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    int64_t k = 0;
-    for (; k + 16 <= K; k += 16) {
-        __m256 x0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(x + 2 * k)));
-        __m256 x1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(x + 2 * k + 16)));
-        acc0 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(b + k), acc0);
-        acc1 = _mm256_fmadd_ps(x1, _mm256_loadu_ps(b + k + 8), acc1);
-    }
-    __m256 acc = _mm256_add_ps(acc0, acc1);
-    __m128 h = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
-    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-    h = _mm_add_ss(h, _mm_movehdup_ps(h));
-    float s = _mm_cvtss_f32(h);
-    for (; k < K; k++) {
-        uint16_t v;
-        memcpy(&v, x + 2 * k, sizeof v);
-        s += _cvtsh_ss(v) * b[k];
-    }
-    return s;
-}
-#else
-#define HAVE_DOT_F16 0
-static float dot_f16(int64_t K, const void *a, const float *b) {
-    (void)K, (void)a, (void)b;
-    return 0.0f; /* never called: f16_direct is false without F16C */
-}
-#endif
-
 typedef struct mm_job {
     cpu_op *op;
     mm_plan plan;
@@ -382,9 +350,6 @@ static void compute_task(void *arg, int ith, int nth) {
     const mm_plan *p = &job->plan;
     const tport_tensor_view *a = op->src[0], *d = op->dst;
     float *abuf = (float *)cpu_thread_scratch(op, ith);
-    /* generation with f16 weights: converted in registers, not through abuf */
-    bool f16_direct = HAVE_DOT_F16 && !p->vec_dot && p->M == 1 && a->type == TPORT_TYPE_F16 &&
-                      a->nb[0] == sizeof(uint16_t);
     mm_units u = mm_units_of(op, p->N, TILE, nth);
     int64_t i0, i12, i13;
     while (mm_next(&u, &i0, &i12, &i13)) {
@@ -394,7 +359,7 @@ static void compute_task(void *arg, int ith, int nth) {
         const float *af[TILE];
         for (int k = 0; k < rows; k++) {
             araw[k] = cpu_row(a, i0 + k, i02, i03);
-            if (p->vec_dot || f16_direct)
+            if (p->vec_dot)
                 continue;
             if (a->type == TPORT_TYPE_F32 && a->nb[0] == sizeof(float)) {
                 af[k] = araw[k];
@@ -415,9 +380,6 @@ static void compute_task(void *arg, int ith, int nth) {
             if (p->vec_dot) {
                 for (int k = 0; k < rows; k++)
                     p->vec_dot(p->K, &s[k], araw[k], brow);
-            } else if (f16_direct) {
-                for (int k = 0; k < rows; k++)
-                    s[k] = dot_f16(p->K, araw[k], brow);
             } else if (rows == TILE && TILE == 4 && j + 2 < p->M) {
                 const float *bs[3] = {brow, b_row(job, j + 1, i12, i13), b_row(job, j + 2, i12, i13)};
                 float o3[3][TILE];
@@ -432,7 +394,7 @@ static void compute_task(void *arg, int ith, int nth) {
             } else if (rows == TILE && j + 1 < p->M) {
                 dot_tile_x2(p->K, af, brow, b_row(job, j + 1, i12, i13), s, s1);
                 pair = 1;
-            } else if (rows == TILE) { /* generation too: four row streams at once */
+            } else if (rows == TILE) {
                 dot_tile(p->K, af, brow, s);
             } else {
                 for (int k = 0; k < rows; k++)
@@ -447,6 +409,30 @@ static void compute_task(void *arg, int ith, int nth) {
                 j++;
             }
         }
+    }
+}
+
+/* The generation path: CPU_GEN_ROWS dense weight rows at a time against
+ * the one column of b (cpu_mul_mat_gen.c). */
+static void gen_task(void *arg, int ith, int nth) {
+    mm_job *job = arg;
+    cpu_op *op = job->op;
+    const mm_plan *p = &job->plan;
+    const tport_tensor_view *a = op->src[0], *d = op->dst;
+    enum { R = CPU_GEN_ROWS };
+    (void)ith;
+    mm_units u = mm_units_of(op, p->N, R, nth);
+    int64_t i0, i12, i13;
+    while (mm_next(&u, &i0, &i12, &i13)) {
+        int rows = (int)(p->N - i0 < R ? p->N - i0 : R);
+        const void *ar[R];
+        float s[R];
+        for (int k = 0; k < rows; k++)
+            ar[k] = cpu_row(a, i0 + k, i12 / p->r2, i13 / p->r3);
+        cpu_gen_dot(a, p->K, ar, rows, b_row(job, 0, i12, i13), s);
+        uint8_t *out = cpu_row(d, 0, i12, i13) + (size_t)i0 * d->nb[0];
+        for (int k = 0; k < rows; k++)
+            memcpy(out + (size_t)k * d->nb[0], &s[k], sizeof(float));
     }
 }
 
@@ -554,6 +540,7 @@ void cpu_run_mul_mat(cpu_ctx *ctx, cpu_op *op) {
     cpu_task_fn fn = job.plan.x8      ? x8_task
                       : job.plan.tiled ? tiled_task
                       : job.plan.dense ? dense_task
+                      : job.plan.gen   ? gen_task
                                        : compute_task;
     cpu_parallel(ctx, fn, &job, op->nth);
 }

@@ -134,6 +134,17 @@ static void test_mul_mat(tport_ctx *ctx) {
         check_mul_mat(ctx, ct_rand(ctx, TPORT_TYPE_F32, K, N, 1, 1), ct_rand(ctx, TPORT_TYPE_F32, K, M, 1, 1), what);
     }
     check_mul_mat(ctx, ct_rand(ctx, TPORT_TYPE_F16, 33, 7, 1, 1), ct_rand(ctx, TPORT_TYPE_F32, 33, 5, 1, 1), "f16");
+    /* generation (one column): 8-row tiles and a partial last one, K not
+     * a multiple of the vector width, rows walked one at a time (short)
+     * and side by side (2 KiB or more), broadcast over dim 2 */
+    check_mul_mat(ctx, ct_rand(ctx, TPORT_TYPE_F16, 37, 19, 1, 1), ct_rand(ctx, TPORT_TYPE_F32, 37, 1, 1, 1), "f16 gen");
+    check_mul_mat(ctx, ct_rand(ctx, TPORT_TYPE_F32, 37, 19, 1, 1), ct_rand(ctx, TPORT_TYPE_F32, 37, 1, 1, 1), "f32 gen");
+    check_mul_mat(ctx, ct_rand(ctx, TPORT_TYPE_F16, 1029, 19, 1, 1), ct_rand(ctx, TPORT_TYPE_F32, 1029, 1, 1, 1),
+                  "f16 gen long rows");
+    check_mul_mat(ctx, ct_rand(ctx, TPORT_TYPE_F32, 517, 19, 1, 1), ct_rand(ctx, TPORT_TYPE_F32, 517, 1, 1, 1),
+                  "f32 gen long rows");
+    check_mul_mat(ctx, ct_rand(ctx, TPORT_TYPE_F16, 24, 11, 2, 1), ct_rand(ctx, TPORT_TYPE_F32, 24, 1, 6, 1),
+                  "f16 gqa gen");
     check_mul_mat(ctx, ct_rand(ctx, TPORT_TYPE_BF16, 33, 7, 1, 1), ct_rand(ctx, TPORT_TYPE_F32, 33, 5, 1, 1), "bf16");
     /* non-contiguous a and b (transposed views) */
     check_mul_mat(ctx, ct_rand_transposed(ctx, 19, 6, 1, 1), ct_rand(ctx, TPORT_TYPE_F32, 19, 4, 1, 1), "a transposed");
