@@ -26,60 +26,53 @@ bool cpu_gen_available(const tport_tensor_view *a) {
            (a->type == TPORT_TYPE_F16 && a->nb[0] == sizeof(uint16_t));
 }
 
-static inline __m256 load_f16(const uint8_t *p) {
-    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)p));
+/* Both element types share the loops below; each caller passes a
+ * constant, so every loop is compiled once per type, with no test in it. */
+#define GEN_INLINE static inline __attribute__((always_inline))
+
+/* 8 elements of a row from element k, as f32 (f16 converted: exact). */
+GEN_INLINE __m256 load8(bool f16, const uint8_t *row, int64_t k) {
+    if (f16)
+        return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(row + 2 * k)));
+    return _mm256_loadu_ps((const float *)(const void *)(row + 4 * k));
 }
 
-static inline float f16_at(const uint8_t *p) {
-    uint16_t v;
-    memcpy(&v, p, sizeof v);
-    return _cvtsh_ss(v);
-}
-
-static void sums(__m256 acc[CPU_GEN_ROWS], float out[CPU_GEN_ROWS]) {
-    for (int r = 0; r < CPU_GEN_ROWS; r += 4)
-        _mm_storeu_ps(out + r, cpu_hsum4(acc[r], acc[r + 1], acc[r + 2], acc[r + 3]));
+GEN_INLINE float elem(bool f16, const uint8_t *row, int64_t k) {
+    if (f16) {
+        uint16_t v;
+        memcpy(&v, row + 2 * k, sizeof v);
+        return _cvtsh_ss(v);
+    }
+    float v;
+    memcpy(&v, row + 4 * k, sizeof v);
+    return v;
 }
 
 /* Rows shorter than this are walked one at a time (see the top). */
 #define SIDE_BY_SIDE_MIN_BYTES 2048
 
-static float lanes(__m256 v) {
-    __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-    h = _mm_add_ss(h, _mm_movehdup_ps(h));
-    return _mm_cvtss_f32(h);
-}
-
 /* One row, 16 elements a step in two accumulators (two chains of
  * multiply-adds in flight). */
-static float row_f32(int64_t K, const float *a, const float *b) {
+GEN_INLINE float row_dot(bool f16, int64_t K, const uint8_t *a, const float *b) {
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     int64_t k = 0;
     for (; k + 16 <= K; k += 16) {
-        acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + k), _mm256_loadu_ps(b + k), acc0);
-        acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + k + 8), _mm256_loadu_ps(b + k + 8), acc1);
+        acc0 = _mm256_fmadd_ps(load8(f16, a, k), _mm256_loadu_ps(b + k), acc0);
+        acc1 = _mm256_fmadd_ps(load8(f16, a, k + 8), _mm256_loadu_ps(b + k + 8), acc1);
     }
-    float s = lanes(_mm256_add_ps(acc0, acc1));
+    __m256 acc = _mm256_add_ps(acc0, acc1);
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_add_ss(h, _mm_movehdup_ps(h));
+    float s = _mm_cvtss_f32(h);
     for (; k < K; k++)
-        s += a[k] * b[k];
+        s += elem(f16, a, k) * b[k];
     return s;
 }
 
-static float row_f16(int64_t K, const uint8_t *a, const float *b) {
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    int64_t k = 0;
-    for (; k + 16 <= K; k += 16) {
-        acc0 = _mm256_fmadd_ps(load_f16(a + 2 * k), _mm256_loadu_ps(b + k), acc0);
-        acc1 = _mm256_fmadd_ps(load_f16(a + 2 * k + 16), _mm256_loadu_ps(b + k + 8), acc1);
-    }
-    float s = lanes(_mm256_add_ps(acc0, acc1));
-    for (; k < K; k++)
-        s += f16_at(a + 2 * k) * b[k];
-    return s;
-}
-
-static void rows_f32(int64_t K, const float *const a[CPU_GEN_ROWS], const float *b, float out[CPU_GEN_ROWS]) {
+/* CPU_GEN_ROWS rows side by side: b is loaded once per step. */
+GEN_INLINE void rows_dot(bool f16, int64_t K, const uint8_t *const a[CPU_GEN_ROWS], const float *b,
+                         float out[CPU_GEN_ROWS]) {
     __m256 acc[CPU_GEN_ROWS];
     for (int r = 0; r < CPU_GEN_ROWS; r++)
         acc[r] = _mm256_setzero_ps();
@@ -87,48 +80,33 @@ static void rows_f32(int64_t K, const float *const a[CPU_GEN_ROWS], const float 
     for (; k + 8 <= K; k += 8) {
         __m256 bv = _mm256_loadu_ps(b + k);
         for (int r = 0; r < CPU_GEN_ROWS; r++)
-            acc[r] = _mm256_fmadd_ps(_mm256_loadu_ps(a[r] + k), bv, acc[r]);
+            acc[r] = _mm256_fmadd_ps(load8(f16, a[r], k), bv, acc[r]);
     }
-    sums(acc, out);
+    for (int r = 0; r < CPU_GEN_ROWS; r += 4)
+        _mm_storeu_ps(out + r, cpu_hsum4(acc[r], acc[r + 1], acc[r + 2], acc[r + 3]));
     for (int r = 0; r < CPU_GEN_ROWS; r++)
         for (int64_t kk = k; kk < K; kk++)
-            out[r] += a[r][kk] * b[kk];
-}
-
-static void rows_f16(int64_t K, const uint8_t *const a[CPU_GEN_ROWS], const float *b, float out[CPU_GEN_ROWS]) {
-    __m256 acc[CPU_GEN_ROWS];
-    for (int r = 0; r < CPU_GEN_ROWS; r++)
-        acc[r] = _mm256_setzero_ps();
-    int64_t k = 0;
-    for (; k + 8 <= K; k += 8) {
-        __m256 bv = _mm256_loadu_ps(b + k);
-        for (int r = 0; r < CPU_GEN_ROWS; r++)
-            acc[r] = _mm256_fmadd_ps(load_f16(a[r] + 2 * k), bv, acc[r]);
-    }
-    sums(acc, out);
-    for (int r = 0; r < CPU_GEN_ROWS; r++)
-        for (int64_t kk = k; kk < K; kk++)
-            out[r] += f16_at(a[r] + 2 * kk) * b[kk];
+            out[r] += elem(f16, a[r], kk) * b[kk];
 }
 
 void cpu_gen_dot(const tport_tensor_view *a, int64_t K, const void *const rows[], int nrows, const float *b,
                  float *out) {
-    bool f32 = a->type == TPORT_TYPE_F32;
-    if ((uint64_t)K * (f32 ? 4u : 2u) < SIDE_BY_SIDE_MIN_BYTES) {
+    bool f16 = a->type == TPORT_TYPE_F16;
+    if ((uint64_t)K * (f16 ? 2u : 4u) < SIDE_BY_SIDE_MIN_BYTES) {
         for (int i = 0; i < nrows; i++)
-            out[i] = f32 ? row_f32(K, rows[i], b) : row_f16(K, rows[i], b);
+            out[i] = f16 ? row_dot(true, K, rows[i], b) : row_dot(false, K, rows[i], b);
         return;
     }
     /* a short last tile repeats its first row: the same few kilobytes
      * again, not a second kernel */
-    const void *r[CPU_GEN_ROWS];
+    const uint8_t *r[CPU_GEN_ROWS];
     for (int i = 0; i < CPU_GEN_ROWS; i++)
         r[i] = rows[i < nrows ? i : 0];
     float s[CPU_GEN_ROWS];
-    if (f32)
-        rows_f32(K, (const float *const *)r, b, s);
+    if (f16)
+        rows_dot(true, K, r, b, s);
     else
-        rows_f16(K, (const uint8_t *const *)r, b, s);
+        rows_dot(false, K, r, b, s);
     memcpy(out, s, (size_t)nrows * sizeof(float));
 }
 
