@@ -171,7 +171,7 @@ CPU_HIDDEN size_t cpu_mul_mat_thread_scratch(const cpu_op *op);
 
 /* ---- generation against dense f32/f16 weights (cpu_mul_mat_gen.c) -----
  * out[r] = dot(rows[r], b) for r < nrows <= CPU_GEN_ROWS, each row K
- * dense elements of a's type, b f32.  Present with AVX + FMA + F16C. */
+ * dense elements of a's type, b f32.  Present with AVX2 + FMA + F16C. */
 #define CPU_GEN_ROWS 8
 CPU_HIDDEN bool cpu_gen_available(const tport_tensor_view *a);
 CPU_HIDDEN void cpu_gen_dot(const tport_tensor_view *a, int64_t K, const void *const rows[], int nrows,

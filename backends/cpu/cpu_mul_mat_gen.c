@@ -18,8 +18,8 @@
 
 #include "cpu_internal.h"
 
-#if defined(__AVX__) && defined(__FMA__) && defined(__F16C__)
-#include <immintrin.h>
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#include "quant/avx2_util.h"
 
 bool cpu_gen_available(const tport_tensor_view *a) {
     return (a->type == TPORT_TYPE_F32 && a->nb[0] == sizeof(float)) ||
@@ -60,11 +60,7 @@ GEN_INLINE float row_dot(bool f16, int64_t K, const uint8_t *a, const float *b) 
         acc0 = _mm256_fmadd_ps(load8(f16, a, k), _mm256_loadu_ps(b + k), acc0);
         acc1 = _mm256_fmadd_ps(load8(f16, a, k + 8), _mm256_loadu_ps(b + k + 8), acc1);
     }
-    __m256 acc = _mm256_add_ps(acc0, acc1);
-    __m128 h = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
-    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-    h = _mm_add_ss(h, _mm_movehdup_ps(h));
-    float s = _mm_cvtss_f32(h);
+    float s = avx2_hsum_ps(_mm256_add_ps(acc0, acc1));
     for (; k < K; k++)
         s += elem(f16, a, k) * b[k];
     return s;
