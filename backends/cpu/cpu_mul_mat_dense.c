@@ -18,7 +18,11 @@
  * slower or the same.)
  *
  * The AVX2 kernel uses explicit FMA (ISO C builds do not contract a*b+c);
- * the portable one is the same loop nest in plain C. */
+ * the portable one is the same loop nest in plain C.  With AVX-512 the
+ * panel is 32 rows (two zmm) and the kernel takes 8 columns: 16
+ * accumulators of 32.  stories110M f16 pp256 at 1 thread on a 2-vCPU
+ * Sapphire Rapids-class VM, interleaved medians of 3: 579 t/s (the AVX2
+ * kernel) -> 852 (zmm, 6 columns) -> 903 (8); 12 columns the same as 8. */
 #include <string.h>
 
 #include "cpu_internal.h"
@@ -30,9 +34,23 @@
 #define DENSE_AVX2 0
 #endif
 
+#if DENSE_AVX2 && defined(__AVX512F__)
+#define DENSE_AVX512 1
+#else
+#define DENSE_AVX512 0
+#endif
+
 #define DENSE_KC 512 /* at most this many k per block */
-#define PANEL 16     /* weight rows per panel: two vectors of 8 */
-#define NCOL 6       /* columns of b per microkernel: 12 accumulators */
+#if DENSE_AVX512
+#define PANEL 32 /* weight rows per panel: two vectors of 16 */
+#else
+#define PANEL 16 /* two vectors of 8 */
+#endif
+#if DENSE_AVX512
+#define NCOL 8 /* columns of b per microkernel: 16 accumulators */
+#else
+#define NCOL 6 /* columns of b per microkernel: 12 accumulators */
+#endif
 #define STEP 8       /* k per transposed tile */
 
 bool cpu_dense_mm_available(tport_type_id type, int64_t K) {
@@ -109,7 +127,52 @@ static bool pack_block(const cpu_dense_mm *x, int64_t k0, int64_t kc, float *pan
     return true;
 }
 
-#if DENSE_AVX2
+#if DENSE_AVX512
+/* One panel against the columns b[0..NCOL) over kc; adds (add) or stores
+ * the results at c[col][0..rows).  Short column groups repeat their first
+ * column, whose sums are dropped.  (The AVX2 kernel below, in zmm.) */
+static void kernel(int64_t kc, const float *panel, const float *const b[NCOL], int ncols, float *const c[NCOL],
+                   int rows, bool add) {
+    __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
+    __m512 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+    __m512 c60 = c00, c61 = c00, c70 = c00, c71 = c00;
+    const float *b0 = b[0], *b1 = b[1], *b2 = b[2], *b3 = b[3], *b4 = b[4], *b5 = b[5], *b6 = b[6], *b7 = b[7];
+#define DENSE_COL(j)                                                                                         \
+    y = _mm512_set1_ps(b##j[k]);                                                                             \
+    c##j##0 = _mm512_fmadd_ps(x0, y, c##j##0);                                                               \
+    c##j##1 = _mm512_fmadd_ps(x1, y, c##j##1)
+    for (int64_t k = 0; k < kc; k++, panel += PANEL) {
+        __m512 x0 = _mm512_loadu_ps(panel), x1 = _mm512_loadu_ps(panel + 16), y;
+        DENSE_COL(0);
+        DENSE_COL(1);
+        DENSE_COL(2);
+        DENSE_COL(3);
+        DENSE_COL(4);
+        DENSE_COL(5);
+        DENSE_COL(6);
+        DENSE_COL(7);
+    }
+#undef DENSE_COL
+    __m512 acc[NCOL][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}, {c60, c61}, {c70, c71}};
+    for (int j = 0; j < ncols; j++) {
+        float *out = c[j];
+        if (rows == PANEL) {
+            if (add) {
+                acc[j][0] = _mm512_add_ps(acc[j][0], _mm512_loadu_ps(out));
+                acc[j][1] = _mm512_add_ps(acc[j][1], _mm512_loadu_ps(out + 16));
+            }
+            _mm512_storeu_ps(out, acc[j][0]);
+            _mm512_storeu_ps(out + 16, acc[j][1]);
+            continue;
+        }
+        float s[PANEL];
+        _mm512_storeu_ps(s, acc[j][0]);
+        _mm512_storeu_ps(s + 16, acc[j][1]);
+        for (int r = 0; r < rows; r++)
+            out[r] = add ? out[r] + s[r] : s[r];
+    }
+}
+#elif DENSE_AVX2
 /* One panel against the columns b[0..NCOL) over kc; adds (add) or stores
  * the results at c[col][0..rows).  Short column groups repeat their first
  * column, whose sums are dropped. */
