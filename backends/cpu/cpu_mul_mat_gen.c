@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "cpu_internal.h"
+#include "cpu_vf.h"
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #include "quant/avx2_util.h"
@@ -92,9 +93,7 @@ GEN_INLINE float row_dot(bool f16, int64_t K, const uint8_t *a, const float *b) 
             for (int l = 0; l < (f16 ? 2 : 4); l++)
                 _mm_prefetch((const char *)(a + (f16 ? 2 : 4) * k + GEN_PREFETCH + 64 * l), _MM_HINT_T0);
         }
-        __m512 z = _mm512_add_ps(_mm512_add_ps(z0, z1), _mm512_add_ps(z2, z3));
-        acc0 = _mm512_castps512_ps256(z);
-        acc1 = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(z), 1));
+        acc0 = vf_fold8(_mm512_add_ps(_mm512_add_ps(z0, z1), _mm512_add_ps(z2, z3)));
     }
 #endif
     for (; k + 16 <= K; k += 16) {

@@ -101,7 +101,16 @@ VF_INLINE void scores_simd(const fa_tile *t, int cnt, bool f16) {
     }
 }
 
-#if VF_LEN == 8
+/* The four sums of a0..a3 (each folded to 8 lanes first where a vector
+ * is 16). */
+VF_INLINE __m128 vf_hsum4(vf a0, vf a1, vf a2, vf a3) {
+#if VF_LEN == 16
+    return cpu_hsum4(vf_fold8(a0), vf_fold8(a1), vf_fold8(a2), vf_fold8(a3));
+#else
+    return cpu_hsum4(a0, a1, a2, a3);
+#endif
+}
+
 /* The scores of a full tile of four queries, two keys at a time: eight
  * independent sums (a head of 64 is only 8 multiply-adds deep, so four
  * chains would wait on the multiply-add latency), and the four sums of a
@@ -119,25 +128,25 @@ VF_INLINE void scores_four(const fa_tile *t, bool f16) {
         /* an odd last key is scored twice and stored once */
         bool pair = j + 1 < t->kv_end;
         const uint8_t *kr = t->k + (size_t)j * t->k_nb1, *kr1 = pair ? kr + t->k_nb1 : kr;
-        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
-        for (int64_t c = 0; c < t->hd; c += 8) {
-            const __m256 k0 = load_kv(kr, c, f16), k1 = load_kv(kr1, c, f16);
-            __m256 q = _mm256_loadu_ps(q0 + c);
-            a0 = _mm256_fmadd_ps(k0, q, a0);
-            b0 = _mm256_fmadd_ps(k1, q, b0);
-            q = _mm256_loadu_ps(q1 + c);
-            a1 = _mm256_fmadd_ps(k0, q, a1);
-            b1 = _mm256_fmadd_ps(k1, q, b1);
-            q = _mm256_loadu_ps(q2 + c);
-            a2 = _mm256_fmadd_ps(k0, q, a2);
-            b2 = _mm256_fmadd_ps(k1, q, b2);
-            q = _mm256_loadu_ps(q3 + c);
-            a3 = _mm256_fmadd_ps(k0, q, a3);
-            b3 = _mm256_fmadd_ps(k1, q, b3);
+        vf a0 = vf_zero(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+        for (int64_t c = 0; c < t->hd; c += VF_LEN) {
+            const vf k0 = load_kv(kr, c, f16), k1 = load_kv(kr1, c, f16);
+            vf q = vf_loadu(q0 + c);
+            a0 = vf_fmadd(k0, q, a0);
+            b0 = vf_fmadd(k1, q, b0);
+            q = vf_loadu(q1 + c);
+            a1 = vf_fmadd(k0, q, a1);
+            b1 = vf_fmadd(k1, q, b1);
+            q = vf_loadu(q2 + c);
+            a2 = vf_fmadd(k0, q, a2);
+            b2 = vf_fmadd(k1, q, b2);
+            q = vf_loadu(q3 + c);
+            a3 = vf_fmadd(k0, q, a3);
+            b3 = vf_fmadd(k1, q, b3);
         }
-        scores_four_key(t, j, cpu_hsum4(a0, a1, a2, a3));
+        scores_four_key(t, j, vf_hsum4(a0, a1, a2, a3));
         if (pair)
-            scores_four_key(t, j + 1, cpu_hsum4(b0, b1, b2, b3));
+            scores_four_key(t, j + 1, vf_hsum4(b0, b1, b2, b3));
     }
 }
 
@@ -152,28 +161,27 @@ VF_INLINE void scores_one(const fa_tile *t, bool f16) {
     for (; j + 4 <= t->kv_end; j += 4) {
         const uint8_t *k0 = t->k + (size_t)j * t->k_nb1, *k1 = k0 + t->k_nb1, *k2 = k1 + t->k_nb1,
                       *k3 = k2 + t->k_nb1;
-        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-        for (int64_t c = 0; c < t->hd; c += 8) {
-            const __m256 qv = _mm256_loadu_ps(q + c);
-            a0 = _mm256_fmadd_ps(load_kv(k0, c, f16), qv, a0);
-            a1 = _mm256_fmadd_ps(load_kv(k1, c, f16), qv, a1);
-            a2 = _mm256_fmadd_ps(load_kv(k2, c, f16), qv, a2);
-            a3 = _mm256_fmadd_ps(load_kv(k3, c, f16), qv, a3);
+        vf a0 = vf_zero(), a1 = a0, a2 = a0, a3 = a0;
+        for (int64_t c = 0; c < t->hd; c += VF_LEN) {
+            const vf qv = vf_loadu(q + c);
+            a0 = vf_fmadd(load_kv(k0, c, f16), qv, a0);
+            a1 = vf_fmadd(load_kv(k1, c, f16), qv, a1);
+            a2 = vf_fmadd(load_kv(k2, c, f16), qv, a2);
+            a3 = vf_fmadd(load_kv(k3, c, f16), qv, a3);
         }
-        __m128 sc = _mm_mul_ps(cpu_hsum4(a0, a1, a2, a3), _mm_set1_ps(t->scale));
+        __m128 sc = _mm_mul_ps(vf_hsum4(a0, a1, a2, a3), _mm_set1_ps(t->scale));
         if (mask)
             sc = _mm_add_ps(sc, _mm_loadu_ps(mask + j));
         _mm_storeu_ps(s + j, sc);
     }
     for (; j < t->kv_end; j++) {
         const uint8_t *kr = t->k + (size_t)j * t->k_nb1;
-        __m256 a = _mm256_setzero_ps();
-        for (int64_t c = 0; c < t->hd; c += 8)
-            a = _mm256_fmadd_ps(load_kv(kr, c, f16), _mm256_loadu_ps(q + c), a);
+        vf a = vf_zero();
+        for (int64_t c = 0; c < t->hd; c += VF_LEN)
+            a = vf_fmadd(load_kv(kr, c, f16), vf_loadu(q + c), a);
         s[j] = vf_reduce_add(a) * t->scale + (mask ? mask[j] : 0.0f);
     }
 }
-#endif
 
 /* out[:, c0 .. c0 + nv VF_LEN) of every query of the tile */
 VF_INLINE void values_simd(const fa_tile *t, int cnt, int nv, int64_t c0, bool f16) {
@@ -205,13 +213,11 @@ VF_INLINE void values_simd(const fa_tile *t, int cnt, int nv, int64_t c0, bool f
 #define FA_NV1 8
 
 VF_INLINE void tile_simd_n(fa_tile *t, int cnt, bool f16) {
-#if VF_LEN == 8
     if (cnt == 1)
         scores_one(t, f16);
     else if (cnt == 4)
         scores_four(t, f16);
     else
-#endif
         scores_simd(t, cnt, f16);
     for (int i = 0; i < cnt; i++)
         t->inv[i] = softmax_in_place(t->s[i], t->kv_end);

@@ -21,6 +21,10 @@ typedef __m512 vf;
 #define vf_reduce_add(v) _mm512_reduce_add_ps(v)
 #define vf_reduce_max(v) _mm512_reduce_max_ps(v)
 #define vf_load_f16(p) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(p)))
+/* the sums of lanes i and i + 8: 8 lanes whose total is v's */
+static inline __m256 vf_fold8(__m512 v) {
+    return _mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+}
 #elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #include <immintrin.h>
 #define VF_SIMD 1
