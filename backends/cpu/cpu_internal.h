@@ -232,6 +232,20 @@ enum {
 typedef struct cpu_arena cpu_arena;
 CPU_HIDDEN void *cpu_arena_alloc(size_t bytes, cpu_arena **owner); /* NULL: out of memory */
 CPU_HIDDEN void cpu_arena_free(cpu_arena *owner);                 /* one block of it */
+/* How wide a row's slice of an x8 chunk is (cpu_repack.c): 4 bytes for
+ * the 256-bit kernels (cpu_mul_mat_x8.c), 8 for the 512-bit ones
+ * (cpu_mul_mat_x8_avx512.c), which also keep Q8_0 quants offset by 128
+ * (unsigned, for VNNI's u8 x s8 products). */
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__) && \
+    defined(__AVX512VNNI__) && defined(__F16C__) && defined(__FMA__)
+#define CPU_X8_WIDE 1
+#define CPU_X8_SLICE 8
+#define CPU_X8_Q8_XOR 0x80
+#else
+#define CPU_X8_WIDE 0
+#define CPU_X8_SLICE 4
+#define CPU_X8_Q8_XOR 0
+#endif
 /* Bytes of one group of 8 rows of K elements in an x8 layout. */
 CPU_HIDDEN size_t cpu_x8_group_bytes(int layout, int64_t K);
 CPU_HIDDEN void cpu_repack_init(void); /* once, from init (reads TPORT_CPU_REPACK) */
@@ -253,7 +267,7 @@ CPU_HIDDEN void cpu_x8_row(const tport_tensor_view *t, int layout, int64_t row, 
 /* What the x8 kernels need of each Q8_0 block of an activation row. */
 typedef struct cpu_x8_act {
     float d;      /* the block's scale */
-    int32_t sum8; /* 8 x the sum of its 32 quants (Q4_0's offset of 8 times them) */
+    int32_t sum;  /* the sum of its 32 quants (for the weights' offsets) */
 } cpu_x8_act;
 CPU_HIDDEN bool cpu_x8_available(void); /* false in builds without AVX2 + FMA + F16C */
 CPU_HIDDEN void cpu_x8_act_info(const uint8_t *q8_0_row, int64_t nblk, cpu_x8_act *act);

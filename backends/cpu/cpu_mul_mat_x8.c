@@ -9,9 +9,8 @@
  * per row.  Integer sums are exact; the only rounding is the per-block
  * float multiply-add, as in the per-row kernels.
  *
- * Where the variant has VNNI (AVX-512 VL), each group of 4 byte products
- * goes straight into an int32 lane (dpbusd) instead of through int16
- * (maddubs, then madd): the same exact sums in fewer instructions.
+ * Variants with AVX-512 VNNI use the 512-bit kernels of
+ * cpu_mul_mat_x8_avx512.c instead (on a layout with 8-byte slices).
  *
  * Q4_0 quants are used unsigned (0..15) and the offset of 8 is taken out
  * afterwards with the block's activation sum: sum((q - 8) y) = sum(q y) -
@@ -36,12 +35,16 @@ void cpu_x8_act_info(const uint8_t *y, int64_t nblk, cpu_x8_act *act) {
         for (int i = 0; i < 32; i++)
             s += (int8_t)y[2 + i];
         act[b].d = cpu_half_to_float(h);
-        act[b].sum8 = 8 * s;
+        act[b].sum = s;
     }
 }
 
-#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#if CPU_X8_WIDE
+/* the kernels are in cpu_mul_mat_x8_avx512.c */
+#elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #include <immintrin.h>
+
+#include "cpu_x8_q4k.h"
 
 bool cpu_x8_available(void) { return true; }
 
@@ -72,16 +75,10 @@ X8_INLINE void store4(float *out, __m256 f0, __m256 f1, __m256 f2, __m256 f3) {
 }
 
 /* The products of unsigned bytes u and signed bytes s, summed in groups of
- * four (one group per 32-bit lane: one weight row), added to acc.  With
- * VNNI (AVX-512 VL) one instruction straight into int32 lanes; without, a
+ * four (one group per 32-bit lane: one weight row), added to acc: a
  * maddubs into int16 pairs, which callers add up (at most 8 such terms:
  * the overflow note above) and widen once with x8_widen.  x8_dot32 is the
  * int32 form for terms that would overflow int16 (Q8_0's signed weights). */
-#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
-X8_INLINE __m256i x8_dot(__m256i acc, __m256i u, __m256i s) { return _mm256_dpbusd_epi32(acc, u, s); }
-X8_INLINE __m256i x8_widen(__m256i acc) { return acc; }
-X8_INLINE __m256i x8_dot32(__m256i acc, __m256i u, __m256i s) { return _mm256_dpbusd_epi32(acc, u, s); }
-#else
 X8_INLINE __m256i x8_dot(__m256i acc, __m256i u, __m256i s) {
     return _mm256_add_epi16(acc, _mm256_maddubs_epi16(u, s));
 }
@@ -89,7 +86,6 @@ X8_INLINE __m256i x8_widen(__m256i acc) { return _mm256_madd_epi16(acc, _mm256_s
 X8_INLINE __m256i x8_dot32(__m256i acc, __m256i u, __m256i s) {
     return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
 }
-#endif
 
 /* One Q8_0 chunk x (8 rows x 4 quants, ax = |x|) against 4 activation
  * quants at q, added to the 8 rows' int32 sums in acc. */
@@ -119,10 +115,10 @@ X8_INLINE void q4_0_x8(const uint8_t *g, int64_t nblk, const uint8_t *y, size_t 
             }
         }
         const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)g));
-        const __m256i i0 = _mm256_sub_epi32(x8_widen(s0), _mm256_set1_epi32(act[b].sum8));
+        const __m256i i0 = _mm256_sub_epi32(x8_widen(s0), _mm256_set1_epi32(8 * act[b].sum));
         acc0 = _mm256_fmadd_ps(_mm256_mul_ps(dx, _mm256_set1_ps(act[b].d)), _mm256_cvtepi32_ps(i0), acc0);
         if (NC > 1) {
-            const __m256i i1 = _mm256_sub_epi32(x8_widen(s1), _mm256_set1_epi32(a1[b].sum8));
+            const __m256i i1 = _mm256_sub_epi32(x8_widen(s1), _mm256_set1_epi32(8 * a1[b].sum));
             acc1 = _mm256_fmadd_ps(_mm256_mul_ps(dx, _mm256_set1_ps(a1[b].d)), _mm256_cvtepi32_ps(i1), acc1);
         }
     }
@@ -133,7 +129,7 @@ X8_INLINE void q4_0_x8(const uint8_t *g, int64_t nblk, const uint8_t *y, size_t 
 
 /* One column's share of a Q4_0 block in q4_0_x8_4: acc += d dy (sum - 8 sums). */
 X8_INLINE __m256 q4_0_finish(__m256i s, __m256 dx, const cpu_x8_act *a, __m256 acc) {
-    const __m256i i = _mm256_sub_epi32(x8_widen(s), _mm256_set1_epi32(a->sum8));
+    const __m256i i = _mm256_sub_epi32(x8_widen(s), _mm256_set1_epi32(8 * a->sum));
     return _mm256_fmadd_ps(_mm256_mul_ps(dx, _mm256_set1_ps(a->d)), _mm256_cvtepi32_ps(i), acc);
 }
 
@@ -195,24 +191,6 @@ X8_INLINE void q8_0_x8(const uint8_t *g, int64_t nblk, const uint8_t *y, size_t 
 
 /* Q4_K x8 group (nsb super-blocks of 1184 bytes) against NC (1 or 2) Q8_K
  * columns {f32 d; i8 qs[256]; i16 bsums[16]} (292 bytes each). */
-X8_INLINE __m256i q4_K_mins(const uint8_t *g, const uint8_t *yb) {
-    /* sub-block j's activation sum is bsums[2j] + bsums[2j + 1]: one madd
-     * gives the 8 sums, a pack puts sub-blocks 2p and 2p + 1 side by side
-     * as int16 in 32-bit lane p' (0, 1, 4, 5 for p = 0..3), and each pair
-     * is broadcast to every row's lane for a madd with that row's mins */
-    const __m256i bs = _mm256_loadu_si256((const __m256i *)(const void *)(yb + 260));
-    const __m256i s32 = _mm256_madd_epi16(bs, _mm256_set1_epi16(1));
-    const __m256i pairs = _mm256_packs_epi32(s32, s32);
-    __m256i msum = _mm256_setzero_si256();
-    static const int lane[4] = {0, 1, 4, 5};
-    for (int pr = 0; pr < 4; pr++) {
-        const __m256i mn = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(g + 96 + 16 * pr)));
-        const __m256i pair = _mm256_permutevar8x32_epi32(pairs, _mm256_set1_epi32(lane[pr]));
-        msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mn, pair));
-    }
-    return msum;
-}
-
 X8_INLINE void q4_K_x8(const uint8_t *g, int64_t nsb, const uint8_t *y, size_t ys, const int NC, float *out) {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     const uint8_t *y1 = y + ys;
@@ -249,12 +227,12 @@ X8_INLINE void q4_K_x8(const uint8_t *g, int64_t nsb, const uint8_t *y, size_t y
         memcpy(&dy, y, 4);
         __m256 vdy = _mm256_set1_ps(dy);
         acc0 = _mm256_fmadd_ps(_mm256_mul_ps(dx, vdy), _mm256_cvtepi32_ps(i0), acc0);
-        acc0 = _mm256_fnmadd_ps(_mm256_mul_ps(mx, vdy), _mm256_cvtepi32_ps(q4_K_mins(g, y)), acc0);
+        acc0 = _mm256_fnmadd_ps(_mm256_mul_ps(mx, vdy), _mm256_cvtepi32_ps(cpu_x8_q4k_mins(g, y)), acc0);
         if (NC > 1) {
             memcpy(&dy, y1, 4);
             vdy = _mm256_set1_ps(dy);
             acc1 = _mm256_fmadd_ps(_mm256_mul_ps(dx, vdy), _mm256_cvtepi32_ps(i1), acc1);
-            acc1 = _mm256_fnmadd_ps(_mm256_mul_ps(mx, vdy), _mm256_cvtepi32_ps(q4_K_mins(g, y1)), acc1);
+            acc1 = _mm256_fnmadd_ps(_mm256_mul_ps(mx, vdy), _mm256_cvtepi32_ps(cpu_x8_q4k_mins(g, y1)), acc1);
         }
     }
     _mm256_storeu_ps(out, acc0);
@@ -262,26 +240,14 @@ X8_INLINE void q4_K_x8(const uint8_t *g, int64_t nsb, const uint8_t *y, size_t y
         _mm256_storeu_ps(out + 8, acc1);
 }
 
-/* Row r's 6-bit scale of sub-block j in lane r, in the form x8_scaled
- * multiplies a sub-block's sums with: without VNNI the sums are two int16
- * halves per lane and the scale is in both halves (one madd); with VNNI
- * they are int32 and the scale is too. */
+/* Row r's 6-bit scale of sub-block j in both int16 halves of lane r, so
+ * that one madd (x8_scaled) applies it to a lane's two int16 partial sums. */
 X8_INLINE __m256i q4_K_scale(const uint8_t *g, int j) {
     const __m256i sc = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(g + 32 + 8 * j)));
-#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
-    return sc;
-#else
     return _mm256_or_si256(sc, _mm256_slli_epi32(sc, 16));
-#endif
 }
 
-X8_INLINE __m256i x8_scaled(__m256i sums, __m256i scale) {
-#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
-    return _mm256_mullo_epi32(sums, scale);
-#else
-    return _mm256_madd_epi16(sums, scale);
-#endif
-}
+X8_INLINE __m256i x8_scaled(__m256i sums, __m256i scale) { return _mm256_madd_epi16(sums, scale); }
 
 /* One sub-block (low nibbles of chunks qx, or high: HI) of 8 rows against
  * four columns qy + c * ys: scaled by the rows' scales into isum[c].  The
@@ -329,7 +295,7 @@ static void q4_K_x8_4(const uint8_t *g, int64_t nsb, const uint8_t *y, size_t ys
             memcpy(&dy, yc, 4);
             const __m256 vdy = _mm256_set1_ps(dy);
             acc[c] = _mm256_fmadd_ps(_mm256_mul_ps(dx, vdy), _mm256_cvtepi32_ps(isum[c]), acc[c]);
-            acc[c] = _mm256_fnmadd_ps(_mm256_mul_ps(mx, vdy), _mm256_cvtepi32_ps(q4_K_mins(g, yc)), acc[c]);
+            acc[c] = _mm256_fnmadd_ps(_mm256_mul_ps(mx, vdy), _mm256_cvtepi32_ps(cpu_x8_q4k_mins(g, yc)), acc[c]);
         }
     }
     store4(out, acc[0], acc[1], acc[2], acc[3]);

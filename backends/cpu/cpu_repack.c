@@ -6,17 +6,22 @@
  * file re-encodes.  At compute time a weight view whose `buffer` is set is
  * one of these copies; cpu_weight_layout() says which layout it is in.
  *
- * The "x8" layouts (cpu_mul_mat_x8.c reads them) keep 8 consecutive rows of
- * a Q4_0 or Q8_0 matrix together, block column by block column.  For each
- * group of 8 rows and each block b (32 elements) of a row:
+ * The "x8" layouts (cpu_mul_mat_x8.c and cpu_mul_mat_x8_avx512.c read
+ * them) keep 8 consecutive rows of a Q4_0 or Q8_0 matrix together, block
+ * column by block column.  With S = CPU_X8_SLICE (4, or 8 in builds with
+ * the 512-bit kernels), for each group of 8 rows and each block b (32
+ * elements) of a row:
  *     uint16_t d[8]         the 8 rows' scales (f16), row r at d[r]
- *     then chunks of 32 bytes; chunk j holds bytes 4j..4j+3 of each row's
- *     quants, row r at bytes 4r..4r+3 of the chunk
- *         (Q4_0: 4 chunks of the 16 nibble bytes; Q8_0: 8 chunks of 32)
- * so one 256-bit load gives the same 4 bytes of all 8 rows: each 32-bit
- * lane is one row, and a dot product with 4 broadcast activation bytes
- * leaves each row's sum in its own lane, with no horizontal sums.  A group
- * takes exactly the bytes its 8 rows took.
+ *     then chunks of 8 S bytes; chunk j holds bytes S j .. S j + S - 1 of
+ *     each row's quants, row r at bytes S r .. S r + S - 1 of the chunk
+ *         (Q4_0: 16 / S chunks of the 16 nibble bytes; Q8_0: 32 / S of 32,
+ *         each quant XOR CPU_X8_Q8_XOR: offset by 128 for the 512-bit
+ *         kernels, whose VNNI products take unsigned weights)
+ * so one load (256 or 512 bits) gives the same S bytes of all 8 rows: each
+ * S-byte lane is one row, and a dot product with S broadcast activation
+ * bytes leaves each row's sum in its own lane (or pair of 32-bit lanes),
+ * with no horizontal sums.  A group takes exactly the bytes its 8 rows
+ * took.
  *
  * Q4_K's x8 layout does the same per super-block (256 elements), with the
  * 6-bit scales and mins unpacked to bytes, 1184 bytes for 8 rows (1152 in
@@ -24,8 +29,9 @@
  *     uint16_t d[8], dmin[8]
  *     uint8_t sc[8][8]        sc[j][r]: sub-block j's scale of row r
  *     uint8_t mn[4][8][2]     mn[p][r][i]: the min of sub-block 2p + i
- *     then 32 chunks of 32 bytes; chunk 8g + c holds bytes 32g + 4c ..
- *     32g + 4c + 3 of each row's quants, row r at bytes 4r..4r+3
+ *     then 128 / S chunks of 8 S bytes; chunk (32 / S) g + c holds bytes
+ *     32 g + S c .. 32 g + S c + S - 1 of each row's quants, row r at
+ *     bytes S r .. S r + S - 1
  *
  * Each buffer holds one tensor after a 64-byte header, in memory of
  * cpu_weight_arena.c (huge pages); the handle is the header's address (the host only ever gives back handles it got here).
@@ -135,16 +141,27 @@ void cpu_buffer_free(void *backend, tport_buffer b) {
     }
 }
 
-/* Rows [8g, 8g+8) of a plain Q4_0/Q8_0 matrix into group g of the x8 layout. */
-static void encode_group(const uint8_t *plain, size_t row_bytes, int64_t nblk, size_t bb, int chunks, uint8_t *dst) {
-    size_t group_block = 16 + 32 * (size_t)chunks;
+enum { S = CPU_X8_SLICE, CHUNK = 8 * CPU_X8_SLICE };
+
+/* n bytes from src to dst, each XOR x. */
+static void copy_xor(uint8_t *dst, const uint8_t *src, int n, uint8_t x) {
+    for (int i = 0; i < n; i++)
+        dst[i] = src[i] ^ x;
+}
+
+/* Rows [8g, 8g+8) of a plain Q4_0/Q8_0 matrix into group g of the x8
+ * layout; qbytes is 16 (Q4_0) or 32 (Q8_0), xor what each quant byte is
+ * XORed with. */
+static void encode_group(const uint8_t *plain, size_t row_bytes, int64_t nblk, int qbytes, uint8_t xor,
+                         uint8_t *dst) {
+    size_t group_block = 16 + 8 * (size_t)qbytes;
     for (int64_t b = 0; b < nblk; b++) {
         uint8_t *out = dst + (size_t)b * group_block;
         for (int r = 0; r < 8; r++) {
-            const uint8_t *blk = plain + (size_t)r * row_bytes + (size_t)b * bb;
+            const uint8_t *blk = plain + (size_t)r * row_bytes + (size_t)b * (size_t)(2 + qbytes);
             memcpy(out + 2 * r, blk, 2);
-            for (int j = 0; j < chunks; j++)
-                memcpy(out + 16 + 32 * j + 4 * r, blk + 2 + 4 * j, 4);
+            for (int j = 0; j < qbytes / S; j++)
+                copy_xor(out + 16 + CHUNK * j + S * r, blk + 2 + S * j, S, xor);
         }
     }
 }
@@ -180,8 +197,8 @@ static void encode_group_q4_K(const uint8_t *plain, size_t row_bytes, int64_t ns
                 out[32 + 8 * j + r] = sc[j];
                 out[96 + 16 * (j / 2) + 2 * r + j % 2] = mn[j];
             }
-            for (int c = 0; c < 32; c++)
-                memcpy(out + 160 + 32 * c + 4 * r, blk + 16 + 4 * c, 4);
+            for (int c = 0; c < 128 / S; c++)
+                memcpy(out + 160 + CHUNK * c + S * r, blk + 16 + S * c, S);
         }
     }
 }
@@ -203,8 +220,10 @@ static void encode_range(const encode_job *j) {
         uint8_t *out = j->dst + (size_t)g * group;
         if (j->layout == CPU_LAYOUT_Q4_K_X8)
             encode_group_q4_K(in, row_bytes, t->ne[0] / 256, out);
+        else if (j->layout == CPU_LAYOUT_Q4_0_X8)
+            encode_group(in, row_bytes, t->ne[0] / 32, 16, 0, out);
         else
-            encode_group(in, row_bytes, t->ne[0] / 32, t->nb[0], j->layout == CPU_LAYOUT_Q4_0_X8 ? 4 : 8, out);
+            encode_group(in, row_bytes, t->ne[0] / 32, 32, CPU_X8_Q8_XOR, out);
     }
 }
 
@@ -292,17 +311,18 @@ void cpu_x8_row(const tport_tensor_view *t, int layout, int64_t row, uint8_t *ou
                 mn[j] = g[96 + 16 * (j / 2) + 2 * r + j % 2];
             }
             k4_pack_scales(sc, mn, blk + 4);
-            for (int c = 0; c < 32; c++)
-                memcpy(blk + 16 + 4 * c, g + 160 + 32 * c + 4 * r, 4);
+            for (int c = 0; c < 128 / S; c++)
+                memcpy(blk + 16 + S * c, g + 160 + CHUNK * c + S * r, S);
         }
         return;
     }
-    int chunks = layout == CPU_LAYOUT_Q4_0_X8 ? 4 : 8;
-    size_t bb = 2 + 4 * (size_t)chunks, group_block = 16 + 32 * (size_t)chunks;
+    int qbytes = layout == CPU_LAYOUT_Q4_0_X8 ? 16 : 32;
+    uint8_t xor = layout == CPU_LAYOUT_Q4_0_X8 ? 0 : CPU_X8_Q8_XOR;
+    size_t bb = 2 + (size_t)qbytes, group_block = 16 + 8 * (size_t)qbytes;
     for (int64_t b = 0; b < t->ne[0] / 32; b++, g += group_block) {
         uint8_t *blk = out + (size_t)b * bb;
         memcpy(blk, g + 2 * r, 2);
-        for (int j = 0; j < chunks; j++)
-            memcpy(blk + 2 + 4 * j, g + 16 + 32 * j + 4 * r, 4);
+        for (int j = 0; j < qbytes / S; j++)
+            copy_xor(blk + 2 + S * j, g + 16 + CHUNK * j + S * r, S, xor);
     }
 }

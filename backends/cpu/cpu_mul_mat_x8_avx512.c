@@ -1,0 +1,249 @@
+/* mul_mat kernels on the x8 layouts for variants with AVX-512 VNNI: the
+ * 512-bit counterpart of cpu_mul_mat_x8.c, on the layout with 8-byte
+ * slices (CPU_X8_SLICE 8, cpu_repack.c).
+ *
+ * One 512-bit load of a chunk gives 8 quant bytes of each of the 8 rows:
+ * row r in 32-bit lanes 2r (its first 4 bytes) and 2r + 1 (the next 4).
+ * The activation's 8 matching bytes, broadcast as one 64-bit value, line
+ * up with them, so VNNI's dpbusd (unsigned x signed bytes, groups of four
+ * summed into int32) leaves each row's integer sum split over its two
+ * lanes.  The lanes stay split through the float scaling and
+ * accumulation (each row's scale is put in both of its lanes) and are
+ * added only once per output, at the end (fold_pairs).  Against the
+ * 256-bit kernels that is half the instructions per weight byte and per
+ * column: one broadcast load and one dpbusd for 64 bytes.
+ *
+ * Offsets, exact in integers and split evenly over a row's two lanes:
+ * - Q4_0's nibbles are used unsigned (0..15): sum((q - 8) y) = sum(q y) -
+ *   8 sum(y), so each lane takes off 4 sum(y);
+ * - Q8_0's quants are stored offset by 128 (unsigned): sum(x y) =
+ *   sum((x + 128) y) - 128 sum(y), 64 sum(y) a lane;
+ * - Q4_K's mins' term comes from Q8_K's bsums as in the 256-bit kernels.
+ * A lane of a Q4_K sub-block sums 16 products of at most 15 x 127 (30480),
+ * so it fits int16 and the sub-block's scale is applied with one dpwssd
+ * against (scale, 0) int16 pairs. */
+#include <string.h>
+
+#include "cpu_internal.h"
+
+#if CPU_X8_WIDE
+#include <immintrin.h>
+
+#include "cpu_x8_q4k.h"
+
+bool cpu_x8_available(void) { return true; }
+
+#define Z_INLINE static inline __attribute__((always_inline))
+
+/* 8 activation bytes at p in every 64-bit lane. */
+Z_INLINE __m512i bcast8(const uint8_t *p) {
+    int64_t v;
+    memcpy(&v, p, 8);
+    return _mm512_set1_epi64(v);
+}
+
+/* The 8 rows' f16 scales at p as f32, row r in lanes 2r and 2r + 1. */
+Z_INLINE __m512 scales_paired(const uint8_t *p) {
+    const __m512 d = _mm512_castps256_ps512(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)p)));
+    return _mm512_permutexvar_ps(_mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0), d);
+}
+
+/* Row r's value, lanes 2r + 2r + 1 of v, as lane r of 8. */
+Z_INLINE __m256 fold_pairs(__m512 v) {
+    const __m512 odd = _mm512_castsi512_ps(_mm512_srli_epi64(_mm512_castps_si512(v), 32));
+    return _mm256_castsi256_ps(_mm512_cvtepi64_epi32(_mm512_castps_si512(_mm512_add_ps(v, odd))));
+}
+
+/* Q4_0 group (nblk blocks of 16 + 2 x 64 bytes) against NC (1..4) Q8_0
+ * columns y + c ys, their block data act + c as. */
+Z_INLINE void q4_0_z(const uint8_t *g, int64_t nblk, const uint8_t *y, size_t ys, const cpu_x8_act *act,
+                     size_t as, const int NC, float *out) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
+    for (int64_t b = 0; b < nblk; b++, g += 144, y += 34) {
+        __m512i s0 = _mm512_setzero_si512(), s1 = s0, s2 = s0, s3 = s0;
+        for (int j = 0; j < 2; j++) {
+            const __m512i p = _mm512_loadu_si512((const void *)(g + 16 + 64 * j));
+            const __m512i lo = _mm512_and_si512(p, m4), hi = _mm512_and_si512(_mm512_srli_epi16(p, 4), m4);
+            const uint8_t *q = y + 2 + 8 * j;
+            s0 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(s0, lo, bcast8(q)), hi, bcast8(q + 16));
+            if (NC > 1)
+                s1 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(s1, lo, bcast8(q + ys)), hi, bcast8(q + ys + 16));
+            if (NC > 2)
+                s2 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(s2, lo, bcast8(q + 2 * ys)), hi,
+                                         bcast8(q + 2 * ys + 16));
+            if (NC > 3)
+                s3 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(s3, lo, bcast8(q + 3 * ys)), hi,
+                                         bcast8(q + 3 * ys + 16));
+        }
+        const __m512 dx = scales_paired(g);
+#define Q4_0_FINISH(c)                                                                                       \
+    acc##c = _mm512_fmadd_ps(_mm512_mul_ps(dx, _mm512_set1_ps(act[c * as + b].d)),                           \
+                             _mm512_cvtepi32_ps(_mm512_sub_epi32(s##c, _mm512_set1_epi32(4 * act[c * as + b].sum))), \
+                             acc##c)
+        Q4_0_FINISH(0);
+        if (NC > 1)
+            Q4_0_FINISH(1);
+        if (NC > 2)
+            Q4_0_FINISH(2);
+        if (NC > 3)
+            Q4_0_FINISH(3);
+#undef Q4_0_FINISH
+    }
+    _mm256_storeu_ps(out, fold_pairs(acc0));
+    if (NC > 1)
+        _mm256_storeu_ps(out + 8, fold_pairs(acc1));
+    if (NC > 2)
+        _mm256_storeu_ps(out + 16, fold_pairs(acc2));
+    if (NC > 3)
+        _mm256_storeu_ps(out + 24, fold_pairs(acc3));
+}
+
+/* Q8_0 group (nblk blocks of 16 + 4 x 64 bytes, quants + 128) against NC
+ * (1..4) Q8_0 columns. */
+Z_INLINE void q8_0_z(const uint8_t *g, int64_t nblk, const uint8_t *y, size_t ys, const cpu_x8_act *act,
+                     size_t as, const int NC, float *out) {
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
+    for (int64_t b = 0; b < nblk; b++, g += 272, y += 34) {
+        __m512i s0 = _mm512_setzero_si512(), s1 = s0, s2 = s0, s3 = s0;
+        for (int j = 0; j < 4; j++) {
+            const __m512i x = _mm512_loadu_si512((const void *)(g + 16 + 64 * j));
+            const uint8_t *q = y + 2 + 8 * j;
+            s0 = _mm512_dpbusd_epi32(s0, x, bcast8(q));
+            if (NC > 1)
+                s1 = _mm512_dpbusd_epi32(s1, x, bcast8(q + ys));
+            if (NC > 2)
+                s2 = _mm512_dpbusd_epi32(s2, x, bcast8(q + 2 * ys));
+            if (NC > 3)
+                s3 = _mm512_dpbusd_epi32(s3, x, bcast8(q + 3 * ys));
+        }
+        const __m512 dx = scales_paired(g);
+#define Q8_0_FINISH(c)                                                                                       \
+    acc##c = _mm512_fmadd_ps(_mm512_mul_ps(dx, _mm512_set1_ps(act[c * as + b].d)),                           \
+                             _mm512_cvtepi32_ps(_mm512_sub_epi32(s##c, _mm512_set1_epi32(64 * act[c * as + b].sum))), \
+                             acc##c)
+        Q8_0_FINISH(0);
+        if (NC > 1)
+            Q8_0_FINISH(1);
+        if (NC > 2)
+            Q8_0_FINISH(2);
+        if (NC > 3)
+            Q8_0_FINISH(3);
+#undef Q8_0_FINISH
+    }
+    _mm256_storeu_ps(out, fold_pairs(acc0));
+    if (NC > 1)
+        _mm256_storeu_ps(out + 8, fold_pairs(acc1));
+    if (NC > 2)
+        _mm256_storeu_ps(out + 16, fold_pairs(acc2));
+    if (NC > 3)
+        _mm256_storeu_ps(out + 24, fold_pairs(acc3));
+}
+
+/* Row r's 6-bit scale of sub-block j (sc[j][r] at g + 32 + 8j) as the
+ * int16 pair (scale, 0) in lanes 2r and 2r + 1, for dpwssd. */
+Z_INLINE __m512i q4_K_scale_paired(const uint8_t *g, int j) {
+    const __m128i sc = _mm_loadl_epi64((const __m128i *)(const void *)(g + 32 + 8 * j));
+    return _mm512_cvtepu8_epi32(_mm_unpacklo_epi8(sc, sc));
+}
+
+/* One column's share of a Q4_K super-block: acc += d dy isum, macc += dmin
+ * dy mins. */
+Z_INLINE void q4_K_finish(const uint8_t *g, const uint8_t *yc, __m512 dx, __m256 mx, __m512i isum, __m512 *acc,
+                          __m256 *macc) {
+    float dy;
+    memcpy(&dy, yc, 4);
+    *acc = _mm512_fmadd_ps(_mm512_mul_ps(dx, _mm512_set1_ps(dy)), _mm512_cvtepi32_ps(isum), *acc);
+    *macc = _mm256_fmadd_ps(_mm256_mul_ps(mx, _mm256_set1_ps(dy)), _mm256_cvtepi32_ps(cpu_x8_q4k_mins(g, yc)),
+                            *macc);
+}
+
+/* Q4_K group (nsb super-blocks of 160 + 16 x 64 bytes) against NC (1..4)
+ * Q8_K columns {f32 d; i8 qs[256]; i16 bsums[16]} (292 bytes each). */
+Z_INLINE void q4_K_z(const uint8_t *g, int64_t nsb, const uint8_t *y, size_t ys, const int NC, float *out) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
+    __m256 macc0 = _mm256_setzero_ps(), macc1 = macc0, macc2 = macc0, macc3 = macc0;
+    for (int64_t b = 0; b < nsb; b++, g += 1184, y += 292) {
+        __m512i i0 = _mm512_setzero_si512(), i1 = i0, i2 = i0, i3 = i0;
+        for (int q = 0; q < 4; q++) { /* sub-blocks 2q (low nibbles) and 2q + 1 (high) */
+            __m512i l0 = _mm512_setzero_si512(), l1 = l0, l2 = l0, l3 = l0, h0 = l0, h1 = l0, h2 = l0, h3 = l0;
+            for (int c = 0; c < 4; c++) {
+                const __m512i p = _mm512_loadu_si512((const void *)(g + 160 + 256 * q + 64 * c));
+                const __m512i lo = _mm512_and_si512(p, m4), hi = _mm512_and_si512(_mm512_srli_epi16(p, 4), m4);
+                const uint8_t *qy = y + 4 + 64 * q + 8 * c;
+                l0 = _mm512_dpbusd_epi32(l0, lo, bcast8(qy));
+                h0 = _mm512_dpbusd_epi32(h0, hi, bcast8(qy + 32));
+                if (NC > 1) {
+                    l1 = _mm512_dpbusd_epi32(l1, lo, bcast8(qy + ys));
+                    h1 = _mm512_dpbusd_epi32(h1, hi, bcast8(qy + ys + 32));
+                }
+                if (NC > 2) {
+                    l2 = _mm512_dpbusd_epi32(l2, lo, bcast8(qy + 2 * ys));
+                    h2 = _mm512_dpbusd_epi32(h2, hi, bcast8(qy + 2 * ys + 32));
+                }
+                if (NC > 3) {
+                    l3 = _mm512_dpbusd_epi32(l3, lo, bcast8(qy + 3 * ys));
+                    h3 = _mm512_dpbusd_epi32(h3, hi, bcast8(qy + 3 * ys + 32));
+                }
+            }
+            const __m512i sl = q4_K_scale_paired(g, 2 * q), sh = q4_K_scale_paired(g, 2 * q + 1);
+            i0 = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(i0, l0, sl), h0, sh);
+            if (NC > 1)
+                i1 = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(i1, l1, sl), h1, sh);
+            if (NC > 2)
+                i2 = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(i2, l2, sl), h2, sh);
+            if (NC > 3)
+                i3 = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(i3, l3, sl), h3, sh);
+        }
+        const __m512 dx = scales_paired(g);
+        const __m256 mx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(g + 16)));
+        q4_K_finish(g, y, dx, mx, i0, &acc0, &macc0);
+        if (NC > 1)
+            q4_K_finish(g, y + ys, dx, mx, i1, &acc1, &macc1);
+        if (NC > 2)
+            q4_K_finish(g, y + 2 * ys, dx, mx, i2, &acc2, &macc2);
+        if (NC > 3)
+            q4_K_finish(g, y + 3 * ys, dx, mx, i3, &acc3, &macc3);
+    }
+    _mm256_storeu_ps(out, _mm256_sub_ps(fold_pairs(acc0), macc0));
+    if (NC > 1)
+        _mm256_storeu_ps(out + 8, _mm256_sub_ps(fold_pairs(acc1), macc1));
+    if (NC > 2)
+        _mm256_storeu_ps(out + 16, _mm256_sub_ps(fold_pairs(acc2), macc2));
+    if (NC > 3)
+        _mm256_storeu_ps(out + 24, _mm256_sub_ps(fold_pairs(acc3), macc3));
+}
+
+void cpu_x8_dot(int layout, const uint8_t *group, int64_t K, const uint8_t *y, size_t y_stride,
+                const cpu_x8_act *act, size_t act_stride, int ncols, float *out) {
+    /* constant column counts, so the tests on NC fold away */
+    switch (layout) {
+    case CPU_LAYOUT_Q4_0_X8:
+        switch (ncols) {
+        case 1: q4_0_z(group, K / 32, y, y_stride, act, act_stride, 1, out); break;
+        case 2: q4_0_z(group, K / 32, y, y_stride, act, act_stride, 2, out); break;
+        case 3: q4_0_z(group, K / 32, y, y_stride, act, act_stride, 3, out); break;
+        default: q4_0_z(group, K / 32, y, y_stride, act, act_stride, 4, out); break;
+        }
+        break;
+    case CPU_LAYOUT_Q8_0_X8:
+        switch (ncols) {
+        case 1: q8_0_z(group, K / 32, y, y_stride, act, act_stride, 1, out); break;
+        case 2: q8_0_z(group, K / 32, y, y_stride, act, act_stride, 2, out); break;
+        case 3: q8_0_z(group, K / 32, y, y_stride, act, act_stride, 3, out); break;
+        default: q8_0_z(group, K / 32, y, y_stride, act, act_stride, 4, out); break;
+        }
+        break;
+    default: /* CPU_LAYOUT_Q4_K_X8 */
+        switch (ncols) {
+        case 1: q4_K_z(group, K / 256, y, y_stride, 1, out); break;
+        case 2: q4_K_z(group, K / 256, y, y_stride, 2, out); break;
+        case 3: q4_K_z(group, K / 256, y, y_stride, 3, out); break;
+        default: q4_K_z(group, K / 256, y, y_stride, 4, out); break;
+        }
+        break;
+    }
+}
+
+#endif
