@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "cpu_internal.h"
+#include "cpu_vf.h"
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #include <immintrin.h>
@@ -127,90 +128,58 @@ static bool pack_block(const cpu_dense_mm *x, int64_t k0, int64_t kc, float *pan
     return true;
 }
 
-#if DENSE_AVX512
+#if DENSE_AVX2
 /* One panel against the columns b[0..NCOL) over kc; adds (add) or stores
  * the results at c[col][0..rows).  Short column groups repeat their first
- * column, whose sums are dropped.  (The AVX2 kernel below, in zmm.) */
+ * column, whose sums are dropped.  Vectors of VF_LEN floats (cpu_vf.h): 8
+ * with AVX2, 16 with AVX-512. */
 static void kernel(int64_t kc, const float *panel, const float *const b[NCOL], int ncols, float *const c[NCOL],
                    int rows, bool add) {
-    __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
-    __m512 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
-    __m512 c60 = c00, c61 = c00, c70 = c00, c71 = c00;
-    const float *b0 = b[0], *b1 = b[1], *b2 = b[2], *b3 = b[3], *b4 = b[4], *b5 = b[5], *b6 = b[6], *b7 = b[7];
-#define DENSE_COL(j)                                                                                         \
-    y = _mm512_set1_ps(b##j[k]);                                                                             \
-    c##j##0 = _mm512_fmadd_ps(x0, y, c##j##0);                                                               \
-    c##j##1 = _mm512_fmadd_ps(x1, y, c##j##1)
-    for (int64_t k = 0; k < kc; k++, panel += PANEL) {
-        __m512 x0 = _mm512_loadu_ps(panel), x1 = _mm512_loadu_ps(panel + 16), y;
-        DENSE_COL(0);
-        DENSE_COL(1);
-        DENSE_COL(2);
-        DENSE_COL(3);
-        DENSE_COL(4);
-        DENSE_COL(5);
-        DENSE_COL(6);
-        DENSE_COL(7);
-    }
-#undef DENSE_COL
-    __m512 acc[NCOL][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}, {c60, c61}, {c70, c71}};
-    for (int j = 0; j < ncols; j++) {
-        float *out = c[j];
-        if (rows == PANEL) {
-            if (add) {
-                acc[j][0] = _mm512_add_ps(acc[j][0], _mm512_loadu_ps(out));
-                acc[j][1] = _mm512_add_ps(acc[j][1], _mm512_loadu_ps(out + 16));
-            }
-            _mm512_storeu_ps(out, acc[j][0]);
-            _mm512_storeu_ps(out + 16, acc[j][1]);
-            continue;
-        }
-        float s[PANEL];
-        _mm512_storeu_ps(s, acc[j][0]);
-        _mm512_storeu_ps(s + 16, acc[j][1]);
-        for (int r = 0; r < rows; r++)
-            out[r] = add ? out[r] + s[r] : s[r];
-    }
-}
-#elif DENSE_AVX2
-/* One panel against the columns b[0..NCOL) over kc; adds (add) or stores
- * the results at c[col][0..rows).  Short column groups repeat their first
- * column, whose sums are dropped. */
-static void kernel(int64_t kc, const float *panel, const float *const b[NCOL], int ncols, float *const c[NCOL],
-                   int rows, bool add) {
-    __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
-    __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+    vf c00 = vf_zero(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
+    vf c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
     const float *b0 = b[0], *b1 = b[1], *b2 = b[2], *b3 = b[3], *b4 = b[4], *b5 = b[5];
+#if NCOL > 6
+    vf c60 = c00, c61 = c00, c70 = c00, c71 = c00;
+    const float *b6 = b[6], *b7 = b[7];
+#endif
 /* column j's broadcast and its two multiply-adds */
 #define DENSE_COL(j)                                                                                         \
-    y = _mm256_broadcast_ss(b##j + k);                                                                       \
-    c##j##0 = _mm256_fmadd_ps(x0, y, c##j##0);                                                               \
-    c##j##1 = _mm256_fmadd_ps(x1, y, c##j##1)
+    y = vf_set1(b##j[k]);                                                                                    \
+    c##j##0 = vf_fmadd(x0, y, c##j##0);                                                                      \
+    c##j##1 = vf_fmadd(x1, y, c##j##1)
     for (int64_t k = 0; k < kc; k++, panel += PANEL) {
-        __m256 x0 = _mm256_loadu_ps(panel), x1 = _mm256_loadu_ps(panel + 8), y;
+        vf x0 = vf_loadu(panel), x1 = vf_loadu(panel + VF_LEN), y;
         DENSE_COL(0);
         DENSE_COL(1);
         DENSE_COL(2);
         DENSE_COL(3);
         DENSE_COL(4);
         DENSE_COL(5);
+#if NCOL > 6
+        DENSE_COL(6);
+        DENSE_COL(7);
+#endif
     }
 #undef DENSE_COL
-    __m256 acc[NCOL][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
+    vf acc[NCOL][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51},
+#if NCOL > 6
+                       {c60, c61}, {c70, c71},
+#endif
+    };
     for (int j = 0; j < ncols; j++) {
         float *out = c[j];
         if (rows == PANEL) {
             if (add) {
-                acc[j][0] = _mm256_add_ps(acc[j][0], _mm256_loadu_ps(out));
-                acc[j][1] = _mm256_add_ps(acc[j][1], _mm256_loadu_ps(out + 8));
+                acc[j][0] = vf_add(acc[j][0], vf_loadu(out));
+                acc[j][1] = vf_add(acc[j][1], vf_loadu(out + VF_LEN));
             }
-            _mm256_storeu_ps(out, acc[j][0]);
-            _mm256_storeu_ps(out + 8, acc[j][1]);
+            vf_storeu(out, acc[j][0]);
+            vf_storeu(out + VF_LEN, acc[j][1]);
             continue;
         }
         float s[PANEL];
-        _mm256_storeu_ps(s, acc[j][0]);
-        _mm256_storeu_ps(s + 8, acc[j][1]);
+        vf_storeu(s, acc[j][0]);
+        vf_storeu(s + VF_LEN, acc[j][1]);
         for (int r = 0; r < rows; r++)
             out[r] = add ? out[r] + s[r] : s[r];
     }

@@ -54,90 +54,62 @@ Z_INLINE __m256 fold_pairs(__m512 v) {
     return _mm256_castsi256_ps(_mm512_cvtepi64_epi32(_mm512_castps_si512(_mm512_add_ps(v, odd))));
 }
 
-/* Q4_0 group (nblk blocks of 16 + 2 x 64 bytes) against NC (1..4) Q8_0
- * columns y + c ys, their block data act + c as. */
-Z_INLINE void q4_0_z(const uint8_t *g, int64_t nblk, const uint8_t *y, size_t ys, const cpu_x8_act *act,
-                     size_t as, const int NC, float *out) {
-    const __m512i m4 = _mm512_set1_epi8(0x0F);
-    __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
-    for (int64_t b = 0; b < nblk; b++, g += 144, y += 34) {
-        __m512i s0 = _mm512_setzero_si512(), s1 = s0, s2 = s0, s3 = s0;
-        for (int j = 0; j < 2; j++) {
-            const __m512i p = _mm512_loadu_si512((const void *)(g + 16 + 64 * j));
-            const __m512i lo = _mm512_and_si512(p, m4), hi = _mm512_and_si512(_mm512_srli_epi16(p, 4), m4);
-            const uint8_t *q = y + 2 + 8 * j;
-            s0 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(s0, lo, bcast8(q)), hi, bcast8(q + 16));
-            if (NC > 1)
-                s1 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(s1, lo, bcast8(q + ys)), hi, bcast8(q + ys + 16));
-            if (NC > 2)
-                s2 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(s2, lo, bcast8(q + 2 * ys)), hi,
-                                         bcast8(q + 2 * ys + 16));
-            if (NC > 3)
-                s3 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(s3, lo, bcast8(q + 3 * ys)), hi,
-                                         bcast8(q + 3 * ys + 16));
-        }
-        const __m512 dx = scales_paired(g);
-#define Q4_0_FINISH(c)                                                                                       \
-    acc##c = _mm512_fmadd_ps(_mm512_mul_ps(dx, _mm512_set1_ps(act[c * as + b].d)),                           \
-                             _mm512_cvtepi32_ps(_mm512_sub_epi32(s##c, _mm512_set1_epi32(4 * act[c * as + b].sum))), \
-                             acc##c)
-        Q4_0_FINISH(0);
-        if (NC > 1)
-            Q4_0_FINISH(1);
-        if (NC > 2)
-            Q4_0_FINISH(2);
-        if (NC > 3)
-            Q4_0_FINISH(3);
-#undef Q4_0_FINISH
-    }
-    _mm256_storeu_ps(out, fold_pairs(acc0));
-    if (NC > 1)
-        _mm256_storeu_ps(out + 8, fold_pairs(acc1));
-    if (NC > 2)
-        _mm256_storeu_ps(out + 16, fold_pairs(acc2));
-    if (NC > 3)
-        _mm256_storeu_ps(out + 24, fold_pairs(acc3));
+/* One column's share of a Q4_0/Q8_0 block: acc + dx dy (s - off sum(y)),
+ * off the weights' offset per lane (see the top). */
+Z_INLINE __m512 legacy_finish(__m512 acc, __m512i s, __m512 dx, const cpu_x8_act *a, int off) {
+    const __m512i i = _mm512_sub_epi32(s, _mm512_set1_epi32(off * a->sum));
+    return _mm512_fmadd_ps(_mm512_mul_ps(dx, _mm512_set1_ps(a->d)), _mm512_cvtepi32_ps(i), acc);
 }
 
-/* Q8_0 group (nblk blocks of 16 + 4 x 64 bytes, quants + 128) against NC
- * (1..4) Q8_0 columns. */
-Z_INLINE void q8_0_z(const uint8_t *g, int64_t nblk, const uint8_t *y, size_t ys, const cpu_x8_act *act,
-                     size_t as, const int NC, float *out) {
-    __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
-    for (int64_t b = 0; b < nblk; b++, g += 272, y += 34) {
-        __m512i s0 = _mm512_setzero_si512(), s1 = s0, s2 = s0, s3 = s0;
-        for (int j = 0; j < 4; j++) {
-            const __m512i x = _mm512_loadu_si512((const void *)(g + 16 + 64 * j));
+/* The NC columns' row sums (less m0..m3, the Q4_K mins' terms) to
+ * out[8c + r]. */
+Z_INLINE void store_cols(float *out, const int NC, __m512 a0, __m512 a1, __m512 a2, __m512 a3, __m256 m0,
+                         __m256 m1, __m256 m2, __m256 m3) {
+    _mm256_storeu_ps(out, _mm256_sub_ps(fold_pairs(a0), m0));
+    if (NC > 1)
+        _mm256_storeu_ps(out + 8, _mm256_sub_ps(fold_pairs(a1), m1));
+    if (NC > 2)
+        _mm256_storeu_ps(out + 16, _mm256_sub_ps(fold_pairs(a2), m2));
+    if (NC > 3)
+        _mm256_storeu_ps(out + 24, _mm256_sub_ps(fold_pairs(a3), m3));
+}
+
+/* s[c] += the products of the 8 rows' bytes u with the 8 bytes of column
+ * c at q + c ys, for the NC columns. */
+Z_INLINE void dot_cols(__m512i s[4], __m512i u, const uint8_t *q, size_t ys, const int NC) {
+    for (int c = 0; c < NC; c++)
+        s[c] = _mm512_dpbusd_epi32(s[c], u, bcast8(q + (size_t)c * ys));
+}
+
+/* Q4_0 (Q8 false: blocks of 16 + 2 x 64 bytes) or Q8_0 (Q8: 16 + 4 x 64,
+ * quants + 128) group of nblk blocks against NC (1..4) Q8_0 columns
+ * y + c ys, their block data act + c as. */
+Z_INLINE void legacy_z(const uint8_t *g, int64_t nblk, const uint8_t *y, size_t ys, const cpu_x8_act *act,
+                       size_t as, const int NC, const bool Q8, float *out) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    __m512 acc[4];
+    for (int c = 0; c < 4; c++)
+        acc[c] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nblk; b++, g += Q8 ? 272 : 144, y += 34) {
+        __m512i s[4];
+        for (int c = 0; c < 4; c++)
+            s[c] = _mm512_setzero_si512();
+        for (int j = 0; j < (Q8 ? 4 : 2); j++) {
+            const __m512i p = _mm512_loadu_si512((const void *)(g + 16 + 64 * j));
             const uint8_t *q = y + 2 + 8 * j;
-            s0 = _mm512_dpbusd_epi32(s0, x, bcast8(q));
-            if (NC > 1)
-                s1 = _mm512_dpbusd_epi32(s1, x, bcast8(q + ys));
-            if (NC > 2)
-                s2 = _mm512_dpbusd_epi32(s2, x, bcast8(q + 2 * ys));
-            if (NC > 3)
-                s3 = _mm512_dpbusd_epi32(s3, x, bcast8(q + 3 * ys));
+            if (Q8) {
+                dot_cols(s, p, q, ys, NC);
+            } else { /* low nibbles: elements 8j.., high: 16 + 8j.. */
+                dot_cols(s, _mm512_and_si512(p, m4), q, ys, NC);
+                dot_cols(s, _mm512_and_si512(_mm512_srli_epi16(p, 4), m4), q + 16, ys, NC);
+            }
         }
         const __m512 dx = scales_paired(g);
-#define Q8_0_FINISH(c)                                                                                       \
-    acc##c = _mm512_fmadd_ps(_mm512_mul_ps(dx, _mm512_set1_ps(act[c * as + b].d)),                           \
-                             _mm512_cvtepi32_ps(_mm512_sub_epi32(s##c, _mm512_set1_epi32(64 * act[c * as + b].sum))), \
-                             acc##c)
-        Q8_0_FINISH(0);
-        if (NC > 1)
-            Q8_0_FINISH(1);
-        if (NC > 2)
-            Q8_0_FINISH(2);
-        if (NC > 3)
-            Q8_0_FINISH(3);
-#undef Q8_0_FINISH
+        for (int c = 0; c < NC; c++)
+            acc[c] = legacy_finish(acc[c], s[c], dx, act + (size_t)c * as + b, Q8 ? 64 : 4);
     }
-    _mm256_storeu_ps(out, fold_pairs(acc0));
-    if (NC > 1)
-        _mm256_storeu_ps(out + 8, fold_pairs(acc1));
-    if (NC > 2)
-        _mm256_storeu_ps(out + 16, fold_pairs(acc2));
-    if (NC > 3)
-        _mm256_storeu_ps(out + 24, fold_pairs(acc3));
+    const __m256 z = _mm256_setzero_ps();
+    store_cols(out, NC, acc[0], acc[1], acc[2], acc[3], z, z, z, z);
 }
 
 /* Row r's 6-bit scale of sub-block j (sc[j][r] at g + 32 + 8j) as the
@@ -206,13 +178,7 @@ Z_INLINE void q4_K_z(const uint8_t *g, int64_t nsb, const uint8_t *y, size_t ys,
         if (NC > 3)
             q4_K_finish(g, y + 3 * ys, dx, mx, i3, &acc3, &macc3);
     }
-    _mm256_storeu_ps(out, _mm256_sub_ps(fold_pairs(acc0), macc0));
-    if (NC > 1)
-        _mm256_storeu_ps(out + 8, _mm256_sub_ps(fold_pairs(acc1), macc1));
-    if (NC > 2)
-        _mm256_storeu_ps(out + 16, _mm256_sub_ps(fold_pairs(acc2), macc2));
-    if (NC > 3)
-        _mm256_storeu_ps(out + 24, _mm256_sub_ps(fold_pairs(acc3), macc3));
+    store_cols(out, NC, acc0, acc1, acc2, acc3, macc0, macc1, macc2, macc3);
 }
 
 void cpu_x8_dot(int layout, const uint8_t *group, int64_t K, const uint8_t *y, size_t y_stride,
@@ -221,18 +187,18 @@ void cpu_x8_dot(int layout, const uint8_t *group, int64_t K, const uint8_t *y, s
     switch (layout) {
     case CPU_LAYOUT_Q4_0_X8:
         switch (ncols) {
-        case 1: q4_0_z(group, K / 32, y, y_stride, act, act_stride, 1, out); break;
-        case 2: q4_0_z(group, K / 32, y, y_stride, act, act_stride, 2, out); break;
-        case 3: q4_0_z(group, K / 32, y, y_stride, act, act_stride, 3, out); break;
-        default: q4_0_z(group, K / 32, y, y_stride, act, act_stride, 4, out); break;
+        case 1: legacy_z(group, K / 32, y, y_stride, act, act_stride, 1, false, out); break;
+        case 2: legacy_z(group, K / 32, y, y_stride, act, act_stride, 2, false, out); break;
+        case 3: legacy_z(group, K / 32, y, y_stride, act, act_stride, 3, false, out); break;
+        default: legacy_z(group, K / 32, y, y_stride, act, act_stride, 4, false, out); break;
         }
         break;
     case CPU_LAYOUT_Q8_0_X8:
         switch (ncols) {
-        case 1: q8_0_z(group, K / 32, y, y_stride, act, act_stride, 1, out); break;
-        case 2: q8_0_z(group, K / 32, y, y_stride, act, act_stride, 2, out); break;
-        case 3: q8_0_z(group, K / 32, y, y_stride, act, act_stride, 3, out); break;
-        default: q8_0_z(group, K / 32, y, y_stride, act, act_stride, 4, out); break;
+        case 1: legacy_z(group, K / 32, y, y_stride, act, act_stride, 1, true, out); break;
+        case 2: legacy_z(group, K / 32, y, y_stride, act, act_stride, 2, true, out); break;
+        case 3: legacy_z(group, K / 32, y, y_stride, act, act_stride, 3, true, out); break;
+        default: legacy_z(group, K / 32, y, y_stride, act, act_stride, 4, true, out); break;
         }
         break;
     default: /* CPU_LAYOUT_Q4_K_X8 */
