@@ -37,8 +37,6 @@ bool cpu_gen_available(const tport_tensor_view *a) {
 
 /* Both element types share the loops below; each caller passes a
  * constant, so every loop is compiled once per type, with no test in it. */
-
-
 #define GEN_INLINE static inline __attribute__((always_inline))
 
 /* 8 elements of a row from element k, as f32 (f16 converted: exact). */
@@ -97,7 +95,9 @@ GEN_INLINE float row_dot(bool f16, int64_t K, const uint8_t *a, const float *b) 
             z2 = _mm512_fmadd_ps(load16(f16, a, k + 32), _mm512_loadu_ps(b + k + 32), z2);
             z3 = _mm512_fmadd_ps(load16(f16, a, k + 48), _mm512_loadu_ps(b + k + 48), z3);
             for (int l = 0; l < (f16 ? 2 : 4); l++)
-                _mm_prefetch((const char *)(a + (f16 ? 2 : 4) * k + GEN_PREFETCH + 64 * l), _MM_HINT_T0);
+                /* as an address (it may lie past the matrix: a prefetch never faults) */
+                _mm_prefetch((const char *)((uintptr_t)a + (uintptr_t)((f16 ? 2 : 4) * k + GEN_PREFETCH + 64 * l)),
+                             _MM_HINT_T0);
         }
         acc0 = vf_fold8(_mm512_add_ps(_mm512_add_ps(z0, z1), _mm512_add_ps(z2, z3)));
     }
