@@ -74,30 +74,17 @@ X8_INLINE void store4(float *out, __m256 f0, __m256 f1, __m256 f2, __m256 f3) {
     _mm256_storeu_ps(out + 24, f3);
 }
 
-/* The products of unsigned bytes u and signed bytes s, summed in groups of
- * four (one group per 32-bit lane: one weight row), added to acc: a
- * maddubs into int16 pairs, which callers add up (at most 8 such terms:
- * the overflow note above) and widen once with x8_widen.  x8_dot32 is the
- * int32 form for terms that would overflow int16 (Q8_0's signed weights). */
-X8_INLINE __m256i x8_dot(__m256i acc, __m256i u, __m256i s) {
-    return _mm256_add_epi16(acc, _mm256_maddubs_epi16(u, s));
-}
-X8_INLINE __m256i x8_widen(__m256i acc) { return _mm256_madd_epi16(acc, _mm256_set1_epi16(1)); }
-X8_INLINE __m256i x8_dot32(__m256i acc, __m256i u, __m256i s) {
-    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
-}
-
 /* One Q8_0 chunk x (8 rows x 4 quants, ax = |x|) against 4 activation
- * quants at q, added to the 8 rows' int32 sums in acc. */
-X8_INLINE __m256i q8_0_dot4(__m256i acc, __m256i ax, __m256i x, const uint8_t *q) {
-    return x8_dot32(acc, ax, _mm256_sign_epi8(bcast4(q), x));
+ * quants at q: the 8 rows' sums as int32. */
+X8_INLINE __m256i q8_0_dot4(__m256i ax, __m256i x, const uint8_t *q, __m256i ones) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(ax, _mm256_sign_epi8(bcast4(q), x)), ones);
 }
 
 /* Q4_0 x8 group (nblk blocks of 144 bytes) against NC (1 or 2) columns.
  * Plain variables, not arrays: GCC keeps arrays of vectors on the stack. */
 X8_INLINE void q4_0_x8(const uint8_t *g, int64_t nblk, const uint8_t *y, size_t ys, const cpu_x8_act *act,
                         size_t as, const int NC, float *out) {
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
     const uint8_t *y1 = y + ys;
     const cpu_x8_act *a1 = act + as;
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
@@ -107,18 +94,18 @@ X8_INLINE void q4_0_x8(const uint8_t *g, int64_t nblk, const uint8_t *y, size_t 
         for (int j = 0; j < 4; j++) {
             const __m256i p = _mm256_loadu_si256((const __m256i *)(const void *)(g + 16 + 32 * j));
             const __m256i lo = _mm256_and_si256(p, m4), hi = _mm256_and_si256(_mm256_srli_epi16(p, 4), m4);
-            s0 = x8_dot(s0, lo, bcast4(y + 2 + 4 * j));
-            s0 = x8_dot(s0, hi, bcast4(y + 18 + 4 * j));
+            s0 = _mm256_add_epi16(s0, _mm256_maddubs_epi16(lo, bcast4(y + 2 + 4 * j)));
+            s0 = _mm256_add_epi16(s0, _mm256_maddubs_epi16(hi, bcast4(y + 18 + 4 * j)));
             if (NC > 1) {
-                s1 = x8_dot(s1, lo, bcast4(y1 + 2 + 4 * j));
-                s1 = x8_dot(s1, hi, bcast4(y1 + 18 + 4 * j));
+                s1 = _mm256_add_epi16(s1, _mm256_maddubs_epi16(lo, bcast4(y1 + 2 + 4 * j)));
+                s1 = _mm256_add_epi16(s1, _mm256_maddubs_epi16(hi, bcast4(y1 + 18 + 4 * j)));
             }
         }
         const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)g));
-        const __m256i i0 = _mm256_sub_epi32(x8_widen(s0), _mm256_set1_epi32(8 * act[b].sum));
+        const __m256i i0 = _mm256_sub_epi32(_mm256_madd_epi16(s0, ones), _mm256_set1_epi32(8 * act[b].sum));
         acc0 = _mm256_fmadd_ps(_mm256_mul_ps(dx, _mm256_set1_ps(act[b].d)), _mm256_cvtepi32_ps(i0), acc0);
         if (NC > 1) {
-            const __m256i i1 = _mm256_sub_epi32(x8_widen(s1), _mm256_set1_epi32(8 * a1[b].sum));
+            const __m256i i1 = _mm256_sub_epi32(_mm256_madd_epi16(s1, ones), _mm256_set1_epi32(8 * a1[b].sum));
             acc1 = _mm256_fmadd_ps(_mm256_mul_ps(dx, _mm256_set1_ps(a1[b].d)), _mm256_cvtepi32_ps(i1), acc1);
         }
     }
@@ -129,7 +116,7 @@ X8_INLINE void q4_0_x8(const uint8_t *g, int64_t nblk, const uint8_t *y, size_t 
 
 /* One column's share of a Q4_0 block in q4_0_x8_4: acc += d dy (sum - 8 sums). */
 X8_INLINE __m256 q4_0_finish(__m256i s, __m256 dx, const cpu_x8_act *a, __m256 acc) {
-    const __m256i i = _mm256_sub_epi32(x8_widen(s), _mm256_set1_epi32(8 * a->sum));
+    const __m256i i = _mm256_sub_epi32(_mm256_madd_epi16(s, _mm256_set1_epi16(1)), _mm256_set1_epi32(8 * a->sum));
     return _mm256_fmadd_ps(_mm256_mul_ps(dx, _mm256_set1_ps(a->d)), _mm256_cvtepi32_ps(i), acc);
 }
 
@@ -146,14 +133,14 @@ static void q4_0_x8_4(const uint8_t *g, int64_t nblk, const uint8_t *y, size_t y
             const __m256i p = _mm256_loadu_si256((const __m256i *)(const void *)(g + 16 + 32 * j));
             const __m256i lo = _mm256_and_si256(p, m4), hi = _mm256_and_si256(_mm256_srli_epi16(p, 4), m4);
             const uint8_t *q = y + 2 + 4 * j;
-            s0 = x8_dot(s0, lo, bcast4(q));
-            s1 = x8_dot(s1, lo, bcast4(q + ys));
-            s2 = x8_dot(s2, lo, bcast4(q + 2 * ys));
-            s3 = x8_dot(s3, lo, bcast4(q + 3 * ys));
-            s0 = x8_dot(s0, hi, bcast4(q + 16));
-            s1 = x8_dot(s1, hi, bcast4(q + ys + 16));
-            s2 = x8_dot(s2, hi, bcast4(q + 2 * ys + 16));
-            s3 = x8_dot(s3, hi, bcast4(q + 3 * ys + 16));
+            s0 = _mm256_add_epi16(s0, _mm256_maddubs_epi16(lo, bcast4(q)));
+            s1 = _mm256_add_epi16(s1, _mm256_maddubs_epi16(lo, bcast4(q + ys)));
+            s2 = _mm256_add_epi16(s2, _mm256_maddubs_epi16(lo, bcast4(q + 2 * ys)));
+            s3 = _mm256_add_epi16(s3, _mm256_maddubs_epi16(lo, bcast4(q + 3 * ys)));
+            s0 = _mm256_add_epi16(s0, _mm256_maddubs_epi16(hi, bcast4(q + 16)));
+            s1 = _mm256_add_epi16(s1, _mm256_maddubs_epi16(hi, bcast4(q + ys + 16)));
+            s2 = _mm256_add_epi16(s2, _mm256_maddubs_epi16(hi, bcast4(q + 2 * ys + 16)));
+            s3 = _mm256_add_epi16(s3, _mm256_maddubs_epi16(hi, bcast4(q + 3 * ys + 16)));
         }
         const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)g));
         f0 = q4_0_finish(s0, dx, act + b, f0);
@@ -167,6 +154,7 @@ static void q4_0_x8_4(const uint8_t *g, int64_t nblk, const uint8_t *y, size_t y
 /* Q8_0 x8 group (nblk blocks of 272 bytes) against NC (1 or 2) columns. */
 X8_INLINE void q8_0_x8(const uint8_t *g, int64_t nblk, const uint8_t *y, size_t ys, const cpu_x8_act *act,
                         size_t as, const int NC, float *out) {
+    const __m256i ones = _mm256_set1_epi16(1);
     const uint8_t *y1 = y + ys;
     const cpu_x8_act *a1 = act + as;
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
@@ -175,9 +163,9 @@ X8_INLINE void q8_0_x8(const uint8_t *g, int64_t nblk, const uint8_t *y, size_t 
         for (int j = 0; j < 8; j++) {
             const __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(g + 16 + 32 * j));
             const __m256i ax = _mm256_sign_epi8(x, x);
-            s0 = q8_0_dot4(s0, ax, x, y + 2 + 4 * j);
+            s0 = _mm256_add_epi32(s0, q8_0_dot4(ax, x, y + 2 + 4 * j, ones));
             if (NC > 1)
-                s1 = q8_0_dot4(s1, ax, x, y1 + 2 + 4 * j);
+                s1 = _mm256_add_epi32(s1, q8_0_dot4(ax, x, y1 + 2 + 4 * j, ones));
         }
         const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)g));
         acc0 = _mm256_fmadd_ps(_mm256_mul_ps(dx, _mm256_set1_ps(act[b].d)), _mm256_cvtepi32_ps(s0), acc0);
@@ -192,7 +180,7 @@ X8_INLINE void q8_0_x8(const uint8_t *g, int64_t nblk, const uint8_t *y, size_t 
 /* Q4_K x8 group (nsb super-blocks of 1184 bytes) against NC (1 or 2) Q8_K
  * columns {f32 d; i8 qs[256]; i16 bsums[16]} (292 bytes each). */
 X8_INLINE void q4_K_x8(const uint8_t *g, int64_t nsb, const uint8_t *y, size_t ys, const int NC, float *out) {
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
     const uint8_t *y1 = y + ys;
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     for (int64_t b = 0; b < nsb; b++, g += 1184, y += 292, y1 += 292) {
@@ -204,21 +192,21 @@ X8_INLINE void q4_K_x8(const uint8_t *g, int64_t nsb, const uint8_t *y, size_t y
             for (int c = 0; c < 8; c++) {
                 const __m256i p = _mm256_loadu_si256((const __m256i *)(const void *)(qx + 32 * c));
                 const __m256i lo = _mm256_and_si256(p, m4), hi = _mm256_and_si256(_mm256_srli_epi16(p, 4), m4);
-                lo0 = x8_dot(lo0, lo, bcast4(qy0 + 4 * c));
-                hi0 = x8_dot(hi0, hi, bcast4(qy0 + 32 + 4 * c));
+                lo0 = _mm256_add_epi16(lo0, _mm256_maddubs_epi16(lo, bcast4(qy0 + 4 * c)));
+                hi0 = _mm256_add_epi16(hi0, _mm256_maddubs_epi16(hi, bcast4(qy0 + 32 + 4 * c)));
                 if (NC > 1) {
-                    lo1 = x8_dot(lo1, lo, bcast4(qy1 + 4 * c));
-                    hi1 = x8_dot(hi1, hi, bcast4(qy1 + 32 + 4 * c));
+                    lo1 = _mm256_add_epi16(lo1, _mm256_maddubs_epi16(lo, bcast4(qy1 + 4 * c)));
+                    hi1 = _mm256_add_epi16(hi1, _mm256_maddubs_epi16(hi, bcast4(qy1 + 32 + 4 * c)));
                 }
             }
             const __m256i sc_lo = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(g + 32 + 16 * q)));
             const __m256i sc_hi =
                 _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(g + 40 + 16 * q)));
-            i0 = _mm256_add_epi32(i0, _mm256_mullo_epi32(x8_widen(lo0), sc_lo));
-            i0 = _mm256_add_epi32(i0, _mm256_mullo_epi32(x8_widen(hi0), sc_hi));
+            i0 = _mm256_add_epi32(i0, _mm256_mullo_epi32(_mm256_madd_epi16(lo0, ones), sc_lo));
+            i0 = _mm256_add_epi32(i0, _mm256_mullo_epi32(_mm256_madd_epi16(hi0, ones), sc_hi));
             if (NC > 1) {
-                i1 = _mm256_add_epi32(i1, _mm256_mullo_epi32(x8_widen(lo1), sc_lo));
-                i1 = _mm256_add_epi32(i1, _mm256_mullo_epi32(x8_widen(hi1), sc_hi));
+                i1 = _mm256_add_epi32(i1, _mm256_mullo_epi32(_mm256_madd_epi16(lo1, ones), sc_lo));
+                i1 = _mm256_add_epi32(i1, _mm256_mullo_epi32(_mm256_madd_epi16(hi1, ones), sc_hi));
             }
         }
         const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)g));
@@ -241,17 +229,15 @@ X8_INLINE void q4_K_x8(const uint8_t *g, int64_t nsb, const uint8_t *y, size_t y
 }
 
 /* Row r's 6-bit scale of sub-block j in both int16 halves of lane r, so
- * that one madd (x8_scaled) applies it to a lane's two int16 partial sums. */
-X8_INLINE __m256i q4_K_scale(const uint8_t *g, int j) {
+ * that one madd applies it to a lane's two int16 partial sums. */
+X8_INLINE __m256i q4_K_scale16(const uint8_t *g, int j) {
     const __m256i sc = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(g + 32 + 8 * j)));
     return _mm256_or_si256(sc, _mm256_slli_epi32(sc, 16));
 }
 
-X8_INLINE __m256i x8_scaled(__m256i sums, __m256i scale) { return _mm256_madd_epi16(sums, scale); }
-
 /* One sub-block (low nibbles of chunks qx, or high: HI) of 8 rows against
- * four columns qy + c * ys: scaled by the rows' scales into isum[c].  The
- * two halves go in separate passes so that only four sums are live:
+ * four columns qy + c * ys: madd with the rows' scales into isum[c].  The
+ * two halves go in separate passes so that only four int16 sums are live:
  * with eight, GCC spills and copies registers in the inner loop.  Two
  * chunks per iteration halve the copies it still makes of the four (5-7 %). */
 X8_INLINE void q4_K_half_4(const uint8_t *qx, const uint8_t *qy, size_t ys, const int HI, __m256i scale,
@@ -262,15 +248,15 @@ X8_INLINE void q4_K_half_4(const uint8_t *qx, const uint8_t *qy, size_t ys, cons
     for (int c = 0; c < 8; c++, qx += 32, qy += 4) {
         __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)qx);
         v = _mm256_and_si256(HI ? _mm256_srli_epi16(v, 4) : v, m4);
-        a0 = x8_dot(a0, v, bcast4(qy));
-        a1 = x8_dot(a1, v, bcast4(qy + ys));
-        a2 = x8_dot(a2, v, bcast4(qy + 2 * ys));
-        a3 = x8_dot(a3, v, bcast4(qy + 3 * ys));
+        a0 = _mm256_add_epi16(_mm256_maddubs_epi16(v, bcast4(qy)), a0);
+        a1 = _mm256_add_epi16(_mm256_maddubs_epi16(v, bcast4(qy + ys)), a1);
+        a2 = _mm256_add_epi16(_mm256_maddubs_epi16(v, bcast4(qy + 2 * ys)), a2);
+        a3 = _mm256_add_epi16(_mm256_maddubs_epi16(v, bcast4(qy + 3 * ys)), a3);
     }
-    isum[0] = _mm256_add_epi32(isum[0], x8_scaled(a0, scale));
-    isum[1] = _mm256_add_epi32(isum[1], x8_scaled(a1, scale));
-    isum[2] = _mm256_add_epi32(isum[2], x8_scaled(a2, scale));
-    isum[3] = _mm256_add_epi32(isum[3], x8_scaled(a3, scale));
+    isum[0] = _mm256_add_epi32(isum[0], _mm256_madd_epi16(a0, scale));
+    isum[1] = _mm256_add_epi32(isum[1], _mm256_madd_epi16(a1, scale));
+    isum[2] = _mm256_add_epi32(isum[2], _mm256_madd_epi16(a2, scale));
+    isum[3] = _mm256_add_epi32(isum[3], _mm256_madd_epi16(a3, scale));
 }
 
 /* The same as q4_K_x8 against four columns (a batch): each 32-byte load
@@ -284,8 +270,8 @@ static void q4_K_x8_4(const uint8_t *g, int64_t nsb, const uint8_t *y, size_t ys
         for (int c = 0; c < 4; c++)
             isum[c] = _mm256_setzero_si256();
         for (int q = 0; q < 4; q++) { /* sub-blocks 2q (low nibbles) and 2q + 1 (high) */
-            q4_K_half_4(g + 160 + 256 * q, y + 4 + 64 * q, ys, 0, q4_K_scale(g, 2 * q), isum);
-            q4_K_half_4(g + 160 + 256 * q, y + 36 + 64 * q, ys, 1, q4_K_scale(g, 2 * q + 1), isum);
+            q4_K_half_4(g + 160 + 256 * q, y + 4 + 64 * q, ys, 0, q4_K_scale16(g, 2 * q), isum);
+            q4_K_half_4(g + 160 + 256 * q, y + 36 + 64 * q, ys, 1, q4_K_scale16(g, 2 * q + 1), isum);
         }
         const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)g));
         const __m256 mx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(g + 16)));
@@ -307,6 +293,7 @@ static void q4_K_x8_4(const uint8_t *g, int64_t nsb, const uint8_t *y, size_t ys
  * (15 % and 4 % slower than this on 8 groups x 768..5632 k in L2). */
 static void q8_0_x8_4(const uint8_t *g, int64_t nblk, const uint8_t *y, size_t ys, const cpu_x8_act *act,
                       size_t as, float *out) {
+    const __m256i ones = _mm256_set1_epi16(1);
     __m256 f0 = _mm256_setzero_ps(), f1 = f0, f2 = f0, f3 = f0;
     for (int64_t b = 0; b < nblk; b++, g += 272, y += 34) {
         __m256i s0 = _mm256_setzero_si256(), s1 = s0, s2 = s0, s3 = s0;
@@ -315,10 +302,10 @@ static void q8_0_x8_4(const uint8_t *g, int64_t nblk, const uint8_t *y, size_t y
             const __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(g + 16 + 32 * j));
             const __m256i ax = _mm256_sign_epi8(x, x);
             const uint8_t *q = y + 2 + 4 * j;
-            s0 = q8_0_dot4(s0, ax, x, q);
-            s1 = q8_0_dot4(s1, ax, x, q + ys);
-            s2 = q8_0_dot4(s2, ax, x, q + 2 * ys);
-            s3 = q8_0_dot4(s3, ax, x, q + 3 * ys);
+            s0 = _mm256_add_epi32(s0, q8_0_dot4(ax, x, q, ones));
+            s1 = _mm256_add_epi32(s1, q8_0_dot4(ax, x, q + ys, ones));
+            s2 = _mm256_add_epi32(s2, q8_0_dot4(ax, x, q + 2 * ys, ones));
+            s3 = _mm256_add_epi32(s3, q8_0_dot4(ax, x, q + 3 * ys, ones));
         }
         const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)g));
         f0 = _mm256_fmadd_ps(_mm256_mul_ps(dx, _mm256_set1_ps(act[b].d)), _mm256_cvtepi32_ps(s0), f0);

@@ -181,34 +181,23 @@ Z_INLINE void q4_K_z(const uint8_t *g, int64_t nsb, const uint8_t *y, size_t ys,
     store_cols(out, NC, acc0, acc1, acc2, acc3, macc0, macc1, macc2, macc3);
 }
 
+/* One group against NC columns in the kernel of its layout. */
+Z_INLINE void group_dot(int layout, const uint8_t *group, int64_t K, const uint8_t *y, size_t ys,
+                        const cpu_x8_act *act, size_t as, const int NC, float *out) {
+    if (layout == CPU_LAYOUT_Q4_K_X8)
+        q4_K_z(group, K / 256, y, ys, NC, out);
+    else
+        legacy_z(group, K / 32, y, ys, act, as, NC, layout == CPU_LAYOUT_Q8_0_X8, out);
+}
+
 void cpu_x8_dot(int layout, const uint8_t *group, int64_t K, const uint8_t *y, size_t y_stride,
                 const cpu_x8_act *act, size_t act_stride, int ncols, float *out) {
     /* constant column counts, so the tests on NC fold away */
-    switch (layout) {
-    case CPU_LAYOUT_Q4_0_X8:
-        switch (ncols) {
-        case 1: legacy_z(group, K / 32, y, y_stride, act, act_stride, 1, false, out); break;
-        case 2: legacy_z(group, K / 32, y, y_stride, act, act_stride, 2, false, out); break;
-        case 3: legacy_z(group, K / 32, y, y_stride, act, act_stride, 3, false, out); break;
-        default: legacy_z(group, K / 32, y, y_stride, act, act_stride, 4, false, out); break;
-        }
-        break;
-    case CPU_LAYOUT_Q8_0_X8:
-        switch (ncols) {
-        case 1: legacy_z(group, K / 32, y, y_stride, act, act_stride, 1, true, out); break;
-        case 2: legacy_z(group, K / 32, y, y_stride, act, act_stride, 2, true, out); break;
-        case 3: legacy_z(group, K / 32, y, y_stride, act, act_stride, 3, true, out); break;
-        default: legacy_z(group, K / 32, y, y_stride, act, act_stride, 4, true, out); break;
-        }
-        break;
-    default: /* CPU_LAYOUT_Q4_K_X8 */
-        switch (ncols) {
-        case 1: q4_K_z(group, K / 256, y, y_stride, 1, out); break;
-        case 2: q4_K_z(group, K / 256, y, y_stride, 2, out); break;
-        case 3: q4_K_z(group, K / 256, y, y_stride, 3, out); break;
-        default: q4_K_z(group, K / 256, y, y_stride, 4, out); break;
-        }
-        break;
+    switch (ncols) {
+    case 1: group_dot(layout, group, K, y, y_stride, act, act_stride, 1, out); break;
+    case 2: group_dot(layout, group, K, y, y_stride, act, act_stride, 2, out); break;
+    case 3: group_dot(layout, group, K, y, y_stride, act, act_stride, 3, out); break;
+    default: group_dot(layout, group, K, y, y_stride, act, act_stride, 4, out); break;
     }
 }
 

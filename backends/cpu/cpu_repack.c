@@ -143,10 +143,13 @@ void cpu_buffer_free(void *backend, tport_buffer b) {
 
 enum { S = CPU_X8_SLICE, CHUNK = 8 * CPU_X8_SLICE };
 
-/* n bytes from src to dst, each XOR x. */
-static void copy_xor(uint8_t *dst, const uint8_t *src, int n, uint8_t x) {
-    for (int i = 0; i < n; i++)
-        dst[i] = src[i] ^ x;
+/* One row's slice (S bytes) from src to dst, each byte XOR x: one word
+ * operation, not S byte operations (this runs over every weight at load). */
+static void copy_xor(uint8_t *dst, const uint8_t *src, uint8_t x) {
+    uint64_t w = 0;
+    memcpy(&w, src, S);
+    w ^= UINT64_C(0x0101010101010101) * x;
+    memcpy(dst, &w, S);
 }
 
 /* Rows [8g, 8g+8) of a plain Q4_0/Q8_0 matrix into group g of the x8
@@ -161,7 +164,7 @@ static void encode_group(const uint8_t *plain, size_t row_bytes, int64_t nblk, i
             const uint8_t *blk = plain + (size_t)r * row_bytes + (size_t)b * (size_t)(2 + qbytes);
             memcpy(out + 2 * r, blk, 2);
             for (int j = 0; j < qbytes / S; j++)
-                copy_xor(out + 16 + CHUNK * j + S * r, blk + 2 + S * j, S, xor);
+                copy_xor(out + 16 + CHUNK * j + S * r, blk + 2 + S * j, xor);
         }
     }
 }
@@ -323,6 +326,6 @@ void cpu_x8_row(const tport_tensor_view *t, int layout, int64_t row, uint8_t *ou
         uint8_t *blk = out + (size_t)b * bb;
         memcpy(blk, g + 2 * r, 2);
         for (int j = 0; j < qbytes / S; j++)
-            copy_xor(blk + 2 + S * j, g + 16 + CHUNK * j + S * r, S, xor);
+            copy_xor(blk + 2 + S * j, g + 16 + CHUNK * j + S * r, xor);
     }
 }
