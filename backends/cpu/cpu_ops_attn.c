@@ -85,9 +85,31 @@ VF_INLINE vf load_kv(const uint8_t *row, int64_t i, bool f16) {
     return vf_loadu((const float *)(const void *)row + i);
 }
 
+/* A kv head's rows lie a whole cache row apart (every head of a token is
+ * stored together: 1.5 KiB for stories110M), so a 4 KiB page holds only a
+ * few rows of a head and the hardware prefetchers, which stay inside a
+ * page, fall behind.  The bytes [from, from + bytes) of row j +
+ * FA_PREFETCH are fetched explicitly; the address is an integer because
+ * it may lie past the cache (a prefetch never faults).  Stories110M
+ * generation at depth 1024, 1 thread: q8_0 74 -> 88 t/s; 8 keys ahead
+ * was faster than 32 or 64. */
+#define FA_PREFETCH 8
+
+VF_INLINE void prefetch_row(const uint8_t *rows, size_t nb1, int64_t j, size_t from, size_t bytes) {
+    const uintptr_t r = (uintptr_t)rows + (uintptr_t)(j + FA_PREFETCH) * nb1 + from;
+    for (size_t o = 0; o < bytes; o += 64)
+        _mm_prefetch((const char *)(r + o), _MM_HINT_T0);
+}
+
+/* the bytes of a K or V row */
+VF_INLINE size_t row_bytes(const fa_tile *t, bool f16) {
+    return (size_t)t->hd * (f16 ? 2 : 4);
+}
+
 VF_INLINE void scores_simd(const fa_tile *t, int cnt, bool f16) {
     for (int64_t j = 0; j < t->kv_end; j++) {
         const uint8_t *kr = t->k + (size_t)j * t->k_nb1;
+        prefetch_row(t->k, t->k_nb1, j, 0, row_bytes(t, f16));
         vf a[FA_TILE];
         for (int i = 0; i < cnt; i++)
             a[i] = vf_zero();
@@ -128,6 +150,8 @@ VF_INLINE void scores_four(const fa_tile *t, bool f16) {
         /* an odd last key is scored twice and stored once */
         bool pair = j + 1 < t->kv_end;
         const uint8_t *kr = t->k + (size_t)j * t->k_nb1, *kr1 = pair ? kr + t->k_nb1 : kr;
+        prefetch_row(t->k, t->k_nb1, j, 0, row_bytes(t, f16));
+        prefetch_row(t->k, t->k_nb1, j + 1, 0, row_bytes(t, f16));
         vf a0 = vf_zero(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
         for (int64_t c = 0; c < t->hd; c += VF_LEN) {
             const vf k0 = load_kv(kr, c, f16), k1 = load_kv(kr1, c, f16);
@@ -161,6 +185,8 @@ VF_INLINE void scores_one(const fa_tile *t, bool f16) {
     for (; j + 4 <= t->kv_end; j += 4) {
         const uint8_t *k0 = t->k + (size_t)j * t->k_nb1, *k1 = k0 + t->k_nb1, *k2 = k1 + t->k_nb1,
                       *k3 = k2 + t->k_nb1;
+        for (int u = 0; u < 4; u++)
+            prefetch_row(t->k, t->k_nb1, j + u, 0, row_bytes(t, f16));
         vf a0 = vf_zero(), a1 = a0, a2 = a0, a3 = a0;
         for (int64_t c = 0; c < t->hd; c += VF_LEN) {
             const vf qv = vf_loadu(q + c);
@@ -191,6 +217,7 @@ VF_INLINE void values_simd(const fa_tile *t, int cnt, int nv, int64_t c0, bool f
             acc[i][u] = vf_zero();
     for (int64_t j = 0; j < t->kv_end; j++) {
         const uint8_t *vr = t->v + (size_t)j * t->v_nb1;
+        prefetch_row(t->v, t->v_nb1, j, (size_t)c0 * (f16 ? 2 : 4), (size_t)(nv * VF_LEN) * (f16 ? 2 : 4));
         vf vv[8];
         for (int u = 0; u < nv; u++)
             vv[u] = load_kv(vr, c0 + VF_LEN * u, f16);
