@@ -94,10 +94,8 @@ GEN_INLINE float row_dot(bool f16, int64_t K, const uint8_t *a, const float *b) 
             z1 = _mm512_fmadd_ps(load16(f16, a, k + 16), _mm512_loadu_ps(b + k + 16), z1);
             z2 = _mm512_fmadd_ps(load16(f16, a, k + 32), _mm512_loadu_ps(b + k + 32), z2);
             z3 = _mm512_fmadd_ps(load16(f16, a, k + 48), _mm512_loadu_ps(b + k + 48), z3);
-            for (int l = 0; l < (f16 ? 2 : 4); l++)
-                /* as an address (it may lie past the matrix: a prefetch never faults) */
-                _mm_prefetch((const char *)((uintptr_t)a + (uintptr_t)((f16 ? 2 : 4) * k + GEN_PREFETCH + 64 * l)),
-                             _MM_HINT_T0);
+            /* this step's 64 elements (2 or 4 lines), GEN_PREFETCH bytes further on */
+            vf_prefetch((uintptr_t)a + (uintptr_t)((f16 ? 2 : 4) * k + GEN_PREFETCH), f16 ? 128 : 256);
         }
         acc0 = vf_fold8(_mm512_add_ps(_mm512_add_ps(z0, z1), _mm512_add_ps(z2, z3)));
     }

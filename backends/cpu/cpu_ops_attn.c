@@ -88,22 +88,24 @@ VF_INLINE vf load_kv(const uint8_t *row, int64_t i, bool f16) {
 /* A kv head's rows lie a whole cache row apart (every head of a token is
  * stored together: 1.5 KiB for stories110M), so a 4 KiB page holds only a
  * few rows of a head and the hardware prefetchers, which stay inside a
- * page, fall behind.  The bytes [from, from + bytes) of row j +
- * FA_PREFETCH are fetched explicitly; the address is an integer because
- * it may lie past the cache (a prefetch never faults).  Stories110M
- * generation at depth 1024, 1 thread: q8_0 74 -> 88 t/s; 8 keys ahead
- * was faster than 32 or 64. */
+ * page, fall behind: the loops fetch row j + FA_PREFETCH themselves.
+ * Stories110M generation at depth 1024, 1 thread: q8_0 74 -> 88 t/s; 8
+ * keys ahead was faster than 32 or 64. */
 #define FA_PREFETCH 8
 
+/* bytes of one K or V element */
+VF_INLINE size_t kv_elem(bool f16) {
+    return f16 ? 2 : 4;
+}
+
+/* bytes [from, from + bytes) of row j + FA_PREFETCH */
 VF_INLINE void prefetch_row(const uint8_t *rows, size_t nb1, int64_t j, size_t from, size_t bytes) {
-    const uintptr_t r = (uintptr_t)rows + (uintptr_t)(j + FA_PREFETCH) * nb1 + from;
-    for (size_t o = 0; o < bytes; o += 64)
-        _mm_prefetch((const char *)(r + o), _MM_HINT_T0);
+    vf_prefetch((uintptr_t)rows + (uintptr_t)(j + FA_PREFETCH) * nb1 + from, bytes);
 }
 
 /* the bytes of a K or V row */
 VF_INLINE size_t row_bytes(const fa_tile *t, bool f16) {
-    return (size_t)t->hd * (f16 ? 2 : 4);
+    return (size_t)t->hd * kv_elem(f16);
 }
 
 VF_INLINE void scores_simd(const fa_tile *t, int cnt, bool f16) {
@@ -217,7 +219,7 @@ VF_INLINE void values_simd(const fa_tile *t, int cnt, int nv, int64_t c0, bool f
             acc[i][u] = vf_zero();
     for (int64_t j = 0; j < t->kv_end; j++) {
         const uint8_t *vr = t->v + (size_t)j * t->v_nb1;
-        prefetch_row(t->v, t->v_nb1, j, (size_t)c0 * (f16 ? 2 : 4), (size_t)(nv * VF_LEN) * (f16 ? 2 : 4));
+        prefetch_row(t->v, t->v_nb1, j, (size_t)c0 * kv_elem(f16), (size_t)(nv * VF_LEN) * kv_elem(f16));
         vf vv[8];
         for (int u = 0; u < nv; u++)
             vv[u] = load_kv(vr, c0 + VF_LEN * u, f16);

@@ -4,6 +4,9 @@
 #ifndef TPORT_CPU_VF_H
 #define TPORT_CPU_VF_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 #if defined(__AVX512F__)
 #include <immintrin.h>
 #define VF_SIMD 1
@@ -57,6 +60,14 @@ static inline float vf_reduce_max(__m256 v) {
 #endif
 #if VF_SIMD
 #define VF_INLINE static inline __attribute__((always_inline))
+
+/* Fetch the cache lines of [addr, addr + bytes) into L1 ahead of a stream.
+ * The address is an integer: it may lie past the buffer, where pointer
+ * arithmetic would be undefined (a prefetch never faults). */
+VF_INLINE void vf_prefetch(uintptr_t addr, size_t bytes) {
+    for (size_t o = 0; o < bytes; o += 64)
+        _mm_prefetch((const char *)(addr + o), _MM_HINT_T0);
+}
 #endif
 
 #if VF_SIMD
