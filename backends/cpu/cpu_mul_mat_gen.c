@@ -69,12 +69,11 @@ GEN_INLINE bool side_by_side(bool f16, int64_t K) {
     return (uint64_t)K * (f16 ? 2u : 4u) >= SIDE_BY_SIDE_MIN_BYTES;
 }
 
-/* AVX2 builds prefetch a row walked on its own this far ahead (row_dot):
+/* A row walked on its own is prefetched this far ahead (row_dot).  AVX2:
  * stories110M f16 tg64 on a 2-vCPU Zen 3, 1 thread, medians of 4
- * interleaved: 32.4 -> 35.6 t/s (512 bytes ahead: 31.3).  Rows side by
- * side are not prefetched: 8 streams of prefetches made f32 and f16
+ * interleaved: 32.4 -> 35.6 t/s with 1 KiB (512 bytes: 31.3).  Rows side
+ * by side are not prefetched: 8 streams of prefetches made f32 and f16
  * slower there (stories110M f32 22.1 -> 16.3, TinyLlama f16 no gain). */
-#define GEN_PREFETCH_ONE 1024
 #if defined(__AVX512F__)
 #define GEN_PREFETCH 2048
 
@@ -84,12 +83,14 @@ GEN_INLINE __m512 load16(bool f16, const uint8_t *row, int64_t k) {
         return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(row + 2 * k)));
     return _mm512_loadu_ps((const float *)(const void *)(row + 4 * k));
 }
+#else
+#define GEN_PREFETCH 1024
 #endif
 
 /* One row, 16 elements a step in two accumulators (two chains of
  * multiply-adds in flight); with AVX-512 first 64 a step in four, the
- * stream prefetched GEN_PREFETCH bytes ahead; with AVX2 32 a step, the
- * stream prefetched GEN_PREFETCH_ONE bytes ahead. */
+ * stream prefetched GEN_PREFETCH bytes ahead; with AVX2 32 a step in
+ * two, prefetched the same way. */
 GEN_INLINE float row_dot(bool f16, int64_t K, const uint8_t *a, const float *b) {
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     int64_t k = 0;
@@ -106,14 +107,13 @@ GEN_INLINE float row_dot(bool f16, int64_t K, const uint8_t *a, const float *b) 
         }
         acc0 = vf_fold8(_mm512_add_ps(_mm512_add_ps(z0, z1), _mm512_add_ps(z2, z3)));
     }
-#endif
-#if !defined(__AVX512F__)
+#else
     for (; k + 32 <= K; k += 32) {
         acc0 = _mm256_fmadd_ps(load8(f16, a, k), _mm256_loadu_ps(b + k), acc0);
         acc1 = _mm256_fmadd_ps(load8(f16, a, k + 8), _mm256_loadu_ps(b + k + 8), acc1);
         acc0 = _mm256_fmadd_ps(load8(f16, a, k + 16), _mm256_loadu_ps(b + k + 16), acc0);
         acc1 = _mm256_fmadd_ps(load8(f16, a, k + 24), _mm256_loadu_ps(b + k + 24), acc1);
-        vf_prefetch((uintptr_t)a + (uintptr_t)((f16 ? 2 : 4) * k + GEN_PREFETCH_ONE), f16 ? 64 : 128);
+        vf_prefetch((uintptr_t)a + (uintptr_t)((f16 ? 2 : 4) * k + GEN_PREFETCH), f16 ? 64 : 128);
     }
 #endif
     for (; k + 16 <= K; k += 16) {
