@@ -87,6 +87,13 @@ GEN_INLINE __m512 load16(bool f16, const uint8_t *row, int64_t k) {
 #define GEN_PREFETCH 1024
 #endif
 
+/* 16 elements of a row from k against b: one 8-lane multiply-add into
+ * each accumulator. */
+GEN_INLINE void fma16(bool f16, const uint8_t *a, const float *b, int64_t k, __m256 *acc0, __m256 *acc1) {
+    *acc0 = _mm256_fmadd_ps(load8(f16, a, k), _mm256_loadu_ps(b + k), *acc0);
+    *acc1 = _mm256_fmadd_ps(load8(f16, a, k + 8), _mm256_loadu_ps(b + k + 8), *acc1);
+}
+
 /* One row, 16 elements a step in two accumulators (two chains of
  * multiply-adds in flight); with AVX-512 first 64 a step in four, the
  * stream prefetched GEN_PREFETCH bytes ahead; with AVX2 32 a step in
@@ -109,17 +116,13 @@ GEN_INLINE float row_dot(bool f16, int64_t K, const uint8_t *a, const float *b) 
     }
 #else
     for (; k + 32 <= K; k += 32) {
-        acc0 = _mm256_fmadd_ps(load8(f16, a, k), _mm256_loadu_ps(b + k), acc0);
-        acc1 = _mm256_fmadd_ps(load8(f16, a, k + 8), _mm256_loadu_ps(b + k + 8), acc1);
-        acc0 = _mm256_fmadd_ps(load8(f16, a, k + 16), _mm256_loadu_ps(b + k + 16), acc0);
-        acc1 = _mm256_fmadd_ps(load8(f16, a, k + 24), _mm256_loadu_ps(b + k + 24), acc1);
+        fma16(f16, a, b, k, &acc0, &acc1);
+        fma16(f16, a, b, k + 16, &acc0, &acc1);
         vf_prefetch((uintptr_t)a + (uintptr_t)((f16 ? 2 : 4) * k + GEN_PREFETCH), f16 ? 64 : 128);
     }
 #endif
-    for (; k + 16 <= K; k += 16) {
-        acc0 = _mm256_fmadd_ps(load8(f16, a, k), _mm256_loadu_ps(b + k), acc0);
-        acc1 = _mm256_fmadd_ps(load8(f16, a, k + 8), _mm256_loadu_ps(b + k + 8), acc1);
-    }
+    for (; k + 16 <= K; k += 16)
+        fma16(f16, a, b, k, &acc0, &acc1);
     float s = avx2_hsum_ps(_mm256_add_ps(acc0, acc1));
     for (; k < K; k++)
         s += elem(f16, a, k) * b[k];
