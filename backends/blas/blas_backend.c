@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <cblas.h>
 
@@ -32,6 +33,27 @@ static int64_t count_from_env(const char *name, int64_t fallback) {
     return n;
 }
 
+/* Whether OpenBLAS picked kernels for an older core than this CPU: an
+ * x86 CPU with AVX-512F whose OpenBLAS core has no AVX-512 GEMM (Debian 12's
+ * 0.3.21 runs Zen 4 and Zen 5 as "Haswell").  There the CPU backend's
+ * AVX-512 GEMM is faster: stories110M f32 pp512 on a 2-vCPU Zen 5, 523 t/s
+ * through OpenBLAS against 879 on the CPU backend at 1 thread, 893
+ * against 1778 at 2. */
+static bool core_narrower_than_cpu(const char *core) {
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+    if (!__builtin_cpu_supports("avx512f"))
+        return false;
+    static const char *const wide[] = {"skylakex", "cooperlake", "sapphirerapids"};
+    for (size_t i = 0; core && i < sizeof wide / sizeof wide[0]; i++)
+        if (!strcasecmp(core, wide[i]))
+            return false;
+    return true;
+#else
+    (void)core;
+    return false;
+#endif
+}
+
 static tport_status blas_init(void **backend) {
     if (!backend)
         return blas_host->error(TPORT_STATUS_INVALID_ARGUMENT, "blas: init without a result pointer");
@@ -42,10 +64,22 @@ static tport_status blas_init(void **backend) {
     s->scratch_max = count_from_env("TPORT_BLAS_SCRATCH_FLOATS", BLAS_SCRATCH_MAX_FLOATS);
     /* Converting F16 weights for sgemm costs more than the CPU backend's
      * own F16 GEMM (cpu_mul_mat_dense.c) saves, so F16 is opt-in. */
-    const char *f16 = getenv("TPORT_BLAS_F16");
+    const char *f16 = getenv("TPORT_BLAS_F16"), *f32 = getenv("TPORT_BLAS_F32");
     s->take_f16 = f16 && strcmp(f16, "1") == 0;
-    blas_host->log(TPORT_LOG_DEBUG, "blas: mul_mat of %s weights for batches >= %lld (f16 scratch <= %lld floats)",
-                   s->take_f16 ? "f32/f16" : "f32", (long long)s->min_batch, (long long)s->scratch_max);
+    const char *core = openblas_get_corename();
+    if (f32 && (!strcmp(f32, "0") || !strcmp(f32, "1")))
+        s->take_f32 = f32[0] == '1';
+    else
+        s->take_f32 = !core_narrower_than_cpu(core);
+    blas_host->log(TPORT_LOG_DEBUG,
+                   "blas: OpenBLAS core %s; mul_mat of %s weights for batches >= %lld (f16 scratch <= %lld floats)",
+                   core ? core : "(unknown)", s->take_f32 ? (s->take_f16 ? "f32/f16" : "f32") : s->take_f16 ? "f16" : "no",
+                   (long long)s->min_batch, (long long)s->scratch_max);
+    if (!s->take_f32 && !f32)
+        blas_host->log(TPORT_LOG_INFO,
+                       "blas: OpenBLAS runs its %s kernels on a CPU with AVX-512; F32 mul_mats stay on the CPU "
+                       "backend, whose AVX-512 GEMM is faster (TPORT_BLAS_F32=1 takes them)",
+                       core ? core : "(unknown)");
     *backend = s;
     return TPORT_STATUS_OK;
 }
@@ -65,7 +99,7 @@ static int32_t blas_device_count(void *backend) {
 }
 
 static tport_status blas_device_info(void *backend, int32_t device, tport_device_info *out) {
-    (void)backend;
+    const blas_state *s = backend;
     if (device != 0)
         return blas_host->error(TPORT_STATUS_INVALID_ARGUMENT, "blas: no device %d", (int)device);
     if (!out || out->struct_size < TPORT_DEVICE_INFO_SIZE_1_0)
@@ -73,7 +107,8 @@ static tport_status blas_device_info(void *backend, int32_t device, tport_device
     out->kind = TPORT_DEVICE_CPU;
     snprintf(out->name, sizeof out->name, "openblas0");
     const char *config = openblas_get_config();
-    snprintf(out->description, sizeof out->description, "OpenBLAS %s", config ? config : "(unknown build)");
+    snprintf(out->description, sizeof out->description, "%s%s", config ? config : "OpenBLAS (unknown build)",
+             s && !s->take_f32 ? "; F32 left to cpu (TPORT_BLAS_F32=1)" : "");
     out->memory_total = 0; /* host memory */
     out->memory_free = 0;
     return TPORT_STATUS_OK;

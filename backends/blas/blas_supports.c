@@ -1,5 +1,6 @@
-/* Which MUL_MAT nodes the blas backend takes: F32 weights (F16 with
- * TPORT_BLAS_F16=1), F32
+/* Which MUL_MAT nodes the blas backend takes: F32 weights (unless OpenBLAS
+ * runs older kernels than the CPU has, see blas_backend.c; TPORT_BLAS_F32
+ * decides), F16 with TPORT_BLAS_F16=1, F32
  * activations and result, rows contiguous, every other stride a whole
  * number of elements, shapes within BLAS's int range, and a batch large
  * enough for BLAS to pay off. */
@@ -40,7 +41,7 @@ bool blas_supports_mul_mat(const blas_state *s, const tport_graph_view *g, int32
     const tport_tensor_view *a = src_of(g, d, 0), *b = src_of(g, d, 1);
     if (!a || !b)
         return false;
-    if (a->type != TPORT_TYPE_F32 && !(a->type == TPORT_TYPE_F16 && s->take_f16))
+    if (!(a->type == TPORT_TYPE_F32 && s->take_f32) && !(a->type == TPORT_TYPE_F16 && s->take_f16))
         return false;
     if (b->type != TPORT_TYPE_F32 || d->type != TPORT_TYPE_F32)
         return false;

@@ -152,6 +152,8 @@ static void permuted_case(const char *what, int64_t K, int64_t M, int64_t N, int
 int main(void) {
     unsetenv("TPORT_BLAS_MIN_BATCH");
     setenv("TPORT_BLAS_F16", "1", 1); /* F16 weights are opt-in */
+    /* F32 too on CPUs where the plug-in would leave it to the CPU backend */
+    setenv("TPORT_BLAS_F32", "1", 1);
     /* a small F16 conversion scratch, so F16 weights go through several
      * chunks of rows (the default bound is 16 MiB) */
     setenv("TPORT_BLAS_SCRATCH_FLOATS", SCRATCH, 1);
