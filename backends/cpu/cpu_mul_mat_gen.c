@@ -11,14 +11,17 @@
  * - shorter rows: one row at a time, so that the tile is one sequential
  *   stream (the rows of a dense matrix are consecutive): stories110M f16
  *   (1.5 KiB rows) 61 t/s side by side, 82 one at a time.
- * AVX-512 builds walk every f16 row on its own, 64 elements a step in four
- * 16-lane accumulators, with a software prefetch 2 KiB ahead (2-vCPU
- * Sapphire Rapids-class VM, against the AVX2 loops above): stories110M f16
- * 52.7 -> 82.7 t/s (zmm 69.2, the prefetch the rest; 1 or 4 KiB ahead
- * ~4 % slower); TinyLlama f16 6.40 -> 6.81 at 1 thread and 11.9 -> 13.1
- * at 2 against 8 rows side by side (side by side in zmm: 6.41, 12.1).
- * f32 rows of 2 KiB or more still go side by side, in zmm: stories110M
- * f32 35.9 -> 37.1 (1 thread), 66.7 -> 71.1 (2) against one at a time.
+ * AVX-512 builds walk every row on its own, 64 elements a step in four
+ * 16-lane accumulators, with a software prefetch GEN_PREFETCH ahead.  On a
+ * 2-vCPU Sapphire Rapids-class VM, against the AVX2 loops above:
+ * stories110M f16 52.7 -> 82.7 t/s (zmm 69.2, a prefetch 2 KiB ahead the
+ * rest; 1 or 4 KiB ~4 % below 2); TinyLlama f16 6.40 -> 6.81 at 1 thread
+ * and 11.9 -> 13.1 at 2 against 8 rows side by side; f32 there was 3 %
+ * faster side by side in zmm.  On a 2-vCPU Zen 5 (EPYC, family 26),
+ * interleaved medians of 3-5: f32 one at a time against side by side,
+ * stories110M 54.5 -> 67.0 t/s at 1 thread, 79.3 -> 87.5 at 2; 4 KiB
+ * ahead against 2, stories110M f16 134.8 -> 146.2, TinyLlama f16 13.2 ->
+ * 15.3 at 1 thread and 18.9 -> 24.8 at 2 (3 and 8 KiB within 3 % of 4).
  *
  * f16 is converted in registers (F16C, exact); each row sums its products
  * in 8-lane accumulators, then lane sums. */
@@ -58,13 +61,12 @@ GEN_INLINE float elem(bool f16, const uint8_t *row, int64_t k) {
 }
 
 /* Rows shorter than this are walked one at a time (see the top); with
- * AVX-512, f16 rows always are. */
+ * AVX-512, every row is. */
 #define SIDE_BY_SIDE_MIN_BYTES 2048
 
 GEN_INLINE bool side_by_side(bool f16, int64_t K) {
 #if defined(__AVX512F__)
-    if (f16)
-        return false;
+    return false;
 #endif
     return (uint64_t)K * (f16 ? 2u : 4u) >= SIDE_BY_SIDE_MIN_BYTES;
 }
@@ -75,7 +77,7 @@ GEN_INLINE bool side_by_side(bool f16, int64_t K) {
  * by side are not prefetched: 8 streams of prefetches made f32 and f16
  * slower there (stories110M f32 22.1 -> 16.3, TinyLlama f16 no gain). */
 #if defined(__AVX512F__)
-#define GEN_PREFETCH 2048
+#define GEN_PREFETCH 4096
 
 /* 16 elements of a row from element k, as f32. */
 GEN_INLINE __m512 load16(bool f16, const uint8_t *row, int64_t k) {
@@ -129,27 +131,14 @@ GEN_INLINE float row_dot(bool f16, int64_t K, const uint8_t *a, const float *b) 
     return s;
 }
 
-/* CPU_GEN_ROWS rows side by side: b is loaded once per step. */
+/* CPU_GEN_ROWS rows side by side: b is loaded once per step (AVX2
+ * builds; AVX-512 builds walk rows one at a time). */
 GEN_INLINE void rows_dot(bool f16, int64_t K, const uint8_t *const a[CPU_GEN_ROWS], const float *b,
                          float out[CPU_GEN_ROWS]) {
     __m256 acc[CPU_GEN_ROWS];
     for (int r = 0; r < CPU_GEN_ROWS; r++)
         acc[r] = _mm256_setzero_ps();
     int64_t k = 0;
-#if defined(__AVX512F__)
-    {
-        __m512 z[CPU_GEN_ROWS];
-        for (int r = 0; r < CPU_GEN_ROWS; r++)
-            z[r] = _mm512_setzero_ps();
-        for (; k + 16 <= K; k += 16) {
-            __m512 bv = _mm512_loadu_ps(b + k);
-            for (int r = 0; r < CPU_GEN_ROWS; r++)
-                z[r] = _mm512_fmadd_ps(load16(f16, a[r], k), bv, z[r]);
-        }
-        for (int r = 0; r < CPU_GEN_ROWS; r++)
-            acc[r] = vf_fold8(z[r]);
-    }
-#endif
     for (; k + 8 <= K; k += 8) {
         __m256 bv = _mm256_loadu_ps(b + k);
         for (int r = 0; r < CPU_GEN_ROWS; r++)
