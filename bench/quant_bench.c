@@ -119,6 +119,79 @@ static double memcpy_bandwidth(void *dst, const void *src, size_t bytes) {
     return (double)bytes * reps / t / 1e9; /* bytes copied (read once, written once) */
 }
 
+/* ---- f32 multiply-add peak ---------------------------------------------- */
+/* Lane multiply-adds per second in FMA_CHAINS independent chains of the
+ * widest vectors this CPU has: the ceiling of any exact f32 GEMM (f16
+ * weights included, which the CPU backend multiplies as f32), against
+ * which prompt-processing rates are read.  12 chains hide a 4-cycle
+ * latency at two FMA units. */
+#define FMA_CHAINS 12
+#define FMA_STEPS 1000000
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+/* Twelve named chains, not an array (GCC keeps an array in memory). */
+#define FMA_BODY(VEC, SET1, FMA, ADD)                                                                        \
+    VEC m = SET1(0.9999999f), c = SET1(1e-7f);                                                               \
+    VEC x0 = SET1(1), x1 = SET1(2), x2 = SET1(3), x3 = SET1(4), x4 = SET1(5), x5 = SET1(6);                 \
+    VEC x6 = SET1(7), x7 = SET1(8), x8 = SET1(9), x9 = SET1(10), x10 = SET1(11), x11 = SET1(12);            \
+    for (long i = 0; i < FMA_STEPS; i++) {                                                                   \
+        x0 = FMA(x0, m, c), x1 = FMA(x1, m, c), x2 = FMA(x2, m, c), x3 = FMA(x3, m, c);                     \
+        x4 = FMA(x4, m, c), x5 = FMA(x5, m, c), x6 = FMA(x6, m, c), x7 = FMA(x7, m, c);                     \
+        x8 = FMA(x8, m, c), x9 = FMA(x9, m, c), x10 = FMA(x10, m, c), x11 = FMA(x11, m, c);                 \
+    }                                                                                                        \
+    VEC t = ADD(ADD(ADD(x0, x1), ADD(x2, x3)), ADD(ADD(x4, x5), ADD(x6, x7)));                               \
+    t = ADD(t, ADD(ADD(x8, x9), ADD(x10, x11)));                                                             \
+    float out[sizeof(VEC) / sizeof(float)];                                                                  \
+    memcpy(out, &t, sizeof out);                                                                             \
+    return out[0];
+
+__attribute__((target("avx512f"))) static float fma_steps_avx512(void) {
+    FMA_BODY(__m512, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps)
+}
+__attribute__((target("avx2,fma"))) static float fma_steps_avx2(void) {
+    FMA_BODY(__m256, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps)
+}
+#endif
+
+typedef struct fma_job {
+    float (*steps)(void);
+    double rate; /* lane multiply-adds per second */
+    float sink;
+} fma_job;
+
+static int fma_lanes; /* lanes of the vectors of fma_best, 0: no probe */
+static float (*fma_best)(void);
+
+static void *fma_worker(void *arg) {
+    fma_job *j = arg;
+    int reps = 0;
+    const double t0 = now();
+    double t;
+    do {
+        j->sink += j->steps();
+        reps++;
+    } while ((t = now() - t0) < min_seconds);
+    j->rate = (double)reps * FMA_STEPS * FMA_CHAINS * fma_lanes / t;
+    return NULL;
+}
+
+/* G lane multiply-adds per second summed over `threads` threads running
+ * at once. */
+static double fma_peak(int threads) {
+    pthread_t th[2];
+    fma_job jobs[2] = {{fma_best, 0, 0}, {fma_best, 0, 0}};
+    for (int i = 1; i < threads; i++)
+        pthread_create(&th[i], NULL, fma_worker, &jobs[i]);
+    fma_worker(&jobs[0]);
+    for (int i = 1; i < threads; i++)
+        pthread_join(th[i], NULL);
+    if (jobs[0].sink + jobs[1].sink == 42) /* keep the chains */
+        putchar(' ');
+    return (jobs[0].rate + jobs[1].rate) / 1e9;
+}
+
 /* ---- dot products (matrix x vector, the generation-phase shape) -------- */
 typedef struct dot_job {
     cpu_vec_dot_fn fn;
@@ -228,6 +301,10 @@ int main(int argc, char **argv) {
 #if defined(__x86_64__)
     if (__builtin_cpu_supports("avx512f"))
         sum_lines_best = sum_lines_avx512;
+    if (__builtin_cpu_supports("avx512f"))
+        fma_best = fma_steps_avx512, fma_lanes = 16;
+    else if (has_avx2)
+        fma_best = fma_steps_avx2, fma_lanes = 8;
 #endif
     const int64_t n = mb * 1024 * 1024 / 4 / K * K; /* elements */
     const int64_t rows = n / K;
@@ -250,6 +327,10 @@ int main(int argc, char **argv) {
            "%.2f GB/s  [%zu MiB buffer]\n",
            read_bandwidth(a, big, 1), read_bandwidth(a, big, 2), memcpy_bandwidth(b, a, big), first_touch, big >> 20);
     free(b);
+    if (fma_lanes)
+        printf("compute: f32 multiply-add peak %.1f G/s (1 thread), %.1f G/s (2 threads)  [%d chains of %d-lane "
+               "FMA]\n",
+               fma_peak(1), fma_peak(2), FMA_CHAINS, fma_lanes);
     printf("weights: %lld x %d elements; GB/s of weight bytes (higher is better)\n", (long long)rows, K);
     printf("ISA in this CPU: avx2 %s, avx512 %s\n\n", has_avx2 ? "yes" : "no", has_avx512 ? "yes" : "no");
     printf("%-10s %6s %8s | %-15s | %-15s | %-15s | %-15s\n", "type", "bits/w", "dequant", "dot scalar 1t 2t",

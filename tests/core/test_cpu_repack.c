@@ -201,6 +201,8 @@ int main(void) {
     eligibility();
     static const int64_t shapes[][3] = {{64, 8, 1}, {256, 24, 3}, {512, 40, 4}, {768, 16, 9}, {1024, 64, 1},
                                         {2048, 96, 5}, {512, 16, 8}, {5632, 16, 6},
+                                        /* columns in several calls of the kernels */
+                                        {256, 24, 15}, {1024, 16, 12},
                                         /* 513 groups of 8 rows: re-encoded on two threads, split unevenly */
                                         {256, 4104, 1}};
     static const tport_type_id types[] = {TPORT_TYPE_Q4_0, TPORT_TYPE_Q8_0, TPORT_TYPE_Q4_K};
