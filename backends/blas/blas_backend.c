@@ -41,6 +41,7 @@ static int64_t count_from_env(const char *name, int64_t fallback) {
  * against 1778 at 2. */
 static bool core_narrower_than_cpu(const char *core) {
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+    __builtin_cpu_init();
     if (!__builtin_cpu_supports("avx512f"))
         return false;
     static const char *const wide[] = {"skylakex", "cooperlake", "sapphirerapids"};
@@ -67,10 +68,14 @@ static tport_status blas_init(void **backend) {
     const char *f16 = getenv("TPORT_BLAS_F16"), *f32 = getenv("TPORT_BLAS_F32");
     s->take_f16 = f16 && strcmp(f16, "1") == 0;
     const char *core = openblas_get_corename();
-    if (f32 && (!strcmp(f32, "0") || !strcmp(f32, "1")))
+    if (f32 && (!strcmp(f32, "0") || !strcmp(f32, "1"))) {
         s->take_f32 = f32[0] == '1';
-    else
+    } else {
+        if (f32)
+            blas_host->log(TPORT_LOG_WARN, "blas: ignoring TPORT_BLAS_F32='%s' (want 0 or 1)", f32);
+        f32 = NULL;
         s->take_f32 = !core_narrower_than_cpu(core);
+    }
     blas_host->log(TPORT_LOG_DEBUG,
                    "blas: OpenBLAS core %s; mul_mat of %s weights for batches >= %lld (f16 scratch <= %lld floats)",
                    core ? core : "(unknown)", s->take_f32 ? (s->take_f16 ? "f32/f16" : "f32") : s->take_f16 ? "f16" : "no",
