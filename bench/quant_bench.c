@@ -156,7 +156,6 @@ __attribute__((target("avx2,fma"))) static float fma_steps_avx2(void) {
 #endif
 
 typedef struct fma_job {
-    float (*steps)(void);
     double rate; /* lane multiply-adds per second */
     float sink;
 } fma_job;
@@ -170,7 +169,7 @@ static void *fma_worker(void *arg) {
     const double t0 = now();
     double t;
     do {
-        j->sink += j->steps();
+        j->sink += fma_best();
         reps++;
     } while ((t = now() - t0) < min_seconds);
     j->rate = (double)reps * FMA_STEPS * FMA_CHAINS * fma_lanes / t;
@@ -181,7 +180,7 @@ static void *fma_worker(void *arg) {
  * at once. */
 static double fma_peak(int threads) {
     pthread_t th[2];
-    fma_job jobs[2] = {{fma_best, 0, 0}, {fma_best, 0, 0}};
+    fma_job jobs[2] = {{0, 0}, {0, 0}};
     for (int i = 1; i < threads; i++)
         pthread_create(&th[i], NULL, fma_worker, &jobs[i]);
     fma_worker(&jobs[0]);
@@ -299,12 +298,12 @@ int main(int argc, char **argv) {
                            __builtin_cpu_supports("avx512vnni");
 
 #if defined(__x86_64__)
-    if (__builtin_cpu_supports("avx512f"))
+    if (__builtin_cpu_supports("avx512f")) {
         sum_lines_best = sum_lines_avx512;
-    if (__builtin_cpu_supports("avx512f"))
         fma_best = fma_steps_avx512, fma_lanes = 16;
-    else if (has_avx2)
+    } else if (has_avx2) {
         fma_best = fma_steps_avx2, fma_lanes = 8;
+    }
 #endif
     const int64_t n = mb * 1024 * 1024 / 4 / K * K; /* elements */
     const int64_t rows = n / K;

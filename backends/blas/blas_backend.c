@@ -68,19 +68,16 @@ static tport_status blas_init(void **backend) {
     const char *f16 = getenv("TPORT_BLAS_F16"), *f32 = getenv("TPORT_BLAS_F32");
     s->take_f16 = f16 && strcmp(f16, "1") == 0;
     const char *core = openblas_get_corename();
-    if (f32 && (!strcmp(f32, "0") || !strcmp(f32, "1"))) {
-        s->take_f32 = f32[0] == '1';
-    } else {
-        if (f32)
-            blas_host->log(TPORT_LOG_WARN, "blas: ignoring TPORT_BLAS_F32='%s' (want 0 or 1)", f32);
-        f32 = NULL;
-        s->take_f32 = !core_narrower_than_cpu(core);
-    }
+    const bool forced = f32 && (!strcmp(f32, "0") || !strcmp(f32, "1"));
+    if (f32 && !forced)
+        blas_host->log(TPORT_LOG_WARN, "blas: ignoring TPORT_BLAS_F32='%s' (want 0 or 1)", f32);
+    s->take_f32 = forced ? f32[0] == '1' : !core_narrower_than_cpu(core);
     blas_host->log(TPORT_LOG_DEBUG,
-                   "blas: OpenBLAS core %s; mul_mat of %s weights for batches >= %lld (f16 scratch <= %lld floats)",
-                   core ? core : "(unknown)", s->take_f32 ? (s->take_f16 ? "f32/f16" : "f32") : s->take_f16 ? "f16" : "no",
+                   "blas: OpenBLAS core %s; mul_mat of weights f32 %s, f16 %s, for batches >= %lld (f16 scratch <= "
+                   "%lld floats)",
+                   core ? core : "(unknown)", s->take_f32 ? "yes" : "no", s->take_f16 ? "yes" : "no",
                    (long long)s->min_batch, (long long)s->scratch_max);
-    if (!s->take_f32 && !f32)
+    if (!s->take_f32 && !forced)
         blas_host->log(TPORT_LOG_INFO,
                        "blas: OpenBLAS runs its %s kernels on a CPU with AVX-512; F32 mul_mats stay on the CPU "
                        "backend, whose AVX-512 GEMM is faster (TPORT_BLAS_F32=1 takes them)",

@@ -66,9 +66,11 @@ GEN_INLINE float elem(bool f16, const uint8_t *row, int64_t k) {
 
 GEN_INLINE bool side_by_side(bool f16, int64_t K) {
 #if defined(__AVX512F__)
+    (void)f16, (void)K;
     return false;
-#endif
+#else
     return (uint64_t)K * (f16 ? 2u : 4u) >= SIDE_BY_SIDE_MIN_BYTES;
+#endif
 }
 
 /* A row walked on its own is prefetched this far ahead (row_dot).  AVX2:

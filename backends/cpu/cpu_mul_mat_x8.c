@@ -47,16 +47,6 @@ void cpu_x8_act_info(const uint8_t *y, int64_t nblk, cpu_x8_act *act) {
 #include "cpu_vf.h"
 #include "cpu_x8_q4k.h"
 
-/* The one- and two-column kernels (generation) stream the weights once:
- * each block's lines are prefetched X8_PREFETCH bytes ahead, which the
- * hardware prefetchers alone do not keep up with.  Interleaved A/B on a
- * 2-vCPU Zen 3, medians of 4 (tg32, 1 thread): TinyLlama q8_0 7.95 ->
- * 9.18 t/s, q4_0 14.1 -> 16.9, q4_K 12.0 -> 15.3; q4_0 at 2 threads 20.0
- * -> 24.2.  512 and 768 bytes ahead gained less, 1536 and 2048 no more.
- * The four-column kernels (batches) reuse each load four times and are
- * not limited by memory. */
-#define X8_PREFETCH 1024
-
 bool cpu_x8_available(void) { return true; }
 
 static inline __m256i bcast4(const uint8_t *p) {
@@ -101,7 +91,7 @@ X8_INLINE void q4_0_x8(const uint8_t *g, int64_t nblk, const uint8_t *y, size_t 
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     for (int64_t b = 0; b < nblk; b++, g += 144, y += 34, y1 += 34) {
         __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
-        vf_prefetch((uintptr_t)g + X8_PREFETCH, 144);
+        vf_prefetch((uintptr_t)g + CPU_X8_PREFETCH, 144);
         X8_NO_UNROLL /* unrolled, GCC runs out of registers and keeps acc0/acc1 on the stack */
         for (int j = 0; j < 4; j++) {
             const __m256i p = _mm256_loadu_si256((const __m256i *)(const void *)(g + 16 + 32 * j));
@@ -172,7 +162,7 @@ X8_INLINE void q8_0_x8(const uint8_t *g, int64_t nblk, const uint8_t *y, size_t 
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     for (int64_t b = 0; b < nblk; b++, g += 272, y += 34, y1 += 34) {
         __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
-        vf_prefetch((uintptr_t)g + X8_PREFETCH, 272);
+        vf_prefetch((uintptr_t)g + CPU_X8_PREFETCH, 272);
         for (int j = 0; j < 8; j++) {
             const __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(g + 16 + 32 * j));
             const __m256i ax = _mm256_sign_epi8(x, x);
@@ -198,7 +188,7 @@ X8_INLINE void q4_K_x8(const uint8_t *g, int64_t nsb, const uint8_t *y, size_t y
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     for (int64_t b = 0; b < nsb; b++, g += 1184, y += 292, y1 += 292) {
         __m256i i0 = _mm256_setzero_si256(), i1 = _mm256_setzero_si256();
-        vf_prefetch((uintptr_t)g + X8_PREFETCH, 1184);
+        vf_prefetch((uintptr_t)g + CPU_X8_PREFETCH, 1184);
         for (int q = 0; q < 4; q++) { /* sub-blocks 2q (low nibbles) and 2q + 1 (high) */
             __m256i lo0 = _mm256_setzero_si256(), hi0 = lo0, lo1 = lo0, hi1 = lo0;
             const uint8_t *qy0 = y + 4 + 64 * q, *qy1 = y1 + 4 + 64 * q, *qx = g + 160 + 256 * q;
