@@ -110,6 +110,16 @@ static inline int64_t cpu_chunk_size(int64_t n, int nth, int64_t min) {
     return nth <= 1 ? (n > 0 ? n : 1) : c < min ? min : c;
 }
 
+/* Chunks for work that streams its data once (generation reads every
+ * weight once a token): about n / (2 nth) items.  Each claim restarts a
+ * stream and moves the counter's cache line between cores; TinyLlama q4_0
+ * tg32 on a 2-core Zen 5 ran 6.5 % faster with 2 chunks a thread than
+ * with 8 (12 interleaved pairs, every one faster). */
+static inline int64_t cpu_stream_chunk_size(int64_t n, int nth) {
+    int64_t c = (n + 2 * (int64_t)nth - 1) / (2 * (int64_t)nth);
+    return nth <= 1 ? (n > 0 ? n : 1) : c;
+}
+
 /* Claims the next chunk [*i0, *i1) of n items; false when all are taken.
  * Chunks are disjoint: each item goes to exactly one thread. */
 static inline bool cpu_claim(cpu_op *op, int64_t n, int64_t chunk, int64_t *i0, int64_t *i1) {
