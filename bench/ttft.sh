@@ -4,9 +4,11 @@
 # files: each run is a new process that loads the model, evaluates the
 # prompt and generates one token (greedy), then exits.  The two programs
 # alternate, --runs times; the table gives the median wall time from exec
-# to exit and the largest peak RSS (GNU time's %M).  "Cold" means a new
-# process; the file itself is in the page cache after the first run (the
-# first run of each program is a warm-up and is not counted).
+# to exit, the fastest and slowest run (on a VM whose host backs new
+# memory lazily, one run can take several times another), and the largest
+# peak RSS (GNU time's %M).  "Cold" means a new process; the file itself
+# is in the page cache after the first run (the first run of each program
+# is a warm-up and is not counted).
 #
 # llama-simple takes no thread count: it uses llama.cpp's default (4
 # threads); tport run uses --threads (default: all cores).
@@ -87,14 +89,16 @@ for line in open(sys.argv[1]):
     d = data.setdefault((model, tool), {"s": [], "kib": 0})
     d["s"].append(int(us) / 1e6)
     d["kib"] = max(d["kib"], int(kib))
-print("| model | llama-simple s | tport run s | ratio tport/llama.cpp | llama-simple peak RSS MiB | tport peak RSS MiB | ratio |")
-print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+print("| model | llama-simple s | tport run s | ratio tport/llama.cpp | llama-simple range s | tport range s "
+      "| llama-simple peak RSS MiB | tport peak RSS MiB | ratio |")
+print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 for m in order:
     l, t = data.get((m, "llama.cpp")), data.get((m, "tport"))
     if not l or not t:
         continue
     ls, ts = statistics.median(l["s"]), statistics.median(t["s"])
-    print(f"| {m.rsplit('/', 1)[-1]} | {ls:.3f} | {ts:.3f} | {ts / ls:.2f} | {l['kib'] / 1024:.0f} | "
-          f"{t['kib'] / 1024:.0f} | {t['kib'] / l['kib']:.2f} |")
+    span = lambda xs: f"{min(xs):.3f}-{max(xs):.3f}"
+    print(f"| {m.rsplit('/', 1)[-1]} | {ls:.3f} | {ts:.3f} | {ts / ls:.2f} | {span(l['s'])} | {span(t['s'])} | "
+          f"{l['kib'] / 1024:.0f} | {t['kib'] / 1024:.0f} | {t['kib'] / l['kib']:.2f} |")
 PY
 exit $failed
