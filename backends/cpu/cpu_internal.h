@@ -103,21 +103,16 @@ static inline void cpu_split(int64_t n, int ith, int nth, int64_t *r0, int64_t *
     *r1 = *r0 + per < n ? *r0 + per : n;
 }
 
-/* Chunks of about n / (8 nth) items (at least `min`), so that a thread
- * that was preempted or is slower leaves its work to the others. */
-static inline int64_t cpu_chunk_size(int64_t n, int nth, int64_t min) {
-    int64_t c = (n + 8 * (int64_t)nth - 1) / (8 * (int64_t)nth);
-    return nth <= 1 ? (n > 0 ? n : 1) : c < min ? min : c;
-}
-
-/* Chunks for work that streams its data once (generation reads every
- * weight once a token): about n / (2 nth) items.  Each claim restarts a
- * stream and moves the counter's cache line between cores; TinyLlama q4_0
- * tg32 on a 2-core Zen 5 ran 6.5 % faster with 2 chunks a thread than
- * with 8 (12 interleaved pairs, every one faster). */
-static inline int64_t cpu_stream_chunk_size(int64_t n, int nth) {
-    int64_t c = (n + 2 * (int64_t)nth - 1) / (2 * (int64_t)nth);
-    return nth <= 1 ? (n > 0 ? n : 1) : c;
+/* Chunks of about n / (per_thread nth) items, so that a thread that was
+ * preempted or is slower leaves its work to the others.  Batches take 8 a
+ * thread; work that streams its data once (generation reads every weight
+ * once a token) takes 2: each claim restarts a stream and moves the
+ * counter's cache line between cores, and TinyLlama q4_0 tg32 on a 2-core
+ * Zen 5 ran 6.5 % faster with 2 a thread than with 8 (12 interleaved
+ * pairs, every one faster). */
+static inline int64_t cpu_chunk_size(int64_t n, int nth, int per_thread) {
+    int64_t parts = (int64_t)per_thread * nth, c = (n + parts - 1) / parts;
+    return nth <= 1 ? (n > 0 ? n : 1) : c > 0 ? c : 1;
 }
 
 /* Claims the next chunk [*i0, *i1) of n items; false when all are taken.

@@ -321,11 +321,17 @@ typedef struct mm_units {
     int64_t tiles, rows, n, chunk, t, end;
 } mm_units;
 
-/* stream: the weights are read once (generation), in fewer, longer chunks */
-static mm_units mm_units_of(cpu_op *op, int64_t N, int64_t rows, int nth, bool stream) {
-    int64_t tiles = (N + rows - 1) / rows, n = tiles * op->dst->ne[2] * op->dst->ne[3];
-    int64_t chunk = stream ? cpu_stream_chunk_size(n, nth) : cpu_chunk_size(n, nth, 1);
-    return (mm_units){.op = op, .tiles = tiles, .rows = rows, .n = n, .chunk = chunk};
+/* Chunks a thread claims (cpu_chunk_size): few and long for one or two
+ * columns, which read every weight once (generation). */
+static int mm_chunks_per_thread(const mm_plan *p) {
+    return p->M <= 2 ? 2 : 8;
+}
+
+static mm_units mm_units_of(const mm_job *job, int64_t rows, int nth) {
+    cpu_op *op = job->op;
+    int64_t tiles = (job->plan.N + rows - 1) / rows, n = tiles * op->dst->ne[2] * op->dst->ne[3];
+    return (mm_units){.op = op, .tiles = tiles, .rows = rows, .n = n,
+                      .chunk = cpu_chunk_size(n, nth, mm_chunks_per_thread(&job->plan))};
 }
 
 static bool mm_next(mm_units *u, int64_t *i0, int64_t *i12, int64_t *i13) {
@@ -352,7 +358,7 @@ static void compute_task(void *arg, int ith, int nth) {
     const mm_plan *p = &job->plan;
     const tport_tensor_view *a = op->src[0], *d = op->dst;
     float *abuf = (float *)cpu_thread_scratch(op, ith);
-    mm_units u = mm_units_of(op, p->N, TILE, nth, p->M == 1);
+    mm_units u = mm_units_of(job, TILE, nth);
     int64_t i0, i12, i13;
     while (mm_next(&u, &i0, &i12, &i13)) {
         int64_t i02 = i12 / p->r2, i03 = i13 / p->r3;
@@ -423,7 +429,7 @@ static void gen_task(void *arg, int ith, int nth) {
     const tport_tensor_view *a = op->src[0], *d = op->dst;
     enum { R = CPU_GEN_ROWS };
     (void)ith;
-    mm_units u = mm_units_of(op, p->N, R, nth, true);
+    mm_units u = mm_units_of(job, R, nth);
     int64_t i0, i12, i13;
     while (mm_next(&u, &i0, &i12, &i13)) {
         int rows = (int)(p->N - i0 < R ? p->N - i0 : R);
@@ -447,7 +453,7 @@ static void tiled_task(void *arg, int ith, int nth) {
     const tport_tensor_view *a = op->src[0], *d = op->dst;
     enum { R = CPU_Q8TILE_ROWS };
     uint8_t *tile = cpu_thread_scratch(op, ith);
-    mm_units u = mm_units_of(op, p->N, R, nth, false);
+    mm_units u = mm_units_of(job, R, nth);
     int64_t i0, i12, i13;
     while (mm_next(&u, &i0, &i12, &i13)) {
         int64_t i02 = i12 / p->r2, i03 = i13 / p->r3;
@@ -484,7 +490,7 @@ static void dense_task(void *arg, int ith, int nth) {
     const tport_tensor_view *a = op->src[0], *b = op->src[1], *d = op->dst;
     enum { R = CPU_DENSE_ROWS };
     void *scratch = cpu_thread_scratch(op, ith);
-    mm_units u = mm_units_of(op, p->N, R, nth, false);
+    mm_units u = mm_units_of(job, R, nth);
     int64_t i0, i12, i13;
     while (mm_next(&u, &i0, &i12, &i13)) {
         cpu_dense_mm x = {
@@ -514,8 +520,7 @@ static void x8_task(void *arg, int ith, int nth) {
     const mm_plan *p = &job->plan;
     const tport_tensor_view *a = op->src[0], *d = op->dst;
     const cpu_x8_act *act = (const cpu_x8_act *)(op->scratch + p->act_offset);
-    int64_t nblk = p->K / 32, groups = p->N / 8, g0, g1;
-    int64_t chunk = p->M <= 2 ? cpu_stream_chunk_size(groups, nth) : cpu_chunk_size(groups, nth, 1);
+    int64_t nblk = p->K / 32, groups = p->N / 8, chunk = cpu_chunk_size(groups, nth, mm_chunks_per_thread(p)), g0, g1;
     size_t group_bytes = cpu_x8_group_bytes(p->x8, p->K);
     (void)ith;
     while (cpu_claim(op, groups, chunk, &g0, &g1))
