@@ -65,9 +65,13 @@ static tport_status map_file(tport_model_file *mf) {
     }
     void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     int e = errno;
-    close(fd);
-    if (p == MAP_FAILED)
+    if (p == MAP_FAILED) {
+        close(fd);
         return tport_error(TPORT_STATUS_IO, "%s: cannot map: %s", mf->path, strerror(e));
+    }
+    /* kept for tport_model_file_copy */
+    mf->fd = fd;
+    mf->has_fd = true;
     mf->map = p;
     mf->map_size = (size_t)st.st_size;
     mf->file_size = (uint64_t)st.st_size;
@@ -88,6 +92,29 @@ void tport_model_file_release(const tport_model_file *mf, const void *p, size_t 
     /* a private read-only file mapping: dropped pages come back from the file */
     if (end > first)
         (void)madvise((void *)first, end - first, MADV_DONTNEED);
+}
+
+tport_status tport_model_file_copy(const tport_model_file *mf, const void *p, void *dst, size_t n) {
+    uintptr_t lo = (uintptr_t)p, base = mf && mf->map ? (uintptr_t)mf->map : 0;
+    bool in_file = mf && mf->has_fd && lo >= base && n <= mf->map_size && lo - base <= mf->map_size - n;
+    if (!in_file) {
+        memcpy(dst, p, n);
+        return TPORT_STATUS_OK;
+    }
+    uint8_t *d = dst;
+    off_t at = (off_t)(lo - base);
+    while (n) {
+        ssize_t got = pread(mf->fd, d, n, at);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            return tport_error(TPORT_STATUS_IO, "%s: reading %zu bytes at offset %lld: %s", mf->path, n,
+                               (long long)at, got < 0 ? strerror(errno) : "the file is shorter than it was");
+        d += got;
+        at += got;
+        n -= (size_t)got;
+    }
+    return TPORT_STATUS_OK;
 }
 
 static bool looks_like_safetensors(const mf_cursor *c) {
@@ -189,6 +216,8 @@ void tport_model_file_close(tport_model_file *mf) {
         return;
     if (mf->map && !mf->borrowed)
         munmap(mf->map, mf->map_size);
+    if (mf->has_fd)
+        close(mf->fd);
     mf_free_owned(mf);
     free(mf->tensors);
     free(mf->path);

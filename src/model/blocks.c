@@ -14,7 +14,8 @@ tport_tensor *tport_blk_embed(tport_blk *b) {
     if (b->hidden_in)
         return b->hidden_in;
     const tport_globals *w = &b->m->w;
-    tport_tensor *x = tport_get_rows(b->ctx, w->tok_embd, b->ids);
+    tport_tensor *x = b->rows ? tport_get_rows(b->ctx, b->rows, b->row_ids)
+                              : tport_get_rows(b->ctx, w->tok_embd, b->ids);
     if (w->pos_embd)
         x = tport_add(b->ctx, x, tport_get_rows(b->ctx, w->pos_embd, b->positions));
     return x;

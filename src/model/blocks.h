@@ -22,6 +22,9 @@ typedef struct tport_blk {
     const tport_model *m;
     const tport_model_shape *sh;
     tport_tensor *ids, *positions, *mask; /* inputs: [n] i32, [n] i32, [n_kv, n] f32 */
+    /* the host's copy of token_embd's rows for ids (in token_embd's type)
+     * and 0..n-1, or NULL: get_rows reads token_embd itself */
+    tport_tensor *rows, *row_ids;
     int32_t n, pos, n_kv, n_ctx;
     const tport_kv_layer *kv;             /* per layer                          */
     bool fused_attn;                      /* attention as one flash_attn node   */

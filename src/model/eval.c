@@ -3,7 +3,12 @@
  * the last token (or, for a pipeline stage, the hidden state it passes on).
  * The graph is kept for the next batch of the same shape.  With ALiBi the
  * visible mask cells hold -|pos_k - pos_q| instead of 0, which soft_max_ext
- * scales by each head's slope (as llama.cpp fills its mask). */
+ * scales by each head's slope (as llama.cpp fills its mask).
+ *
+ * The batch's rows of a token embedding kept in host memory are copied
+ * here from the file (tport_model_file_copy) into an input of the graph,
+ * which dequantizes them with get_rows: reading them through the mapping
+ * kept up to 64 KiB of neighbouring rows resident per token. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +18,7 @@
 #include "model/arch/arch.h"
 #include "model/blocks.h"
 #include "model/model.h"
+#include "registry/registry.h"
 
 /* Rows are matched by pointer: backend and op names are the backends' and
  * the op table's own strings (strcmp here was 0.15 % of generation). */
@@ -41,8 +47,9 @@ static void tally_nodes(const tport_graph *g, tport_node_tally *t) {
 struct tport_eval_cache {
     tport_ctx *ctx;
     tport_graph *g;
-    int32_t *in; /* ids [n], positions [n], mask [n_kv, n] */
+    int32_t *in; /* ids [n], positions [n], mask [n_kv, n], then 0..n-1 when rows are staged */
     tport_tensor *hidden_in, *out;
+    uint8_t *rows; /* the batch's token_embd rows, or NULL: get_rows reads token_embd */
     tport_blk_store *stores;
     int n_stores;
     /* what the graph was built for */
@@ -67,6 +74,7 @@ void tport_eval_cache_drop(tport_eval_cache *c) {
     tport_graph_free(c->g);
     tport_ctx_free(c->ctx);
     free(c->in);
+    free(c->rows);
     free(c->stores);
     int64_t built = c->n_built, reused = c->n_reused;
     *c = (tport_eval_cache){.n_built = built, .n_reused = reused};
@@ -108,9 +116,21 @@ static tport_status fill_inputs(tport_eval_cache *c, const tport_model_eval *e) 
     if (c->hidden_in)
         tport_tensor_set_data(c->hidden_in, (void *)e->hidden_in);
     tport_status st = TPORT_STATUS_OK;
+    const tport_tensor *te = e->m->w.tok_embd;
+    size_t row = c->rows ? tport_row_size(te->type, te->ne[0]) : 0;
+    for (int32_t i = 0; c->rows && i < n && !st; i++)
+        st = tport_model_file_copy(e->m->file, (const uint8_t *)te->data + (size_t)ids[i] * te->nb[1],
+                                   c->rows + (size_t)i * row, row);
     for (int i = 0; i < c->n_stores && !st; i++)
         st = tport_view_move(c->stores[i].dst, (size_t)e->pos * c->stores[i].row);
     return st;
+}
+
+/* Whether the host stages the batch's rows of token_embd: when get_rows
+ * would read them from host memory (a device keeps its own copy). */
+static bool stages_rows(const tport_model_eval *e) {
+    const tport_tensor *te = e->m->w.tok_embd;
+    return e->ids && te && te->data && !(te->res.backend && te->res.backend->mem.device_memory);
 }
 
 /* A new graph for e into c (empty); the inputs are filled by fill_inputs. */
@@ -123,11 +143,14 @@ static tport_status build(tport_eval_cache *c, const tport_model_eval *e, int32_
                             .hidden_out = e->hidden_out != NULL,
                             .hidden_out_last = e->hidden_out_last, .n_built = c->n_built, .n_reused = c->n_reused};
     int cap_stores = 2 * (e->layer_end - e->layer_begin);
-    c->in = malloc((2 * (size_t)n + (size_t)n_kv * (size_t)n) * sizeof *c->in);
+    bool stage = stages_rows(e);
+    size_t n_in = 2 * (size_t)n + (size_t)n_kv * (size_t)n;
+    c->in = malloc((n_in + (stage ? (size_t)n : 0)) * sizeof *c->in);
+    c->rows = stage ? malloc((size_t)n * tport_row_size(m->w.tok_embd->type, m->w.tok_embd->ne[0])) : NULL;
     c->stores = malloc((size_t)(cap_stores ? cap_stores : 1) * sizeof *c->stores);
     c->ctx = tport_ctx_new(0);
     c->g = c->ctx ? tport_graph_new(c->ctx) : NULL;
-    if (!c->in || !c->stores || !c->g)
+    if (!c->in || (stage && !c->rows) || !c->stores || !c->g)
         return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "eval: out of memory");
     if (e->ws)
         tport_graph_set_workspace(c->g, e->ws);
@@ -147,10 +170,21 @@ static tport_status build(tport_eval_cache *c, const tport_model_eval *e, int32_
         tport_tensor_set_data(b.ids, c->in);
         tport_tensor_set_data(b.positions, c->in + n);
         tport_tensor_set_data(b.mask, c->in + 2 * (size_t)n);
+        if (stage) {
+            int32_t *order = c->in + n_in;
+            for (int32_t i = 0; i < n; i++)
+                order[i] = i;
+            b.rows = tport_new_tensor_2d(ctx, m->w.tok_embd->type, m->w.tok_embd->ne[0], n);
+            b.row_ids = tport_new_tensor_1d(ctx, TPORT_TYPE_I32, n);
+            if (b.rows && b.row_ids) {
+                tport_tensor_set_data(b.rows, c->rows);
+                tport_tensor_set_data(b.row_ids, order);
+            }
+        }
         /* a later pipeline stage: the graph only reads its inputs */
         if (e->hidden_in && (b.hidden_in = tport_new_tensor_2d(ctx, TPORT_TYPE_F32, sh->n_embd, n)))
             tport_tensor_set_data(b.hidden_in, (void *)e->hidden_in);
-        if (!e->hidden_in || b.hidden_in)
+        if ((!e->hidden_in || b.hidden_in) && (!stage || (b.rows && b.row_ids)))
             out = m->arch->build(&b);
     }
     if (!out)

@@ -149,6 +149,29 @@ static tport_status bind(tport_model *m, const char *name, int64_t ne0, int64_t 
                            mf->path, name, (unsigned long long)t->nbytes, (unsigned long long)need);
     void *data = (void *)t->data; /* zero copy: the file's read-only mapping */
     tport_type_id type = t->type;
+    if (!ne1) {
+        /* 1-D weights (norms, biases: a few KiB, read by every evaluation)
+         * are kept in f32 in the model's memory, read from the file without
+         * touching its mapping: a page-cache folio of the mapping (up to
+         * 2 MiB) that held one stayed mapped whole after the weights around
+         * it had been released, 44 MiB of stories110M q8_0's 197 MiB */
+        if (m->norm_cap - m->norm_used < (size_t)ne0)
+            return tport_error(TPORT_STATUS_ERROR, "%s: too many norm weights", mf->path);
+        float *dst = m->norm_f32 + m->norm_used;
+        void *raw = type == TPORT_TYPE_F32 ? (void *)dst : malloc(need);
+        if (!raw)
+            return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "%s: out of memory reading %s", mf->path, name);
+        tport_status st = tport_model_file_copy(mf, t->data, raw, need);
+        if (st == TPORT_STATUS_OK && raw != dst)
+            tr->to_float(raw, dst, ne0);
+        if (raw != dst)
+            free(raw);
+        if (st != TPORT_STATUS_OK)
+            return st;
+        m->norm_used += (size_t)ne0;
+        data = dst;
+        type = TPORT_TYPE_F32;
+    }
     /* GGML and GGMF files do not align tensor data: a weight whose blocks'
      * scalars would be misaligned is copied, as reading it in place is
      * undefined behaviour */
@@ -165,16 +188,6 @@ static tport_status bind(tport_model *m, const char *name, int64_t ne0, int64_t 
         data = copy;
         tport_log(TPORT_LOG_DEBUG, "%s: %s copied: its data in the file is not %zu-byte aligned", mf->path, name,
                   align);
-    }
-    if (!ne1 && type != TPORT_TYPE_F32) {
-        /* norms are multiplied elementwise, which needs f32 */
-        if (m->norm_cap - m->norm_used < (size_t)ne0)
-            return tport_error(TPORT_STATUS_ERROR, "%s: too many norm weights", mf->path);
-        float *dst = m->norm_f32 + m->norm_used;
-        m->norm_used += (size_t)ne0;
-        tr->to_float(data, dst, ne0);
-        data = dst;
-        type = TPORT_TYPE_F32;
     }
     tport_tensor *w = ne1 ? tport_new_tensor_2d(m->wctx, type, ne0, ne1)
                           : tport_new_tensor_1d(m->wctx, type, ne0);
