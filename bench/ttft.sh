@@ -92,12 +92,12 @@ for line in open(sys.argv[1]):
 print("| model | llama-simple s | tport run s | ratio tport/llama.cpp | llama-simple range s | tport range s "
       "| llama-simple peak RSS MiB | tport peak RSS MiB | ratio |")
 print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+span = lambda xs: f"{min(xs):.3f}-{max(xs):.3f}"
 for m in order:
     l, t = data.get((m, "llama.cpp")), data.get((m, "tport"))
     if not l or not t:
         continue
     ls, ts = statistics.median(l["s"]), statistics.median(t["s"])
-    span = lambda xs: f"{min(xs):.3f}-{max(xs):.3f}"
     print(f"| {m.rsplit('/', 1)[-1]} | {ls:.3f} | {ts:.3f} | {ts / ls:.2f} | {span(l['s'])} | {span(t['s'])} | "
           f"{l['kib'] / 1024:.0f} | {t['kib'] / 1024:.0f} | {t['kib'] / l['kib']:.2f} |")
 PY

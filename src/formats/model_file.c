@@ -78,15 +78,19 @@ static tport_status map_file(tport_model_file *mf) {
     return TPORT_STATUS_OK;
 }
 
-void tport_model_file_release(const tport_model_file *mf, const void *p, size_t n) {
+/* Whether [p, p + n) lies in mf's own read-only mapping of the file. */
+static bool in_mapping(const tport_model_file *mf, const void *p, size_t n) {
     if (!mf || !mf->map || mf->borrowed || !p)
-        return;
+        return false;
     uintptr_t base = (uintptr_t)mf->map, lo = (uintptr_t)p;
-    if (lo < base || n > mf->map_size || lo - base > mf->map_size - n)
-        return;
+    return lo >= base && n <= mf->map_size && lo - base <= mf->map_size - n;
+}
+
+void tport_model_file_release(const tport_model_file *mf, const void *p, size_t n) {
     long page = sysconf(_SC_PAGESIZE);
-    if (page <= 0)
+    if (!in_mapping(mf, p, n) || page <= 0)
         return;
+    uintptr_t lo = (uintptr_t)p;
     uintptr_t first = (lo + (uintptr_t)page - 1) / (uintptr_t)page * (uintptr_t)page;
     uintptr_t end = (lo + n) / (uintptr_t)page * (uintptr_t)page;
     /* a private read-only file mapping: dropped pages come back from the file */
@@ -95,14 +99,12 @@ void tport_model_file_release(const tport_model_file *mf, const void *p, size_t 
 }
 
 tport_status tport_model_file_copy(const tport_model_file *mf, const void *p, void *dst, size_t n) {
-    uintptr_t lo = (uintptr_t)p, base = mf && mf->map ? (uintptr_t)mf->map : 0;
-    bool in_file = mf && mf->has_fd && lo >= base && n <= mf->map_size && lo - base <= mf->map_size - n;
-    if (!in_file) {
+    if (!in_mapping(mf, p, n) || !mf->has_fd) {
         memcpy(dst, p, n);
         return TPORT_STATUS_OK;
     }
     uint8_t *d = dst;
-    off_t at = (off_t)(lo - base);
+    off_t at = (off_t)((uintptr_t)p - (uintptr_t)mf->map);
     while (n) {
         ssize_t got = pread(mf->fd, d, n, at);
         if (got < 0 && errno == EINTR)

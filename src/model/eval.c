@@ -49,7 +49,8 @@ struct tport_eval_cache {
     tport_graph *g;
     int32_t *in; /* ids [n], positions [n], mask [n_kv, n], then 0..n-1 when rows are staged */
     tport_tensor *hidden_in, *out;
-    uint8_t *rows; /* the batch's token_embd rows, or NULL: get_rows reads token_embd */
+    uint8_t *rows;    /* the batch's token_embd rows, or NULL: get_rows reads token_embd */
+    size_t row_bytes; /* of one of them */
     tport_blk_store *stores;
     int n_stores;
     /* what the graph was built for */
@@ -117,10 +118,9 @@ static tport_status fill_inputs(tport_eval_cache *c, const tport_model_eval *e) 
         tport_tensor_set_data(c->hidden_in, (void *)e->hidden_in);
     tport_status st = TPORT_STATUS_OK;
     const tport_tensor *te = e->m->w.tok_embd;
-    size_t row = c->rows ? tport_row_size(te->type, te->ne[0]) : 0;
     for (int32_t i = 0; c->rows && i < n && !st; i++)
         st = tport_model_file_copy(e->m->file, (const uint8_t *)te->data + (size_t)ids[i] * te->nb[1],
-                                   c->rows + (size_t)i * row, row);
+                                   c->rows + (size_t)i * c->row_bytes, c->row_bytes);
     for (int i = 0; i < c->n_stores && !st; i++)
         st = tport_view_move(c->stores[i].dst, (size_t)e->pos * c->stores[i].row);
     return st;
@@ -146,7 +146,8 @@ static tport_status build(tport_eval_cache *c, const tport_model_eval *e, int32_
     bool stage = stages_rows(e);
     size_t n_in = 2 * (size_t)n + (size_t)n_kv * (size_t)n;
     c->in = malloc((n_in + (stage ? (size_t)n : 0)) * sizeof *c->in);
-    c->rows = stage ? malloc((size_t)n * tport_row_size(m->w.tok_embd->type, m->w.tok_embd->ne[0])) : NULL;
+    c->row_bytes = stage ? tport_row_size(m->w.tok_embd->type, m->w.tok_embd->ne[0]) : 0;
+    c->rows = stage ? malloc((size_t)n * c->row_bytes) : NULL;
     c->stores = malloc((size_t)(cap_stores ? cap_stores : 1) * sizeof *c->stores);
     c->ctx = tport_ctx_new(0);
     c->g = c->ctx ? tport_graph_new(c->ctx) : NULL;

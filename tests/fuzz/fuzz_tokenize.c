@@ -23,19 +23,27 @@ static tport_tokenizer *vocabs[N_VOCABS];
  * come back whole. */
 static bool byte_kept[N_VOCABS][128];
 
-static bool round_trips(const tport_tokenizer *tk, const char *text, size_t len) {
-    tport_token ids[8];
-    int32_t n = tport_tokenizer_tokenize(tk, text, len, false, false, ids, 8);
-    char back[64];
+/* The pieces of ids[0..n) joined into back, as much as fits in cap bytes;
+ * returns their whole length, or -1 when a piece is refused. */
+static long join_pieces(const tport_tokenizer *tk, const tport_token *ids, int32_t n, char *back, size_t cap) {
     size_t total = 0;
-    for (int32_t i = 0; i >= 0 && i < n && n <= 8; i++) {
+    for (int32_t i = 0; i < n; i++) {
         int32_t m = tport_tokenizer_piece(tk, i ? ids[i - 1] : -1, ids[i], NULL, 0);
-        if (m < 0 || total + (size_t)m > sizeof back)
-            return false;
-        tport_tokenizer_piece(tk, i ? ids[i - 1] : -1, ids[i], back + total, m);
+        if (m < 0)
+            return -1;
+        if (back && total + (size_t)m <= cap)
+            tport_tokenizer_piece(tk, i ? ids[i - 1] : -1, ids[i], back + total, m);
         total += (size_t)m;
     }
-    return n >= 0 && n <= 8 && total == len && memcmp(back, text, len) == 0;
+    return (long)total;
+}
+
+static bool round_trips(const tport_tokenizer *tk, const char *text, size_t len) {
+    tport_token ids[8];
+    char back[64];
+    int32_t n = tport_tokenizer_tokenize(tk, text, len, false, false, ids, 8);
+    long total = n >= 0 && n <= 8 ? join_pieces(tk, ids, n, back, sizeof back) : -1;
+    return total >= 0 && (size_t)total == len && len <= sizeof back && memcmp(back, text, len) == 0;
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
@@ -94,20 +102,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (tport_tokenizer_tokenize(tk, text, len, add_special, parse_special, ids, n) != n)
         abort();
     int32_t n_tokens = tport_tokenizer_n_tokens(tk);
-    size_t total = 0;
-    char *back = malloc(len * 4 + 64);
-    for (int32_t i = 0; i < n; i++) {
+    for (int32_t i = 0; i < n; i++)
         if (ids[i] < 0 || ids[i] >= n_tokens)
             abort();
-        int32_t m = tport_tokenizer_piece(tk, i ? ids[i - 1] : -1, ids[i], NULL, 0);
-        if (m < 0)
-            abort();
-        if (back && total + (size_t)m <= len * 4 + 64)
-            tport_tokenizer_piece(tk, i ? ids[i - 1] : -1, ids[i], back + total, m);
-        total += (size_t)m;
-    }
+    char *back = malloc(len * 4 + 64);
+    long total = join_pieces(tk, ids, n, back, len * 4 + 64);
+    if (total < 0)
+        abort();
     if (bpe && back && !add_special && !parse_special && valid_utf8(data + 1, len) &&
-        (total != len || memcmp(back, text, len) != 0))
+        ((size_t)total != len || memcmp(back, text, len) != 0))
         abort(); /* byte-level BPE loses nothing */
     free(back);
     free(ids);
