@@ -19,6 +19,7 @@
 #include "cpu_vf.h"
 
 #define FA_TILE 4
+#define FA_DECODE_HEADS 32 /* query heads of one token whose scores one pass keeps */
 
 typedef struct fa_tile {
     int cnt;                     /* queries in the tile, 1..FA_TILE */
@@ -34,10 +35,13 @@ typedef struct fa_tile {
 } fa_tile;
 
 size_t cpu_flash_attn_thread_scratch(const cpu_op *op) {
-    int64_t hd = op->src[0]->ne[0], n = op->src[0]->ne[2], n_kv = op->src[1]->ne[1];
-    /* scores of FA_TILE queries, then (portable path) a K or V row and the
-     * accumulators in f32, then each token's visible_end (aligned to 8) */
-    return ((size_t)FA_TILE * (size_t)n_kv + 2 * (size_t)hd + (size_t)FA_TILE * (size_t)hd) * sizeof(float) +
+    int64_t hd = op->src[0]->ne[0], n_head = op->src[0]->ne[1], n = op->src[0]->ne[2], n_kv = op->src[1]->ne[1];
+    /* scores of FA_TILE queries (up to FA_DECODE_HEADS heads for one
+     * token), then (portable path) a K or V row and the accumulators in
+     * f32, then each token's visible_end (aligned to 8) */
+    int64_t heads = n_head < FA_DECODE_HEADS ? n_head : FA_DECODE_HEADS;
+    size_t rows = (size_t)(n == 1 && heads > FA_TILE ? heads : FA_TILE);
+    return (rows * (size_t)n_kv + 2 * (size_t)hd + (size_t)FA_TILE * (size_t)hd) * sizeof(float) +
            (size_t)n * sizeof(int64_t) + 256;
 }
 
@@ -278,6 +282,151 @@ static void tile_simd_f32(fa_tile *t) {
     default: tile_simd_n(t, 4, false); break;
     }
 }
+
+/* ---- one query token (generation): a thread's heads side by side ----------
+ * A token's K (and V) row holds every kv head one after another (1.5 KiB
+ * for stories110M).  Head by head, the tile path reads 128 bytes of a row
+ * and jumps a whole row to the next key: at depth the prefetchers lose
+ * that stream and each key waits on memory.  Here a thread takes a range
+ * of kv heads and reads its part of every row in one run: the scores of
+ * all its query heads key by key, then V for four query heads at a time.
+ * Per head and key the arithmetic is the tile path's. */
+typedef struct fa_decode {
+    const tport_tensor_view *q, *d;
+    const uint8_t *k, *v;       /* row 0 of kv head 0 */
+    size_t k_nb1, k_nb2, v_nb1, v_nb2;
+    const float *mask;          /* NULL: no mask */
+    float *s;                   /* scores of query head h0 + i at s + i * n_kv */
+    int64_t hd, group, n_kv, kv_end;
+    float scale;
+} fa_decode;
+
+VF_INLINE const float *decode_q(const fa_decode *a, int64_t h) {
+    return (const float *)(const void *)cpu_row(a->q, h, 0, 0);
+}
+
+/* scores of query heads [h0, h1) for every key; shared: each four heads
+ * from h0 on read one kv head (grouped-query attention), whose K vectors
+ * are then converted once for the four */
+VF_INLINE void decode_scores(const fa_decode *a, int64_t h0, int64_t h1, bool f16, bool shared) {
+    const uint8_t *first = a->k + (size_t)(h0 / a->group) * a->k_nb2;
+    size_t span = (size_t)((h1 - 1) / a->group - h0 / a->group) * a->k_nb2 + (size_t)a->hd * kv_elem(f16);
+    for (int64_t j = 0; j < a->kv_end; j++) {
+        const uint8_t *row = a->k + (size_t)j * a->k_nb1;
+        prefetch_row(first, a->k_nb1, j, 0, span);
+        int64_t h = h0;
+        for (; h + 4 <= h1; h += 4) {
+            const uint8_t *k0 = row + (size_t)(h / a->group) * a->k_nb2,
+                          *k1 = row + (size_t)((h + 1) / a->group) * a->k_nb2,
+                          *k2 = row + (size_t)((h + 2) / a->group) * a->k_nb2,
+                          *k3 = row + (size_t)((h + 3) / a->group) * a->k_nb2;
+            const float *q0 = decode_q(a, h), *q1 = decode_q(a, h + 1), *q2 = decode_q(a, h + 2),
+                        *q3 = decode_q(a, h + 3);
+            vf a0 = vf_zero(), a1 = a0, a2 = a0, a3 = a0;
+            for (int64_t c = 0; c < a->hd; c += VF_LEN) {
+                if (shared) {
+                    const vf kv = load_kv(k0, c, f16);
+                    a0 = vf_fmadd(kv, vf_loadu(q0 + c), a0);
+                    a1 = vf_fmadd(kv, vf_loadu(q1 + c), a1);
+                    a2 = vf_fmadd(kv, vf_loadu(q2 + c), a2);
+                    a3 = vf_fmadd(kv, vf_loadu(q3 + c), a3);
+                } else {
+                    a0 = vf_fmadd(load_kv(k0, c, f16), vf_loadu(q0 + c), a0);
+                    a1 = vf_fmadd(load_kv(k1, c, f16), vf_loadu(q1 + c), a1);
+                    a2 = vf_fmadd(load_kv(k2, c, f16), vf_loadu(q2 + c), a2);
+                    a3 = vf_fmadd(load_kv(k3, c, f16), vf_loadu(q3 + c), a3);
+                }
+            }
+            float sc[4];
+            _mm_storeu_ps(sc, _mm_mul_ps(vf_hsum4(a0, a1, a2, a3), _mm_set1_ps(a->scale)));
+            for (int i = 0; i < 4; i++)
+                a->s[(h + i - h0) * a->n_kv + j] = sc[i] + (a->mask ? a->mask[j] : 0.0f);
+        }
+        for (; h < h1; h++) {
+            const uint8_t *kr = row + (size_t)(h / a->group) * a->k_nb2;
+            const float *q = decode_q(a, h);
+            vf acc = vf_zero();
+            for (int64_t c = 0; c < a->hd; c += VF_LEN)
+                acc = vf_fmadd(load_kv(kr, c, f16), vf_loadu(q + c), acc);
+            a->s[(h - h0) * a->n_kv + j] = vf_reduce_add(acc) * a->scale + (a->mask ? a->mask[j] : 0.0f);
+        }
+    }
+}
+
+/* out[c0 .. c0 + nv VF_LEN) of query heads h .. h + cnt, from their
+ * probabilities (head h + i's at s + i * n_kv) */
+VF_INLINE void decode_values(const fa_decode *a, const float *s, int64_t h, int cnt, int nv, int64_t c0,
+                             const float *inv, bool f16, bool shared) {
+    vf acc[4][FA_NV];
+    const float *p[4];
+    const uint8_t *v[4];
+    for (int i = 0; i < cnt; i++) {
+        p[i] = s + (size_t)i * (size_t)a->n_kv;
+        v[i] = a->v + (size_t)((h + i) / a->group) * a->v_nb2;
+        for (int u = 0; u < nv; u++)
+            acc[i][u] = vf_zero();
+    }
+    size_t span = (size_t)((h + cnt - 1) / a->group - h / a->group) * a->v_nb2 + (size_t)a->hd * kv_elem(f16);
+    for (int64_t j = 0; j < a->kv_end; j++) {
+        size_t off = (size_t)j * a->v_nb1;
+        prefetch_row(a->v + (size_t)(h / a->group) * a->v_nb2, a->v_nb1, j, 0, span);
+        if (shared) {
+            vf vv[FA_NV];
+            for (int u = 0; u < nv; u++)
+                vv[u] = load_kv(v[0] + off, c0 + VF_LEN * u, f16);
+            for (int i = 0; i < cnt; i++) {
+                vf pj = vf_set1(p[i][j]);
+                for (int u = 0; u < nv; u++)
+                    acc[i][u] = vf_fmadd(pj, vv[u], acc[i][u]);
+            }
+        } else {
+            for (int i = 0; i < cnt; i++) {
+                vf pj = vf_set1(p[i][j]);
+                for (int u = 0; u < nv; u++)
+                    acc[i][u] = vf_fmadd(pj, load_kv(v[i] + off, c0 + VF_LEN * u, f16), acc[i][u]);
+            }
+        }
+    }
+    for (int i = 0; i < cnt; i++) {
+        float *out = (float *)(void *)cpu_row(a->d, h + i, 0, 0);
+        for (int u = 0; u < nv; u++)
+            vf_storeu(out + c0 + VF_LEN * u, vf_mul(acc[i][u], vf_set1(inv[i])));
+    }
+}
+
+/* query heads [h0, h1), at most FA_DECODE_HEADS */
+VF_INLINE void decode_heads(const fa_decode *a, int64_t h0, int64_t h1, bool f16, bool shared) {
+    decode_scores(a, h0, h1, f16, shared);
+    float inv[FA_DECODE_HEADS];
+    for (int64_t h = h0; h < h1; h++)
+        inv[h - h0] = softmax_in_place(a->s + (h - h0) * a->n_kv, a->kv_end);
+    for (int64_t h = h0; h < h1; h += 4) {
+        int cnt = (int)(h1 - h < 4 ? h1 - h : 4);
+        const float *s = a->s + (h - h0) * a->n_kv;
+        int64_t c = 0;
+        for (; c + FA_NV * VF_LEN <= a->hd; c += FA_NV * VF_LEN)
+            if (cnt == 4)
+                decode_values(a, s, h, 4, FA_NV, c, inv + (h - h0), f16, shared);
+            else
+                decode_values(a, s, h, cnt, FA_NV, c, inv + (h - h0), f16, shared);
+        for (; c < a->hd; c += VF_LEN)
+            decode_values(a, s, h, cnt, 1, c, inv + (h - h0), f16, shared);
+    }
+}
+
+static void decode_heads_f16(const fa_decode *a, int64_t h0, int64_t h1) {
+    if (a->group % 4 == 0)
+        decode_heads(a, h0, h1, true, true);
+    else
+        decode_heads(a, h0, h1, true, false);
+}
+
+static void decode_heads_f32(const fa_decode *a, int64_t h0, int64_t h1) {
+    if (a->group % 4 == 0)
+        decode_heads(a, h0, h1, false, true);
+    else
+        decode_heads(a, h0, h1, false, false);
+}
 #endif
 
 /* ---- portable path --------------------------------------------------------- */
@@ -349,6 +498,32 @@ static void fa_task(void *arg, int ith, int nth) {
         ends[i] = -1;
 #if VF_SIMD
     bool fast = hd % VF_LEN == 0;
+#endif
+
+#if VF_SIMD
+    /* One token (generation), heads side by side in a cache row: each
+     * thread takes whole kv heads and streams its part of the rows */
+    if (fast && n == 1 && n_kvh >= nth && group <= FA_DECODE_HEADS && k->nb[2] < k->nb[1] && v->nb[2] < v->nb[1]) {
+        const float *mask = m ? (const float *)(const void *)cpu_row(m, 0, 0, 0) : NULL;
+        fa_decode a = {.q = q, .d = d, .k = k->data, .v = v->data, .k_nb1 = k->nb[1], .k_nb2 = k->nb[2],
+                       .v_nb1 = v->nb[1], .v_nb2 = v->nb[2], .mask = mask, .s = scratch, .hd = hd,
+                       .group = group, .n_kv = n_kv, .kv_end = mask ? visible_end(mask, n_kv) : n_kv,
+                       .scale = p.scale};
+        int64_t per_block = FA_DECODE_HEADS / group, g0, g1;
+        while (cpu_claim(op, n_kvh, (n_kvh + nth - 1) / nth, &g0, &g1))
+            for (int64_t b = g0; b < g1; b += per_block) {
+                int64_t h0 = b * group, h1 = (b + per_block < g1 ? b + per_block : g1) * group;
+                if (a.kv_end == 0) {
+                    for (int64_t h = h0; h < h1; h++)
+                        memset(cpu_row(d, h, 0, 0), 0, (size_t)hd * sizeof(float));
+                } else if (k->type == TPORT_TYPE_F16) {
+                    decode_heads_f16(&a, h0, h1);
+                } else {
+                    decode_heads_f32(&a, h0, h1);
+                }
+            }
+        return;
+    }
 #endif
 
     /* One token (generation): a kv head's tiles go to one thread, so the

@@ -152,6 +152,12 @@ int main(void) {
         check(t, 64, 4, 2, 6, 23, 3);   /* a prompt, biased              */
         check(t, 80, 2, 2, 1, 9, 3);    /* generation, head of 8 + 2 vectors */
         check(t, 128, 2, 1, 1, 30, 3);  /* generation, head of 2 x 8 vectors */
+        /* generation with the heads side by side (a thread's kv heads at once) */
+        check(t, 64, 6, 6, 1, 50, 1);   /* four heads and a tail of two */
+        check(t, 64, 6, 2, 1, 50, 3);   /* groups of 3: a four spans kv heads */
+        check(t, 64, 40, 5, 1, 70, 1);  /* groups of 8, more heads than one pass keeps */
+        check(t, 32, 4, 4, 1, 9, 2);    /* the only row fully masked: zeros */
+        check(t, 80, 4, 4, 1, 33, 1);   /* head of 4 + 1 vectors */
     }
     return test_finish("test_core_flash_attn");
 }
