@@ -181,7 +181,9 @@ VF_INLINE void scores_four(const fa_tile *t, bool f16) {
     }
 }
 
-/* The scores of a single query (generation), four keys at a time: the
+/* The scores of a single query (generation where the heads-side-by-side
+ * path below does not apply: fewer kv heads than threads, very large
+ * groups, a head-major cache), four keys at a time: the
  * query's vectors are loaded once for all four, four independent sums keep
  * more of the cache's rows in flight, and one tree of horizontal adds
  * gives the four scores. */
@@ -526,9 +528,9 @@ static void fa_task(void *arg, int ith, int nth) {
     }
 #endif
 
-    /* One token (generation): a kv head's tiles go to one thread, so the
-     * second tile reads K and V from that core's L2 rather than from
-     * memory again (TinyLlama's 8 query heads a group are 2 tiles) */
+    /* One token that the path above does not take: a kv head's tiles go
+     * to one thread, so its second tile reads K and V from that core's L2
+     * rather than from memory again */
     int64_t chunk = n == 1 && n_kvh >= nth ? tiles_per_group : 1;
     int64_t t0, t1;
     while (cpu_claim(op, n_tiles, chunk, &t0, &t1))
