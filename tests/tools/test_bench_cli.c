@@ -79,6 +79,11 @@ int main(void) {
               "n_prompt %g n_gen %g reps %g threads %g", num(doc, "n_prompt"), num(doc, "n_gen"), num(doc, "reps"),
               num(doc, "threads"));
         CHECK(num(doc, "n_vocab") == 300, "n_vocab %g", num(doc, "n_vocab"));
+        /* no --backend: "auto", and each test names the backends that ran it */
+        const json *be = json_get(doc, "backend"), *ran = json_get(json_get(doc, "tg"), "ran_on");
+        CHECK(be && be->kind == JSON_STRING && !strcmp(be->str, "auto"), "JSON backend is not \"auto\"");
+        CHECK(ran && ran->kind == JSON_STRING && strstr(ran->str, "cpu"), "tg.ran_on lacks cpu: %s",
+              ran && ran->kind == JSON_STRING ? ran->str : "(missing)");
         check_test(doc, "pp", 16, 3);
         double tg = check_test(doc, "tg", 8, 3);
 
@@ -106,6 +111,16 @@ int main(void) {
         }
         json_free(doc);
     }
+
+    /* Forced to one backend, that one runs every node. */
+    snprintf(args, sizeof args, "bench -m '%s' -p 8 -n 2 -r 1 --threads 1 --backend cpu --json > '%s'", model, out);
+    CHECK(tool_run(args) == 0, "tport bench --backend cpu failed");
+    json *fd = json_load(out);
+    const json *fb = fd ? json_get(fd, "backend") : NULL, *fp = fd ? json_get(json_get(fd, "pp"), "ran_on") : NULL;
+    CHECK(fb && fb->kind == JSON_STRING && !strcmp(fb->str, "cpu"), "forced: JSON backend is not \"cpu\"");
+    CHECK(fp && fp->kind == JSON_STRING && !strcmp(fp->str, "cpu"), "forced: pp.ran_on is not \"cpu\": %s",
+          fp && fp->kind == JSON_STRING ? fp->str : "(missing)");
+    json_free(fd);
 
     /* Text output names both tests. */
     snprintf(args, sizeof args, "bench -m '%s' -p 8 -n 4 -r 1 --threads 1 > '%s'", model, out);

@@ -53,6 +53,8 @@ typedef struct bench_result {
     /* staged copies between host and device memory per evaluation (per
      * token for tg) and the bytes they moved, from the last repetition */
     double copies, bytes_moved;
+    char ran_on[128];         /* the backends that ran nodes of the last
+                                 evaluation, "+" between names          */
 } bench_result;
 
 static void usage(FILE *out) {
@@ -259,6 +261,25 @@ static tport_status run_gen(tport_session *s, const tport_model *m, int n, bool 
     return TPORT_STATUS_OK;
 }
 
+/* The backends that ran nodes of the session's last evaluation, in the
+ * order tport_session_placement lists them, "+" between names. */
+static void backends_that_ran(const tport_session *s, char *out, size_t cap) {
+    size_t len = 0;
+    out[0] = '\0';
+    const char *be = NULL, *op = NULL;
+    for (int32_t i = 0; tport_session_placement(s, i, &be, &op) > 0; i++) {
+        if (!be)
+            continue;
+        size_t n = strlen(be);
+        bool seen = false;
+        for (const char *p = out; !seen && (p = strstr(p, be)) != NULL; p += n)
+            seen = (p == out || p[-1] == '+') && (p[n] == '\0' || p[n] == '+');
+        if (seen || len + n + 2 > cap)
+            continue;
+        len += (size_t)snprintf(out + len, cap - len, "%s%s", len ? "+" : "", be);
+    }
+}
+
 static int measure(tport_session *s, const tport_model *m, bool prompt, int n, int depth, int reps,
                    bench_result *r) {
     uint64_t rng = 0x9E3779B97F4A7C15ULL;
@@ -293,6 +314,7 @@ static int measure(tport_session *s, const tport_model *m, bool prompt, int n, i
         r->copies = (double)(total.n_uploads + total.n_downloads) / n_evals;
         r->bytes_moved = (double)(total.bytes_up + total.bytes_down) / n_evals;
     }
+    backends_that_ran(s, r->ran_on, sizeof r->ran_on);
     summarize(r);
     return 0;
 }
@@ -306,7 +328,9 @@ static void print_json_result(const char *key, const bench_result *r, const weig
     printf("]");
     if (w && w->known)
         printf(", \"gb_per_s\": %.6g", r->median * (double)w->bytes_per_token / 1e9);
-    printf(", \"copies_per_eval\": %.6g, \"bytes_moved_per_eval\": %.6g", r->copies, r->bytes_moved);
+    printf(", \"copies_per_eval\": %.6g, \"bytes_moved_per_eval\": %.6g, \"ran_on\": ", r->copies,
+           r->bytes_moved);
+    tool_json_string(stdout, r->ran_on);
     printf("}%s\n", last ? "" : ",");
 }
 
@@ -314,12 +338,10 @@ static void print_json(const bench_opts *o, const tport_model *m, const weight_s
                        const bench_result *pp, const bench_result *tg) {
     printf("{\n  \"model\": ");
     tool_json_string(stdout, o->model);
+    /* forced with --backend, or "auto": the best backend for each
+     * operation (each test's ran_on says which ran) */
     printf(",\n  \"backend\": ");
-    const char *be = o->backend ? o->backend : tport_backend_name(0);
-    if (be)
-        tool_json_string(stdout, be);
-    else
-        printf("null");
+    tool_json_string(stdout, o->backend ? o->backend : "auto");
     printf(",\n  \"threads\": %d,\n  \"n_vocab\": %" PRId32 ",\n", o->threads, tport_model_n_vocab(m));
     if (w->known)
         printf("  \"n_params\": %" PRIu64 ",\n  \"weight_bytes\": %" PRIu64
@@ -339,14 +361,14 @@ static void print_json(const bench_opts *o, const tport_model *m, const weight_s
 
 static void print_text(const bench_opts *o, const tport_model *m, const weight_stats *w,
                        const bench_result *pp, const bench_result *tg) {
-    const char *be = o->backend ? o->backend : tport_backend_name(0);
     printf("model    %s (n_vocab %" PRId32 ")\n", o->model, tport_model_n_vocab(m));
     if (w->known)
         printf("weights  %.2f M params, %.2f MiB; %.2f MiB streamed per generated token\n",
                (double)w->n_params / 1e6, (double)w->total_bytes / 1048576.0,
                (double)w->bytes_per_token / 1048576.0);
     printf("backend  %s, %d threads, %d repetitions (median; warm-up excluded), %s KV cache\n\n",
-           be ? be : "?", o->threads, o->reps, o->kv_f32 ? "f32" : "f16");
+           o->backend ? o->backend : "auto (the best for each operation)", o->threads, o->reps,
+           o->kv_f32 ? "f32" : "f16");
     char at[32] = "";
     if (o->depth)
         snprintf(at, sizeof at, " @ d%d", o->depth);
@@ -363,6 +385,12 @@ static void print_text(const bench_opts *o, const tport_model *m, const weight_s
             printf("   (%.2f GB/s of weights)", tg->median * (double)w->bytes_per_token / 1e9);
         printf("\n");
     }
+    printf("\nran on  ");
+    if (pp->n_samples)
+        printf(" pp: %s%s", pp->ran_on[0] ? pp->ran_on : "?", tg->n_samples ? ";" : "");
+    if (tg->n_samples)
+        printf(" tg: %s", tg->ran_on[0] ? tg->ran_on : "?");
+    printf("\n");
     if (pp->copies > 0 || tg->copies > 0)
         printf("\nstaged copies between host and device memory: %.1f per prompt (%.0f bytes), %.1f per "
                "generated token (%.0f bytes)\n", pp->copies, pp->bytes_moved, tg->copies, tg->bytes_moved);
