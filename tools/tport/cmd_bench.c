@@ -268,7 +268,7 @@ static void backends_that_ran(const tport_session *s, char *out, size_t cap) {
     out[0] = '\0';
     const char *be = NULL, *op = NULL;
     for (int32_t i = 0; tport_session_placement(s, i, &be, &op) > 0; i++) {
-        if (!be)
+        if (!be || !*be)
             continue;
         size_t n = strlen(be);
         bool seen = false;
