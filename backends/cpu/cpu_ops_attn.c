@@ -19,7 +19,7 @@
 #include "cpu_vf.h"
 
 #define FA_TILE 4
-#define FA_DECODE_HEADS 32 /* query heads of one token whose scores one pass keeps */
+#define FA_DECODE_HEADS 32 /* query heads of one token whose scores one pass keeps (a multiple of 4) */
 
 typedef struct fa_tile {
     int cnt;                     /* queries in the tile, 1..FA_TILE */
@@ -181,9 +181,8 @@ VF_INLINE void scores_four(const fa_tile *t, bool f16) {
     }
 }
 
-/* The scores of a single query (generation where the heads-side-by-side
- * path below does not apply: fewer kv heads than threads, very large
- * groups, a head-major cache), four keys at a time: the
+/* The scores of a single query (generation from a head-major cache, which
+ * the heads-side-by-side path below does not take), four keys at a time: the
  * query's vectors are loaded once for all four, four independent sums keep
  * more of the cache's rows in flight, and one tree of horizontal adds
  * gives the four scores. */
@@ -504,17 +503,25 @@ static void fa_task(void *arg, int ith, int nth) {
 
 #if VF_SIMD
     /* One token (generation), heads side by side in a cache row: each
-     * thread takes whole kv heads and streams its part of the rows */
-    if (fast && n == 1 && n_kvh >= nth && group <= FA_DECODE_HEADS && k->nb[2] < k->nb[1] && v->nb[2] < v->nb[1]) {
+     * thread takes a range of query heads and streams its part of the
+     * rows.  The ranges are whole groups when there are kv heads for every
+     * thread (a group's heads then share the K and V rows they read), else
+     * fours of a group (one kv head, as in multi-query attention, split
+     * over the threads). */
+    bool side_by_side = n_kvh == 1 || (k->nb[2] < k->nb[1] && v->nb[2] < v->nb[1]);
+    if (fast && n == 1 && side_by_side) {
         const float *mask = m ? (const float *)(const void *)cpu_row(m, 0, 0, 0) : NULL;
         fa_decode a = {.q = q, .d = d, .k = k->data, .v = v->data, .k_nb1 = k->nb[1], .k_nb2 = k->nb[2],
                        .v_nb1 = v->nb[1], .v_nb2 = v->nb[2], .mask = mask, .s = scratch, .hd = hd,
                        .group = group, .n_kv = n_kv, .kv_end = mask ? visible_end(mask, n_kv) : n_kv,
                        .scale = p.scale};
-        int64_t per_block = FA_DECODE_HEADS / group, g0, g1;
-        while (cpu_claim(op, n_kvh, (n_kvh + nth - 1) / nth, &g0, &g1))
-            for (int64_t b = g0; b < g1; b += per_block) {
-                int64_t h0 = b * group, h1 = (b + per_block < g1 ? b + per_block : g1) * group;
+        int64_t unit = n_kvh >= nth ? group : group % 4 == 0 ? 4 : 1, per = (n_head + nth - 1) / nth;
+        int64_t chunk = (per + unit - 1) / unit * unit, c0, c1;
+        while (cpu_claim(op, n_head, chunk, &c0, &c1))
+            for (int64_t h0 = c0; h0 < c1; h0 += FA_DECODE_HEADS) {
+                /* FA_DECODE_HEADS is a multiple of 4: a four of a group
+                 * stays in one pass */
+                int64_t h1 = h0 + FA_DECODE_HEADS < c1 ? h0 + FA_DECODE_HEADS : c1;
                 if (a.kv_end == 0) {
                     for (int64_t h = h0; h < h1; h++)
                         memset(cpu_row(d, h, 0, 0), 0, (size_t)hd * sizeof(float));
@@ -528,9 +535,9 @@ static void fa_task(void *arg, int ith, int nth) {
     }
 #endif
 
-    /* One token that the path above does not take: a kv head's tiles go
-     * to one thread, so its second tile reads K and V from that core's L2
-     * rather than from memory again */
+    /* One token from a head-major cache (the path above takes the rest):
+     * a kv head's tiles go to one thread, so its second tile reads K and V
+     * from that core's L2 rather than from memory again */
     int64_t chunk = n == 1 && n_kvh >= nth ? tiles_per_group : 1;
     int64_t t0, t1;
     while (cpu_claim(op, n_tiles, chunk, &t0, &t1))

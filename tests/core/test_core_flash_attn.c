@@ -158,6 +158,9 @@ int main(void) {
         check(t, 64, 40, 5, 1, 70, 1);  /* groups of 8, more heads than one pass keeps */
         check(t, 32, 4, 4, 1, 9, 2);    /* the only row fully masked: zeros */
         check(t, 80, 4, 4, 1, 33, 1);   /* head of 4 + 1 vectors */
+        check(t, 64, 8, 1, 1, 45, 1);   /* one kv head: fours of the group split over threads */
+        check(t, 64, 71, 1, 1, 20, 3);  /* one kv head, a group of 71 (more than one pass) */
+        check(t, 64, 12, 3, 1, 40, 1);  /* groups of 4, as many kv heads as threads */
     }
     return test_finish("test_core_flash_attn");
 }
