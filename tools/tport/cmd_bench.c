@@ -264,18 +264,18 @@ static tport_status run_gen(tport_session *s, const tport_model *m, int n, bool 
 /* The backends that ran nodes of the session's last evaluation, in the
  * order tport_session_placement lists them, "+" between names. */
 static void backends_that_ran(const tport_session *s, char *out, size_t cap) {
+    const char *listed[16];
+    int n_listed = 0;
     size_t len = 0;
     out[0] = '\0';
     const char *be = NULL, *op = NULL;
-    for (int32_t i = 0; tport_session_placement(s, i, &be, &op) > 0; i++) {
-        if (!be || !*be)
+    for (int32_t i = 0; tport_session_placement(s, i, &be, &op) > 0 && n_listed < 16; i++) {
+        bool seen = !be;
+        for (int j = 0; !seen && j < n_listed; j++)
+            seen = !strcmp(listed[j], be);
+        if (seen || len + strlen(be) + 2 > cap)
             continue;
-        size_t n = strlen(be);
-        bool seen = false;
-        for (const char *p = out; !seen && (p = strstr(p, be)) != NULL; p += n)
-            seen = (p == out || p[-1] == '+') && (p[n] == '\0' || p[n] == '+');
-        if (seen || len + n + 2 > cap)
-            continue;
+        listed[n_listed++] = be;
         len += (size_t)snprintf(out + len, cap - len, "%s%s", len ? "+" : "", be);
     }
 }
