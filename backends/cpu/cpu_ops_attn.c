@@ -28,7 +28,9 @@ typedef struct fa_tile {
     float *out[FA_TILE];
     float *s[FA_TILE];           /* scores, then probabilities [n_kv] */
     float inv[FA_TILE];          /* 1 / sum of the probabilities, 0 for an all -inf row */
-    const uint8_t *k, *v;        /* row 0 of the tile's kv head */
+    const uint8_t *k;            /* row 0 of the tile's kv head */
+    const uint8_t *v[FA_TILE];   /* row 0 of query i's V: the same kv head for a
+                                  * tile, one a head side by side for one token */
     size_t k_nb1, v_nb1;
     int64_t hd, kv_end;
     float scale;
@@ -217,22 +219,33 @@ VF_INLINE void scores_one(const fa_tile *t, bool f16) {
     }
 }
 
-/* out[:, c0 .. c0 + nv VF_LEN) of every query of the tile */
-VF_INLINE void values_simd(const fa_tile *t, int cnt, int nv, int64_t c0, bool f16) {
+/* out[:, c0 .. c0 + nv VF_LEN) of every query of the tile; shared: the
+ * queries read one V row (t->v[0]'s), loaded once for all of them */
+VF_INLINE void values_simd(const fa_tile *t, int cnt, int nv, int64_t c0, bool f16, bool shared) {
     vf acc[FA_TILE][8];
     for (int i = 0; i < cnt; i++)
         for (int u = 0; u < nv; u++)
             acc[i][u] = vf_zero();
+    size_t from = (size_t)c0 * kv_elem(f16), bytes = (size_t)(nv * VF_LEN) * kv_elem(f16);
     for (int64_t j = 0; j < t->kv_end; j++) {
-        const uint8_t *vr = t->v + (size_t)j * t->v_nb1;
-        prefetch_row(t->v, t->v_nb1, j, (size_t)c0 * kv_elem(f16), (size_t)(nv * VF_LEN) * kv_elem(f16));
-        vf vv[8];
-        for (int u = 0; u < nv; u++)
-            vv[u] = load_kv(vr, c0 + VF_LEN * u, f16);
-        for (int i = 0; i < cnt; i++) {
-            vf p = vf_set1(t->s[i][j]);
+        size_t off = (size_t)j * t->v_nb1;
+        for (int i = 0; i < (shared ? 1 : cnt); i++)
+            prefetch_row(t->v[i], t->v_nb1, j, from, bytes);
+        if (shared) {
+            vf vv[8];
             for (int u = 0; u < nv; u++)
-                acc[i][u] = vf_fmadd(p, vv[u], acc[i][u]);
+                vv[u] = load_kv(t->v[0] + off, c0 + VF_LEN * u, f16);
+            for (int i = 0; i < cnt; i++) {
+                vf p = vf_set1(t->s[i][j]);
+                for (int u = 0; u < nv; u++)
+                    acc[i][u] = vf_fmadd(p, vv[u], acc[i][u]);
+            }
+        } else {
+            for (int i = 0; i < cnt; i++) {
+                vf p = vf_set1(t->s[i][j]);
+                for (int u = 0; u < nv; u++)
+                    acc[i][u] = vf_fmadd(p, load_kv(t->v[i] + off, c0 + VF_LEN * u, f16), acc[i][u]);
+            }
         }
     }
     for (int i = 0; i < cnt; i++)
@@ -247,6 +260,20 @@ VF_INLINE void values_simd(const fa_tile *t, int cnt, int nv, int64_t c0, bool f
 #define FA_NV (VF_LEN == 16 ? 4 : 2)
 #define FA_NV1 8
 
+/* the softmax of the tile's scores and the weighted sums of V */
+VF_INLINE void tile_values(fa_tile *t, int cnt, bool f16, bool shared) {
+    for (int i = 0; i < cnt; i++)
+        t->inv[i] = softmax_in_place(t->s[i], t->kv_end);
+    int64_t c = 0;
+    if (cnt == 1)
+        for (; c + FA_NV1 * VF_LEN <= t->hd; c += FA_NV1 * VF_LEN)
+            values_simd(t, 1, FA_NV1, c, f16, true);
+    for (; c + FA_NV * VF_LEN <= t->hd; c += FA_NV * VF_LEN)
+        values_simd(t, cnt, FA_NV, c, f16, shared);
+    for (; c < t->hd; c += VF_LEN)
+        values_simd(t, cnt, 1, c, f16, shared);
+}
+
 VF_INLINE void tile_simd_n(fa_tile *t, int cnt, bool f16) {
     if (cnt == 1)
         scores_one(t, f16);
@@ -254,16 +281,7 @@ VF_INLINE void tile_simd_n(fa_tile *t, int cnt, bool f16) {
         scores_four(t, f16);
     else
         scores_simd(t, cnt, f16);
-    for (int i = 0; i < cnt; i++)
-        t->inv[i] = softmax_in_place(t->s[i], t->kv_end);
-    int64_t c = 0;
-    if (cnt == 1)
-        for (; c + FA_NV1 * VF_LEN <= t->hd; c += FA_NV1 * VF_LEN)
-            values_simd(t, 1, FA_NV1, c, f16);
-    for (; c + FA_NV * VF_LEN <= t->hd; c += FA_NV * VF_LEN)
-        values_simd(t, cnt, FA_NV, c, f16);
-    for (; c < t->hd; c += VF_LEN)
-        values_simd(t, cnt, 1, c, f16);
+    tile_values(t, cnt, f16, true);
 }
 
 static void tile_simd_f16(fa_tile *t) {
@@ -354,64 +372,22 @@ VF_INLINE void decode_scores(const fa_decode *a, int64_t h0, int64_t h1, bool f1
     }
 }
 
-/* out[c0 .. c0 + nv VF_LEN) of query heads h .. h + cnt, from their
- * probabilities (head h + i's at s + i * n_kv) */
-VF_INLINE void decode_values(const fa_decode *a, const float *s, int64_t h, int cnt, int nv, int64_t c0,
-                             const float *inv, bool f16, bool shared) {
-    vf acc[4][FA_NV];
-    const float *p[4];
-    const uint8_t *v[4];
-    for (int i = 0; i < cnt; i++) {
-        p[i] = s + (size_t)i * (size_t)a->n_kv;
-        v[i] = a->v + (size_t)((h + i) / a->group) * a->v_nb2;
-        for (int u = 0; u < nv; u++)
-            acc[i][u] = vf_zero();
-    }
-    size_t span = (size_t)((h + cnt - 1) / a->group - h / a->group) * a->v_nb2 + (size_t)a->hd * kv_elem(f16);
-    for (int64_t j = 0; j < a->kv_end; j++) {
-        size_t off = (size_t)j * a->v_nb1;
-        prefetch_row(a->v + (size_t)(h / a->group) * a->v_nb2, a->v_nb1, j, 0, span);
-        if (shared) {
-            vf vv[FA_NV];
-            for (int u = 0; u < nv; u++)
-                vv[u] = load_kv(v[0] + off, c0 + VF_LEN * u, f16);
-            for (int i = 0; i < cnt; i++) {
-                vf pj = vf_set1(p[i][j]);
-                for (int u = 0; u < nv; u++)
-                    acc[i][u] = vf_fmadd(pj, vv[u], acc[i][u]);
-            }
-        } else {
-            for (int i = 0; i < cnt; i++) {
-                vf pj = vf_set1(p[i][j]);
-                for (int u = 0; u < nv; u++)
-                    acc[i][u] = vf_fmadd(pj, load_kv(v[i] + off, c0 + VF_LEN * u, f16), acc[i][u]);
-            }
-        }
-    }
-    for (int i = 0; i < cnt; i++) {
-        float *out = (float *)(void *)cpu_row(a->d, h + i, 0, 0);
-        for (int u = 0; u < nv; u++)
-            vf_storeu(out + c0 + VF_LEN * u, vf_mul(acc[i][u], vf_set1(inv[i])));
-    }
-}
-
-/* query heads [h0, h1), at most FA_DECODE_HEADS */
+/* query heads [h0, h1), at most FA_DECODE_HEADS: their scores, then each
+ * four of them as a tile whose queries read their own heads' V rows */
 VF_INLINE void decode_heads(const fa_decode *a, int64_t h0, int64_t h1, bool f16, bool shared) {
     decode_scores(a, h0, h1, f16, shared);
-    float inv[FA_DECODE_HEADS];
-    for (int64_t h = h0; h < h1; h++)
-        inv[h - h0] = softmax_in_place(a->s + (h - h0) * a->n_kv, a->kv_end);
+    fa_tile t = {.v_nb1 = a->v_nb1, .hd = a->hd, .kv_end = a->kv_end};
     for (int64_t h = h0; h < h1; h += 4) {
         int cnt = (int)(h1 - h < 4 ? h1 - h : 4);
-        const float *s = a->s + (h - h0) * a->n_kv;
-        int64_t c = 0;
-        for (; c + FA_NV * VF_LEN <= a->hd; c += FA_NV * VF_LEN)
-            if (cnt == 4)
-                decode_values(a, s, h, 4, FA_NV, c, inv + (h - h0), f16, shared);
-            else
-                decode_values(a, s, h, cnt, FA_NV, c, inv + (h - h0), f16, shared);
-        for (; c < a->hd; c += VF_LEN)
-            decode_values(a, s, h, cnt, 1, c, inv + (h - h0), f16, shared);
+        for (int i = 0; i < cnt; i++) {
+            t.s[i] = a->s + (h + i - h0) * a->n_kv;
+            t.out[i] = (float *)(void *)cpu_row(a->d, h + i, 0, 0);
+            t.v[i] = a->v + (size_t)((h + i) / a->group) * a->v_nb2;
+        }
+        if (cnt == 4)
+            tile_values(&t, 4, f16, shared);
+        else
+            tile_values(&t, cnt, f16, shared);
     }
 }
 
@@ -454,7 +430,7 @@ static void tile_portable(fa_tile *t, const tport_tensor_view *k, const tport_te
         t->inv[i] = softmax_in_place(t->s[i], t->kv_end);
     memset(acc, 0, (size_t)(t->cnt * hd) * sizeof *acc);
     for (int64_t j = 0; j < t->kv_end; j++) {
-        const float *vr = kv_row_f32(v, t->v + (size_t)j * t->v_nb1, hd, rowbuf);
+        const float *vr = kv_row_f32(v, t->v[0] + (size_t)j * t->v_nb1, hd, rowbuf);
         for (int i = 0; i < t->cnt; i++) {
             float p = t->s[i][j];
             for (int64_t c = 0; c < hd; c++)
@@ -557,7 +533,8 @@ static void fa_task(void *arg, int ith, int nth) {
             }
         }
         t.k = (const uint8_t *)k->data + (size_t)g * k->nb[2];
-        t.v = (const uint8_t *)v->data + (size_t)g * v->nb[2];
+        for (int i = 0; i < FA_TILE; i++)
+            t.v[i] = (const uint8_t *)v->data + (size_t)g * v->nb[2];
         if (t.kv_end == 0) {
             for (int i = 0; i < t.cnt; i++)
                 memset(t.out[i], 0, (size_t)hd * sizeof(float));
