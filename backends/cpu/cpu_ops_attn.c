@@ -5,13 +5,19 @@
  * with k_j, v_j the rows of kv head g = h / (n_head / n_head_kv) (f32 or
  * f16, strided views of the cache: no copy, no transpose of V).
  *
- * Work is cut into tiles of up to FA_TILE queries that share one kv head:
- * consecutive query heads of a group (grouped-query attention) and then
- * consecutive tokens, so each K and V row is loaded once per tile and
- * used for every query in it.  Per tile: the scores of every key (up to
- * the last key any query of the tile may see), a softmax over them, then
- * the weighted sum of V rows.  Threads claim tiles one at a time from an
- * atomic counter, which balances the growing key ranges of a causal prompt. */
+ * Work is cut into tiles of queries that share one kv head: consecutive
+ * query heads of a group (grouped-query attention) and then consecutive
+ * tokens, so each K and V row is loaded once per tile and used for every
+ * query in it.  Per tile: the scores of every key (up to the last key any
+ * query of the tile may see), a softmax over them, then the weighted sum
+ * of V rows.  Threads claim tiles one at a time from an atomic counter,
+ * which balances the growing key ranges of a causal prompt.  Three ways
+ * to the scores:
+ * - a prompt (SIMD): tiles of FA_PROMPT_TILE queries against the kv head's
+ *   keys transposed, blocks of keys as vectors;
+ * - one token (SIMD) from a cache that keeps a token's heads side by side:
+ *   each thread streams its heads' part of every row;
+ * - otherwise tiles of FA_TILE queries, key by key. */
 #include <math.h>
 #include <string.h>
 
@@ -19,31 +25,49 @@
 #include "cpu_vf.h"
 
 #define FA_TILE 4
+/* Queries of a prompt tile (a multiple of 4), and keys per block of its
+ * scores (transposed keys, see "a prompt" below). */
+#define FA_PROMPT_TILE 16
+#if VF_SIMD
+#define FA_KVEC (VF_LEN == 16 ? 4 : 2)
+#define FA_KB (FA_KVEC * VF_LEN)
+static int64_t round_up(int64_t x, int64_t m) {
+    return (x + m - 1) / m * m;
+}
+#endif
+
 #define FA_DECODE_HEADS 32 /* query heads of one token whose scores one pass keeps (a multiple of 4) */
 
 typedef struct fa_tile {
-    int cnt;                     /* queries in the tile, 1..FA_TILE */
-    const float *q[FA_TILE];
-    const float *mask[FA_TILE];  /* NULL: no mask */
-    float *out[FA_TILE];
-    float *s[FA_TILE];           /* scores, then probabilities [n_kv] */
-    float inv[FA_TILE];          /* 1 / sum of the probabilities, 0 for an all -inf row */
-    const uint8_t *k;            /* row 0 of the tile's kv head */
-    const uint8_t *v[FA_TILE];   /* row 0 of query i's V: the same kv head for a
-                                  * tile, one a head side by side for one token */
+    int cnt;                          /* queries in the tile, 1..FA_TILE (FA_PROMPT_TILE: a prompt's) */
+    const float *q[FA_PROMPT_TILE];
+    const float *mask[FA_PROMPT_TILE]; /* NULL: no mask */
+    float *out[FA_PROMPT_TILE];
+    float *s[FA_PROMPT_TILE];         /* scores, then probabilities [n_kv] */
+    float inv[FA_TILE];               /* 1 / sum of the probabilities, 0 for an all -inf row */
+    const uint8_t *k;                 /* row 0 of the tile's kv head */
+    const uint8_t *v[FA_TILE];        /* row 0 of query i's V: the same kv head for a
+                                       * tile, one a head side by side for one token */
     size_t k_nb1, v_nb1;
     int64_t hd, kv_end;
     float scale;
 } fa_tile;
 
+
 size_t cpu_flash_attn_thread_scratch(const cpu_op *op) {
     int64_t hd = op->src[0]->ne[0], n_head = op->src[0]->ne[1], n = op->src[0]->ne[2], n_kv = op->src[1]->ne[1];
-    /* scores of FA_TILE queries (up to FA_DECODE_HEADS heads for one
+    /* scores of a tile's queries (up to FA_DECODE_HEADS heads for one
      * token), then (portable path) a K or V row and the accumulators in
-     * f32, then each token's visible_end (aligned to 8) */
+     * f32, then each token's visible_end (aligned to 8), then (a prompt)
+     * the transposed keys */
     int64_t heads = n_head < FA_DECODE_HEADS ? n_head : FA_DECODE_HEADS;
-    size_t rows = (size_t)(n == 1 && heads > FA_TILE ? heads : FA_TILE);
-    return (rows * (size_t)n_kv + 2 * (size_t)hd + (size_t)FA_TILE * (size_t)hd) * sizeof(float) +
+    size_t rows = (size_t)(n == 1 ? (heads > FA_TILE ? heads : FA_TILE) : FA_PROMPT_TILE);
+    size_t keys_t = 0;
+#if VF_SIMD
+    if (n > 1)
+        keys_t = (size_t)hd * (size_t)round_up(n_kv, FA_KB);
+#endif
+    return (rows * (size_t)n_kv + 2 * (size_t)hd + (size_t)FA_TILE * (size_t)hd + keys_t) * sizeof(float) +
            (size_t)n * sizeof(int64_t) + 256;
 }
 
@@ -302,6 +326,134 @@ static void tile_simd_f32(fa_tile *t) {
     }
 }
 
+/* ---- a prompt: many queries per kv head -----------------------------------
+ * Scored key by key (scores_four), every dot product ends in a horizontal
+ * sum, which costs about as much as its multiply-adds.  A prompt has many
+ * queries per kv head, so a thread keeps the head's keys transposed
+ * (kt[d][j], f32) and scores four queries against FA_KB keys at a time: a
+ * row of kt is a vector of keys, a query element a broadcast, and the
+ * scores come out as rows of keys, ready for the softmax.  A thread
+ * transposes the keys of a head once, extending them as its tiles reach
+ * further into the cache. */
+typedef struct fa_keys {
+    float *kt;          /* [hd][stride] */
+    int64_t stride;     /* n_kv rounded up to FA_KB */
+    int64_t n_kv;
+    const uint8_t *k;   /* row 0 of the kv head they are of; NULL: none yet */
+    int64_t end;        /* keys [0, end) are in kt, a multiple of VF_LEN */
+} fa_keys;
+
+/* kt holds keys [0, end) of the kv head at k (keys past n_kv as zeros) */
+VF_INLINE void keys_extend(fa_keys *kt, const uint8_t *k, size_t nb1, int64_t hd, int64_t n_kv, int64_t end,
+                           bool f16) {
+    if (kt->k != k) {
+        kt->k = k;
+        kt->end = 0;
+    }
+    for (; kt->end < end; kt->end += VF_LEN)
+        for (int64_t d0 = 0; d0 < hd; d0 += VF_LEN) {
+            vf r[VF_LEN];
+            for (int i = 0; i < VF_LEN; i++)
+                r[i] = kt->end + i < n_kv ? load_kv(k + (size_t)(kt->end + i) * nb1, d0, f16) : vf_zero();
+            vf_transpose(r);
+            for (int i = 0; i < VF_LEN; i++)
+                vf_storeu(kt->kt + (size_t)(d0 + i) * (size_t)kt->stride + kt->end, r[i]);
+        }
+}
+
+/* The scores of NQ (1..4) queries of t from i0 on, keys [j0, j0 + FA_KB)
+ * cut at end: s = scale q . k + mask. */
+VF_INLINE void scores_block(const fa_tile *t, const fa_keys *kt, int i0, int64_t j0, int64_t end, const int NQ) {
+    vf acc[4][FA_KVEC];
+    for (int i = 0; i < NQ; i++)
+        for (int u = 0; u < FA_KVEC; u++)
+            acc[i][u] = vf_zero();
+    const float *kp = kt->kt + j0;
+    for (int64_t d = 0; d < t->hd; d++, kp += kt->stride) {
+        vf kv[FA_KVEC];
+        for (int u = 0; u < FA_KVEC; u++)
+            kv[u] = vf_loadu(kp + VF_LEN * u);
+        for (int i = 0; i < NQ; i++) {
+            const vf q = vf_set1(t->q[i0 + i][d]);
+            for (int u = 0; u < FA_KVEC; u++)
+                acc[i][u] = vf_fmadd(kv[u], q, acc[i][u]);
+        }
+    }
+    const vf scale = vf_set1(t->scale);
+    for (int i = 0; i < NQ; i++) {
+        float *s = t->s[i0 + i];
+        const float *mask = t->mask[i0 + i];
+        for (int u = 0; u < FA_KVEC; u++) {
+            int64_t j = j0 + VF_LEN * u;
+            vf v = vf_mul(acc[i][u], scale);
+            if (j + VF_LEN <= end) {
+                if (mask)
+                    v = vf_add(v, vf_loadu(mask + j));
+                vf_storeu(s + j, v);
+            } else if (j < end) { /* the mask has n_kv entries: past end it may not */
+                float tail[VF_LEN];
+                vf_storeu(tail, v);
+                for (int64_t e = j; e < end; e++)
+                    s[e] = tail[e - j] + (mask ? mask[e] : 0.0f);
+            }
+        }
+    }
+}
+
+/* A prompt tile: t->cnt queries of one kv head, ends[i] one past the last
+ * key query i sees.  The scores of each four, then its softmax and values
+ * as a tile of the key-by-key path. */
+VF_INLINE void prompt_tile(fa_tile *t, fa_keys *kt, const int64_t *ends, bool f16) {
+    keys_extend(kt, t->k, t->k_nb1, t->hd, kt->n_kv, round_up(t->kv_end, FA_KB), f16);
+    int64_t four_end[FA_PROMPT_TILE / 4];
+    for (int i0 = 0; i0 < t->cnt; i0 += 4) {
+        four_end[i0 / 4] = 0;
+        for (int i = i0; i < t->cnt && i < i0 + 4; i++)
+            four_end[i0 / 4] = ends[i] > four_end[i0 / 4] ? ends[i] : four_end[i0 / 4];
+    }
+    /* key blocks outer: a block of kt (hd x FA_KB floats) stays in L1 for every four */
+    for (int64_t j0 = 0; j0 < t->kv_end; j0 += FA_KB)
+        for (int i0 = 0; i0 < t->cnt; i0 += 4) {
+            int64_t end = four_end[i0 / 4];
+            if (j0 >= end)
+                continue;
+            switch (t->cnt - i0 < 4 ? t->cnt - i0 : 4) {
+            case 1: scores_block(t, kt, i0, j0, end, 1); break;
+            case 2: scores_block(t, kt, i0, j0, end, 2); break;
+            case 3: scores_block(t, kt, i0, j0, end, 3); break;
+            default: scores_block(t, kt, i0, j0, end, 4); break;
+            }
+        }
+    for (int i0 = 0; i0 < t->cnt; i0 += 4) {
+        fa_tile f = {.cnt = t->cnt - i0 < 4 ? t->cnt - i0 : 4, .k_nb1 = t->k_nb1, .v_nb1 = t->v_nb1, .hd = t->hd,
+                     .kv_end = four_end[i0 / 4], .scale = t->scale};
+        if (f.kv_end == 0) {
+            for (int i = 0; i < f.cnt; i++)
+                memset(t->out[i0 + i], 0, (size_t)t->hd * sizeof(float));
+            continue;
+        }
+        for (int i = 0; i < f.cnt; i++) {
+            f.s[i] = t->s[i0 + i];
+            f.out[i] = t->out[i0 + i];
+            f.v[i] = t->v[0];
+        }
+        switch (f.cnt) {
+        case 1: tile_values(&f, 1, f16, true); break;
+        case 2: tile_values(&f, 2, f16, true); break;
+        case 3: tile_values(&f, 3, f16, true); break;
+        default: tile_values(&f, 4, f16, true); break;
+        }
+    }
+}
+
+static void prompt_tile_f16(fa_tile *t, fa_keys *kt, const int64_t *ends) {
+    prompt_tile(t, kt, ends, true);
+}
+
+static void prompt_tile_f32(fa_tile *t, fa_keys *kt, const int64_t *ends) {
+    prompt_tile(t, kt, ends, false);
+}
+
 /* ---- one query token (generation): a thread's heads side by side ----------
  * A token's K (and V) row holds every kv head one after another (1.5 KiB
  * for stories110M).  Head by head, the tile path reads 128 bytes of a row
@@ -457,15 +609,23 @@ static void fa_task(void *arg, int ith, int nth) {
     const tport_tensor_view *d = op->dst, *q = op->src[0], *k = op->src[1], *v = op->src[2], *m = op->src[3];
     int64_t hd = q->ne[0], n_head = q->ne[1], n = q->ne[2], n_kv = k->ne[1], n_kvh = k->ne[2];
     int64_t group = n_head / n_kvh, per_group = group * n;
-    int64_t tiles_per_group = (per_group + FA_TILE - 1) / FA_TILE, n_tiles = n_kvh * tiles_per_group;
     tport_params_flash_attn p;
     memcpy(&p, d->params, sizeof p);
+    bool prompt = false; /* tiles of FA_PROMPT_TILE queries through prompt_tile */
+#if VF_SIMD
+    bool fast = hd % VF_LEN == 0;
+    prompt = fast && n > 1;
+#endif
+    int tile_q = prompt ? FA_PROMPT_TILE : FA_TILE;
+    int64_t tiles_per_group = (per_group + tile_q - 1) / tile_q, n_tiles = n_kvh * tiles_per_group;
 
+    /* the layout of cpu_flash_attn_thread_scratch */
     float *scratch = (float *)(((uintptr_t)cpu_thread_scratch(op, ith) + 63) & ~(uintptr_t)63);
     fa_tile t = {.k_nb1 = k->nb[1], .v_nb1 = v->nb[1], .hd = hd, .scale = p.scale};
-    for (int i = 0; i < FA_TILE; i++)
+    int rows = n > 1 ? FA_PROMPT_TILE : FA_TILE;
+    for (int i = 0; i < rows; i++)
         t.s[i] = scratch + (size_t)i * (size_t)n_kv;
-    float *rowbuf = scratch + (size_t)FA_TILE * (size_t)n_kv;
+    float *rowbuf = scratch + (size_t)rows * (size_t)n_kv;
     float *acc = rowbuf + 2 * hd;
     /* each token's visible_end, found once per thread rather than once per
      * head: scanning the mask for every tile took 4.6 % of a stories110M
@@ -474,7 +634,9 @@ static void fa_task(void *arg, int ith, int nth) {
     for (int64_t i = 0; i < n; i++)
         ends[i] = -1;
 #if VF_SIMD
-    bool fast = hd % VF_LEN == 0;
+    fa_keys keys = {.kt = (float *)(((uintptr_t)(ends + n) + 63) & ~(uintptr_t)63),
+                    .stride = round_up(n_kv, FA_KB), .n_kv = n_kv};
+    int64_t qend[FA_PROMPT_TILE];
 #endif
 
 #if VF_SIMD
@@ -518,8 +680,8 @@ static void fa_task(void *arg, int ith, int nth) {
     int64_t t0, t1;
     while (cpu_claim(op, n_tiles, chunk, &t0, &t1))
     for (int64_t tile = t0; tile < t1; tile++) {
-        int64_t g = tile / tiles_per_group, first = (tile % tiles_per_group) * FA_TILE;
-        t.cnt = (int)(per_group - first < FA_TILE ? per_group - first : FA_TILE);
+        int64_t g = tile / tiles_per_group, first = (tile % tiles_per_group) * tile_q;
+        t.cnt = (int)(per_group - first < tile_q ? per_group - first : tile_q);
         t.kv_end = m ? 0 : n_kv; /* one past the last key some query of the tile sees */
         for (int i = 0; i < t.cnt; i++) {
             int64_t qi = first + i, h = g * group + qi % group, tok = qi / group;
@@ -541,6 +703,15 @@ static void fa_task(void *arg, int ith, int nth) {
             continue;
         }
 #if VF_SIMD
+        if (prompt) {
+            for (int i = 0; i < t.cnt; i++)
+                qend[i] = m ? ends[(first + i) / group] : n_kv;
+            if (k->type == TPORT_TYPE_F16)
+                prompt_tile_f16(&t, &keys, qend);
+            else
+                prompt_tile_f32(&t, &keys, qend);
+            continue;
+        }
         if (fast) {
             if (k->type == TPORT_TYPE_F16)
                 tile_simd_f16(&t);
