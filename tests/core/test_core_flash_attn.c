@@ -3,7 +3,8 @@
  * (as the llama graph does), grouped-query attention, a causal mask, a
  * mask row that is entirely -inf (zeros), no mask, head sizes the AVX-512
  * path takes (16, 64, 80, 128) and one it does not (8, 20), 1 and 3 threads;
- * prompts longer than a tile of queries and a block of keys.
+ * prompts longer than a tile of queries and a block of keys; a head-major
+ * cache.
  *
  * Run by ctest for the statically linked CPU backend and, with
  * TPORT_TEST_CPU_VARIANT naming a plug-in file, for each CPU variant. */
@@ -53,24 +54,29 @@ static double r_attn(const void *c, int64_t i0, int64_t i1, int64_t i2, int64_t 
     return out;
 }
 
-/* A cache [hd, n_kvh, n_ctx] of `type`; returns the [hd, n_kv, n_kvh] view. */
+/* A cache of `type` and its [hd, n_kv, n_kvh] view: [hd, n_kvh, n_ctx] (a
+ * token's heads side by side, as the runtime keeps it) or, head_major,
+ * [hd, n_ctx, n_kvh]. */
 static tport_tensor *cache_view(tport_ctx *ctx, tport_type_id type, int64_t hd, int64_t n_kvh, int64_t n_ctx,
-                                int64_t n_kv) {
-    tport_tensor *c = ct_rand(ctx, type, hd, n_kvh, n_ctx, 1);
+                                int64_t n_kv, bool head_major) {
+    tport_tensor *c = head_major ? ct_rand(ctx, type, hd, n_ctx, n_kvh, 1) : ct_rand(ctx, type, hd, n_kvh, n_ctx, 1);
     if (!c)
         return NULL;
     size_t e = tport_tensor_nb(c, 0);
     const int64_t ne[3] = {hd, n_kv, n_kvh};
-    const size_t nb[3] = {e, (size_t)(hd * n_kvh) * e, (size_t)hd * e};
-    return tport_view(ctx, c, 3, ne, nb, 0);
+    const size_t side[3] = {e, (size_t)(hd * n_kvh) * e, (size_t)hd * e};
+    const size_t major[3] = {e, (size_t)hd * e, (size_t)(hd * n_ctx) * e};
+    return tport_view(ctx, c, 3, ne, head_major ? major : side, 0);
 }
 
-static void check(tport_type_id type, int64_t hd, int64_t n_head, int64_t n_kvh, int64_t n, int64_t n_kv,
-                  int mask_kind) { /* 0 none, 1 causal, 2 causal with row 0 all -inf, 3 causal plus a distance bias */
+/* mask_kind: 0 none, 1 causal, 2 causal with row 0 all -inf, 3 causal
+ * plus a distance bias */
+static void check_cache(tport_type_id type, int64_t hd, int64_t n_head, int64_t n_kvh, int64_t n, int64_t n_kv,
+                        int mask_kind, bool head_major) {
     tport_ctx *ctx = tport_ctx_new(64u << 20);
     tport_tensor *q = ct_rand(ctx, TPORT_TYPE_F32, hd, n_head, n, 1);
-    tport_tensor *k = cache_view(ctx, type, hd, n_kvh, n_kv + 3, n_kv);
-    tport_tensor *v = cache_view(ctx, type, hd, n_kvh, n_kv + 3, n_kv);
+    tport_tensor *k = cache_view(ctx, type, hd, n_kvh, n_kv + 3, n_kv, head_major);
+    tport_tensor *v = cache_view(ctx, type, hd, n_kvh, n_kv + 3, n_kv, head_major);
     tport_tensor *mask = NULL;
     if (mask_kind) {
         mask = tport_new_tensor_2d(ctx, TPORT_TYPE_F32, n_kv, n);
@@ -93,9 +99,9 @@ static void check(tport_type_id type, int64_t hd, int64_t n_head, int64_t n_kvh,
         fa_ref r = {q, k, v, mask, scale, -1, -1, calloc((size_t)n_kv, sizeof(double))};
         double w = r.p ? ct_worst(o, r_attn, &r, 1e-5, 1e-4) : INFINITY;
         free(r.p);
-        CHECK(w <= 1.0, "flash_attn %s hd %lld heads %lld/%lld n %lld n_kv %lld mask %d, %d threads: error %g",
-              type == TPORT_TYPE_F16 ? "f16" : "f32", (long long)hd, (long long)n_head, (long long)n_kvh,
-              (long long)n, (long long)n_kv, mask_kind, threads, w);
+        CHECK(w <= 1.0, "flash_attn %s%s hd %lld heads %lld/%lld n %lld n_kv %lld mask %d, %d threads: error %g",
+              type == TPORT_TYPE_F16 ? "f16" : "f32", head_major ? " head-major" : "", (long long)hd,
+              (long long)n_head, (long long)n_kvh, (long long)n, (long long)n_kv, mask_kind, threads, w);
         if (mask_kind == 2) {
             bool zero = true;
             for (int64_t h = 0; h < n_head; h++)
@@ -106,6 +112,11 @@ static void check(tport_type_id type, int64_t hd, int64_t n_head, int64_t n_kvh,
         tport_graph_free(g);
     }
     tport_ctx_free(ctx);
+}
+
+static void check(tport_type_id type, int64_t hd, int64_t n_head, int64_t n_kvh, int64_t n, int64_t n_kv,
+                  int mask_kind) {
+    check_cache(type, hd, n_head, n_kvh, n, n_kv, mask_kind, false);
 }
 
 static void check_errors(void) {
@@ -183,6 +194,11 @@ int main(void) {
         check(t, 128, 2, 2, 33, 97, 0);   /* no mask: every query sees all 97 keys */
         check(t, 80, 3, 3, 18, 70, 2);    /* head of 80, row 0 fully masked */
         check(t, 16, 5, 5, 40, 40, 1);
+        /* a head-major cache: one query per kv head goes key by key */
+        check_cache(t, 64, 4, 4, 1, 45, 1, true);
+        check_cache(t, 64, 8, 2, 1, 70, 3, true);  /* a group of 4: transposed keys */
+        check_cache(t, 64, 4, 2, 19, 30, 1, true); /* a prompt */
+        check_cache(t, 20, 4, 2, 3, 9, 1, true);
     }
     return test_finish("test_core_flash_attn");
 }
