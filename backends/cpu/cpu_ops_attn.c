@@ -17,7 +17,7 @@
  *   side (the runtime's): each thread streams its heads' part of every
  *   row instead of working in tiles;
  * - FA_TRANSPOSED, several queries per kv head (a prompt): tiles of
- *   FA_PROMPT_TILE queries against the head's keys transposed, blocks of
+ *   FA_TRANSPOSED_TILE queries against the head's keys transposed, blocks of
  *   keys as vectors;
  * - FA_ONE, one query per kv head from a head-major cache: key by key;
  * - FA_PORTABLE, any head size: scalar, in tiles of FA_TILE. */
@@ -29,8 +29,8 @@
 
 #define FA_TILE 4
 /* Queries of an FA_TRANSPOSED tile (a multiple of 4), and keys per block
- * of its scores (see "a prompt" below). */
-#define FA_PROMPT_TILE 16
+ * of its scores (see FA_TRANSPOSED below). */
+#define FA_TRANSPOSED_TILE 16
 #if VF_SIMD
 #define FA_KVEC (VF_LEN == 16 ? 4 : 2)
 #define FA_KB (FA_KVEC * VF_LEN)
@@ -42,15 +42,15 @@ static int64_t round_up(int64_t x, int64_t m) {
 #define FA_DECODE_HEADS 32 /* query heads of one token whose scores one pass keeps (a multiple of 4) */
 
 typedef struct fa_tile {
-    int cnt;                          /* queries in the tile, 1..FA_TILE (FA_PROMPT_TILE: a prompt's) */
-    const float *q[FA_PROMPT_TILE];
-    const float *mask[FA_PROMPT_TILE]; /* NULL: no mask */
-    float *out[FA_PROMPT_TILE];
-    float *s[FA_PROMPT_TILE];         /* scores, then probabilities [n_kv] */
-    float inv[FA_TILE];               /* 1 / sum of the probabilities, 0 for an all -inf row */
-    const uint8_t *k;                 /* row 0 of the tile's kv head */
-    const uint8_t *v[FA_TILE];        /* row 0 of query i's V: the same kv head for a
-                                       * tile, one a head side by side for one token */
+    int cnt;                               /* queries, 1..FA_TILE (FA_TRANSPOSED: ..FA_TRANSPOSED_TILE) */
+    const float *q[FA_TRANSPOSED_TILE];
+    const float *mask[FA_TRANSPOSED_TILE]; /* NULL: no mask */
+    float *out[FA_TRANSPOSED_TILE];
+    float *s[FA_TRANSPOSED_TILE];          /* scores, then probabilities [n_kv] */
+    float inv[FA_TILE];                    /* 1 / sum of the probabilities, 0 for an all -inf row */
+    const uint8_t *k;                      /* row 0 of the tile's kv head */
+    const uint8_t *v[FA_TILE];             /* row 0 of query i's V: the same kv head for a
+                                            * tile, one a head side by side for one token */
     size_t k_nb1, v_nb1;
     int64_t hd, kv_end;
     float scale;
@@ -79,7 +79,7 @@ static fa_path path_of(const cpu_op *op) {
 
 /* Queries per tile of the tile paths. */
 static int tile_queries(fa_path path) {
-    return path == FA_TRANSPOSED ? FA_PROMPT_TILE : path == FA_ONE ? 1 : FA_TILE;
+    return path == FA_TRANSPOSED ? FA_TRANSPOSED_TILE : path == FA_ONE ? 1 : FA_TILE;
 }
 
 /* A thread's scratch: the scores, [rows][n_kv] floats, then (tile paths)
@@ -280,7 +280,7 @@ static void one_query_f32(fa_tile *t) {
     tile_values(t, 1, false, true);
 }
 
-/* ---- a prompt: many queries per kv head -----------------------------------
+/* ---- FA_TRANSPOSED: many queries per kv head (a prompt) ---------------------
  * Scored key by key, every dot product ends in a horizontal sum, which
  * costs about as much as its multiply-adds.  A prompt has many
  * queries per kv head, so a thread keeps the head's keys transposed
@@ -354,12 +354,12 @@ VF_INLINE void scores_block(const fa_tile *t, const fa_keys *kt, int i0, int64_t
     }
 }
 
-/* A prompt tile: t->cnt queries of one kv head, ends[i] one past the last
- * key query i sees.  The scores of each four, then its softmax and values
- * as a tile of the key-by-key path. */
-VF_INLINE void prompt_tile(fa_tile *t, fa_keys *kt, const int64_t *ends, bool f16) {
+/* An FA_TRANSPOSED tile: t->cnt queries of one kv head, ends[i] one past
+ * the last key query i sees.  The scores of every four, then each four's
+ * softmax and values (tile_values). */
+VF_INLINE void transposed_tile(fa_tile *t, fa_keys *kt, const int64_t *ends, bool f16) {
     keys_extend(kt, t->k, t->k_nb1, t->hd, kt->n_kv, round_up(t->kv_end, FA_KB), f16);
-    int64_t four_end[FA_PROMPT_TILE / 4];
+    int64_t four_end[FA_TRANSPOSED_TILE / 4];
     for (int i0 = 0; i0 < t->cnt; i0 += 4) {
         four_end[i0 / 4] = 0;
         for (int i = i0; i < t->cnt && i < i0 + 4; i++)
@@ -400,12 +400,12 @@ VF_INLINE void prompt_tile(fa_tile *t, fa_keys *kt, const int64_t *ends, bool f1
     }
 }
 
-static void prompt_tile_f16(fa_tile *t, fa_keys *kt, const int64_t *ends) {
-    prompt_tile(t, kt, ends, true);
+static void transposed_tile_f16(fa_tile *t, fa_keys *kt, const int64_t *ends) {
+    transposed_tile(t, kt, ends, true);
 }
 
-static void prompt_tile_f32(fa_tile *t, fa_keys *kt, const int64_t *ends) {
-    prompt_tile(t, kt, ends, false);
+static void transposed_tile_f32(fa_tile *t, fa_keys *kt, const int64_t *ends) {
+    transposed_tile(t, kt, ends, false);
 }
 
 /* ---- one query token (generation): a thread's heads side by side ----------
@@ -628,7 +628,7 @@ static void fa_task(void *arg, int ith, int nth) {
     float *rowbuf = align64(ends + n), *acc = rowbuf + 2 * hd; /* FA_PORTABLE */
 #if VF_SIMD
     fa_keys keys = {.kt = rowbuf, .stride = round_up(n_kv, FA_KB), .n_kv = n_kv}; /* FA_TRANSPOSED */
-    int64_t qend[FA_PROMPT_TILE];
+    int64_t qend[FA_TRANSPOSED_TILE];
 #endif
 
     /* One token from a head-major cache: a kv head's tiles go to one
@@ -666,9 +666,9 @@ static void fa_task(void *arg, int ith, int nth) {
             for (int i = 0; i < t.cnt; i++)
                 qend[i] = m ? ends[(first + i) / group] : n_kv;
             if (k->type == TPORT_TYPE_F16)
-                prompt_tile_f16(&t, &keys, qend);
+                transposed_tile_f16(&t, &keys, qend);
             else
-                prompt_tile_f32(&t, &keys, qend);
+                transposed_tile_f32(&t, &keys, qend);
             break;
         case FA_ONE:
             if (k->type == TPORT_TYPE_F16)
