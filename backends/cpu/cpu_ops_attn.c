@@ -34,8 +34,11 @@
 #if VF_SIMD
 #define FA_KVEC (VF_LEN == 16 ? 4 : 2)
 #define FA_KB (FA_KVEC * VF_LEN)
-static int64_t round_up(int64_t x, int64_t m) {
-    return (x + m - 1) / m * m;
+/* Floats per row of the transposed keys: n_kv rounded up to a block,
+ * plus one cache line.  With a row of 512 keys (2 KiB), the 64 rows of a
+ * block's keys would fall on 2 of the 64 sets of L1 and evict each other. */
+static int64_t keys_stride(int64_t n_kv) {
+    return (n_kv + FA_KB - 1) / FA_KB * FA_KB + 16;
 }
 #endif
 
@@ -93,7 +96,7 @@ size_t cpu_flash_attn_thread_scratch(const cpu_op *op) {
     size_t floats = rows * (size_t)n_kv, ends = path == FA_HEADS ? 0 : (size_t)n;
 #if VF_SIMD
     if (path == FA_TRANSPOSED)
-        floats += (size_t)hd * (size_t)round_up(n_kv, FA_KB);
+        floats += (size_t)hd * (size_t)keys_stride(n_kv);
 #endif
     if (path == FA_PORTABLE)
         floats += (size_t)(2 + FA_TILE) * (size_t)hd;
@@ -291,7 +294,7 @@ static void one_query_f32(fa_tile *t) {
  * further into the cache. */
 typedef struct fa_keys {
     float *kt;          /* [hd][stride] */
-    int64_t stride;     /* n_kv rounded up to FA_KB */
+    int64_t stride;     /* keys_stride(n_kv) */
     int64_t n_kv;
     const uint8_t *k;   /* row 0 of the kv head they are of; NULL: none yet */
     int64_t end;        /* keys [0, end) are in kt, a multiple of VF_LEN */
@@ -358,7 +361,7 @@ VF_INLINE void scores_block(const fa_tile *t, const fa_keys *kt, int i0, int64_t
  * the last key query i sees.  The scores of every four, then each four's
  * softmax and values (tile_values). */
 VF_INLINE void transposed_tile(fa_tile *t, fa_keys *kt, const int64_t *ends, bool f16) {
-    keys_extend(kt, t->k, t->k_nb1, t->hd, kt->n_kv, round_up(t->kv_end, FA_KB), f16);
+    keys_extend(kt, t->k, t->k_nb1, t->hd, kt->n_kv, (t->kv_end + FA_KB - 1) / FA_KB * FA_KB, f16);
     int64_t four_end[FA_TRANSPOSED_TILE / 4];
     for (int i0 = 0; i0 < t->cnt; i0 += 4) {
         four_end[i0 / 4] = 0;
@@ -627,7 +630,7 @@ static void fa_task(void *arg, int ith, int nth) {
         ends[i] = -1;
     float *rowbuf = align64(ends + n), *acc = rowbuf + 2 * hd; /* FA_PORTABLE */
 #if VF_SIMD
-    fa_keys keys = {.kt = rowbuf, .stride = round_up(n_kv, FA_KB), .n_kv = n_kv}; /* FA_TRANSPOSED */
+    fa_keys keys = {.kt = rowbuf, .stride = keys_stride(n_kv), .n_kv = n_kv}; /* FA_TRANSPOSED */
     int64_t qend[FA_TRANSPOSED_TILE];
 #endif
 
