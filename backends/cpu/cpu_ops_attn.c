@@ -59,7 +59,6 @@ typedef struct fa_tile {
     float scale;
 } fa_tile;
 
-
 /* The four ways through (see the top). */
 typedef enum fa_path { FA_HEADS, FA_TRANSPOSED, FA_ONE, FA_PORTABLE } fa_path;
 
@@ -300,18 +299,17 @@ typedef struct fa_keys {
     int64_t end;        /* keys [0, end) are in kt, a multiple of VF_LEN */
 } fa_keys;
 
-/* kt holds keys [0, end) of the kv head at k (keys past n_kv as zeros) */
-VF_INLINE void keys_extend(fa_keys *kt, const uint8_t *k, size_t nb1, int64_t hd, int64_t n_kv, int64_t end,
-                           bool f16) {
-    if (kt->k != k) {
-        kt->k = k;
+/* kt holds keys [0, end) of tile t's kv head (keys past n_kv as zeros) */
+VF_INLINE void keys_extend(fa_keys *kt, const fa_tile *t, int64_t end, bool f16) {
+    if (kt->k != t->k) {
+        kt->k = t->k;
         kt->end = 0;
     }
     for (; kt->end < end; kt->end += VF_LEN)
-        for (int64_t d0 = 0; d0 < hd; d0 += VF_LEN) {
+        for (int64_t d0 = 0; d0 < t->hd; d0 += VF_LEN) {
             vf r[VF_LEN];
             for (int i = 0; i < VF_LEN; i++)
-                r[i] = kt->end + i < n_kv ? load_kv(k + (size_t)(kt->end + i) * nb1, d0, f16) : vf_zero();
+                r[i] = kt->end + i < kt->n_kv ? load_kv(t->k + (size_t)(kt->end + i) * t->k_nb1, d0, f16) : vf_zero();
             vf_transpose(r);
             for (int i = 0; i < VF_LEN; i++)
                 vf_storeu(kt->kt + (size_t)(d0 + i) * (size_t)kt->stride + kt->end, r[i]);
@@ -361,7 +359,7 @@ VF_INLINE void scores_block(const fa_tile *t, const fa_keys *kt, int i0, int64_t
  * the last key query i sees.  The scores of every four, then each four's
  * softmax and values (tile_values). */
 VF_INLINE void transposed_tile(fa_tile *t, fa_keys *kt, const int64_t *ends, bool f16) {
-    keys_extend(kt, t->k, t->k_nb1, t->hd, kt->n_kv, (t->kv_end + FA_KB - 1) / FA_KB * FA_KB, f16);
+    keys_extend(kt, t, (t->kv_end + FA_KB - 1) / FA_KB * FA_KB, f16);
     int64_t four_end[FA_TRANSPOSED_TILE / 4];
     for (int i0 = 0; i0 < t->cnt; i0 += 4) {
         four_end[i0 / 4] = 0;
@@ -631,8 +629,8 @@ static void fa_task(void *arg, int ith, int nth) {
     float *rowbuf = align64(ends + n), *acc = rowbuf + 2 * hd; /* FA_PORTABLE */
 #if VF_SIMD
     fa_keys keys = {.kt = rowbuf, .stride = keys_stride(n_kv), .n_kv = n_kv}; /* FA_TRANSPOSED */
-    int64_t qend[FA_TRANSPOSED_TILE];
 #endif
+    int64_t qend[FA_TRANSPOSED_TILE]; /* one past the last key query i of a tile sees */
 
     /* One token from a head-major cache: a kv head's tiles go to one
      * thread, so its second tile reads K and V from that core's L2 rather
@@ -643,17 +641,16 @@ static void fa_task(void *arg, int ith, int nth) {
     for (int64_t tile = t0; tile < t1; tile++) {
         int64_t g = tile / tiles_per_group, first = (tile % tiles_per_group) * tile_q;
         t.cnt = (int)(per_group - first < tile_q ? per_group - first : tile_q);
-        t.kv_end = m ? 0 : n_kv; /* one past the last key some query of the tile sees */
+        t.kv_end = 0; /* one past the last key some query of the tile sees */
         for (int i = 0; i < t.cnt; i++) {
             int64_t qi = first + i, h = g * group + qi % group, tok = qi / group;
             t.q[i] = (const float *)(const void *)cpu_row(q, h, tok, 0);
             t.out[i] = (float *)(void *)cpu_row(d, h, tok, 0);
             t.mask[i] = m ? (const float *)(const void *)cpu_row(m, tok, 0, 0) : NULL;
-            if (m) {
-                if (ends[tok] < 0)
-                    ends[tok] = visible_end(t.mask[i], n_kv);
-                t.kv_end = ends[tok] > t.kv_end ? ends[tok] : t.kv_end;
-            }
+            if (m && ends[tok] < 0)
+                ends[tok] = visible_end(t.mask[i], n_kv);
+            qend[i] = m ? ends[tok] : n_kv;
+            t.kv_end = qend[i] > t.kv_end ? qend[i] : t.kv_end;
         }
         t.k = (const uint8_t *)k->data + (size_t)g * k->nb[2];
         for (int i = 0; i < FA_TILE; i++)
@@ -666,8 +663,6 @@ static void fa_task(void *arg, int ith, int nth) {
         switch (path) {
 #if VF_SIMD
         case FA_TRANSPOSED:
-            for (int i = 0; i < t.cnt; i++)
-                qend[i] = m ? ends[(first + i) / group] : n_kv;
             if (k->type == TPORT_TYPE_F16)
                 transposed_tile_f16(&t, &keys, qend);
             else

@@ -71,23 +71,33 @@ VF_INLINE void vf_prefetch(uintptr_t addr, size_t bytes) {
 #endif
 
 #if VF_SIMD
-/* r[0..VF_LEN) := its transpose: lane i of row j goes to lane j of row i. */
-VF_INLINE void vf_transpose(vf r[VF_LEN]) {
+/* r[0..VF_LEN) := its transpose: lane i of row j goes to lane j of row i.
+ * Both widths interleave pairs of rows by 32 bits, then by 64 (within
+ * each 128-bit lane: u[4b + k], lane L, holds rows 4b..4b + 3 of column
+ * 4L + k); only the last step, moving whole 128-bit lanes, differs. */
 #if VF_LEN == 16
-    __m512 t[16], u[16];
-    for (int i = 0; i < 16; i += 2) { /* pairs of rows interleaved by 32 bits */
-        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+#define VF_UNPACKLO _mm512_unpacklo_ps
+#define VF_UNPACKHI _mm512_unpackhi_ps
+#define VF_SHUFFLE _mm512_shuffle_ps
+#else
+#define VF_UNPACKLO _mm256_unpacklo_ps
+#define VF_UNPACKHI _mm256_unpackhi_ps
+#define VF_SHUFFLE _mm256_shuffle_ps
+#endif
+VF_INLINE void vf_transpose(vf r[VF_LEN]) {
+    vf t[VF_LEN], u[VF_LEN];
+    for (int i = 0; i < VF_LEN; i += 2) {
+        t[i] = VF_UNPACKLO(r[i], r[i + 1]);
+        t[i + 1] = VF_UNPACKHI(r[i], r[i + 1]);
     }
-    /* u[4b + k], 128-bit lane L: rows 4b..4b + 3 of column 4L + k */
-    for (int b = 0; b < 4; b++) {
-        u[4 * b + 0] = _mm512_shuffle_ps(t[4 * b], t[4 * b + 2], 0x44);
-        u[4 * b + 1] = _mm512_shuffle_ps(t[4 * b], t[4 * b + 2], 0xEE);
-        u[4 * b + 2] = _mm512_shuffle_ps(t[4 * b + 1], t[4 * b + 3], 0x44);
-        u[4 * b + 3] = _mm512_shuffle_ps(t[4 * b + 1], t[4 * b + 3], 0xEE);
+    for (int b = 0; b < VF_LEN / 4; b++) {
+        u[4 * b + 0] = VF_SHUFFLE(t[4 * b], t[4 * b + 2], 0x44);
+        u[4 * b + 1] = VF_SHUFFLE(t[4 * b], t[4 * b + 2], 0xEE);
+        u[4 * b + 2] = VF_SHUFFLE(t[4 * b + 1], t[4 * b + 3], 0x44);
+        u[4 * b + 3] = VF_SHUFFLE(t[4 * b + 1], t[4 * b + 3], 0xEE);
     }
-    /* column 4L + k: lane L of u[k], u[4 + k], u[8 + k], u[12 + k] */
     for (int k = 0; k < 4; k++) {
+#if VF_LEN == 16 /* column 4L + k: lane L of u[k], u[4 + k], u[8 + k], u[12 + k] */
         const __m512 x0 = _mm512_shuffle_f32x4(u[k], u[4 + k], 0x88), x1 = _mm512_shuffle_f32x4(u[k], u[4 + k], 0xDD);
         const __m512 x2 = _mm512_shuffle_f32x4(u[8 + k], u[12 + k], 0x88),
                      x3 = _mm512_shuffle_f32x4(u[8 + k], u[12 + k], 0xDD);
@@ -95,25 +105,15 @@ VF_INLINE void vf_transpose(vf r[VF_LEN]) {
         r[8 + k] = _mm512_shuffle_f32x4(x0, x2, 0xDD);
         r[4 + k] = _mm512_shuffle_f32x4(x1, x3, 0x88);
         r[12 + k] = _mm512_shuffle_f32x4(x1, x3, 0xDD);
-    }
-#else
-    __m256 t[8], u[8];
-    for (int i = 0; i < 8; i += 2) {
-        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
-        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
-    }
-    for (int b = 0; b < 2; b++) {
-        u[4 * b + 0] = _mm256_shuffle_ps(t[4 * b], t[4 * b + 2], 0x44);
-        u[4 * b + 1] = _mm256_shuffle_ps(t[4 * b], t[4 * b + 2], 0xEE);
-        u[4 * b + 2] = _mm256_shuffle_ps(t[4 * b + 1], t[4 * b + 3], 0x44);
-        u[4 * b + 3] = _mm256_shuffle_ps(t[4 * b + 1], t[4 * b + 3], 0xEE);
-    }
-    for (int k = 0; k < 4; k++) {
+#else /* column 4L + k: lane L of u[k], u[4 + k] */
         r[k] = _mm256_permute2f128_ps(u[k], u[4 + k], 0x20);
         r[4 + k] = _mm256_permute2f128_ps(u[k], u[4 + k], 0x31);
-    }
 #endif
+    }
 }
+#undef VF_UNPACKLO
+#undef VF_UNPACKHI
+#undef VF_SHUFFLE
 #endif
 
 #if VF_SIMD

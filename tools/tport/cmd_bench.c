@@ -268,8 +268,8 @@ static void backends_that_ran(const tport_session *s, char *out, size_t cap) {
     int n_listed = 0;
     size_t len = 0;
     out[0] = '\0';
-    const char *be = NULL, *op = NULL;
-    for (int32_t i = 0; tport_session_placement(s, i, &be, &op) > 0 && n_listed < 16; i++) {
+    const char *be = NULL;
+    for (int32_t i = 0; tport_session_placement(s, i, &be, NULL) > 0 && n_listed < 16; i++) {
         bool seen = !be;
         for (int j = 0; !seen && j < n_listed; j++)
             seen = !strcmp(listed[j], be);
