@@ -8,11 +8,21 @@
  * dependent phases.  Posting a job per op instead cost a wake-up of the
  * workers per op, a few hundred per generated token.
  *
+ * The preparing pass also plans:
+ * - fusions: a norm does the mul by its weight row in the same pass;
+ * - tables: rope's cos and sin, once for all rope nodes alike;
+ * - joins: a node that touches nothing the nodes since the last barrier
+ *   write, and writes nothing they touch, joins them: its first phase
+ *   starts without a barrier.  A layer's three projections of the same
+ *   activations run one after the other that way, the second and third
+ *   finding them packed by the first.
+ *
  * A kernel's failure is recorded in its cpu_op; the threads learn of it at
  * the next barrier, all at the same one, and stop; the calling thread then
  * reports the first failed node.  Nodes share one scratch allocation,
- * sized for the largest: phases that may touch it at once never belong to
- * different nodes. */
+ * sized for the largest: phases of different nodes that may run at once
+ * (joined nodes) lay it out alike, and each thread touches only its own
+ * part. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +38,8 @@ struct cpu_graph {
     int32_t n_ops, cap_ops;
     uint8_t *scratch;
     size_t scratch_size;
+    float *tables; /* rope nodes' cos and sin (prepare_tables) */
+    size_t tables_size;
     cpu_barrier *barrier;
 };
 
@@ -49,6 +61,7 @@ void cpu_graph_free(cpu_graph *g) {
     cpu_barrier_free(g->barrier);
     free(g->ops);
     free(g->scratch);
+    free(g->tables);
     free(g);
 }
 
@@ -60,6 +73,9 @@ void cpu_parallel(cpu_ctx *c, cpu_task_fn fn, void *arg, int nth) {
     if (nth < 1)
         nth = 1;
     bool barrier = c->last_nth > 1 || (c->last_nth == 1 && (nth > 1 || !SKIP_SINGLE_BARRIERS));
+    if (c->first_phase && c->op->joins_previous)
+        barrier = false;
+    c->first_phase = false;
     c->last_nth = nth;
     if (barrier && cpu_barrier_wait(c->barrier, c->ith, c->nth, c->failed)) {
         c->stopped = true;
@@ -115,8 +131,126 @@ static size_t prepare_op(cpu_op *op, const tport_graph_view *v, int32_t idx, int
     return op->shared + op->per_thread * (size_t)op->nth;
 }
 
+/* Fills the rope nodes' tables, one for each set of positions and
+ * parameters, on the calling thread before the run. */
+static tport_status prepare_tables(cpu_graph *g) {
+    size_t need = 0;
+    for (int32_t i = 0; i < g->n_ops; i++) {
+        cpu_op *op = &g->ops[i];
+        if (op->dst->op == TPORT_OP_ROPE && cpu_rope_table_floats(op) > 0)
+            need += cpu_rope_table_floats(op);
+    }
+    if (need > g->tables_size) {
+        free(g->tables);
+        g->tables = malloc(need * sizeof *g->tables);
+        g->tables_size = g->tables ? need : 0;
+        if (!g->tables)
+            return cpu_host->error(TPORT_STATUS_OUT_OF_MEMORY, "cpu: out of memory for rope tables");
+    }
+    size_t used = 0;
+    for (int32_t i = 0; i < g->n_ops; i++) {
+        cpu_op *op = &g->ops[i];
+        size_t n = op->dst->op == TPORT_OP_ROPE ? cpu_rope_table_floats(op) : 0;
+        if (n == 0)
+            continue;
+        for (int32_t j = 0; j < i && !op->table; j++)
+            if (g->ops[j].table && cpu_rope_same_table(&g->ops[j], op))
+                op->table = g->ops[j].table;
+        if (op->table)
+            continue;
+        if (!cpu_rope_fill_table(op, g->tables + used))
+            return cpu_host->error(TPORT_STATUS_OUT_OF_MEMORY, "cpu: out of memory for rope tables");
+        op->table = g->tables + used;
+        used += n;
+    }
+    return TPORT_STATUS_OK;
+}
+
+/* ---- which nodes join the ones before them ---------------------------- */
+
+/* What the nodes since the last certain barrier read and write. */
+#define MAX_PENDING 48
+typedef struct pending {
+    cpu_byte_range reads[MAX_PENDING], writes[MAX_PENDING];
+    int n_reads, n_writes;
+    bool full; /* more than fits: everything may conflict */
+} pending;
+
+static bool conflicts(const pending *p, const cpu_op *op) {
+    if (p->full)
+        return true;
+    cpu_byte_range w = cpu_view_range(op->dst);
+    for (int i = 0; i < p->n_reads; i++)
+        if (cpu_ranges_overlap(w, p->reads[i]))
+            return true;
+    for (int i = 0; i < p->n_writes; i++) {
+        if (cpu_ranges_overlap(w, p->writes[i]))
+            return true;
+        for (int s = 0; s < TPORT_MAX_SRC; s++)
+            if (op->src[s] && cpu_ranges_overlap(cpu_view_range(op->src[s]), p->writes[i]))
+                return true;
+    }
+    return false;
+}
+
+static void add_pending(pending *p, const cpu_op *op) {
+    if (p->n_writes == MAX_PENDING) {
+        p->full = true;
+        return;
+    }
+    p->writes[p->n_writes++] = cpu_view_range(op->dst);
+    for (int s = 0; s < TPORT_MAX_SRC; s++) {
+        /* weights are never written during a compute */
+        if (!op->src[s] || (op->src[s]->flags & TPORT_TENSOR_WEIGHT))
+            continue;
+        if (p->n_reads == MAX_PENDING) {
+            p->full = true;
+            return;
+        }
+        p->reads[p->n_reads++] = cpu_view_range(op->src[s]);
+    }
+}
+
+/* A norm and the mul by its weight row after it become one pass. */
+static void plan_fusions(cpu_graph *g) {
+    for (int32_t i = 1; i < g->n_ops; i++) {
+        cpu_op *norm = &g->ops[i - 1], *mul = &g->ops[i];
+        if (!norm->fused && cpu_norm_fuses_mul(norm, mul)) {
+            norm->fused_mul = mul;
+            mul->fused = true;
+        }
+    }
+}
+
+/* Sets joins_previous and reuses_packing.  A node joins only when both it
+ * and the one before it run on several threads (a barrier then surely
+ * separates the nodes that do not join), its first phase does not write
+ * the shared scratch, and both lay out the scratch alike, so that each
+ * thread's part is its own in both. */
+static void plan_joins(cpu_graph *g) {
+    pending p = {0};
+    cpu_op *prev = NULL; /* the last node that runs phases of its own */
+    for (int32_t i = 0; i < g->n_ops; i++) {
+        cpu_op *op = &g->ops[i];
+        if (op->fused) { /* written by prev's phase */
+            add_pending(&p, op);
+            continue;
+        }
+        op->reuses_packing = prev && cpu_mul_mat_shares_packing(prev, op);
+        op->joins_previous = prev && prev->nth > 1 && op->nth > 1 && (op->shared == 0 || op->reuses_packing) &&
+                             op->shared == prev->shared && op->per_thread == prev->per_thread && !conflicts(&p, op);
+        if (!op->joins_previous && prev && prev->nth > 1)
+            p = (pending){0}; /* prev's last phase ran on several threads: a barrier follows */
+        add_pending(&p, op);
+        prev = op;
+    }
+}
+
 static void run_op(cpu_ctx *c, cpu_op *op) {
+    if (op->fused)
+        return;
     c->op = op;
+    c->first_phase = true;
     switch (op->dst->op) {
     case TPORT_OP_ADD:
     case TPORT_OP_MUL:
@@ -191,6 +325,11 @@ tport_status cpu_graph_compute(cpu_graph *g, cpu_pool *pool, const tport_graph_v
     }
     for (int32_t i = 0; i < g->n_ops; i++)
         g->ops[i].scratch = g->scratch;
+    tport_status st = prepare_tables(g);
+    if (st)
+        return st;
+    plan_fusions(g);
+    plan_joins(g);
 
     cpu_pool_run(pool, graph_task, g, nth);
 

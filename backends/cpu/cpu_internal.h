@@ -46,6 +46,20 @@ typedef struct cpu_op {
     const tport_tensor_view *dst;
     const tport_tensor_view *src[TPORT_MAX_SRC];
     int nth;
+    /* its first phase needs no barrier after the node before it: neither
+     * touches what the other writes, nor scratch the other uses
+     * (cpu_graph.c) */
+    bool joins_previous;
+    /* mul_mat: b's rows are in scratch already, packed the same way by
+     * the node before it (cpu_mul_mat_shares_packing) */
+    bool reuses_packing;
+    /* rms_norm/norm: the mul by a weight row that follows, done in the
+     * same pass (cpu_norm_fuses_mul); that mul runs nothing itself */
+    const struct cpu_op *fused_mul;
+    bool fused;
+    /* rope: the cos and sin of every token, filled before the run; NULL
+     * when the positions are computed by the graph */
+    const float *table;
     /* scratch: `per_thread` bytes for each thread after `shared` bytes */
     uint8_t *scratch;
     size_t shared, per_thread;
@@ -71,13 +85,15 @@ typedef struct cpu_ctx {
     cpu_barrier *barrier;
     cpu_op *op;          /* the node being run */
     int last_nth;        /* threads of the previous phase, 0 before the first */
+    bool first_phase;    /* the next phase is op's first */
     bool failed;         /* a phase this thread ran has failed */
     bool stopped;        /* a barrier reported a failure: run nothing more */
 } cpu_ctx;
 
 /* One phase of ctx->op: fn(arg, ith, nth) on the threads ith < nth (at
  * most ctx->nth), after a barrier with the previous phase unless both run
- * on thread 0 alone.  After a failure nothing more runs. */
+ * on thread 0 alone or this is the first phase of an op that joins the
+ * one before it.  After a failure nothing more runs. */
 CPU_HIDDEN void cpu_parallel(cpu_ctx *ctx, cpu_task_fn fn, void *arg, int nth);
 typedef struct cpu_graph cpu_graph;
 CPU_HIDDEN cpu_graph *cpu_graph_new(void);
@@ -150,6 +166,16 @@ CPU_HIDDEN bool cpu_can_to_float(tport_type_id type);
 CPU_HIDDEN bool cpu_can_from_float(tport_type_id type);
 /* True if the elements (or blocks) of each row are adjacent. */
 CPU_HIDDEN bool cpu_rows_dense(const tport_tensor_view *t);
+/* The bytes a view's elements lie in, [lo, hi): from its first element to
+ * the end of its last; all of memory when that cannot be told. */
+typedef struct cpu_byte_range {
+    uintptr_t lo, hi;
+} cpu_byte_range;
+CPU_HIDDEN cpu_byte_range cpu_view_range(const tport_tensor_view *t);
+CPU_HIDDEN bool cpu_ranges_overlap(cpu_byte_range a, cpu_byte_range b);
+CPU_HIDDEN bool cpu_views_overlap(const tport_tensor_view *a, const tport_tensor_view *b);
+/* The same elements: address, type, shape and strides. */
+CPU_HIDDEN bool cpu_same_view(const tport_tensor_view *a, const tport_tensor_view *b);
 /* n elements of a row (stride nb[0]) to f32; false on failure. */
 CPU_HIDDEN bool cpu_row_to_f32(const tport_tensor_view *t, const uint8_t *row, int64_t n, float *out);
 /* n f32 values into a row of t (stride nb[0]). */
@@ -166,13 +192,24 @@ CPU_HIDDEN bool cpu_supports(const tport_graph_view *g, int32_t node);
 CPU_HIDDEN void cpu_run_elementwise(cpu_ctx *ctx, cpu_op *op);
 CPU_HIDDEN void cpu_run_copy(cpu_ctx *ctx, cpu_op *op);
 CPU_HIDDEN void cpu_run_norm(cpu_ctx *ctx, cpu_op *op);
+/* True if norm can do mul (the node after it) in its own pass. */
+CPU_HIDDEN bool cpu_norm_fuses_mul(const cpu_op *norm, const cpu_op *mul);
 CPU_HIDDEN void cpu_run_rope(cpu_ctx *ctx, cpu_op *op);
+/* A rope node's table of cos and sin (cpu_op.table): its size in floats
+ * (0: the positions are not known before the run), whether two nodes have
+ * the same one, and filling it. */
+CPU_HIDDEN size_t cpu_rope_table_floats(const cpu_op *op);
+CPU_HIDDEN bool cpu_rope_same_table(const cpu_op *a, const cpu_op *b);
+CPU_HIDDEN bool cpu_rope_fill_table(const cpu_op *op, float *table);
 CPU_HIDDEN void cpu_run_activation(cpu_ctx *ctx, cpu_op *op); /* gelu_f16, gelu_erf, tanh, clamp */
 CPU_HIDDEN void cpu_run_mul_mat(cpu_ctx *ctx, cpu_op *op);
 CPU_HIDDEN void cpu_run_flash_attn(cpu_ctx *ctx, cpu_op *op);
 CPU_HIDDEN size_t cpu_flash_attn_thread_scratch(const cpu_op *op);
 CPU_HIDDEN size_t cpu_mul_mat_shared_scratch(const cpu_op *op);
 CPU_HIDDEN size_t cpu_mul_mat_thread_scratch(const cpu_op *op);
+/* True if mul_mat b, run right after mul_mat a, finds its packed rows of
+ * src1 in scratch as a left them: the same src1, packed the same way. */
+CPU_HIDDEN bool cpu_mul_mat_shares_packing(const cpu_op *a, const cpu_op *b);
 
 /* ---- generation against dense f32/f16 weights (cpu_mul_mat_gen.c) -----
  * out[r] = dot(rows[r], b) for r < nrows <= CPU_GEN_ROWS, each row K

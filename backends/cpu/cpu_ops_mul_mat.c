@@ -102,6 +102,15 @@ size_t cpu_mul_mat_shared_scratch(const cpu_op *op) {
     return p.packed_row * (size_t)cpu_nrows(op->src[1]);
 }
 
+bool cpu_mul_mat_shares_packing(const cpu_op *a, const cpu_op *b) {
+    if (a->dst->op != TPORT_OP_MUL_MAT || b->dst->op != TPORT_OP_MUL_MAT || !cpu_same_view(a->src[1], b->src[1]) ||
+        a->shared != b->shared)
+        return false;
+    mm_plan pa = make_plan(a), pb = make_plan(b);
+    return pa.packed_row && pa.packed_row == pb.packed_row && pa.vec_dot_type == pb.vec_dot_type && pa.x8 == pb.x8 &&
+           pa.act_offset == pb.act_offset;
+}
+
 size_t cpu_mul_mat_thread_scratch(const cpu_op *op) {
     mm_plan p = make_plan(op);
     if (p.x8)
@@ -539,7 +548,7 @@ static void x8_task(void *arg, int ith, int nth) {
 
 void cpu_run_mul_mat(cpu_ctx *ctx, cpu_op *op) {
     mm_job job = {op, make_plan(op)};
-    if (job.plan.packed_row) {
+    if (job.plan.packed_row && !op->reuses_packing) {
         /* a few rows (generation) are packed faster than workers wake up */
         int nth = cpu_nrows(op->src[1]) < PACK_MIN_ROWS_PER_THREAD * op->nth ? 1 : op->nth;
         cpu_parallel(ctx, pack_task, &job, nth);

@@ -145,3 +145,35 @@ const float *cpu_row_f32(const tport_tensor_view *t, int64_t i1, int64_t i2, int
     cpu_row_to_f32(t, row, t->ne[0], buf);
     return buf;
 }
+
+cpu_byte_range cpu_view_range(const tport_tensor_view *t) {
+    int64_t bs = cpu_block_size(t->type);
+    size_t size = cpu_type_size(t->type);
+    if (!t->data || bs <= 0 || size == 0)
+        return (cpu_byte_range){0, UINTPTR_MAX};
+    uintptr_t lo = (uintptr_t)t->data, extent = size;
+    for (int d = 0; d < TPORT_MAX_DIMS; d++) {
+        int64_t n = d == 0 ? (t->ne[0] + bs - 1) / bs : t->ne[d];
+        if (n <= 0)
+            return (cpu_byte_range){lo, lo};
+        extent += (uintptr_t)(n - 1) * (uintptr_t)t->nb[d];
+    }
+    return (cpu_byte_range){lo, lo + extent};
+}
+
+bool cpu_ranges_overlap(cpu_byte_range a, cpu_byte_range b) {
+    return a.lo < b.hi && b.lo < a.hi;
+}
+
+bool cpu_views_overlap(const tport_tensor_view *a, const tport_tensor_view *b) {
+    return cpu_ranges_overlap(cpu_view_range(a), cpu_view_range(b));
+}
+
+bool cpu_same_view(const tport_tensor_view *a, const tport_tensor_view *b) {
+    if (a->data != b->data || a->type != b->type)
+        return false;
+    for (int d = 0; d < TPORT_MAX_DIMS; d++)
+        if (a->ne[d] != b->ne[d] || a->nb[d] != b->nb[d])
+            return false;
+    return true;
+}

@@ -158,6 +158,18 @@ tport_status tport_graph_add(tport_graph *g, tport_tensor *out) {
     return TPORT_STATUS_OK;
 }
 
+tport_status tport_graph_expand(tport_graph *g, tport_tensor *t) {
+    if (!g || !t) {
+        if (!g || !tport_last_error()[0])
+            tport_error(TPORT_STATUS_INVALID_ARGUMENT, "graph_expand: NULL %s", g ? "tensor" : "graph");
+        return TPORT_STATUS_INVALID_ARGUMENT;
+    }
+    tport_status st = visit(g, t, 0);
+    if (!st)
+        g->planned = false;
+    return st;
+}
+
 bool tport_graph_is_output(const tport_graph *g, int i) {
     return g && i >= 0 && i < g->n_tensors && g->is_output[i];
 }

@@ -85,6 +85,9 @@ struct tport_graph {
     tport_sched_stats stats;   /* what the last compute moved, see tport.h */
 };
 
+/* Adds t's node, after what it reads, without making t a result: a model
+ * places nodes side by side that a backend can then run together. */
+tport_status tport_graph_expand(tport_graph *g, tport_tensor *t);
 /* True if tensors[i] is one of the graph's results (kept after compute). */
 bool tport_graph_is_output(const tport_graph *g, int i);
 /* Index of t in g->tensors, or -1. */

@@ -70,9 +70,18 @@ tport_status tport_blk_qkv(tport_blk *b, const tport_layer *l, tport_tensor *h, 
         *k = split_heads(b, qkv, hd * nh, nkv);
         *v = split_heads(b, qkv, hd * (nh + nkv), nkv);
     } else {
-        *q = reshape3(b, tport_blk_linear(b, l->wq, l->bq, h), hd, nh, b->n);
-        *k = reshape3(b, tport_blk_linear(b, l->wk, l->bk, h), hd, nkv, b->n);
-        *v = reshape3(b, tport_blk_linear(b, l->wv, l->bv, h), hd, nkv, b->n);
+        tport_tensor *pq = tport_blk_linear(b, l->wq, l->bq, h);
+        tport_tensor *pk = tport_blk_linear(b, l->wk, l->bk, h);
+        tport_tensor *pv = tport_blk_linear(b, l->wv, l->bv, h);
+        /* The three read the same activations.  Side by side in the graph
+         * (else each would come just before its first reader), a backend
+         * can run them together: the CPU backend packs h once and waits
+         * for its threads once. */
+        if (tport_graph_expand(b->g, pq) || tport_graph_expand(b->g, pk) || tport_graph_expand(b->g, pv))
+            return TPORT_STATUS_ERROR;
+        *q = reshape3(b, pq, hd, nh, b->n);
+        *k = reshape3(b, pk, hd, nkv, b->n);
+        *v = reshape3(b, pv, hd, nkv, b->n);
         if (sh->clamp_kqv > 0) {
             *q = tport_clamp(b->ctx, *q, -sh->clamp_kqv, sh->clamp_kqv);
             *k = tport_clamp(b->ctx, *k, -sh->clamp_kqv, sh->clamp_kqv);
