@@ -131,15 +131,24 @@ static size_t prepare_op(cpu_op *op, const tport_graph_view *v, int32_t idx, int
     return op->shared + op->per_thread * (size_t)op->nth;
 }
 
+/* Floats of rope node i's own table: 0 when it has none (positions the
+ * graph computes) or shares an earlier node's. */
+static size_t own_table_floats(const cpu_graph *g, int32_t i) {
+    const cpu_op *op = &g->ops[i];
+    size_t n = op->dst->op == TPORT_OP_ROPE ? cpu_rope_table_floats(op) : 0;
+    for (int32_t j = 0; j < i && n; j++)
+        if (g->ops[j].dst->op == TPORT_OP_ROPE && cpu_rope_table_floats(&g->ops[j]) &&
+            cpu_rope_same_table(&g->ops[j], op))
+            return 0;
+    return n;
+}
+
 /* Fills the rope nodes' tables, one for each set of positions and
  * parameters, on the calling thread before the run. */
 static tport_status prepare_tables(cpu_graph *g) {
     size_t need = 0;
-    for (int32_t i = 0; i < g->n_ops; i++) {
-        cpu_op *op = &g->ops[i];
-        if (op->dst->op == TPORT_OP_ROPE && cpu_rope_table_floats(op) > 0)
-            need += cpu_rope_table_floats(op);
-    }
+    for (int32_t i = 0; i < g->n_ops; i++)
+        need += own_table_floats(g, i);
     if (need > g->tables_size) {
         free(g->tables);
         g->tables = malloc(need * sizeof *g->tables);
@@ -150,18 +159,20 @@ static tport_status prepare_tables(cpu_graph *g) {
     size_t used = 0;
     for (int32_t i = 0; i < g->n_ops; i++) {
         cpu_op *op = &g->ops[i];
-        size_t n = op->dst->op == TPORT_OP_ROPE ? cpu_rope_table_floats(op) : 0;
-        if (n == 0)
+        size_t n = own_table_floats(g, i);
+        if (n) {
+            if (!cpu_rope_fill_table(op, g->tables + used))
+                return cpu_host->error(TPORT_STATUS_OUT_OF_MEMORY, "cpu: out of memory for rope tables");
+            op->table = g->tables + used;
+            used += n;
             continue;
+        }
+        if (op->dst->op != TPORT_OP_ROPE || !cpu_rope_table_floats(op))
+            continue;
+        /* it shares the first alike node's table, filled above */
         for (int32_t j = 0; j < i && !op->table; j++)
             if (g->ops[j].table && cpu_rope_same_table(&g->ops[j], op))
                 op->table = g->ops[j].table;
-        if (op->table)
-            continue;
-        if (!cpu_rope_fill_table(op, g->tables + used))
-            return cpu_host->error(TPORT_STATUS_OUT_OF_MEMORY, "cpu: out of memory for rope tables");
-        op->table = g->tables + used;
-        used += n;
     }
     return TPORT_STATUS_OK;
 }
@@ -179,15 +190,19 @@ typedef struct pending {
 static bool conflicts(const pending *p, const cpu_op *op) {
     if (p->full)
         return true;
-    cpu_byte_range w = cpu_view_range(op->dst);
+    cpu_byte_range w = cpu_view_range(op->dst), r[TPORT_MAX_SRC];
+    int n_r = 0;
+    for (int s = 0; s < TPORT_MAX_SRC; s++)
+        if (op->src[s])
+            r[n_r++] = cpu_view_range(op->src[s]);
     for (int i = 0; i < p->n_reads; i++)
         if (cpu_ranges_overlap(w, p->reads[i]))
             return true;
     for (int i = 0; i < p->n_writes; i++) {
         if (cpu_ranges_overlap(w, p->writes[i]))
             return true;
-        for (int s = 0; s < TPORT_MAX_SRC; s++)
-            if (op->src[s] && cpu_ranges_overlap(cpu_view_range(op->src[s]), p->writes[i]))
+        for (int s = 0; s < n_r; s++)
+            if (cpu_ranges_overlap(r[s], p->writes[i]))
                 return true;
     }
     return false;

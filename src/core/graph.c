@@ -144,30 +144,28 @@ static tport_status visit(tport_graph *g, tport_tensor *t, int depth) {
     return append(g, t);
 }
 
-tport_status tport_graph_add(tport_graph *g, tport_tensor *out) {
-    if (!g || !out) {
-        if (!g || !tport_last_error()[0])
-            tport_error(TPORT_STATUS_INVALID_ARGUMENT, "graph_add: NULL %s", g ? "tensor" : "graph");
-        return TPORT_STATUS_INVALID_ARGUMENT;
-    }
-    tport_status st = visit(g, out, 0);
-    if (st)
-        return st;
-    g->is_output[tport_graph_find(g, out)] = 1;
-    g->planned = false;
-    return TPORT_STATUS_OK;
-}
-
-tport_status tport_graph_expand(tport_graph *g, tport_tensor *t) {
+/* t and what it reads into g; `caller` names the function in messages */
+static tport_status add_nodes(tport_graph *g, tport_tensor *t, const char *caller) {
     if (!g || !t) {
         if (!g || !tport_last_error()[0])
-            tport_error(TPORT_STATUS_INVALID_ARGUMENT, "graph_expand: NULL %s", g ? "tensor" : "graph");
+            tport_error(TPORT_STATUS_INVALID_ARGUMENT, "%s: NULL %s", caller, g ? "tensor" : "graph");
         return TPORT_STATUS_INVALID_ARGUMENT;
     }
     tport_status st = visit(g, t, 0);
     if (!st)
         g->planned = false;
     return st;
+}
+
+tport_status tport_graph_add(tport_graph *g, tport_tensor *out) {
+    tport_status st = add_nodes(g, out, "graph_add");
+    if (!st)
+        g->is_output[tport_graph_find(g, out)] = 1;
+    return st;
+}
+
+tport_status tport_graph_expand(tport_graph *g, tport_tensor *t) {
+    return add_nodes(g, t, "graph_expand");
 }
 
 bool tport_graph_is_output(const tport_graph *g, int i) {
