@@ -332,6 +332,11 @@ CPU_HIDDEN void cpu_x8_act_info(const uint8_t *q8_0_row, int64_t nblk, cpu_x8_ac
  * act_stride, or Q8_K rows for Q4_K (act unused); K elements a row. */
 CPU_HIDDEN void cpu_x8_dot(int layout, const uint8_t *group, int64_t K, const uint8_t *y, size_t y_stride,
                            const cpu_x8_act *act, size_t act_stride, int ncols, float *out);
+/* The same for 4 columns on two groups at once, group and group +
+ * group_stride, Q4_0 or Q8_0 only (the 512-bit kernels, CPU_X8_WIDE):
+ * out[8c + r] for the first, out[32 + 8c + r] for the second. */
+CPU_HIDDEN void cpu_x8_dot_pair(int layout, const uint8_t *group, size_t group_stride, int64_t K, const uint8_t *y,
+                                size_t y_stride, const cpu_x8_act *act, size_t act_stride, float *out);
 
 #if defined(__AVX__)
 #include <immintrin.h>

@@ -372,3 +372,13 @@ void cpu_x8_dot(int layout, const uint8_t *group, int64_t K, const uint8_t *y, s
 }
 
 #endif
+
+#if !CPU_X8_WIDE
+/* Only the 512-bit kernels have a kernel for two groups at once (x8_task
+ * pairs groups only with them); this keeps the meaning for the others. */
+void cpu_x8_dot_pair(int layout, const uint8_t *group, size_t group_stride, int64_t K, const uint8_t *y,
+                     size_t y_stride, const cpu_x8_act *act, size_t act_stride, float *out) {
+    cpu_x8_dot(layout, group, K, y, y_stride, act, act_stride, 4, out);
+    cpu_x8_dot(layout, group + group_stride, K, y, y_stride, act, act_stride, 4, out + 32);
+}
+#endif

@@ -115,6 +115,65 @@ Z_INLINE void legacy_z(const uint8_t *g, int64_t nblk, const uint8_t *y, size_t 
     store_cols(out, NC, acc[0], acc[1], acc[2], acc[3], z, z, z, z);
 }
 
+/* The 4-column batch kernel of legacy_z on two groups at once, g and
+ * g + gs (16 rows): each activation broadcast feeds two dpbusd instead of
+ * one.  With one group, loads (the broadcasts, the weights, the finish's
+ * operands) outnumber the dpbusd almost two to one and are what bounds
+ * the kernel; here they are about one to one.  out[8c + r] for the first
+ * group and out[32 + 8c + r] for the second. */
+Z_INLINE void legacy_z2(const uint8_t *g, size_t gs, int64_t nblk, const uint8_t *y, size_t ys,
+                        const cpu_x8_act *act, size_t as, const bool Q8, float *out) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    __m512 acc0[4], acc1[4];
+    for (int c = 0; c < 4; c++)
+        acc0[c] = acc1[c] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nblk; b++, g += Q8 ? 272 : 144, y += 34) {
+        __m512i s0[4], s1[4];
+        for (int c = 0; c < 4; c++)
+            s0[c] = s1[c] = _mm512_setzero_si512();
+        for (int j = 0; j < (Q8 ? 4 : 2); j++) {
+            const __m512i p0 = _mm512_loadu_si512((const void *)(g + 16 + 64 * j));
+            const __m512i p1 = _mm512_loadu_si512((const void *)(g + gs + 16 + 64 * j));
+            const uint8_t *q = y + 2 + 8 * j;
+            if (Q8) {
+                for (int c = 0; c < 4; c++) {
+                    const __m512i v = bcast8(q + (size_t)c * ys);
+                    s0[c] = _mm512_dpbusd_epi32(s0[c], p0, v);
+                    s1[c] = _mm512_dpbusd_epi32(s1[c], p1, v);
+                }
+            } else { /* low nibbles: elements 8j.., high: 16 + 8j.. */
+                const __m512i l0 = _mm512_and_si512(p0, m4), l1 = _mm512_and_si512(p1, m4);
+                const __m512i h0 = _mm512_and_si512(_mm512_srli_epi16(p0, 4), m4);
+                const __m512i h1 = _mm512_and_si512(_mm512_srli_epi16(p1, 4), m4);
+                for (int c = 0; c < 4; c++) {
+                    const __m512i vl = bcast8(q + (size_t)c * ys), vh = bcast8(q + (size_t)c * ys + 16);
+                    s0[c] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(s0[c], l0, vl), h0, vh);
+                    s1[c] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(s1[c], l1, vl), h1, vh);
+                }
+            }
+        }
+        const __m512 dx0 = scales_paired(g), dx1 = scales_paired(g + gs);
+        for (int c = 0; c < 4; c++) {
+            const cpu_x8_act *a = act + (size_t)c * as + b;
+            const __m512i off = _mm512_set1_epi32((Q8 ? 64 : 4) * a->sum);
+            const __m512 dy = _mm512_set1_ps(a->d);
+            acc0[c] = _mm512_fmadd_ps(_mm512_mul_ps(dx0, dy), _mm512_cvtepi32_ps(_mm512_sub_epi32(s0[c], off)), acc0[c]);
+            acc1[c] = _mm512_fmadd_ps(_mm512_mul_ps(dx1, dy), _mm512_cvtepi32_ps(_mm512_sub_epi32(s1[c], off)), acc1[c]);
+        }
+    }
+    const __m256 z = _mm256_setzero_ps();
+    store_cols(out, 4, acc0[0], acc0[1], acc0[2], acc0[3], z, z, z, z);
+    store_cols(out + 32, 4, acc1[0], acc1[1], acc1[2], acc1[3], z, z, z, z);
+}
+
+void cpu_x8_dot_pair(int layout, const uint8_t *group, size_t group_stride, int64_t K, const uint8_t *y,
+                     size_t y_stride, const cpu_x8_act *act, size_t act_stride, float *out) {
+    if (layout == CPU_LAYOUT_Q8_0_X8)
+        legacy_z2(group, group_stride, K / 32, y, y_stride, act, act_stride, true, out);
+    else
+        legacy_z2(group, group_stride, K / 32, y, y_stride, act, act_stride, false, out);
+}
+
 /* Row r's 6-bit scale of sub-block j (sc[j][r] at g + 32 + 8j) as the
  * int16 pair (scale, 0) in lanes 2r and 2r + 1, for dpwssd. */
 Z_INLINE __m512i q4_K_scale_paired(const uint8_t *g, int j) {
