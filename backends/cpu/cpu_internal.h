@@ -333,8 +333,9 @@ CPU_HIDDEN void cpu_x8_act_info(const uint8_t *q8_0_row, int64_t nblk, cpu_x8_ac
 CPU_HIDDEN void cpu_x8_dot(int layout, const uint8_t *group, int64_t K, const uint8_t *y, size_t y_stride,
                            const cpu_x8_act *act, size_t act_stride, int ncols, float *out);
 /* The same for 4 columns on two groups at once, group and group +
- * group_stride, Q4_0 or Q8_0 only (the 512-bit kernels, CPU_X8_WIDE):
- * out[8c + r] for the first, out[32 + 8c + r] for the second. */
+ * group_stride: out[8c + r] for the first, out[32 + 8c + r] for the
+ * second.  Faster than two calls of cpu_x8_dot with the 512-bit kernels
+ * (CPU_X8_WIDE) only; the same bits either way. */
 CPU_HIDDEN void cpu_x8_dot_pair(int layout, const uint8_t *group, size_t group_stride, int64_t K, const uint8_t *y,
                                 size_t y_stride, const cpu_x8_act *act, size_t act_stride, float *out);
 

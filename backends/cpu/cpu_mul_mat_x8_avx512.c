@@ -35,6 +35,13 @@
 bool cpu_x8_available(void) { return true; }
 
 #define Z_INLINE static inline __attribute__((always_inline))
+#if defined(__clang__)
+#define Z_NO_UNROLL _Pragma("clang loop unroll(disable)")
+#elif defined(__GNUC__)
+#define Z_NO_UNROLL _Pragma("GCC unroll 1")
+#else
+#define Z_NO_UNROLL
+#endif
 
 /* 8 activation bytes at p in every 64-bit lane. */
 Z_INLINE __m512i bcast8(const uint8_t *p) {
@@ -166,13 +173,6 @@ Z_INLINE void legacy_z2(const uint8_t *g, size_t gs, int64_t nblk, const uint8_t
     store_cols(out + 32, 4, acc1[0], acc1[1], acc1[2], acc1[3], z, z, z, z);
 }
 
-void cpu_x8_dot_pair(int layout, const uint8_t *group, size_t group_stride, int64_t K, const uint8_t *y,
-                     size_t y_stride, const cpu_x8_act *act, size_t act_stride, float *out) {
-    if (layout == CPU_LAYOUT_Q8_0_X8)
-        legacy_z2(group, group_stride, K / 32, y, y_stride, act, act_stride, true, out);
-    else
-        legacy_z2(group, group_stride, K / 32, y, y_stride, act, act_stride, false, out);
-}
 
 /* Row r's 6-bit scale of sub-block j (sc[j][r] at g + 32 + 8j) as the
  * int16 pair (scale, 0) in lanes 2r and 2r + 1, for dpwssd. */
@@ -243,6 +243,82 @@ Z_INLINE void q4_K_z(const uint8_t *g, int64_t nsb, const uint8_t *y, size_t ys,
             q4_K_finish(g, y + 3 * ys, dx, mx, i3, &acc3, &macc3);
     }
     store_cols(out, NC, acc0, acc1, acc2, acc3, macc0, macc1, macc2, macc3);
+}
+
+/* The 4-column batch kernel of q4_K_z on two groups at once, g and g +
+ * gs, as legacy_z2.  The low and high sub-blocks of each pair go in
+ * separate passes (each weight chunk is loaded twice) so that the
+ * integer sums of both groups and four columns fit the registers.
+ * out[8c + r] for the first group and out[32 + 8c + r] for the second. */
+/* One sub-block (pair q, high nibbles or low) of q4_K_z2: the two groups'
+ * integer sums against four columns, scaled into isum. */
+Z_INLINE void q4_K_sub2(const uint8_t *g, size_t gs, const uint8_t *y, size_t ys, int q, const int high,
+                        __m512i isum[2][4]) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    __m512i l[2][4];
+    for (int k = 0; k < 2; k++)
+        for (int c = 0; c < 4; c++)
+            l[k][c] = _mm512_setzero_si512();
+    for (int ch = 0; ch < 4; ch++) {
+        __m512i v[4];
+        for (int c = 0; c < 4; c++)
+            v[c] = bcast8(y + (size_t)c * ys + 4 + 64 * q + 8 * ch + 32 * high);
+        for (int k = 0; k < 2; k++) {
+            const __m512i p = _mm512_loadu_si512((const void *)(g + k * gs + 160 + 256 * q + 64 * ch));
+            const __m512i w = _mm512_and_si512(high ? _mm512_srli_epi16(p, 4) : p, m4);
+            for (int c = 0; c < 4; c++)
+                l[k][c] = _mm512_dpbusd_epi32(l[k][c], w, v[c]);
+        }
+    }
+    for (int k = 0; k < 2; k++) {
+        const __m512i sc = q4_K_scale_paired(g + k * gs, 2 * q + high);
+        for (int c = 0; c < 4; c++)
+            isum[k][c] = _mm512_dpwssd_epi32(isum[k][c], l[k][c], sc);
+    }
+}
+
+/* The 4-column batch kernel of q4_K_z on two groups at once, g and g +
+ * gs, as legacy_z2.  The low and high sub-blocks of each pair go in
+ * separate passes (each weight chunk is loaded twice) so that the
+ * integer sums of both groups and four columns fit the registers.
+ * out[8c + r] for the first group and out[32 + 8c + r] for the second. */
+Z_INLINE void q4_K_z2(const uint8_t *g, size_t gs, int64_t nsb, const uint8_t *y, size_t ys, float *out) {
+    __m512 acc[2][4];
+    __m256 macc[2][4];
+    for (int k = 0; k < 2; k++)
+        for (int c = 0; c < 4; c++)
+            acc[k][c] = _mm512_setzero_ps(), macc[k][c] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nsb; b++, g += 1184, y += 292) {
+        __m512i isum[2][4];
+        for (int k = 0; k < 2; k++)
+            for (int c = 0; c < 4; c++)
+                isum[k][c] = _mm512_setzero_si512();
+        Z_NO_UNROLL /* unrolled, the sums of the four pairs do not fit the registers */
+        for (int q = 0; q < 4; q++) {
+            q4_K_sub2(g, gs, y, ys, q, 0, isum);
+            q4_K_sub2(g, gs, y, ys, q, 1, isum);
+        }
+        for (int k = 0; k < 2; k++) {
+            const uint8_t *gk = g + k * gs;
+            const __m512 dx = scales_paired(gk);
+            const __m256 mx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(gk + 16)));
+            for (int c = 0; c < 4; c++)
+                q4_K_finish(gk, y + (size_t)c * ys, dx, mx, isum[k][c], &acc[k][c], &macc[k][c]);
+        }
+    }
+    for (int k = 0; k < 2; k++)
+        store_cols(out + 32 * k, 4, acc[k][0], acc[k][1], acc[k][2], acc[k][3], macc[k][0], macc[k][1], macc[k][2],
+                   macc[k][3]);
+}
+
+void cpu_x8_dot_pair(int layout, const uint8_t *group, size_t group_stride, int64_t K, const uint8_t *y,
+                     size_t y_stride, const cpu_x8_act *act, size_t act_stride, float *out) {
+    if (layout == CPU_LAYOUT_Q4_K_X8)
+        q4_K_z2(group, group_stride, K / 256, y, y_stride, out);
+    else if (layout == CPU_LAYOUT_Q8_0_X8)
+        legacy_z2(group, group_stride, K / 32, y, y_stride, act, act_stride, true, out);
+    else
+        legacy_z2(group, group_stride, K / 32, y, y_stride, act, act_stride, false, out);
 }
 
 /* One group against NC columns in the kernel of its layout. */

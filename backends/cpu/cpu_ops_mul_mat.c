@@ -548,12 +548,12 @@ static void x8_columns(const mm_job *job, int64_t g, int64_t j, int nc, bool pai
 
 /* The x8 path: groups of 8 re-encoded weight rows (cpu_repack.c) against
  * every column of b, four at a time; a and b are 2-D (cpu_supports).  A
- * batch takes the groups two at a time where the kernels allow it (in
+ * batch takes the groups two at a time with the 512-bit kernels (in
  * chunks of an even number of groups). */
 static void x8_task(void *arg, int ith, int nth) {
     mm_job *job = arg;
     const mm_plan *p = &job->plan;
-    bool pairs = CPU_X8_WIDE && p->x8 != CPU_LAYOUT_Q4_K_X8 && p->M >= 4;
+    bool pairs = CPU_X8_WIDE && p->M >= 4;
     int64_t groups = p->N / 8, chunk = cpu_chunk_size(groups, nth, mm_chunks_per_thread(p)), g0, g1;
     (void)ith;
     if (pairs)
