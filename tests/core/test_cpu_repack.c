@@ -3,10 +3,11 @@
  *   - tensor_alloc_size asks for exactly the eligible weights (2-D, rows a
  *     multiple of 8, blocks whole and dense) and 0 for the rest, and 0 for
  *     all with TPORT_CPU_REPACK=0;
- *   - mul_mat on the re-encoded copy, for 1 to 9 columns and 1 and 2
+ *   - mul_mat on the re-encoded copy, for 1 to 15 columns and 1 and 2
  *     threads, agrees with a double-precision dot of the dequantized
  *     weights within the activation-quantization bound, and with the same
  *     node on the plain bytes within float-summation-order differences;
+ *     each column computed alone gives the batch's bits exactly;
  *   - get_rows of the copy gives exactly the dequantized rows;
  *   - a handle that is not the backend's, or a view at another address,
  *     is declined, not read.
@@ -125,6 +126,24 @@ static void check(tport_type_id type, int64_t K, int64_t N, int64_t M, int threa
     }
     CHECK(!bad_ref && !bad_plain, "%s K%lld N%lld M%lld t%d: %d outputs off the reference, %d off the plain path",
           tr->info.name, (long long)K, (long long)N, (long long)M, threads, bad_ref, bad_plain);
+
+    /* Each column alone gives the batch's bits: one column takes the
+     * one-column kernels, a batch the four-column ones on one group or two
+     * at a time, and all of them add a row's block products in one order. */
+    if (M > 1) {
+        float *col = malloc((size_t)N * sizeof *col);
+        int bad_cols = 0;
+        for (int64_t j = 0; j < M; j++) {
+            tport_tensor_view c1[3] = {ts[0], view(TPORT_TYPE_F32, K, 1, x + j * K), view(TPORT_TYPE_F32, N, 1, col)};
+            c1[2].op = TPORT_OP_MUL_MAT;
+            c1[2].src[0] = 0, c1[2].src[1] = 1;
+            CHECK(run_node(c1, 3, threads) == TPORT_STATUS_OK, "one column: %s", tport_last_error());
+            bad_cols += memcmp(col, y_own + j * N, (size_t)N * sizeof(float)) != 0;
+        }
+        CHECK(!bad_cols, "%s K%lld N%lld M%lld t%d: %d columns differ alone from in the batch", tr->info.name,
+              (long long)K, (long long)N, (long long)M, threads, bad_cols);
+        free(col);
+    }
 
     /* get_rows of the copy: the dequantized rows, exactly */
     int32_t ids[3] = {(int32_t)(N - 1), 0, (int32_t)(N / 2 + 1)};
