@@ -21,7 +21,11 @@
  * - Q4_K's mins' term comes from Q8_K's bsums as in the 256-bit kernels.
  * A lane of a Q4_K sub-block sums 16 products of at most 15 x 127 (30480),
  * so it fits int16 and the sub-block's scale is applied with one dpwssd
- * against (scale, 0) int16 pairs. */
+ * against (scale, 0) int16 pairs.
+ *
+ * Batches take two groups at once (legacy_z2, q4_K_z2: cpu_x8_dot_pair),
+ * so that each activation broadcast feeds two dpbusd; every output is
+ * summed in the same order as in the one-group kernels, to the same bits. */
 #include <string.h>
 
 #include "cpu_internal.h"
