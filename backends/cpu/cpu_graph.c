@@ -159,20 +159,20 @@ static tport_status prepare_tables(cpu_graph *g) {
     size_t used = 0;
     for (int32_t i = 0; i < g->n_ops; i++) {
         cpu_op *op = &g->ops[i];
-        size_t n = own_table_floats(g, i);
-        if (n) {
-            if (!cpu_rope_fill_table(op, g->tables + used))
-                return cpu_host->error(TPORT_STATUS_OUT_OF_MEMORY, "cpu: out of memory for rope tables");
-            op->table = g->tables + used;
-            used += n;
+        size_t n = op->dst->op == TPORT_OP_ROPE ? cpu_rope_table_floats(op) : 0;
+        if (n == 0)
             continue;
-        }
-        if (op->dst->op != TPORT_OP_ROPE || !cpu_rope_table_floats(op))
-            continue;
-        /* it shares the first alike node's table, filled above */
+        /* the first alike node's table (own_table_floats counted none for
+         * this one then), else one of its own */
         for (int32_t j = 0; j < i && !op->table; j++)
             if (g->ops[j].table && cpu_rope_same_table(&g->ops[j], op))
                 op->table = g->ops[j].table;
+        if (op->table)
+            continue;
+        if (!cpu_rope_fill_table(op, g->tables + used))
+            return cpu_host->error(TPORT_STATUS_OUT_OF_MEMORY, "cpu: out of memory for rope tables");
+        op->table = g->tables + used;
+        used += n;
     }
     return TPORT_STATUS_OK;
 }

@@ -166,17 +166,14 @@ Z_INLINE void legacy_z2(const uint8_t *g, size_t gs, int64_t nblk, const uint8_t
         const __m512 dx0 = scales_paired(g), dx1 = scales_paired(g + gs);
         for (int c = 0; c < 4; c++) {
             const cpu_x8_act *a = act + (size_t)c * as + b;
-            const __m512i off = _mm512_set1_epi32((Q8 ? 64 : 4) * a->sum);
-            const __m512 dy = _mm512_set1_ps(a->d);
-            acc0[c] = _mm512_fmadd_ps(_mm512_mul_ps(dx0, dy), _mm512_cvtepi32_ps(_mm512_sub_epi32(s0[c], off)), acc0[c]);
-            acc1[c] = _mm512_fmadd_ps(_mm512_mul_ps(dx1, dy), _mm512_cvtepi32_ps(_mm512_sub_epi32(s1[c], off)), acc1[c]);
+            acc0[c] = legacy_finish(acc0[c], s0[c], dx0, a, Q8 ? 64 : 4);
+            acc1[c] = legacy_finish(acc1[c], s1[c], dx1, a, Q8 ? 64 : 4);
         }
     }
     const __m256 z = _mm256_setzero_ps();
     store_cols(out, 4, acc0[0], acc0[1], acc0[2], acc0[3], z, z, z, z);
     store_cols(out + 32, 4, acc1[0], acc1[1], acc1[2], acc1[3], z, z, z, z);
 }
-
 
 /* Row r's 6-bit scale of sub-block j (sc[j][r] at g + 32 + 8j) as the
  * int16 pair (scale, 0) in lanes 2r and 2r + 1, for dpwssd. */
@@ -249,11 +246,6 @@ Z_INLINE void q4_K_z(const uint8_t *g, int64_t nsb, const uint8_t *y, size_t ys,
     store_cols(out, NC, acc0, acc1, acc2, acc3, macc0, macc1, macc2, macc3);
 }
 
-/* The 4-column batch kernel of q4_K_z on two groups at once, g and g +
- * gs, as legacy_z2.  The low and high sub-blocks of each pair go in
- * separate passes (each weight chunk is loaded twice) so that the
- * integer sums of both groups and four columns fit the registers.
- * out[8c + r] for the first group and out[32 + 8c + r] for the second. */
 /* One sub-block (pair q, high nibbles or low) of q4_K_z2: the two groups'
  * integer sums against four columns, scaled into isum. */
 Z_INLINE void q4_K_sub2(const uint8_t *g, size_t gs, const uint8_t *y, size_t ys, int q, const int high,

@@ -521,14 +521,14 @@ static void dense_task(void *arg, int ith, int nth) {
     }
 }
 
-/* Group g of an x8 weight against columns j .. j + nc - 1 into d; pair:
- * groups g and g + 1 (the 4-column kernel on two groups at once). */
-static void x8_columns(const mm_job *job, int64_t g, int64_t j, int nc, bool pair) {
+/* Group g of an x8 weight (group_bytes each) against columns j .. j + nc
+ * - 1 into d; pair: groups g and g + 1 (the 4-column kernel on two
+ * groups at once). */
+static void x8_columns(const mm_job *job, size_t group_bytes, int64_t g, int64_t j, int nc, bool pair) {
     const mm_plan *p = &job->plan;
     const tport_tensor_view *a = job->op->src[0], *d = job->op->dst;
     const cpu_x8_act *act = (const cpu_x8_act *)(job->op->scratch + p->act_offset);
     int64_t nblk = p->K / 32;
-    size_t group_bytes = cpu_x8_group_bytes(p->x8, p->K);
     const uint8_t *group = (const uint8_t *)a->data + (size_t)g * group_bytes;
     const uint8_t *y = b_row(job, j, 0, 0);
     float s[2 * 4 * 8];
@@ -555,13 +555,14 @@ static void x8_task(void *arg, int ith, int nth) {
     const mm_plan *p = &job->plan;
     bool pairs = CPU_X8_WIDE && p->M >= 4;
     int64_t groups = p->N / 8, chunk = cpu_chunk_size(groups, nth, mm_chunks_per_thread(p)), g0, g1;
+    size_t group_bytes = cpu_x8_group_bytes(p->x8, p->K);
     (void)ith;
     if (pairs)
         chunk += chunk & 1;
     while (cpu_claim(job->op, groups, chunk, &g0, &g1))
         for (int64_t g = g0; g < g1; g += 1 + (pairs && g + 1 < g1))
             for (int64_t j = 0; j < p->M; j += 4)
-                x8_columns(job, g, j, (int)(p->M - j < 4 ? p->M - j : 4), pairs && g + 1 < g1);
+                x8_columns(job, group_bytes, g, j, (int)(p->M - j < 4 ? p->M - j : 4), pairs && g + 1 < g1);
 }
 
 void cpu_run_mul_mat(cpu_ctx *ctx, cpu_op *op) {
