@@ -44,6 +44,7 @@ typedef struct mm_plan {
     int tiled;                 /* TILED_*: a batch through a tiled kernel */
     int x8;                    /* CPU_LAYOUT_* of a re-encoded a (cpu_repack.c), 0 = plain */
     bool dense;                /* a batch of dense f32/f16 weights (cpu_mul_mat_dense.c) */
+    bool bf16;                 /* dense, multiplied in bf16: b packed as bf16 rows */
     bool gen;                  /* one column against dense f32/f16 weights (cpu_mul_mat_gen.c) */
     size_t act_offset;         /* x8: where the cpu_x8_act of b's blocks start in scratch */
 } mm_plan;
@@ -91,6 +92,11 @@ static mm_plan make_plan(const cpu_op *op) {
         p.packed_row = (size_t)p.K * sizeof(float);
     p.dense = !p.vec_dot && p.M >= TILED_MIN_COLS && cpu_rows_dense(a) && cpu_dense_mm_available(a->type, p.K) &&
               op->dst->nb[0] == sizeof(float);
+    if (p.dense && cpu_dense_bf16(a->type, p.K)) {
+        p.bf16 = true;
+        p.vec_dot_type = TPORT_TYPE_BF16; /* tells packings apart (cpu_mul_mat_shares_packing) */
+        p.packed_row = (size_t)p.K * sizeof(uint16_t);
+    }
     p.gen = !p.vec_dot && p.M == 1 && cpu_gen_available(a);
     return p;
 }
@@ -117,8 +123,11 @@ size_t cpu_mul_mat_thread_scratch(const cpu_op *op) {
         return 0;
     if (p.tiled)
         return p.tiled == TILED_Q8_0 ? cpu_q8tile_scratch(p.K) : cpu_q4ktile_scratch(p.K);
-    if (p.dense)
-        return cpu_dense_mm_scratch();
+    if (p.dense) {
+        /* bf16: packing may first copy a row of b to f32 (cpu_row_f32) */
+        size_t row = p.bf16 ? (size_t)p.K * sizeof(float) : 0;
+        return cpu_dense_mm_scratch() > row ? cpu_dense_mm_scratch() : row;
+    }
     return p.vec_dot ? 0 : (size_t)TILE * (size_t)p.K * sizeof(float); /* converted rows of a */
 }
 
@@ -302,6 +311,10 @@ static void pack_task(void *arg, int ith, int nth) {
         int64_t i1, i2, i3;
         cpu_unravel_row(b, r, &i1, &i2, &i3);
         uint8_t *dst = op->scratch + (size_t)r * job->plan.packed_row;
+        if (job->plan.bf16) {
+            cpu_dense_column_bf16(cpu_row_f32(b, i1, i2, i3, buf), job->plan.K, (uint16_t *)(void *)dst);
+            continue;
+        }
         if (!job->plan.vec_dot && !job->plan.x8) {
             cpu_row_to_f32(b, cpu_row(b, i1, i2, i3), job->plan.K, (float *)dst);
             continue;
@@ -513,6 +526,7 @@ static void dense_task(void *arg, int ith, int nth) {
             .ldb = p->packed_row ? p->packed_row : b->nb[1],
             .c = cpu_row(d, 0, i12, i13) + (size_t)i0 * sizeof(float),
             .ldc = d->nb[1],
+            .bf16 = p->bf16,
         };
         if (!cpu_dense_mm_run(&x, scratch)) {
             cpu_op_fail(op, TPORT_STATUS_UNSUPPORTED, "mul_mat: cannot convert type %u to f32", a->type);

@@ -8,11 +8,31 @@
  *
  * The variant is named by TPORT_TEST_CPU_VARIANT (a plug-in file); without
  * it, or on a machine lacking the variant's instruction sets, the test
- * checks whatever "cpu" backend is active. */
+ * checks whatever "cpu" backend is active.
+ *
+ * With TPORT_CPU_F16_BATCH=bf16, f16 batches (4+ columns, K a multiple of
+ * 16) of the avx512 variant on a CPU with AVX512-BF16 must equal, to f32
+ * rounding, the dot of weights and activations both rounded to bf16, and
+ * differ from the exact dot somewhere (so the bf16 kernel ran); every
+ * other variant or CPU must stay exact. */
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core_test_util.h"
 #include "quant/type_table.h"
+
+static bool expect_bf16; /* f16 batches multiply in bf16 here (main) */
+
+/* f32 rounded to bf16 (nearest even) and back; the test's own rounding */
+static double bf16_round(double v) {
+    float f = (float)v;
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
 
 static void check_type(tport_type_id type, int64_t K, int64_t N, int64_t M, int threads) {
     const tport_type_traits *tr = tport_traits(type);
@@ -35,21 +55,27 @@ static void check_type(tport_type_id type, int64_t K, int64_t N, int64_t M, int 
     tport_tensor *y = tport_mul_mat(ctx, q, x);
     tport_graph *g = ct_run(ctx, y, threads);
     CHECK(g, "%s: mul_mat %lldx%lldx%lld", tr->info.name, (long long)K, (long long)N, (long long)M);
-    int bad = 0;
+    bool bf16 = expect_bf16 && type == TPORT_TYPE_F16 && M >= 4 && K % 16 == 0;
+    int bad = 0, off_exact = 0;
     for (int64_t j = 0; g && j < M; j++) {
         double xmax = 0.0;
         for (int64_t k = 0; k < K; k++)
             xmax = fmax(xmax, fabs(ct_get(x, k, j, 0, 0)));
         for (int64_t i = 0; i < N; i++) {
-            double s = 0.0, sa = 0.0;
+            double s = 0.0, sa = 0.0, exact = 0.0;
             for (int64_t k = 0; k < K; k++) {
-                s += (double)deq[i * K + k] * ct_get(x, k, j, 0, 0);
+                double w = deq[i * K + k], v = ct_get(x, k, j, 0, 0);
+                exact += w * v;
+                s += bf16 ? bf16_round(w) * bf16_round(v) : w * v;
                 sa += fabs(deq[i * K + k]);
             }
             /* f32/f16 weights: float rounding only; quantized: activations
              * are quantized to 8 bits, error <= sum|w| * max|x| / 254 */
             double bound = tr->info.is_quantized ? sa * xmax / 200.0 + 1e-4 : 1e-4 * (sa * xmax + 1.0);
+            if (bf16)
+                bound = 3e-5 * sa * xmax + 1e-6;
             double got = ct_get(y, i, j, 0, 0);
+            off_exact += bf16 && fabs(got - exact) > bound;
             if (!(fabs(got - s) <= bound)) {
                 if (!bad)
                     fprintf(stderr, "%s K%lld N%lld M%lld t%d: [%lld,%lld] = %g, want %g (bound %g)\n",
@@ -59,8 +85,10 @@ static void check_type(tport_type_id type, int64_t K, int64_t N, int64_t M, int 
             }
         }
     }
-    CHECK(!bad, "%s K%lld N%lld M%lld, %d threads: %d outputs off", tr->info.name, (long long)K, (long long)N,
-          (long long)M, threads, bad);
+    CHECK(!bad, "%s K%lld N%lld M%lld, %d threads: %d outputs off%s", tr->info.name, (long long)K, (long long)N,
+          (long long)M, threads, bad, bf16 ? " the bf16 dot" : "");
+    CHECK(!bf16 || off_exact > 0, "%s K%lld N%lld M%lld, %d threads: bf16 asked for, every output exact",
+          tr->info.name, (long long)K, (long long)N, (long long)M, threads);
     tport_graph_free(g);
     free(deq);
     tport_ctx_free(ctx);
@@ -73,6 +101,16 @@ int main(void) {
         if (st != TPORT_STATUS_OK)
             fprintf(stderr, "note: %s not loaded (%s): testing the active cpu backend\n", variant,
                     tport_last_error());
+        const char *batch = getenv("TPORT_CPU_F16_BATCH");
+        expect_bf16 = st == TPORT_STATUS_OK && strstr(variant, "avx512") && batch && !strcmp(batch, "bf16");
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+        expect_bf16 = expect_bf16 && __builtin_cpu_supports("avx512bf16");
+#else
+        expect_bf16 = false;
+#endif
+        if (batch)
+            fprintf(stderr, "note: TPORT_CPU_F16_BATCH=%s: f16 batches expected %s\n", batch,
+                    expect_bf16 ? "in bf16" : "exact");
     }
     static const tport_type_id types[] = {TPORT_TYPE_F32, TPORT_TYPE_F16, TPORT_TYPE_Q8_0, TPORT_TYPE_Q4_0,
                                           TPORT_TYPE_Q4_K};
