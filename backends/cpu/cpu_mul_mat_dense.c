@@ -134,6 +134,32 @@ static inline __m256 load8(tport_type_id type, const uint8_t *src) {
 }
 #endif
 
+/* The part [k0, k0 + kc) of the (up to) STEP rows after those at r0,
+ * fetched into L1 a few lines at a time while a pack converts these (a
+ * running row and offset: no division per line). */
+typedef struct row_stream {
+    uintptr_t next; /* the first row's part */
+    size_t lda, row_bytes, off;
+    int row, rows;
+} row_stream;
+
+static inline row_stream next_rows(const cpu_dense_mm *x, int r0, int64_t k0, int64_t kc, size_t es) {
+    int rows = x->rows - (r0 + STEP) < STEP ? x->rows - (r0 + STEP) : STEP;
+    return (row_stream){.next = (uintptr_t)x->a + (uintptr_t)(r0 + STEP) * x->lda + (uintptr_t)k0 * es,
+                        .lda = x->lda,
+                        .row_bytes = (size_t)kc * es,
+                        .rows = rows > 0 ? rows : 0};
+}
+
+static inline void stream_lines(row_stream *s, int lines) {
+    for (int i = 0; i < lines && s->row < s->rows; i++) {
+        __builtin_prefetch((const void *)(s->next + (uintptr_t)s->row * s->lda + s->off), 0, 3);
+        s->off += 64;
+        if (s->off >= s->row_bytes)
+            s->off -= s->row_bytes, s->row++;
+    }
+}
+
 /* Rows [0, x->rows) of the block [k0, k0 + kc) into k-major panels; rows
  * up to the next multiple of PANEL are zero, so every panel is whole. */
 static bool pack_block(const cpu_dense_mm *x, int64_t k0, int64_t kc, float *panels) {
@@ -153,13 +179,9 @@ static bool pack_block(const cpu_dense_mm *x, int64_t k0, int64_t kc, float *pan
              * (TinyLlama f16 pp128 on a 2-vCPU Zen 3, medians of 3-4
              * interleaved: 1 thread 25.5 -> 26.1-26.8 t/s, 2 threads
              * 41.8-47.0 -> 44.9-48.8; stories110M pp512 2 threads 501 -> 509) */
-            int ahead = x->rows - (r0 + STEP) < STEP ? x->rows - (r0 + STEP) : STEP;
-            uintptr_t next = (uintptr_t)x->a + (uintptr_t)(r0 + STEP) * x->lda + (uintptr_t)k0 * es;
-            size_t row_bytes = (size_t)kc * es, off = 0; /* bytes of the next rows' part prefetched */
+            row_stream ahead = next_rows(x, r0, k0, kc, es);
             for (int64_t k = 0; k < kc; k += STEP) {
-                for (size_t i = 0; i < es && ahead > 0; i++, off += 64)
-                    if ((int)(off / row_bytes) < ahead)
-                        _mm_prefetch((const char *)(next + off / row_bytes * x->lda + off % row_bytes), _MM_HINT_T0);
+                stream_lines(&ahead, (int)es);
                 __m256 v[STEP];
                 for (int r = 0; r < STEP; r++)
                     v[r] = load8(type, src[r] + (size_t)k * es);
@@ -286,13 +308,9 @@ BF16_TARGET static bool pack_block_bf16(const cpu_dense_mm *x, int64_t k0, int64
         if (valid == STEP) {
             /* the next 8 rows' part of the block comes from memory meanwhile,
              * 4 lines a step, as in pack_block */
-            int ahead = x->rows - (r0 + STEP) < STEP ? x->rows - (r0 + STEP) : STEP;
-            uintptr_t next = (uintptr_t)x->a + (uintptr_t)(r0 + STEP) * x->lda + (uintptr_t)k0 * 2;
-            size_t row_bytes = (size_t)kc * 2, off = 0;
+            row_stream ahead = next_rows(x, r0, k0, kc, 2);
             for (int64_t k = 0; k < kc; k += 16) {
-                for (int i = 0; i < 4 && ahead > 0; i++, off += 64)
-                    if ((int)(off / row_bytes) < ahead)
-                        _mm_prefetch((const char *)(next + off / row_bytes * x->lda + off % row_bytes), _MM_HINT_T0);
+                stream_lines(&ahead, 4);
                 __m256 v[STEP];
                 for (int r = 0; r < STEP; r++) {
                     __m512 f = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(src[r] + k * 2)));
