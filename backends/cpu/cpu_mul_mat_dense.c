@@ -134,6 +134,7 @@ static inline __m256 load8(tport_type_id type, const uint8_t *src) {
 }
 #endif
 
+#if DENSE_AVX2
 /* The part [k0, k0 + kc) of the (up to) STEP rows after those at r0,
  * fetched into L1 a few lines at a time while a pack converts these (a
  * running row and offset: no division per line). */
@@ -159,6 +160,7 @@ static inline void stream_lines(row_stream *s, int lines) {
             s->off -= s->row_bytes, s->row++;
     }
 }
+#endif
 
 /* Rows [0, x->rows) of the block [k0, k0 + kc) into k-major panels; rows
  * up to the next multiple of PANEL are zero, so every panel is whole. */
