@@ -394,11 +394,20 @@ bool cpu_dense_mm_run(const cpu_dense_mm *x, void *scratch) {
             return false;
         for (int64_t j = 0; j < x->M; j += NCOL) {
             int ncols = (int)(x->M - j < NCOL ? x->M - j : NCOL);
-            const uint8_t *b[NCOL];
+            const float *b[NCOL] = {NULL};
+#if DENSE_BF16
+            const uint32_t *bh[NCOL] = {NULL}; /* bf16: b's k pairs */
+#endif
             float *c[NCOL];
             for (int i = 0; i < NCOL; i++) {
                 int64_t col = j + (i < ncols ? i : 0);
-                b[i] = x->b + (size_t)col * x->ldb + (size_t)k0 * (x->bf16 ? sizeof(uint16_t) : sizeof(float));
+                const uint8_t *row = x->b + (size_t)col * x->ldb;
+#if DENSE_BF16
+                if (x->bf16)
+                    bh[i] = (const uint32_t *)(const void *)row + k0 / 2;
+                else
+#endif
+                    b[i] = (const float *)(const void *)row + k0;
                 c[i] = (float *)(void *)(x->c + (size_t)col * x->ldc);
             }
             for (int pnl = 0; pnl < npanels; pnl++) {
@@ -409,12 +418,11 @@ bool cpu_dense_mm_run(const cpu_dense_mm *x, void *scratch) {
 #if DENSE_BF16
                 if (x->bf16) {
                     const uint32_t *panel = (const uint32_t *)(const void *)panels + (size_t)pnl * (size_t)(kc / 2) * PANEL;
-                    kernel_bf16(kc, panel, (const uint32_t *const *)(const void *)b, ncols, cp, rows, k0 > 0);
+                    kernel_bf16(kc, panel, bh, ncols, cp, rows, k0 > 0);
                     continue;
                 }
 #endif
-                kernel(kc, panels + (size_t)pnl * (size_t)kc * PANEL, (const float *const *)(const void *)b, ncols,
-                       cp, rows, k0 > 0);
+                kernel(kc, panels + (size_t)pnl * (size_t)kc * PANEL, b, ncols, cp, rows, k0 > 0);
             }
         }
     }
