@@ -235,10 +235,10 @@ typedef struct cpu_dense_mm {
     bool bf16; /* b's rows are bf16 (cpu_dense_column_bf16): multiply in bf16 */
 } cpu_dense_mm;
 CPU_HIDDEN void cpu_dense_init(void); /* once, from init (reads TPORT_CPU_F16_BATCH) */
-/* Whether batches of this weight type multiply in bf16 (opt-in, lossy,
- * TPORT_CPU_F16_BATCH=bf16); then b's rows are given as bf16, each made by
- * cpu_dense_column_bf16 (K elements). */
-CPU_HIDDEN bool cpu_dense_bf16(tport_type_id type, int64_t K);
+/* Whether batches against the weight a multiply in bf16 (opt-in, lossy,
+ * TPORT_CPU_F16_BATCH=bf16: f16 weights, K a multiple of 16); then b's rows
+ * are given as bf16, each made by cpu_dense_column_bf16 (K elements). */
+CPU_HIDDEN bool cpu_dense_bf16(const tport_tensor_view *a, int64_t K);
 CPU_HIDDEN void cpu_dense_column_bf16(const float *src, int64_t K, uint16_t *dst);
 CPU_HIDDEN bool cpu_dense_mm_available(tport_type_id type, int64_t K);
 CPU_HIDDEN size_t cpu_dense_mm_scratch(void); /* bytes per thread */

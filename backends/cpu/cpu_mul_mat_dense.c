@@ -285,16 +285,6 @@ static void kernel(int64_t kc, const float *panel, const float *const b[NCOL], i
 #endif
 
 #if DENSE_BF16
-/* f32 to bf16, rounded to nearest even (as vcvtneps2bf16 does for every
- * input it meets here: no f32 denormals come from f16) */
-static uint32_t bf16_bits(float f) {
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    if ((u & 0x7fffffffu) > 0x7f800000u)
-        return (u >> 16) | 0x40u; /* NaN stays NaN */
-    return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-}
-
 /* pack_block's bf16 twin, straight from the f16 rows: uint32 p * PANEL + r
  * of a panel holds row r's k = k0 + 2p (low half) and k0 + 2p + 1.  A
  * row's f16 pair is one 32-bit word, so converting 16 k of 8 rows gives 8
@@ -324,13 +314,16 @@ BF16_TARGET static bool pack_block_bf16(const cpu_dense_mm *x, int64_t k0, int64
             }
             continue;
         }
-        /* the last rows of a matrix */
+        /* the last rows of a matrix, rounded by the host's bf16 conversion
+         * (nearest even, as vcvtneps2bf16 for every f32 that f16 gives) */
         float row[DENSE_KC];
+        uint16_t h[DENSE_KC];
         for (int r = 0; r < STEP; r++) {
-            if (r < valid && !cpu_row_to_f32(x->w, src[r], kc, row))
+            if (r < valid && (!cpu_row_to_f32(x->w, src[r], kc, row) ||
+                              cpu_host->from_float(TPORT_TYPE_BF16, row, h, kc) != TPORT_STATUS_OK))
                 return false;
             for (int64_t k = 0; k < kc; k += 2)
-                p[k / 2 * PANEL + r] = r < valid ? bf16_bits(row[k]) | bf16_bits(row[k + 1]) << 16 : 0;
+                p[k / 2 * PANEL + r] = r < valid ? h[k] | (uint32_t)h[k + 1] << 16 : 0;
         }
     }
     return true;
@@ -353,17 +346,16 @@ BF16_TARGET static void kernel_bf16(int64_t kc, const uint32_t *panel, const uin
     store_tile(acc, ncols, c, rows, add);
 }
 
+/* K (a multiple of 16: cpu_dense_bf16) floats rounded to bf16 */
 BF16_TARGET static void column_bf16(const float *src, int64_t K, uint16_t *dst) {
-    int64_t k = 0;
-    for (; k + 16 <= K; k += 16)
+    for (int64_t k = 0; k < K; k += 16)
         _mm256_storeu_si256((__m256i *)(void *)(dst + k), (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(src + k)));
-    for (; k < K; k++)
-        dst[k] = (uint16_t)bf16_bits(src[k]);
 }
 #endif
 
-bool cpu_dense_bf16(tport_type_id type, int64_t K) {
-    return bf16_batches && type == TPORT_TYPE_F16 && K % 16 == 0;
+bool cpu_dense_bf16(const tport_tensor_view *a, int64_t K) {
+    /* weights only: a KV cache or activation stays exact */
+    return bf16_batches && a->type == TPORT_TYPE_F16 && (a->flags & TPORT_TENSOR_WEIGHT) && K % 16 == 0;
 }
 
 void cpu_dense_column_bf16(const float *src, int64_t K, uint16_t *dst) {

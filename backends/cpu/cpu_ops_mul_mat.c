@@ -92,7 +92,7 @@ static mm_plan make_plan(const cpu_op *op) {
         p.packed_row = (size_t)p.K * sizeof(float);
     p.dense = !p.vec_dot && p.M >= TILED_MIN_COLS && cpu_rows_dense(a) && cpu_dense_mm_available(a->type, p.K) &&
               op->dst->nb[0] == sizeof(float);
-    if (p.dense && (a->flags & TPORT_TENSOR_WEIGHT) && cpu_dense_bf16(a->type, p.K)) { /* weights, not a KV cache */
+    if (p.dense && cpu_dense_bf16(a, p.K)) {
         p.bf16 = true;
         p.vec_dot_type = TPORT_TYPE_BF16; /* tells packings apart (cpu_mul_mat_shares_packing) */
         p.packed_row = (size_t)p.K * sizeof(uint16_t);
