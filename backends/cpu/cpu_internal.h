@@ -244,6 +244,25 @@ CPU_HIDDEN bool cpu_dense_mm_available(tport_type_id type, int64_t K);
 CPU_HIDDEN size_t cpu_dense_mm_scratch(void); /* bytes per thread */
 CPU_HIDDEN bool cpu_dense_mm_run(const cpu_dense_mm *x, void *scratch); /* false: a conversion failed */
 
+/* ---- the bf16 batches on AMX tiles (cpu_mul_mat_amx.c) -----------------
+ * Built into the 512-bit variant by compilers that know AMX; used only
+ * where cpu_amx_init (the CPU has AMX-BF16 and Linux grants the tile
+ * state) said yes.  cpu_amx_bf16_block: one K block of kc (a multiple of
+ * 32) k, the weight panels as pack_block_bf16 leaves them (rows of them,
+ * zero-padded to 32) against M bf16 rows of b (stride ldb, at the block's
+ * first k) into c (stride ldc), added to c when add; scratch holds
+ * cpu_amx_scratch(kc) bytes. */
+#if defined(__x86_64__) && defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__) &&   \
+    ((defined(__clang__) && __clang_major__ >= 12) || (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 11))
+#define CPU_AMX 1
+CPU_HIDDEN bool cpu_amx_init(void);
+CPU_HIDDEN size_t cpu_amx_scratch(int64_t kc);
+CPU_HIDDEN void cpu_amx_bf16_block(const uint32_t *panels, int rows, int64_t kc, const uint8_t *b, size_t ldb,
+                                   int64_t M, uint8_t *c, size_t ldc, bool add, void *scratch);
+#else
+#define CPU_AMX 0
+#endif
+
 /* ---- tiled Q4_K x Q8_K mul_mat (cpu_mul_mat_q4ktile.c): the same shape
  * of interface as the Q8_0 one below, tiles of CPU_Q8TILE_ROWS rows. */
 CPU_HIDDEN bool cpu_q4ktile_available(tport_type_id type);

@@ -76,10 +76,11 @@
 #define DENSE_BF16 0
 #endif
 static bool bf16_batches; /* TPORT_CPU_F16_BATCH=bf16 and the CPU can */
+static bool amx_tiles;    /* and those go to AMX tiles (cpu_mul_mat_amx.c) */
 
 void cpu_dense_init(void) {
     const char *e = getenv("TPORT_CPU_F16_BATCH");
-    bf16_batches = false;
+    bf16_batches = amx_tiles = false;
     if (!e || !*e || !strcmp(e, "f32"))
         return;
     if (strcmp(e, "bf16")) {
@@ -89,9 +90,15 @@ void cpu_dense_init(void) {
 #if DENSE_BF16
     bf16_batches = __builtin_cpu_supports("avx512bf16");
 #endif
+#if CPU_AMX
+    const char *amx = getenv("TPORT_CPU_AMX");
+    amx_tiles = bf16_batches && !(amx && (!strcmp(amx, "0") || !strcmp(amx, "off"))) && cpu_amx_init();
+#endif
     if (bf16_batches)
-        cpu_host->log(TPORT_LOG_WARN, "cpu: TPORT_CPU_F16_BATCH=bf16: batches of f16 weights multiply in bf16 "
-                                      "(lossy: weights keep 8 of 11 significant bits)");
+        cpu_host->log(TPORT_LOG_WARN,
+                      "cpu: TPORT_CPU_F16_BATCH=bf16: batches of f16 weights multiply in bf16 on %s "
+                      "(lossy: weights keep 8 of 11 significant bits)",
+                      amx_tiles ? "AMX tiles" : "AVX512-BF16");
     else
         cpu_host->log(TPORT_LOG_WARN, "cpu: TPORT_CPU_F16_BATCH=bf16 needs AVX512-BF16 and this build's 512-bit "
                                       "kernels; f16 batches stay f32");
@@ -101,8 +108,17 @@ bool cpu_dense_mm_available(tport_type_id type, int64_t K) {
     return (type == TPORT_TYPE_F32 || type == TPORT_TYPE_F16) && K > 0 && K % STEP == 0;
 }
 
+/* bf16 panels take half of the f32 ones' room; AMX's scratch goes after them */
+#define BF16_PANEL_BYTES ((size_t)CPU_DENSE_ROWS * DENSE_KC * 2)
+
 size_t cpu_dense_mm_scratch(void) {
-    return (size_t)CPU_DENSE_ROWS * DENSE_KC * sizeof(float) + 64;
+    size_t f32 = (size_t)CPU_DENSE_ROWS * DENSE_KC * sizeof(float) + 64;
+#if CPU_AMX
+    size_t amx = 64 + BF16_PANEL_BYTES + cpu_amx_scratch(DENSE_KC);
+    return amx > f32 ? amx : f32;
+#else
+    return f32;
+#endif
 }
 
 #if DENSE_AVX2
@@ -370,7 +386,9 @@ void cpu_dense_column_bf16(const float *src, int64_t K, uint16_t *dst) {
 
 bool cpu_dense_mm_run(const cpu_dense_mm *x, void *scratch) {
     float *panels = (float *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
-    int step = x->bf16 ? 16 : STEP; /* bf16 packs 16 k at a time */
+    /* bf16 packs 16 k at a time; AMX takes 32 */
+    bool amx = CPU_AMX && x->bf16 && amx_tiles && x->K % 32 == 0;
+    int step = amx ? 32 : x->bf16 ? 16 : STEP;
     int64_t nblk = (x->K + DENSE_KC - 1) / DENSE_KC;
     int64_t kc_max = ((x->K + nblk - 1) / nblk + step - 1) / step * step;
     int npanels = (x->rows + PANEL - 1) / PANEL;
@@ -380,6 +398,13 @@ bool cpu_dense_mm_run(const cpu_dense_mm *x, void *scratch) {
         if (x->bf16) {
             if (!pack_block_bf16(x, k0, kc, (uint32_t *)(void *)panels))
                 return false;
+#if CPU_AMX
+            if (amx) {
+                cpu_amx_bf16_block((const uint32_t *)(const void *)panels, x->rows, kc, x->b + k0 * 2, x->ldb, x->M,
+                                   x->c, x->ldc, k0 > 0, (uint8_t *)panels + BF16_PANEL_BYTES);
+                continue;
+            }
+#endif
         } else
 #endif
             if (!pack_block(x, k0, kc, panels))

@@ -126,6 +126,9 @@ int main(void) {
         /* f32/f16 batches: chunks of 32 rows with a partial panel, K in three
          * uneven blocks, a partial group of columns */
         {1280, 45, 13},
+        /* bf16 on AMX tiles: whole 32 x 32 blocks written in place over two
+         * K blocks, then a partial group of tokens and a partial panel */
+        {1024, 128, 48}, {1280, 100, 40},
     };
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
