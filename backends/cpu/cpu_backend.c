@@ -95,6 +95,7 @@ static tport_status cpu_init(void **backend) {
     }
     cpu_types_init();
     cpu_repack_init();
+    cpu_prefetch_init();
     cpu_dense_init();
     *backend = s;
     return TPORT_STATUS_OK;

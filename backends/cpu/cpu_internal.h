@@ -305,29 +305,25 @@ CPU_HIDDEN void cpu_arena_free(cpu_arena *owner);                 /* one block o
  * (cpu_mul_mat_x8_avx512.c), which also keep Q8_0 quants offset by 128
  * (unsigned, for VNNI's u8 x s8 products).
  *
- * CPU_X8_PREFETCH: how far ahead the one- and two-column kernels
- * (generation), which stream the weights once, prefetch each block's
- * lines; the hardware prefetchers alone do not keep up.  The four-column
- * kernels (batches) reuse each load four times and are not limited by
- * memory.  Interleaved A/B, TinyLlama tg32, against no prefetch:
- * - 256-bit, 1 KiB, on a 2-vCPU Zen 3 (medians of 4, 1 thread): q8_0 7.95
- *   -> 9.18 t/s, q4_0 14.1 -> 16.9, q4_K 12.0 -> 15.3; q4_0 at 2 threads
- *   20.0 -> 24.2; 512 and 768 bytes gained less, 1536 and 2048 no more;
- * - 512-bit, 4 KiB, on a 2-vCPU Zen 5 (medians of 3-4): q4_K 39.1 -> 50.9
- *   at 1 thread and 58.7 -> 63.2 at 2, q4_0 43.5 -> 47.0, q8_0 29.2 ->
- *   30.1 and 34.6 -> 35.4 (1 KiB ahead: q4_0 37.7). */
+ * The one- and two-column kernels (generation), which stream the weights
+ * once, prefetch each block's lines cpu_stream_ahead bytes ahead
+ * (cpu_prefetch.c); the hardware prefetchers alone do not keep up.  The
+ * four-column kernels (batches) reuse each load four times and are not
+ * limited by memory. */
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__) && \
     defined(__AVX512VNNI__) && defined(__F16C__) && defined(__FMA__)
 #define CPU_X8_WIDE 1
 #define CPU_X8_SLICE 8
 #define CPU_X8_Q8_XOR 0x80
-#define CPU_X8_PREFETCH 4096
 #else
 #define CPU_X8_WIDE 0
 #define CPU_X8_SLICE 4
 #define CPU_X8_Q8_XOR 0
-#define CPU_X8_PREFETCH 1024
 #endif
+/* How far ahead (bytes) the kernels that stream weights once prefetch:
+ * set once by cpu_prefetch_init (from init) for this CPU. */
+CPU_HIDDEN extern uintptr_t cpu_stream_ahead;
+CPU_HIDDEN void cpu_prefetch_init(void);
 /* Bytes of one group of 8 rows of K elements in an x8 layout. */
 CPU_HIDDEN size_t cpu_x8_group_bytes(int layout, int64_t K);
 CPU_HIDDEN void cpu_repack_init(void); /* once, from init (reads TPORT_CPU_REPACK) */

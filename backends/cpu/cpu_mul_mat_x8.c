@@ -91,7 +91,7 @@ X8_INLINE void q4_0_x8(const uint8_t *g, int64_t nblk, const uint8_t *y, size_t 
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     for (int64_t b = 0; b < nblk; b++, g += 144, y += 34, y1 += 34) {
         __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
-        vf_prefetch((uintptr_t)g + CPU_X8_PREFETCH, 144);
+        vf_prefetch((uintptr_t)g + cpu_stream_ahead, 144);
         X8_NO_UNROLL /* unrolled, GCC runs out of registers and keeps acc0/acc1 on the stack */
         for (int j = 0; j < 4; j++) {
             const __m256i p = _mm256_loadu_si256((const __m256i *)(const void *)(g + 16 + 32 * j));
@@ -162,7 +162,7 @@ X8_INLINE void q8_0_x8(const uint8_t *g, int64_t nblk, const uint8_t *y, size_t 
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     for (int64_t b = 0; b < nblk; b++, g += 272, y += 34, y1 += 34) {
         __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
-        vf_prefetch((uintptr_t)g + CPU_X8_PREFETCH, 272);
+        vf_prefetch((uintptr_t)g + cpu_stream_ahead, 272);
         for (int j = 0; j < 8; j++) {
             const __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(g + 16 + 32 * j));
             const __m256i ax = _mm256_sign_epi8(x, x);
@@ -188,7 +188,7 @@ X8_INLINE void q4_K_x8(const uint8_t *g, int64_t nsb, const uint8_t *y, size_t y
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     for (int64_t b = 0; b < nsb; b++, g += 1184, y += 292, y1 += 292) {
         __m256i i0 = _mm256_setzero_si256(), i1 = _mm256_setzero_si256();
-        vf_prefetch((uintptr_t)g + CPU_X8_PREFETCH, 1184);
+        vf_prefetch((uintptr_t)g + cpu_stream_ahead, 1184);
         for (int q = 0; q < 4; q++) { /* sub-blocks 2q (low nibbles) and 2q + 1 (high) */
             __m256i lo0 = _mm256_setzero_si256(), hi0 = lo0, lo1 = lo0, hi1 = lo0;
             const uint8_t *qy0 = y + 4 + 64 * q, *qy1 = y1 + 4 + 64 * q, *qx = g + 160 + 256 * q;

@@ -104,7 +104,7 @@ Z_INLINE void legacy_z(const uint8_t *g, int64_t nblk, const uint8_t *y, size_t 
         acc[c] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nblk; b++, g += Q8 ? 272 : 144, y += 34) {
         if (NC <= 2)
-            vf_prefetch((uintptr_t)g + CPU_X8_PREFETCH, Q8 ? 272 : 144);
+            vf_prefetch((uintptr_t)g + cpu_stream_ahead, Q8 ? 272 : 144);
         __m512i s[4];
         for (int c = 0; c < 4; c++)
             s[c] = _mm512_setzero_si512();
@@ -201,7 +201,7 @@ Z_INLINE void q4_K_z(const uint8_t *g, int64_t nsb, const uint8_t *y, size_t ys,
     __m256 macc0 = _mm256_setzero_ps(), macc1 = macc0, macc2 = macc0, macc3 = macc0;
     for (int64_t b = 0; b < nsb; b++, g += 1184, y += 292) {
         if (NC <= 2)
-            vf_prefetch((uintptr_t)g + CPU_X8_PREFETCH, 1184);
+            vf_prefetch((uintptr_t)g + cpu_stream_ahead, 1184);
         __m512i i0 = _mm512_setzero_si512(), i1 = i0, i2 = i0, i3 = i0;
         for (int q = 0; q < 4; q++) { /* sub-blocks 2q (low nibbles) and 2q + 1 (high) */
             __m512i l0 = _mm512_setzero_si512(), l1 = l0, l2 = l0, l3 = l0, h0 = l0, h1 = l0, h2 = l0, h3 = l0;
