@@ -218,6 +218,11 @@ CPU_HIDDEN bool cpu_mul_mat_shares_packing(const cpu_op *a, const cpu_op *b);
 CPU_HIDDEN bool cpu_gen_available(const tport_tensor_view *a);
 CPU_HIDDEN void cpu_gen_dot(const tport_tensor_view *a, int64_t K, const void *const rows[], int nrows,
                             const float *b, float *out);
+/* A few columns (short prompts): out[c * nrows + r] = dot(rows[r], b[c])
+ * for c < ncols <= CPU_GEN_COLS, each row read once for all of them. */
+#define CPU_GEN_COLS 8
+CPU_HIDDEN void cpu_gen_dot_cols(const tport_tensor_view *a, int64_t K, const void *const rows[], int nrows,
+                                 const float *const b[], int ncols, float *out);
 
 /* ---- batches of dense f32/f16 weights (cpu_mul_mat_dense.c) ------------
  * c[j * ldc + r] (f32) = dot(weight row r, b row j) for r < rows <=

@@ -24,7 +24,17 @@
  * 15.3 at 1 thread and 18.9 -> 24.8 at 2 (3 and 8 KiB within 3 % of 4).
  *
  * f16 is converted in registers (F16C, exact); each row sums its products
- * in 8-lane accumulators, then lane sums. */
+ * in 8-lane accumulators, then lane sums.
+ *
+ * A few columns (a short prompt, up to GEN_MAX_COLS in cpu_ops_mul_mat.c)
+ * take cpu_gen_dot_cols: each row is read once for up to CPU_GEN_COLS
+ * columns, instead of being packed for the batch GEMM, whose packing pays
+ * off only over many columns.  Interleaved medians of 2, a 2-vCPU
+ * Sapphire Rapids-class VM: TinyLlama f16 on 2 threads pp4 19.4 -> 40.4
+ * t/s, pp8 38.5 -> 54.8, pp16 58.7 -> 60.7 (pp24, still the GEMM: 72.5);
+ * 1 thread pp6 15.0 -> 27.7; stories110M pp8 at 1 thread f16 213 -> 346,
+ * f32 149 -> 222.  Two rows at once (each column load feeding both) was
+ * slower: TinyLlama pp4 45 -> 37, pp8 61 -> 53. */
 #include <string.h>
 
 #include "cpu_internal.h"
@@ -151,6 +161,64 @@ GEN_INLINE void rows_dot(bool f16, int64_t K, const uint8_t *const a[CPU_GEN_ROW
             out[r] += elem(f16, a[r], kk) * b[kk];
 }
 
+/* One row against NC columns of b: the row is read once (from memory,
+ * prefetched as row_dot does), each column from L1.  One accumulator per
+ * column, so NC chains of multiply-adds are in flight. */
+GEN_INLINE void row_cols(bool f16, int64_t K, const uint8_t *a, const float *const b[], const int NC, float *out,
+                         int stride) {
+    vf acc[CPU_GEN_COLS];
+    for (int c = 0; c < NC; c++)
+        acc[c] = vf_zero();
+    const size_t es = f16 ? 2u : 4u;
+    int64_t k = 0;
+    for (; k + VF_LEN <= K; k += VF_LEN) {
+        const vf w = f16 ? vf_load_f16(a + 2 * k) : vf_loadu((const float *)(const void *)(a + 4 * k));
+        for (int c = 0; c < NC; c++)
+            acc[c] = vf_fmadd(w, vf_loadu(b[c] + k), acc[c]);
+        vf_prefetch((uintptr_t)a + (uintptr_t)(es * (size_t)k) + cpu_stream_ahead, es * VF_LEN);
+    }
+    for (int c = 0; c < NC; c++) {
+        float s = vf_reduce_add(acc[c]);
+        for (int64_t kk = k; kk < K; kk++)
+            s += elem(f16, a, kk) * b[c][kk];
+        out[c * stride] = s;
+    }
+}
+
+GEN_INLINE void rows_cols(bool f16, int64_t K, const void *const rows[], int nrows, const float *const b[],
+                          const int NC, float *out) {
+    for (int r = 0; r < nrows; r++)
+        row_cols(f16, K, rows[r], b, NC, out + r, nrows);
+}
+
+void cpu_gen_dot_cols(const tport_tensor_view *a, int64_t K, const void *const rows[], int nrows,
+                      const float *const b[], int ncols, float *out) {
+    bool f16 = a->type == TPORT_TYPE_F16;
+    /* constant column counts, so each loop keeps its accumulators in registers */
+    switch (ncols) {
+#define GEN_COLS_CASE(n)                                                                                     \
+    case n:                                                                                                  \
+        if (f16)                                                                                             \
+            rows_cols(true, K, rows, nrows, b, n, out);                                                      \
+        else                                                                                                 \
+            rows_cols(false, K, rows, nrows, b, n, out);                                                     \
+        break
+        GEN_COLS_CASE(2);
+        GEN_COLS_CASE(3);
+        GEN_COLS_CASE(4);
+        GEN_COLS_CASE(5);
+        GEN_COLS_CASE(6);
+        GEN_COLS_CASE(7);
+#undef GEN_COLS_CASE
+    default:
+        if (f16)
+            rows_cols(true, K, rows, nrows, b, CPU_GEN_COLS, out);
+        else
+            rows_cols(false, K, rows, nrows, b, CPU_GEN_COLS, out);
+        break;
+    }
+}
+
 void cpu_gen_dot(const tport_tensor_view *a, int64_t K, const void *const rows[], int nrows, const float *b,
                  float *out) {
     bool f16 = a->type == TPORT_TYPE_F16;
@@ -182,6 +250,11 @@ bool cpu_gen_available(const tport_tensor_view *a) {
 void cpu_gen_dot(const tport_tensor_view *a, int64_t K, const void *const rows[], int nrows, const float *b,
                  float *out) {
     (void)a, (void)K, (void)rows, (void)nrows, (void)b, (void)out; /* never called: not available */
+}
+
+void cpu_gen_dot_cols(const tport_tensor_view *a, int64_t K, const void *const rows[], int nrows,
+                      const float *const b[], int ncols, float *out) {
+    (void)a, (void)K, (void)rows, (void)nrows, (void)b, (void)ncols, (void)out; /* never called */
 }
 
 #endif

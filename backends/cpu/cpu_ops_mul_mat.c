@@ -54,6 +54,12 @@ enum { TILED_NONE, TILED_Q8_0, TILED_Q4_K }; /* cpu_mul_mat_q8tile.c, _q4ktile.c
 #define PACK_MIN_ROWS_PER_THREAD 4
 /* Columns from which the tiled kernel beats one vec_dot per output. */
 #define TILED_MIN_COLS 4
+/* Up to this many columns against dense f32/f16 weights take the
+ * generation kernels, which read each weight row once for all of them
+ * (CPU_GEN_COLS at a time); more take the packed GEMM, whose packing pays
+ * off only over many columns.  TinyLlama f16 on 2 threads, a Sapphire
+ * Rapids-class VM: see cpu_mul_mat_gen.c. */
+#define GEN_MAX_COLS 16
 
 static mm_plan make_plan(const cpu_op *op) {
     const tport_tensor_view *a = op->src[0], *b = op->src[1];
@@ -90,14 +96,14 @@ static mm_plan make_plan(const cpu_op *op) {
     }
     if (!p.vec_dot && b->nb[0] != sizeof(float))
         p.packed_row = (size_t)p.K * sizeof(float);
-    p.dense = !p.vec_dot && p.M >= TILED_MIN_COLS && cpu_rows_dense(a) && cpu_dense_mm_available(a->type, p.K) &&
-              op->dst->nb[0] == sizeof(float);
+    p.gen = !p.vec_dot && p.M <= GEN_MAX_COLS && cpu_gen_available(a);
+    p.dense = !p.vec_dot && !p.gen && p.M >= TILED_MIN_COLS && cpu_rows_dense(a) &&
+              cpu_dense_mm_available(a->type, p.K) && op->dst->nb[0] == sizeof(float);
     if (p.dense && cpu_dense_bf16(a, p.K)) {
         p.bf16 = true;
         p.vec_dot_type = TPORT_TYPE_BF16; /* tells packings apart (cpu_mul_mat_shares_packing) */
         p.packed_row = (size_t)p.K * sizeof(uint16_t);
     }
-    p.gen = !p.vec_dot && p.M == 1 && cpu_gen_available(a);
     return p;
 }
 
@@ -443,7 +449,7 @@ static void compute_task(void *arg, int ith, int nth) {
 }
 
 /* The generation path: CPU_GEN_ROWS dense weight rows at a time against
- * the one column of b (cpu_mul_mat_gen.c). */
+ * the few columns of b (cpu_mul_mat_gen.c), CPU_GEN_COLS at a time. */
 static void gen_task(void *arg, int ith, int nth) {
     mm_job *job = arg;
     cpu_op *op = job->op;
@@ -456,13 +462,25 @@ static void gen_task(void *arg, int ith, int nth) {
     while (mm_next(&u, &i0, &i12, &i13)) {
         int rows = (int)(p->N - i0 < R ? p->N - i0 : R);
         const void *ar[R];
-        float s[R];
+        float s[R * CPU_GEN_COLS];
         for (int k = 0; k < rows; k++)
             ar[k] = cpu_row(a, i0 + k, i12 / p->r2, i13 / p->r3);
-        cpu_gen_dot(a, p->K, ar, rows, b_row(job, 0, i12, i13), s);
-        uint8_t *out = cpu_row(d, 0, i12, i13) + (size_t)i0 * d->nb[0];
-        for (int k = 0; k < rows; k++)
-            memcpy(out + (size_t)k * d->nb[0], &s[k], sizeof(float));
+        for (int64_t j = 0; j < p->M; j += CPU_GEN_COLS) {
+            int nc = (int)(p->M - j < CPU_GEN_COLS ? p->M - j : CPU_GEN_COLS);
+            if (nc == 1) {
+                cpu_gen_dot(a, p->K, ar, rows, b_row(job, j, i12, i13), s);
+            } else {
+                const float *bc[CPU_GEN_COLS];
+                for (int c = 0; c < nc; c++)
+                    bc[c] = b_row(job, j + c, i12, i13);
+                cpu_gen_dot_cols(a, p->K, ar, rows, bc, nc, s);
+            }
+            for (int c = 0; c < nc; c++) {
+                uint8_t *out = cpu_row(d, j + c, i12, i13) + (size_t)i0 * d->nb[0];
+                for (int k = 0; k < rows; k++)
+                    memcpy(out + (size_t)k * d->nb[0], &s[c * rows + k], sizeof(float));
+            }
+        }
     }
 }
 
