@@ -2,8 +2,9 @@
  *
  * One TDPBF16PS multiplies a 16 x 32 bf16 tile by a 32 x 16 one into 16 x
  * 16 f32 sums: 8192 multiply-adds, where vdpbf16ps does 32.  Measured on
- * this project's 2-vCPU Sapphire Rapids-class VM: about 630 G multiply-
- * adds/s on one core from registers, against about 264 G for vdpbf16ps.
+ * the 2-vCPU Intel Xeon VM of RESULTS run 28: about 630 G multiply-
+ * adds/s on one core from registers, against about 264 G for vdpbf16ps
+ * on the Zen 5 VM of runs 15-27 (and far less on this one).
  *
  * The operands are already in the shapes the tiles want:
  * - the weights' bf16 panels (pack_block_bf16) hold, for each pair of k,
@@ -53,7 +54,9 @@ typedef struct tile_config {
     uint8_t rows[16];
 } tile_config;
 
-enum { T = 16 /* rows of a tile */, GROUP = 32 /* tokens per step */, TAIL_C = GROUP * GROUP };
+/* GROUP is both the tokens of a step and the rows of a weight panel (PANEL
+ * in cpu_mul_mat_dense.c, which asserts it) */
+enum { T = 16 /* rows of a tile */, GROUP = 32, TAIL_C = GROUP * GROUP };
 
 /* The A operand of a group of tokens: n (< GROUP) bf16 rows of kc, from b
  * (stride ldb) into dst (stride kc * 2), the rest zero. */

@@ -32,6 +32,8 @@
  * does two multiply-adds per lane, twice the f32 kernel's.  Rounding keeps
  * 8 of f16's 11 significant bits of the weights and 8 of f32's 24 of the
  * activations; sums stay f32.  The default stays exact f32 arithmetic.
+ * Where the CPU has AMX-BF16 the same panels go to AMX tiles instead
+ * (cpu_mul_mat_amx.c; TPORT_CPU_AMX=0 keeps vdpbf16ps).
  * TinyLlama f16 pp128 at 1 thread, this Zen 5 VM: 101-109 -> 185-196 t/s
  * (ik_llama.cpp -rtr 1 in the same minutes: 189-209). */
 #include <stdlib.h>
@@ -108,6 +110,9 @@ bool cpu_dense_mm_available(tport_type_id type, int64_t K) {
     return (type == TPORT_TYPE_F32 || type == TPORT_TYPE_F16) && K > 0 && K % STEP == 0;
 }
 
+#if CPU_AMX
+_Static_assert(PANEL == 32, "cpu_mul_mat_amx.c reads panels of 32 rows");
+#endif
 /* bf16 panels take half of the f32 ones' room; AMX's scratch goes after them */
 #define BF16_PANEL_BYTES ((size_t)CPU_DENSE_ROWS * DENSE_KC * 2)
 

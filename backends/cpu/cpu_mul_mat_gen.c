@@ -29,8 +29,8 @@
  * A few columns (a short prompt, up to GEN_MAX_COLS in cpu_ops_mul_mat.c)
  * take cpu_gen_dot_cols: each row is read once for up to CPU_GEN_COLS
  * columns, instead of being packed for the batch GEMM, whose packing pays
- * off only over many columns.  Interleaved medians of 2, a 2-vCPU
- * Sapphire Rapids-class VM: TinyLlama f16 on 2 threads pp4 19.4 -> 40.4
+ * off only over many columns.  Interleaved medians of 2, the 2-vCPU Intel
+ * Xeon VM (AMX) of RESULTS run 28: TinyLlama f16 on 2 threads pp4 19.4 -> 40.4
  * t/s, pp8 38.5 -> 54.8, pp16 58.7 -> 60.7 (pp24, still the GEMM: 72.5);
  * 1 thread pp6 15.0 -> 27.7; stories110M pp8 at 1 thread f16 213 -> 346,
  * f32 149 -> 222.  Two rows at once (each column load feeding both) was

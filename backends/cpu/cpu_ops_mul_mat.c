@@ -57,8 +57,7 @@ enum { TILED_NONE, TILED_Q8_0, TILED_Q4_K }; /* cpu_mul_mat_q8tile.c, _q4ktile.c
 /* Up to this many columns against dense f32/f16 weights take the
  * generation kernels, which read each weight row once for all of them
  * (CPU_GEN_COLS at a time); more take the packed GEMM, whose packing pays
- * off only over many columns.  TinyLlama f16 on 2 threads, a Sapphire
- * Rapids-class VM: see cpu_mul_mat_gen.c. */
+ * off only over many columns (measurements: cpu_mul_mat_gen.c). */
 #define GEN_MAX_COLS 16
 
 static mm_plan make_plan(const cpu_op *op) {

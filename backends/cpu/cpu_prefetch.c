@@ -4,7 +4,7 @@
  * chosen here at init.  Interleaved A/B, TinyLlama tg16/tg32, medians of 3:
  * - 2-vCPU Zen 5 (EPYC), 512-bit kernels: 4 KiB against none, q4_K 39.1 ->
  *   50.9 t/s at 1 thread; against 1 KiB, q4_0 37.7 -> 47.0;
- * - 2-vCPU Sapphire Rapids-class Xeon, 512-bit kernels: 2 KiB against 4,
+ * - 2-vCPU Intel Xeon with AMX (RESULTS run 28), 512-bit kernels: 2 KiB against 4,
  *   q4_K 17.7 -> 25.4 t/s at 1 thread and 34.8 -> 47.7 at 2, q4_0 23.2 ->
  *   26.5, q8_0 13.4 -> 15.0, f16 6.54 -> 7.07 (1 KiB: 24.9, 25.9, 14.5);
  * - 256-bit kernels on a 2-vCPU Zen 3: 1 KiB (512 bytes gained less, 2 KiB
