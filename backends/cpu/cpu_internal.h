@@ -325,9 +325,10 @@ CPU_HIDDEN void cpu_arena_free(cpu_arena *owner);                 /* one block o
 #define CPU_X8_SLICE 4
 #define CPU_X8_Q8_XOR 0
 #endif
-/* How far ahead (bytes) the kernels that stream weights once prefetch:
- * set once by cpu_prefetch_init (from init) for this CPU. */
-CPU_HIDDEN extern uintptr_t cpu_stream_ahead;
+/* How far ahead (bytes) the kernels that stream weights once prefetch
+ * (f16 rows: cpu_stream_ahead_f16): set once by cpu_prefetch_init (from
+ * init) for this CPU. */
+CPU_HIDDEN extern uintptr_t cpu_stream_ahead, cpu_stream_ahead_f16;
 CPU_HIDDEN void cpu_prefetch_init(void);
 /* Bytes of one group of 8 rows of K elements in an x8 layout. */
 CPU_HIDDEN size_t cpu_x8_group_bytes(int layout, int64_t K);

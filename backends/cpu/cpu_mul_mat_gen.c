@@ -12,7 +12,7 @@
  *   stream (the rows of a dense matrix are consecutive): stories110M f16
  *   (1.5 KiB rows) 61 t/s side by side, 82 one at a time.
  * AVX-512 builds walk every row on its own, 64 elements a step in four
- * 16-lane accumulators, with a software prefetch (cpu_stream_ahead).  On a
+ * 16-lane accumulators, with a software prefetch (ahead()).  On a
  * 2-vCPU Sapphire Rapids-class VM, against the AVX2 loops above:
  * stories110M f16 52.7 -> 82.7 t/s (zmm 69.2, a prefetch 2 KiB ahead the
  * rest; 1 or 4 KiB ~4 % below 2); TinyLlama f16 6.40 -> 6.81 at 1 thread
@@ -59,6 +59,11 @@ GEN_INLINE __m256 load8(bool f16, const uint8_t *row, int64_t k) {
     return _mm256_loadu_ps((const float *)(const void *)(row + 4 * k));
 }
 
+/* How far ahead a stream of rows of this type is prefetched. */
+GEN_INLINE uintptr_t ahead(bool f16) {
+    return f16 ? cpu_stream_ahead_f16 : cpu_stream_ahead;
+}
+
 GEN_INLINE float elem(bool f16, const uint8_t *row, int64_t k) {
     if (f16) {
         uint16_t v;
@@ -83,8 +88,8 @@ GEN_INLINE bool side_by_side(bool f16, int64_t K) {
 #endif
 }
 
-/* A row walked on its own is prefetched cpu_stream_ahead bytes ahead
- * (row_dot; cpu_prefetch.c chooses it for the CPU).  AVX2: stories110M f16
+/* A row walked on its own is prefetched ahead(f16) bytes ahead (row_dot;
+ * cpu_prefetch.c chooses the distances for the CPU).  AVX2: stories110M f16
  * tg64 on a 2-vCPU Zen 3, 1 thread, medians of 4 interleaved: 32.4 -> 35.6
  * t/s with 1 KiB (512 bytes: 31.3).  Rows side by side are not prefetched:
  * 8 streams of prefetches made f32 and f16 slower there (stories110M f32
@@ -108,7 +113,7 @@ GEN_INLINE void fma16(bool f16, const uint8_t *a, const float *b, int64_t k, __m
 
 /* One row, 16 elements a step in two accumulators (two chains of
  * multiply-adds in flight); with AVX-512 first 64 a step in four, the
- * stream prefetched cpu_stream_ahead bytes ahead; with AVX2 32 a step in
+ * stream prefetched ahead(f16) bytes ahead; with AVX2 32 a step in
  * two, prefetched the same way. */
 GEN_INLINE float row_dot(bool f16, int64_t K, const uint8_t *a, const float *b) {
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
@@ -121,8 +126,8 @@ GEN_INLINE float row_dot(bool f16, int64_t K, const uint8_t *a, const float *b) 
             z1 = _mm512_fmadd_ps(load16(f16, a, k + 16), _mm512_loadu_ps(b + k + 16), z1);
             z2 = _mm512_fmadd_ps(load16(f16, a, k + 32), _mm512_loadu_ps(b + k + 32), z2);
             z3 = _mm512_fmadd_ps(load16(f16, a, k + 48), _mm512_loadu_ps(b + k + 48), z3);
-            /* this step's 64 elements (2 or 4 lines), cpu_stream_ahead bytes further on */
-            vf_prefetch((uintptr_t)a + (uintptr_t)((f16 ? 2 : 4) * k) + cpu_stream_ahead, f16 ? 128 : 256);
+            /* this step's 64 elements (2 or 4 lines), ahead(f16) bytes further on */
+            vf_prefetch((uintptr_t)a + (uintptr_t)((f16 ? 2 : 4) * k) + ahead(f16), f16 ? 128 : 256);
         }
         acc0 = vf_fold8(_mm512_add_ps(_mm512_add_ps(z0, z1), _mm512_add_ps(z2, z3)));
     }
@@ -130,7 +135,7 @@ GEN_INLINE float row_dot(bool f16, int64_t K, const uint8_t *a, const float *b) 
     for (; k + 32 <= K; k += 32) {
         fma16(f16, a, b, k, &acc0, &acc1);
         fma16(f16, a, b, k + 16, &acc0, &acc1);
-        vf_prefetch((uintptr_t)a + (uintptr_t)((f16 ? 2 : 4) * k) + cpu_stream_ahead, f16 ? 64 : 128);
+        vf_prefetch((uintptr_t)a + (uintptr_t)((f16 ? 2 : 4) * k) + ahead(f16), f16 ? 64 : 128);
     }
 #endif
     for (; k + 16 <= K; k += 16)
@@ -175,7 +180,7 @@ GEN_INLINE void row_cols(bool f16, int64_t K, const uint8_t *a, const float *con
         const vf w = f16 ? vf_load_f16(a + 2 * k) : vf_loadu((const float *)(const void *)(a + 4 * k));
         for (int c = 0; c < NC; c++)
             acc[c] = vf_fmadd(w, vf_loadu(b[c] + k), acc[c]);
-        vf_prefetch((uintptr_t)a + (uintptr_t)(es * (size_t)k) + cpu_stream_ahead, es * VF_LEN);
+        vf_prefetch((uintptr_t)a + (uintptr_t)(es * (size_t)k) + ahead(f16), es * VF_LEN);
     }
     for (int c = 0; c < NC; c++) {
         float s = vf_reduce_add(acc[c]);
