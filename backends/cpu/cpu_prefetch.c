@@ -4,9 +4,10 @@
  * chosen here at init.  Interleaved A/B, TinyLlama tg16/tg32, medians of 3:
  * - 2-vCPU Zen 5 (EPYC), 512-bit kernels: 4 KiB against none, q4_K 39.1 ->
  *   50.9 t/s at 1 thread; against 1 KiB, q4_0 37.7 -> 47.0;
- * - 2-vCPU Intel Xeon with AMX (RESULTS run 28), 512-bit kernels: 2 KiB against 4,
- *   q4_K 17.7 -> 25.4 t/s at 1 thread and 34.8 -> 47.7 at 2, q4_0 23.2 ->
- *   26.5, q8_0 13.4 -> 15.0, f16 6.54 -> 7.07 (1 KiB: 24.9, 25.9, 14.5);
+ * - 2-vCPU Intel Xeon with AMX (RESULTS run 28), 512-bit kernels: 2 KiB
+ *   against 4, q4_K 17.7 -> 25.4 t/s at 1 thread and 34.8 -> 47.7 at 2,
+ *   q4_0 23.2 -> 26.5, q8_0 13.4 -> 15.0, f16 6.54 -> 7.07 (1 KiB: 24.9,
+ *   25.9, 14.5);
  *   f16 rows (cpu_mul_mat_gen.c) want 3 KiB there: TinyLlama tg16 7.08 ->
  *   7.27-7.39 at 1 thread and 13.7-14.0 -> 14.8 at 2, stories110M tg64
  *   77.6-78.8 -> 82.2-84.0; f32 rows and q4_K do not (stories110M f32
@@ -19,22 +20,16 @@
 
 #include "cpu_internal.h"
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#endif
-
 uintptr_t cpu_stream_ahead = 1024, cpu_stream_ahead_f16 = 1024;
 
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) /* x86 */
+#include <cpuid.h>
+
 static bool cpu_is_amd(void) {
-#if defined(__x86_64__) || defined(__i386__)
     unsigned max, ebx, ecx, edx;
     if (!__get_cpuid(0, &max, &ebx, &ecx, &edx))
         return false;
     return ebx == 0x68747541u && edx == 0x69746e65u && ecx == 0x444d4163u; /* "AuthenticAMD" */
-#else
-    return false;
-#endif
 }
 #endif
 
