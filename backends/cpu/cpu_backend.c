@@ -151,6 +151,7 @@ static tport_status cpu_device_info(void *backend, int32_t device, tport_device_
         return cpu_host->error(TPORT_STATUS_INVALID_ARGUMENT, "cpu: device_info struct too small");
     tport_device_info info = {0};
     info.kind = TPORT_DEVICE_CPU;
+    info.caps = TPORT_DEVICE_CAP_ASYNC; /* tensor_write may defer re-encoding (cpu_repack.c) */
     snprintf(info.name, sizeof info.name, "cpu");
     char model[96];
     cpu_model_name(model, sizeof model);
@@ -201,6 +202,7 @@ static tport_backend_api cpu_api = {
     .buffer_free = cpu_buffer_free,
     .tensor_alloc_size = cpu_tensor_alloc_size,
     .tensor_write = cpu_tensor_write,
+    .wait = cpu_wait,
 };
 
 #ifdef TPORT_CPU_EMBEDDED

@@ -112,6 +112,15 @@ static size_t prepare_op(cpu_op *op, const tport_graph_view *v, int32_t idx, int
     op->dst = v->tensors[idx];
     for (int i = 0; i < TPORT_MAX_SRC; i++)
         op->src[i] = op->dst->src[i] >= 0 ? v->tensors[op->dst->src[i]] : NULL;
+    /* a weight not yet in our layout is read in the file's, where the host keeps it (cpu_repack.c) */
+    const void *plain = op->src[0] ? cpu_weight_deferred(op->src[0]) : NULL;
+    if (plain) {
+        op->plain_src0 = *op->src[0];
+        op->plain_src0.data = (void *)(uintptr_t)plain;
+        op->plain_src0.buffer = 0;
+        op->plain_src0.offset = 0;
+        op->src[0] = &op->plain_src0;
+    }
     atomic_init(&op->status, 0);
     atomic_init(&op->next_chunk, 0);
     op->nth = threads_for(op, budget);

@@ -60,6 +60,8 @@ typedef struct cpu_op {
     /* rope: the cos and sin of every token, filled before the run; NULL
      * when the positions are computed by the graph */
     const float *table;
+    /* src[0] as a plain weight, when its re-encoding is deferred */
+    tport_tensor_view plain_src0;
     /* scratch: `per_thread` bytes for each thread after `shared` bytes */
     uint8_t *scratch;
     size_t shared, per_thread;
@@ -341,9 +343,13 @@ CPU_HIDDEN void cpu_buffer_free(void *backend, tport_buffer b);
 CPU_HIDDEN tport_status cpu_tensor_write(void *backend, tport_buffer b, uint64_t offset,
                                          const tport_tensor_view *t, const void *src, uint64_t size,
                                          tport_ticket *ticket);
+CPU_HIDDEN tport_status cpu_wait(void *backend, int32_t device, tport_ticket ticket, uint64_t timeout_ns);
 /* The layout of a source view: PLAIN for host memory, else the layout of
  * our buffer it names (UNKNOWN when it names none). */
 CPU_HIDDEN int cpu_weight_layout(const tport_tensor_view *t);
+/* The host's plain bytes of a weight whose re-encoding is deferred (the
+ * host has not waited for its ticket), else NULL: a graph reads those. */
+CPU_HIDDEN const void *cpu_weight_deferred(const tport_tensor_view *t);
 /* Row `row` of an x8 weight back in its plain blocks. */
 CPU_HIDDEN void cpu_x8_row(const tport_tensor_view *t, int layout, int64_t row, uint8_t *out);
 

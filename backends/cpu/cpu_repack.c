@@ -33,8 +33,26 @@
  *     32 g + S c .. 32 g + S c + S - 1 of each row's quants, row r at
  *     bytes S r .. S r + S - 1
  *
- * Each buffer holds one tensor after a 64-byte header, in memory of
- * cpu_weight_arena.c (huge pages); the handle is the header's address (the host only ever gives back handles it got here).
+ * Each buffer holds one tensor, in memory of cpu_weight_arena.c (huge
+ * pages); the handle is the address of its header, a small allocation of
+ * its own (the host only ever gives back handles it got here).  Not in
+ * the arena: a header there would fault in a huge page of each weight at
+ * allocation, before the weight is written (TinyLlama Q8_0: 1332 instead
+ * of 1066 MiB of peak memory in a run that never re-encodes).
+ *
+ * Deferred re-encoding.  When the host passes a ticket, tensor_write only
+ * queues the weight and returns a ticket; the work is done in wait(), on
+ * the waiting thread and helpers, for every queued weight up to that
+ * ticket, in order.  Until then a graph reads the weight in the file's
+ * layout from the host's bytes (which the ABI keeps in place while the
+ * ticket is pending): cpu_weight_deferred gives them, and the graph's
+ * preparation (cpu_graph.c) reads that weight as a plain one.  Which
+ * layout a graph reads is thus the host's choice (whether it waited), not
+ * a race with a background thread, so results do not depend on timing;
+ * and nothing re-encodes while a graph runs.  What it buys: a new process
+ * answers its first short prompt without first writing a copy of every
+ * weight (TinyLlama Q8_0: 1.1 GB, most of a cold start's time in the
+ * kernel's page clearing; bench/RESULTS.md).
  * TPORT_CPU_REPACK=0 in the environment turns re-encoding off. */
 #include <pthread.h>
 #include <stdlib.h>
@@ -43,19 +61,29 @@
 #include "cpu_internal.h"
 
 #define BUFFER_MAGIC 0x52435054u /* "TPCR" */
-#define HEADER_BYTES 64
 
 typedef struct cpu_buffer {
     uint32_t magic;
-    uint32_t layout; /* CPU_LAYOUT_*: what tensor_write stored */
+    uint32_t layout; /* CPU_LAYOUT_*: what tensor_write stored (or will) */
     uint64_t capacity;
-    cpu_arena *arena; /* where the block came from */
+    uint8_t *data;    /* capacity bytes */
+    cpu_arena *arena; /* where data came from */
+    /* a deferred re-encoding: the host's plain bytes until it is done
+     * (NULL then); written under deferred_lock, read by graphs */
+    _Atomic(const uint8_t *) deferred;
+    tport_ticket ticket;
+    int64_t K, groups; /* the weight's row length and groups of 8 rows */
+    size_t row_bytes;
+    struct cpu_buffer *next; /* in the queue */
 } cpu_buffer;
-
-_Static_assert(sizeof(cpu_buffer) <= HEADER_BYTES, "the header fits before the data");
 
 static bool repack_enabled = true;
 static int encode_threads = 1; /* threads re-encoding one large weight */
+
+/* Deferred re-encodings, oldest first; tickets count up from 1. */
+static pthread_mutex_t deferred_lock = PTHREAD_MUTEX_INITIALIZER;
+static cpu_buffer *queue_head, *queue_tail;
+static tport_ticket last_ticket;
 
 #define ENCODE_THREADS 4
 #define ENCODE_MIN_GROUPS 256 /* per thread; smaller weights take fewer */
@@ -67,13 +95,28 @@ void cpu_repack_init(void) {
     encode_threads = (int)(cores > ENCODE_THREADS ? ENCODE_THREADS : cores);
 }
 
+/* Takes h out of the queue (deferred_lock held). */
+static void unqueue(cpu_buffer *h) {
+    cpu_buffer **at = &queue_head, *prev = NULL;
+    while (*at && *at != h) {
+        prev = *at;
+        at = &(*at)->next;
+    }
+    if (!*at)
+        return;
+    *at = h->next;
+    if (queue_tail == h)
+        queue_tail = prev;
+    atomic_store_explicit(&h->deferred, NULL, memory_order_release);
+}
+
 static cpu_buffer *buffer_of(tport_buffer b) {
     cpu_buffer *h = (cpu_buffer *)(uintptr_t)b;
     return h && h->magic == BUFFER_MAGIC ? h : NULL;
 }
 
 static uint8_t *buffer_data(cpu_buffer *h) {
-    return (uint8_t *)h + HEADER_BYTES;
+    return h->data;
 }
 
 /* The x8 layout a weight can take, or CPU_LAYOUT_PLAIN. */
@@ -119,14 +162,19 @@ tport_status cpu_buffer_alloc(void *backend, int32_t device, uint32_t kind, uint
     (void)backend, (void)usage;
     if (device != 0 || kind != TPORT_MEM_DEVICE || !out || !host_ptr)
         return cpu_host->error(TPORT_STATUS_UNSUPPORTED, "cpu: buffers are for weights in its own layout");
-    if (size == 0 || size > (uint64_t)SIZE_MAX - 2 * HEADER_BYTES)
+    if (size == 0 || size > (uint64_t)SIZE_MAX / 2)
         return cpu_host->error(TPORT_STATUS_INVALID_ARGUMENT, "cpu: bad buffer size %llu", (unsigned long long)size);
     cpu_arena *arena = NULL;
-    cpu_buffer *h = cpu_arena_alloc(HEADER_BYTES + (size_t)size, &arena);
-    if (!h)
+    cpu_buffer *h = malloc(sizeof *h);
+    uint8_t *data = h ? cpu_arena_alloc((size_t)size, &arena) : NULL;
+    if (!data) {
+        free(h);
         return cpu_host->error(TPORT_STATUS_OUT_OF_MEMORY, "cpu: out of memory for %llu bytes",
                                (unsigned long long)size);
-    *h = (cpu_buffer){.magic = BUFFER_MAGIC, .layout = CPU_LAYOUT_PLAIN, .capacity = size, .arena = arena};
+    }
+    *h = (cpu_buffer){.magic = BUFFER_MAGIC, .layout = CPU_LAYOUT_PLAIN, .capacity = size, .data = data,
+                      .arena = arena};
+    atomic_init(&h->deferred, NULL);
     *out = (tport_buffer)(uintptr_t)h;
     *host_ptr = buffer_data(h);
     return TPORT_STATUS_OK;
@@ -136,8 +184,14 @@ void cpu_buffer_free(void *backend, tport_buffer b) {
     (void)backend;
     cpu_buffer *h = buffer_of(b);
     if (h) {
+        if (atomic_load_explicit(&h->deferred, memory_order_acquire)) { /* never re-encoded: dropped */
+            pthread_mutex_lock(&deferred_lock);
+            unqueue(h);
+            pthread_mutex_unlock(&deferred_lock);
+        }
         h->magic = 0;
         cpu_arena_free(h->arena);
+        free(h);
     }
 }
 
@@ -206,27 +260,28 @@ static void encode_group_q4_K(const uint8_t *plain, size_t row_bytes, int64_t ns
     }
 }
 
-/* Re-encoding a weight, groups [g0, g1) of its rows. */
+/* Re-encoding a weight (K elements a row, row_bytes apart), groups
+ * [g0, g1) of its rows. */
 typedef struct encode_job {
-    const tport_tensor_view *t;
     int layout;
+    int64_t K;
+    size_t row_bytes;
     const uint8_t *src;
     uint8_t *dst;
     int64_t g0, g1;
 } encode_job;
 
 static void encode_range(const encode_job *j) {
-    const tport_tensor_view *t = j->t;
-    size_t row_bytes = (size_t)t->nb[1], group = cpu_x8_group_bytes(j->layout, t->ne[0]);
+    size_t row_bytes = j->row_bytes, group = cpu_x8_group_bytes(j->layout, j->K);
     for (int64_t g = j->g0; g < j->g1; g++) {
         const uint8_t *in = j->src + (size_t)g * 8 * row_bytes;
         uint8_t *out = j->dst + (size_t)g * group;
         if (j->layout == CPU_LAYOUT_Q4_K_X8)
-            encode_group_q4_K(in, row_bytes, t->ne[0] / 256, out);
+            encode_group_q4_K(in, row_bytes, j->K / 256, out);
         else if (j->layout == CPU_LAYOUT_Q4_0_X8)
-            encode_group(in, row_bytes, t->ne[0] / 32, 16, 0, out);
+            encode_group(in, row_bytes, j->K / 32, 16, 0, out);
         else
-            encode_group(in, row_bytes, t->ne[0] / 32, 32, CPU_X8_Q8_XOR, out);
+            encode_group(in, row_bytes, j->K / 32, 32, CPU_X8_Q8_XOR, out);
     }
 }
 
@@ -274,6 +329,9 @@ tport_status cpu_tensor_write(void *backend, tport_buffer b, uint64_t offset, co
     if (offset != 0)
         return cpu_host->error(TPORT_STATUS_INVALID_ARGUMENT, "cpu: tensor_write at offset %llu (one tensor a buffer)",
                                (unsigned long long)offset);
+    if (atomic_load_explicit(&h->deferred, memory_order_relaxed))
+        return cpu_host->error(TPORT_STATUS_INVALID_ARGUMENT, "cpu: tensor_write to a buffer whose last write is "
+                               "still pending");
     int layout = x8_layout_for(t);
     if (layout == CPU_LAYOUT_PLAIN || size != plain_bytes(t)) { /* kept as it is */
         if (size > h->capacity)
@@ -286,10 +344,53 @@ tport_status cpu_tensor_write(void *backend, tport_buffer b, uint64_t offset, co
     if (size > h->capacity || cpu_x8_group_bytes(layout, t->ne[0]) * (uint64_t)(t->ne[1] / 8) > h->capacity)
         return cpu_host->error(TPORT_STATUS_INVALID_ARGUMENT, "cpu: buffer too small for %s",
                                t->name ? t->name : "a weight");
-    encode_job job = {.t = t, .layout = layout, .src = src, .dst = buffer_data(h)};
-    encode_all(&job, t->ne[1] / 8);
     h->layout = (uint32_t)layout;
+    h->K = t->ne[0];
+    h->groups = t->ne[1] / 8;
+    h->row_bytes = (size_t)t->nb[1];
+    if (!ticket) { /* wanted done on return */
+        encode_job job = {.layout = layout, .K = h->K, .row_bytes = h->row_bytes, .src = src, .dst = buffer_data(h)};
+        encode_all(&job, h->groups);
+        return TPORT_STATUS_OK;
+    }
+    pthread_mutex_lock(&deferred_lock);
+    h->ticket = *ticket = ++last_ticket;
+    h->next = NULL;
+    if (queue_tail)
+        queue_tail->next = h;
+    else
+        queue_head = h;
+    queue_tail = h;
+    atomic_store_explicit(&h->deferred, (const uint8_t *)src, memory_order_release);
+    pthread_mutex_unlock(&deferred_lock);
     return TPORT_STATUS_OK;
+}
+
+/* The work is bounded (each queued weight re-encoded once), so the
+ * timeout is not needed to avoid a hang and is not applied. */
+tport_status cpu_wait(void *backend, int32_t device, tport_ticket ticket, uint64_t timeout_ns) {
+    (void)backend, (void)timeout_ns;
+    if (device != 0)
+        return cpu_host->error(TPORT_STATUS_INVALID_ARGUMENT, "cpu: no device %d", (int)device);
+    pthread_mutex_lock(&deferred_lock);
+    while (queue_head && queue_head->ticket <= ticket) {
+        cpu_buffer *h = queue_head;
+        encode_job job = {.layout = (int)h->layout, .K = h->K, .row_bytes = h->row_bytes,
+                          .src = atomic_load_explicit(&h->deferred, memory_order_relaxed), .dst = buffer_data(h)};
+        encode_all(&job, h->groups);
+        unqueue(h);
+    }
+    pthread_mutex_unlock(&deferred_lock);
+    return TPORT_STATUS_OK;
+}
+
+const void *cpu_weight_deferred(const tport_tensor_view *t) {
+    if (!t || t->struct_size < TPORT_TENSOR_VIEW_SIZE_1_1 || !t->buffer)
+        return NULL;
+    cpu_buffer *h = buffer_of(t->buffer);
+    if (!h || t->offset != 0 || t->data != buffer_data(h)) /* declined by cpu_weight_layout */
+        return NULL;
+    return atomic_load_explicit(&h->deferred, memory_order_acquire);
 }
 
 int cpu_weight_layout(const tport_tensor_view *t) {

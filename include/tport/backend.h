@@ -154,7 +154,10 @@
  *    A host-memory backend (no DEVICE_MEMORY cap, like the CPU) may still
  *    fill buffer_alloc (returning a host pointer), tensor_alloc_size and
  *    tensor_write to keep weights in a layout of its own: tensor_alloc_size
- *    returning 0 for a weight means "leave it where it is".
+ *    returning 0 for a weight means "leave it where it is".  Its
+ *    tensor_write may return a ticket and re-encode when waited for; the
+ *    source stays in place until then, and a graph given the weight
+ *    before the wait may read the source (the CPU backend does).
  *
  * ---------------------------------------------------------------------------
  * Versioning policy

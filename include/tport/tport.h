@@ -211,6 +211,13 @@ typedef struct tport_model_params {
      * are never read. */
     int32_t layer_begin, layer_end;
     bool no_embedding, no_head;
+    /* Time to the first token first: a backend that keeps weights in a
+     * layout of its own (the CPU's interleaved rows) may re-encode them
+     * after the first batch instead of at load, and a first batch of at
+     * most 32 tokens then reads the file's layout.  Later batches wait for
+     * the re-encoding (once).  For one-shot runs; a server or a benchmark
+     * leaves it off and pays the re-encoding at load. */
+    bool quick_start;
 } tport_model_params;
 
 /* Weight placement at load: each matrix goes to the first backend in
@@ -224,6 +231,9 @@ typedef struct tport_model_params {
 /* Loads a model from any readable file: llama, or another architecture
  * this build runs (tport_arch_supported). */
 tport_model *tport_model_load(const char *path, const tport_model_params *params);
+/* Does now what a quick_start load left for later (the next batch would do
+ * it): lets a caller time it apart.  Without quick_start, or done, a no-op. */
+tport_status tport_model_finish_load(tport_model *m);
 void tport_model_free(tport_model *m);
 /* The model's architecture as GGUF names it ("llama", "gpt2", ...). */
 const char *tport_model_arch(const tport_model *m);

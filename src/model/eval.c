@@ -240,6 +240,8 @@ tport_status tport_model_eval_batch(const tport_model_eval *e) {
         c->n_built++;
     }
     if (!st)
+        st = tport_model_settle_uploads(m, n);
+    if (!st)
         st = fill_inputs(c, e);
     if (!st) {
         tport_compute_params cp = {.n_threads = e->n_threads, .backend = e->backend};

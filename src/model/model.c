@@ -81,6 +81,7 @@ tport_model *tport_model_load(const char *path, const tport_model_params *params
         return NULL;
     }
     pthread_mutex_init(&m->lost_lock, NULL);
+    m->quick_start = params && params->quick_start;
     tport_status st = params && params->backend ? check_backend(params->backend) : TPORT_STATUS_OK;
     if (st == TPORT_STATUS_OK)
         st = tport_model_file_open(path, &m->file);
@@ -133,6 +134,10 @@ tport_status tport_model_own(tport_model *m, void *buf) {
     }
     m->converted[m->n_converted++] = buf;
     return TPORT_STATUS_OK;
+}
+
+tport_status tport_model_finish_load(tport_model *m) {
+    return m ? tport_model_settle_uploads(m, INT32_MAX) : TPORT_STATUS_OK;
 }
 
 void tport_model_free(tport_model *m) {

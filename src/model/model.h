@@ -61,6 +61,9 @@ struct tport_model {
                                     '\n'-separated; NULL if none          */
     tport_tensor **resident;     /* weights with a copy in a backend's memory */
     int n_resident, cap_resident;
+    bool quick_start;            /* tport_model_params.quick_start           */
+    struct tport_deferred *deferred; /* uploads still pending: NULL if none
+                                    (weight_residency.c)                   */
     pthread_mutex_t lost_lock;   /* re-placement after a lost device        */
 };
 
@@ -73,6 +76,13 @@ typedef struct tport_weight_home {
  * has memory of its own (or keeps weights in a layout of its own); see
  * weight_residency.c.  A refused upload leaves the weight in host memory. */
 tport_status tport_model_upload_weights(tport_model *m, const tport_weight_home *homes, int n);
+/* Before a batch of n tokens: waits for the uploads a host-memory backend
+ * deferred (re-encodings into its own layout), unless this is a
+ * quick-start model's first batch and a short one, which reads the file's
+ * layout instead.  Thread-safe. */
+tport_status tport_model_settle_uploads(const tport_model *m, int32_t n);
+/* Uploads still deferred (not yet waited for). */
+int tport_model_deferred_uploads(const tport_model *m);
 /* Frees the backends' copies (only those of lost backends if lost_only);
  * the weights fall back to the file's bytes. */
 void tport_model_release_weights(tport_model *m, bool lost_only);

@@ -4,7 +4,16 @@
  * host-memory backend that keeps weights in a layout of its own (its
  * tensor_alloc_size says how big) gets its copy the same way.  The file's
  * bytes stay where they are: they are what any other backend reads, and
- * what the host falls back to when a device is lost. */
+ * what the host falls back to when a device is lost.
+ *
+ * A host-memory backend may return a ticket from tensor_write: it defers
+ * the re-encoding until the host waits (the CPU backend does, and reads
+ * the file's bytes meanwhile).  Those tickets are kept here and waited for
+ * in order before a batch (tport_model_settle_uploads), each weight's file
+ * pages released as its ticket completes, so the file's copy and the
+ * backend's are not both in memory at once.  Without quick_start that
+ * happens at the end of the load. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +52,87 @@ static tport_status remember(tport_model *m, tport_tensor *w) {
     return TPORT_STATUS_OK;
 }
 
+/* A quick-start model's first batch reads the file's layout if it has at
+ * most this many tokens.  Reading a Q8_0 matrix in its own layout took
+ * about twice as long on 2 cores; re-encoding it takes about as long as
+ * reading it 40 times (TinyLlama: bench/RESULTS.md). */
+#define QUICK_FIRST_TOKENS 32
+
+typedef struct deferred_upload {
+    tport_tensor *w;
+    const tport_active_backend *b;
+    tport_ticket ticket;
+} deferred_upload;
+
+struct tport_deferred {
+    pthread_mutex_t lock;
+    deferred_upload *items;
+    int n, cap;
+    bool first_batch_seen;
+};
+
+static tport_status defer(tport_model *m, tport_tensor *w, const tport_active_backend *b, tport_ticket t) {
+    if (!m->deferred) {
+        m->deferred = calloc(1, sizeof *m->deferred);
+        if (!m->deferred)
+            return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "out of memory");
+        pthread_mutex_init(&m->deferred->lock, NULL);
+    }
+    struct tport_deferred *d = m->deferred;
+    if (d->n == d->cap) {
+        int cap = d->cap ? 2 * d->cap : 64;
+        deferred_upload *p = realloc(d->items, (size_t)cap * sizeof *p);
+        if (!p)
+            return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "out of memory");
+        d->items = p;
+        d->cap = cap;
+    }
+    d->items[d->n++] = (deferred_upload){.w = w, .b = b, .ticket = t};
+    return TPORT_STATUS_OK;
+}
+
+/* Waits for every deferred upload, oldest first (d->lock held). */
+static tport_status settle_locked(const tport_model *m, struct tport_deferred *d) {
+    tport_status first = TPORT_STATUS_OK;
+    for (int i = 0; i < d->n; i++) {
+        deferred_upload *u = &d->items[i];
+        if (u->w->res.backend != u->b || tport_sched_backend_lost(u->b))
+            continue; /* released since */
+        tport_status st = tport_sched_wait(u->b, u->ticket);
+        if (st == TPORT_STATUS_OK)
+            tport_model_file_release(m->file, u->w->data, (size_t)tport_tensor_nbytes(u->w));
+        else if (!first)
+            first = tport_error(st, "%s: re-encoding %s for backend %s: %s", m->file->path, u->w->name, u->b->name,
+                                tport_last_error());
+    }
+    d->n = 0;
+    return first;
+}
+
+tport_status tport_model_settle_uploads(const tport_model *m, int32_t n) {
+    struct tport_deferred *d = m->deferred;
+    if (!d)
+        return TPORT_STATUS_OK;
+    pthread_mutex_lock(&d->lock);
+    tport_status st = TPORT_STATUS_OK;
+    bool early = m->quick_start && !d->first_batch_seen && n <= QUICK_FIRST_TOKENS;
+    d->first_batch_seen = true;
+    if (!early && d->n)
+        st = settle_locked(m, d);
+    pthread_mutex_unlock(&d->lock);
+    return st;
+}
+
+int tport_model_deferred_uploads(const tport_model *m) {
+    struct tport_deferred *d = m->deferred;
+    if (!d)
+        return 0;
+    pthread_mutex_lock(&d->lock);
+    int n = d->n;
+    pthread_mutex_unlock(&d->lock);
+    return n;
+}
+
 /* Uploads w to b.  A refusal is not fatal: the weight stays in host memory
  * and the line says what that costs. */
 static tport_status upload_one(tport_model *m, tport_tensor *w, const tport_active_backend *b, tport_ticket *last) {
@@ -68,13 +158,11 @@ static tport_status upload_one(tport_model *m, tport_tensor *w, const tport_acti
             mem->buffer_free(b->state, buf);
         buf = 0;
     }
+    tport_ticket t = 0;
     if (st == TPORT_STATUS_OK) {
-        tport_ticket t = 0;
         step = "uploading";
         tport_clear_error();
         st = mem->tensor_write(b->state, buf, 0, &v, w->data, plain, &t);
-        if (st == TPORT_STATUS_OK && t)
-            *last = t;
         if (st != TPORT_STATUS_OK)
             mem->buffer_free(b->state, buf);
     }
@@ -93,9 +181,14 @@ static tport_status upload_one(tport_model *m, tport_tensor *w, const tport_acti
         return TPORT_STATUS_OK;
     }
     w->res = (tport_residency){.backend = b, .buffer = buf, .offset = 0, .host = host, .bytes = size};
+    st = remember(m, w);
+    if (st == TPORT_STATUS_OK && t && !mem->device_memory)
+        return defer(m, w, b, t); /* it reads the file's bytes until done */
+    if (t)
+        *last = t;
     /* the backend has its copy: the file's pages need not stay in memory too */
     tport_model_file_release(m->file, w->data, (size_t)plain);
-    return remember(m, w);
+    return st;
 }
 
 tport_status tport_model_upload_weights(tport_model *m, const tport_weight_home *homes, int n) {
@@ -135,11 +228,17 @@ tport_status tport_model_upload_weights(tport_model *m, const tport_weight_home 
             return tport_error(st, "%s: uploading weights: %s", m->file->path, tport_last_error());
         }
     }
-    return TPORT_STATUS_OK;
+    return m->quick_start ? TPORT_STATUS_OK : tport_model_settle_uploads(m, INT32_MAX);
 }
 
 void tport_model_release_weights(tport_model *m, bool lost_only) {
     m->n_resident = tport_sched_release(m->resident, m->n_resident, lost_only);
+    if (!lost_only && m->deferred) { /* the backends dropped what they had not done */
+        pthread_mutex_destroy(&m->deferred->lock);
+        free(m->deferred->items);
+        free(m->deferred);
+        m->deferred = NULL;
+    }
 }
 
 uint64_t tport_model_resident_bytes(const tport_model *m, const char *backend) {

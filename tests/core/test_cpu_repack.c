@@ -8,6 +8,10 @@
  *     weights within the activation-quantization bound, and with the same
  *     node on the plain bytes within float-summation-order differences;
  *     each column computed alone gives the batch's bits exactly;
+ *   - with a ticket, tensor_write defers the re-encoding: until wait()
+ *     the node reads the plain bytes (the plain path's bits exactly), and
+ *     a buffer freed before its wait is dropped from the queue; without
+ *     one it re-encodes on the spot;
  *   - get_rows of the copy gives exactly the dequantized rows;
  *   - a handle that is not the backend's, or a view at another address,
  *     is declined, not read.
@@ -58,8 +62,9 @@ static float frand(unsigned *s) {
     return (float)((*s >> 8) & 0xffff) / 32768.0f - 1.0f;
 }
 
-/* A weight in the backend's buffer, or 0 when it wants none. */
-static tport_buffer upload(const tport_tensor_view *w, void **host) {
+/* A weight in the backend's buffer, or 0 when it wants none; with a
+ * ticket pointer, the re-encoding is deferred until wait(*ticket). */
+static tport_buffer upload(const tport_tensor_view *w, void **host, tport_ticket *ticket) {
     uint64_t size = api->tensor_alloc_size(be, 0, w);
     if (!size)
         return 0;
@@ -71,10 +76,9 @@ static tport_buffer upload(const tport_tensor_view *w, void **host) {
     CHECK(api->buffer_alloc(be, 0, TPORT_MEM_DEVICE, TPORT_USAGE_WEIGHTS, size, &b, host) == TPORT_STATUS_OK && b &&
               *host,
           "buffer_alloc: %s", tport_last_error());
-    tport_ticket t = 7;
     /* the source is the plain layout: its own size, not the buffer's */
-    CHECK(api->tensor_write(be, b, 0, w, w->data, w->nb[1] * (uint64_t)w->ne[1], &t) == TPORT_STATUS_OK && t == 0,
-          "tensor_write: %s", tport_last_error());
+    tport_status st = api->tensor_write(be, b, 0, w, w->data, w->nb[1] * (uint64_t)w->ne[1], ticket);
+    CHECK(st == TPORT_STATUS_OK && (!ticket || *ticket > 0), "tensor_write: %s", tport_last_error());
     return b;
 }
 
@@ -96,7 +100,9 @@ static void check(tport_type_id type, int64_t K, int64_t N, int64_t M, int threa
     ts[0] = view(type, K, N, q);
     ts[0].flags = TPORT_TENSOR_WEIGHT;
     void *host = NULL;
-    tport_buffer b = upload(&ts[0], &host);
+    /* one thread: deferred (a ticket); two: re-encoded in tensor_write */
+    tport_ticket ticket = 0;
+    tport_buffer b = upload(&ts[0], &host, threads == 1 ? &ticket : NULL);
     CHECK(b != 0, "%s [%lld x %lld] not taken", tr->info.name, (long long)K, (long long)N);
     ts[1] = view(TPORT_TYPE_F32, K, M, x);
     ts[2] = view(TPORT_TYPE_F32, N, M, y_plain);
@@ -105,6 +111,13 @@ static void check(tport_type_id type, int64_t K, int64_t N, int64_t M, int threa
     CHECK(run_node(ts, 3, threads) == TPORT_STATUS_OK, "plain mul_mat: %s", tport_last_error());
     ts[0].buffer = b, ts[0].data = host;
     ts[2].data = y_own;
+    if (ticket) {
+        CHECK(run_node(ts, 3, threads) == TPORT_STATUS_OK, "mul_mat before the wait: %s", tport_last_error());
+        CHECK(!memcmp(y_own, y_plain, (size_t)(N * M) * sizeof(float)),
+              "%s K%lld N%lld M%lld: before its wait the weight was not read in the plain layout", tr->info.name,
+              (long long)K, (long long)N, (long long)M);
+        CHECK(api->wait(be, 0, ticket, 0) == TPORT_STATUS_OK, "wait: %s", tport_last_error());
+    }
     CHECK(run_node(ts, 3, threads) == TPORT_STATUS_OK, "mul_mat on the own copy: %s", tport_last_error());
 
     int bad_ref = 0, bad_plain = 0;
@@ -168,6 +181,40 @@ static void check(tport_type_id type, int64_t K, int64_t N, int64_t M, int threa
     free(wf), free(deq), free(x), free(y_own), free(y_plain), free(q);
 }
 
+/* Two weights queued, the first freed before any wait: the wait for the
+ * second re-encodes it alone (get_rows then reads exact rows), and a wait
+ * for the dropped one's ticket has nothing left to do. */
+static void dropped_while_deferred(void) {
+    const tport_type_traits *tr = tport_traits(TPORT_TYPE_Q8_0);
+    enum { K = 256, N = 16 };
+    static float wf[K * N], deq[K * N], rows[K];
+    static uint8_t q1[34 * K / 32 * N], q2[34 * K / 32 * N];
+    unsigned seed = 99;
+    for (int i = 0; i < K * N; i++)
+        wf[i] = frand(&seed);
+    tr->from_float(wf, q1, K * N);
+    tr->from_float(wf, q2, K * N);
+    tr->to_float(q2, deq, K * N);
+    tport_tensor_view w1 = view(TPORT_TYPE_Q8_0, K, N, q1), w2 = view(TPORT_TYPE_Q8_0, K, N, q2);
+    void *h1 = NULL, *h2 = NULL;
+    tport_ticket t1 = 0, t2 = 0;
+    tport_buffer b1 = upload(&w1, &h1, &t1), b2 = upload(&w2, &h2, &t2);
+    CHECK(b1 && b2 && t2 > t1, "tickets %llu then %llu", (unsigned long long)t1, (unsigned long long)t2);
+    memset(q1, 0xEE, sizeof q1); /* the host's promise is off once freed: nothing may read it */
+    api->buffer_free(be, b1);
+    CHECK(api->wait(be, 0, t2, 0) == TPORT_STATUS_OK, "wait: %s", tport_last_error());
+    memset(q2, 0xEE, sizeof q2); /* done: the copy no longer needs the source */
+    CHECK(api->wait(be, 0, t1, 0) == TPORT_STATUS_OK, "wait for a dropped ticket: %s", tport_last_error());
+    w2.buffer = b2, w2.data = h2, w2.flags = TPORT_TENSOR_WEIGHT;
+    int32_t id = N - 3;
+    tport_tensor_view gr[3] = {w2, view(TPORT_TYPE_I32, 1, 1, &id), view(TPORT_TYPE_F32, K, 1, rows)};
+    gr[2].op = TPORT_OP_GET_ROWS;
+    gr[2].src[0] = 0, gr[2].src[1] = 1;
+    CHECK(run_node(gr, 3, 1) == TPORT_STATUS_OK, "get_rows: %s", tport_last_error());
+    CHECK(!memcmp(rows, deq + (size_t)id * K, sizeof rows), "the weight queued after a dropped one came out wrong");
+    api->buffer_free(be, b2);
+}
+
 static void eligibility(void) {
     uint8_t dummy[64];
     tport_tensor_view t = view(TPORT_TYPE_Q4_0, 64, 12, dummy); /* 12 rows: not a multiple of 8 */
@@ -218,6 +265,7 @@ int main(void) {
         test_skip(NAME, "this variant keeps no weights in a layout of its own (no AVX2 kernels)");
     }
     eligibility();
+    dropped_while_deferred();
     static const int64_t shapes[][3] = {{64, 8, 1}, {256, 24, 3}, {512, 40, 4}, {768, 16, 9}, {1024, 64, 1},
                                         {2048, 96, 5}, {512, 16, 8}, {5632, 16, 6},
                                         /* columns in several calls of the kernels */

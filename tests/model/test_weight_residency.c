@@ -11,8 +11,13 @@
  * live in the model's own memory, and generating from a 16384-token
  * vocabulary maps no page of the embedding's file mapping (its rows are
  * read from the file: tport_model_file_copy), which /proc/self/pagemap
- * tells where the kernel provides it. */
+ * tells where the kernel provides it.
+ *
+ * And quick_start (test_quick_start): the copies wait until the second
+ * batch, and which layout a batch reads depends on nothing but the order
+ * of batches. */
 #include <fcntl.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -87,6 +92,56 @@ static void test_embedding_stays_in_the_file(const char *path) {
     tport_model_free(m);
 }
 
+/* The first logits of a new session on m after evaluating p[0..n). */
+static bool first_logits(tport_model *m, const tport_token *p, int n, float *out) {
+    tport_session *s = tport_session_new(m, NULL);
+    bool ok = s && tport_session_eval(s, p, n) == TPORT_STATUS_OK && tport_session_logits(s);
+    if (ok)
+        memcpy(out, tport_session_logits(s), (size_t)tport_model_n_vocab(m) * sizeof *out);
+    else
+        fprintf(stderr, "  eval: %s\n", tport_last_error());
+    tport_session_free(s);
+    return ok;
+}
+
+/* quick_start: the copies are made when the host waits, before the second
+ * batch (or before a first one of more than 32 tokens); a first short
+ * batch reads the file's layout.  Which one a batch reads follows from
+ * the order of batches alone: the same bits on every load. */
+static void test_quick_start(const char *path) {
+    enum { V = 320 };
+    static float eager[V], eager_long[V], early[V], early2[V], later[V], first_long[V];
+    tport_token p[40];
+    for (int i = 0; i < 40; i++)
+        p[i] = (tport_token)(1 + i * 7);
+    tport_model_params qp = {.quick_start = true};
+    tport_model *e = tport_model_load(path, NULL), *q1 = tport_model_load(path, &qp),
+                *q2 = tport_model_load(path, &qp), *q3 = tport_model_load(path, &qp);
+    CHECK(e && q1 && q2 && q3, "load: %s", tport_last_error());
+    if (e && q1 && q2 && q3) {
+        CHECK(tport_model_deferred_uploads(e) == 0, "a model loaded without quick_start left uploads pending");
+        int pending = tport_model_deferred_uploads(q1);
+        CHECK(pending > 0 && pending == q1->n_resident,
+              "a quick-start load deferred %d uploads of %d copies", pending, q1->n_resident);
+        CHECK(first_logits(e, p, 3, eager) && first_logits(e, p, 40, eager_long), "eager model evaluates");
+        CHECK(first_logits(q1, p, 3, early), "quick-start model, first batch");
+        CHECK(tport_model_deferred_uploads(q1) == pending, "the first short batch waited for the uploads");
+        CHECK(first_logits(q1, p, 3, later), "quick-start model, second batch");
+        CHECK(tport_model_deferred_uploads(q1) == 0, "the second batch left uploads pending");
+        CHECK(!memcmp(later, eager, sizeof eager), "after the wait the logits are not the eager model's");
+        double worst = 0;
+        for (int i = 0; i < V; i++)
+            worst = fmax(worst, fabs((double)early[i] - eager[i]) / (1.0 + fabs((double)eager[i])));
+        CHECK(worst < 1e-3, "the first batch (file layout) is off the copies' by %g", worst);
+        CHECK(first_logits(q2, p, 3, early2) && !memcmp(early2, early, sizeof early),
+              "a second quick-start load's first batch gave other bits");
+        CHECK(first_logits(q3, p, 40, first_long) && tport_model_deferred_uploads(q3) == 0,
+              "a first batch of 40 tokens did not wait");
+        CHECK(!memcmp(first_long, eager_long, sizeof eager_long), "a long first batch did not read the copies");
+    }
+    tport_model_free(e), tport_model_free(q1), tport_model_free(q2), tport_model_free(q3);
+}
+
 int main(void) {
     char dir[512], path[600], args[1024];
     CHECK(tool_scratch_dir(dir, sizeof dir, "residency") != NULL, "no scratch folder");
@@ -114,6 +169,7 @@ int main(void) {
         CHECK(greedy_ids(m, prompt, 3, ids, 12) == 12, "generates with copies");
     }
     tport_model_free(m);
+    test_quick_start(path);
     char path2[600];
     snprintf(path2, sizeof path2, "%s/e.gguf", dir);
     test_embedding_stays_in_the_file(path2);
