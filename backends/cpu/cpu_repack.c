@@ -1,9 +1,9 @@
 /* Weights in the CPU backend's own layout (ABI 1.1, guide section 9: a
  * host-memory backend may keep weights re-encoded).  At load the host asks
- * tensor_alloc_size for each weight this backend will read; for the ones
- * that have a faster layout here it allocates a buffer (buffer_alloc, host
- * memory) and hands over the file's bytes once (tensor_write), which this
- * file re-encodes.  At compute time a weight view whose `buffer` is set is
+ * tensor_alloc_size for each weight this backend will read; for the
+ * matrices it allocates a buffer (buffer_alloc, host memory) and hands over
+ * the file's bytes once (tensor_write), which this file re-encodes where
+ * a faster layout exists and copies as they are elsewhere.  At compute time a weight view whose `buffer` is set is
  * one of these copies; cpu_weight_layout() says which layout it is in.
  *
  * The "x8" layouts (cpu_mul_mat_x8.c and cpu_mul_mat_x8_avx512.c read
@@ -33,6 +33,13 @@
  *     32 g + S c .. 32 g + S c + S - 1 of each row's quants, row r at
  *     bytes S r .. S r + S - 1
  *
+ * Every other 2-D weight with whole, dense rows gets a plain copy: the
+ * file's layout, in the same huge pages.  Generation streams each weight
+ * once a token, and from the file's 4 KiB pages it ran slower (2-vCPU
+ * Xeon, tg16, interleaved A/B, 3-4 rounds: TinyLlama f16 7.35-7.50 ->
+ * 7.95-8.13 t/s on 1 thread and 13.10-13.89 -> 14.64-15.41 on 2; Q6_K
+ * 11.77-11.95 -> 13.25-13.40; stories110M f32 32.4-33.5 -> 37.7-38.3).
+ *
  * Each buffer holds one tensor, in memory of cpu_weight_arena.c (huge
  * pages); the handle is the address of its header, a small allocation of
  * its own (the host only ever gives back handles it got here).  Not in
@@ -53,7 +60,7 @@
  * answers its first short prompt without first writing a copy of every
  * weight (TinyLlama Q8_0: 1.1 GB, most of a cold start's time in the
  * kernel's page clearing; bench/RESULTS.md).
- * TPORT_CPU_REPACK=0 in the environment turns re-encoding off. */
+ * TPORT_CPU_REPACK=0 in the environment turns re-encoding and copies off. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,6 +147,17 @@ static uint64_t plain_bytes(const tport_tensor_view *t) {
     return t->nb[1] * (uint64_t)t->ne[1];
 }
 
+/* Whether a weight gets a plain copy: a matrix (not a vector: those are
+ * read by element-wise ops, which a deferred copy cannot be given to),
+ * whole blocks, rows dense. */
+static bool copy_eligible(const tport_tensor_view *t) {
+    const tport_type_info *ti = cpu_host->type_info(t->type);
+    if (!ti || ti->block_size <= 0 || t->ne[0] <= 0 || t->ne[0] % ti->block_size || t->ne[1] < 2 ||
+        t->ne[2] != 1 || t->ne[3] != 1)
+        return false;
+    return t->nb[0] == ti->block_bytes && t->nb[1] == ti->block_bytes * (uint64_t)(t->ne[0] / ti->block_size);
+}
+
 size_t cpu_x8_group_bytes(int layout, int64_t K) {
     switch (layout) {
     case CPU_LAYOUT_Q4_0_X8: return (size_t)(K / 32) * 144;
@@ -154,7 +172,9 @@ uint64_t cpu_tensor_alloc_size(void *backend, int32_t device, const tport_tensor
     if (device != 0 || !t || t->struct_size < TPORT_TENSOR_VIEW_SIZE_1_0 || !repack_enabled)
         return 0;
     int layout = x8_layout_for(t);
-    return layout == CPU_LAYOUT_PLAIN ? 0 : cpu_x8_group_bytes(layout, t->ne[0]) * (uint64_t)(t->ne[1] / 8);
+    if (layout != CPU_LAYOUT_PLAIN)
+        return cpu_x8_group_bytes(layout, t->ne[0]) * (uint64_t)(t->ne[1] / 8);
+    return copy_eligible(t) ? plain_bytes(t) : 0;
 }
 
 tport_status cpu_buffer_alloc(void *backend, int32_t device, uint32_t kind, uint32_t usage, uint64_t size,
@@ -261,7 +281,7 @@ static void encode_group_q4_K(const uint8_t *plain, size_t row_bytes, int64_t ns
 }
 
 /* Re-encoding a weight (K elements a row, row_bytes apart), groups
- * [g0, g1) of its rows. */
+ * [g0, g1) of its rows; for a plain copy, rows [g0, g1). */
 typedef struct encode_job {
     int layout;
     int64_t K;
@@ -273,6 +293,11 @@ typedef struct encode_job {
 
 static void encode_range(const encode_job *j) {
     size_t row_bytes = j->row_bytes, group = cpu_x8_group_bytes(j->layout, j->K);
+    if (j->layout == CPU_LAYOUT_PLAIN) {
+        memcpy(j->dst + (size_t)j->g0 * row_bytes, j->src + (size_t)j->g0 * row_bytes,
+               (size_t)(j->g1 - j->g0) * row_bytes);
+        return;
+    }
     for (int64_t g = j->g0; g < j->g1; g++) {
         const uint8_t *in = j->src + (size_t)g * 8 * row_bytes;
         uint8_t *out = j->dst + (size_t)g * group;
@@ -333,7 +358,8 @@ tport_status cpu_tensor_write(void *backend, tport_buffer b, uint64_t offset, co
         return cpu_host->error(TPORT_STATUS_INVALID_ARGUMENT, "cpu: tensor_write to a buffer whose last write is "
                                "still pending");
     int layout = x8_layout_for(t);
-    if (layout == CPU_LAYOUT_PLAIN || size != plain_bytes(t)) { /* kept as it is */
+    bool whole = size == plain_bytes(t); /* the weight, not some other span */
+    if (!whole || (layout == CPU_LAYOUT_PLAIN && !copy_eligible(t))) { /* kept as it is, now */
         if (size > h->capacity)
             return cpu_host->error(TPORT_STATUS_INVALID_ARGUMENT, "cpu: %llu bytes into a buffer of %llu",
                                    (unsigned long long)size, (unsigned long long)h->capacity);
@@ -341,12 +367,13 @@ tport_status cpu_tensor_write(void *backend, tport_buffer b, uint64_t offset, co
         h->layout = CPU_LAYOUT_PLAIN;
         return TPORT_STATUS_OK;
     }
-    if (size > h->capacity || cpu_x8_group_bytes(layout, t->ne[0]) * (uint64_t)(t->ne[1] / 8) > h->capacity)
+    uint64_t need = layout == CPU_LAYOUT_PLAIN ? size : cpu_x8_group_bytes(layout, t->ne[0]) * (uint64_t)(t->ne[1] / 8);
+    if (size > h->capacity || need > h->capacity)
         return cpu_host->error(TPORT_STATUS_INVALID_ARGUMENT, "cpu: buffer too small for %s",
                                t->name ? t->name : "a weight");
     h->layout = (uint32_t)layout;
     h->K = t->ne[0];
-    h->groups = t->ne[1] / 8;
+    h->groups = layout == CPU_LAYOUT_PLAIN ? t->ne[1] : t->ne[1] / 8; /* a plain copy goes by rows */
     h->row_bytes = (size_t)t->nb[1];
     if (!ticket) { /* wanted done on return */
         encode_job job = {.layout = layout, .K = h->K, .row_bytes = h->row_bytes, .src = src, .dst = buffer_data(h)};

@@ -80,11 +80,14 @@ static bool supports_flash_attn(const tport_graph_view *g, const tport_tensor_vi
 }
 
 /* A weight kept in our own layout (cpu_repack.c) is read only by mul_mat,
- * as a 2-D first operand, and by get_rows. */
+ * as a 2-D first operand, and by get_rows; one whose copy is deferred
+ * only as a first operand (where cpu_graph.c reads the host's bytes). */
 static bool own_layout_ok(const tport_graph_view *g, const tport_tensor_view *d) {
     for (int i = 0; i < TPORT_MAX_SRC; i++) {
         const tport_tensor_view *s = d->src[i] >= 0 ? tensor(g, d->src[i]) : NULL;
         int layout = s ? cpu_weight_layout(s) : CPU_LAYOUT_PLAIN;
+        if (i > 0 && s && cpu_weight_deferred(s))
+            return false;
         if (layout == CPU_LAYOUT_PLAIN)
             continue;
         if (layout == CPU_LAYOUT_UNKNOWN || i != 0 || (d->op != TPORT_OP_MUL_MAT && d->op != TPORT_OP_GET_ROWS))

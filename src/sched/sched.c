@@ -87,8 +87,12 @@ bool tport_sched_backend_supports(const tport_active_backend *b, const tport_gra
     return ok;
 }
 
-/* The backend holding a leaf that node idx reads (or, for a copy into a
- * cache, writes), if it can run the node. */
+/* The device holding a leaf that node idx reads (or, for a copy into a
+ * cache, writes), if it can run the node.  A host-memory backend's copy
+ * of a weight (its own layout) does not pull nodes to it: the file's bytes
+ * stay readable by the others, and the preference order decides (the blas
+ * plug-in takes prompt batches of weights the CPU keeps a copy of for
+ * generation). */
 static const tport_active_backend *by_locality(const tport_graph *g, const sched_view *sv,
                                                const tport_graph_view *blind, int32_t idx) {
     const tport_tensor *t = g->tensors[idx];
@@ -101,7 +105,7 @@ static const tport_active_backend *by_locality(const tport_graph *g, const sched
         cand[n++] = t->view_src;
     for (int i = 0; i < n; i++) {
         const tport_active_backend *b = cand[i]->res.backend;
-        if (b && can_run(b, &sv->view, blind, idx))
+        if (b && b->mem.device_memory && can_run(b, &sv->view, blind, idx))
             return b;
     }
     return NULL;

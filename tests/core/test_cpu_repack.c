@@ -12,6 +12,8 @@
  *     the node reads the plain bytes (the plain path's bits exactly), and
  *     a buffer freed before its wait is dropped from the queue; without
  *     one it re-encodes on the spot;
+ *   - other matrices (f16, f32, q5_K, rows not a multiple of 8) get a
+ *     plain copy that gives the plain path's bits, deferred or not;
  *   - get_rows of the copy gives exactly the dequantized rows;
  *   - a handle that is not the backend's, or a view at another address,
  *     is declined, not read.
@@ -181,6 +183,54 @@ static void check(tport_type_id type, int64_t K, int64_t N, int64_t M, int threa
     free(wf), free(deq), free(x), free(y_own), free(y_plain), free(q);
 }
 
+/* A plain copy (f16, f32, q5_K: types without an x8 layout) gives the
+ * plain path's bits before its wait (the host's bytes), after it (the
+ * copy) and when written without a ticket. */
+static void plain_copy(tport_type_id type, int64_t K, int64_t N, int64_t M) {
+    const tport_type_traits *tr = tport_traits(type);
+    unsigned seed = (unsigned)(K + N + M + type);
+    size_t wbytes = (size_t)(tr->info.block_bytes * (uint64_t)(K / tr->info.block_size) * (uint64_t)N);
+    float *wf = malloc((size_t)(K * N) * sizeof *wf), *x = malloc((size_t)(K * M) * sizeof *x);
+    float *y_plain = malloc((size_t)(N * M) * sizeof(float)), *y = malloc((size_t)(N * M) * sizeof(float));
+    uint8_t *q = malloc(wbytes);
+    for (int64_t i = 0; i < K * N; i++)
+        wf[i] = frand(&seed);
+    for (int64_t i = 0; i < K * M; i++)
+        x[i] = frand(&seed);
+    tr->from_float(wf, q, K * N);
+    tport_tensor_view ts[3] = {view(type, K, N, q), view(TPORT_TYPE_F32, K, M, x), view(TPORT_TYPE_F32, N, M, y_plain)};
+    ts[0].flags = TPORT_TENSOR_WEIGHT;
+    ts[2].op = TPORT_OP_MUL_MAT;
+    ts[2].src[0] = 0, ts[2].src[1] = 1;
+    CHECK(run_node(ts, 3, 2) == TPORT_STATUS_OK, "plain mul_mat: %s", tport_last_error());
+    ts[2].data = y;
+    for (int deferred = 1; deferred >= 0; deferred--) {
+        tport_tensor_view w = ts[0];
+        CHECK(api->tensor_alloc_size(be, 0, &w) == wbytes, "%s: no plain copy offered", tr->info.name);
+        void *host = NULL;
+        tport_buffer b = 0;
+        CHECK(api->buffer_alloc(be, 0, TPORT_MEM_DEVICE, TPORT_USAGE_WEIGHTS, wbytes, &b, &host) == TPORT_STATUS_OK,
+              "buffer_alloc: %s", tport_last_error());
+        tport_ticket t = 0;
+        CHECK(api->tensor_write(be, b, 0, &w, q, wbytes, deferred ? &t : NULL) == TPORT_STATUS_OK &&
+                  (t > 0) == deferred,
+              "tensor_write: %s", tport_last_error());
+        ts[0].buffer = b, ts[0].data = host;
+        for (int pass = 0; pass < 1 + deferred; pass++) { /* deferred: before and after the wait */
+            memset(y, 0, (size_t)(N * M) * sizeof(float));
+            CHECK(run_node(ts, 3, 2) == TPORT_STATUS_OK, "mul_mat on the copy: %s", tport_last_error());
+            CHECK(!memcmp(y, y_plain, (size_t)(N * M) * sizeof(float)), "%s %s%s: not the plain path's bits",
+                  tr->info.name, deferred ? "deferred" : "written at once", deferred && pass ? ", after the wait" : "");
+            if (deferred && !pass)
+                CHECK(api->wait(be, 0, t, 0) == TPORT_STATUS_OK, "wait: %s", tport_last_error());
+        }
+        CHECK(!memcmp(host, q, wbytes), "%s: the copy is not the weight's bytes", tr->info.name);
+        api->buffer_free(be, b);
+        ts[0].buffer = 0, ts[0].data = q;
+    }
+    free(wf), free(x), free(y_plain), free(y), free(q);
+}
+
 /* Two weights queued, the first freed before any wait: the wait for the
  * second re-encodes it alone (get_rows then reads exact rows), and a wait
  * for the dropped one's ticket has nothing left to do. */
@@ -215,14 +265,18 @@ static void dropped_while_deferred(void) {
     api->buffer_free(be, b2);
 }
 
+/* Matrices without an x8 layout get a plain copy (their own size);
+ * vectors, 3-D tensors and padded rows get nothing. */
 static void eligibility(void) {
     uint8_t dummy[64];
     tport_tensor_view t = view(TPORT_TYPE_Q4_0, 64, 12, dummy); /* 12 rows: not a multiple of 8 */
-    CHECK(api->tensor_alloc_size(be, 0, &t) == 0, "q4_0 with 12 rows wanted");
+    CHECK(api->tensor_alloc_size(be, 0, &t) == 12 * 36, "q4_0 with 12 rows: not a plain copy");
     t = view(TPORT_TYPE_Q4_K, 256, 20, dummy);
-    CHECK(api->tensor_alloc_size(be, 0, &t) == 0, "q4_K with 20 rows wanted");
+    CHECK(api->tensor_alloc_size(be, 0, &t) == 20 * 144, "q4_K with 20 rows: not a plain copy");
     t = view(TPORT_TYPE_Q5_K, 256, 16, dummy);
-    CHECK(api->tensor_alloc_size(be, 0, &t) == 0, "q5_K wanted (no x8 layout for it)");
+    CHECK(api->tensor_alloc_size(be, 0, &t) == 16 * 176, "q5_K (no x8 layout): not a plain copy");
+    t = view(TPORT_TYPE_F32, 64, 1, dummy);
+    CHECK(api->tensor_alloc_size(be, 0, &t) == 0, "a vector wanted");
     t = view(TPORT_TYPE_Q8_0, 64, 16, dummy);
     t.ne[2] = 2;
     CHECK(api->tensor_alloc_size(be, 0, &t) == 0, "a 3-D q8_0 tensor wanted");
@@ -266,6 +320,9 @@ int main(void) {
     }
     eligibility();
     dropped_while_deferred();
+    plain_copy(TPORT_TYPE_F16, 256, 24, 3);
+    plain_copy(TPORT_TYPE_F32, 128, 20, 1);
+    plain_copy(TPORT_TYPE_Q5_K, 512, 12, 5);
     static const int64_t shapes[][3] = {{64, 8, 1}, {256, 24, 3}, {512, 40, 4}, {768, 16, 9}, {1024, 64, 1},
                                         {2048, 96, 5}, {512, 16, 8}, {5632, 16, 6},
                                         /* columns in several calls of the kernels */

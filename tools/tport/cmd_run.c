@@ -338,7 +338,7 @@ int cmd_run(int argc, char **argv) {
     fprintf(stderr, "tport run: prompt %d tokens in %.1f ms (%.1f tokens/s)\n", (int)n_prompt, t2 - t1,
             t2 > t1 ? n_prompt * 1e3 / (t2 - t1) : 0.0);
     if (finish_ms > 0.05)
-        fprintf(stderr, "tport run: weights re-encoded for the backends in %.1f ms after the first token\n",
+        fprintf(stderr, "tport run: the backends' copies of the weights made in %.1f ms after the first token\n",
                 finish_ms);
     t3 -= finish_ms;
     fprintf(stderr, "tport run: generated %d tokens in %.1f ms (%.1f tokens/s)\n", n_gen, t3 - t2,
