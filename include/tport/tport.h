@@ -211,12 +211,12 @@ typedef struct tport_model_params {
      * are never read. */
     int32_t layer_begin, layer_end;
     bool no_embedding, no_head;
-    /* Time to the first token first: a backend that keeps weights in a
-     * layout of its own (the CPU's interleaved rows) may re-encode them
-     * after the first batch instead of at load, and a first batch of at
-     * most 32 tokens then reads the file's layout.  Later batches wait for
-     * the re-encoding (once).  For one-shot runs; a server or a benchmark
-     * leaves it off and pays the re-encoding at load. */
+    /* Time to the first token first: a backend that keeps copies of the
+     * weights (the CPU: in huge pages, Q4_0/Q8_0/Q4_K interleaved) may
+     * make them after the first batch instead of at load, and a first
+     * batch of at most 32 tokens then reads the file.  Later batches wait
+     * for the copies (once).  For one-shot runs; a server or a benchmark
+     * leaves it off and makes the copies at load. */
     bool quick_start;
 } tport_model_params;
 

@@ -77,7 +77,7 @@ typedef struct tport_weight_home {
  * weight_residency.c.  A refused upload leaves the weight in host memory. */
 tport_status tport_model_upload_weights(tport_model *m, const tport_weight_home *homes, int n);
 /* Before a batch of n tokens: waits for the uploads a host-memory backend
- * deferred (re-encodings into its own layout), unless this is a
+ * deferred (its copies of weights, in its own layout), unless this is a
  * quick-start model's first batch and a short one, which reads the file's
  * layout instead.  Thread-safe. */
 tport_status tport_model_settle_uploads(const tport_model *m, int32_t n);

@@ -7,7 +7,7 @@
  * what the host falls back to when a device is lost.
  *
  * A host-memory backend may return a ticket from tensor_write: it defers
- * the re-encoding until the host waits (the CPU backend does, and reads
+ * making its copy until the host waits (the CPU backend does, and reads
  * the file's bytes meanwhile).  Those tickets are kept here and waited for
  * in order before a batch (tport_model_settle_uploads), each weight's file
  * pages released as its ticket completes, so the file's copy and the
@@ -53,9 +53,10 @@ static tport_status remember(tport_model *m, tport_tensor *w) {
 }
 
 /* A quick-start model's first batch reads the file's layout if it has at
- * most this many tokens.  Reading a Q8_0 matrix in its own layout took
- * about twice as long on 2 cores; re-encoding it takes about as long as
- * reading it 40 times (TinyLlama: bench/RESULTS.md). */
+ * most this many tokens.  TinyLlama Q8_0 on 2 cores: a 27-token prompt
+ * took 300 ms in the file's layout and 130 ms in the CPU's x8 layout,
+ * whose copies took about 250 ms to make, so the two ways break even
+ * near 40 tokens. */
 #define QUICK_FIRST_TOKENS 32
 
 typedef struct deferred_upload {
@@ -102,7 +103,7 @@ static tport_status settle_locked(const tport_model *m, struct tport_deferred *d
         if (st == TPORT_STATUS_OK)
             tport_model_file_release(m->file, u->w->data, (size_t)tport_tensor_nbytes(u->w));
         else if (!first)
-            first = tport_error(st, "%s: re-encoding %s for backend %s: %s", m->file->path, u->w->name, u->b->name,
+            first = tport_error(st, "%s: backend %s's copy of %s: %s", m->file->path, u->b->name, u->w->name,
                                 tport_last_error());
     }
     d->n = 0;
