@@ -33,24 +33,21 @@ static int64_t count_from_env(const char *name, int64_t fallback) {
     return n;
 }
 
-/* Whether OpenBLAS picked kernels for an older core than this CPU: an
- * x86 CPU with AVX-512F whose OpenBLAS core has no AVX-512 GEMM (Debian 12's
- * 0.3.21 runs Zen 4 and Zen 5 as "Haswell").  There the CPU backend's
- * AVX-512 GEMM is faster: stories110M f32 pp512 on a 2-vCPU Zen 5, 523 t/s
- * through OpenBLAS against 879 on the CPU backend at 1 thread, 893
- * against 1778 at 2. */
-static bool core_narrower_than_cpu(const char *core) {
+/* Whether F32 is better left to the CPU backend: on an x86 CPU with
+ * AVX-512F it is.  Where OpenBLAS runs older kernels (Debian 12's 0.3.21
+ * runs Zen 4 and Zen 5 as "Haswell") the CPU backend's AVX-512 GEMM is
+ * faster: stories110M f32 pp512 on a 2-vCPU Zen 5, 523 t/s through
+ * OpenBLAS against 879 on the CPU backend at 1 thread, 893 against 1778
+ * at 2.  With its AVX-512 kernels ("SkylakeX" on a 2-vCPU Xeon) the two
+ * were even (1 thread 731-777 against 717-752, 2 threads 1362-1404
+ * against 1399-1409), and a weight whose batches run here stays in the
+ * file's pages, where the CPU backend would keep it in huge pages for
+ * generation (tg64 at 2 threads: 64-66 against 75-78 t/s). */
+static bool f32_better_on_cpu(void) {
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
     __builtin_cpu_init();
-    if (!__builtin_cpu_supports("avx512f"))
-        return false;
-    static const char *const wide[] = {"skylakex", "cooperlake", "sapphirerapids"};
-    for (size_t i = 0; core && i < sizeof wide / sizeof wide[0]; i++)
-        if (!strcasecmp(core, wide[i]))
-            return false;
-    return true;
+    return __builtin_cpu_supports("avx512f");
 #else
-    (void)core;
     return false;
 #endif
 }
@@ -71,7 +68,7 @@ static tport_status blas_init(void **backend) {
     const bool forced = f32 && (!strcmp(f32, "0") || !strcmp(f32, "1"));
     if (f32 && !forced)
         blas_host->log(TPORT_LOG_WARN, "blas: ignoring TPORT_BLAS_F32='%s' (want 0 or 1)", f32);
-    s->take_f32 = forced ? f32[0] == '1' : !core_narrower_than_cpu(core);
+    s->take_f32 = forced ? f32[0] == '1' : !f32_better_on_cpu();
     blas_host->log(TPORT_LOG_DEBUG,
                    "blas: OpenBLAS core %s; mul_mat of weights f32 %s, f16 %s, for batches >= %lld (f16 scratch <= "
                    "%lld floats)",
@@ -80,7 +77,7 @@ static tport_status blas_init(void **backend) {
     if (!s->take_f32 && !forced)
         blas_host->log(TPORT_LOG_INFO,
                        "blas: OpenBLAS runs its %s kernels on a CPU with AVX-512; F32 mul_mats stay on the CPU "
-                       "backend, whose AVX-512 GEMM is faster (TPORT_BLAS_F32=1 takes them)",
+                       "backend, whose AVX-512 GEMM is as fast or faster (TPORT_BLAS_F32=1 takes them)",
                        core ? core : "(unknown)");
     *backend = s;
     return TPORT_STATUS_OK;

@@ -10,7 +10,7 @@ extern const tport_host_api *blas_host;
 /* One instance: everything init creates lives here, nothing in globals. */
 typedef struct blas_state {
     int64_t min_batch;     /* smallest src1->ne[1] worth a BLAS call        */
-    bool take_f32;         /* F32 weights (see core_narrower_than_cpu)      */
+    bool take_f32;         /* F32 weights (see f32_better_on_cpu)           */
     bool take_f16;         /* F16 weights too (TPORT_BLAS_F16=1)            */
     int64_t scratch_max;   /* bound of the F16 conversion scratch, floats   */
     float *scratch;        /* F16 weight rows converted to F32              */

@@ -1,9 +1,8 @@
-/* Which MUL_MAT nodes the blas backend takes: F32 weights (unless OpenBLAS
- * runs older kernels than the CPU has, see blas_backend.c; TPORT_BLAS_F32
- * decides), F16 with TPORT_BLAS_F16=1, F32
- * activations and result, rows contiguous, every other stride a whole
- * number of elements, shapes within BLAS's int range, and a batch large
- * enough for BLAS to pay off. */
+/* Which MUL_MAT nodes the blas backend takes: F32 weights (unless the CPU
+ * has AVX-512, see blas_backend.c; TPORT_BLAS_F32 decides), F16 with
+ * TPORT_BLAS_F16=1, F32 activations and result, rows contiguous, every
+ * other stride a whole number of elements, shapes within BLAS's int range,
+ * and a batch large enough for BLAS to pay off. */
 #include <limits.h>
 
 #include "blas_internal.h"
