@@ -47,7 +47,7 @@
  * allocation, before the weight is written (TinyLlama Q8_0: 1332 instead
  * of 1066 MiB of peak memory in a run that never re-encodes).
  *
- * Deferred re-encoding.  When the host passes a ticket, tensor_write only
+ * Deferred copies.  When the host passes a ticket, tensor_write only
  * queues the weight and returns a ticket; the work is done in wait(), on
  * the waiting thread and helpers, for every queued weight up to that
  * ticket, in order.  Until then a graph reads the weight in the file's
@@ -56,7 +56,7 @@
  * preparation (cpu_graph.c) reads that weight as a plain one.  Which
  * layout a graph reads is thus the host's choice (whether it waited), not
  * a race with a background thread, so results do not depend on timing;
- * and nothing re-encodes while a graph runs.  What it buys: a new process
+ * and no copy is made while a graph runs.  What it buys: a new process
  * answers its first short prompt without first writing a copy of every
  * weight (TinyLlama Q8_0: 1.1 GB, most of a cold start's time in the
  * kernel's page clearing; bench/RESULTS.md).
@@ -87,7 +87,7 @@ typedef struct cpu_buffer {
 static bool repack_enabled = true;
 static int encode_threads = 1; /* threads re-encoding one large weight */
 
-/* Deferred re-encodings, oldest first; tickets count up from 1. */
+/* Deferred copies, oldest first; tickets count up from 1. */
 static pthread_mutex_t deferred_lock = PTHREAD_MUTEX_INITIALIZER;
 static cpu_buffer *queue_head, *queue_tail;
 static tport_ticket last_ticket;
@@ -204,7 +204,7 @@ void cpu_buffer_free(void *backend, tport_buffer b) {
     (void)backend;
     cpu_buffer *h = buffer_of(b);
     if (h) {
-        if (atomic_load_explicit(&h->deferred, memory_order_acquire)) { /* never re-encoded: dropped */
+        if (atomic_load_explicit(&h->deferred, memory_order_acquire)) { /* never made: dropped */
             pthread_mutex_lock(&deferred_lock);
             unqueue(h);
             pthread_mutex_unlock(&deferred_lock);
@@ -393,8 +393,8 @@ tport_status cpu_tensor_write(void *backend, tport_buffer b, uint64_t offset, co
     return TPORT_STATUS_OK;
 }
 
-/* The work is bounded (each queued weight re-encoded once), so the
- * timeout is not needed to avoid a hang and is not applied. */
+/* The work is bounded (each queued weight re-encoded or copied once), so
+ * the timeout is not needed to avoid a hang and is not applied. */
 tport_status cpu_wait(void *backend, int32_t device, tport_ticket ticket, uint64_t timeout_ns) {
     (void)backend, (void)timeout_ns;
     if (device != 0)
