@@ -214,11 +214,13 @@ typedef struct tport_model_params {
     /* Time to the first token first: a backend that keeps copies of the
      * weights (the CPU: in huge pages, Q4_0/Q8_0/Q4_K interleaved) may
      * make them after the first batch instead of at load, and a first
-     * batch of at most 32 tokens then reads the file.  Later batches wait
-     * for the copies (once).  For one-shot runs; a server or a benchmark
-     * leaves it off and makes the copies at load. */
+     * batch of at most TPORT_QUICK_START_TOKENS tokens then reads the file.
+     * Later batches (and a longer first one) wait for the copies (once).
+     * For one-shot runs; a server or a benchmark leaves it off and makes
+     * the copies at load. */
     bool quick_start;
 } tport_model_params;
+#define TPORT_QUICK_START_TOKENS 32
 
 /* Weight placement at load: each matrix goes to the first backend in
  * preference order (or the forced one) that runs its consumer (mul_mat,

@@ -53,11 +53,10 @@ static tport_status remember(tport_model *m, tport_tensor *w) {
 }
 
 /* A quick-start model's first batch reads the file's layout if it has at
- * most this many tokens.  TinyLlama Q8_0 on 2 cores: a 27-token prompt
- * took 300 ms in the file's layout and 130 ms in the CPU's x8 layout,
- * whose copies took about 250 ms to make, so the two ways break even
- * near 40 tokens. */
-#define QUICK_FIRST_TOKENS 32
+ * most TPORT_QUICK_START_TOKENS tokens.  TinyLlama Q8_0 on 2 cores: a
+ * 27-token prompt took 300 ms in the file's layout and 130 ms in the CPU's
+ * x8 layout, whose copies took about 250 ms to make, so the two ways break
+ * even near 40 tokens. */
 
 typedef struct deferred_upload {
     tport_tensor *w;
@@ -116,7 +115,7 @@ tport_status tport_model_settle_uploads(const tport_model *m, int32_t n) {
         return TPORT_STATUS_OK;
     pthread_mutex_lock(&d->lock);
     tport_status st = TPORT_STATUS_OK;
-    bool early = m->quick_start && !d->first_batch_seen && n <= QUICK_FIRST_TOKENS;
+    bool early = m->quick_start && !d->first_batch_seen && n <= TPORT_QUICK_START_TOKENS;
     d->first_batch_seen = true;
     if (!early && d->n)
         st = settle_locked(m, d);
