@@ -167,14 +167,19 @@ size_t cpu_x8_group_bytes(int layout, int64_t K) {
     }
 }
 
+/* Bytes of weight t in our own memory (layout x8_layout_for(t)), 0 when
+ * it gets no copy. */
+static uint64_t own_bytes(const tport_tensor_view *t, int layout) {
+    if (layout != CPU_LAYOUT_PLAIN)
+        return cpu_x8_group_bytes(layout, t->ne[0]) * (uint64_t)(t->ne[1] / 8);
+    return copy_eligible(t) ? plain_bytes(t) : 0;
+}
+
 uint64_t cpu_tensor_alloc_size(void *backend, int32_t device, const tport_tensor_view *t) {
     (void)backend;
     if (device != 0 || !t || t->struct_size < TPORT_TENSOR_VIEW_SIZE_1_0 || !repack_enabled)
         return 0;
-    int layout = x8_layout_for(t);
-    if (layout != CPU_LAYOUT_PLAIN)
-        return cpu_x8_group_bytes(layout, t->ne[0]) * (uint64_t)(t->ne[1] / 8);
-    return copy_eligible(t) ? plain_bytes(t) : 0;
+    return own_bytes(t, x8_layout_for(t));
 }
 
 tport_status cpu_buffer_alloc(void *backend, int32_t device, uint32_t kind, uint32_t usage, uint64_t size,
@@ -343,6 +348,14 @@ static void encode_all(const encode_job *whole, int64_t groups) {
             pthread_join(threads[i], NULL);
 }
 
+/* Fills h (its layout, K, groups and row_bytes set) from the plain bytes
+ * at src. */
+static void encode_buffer(cpu_buffer *h, const uint8_t *src) {
+    encode_job job = {.layout = (int)h->layout, .K = h->K, .row_bytes = h->row_bytes, .src = src,
+                      .dst = buffer_data(h)};
+    encode_all(&job, h->groups);
+}
+
 tport_status cpu_tensor_write(void *backend, tport_buffer b, uint64_t offset, const tport_tensor_view *t,
                               const void *src, uint64_t size, tport_ticket *ticket) {
     (void)backend;
@@ -367,8 +380,7 @@ tport_status cpu_tensor_write(void *backend, tport_buffer b, uint64_t offset, co
         h->layout = CPU_LAYOUT_PLAIN;
         return TPORT_STATUS_OK;
     }
-    uint64_t need = layout == CPU_LAYOUT_PLAIN ? size : cpu_x8_group_bytes(layout, t->ne[0]) * (uint64_t)(t->ne[1] / 8);
-    if (size > h->capacity || need > h->capacity)
+    if (size > h->capacity || own_bytes(t, layout) > h->capacity)
         return cpu_host->error(TPORT_STATUS_INVALID_ARGUMENT, "cpu: buffer too small for %s",
                                t->name ? t->name : "a weight");
     h->layout = (uint32_t)layout;
@@ -376,8 +388,7 @@ tport_status cpu_tensor_write(void *backend, tport_buffer b, uint64_t offset, co
     h->groups = layout == CPU_LAYOUT_PLAIN ? t->ne[1] : t->ne[1] / 8; /* a plain copy goes by rows */
     h->row_bytes = (size_t)t->nb[1];
     if (!ticket) { /* wanted done on return */
-        encode_job job = {.layout = layout, .K = h->K, .row_bytes = h->row_bytes, .src = src, .dst = buffer_data(h)};
-        encode_all(&job, h->groups);
+        encode_buffer(h, src);
         return TPORT_STATUS_OK;
     }
     pthread_mutex_lock(&deferred_lock);
@@ -402,9 +413,7 @@ tport_status cpu_wait(void *backend, int32_t device, tport_ticket ticket, uint64
     pthread_mutex_lock(&deferred_lock);
     while (queue_head && queue_head->ticket <= ticket) {
         cpu_buffer *h = queue_head;
-        encode_job job = {.layout = (int)h->layout, .K = h->K, .row_bytes = h->row_bytes,
-                          .src = atomic_load_explicit(&h->deferred, memory_order_relaxed), .dst = buffer_data(h)};
-        encode_all(&job, h->groups);
+        encode_buffer(h, atomic_load_explicit(&h->deferred, memory_order_relaxed));
         unqueue(h);
     }
     pthread_mutex_unlock(&deferred_lock);

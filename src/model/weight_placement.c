@@ -47,6 +47,7 @@ typedef struct decision {
     int64_t want;                        /* the user's weight type, or -1 */
     const tport_active_backend *backend; /* NULL: nobody takes it */
     tport_type_id to;
+    bool no_copy; /* a backend ahead of `backend` takes the prompt batches */
 } decision;
 
 #define MAX_HOMES 4096
@@ -138,6 +139,23 @@ static const char *uses_name(unsigned uses) {
 }
 
 /* The backend and type for one weight (see the comment at the top). */
+/* Whether a backend ahead of host-memory backend b in the preference
+ * order takes the prompt batches (512 tokens) of matrix w, though not one
+ * token (placement's question): the blas plug-in with F32 weights.  It
+ * reads the file's bytes then, and a copy of b's would hold the weight
+ * twice (stories110M F32: 808 instead of 474 MiB), so b keeps none. */
+static bool batches_elsewhere(const tport_active_backend *b, tport_type_id type, int64_t ne0, int64_t ne1,
+                              const char *name) {
+    for (int i = 0; i < tport_registry_active_count(); i++) {
+        const tport_active_backend *a = tport_registry_active(i);
+        if (a == b)
+            return false;
+        if (a && takes_op_for(a, TPORT_OP_MUL_MAT, type, ne0, ne1, 512, name))
+            return true;
+    }
+    return false;
+}
+
 static void decide(placer *p, decision *d, const char *name) {
     tport_type_id targets[MAX_TARGETS];
     int n_targets = tport_weight_conversion_targets(d->from, d->ne0, targets, MAX_TARGETS);
@@ -167,6 +185,8 @@ static void decide(placer *p, decision *d, const char *name) {
                 d->to = targets[k];
             }
     }
+    d->no_copy = d->backend && !d->backend->mem.device_memory && !p->forced && (d->uses & USE_MUL_MAT) &&
+                 batches_elsewhere(d->backend, d->to, d->ne0, d->ne1, name);
 }
 
 static const decision *lookup(placer *p, tport_type_id from, int64_t ne0, int64_t ne1, unsigned uses,
@@ -245,34 +265,16 @@ static void home(placer *p, tport_tensor *w, const tport_active_backend *b) {
         p->homes[p->n_homes++] = (tport_weight_home){.weight = w, .backend = b};
 }
 
-/* Whether a backend ahead of host-memory backend b in the preference
- * order takes the prompt batches (512 tokens) of matrix w, though not one
- * token (placement's question): the blas plug-in with F32 weights.  It
- * reads the file's bytes then, and a copy of b's would hold the weight
- * twice (stories110M F32: 808 instead of 474 MiB), so b keeps none. */
-static bool batches_elsewhere(const tport_active_backend *b, const tport_tensor *w) {
-    for (int i = 0; i < tport_registry_active_count(); i++) {
-        const tport_active_backend *a = tport_registry_active(i);
-        if (a == b)
-            return false;
-        if (a && takes_op_for(a, TPORT_OP_MUL_MAT, tport_tensor_type(w), tport_tensor_ne(w, 0),
-                              tport_tensor_ne(w, 1), 512, tport_tensor_name(w)))
-            return true;
-    }
-    return false;
-}
-
-/* The home of a weight placed for `uses`.  A table read only by get_rows
- * (an embedding) stays in the file for a host-memory backend: it reads a
- * few rows a token, which are all of it the file's mapping brings into
- * memory, while a copy in the backend's layout would hold all of it and
- * speed nothing up.  A backend with memory of its own still gets it. */
-static void home_for(placer *p, tport_tensor *w, unsigned uses, const tport_active_backend *b) {
-    if (b && uses == USE_GET_ROWS && !b->mem.device_memory)
+/* The home of a weight placed by decision d.  A table read only by
+ * get_rows (an embedding) stays in the file for a host-memory backend: it
+ * reads a few rows a token, which are all of it the file's mapping brings
+ * into memory, while a copy in the backend's layout would hold all of it
+ * and speed nothing up.  A backend with memory of its own still gets it.
+ * Nor does a matrix whose batches another backend takes (d->no_copy). */
+static void home_for(placer *p, tport_tensor *w, const decision *d) {
+    if (d->no_copy || (d->uses == USE_GET_ROWS && !d->backend->mem.device_memory))
         return;
-    if (b && !b->mem.device_memory && !p->forced && batches_elsewhere(b, w))
-        return;
-    home(p, w, b);
+    home(p, w, d->backend);
 }
 
 static tport_status place(placer *p, tport_tensor **slot, unsigned uses, const tport_active_backend **on) {
@@ -313,14 +315,14 @@ static tport_status place(placer *p, tport_tensor **slot, unsigned uses, const t
               d->backend->name, tport_type_get(d->to)->name);
     *on = d->backend;
     if (d->to == from) {
-        home_for(p, *slot, uses, d->backend);
+        home_for(p, *slot, d);
         return TPORT_STATUS_OK;
     }
     tport_convert_report rep;
     tport_status st = convert_weight(p->m, slot, d->to, &rep);
     if (st == TPORT_STATUS_OK) {
         note(p, d, &rep);
-        home_for(p, *slot, uses, d->backend);
+        home_for(p, *slot, d);
     }
     return st;
 }

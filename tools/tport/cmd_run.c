@@ -233,6 +233,16 @@ static void emit(const run_opts *o, const tport_model *m, tport_token prev, tpor
     fflush(stdout);
 }
 
+/* Makes what a quick-start load left for later; its time to *ms.  Returns
+ * the tool's exit status: 0, or 2 after saying why. */
+static int finish_copies(tport_model *m, double *ms) {
+    double f0 = now_ms();
+    if (tport_model_finish_load(m) != TPORT_STATUS_OK)
+        return tool_fail(2, "%s", tport_last_error());
+    *ms = now_ms() - f0;
+    return 0;
+}
+
 int cmd_run(int argc, char **argv) {
     run_opts o = {.n_predict = DEFAULT_N_PREDICT, .sp = tport_sampler_defaults()};
     tport_dist *dist = NULL; /* under mpirun: rank 0 runs this, the others serve */
@@ -244,7 +254,7 @@ int cmd_run(int argc, char **argv) {
         return tport_dist_end(dist, rc < 0 ? 0 : rc);
 
     double t0 = now_ms();
-    /* one run: the first token first (weights are re-encoded after it) */
+    /* one run: the first token first (the backends' copies of the weights are made after it) */
     tport_model_params mp = {.backend = o.backend, .n_threads = (int)o.threads, .tokenizer_path = o.tokenizer,
                              .weight_type = o.weight_type, .quick_start = true};
     bool stop = false;
@@ -292,15 +302,13 @@ int cmd_run(int argc, char **argv) {
     }
     for (int32_t i = 0; i < n_prompt; i++)
         tport_sampler_accept(sm, prompt[i]);
-    /* a longer prompt waits for the quick start's copies: time them apart */
+    /* the quick start's copies, timed apart: before a longer prompt (which
+     * would wait for them), else after the first token */
+    bool copies_first = n_prompt > TPORT_QUICK_START_TOKENS;
     double finish_ms = 0;
-    if (n_prompt > TPORT_QUICK_START_TOKENS) {
-        double f0 = now_ms();
-        if (tport_model_finish_load(m) != TPORT_STATUS_OK) {
-            status = tool_fail(2, "%s", tport_last_error());
+    if (copies_first) {
+        if ((status = finish_copies(m, &finish_ms)))
             goto done;
-        }
-        finish_ms = now_ms() - f0;
         t1 += finish_ms;
     }
     if (tport_dist_eval(dist, s, prompt, n_prompt) != TPORT_STATUS_OK) {
@@ -328,14 +336,8 @@ int cmd_run(int argc, char **argv) {
             fprintf(stderr, "tport run: the context of %d tokens is full\n", (int)n_ctx);
             break;
         }
-        if (n_gen == 1 && n_prompt <= TPORT_QUICK_START_TOKENS) { /* what the quick start left, timed apart */
-            double f0 = now_ms();
-            if (tport_model_finish_load(m) != TPORT_STATUS_OK) {
-                status = tool_fail(2, "%s", tport_last_error());
-                break;
-            }
-            finish_ms = now_ms() - f0;
-        }
+        if (n_gen == 1 && !copies_first && (status = finish_copies(m, &finish_ms)))
+            break;
         if (tport_dist_eval(dist, s, &id, 1) != TPORT_STATUS_OK) {
             status = tool_fail(2, "%s", tport_last_error());
             break;
@@ -349,8 +351,8 @@ int cmd_run(int argc, char **argv) {
             t2 > t1 ? n_prompt * 1e3 / (t2 - t1) : 0.0);
     if (finish_ms > 0.05)
         fprintf(stderr, "tport run: the backends' copies of the weights made in %.1f ms %s\n", finish_ms,
-                n_prompt > TPORT_QUICK_START_TOKENS ? "before the prompt" : "after the first token");
-    if (n_prompt <= TPORT_QUICK_START_TOKENS)
+                copies_first ? "before the prompt" : "after the first token");
+    if (!copies_first)
         t3 -= finish_ms;
     fprintf(stderr, "tport run: generated %d tokens in %.1f ms (%.1f tokens/s)\n", n_gen, t3 - t2,
             t3 > t2 ? n_gen * 1e3 / (t3 - t2) : 0.0);
