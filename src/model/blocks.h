@@ -6,6 +6,7 @@
 #define TPORT_MODEL_BLOCKS_H
 
 #include "model/model.h"
+#include "registry/registry.h"
 
 /* Where new keys or values go in a layer's cache: the cache's view dst at
  * pos * row bytes, which a graph kept for reuse moves (tport_view_move;
@@ -67,6 +68,14 @@ tport_tensor *tport_blk_ffn_swiglu(tport_blk *b, const tport_layer *l, tport_ten
 tport_tensor *tport_blk_ffn_geglu(tport_blk *b, const tport_layer *l, tport_tensor *h);
 /* down(gelu(up h + b_up)) + b_down */
 tport_tensor *tport_blk_ffn_gelu(tport_blk *b, const tport_layer *l, tport_tensor *h);
+/* Whether attention is one flash_attn node: unless a backend other than
+ * the CPU is forced (it must run every node, and gets the unfused ops). */
+bool tport_blk_fused_attn(const char *forced_backend);
+/* Whether backend b runs the nodes that write layer caches of kv_type and
+ * read them (cache_probe.c), for n_ctx positions and batches of n_batch:
+ * only then may a layer's cache live in b's memory. */
+bool tport_blk_cache_runs_on(const tport_active_backend *b, const tport_model *m, tport_type_id kv_type,
+                             int32_t n_ctx, int32_t n_batch);
 /* Logits of the last token: output(norm(x) with output_norm) + output_b;
  * for a stage before the last, x itself (or its last row). */
 tport_tensor *tport_blk_output(tport_blk *b, tport_tensor *x);

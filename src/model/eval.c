@@ -159,9 +159,7 @@ static tport_status build(tport_eval_cache *c, const tport_model_eval *e, int32_
     tport_blk b = {.ctx = ctx, .g = c->g, .m = m, .sh = sh, .n = n, .pos = e->pos, .n_kv = n_kv,
                    .n_ctx = e->n_ctx, .kv = e->kv, .layer_begin = e->layer_begin, .layer_end = e->layer_end,
                    .hidden_out = e->hidden_out != NULL, .hidden_out_last = e->hidden_out_last,
-                   /* flash_attn runs on the CPU backend; a forced other
-                    * backend, which must run every node, gets the unfused ops */
-                   .fused_attn = !e->backend || !strcmp(e->backend, "cpu"),
+                   .fused_attn = tport_blk_fused_attn(e->backend),
                    .stores = c->stores, .cap_stores = cap_stores};
     b.ids = tport_new_tensor_1d(ctx, TPORT_TYPE_I32, n);
     b.positions = tport_new_tensor_1d(ctx, TPORT_TYPE_I32, n);

@@ -7,14 +7,15 @@
  * (tport_session_eval_stage); those are not replayed after a lost device.
  *
  * Each layer's cache lives where that layer's attention runs: on the
- * device holding the layer's weights when it has memory of its own, else
- * in host memory.  When a device is lost mid-way, the session moves its
+ * device holding the layer's weights when it has memory of its own and
+ * runs the cache's copies and attention, else in host memory.  When a device is lost mid-way, the session moves its
  * work to the remaining backends (weights fall back to the file's bytes),
  * rebuilds the caches by evaluating its tokens again, and retries. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
+#include "model/blocks.h"
 #include "model/model.h"
 #include "sched/sched.h"
 
@@ -56,13 +57,15 @@ static void free_layer(tport_kv_layer *kv) {
 }
 
 /* The cache of layer il, on the device of its attention weights if that
- * device has memory of its own and can take it, else in host memory. */
+ * device has memory of its own, runs the nodes that write and read the
+ * cache, and has room for it; else in host memory. */
 static tport_status place_layer(tport_session *s, int32_t il) {
     tport_kv_layer *kv = &s->kv[il];
     size_t n = layer_elements(s), e = kv_element_size(s);
     kv->type = s->kv_type;
     const tport_active_backend *b = tport_layer_attention_weight(&s->m->layers[il])->res.backend;
-    if (b && b->mem.device_memory && !tport_sched_backend_lost(b)) {
+    if (b && b->mem.device_memory && !tport_sched_backend_lost(b) &&
+        tport_blk_cache_runs_on(b, s->m, s->kv_type, s->n_ctx, s->n_batch)) {
         uint64_t bytes = (uint64_t)n * e;
         if (tport_sched_alloc(b, bytes, &kv->k_res) == TPORT_STATUS_OK &&
             tport_sched_alloc(b, bytes, &kv->v_res) == TPORT_STATUS_OK)

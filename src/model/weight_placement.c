@@ -327,6 +327,22 @@ static tport_status place(placer *p, tport_tensor **slot, unsigned uses, const t
     return st;
 }
 
+/* Whether a table that is both gathered and multiplied (a tied embedding)
+ * should live where its product runs, on a device with memory of its own
+ * that takes it as stored: the product reads all of it every token, the
+ * gather a few rows, which a host backend still finds in the file's
+ * mapping (the host's copy stays valid).  Placed for both uses on one
+ * backend instead, a device that does not gather would be sent the whole
+ * table every token. */
+static bool product_on_device(placer *p, const tport_tensor *w) {
+    if (p->weight_type >= 0 || p->forced)
+        return false;
+    tport_type_id from = tport_tensor_type(w);
+    const decision *d = lookup(p, from, tport_tensor_ne(w, 0), tport_tensor_ne(w, 1), USE_MUL_MAT, -1,
+                               tport_tensor_name(w));
+    return d->backend && d->backend->mem.device_memory && d->to == from;
+}
+
 /* Logs one line per distinct conversion (and one for weights a requested
  * type does not fit) and keeps the lines in the model. */
 static tport_status report(placer *p) {
@@ -396,8 +412,11 @@ tport_status tport_llama_place_weights(tport_model *m, const char *backend, cons
     /* a pipeline stage places (and converts) only the weights it bound */
     bool tied = m->w.output && m->w.output == m->w.tok_embd;
     const tport_active_backend *on = NULL, *out_on = NULL;
+    unsigned embd_uses = (m->has_embedding ? USE_GET_ROWS : 0) | (tied ? USE_MUL_MAT : 0);
+    if (st == TPORT_STATUS_OK && embd_uses == (USE_GET_ROWS | USE_MUL_MAT) && product_on_device(p, m->w.tok_embd))
+        embd_uses = USE_MUL_MAT;
     if (st == TPORT_STATUS_OK && m->w.tok_embd)
-        st = place(p, &m->w.tok_embd, (m->has_embedding ? USE_GET_ROWS : 0) | (tied ? USE_MUL_MAT : 0), &out_on);
+        st = place(p, &m->w.tok_embd, embd_uses, &out_on);
     if (tied)
         m->w.output = m->w.tok_embd;
     else if (st == TPORT_STATUS_OK && m->w.output)

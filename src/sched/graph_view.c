@@ -38,11 +38,13 @@ tport_status sched_view_build(const tport_graph *g, int n_threads, sched_view *o
             r->nb[d] = t->nb[d];
         }
         r->data = t->data;
-        /* a leaf only a device holds (a KV cache) has no host copy until
-         * one is staged; a host backend is asked about it with an address
-         * it must not read (as at load-time placement) */
+        /* a leaf only a device holds (a KV cache), and a node writing into
+         * one, have no host copy until one is staged; a host backend is
+         * asked about them with an address it must not read (as at
+         * load-time placement), so that a node the device declines still
+         * has a backend: the staging gives it the leaf's bytes */
         const tport_tensor *own = t->view_src ? t->view_src : t;
-        if (!r->data && t->op == TPORT_OP_NONE && own->res.backend)
+        if (!r->data && own->res.backend)
             r->data = placeholder;
         r->params = t->params_size ? t->params : NULL;
         r->params_size = t->params_size;

@@ -143,8 +143,9 @@ static tport_status assign(const tport_graph *g, const sched_view *sv, const tpo
                     chosen[p] = tport_registry_active(b);
         }
         if (!chosen[p])
-            return tport_error(TPORT_STATUS_UNSUPPORTED, "%s%s%s cannot run node %d '%s' (%s, %s, %lldx%lldx%lldx%lld)",
-                               only ? "backend '" : "no backend", only ? only->name : "", only ? "'" : "", p,
+            return tport_error(TPORT_STATUS_UNSUPPORTED, "%s%s%s run node %d '%s' (%s, %s, %lldx%lldx%lldx%lld)",
+                               only ? "backend '" : "no backend can", only ? only->name : "",
+                               only ? "' cannot" : "", p,
                                t->name, tport_op_name(t->op), tport_type_name(t->type), (long long)t->ne[0],
                                (long long)t->ne[1], (long long)t->ne[2], (long long)t->ne[3]);
     }

@@ -25,6 +25,16 @@
  *   TPORT_OPAQUE_HOST_READABLE=1  it also reads operands in host memory
  *                              (TPORT_DEVICE_CAP_HOST_READABLE): the host
  *                              then stages nothing into it
+ *   TPORT_OPAQUE_HOST_MEMORY=1 it negotiates ABI 1.0: a host-memory plug-in
+ *                              computing on the host's pointers
+ *   TPORT_OPAQUE_SUBSET=NAME   it claims only part of the work, as a vendor's
+ *                              partial plug-in would:
+ *                                mulmat-f32     F32 mul_mat, nothing else
+ *                                mulmat-add-mul mul_mat of F32, F16 and Q8_0
+ *                                               weights, F32 add and mul
+ *                                no-cpy         everything but cpy
+ *                                no-f16         every node with no F16
+ *                                               operand or result
  */
 #include <math.h>
 #include <pthread.h>
@@ -53,6 +63,9 @@ typedef struct opaque_counters {
 
 static const tport_host_api *host;
 
+enum { SUBSET_ALL, SUBSET_MULMAT_F32, SUBSET_MULMAT_ADD_MUL, SUBSET_NO_CPY, SUBSET_NO_F16 };
+static const char *const subset_names[] = {"", "mulmat-f32", "mulmat-add-mul", "no-cpy", "no-f16"};
+
 typedef struct buf {
     tport_buffer handle;
     uint64_t start, size; /* offset into the region */
@@ -80,6 +93,7 @@ typedef struct opaque {
     /* behaviour */
     bool async;
     char decline[256];
+    int subset; /* SUBSET_* */
     long oom_weights, lost_at, hang_at, lost_upload;
     bool lost;
     bool host_memory; /* negotiated 1.0: no device memory, host pointers */
@@ -246,6 +260,15 @@ static tport_status opaque_init(void **state) {
     o->hang_at = env_long("TPORT_OPAQUE_HANG_AT", 0);
     o->lost_upload = env_long("TPORT_OPAQUE_LOST_UPLOAD", 0);
     o->host_readable = env_long("TPORT_OPAQUE_HOST_READABLE", 0) != 0;
+    const char *subset = getenv("TPORT_OPAQUE_SUBSET");
+    for (int i = 1; subset && *subset && i < (int)(sizeof subset_names / sizeof subset_names[0]); i++)
+        if (!strcmp(subset, subset_names[i]))
+            o->subset = i;
+    if (subset && *subset && !o->subset) {
+        munmap(o->region, REGION_BYTES);
+        free(o);
+        return host->error(TPORT_STATUS_INVALID_ARGUMENT, "opaque: unknown TPORT_OPAQUE_SUBSET '%s'", subset);
+    }
     /* a 1.0 host knows nothing of device memory: work on its pointers */
     o->host_memory = table.abi_minor < 1;
     if (o->host_memory)
@@ -313,6 +336,31 @@ static const char *op_name(tport_op_id op) {
 
 static bool is_f32(const tport_tensor_view *t) { return t->type == TPORT_TYPE_F32; }
 
+/* Whether the node falls inside the part of the work TPORT_OPAQUE_SUBSET
+ * claims (the op's own checks come after). */
+static bool in_subset(const opaque *o, const tport_graph_view *g, const tport_tensor_view *t) {
+    const tport_tensor_view *a = t->src[0] >= 0 ? g->tensors[t->src[0]] : NULL;
+    switch (o->subset) {
+    case SUBSET_MULMAT_F32:
+        return t->op == TPORT_OP_MUL_MAT && a && is_f32(a);
+    case SUBSET_MULMAT_ADD_MUL:
+        if (t->op == TPORT_OP_MUL_MAT)
+            return a && (a->type == TPORT_TYPE_F32 || a->type == TPORT_TYPE_F16 || a->type == TPORT_TYPE_Q8_0);
+        return t->op == TPORT_OP_ADD || t->op == TPORT_OP_MUL;
+    case SUBSET_NO_CPY:
+        return t->op != TPORT_OP_CPY;
+    case SUBSET_NO_F16:
+        if (t->type == TPORT_TYPE_F16)
+            return false;
+        for (int s = 0; s < TPORT_MAX_SRC; s++)
+            if (t->src[s] >= 0 && g->tensors[t->src[s]]->type == TPORT_TYPE_F16)
+                return false;
+        return true;
+    default:
+        return true;
+    }
+}
+
 static bool opaque_supports_op(void *state, int32_t device, const tport_graph_view *g, int32_t node) {
     opaque *o = state;
     const tport_tensor_view *t = g->tensors[node];
@@ -321,7 +369,7 @@ static bool opaque_supports_op(void *state, int32_t device, const tport_graph_vi
     char key[32];
     snprintf(key, sizeof key, ",%s,", op_name(t->op));
     const char *late = getenv("TPORT_OPAQUE_DECLINE_LATE");
-    if (strstr(o->decline, key) || (late && strstr(late, op_name(t->op))))
+    if (strstr(o->decline, key) || (late && strstr(late, op_name(t->op))) || !in_subset(o, g, t))
         return false;
     const tport_tensor_view *a = t->src[0] >= 0 ? g->tensors[t->src[0]] : NULL;
     if (!a)
@@ -902,5 +950,8 @@ static tport_backend_api table = {
 TPORT_BACKEND_EXPORT const tport_backend_api *tport_backend_entry(const tport_host_api *h) {
     host = h;
     table.abi_minor = h->abi_minor < TPORT_ABI_MINOR ? h->abi_minor : TPORT_ABI_MINOR;
+    /* read here, not at init: the minor is negotiated before init runs */
+    if (env_long("TPORT_OPAQUE_HOST_MEMORY", 0))
+        table.abi_minor = 0;
     return &table;
 }
