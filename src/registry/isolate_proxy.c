@@ -260,13 +260,19 @@ static tport_status proxy_compute_async(void *backend, int32_t device, const tpo
 
 static tport_status proxy_wait(void *backend, int32_t device, tport_ticket ticket, uint64_t timeout_ns) {
     iso_proxy *p = backend;
-    (void)device, (void)ticket, (void)timeout_ns; /* nothing is ever pending */
+    (void)device, (void)timeout_ns; /* nothing is ever pending */
     pthread_mutex_lock(&p->lock);
     bool lost = p->lost;
     if (lost)
         lost_error(p);
     pthread_mutex_unlock(&p->lock);
-    return lost ? TPORT_STATUS_DEVICE_LOST : TPORT_STATUS_OK;
+    if (lost)
+        return TPORT_STATUS_DEVICE_LOST;
+    /* every call completes before it returns and gives ticket 0: any other
+     * ticket was never issued, and OK would claim work done that never was */
+    return ticket ? tport_error(TPORT_STATUS_INVALID_ARGUMENT, "isolated %s: ticket %llu was never issued", p->name,
+                                (unsigned long long)ticket)
+                  : TPORT_STATUS_OK;
 }
 
 static tport_status proxy_buffer_alloc(void *backend, int32_t device, uint32_t kind, uint32_t usage, uint64_t size,

@@ -21,9 +21,4 @@ void sched_view_free(sched_view *v);
  * memory of its own is asked supports_op with). */
 tport_status sched_view_blind(const sched_view *v, sched_view *out);
 
-/* Sets part->graph_key (ops, types, shapes, strides, parameters and where
- * weights live, of the n nodes and their sources) and part->bind_key
- * (where every other operand lives).  Neither is ever 0. */
-void sched_view_keys(tport_graph_view *part, const int32_t *nodes, int n);
-
 #endif

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/view_keys.h"
 #include "devices.h"
 #include "graph_view.h"
 #include "registry/registry.h"
@@ -218,7 +219,7 @@ static tport_status run_split(stage_run *r, sched_view *sv, const split *sp, tpo
     part.tensors = ptrs;
     part.nodes = sv->nodes + sp->start;
     part.n_nodes = sp->end - sp->start;
-    sched_view_keys(&part, sv->nodes + sp->start, part.n_nodes);
+    tport_view_keys(&part, sv->nodes + sp->start, part.n_nodes);
     sched_note_key(sp->b, part.graph_key);
     tport_log(TPORT_LOG_DEBUG, "sched: split %d: nodes %d..%d on %s", sp->index, sp->start, sp->end - 1, sp->b->name);
     tport_clear_error();
@@ -394,7 +395,10 @@ tport_status tport_sched_alloc(const tport_active_backend *b, uint64_t bytes, tp
             st = b->mem.buffer_fill(b->state, buf, 0, bytes, 0, &t);
         else if (host)
             memset(host, 0, bytes);
-        /* else: the cache is written before it is read (positions < pos) */
+        /* else, or when an isolated plug-in has no fill behind its proxy's
+         * slot: the cache is written before it is read (positions < pos) */
+        if (st == TPORT_STATUS_UNSUPPORTED)
+            st = TPORT_STATUS_OK;
         if (st == TPORT_STATUS_OK)
             st = sched_wait_ticket(b, t);
         if (st != TPORT_STATUS_OK)

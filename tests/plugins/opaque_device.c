@@ -27,6 +27,12 @@
  *                              then stages nothing into it
  *   TPORT_OPAQUE_HOST_MEMORY=1 it negotiates ABI 1.0: a host-memory plug-in
  *                              computing on the host's pointers
+ *   TPORT_OPAQUE_RECORD=1      it records a program per graph key and replays
+ *                              it as a real device would: the recorded
+ *                              structure, rebound to the new operands only
+ *                              when the bind key changes.  A host that gives
+ *                              two structures one key, or keeps a bind key
+ *                              over new buffers, then gets wrong numbers.
  *   TPORT_OPAQUE_SUBSET=NAME   it claims only part of the work, as a vendor's
  *                              partial plug-in would:
  *                                mulmat-f32     F32 mul_mat, nothing else
@@ -107,7 +113,16 @@ typedef struct opaque {
     long n_jobs_total;
     uint64_t keys[256];            /* graph keys "recorded", a ring */
     int n_keys;
+    bool record;                   /* TPORT_OPAQUE_RECORD */
+    struct recording {
+        uint64_t key, bind;
+        tport_graph_view *program; /* owned copy */
+    } recs[64];
+    int n_recs;
 } opaque;
+
+static tport_graph_view *copy_graph(const tport_graph_view *g);
+static void forget_recordings(opaque *o, uint64_t key);
 
 static opaque_counters the_counters;
 TPORT_BACKEND_EXPORT const opaque_counters *opaque_counters_get(void);
@@ -260,6 +275,7 @@ static tport_status opaque_init(void **state) {
     o->hang_at = env_long("TPORT_OPAQUE_HANG_AT", 0);
     o->lost_upload = env_long("TPORT_OPAQUE_LOST_UPLOAD", 0);
     o->host_readable = env_long("TPORT_OPAQUE_HOST_READABLE", 0) != 0;
+    o->record = env_long("TPORT_OPAQUE_RECORD", 0) != 0;
     const char *subset = getenv("TPORT_OPAQUE_SUBSET");
     for (int i = 1; subset && *subset && i < (int)(sizeof subset_names / sizeof subset_names[0]); i++)
         if (!strcmp(subset, subset_names[i]))
@@ -296,6 +312,7 @@ static void opaque_shutdown(void *state) {
         for (uint64_t t = o->completed; t < o->submitted; t++)
             free_graph_copy(o->jobs[t % MAX_JOBS].graph);
     }
+    forget_recordings(o, 0);
     munmap(o->region, REGION_BYTES);
     pthread_mutex_destroy(&o->lock);
     pthread_cond_destroy(&o->cv);
@@ -824,6 +841,43 @@ static tport_status run_graph(opaque *o, const tport_graph_view *g) {
     return TPORT_STATUS_OK;
 }
 
+/* TPORT_OPAQUE_RECORD: the program to run for g.  A key seen before runs
+ * what was recorded for it (rebound to g's operands when the bind key
+ * changed, as a device would update its descriptors); a new key is
+ * recorded and g runs as given. */
+static const tport_graph_view *recorded_program(opaque *o, const tport_graph_view *g) {
+    if (!o->record || g->struct_size < TPORT_GRAPH_VIEW_SIZE_1_1 || o->host_memory)
+        return g;
+    for (int i = 0; i < o->n_recs && i < 64; i++) {
+        struct recording *r = &o->recs[i];
+        if (!r->program || r->key != g->graph_key)
+            continue;
+        if (r->bind != g->bind_key) {
+            int32_t n = r->program->n_tensors < g->n_tensors ? r->program->n_tensors : g->n_tensors;
+            for (int32_t k = 0; k < n; k++) {
+                tport_tensor_view *t = (tport_tensor_view *)r->program->tensors[k];
+                t->buffer = g->tensors[k]->buffer;
+                t->offset = g->tensors[k]->offset;
+                t->data = g->tensors[k]->data;
+            }
+            r->bind = g->bind_key;
+        }
+        return r->program;
+    }
+    struct recording *r = &o->recs[o->n_recs++ % 64];
+    free_graph_copy(r->program);
+    *r = (struct recording){.key = g->graph_key, .bind = g->bind_key, .program = copy_graph(g)};
+    return g;
+}
+
+static void forget_recordings(opaque *o, uint64_t key) {
+    for (int i = 0; i < 64; i++)
+        if (o->recs[i].program && (key == 0 || o->recs[i].key == key)) {
+            free_graph_copy(o->recs[i].program);
+            o->recs[i].program = NULL;
+        }
+}
+
 /* What a real device would do on a new key: record (compile) the graph. */
 static void note_key(opaque *o, const tport_graph_view *g) {
     if (g->struct_size < TPORT_GRAPH_VIEW_SIZE_1_1 || o->host_memory)
@@ -843,6 +897,7 @@ static void opaque_forget_graph(void *state, int32_t device, uint64_t key) {
     for (int i = 0; i < o->n_keys && i < 256; i++)
         if (key == 0 || o->keys[i] == key)
             o->keys[i] = 0;
+    forget_recordings(o, key);
     count(o, &o->c.forgets);
 }
 
@@ -868,8 +923,9 @@ static tport_status opaque_compute(void *state, int32_t device, const tport_grap
             pthread_cond_wait(&o->done_cv, &o->lock);
         pthread_mutex_unlock(&o->lock);
     }
+    const tport_graph_view *program = recorded_program(o, g);
     enter(o);
-    st = run_graph(o, g);
+    st = run_graph(o, program);
     leave(o);
     return st;
 }
@@ -919,7 +975,7 @@ static tport_status opaque_compute_async(void *state, int32_t device, const tpor
     for (int32_t i = 0; i < g->n_tensors; i++)
         if (g->tensors[i]->data)
             count(o, &o->c.host_pointers_seen);
-    tport_graph_view *c = copy_graph(g);
+    tport_graph_view *c = copy_graph(recorded_program(o, g));
     if (!c)
         return host->error(TPORT_STATUS_OUT_OF_MEMORY, "opaque: out of memory");
     return submit(o, (job){.kind = 2, .graph = c}, ticket);

@@ -5,7 +5,9 @@
 # the work, in host memory (it negotiates ABI 1.0) or in memory of its own
 # (1.1), in-process or isolated in a helper process, with an f16 or an f32
 # KV cache, over three models; every cell must print the ids of the run
-# without it, and --plan must show the plug-in holding what it took.
+# without it, and --plan must show the plug-in holding what it took.  The
+# device records a program per graph key and replays it, as a real one
+# would (TPORT_OPAQUE_RECORD).
 #
 # usage: partial_plugin_matrix.sh TPORT OPAQUE_PLUGIN SHARED_DIR
 set -u
@@ -51,7 +53,7 @@ for model in $models; do
                     cell="$(basename "$model") kv=$kv subset=$subset memory=$memory $where"
                     # shellcheck disable=SC2086
                     out=$(TPORT_BACKEND_PATH=$plugin TPORT_BACKEND=opaque,cpu TPORT_OPAQUE_SUBSET=$subset \
-                        TPORT_OPAQUE_HOST_MEMORY=$hm TPORT_ISOLATE_ENV=TPORT_OPAQUE_SUBSET,TPORT_OPAQUE_HOST_MEMORY \
+                        TPORT_OPAQUE_HOST_MEMORY=$hm TPORT_OPAQUE_RECORD=1 TPORT_ISOLATE_ENV=TPORT_OPAQUE_SUBSET,TPORT_OPAQUE_HOST_MEMORY,TPORT_OPAQUE_RECORD \
                         run "$model" "$kv" $iso)
                     rc=$?
                     if [ $rc -ne 0 ] || [ "$out" != "$ref" ]; then
@@ -65,7 +67,7 @@ for model in $models; do
                     # the plan names the plug-in for what it ran
                     # shellcheck disable=SC2086
                     TPORT_BACKEND_PATH=$plugin TPORT_BACKEND=opaque,cpu TPORT_OPAQUE_SUBSET=$subset \
-                        TPORT_OPAQUE_HOST_MEMORY=$hm TPORT_ISOLATE_ENV=TPORT_OPAQUE_SUBSET,TPORT_OPAQUE_HOST_MEMORY \
+                        TPORT_OPAQUE_HOST_MEMORY=$hm TPORT_OPAQUE_RECORD=1 TPORT_ISOLATE_ENV=TPORT_OPAQUE_SUBSET,TPORT_OPAQUE_HOST_MEMORY,TPORT_OPAQUE_RECORD \
                         run "$model" "$kv" $iso --plan >/dev/null
                     plan=$(cat "$tmp/err")
                     if ! printf '%s\n' "$plan" | grep -q "opaque.*mul_mat"; then

@@ -241,7 +241,11 @@ static void handle_fill(tport_candidate *c, const unsigned char *p, uint32_t siz
     }
     memcpy(&f, p, sizeof f);
     helper_region *r = device_region(f.region);
-    if (!in_range(r, f.offset, f.size) || f.value > 255 || !c->active.mem.buffer_fill) {
+    if (!c->active.mem.buffer_fill) { /* the proxy offers the slot for every plug-in */
+        reply_status(ISO_FILL, TPORT_STATUS_UNSUPPORTED, "the plug-in has no buffer_fill");
+        return;
+    }
+    if (!in_range(r, f.offset, f.size) || f.value > 255) {
         reply_status(ISO_FILL, TPORT_STATUS_INVALID_ARGUMENT, "fill outside its buffer");
         return;
     }
@@ -259,7 +263,11 @@ static void handle_copy(tport_candidate *c, const unsigned char *p, uint32_t siz
     }
     memcpy(&k, p, sizeof k);
     helper_region *d = device_region(k.dst), *s = device_region(k.src);
-    if (!in_range(d, k.dst_offset, k.size) || !in_range(s, k.src_offset, k.size) || !c->active.mem.buffer_copy) {
+    if (!c->active.mem.buffer_copy) { /* the proxy offers the slot for every plug-in */
+        reply_status(ISO_COPY, TPORT_STATUS_UNSUPPORTED, "the plug-in has no buffer_copy");
+        return;
+    }
+    if (!in_range(d, k.dst_offset, k.size) || !in_range(s, k.src_offset, k.size)) {
         reply_status(ISO_COPY, TPORT_STATUS_INVALID_ARGUMENT, "copy outside its buffers");
         return;
     }

@@ -125,12 +125,16 @@ bool helper_graph_decode(helper_graph *g, const unsigned char *msg, size_t size,
         gkey = fnv(gkey, &r, offsetof(iso_tensor, region));
         if (r.params_size)
             gkey = fnv(gkey, t->params, r.params_size);
+        /* what the plug-in sees: a region id the host reuses may now name
+         * another buffer of the plug-in's, so its handle is hashed too */
         if (t->flags & TPORT_TENSOR_WEIGHT) { /* where weights live is structure */
             gkey = fnv(gkey, &t->data, sizeof t->data);
+            gkey = fnv(gkey, &t->buffer, sizeof t->buffer);
             gkey = fnv(gkey, &r.region, sizeof r.region);
             gkey = fnv(gkey, &r.offset, sizeof r.offset);
         }
         bkey = fnv(bkey, &t->data, sizeof t->data);
+        bkey = fnv(bkey, &t->buffer, sizeof t->buffer);
         bkey = fnv(bkey, &r.region, sizeof r.region);
         bkey = fnv(bkey, &r.offset, sizeof r.offset);
     }
