@@ -211,8 +211,9 @@ static bool example_supports_op(void *backend, int32_t device, const tport_graph
 }
 
 /* ---- how we compute it --------------------------------------------------- */
-static void binary(const tport_tensor_view *t, const tport_tensor_view *a, const tport_tensor_view *b, float *y,
-                   const float *x, const float *z, bool mul) {
+/* y = x (+ or *) z, z broadcast; x has t's shape (supports_op checked) */
+static void binary(const tport_tensor_view *t, const tport_tensor_view *b, float *y, const float *x, const float *z,
+                   bool mul) {
     int64_t i = 0;
     for (int64_t i3 = 0; i3 < t->ne[3]; i3++)
         for (int64_t i2 = 0; i2 < t->ne[2]; i2++)
@@ -267,7 +268,7 @@ static tport_status example_compute(void *backend, int32_t device, const tport_g
         if (t->op == TPORT_OP_MUL_MAT)
             mul_mat(t, a, b, y, x, z);
         else
-            binary(t, a, b, y, x, z, t->op == TPORT_OP_MUL);
+            binary(t, b, y, x, z, t->op == TPORT_OP_MUL);
         s->nodes_computed++;
     }
     return TPORT_STATUS_OK;

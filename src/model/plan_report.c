@@ -44,12 +44,28 @@ const char *tport_model_layer_backend(const tport_model *m, int32_t layer) {
     return b ? b->name : NULL;
 }
 
-/* "0-3,5" for the layers whose weights live with `backend` (NULL: host). */
+/* Whether any matrix of layer il lives with `backend` (NULL: in host
+ * memory, with no backend's copy): a plug-in may hold a layer's
+ * feed-forward weights and not its attention's. */
+static bool layer_has_weights_on(const tport_model *m, int32_t il, const char *backend) {
+    tport_tensor **mats[16];
+    int n = tport_layer_matrices((tport_layer *)&m->layers[il], mats, 16, NULL);
+    for (int k = 0; k < n; k++) {
+        const tport_tensor *w = *mats[k];
+        const tport_active_backend *b = w ? w->res.backend : NULL;
+        if (w && (backend ? b && !strcmp(b->name, backend) : !b))
+            return true;
+    }
+    return false;
+}
+
+/* "0-3,5" for the layers with weights that live with `backend` (NULL:
+ * host). */
 static void layer_list(const tport_model *m, const char *backend, out *o) {
     int first = -1, n = 0;
     for (int32_t i = 0; i <= m->sh.n_layer; i++) {
-        const char *b = i < m->sh.n_layer ? tport_model_layer_backend(m, i) : "\n";
-        bool mine = i >= m->layer_begin && i < m->layer_end && (backend ? b && !strcmp(b, backend) : !b);
+        bool mine = i >= m->layer_begin && i < m->layer_end && i < m->sh.n_layer &&
+                    layer_has_weights_on(m, i, backend);
         if (mine && first < 0)
             first = i;
         if (!mine && first >= 0) {

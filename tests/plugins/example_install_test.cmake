@@ -6,8 +6,9 @@
 #   4. run the example's graph test (linked against the INSTALLED libtport)
 #      with TPORT_BACKEND=example,cpu,
 #   5. `tport backends` from the prefix lists it active; `tport
-#      check-backend` passes on it.
-# Variables: BUILD_DIR SOURCE_DIR WORK_DIR GENERATOR C_COMPILER SANITIZE READELF CTEST
+#      check-backend` passes on it,
+#   6. a model run with it preferred gives the CPU-only ids.
+# Variables: BUILD_DIR SOURCE_DIR WORK_DIR GENERATOR C_COMPILER SANITIZE READELF CTEST MODEL
 cmake_minimum_required(VERSION 3.20)
 
 function(run)
@@ -79,4 +80,24 @@ if(variants AND NOT run_out MATCHES "/tport/backends/libtport-cpu-[a-z0-9-]+\\.s
 endif()
 run(${prefix}/bin/tport check-backend ${plugin})
 message(STATUS "${run_out}")
+
+# 6. a real model with the example preferred: it takes add, mul and
+# mul_mat of F32 (in memory of its own) and declines the KV cache's cpy;
+# the ids must be the CPU-only ones, with either KV cache type
+if(MODEL AND EXISTS ${MODEL})
+  message(STATUS "6. tport run with TPORT_BACKEND=example,cpu")
+  foreach(kv f16 f32)
+    set(args run -m ${MODEL} --prompt-ids 1,5,9 -n 16 --ids --temp 0 --threads 1 --kv-type ${kv})
+    run(${CMAKE_COMMAND} -E env --unset=TPORT_BACKEND_PATH --unset=TPORT_BACKEND ${prefix}/bin/tport ${args})
+    set(ref "${run_out}")
+    execute_process(COMMAND ${CMAKE_COMMAND} -E env TPORT_BACKEND_PATH=${plugin} TPORT_BACKEND=example,cpu
+        ${prefix}/bin/tport ${args} --plan RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+    if(NOT rc EQUAL 0 OR NOT out STREQUAL ref OR NOT err MATCHES "backend example \\(device memory\\)[^\n]*mul_mat")
+      message(FATAL_ERROR "kv ${kv}: with the example (${rc}):\n  cpu only: ${ref}\n  example:  ${out}\n${err}")
+    endif()
+    message(STATUS "   kv ${kv}: ${out}")
+  endforeach()
+else()
+  message(STATUS "6. skipped: no model file (${MODEL})")
+endif()
 message(STATUS "example out-of-tree backend: all steps passed")
