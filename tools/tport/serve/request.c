@@ -1,7 +1,8 @@
 /* Parsing and checking request bodies with cJSON.  Every length and count
  * is bounded here; unknown fields are ignored, as llama-server does, since
  * clients send vendor extensions.  Known fields the server does not
- * implement are accepted only with their default values (unsupported()). */
+ * implement are accepted only with their default values
+ * (refuse_unsupported). */
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
