@@ -364,17 +364,29 @@ typedef struct tport_sampler_params {
     float top_p;             /* 1 = off                                     */
     float min_p;             /* 0 = off                                     */
     float repeat_penalty;    /* 1 = off                                     */
-    int32_t repeat_last_n;   /* tokens the penalty looks back over          */
+    int32_t repeat_last_n;   /* tokens the penalties look back over         */
     uint64_t seed;
+    /* OpenAI's penalties, as llama.cpp applies them: an id seen c > 0 times
+     * in the last repeat_last_n tokens loses c * frequency_penalty +
+     * presence_penalty from its logit (after the repetition penalty).
+     * 0 = off; any finite value. */
+    float frequency_penalty;
+    float presence_penalty;
 } tport_sampler_params;
 typedef struct tport_sampler tport_sampler;
 tport_sampler_params tport_sampler_defaults(void);
 tport_sampler *tport_sampler_new(const tport_sampler_params *p);
 void tport_sampler_free(tport_sampler *sm);
-/* Picks the next token from logits (n_vocab values); `history` feeds the
- * repetition penalty; call tport_sampler_accept for each chosen token. */
+/* Picks the next token from logits (n_vocab values), after the penalties
+ * of tport_sampler_apply_penalties; -1 on error. */
 tport_token tport_sampler_sample(tport_sampler *sm, const float *logits, int32_t n_vocab);
+/* Adds id to the history the penalties look at (the last repeat_last_n
+ * ids): the prompt's tokens (as llama-server does) and each chosen one. */
 void tport_sampler_accept(tport_sampler *sm, tport_token id);
+/* Applies the repetition, frequency and presence penalties to logits in
+ * place, exactly as tport_sampler_sample does before it picks (and as
+ * llama.cpp's llama_sampler_init_penalties does). */
+tport_status tport_sampler_apply_penalties(tport_sampler *sm, float *logits, int32_t n_vocab);
 
 #ifdef __cplusplus
 }

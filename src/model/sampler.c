@@ -1,5 +1,5 @@
-/* Picking the next token from logits, in llama.cpp's order: repetition
- * penalty -> top-k -> top-p -> min-p -> temperature -> a draw from the
+/* Picking the next token from logits, in llama.cpp's order: penalties
+ * (repetition, frequency, presence) -> top-k -> top-p -> min-p -> temperature -> a draw from the
  * softmax.  Temperature 0 is greedy (argmax after the penalty; ties go to
  * the smallest id).  The draw uses a seeded splitmix64 generator, so a run
  * with the same seed and logits picks the same tokens. */
@@ -20,6 +20,9 @@ struct tport_sampler {
     uint64_t rng;
     tport_token *history;   /* ring of the last repeat_last_n accepted ids */
     int32_t n_history, next;
+    int32_t *count;         /* per id, zero between calls; count_cap ids  */
+    int32_t count_cap;
+    float *work;            /* the penalized logits of sample(); cand_cap  */
     candidate *cand;
     int32_t cand_cap;
 };
@@ -33,6 +36,8 @@ tport_sampler_params tport_sampler_defaults(void) {
         .repeat_penalty = 1.0f,
         .repeat_last_n = 64,
         .seed = 42,
+        .frequency_penalty = 0.0f,
+        .presence_penalty = 0.0f,
     };
     return p;
 }
@@ -40,12 +45,14 @@ tport_sampler_params tport_sampler_defaults(void) {
 tport_sampler *tport_sampler_new(const tport_sampler_params *p) {
     tport_sampler_params d = p ? *p : tport_sampler_defaults();
     if (!(d.temperature >= 0) || d.top_k < 0 || !(d.top_p > 0 && d.top_p <= 1) ||
-        !(d.min_p >= 0 && d.min_p <= 1) || !(d.repeat_penalty > 0) || d.repeat_last_n < 0 ||
-        d.repeat_last_n > (1 << 20)) {
+        !(d.min_p >= 0 && d.min_p <= 1) || !(d.repeat_penalty > 0) || !isfinite(d.repeat_penalty) ||
+        d.repeat_last_n < 0 || d.repeat_last_n > (1 << 20) || !isfinite(d.frequency_penalty) ||
+        !isfinite(d.presence_penalty)) {
         tport_error(TPORT_STATUS_INVALID_ARGUMENT,
                     "sampler: bad parameters (temperature %g, top_k %d, top_p %g, min_p %g, "
-                    "repeat_penalty %g, repeat_last_n %d)", d.temperature, (int)d.top_k,
-                    d.top_p, d.min_p, d.repeat_penalty, (int)d.repeat_last_n);
+                    "repeat_penalty %g, repeat_last_n %d, frequency_penalty %g, presence_penalty %g)",
+                    d.temperature, (int)d.top_k, d.top_p, d.min_p, d.repeat_penalty,
+                    (int)d.repeat_last_n, d.frequency_penalty, d.presence_penalty);
         return NULL;
     }
     tport_sampler *sm = calloc(1, sizeof *sm);
@@ -70,6 +77,8 @@ void tport_sampler_free(tport_sampler *sm) {
     if (!sm)
         return;
     free(sm->history);
+    free(sm->count);
+    free(sm->work);
     free(sm->cand);
     free(sm);
 }
@@ -100,23 +109,47 @@ static int by_logit_desc(const void *a, const void *b) {
     return (x->id > y->id) - (x->id < y->id);
 }
 
-/* Penalizes every distinct id of the history once (llama.cpp's rule:
- * positive logits are divided by the penalty, others multiplied). */
-static void apply_repeat_penalty(tport_sampler *sm, candidate *c, int32_t n_vocab) {
-    float pen = sm->p.repeat_penalty;
-    if (pen == 1.0f)
-        return;
+/* llama.cpp's penalties (llama_sampler_penalties_apply): each id that
+ * occurs c > 0 times in the history is penalized once: a positive logit is
+ * divided by the repetition penalty, any other multiplied (dividing a
+ * negative one would raise it), then c * frequency + presence is
+ * subtracted, computed in float as there, so the results are bit-equal.
+ * Counting goes through a per-id array, so a call costs O(history), not
+ * O(history^2); the array is left all zero for the next call. */
+static tport_status penalize(tport_sampler *sm, float *logits, int32_t n_vocab) {
+    float rep = sm->p.repeat_penalty, freq = sm->p.frequency_penalty, pres = sm->p.presence_penalty;
+    if (sm->n_history == 0 || (rep == 1.0f && freq == 0.0f && pres == 0.0f))
+        return TPORT_STATUS_OK;
+    if (n_vocab > sm->count_cap) {
+        int32_t *c = calloc((size_t)n_vocab, sizeof *c);
+        if (!c)
+            return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "sampler: out of memory");
+        free(sm->count);
+        sm->count = c;
+        sm->count_cap = n_vocab;
+    }
+    int32_t *count = sm->count;
     for (int32_t i = 0; i < sm->n_history; i++) {
         tport_token id = sm->history[i];
-        if (id < 0 || id >= n_vocab)
-            continue;
-        int seen = 0;
-        for (int32_t j = 0; j < i && !seen; j++)
-            seen = sm->history[j] == id;
-        if (seen)
-            continue;
-        c[id].logit = c[id].logit <= 0 ? c[id].logit * pen : c[id].logit / pen;
+        if (id >= 0 && id < n_vocab) /* ids outside the logits have nothing to penalize */
+            count[id]++;
     }
+    for (int32_t i = 0; i < sm->n_history; i++) {
+        tport_token id = sm->history[i];
+        if (id < 0 || id >= n_vocab || count[id] == 0)
+            continue; /* out of range, or done at its first occurrence */
+        float x = logits[id];
+        x = x <= 0 ? x * rep : x / rep;
+        logits[id] = x - ((float)count[id] * freq + pres);
+        count[id] = 0;
+    }
+    return TPORT_STATUS_OK;
+}
+
+tport_status tport_sampler_apply_penalties(tport_sampler *sm, float *logits, int32_t n_vocab) {
+    if (!sm || !logits || n_vocab <= 0)
+        return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "sampler: apply_penalties needs a sampler and logits");
+    return penalize(sm, logits, n_vocab);
 }
 
 tport_token tport_sampler_sample(tport_sampler *sm, const float *logits, int32_t n_vocab) {
@@ -124,15 +157,23 @@ tport_token tport_sampler_sample(tport_sampler *sm, const float *logits, int32_t
         return -1;
     if (n_vocab > sm->cand_cap) {
         candidate *c = realloc(sm->cand, (size_t)n_vocab * sizeof *c);
-        if (!c)
+        if (c)
+            sm->cand = c;
+        float *w = realloc(sm->work, (size_t)n_vocab * sizeof *w);
+        if (w)
+            sm->work = w;
+        if (!c || !w)
             return -1;
-        sm->cand = c;
         sm->cand_cap = n_vocab;
     }
+    float *w = sm->work;
+    for (int32_t i = 0; i < n_vocab; i++)
+        w[i] = isnan(logits[i]) ? -INFINITY : logits[i];
+    if (penalize(sm, w, n_vocab) != TPORT_STATUS_OK)
+        return -1;
     candidate *c = sm->cand;
     for (int32_t i = 0; i < n_vocab; i++)
-        c[i] = (candidate){i, isnan(logits[i]) ? -INFINITY : logits[i]};
-    apply_repeat_penalty(sm, c, n_vocab);
+        c[i] = (candidate){i, w[i]};
 
     if (sm->p.temperature <= 0) {
         int32_t best = 0;

@@ -107,6 +107,8 @@ int main(void) {
         "run -m '%s' --bogus-flag 1",
         "run -m '%s' -n abc",
         "run -m '%s' --temp -1",
+        "run -m '%s' --presence-penalty nan",
+        "run -m '%s' --frequency-penalty x",
         "run -m '%s' -p 'Once upon a time' --ctx 3",
         "run -m '%s' --prompt-ids 1,99999 --ids",
         "run -m '%s' -p x --prompt-ids 1",
@@ -130,6 +132,13 @@ int main(void) {
     /* --help succeeds and documents the defaults */
     snprintf(cmd, sizeof cmd, "'%s' run --help", TPORT_CLI);
     CHECK(run(cmd, out, sizeof out) == 0 && strstr(out, "--prompt-ids") && strstr(out, "default"), "--help");
+    /* every option the parser takes is in --help (as test_serve_curl.sh checks for serve) */
+    const char *opts[] = {"--model", "--prompt", "--parse-special", "--prompt-ids", "-n N", "--temp", "--top-k",
+                          "--top-p", "--min-p", "--repeat-penalty", "--presence-penalty", "--frequency-penalty",
+                          "--repeat-last-n", "--seed", "--ids", "--backend", "--isolate", "--weight-type", "--threads",
+                          "--tokenizer", "--ctx", "--batch", "--kv-type", "--plan", "PyTorch", "gptj"};
+    for (size_t i = 0; i < sizeof opts / sizeof *opts; i++)
+        CHECK(strstr(out, opts[i]) != NULL, "run --help lacks %s", opts[i]);
 
     json_free(refs);
     return test_finish("test_run_cli");

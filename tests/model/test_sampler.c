@@ -1,6 +1,8 @@
-/* Sampling with hand-made logits: greedy, the llama.cpp repetition penalty,
- * top-k, top-p, min-p, temperature (observed frequencies against the
- * softmax), seeded reproducibility and parameter checks. */
+/* Sampling with hand-made logits: greedy, llama.cpp's repetition, frequency
+ * and presence penalties (hand-computed values; test_sampler_llama_cpp
+ * compares with llama.cpp itself), top-k, top-p, min-p, temperature
+ * (observed frequencies against the softmax), seeded reproducibility and
+ * parameter checks. */
 #include <math.h>
 
 #include "../test_util.h"
@@ -65,6 +67,44 @@ int main(void) {
         tport_sampler_accept(sm, 1);
         tport_sampler_accept(sm, 1);
         CHECK(tport_sampler_sample(sm, a, 3) == 0, "id 0 left the penalty window");
+        tport_sampler_free(sm);
+    }
+    /* frequency and presence penalties (llama.cpp's), hand-computed: an id
+     * seen c times loses c * 0.5 + 0.25, after the repetition penalty */
+    {
+        tport_sampler_params p = params(0, 0, 1, 0);
+        p.repeat_penalty = 2.0f;
+        p.frequency_penalty = 0.5f;
+        p.presence_penalty = 0.25f;
+        p.repeat_last_n = 4;
+        tport_sampler *sm = tport_sampler_new(&p);
+        CHECK(sm != NULL, "sampler_new: %s", tport_last_error());
+        float a[6] = {4.0f, -1.0f, 3.0f, 0.0f, 1.0f, 7.0f};
+        CHECK(sm && tport_sampler_apply_penalties(sm, a, 6) == TPORT_STATUS_OK && a[0] == 4.0f && a[5] == 7.0f,
+              "no history, no change");
+        /* 9 and -3 are outside the vocabulary; then 2, 0, 2, 1 stay in the window of 4 */
+        const tport_token hist[] = {5, 9, -3, 2, 0, 2, 1};
+        for (size_t i = 0; sm && i < sizeof hist / sizeof *hist; i++)
+            tport_sampler_accept(sm, hist[i]);
+        CHECK(sm && tport_sampler_apply_penalties(sm, a, 6) == TPORT_STATUS_OK, "apply: %s", tport_last_error());
+        /* 0: 4/2 - (0.5 + 0.25); 1: -1*2 - 0.75; 2 twice: 3/2 - (1.0 + 0.25); 5 left the window */
+        CHECK(a[0] == 1.25f && a[1] == -2.75f && a[2] == 0.25f && a[3] == 0.0f && a[4] == 1.0f && a[5] == 7.0f,
+              "penalized: %g %g %g %g %g %g", a[0], a[1], a[2], a[3], a[4], a[5]);
+        /* sample applies the same penalties: 2.9 -> 2.9/2 - 1.25 = 0.2 loses to 0.3 */
+        const float b[4] = {0.1f, -5.0f, 2.9f, 0.3f};
+        CHECK(sm && tport_sampler_sample(sm, b, 4) == 3, "sample picks after the penalties");
+        CHECK(tport_sampler_apply_penalties(NULL, a, 6) != TPORT_STATUS_OK &&
+              tport_sampler_apply_penalties(sm, a, 0) != TPORT_STATUS_OK, "bad arguments refused");
+        tport_sampler_free(sm);
+    }
+    /* a negative presence penalty favours what was seen; no repetition penalty */
+    {
+        tport_sampler_params p = params(0, 0, 1, 0);
+        p.presence_penalty = -1.0f;
+        tport_sampler *sm = tport_sampler_new(&p);
+        tport_sampler_accept(sm, 1);
+        const float a[2] = {1.5f, 1.0f};
+        CHECK(tport_sampler_sample(sm, a, 2) == 1, "presence -1 lifts id 1 to 2.0 over 1.5");
         tport_sampler_free(sm);
     }
     /* top-k = 1 is greedy whatever the temperature */
@@ -146,5 +186,11 @@ int main(void) {
     p = params(1.0f, 0, 1, 0);
     p.repeat_penalty = 0;
     CHECK(tport_sampler_new(&p) == NULL, "repeat_penalty 0");
+    p = params(1.0f, 0, 1, 0);
+    p.frequency_penalty = INFINITY;
+    CHECK(tport_sampler_new(&p) == NULL, "frequency_penalty inf");
+    p = params(1.0f, 0, 1, 0);
+    p.presence_penalty = NAN;
+    CHECK(tport_sampler_new(&p) == NULL, "presence_penalty NaN");
     return test_finish("test_sampler");
 }

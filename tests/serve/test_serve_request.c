@@ -1,5 +1,6 @@
 /* The request parser of tport serve: what it takes, what it refuses (with
- * the offending field named), and that it ignores fields it does not know. */
+ * the offending field named), that it ignores fields it does not know, and
+ * that fields it does not implement pass only with their defaults. */
 #include "request.h"
 #include "test_util.h"
 
@@ -24,13 +25,90 @@ int main(void) {
     serve_error e;
     const char *full = "{\"prompt\":\"Hi\",\"max_tokens\":7,\"temperature\":0.5,\"top_p\":0.9,\"top_k\":5,"
                        "\"min_p\":0.1,\"seed\":99,\"stop\":[\"a\",\"bc\"],\"stream\":true,"
-                       "\"stream_options\":{\"include_usage\":true},\"logit_bias\":{\"1\":2},\"vendor\":[1,{}]}";
+                       "\"stream_options\":{\"include_usage\":true},\"presence_penalty\":0.5,\"frequency_penalty\":-1.5,"
+                       "\"repeat_penalty\":1.1,\"repeat_last_n\":32,\"vendor\":[1,{}]}";
     CHECK(parse(SERVE_REQ_COMPLETION, full, &r, &e), "%s", e.message);
     CHECK(r.prompt && !strcmp(r.prompt, "Hi") && !r.prompt_is_ids, "prompt");
     CHECK(r.max_tokens == 7 && r.have_temperature && r.temperature == 0.5f && r.have_top_p && r.top_p == 0.9f,
           "sampling");
     CHECK(r.have_top_k && r.top_k == 5 && r.have_min_p && r.have_seed && r.seed == 99, "more sampling");
     CHECK(r.n_stop == 2 && !strcmp(r.stop[1], "bc") && r.stream && r.include_usage, "stop, stream");
+    CHECK(r.have_presence && r.presence_penalty == 0.5f && r.have_frequency && r.frequency_penalty == -1.5f &&
+          r.have_repeat_penalty && r.repeat_penalty == 1.1f && r.have_repeat_last_n && r.repeat_last_n == 32,
+          "penalties");
+    serve_request_free(&r);
+    CHECK(parse(SERVE_REQ_COMPLETION, "{\"prompt\":\"x\",\"repeat_last_n\":-1}", &r, &e) && r.have_repeat_last_n &&
+          r.repeat_last_n == 512 && !r.have_presence && !r.have_frequency && !r.have_repeat_penalty,
+          "repeat_last_n -1 is the context (512 here); absent penalties stay unset");
+    serve_request_free(&r);
+
+    /* the defaults of the fields not implemented yet pass: what the openai
+     * and LangChain clients send when nothing was asked for */
+    const char *defaults[] = {
+        "\"n\":1", "\"n\":null", "\"best_of\":1", "\"logprobs\":false", "\"logprobs\":null", "\"top_logprobs\":0",
+        "\"n_probs\":0", "\"logit_bias\":{}", "\"logit_bias\":[]", "\"logit_bias\":null",
+        "\"response_format\":{\"type\":\"text\"}", "\"tools\":[]", "\"tool_choice\":\"none\"", "\"tool_choice\":\"auto\"",
+        "\"functions\":[]", "\"function_call\":\"auto\"", "\"echo\":false", "\"suffix\":\"\"", "\"grammar\":\"\"",
+        "\"modalities\":[\"text\"]", "\"audio\":null", "\"verbosity\":\"medium\"", "\"parallel_tool_calls\":true",
+        "\"user\":\"u-1\"", "\"model\":\"gpt-4o\"", "\"store\":false", "\"metadata\":{\"k\":\"v\"}",
+        "\"service_tier\":\"auto\"", "\"stream_options\":{\"include_obfuscation\":false}", "\"n_predict\":-1",
+        "\"ignore_eos\":false", "\"mirostat\":0", "\"typical_p\":1", "\"top_n_sigma\":-1",
+    };
+    for (size_t i = 0; i < sizeof defaults / sizeof *defaults; i++) {
+        char body[256];
+        snprintf(body, sizeof body, "{\"prompt\":\"x\",%s}", defaults[i]);
+        CHECK(parse(SERVE_REQ_COMPLETION, body, &r, &e), "default refused: %s: %s", body, e.message);
+        serve_request_free(&r);
+        snprintf(body, sizeof body, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],%s}", defaults[i]);
+        CHECK(parse(SERVE_REQ_CHAT, body, &r, &e), "default refused: %s: %s", body, e.message);
+        serve_request_free(&r);
+    }
+    /* ... and anything else is refused, naming the field (both endpoints) */
+    static const struct {
+        const char *body, *param;
+    } asks[] = {
+        {"\"n\":2", "n"}, {"\"best_of\":3", "best_of"}, {"\"logprobs\":true", "logprobs"}, {"\"logprobs\":0", "logprobs"},
+        {"\"logprobs\":5", "logprobs"}, {"\"top_logprobs\":2", "top_logprobs"}, {"\"n_probs\":3", "n_probs"},
+        {"\"logit_bias\":{\"15043\":-100}", "logit_bias"}, {"\"logit_bias\":[[15043,false]]", "logit_bias"},
+        {"\"response_format\":{\"type\":\"json_object\"}", "response_format"},
+        {"\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"a\",\"schema\":{}}}",
+         "response_format"},
+        {"\"response_format\":\"json\"", "response_format"}, {"\"json_schema\":{}", "json_schema"},
+        {"\"grammar\":\"root ::= \\\"a\\\"\"", "grammar"},
+        {"\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}]", "tools"},
+        {"\"tool_choice\":\"required\"", "tool_choice"},
+        {"\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"f\"}}", "tool_choice"},
+        {"\"functions\":[{\"name\":\"f\"}]", "functions"}, {"\"function_call\":{\"name\":\"f\"}", "function_call"},
+        {"\"echo\":true", "echo"}, {"\"suffix\":\"end\"", "suffix"}, {"\"audio\":{\"voice\":\"alloy\"}", "audio"},
+        {"\"modalities\":[\"text\",\"audio\"]", "modalities"}, {"\"web_search_options\":{}", "web_search_options"},
+        {"\"reasoning_effort\":\"low\"", "reasoning_effort"}, {"\"verbosity\":\"low\"", "verbosity"},
+        {"\"n_predict\":5", "n_predict"}, {"\"ignore_eos\":true", "ignore_eos"}, {"\"mirostat\":2", "mirostat"},
+        {"\"typical_p\":0.5", "typical_p"}, {"\"dynatemp_range\":0.5", "dynatemp_range"},
+        {"\"xtc_probability\":0.5", "xtc_probability"}, {"\"dry_multiplier\":0.8", "dry_multiplier"},
+        {"\"top_n_sigma\":1", "top_n_sigma"}, {"\"user\":7", "user"}, {"\"metadata\":[]", "metadata"},
+        {"\"store\":\"yes\"", "store"}, {"\"parallel_tool_calls\":1", "parallel_tool_calls"},
+        {"\"presence_penalty\":-2.5", "presence_penalty"}, {"\"frequency_penalty\":\"1\"", "frequency_penalty"},
+        {"\"repeat_penalty\":0", "repeat_penalty"}, {"\"repeat_last_n\":-2", "repeat_last_n"},
+        {"\"stream_options\":{\"include_obfuscation\":1}", "include_obfuscation"},
+    };
+    for (size_t i = 0; i < sizeof asks / sizeof *asks; i++) {
+        char body[256];
+        snprintf(body, sizeof body, "{\"prompt\":\"x\",%s}", asks[i].body);
+        refused(SERVE_REQ_COMPLETION, body, asks[i].param);
+        snprintf(body, sizeof body, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],%s}", asks[i].body);
+        refused(SERVE_REQ_CHAT, body, asks[i].param);
+    }
+    /* the message names the field */
+    CHECK(!parse(SERVE_REQ_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
+                 "\"response_format\":{\"type\":\"json_object\"}}", &r, &e) &&
+          strstr(e.message, "'response_format'"), "message: %s", e.message);
+    serve_request_free(&r);
+    /* a tool-call conversation is refused too */
+    refused(SERVE_REQ_CHAT, "{\"messages\":[{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"1\"}]}]}",
+            "messages");
+    refused(SERVE_REQ_CHAT, "{\"messages\":[{\"role\":\"tool\",\"content\":\"42\",\"tool_call_id\":\"1\"}]}", "messages");
+    CHECK(parse(SERVE_REQ_CHAT, "{\"messages\":[{\"role\":\"assistant\",\"content\":\"a\",\"tool_calls\":[]}]}", &r, &e),
+          "empty tool_calls: %s", e.message);
     serve_request_free(&r);
 
     /* defaults, nulls as defaults, token-id prompts, one-string arrays */

@@ -219,7 +219,7 @@ static tport_status set_tokenizer(tport_gguf_writer *w, const tport_model_file *
 static void usage(FILE *f) {
     fprintf(f, "usage: tport convert IN OUT.gguf [--type T] [--vocab TOKENIZER.bin] [--vocab-from F.gguf] [--ctx N] [--quiet]\n\n"
                "Writes any readable model file (GGUF v1-v3, GGML, GGMF, GGJT v1-v3, llama2.c,\n"
-               "safetensors, PyTorch .pth/.bin) as GGUF v3 with llama.cpp's metadata keys.\n"
+               "safetensors, PyTorch .pth/.bin/.pt) as GGUF v3 with llama.cpp's metadata keys.\n"
                "A file holding only some of a model's tensors is written with all it has,\n"
                "after a warning naming what a complete model would also need.\n"
                "  --type T   requantize 2-D weights to T (f32, f16, bf16, q8_0, q4_0, q4_k, ...);\n"

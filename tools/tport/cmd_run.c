@@ -1,4 +1,4 @@
-/* tport run: generate text (or token ids) with a llama model.  Generated
+/* tport run: generate text (or token ids) with a model.  Generated
  * text streams to stdout, flushed per token; timings go to stderr. */
 #include <errno.h>
 #include <limits.h>
@@ -19,10 +19,13 @@ static void usage(FILE *out) {
     fprintf(out,
             "usage: tport run -m FILE [-p TEXT | --prompt-ids 1,2,3] [options]\n"
             "\n"
-            "Generates tokens with a llama-architecture model and streams the text to\n"
-            "stdout. Load time and prompt/generation speed go to stderr.\n"
+            "Generates tokens with a model and streams the text to stdout. Load time and\n"
+            "prompt/generation speed go to stderr. Architectures: llama, gpt2, starcoder,\n"
+            "qwen2, gptneox, phi2, falcon, mpt, bloom, gemma, gptj.\n"
             "\n"
-            "  -m, --model FILE        model file (GGUF, GGJT/GGML, llama2.c, safetensors)\n"
+            "  -m, --model FILE        model file: GGUF v1-v3, GGML/GGMF/GGJT v1-v3, llama2.c,\n"
+            "                          safetensors, PyTorch (.pth/.bin/.pt, read without\n"
+            "                          running their pickles)\n"
             "  -p, --prompt TEXT       prompt text, tokenized as llama.cpp does (BOS/EOS as the\n"
             "                          file says; special-token text is plain text unless\n"
             "                          --parse-special); default: BOS only\n"
@@ -35,7 +38,12 @@ static void usage(FILE *out) {
             "  --top-p P               nucleus sampling, 1 = off (default %g)\n"
             "  --min-p P               drop tokens below P x the best one, 0 = off (default %g)\n"
             "  --repeat-penalty R      llama.cpp repetition penalty, 1 = off (default %g)\n"
-            "  --repeat-last-n N       tokens the penalty looks back over (default %d)\n"
+            "  --presence-penalty P    subtract P from the logit of every token seen in the\n"
+            "                          last --repeat-last-n, 0 = off (default %g)\n"
+            "  --frequency-penalty F   subtract F x the times it was seen there, 0 = off\n"
+            "                          (default %g)\n"
+            "  --repeat-last-n N       tokens (prompt included) the penalties look back over\n"
+            "                          (default %d)\n"
             "  --seed S                random seed (default %llu; same seed, same output)\n"
             "  --ids                   print the generated token ids, comma-separated, instead of text\n"
             "  --backend NAME          force a backend (default: the best for each operation)\n"
@@ -53,7 +61,7 @@ static void usage(FILE *out) {
             "                          layers and weight bytes, what each ran, and the copies and\n"
             "                          bytes moved between host and device memory per token\n",
             DEFAULT_N_PREDICT, d.temperature, (int)d.top_k, d.top_p, d.min_p, d.repeat_penalty,
-            (int)d.repeat_last_n, (unsigned long long)d.seed, DEFAULT_MAX_CTX);
+            d.presence_penalty, d.frequency_penalty, (int)d.repeat_last_n, (unsigned long long)d.seed, DEFAULT_MAX_CTX);
     fputs(tport_dist_usage(), out);
 }
 
@@ -130,6 +138,8 @@ static int parse_args(int argc, char **argv, run_opts *o) {
         else if (!strcmp(a, "--top-p")) rc = parse_float(a, v, 1e-9, 1, &o->sp.top_p);
         else if (!strcmp(a, "--min-p")) rc = parse_float(a, v, 0, 1, &o->sp.min_p);
         else if (!strcmp(a, "--repeat-penalty")) rc = parse_float(a, v, 1e-6, 1e6, &o->sp.repeat_penalty);
+        else if (!strcmp(a, "--presence-penalty")) rc = parse_float(a, v, -1e6, 1e6, &o->sp.presence_penalty);
+        else if (!strcmp(a, "--frequency-penalty")) rc = parse_float(a, v, -1e6, 1e6, &o->sp.frequency_penalty);
         else if (!strcmp(a, "--top-k")) {
             if (!(rc = parse_long(a, v, 0, INT_MAX, &l))) o->sp.top_k = (int32_t)l;
         } else if (!strcmp(a, "--repeat-last-n")) {

@@ -24,7 +24,7 @@ static const struct command commands[] = {
     {"serve", cmd_serve, "an OpenAI-compatible HTTP server for a model"},
     {"bench", cmd_bench, "prompt and generation speed"},
     {"check-backend", cmd_check_backend, "conformance of a backend against the reference"},
-    {"synth", cmd_synth, "write a random-weight llama model"},
+    {"synth", cmd_synth, "write a random-weight model of any supported architecture"},
     {"quantize", cmd_quantize, "quantize raw f32 values to any type and layout revision"},
     {"dequantize", cmd_dequantize, "decode raw quantized bytes of any type to f32"},
     {"demo", cmd_demo, "a small built-in graph, no download needed"},

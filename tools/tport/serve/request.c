@@ -1,6 +1,8 @@
 /* Parsing and checking request bodies with cJSON.  Every length and count
  * is bounded here; unknown fields are ignored, as llama-server does, since
- * clients send vendor extensions (stream_options, logit_bias, ...). */
+ * clients send vendor extensions.  Known fields the server does not
+ * implement are accepted only with their default values
+ * (refuse_unsupported). */
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -160,21 +162,138 @@ static bool parse_sampling(const cJSON *obj, int64_t max_tokens_cap, serve_reque
     if (r->have_seed && i < 0)
         r->have_seed = false; /* llama-server takes -1 as "random" */
     r->seed = (uint64_t)i;
-    /* known OpenAI fields the server accepts but does not use: checked, so a
-     * wrong type is still a 400 */
-    bool unused = false;
-    if (!get_number(obj, "presence_penalty", -2, 2, &unused, &d, err) ||
-        !get_number(obj, "frequency_penalty", -2, 2, &unused, &d, err))
+    /* OpenAI's penalties in OpenAI's range; llama-server's repetition
+     * penalty and window (-1 = the whole context, as llama-server took it) */
+    if (!get_number(obj, "presence_penalty", -2, 2, &r->have_presence, &d, err))
         return false;
-    have = false;
-    if (!get_int(obj, "n", 1, 1, &have, &i, err))
+    r->presence_penalty = (float)d;
+    if (!get_number(obj, "frequency_penalty", -2, 2, &r->have_frequency, &d, err))
         return false;
+    r->frequency_penalty = (float)d;
+    d = 1;
+    if (!get_number(obj, "repeat_penalty", 0, 100, &r->have_repeat_penalty, &d, err))
+        return false;
+    if (!(d > 0))
+        return fail(err, "repeat_penalty", "'repeat_penalty' must be above 0 (1 = off)");
+    r->repeat_penalty = (float)d;
+    i = 0;
+    if (!get_int(obj, "repeat_last_n", -1, 1 << 20, &r->have_repeat_last_n, &i, err))
+        return false;
+    r->repeat_last_n = (int32_t)(i >= 0 ? i : max_tokens_cap < (1 << 20) ? max_tokens_cap : 1 << 20);
     if (!get_bool(obj, "stream", &r->stream, err) || !parse_stop(obj, r, err))
         return false;
     const cJSON *so = field(obj, "stream_options");
     if (so && !cJSON_IsObject(so))
         return fail(err, "stream_options", "'stream_options' must be an object");
-    return !so || get_bool(so, "include_usage", &r->include_usage, err);
+    bool obfuscation = false; /* padding in stream events: no effect on the text */
+    return !so || (get_bool(so, "include_usage", &r->include_usage, err) &&
+                   get_bool(so, "include_obfuscation", &obfuscation, err));
+}
+
+/* What a field must hold to be accepted while the server does not
+ * implement it: its default.  A value that asks for more (JSON output,
+ * tools, log-probabilities, several choices, a bias) would otherwise be
+ * answered as if it had not been asked, e.g. prose where JSON was asked
+ * for.  Clients send the defaults (LangChain: n 1, logit_bias {}), so
+ * those pass. */
+typedef enum default_kind {
+    DEF_NUMBER,     /* the number `num`                                  */
+    DEF_FALSE,      /* false                                             */
+    DEF_STRING,     /* the string `str` (or `alt`)                       */
+    DEF_EMPTY,      /* an empty object or array                          */
+    DEF_TEXT_FORMAT,/* {"type": "text"}                                  */
+    DEF_TEXT_ONLY,  /* an array of "text" strings (modalities)           */
+    DEF_NONE,       /* only absent or null                               */
+} default_kind;
+
+typedef struct unsupported_field {
+    const char *name;
+    default_kind kind;
+    double num;
+    const char *str, *alt;
+    const char *what;   /* what the server cannot do yet, for the message */
+} unsupported_field;
+
+static const unsupported_field unsupported_fields[] = {
+    {"n", DEF_NUMBER, 1, NULL, NULL, "more than one choice per request"},
+    {"best_of", DEF_NUMBER, 1, NULL, NULL, "best-of sampling"},
+    {"logprobs", DEF_FALSE, 0, NULL, NULL, "log-probabilities"},
+    {"top_logprobs", DEF_NUMBER, 0, NULL, NULL, "log-probabilities"},
+    {"n_probs", DEF_NUMBER, 0, NULL, NULL, "token probabilities"},
+    {"logit_bias", DEF_EMPTY, 0, NULL, NULL, "logit biases"},
+    {"response_format", DEF_TEXT_FORMAT, 0, NULL, NULL, "structured output (only {\"type\": \"text\"})"},
+    {"json_schema", DEF_NONE, 0, NULL, NULL, "structured output"},
+    {"grammar", DEF_STRING, 0, "", NULL, "grammars"},
+    {"tools", DEF_EMPTY, 0, NULL, NULL, "tool calls"},
+    {"tool_choice", DEF_STRING, 0, "none", "auto", "tool calls (only \"none\" or \"auto\" without tools)"},
+    {"functions", DEF_EMPTY, 0, NULL, NULL, "function calls"},
+    {"function_call", DEF_STRING, 0, "none", "auto", "function calls (only \"none\" or \"auto\")"},
+    {"echo", DEF_FALSE, 0, NULL, NULL, "echoing the prompt"},
+    {"suffix", DEF_STRING, 0, "", NULL, "a suffix (fill in the middle)"},
+    {"audio", DEF_NONE, 0, NULL, NULL, "audio output"},
+    {"modalities", DEF_TEXT_ONLY, 0, NULL, NULL, "output other than text"},
+    {"web_search_options", DEF_NONE, 0, NULL, NULL, "web search"},
+    {"reasoning_effort", DEF_NONE, 0, NULL, NULL, "reasoning effort"},
+    {"verbosity", DEF_STRING, 0, "medium", NULL, "verbosity (only \"medium\")"},
+    /* llama-server's samplers beyond the ones implemented */
+    {"n_predict", DEF_NUMBER, -1, NULL, NULL, "n_predict (use max_tokens)"},
+    {"ignore_eos", DEF_FALSE, 0, NULL, NULL, "ignoring end of text"},
+    {"mirostat", DEF_NUMBER, 0, NULL, NULL, "mirostat sampling"},
+    {"typical_p", DEF_NUMBER, 1, NULL, NULL, "typical sampling"},
+    {"dynatemp_range", DEF_NUMBER, 0, NULL, NULL, "dynamic temperature"},
+    {"xtc_probability", DEF_NUMBER, 0, NULL, NULL, "XTC sampling"},
+    {"dry_multiplier", DEF_NUMBER, 0, NULL, NULL, "DRY sampling"},
+    {"top_n_sigma", DEF_NUMBER, -1, NULL, NULL, "top-n-sigma sampling"},
+};
+
+static bool holds_default(const cJSON *f, const unsupported_field *u) {
+    const cJSON *e;
+    switch (u->kind) {
+    case DEF_NUMBER:
+        return cJSON_IsNumber(f) && f->valuedouble == u->num;
+    case DEF_FALSE:
+        return cJSON_IsFalse(f);
+    case DEF_STRING:
+        return cJSON_IsString(f) && (!strcmp(f->valuestring, u->str) || (u->alt && !strcmp(f->valuestring, u->alt)));
+    case DEF_EMPTY:
+        return (cJSON_IsObject(f) || cJSON_IsArray(f)) && !f->child;
+    case DEF_TEXT_FORMAT:
+        e = cJSON_GetObjectItemCaseSensitive(f, "type");
+        return cJSON_IsObject(f) && cJSON_IsString(e) && !strcmp(e->valuestring, "text");
+    case DEF_TEXT_ONLY:
+        if (!cJSON_IsArray(f))
+            return false;
+        cJSON_ArrayForEach(e, f) {
+            if (!cJSON_IsString(e) || strcmp(e->valuestring, "text"))
+                return false;
+        }
+        return true;
+    case DEF_NONE:
+        return false;
+    }
+    return false;
+}
+
+static bool refuse_unsupported(const cJSON *obj, serve_error *err) {
+    for (size_t i = 0; i < sizeof unsupported_fields / sizeof *unsupported_fields; i++) {
+        const unsupported_field *u = &unsupported_fields[i];
+        const cJSON *f = field(obj, u->name);
+        if (f && !holds_default(f, u))
+            return fail(err, u->name, "'%s' is not supported: tport serve does not implement %s yet", u->name,
+                        u->what);
+    }
+    /* accepted and without effect on the text: checked for their type only */
+    static const char *const strings[] = {"model", "user", "service_tier", "prompt_cache_key", "safety_identifier"};
+    for (size_t i = 0; i < sizeof strings / sizeof *strings; i++) {
+        const cJSON *f = field(obj, strings[i]);
+        if (f && !cJSON_IsString(f))
+            return fail(err, strings[i], "'%s' must be a string", strings[i]);
+    }
+    bool b = false;
+    const cJSON *meta = field(obj, "metadata");
+    if (meta && !cJSON_IsObject(meta))
+        return fail(err, "metadata", "'metadata' must be an object");
+    return get_bool(obj, "store", &b, err) && get_bool(obj, "parallel_tool_calls", &b, err);
 }
 
 static bool parse_prompt(const cJSON *obj, serve_request *r, serve_error *err) {
@@ -268,6 +387,9 @@ static bool parse_messages(const cJSON *obj, serve_request *r, serve_error *err)
             out->role = SERVE_ROLE_ASSISTANT;
         else
             return fail(err, "messages", "unsupported role '%.40s' (system, developer, user, assistant)", rs);
+        const cJSON *calls = field(m, "tool_calls"), *call = field(m, "function_call");
+        if ((calls && !(cJSON_IsArray(calls) && !calls->child)) || call)
+            return fail(err, "messages", "messages with tool or function calls are not supported yet");
         if (!message_content(field(m, "content"), &out->content, err))
             return false;
         r->n_messages++;
@@ -294,7 +416,7 @@ static bool parse_object(serve_kind kind, const cJSON *root, int64_t cap, serve_
         return false;
     if (kind == SERVE_REQ_CHAT && !parse_messages(root, r, err))
         return false;
-    return parse_sampling(root, cap, r, err);
+    return parse_sampling(root, cap, r, err) && refuse_unsupported(root, err);
 }
 
 bool serve_request_parse(serve_kind kind, const char *body, size_t len, int64_t max_tokens_cap,

@@ -41,6 +41,10 @@ typedef struct serve_request {
     float temperature, top_p, min_p;
     int32_t top_k;
     uint64_t seed;
+    /* penalties (tport_sampler_params'); have_* false = the sampler's default */
+    bool have_presence, have_frequency, have_repeat_penalty, have_repeat_last_n;
+    float presence_penalty, frequency_penalty, repeat_penalty;
+    int32_t repeat_last_n;
     char *stop[SERVE_MAX_STOP];
     int n_stop;
     bool stream, include_usage;
@@ -58,7 +62,9 @@ typedef struct serve_error {
 
 /* Parses len bytes of body as a request of `kind`.  Fields it does not know
  * are ignored; a known field of the wrong type or out of range fails with
- * err filled.  max_tokens is only checked against [1, max_tokens_cap]
+ * err filled, and so does a field that would change the answer in a way
+ * the server does not implement (n > 1, logprobs, response_format, tools,
+ * logit_bias, ...) when it holds anything but its default.  max_tokens is only checked against [1, max_tokens_cap]
  * here (the context length); the prompt's length is checked later.
  * Returns true on success; serve_request_free releases either way. */
 bool serve_request_parse(serve_kind kind, const char *body, size_t len, int64_t max_tokens_cap,

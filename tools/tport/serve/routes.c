@@ -93,6 +93,14 @@ static tport_sampler *make_sampler(serve_server *srv, const serve_request *req) 
         sp.top_k = req->top_k;
     if (req->have_min_p)
         sp.min_p = req->min_p;
+    if (req->have_presence)
+        sp.presence_penalty = req->presence_penalty;
+    if (req->have_frequency)
+        sp.frequency_penalty = req->frequency_penalty;
+    if (req->have_repeat_penalty)
+        sp.repeat_penalty = req->repeat_penalty;
+    if (req->have_repeat_last_n)
+        sp.repeat_last_n = req->repeat_last_n;
     /* without a seed, each request draws its own */
     sp.seed = req->have_seed ? req->seed
                              : (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull ^ atomic_fetch_add(&srv->next_id, 1);
