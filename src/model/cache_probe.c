@@ -1,10 +1,11 @@
 /* Whether a device may hold a layer's KV cache: only if it runs the nodes
- * that write the cache and the nodes that read it, as tport_blk_attention
- * builds them (blocks.c; keep the two in step).  A cache in the memory of
- * a device that cannot run its copy or its attention is a tensor nobody
- * can reach without moving the whole cache every token; in host memory
- * the host backends run those nodes in place (DESIGN.md, "Scheduling":
- * each tensor lives where its writer and its readers can run). */
+ * that read the cache, as tport_blk_attention builds them (blocks.c; keep
+ * the two in step), and it or a host backend runs the copy into it (the
+ * host's new rows are uploaded, stage.c).  A cache in the memory of a
+ * device that cannot run its attention would come to host memory whole
+ * every token; in host memory the host backends run those nodes in place
+ * (DESIGN.md, "Scheduling": each tensor lives where its writer and its
+ * readers can run, or one staged copy bridges them). */
 #include <string.h>
 
 #include "model/blocks.h"
@@ -40,6 +41,18 @@ static void contiguous(tport_tensor_view *t, tport_op_id op, tport_type_id type,
     const int64_t ne[3] = {n0, n1, n2};
     const size_t nb[3] = {f, f * (size_t)n0, f * (size_t)n0 * (size_t)n1};
     record(t, op, type, ne, nb);
+}
+
+/* Whether a host-memory backend runs the copy into the cache: it writes
+ * the new rows apart and the host uploads them to the device (stage.c),
+ * so a device that attends but does not copy still keeps the cache. */
+static bool host_writes(const tport_graph_view *v, int32_t node) {
+    for (int i = 0; i < tport_registry_active_count(); i++) {
+        const tport_active_backend *h = tport_registry_active(i);
+        if (h && !h->mem.device_memory && tport_sched_backend_supports(h, v, node))
+            return true;
+    }
+    return false;
 }
 
 /* For n new tokens at n_kv cached positions. */
@@ -81,7 +94,7 @@ static bool cache_nodes_run_on(const tport_active_backend *b, const tport_model_
     int32_t nodes[] = {CACHE_DST, ATTN, KQ, VALUES_T_CONT};
     tport_graph_view v = {.struct_size = sizeof v, .n_tensors = N_PROBE, .tensors = ptrs,
                           .n_nodes = (int32_t)(sizeof nodes / sizeof nodes[0]), .nodes = nodes, .n_threads = 1};
-    if (!tport_sched_backend_supports(b, &v, CACHE_DST))
+    if (!tport_sched_backend_supports(b, &v, CACHE_DST) && !host_writes(&v, CACHE_DST))
         return false;
     if (fused)
         return tport_sched_backend_supports(b, &v, ATTN);

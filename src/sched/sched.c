@@ -159,6 +159,22 @@ typedef struct split {
     const tport_active_backend *b;
 } split;
 
+/* Whether a node of split sp after position p reads the leaf that node p
+ * writes into (only asked for leaves that live on a device). */
+static bool read_later(const stage_run *r, const sched_view *sv, const split *sp, int p) {
+    int32_t idx = sv->nodes[p];
+    if (!stage_writes_device_leaf(r, idx))
+        return false;
+    int o = stage_owner(r, idx);
+    for (int q = p + 1; q < sp->end; q++) {
+        const tport_tensor_view *t = sv->ptrs[sv->nodes[q]];
+        for (int s = 0; s < TPORT_MAX_SRC; s++)
+            if (t->src[s] >= 0 && stage_owner(r, t->src[s]) == o)
+                return true;
+    }
+    return false;
+}
+
 /* Stages the split's operands, then fills its records: locations in the
  * split's space, and no host address at all on a device. */
 static tport_status prepare_split(stage_run *r, const sched_view *sv, const split *sp, tport_tensor_view *recs) {
@@ -183,7 +199,7 @@ static tport_status prepare_split(stage_run *r, const sched_view *sv, const spli
                 return st;
             stage_locate(r, src, from, sp->b, &recs[src]);
         }
-        tport_status st = stage_prepare_write(r, idx, sp->space);
+        tport_status st = stage_prepare_write(r, idx, sp->space, read_later(r, sv, sp, p));
         if (st)
             return st;
         stage_locate(r, idx, sp->space, sp->b, &recs[idx]);
@@ -232,7 +248,9 @@ static tport_status run_split(stage_run *r, sched_view *sv, const split *sp, tpo
     } else {
         st = sp->b->api->compute(sp->b->state, 0, &part);
     }
-    return st ? split_failed(sp, st) : TPORT_STATUS_OK;
+    if (st)
+        return split_failed(sp, st);
+    return sp->space == SCHED_HOST ? stage_flush_apart(r) : TPORT_STATUS_OK;
 }
 
 static tport_status run(tport_graph *g, sched_view *sv, const tport_active_backend **chosen) {

@@ -34,7 +34,9 @@ tport_status stage_begin(stage_run *r, tport_graph *g, const sched_view *base) {
     r->written = calloc(n, 1);
     r->staged = malloc(n * SCHED_MAX_SPACES * sizeof *r->staged);
     r->shadow = calloc(n, sizeof *r->shadow);
-    if (!r->owner || !r->valid || !r->written || !r->staged || !r->shadow) {
+    r->apart = calloc(n, sizeof *r->apart);
+    r->pending = malloc(n * sizeof *r->pending);
+    if (!r->owner || !r->valid || !r->written || !r->staged || !r->shadow || !r->apart || !r->pending) {
         stage_end(r);
         return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "out of memory scheduling a graph");
     }
@@ -61,9 +63,14 @@ tport_status stage_begin(stage_run *r, tport_graph *g, const sched_view *base) {
 }
 
 void stage_end(stage_run *r) {
-    if (r->shadow)
-        for (int i = 0; i < r->n; i++)
+    for (int i = 0; i < r->n; i++) {
+        if (r->shadow)
             free(r->shadow[i]);
+        if (r->apart)
+            free(r->apart[i]);
+    }
+    free(r->apart);
+    free(r->pending);
     free(r->owner);
     free(r->valid);
     free(r->written);
@@ -218,21 +225,88 @@ tport_status stage_make_readable(stage_run *r, int tensor, int space, const tpor
     return make_valid(r, o, space);
 }
 
-tport_status stage_prepare_write(stage_run *r, int tensor, int space) {
+int stage_owner(const stage_run *r, int tensor) {
+    return r->owner[tensor];
+}
+
+bool stage_writes_device_leaf(const stage_run *r, int tensor) {
+    int o = r->owner[tensor];
+    return !planner_owned(r->g, o) && home_space(r->g->tensors[o]) > 0;
+}
+
+/* A view whose elements are one run of bytes: writing it replaces exactly
+ * [view_offs, view_offs + nbytes) of its owner. */
+static bool writes_one_range(const stage_run *r, int tensor) {
+    const tport_tensor *t = r->g->tensors[tensor];
+    return tensor != r->owner[tensor] && tport_tensor_is_contiguous(t);
+}
+
+tport_status stage_prepare_write(stage_run *r, int tensor, int space, bool read_later) {
     int o = r->owner[tensor];
     if (planner_owned(r->g, o) || r->valid[o] == 0)
         return TPORT_STATUS_OK; /* written whole, nothing to keep */
+    int home = home_space(r->g->tensors[o]);
+    if (space == SCHED_HOST && home > 0 && !read_later && !(r->valid[o] & BIT(SCHED_HOST)) &&
+        (r->valid[o] & BIT(home)) && writes_one_range(r, tensor)) {
+        size_t bytes = tport_tensor_nbytes(r->g->tensors[tensor]);
+        if (!r->apart[tensor] && !(r->apart[tensor] = aligned_alloc(64, (bytes + 63) / 64 * 64)))
+            return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "out of memory staging '%s' (%zu bytes)",
+                               r->g->tensors[tensor]->name, bytes);
+        return TPORT_STATUS_OK;
+    }
     return make_valid(r, o, space);
 }
 
 void stage_mark_written(stage_run *r, int tensor, int space) {
     int o = r->owner[tensor];
-    r->valid[o] = BIT(space);
     r->written[o] = 1;
+    if (space == SCHED_HOST && r->apart[tensor]) {
+        /* the device's copy stays the valid one once the rows are there */
+        r->pending[r->n_pending++] = tensor;
+        return;
+    }
+    r->valid[o] = BIT(space);
+}
+
+tport_status stage_flush_apart(stage_run *r) {
+    for (int i = 0; i < r->n_pending; i++) {
+        int tensor = r->pending[i], o = r->owner[tensor];
+        const tport_tensor *t = r->g->tensors[tensor], *own = r->g->tensors[o];
+        sched_space *sp = sched_space_get(home_space(own));
+        size_t bytes = tport_tensor_nbytes(t);
+        tport_tensor_view rec = *r->base->ptrs[tensor];
+        rec.op = TPORT_OP_NONE;
+        for (int s = 0; s < TPORT_MAX_SRC; s++)
+            rec.src[s] = -1;
+        rec.params = NULL;
+        rec.params_size = 0;
+        rec.data = NULL;
+        rec.buffer = own->res.buffer;
+        rec.offset = own->res.offset + t->view_offs;
+        tport_ticket ticket = 0;
+        tport_clear_error();
+        tport_status st = sp->b->mem.tensor_write(sp->b->state, rec.buffer, rec.offset, &rec, r->apart[tensor],
+                                                  bytes, &ticket);
+        if (st != TPORT_STATUS_OK)
+            return lost_or(sp->b, st, "upload", t->name);
+        /* the scratch stays untouched until the space is drained */
+        if (ticket)
+            sp->last = ticket;
+        r->stats.n_uploads++;
+        r->stats.bytes_up += bytes;
+    }
+    r->n_pending = 0;
+    return TPORT_STATUS_OK;
 }
 
 void stage_locate(const stage_run *r, int tensor, int space, const tport_active_backend *b, tport_tensor_view *rec) {
     int o = r->owner[tensor];
+    if (space == SCHED_HOST && r->apart[tensor]) {
+        rec->data = r->apart[tensor];
+        rec->buffer = 0;
+        rec->offset = 0;
+        return;
+    }
     const tport_tensor *t = r->g->tensors[tensor], *own = r->g->tensors[o];
     size_t offs = o == tensor ? 0 : t->view_offs;
     if (space == SCHED_HOST && o == tensor && own->res.backend == b && own->res.host) {

@@ -26,6 +26,10 @@ typedef struct stage_run {
     uint64_t *staged;         /* per owner x space: offset of a staged leaf
                                  in that space's compute buffer, or ~0    */
     void **shadow;            /* per owner: host copy of a device-only leaf */
+    void **apart;             /* per tensor: host scratch of a view written
+                                 apart from its device-resident leaf     */
+    int *pending;             /* tensors whose scratch awaits its upload */
+    int n_pending;
     uint64_t staged_end[SCHED_MAX_SPACES];
     uint64_t need[SCHED_MAX_SPACES]; /* compute buffer bytes per space    */
     tport_sched_stats stats;
@@ -45,8 +49,20 @@ void stage_use_space(stage_run *r, int space);
  * the space whose copy b reads (the host for a HOST_READABLE device). */
 tport_status stage_make_readable(stage_run *r, int tensor, int space, const tport_active_backend *b, int *from);
 /* Before a node writes into `tensor`'s owner from `space` (partial writes
- * into a leaf need its current bytes there). */
-tport_status stage_prepare_write(stage_run *r, int tensor, int space);
+ * into a leaf need its current bytes there).  A host node writing a
+ * contiguous view of a leaf that lives on a device (new rows of a KV
+ * cache) writes into scratch instead, uploaded to the view's place by
+ * stage_flush_apart after its split, unless `read_later`: a later node
+ * of the same split reads the leaf, which then comes to host memory
+ * whole. */
+tport_status stage_prepare_write(stage_run *r, int tensor, int space, bool read_later);
+/* After a host split: the views written apart go to their devices. */
+tport_status stage_flush_apart(stage_run *r);
+/* Whether node writes into a leaf that lives on a device (the question
+ * stage_prepare_write's read_later is asked for). */
+bool stage_writes_device_leaf(const stage_run *r, int tensor);
+/* tensor's storage owner */
+int stage_owner(const stage_run *r, int tensor);
 void stage_mark_written(stage_run *r, int tensor, int space);
 
 /* Sets rec's data/buffer/offset to tensor's location in `space`, as seen by

@@ -76,6 +76,16 @@ for model in $models; do
                         failed=$((failed + 1))
                         continue
                     fi
+                    # a device that attends but does not copy keeps the
+                    # cache: the host uploads the new rows alone, never
+                    # the whole cache (stories260K: 2 x 5 x 64 KiB)
+                    if [ "$subset" = no-cpy ] && [ "$memory" = device ] && ! printf '%s\n' "$plan" |
+                            grep -Eq "staged uploads? \(([0-9]+ B|[0-9](\.[0-9])? KiB)\)"; then
+                        echo "FAIL $cell: more than 10 KiB uploaded per token:"
+                        printf '%s\n' "$plan" | grep "last evaluation" | sed 's/^/  /'
+                        failed=$((failed + 1))
+                        continue
+                    fi
                     passed=$((passed + 1))
                 done
             done
