@@ -73,11 +73,11 @@ static bool write_with(const char *src, const char *dst, const add_case *c) {
         const tport_mf_tensor *t = &mf->tensors[i];
         s = tport_gguf_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, t->nbytes);
     }
+    float ones[64]; /* the writer keeps the pointer until tport_gguf_write */
+    for (int i = 0; i < 64; i++)
+        ones[i] = 1.0f;
     if (!s && c->kind == ADD_TENSOR) {
-        float ones[64];
         int64_t ne[1] = {(int64_t)c->num};
-        for (int i = 0; i < 64; i++)
-            ones[i] = 1.0f;
         bool per_layer = strstr(c->name, "%d") != NULL;
         for (int l = 0; !s && l < (per_layer ? 2 : 1); l++) {
             char name[96];
