@@ -94,7 +94,14 @@ static void read_hparams(tport_model_file *mf) {
     hp->n_layer = arch_u32(mf, "block_count");
     hp->n_head = arch_u32(mf, "attention.head_count");
     hp->n_head_kv = arch_u32(mf, "attention.head_count_kv");
+    /* Without rope.dimension_count RoPE turns the whole head, as llama.cpp
+     * does (n_rot = n_embd_head_k): the key length where the file has one,
+     * which need not be n_embd / n_head (Gemma-7B: 16 heads of 256 in a
+     * 3072-wide embedding; Hugging Face's converter writes no rotary
+     * count for gemma). */
     hp->n_rot = arch_u32(mf, "rope.dimension_count");
+    if (!hp->n_rot)
+        hp->n_rot = arch_u32(mf, "attention.key_length");
     hp->n_vocab = arch_u32(mf, "vocab_size");
     if (!arch_f32(mf, "attention.layer_norm_rms_epsilon", &hp->norm_eps) || !(hp->norm_eps > 0))
         hp->norm_eps = 1e-5f;

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "model/arch/arch.h"
+#include "model/arch/arch_math.h"
 #include "model/model.h"
 #include "quant/type_table.h"
 
@@ -40,6 +41,10 @@ tport_status tport_model_shape_from_file(const tport_model_file *mf, const tport
                                          tport_model_shape *sh) {
     const tport_llama_hparams *hp = &mf->hp;
     memset(sh, 0, sizeof *sh);
+    char why[512];
+    if (tport_arch_refusal(mf, arch, why, sizeof why))
+        return tport_error(TPORT_STATUS_UNSUPPORTED, "%s: not run: it needs what this build's %s does not "
+                           "implement: %s", mf->path, arch->name, why);
     if (mf->n_missing) /* a valid container with only some of the model's tensors */
         return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: not a complete model: %s", mf->path, mf->missing);
     char name[96];

@@ -1,7 +1,8 @@
 /* tensorport against ggml's historical example programs (gpt-2,
  * starcoder, mpt, gpt-neox, gpt-j of ggml@2a75bd43 and ggml@d5c4ce0b, built
  * outside this repository): data/ggml_example_refs.json holds, for each
- * GGML file, its recipe (an arch_refs.json model written in the example's
+ * GGML file, its recipe (one of the file's "recipes", the arch_refs.json
+ * models of 2026-12-01 that the programs ran on, written in the example's
  * layout by ggml_example_writer.c, possibly quantized as that commit's
  * quantize tool did), the file's size and FNV-1a hash, and the prompt ids,
  * generated ids and printed text of the historical program for a text
@@ -84,8 +85,8 @@ static bool patch_byte(const char *path, const json *p) {
 }
 
 /* Writes the file of entry e to out; false on failure. */
-static bool write_entry(const json *arch_refs, const json *e, const char *out) {
-    const json *ref = find_named(json_get(arch_refs, "archs"), str_of(e, "arch_ref") ? str_of(e, "arch_ref") : "");
+static bool write_entry(const json *recipes, const json *e, const char *out) {
+    const json *ref = find_named(json_get(recipes, "recipes"), str_of(e, "arch_ref") ? str_of(e, "arch_ref") : "");
     const char *synth = str_of(ref, "synth"), *vocab_from = str_of(ref, "vocab_from"), *form = str_of(e, "vocab");
     char vocab_path[1024], gguf[600], cmd[4096];
     if (!synth || !vocab_from || !form || !test_shared_path(vocab_from, vocab_path, sizeof vocab_path))
@@ -248,11 +249,11 @@ static void check_run(tport_model *m, const char *path, const char *file, const 
 }
 
 /* Entries with "convert": `tport convert FILE OUT.gguf --vocab-from` (the
- * arch_refs.json vocabulary) must give the program's ids too: the GGUF
+ * recipe's vocabulary) must give the program's ids too: the GGUF
  * path of an architecture llama.cpp has no graph for (gpt-j). */
-static void check_converted(const json *arch_refs, const json *e, const char *path, const char *name,
+static void check_converted(const json *recipes, const json *e, const char *path, const char *name,
                             const json *runs) {
-    const json *ref = find_named(json_get(arch_refs, "archs"), str_of(e, "arch_ref") ? str_of(e, "arch_ref") : "");
+    const json *ref = find_named(json_get(recipes, "recipes"), str_of(e, "arch_ref") ? str_of(e, "arch_ref") : "");
     const char *vocab_from = str_of(ref, "vocab_from");
     char vocab_path[1024], gguf[700], cmd[4096];
     CHECK(vocab_from && test_shared_path(vocab_from, vocab_path, sizeof vocab_path), "%s: no vocabulary", name);
@@ -287,22 +288,21 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: test_arch_legacy_example PROGRAM | --write NAME OUT\n");
         return 2;
     }
-    json *arch_refs = json_load(TPORT_MODEL_TEST_DATA "/arch_refs.json");
     json *refs = json_load(TPORT_MODEL_TEST_DATA "/ggml_example_refs.json");
     const json *files = refs ? json_get(refs, "files") : NULL;
     if (!strcmp(argv[1], "--write")) {
         const json *e = find_named(files, argv[2]);
-        bool ok = arch_refs && e && write_entry(arch_refs, e, argv[3]);
+        bool ok = e && write_entry(refs, e, argv[3]);
         if (!ok)
             fprintf(stderr, "cannot write %s as %s\n", argv[3], argv[2]);
-        json_free(arch_refs), json_free(refs);
+        json_free(refs);
         return ok ? 0 : 1;
     }
     char test_name[96], vocab_probe[1024];
     snprintf(test_name, sizeof test_name, "test_arch_legacy_example %s", argv[1]);
-    CHECK(arch_refs && files, "cannot read arch_refs.json / ggml_example_refs.json");
+    CHECK(files != NULL, "cannot read ggml_example_refs.json");
     if (!test_shared_path("models/vocab/ggml-vocab-gpt-2.gguf", vocab_probe, sizeof vocab_probe)) {
-        json_free(arch_refs), json_free(refs);
+        json_free(refs);
         test_skip(test_name, "the vocabulary files are not in ../shared");
         return test_finish(test_name);
     }
@@ -317,7 +317,7 @@ int main(int argc, char **argv) {
         n_files++;
         char path[600];
         snprintf(path, sizeof path, "%s/tport-example-%s-%d.bin", dir && *dir ? dir : "/tmp", name, (int)getpid());
-        CHECK(write_entry(arch_refs, e, path), "%s: cannot write the file", name);
+        CHECK(write_entry(refs, e, path), "%s: cannot write the file", name);
         /* bytes where the historical quantize tool rounded otherwise than
          * tensorport's rule (see data/README.md): tensorport's bytes must be
          * the recorded ones, then the file becomes the historical one */
@@ -338,13 +338,13 @@ int main(int argc, char **argv) {
         tport_model_free(m);
         const json *conv = json_get(e, "convert");
         if (conv && conv->kind == JSON_BOOL && conv->number != 0)
-            check_converted(arch_refs, e, path, name, runs);
+            check_converted(refs, e, path, name, runs);
         if (!getenv("TPORT_TEST_KEEP"))
             unlink(path);
         else
             fprintf(stderr, "kept %s\n", path);
     }
     CHECK(n_files > 0, "no file of program '%s' in ggml_example_refs.json", argv[1]);
-    json_free(arch_refs), json_free(refs);
+    json_free(refs);
     return test_finish(test_name);
 }

@@ -20,6 +20,41 @@
 
 #define MAX_IDS 256
 
+/* A reference that cannot fail checks nothing: a continuation of one id
+ * repeated passes any graph that echoes its input, and a step whose top-2
+ * gap is smaller than the arithmetic's own noise is a coin toss.  The
+ * floors are arch_refs.json's "can_fail" object (README.md says why);
+ * this checks the recorded numbers, before anything runs. */
+static double number_of(const json *o, const char *key) {
+    const json *v = o ? json_get(o, key) : NULL;
+    return v && v->kind == JSON_NUMBER ? v->number : -1.0;
+}
+
+static int distinct(const tport_token *ids, int n) {
+    int d = 0;
+    for (int i = 0; i < n; i++) {
+        int j = 0;
+        while (j < i && ids[j] != ids[i])
+            j++;
+        d += j == i;
+    }
+    return d;
+}
+
+static void check_can_fail(const json *refs, const char *name, size_t r, const json *run, bool quantized,
+                           const tport_token *ids, int n) {
+    const json *floors = json_get(refs, "can_fail");
+    double min_distinct = number_of(floors, "min_distinct"), f32_floor = number_of(floors, "min_margin_f32");
+    double factor = number_of(floors, "min_margin_over_kv_f16_dev"), q_floor = number_of(floors, "min_margin_quantized");
+    CHECK(min_distinct >= 6 && f32_floor > 0 && factor >= 1 && q_floor > 0, "arch_refs.json: no can_fail floors");
+    double margin = number_of(run, "min_margin"), dev = number_of(run, "kv_f16_dev");
+    double floor = quantized ? q_floor : (f32_floor > factor * dev ? f32_floor : factor * dev);
+    CHECK(distinct(ids, n) >= (int)min_distinct, "%s, run %zu: the reference has %d distinct ids (< %g): it "
+          "cannot tell a graph that repeats itself", name, r, distinct(ids, n), min_distinct);
+    CHECK(margin >= floor && (quantized || dev >= 0), "%s, run %zu: recorded min_margin %g, kv_f16_dev %g: below "
+          "the floor %g, the reference is a coin toss", name, r, margin, dev, floor);
+}
+
 static void temp_path(char *path, size_t cap, const char *tag) {
     const char *dir = getenv("TMPDIR");
     snprintf(path, cap, "%s/tport-arch-%s-XXXXXX", dir && *dir ? dir : "/tmp", tag);
@@ -145,6 +180,7 @@ int main(int argc, char **argv) {
             int n_prompt = read_ids(json_get(&runs->items[r], "prompt_ids"), prompt);
             int n_want = read_ids(json_get(&runs->items[r], "ids"), want);
             CHECK(n_prompt > 0 && n_want > 0, "%s: run %zu is incomplete", argv[1], r);
+            check_can_fail(refs, argv[1], r, &runs->items[r], strstr(synth->str, "--type") != NULL, want, n_want);
             /* the library with this program's linked-in CPU backend (baseline
              * x86-64 kernels): exact for f32 weights, whose sums do not go
              * through 8-bit activations */

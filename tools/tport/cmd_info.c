@@ -7,6 +7,8 @@
 
 #include "commands.h"
 #include "formats/model_file.h"
+#include "model/arch/arch.h"
+#include "model/arch/arch_math.h"
 #include "tport/tport.h"
 
 static const char *type_name(tport_type_id t, char *buf, size_t cap) {
@@ -76,6 +78,13 @@ static bool runnable(const tport_model_file *mf) {
     return tport_arch_supported(mf->arch[0] ? mf->arch : "llama");
 }
 
+/* Why a file of an architecture this build runs would still be refused
+ * (keys or tensors asking for math it does not implement); NULL if not. */
+static const char *refusal(const tport_model_file *mf, char *why, size_t cap) {
+    const tport_arch *arch = tport_arch_find(mf->arch[0] ? mf->arch : "llama");
+    return arch && tport_arch_refusal(mf, arch, why, cap) ? why : NULL;
+}
+
 static void print_text(const tport_model_file *mf) {
     const tport_llama_hparams *hp = &mf->hp;
     char buf[32];
@@ -105,8 +114,13 @@ static void print_text(const tport_model_file *mf) {
     if (mf->n_missing)
         printf("warning:       not a complete model (%d tensors as stored): %s\n", mf->n_tensors, mf->missing);
     printf("architecture:  %s\n", mf->arch[0] ? mf->arch : "(unknown)");
-    printf("runs:          %s\n", runnable(mf) ? "yes, this build runs this architecture"
-                                               : "no, this build does not run this architecture");
+    char why[512];
+    const char *refused = refusal(mf, why, sizeof why);
+    if (refused)
+        printf("runs:          no, it needs what this build's %s does not implement: %s\n", mf->arch, refused);
+    else
+        printf("runs:          %s\n", runnable(mf) ? "yes, this build runs this architecture"
+                                                   : "no, this build does not run this architecture");
     size_t arch_len = strlen(mf->arch);
     if (arch_len && strcmp(mf->arch, "llama") && mf->n_kv > 0) {
         /* another architecture (ggml examples, GGUF): tport_llama_hparams
@@ -182,7 +196,13 @@ static void print_json(const tport_model_file *mf) {
     tool_json_string(stdout, mf->missing);
     printf(", \"architecture\": ");
     tool_json_string(stdout, mf->arch);
-    printf(", \"runnable\": %s", runnable(mf) ? "true" : "false");
+    char why[512];
+    const char *refused = refusal(mf, why, sizeof why);
+    printf(", \"runnable\": %s", runnable(mf) && !refused ? "true" : "false");
+    if (refused) {
+        printf(", \"not_implemented\": ");
+        tool_json_string(stdout, refused);
+    }
     printf(",\n \"hparams\": {\"n_vocab\": %u, \"n_ctx\": %u, \"n_embd\": %u, \"n_ff\": %u, \"n_layer\": %u, "
            "\"n_head\": %u, \"n_head_kv\": %u, \"n_rot\": %u, \"norm_eps\": %.9g, \"rope_freq_base\": %.9g, "
            "\"rope_freq_scale\": %.9g, \"rope_mode\": \"%s\"}",

@@ -7,7 +7,8 @@
  *
  * Weights are uniform in [-a, a] with a = sqrt(3 / fan_in) (standard
  * deviation 1/sqrt(fan_in)), so activations stay of order one through any
- * depth; norms are exactly 1.  The random floats depend only on the seed
+ * depth (--out-gain scales the ones that write the residual stream);
+ * norms are exactly 1 (--norm-noise: near 1).  The random floats depend only on the seed
  * and the tensor, not on --type, so an F32 and a Q4_0 file of the same seed
  * hold the same model up to quantization.  2-D weights are quantized with
  * the reference quantizer of --type; a tensor whose row length does not
@@ -56,6 +57,8 @@ typedef struct synth_opts {
     uint32_t head_size, rot;  /* 0 = dim / heads, head size */
     bool parallel_residual;   /* gptneox */
     float alibi_bias, clamp_kqv; /* mpt */
+    float out_gain;           /* scale of the weights writing the residual */
+    float norm_noise;         /* norm weights uniform in [1 - n, 1 + n]     */
     const char *type_name;
     const char *vocab_from;
     const char *out;
@@ -70,10 +73,12 @@ typedef struct synth_tensor {
     int64_t ne[2];
     bool is_norm;
     bool is_bias;
+    float gain;               /* the weights' amplitude is gain * sqrt(3 / fan_in) */
 } synth_tensor;
 
 typedef struct synth_ctx {
     uint64_t seed;
+    float out_gain, norm_noise;
     int n_tensors;
     synth_tensor tensors[SYNTH_MAX_TENSORS];
     float *row;          /* scratch: one row of floats                 */
@@ -95,7 +100,14 @@ static void usage(FILE *out) {
             "--alibi-bias F --clamp-kqv F   mpt: ALiBi max bias (default 8) and QKV clamp (default 0 = none)\n"
             "--type T          type of the 2-D weights: f32, f16, bf16, q8_0, q4_0, q4_k, ... (default f32)\n"
             "--vocab-from F    copy the tokenizer (tokenizer.ggml.*) from a GGUF file; its size sets --vocab\n"
-            "--seed S          random seed (default 1)\n",
+            "--seed S          random seed (default 1)\n"
+            "--out-gain G      multiply the weights that write into the residual stream (attention\n"
+            "                  output, feed-forward down) by G (default 1). Random blocks with gain 1\n"
+            "                  add about as much as the embedding holds, so a model whose classifier\n"
+            "                  is its embedding mostly repeats its input; larger gains let the\n"
+            "                  blocks decide\n"
+            "--norm-noise F    norm weights uniform in [1 - F, 1 + F] instead of exactly 1, so that\n"
+            "                  a graph using the wrong norm weight, or none, computes something else\n",
             default_shape.dim, default_shape.layers, default_shape.heads, default_shape.ff,
             default_shape.vocab, default_shape.ctx);
 }
@@ -123,7 +135,7 @@ static const synth_shape *find_shape(const char *name) {
  * collected first and applied after. */
 static int parse_args(int argc, char **argv, synth_opts *o) {
     *o = (synth_opts){.shape = default_shape, .type_name = "f32", .seed = 1, .arch = &tport_arch_llama,
-                      .parallel_residual = true, .alibi_bias = 8.0f};
+                      .parallel_residual = true, .alibi_bias = 8.0f, .out_gain = 1.0f};
     struct {
         const char *flag;
         uint32_t *field;
@@ -172,6 +184,15 @@ static int parse_args(int argc, char **argv, synth_opts *o) {
             i++;
         } else if (!strcmp(a, "--no-parallel-residual")) {
             o->parallel_residual = false;
+        } else if (!strcmp(a, "--out-gain") || !strcmp(a, "--norm-noise")) {
+            char *end = NULL;
+            float f = v ? strtof(v, &end) : -1.0f;
+            bool gain = !strcmp(a, "--out-gain");
+            if (!v || *end || !(gain ? f > 0.0f && f <= 1e3f : f >= 0.0f && f < 1.0f))
+                return tool_fail(2, gain ? "synth: --out-gain needs a number in (0, 1000]"
+                                         : "synth: --norm-noise needs a number in [0, 1)");
+            *(gain ? &o->out_gain : &o->norm_noise) = f;
+            i++;
         } else if (!strcmp(a, "--alibi-bias") || !strcmp(a, "--clamp-kqv")) {
             char *end = NULL;
             float f = v ? strtof(v, &end) : -1.0f;
@@ -317,6 +338,7 @@ static void add_tensor(synth_ctx *c, const char *name, tport_type_id type, int n
     t->ne[0] = ne0;
     t->ne[1] = n_dims == 1 ? 1 : ne1;
     t->is_norm = n_dims == 1;
+    t->gain = 1.0f;
     if (ne0 > c->row_cap)
         c->row_cap = ne0;
 }
@@ -346,6 +368,10 @@ static void add_table_tensor(synth_ctx *c, const tport_arch_tensor *t, const tpo
     int n_dims = t->ne1 == DIM_1 ? 1 : 2;
     add_tensor(c, name, type, n_dims, tport_arch_dim_size(sh, t->ne0), n_dims == 1 ? 1 : tport_arch_dim_size(sh, t->ne1));
     c->tensors[c->n_tensors - 1].is_bias = (t->flags & TENSOR_BIAS) != 0;
+    /* the table's slot says which weights write into the residual stream */
+    bool residual = (t->flags & TENSOR_LAYER) && (t->slot == offsetof(tport_layer, wo) ||
+                                                  t->slot == offsetof(tport_layer, w_down));
+    c->tensors[c->n_tensors - 1].gain = residual && n_dims == 2 ? c->out_gain : 1.0f;
 }
 
 /* In the table's order, except that the model-level tensors listed after
@@ -402,7 +428,7 @@ static tport_status fill_tensor(void *user, int index, void *dst, uint64_t nbyte
         return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "synth: %s: unexpected size %" PRIu64, t->name,
                            nbytes);
     uint64_t state = c->seed ^ name_hash(t->name);
-    const double a = sqrt(3.0 / (double)t->ne[0]);
+    const double a = (double)t->gain * sqrt(3.0 / (double)t->ne[0]);
     uint8_t *out = dst;
     for (int64_t r = 0; r < t->ne[1]; r++) {
         for (int64_t i = 0; i < t->ne[0]; i++) {
@@ -411,7 +437,11 @@ static tport_status fill_tensor(void *user, int index, void *dst, uint64_t nbyte
                 double u = (double)(splitmix64(&state) >> 11) * (1.0 / 9007199254740992.0);
                 c->row[i] = (float)(u - 0.5);
             } else if (t->is_norm) {
-                c->row[i] = 1.0f;
+                /* the stream is only drawn from with noise: files without
+                 * it stay what they were */
+                double u = c->norm_noise > 0.0f ? (double)(splitmix64(&state) >> 11) * (1.0 / 9007199254740992.0)
+                                                : 0.5;
+                c->row[i] = (float)(1.0 + (2.0 * u - 1.0) * (double)c->norm_noise);
             } else {
                 double u = (double)(splitmix64(&state) >> 11) * (1.0 / 9007199254740992.0); /* [0,1) */
                 c->row[i] = (float)((2.0 * u - 1.0) * a);
@@ -592,6 +622,8 @@ static int synth(synth_opts *o, const tport_type_traits *type) {
         goto done;
 
     c->seed = o->seed;
+    c->out_gain = o->out_gain;
+    c->norm_noise = o->norm_noise;
     plan_tensors(c, o, (tport_type_id)type->info.id);
     c->row = malloc((size_t)c->row_cap * sizeof *c->row);
     if (!c->row) {

@@ -50,6 +50,9 @@ struct tport_arch {
     int n_tensors;
     tport_norm_kind norm;
     int rope_mode;                /* TPORT_ROPE_NORMAL / _NEOX, -1 = none     */
+    /* Its converter writes no rope.dimension_count when RoPE turns the
+     * whole head (synth and convert write files the same way). */
+    bool whole_head_rope_unwritten;
     /* Reads the architecture's own keys after the common ones (may be
      * NULL); refuses what the graph cannot run. */
     tport_status (*hparams)(const tport_model_file *mf, tport_model_shape *sh);

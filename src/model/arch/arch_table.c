@@ -76,7 +76,8 @@ tport_status tport_arch_write_common_keys(tport_gguf_writer *w, const tport_arch
     if (st == TPORT_STATUS_OK)
         st = set_f32(w, a, arch->norm == NORM_RMS ? "attention.layer_norm_rms_epsilon" : "attention.layer_norm_epsilon",
                      sh->norm_eps);
-    if (st == TPORT_STATUS_OK && arch->rope_mode >= 0)
+    if (st == TPORT_STATUS_OK && arch->rope_mode >= 0 &&
+        !(arch->whole_head_rope_unwritten && sh->n_rot == sh->head_dim))
         st = set_u32(w, a, "rope.dimension_count", (uint32_t)sh->n_rot);
     if (st == TPORT_STATUS_OK && arch->rope_mode >= 0)
         st = set_f32(w, a, "rope.freq_base", sh->rope_base);

@@ -2,7 +2,9 @@
  * sqrt(n_embd), a head size of its own (key_length, 256 for the real
  * models), NeoX RoPE, Q scaled by 1/sqrt(head_dim) before the product,
  * a GeGLU feed-forward and the classifier always tied to token_embd.
- * (The converter stores norm weights as 1 + w, so RMSNorm is unchanged.) */
+ * (The converter stores norm weights as 1 + w, so RMSNorm is unchanged.)
+ * Its files have no rope.dimension_count: RoPE turns the whole head of
+ * key_length dimensions, not n_embd / n_head. */
 #include <math.h>
 
 #include "model/arch/arch.h"
@@ -52,6 +54,9 @@ const tport_arch tport_arch_gemma = {
     .n_tensors = sizeof tensors / sizeof tensors[0],
     .norm = NORM_RMS,
     .rope_mode = TPORT_ROPE_NEOX,
+    /* Hugging Face's convert_hf_to_gguf.py writes key_length, not the
+     * rotary count: readers must take the head size (gguf_meta.c) */
+    .whole_head_rope_unwritten = true,
     .hparams = hparams,
     .build = build,
 };
