@@ -241,6 +241,9 @@ void tport_model_free(tport_model *m);
 const char *tport_model_arch(const tport_model *m);
 /* Whether this build can run a model of that architecture name. */
 bool tport_arch_supported(const char *arch);
+/* The name of the i-th architecture this build runs (from 0; NULL past
+ * the last), in the order of its table. */
+const char *tport_arch_name_at(int i);
 int32_t tport_model_n_vocab(const tport_model *m);
 int32_t tport_model_n_ctx(const tport_model *m);
 int32_t tport_model_n_embd(const tport_model *m);

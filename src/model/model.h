@@ -97,13 +97,21 @@ tport_status tport_model_shape_from_file(const tport_model_file *mf, const tport
  * the architecture's table, and checks every shape against m->sh. */
 tport_status tport_model_bind_weights(tport_model *m);
 
-/* The 2-D weight slots of a layer that mul_mat consumes (NULL entries
- * included), attention's first (n_attn of them), then the feed-forward's;
- * returns how many were written to out (at most cap). */
-int tport_layer_matrices(tport_layer *l, tport_tensor ***out, int cap, int *n_attn);
-/* The layer's 1-D weights (norms, biases; NULL entries included) that
- * feed attention (ffn false) or the feed-forward (ffn true). */
-int tport_layer_vectors(tport_layer *l, bool ffn, tport_tensor **out, int cap);
+/* What tport_model_layer_weights lists: the 2-D weights mul_mat consumes
+ * and the 1-D ones (norms, biases), of the attention or the feed-forward
+ * side of a layer (the architecture table's TENSOR_FFN). */
+enum {
+    TPORT_LAYER_ATTN_MATRICES = 1u << 0,
+    TPORT_LAYER_FFN_MATRICES = 1u << 1,
+    TPORT_LAYER_ATTN_VECTORS = 1u << 2,
+    TPORT_LAYER_FFN_VECTORS = 1u << 3,
+    TPORT_LAYER_ALL = 15u,
+};
+/* The slots of layer il's weights of those kinds, in the order of the
+ * architecture's table (slots of absent optional tensors hold NULL); only
+ * the table's rows, so a slot no row names is never listed.  Returns how
+ * many were written to out (at most cap). */
+int tport_model_layer_weights(tport_model *m, int32_t il, unsigned kinds, tport_tensor ***out, int cap);
 /* The weight whose backend runs the layer's attention (attn_k or attn_qkv). */
 const tport_tensor *tport_layer_attention_weight(const tport_layer *l);
 

@@ -62,16 +62,10 @@ size_t tport_model_weight_bytes(const tport_model *m) {
     for (size_t k = 0; k < sizeof globals / sizeof globals[0]; k++)
         total += bytes_of(globals[k]);
     for (int32_t i = m->layer_begin; i < m->layer_end; i++) {
-        tport_layer *l = &m->layers[i];
-        tport_tensor **mats[16], *vecs[16];
-        int n = tport_layer_matrices(l, mats, 16, NULL);
+        tport_tensor **slots[64];
+        int n = tport_model_layer_weights((tport_model *)m, i, TPORT_LAYER_ALL, slots, 64);
         for (int k = 0; k < n; k++)
-            total += bytes_of(*mats[k]);
-        for (int ffn = 0; ffn < 2; ffn++) {
-            n = tport_layer_vectors(l, ffn, vecs, 16);
-            for (int k = 0; k < n; k++)
-                total += bytes_of(vecs[k]);
-        }
+            total += bytes_of(*slots[k]);
     }
     return total;
 }

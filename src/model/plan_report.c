@@ -48,8 +48,9 @@ const char *tport_model_layer_backend(const tport_model *m, int32_t layer) {
  * memory, with no backend's copy): a plug-in may hold a layer's
  * feed-forward weights and not its attention's. */
 static bool layer_has_weights_on(const tport_model *m, int32_t il, const char *backend) {
-    tport_tensor **mats[16];
-    int n = tport_layer_matrices((tport_layer *)&m->layers[il], mats, 16, NULL);
+    tport_tensor **mats[64];
+    int n = tport_model_layer_weights((tport_model *)m, il, TPORT_LAYER_ATTN_MATRICES | TPORT_LAYER_FFN_MATRICES,
+                                      mats, 64);
     for (int k = 0; k < n; k++) {
         const tport_tensor *w = *mats[k];
         const tport_active_backend *b = w ? w->res.backend : NULL;

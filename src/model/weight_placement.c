@@ -431,23 +431,25 @@ tport_status tport_llama_place_weights(tport_model *m, const char *backend, cons
     home(p, m->w.output_b, out_on);
     home(p, m->w.tok_norm, out_on);
     home(p, m->w.tok_norm_b, out_on);
+    /* each side of a layer (the table's TENSOR_FFN): its matrices where
+     * mul_mat takes them, its vectors with the first of them */
+    static const unsigned matrices[2] = {TPORT_LAYER_ATTN_MATRICES, TPORT_LAYER_FFN_MATRICES};
+    static const unsigned vectors[2] = {TPORT_LAYER_ATTN_VECTORS, TPORT_LAYER_FFN_VECTORS};
     for (int32_t i = m->layer_begin; i < m->layer_end && st == TPORT_STATUS_OK; i++) {
-        tport_layer *l = &m->layers[i];
-        tport_tensor **mats[16], *vecs[16];
-        int n_attn = 0, n_mats = tport_layer_matrices(l, mats, 16, &n_attn);
-        const tport_active_backend *side_on[2] = {NULL, NULL}; /* attention, feed-forward */
-        for (int k = 0; k < n_mats && st == TPORT_STATUS_OK; k++) {
-            if (!*mats[k])
-                continue;
-            st = place(p, mats[k], USE_MUL_MAT, &on);
-            int side = k >= n_attn;
-            if (!side_on[side])
-                side_on[side] = on;
-        }
-        for (int side = 0; side < 2; side++) {
-            int n_vecs = tport_layer_vectors(l, side == 1, vecs, 16);
-            for (int k = 0; k < n_vecs; k++)
-                home(p, vecs[k], side_on[side]);
+        for (int side = 0; side < 2 && st == TPORT_STATUS_OK; side++) {
+            tport_tensor **slots[64];
+            const tport_active_backend *side_on = NULL;
+            int n = tport_model_layer_weights(m, i, matrices[side], slots, 64);
+            for (int k = 0; k < n && st == TPORT_STATUS_OK; k++) {
+                if (!*slots[k])
+                    continue;
+                st = place(p, slots[k], USE_MUL_MAT, &on);
+                if (!side_on)
+                    side_on = on;
+            }
+            n = tport_model_layer_weights(m, i, vectors[side], slots, 64);
+            for (int k = 0; k < n; k++)
+                home(p, *slots[k], side_on);
         }
     }
     if (st == TPORT_STATUS_OK)

@@ -292,25 +292,18 @@ tport_status tport_model_bind_weights(tport_model *m) {
     return TPORT_STATUS_OK;
 }
 
-int tport_layer_matrices(tport_layer *l, tport_tensor ***out, int cap, int *n_attn) {
-    tport_tensor **all[] = {&l->wqkv, &l->wq, &l->wk, &l->wv, &l->wo, &l->w_gate, &l->w_up, &l->w_down};
+int tport_model_layer_weights(tport_model *m, int32_t il, unsigned kinds, tport_tensor ***out, int cap) {
     int n = 0;
-    for (size_t i = 0; i < sizeof all / sizeof all[0] && n < cap; i++)
-        out[n++] = all[i];
-    if (n_attn)
-        *n_attn = n < 5 ? n : 5;
-    return n;
-}
-
-int tport_layer_vectors(tport_layer *l, bool ffn, tport_tensor **out, int cap) {
-    tport_tensor *attn[] = {l->attn_norm, l->attn_norm_b, l->attn_norm2, l->attn_norm2_b,
-                            l->bqkv, l->bq, l->bk, l->bv, l->bo};
-    tport_tensor *ff[] = {l->ffn_norm, l->ffn_norm_b, l->b_up, l->b_down};
-    tport_tensor **src = ffn ? ff : attn;
-    int n_src = ffn ? (int)(sizeof ff / sizeof ff[0]) : (int)(sizeof attn / sizeof attn[0]);
-    int n = 0;
-    for (int i = 0; i < n_src && n < cap; i++)
-        out[n++] = src[i];
+    for (int k = 0; k < m->arch->n_tensors && n < cap; k++) {
+        const tport_arch_tensor *t = &m->arch->tensors[k];
+        if (!(t->flags & TENSOR_LAYER))
+            continue;
+        bool ffn = (t->flags & TENSOR_FFN) != 0, matrix = t->ne1 != DIM_1;
+        unsigned kind = matrix ? (ffn ? TPORT_LAYER_FFN_MATRICES : TPORT_LAYER_ATTN_MATRICES)
+                               : (ffn ? TPORT_LAYER_FFN_VECTORS : TPORT_LAYER_ATTN_VECTORS);
+        if (kinds & kind)
+            out[n++] = slot_of(m, t, il);
+    }
     return n;
 }
 

@@ -16,12 +16,13 @@
 
 static void usage(FILE *out) {
     tport_sampler_params d = tport_sampler_defaults();
+    char archs[256];
     fprintf(out,
             "usage: tport run -m FILE [-p TEXT | --prompt-ids 1,2,3] [options]\n"
             "\n"
             "Generates tokens with a model and streams the text to stdout. Load time and\n"
-            "prompt/generation speed go to stderr. Architectures: llama, gpt2, starcoder,\n"
-            "qwen2, gptneox, phi2, falcon, mpt, bloom, gemma, gptj.\n"
+            "prompt/generation speed go to stderr.\n"
+            "Architectures: %s.\n"
             "\n"
             "  -m, --model FILE        model file: GGUF v1-v3, GGML/GGMF/GGJT v1-v3, llama2.c,\n"
             "                          safetensors, PyTorch (.pth/.bin/.pt, read without\n"
@@ -60,7 +61,7 @@ static void usage(FILE *out) {
             "  --plan                  after generating, print on stderr which backend holds which\n"
             "                          layers and weight bytes, what each ran, and the copies and\n"
             "                          bytes moved between host and device memory per token\n",
-            DEFAULT_N_PREDICT, d.temperature, (int)d.top_k, d.top_p, d.min_p, d.repeat_penalty,
+            tool_arch_list(archs, sizeof archs), DEFAULT_N_PREDICT, d.temperature, (int)d.top_k, d.top_p, d.min_p, d.repeat_penalty,
             d.presence_penalty, d.frequency_penalty, (int)d.repeat_last_n, (unsigned long long)d.seed, DEFAULT_MAX_CTX);
     fputs(tport_dist_usage(), out);
 }

@@ -88,10 +88,10 @@ typedef struct synth_ctx {
 } synth_ctx;
 
 static void usage(FILE *out) {
+    char archs[256];
     fprintf(out,
             "usage: tport synth [--arch A] [shape options] [--type T] [--vocab-from FILE.gguf] [--seed S] -o FILE.gguf\n"
-            "--arch A          architecture: llama (default), gpt2, starcoder, qwen2, gptneox, phi2, falcon,\n"
-            "                  mpt, bloom, gemma, gptj\n"
+            "--arch A          architecture (default llama): %s\n"
             "shape: --shape stories15M|stories110M|tinyllama-1.1b, then optionally any of\n"
             "       --dim N --layers N --heads N --kv-heads N --ff N --vocab N --ctx N\n"
             "       --head-size N (default dim / heads) --rot N (rotary dims, default the head size)\n"
@@ -108,8 +108,8 @@ static void usage(FILE *out) {
             "                  blocks decide\n"
             "--norm-noise F    norm weights uniform in [1 - F, 1 + F] instead of exactly 1, so that\n"
             "                  a graph using the wrong norm weight, or none, computes something else\n",
-            default_shape.dim, default_shape.layers, default_shape.heads, default_shape.ff,
-            default_shape.vocab, default_shape.ctx);
+            tool_arch_list(archs, sizeof archs), default_shape.dim, default_shape.layers, default_shape.heads,
+            default_shape.ff, default_shape.vocab, default_shape.ctx);
 }
 
 static bool parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out) {
@@ -134,6 +134,7 @@ static const synth_shape *find_shape(const char *name) {
 /* Shape options override --shape wherever they appear, so they are
  * collected first and applied after. */
 static int parse_args(int argc, char **argv, synth_opts *o) {
+    char archs[256];
     *o = (synth_opts){.shape = default_shape, .type_name = "f32", .seed = 1, .arch = &tport_arch_llama,
                       .parallel_residual = true, .alibi_bias = 8.0f, .out_gain = 1.0f};
     struct {
@@ -179,8 +180,7 @@ static int parse_args(int argc, char **argv, synth_opts *o) {
         if (!strcmp(a, "--arch")) {
             o->arch = v ? tport_arch_find(v) : NULL;
             if (!o->arch)
-                return tool_fail(2, "synth: --arch needs one of llama, gpt2, starcoder, qwen2, gptneox, phi2, "
-                                 "falcon, mpt, bloom, gemma, gptj");
+                return tool_fail(2, "synth: --arch needs one of %s", tool_arch_list(archs, sizeof archs));
             i++;
         } else if (!strcmp(a, "--no-parallel-residual")) {
             o->parallel_residual = false;

@@ -30,6 +30,10 @@ int tool_fail(int status, const char *fmt, ...)
 #endif
     ;
 
+/* The architectures this build runs, "llama, gpt2, ..." (the library's
+ * table), into buf. */
+const char *tool_arch_list(char *buf, size_t cap);
+
 /* Reads all of `path` (at most about max_bytes) into a malloc'd buffer;
  * NULL after printing "tport: ..." on failure (tool_rawfile.c). */
 void *tool_read_all(const char *path, size_t max_bytes, size_t *size);

@@ -33,10 +33,7 @@ tport_status convert_arch_deinterleave(void *data, uint64_t nbytes, int64_t n_ro
     if (!copy)
         return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "convert: out of memory");
     memcpy(copy, data, (size_t)nbytes);
-    for (int64_t h = 0; h < heads; h++)
-        for (int64_t part = 0; part < 3; part++)
-            memcpy((uint8_t *)data + (size_t)(part * heads * hd + h * hd) * row,
-                   copy + (size_t)(h * 3 * hd + part * hd) * row, (size_t)hd * row);
+    tport_arch_qkv_deinterleave(data, copy, (size_t)heads, (size_t)hd, row);
     free(copy);
     return TPORT_STATUS_OK;
 }

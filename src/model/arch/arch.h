@@ -29,6 +29,9 @@ enum {
     TENSOR_OPTIONAL = 1u << 1, /* the file may lack it                      */
     TENSOR_BIAS = 1u << 2,     /* 1-D additive: synth fills it with noise   */
     TENSOR_NO_SYNTH = 1u << 3, /* optional and not written by tport synth   */
+    TENSOR_FFN = 1u << 4,      /* a layer's feed-forward side (else its
+                                  attention side): where its matrices run,
+                                  its vectors live (weight placement)      */
 };
 
 typedef struct tport_arch_tensor {
@@ -39,7 +42,11 @@ typedef struct tport_arch_tensor {
 } tport_arch_tensor;
 
 #define ARCH_G(name, field, d0, d1, fl) {name, offsetof(tport_globals, field), d0, d1, fl}
-#define ARCH_L(name, field, d0, d1, fl) {"blk.%d." name, offsetof(tport_layer, field), d0, d1, (fl) | TENSOR_LAYER}
+/* A layer's tensors: ARCH_A on the attention side (its norms, QKV, output
+ * projection and their biases), ARCH_F on the feed-forward side. */
+#define ARCH_A(name, field, d0, d1, fl) {"blk.%d." name, offsetof(tport_layer, field), d0, d1, (fl) | TENSOR_LAYER}
+#define ARCH_F(name, field, d0, d1, fl) \
+    {"blk.%d." name, offsetof(tport_layer, field), d0, d1, (fl) | TENSOR_LAYER | TENSOR_FFN}
 
 typedef enum tport_norm_kind { NORM_RMS, NORM_LAYER } tport_norm_kind;
 
@@ -83,6 +90,12 @@ bool tport_arch_gguf_name(const tport_arch *arch, const char *file_name, int n_l
  * for it. */
 const tport_mf_tensor *tport_arch_file_tensor(const tport_model_file *mf, const tport_arch *arch,
                                               const char *table_name, int il, char *name, size_t cap);
+
+/* Rows of a fused QKV projection (or its bias: rows of one element) from
+ * the per-head [q|k|v] order of GPT-NeoX's checkpoints and ggml example
+ * files to GGUF's [Q|K|V]: 3 * heads * hd rows of row_bytes, src to dst
+ * (which must not overlap).  The loader and tport convert both use it. */
+void tport_arch_qkv_deinterleave(void *dst, const void *src, size_t heads, size_t hd, size_t row_bytes);
 
 /* The architecture of that GGUF name, or NULL. */
 const tport_arch *tport_arch_find(const char *name);

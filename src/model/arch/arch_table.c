@@ -25,6 +25,11 @@ const tport_arch *tport_arch_find(const char *name) {
 
 bool tport_arch_supported(const char *arch) { return tport_arch_find(arch) != NULL; }
 
+const char *tport_arch_name_at(int i) {
+    const tport_arch *a = i >= 0 && i < tport_arch_count() ? tport_arch_at(i) : NULL;
+    return a ? a->name : NULL;
+}
+
 static const tport_kv *arch_kv(const tport_model_file *mf, const char *suffix) {
     char key[96];
     snprintf(key, sizeof key, "%s.%s", mf->arch, suffix);
@@ -131,4 +136,11 @@ bool tport_arch_gguf_name(const tport_arch *arch, const char *file_name, int n_l
         }
     }
     return false;
+}
+
+void tport_arch_qkv_deinterleave(void *dst, const void *src, size_t heads, size_t hd, size_t row_bytes) {
+    for (size_t h = 0; h < heads; h++)
+        for (size_t part = 0; part < 3; part++)
+            memcpy((uint8_t *)dst + (part * heads * hd + h * hd) * row_bytes,
+                   (const uint8_t *)src + (h * 3 * hd + part * hd) * row_bytes, hd * row_bytes);
 }

@@ -11,15 +11,15 @@
 
 static const tport_arch_tensor tensors[] = {
     ARCH_G("token_embd.weight", tok_embd, DIM_EMBD, DIM_VOCAB, 0),
-    ARCH_L("attn_norm.weight", attn_norm, DIM_EMBD, DIM_1, 0),
-    ARCH_L("attn_q.weight", wq, DIM_EMBD, DIM_Q, 0),
-    ARCH_L("attn_k.weight", wk, DIM_EMBD, DIM_KV, 0),
-    ARCH_L("attn_v.weight", wv, DIM_EMBD, DIM_KV, 0),
-    ARCH_L("attn_output.weight", wo, DIM_Q, DIM_EMBD, 0),
-    ARCH_L("ffn_norm.weight", ffn_norm, DIM_EMBD, DIM_1, 0),
-    ARCH_L("ffn_gate.weight", w_gate, DIM_EMBD, DIM_FF, 0),
-    ARCH_L("ffn_up.weight", w_up, DIM_EMBD, DIM_FF, 0),
-    ARCH_L("ffn_down.weight", w_down, DIM_FF, DIM_EMBD, 0),
+    ARCH_A("attn_norm.weight", attn_norm, DIM_EMBD, DIM_1, 0),
+    ARCH_A("attn_q.weight", wq, DIM_EMBD, DIM_Q, 0),
+    ARCH_A("attn_k.weight", wk, DIM_EMBD, DIM_KV, 0),
+    ARCH_A("attn_v.weight", wv, DIM_EMBD, DIM_KV, 0),
+    ARCH_A("attn_output.weight", wo, DIM_Q, DIM_EMBD, 0),
+    ARCH_F("ffn_norm.weight", ffn_norm, DIM_EMBD, DIM_1, 0),
+    ARCH_F("ffn_gate.weight", w_gate, DIM_EMBD, DIM_FF, 0),
+    ARCH_F("ffn_up.weight", w_up, DIM_EMBD, DIM_FF, 0),
+    ARCH_F("ffn_down.weight", w_down, DIM_FF, DIM_EMBD, 0),
     ARCH_G("output_norm.weight", output_norm, DIM_EMBD, DIM_1, 0),
 };
 

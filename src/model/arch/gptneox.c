@@ -10,18 +10,18 @@
 
 static const tport_arch_tensor tensors[] = {
     ARCH_G("token_embd.weight", tok_embd, DIM_EMBD, DIM_VOCAB, 0),
-    ARCH_L("attn_norm.weight", attn_norm, DIM_EMBD, DIM_1, 0),
-    ARCH_L("attn_norm.bias", attn_norm_b, DIM_EMBD, DIM_1, TENSOR_BIAS),
-    ARCH_L("attn_qkv.weight", wqkv, DIM_EMBD, DIM_QKV, 0),
-    ARCH_L("attn_qkv.bias", bqkv, DIM_QKV, DIM_1, TENSOR_BIAS),
-    ARCH_L("attn_output.weight", wo, DIM_EMBD, DIM_EMBD, 0),
-    ARCH_L("attn_output.bias", bo, DIM_EMBD, DIM_1, TENSOR_BIAS),
-    ARCH_L("ffn_norm.weight", ffn_norm, DIM_EMBD, DIM_1, 0),
-    ARCH_L("ffn_norm.bias", ffn_norm_b, DIM_EMBD, DIM_1, TENSOR_BIAS),
-    ARCH_L("ffn_down.weight", w_down, DIM_FF, DIM_EMBD, 0),
-    ARCH_L("ffn_down.bias", b_down, DIM_EMBD, DIM_1, TENSOR_BIAS),
-    ARCH_L("ffn_up.weight", w_up, DIM_EMBD, DIM_FF, 0),
-    ARCH_L("ffn_up.bias", b_up, DIM_FF, DIM_1, TENSOR_BIAS),
+    ARCH_A("attn_norm.weight", attn_norm, DIM_EMBD, DIM_1, 0),
+    ARCH_A("attn_norm.bias", attn_norm_b, DIM_EMBD, DIM_1, TENSOR_BIAS),
+    ARCH_A("attn_qkv.weight", wqkv, DIM_EMBD, DIM_QKV, 0),
+    ARCH_A("attn_qkv.bias", bqkv, DIM_QKV, DIM_1, TENSOR_BIAS),
+    ARCH_A("attn_output.weight", wo, DIM_Q, DIM_EMBD, 0),
+    ARCH_A("attn_output.bias", bo, DIM_EMBD, DIM_1, TENSOR_BIAS),
+    ARCH_F("ffn_norm.weight", ffn_norm, DIM_EMBD, DIM_1, 0),
+    ARCH_F("ffn_norm.bias", ffn_norm_b, DIM_EMBD, DIM_1, TENSOR_BIAS),
+    ARCH_F("ffn_down.weight", w_down, DIM_FF, DIM_EMBD, 0),
+    ARCH_F("ffn_down.bias", b_down, DIM_EMBD, DIM_1, TENSOR_BIAS),
+    ARCH_F("ffn_up.weight", w_up, DIM_EMBD, DIM_FF, 0),
+    ARCH_F("ffn_up.bias", b_up, DIM_FF, DIM_1, TENSOR_BIAS),
     ARCH_G("output_norm.weight", output_norm, DIM_EMBD, DIM_1, 0),
     ARCH_G("output_norm.bias", output_norm_b, DIM_EMBD, DIM_1, TENSOR_BIAS),
     ARCH_G("output.weight", output, DIM_EMBD, DIM_VOCAB, 0),
@@ -58,11 +58,7 @@ static tport_status deinterleave(tport_model *m, tport_tensor *t, size_t row_byt
                            : tport_error(TPORT_STATUS_OUT_OF_MEMORY, "out of memory re-ordering %s", tport_tensor_name(t));
     if (st != TPORT_STATUS_OK)
         return st;
-    const uint8_t *src = tport_tensor_data(t);
-    for (size_t h = 0; h < nh; h++)
-        for (size_t part = 0; part < 3; part++)
-            memcpy(copy + (part * nh * hd + h * hd) * row_bytes, src + (h * 3 * hd + part * hd) * row_bytes,
-                   hd * row_bytes);
+    tport_arch_qkv_deinterleave(copy, tport_tensor_data(t), nh, hd, row_bytes);
     tport_tensor_set_data(t, copy);
     return TPORT_STATUS_OK;
 }
