@@ -8,9 +8,10 @@
  *
  * Each layer's cache lives where that layer's attention runs: on the
  * device holding the layer's weights when it has memory of its own and
- * runs the cache's copies and attention, else in host memory.  When a device is lost mid-way, the session moves its
- * work to the remaining backends (weights fall back to the file's bytes),
- * rebuilds the caches by evaluating its tokens again, and retries. */
+ * runs the attention over the cache (cache_probe.c), else in host memory.
+ * When a device is lost mid-way, the session moves its work to the
+ * remaining backends (weights fall back to the file's bytes), rebuilds the
+ * caches by evaluating its tokens again, and retries. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,8 +58,9 @@ static void free_layer(tport_kv_layer *kv) {
 }
 
 /* The cache of layer il, on the device of its attention weights if that
- * device has memory of its own, runs the nodes that write and read the
- * cache, and has room for it; else in host memory. */
+ * device has memory of its own, runs the nodes that read the cache (and
+ * it or a host backend the copy into it), and has room for it; else in
+ * host memory. */
 static tport_status place_layer(tport_session *s, int32_t il) {
     tport_kv_layer *kv = &s->kv[il];
     size_t n = layer_elements(s), e = kv_element_size(s);
