@@ -35,13 +35,10 @@ static int64_t count_from_env(const char *name, int64_t fallback) {
 /* Whether F32 is better left to the CPU backend: on an x86 CPU with
  * AVX-512F it is.  Where OpenBLAS runs older kernels (Debian 12's 0.3.21
  * runs Zen 4 and Zen 5 as "Haswell") the CPU backend's AVX-512 GEMM is
- * faster: stories110M f32 pp512 on a 2-vCPU Zen 5, 523 t/s through
- * OpenBLAS against 879 on the CPU backend at 1 thread, 893 against 1778
- * at 2.  With its AVX-512 kernels ("SkylakeX" on a 2-vCPU Xeon) the two
- * were even (1 thread 731-777 against 717-752, 2 threads 1362-1404
- * against 1399-1409), and a weight whose batches run here stays in the
- * file's pages, where the CPU backend would keep it in huge pages for
- * generation (tg64 at 2 threads: 64-66 against 75-78 t/s). */
+ * far faster (RESULTS run 14).  With its AVX-512 kernels ("SkylakeX" on
+ * a Xeon) the two were even on prompts, and a weight whose batches run
+ * here stays in the file's pages, where the CPU backend would keep it in
+ * huge pages, which generation reads faster (RESULTS run 30). */
 static bool f32_better_on_cpu(void) {
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
     __builtin_cpu_init();

@@ -125,9 +125,9 @@ static inline void cpu_split(int64_t n, int ith, int nth, int64_t *r0, int64_t *
  * preempted or is slower leaves its work to the others.  Batches take 8 a
  * thread; work that streams its data once (generation reads every weight
  * once a token) takes 2: each claim restarts a stream and moves the
- * counter's cache line between cores, and TinyLlama q4_0 tg32 on a 2-core
- * Zen 5 ran 6.5 % faster with 2 a thread than with 8 (12 interleaved
- * pairs, every one faster). */
+ * counter's cache line between cores, and generation on a Zen 5 was
+ * faster with 2 a thread than with 8 in every interleaved pair (RESULTS
+ * run 15). */
 static inline int64_t cpu_chunk_size(int64_t n, int nth, int per_thread) {
     int64_t parts = (int64_t)per_thread * nth, c = (n + parts - 1) / parts;
     return nth <= 1 ? (n > 0 ? n : 1) : c > 0 ? c : 1;

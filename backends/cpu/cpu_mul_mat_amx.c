@@ -1,10 +1,10 @@
 /* The opt-in bf16 batches (cpu_mul_mat_dense.c) on Intel AMX tiles.
  *
  * One TDPBF16PS multiplies a 16 x 32 bf16 tile by a 32 x 16 one into 16 x
- * 16 f32 sums: 8192 multiply-adds, where vdpbf16ps does 32.  Measured on
- * the 2-vCPU Intel Xeon VM of RESULTS run 28: about 630 G multiply-
- * adds/s on one core from registers, against about 264 G for vdpbf16ps
- * on the Zen 5 VM of runs 15-27 (and far less on this one).
+ * 16 f32 sums: 8192 multiply-adds, where vdpbf16ps does 32.  On the Xeon
+ * of RESULTS run 28 one core ran it from registers at more than twice
+ * the rate vdpbf16ps reached on the Zen 5 of run 26, and far above
+ * vdpbf16ps on the Xeon itself.
  *
  * The operands are already in the shapes the tiles want:
  * - the weights' bf16 panels (pack_block_bf16) hold, for each pair of k,

@@ -13,16 +13,15 @@
  * Memory: the panel streams from L2 (64 bytes per 12 multiply-adds), the
  * NCOL rows of b stay in L1 across the panels, and b as a whole is read
  * once per CPU_DENSE_ROWS rows.  The block (64 x 512 floats, 128 KiB)
- * stays in L2 while every column of b passes over it.  (32 rows measured
- * ~5 % slower at 2 threads, 128 the same as 64; blocks of 256 or 1024 k
- * slower or the same.)
+ * stays in L2 while every column of b passes over it.  (32 rows were
+ * slower at 2 threads and 128 no faster than 64; blocks of 256 or 1024 k
+ * slower or the same: RESULTS run 8.)
  *
  * The AVX2 kernel uses explicit FMA (ISO C builds do not contract a*b+c);
  * the portable one is the same loop nest in plain C.  With AVX-512 the
  * panel is 32 rows (two zmm) and the kernel takes 8 columns: 16
- * accumulators of 32.  stories110M f16 pp256 at 1 thread on a 2-vCPU
- * Sapphire Rapids-class VM, interleaved medians of 3: 579 t/s (the AVX2
- * kernel) -> 852 (zmm, 6 columns) -> 903 (8); 12 columns the same as 8.
+ * accumulators of 32: much faster than the AVX2 kernel on an AVX-512
+ * Xeon, 8 columns faster than 6 and 12 no faster than 8 (RESULTS run 12).
  *
  * Opt-in, lossy: with TPORT_CPU_F16_BATCH=bf16, on a CPU with AVX512-BF16,
  * batches of f16 weights multiply in bf16, as ik_llama.cpp's -rtr does.
@@ -33,9 +32,9 @@
  * 8 of f16's 11 significant bits of the weights and 8 of f32's 24 of the
  * activations; sums stay f32.  The default stays exact f32 arithmetic.
  * Where the CPU has AMX-BF16 the same panels go to AMX tiles instead
- * (cpu_mul_mat_amx.c; TPORT_CPU_AMX=0 keeps vdpbf16ps).
- * TinyLlama f16 pp128 at 1 thread, this Zen 5 VM: 101-109 -> 185-196 t/s
- * (ik_llama.cpp -rtr 1 in the same minutes: 189-209). */
+ * (cpu_mul_mat_amx.c; TPORT_CPU_AMX=0 keeps vdpbf16ps).  On the Zen 5 of
+ * RESULTS run 26 bf16 nearly doubled the f16 prompt's speed, close to
+ * ik_llama.cpp -rtr 1. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -199,9 +198,7 @@ static bool pack_block(const cpu_dense_mm *x, int64_t k0, int64_t kc, float *pan
         if (valid == STEP) {
             /* the next 8 rows' part of the block is prefetched, es lines a
              * step, so that it comes from memory while these are converted
-             * (TinyLlama f16 pp128 on a 2-vCPU Zen 3, medians of 3-4
-             * interleaved: 1 thread 25.5 -> 26.1-26.8 t/s, 2 threads
-             * 41.8-47.0 -> 44.9-48.8; stories110M pp512 2 threads 501 -> 509) */
+             * (a small gain on a Zen 3 at 1 and 2 threads: RESULTS run 13) */
             row_stream ahead = next_rows(x, r0, k0, kc, es);
             for (int64_t k = 0; k < kc; k += STEP) {
                 stream_lines(&ahead, (int)es);

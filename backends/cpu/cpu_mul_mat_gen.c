@@ -1,27 +1,21 @@
 /* Generation against dense f32 or f16 weights: one column of b (a token)
  * against up to CPU_GEN_ROWS weight rows.  Memory is the limit, and how
- * the rows are walked decides how fast it streams.  AVX2 builds (medians
- * of interleaved runs on a 2-vCPU Zen 3, 1 thread):
+ * the rows are walked decides how fast it streams.  AVX2 builds (chosen
+ * on a Zen 3, RESULTS run 11):
  * - rows of 2 KiB or more: CPU_GEN_ROWS rows side by side, each step
- *   loading 8 elements of b once and one vector of each row.  TinyLlama
- *   f16 (4 and 11 KiB rows) 8.8 -> 9.9 t/s against one row at a time,
- *   16.0 -> 18.9 at 2 threads; stories110M f32 (3 and 8 KiB) 41.7 -> 48.6
- *   against 4 rows side by side.  12 or 16 rows were slower again (the
- *   accumulators no longer fit in 16 registers).
+ *   loading 8 elements of b once and one vector of each row; faster than
+ *   one row at a time and than 4 rows side by side.  12 or 16 rows were
+ *   slower again (the accumulators no longer fit in 16 registers).
  * - shorter rows: one row at a time, so that the tile is one sequential
- *   stream (the rows of a dense matrix are consecutive): stories110M f16
- *   (1.5 KiB rows) 61 t/s side by side, 82 one at a time.
+ *   stream (the rows of a dense matrix are consecutive); side by side was
+ *   slower for them.
  * AVX-512 builds walk every row on its own, 64 elements a step in four
- * 16-lane accumulators, with a software prefetch (ahead()).  On a
- * 2-vCPU Sapphire Rapids-class VM, against the AVX2 loops above:
- * stories110M f16 52.7 -> 82.7 t/s (zmm 69.2, a prefetch 2 KiB ahead the
- * rest; 1 or 4 KiB ~4 % below 2); TinyLlama f16 6.40 -> 6.81 at 1 thread
- * and 11.9 -> 13.1 at 2 against 8 rows side by side; f32 there was 3 %
- * faster side by side in zmm.  On a 2-vCPU Zen 5 (EPYC, family 26),
- * interleaved medians of 3-5: f32 one at a time against side by side,
- * stories110M 54.5 -> 67.0 t/s at 1 thread, 79.3 -> 87.5 at 2; 4 KiB
- * ahead against 2, stories110M f16 134.8 -> 146.2, TinyLlama f16 13.2 ->
- * 15.3 at 1 thread and 18.9 -> 24.8 at 2 (3 and 8 KiB within 3 % of 4).
+ * 16-lane accumulators, with a software prefetch (ahead()).  For f16
+ * that beat the AVX2 loops and 8 rows side by side in zmm on a Sapphire
+ * Rapids-class Xeon (RESULTS run 12, where f32 was still a little faster
+ * side by side); on a Zen 5 f32 was clearly faster one row at a time too
+ * (RESULTS run 14), so both types walk rows on their own.  The distance
+ * ahead is a property of the machine: cpu_prefetch.c chooses it.
  *
  * f16 is converted in registers (F16C, exact); each row sums its products
  * in 8-lane accumulators, then lane sums.
@@ -29,12 +23,10 @@
  * A few columns (a short prompt, up to GEN_MAX_COLS in cpu_ops_mul_mat.c)
  * take cpu_gen_dot_cols: each row is read once for up to CPU_GEN_COLS
  * columns, instead of being packed for the batch GEMM, whose packing pays
- * off only over many columns.  Interleaved medians of 2, the 2-vCPU Intel
- * Xeon VM (AMX) of RESULTS run 28: TinyLlama f16 on 2 threads pp4 19.4 -> 40.4
- * t/s, pp8 38.5 -> 54.8, pp16 58.7 -> 60.7 (pp24, still the GEMM: 72.5);
- * 1 thread pp6 15.0 -> 27.7; stories110M pp8 at 1 thread f16 213 -> 346,
- * f32 149 -> 222.  Two rows at once (each column load feeding both) was
- * slower: TinyLlama pp4 45 -> 37, pp8 61 -> 53. */
+ * off only over many columns: on the Xeon of RESULTS run 28 this is far
+ * faster than the GEMM for a handful of columns and still level at 16,
+ * hence GEN_MAX_COLS.  Two rows at once (each column load feeding both)
+ * was slower. */
 #include <string.h>
 
 #include "cpu_internal.h"
@@ -89,11 +81,10 @@ GEN_INLINE bool side_by_side(bool f16, int64_t K) {
 }
 
 /* A row walked on its own is prefetched ahead(f16) bytes ahead (row_dot;
- * cpu_prefetch.c chooses the distances for the CPU).  AVX2: stories110M f16
- * tg64 on a 2-vCPU Zen 3, 1 thread, medians of 4 interleaved: 32.4 -> 35.6
- * t/s with 1 KiB (512 bytes: 31.3).  Rows side by side are not prefetched:
- * 8 streams of prefetches made f32 and f16 slower there (stories110M f32
- * 22.1 -> 16.3, TinyLlama f16 no gain). */
+ * cpu_prefetch.c chooses the distances for the CPU).  AVX2: prefetching
+ * made one-row-at-a-time f16 faster on a Zen 3 (RESULTS run 13).  Rows
+ * side by side are not prefetched: 8 streams of prefetches made f32
+ * slower there and f16 no faster. */
 #if defined(__AVX512F__)
 
 /* 16 elements of a row from element k, as f32. */

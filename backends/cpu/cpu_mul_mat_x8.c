@@ -1,9 +1,9 @@
 /* mul_mat kernels on the x8 layouts of cpu_repack.c: one group of 8
- * weight rows (Q4_0 or Q8_0) against 1 to 4 columns of Q8_0 activations,
- * all 8 rows at once.  Generation takes one column; a batch four, with
- * kernels that unpack each weight load once for all four.  Each 32-bit
- * lane of a vector is one weight row, so a block's 8 integer dot
- * products come out in one vector and are scaled
+ * weight rows (Q4_0, Q8_0 or Q4_K) against 1 to 4 columns of Q8_0
+ * activations (Q8_K for Q4_K), all 8 rows at once.  Generation takes one
+ * column; a batch four, with kernels that unpack each weight load once
+ * for all four.  Each 32-bit lane of a vector is one weight row, so a
+ * block's 8 integer dot products come out in one vector and are scaled
  * and accumulated with one multiply-add: no horizontal sums, and the
  * activations are broadcast 4 bytes at a time instead of being reloaded
  * per row.  Integer sums are exact; the only rounding is the per-block
@@ -243,7 +243,8 @@ X8_INLINE __m256i q4_K_scale16(const uint8_t *g, int j) {
  * four columns qy + c * ys: madd with the rows' scales into isum[c].  The
  * two halves go in separate passes so that only four int16 sums are live:
  * with eight, GCC spills and copies registers in the inner loop.  Two
- * chunks per iteration halve the copies it still makes of the four (5-7 %). */
+ * chunks per iteration halve the copies it still makes of the four, which
+ * was faster (RESULTS run 9). */
 X8_INLINE void q4_K_half_4(const uint8_t *qx, const uint8_t *qy, size_t ys, const int HI, __m256i scale,
                            __m256i isum[4]) {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
@@ -294,7 +295,7 @@ static void q4_K_x8_4(const uint8_t *g, int64_t nsb, const uint8_t *y, size_t ys
 /* Q8_0 x8 group against four columns: one load and one sign of each weight
  * chunk serves the four.  Unrolled twice: fully unrolled, GCC keeps the
  * float sums on the stack; not at all, it copies every int sum per chunk
- * (15 % and 4 % slower than this on 8 groups x 768..5632 k in L2). */
+ * (both slower than this in the in-L2 kernel benchmark; RESULTS run 9). */
 static void q8_0_x8_4(const uint8_t *g, int64_t nblk, const uint8_t *y, size_t ys, const cpu_x8_act *act,
                       size_t as, float *out) {
     const __m256i ones = _mm256_set1_epi16(1);

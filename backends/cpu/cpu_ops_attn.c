@@ -150,9 +150,9 @@ VF_INLINE vf load_kv(const uint8_t *row, int64_t i, bool f16) {
 /* A kv head's rows lie a whole cache row apart (every head of a token is
  * stored together: 1.5 KiB for stories110M), so a 4 KiB page holds only a
  * few rows of a head and the hardware prefetchers, which stay inside a
- * page, fall behind: the loops fetch row j + FA_PREFETCH themselves.
- * Stories110M generation at depth 1024, 1 thread: q8_0 74 -> 88 t/s; 8
- * keys ahead was faster than 32 or 64. */
+ * page, fall behind: the loops fetch row j + FA_PREFETCH themselves, which
+ * made generation at depth clearly faster; 8 keys ahead was faster than
+ * 32 or 64 (RESULTS, the session 8 checks after run 12). */
 #define FA_PREFETCH 8
 
 /* bytes of one K or V element */

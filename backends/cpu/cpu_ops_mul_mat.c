@@ -2,7 +2,12 @@
  * any type, b [K, M, ne2', ne3'] f32 and dst [N, M, ne2', ne3'] f32; a is
  * broadcast over dims 2 and 3 (grouped-query attention).
  *
- * Paths:
+ * Paths, in the order make_plan() tries them:
+ * - a re-encoded into an x8 layout (cpu_repack.c: Q4_0, Q8_0 or Q4_K, 8
+ *   rows interleaved): b's rows become Q8_K for Q4_K, else Q8_0 plus each
+ *   block's scale and sum (cpu_x8_act), and groups of 8 weight rows are
+ *   swept over the columns of b, four at a time (cpu_mul_mat_x8.c; a
+ *   batch takes two groups at once with the 512-bit kernels);
  * - a quantized with a vec_dot kernel (cpu_quant.h): b's rows are first
  *   converted to the kernel's vec_dot_type (Q8_0/Q8_1 as llama.cpp's x86
  *   backend rounds them, quant/act_quant.c, where compiled in; else the
@@ -11,16 +16,23 @@
  *   where the variant has the tiled kernels (cpu_mul_mat_q8tile.c,
  *   cpu_mul_mat_q4ktile.c): 8 rows of a are unpacked once and swept over
  *   all columns of b;
- * - a batch (4+ columns) of dense f32 or f16 weights: a blocked GEMM
- *   (cpu_mul_mat_dense.c); one column (generation): 8 rows streamed side
- *   by side (cpu_mul_mat_gen.c);
+ * - dense f32 or f16 weights against up to GEN_MAX_COLS columns
+ *   (generation, short prompts): CPU_GEN_ROWS rows at a time against
+ *   CPU_GEN_COLS columns at a time, each row read once
+ *   (cpu_mul_mat_gen.c);
+ * - a batch (4+ columns) of dense f32 or f16 weights not taken above: a
+ *   blocked GEMM (cpu_mul_mat_dense.c); with the opt-in
+ *   TPORT_CPU_F16_BATCH=bf16, f16 weights multiply in bf16, on AMX
+ *   tiles where the CPU has AMX-BF16 (cpu_mul_mat_amx.c), else with
+ *   vdpbf16ps;
  * - otherwise everything is f32: rows of a that are not dense f32 are
  *   converted (dequantized) into per-thread scratch, and a tile of rows of
  *   a is dotted with each pair of rows of b using independent accumulators
  *   that the compiler vectorizes.
  * Work is shared out in chunks of tiles of output rows, claimed from an
  * atomic counter: a thread that is preempted (a shared machine) or slower
- * does not hold the others up. */
+ * does not hold the others up (few, long chunks for one or two columns:
+ * mm_chunks_per_thread). */
 #include <string.h>
 
 #include "cpu_internal.h"
@@ -57,7 +69,7 @@ enum { TILED_NONE, TILED_Q8_0, TILED_Q4_K }; /* cpu_mul_mat_q8tile.c, _q4ktile.c
 /* Up to this many columns against dense f32/f16 weights take the
  * generation kernels, which read each weight row once for all of them
  * (CPU_GEN_COLS at a time); more take the packed GEMM, whose packing pays
- * off only over many columns (measurements: cpu_mul_mat_gen.c). */
+ * off only over many columns (RESULTS run 28). */
 #define GEN_MAX_COLS 16
 
 static mm_plan make_plan(const cpu_op *op) {

@@ -1,20 +1,17 @@
 /* How far ahead the kernels that stream weights once (generation: the x8
  * one- and two-column kernels, cpu_mul_mat_gen.c) prefetch.  The best
  * distance is a property of the memory system, not of the code, so it is
- * chosen here at init.  Interleaved A/B, TinyLlama tg16/tg32, medians of 3:
- * - 2-vCPU Zen 5 (EPYC), 512-bit kernels: 4 KiB against none, q4_K 39.1 ->
- *   50.9 t/s at 1 thread; against 1 KiB, q4_0 37.7 -> 47.0;
- * - 2-vCPU Intel Xeon with AMX (RESULTS run 28), 512-bit kernels: 2 KiB
- *   against 4, q4_K 17.7 -> 25.4 t/s at 1 thread and 34.8 -> 47.7 at 2,
- *   q4_0 23.2 -> 26.5, q8_0 13.4 -> 15.0, f16 6.54 -> 7.07 (1 KiB: 24.9,
- *   25.9, 14.5);
- *   f16 rows (cpu_mul_mat_gen.c) want 3 KiB there: TinyLlama tg16 7.08 ->
- *   7.27-7.39 at 1 thread and 13.7-14.0 -> 14.8 at 2, stories110M tg64
- *   77.6-78.8 -> 82.2-84.0; f32 rows and q4_K do not (stories110M f32
- *   40.0-40.4 -> 36.7-37.1, TinyLlama q4_K 26.6 -> 25.1), so f16 has its
- *   own distance;
- * - 256-bit kernels on a 2-vCPU Zen 3: 1 KiB (512 bytes gained less, 2 KiB
- *   no more).
+ * chosen here at init, per CPU:
+ * - AMD (a Zen 5), 512-bit kernels: 4 KiB; it beat no prefetch and 1 KiB
+ *   clearly, and 3 or 8 KiB were no better (RESULTS run 14);
+ * - Intel (the Xeon with AMX of RESULTS run 28), 512-bit kernels: 2 KiB;
+ *   4 KiB, right for the Zen 5, was much too far there, and 1 KiB a
+ *   little short;
+ *   f16 rows (cpu_mul_mat_gen.c) want 3 KiB there, while f32 rows and
+ *   q4_K were slower at 3 KiB than at 2, so f16 has its own distance
+ *   (RESULTS run 29);
+ * - 256-bit kernels (a Zen 3): 1 KiB; 512 bytes gained less and 2 KiB no
+ *   more (RESULTS run 13).
  * TPORT_CPU_PREFETCH=<bytes> overrides, for measuring another machine. */
 #include <stdlib.h>
 

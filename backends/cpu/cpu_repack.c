@@ -35,17 +35,15 @@
  *
  * Every other 2-D weight with whole, dense rows gets a plain copy: the
  * file's layout, in the same huge pages.  Generation streams each weight
- * once a token, and from the file's 4 KiB pages it ran slower (2-vCPU
- * Xeon, tg16, interleaved A/B, 3-4 rounds: TinyLlama f16 7.35-7.50 ->
- * 7.95-8.13 t/s on 1 thread and 13.10-13.89 -> 14.64-15.41 on 2; Q6_K
- * 11.77-11.95 -> 13.25-13.40; stories110M f32 32.4-33.5 -> 37.7-38.3).
+ * once a token, and from the file's 4 KiB pages it ran clearly slower
+ * (f16, f32 and Q6_K alike; RESULTS run 30).
  *
  * Each buffer holds one tensor, in memory of cpu_weight_arena.c (huge
  * pages); the handle is the address of its header, a small allocation of
  * its own (the host only ever gives back handles it got here).  Not in
  * the arena: a header there would fault in a huge page of each weight at
- * allocation, before the weight is written (TinyLlama Q8_0: 1332 instead
- * of 1066 MiB of peak memory in a run that never re-encodes).
+ * allocation, before the weight is written, which raised the peak memory
+ * of a run that never re-encodes by a quarter (RESULTS run 30).
  *
  * Deferred copies.  When the host passes a ticket, tensor_write only
  * queues the weight and returns a ticket; the work is done in wait(), on
@@ -58,8 +56,8 @@
  * a race with a background thread, so results do not depend on timing;
  * and no copy is made while a graph runs.  What it buys: a new process
  * answers its first short prompt without first writing a copy of every
- * weight (TinyLlama Q8_0: 1.1 GB, most of a cold start's time in the
- * kernel's page clearing; bench/RESULTS.md).
+ * weight (most of a cold start's time went to the kernel clearing the
+ * copies' pages; RESULTS runs 26 and 30).
  * TPORT_CPU_REPACK=0 in the environment turns re-encoding and copies off. */
 #include <pthread.h>
 #include <stdlib.h>
@@ -323,9 +321,8 @@ static void *encode_thread(void *arg) {
 /* Large weights are re-encoded on up to ENCODE_THREADS threads of their
  * own (not the compute pool: an upload may overlap another model's
  * compute).  Loading is bound by the first touches of the file's pages
- * and of the new memory, which the cores take in parallel: TinyLlama
- * q8_0's one-token cold start went from 0.95-1.6 s to 0.66 s (medians of
- * 6-10 runs, 2 cores). */
+ * and of the new memory, which the cores take in parallel: a large
+ * model's cold start got markedly faster on 2 cores (RESULTS run 10). */
 static void encode_all(const encode_job *whole, int64_t groups) {
     int n = encode_threads;
     if (groups < (int64_t)ENCODE_MIN_GROUPS * n)

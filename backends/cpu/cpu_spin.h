@@ -3,16 +3,16 @@
  * atomic for at most its budget and then sleeps.
  *
  * The budget has two values.  Normally it is CPU_SPIN_NS, longer than a
- * sleeping thread's wake-up on a virtual machine (60-500 us measured here,
- * mostly 100-200): with a shorter budget one late wake-up made the other
- * thread sleep at the next barrier, whose wake-up was late again, and a
- * token's few hundred barriers turned into a chain of sleeps (stories110M
- * q4_0, 2 threads: 128-144 tokens/s against 160 with 1).  When the machine
+ * sleeping thread's wake-up on a virtual machine (60-500 us, mostly
+ * 100-200, on the VM of RESULTS run 10): with a shorter budget one late
+ * wake-up made the other thread sleep at the next barrier, whose wake-up
+ * was late again, and a token's few hundred barriers turned into a chain
+ * of sleeps (2 threads slower than 1; RESULTS run 10).  When the machine
  * is crowded, more runnable threads than cores, spinning only keeps the
- * thread being waited for off its core (two 2-thread runs side by side: 10-60
- * tokens/s each when spinning, 110 when sleeping at once), so the budget
- * drops to CPU_SPIN_MIN_NS until no wait has found it crowded for
- * CPU_SPIN_CALM_NS.
+ * thread being waited for off its core (two 2-thread runs side by side
+ * were several times slower spinning than sleeping at once; RESULTS run
+ * 10), so the budget drops to CPU_SPIN_MIN_NS until no wait has found it
+ * crowded for CPU_SPIN_CALM_NS.
  *
  * A long wait alone does not say which case it is: the host preempting a
  * virtual CPU looks the same from inside.  cpu_spin_slept asks the kernel

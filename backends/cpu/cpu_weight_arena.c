@@ -2,8 +2,8 @@
  * that ask the kernel for transparent huge pages (MADV_HUGEPAGE).  A
  * weight matrix is streamed once per token; with 4 KiB pages the hardware
  * prefetchers stop at every page boundary and each page costs a TLB walk,
- * with 2 MiB pages they do not (stories110M q4_0 generation, 1 thread:
- * about +20 % tokens/s measured on this project's 2-core Zen 3).  Weights
+ * with 2 MiB pages they do not (generation was clearly faster on a Zen 3:
+ * RESULTS run 7).  Weights
  * are far smaller than a huge page each (a 768 x 768 Q4_0 matrix is 324
  * KiB), so they share arenas: bump allocation, an arena is unmapped when
  * its last block is freed.  Thread-safe: loads and frees may come from any

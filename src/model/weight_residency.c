@@ -53,10 +53,9 @@ static tport_status remember(tport_model *m, tport_tensor *w) {
 }
 
 /* A quick-start model's first batch reads the file's layout if it has at
- * most TPORT_QUICK_START_TOKENS tokens.  TinyLlama Q8_0 on 2 cores: a
- * 27-token prompt took 300 ms in the file's layout and 130 ms in the CPU's
- * x8 layout, whose copies took about 250 ms to make, so the two ways break
- * even near 40 tokens. */
+ * most TPORT_QUICK_START_TOKENS tokens: reading the file's layout is
+ * slower per token than the CPU's x8 layout, but the copies cost time to
+ * make, and the two ways break even near 40 tokens (RESULTS run 30). */
 
 typedef struct deferred_upload {
     tport_tensor *w;
