@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/signal_name.h"
 #include "registry.h"
 
 extern char **environ;
@@ -171,19 +172,8 @@ pid_t iso_spawn(const char *helper, int *sock, char *why, size_t cap) {
 }
 
 static const char *signal_name(int sig) {
-    switch (sig) {
-    case SIGSEGV: return "SIGSEGV";
-    case SIGILL: return "SIGILL";
-    case SIGBUS: return "SIGBUS";
-    case SIGFPE: return "SIGFPE";
-    case SIGABRT: return "SIGABRT";
-    case SIGKILL: return "SIGKILL";
-    case SIGTERM: return "SIGTERM";
-    case SIGTRAP: return "SIGTRAP";
-    case SIGSYS: return "SIGSYS";
-    case SIGPIPE: return "SIGPIPE";
-    default: return "another signal";
-    }
+    const char *name = tport_signal_name(sig);
+    return name ? name : "another signal";
 }
 
 static void describe(int status, char *desc, size_t cap) {
