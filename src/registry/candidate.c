@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 
 #include "core/error.h"
-#include "isolate.h"
+#include "isolate/isolate.h"
 
 /* A table larger than this is garbage, not a newer minor: a minor appends a
  * few slots, it does not add kilobytes. */

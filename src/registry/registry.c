@@ -31,7 +31,7 @@
 
 #include "candidate.h"
 #include "core/error.h"
-#include "isolate.h"
+#include "isolate/isolate.h"
 #include "search_path.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;

@@ -16,9 +16,9 @@
 #include <unistd.h>
 
 #include "core/error.h"
-#include "isolate.h"
-#include "isolate_internal.h"
-#include "isolate_spawn.h"
+#include "isolate/isolate.h"
+#include "isolate/internal.h"
+#include "isolate/spawn.h"
 
 void iso_lose(iso_proxy *p, bool peer_gone, const char *cause, const char *during) {
     if (p->lost)

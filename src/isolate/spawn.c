@@ -7,7 +7,7 @@
  *    TPORT_ISOLATE_ENV (','-separated) for a plug-in that needs more;
  *  - PR_SET_PDEATHSIG = SIGKILL: it dies with the host (and it exits on
  *    the socket's EOF too). */
-#include "isolate_spawn.h"
+#include "isolate/spawn.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,7 +24,7 @@
 
 #include "core/error.h"
 #include "core/signal_name.h"
-#include "registry.h"
+#include "registry/registry.h"
 
 extern char **environ;
 

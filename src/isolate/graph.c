@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "isolate_internal.h"
-#include "registry.h"
+#include "isolate/internal.h"
+#include "registry/registry.h"
 
 #define ALIGN 64u
 #define ARENA_CHUNK ((uint64_t)64 << 20)

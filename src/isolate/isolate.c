@@ -15,10 +15,10 @@
 #include <unistd.h>
 
 #include "core/error.h"
-#include "isolate.h"
-#include "isolate_internal.h"
-#include "isolate_spawn.h"
-#include "search_path.h"
+#include "isolate/isolate.h"
+#include "isolate/internal.h"
+#include "isolate/spawn.h"
+#include "registry/search_path.h"
 
 /* The installed bindir relative to the libdir (CMake passes it: ../bin, or
  * ../../bin for a multiarch lib/x86_64-linux-gnu). */

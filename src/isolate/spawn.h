@@ -1,6 +1,6 @@
 /* Starting and ending the helper process of one isolated plug-in. */
-#ifndef TPORT_REGISTRY_ISOLATE_SPAWN_H
-#define TPORT_REGISTRY_ISOLATE_SPAWN_H
+#ifndef TPORT_ISOLATE_SPAWN_H
+#define TPORT_ISOLATE_SPAWN_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
-#include "isolate_internal.h"
+#include "isolate/internal.h"
 
 #ifndef MFD_ALLOW_SEALING
 #define MFD_ALLOW_SEALING 2u

@@ -6,13 +6,13 @@
  * malformed reply, the proxy kills and reaps it, says so in one line, and
  * every later call returns TPORT_STATUS_DEVICE_LOST.  Internal to
  * src/registry (the hooks in registry.c and candidate.c). */
-#ifndef TPORT_REGISTRY_ISOLATE_H
-#define TPORT_REGISTRY_ISOLATE_H
+#ifndef TPORT_ISOLATE_ISOLATE_H
+#define TPORT_ISOLATE_ISOLATE_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "candidate.h"
+#include "registry/candidate.h"
 
 /* Whether any isolation is requested (environment or API). */
 bool tport_isolate_requested_any(void);
