@@ -31,7 +31,6 @@
 
 #include "candidate.h"
 #include "core/error.h"
-#include "isolate/isolate.h"
 #include "search_path.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -116,7 +115,7 @@ static tport_candidate *add_file(const char *path, const char *origin) {
     if (!c)
         return NULL;
     tport_log(TPORT_LOG_DEBUG, "backends: candidate %s (%s)", path, origin);
-    if (tport_isolate_try_open(c)) /* TPORT_BACKEND_ISOLATE: loaded (or refused) in a helper */
+    if (tport_candidate_open_isolated(c)) /* TPORT_BACKEND_ISOLATE: loaded (or refused) in a helper */
         return c;
     if (probe_requested || env_flag("TPORT_BACKEND_PROBE")) {
         char why[sizeof c->reason];
