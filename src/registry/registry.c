@@ -27,7 +27,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/auxv.h>
 
 #include "candidate.h"
 #include "core/error.h"
@@ -40,12 +39,6 @@ static tport_candidate **cands; /* discovery order; each malloc'd (stable) */
 static int n_cands, cap_cands;
 static tport_candidate **active;
 static int n_active;
-
-const char *tport_registry_getenv(const char *name) {
-    if (getauxval(AT_SECURE))
-        return NULL; /* set-uid/set-gid: the environment is not the user's to trust */
-    return getenv(name);
-}
 
 static bool env_flag(const char *name) {
     const char *v = tport_registry_getenv(name);
