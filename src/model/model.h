@@ -9,7 +9,7 @@
 
 #include "core/tensor.h"
 #include "formats/model_file.h"
-#include "model/tokenizer.h"
+#include "tokenize/tokenizer.h"
 #include "tport/tport.h"
 
 typedef struct tport_arch tport_arch;

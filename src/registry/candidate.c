@@ -9,6 +9,7 @@
 #include "candidate.h"
 
 #include <dlfcn.h>
+#include <limits.h>
 #include <link.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -17,7 +18,7 @@
 #include <sys/stat.h>
 
 #include "core/error.h"
-#include "isolate.h"
+#include "isolation.h"
 
 /* A table larger than this is garbage, not a newer minor: a minor appends a
  * few slots, it does not add kilobytes. */
@@ -278,9 +279,84 @@ bool tport_candidate_open(tport_candidate *c, tport_backend_entry_fn embedded) {
     return true;
 }
 
+/* ---- a candidate in a helper process (src/isolate) ------------------------ */
+static void close_isolated(tport_candidate *c) {
+    tport_isolate_close(c->isolate);
+    c->isolate = NULL;
+    c->initialised = false;
+    c->api = NULL;
+}
+
+bool tport_candidate_open_isolated(tport_candidate *c) {
+    if (!c->path || !tport_isolation_requested_any())
+        return false;
+    c->isolated = true;
+    char helper[PATH_MAX];
+    if (!tport_isolation_helper_path(helper, sizeof helper)) {
+        tport_candidate_reject(c, "isolation requested, but the helper %s is missing (set TPORT_BACKEND_HOST)",
+                               helper);
+        return true;
+    }
+    tport_isolate_options opt;
+    tport_isolation_options(&opt, helper);
+    struct iso_proxy *p = NULL;
+    tport_isolate_loaded l;
+    char why[512];
+    tport_isolate_outcome r = tport_isolate_open(c->path, &opt, &p, &l, why, sizeof why);
+    if (r == TPORT_ISOLATE_DECLINED) {
+        c->isolated = false;
+        c->version[0] = '\0';
+        c->abi_major = 0;
+        return false; /* load it in-process */
+    }
+    snprintf(c->version, sizeof c->version, "%s", l.version);
+    c->abi_major = l.abi_major;
+    if (r != TPORT_ISOLATE_LOADED) {
+        tport_candidate_reject(c, "%s", why);
+        return true;
+    }
+    snprintf(c->name, sizeof c->name, "%s", l.name);
+    c->abi_minor = l.abi_minor <= TPORT_ABI_MINOR ? l.abi_minor : TPORT_ABI_MINOR;
+    c->required_isa = l.required_isa;
+    c->score = l.score > 0 ? l.score : 1;
+    c->api = tport_isolate_proxy_api();
+    c->isolate = p;
+    c->usable = true;
+    c->reason[0] = '\0';
+    tport_log(TPORT_LOG_DEBUG, "backends: %s: '%s' loaded isolated (helper pid %d), ABI %u.%u, score %d",
+              tport_candidate_label(c), c->name, l.pid, c->abi_major, c->abi_minor, c->score);
+    return true;
+}
+
+static bool start_isolated(tport_candidate *c) {
+    struct iso_proxy *p = c->isolate;
+    char why[512];
+    if (!tport_isolate_start(p, why, sizeof why)) {
+        tport_candidate_reject(c, "%s", why);
+        close_isolated(c);
+        return false;
+    }
+    int32_t count = c->api->device_count(p);
+    c->n_devices = count < TPORT_REPORT_MAX_DEVICES ? count : TPORT_REPORT_MAX_DEVICES;
+    for (int32_t i = 0; i < c->n_devices; i++) {
+        tport_device_info *o = &c->devices[i];
+        memset(o, 0, sizeof *o);
+        o->struct_size = sizeof *o;
+        c->api->device_info(p, i, o);
+    }
+    c->initialised = true;
+    c->active = (tport_active_backend){
+        .name = c->name, .api = c->api, .state = p, .abi_minor = TPORT_ABI_MINOR,
+        .score = c->score, .path = c->path, .n_devices = count,
+    };
+    tport_backend_mem_resolve(&c->active, &c->devices[0]); /* the proxy's 1.1 slots and caps */
+    return true;
+}
+
+/* ---- in-process ------------------------------------------------------------ */
 bool tport_candidate_start(tport_candidate *c) {
     if (c->isolate)
-        return tport_isolate_start(c);
+        return start_isolated(c);
     const tport_backend_api *api = c->api;
     char msg[160], code[32];
     void *state = NULL; /* init may leave it NULL: the state is opaque to the host */
@@ -333,7 +409,7 @@ bool tport_candidate_start(tport_candidate *c) {
 
 void tport_candidate_close(tport_candidate *c, bool keep_mapped) {
     if (c->isolate)
-        tport_isolate_close(c); /* nothing of it is loaded here */
+        close_isolated(c); /* nothing of it is loaded here */
     if (c->initialised && c->api) {
         tport_log(TPORT_LOG_DEBUG, "backends: shutting down '%s' (%s)", c->name, tport_candidate_label(c));
         c->api->shutdown(c->active.state);

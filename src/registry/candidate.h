@@ -25,7 +25,7 @@ typedef struct tport_candidate {
     int32_t n_devices;          /* stored in devices[]                      */
     tport_device_info devices[TPORT_REPORT_MAX_DEVICES];
     tport_active_backend active;
-    struct iso_proxy *isolate;  /* set while it runs in a helper (isolate.h) */
+    struct iso_proxy *isolate;  /* set while it runs in a helper (src/isolate) */
     bool isolated;              /* loaded (or refused) through a helper      */
 } tport_candidate;
 
@@ -33,7 +33,14 @@ typedef struct tport_candidate {
  * entry point, checks the table and the ISA, asks for the score.  Returns
  * c->usable; on refusal c->status is REJECTED with c->reason. */
 bool tport_candidate_open(tport_candidate *c, tport_backend_entry_fn embedded);
-/* init + device query; on failure the candidate is rejected (and shut down). */
+/* When isolation is requested (TPORT_BACKEND_ISOLATE, tport_backend_isolate),
+ * loads plug-in file c in a helper (src/isolate).  True when that settles
+ * it: it now runs isolated (c->isolate set, c->usable) or it was rejected
+ * (a crash while loading, the plug-in's own refusal, no helper).  False:
+ * not to be isolated (its name is not listed); open it in-process. */
+bool tport_candidate_open_isolated(tport_candidate *c);
+/* init + device query (in the helper when isolated); on failure the
+ * candidate is rejected (and shut down). */
 bool tport_candidate_start(tport_candidate *c);
 /* shutdown (if initialised) and, unless keep_mapped, dlclose. */
 void tport_candidate_close(tport_candidate *c, bool keep_mapped);

@@ -17,6 +17,7 @@
 
 #include "candidate.h"
 #include "core/error.h"
+#include "core/signal_name.h"
 
 #define PROBE_TIMEOUT_DEFAULT 10
 #define PROBE_TIMEOUT_MAX 3600
@@ -64,20 +65,13 @@ static void report_stage(const char *stage) {
 }
 
 static const char *signal_name(int sig, char *buf, size_t cap) {
-    switch (sig) {
-    case SIGSEGV: return "SIGSEGV";
-    case SIGILL: return "SIGILL";
-    case SIGBUS: return "SIGBUS";
-    case SIGFPE: return "SIGFPE";
-    case SIGABRT: return "SIGABRT";
-    case SIGKILL: return "SIGKILL";
-    case SIGTERM: return "SIGTERM";
-    case SIGTRAP: return "SIGTRAP";
-    case SIGSYS: return "SIGSYS";
-    case SIGPIPE: return "SIGPIPE";
-    case SIGALRM: return "SIGALRM (timed out)";
-    default: snprintf(buf, cap, "signal %d", sig); return buf;
-    }
+    if (sig == SIGALRM)
+        return "SIGALRM (timed out)";
+    const char *name = tport_signal_name(sig);
+    if (name)
+        return name;
+    snprintf(buf, cap, "signal %d", sig);
+    return buf;
 }
 
 static void child(const char *path, int fd) {

@@ -27,11 +27,9 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/auxv.h>
 
 #include "candidate.h"
 #include "core/error.h"
-#include "isolate.h"
 #include "search_path.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -41,12 +39,6 @@ static tport_candidate **cands; /* discovery order; each malloc'd (stable) */
 static int n_cands, cap_cands;
 static tport_candidate **active;
 static int n_active;
-
-const char *tport_registry_getenv(const char *name) {
-    if (getauxval(AT_SECURE))
-        return NULL; /* set-uid/set-gid: the environment is not the user's to trust */
-    return getenv(name);
-}
 
 static bool env_flag(const char *name) {
     const char *v = tport_registry_getenv(name);
@@ -116,7 +108,7 @@ static tport_candidate *add_file(const char *path, const char *origin) {
     if (!c)
         return NULL;
     tport_log(TPORT_LOG_DEBUG, "backends: candidate %s (%s)", path, origin);
-    if (tport_isolate_try_open(c)) /* TPORT_BACKEND_ISOLATE: loaded (or refused) in a helper */
+    if (tport_candidate_open_isolated(c)) /* TPORT_BACKEND_ISOLATE: loaded (or refused) in a helper */
         return c;
     if (probe_requested || env_flag("TPORT_BACKEND_PROBE")) {
         char why[sizeof c->reason];

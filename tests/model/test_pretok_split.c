@@ -7,8 +7,8 @@
  * splits when no merge crosses them, so the pieces are compared. */
 #include "../test_util.h"
 #include "json_min.h"
-#include "model/tokenizer_impl.h"
-#include "model/unicode.h"
+#include "tokenize/tokenizer_impl.h"
+#include "tokenize/unicode.h"
 
 /* Piece w of the pre-tokenizer's output, back from GPT-2's alphabet. */
 static size_t raw_piece(const char *w, size_t n, char *out) {

@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 #include "json_min.h"
-#include "model/tokenizer.h"
+#include "tokenize/tokenizer.h"
 #include "../test_util.h"
 
 #ifndef TPORT_MODEL_TEST_DATA

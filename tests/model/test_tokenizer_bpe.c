@@ -4,7 +4,7 @@
  * <0xXX> tokens, and a pre-GGUF vocabulary (plain spaces, no token types)
  * behaves like the SentencePiece one. */
 #include "../test_util.h"
-#include "model/tokenizer.h"
+#include "tokenize/tokenizer.h"
 
 #define SP "\xe2\x96\x81" /* U+2581 */
 

@@ -4,7 +4,7 @@
  * by its std::regex in the C locale, then the longest token from each
  * position, an unknown byte skipped. */
 #include "../test_util.h"
-#include "model/tokenizer.h"
+#include "tokenize/tokenizer.h"
 
 static const char *const TOKENS[] = {
     "H", "e", "l", "o", " ", "Hello", " world", " wor", "ld", "!", "'s", "s", "\xc3\xa9", "!\xc3\xa9",

@@ -6,7 +6,7 @@
  * may crash or hang, counts must be consistent, and the tokens must still
  * decode back to the text they came from where the vocabulary allows. */
 #include "../test_util.h"
-#include "model/tokenizer.h"
+#include "tokenize/tokenizer.h"
 
 static char *TOKENS[] = {"", "a", "b", "ab", "a", "\xc4\xa0", "\304\240a", "c\0d", "<x>", "", "\xff", "b"};
 static uint32_t LEN[] = {0, 1, 1, 2, 1, 2, 3, 3, 3, 0, 1, 1};

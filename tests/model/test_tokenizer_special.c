@@ -9,7 +9,7 @@
 
 #include "../test_util.h"
 #include "json_min.h"
-#include "model/tokenizer.h"
+#include "tokenize/tokenizer.h"
 
 static void check_vocab(const char *name, const json *v) {
     char rel[128], path[512];

@@ -1,10 +1,10 @@
-/* src/model/unicode.c: categories and White_Space from the generated
+/* src/tokenize/unicode.c: categories and White_Space from the generated
  * Unicode 15.1 table (values as UnicodeData.txt / PropList.txt state
  * them), UTF-8 decoding with llama.cpp's U+FFFD rule, and GPT-2's byte
  * alphabet (printable Latin-1 bytes as themselves, the other 68 bytes
  * numbered from U+0100 in order). */
 #include "../test_util.h"
-#include "model/unicode.h"
+#include "tokenize/unicode.h"
 
 int main(void) {
     static const struct { uint32_t cpt; enum tport_ucat cat; } cats[] = {

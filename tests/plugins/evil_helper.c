@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "registry/isolate_wire.h"
+#include "isolate/wire.h"
 #include "tport/backend.h"
 
 static int sock = 3;

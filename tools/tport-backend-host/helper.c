@@ -22,7 +22,7 @@
 #include "core/error.h"
 #include "helper_graph.h"
 #include "registry/candidate.h"
-#include "registry/isolate_wire.h"
+#include "isolate/wire.h"
 
 static int sock = -1;
 static uint32_t cur_seq;

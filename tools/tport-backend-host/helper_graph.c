@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "registry/isolate_internal.h"
+#include "isolate/internal.h"
 
 /* supports_op sees this for tensors whose memory stays on the host side. */
 static _Alignas(64) unsigned char dummy[128];

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "registry/isolate_protocol.h"
+#include "isolate/protocol.h"
 #include "tport/backend.h"
 
 /* A region: shared memory mapped here (base), or a buffer of the plug-in

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "commands.h"
-#include "registry/isolate.h"
+#include "isolate/isolate.h"
 #include "registry/registry.h"
 #include "registry/search_path.h"
 #include "tport/tport.h"

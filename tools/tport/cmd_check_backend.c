@@ -33,7 +33,7 @@
 #include "core/error.h"
 #include "registry/candidate.h"
 #include "registry/conformance.h"
-#include "registry/isolate.h"
+#include "isolate/isolate.h"
 #include "registry/registry.h"
 #include "tport/tport.h"
 

@@ -6,7 +6,7 @@
  * with std::regex in the C locale (so the classes are ASCII and every
  * other byte counts as "other"); each word is then cut greedily into the
  * longest tokens from its start, skipping a byte no token starts with. */
-#include "model/tokenizer_impl.h"
+#include "tokenize/tokenizer_impl.h"
 
 static bool c_alpha(unsigned char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 static bool c_digit(unsigned char c) { return c >= '0' && c <= '9'; }

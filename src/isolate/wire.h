@@ -2,13 +2,13 @@
  * payload; an optional file descriptor rides on the first byte.  Used by
  * the host (with deadlines, so a hung helper never blocks it) and by the
  * helper (deadline -1: wait for ever, the host's EOF ends it). */
-#ifndef TPORT_REGISTRY_ISOLATE_WIRE_H
-#define TPORT_REGISTRY_ISOLATE_WIRE_H
+#ifndef TPORT_ISOLATE_WIRE_H
+#define TPORT_ISOLATE_WIRE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "isolate_protocol.h"
+#include "isolate/protocol.h"
 
 typedef enum iso_io {
     ISO_IO_OK = 0,

@@ -1,16 +1,16 @@
 /* The proxy of one isolated plug-in: its helper process, the shared-memory
  * regions both sides map, and what the host caches to keep round trips
- * off the per-token path.  Internal to src/registry/isolate_*.c. */
-#ifndef TPORT_REGISTRY_ISOLATE_INTERNAL_H
-#define TPORT_REGISTRY_ISOLATE_INTERNAL_H
+ * off the per-token path.  Internal to src/isolate. */
+#ifndef TPORT_ISOLATE_INTERNAL_H
+#define TPORT_ISOLATE_INTERNAL_H
 
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "isolate_protocol.h"
-#include "isolate_wire.h"
+#include "isolate/protocol.h"
+#include "isolate/wire.h"
 #include "tport/backend.h"
 
 typedef struct iso_region {
@@ -95,7 +95,16 @@ typedef struct iso_proxy {
 
 enum { ISO_REPORT_LINE = 0, ISO_REPORT_CAUSE = 1, ISO_REPORT_CAUSE_AND_CALL = 2 };
 
-/* ---- isolate_proxy.c ------------------------------------------------------ */
+/* ---- region_table.c -------------------------------------------------------- */
+/* A free id in the table (grown as needed), or 0 when none is left. */
+uint32_t iso_region_take(iso_proxy *p);
+/* The region for a handle, or NULL. */
+iso_region *iso_region_get(iso_proxy *p, uint64_t id);
+/* Unmaps every region (the helper is gone); ids stay taken. */
+void iso_region_unmap_all(iso_proxy *p);
+void iso_region_release_all(iso_proxy *p);
+
+/* ---- channel.c ------------------------------------------------------------- */
 /* One request and its reply (payload in p->rx.p, *size bytes).  On any
  * failure the helper is lost (killed, reaped, reported) and false comes
  * back with TPORT_STATUS_DEVICE_LOST recorded as the error. */
@@ -106,8 +115,12 @@ bool iso_call(iso_proxy *p, uint16_t type, const void *a, size_t na, const void 
  * CALL" on stderr, or only the recorded error for a caller that reports
  * (the scheduler's line then names the split). */
 void iso_lose(iso_proxy *p, bool peer_gone, const char *cause, const char *during);
+/* Records the error of a call on a proxy already lost. */
+void iso_lost_error(const iso_proxy *p);
+/* Copies n bytes of the helper's text, '?' for anything not printable. */
+void iso_copy_text(char *dst, size_t cap, const unsigned char *src, size_t n);
 
-/* ---- isolate_region.c ----------------------------------------------------- */
+/* ---- region.c -------------------------------------------------------------- */
 /* A new shared region of `size` bytes mapped here and in the helper; 0 on
  * failure (an error is recorded; a lost helper is reported).  `populate`:
  * the whole region will be written and read (weights), so both sides map
@@ -126,13 +139,8 @@ bool iso_region_make_writable(iso_proxy *p, uint32_t id);
 bool iso_region_share_file(iso_proxy *p, uint32_t id, const void *src, uint64_t size);
 /* A buffer of the plug-in's own memory (device mode); 0 on failure. */
 uint32_t iso_region_new_device(iso_proxy *p, uint64_t size, uint32_t kind, uint32_t usage);
-/* The region for a handle, or NULL. */
-iso_region *iso_region_get(iso_proxy *p, uint64_t id);
-/* Unmaps every region (the helper is gone); ids stay taken. */
-void iso_region_unmap_all(iso_proxy *p);
-void iso_region_release_all(iso_proxy *p);
 
-/* ---- isolate_graph.c ------------------------------------------------------ */
+/* ---- graph.c --------------------------------------------------------------- */
 /* Bytes a tensor spans from its first byte (0 if a dimension is empty);
  * false for an unknown type or an overflow. */
 bool iso_extent(uint32_t type, const int64_t ne[4], const uint64_t nb[4], uint64_t *bytes);

@@ -2,7 +2,7 @@
  * alphabet.  Decoding mirrors llama.cpp's unicode_cpt_from_utf8 (lead byte
  * decides the length, continuation bytes must be 10xxxxxx, no check for
  * overlong forms) so that invalid input splits exactly as there. */
-#include "model/unicode.h"
+#include "tokenize/unicode.h"
 
 enum tport_ucat tport_unicode_category(uint32_t cpt) {
     if (cpt >= 0x110000)

@@ -1,7 +1,7 @@
-/* Message framing for isolation (isolate_wire.h).  Every socket call is
+/* Message framing for isolation (wire.h).  Every socket call is
  * non-blocking (MSG_DONTWAIT) and waits in poll() up to the deadline, so a
  * peer that stops reading or writing costs at most the timeout. */
-#include "isolate_wire.h"
+#include "isolate/wire.h"
 
 #include <errno.h>
 #include <poll.h>

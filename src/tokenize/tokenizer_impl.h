@@ -1,9 +1,9 @@
 /* Private to the tokenizer files: the vocabulary, its lookup tables and
  * the per-family settings (llama.cpp's llama_vocab::impl, in C). */
-#ifndef TPORT_MODEL_TOKENIZER_IMPL_H
-#define TPORT_MODEL_TOKENIZER_IMPL_H
+#ifndef TPORT_TOKENIZE_TOKENIZER_IMPL_H
+#define TPORT_TOKENIZE_TOKENIZER_IMPL_H
 
-#include "model/tokenizer.h"
+#include "tokenize/tokenizer.h"
 
 /* Token attributes, as llama.cpp keeps them beside the GGUF token type
  * (several can be set: a re-marked token is USER_DEFINED|CONTROL). */

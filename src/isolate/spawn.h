@@ -1,6 +1,6 @@
 /* Starting and ending the helper process of one isolated plug-in. */
-#ifndef TPORT_REGISTRY_ISOLATE_SPAWN_H
-#define TPORT_REGISTRY_ISOLATE_SPAWN_H
+#ifndef TPORT_ISOLATE_SPAWN_H
+#define TPORT_ISOLATE_SPAWN_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -8,9 +8,11 @@
 
 /* Starts `helper` with one end of a socketpair as its descriptor 3 and
  * nothing else (stdin and stdout are /dev/null, stderr is kept for its log
- * lines), a sanitised environment and a parent-death signal.  Returns the
- * pid and the host's end in *sock (O_CLOEXEC), or -1 with a reason. */
-pid_t iso_spawn(const char *helper, int *sock, char *why, size_t cap);
+ * lines), a sanitised environment and a parent-death signal.  `keep_env`
+ * (TPORT_ISOLATE_ENV, ','-separated; may be NULL) names more variables the
+ * helper keeps.  Returns the pid and the host's end in *sock (O_CLOEXEC),
+ * or -1 with a reason. */
+pid_t iso_spawn(const char *helper, const char *keep_env, int *sock, char *why, size_t cap);
 
 /* Ends the helper: when `peer_gone` (it closed the socket or died) it is
  * given a moment to finish dying so its own fate can be told; then it is

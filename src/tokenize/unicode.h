@@ -2,8 +2,8 @@
  * llama.cpp's unicode.cpp does it, general-category groups, White_Space
  * and GPT-2's byte <-> code point mapping.  The tables come from the
  * Unicode Character Database through tools/unicode/gen_unicode_table.py. */
-#ifndef TPORT_MODEL_UNICODE_H
-#define TPORT_MODEL_UNICODE_H
+#ifndef TPORT_TOKENIZE_UNICODE_H
+#define TPORT_TOKENIZE_UNICODE_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/tokenizer_impl.h"
-#include "model/unicode.h"
+#include "tokenize/tokenizer_impl.h"
+#include "tokenize/unicode.h"
 
 /* The code points of one piece; positions outside it read as "nothing". */
 typedef struct span {

@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/tokenizer_impl.h"
+#include "tokenize/tokenizer_impl.h"
 #include "core/error.h"
-#include "model/unicode.h"
+#include "tokenize/unicode.h"
 
 /* ---- merge table -------------------------------------------------------- */
 

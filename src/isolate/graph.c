@@ -12,15 +12,16 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "isolate_internal.h"
-#include "registry.h"
+#include "isolate/internal.h"
+#include "quant/type_table.h"
 
 #define ALIGN 64u
 #define ARENA_CHUNK ((uint64_t)64 << 20)
 #define SUP_SLOTS 8192u /* supports_op answers kept (power of two) */
 
 bool iso_extent(uint32_t type, const int64_t ne[4], const uint64_t nb[4], uint64_t *bytes) {
-    const tport_type_info *ti = tport_host_services()->type_info(type);
+    const tport_type_traits *traits = tport_traits(type);
+    const tport_type_info *ti = traits ? &traits->info : NULL;
     *bytes = 0;
     if (!ti || ti->block_size <= 0 || ti->block_bytes == 0)
         return false;

@@ -13,8 +13,8 @@
  * Tensor data never travels in messages: it lives in shared-memory regions
  * (memfds the host creates, seals against resizing and passes once with
  * SCM_RIGHTS); a tensor record names (region, offset). */
-#ifndef TPORT_REGISTRY_ISOLATE_PROTOCOL_H
-#define TPORT_REGISTRY_ISOLATE_PROTOCOL_H
+#ifndef TPORT_ISOLATE_PROTOCOL_H
+#define TPORT_ISOLATE_PROTOCOL_H
 
 #include <stdint.h>
 

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "model/tokenizer_impl.h"
+#include "tokenize/tokenizer_impl.h"
 
 static int read_exact(FILE *f, void *dst, size_t n) {
     return fread(dst, 1, n, f) == n ? 0 : -1;

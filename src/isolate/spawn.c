@@ -7,7 +7,7 @@
  *    TPORT_ISOLATE_ENV (','-separated) for a plug-in that needs more;
  *  - PR_SET_PDEATHSIG = SIGKILL: it dies with the host (and it exits on
  *    the socket's EOF too). */
-#include "isolate_spawn.h"
+#include "isolate/spawn.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
-#include "registry.h"
+#include "core/signal_name.h"
 
 extern char **environ;
 
@@ -65,8 +65,7 @@ static bool keep(const char *entry, const char *extra) {
  * signal), not turn it into a report and exit status 1. */
 static const char asan_crash[] = "handle_segv=0:handle_sigill=0:handle_abort=0:handle_sigbus=0:handle_sigfpe=0";
 
-static char **build_env(void) {
-    const char *extra = tport_registry_getenv("TPORT_ISOLATE_ENV");
+static char **build_env(const char *extra) {
     size_t n = 0;
     for (char **e = environ; e && *e; e++)
         n++;
@@ -139,13 +138,13 @@ static void child_exec(const char *helper, char *const argv[], char *const envp[
     _exit(127);
 }
 
-pid_t iso_spawn(const char *helper, int *sock, char *why, size_t cap) {
+pid_t iso_spawn(const char *helper, const char *keep_env, int *sock, char *why, size_t cap) {
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
         snprintf(why, cap, "socketpair: %s", strerror(errno));
         return -1;
     }
-    char **envp = build_env();
+    char **envp = build_env(keep_env);
     char *argv[] = {(char *)"tport-backend-host", (char *)"--socket=3", NULL};
     if (!envp) {
         close(sv[0]);
@@ -171,19 +170,8 @@ pid_t iso_spawn(const char *helper, int *sock, char *why, size_t cap) {
 }
 
 static const char *signal_name(int sig) {
-    switch (sig) {
-    case SIGSEGV: return "SIGSEGV";
-    case SIGILL: return "SIGILL";
-    case SIGBUS: return "SIGBUS";
-    case SIGFPE: return "SIGFPE";
-    case SIGABRT: return "SIGABRT";
-    case SIGKILL: return "SIGKILL";
-    case SIGTERM: return "SIGTERM";
-    case SIGTRAP: return "SIGTRAP";
-    case SIGSYS: return "SIGSYS";
-    case SIGPIPE: return "SIGPIPE";
-    default: return "another signal";
-    }
+    const char *name = tport_signal_name(sig);
+    return name ? name : "another signal";
 }
 
 static void describe(int status, char *desc, size_t cap) {

@@ -1,13 +1,13 @@
 /* The tokenizer's vocabulary: construction from a model file, lookup, and
  * decoding of one token.  Encoding is in tokenizer_bpe.c. */
-#include "model/tokenizer_impl.h"
+#include "tokenize/tokenizer_impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
-#include "model/unicode.h"
+#include "tokenize/unicode.h"
 
 /* U+2581 LOWER ONE EIGHTH BLOCK, SentencePiece's stand-in for a space. */
 static const char SPM_SPACE[] = "\xe2\x96\x81";

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/tokenizer_impl.h"
-#include "model/unicode.h"
+#include "tokenize/tokenizer_impl.h"
+#include "tokenize/unicode.h"
 
 typedef struct symbol {
     int32_t prev, next; /* linked list of live symbols, -1 at the ends */

@@ -2,8 +2,8 @@
  * "llama", legacy llama files, llama2.c's tokenizer.bin), byte-level BPE
  * with merges and pre-tokenizers (GGUF "gpt2"), and the greedy tokenizer
  * of ggml's example programs (their GGML files).  See docs/tokenizers.md. */
-#ifndef TPORT_MODEL_TOKENIZER_H
-#define TPORT_MODEL_TOKENIZER_H
+#ifndef TPORT_TOKENIZE_TOKENIZER_H
+#define TPORT_TOKENIZE_TOKENIZER_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "model/tokenizer_impl.h"
+#include "tokenize/tokenizer_impl.h"
 
 static const tport_kv *kv_of(const tport_model_file *mf, const char *key) { return tport_model_file_kv(mf, key); }
 

@@ -18,29 +18,11 @@
 #include <unistd.h>
 
 #include "core/error.h"
-#include "isolate_internal.h"
+#include "isolate/internal.h"
 
 #ifndef MFD_ALLOW_SEALING
 #define MFD_ALLOW_SEALING 2u
 #endif
-
-static uint32_t take_id(iso_proxy *p) {
-    for (uint32_t i = 1; i < p->n_regions; i++)
-        if (!p->regions[i].used)
-            return i;
-    if (p->n_regions >= ISO_MAX_REGIONS)
-        return 0;
-    uint32_t n = p->n_regions ? p->n_regions : 1;
-    iso_region *r = realloc(p->regions, (size_t)(n + 1) * sizeof *r);
-    if (!r)
-        return 0;
-    p->regions = r;
-    memset(&r[n], 0, sizeof r[n]);
-    if (!p->n_regions)
-        memset(&r[0], 0, sizeof r[0]);
-    p->n_regions = n + 1;
-    return n;
-}
 
 static bool size_ok(iso_proxy *p, uint64_t size) {
     if (p->lost) {
@@ -87,7 +69,7 @@ static bool map_memfd(iso_proxy *p, uint32_t id, uint64_t size, bool populate) {
 uint32_t iso_region_new(iso_proxy *p, uint64_t size, bool populate) {
     if (!size_ok(p, size))
         return 0;
-    uint32_t id = take_id(p);
+    uint32_t id = iso_region_take(p);
     if (!id) {
         tport_error(TPORT_STATUS_OUT_OF_MEMORY, "isolated %s: too many buffers", p->name);
         return 0;
@@ -98,7 +80,7 @@ uint32_t iso_region_new(iso_proxy *p, uint64_t size, bool populate) {
 uint32_t iso_region_new_deferred(iso_proxy *p, uint64_t size) {
     if (!size_ok(p, size))
         return 0;
-    uint32_t id = take_id(p);
+    uint32_t id = iso_region_take(p);
     if (!id) {
         tport_error(TPORT_STATUS_OUT_OF_MEMORY, "isolated %s: too many buffers", p->name);
         return 0;
@@ -222,7 +204,7 @@ uint32_t iso_region_new_device(iso_proxy *p, uint64_t size, uint32_t kind, uint3
         tport_error(TPORT_STATUS_DEVICE_LOST, "backend %s was lost", p->name);
         return 0;
     }
-    uint32_t id = size ? take_id(p) : 0;
+    uint32_t id = size ? iso_region_take(p) : 0;
     if (!id) {
         tport_error(size ? TPORT_STATUS_OUT_OF_MEMORY : TPORT_STATUS_INVALID_ARGUMENT, "isolated %s: no buffer id",
                     p->name);
@@ -248,12 +230,6 @@ uint32_t iso_region_new_device(iso_proxy *p, uint64_t size, uint32_t kind, uint3
     return id;
 }
 
-iso_region *iso_region_get(iso_proxy *p, uint64_t id) {
-    if (id == 0 || id >= p->n_regions || !p->regions[id].used)
-        return NULL;
-    return &p->regions[id];
-}
-
 void iso_region_free(iso_proxy *p, uint32_t id) {
     iso_region *r = iso_region_get(p, id);
     if (!r)
@@ -264,20 +240,4 @@ void iso_region_free(iso_proxy *p, uint32_t id) {
     }
     unmap_one(p, id);
     p->regions[id] = (iso_region){0};
-}
-
-void iso_region_unmap_all(iso_proxy *p) {
-    for (uint32_t i = 1; i < p->n_regions; i++)
-        if (p->regions[i].map_base) {
-            munmap(p->regions[i].map_base, (size_t)p->regions[i].map_len);
-            p->regions[i].base = NULL;
-            p->regions[i].map_base = NULL;
-        }
-}
-
-void iso_region_release_all(iso_proxy *p) {
-    iso_region_unmap_all(p);
-    free(p->regions);
-    p->regions = NULL;
-    p->n_regions = 0;
 }

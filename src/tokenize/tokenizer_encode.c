@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "model/tokenizer_impl.h"
+#include "tokenize/tokenizer_impl.h"
 
 typedef struct frag {
     size_t off, len;  /* raw text, when token < 0 */
