@@ -5,56 +5,24 @@
 #include <string.h>
 
 #include "formats/mf_internal.h"
-
-/* Block geometry of every type a model file can hold, from the formats
- * notes (formats.md sections 1.6 and 3).  Used only when the type table
- * does not (yet) know an id, so reading never depends on the order in
- * which the quantization rows were added. */
-static const struct {
-    tport_type_id id;
-    int64_t block;
-    uint64_t bytes;
-} known_sizes[] = {
-    {TPORT_TYPE_F32, 1, 4},         {TPORT_TYPE_F16, 1, 2},        {TPORT_TYPE_Q4_0, 32, 18},
-    {TPORT_TYPE_Q4_1, 32, 20},      {TPORT_TYPE_Q5_0, 32, 22},     {TPORT_TYPE_Q5_1, 32, 24},
-    {TPORT_TYPE_Q8_0, 32, 34},      {TPORT_TYPE_Q8_1, 32, 36},     {TPORT_TYPE_Q2_K, 256, 84},
-    {TPORT_TYPE_Q3_K, 256, 110},    {TPORT_TYPE_Q4_K, 256, 144},   {TPORT_TYPE_Q5_K, 256, 176},
-    {TPORT_TYPE_Q6_K, 256, 210},    {TPORT_TYPE_Q8_K, 256, 292},   {TPORT_TYPE_IQ4_NL, 32, 18},
-    {TPORT_TYPE_IQ4_XS, 256, 136},  {TPORT_TYPE_I8, 1, 1},         {TPORT_TYPE_I16, 1, 2},
-    {TPORT_TYPE_I32, 1, 4},         {TPORT_TYPE_BF16, 1, 2},       {TPORT_TYPE_Q4_0_QNT0, 32, 20},
-    {TPORT_TYPE_Q4_1_QNT0, 32, 24}, {TPORT_TYPE_Q4_2_QNT0, 16, 10}, {TPORT_TYPE_Q4_3_QNT0, 16, 12},
-    {TPORT_TYPE_Q5_0_QNT0, 32, 22}, {TPORT_TYPE_Q5_1_QNT0, 32, 24}, {TPORT_TYPE_Q8_0_QNT1, 32, 36},
-    {TPORT_TYPE_Q4_0_QNT1, 32, 20}, {TPORT_TYPE_Q4_1_QNT1, 32, 24},
-    /* GGML_QKK_64 builds (formats.md 3.7): 64-element super-blocks */
-    {TPORT_TYPE_Q2_K_QK64, 64, 24}, {TPORT_TYPE_Q3_K_QK64, 64, 28}, {TPORT_TYPE_Q4_K_QK64, 64, 38},
-    {TPORT_TYPE_Q5_K_QK64, 64, 46}, {TPORT_TYPE_Q6_K_QK64, 64, 54},
-};
+#include "quant/type_table.h"
 
 bool mf_qk64_type(tport_type_id type, tport_type_id *qk64) {
-    switch (type) {
-    case TPORT_TYPE_Q2_K: *qk64 = TPORT_TYPE_Q2_K_QK64; return true;
-    case TPORT_TYPE_Q3_K: *qk64 = TPORT_TYPE_Q3_K_QK64; return true;
-    case TPORT_TYPE_Q4_K: *qk64 = TPORT_TYPE_Q4_K_QK64; return true;
-    case TPORT_TYPE_Q5_K: *qk64 = TPORT_TYPE_Q5_K_QK64; return true;
-    case TPORT_TYPE_Q6_K: *qk64 = TPORT_TYPE_Q6_K_QK64; return true;
-    default: return false;
-    }
+    /* the row of the same family that GGML_QKK_64 builds wrote */
+    const tport_type_traits *t = tport_type_revision(tport_traits(type), "qk64");
+    if (!t || type != tport_traits(type)->successor)
+        return false;
+    *qk64 = t->info.id;
+    return true;
 }
 
 bool mf_type_size(tport_type_id type, int64_t *block, uint64_t *block_bytes) {
     const tport_type_info *ti = tport_type_get(type);
-    if (ti && ti->block_size > 0 && ti->block_bytes > 0) {
-        *block = ti->block_size;
-        *block_bytes = ti->block_bytes;
-        return true;
-    }
-    for (size_t i = 0; i < sizeof known_sizes / sizeof known_sizes[0]; i++)
-        if (known_sizes[i].id == type) {
-            *block = known_sizes[i].block;
-            *block_bytes = known_sizes[i].bytes;
-            return true;
-        }
-    return false;
+    if (!ti || ti->block_size <= 0 || ti->block_bytes <= 0)
+        return false;
+    *block = ti->block_size;
+    *block_bytes = ti->block_bytes;
+    return true;
 }
 
 tport_status mf_tensor_bytes(const mf_cursor *c, uint64_t at, tport_type_id type, int n_dims,

@@ -39,8 +39,8 @@ int tport_weight_conversion_targets(tport_type_id from, int64_t ne0, tport_type_
         tport_conv_kind kind = tport_conversion_kind(from, t->info.id);
         if (kind != TPORT_CONV_LOSSLESS && kind != TPORT_CONV_LOSSY)
             continue;
-        /* activation-only types: never stored as weights */
-        if (t->info.id == TPORT_TYPE_Q8_1 || t->info.id == TPORT_TYPE_Q8_K)
+        /* activation types (Q8_1, Q8_K) and integers: never weights */
+        if (!tport_type_is_weight(t))
             continue;
         target c = {t->info.id, 0, t->bits_per_weight};
         if (kind == TPORT_CONV_LOSSY)

@@ -50,75 +50,99 @@ static void i32_to_float(const void *src, float *dst, int64_t n) {
     }
 }
 
+static void i8_to_float(const void *src, float *dst, int64_t n) {
+    const int8_t *s = src;
+    for (int64_t i = 0; i < n; i++)
+        dst[i] = (float)s[i];
+}
+
+static void i16_to_float(const void *src, float *dst, int64_t n) {
+    const uint8_t *s = src;
+    for (int64_t i = 0; i < n; i++) {
+        int16_t v;
+        memcpy(&v, s + 2 * i, 2);
+        dst[i] = (float)v;
+    }
+}
+
 #define INFO(id_, name_, blk, bytes, quant, dot) \
     { sizeof(tport_type_info), (id_), (name_), (blk), (bytes), (quant), (dot) }
 #define BPW(blk, bytes) ((double)(bytes) * 8.0 / (double)(blk))
 /* A quantized row: name, family, revision, block, bytes, vec_dot type,
  * where defined, and the tport_dequant_/tport_quant_ pair of `fn`. */
-#define QROW(ID, name, family, rev, blk, bytes, dot, where, fn)                              \
+#define QROW(ID, name, family, rev, blk, bytes, dot, where, fn, succ, ftype, flags)            \
     {INFO(TPORT_TYPE_##ID, name, blk, bytes, true, TPORT_TYPE_##dot), family, rev, BPW(blk, bytes), \
-     where, tport_dequant_##fn, tport_quant_##fn}
+     where, tport_dequant_##fn, tport_quant_##fn, TPORT_TYPE_##succ, ftype, flags}
+/* A current quantized type: its own successor. */
+#define CROW(ID, name, blk, bytes, dot, where, fn, ftype, flags) \
+    QROW(ID, name, name, "current", blk, bytes, dot, where, fn, ID, ftype, flags)
 
 #define KQUANTS_AT "llama.cpp@99009e7 (#1684), 2023-06-05"
 /* GGML_QKK_64 k-quants: read-only (no quantizer); dotted in f32. */
-#define QK64ROW(ID, name, family, bytes, fn)                                                              \
+#define QK64ROW(ID, name, family, bytes, fn, succ)                                                        \
     {INFO(TPORT_TYPE_##ID, name, 64, bytes, true, TPORT_TYPE_F32), family, "qk64", BPW(64, bytes),      \
      "llama.cpp@6769e94 (#2001), 2023-06-26, GGML_QKK_64 builds only; removed ggml@d29a4c0e, 2024-05-23", \
-     tport_dequant_##fn, NULL}
+     tport_dequant_##fn, NULL, TPORT_TYPE_##succ, -1, 0}
 
 /* Sorted by id. */
 static const tport_type_traits table[] = {
     {INFO(TPORT_TYPE_F32, "f32", 1, 4, false, TPORT_TYPE_F32), "f32", "current", 32.0,
-     "ggml, 2022", f32_to_float, f32_from_float},
+     "ggml, 2022", f32_to_float, f32_from_float, TPORT_TYPE_F32, 0, 0},
     {INFO(TPORT_TYPE_F16, "f16", 1, 2, false, TPORT_TYPE_F16), "f16", "current", 16.0,
-     "ggml, 2022", f16_to_float, f16_from_float},
-    QROW(Q4_0, "q4_0", "q4_0", "current", 32, 18, Q8_0,
-         "llama.cpp@2d5db48 (#1508) / ggml@b0d536bb, 2023-05-19 (QNT2: f16 scale)", q4_0),
-    QROW(Q4_1, "q4_1", "q4_1", "current", 32, 20, Q8_1,
-         "llama.cpp@2d5db48 (#1508) / ggml@b0d536bb, 2023-05-19 (QNT2: f16 scales)", q4_1),
-    QROW(Q5_0, "q5_0", "q5_0", "current", 32, 22, Q8_0,
-         "llama.cpp@b9fd7ee (#1405), 2023-05-12 (QNT1 split nibbles; struct from #1187, 04-26)", q5_0),
-    QROW(Q5_1, "q5_1", "q5_1", "current", 32, 24, Q8_1,
-         "llama.cpp@b9fd7ee (#1405), 2023-05-12 (QNT1 split nibbles; struct from #1187, 04-26)", q5_1),
-    QROW(Q8_0, "q8_0", "q8_0", "current", 32, 34, Q8_0,
-         "llama.cpp@2d5db48 (#1508) / ggml@b0d536bb, 2023-05-19 (QNT2: f16 scale)", q8_0),
-    QROW(Q8_1, "q8_1", "q8_1", "current", 32, 36, Q8_1,
-         "ggml, {f16 d; f16 s} layout (in-memory activation type, never in files)", q8_1),
-    QROW(Q2_K, "q2_K", "q2_K", "current", 256, 84, Q8_K, KQUANTS_AT, q2_K),
-    QROW(Q3_K, "q3_K", "q3_K", "current", 256, 110, Q8_K, KQUANTS_AT, q3_K),
-    QROW(Q4_K, "q4_K", "q4_K", "current", 256, 144, Q8_K, KQUANTS_AT, q4_K),
-    QROW(Q5_K, "q5_K", "q5_K", "current", 256, 176, Q8_K, KQUANTS_AT, q5_K),
-    QROW(Q6_K, "q6_K", "q6_K", "current", 256, 210, Q8_K, KQUANTS_AT, q6_K),
-    QROW(Q8_K, "q8_K", "q8_K", "current", 256, 292, Q8_K, KQUANTS_AT " (in-memory only)", q8_K),
-    QROW(IQ4_NL, "iq4_nl", "iq4_nl", "current", 32, 18, Q8_0, "llama.cpp #5590 (opened 2024-02-19)", iq4_nl),
-    QROW(IQ4_XS, "iq4_xs", "iq4_xs", "current", 256, 136, Q8_K, "llama.cpp #5747, 2024-02 (PR number from memory, unchecked)", iq4_xs),
+     "ggml, 2022", f16_to_float, f16_from_float, TPORT_TYPE_F16, 1, 0},
+    CROW(Q4_0, "q4_0", 32, 18, Q8_0, "llama.cpp@2d5db48 (#1508) / ggml@b0d536bb, 2023-05-19 (QNT2: f16 scale)",
+         q4_0, 2, 0),
+    CROW(Q4_1, "q4_1", 32, 20, Q8_1, "llama.cpp@2d5db48 (#1508) / ggml@b0d536bb, 2023-05-19 (QNT2: f16 scales)",
+         q4_1, 3, 0),
+    CROW(Q5_0, "q5_0", 32, 22, Q8_0,
+         "llama.cpp@b9fd7ee (#1405), 2023-05-12 (QNT1 split nibbles; struct from #1187, 04-26)", q5_0, 8, 0),
+    CROW(Q5_1, "q5_1", 32, 24, Q8_1,
+         "llama.cpp@b9fd7ee (#1405), 2023-05-12 (QNT1 split nibbles; struct from #1187, 04-26)", q5_1, 9, 0),
+    CROW(Q8_0, "q8_0", 32, 34, Q8_0, "llama.cpp@2d5db48 (#1508) / ggml@b0d536bb, 2023-05-19 (QNT2: f16 scale)",
+         q8_0, 7, 0),
+    CROW(Q8_1, "q8_1", 32, 36, Q8_1, "ggml, {f16 d; f16 s} layout (in-memory activation type, never in files)",
+         q8_1, -1, TPORT_TYPEF_ACTIVATION),
+    CROW(Q2_K, "q2_K", 256, 84, Q8_K, KQUANTS_AT, q2_K, 10, 0),
+    CROW(Q3_K, "q3_K", 256, 110, Q8_K, KQUANTS_AT, q3_K, 12, 0),
+    CROW(Q4_K, "q4_K", 256, 144, Q8_K, KQUANTS_AT, q4_K, 15, 0),
+    CROW(Q5_K, "q5_K", 256, 176, Q8_K, KQUANTS_AT, q5_K, 17, 0),
+    CROW(Q6_K, "q6_K", 256, 210, Q8_K, KQUANTS_AT, q6_K, 18, 0),
+    CROW(Q8_K, "q8_K", 256, 292, Q8_K, KQUANTS_AT " (in-memory only)", q8_K, -1, TPORT_TYPEF_ACTIVATION),
+    CROW(IQ4_NL, "iq4_nl", 32, 18, Q8_0, "llama.cpp #5590 (opened 2024-02-19)", iq4_nl, 25, 0),
+    CROW(IQ4_XS, "iq4_xs", 256, 136, Q8_K, "llama.cpp #5747, 2024-02 (PR number from memory, unchecked)", iq4_xs,
+         30, 0),
+    {INFO(TPORT_TYPE_I8, "i8", 1, 1, false, TPORT_TYPE_I8), "i8", "current", 8.0,
+     "ggml, 2023", i8_to_float, NULL, TPORT_TYPE_I8, -1, TPORT_TYPEF_INTEGER},
+    {INFO(TPORT_TYPE_I16, "i16", 1, 2, false, TPORT_TYPE_I16), "i16", "current", 16.0,
+     "ggml, 2023", i16_to_float, NULL, TPORT_TYPE_I16, -1, TPORT_TYPEF_INTEGER},
     {INFO(TPORT_TYPE_I32, "i32", 1, 4, false, TPORT_TYPE_I32), "i32", "current", 32.0,
-     "ggml, 2023", i32_to_float, NULL},
+     "ggml, 2023", i32_to_float, NULL, TPORT_TYPE_I32, -1, TPORT_TYPEF_INTEGER},
     {INFO(TPORT_TYPE_BF16, "bf16", 1, 2, false, TPORT_TYPE_BF16), "bf16", "current", 16.0,
-     "ggml, 2024 (llama.cpp #6412)", bf16_to_float, bf16_from_float},
+     "ggml, 2024 (llama.cpp #6412)", bf16_to_float, bf16_from_float, TPORT_TYPE_BF16, 32, 0},
     QROW(Q4_0_QNT0, "q4_0_qnt0", "q4_0", "qnt0", 32, 20, Q8_0,
-         "llama.cpp@007a8f6, 2023-03-11 (interleaved nibbles, f32 scale)", q4_0_qnt0),
+         "llama.cpp@007a8f6, 2023-03-11 (interleaved nibbles, f32 scale)", q4_0_qnt0, Q4_0, -1, 0),
     QROW(Q4_1_QNT0, "q4_1_qnt0", "q4_1", "qnt0", 32, 24, Q8_1,
-         "llama.cpp@904d2a8 (#193), 2023-03-17 (interleaved nibbles, f32 scales)", q4_1_qnt0),
+         "llama.cpp@904d2a8 (#193), 2023-03-17 (interleaved nibbles, f32 scales)", q4_1_qnt0, Q4_1, -1, 0),
+    /* q4_2 and q4_3 have no current layout: q8_0 holds their values */
     QROW(Q4_2_QNT0, "q4_2_qnt0", "q4_2", "qnt0", 16, 10, Q8_0,
-         "llama.cpp@77a7340 (#1046), 2023-04-18; removed by #1405, 2023-05-12", q4_2_qnt0),
+         "llama.cpp@77a7340 (#1046), 2023-04-18; removed by #1405, 2023-05-12", q4_2_qnt0, Q8_0, -1, 0),
     QROW(Q4_3_QNT0, "q4_3_qnt0", "q4_3", "qnt0", 16, 12, Q8_1,
-         "llama.cpp@e0305ea (#1082), 2023-04-20; removed by #1218, 2023-04-28", q4_3_qnt0),
+         "llama.cpp@e0305ea (#1082), 2023-04-20; removed by #1218, 2023-04-28", q4_3_qnt0, Q8_0, -1, 0),
     QROW(Q5_0_QNT0, "q5_0_qnt0", "q5_0", "qnt0", 32, 22, Q8_0,
-         "llama.cpp@574406d (#1187), 2023-04-26 (interleaved nibbles)", q5_0_qnt0),
+         "llama.cpp@574406d (#1187), 2023-04-26 (interleaved nibbles)", q5_0_qnt0, Q5_0, -1, 0),
     QROW(Q5_1_QNT0, "q5_1_qnt0", "q5_1", "qnt0", 32, 24, Q8_1,
-         "llama.cpp@574406d (#1187), 2023-04-26 (interleaved nibbles)", q5_1_qnt0),
+         "llama.cpp@574406d (#1187), 2023-04-26 (interleaved nibbles)", q5_1_qnt0, Q5_1, -1, 0),
     QROW(Q8_0_QNT1, "q8_0_qnt1", "q8_0", "qnt1", 32, 36, Q8_0,
-         "llama.cpp@7a32fcb (#1179), 2023-04-25 (f32 scale; same bytes in QNT0 and QNT1)", q8_0_qnt1),
+         "llama.cpp@7a32fcb (#1179), 2023-04-25 (f32 scale; same bytes in QNT0 and QNT1)", q8_0_qnt1, Q8_0, -1, 0),
     QROW(Q4_0_QNT1, "q4_0_qnt1", "q4_0", "qnt1", 32, 20, Q8_0,
-         "llama.cpp@b9fd7ee (#1405), 2023-05-12 (split nibbles, f32 scale)", q4_0_qnt1),
+         "llama.cpp@b9fd7ee (#1405), 2023-05-12 (split nibbles, f32 scale)", q4_0_qnt1, Q4_0, -1, 0),
     QROW(Q4_1_QNT1, "q4_1_qnt1", "q4_1", "qnt1", 32, 24, Q8_1,
-         "llama.cpp@b9fd7ee (#1405), 2023-05-12 (split nibbles, f32 scales)", q4_1_qnt1),
-    QK64ROW(Q2_K_QK64, "q2_K_qk64", "q2_K", 24, q2_K_qk64),
-    QK64ROW(Q3_K_QK64, "q3_K_qk64", "q3_K", 28, q3_K_qk64),
-    QK64ROW(Q4_K_QK64, "q4_K_qk64", "q4_K", 38, q4_K_qk64),
-    QK64ROW(Q5_K_QK64, "q5_K_qk64", "q5_K", 46, q5_K_qk64),
-    QK64ROW(Q6_K_QK64, "q6_K_qk64", "q6_K", 54, q6_K_qk64),
+         "llama.cpp@b9fd7ee (#1405), 2023-05-12 (split nibbles, f32 scales)", q4_1_qnt1, Q4_1, -1, 0),
+    QK64ROW(Q2_K_QK64, "q2_K_qk64", "q2_K", 24, q2_K_qk64, Q2_K),
+    QK64ROW(Q3_K_QK64, "q3_K_qk64", "q3_K", 28, q3_K_qk64, Q3_K),
+    QK64ROW(Q4_K_QK64, "q4_K_qk64", "q4_K", 38, q4_K_qk64, Q4_K),
+    QK64ROW(Q5_K_QK64, "q5_K_qk64", "q5_K", 46, q5_K_qk64, Q5_K),
+    QK64ROW(Q6_K_QK64, "q6_K_qk64", "q6_K", 54, q6_K_qk64, Q6_K),
 };
 
 const tport_type_traits *tport_traits(tport_type_id type) {
@@ -136,4 +160,15 @@ const tport_type_traits *tport_traits_at(int i) {
     if (i < 0 || i >= tport_traits_count())
         return NULL;
     return &table[i];
+}
+
+bool tport_type_is_weight(const tport_type_traits *t) {
+    return t && !(t->flags & (TPORT_TYPEF_ACTIVATION | TPORT_TYPEF_INTEGER));
+}
+
+const tport_type_traits *tport_type_revision(const tport_type_traits *t, const char *revision) {
+    for (size_t i = 0; t && i < sizeof table / sizeof table[0]; i++)
+        if (!strcmp(table[i].family, t->family) && !strcmp(table[i].revision, revision))
+            return &table[i];
+    return NULL;
 }

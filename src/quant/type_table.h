@@ -3,6 +3,7 @@
 #ifndef TPORT_QUANT_TYPE_TABLE_H
 #define TPORT_QUANT_TYPE_TABLE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,7 +20,29 @@ typedef struct tport_type_traits {
     const char *defined_in;     /* where and when the layout appeared     */
     tport_to_float_fn to_float;     /* reference dequantize               */
     tport_from_float_fn from_float; /* reference quantize, NULL if none   */
+    /* The current type a tensor of this revision becomes in tport convert
+     * (itself for a current type; the same family's current layout, or
+     * the nearest current type for a removed family).  A row length that
+     * is not whole blocks of it becomes f16. */
+    tport_type_id successor;
+    int file_type;        /* llama_ftype of a "mostly this type" file, or -1 */
+    unsigned flags;       /* TPORT_TYPEF_*                                   */
 } tport_type_traits;
+
+enum {
+    /* an operand type of in-memory dot products (Q8_1, Q8_K): never a
+     * weight in a file, never a conversion target */
+    TPORT_TYPEF_ACTIVATION = 1u << 0,
+    /* integers (ids, positions, raw data): not a weight type */
+    TPORT_TYPEF_INTEGER = 1u << 1,
+};
+
+/* Whether model weights come in this type (every row that is neither an
+ * activation type nor an integer): what conformance and conversion try. */
+bool tport_type_is_weight(const tport_type_traits *t);
+/* The row of the same family with that revision ("qk64": the layout
+ * GGML_QKK_64 builds wrote a K-quant in), or NULL. */
+const tport_type_traits *tport_type_revision(const tport_type_traits *t, const char *revision);
 
 /* NULL for an unknown id. */
 const tport_type_traits *tport_traits(tport_type_id type);

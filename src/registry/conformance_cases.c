@@ -4,16 +4,8 @@
 #include <string.h>
 
 #include "conformance_internal.h"
+#include "quant/type_table.h"
 
-static const tport_type_id weight_types[] = {
-    TPORT_TYPE_F32,      TPORT_TYPE_F16,       TPORT_TYPE_BF16,      TPORT_TYPE_Q4_0,      TPORT_TYPE_Q4_1,
-    TPORT_TYPE_Q5_0,     TPORT_TYPE_Q5_1,      TPORT_TYPE_Q8_0,      TPORT_TYPE_Q2_K,      TPORT_TYPE_Q3_K,
-    TPORT_TYPE_Q4_K,     TPORT_TYPE_Q5_K,      TPORT_TYPE_Q6_K,      TPORT_TYPE_IQ4_NL,    TPORT_TYPE_IQ4_XS,
-    TPORT_TYPE_Q4_0_QNT0, TPORT_TYPE_Q4_1_QNT0, TPORT_TYPE_Q4_2_QNT0, TPORT_TYPE_Q4_3_QNT0, TPORT_TYPE_Q5_0_QNT0,
-    TPORT_TYPE_Q5_1_QNT0, TPORT_TYPE_Q8_0_QNT1, TPORT_TYPE_Q4_0_QNT1, TPORT_TYPE_Q4_1_QNT1,
-    TPORT_TYPE_Q2_K_QK64, TPORT_TYPE_Q3_K_QK64, TPORT_TYPE_Q4_K_QK64, TPORT_TYPE_Q5_K_QK64, TPORT_TYPE_Q6_K_QK64,
-};
-#define N_WEIGHT_TYPES (int)(sizeof weight_types / sizeof weight_types[0])
 
 typedef struct builder {
     check_case *out;
@@ -135,11 +127,15 @@ static void copy_cases(builder *b) {
     }
 }
 
+/* Every weight type of the type table (current and historical). */
 static void weight_cases(builder *b) {
-    for (int i = 0; i < N_WEIGHT_TYPES; i++) {
-        tport_type_id w = weight_types[i];
-        const bool k_quant = w >= TPORT_TYPE_Q2_K && w <= TPORT_TYPE_Q8_K;
-        const int64_t K = k_quant || w == TPORT_TYPE_IQ4_XS ? 256 : 64;
+    for (int i = 0; i < tport_traits_count(); i++) {
+        const tport_type_traits *tr = tport_traits_at(i);
+        if (!tport_type_is_weight(tr))
+            continue;
+        tport_type_id w = tr->info.id;
+        /* rows of whole blocks: 256 for super-blocks, else 64 */
+        const int64_t K = tr->info.block_size > 64 ? 256 : 64;
         /* mul_mat: odd M and N, a vector, and GQA-style broadcast */
         push(b, (check_case){.op = TPORT_OP_MUL_MAT, .n_src = 2,
                              .src = {T(w, K, 5, 1, 1), T(TPORT_TYPE_F32, K, 3, 1, 1)},
