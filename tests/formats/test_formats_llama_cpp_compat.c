@@ -2,13 +2,20 @@
  * node-llama-cpp (which bundles llama.cpp) is installed: in the folder named
  * by TPORT_NODE_LLAMA_CPP, or in /work.  The real tiny llama GGUF is copied
  * through tport_model_file_open + the writer (with 64-byte alignment), and
- * llama.cpp must tokenize and greedily generate the same ids from both. */
+ * split by `tport convert --split-max-tensors` / `--split-max-size` (loaded
+ * by llama.cpp from the first part, finding the others itself); llama.cpp
+ * must tokenize and greedily generate the same ids from all of them. */
 #include "formats/gguf_write.h"
 #include "formats/model_file.h"
 #include "../test_util.h"
 
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#ifndef TPORT_CLI
+#error "TPORT_CLI must name the tport executable"
+#endif
 
 /* One node process loads each model given and prints one line per model. */
 static const char *script =
@@ -27,9 +34,14 @@ static const char *script =
     "}\n"
     "await llama.dispose();\n";
 
-static bool run(const char *lib, const char *js, const char *m1, const char *m2, char *out, size_t cap) {
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "node '%s' '%s' '%s' '%s' 2>/dev/null", js, lib, m1, m2);
+static bool run(const char *lib, const char *js, const char *const *models, int n_models, char *out, size_t cap) {
+    char cmd[4096];
+    int k = snprintf(cmd, sizeof cmd, "node '%s' '%s'", js, lib);
+    for (int i = 0; i < n_models && k > 0 && (size_t)k < sizeof cmd; i++)
+        k += snprintf(cmd + k, sizeof cmd - (size_t)k, " '%s'", models[i]);
+    if (k <= 0 || (size_t)k + 16 >= sizeof cmd)
+        return false;
+    snprintf(cmd + k, sizeof cmd - (size_t)k, " 2>/dev/null");
     FILE *p = popen(cmd, "r");
     if (!p)
         return false;
@@ -72,19 +84,36 @@ int main(void) {
     tport_gguf_writer_free(w);
     tport_model_file_close(mf);
 
-    char both[8192];
-    bool ok = run(lib, js, src, out_path, both, sizeof both);
-    char *nl = strchr(both, '\n');
-    CHECK(ok && nl, "llama.cpp loads the original and the file tport wrote: %s", both);
-    if (ok && nl) {
-        *nl = '\0';
-        const char *a = both, *b = nl + 1;
-        CHECK(a[0] && strncmp(a, b, strlen(a)) == 0 && b[strlen(a)] == '\n',
-              "same tokens and generation:\n  original: %s\n  written:  %s", a, b);
-        printf("llama.cpp on the written file: %s", b);
+    /* two splits written by tport convert: 3 parts by tensor count, 2 by size */
+    char cmd[1200], split_t[300], split_s[300];
+    snprintf(cmd, sizeof cmd, TPORT_CLI " convert '%s' '%s/t.gguf' --split-max-tensors 5 --quiet 2>&1", src, dir);
+    CHECK(system(cmd) == 0, "%s", cmd);
+    snprintf(cmd, sizeof cmd, TPORT_CLI " convert '%s' '%s/s.gguf' --split-max-size 600K --quiet 2>&1", src, dir);
+    CHECK(system(cmd) == 0, "%s", cmd);
+    snprintf(split_t, sizeof split_t, "%s/t-00001-of-00003.gguf", dir);
+    snprintf(split_s, sizeof split_s, "%s/s-00001-of-00002.gguf", dir);
+
+    static const char *const what[] = {"original", "written", "split by tensors", "split by size"};
+    const char *models[] = {src, out_path, split_t, split_s};
+    enum { N = 4 };
+    char all[16384];
+    bool ok = run(lib, js, models, N, all, sizeof all);
+    const char *line[N] = {all};
+    int n_lines = 1;
+    for (char *p = all; n_lines < N && (p = strchr(p, '\n')); p++)
+        line[n_lines++] = p + 1;
+    CHECK(ok && n_lines == N && strchr(line[N - 1], '\n'), "llama.cpp loads the original, the copy and both splits: %s",
+          all);
+    if (ok && n_lines == N) {
+        size_t len = (size_t)(strchr(line[0], '\n') - line[0]);
+        for (int i = 1; i < N; i++) {
+            CHECK(len > 0 && strncmp(line[0], line[i], len) == 0 && line[i][len] == '\n',
+                  "same tokens and generation:\n  original: %.*s\n  %s: %.*s", (int)len, line[0], what[i],
+                  (int)(strchr(line[i], '\n') ? strchr(line[i], '\n') - line[i] : 0), line[i]);
+            printf("llama.cpp on the %s file: %.*s\n", what[i], (int)len, line[i]);
+        }
     }
-    unlink(js);
-    unlink(out_path);
-    rmdir(dir);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0, "%s", cmd);
     return test_finish("test_formats_llama_cpp_compat");
 }
