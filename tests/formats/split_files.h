@@ -7,7 +7,7 @@
 
 #include "byte_builder.h"
 
-static inline void sp_str(bb *b, const char *s) {
+static inline void sf_str(bb *b, const char *s) {
     bb_u64(b, strlen(s));
     bb_raw(b, s, strlen(s));
 }
@@ -24,16 +24,16 @@ static inline void sample_split_part(bb *b, uint16_t no, uint16_t count, int32_t
     bb_u64(b, (uint64_t)n);
     bb_u64(b, meta ? 4 : 3);
     if (meta)
-        sp_str(b, "general.architecture"), bb_u32(b, 8), sp_str(b, "llama");
-    sp_str(b, "split.no"), bb_u32(b, 2), bb_u16(b, no);
-    sp_str(b, "split.count"), bb_u32(b, count_type);
+        sf_str(b, "general.architecture"), bb_u32(b, 8), sf_str(b, "llama");
+    sf_str(b, "split.no"), bb_u32(b, 2), bb_u16(b, no);
+    sf_str(b, "split.count"), bb_u32(b, count_type);
     if (count_type == 2)
         bb_u16(b, count);
     else
         bb_u32(b, count);
-    sp_str(b, "split.tensors.count"), bb_u32(b, 5), bb_i32(b, total);
+    sf_str(b, "split.tensors.count"), bb_u32(b, 5), bb_i32(b, total);
     for (int i = 0; i < n; i++) {
-        sp_str(b, names[i]);
+        sf_str(b, names[i]);
         bb_u32(b, 1), bb_u64(b, 4), bb_u32(b, 0), bb_u64(b, (uint64_t)i * 32);
     }
     bb_pad_to(b, 32);
