@@ -146,14 +146,14 @@ static tport_status dispatch(tport_model_file *mf, mf_cursor *c) {
         return mf_read_gguf(mf, c);
     if (magic == 0x67676d6cu || magic == 0x67676d66u || magic == 0x67676a74u)
         return mf_read_ggml_legacy(mf, c);
-    if (mf_st_index_sniff(c))
-        return mf_read_st_index(mf, c);
     if (mf_pytorch_sniff(c))
         return mf_read_pytorch(mf, c);
     if (magic == 0x616b3432u || mf_llama2c_sniff(c))
         return mf_read_llama2c(mf, c);
     if (looks_like_safetensors(c))
         return mf_read_safetensors(mf, c);
+    if (mf_st_index_sniff(c))
+        return mf_read_st_index(mf, c);
     if (magic == 0x67676c61u)
         return mf_fail(c, 0, "this is a llama.cpp LoRA adapter ('ggla'), not a model file");
     if (magic == 0x6767736eu)

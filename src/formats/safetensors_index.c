@@ -17,6 +17,7 @@
 #define INDEX_NAME "model.safetensors.index.json"
 #define SINGLE_NAME "model.safetensors"
 #define SHARD_EXT ".safetensors"
+#define MAX_INDEX_BYTES (64u << 20)
 
 bool mf_st_index_sniff(const mf_cursor *c) {
     uint64_t i = 0;
@@ -25,8 +26,8 @@ bool mf_st_index_sniff(const mf_cursor *c) {
     if (i >= c->size || c->data[i] != '{')
         return false;
     static const char key[] = "\"weight_map\"";
-    size_t k = sizeof key - 1;
-    for (; i + k <= c->size; i++)
+    uint64_t k = sizeof key - 1, end = c->size < MAX_INDEX_BYTES ? c->size : MAX_INDEX_BYTES;
+    for (; i + k <= end; i++)
         if (c->data[i] == '"' && !memcmp(c->data + i, key, k))
             return true;
     return false;
@@ -113,7 +114,6 @@ tport_status mf_read_st_index(tport_model_file *mf, mf_cursor *c) {
 
 #include <cjson/cJSON.h>
 
-#define MAX_INDEX_BYTES (64u << 20)
 #define MAX_SHARDS 4096
 #define MAX_NAME 255
 
@@ -259,6 +259,8 @@ static tport_status read_index(tport_model_file *mf, const mf_cursor *c, const c
 
 tport_status mf_read_st_index(tport_model_file *mf, mf_cursor *c) {
     mf->container = TPORT_CONTAINER_SAFETENSORS;
+    if (mf->part_only) /* an index named as a shard: never read recursively */
+        return mf_fail(c, 0, "a safetensors index where a shard was expected");
     if (c->size > MAX_INDEX_BYTES)
         return mf_fail(c, 0, "a safetensors index of %llu bytes (at most %u)", (unsigned long long)c->size,
                        MAX_INDEX_BYTES);

@@ -252,6 +252,14 @@ static void test_hostile(void) {
     tport_status s = tport_model_file_open(path, &mf);
     CHECK(s != TPORT_STATUS_OK && strstr(tport_last_error(), "model-00001-of-00001.safetensors"), "bad shard: %s",
           tport_last_error());
+    /* a shard that is itself an index (naming itself): refused, not read recursively */
+    const char *self = "{\"weight_map\": {\"model.norm.weight\": \"loop.safetensors\"}}";
+    write_text("bad/model.safetensors.index.json", self);
+    write_text("bad/loop.safetensors", self);
+    s = tport_model_file_open(path, &mf);
+    CHECK(s == TPORT_STATUS_BAD_FORMAT && strstr(tport_last_error(), "where a shard was expected") &&
+              strstr(tport_last_error(), "loop.safetensors"),
+          "an index as a shard: %s", tport_last_error());
     /* a shard that the index beside it does not list */
     expect_refused("shard not listed", "{\"weight_map\": {\"model.norm.weight\": \"" SHARD1 "\"}}", "bad/" SHARD2,
                    "does not list", SHARD2);
