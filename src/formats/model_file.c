@@ -1,6 +1,7 @@
 /* tport_model_file_open: maps the file read-only, recognises the container
  * from its first bytes (never from the file name) and hands it to the
- * matching reader. */
+ * matching reader.  Names only find the other files of a model: a
+ * folder's model, a shard's index, a split GGUF's parts. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>

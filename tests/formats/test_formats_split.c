@@ -417,6 +417,15 @@ static void test_real(void) {
     CHECK(run_q(cmd, out, sizeof out, false) == 0, "synth: %s", out);
     snprintf(prefix, sizeof prefix, "%s/synth-s", dir);
     split_and_compare(synth, "--split-max-size 70K", prefix, 0);
+    /* --help says what the options do */
+    snprintf(cmd, sizeof cmd, TPORT_CLI " convert --help");
+    CHECK(run_q(cmd, out, sizeof out, false) == 0 && strstr(out, "--split-max-size N[K|M|G]") &&
+              strstr(out, "--split-max-tensors N") && strstr(out, "-00001-of-"),
+          "convert --help: %s", out);
+    snprintf(cmd, sizeof cmd, TPORT_CLI " info --help");
+    CHECK(run_q(cmd, out, sizeof out, false) == 0 && strstr(out, "split GGUF") &&
+              strstr(out, "model.safetensors.index.json"),
+          "info --help: %s", out);
     /* bad options */
     snprintf(cmd, sizeof cmd, TPORT_CLI " convert %s %s/x.gguf --split-max-size 2T", synth, dir);
     CHECK(run_q(cmd, out, sizeof out, false) == 2 && strstr(out, "--split-max-size"), "bad size refused: %s", out);
