@@ -179,6 +179,52 @@ static void test_synthetic(void) {
     check_same("synthetic, the folder/", path, one, 3);
     snprintf(path, sizeof path, "%s/syn/model-00002-of-00003.safetensors", dir);
     check_same("synthetic, the second shard", path, one, 3);
+    /* every byte of the index and of a shard flipped, and every length of
+     * the index cut: an error or a model, never a crash */
+    bb index = {0}, shard = {0};
+    snprintf(path, sizeof path, "%s/syn/model.safetensors.index.json", dir);
+    FILE *f = fopen(path, "rb");
+    char chunk[4096];
+    size_t got;
+    while (f && (got = fread(chunk, 1, sizeof chunk, f)) > 0)
+        bb_raw(&index, chunk, got);
+    if (f)
+        fclose(f);
+    snprintf(path, sizeof path, "%s/syn/model-00002-of-00003.safetensors", dir);
+    f = fopen(path, "rb");
+    while (f && (got = fread(chunk, 1, sizeof chunk, f)) > 0)
+        bb_raw(&shard, chunk, got);
+    if (f)
+        fclose(f);
+    int errors = 0, tries = 0;
+    for (int which = 0; which < 3; which++) {
+        bb *b = which == 1 ? &shard : &index;
+        for (size_t i = 0; i < b->n; i += which == 1 ? 7 : 1) {
+            char idx_path[600], dir_path[600];
+            snprintf(idx_path, sizeof idx_path, "%s/syn/model.safetensors.index.json", dir);
+            snprintf(dir_path, sizeof dir_path, "%s/syn", dir);
+            if (which == 2) { /* the index cut to i bytes */
+                write_bytes(idx_path, index.p, i);
+            } else {
+                b->p[i] ^= 0x41;
+                write_bytes(which ? path : idx_path, b->p, b->n);
+                b->p[i] ^= 0x41;
+            }
+            tport_model_file *m = NULL;
+            tport_status st = tport_model_file_open(dir_path, &m);
+            tries++;
+            errors += st != TPORT_STATUS_OK;
+            CHECK(st == TPORT_STATUS_OK || st == TPORT_STATUS_BAD_FORMAT || st == TPORT_STATUS_IO,
+                  "corruption %d at %zu: status %d", which, i, (int)st);
+            tport_model_file_close(m);
+        }
+        write_bytes(path, shard.p, shard.n); /* both restored */
+        snprintf(chunk, sizeof chunk, "%s/syn/model.safetensors.index.json", dir);
+        write_bytes(chunk, index.p, index.n);
+    }
+    CHECK(errors > tries / 2, "corruptions detected: %d of %d", errors, tries);
+    bb_free(&index);
+    bb_free(&shard);
     /* a folder holding one model.safetensors opens it */
     tport_model_file *mf = NULL;
     CHECK(tport_model_file_open(dir, &mf) == TPORT_STATUS_OK && mf && mf->n_tensors == 4 && mf->n_parts == 0,
