@@ -113,6 +113,23 @@ static void test_valid_set(void) {
     }
 }
 
+/* gguf-split --no-tensor-first-split: the first part only metadata */
+static void test_empty_first_part(void) {
+    bb b = {0};
+    sample_split_part(&b, 0, 2, 2, names, 0, true, 2, 0.0f);
+    save(&b, "e-00001-of-00002.gguf");
+    bb_free(&b);
+    sample_split_part(&b, 1, 2, 2, names, 2, false, 2, 7.0f);
+    save(&b, "e-00002-of-00002.gguf");
+    bb_free(&b);
+    tport_model_file *mf = NULL;
+    tport_status s = open_in_dir("e-00002-of-00002.gguf", &mf);
+    CHECK(s == TPORT_STATUS_OK && mf && mf->n_tensors == 2 && mf->tensors[0].part == 1 &&
+              ((const float *)mf->tensors[1].data)[0] == 8.0f,
+          "a first part without tensors: %s", s ? tport_last_error() : "read");
+    tport_model_file_close(mf);
+}
+
 /* Replaces part `k` (1-based) of set "a" with b (NULL: removes it), opens
  * part `open_k`, expects an error containing `want` and `file`. */
 static void expect_error(const char *what, int k, const bb *b, int open_k, const char *want, const char *file) {
@@ -438,6 +455,7 @@ int main(void) {
     if (!mkdtemp(dir))
         return 1;
     test_valid_set();
+    test_empty_first_part();
     test_bad_sets();
     test_real();
     char cmd[400], out[256];
