@@ -54,8 +54,14 @@ int main(void) {
     char lib[600], buf[512];
     const char *root = getenv("TPORT_NODE_LLAMA_CPP");
     snprintf(lib, sizeof lib, "%s/node_modules/node-llama-cpp/dist/index.js", root && *root ? root : "/work");
-    if (access(lib, R_OK) != 0)
+    if (access(lib, R_OK) != 0) {
+        /* CI sets the variable: a named install that is not there is a failure, not a skip */
+        if (root && *root) {
+            CHECK(0, "TPORT_NODE_LLAMA_CPP=%s, but %s is not there", root, lib);
+            return test_finish("test_formats_llama_cpp_compat");
+        }
         test_skip("test_formats_llama_cpp_compat", "node-llama-cpp not installed (set TPORT_NODE_LLAMA_CPP)");
+    }
     const char *src = test_shared_path("models/llama-2-tiny-random.gguf", buf, sizeof buf);
     if (!src)
         test_skip("test_formats_llama_cpp_compat", "models/llama-2-tiny-random.gguf absent");
