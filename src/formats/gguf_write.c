@@ -369,7 +369,10 @@ static bool is_split_key(const char *key) {
 
 /* The keys of one file: all of them for a whole file; in a split, the
  * first part's (without any split.* key set on the writer) and then the
- * part's split keys, where llama.cpp's gguf-split puts them. */
+ * part's split keys, in the order gguf-split's files have them: it sets
+ * split.no, a placeholder split.count and split.tensors.count, then the
+ * real split.count, and ggml's gguf_set_val_* removes a key before
+ * appending it, so split.count comes last. */
 static void put_kvs(const tport_gguf_writer *w, FILE *f, const tport_gguf_part *part) {
     uint64_t n = 0;
     bool all = !part || part->split_no == 0;
@@ -386,9 +389,9 @@ static void put_kvs(const tport_gguf_writer *w, FILE *f, const tport_gguf_part *
     if (!part)
         return;
     const tport_kv keys[3] = {{.type = TPORT_KV_U16, .v.u = part->split_no},
-                              {.type = TPORT_KV_U16, .v.u = part->split_count},
-                              {.type = TPORT_KV_I32, .v.i = part->tensors_total}};
-    const char *names[3] = {"split.no", "split.count", "split.tensors.count"};
+                              {.type = TPORT_KV_I32, .v.i = part->tensors_total},
+                              {.type = TPORT_KV_U16, .v.u = part->split_count}};
+    const char *names[3] = {"split.no", "split.tensors.count", "split.count"};
     for (int i = 0; i < 3; i++) {
         put_str(f, names[i]);
         put_u32(f, (uint32_t)keys[i].type);

@@ -67,9 +67,10 @@ uint64_t tport_gguf_tensor_nbytes(const tport_gguf_writer *w, int i);
 /* ---- split GGUF, as llama.cpp's gguf-split writes it ---------------------- */
 /* One file of a split: tensors [first, first + count) in add order.  The
  * first part (split_no 0) carries every key set on the writer; each part
- * ends its keys with split.no (u16), split.count (u16) and
- * split.tensors.count (i32).  Parts after the first use GGUF's default
- * alignment (32), as they carry no general.alignment. */
+ * ends its keys with split.no (u16), split.tensors.count (i32) and
+ * split.count (u16), byte for byte as gguf-split's files.  Parts after the
+ * first use GGUF's default alignment (32), as they carry no
+ * general.alignment. */
 typedef struct tport_gguf_part {
     int first, count;
     uint16_t split_no, split_count;

@@ -1,6 +1,7 @@
 /* Parts of a split GGUF built byte by byte from llama.cpp's layout
  * (gguf-split.cpp: every part a GGUF v3 file; metadata in the first; the
- * keys split.no u16, split.count u16, split.tensors.count i32 in each),
+ * keys split.no u16, split.tensors.count i32, split.count u16 in each, in
+ * that order),
  * and a safetensors index.  Used by the split tests and the fuzz seeds. */
 #ifndef TPORT_TEST_SPLIT_FILES_H
 #define TPORT_TEST_SPLIT_FILES_H
@@ -26,12 +27,12 @@ static inline void sample_split_part(bb *b, uint16_t no, uint16_t count, int32_t
     if (meta)
         sf_str(b, "general.architecture"), bb_u32(b, 8), sf_str(b, "llama");
     sf_str(b, "split.no"), bb_u32(b, 2), bb_u16(b, no);
+    sf_str(b, "split.tensors.count"), bb_u32(b, 5), bb_i32(b, total);
     sf_str(b, "split.count"), bb_u32(b, count_type);
     if (count_type == 2)
         bb_u16(b, count);
     else
         bb_u32(b, count);
-    sf_str(b, "split.tensors.count"), bb_u32(b, 5), bb_i32(b, total);
     for (int i = 0; i < n; i++) {
         sf_str(b, names[i]);
         bb_u32(b, 1), bb_u64(b, 4), bb_u32(b, 0), bb_u64(b, (uint64_t)i * 32);

@@ -4,9 +4,13 @@
  * through tport_model_file_open + the writer (with 64-byte alignment), and
  * split by `tport convert --split-max-tensors` / `--split-max-size` (loaded
  * by llama.cpp from the first part, finding the others itself); llama.cpp
- * must tokenize and greedily generate the same ids from all of them. */
+ * must tokenize and greedily generate the same ids from all of them.  The
+ * parts must also be byte for byte what gguf-split writes from the same
+ * whole file (its strategy replayed through node-llama-cpp's libggml-base,
+ * gguf_split_reference.h). */
 #include "formats/gguf_write.h"
 #include "formats/model_file.h"
+#include "gguf_split_reference.h"
 #include "../test_util.h"
 
 #include <sys/stat.h>
@@ -48,6 +52,62 @@ static bool run(const char *lib, const char *js, const char *const *models, int 
     size_t n = fread(out, 1, cap - 1, p);
     out[n] = '\0';
     return pclose(p) == 0 && n > 0;
+}
+
+static bool same_file(const char *a, const char *b) {
+    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+    bool same = fa && fb;
+    int ca = 0, cb = 0;
+    while (same && (ca = fgetc(fa)) == (cb = fgetc(fb)) && ca != EOF)
+        ;
+    same = same && ca == EOF && cb == EOF;
+    if (fa)
+        fclose(fa);
+    if (fb)
+        fclose(fb);
+    return same;
+}
+
+/* tport convert --split-max-* of `model` against gguf-split of tport
+ * convert's whole file (the same keys): every part equal, byte for byte. */
+static void compare_with_gguf_split(const gguf_api *g, const char *model, const char *dir, const char *tag,
+                                    const char *opt, int64_t max_tensors, uint64_t max_bytes) {
+    char cmd[1600], whole[400], ref[400], ours[400];
+    snprintf(whole, sizeof whole, "%s/%s-whole.gguf", dir, tag);
+    snprintf(ref, sizeof ref, "%s/%s-ref", dir, tag);
+    snprintf(ours, sizeof ours, "%s/%s-tport", dir, tag);
+    snprintf(cmd, sizeof cmd, TPORT_CLI " convert '%s' '%s' --quiet 2>&1", model, whole);
+    CHECK(system(cmd) == 0, "%s", cmd);
+    snprintf(cmd, sizeof cmd, TPORT_CLI " convert '%s' '%s.gguf' %s --quiet 2>&1", model, ours, opt);
+    CHECK(system(cmd) == 0, "%s", cmd);
+    int n = gguf_split_reference(g, whole, ref, max_tensors, max_bytes);
+    CHECK(n >= 2, "%s: gguf-split's strategy makes %d parts", tag, n);
+    for (int k = 0; k < n; k++) {
+        char a[500], b[500];
+        snprintf(a, sizeof a, "%s-%05d-of-%05d.gguf", ref, k + 1, n);
+        snprintf(b, sizeof b, "%s-%05d-of-%05d.gguf", ours, k + 1, n);
+        CHECK(same_file(a, b), "%s %s: part %d of %d is gguf-split's byte for byte (%s vs %s)", tag, opt, k + 1, n, a, b);
+    }
+    printf("%s %s: %d parts, byte for byte as gguf-split writes them\n", tag, opt, n);
+}
+
+static void check_bytes(const char *root, const char *src, const char *dir) {
+    char lib[700], why[1024], synth[400], cmd[1200];
+    snprintf(lib, sizeof lib, "%s/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64/libggml-base.so", root);
+    gguf_api g = {0};
+    bool ok = gguf_api_load(&g, lib, why, sizeof why);
+    CHECK(ok, "ggml's gguf API from node-llama-cpp: %s", why);
+    if (!ok)
+        return;
+    compare_with_gguf_split(&g, src, dir, "real-t", "--split-max-tensors 5", 5, 0);
+    compare_with_gguf_split(&g, src, dir, "real-s", "--split-max-size 600K", 0, 600000);
+    snprintf(synth, sizeof synth, "%s/synth.gguf", dir);
+    snprintf(cmd, sizeof cmd, TPORT_CLI " synth --dim 64 --layers 3 --heads 4 --ff 128 --vocab 300 --type q8_0 -o '%s' >/dev/null 2>&1",
+             synth);
+    CHECK(system(cmd) == 0, "%s", cmd);
+    compare_with_gguf_split(&g, synth, dir, "synth-s", "--split-max-size 70K", 0, 70000);
+    compare_with_gguf_split(&g, synth, dir, "synth-t", "--split-max-tensors 7", 7, 0);
+    dlclose(g.lib);
 }
 
 int main(void) {
@@ -119,6 +179,7 @@ int main(void) {
             printf("llama.cpp on the %s file: %.*s\n", what[i], (int)len, line[i]);
         }
     }
+    check_bytes(root && *root ? root : "/work", src, dir);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     CHECK(system(cmd) == 0, "%s", cmd);
     return test_finish("test_formats_llama_cpp_compat");

@@ -308,16 +308,17 @@ static void check_layout(const char *prefix, int n_parts, int whole_kv, int n_te
         int n = read_keys(&f, kv, 64, &nt);
         tensors += nt;
         /* gguf-split: every key in the first part, then split.no,
-         * split.count, split.tensors.count; only those three later */
+         * split.tensors.count, split.count (ggml moves a key set again to
+         * the end); only those three later */
         CHECK(n == (k ? 3 : whole_kv + 3) && n <= 64, "%s: %d keys (whole file %d)", path, n, whole_kv);
         if (n >= 3 && n <= 64) {
             hdr_kv *s = &kv[n - 3];
             CHECK(!strcmp(s[0].key, "split.no") && s[0].type == 2 && s[0].u == (uint64_t)k, "%s: split.no u16 %d", path,
                   k);
-            CHECK(!strcmp(s[1].key, "split.count") && s[1].type == 2 && s[1].u == (uint64_t)n_parts,
-                  "%s: split.count u16 %d", path, n_parts);
-            CHECK(!strcmp(s[2].key, "split.tensors.count") && s[2].type == 5 && s[2].u == (uint64_t)n_tensors,
+            CHECK(!strcmp(s[1].key, "split.tensors.count") && s[1].type == 5 && s[1].u == (uint64_t)n_tensors,
                   "%s: split.tensors.count i32 %d", path, n_tensors);
+            CHECK(!strcmp(s[2].key, "split.count") && s[2].type == 2 && s[2].u == (uint64_t)n_parts,
+                  "%s: split.count u16 %d", path, n_parts);
         }
         bb_free(&f);
     }
