@@ -40,11 +40,18 @@ static void clean(void) {
         }
 }
 
+static void remove_dir(void) {
+    clean();
+    rmdir(dir);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!dir[0]) {
-        snprintf(dir, sizeof dir, "/tmp/tport-fuzz-split-XXXXXX");
+        const char *tmp = getenv("TMPDIR");
+        snprintf(dir, sizeof dir, "%.40s/tport-fuzz-split-XXXXXX", tmp && *tmp ? tmp : "/tmp");
         if (!mkdtemp(dir))
             abort();
+        atexit(remove_dir);
     }
     if (size < 1)
         return 0;
