@@ -7,7 +7,12 @@
 static _Thread_local char last_error[512];
 
 tport_status tport_verror(tport_status code, const char *fmt, va_list ap) {
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    /* formatted aside first: callers wrap the previous error with
+     * tport_error(s, "...: %s", tport_last_error()), and vsnprintf into
+     * the buffer it reads from is undefined (it garbled the message) */
+    char msg[sizeof last_error];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    memcpy(last_error, msg, sizeof msg);
     return code;
 }
 

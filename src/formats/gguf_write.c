@@ -39,6 +39,7 @@ struct tport_gguf_writer {
     uint32_t alignment;
     tport_gguf_progress_fn progress;
     void *progress_user;
+    uint64_t progress_base, progress_total; /* a split's earlier parts; all of it (0: this file) */
 };
 
 tport_gguf_writer *tport_gguf_writer_new(void) {
@@ -362,24 +363,62 @@ static uint64_t align_up(uint64_t v, uint64_t a) {
     return (v + a - 1) & ~(a - 1);
 }
 
-static tport_status write_body(tport_gguf_writer *w, FILE *f, const char *path) {
-    uint64_t total = 0, done = 0, off = 0;
-    for (int i = 0; i < w->n_t; i++) {
-        off = align_up(off, w->alignment);
-        w->t[i].offset = off;
-        off += w->t[i].nbytes;
-        total += w->t[i].nbytes;
-    }
-    put(f, "GGUF", 4);
-    put_u32(f, 3);
-    put_u64(f, (uint64_t)w->n_t);
-    put_u64(f, (uint64_t)w->n_kv);
-    for (int i = 0; i < w->n_kv; i++) {
+static bool is_split_key(const char *key) {
+    return !strcmp(key, "split.no") || !strcmp(key, "split.count") || !strcmp(key, "split.tensors.count");
+}
+
+/* The keys of one file: all of them for a whole file; in a split, the
+ * first part's (without any split.* key set on the writer) and then the
+ * part's split keys, in the order gguf-split's files have them: it sets
+ * split.no, a placeholder split.count and split.tensors.count, then the
+ * real split.count, and ggml's gguf_set_val_* removes a key before
+ * appending it, so split.count comes last. */
+static void put_kvs(const tport_gguf_writer *w, FILE *f, const tport_gguf_part *part) {
+    uint64_t n = 0;
+    bool all = !part || part->split_no == 0;
+    for (int i = 0; all && i < w->n_kv; i++)
+        n += !(part && is_split_key(w->kv[i].key));
+    put_u64(f, n + (part ? 3 : 0));
+    for (int i = 0; all && i < w->n_kv; i++) {
+        if (part && is_split_key(w->kv[i].key))
+            continue;
         put_str(f, w->kv[i].key);
         put_u32(f, (uint32_t)w->kv[i].type);
         put_value(f, &w->kv[i]);
     }
-    for (int i = 0; i < w->n_t; i++) {
+    if (!part)
+        return;
+    const tport_kv keys[3] = {{.type = TPORT_KV_U16, .v.u = part->split_no},
+                              {.type = TPORT_KV_I32, .v.i = part->tensors_total},
+                              {.type = TPORT_KV_U16, .v.u = part->split_count}};
+    const char *names[3] = {"split.no", "split.tensors.count", "split.count"};
+    for (int i = 0; i < 3; i++) {
+        put_str(f, names[i]);
+        put_u32(f, (uint32_t)keys[i].type);
+        put_value(f, &keys[i]);
+    }
+}
+
+static tport_status write_body(tport_gguf_writer *w, FILE *f, const char *path, const tport_gguf_part *part) {
+    uint64_t total = 0, done = 0, off = 0;
+    int first = part ? part->first : 0, end = part ? part->first + part->count : w->n_t;
+    /* gguf-split's later parts carry no general.alignment: GGUF's 32 */
+    uint64_t align = part && part->split_no ? 32 : w->alignment;
+    for (int i = first; i < end; i++) {
+        off = align_up(off, align);
+        w->t[i].offset = off;
+        off += w->t[i].nbytes;
+        total += w->t[i].nbytes;
+    }
+    if (w->progress_total) {
+        done = w->progress_base;
+        total = w->progress_total;
+    }
+    put(f, "GGUF", 4);
+    put_u32(f, 3);
+    put_u64(f, (uint64_t)(end - first));
+    put_kvs(w, f, part);
+    for (int i = first; i < end; i++) {
         const w_tensor *t = &w->t[i];
         put_str(f, t->name);
         put_u32(f, (uint32_t)t->n_dims);
@@ -391,9 +430,9 @@ static tport_status write_body(tport_gguf_writer *w, FILE *f, const char *path) 
     long pos = ftell(f);
     if (pos < 0)
         return tport_error(TPORT_STATUS_IO, "%s: cannot tell the write position: %s", path, strerror(errno));
-    put_zeros(f, align_up((uint64_t)pos, w->alignment) - (uint64_t)pos);
+    put_zeros(f, align_up((uint64_t)pos, align) - (uint64_t)pos);
     uint64_t at = 0;
-    for (int i = 0; i < w->n_t; i++) {
+    for (int i = first; i < end; i++) {
         const w_tensor *t = &w->t[i];
         put_zeros(f, t->offset - at);
         if (t->fill) {
@@ -419,9 +458,11 @@ static tport_status write_body(tport_gguf_writer *w, FILE *f, const char *path) 
     return TPORT_STATUS_OK;
 }
 
-tport_status tport_gguf_write(tport_gguf_writer *w, const char *path) {
+static tport_status write_file(tport_gguf_writer *w, const char *path, const tport_gguf_part *part) {
     if (!w || !path)
         return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "gguf writer: no writer or path");
+    if (part && (part->first < 0 || part->count < 0 || part->first > w->n_t || part->count > w->n_t - part->first))
+        return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "gguf writer: part %u has no such tensors", part->split_no);
     size_t n = strlen(path);
     char *tmp = malloc(n + 16);
     if (!tmp)
@@ -442,7 +483,7 @@ tport_status tport_gguf_write(tport_gguf_writer *w, const char *path) {
         free(tmp);
         return s;
     }
-    tport_status s = write_body(w, f, path);
+    tport_status s = write_body(w, f, path, part);
     if (s == TPORT_STATUS_OK && (fflush(f) != 0 || ferror(f)))
         s = tport_error(TPORT_STATUS_IO, "%s: write failed: %s", path, strerror(errno));
     if (fclose(f) != 0 && s == TPORT_STATUS_OK)
@@ -453,4 +494,23 @@ tport_status tport_gguf_write(tport_gguf_writer *w, const char *path) {
         unlink(tmp);
     free(tmp);
     return s;
+}
+
+tport_status tport_gguf_write(tport_gguf_writer *w, const char *path) { return write_file(w, path, NULL); }
+
+tport_status tport_gguf_write_part(tport_gguf_writer *w, const char *path, const tport_gguf_part *part,
+                                   uint64_t done, uint64_t total) {
+    if (!w || !part)
+        return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "gguf writer: no writer or part");
+    w->progress_base = done;
+    w->progress_total = total;
+    tport_status s = write_file(w, path, part);
+    w->progress_base = w->progress_total = 0;
+    return s;
+}
+
+int tport_gguf_n_tensors(const tport_gguf_writer *w) { return w ? w->n_t : 0; }
+
+uint64_t tport_gguf_tensor_nbytes(const tport_gguf_writer *w, int i) {
+    return w && i >= 0 && i < w->n_t ? w->t[i].nbytes : 0;
 }

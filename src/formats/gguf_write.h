@@ -60,4 +60,40 @@ void tport_gguf_set_progress(tport_gguf_writer *w, tport_gguf_progress_fn fn, vo
 
 tport_status tport_gguf_write(tport_gguf_writer *w, const char *path);
 
+int tport_gguf_n_tensors(const tport_gguf_writer *w);
+/* Bytes of tensor i (add order), 0 if there is none. */
+uint64_t tport_gguf_tensor_nbytes(const tport_gguf_writer *w, int i);
+
+/* ---- split GGUF, as llama.cpp's gguf-split writes it ---------------------- */
+/* One file of a split: tensors [first, first + count) in add order.  The
+ * first part (split_no 0) carries every key set on the writer; each part
+ * ends its keys with split.no (u16), split.tensors.count (i32) and
+ * split.count (u16), byte for byte as gguf-split's files.  Parts after the
+ * first use GGUF's default alignment (32), as they carry no
+ * general.alignment. */
+typedef struct tport_gguf_part {
+    int first, count;
+    uint16_t split_no, split_count;
+    int32_t tensors_total;
+} tport_gguf_part;
+/* Writes one part; progress reports done + this part's bytes of total. */
+tport_status tport_gguf_write_part(tport_gguf_writer *w, const char *path, const tport_gguf_part *part,
+                                   uint64_t done, uint64_t total);
+
+/* Limits of one part (0 = none): tensor data bytes (each tensor counted
+ * padded to 32, as gguf-split counts) and tensors. */
+typedef struct tport_gguf_split_limits {
+    uint64_t max_bytes;
+    uint32_t max_tensors;
+} tport_gguf_split_limits;
+/* Writes PREFIX-00001-of-0000N.gguf ... (names as llama_split_path makes
+ * them); the tensors go to the parts in add order, a new part starting
+ * where the next tensor would pass a limit (a tensor larger than
+ * max_bytes gets a part of its own).  On error no part is left behind.
+ * *n_parts (may be NULL) gets N. */
+tport_status tport_gguf_write_split(tport_gguf_writer *w, const char *prefix, const tport_gguf_split_limits *lim,
+                                    uint32_t *n_parts);
+/* The path of part k (0-based) of n: PREFIX-%05d-of-%05d.gguf.  malloc'ed. */
+char *tport_gguf_split_path(const char *prefix, uint32_t k, uint32_t n);
+
 #endif

@@ -120,16 +120,10 @@ static tport_status unpermute(tport_model_file *mf, const mf_cursor *c, const ch
     return TPORT_STATUS_OK;
 }
 
-/* Adds to mf->notes (a reader may have noted something already). */
-static void add_note(tport_model_file *mf, const char *note) {
-    size_t len = strlen(mf->notes);
-    snprintf(mf->notes + len, sizeof mf->notes - len, "%s%s", len ? "; " : "", note);
-}
-
 static void embedding_only(tport_model_file *mf, const char *what) {
     char note[96];
     snprintf(note, sizeof note, "no %s beside the file: hyperparameters unknown", what);
-    add_note(mf, note);
+    mf_add_note(mf, note);
     const tport_mf_tensor *e = tport_model_file_find(mf, "token_embd.weight");
     if (e && e->n_dims == 2 && e->ne[1] <= UINT32_MAX) {
         mf->hp.n_embd = (uint32_t)e->ne[0];
@@ -154,7 +148,7 @@ tport_status mf_apply_hf_config(tport_model_file *mf, const mf_cursor *c) {
             MF_TRY(unpermute(mf, c, q, nh));
             MF_TRY(unpermute(mf, c, k, nkv));
         }
-        add_note(mf, "Hugging Face q/k weights un-permuted to Meta/GGUF order at load");
+        mf_add_note(mf, "Hugging Face q/k weights un-permuted to Meta/GGUF order at load");
         snprintf(mf->arch, sizeof mf->arch, "llama");
     }
     return TPORT_STATUS_OK;

@@ -130,8 +130,39 @@ tport_status mf_read_ggml_legacy(tport_model_file *mf, mf_cursor *c);
 /* Multi-part GGML/GGMF llama (formats.md 1.7): when token_embd is narrower
  * than n_embd, reads FILE.1 ... and concatenates every tensor's parts. */
 tport_status mf_merge_parts(tport_model_file *mf, const mf_cursor *c, uint32_t n_embd);
-/* Opens one part of a multi-part model as it is (no merging). */
+/* Opens one part of a multi-part model as it is (no merging, no joining
+ * of split or sharded files, no companion config). */
 tport_status mf_open_part(const char *path, tport_model_file **out);
+
+/* ---- models in several files (model_parts.c) ------------------------------ */
+/* mf_open_part of part k (0-based) of n of `model`; the error names both. */
+tport_status mf_parts_open(const char *model, const char *path, uint32_t k, uint32_t n, const char *what,
+                           tport_model_file **out);
+/* Refuses a tensor name found in two of the n files (naming both);
+ * *total gets the tensor count of all of them. */
+tport_status mf_parts_check_unique(tport_model_file *const *parts, uint32_t n, uint64_t *total);
+/* top takes over the n open part files (closed with it) and appends their
+ * tensors, zero copy.  On error nothing was taken over. */
+tport_status mf_parts_adopt(tport_model_file *top, tport_model_file **parts, uint32_t n);
+/* Closes the part files (tport_model_file_close). */
+void mf_parts_close(tport_model_file *mf);
+/* Appends to mf->notes ("; " between notes). */
+void mf_add_note(tport_model_file *mf, const char *note);
+/* A split GGUF (split.count > 1): opens the other parts beside *mfp and
+ * reads them as one model; when *mfp is not the first part, *mfp becomes
+ * the first part's model file, holding the given one as a part.  On error
+ * *mfp is unchanged (and still the caller's). */
+tport_status mf_gguf_join_split(tport_model_file **mfp);
+/* Sharded safetensors: true if the bytes look like an index file (a JSON
+ * object with a "weight_map"). */
+bool mf_st_index_sniff(const mf_cursor *c);
+/* Reads an index file: every shard it names, beside it, as one model. */
+tport_status mf_read_st_index(tport_model_file *mf, mf_cursor *c);
+/* The file to open for `path`: a folder's model.safetensors.index.json
+ * or model.safetensors; for a shard NAME-0000K-of-0000N.safetensors with
+ * NAME.safetensors.index.json beside it, that index (*shard set).  NULL
+ * in *out: open path itself.  *out is malloc'ed. */
+tport_status mf_st_resolve_path(const char *path, char **out, bool *shard);
 /* On-disk ggml type code at a quantization version (0, 1, 2) -> exact
  * layout-revision type id; false if that code cannot occur. */
 bool mf_legacy_map_type(uint32_t code, int qnt, tport_type_id *out);

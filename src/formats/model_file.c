@@ -1,6 +1,7 @@
 /* tport_model_file_open: maps the file read-only, recognises the container
  * from its first bytes (never from the file name) and hands it to the
- * matching reader. */
+ * matching reader.  Names only find the other files of a model: a
+ * folder's model, a shard's index, a split GGUF's parts. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -86,9 +87,19 @@ static bool in_mapping(const tport_model_file *mf, const void *p, size_t n) {
     return lo >= base && n <= mf->map_size && lo - base <= mf->map_size - n;
 }
 
+/* The file (mf or one of its part files) whose mapping holds [p, p + n). */
+static const tport_model_file *mapping_of(const tport_model_file *mf, const void *p, size_t n) {
+    if (in_mapping(mf, p, n))
+        return mf;
+    for (uint32_t i = 0; mf && i < mf->n_part_files; i++)
+        if (in_mapping(mf->part_files[i], p, n))
+            return mf->part_files[i];
+    return NULL;
+}
+
 void tport_model_file_release(const tport_model_file *mf, const void *p, size_t n) {
     long page = sysconf(_SC_PAGESIZE);
-    if (!in_mapping(mf, p, n) || page <= 0)
+    if (!mapping_of(mf, p, n) || page <= 0)
         return;
     uintptr_t lo = (uintptr_t)p;
     uintptr_t first = (lo + (uintptr_t)page - 1) / (uintptr_t)page * (uintptr_t)page;
@@ -99,7 +110,8 @@ void tport_model_file_release(const tport_model_file *mf, const void *p, size_t 
 }
 
 tport_status tport_model_file_copy(const tport_model_file *mf, const void *p, void *dst, size_t n) {
-    if (!in_mapping(mf, p, n) || !mf->has_fd) {
+    mf = mapping_of(mf, p, n);
+    if (!mf || !mf->has_fd) {
         memcpy(dst, p, n);
         return TPORT_STATUS_OK;
     }
@@ -141,6 +153,8 @@ static tport_status dispatch(tport_model_file *mf, mf_cursor *c) {
         return mf_read_llama2c(mf, c);
     if (looks_like_safetensors(c))
         return mf_read_safetensors(mf, c);
+    if (mf_st_index_sniff(c))
+        return mf_read_st_index(mf, c);
     if (magic == 0x67676c61u)
         return mf_fail(c, 0, "this is a llama.cpp LoRA adapter ('ggla'), not a model file");
     if (magic == 0x6767736eu)
@@ -166,6 +180,10 @@ static tport_status read_mapped(tport_model_file *mf, tport_status s, tport_mode
         mf_cursor c = {.data = mf->map, .size = mf->file_size, .pos = 0, .path = mf->path};
         s = dispatch(mf, &c);
     }
+    /* a split GGUF's parts are found from the part given (which may make
+     * the first part the model file) */
+    if (s == TPORT_STATUS_OK && mf->container == TPORT_CONTAINER_GGUF && !mf->part_only)
+        s = mf_gguf_join_split(&mf);
     if (s == TPORT_STATUS_OK) {
         mf_hparams_defaults(&mf->hp);
         *out = mf;
@@ -175,14 +193,35 @@ static tport_status read_mapped(tport_model_file *mf, tport_status s, tport_mode
     return s;
 }
 
+/* A shard opened through its index must be one the index names. */
+static tport_status check_shard_listed(tport_model_file *mf, const char *shard) {
+    for (uint32_t i = 0; i < mf->n_part_files; i++)
+        if (!strcmp(mf->part_files[i]->path, shard))
+            return TPORT_STATUS_OK;
+    tport_status s = tport_error(TPORT_STATUS_BAD_FORMAT, "%s: a safetensors shard that %s beside it does not list",
+                                 shard, mf->path);
+    tport_model_file_close(mf);
+    return s;
+}
+
 tport_status tport_model_file_open(const char *path, tport_model_file **out) {
     *out = NULL;
     if (!path)
         return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "model file path is NULL");
-    tport_model_file *mf = new_model_file(path);
+    char *resolved = NULL;
+    bool shard = false;
+    MF_TRY(mf_st_resolve_path(path, &resolved, &shard));
+    tport_model_file *mf = new_model_file(resolved ? resolved : path);
+    free(resolved);
     if (!mf)
         return TPORT_STATUS_OUT_OF_MEMORY;
-    return read_mapped(mf, map_file(mf), out);
+    tport_status s = read_mapped(mf, map_file(mf), out);
+    if (s == TPORT_STATUS_OK && shard && (*out)->container == TPORT_CONTAINER_SAFETENSORS) {
+        s = check_shard_listed(*out, path);
+        if (s)
+            *out = NULL;
+    }
+    return s;
 }
 
 tport_status mf_open_part(const char *path, tport_model_file **out) {
@@ -220,6 +259,7 @@ void tport_model_file_close(tport_model_file *mf) {
         munmap(mf->map, mf->map_size);
     if (mf->has_fd)
         close(mf->fd);
+    mf_parts_close(mf);
     mf_free_owned(mf);
     free(mf->tensors);
     free(mf->path);

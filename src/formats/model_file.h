@@ -31,9 +31,12 @@ typedef struct tport_mf_tensor {
     tport_type_id type;        /* exact layout revision (see backend.h) */
     int n_dims;
     int64_t ne[4];             /* unused dims are 1                      */
-    uint64_t offset;           /* absolute offset of the data in the file */
+    uint64_t offset;           /* absolute offset of the data in its file */
     uint64_t nbytes;
     const void *data;          /* into the read-only mapping, or owned   */
+    uint32_t part;             /* the file holding it: 0 the model file
+                                  itself, i > 0 its part file i - 1 (split
+                                  GGUF, sharded safetensors)             */
 } tport_mf_tensor;
 
 /* Llama-architecture hyperparameters (0 = not given by the file). */
@@ -110,8 +113,16 @@ typedef struct tport_model_file {
     bool has_fd;               /* private: fd is open on the mapped file     */
     int fd;
     bool big_endian;           /* a big-endian GGUF v3 (swapped at load)     */
-    uint32_t n_parts;          /* multi-part GGML/GGMF files merged, 0 = one file */
+    uint32_t n_parts;          /* files the model was read from (multi-part
+                                  GGML/GGMF merged, split GGUF, safetensors
+                                  shards); 0 = one file                   */
     bool part_only;            /* private: reading one part of a multi-part model */
+    /* Split GGUF and sharded safetensors: the model's other files, each
+     * open and mapped for as long as this one (zero copy: a tensor with
+     * part = i + 1 points into part_files[i]).  Private to the readers;
+     * see tport_model_file_part_path. */
+    uint32_t n_part_files;
+    struct tport_model_file **part_files;
     /* A valid container that is not a complete model (a partial export, a
      * quantize test's file): the readers keep every tensor it has and say
      * here what a complete model of mf->arch would also need, e.g. "a
@@ -121,7 +132,12 @@ typedef struct tport_model_file {
     char missing[512];
 } tport_model_file;
 
-/* Sniffs the format from the bytes, reads and validates the file.  On error
+/* Sniffs the format from the bytes, reads and validates the file.  A model
+ * spread over several files opens from any of them: a split GGUF part
+ * (NAME-0000K-of-0000N.gguf) finds its siblings, a safetensors shard
+ * (NAME-0000K-of-0000N.safetensors) opens through NAME.safetensors.index.json
+ * beside it, and a folder opens its model.safetensors.index.json or
+ * model.safetensors.  On error
  * returns TPORT_STATUS_BAD_FORMAT or TPORT_STATUS_IO and the message reads
  * "FILE: offset N: what is wrong". */
 tport_status tport_model_file_open(const char *path, tport_model_file **out);
@@ -136,6 +152,9 @@ const char *tport_container_name(tport_container c);
 /* Gives a file without a vocabulary (llama2.c checkpoints) the one in a
  * llama2.c tokenizer.bin; its token count must match hp.n_vocab. */
 tport_status tport_model_file_load_llama2c_vocab(tport_model_file *mf, const char *path);
+/* The path of the file holding tensors with this `part` (0: mf->path),
+ * or NULL past the last part file. */
+const char *tport_model_file_part_path(const tport_model_file *mf, uint32_t part);
 /* The metadata entry with this key, or NULL. */
 const tport_kv *tport_model_file_kv(const tport_model_file *mf, const char *key);
 /* Says the bytes [p, p + n) of the file's mapping will not be needed soon

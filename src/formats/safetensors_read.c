@@ -104,7 +104,9 @@ tport_status mf_read_safetensors(tport_model_file *mf, mf_cursor *c) {
         return s;
     mf->alignment = 0;
     mf->data_offset = 8 + n;
-    return mf_apply_hf_config(mf, c);
+    /* a shard of a sharded model: the index's reader applies config.json
+     * once, over every shard's tensors */
+    return mf->part_only ? TPORT_STATUS_OK : mf_apply_hf_config(mf, c);
 }
 
 #endif

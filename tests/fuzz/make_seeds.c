@@ -1,9 +1,55 @@
 /* Writes the small sample files of every format into a folder: the seed
- * corpus of the fuzz targets (.ci/fuzz). */
+ * corpus of the fuzz targets (.ci/fuzz).  A third folder gets the sets of
+ * files fuzz_split_set reads (its input layout is described there). */
 #include <stdio.h>
 
 #include "gguf_big_endian.h"
 #include "sample_files.h"
+#include "split_files.h"
+
+/* Appends one file of a fuzz_split_set input: u32 length, bytes. */
+static void set_file(bb *set, bb *file) {
+    bb_u32(set, (uint32_t)file->n);
+    bb_raw(set, file->p, file->n);
+    bb_free(file);
+}
+
+static void safetensors_file(bb *b, const char *name) {
+    char st[256];
+    snprintf(st, sizeof st, "{\"%s\": {\"dtype\": \"F32\", \"shape\": [2, 2], \"data_offsets\": [0, 16]}}", name);
+    bb_u64(b, strlen(st));
+    bb_raw(b, st, strlen(st));
+    for (int i = 0; i < 4; i++)
+        bb_f32(b, (float)i);
+}
+
+static int split_seeds(const char *dir, int (*save)(const char *, const char *, bb *)) {
+    static const char *const names[5] = {"token_embd.weight", "output_norm.weight", "output.weight", "blk.0.attn_q.weight",
+                                         "blk.0.attn_k.weight"};
+    static const int first[4] = {0, 2, 3, 5};
+    int rc = 0;
+    for (unsigned open_k = 0; open_k < 3; open_k += 2) {
+        bb set = {0}, f = {0};
+        bb_u8(&set, (uint8_t)(2 | open_k << 2)); /* 3 files, open part open_k */
+        for (int k = 0; k < 3; k++) {
+            sample_split_part(&f, (uint16_t)k, 3, 5, names + first[k], first[k + 1] - first[k], k == 0, 2, (float)k);
+            set_file(&set, &f);
+        }
+        rc |= save(dir, open_k ? "gguf-split-open-3" : "gguf-split-open-1", &set);
+    }
+    bb set = {0}, f = {0};
+    bb_u8(&set, 0x80 | 2); /* safetensors, 3 files, open the folder */
+    const char *idx = "{\"metadata\": {\"total_size\": 32}, \"weight_map\": {\"model.norm.weight\": \"s1.safetensors\", "
+                      "\"lm_head.weight\": \"s2.safetensors\"}}";
+    bb_raw(&f, idx, strlen(idx));
+    set_file(&set, &f);
+    safetensors_file(&f, "model.norm.weight");
+    set_file(&set, &f);
+    safetensors_file(&f, "lm_head.weight");
+    set_file(&set, &f);
+    rc |= save(dir, "safetensors-sharded", &set);
+    return rc;
+}
 
 static int save(const char *dir, const char *name, bb *b) {
     char path[1024];
@@ -19,8 +65,8 @@ static int save(const char *dir, const char *name, bb *b) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 2 && argc != 3) {
-        fprintf(stderr, "usage: fuzz_make_seeds DIR [PICKLE_DIR]\n");
+    if (argc < 2 || argc > 4) {
+        fprintf(stderr, "usage: fuzz_make_seeds DIR [PICKLE_DIR [SPLIT_SET_DIR]]\n");
         return 2;
     }
     int rc = 0;
@@ -67,6 +113,17 @@ int main(int argc, char **argv) {
     rc |= save(argv[1], "safetensors", &b);
     sample_pytorch_legacy(&b);
     rc |= save(argv[1], "pytorch-legacy", &b);
+    /* one file of a split set and an index: their own checks run even
+     * from memory (the siblings cannot be read there) */
+    static const char *const two[2] = {"token_embd.weight", "output_norm.weight"};
+    sample_split_part(&b, 0, 2, 3, two, 2, true, 2, 0.0f);
+    rc |= save(argv[1], "gguf-split-part", &b);
+    const char *index = "{\"metadata\": {}, \"weight_map\": {\"model.norm.weight\": \"model-00001-of-00002.safetensors\", "
+                        "\"lm_head.weight\": \"model-00002-of-00002.safetensors\"}}";
+    bb_raw(&b, index, strlen(index));
+    rc |= save(argv[1], "safetensors-index", &b);
+    if (argc > 3)
+        rc |= split_seeds(argv[3], save);
     if (argc > 2) { /* the pickle target's corpus: a state dict pickle */
         const int size[2] = {3, 2}, stride[2] = {1, 3};
         sample_pickle_state_dict(&b, "model.layers.0.self_attn.q_proj.weight", "0", 6, 0, size, stride);

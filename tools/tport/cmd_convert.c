@@ -1,7 +1,9 @@
 /* tport convert IN OUT.gguf [--type T]: any readable model file to GGUF v3
  * with the llama metadata llama.cpp expects, optionally requantizing the
  * 2-D weights.  Tensors in historical layouts (which no current reader
- * understands) are converted to the nearest current type. */
+ * understands) are converted to the nearest current type.  With
+ * --split-max-size / --split-max-tensors the output is a split GGUF laid
+ * out as llama.cpp's gguf-split writes it. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -217,7 +219,8 @@ static tport_status set_tokenizer(tport_gguf_writer *w, const tport_model_file *
 }
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: tport convert IN OUT.gguf [--type T] [--vocab TOKENIZER.bin] [--vocab-from F.gguf] [--ctx N] [--quiet]\n\n"
+    fprintf(f, "usage: tport convert IN OUT.gguf [--type T] [--vocab TOKENIZER.bin] [--vocab-from F.gguf] [--ctx N] [--quiet]\n"
+               "                     [--split-max-size N[K|M|G]] [--split-max-tensors N]\n\n"
                "Writes any readable model file (GGUF v1-v3, GGML, GGMF, GGJT v1-v3, llama2.c,\n"
                "safetensors, PyTorch .pth/.bin/.pt) as GGUF v3 with llama.cpp's metadata keys.\n"
                "A file holding only some of a model's tensors is written with all it has,\n"
@@ -232,13 +235,56 @@ static void usage(FILE *f) {
                "  --ctx N    the context length to record (pre-GGUF files do not store one;\n"
                "             the default for them is LLaMA's 2048)\n"
                "  --quiet    no per-tensor lines, no progress bar\n"
+               "  --split-max-size N[K|M|G]  write a split GGUF whose parts hold at most N bytes of\n"
+               "             tensor data each (decimal units, as llama.cpp's gguf-split counts)\n"
+               "  --split-max-tensors N      write a split GGUF of at most N tensors per part\n"
+               "             A split is written as OUT-00001-of-0000K.gguf ... (OUT without its\n"
+               "             .gguf), metadata in the first part, as gguf-split lays it out; with\n"
+               "             both limits a part ends at whichever is reached first.\n"
+               "             llama.cpp opens it from its first part, tport from any part.\n"
+               "IN may be a split GGUF (any part), a safetensors file, shard, index or folder.\n"
                "Tensors in historical layouts (q4_0_qnt0, ...) become the nearest current type.\n");
+}
+
+/* "N", "NK", "NM", "NG": decimal units as gguf-split's --split-max-size. */
+static bool parse_size(const char *s, uint64_t *out) {
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    uint64_t unit = 1;
+    if (*end == 'K' || *end == 'k')
+        unit = 1000, end++;
+    else if (*end == 'M' || *end == 'm')
+        unit = 1000 * 1000, end++;
+    else if (*end == 'G' || *end == 'g')
+        unit = 1000 * 1000 * 1000, end++;
+    if (end == s || *end || s[0] == '-' || v == 0 || v > UINT64_MAX / unit)
+        return false;
+    *out = (uint64_t)v * unit;
+    return true;
+}
+
+/* OUT names the split's prefix; a trailing .gguf is not part of it. */
+static char *split_prefix(const char *out) {
+    size_t n = strlen(out);
+    if (n > 5 && !strcmp(out + n - 5, ".gguf"))
+        n -= 5;
+    char *p = malloc(n + 1);
+    if (p) {
+        memcpy(p, out, n);
+        p[n] = '\0';
+    }
+    return p;
+}
+
+static bool is_split_key(const char *key) {
+    return !strcmp(key, "split.no") || !strcmp(key, "split.count") || !strcmp(key, "split.tensors.count");
 }
 
 int cmd_convert(int argc, char **argv) {
     const char *in = NULL, *out = NULL, *type_name = NULL, *vocab = NULL, *vocab_from = NULL;
     bool quiet = false;
     long ctx = 0;
+    tport_gguf_split_limits split = {0};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
@@ -254,6 +300,16 @@ int cmd_convert(int argc, char **argv) {
             ctx = strtol(argv[++i], &end, 10);
             if (*end || ctx <= 0 || ctx > INT32_MAX)
                 return tool_fail(2, "convert: --ctx needs a positive number, not '%s'", argv[i]);
+        } else if (!strcmp(argv[i], "--split-max-size") && i + 1 < argc) {
+            if (!parse_size(argv[++i], &split.max_bytes))
+                return tool_fail(2, "convert: --split-max-size needs a positive size such as 2G, 500M or 4096, not '%s'",
+                                 argv[i]);
+        } else if (!strcmp(argv[i], "--split-max-tensors") && i + 1 < argc) {
+            char *end;
+            long v = strtol(argv[++i], &end, 10);
+            if (*end || v <= 0 || v > INT32_MAX)
+                return tool_fail(2, "convert: --split-max-tensors needs a positive number, not '%s'", argv[i]);
+            split.max_tensors = (uint32_t)v;
         } else if (!strcmp(argv[i], "--quiet")) {
             quiet = true;
         } else if (argv[i][0] == '-' && argv[i][1]) {
@@ -329,8 +385,9 @@ int cmd_convert(int argc, char **argv) {
     }
     /* metadata: a GGUF source keeps its keys; others get llama's */
     if (!s && mf->container == TPORT_CONTAINER_GGUF) {
+        /* the source's alignment and split layout do not describe the output */
         for (int i = 0; !s && i < mf->n_kv; i++)
-            if (strcmp(mf->kv[i].key, "general.alignment"))
+            if (strcmp(mf->kv[i].key, "general.alignment") && !is_split_key(mf->kv[i].key))
                 s = tport_gguf_set_kv(w, mf->kv[i].key, &mf->kv[i]);
     } else if (!s) {
         if (!strcmp(mf->arch, "llama"))
@@ -356,16 +413,26 @@ int cmd_convert(int argc, char **argv) {
     }
     if (!s)
         s = tport_gguf_set_u32(w, "general.quantization_version", 2);
+    bool splitting = split.max_bytes || split.max_tensors;
+    char *prefix = splitting ? split_prefix(out) : NULL;
+    uint32_t n_parts = 0;
+    if (!s && splitting && !prefix)
+        s = TPORT_STATUS_OUT_OF_MEMORY;
     if (!s) {
         tport_gguf_set_progress(w, progress_bar, &j);
-        s = tport_gguf_write(w, out);
+        s = splitting ? tport_gguf_write_split(w, prefix, &split, &n_parts) : tport_gguf_write(w, out);
     }
     int rc = 0;
     if (s)
         rc = tool_fail(s == TPORT_STATUS_BAD_FORMAT ? 2 : 1, "%s", tport_last_error());
+    else if (!quiet && splitting)
+        fprintf(stderr, "wrote %s-00001-of-%05u.gguf ... (%u parts): GGUF v3, %d tensors (%d converted), "
+                "%d metadata keys + 3 split keys\n", prefix, n_parts, n_parts, mf->n_tensors, n_changed,
+                tport_gguf_n_kv(w));
     else if (!quiet)
         fprintf(stderr, "wrote %s: GGUF v3, %d tensors (%d converted), %d metadata keys\n", out, mf->n_tensors,
                 n_changed, tport_gguf_n_kv(w));
+    free(prefix);
     tport_gguf_writer_free(w);
     free(owned_tt);
     free(j.plans);

@@ -85,6 +85,25 @@ static const char *refusal(const tport_model_file *mf, char *why, size_t cap) {
     return arch && tport_arch_refusal(mf, arch, why, cap) ? why : NULL;
 }
 
+/* Tensors held by the file of this part (0: the model file itself). */
+static int part_tensors(const tport_model_file *mf, uint32_t part) {
+    int n = 0;
+    for (int i = 0; i < mf->n_tensors; i++)
+        n += mf->tensors[i].part == part;
+    return n;
+}
+
+/* A split GGUF or sharded safetensors: each file, its size and tensors. */
+static void print_parts(const tport_model_file *mf) {
+    if (mf->n_part_files == 0)
+        return;
+    printf("files:         %u\n", mf->n_part_files + 1);
+    for (uint32_t p = 0; p <= mf->n_part_files; p++) {
+        const tport_model_file *f = p ? mf->part_files[p - 1] : mf;
+        printf("  [%u] %s (%" PRIu64 " bytes, %d tensors)\n", p, f->path, f->file_size, part_tensors(mf, p));
+    }
+}
+
 static void print_text(const tport_model_file *mf) {
     const tport_llama_hparams *hp = &mf->hp;
     char buf[32];
@@ -109,6 +128,7 @@ static void print_text(const tport_model_file *mf) {
                (uint32_t)mf->quant_version * 1000 + mf->file_type);
     if (mf->alignment)
         printf("alignment:     %u\n", mf->alignment);
+    print_parts(mf);
     if (mf->notes[0])
         printf("note:          %s\n", mf->notes);
     if (mf->n_missing)
@@ -174,8 +194,11 @@ static void print_text(const tport_model_file *mf) {
             elems *= (uint64_t)t->ne[d];
         total_bytes += t->nbytes;
         total_elems += elems;
-        printf("  %-32s %-10s %-24s %12" PRIu64 " %12" PRIu64 "\n", t->name, type_name(t->type, buf, sizeof buf),
-               shape, t->nbytes, t->offset);
+        printf("  %-32s %-10s %-24s %12" PRIu64 " %12" PRIu64, t->name, type_name(t->type, buf, sizeof buf), shape,
+               t->nbytes, t->offset);
+        if (mf->n_part_files)
+            printf("  in [%u]", t->part);
+        printf("\n");
     }
     printf("total:         %d tensors, %" PRIu64 " parameters, %" PRIu64 " bytes (%.2f MiB)\n", mf->n_tensors,
            total_elems, total_bytes, (double)total_bytes / (1024.0 * 1024.0));
@@ -190,6 +213,14 @@ static void print_json(const tport_model_file *mf) {
     printf(", \"file_size\": %" PRIu64 ", \"container\": \"%s\", \"version\": %u, \"quantization_version\": %d",
            mf->file_size, tport_container_name(mf->container), mf->version, mf->quant_version);
     printf(", \"big_endian\": %s, \"parts\": %u", mf->big_endian ? "true" : "false", mf->n_parts ? mf->n_parts : 1);
+    printf(", \"files\": [");
+    for (uint32_t p = 0; p <= mf->n_part_files; p++) {
+        const tport_model_file *f = p ? mf->part_files[p - 1] : mf;
+        printf(p ? ", {\"path\": " : "{\"path\": ");
+        tool_json_string(stdout, f->path);
+        printf(", \"bytes\": %" PRIu64 ", \"tensors\": %d}", f->file_size, part_tensors(mf, p));
+    }
+    printf("]");
     printf(", \"file_type\": %u, \"alignment\": %u, \"note\": ", mf->file_type, mf->alignment);
     tool_json_string(stdout, mf->notes);
     printf(", \"complete\": %s, \"missing\": ", mf->n_missing ? "false" : "true");
@@ -235,7 +266,7 @@ static void print_json(const tport_model_file *mf) {
         printf(", \"type\": \"%s\", \"type_id\": %u, \"shape\": [", type_name(t->type, buf, sizeof buf), t->type);
         for (int d = 0; d < t->n_dims; d++)
             printf(d ? ", %" PRId64 : "%" PRId64, t->ne[d]);
-        printf("], \"bytes\": %" PRIu64 ", \"offset\": %" PRIu64 "}", t->nbytes, t->offset);
+        printf("], \"bytes\": %" PRIu64 ", \"offset\": %" PRIu64 ", \"file\": %u}", t->nbytes, t->offset, t->part);
     }
     printf("],\n \"totals\": {\"tensors\": %d, \"parameters\": %" PRIu64 ", \"bytes\": %" PRIu64 "}}\n",
            mf->n_tensors, total_elems, total_bytes);
@@ -247,9 +278,13 @@ static void usage(FILE *f) {
                "architecture, hyperparameters, tokenizer, metadata and every tensor (name,\n"
                "type, shape, bytes, offset).  Reads GGUF v1-v3, GGML, GGMF, GGJT v1-v3,\n"
                "llama2.c checkpoints, safetensors and PyTorch checkpoints (.pth/.bin/.pt,\n"
-               "read without running their pickles).  A valid file that holds only some\n"
-               "of a model's tensors is shown as it is, with a warning naming what a\n"
-               "complete model would also need.  --json prints one JSON document.\n");
+               "read without running their pickles).  A model in several files opens from\n"
+               "any of them and is shown whole, with its files: a split GGUF from any part\n"
+               "(NAME-0000K-of-0000N.gguf), sharded safetensors from the index\n"
+               "(model.safetensors.index.json), any shard or the folder.  A valid file\n"
+               "that holds only some of a model's tensors is shown as it is, with a\n"
+               "warning naming what a complete model would also need.  --json prints\n"
+               "one JSON document.\n");
 }
 
 int cmd_info(int argc, char **argv) {
