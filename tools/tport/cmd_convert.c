@@ -16,6 +16,7 @@
 #include "formats/gguf_write.h"
 #include "formats/model_file.h"
 #include "quant/convert.h"
+#include "quant/type_table.h"
 #include "tport/tport.h"
 
 typedef struct plan {
@@ -38,49 +39,22 @@ static const char *tname(tport_type_id t) {
     return ti && ti->name ? ti->name : "?";
 }
 
-/* The current type a historical layout becomes: same family where one
- * exists (lossless for the nibble permutations, f32 -> f16 scale rounding
- * otherwise), q8_0 for the 16-element q4_2/q4_3 that have no successor,
- * today's 256-element k-quant for a QK_K = 64 one (requantized, lossy)
- * or f16 when the row length is no multiple of 256. */
+/* The current type a tensor of a historical layout revision becomes: its
+ * row's successor in the type table, f16 where the row length is not
+ * whole blocks of it (QK64 rows of other than 256 elements). */
 static tport_type_id nearest_current(const tport_mf_tensor *src) {
-    tport_type_id t = src->type;
-    switch (t) {
-    case TPORT_TYPE_Q4_0_QNT0: case TPORT_TYPE_Q4_0_QNT1: return TPORT_TYPE_Q4_0;
-    case TPORT_TYPE_Q4_1_QNT0: case TPORT_TYPE_Q4_1_QNT1: return TPORT_TYPE_Q4_1;
-    case TPORT_TYPE_Q5_0_QNT0: return TPORT_TYPE_Q5_0;
-    case TPORT_TYPE_Q5_1_QNT0: return TPORT_TYPE_Q5_1;
-    case TPORT_TYPE_Q8_0_QNT1: return TPORT_TYPE_Q8_0;
-    case TPORT_TYPE_Q4_2_QNT0: case TPORT_TYPE_Q4_3_QNT0: return TPORT_TYPE_Q8_0;
-    case TPORT_TYPE_Q2_K_QK64: case TPORT_TYPE_Q3_K_QK64: case TPORT_TYPE_Q4_K_QK64: case TPORT_TYPE_Q5_K_QK64:
-    case TPORT_TYPE_Q6_K_QK64:
-        if (src->ne[0] % 256)
-            return TPORT_TYPE_F16;
-        return (tport_type_id)(TPORT_TYPE_Q2_K + (t - TPORT_TYPE_Q2_K_QK64));
-    default: return t;
-    }
+    const tport_type_traits *t = tport_traits(src->type);
+    if (!t)
+        return src->type;
+    const tport_type_traits *to = tport_traits(t->successor);
+    return to && src->ne[0] % to->info.block_size ? TPORT_TYPE_F16 : t->successor;
 }
 
-/* llama_ftype for a "mostly T" file (llama.h). */
-static uint32_t ftype_of(tport_type_id t) {
-    switch (t) {
-    case TPORT_TYPE_F32: return 0;
-    case TPORT_TYPE_F16: return 1;
-    case TPORT_TYPE_Q4_0: return 2;
-    case TPORT_TYPE_Q4_1: return 3;
-    case TPORT_TYPE_Q8_0: return 7;
-    case TPORT_TYPE_Q5_0: return 8;
-    case TPORT_TYPE_Q5_1: return 9;
-    case TPORT_TYPE_Q2_K: return 10;
-    case TPORT_TYPE_Q3_K: return 12;
-    case TPORT_TYPE_Q4_K: return 15;
-    case TPORT_TYPE_Q5_K: return 17;
-    case TPORT_TYPE_Q6_K: return 18;
-    case TPORT_TYPE_IQ4_NL: return 25;
-    case TPORT_TYPE_IQ4_XS: return 30;
-    case TPORT_TYPE_BF16: return 32;
-    default: return 0;
-    }
+/* llama_ftype of a "mostly T" file (the type table's file_type; 0 for a
+ * type no llama_ftype names). */
+static uint32_t ftype_of(tport_type_id type) {
+    const tport_type_traits *t = tport_traits(type);
+    return t && t->file_type >= 0 ? (uint32_t)t->file_type : 0;
 }
 
 static int64_t n_elements(const tport_mf_tensor *t) {

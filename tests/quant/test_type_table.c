@@ -1,0 +1,76 @@
+/* The type table is the only place a type's facts live (issue 38): this
+ * test walks its rows and checks that every consumer agrees with them.
+ *   - the public type info and the model-file readers' sizes come from it;
+ *   - each row's successor is a current row of a weight type, of the same
+ *     family unless the family has no current layout;
+ *   - file types (llama_ftype) are unique and only on current rows;
+ *   - the QK64 revision of a K-quant is found through the table;
+ *   - conformance tries mul_mat and get_rows for every weight type, and
+ *     load-time conversion never targets an activation or integer type. */
+#include <string.h>
+
+#include "../test_util.h"
+#include "formats/mf_internal.h"
+#include "model/placement.h"
+#include "quant/type_table.h"
+#include "registry/conformance_internal.h"
+#include "tport/tport.h"
+
+int main(void) {
+    int n = tport_traits_count();
+    CHECK(n > 20, "%d rows", n);
+    int n_cases = check_cases(NULL, 0);
+    check_case *cases = calloc((size_t)n_cases, sizeof *cases);
+    CHECK(cases != NULL, "out of memory");
+    if (cases)
+        check_cases(cases, n_cases);
+    for (int i = 0; i < n; i++) {
+        const tport_type_traits *t = tport_traits_at(i);
+        const tport_type_info *pub = tport_type_get(t->info.id);
+        CHECK(pub && pub->block_size == t->info.block_size && pub->block_bytes == t->info.block_bytes,
+              "%s: tport_type_get disagrees", t->info.name);
+        int64_t block = 0;
+        uint64_t bytes = 0;
+        CHECK(mf_type_size(t->info.id, &block, &bytes) && block == t->info.block_size &&
+                  bytes == t->info.block_bytes, "%s: the readers' size disagrees", t->info.name);
+        CHECK(i == 0 || tport_traits_at(i - 1)->info.id < t->info.id, "%s: rows not sorted by id", t->info.name);
+        /* the successor */
+        const tport_type_traits *s = tport_traits(t->successor);
+        bool current = !strcmp(t->revision, "current");
+        CHECK(s && !strcmp(s->revision, "current"), "%s: successor is not a current row", t->info.name);
+        CHECK(!current || t->successor == t->info.id, "%s: a current row is not its own successor", t->info.name);
+        if (s && !current && tport_type_revision(t, "current"))
+            CHECK(!strcmp(s->family, t->family), "%s: successor of another family though %s has a current row",
+                  t->info.name, t->family);
+        CHECK(tport_type_is_weight(t) == tport_type_is_weight(s), "%s: weight and successor disagree", t->info.name);
+        /* file types */
+        CHECK(t->file_type < 0 || current, "%s: a historical row has a file type", t->info.name);
+        for (int k = 0; k < i; k++)
+            CHECK(t->file_type < 0 || tport_traits_at(k)->file_type != t->file_type, "%s and %s: file type %d twice",
+                  tport_traits_at(k)->info.name, t->info.name, t->file_type);
+        CHECK(!(t->flags & TPORT_TYPEF_ACTIVATION) || t->file_type < 0, "%s: activation type with a file type",
+              t->info.name);
+        /* QK64: exactly the K-quant families with such a row */
+        tport_type_id qk64 = 0;
+        const tport_type_traits *rev = tport_type_revision(t, "qk64");
+        bool has = mf_qk64_type(t->info.id, &qk64);
+        CHECK(has == (current && rev != NULL), "%s: QK64 revision lookup", t->info.name);
+        CHECK(!has || qk64 == rev->info.id, "%s: QK64 revision id", t->info.name);
+        /* conformance and conversion */
+        int mul_mat = 0, get_rows = 0;
+        for (int c = 0; cases && c < n_cases; c++) {
+            mul_mat += cases[c].op == TPORT_OP_MUL_MAT && cases[c].src[0].type == t->info.id;
+            get_rows += cases[c].op == TPORT_OP_GET_ROWS && cases[c].src[0].type == t->info.id;
+        }
+        if (tport_type_is_weight(t))
+            CHECK(mul_mat > 0 && get_rows > 0, "%s: conformance has %d mul_mat, %d get_rows cases", t->info.name,
+                  mul_mat, get_rows);
+    }
+    tport_type_id targets[64];
+    int nt = tport_weight_conversion_targets(TPORT_TYPE_F32, 256, targets, 64);
+    CHECK(nt > 5, "%d conversion targets of f32", nt);
+    for (int k = 0; k < nt && k < 64; k++)
+        CHECK(tport_type_is_weight(tport_traits(targets[k])), "conversion target %s", tport_traits(targets[k])->info.name);
+    free(cases);
+    return test_finish("test_type_table");
+}
