@@ -352,7 +352,7 @@ static tport_status read_layout(tport_model_file *mf, mf_cursor *c, const exampl
     if (p->qk64)
         snprintf(mf->notes, sizeof mf->notes, "k-quant tensors in the QK_K = 64 layout (a GGML_QKK_64 build)");
     /* what applies of the llama-only struct, for generic readers */
-    tport_llama_hparams *h = &mf->hp;
+    tport_mf_hparams *h = &mf->hp;
     h->n_vocab = (uint32_t)p->hp[HP_VOCAB];
     h->n_ctx = (uint32_t)p->hp[HP_CTX];
     h->n_embd = (uint32_t)p->hp[HP_EMBD];

@@ -321,7 +321,7 @@ static tport_status read_llama(tport_model_file *mf, mf_cursor *c) {
                  n_rowsplit);
     MF_TRY(mf_merge_parts(mf, c, n_embd));
 
-    tport_llama_hparams *h = &mf->hp;
+    tport_mf_hparams *h = &mf->hp;
     h->n_vocab = n_vocab;
     h->n_embd = n_embd;
     h->n_head = n_head;

@@ -87,7 +87,7 @@ static int rope_mode_of(const char *arch) {
 }
 
 static void read_hparams(tport_model_file *mf) {
-    tport_llama_hparams *hp = &mf->hp;
+    tport_mf_hparams *hp = &mf->hp;
     hp->n_ctx = arch_u32(mf, "context_length");
     hp->n_embd = arch_u32(mf, "embedding_length");
     hp->n_ff = arch_u32(mf, "feed_forward_length");

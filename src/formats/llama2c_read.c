@@ -273,7 +273,7 @@ tport_status mf_read_llama2c(tport_model_file *mf, mf_cursor *c) {
                            (unsigned long long)(elems * 4), (unsigned long long)(c->size - pos));
     }
     snprintf(mf->arch, sizeof mf->arch, "llama");
-    tport_llama_hparams *hp = &mf->hp;
+    tport_mf_hparams *hp = &mf->hp;
     hp->n_vocab = (uint32_t)z.vocab;
     hp->n_ctx = (uint32_t)z.seq;
     hp->n_embd = (uint32_t)z.dim;

@@ -74,7 +74,7 @@ static bool cfg_f32(const cJSON *cfg, const char *key, float *out) {
 }
 
 static void apply_config(tport_model_file *mf, const cJSON *cfg) {
-    tport_llama_hparams *hp = &mf->hp;
+    tport_mf_hparams *hp = &mf->hp;
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(cfg, "model_type");
     snprintf(mf->arch, sizeof mf->arch, "%s", cJSON_IsString(mt) ? mt->valuestring : "llama");
     hp->n_embd = cfg_u32(cfg, "hidden_size");
@@ -165,7 +165,7 @@ tport_status mf_apply_meta_params(tport_model_file *mf, const mf_cursor *c) {
         embedding_only(mf, "params.json");
         return TPORT_STATUS_OK;
     }
-    tport_llama_hparams *hp = &mf->hp;
+    tport_mf_hparams *hp = &mf->hp;
     snprintf(mf->arch, sizeof mf->arch, "llama");
     hp->n_embd = cfg_u32(p, "dim");
     hp->n_layer = cfg_u32(p, "n_layers");

@@ -190,7 +190,7 @@ bool mf_json_uint(const struct cJSON *j, uint64_t *out);
 bool mf_llama2c_sniff(const mf_cursor *c);
 
 /* Defaults applied after a reader filled what the file gives. */
-void mf_hparams_defaults(tport_llama_hparams *hp);
+void mf_hparams_defaults(tport_mf_hparams *hp);
 void mf_vocab_init(tport_vocab *v);
 
 #endif

@@ -25,7 +25,7 @@ const char *tport_container_name(tport_container c) {
     }
 }
 
-void mf_hparams_defaults(tport_llama_hparams *hp) {
+void mf_hparams_defaults(tport_mf_hparams *hp) {
     if (hp->n_head_kv == 0)
         hp->n_head_kv = hp->n_head;
     if (hp->n_rot == 0 && hp->n_head > 0)

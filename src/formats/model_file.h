@@ -39,15 +39,16 @@ typedef struct tport_mf_tensor {
                                   GGUF, sharded safetensors)             */
 } tport_mf_tensor;
 
-/* Llama-architecture hyperparameters (0 = not given by the file). */
-typedef struct tport_llama_hparams {
+/* The hyperparameters every architecture has, as the file gives them (0 =
+ * not given); an architecture reads its own keys itself (arch/). */
+typedef struct tport_mf_hparams {
     uint32_t n_vocab, n_ctx, n_embd, n_ff, n_layer, n_head, n_head_kv;
     uint32_t n_rot;            /* rotary dims per head (head size usually) */
-    float norm_eps;            /* RMSNorm epsilon                          */
+    float norm_eps;            /* the norm's epsilon (RMS or LayerNorm)    */
     float rope_freq_base;      /* 10000 unless the file says otherwise     */
     float rope_freq_scale;     /* 1 unless the file says otherwise         */
     int rope_mode;             /* TPORT_ROPE_NORMAL or TPORT_ROPE_NEOX     */
-} tport_llama_hparams;
+} tport_mf_hparams;
 
 /* Tokenizer data carried by the file (n_tokens == 0 if none). */
 typedef struct tport_vocab {
@@ -93,7 +94,7 @@ typedef struct tport_model_file {
     int32_t quant_version;     /* ggml QNT version, -1 if unknown          */
     uint32_t file_type;        /* llama ftype / general.file_type, if any  */
     char arch[32];             /* "llama" ...                              */
-    tport_llama_hparams hp;
+    tport_mf_hparams hp;
     tport_vocab vocab;
     int n_kv;
     tport_kv *kv;

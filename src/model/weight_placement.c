@@ -389,7 +389,7 @@ static tport_status report(placer *p) {
     return TPORT_STATUS_OK;
 }
 
-tport_status tport_llama_place_weights(tport_model *m, const char *backend, const char *weight_type) {
+tport_status tport_model_place_weights(tport_model *m, const char *backend, const char *weight_type) {
     placer *p = calloc(1, sizeof *p);
     if (p)
         p->homes = calloc(MAX_HOMES, sizeof *p->homes);

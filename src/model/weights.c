@@ -39,7 +39,7 @@ static uint32_t arch_u32(const tport_model_file *mf, const char *suffix) {
 
 tport_status tport_model_shape_from_file(const tport_model_file *mf, const tport_arch *arch,
                                          tport_model_shape *sh) {
-    const tport_llama_hparams *hp = &mf->hp;
+    const tport_mf_hparams *hp = &mf->hp;
     memset(sh, 0, sizeof *sh);
     char why[512];
     if (tport_arch_refusal(mf, arch, why, sizeof why))

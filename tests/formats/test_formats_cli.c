@@ -135,7 +135,7 @@ static void test_ggjt_v1_round_trip(const tport_model_file *src, const char *src
     char bin[300], gguf[300], cmd[1024];
     snprintf(bin, sizeof bin, "%s/model-ggjt-v1.bin", dir);
     snprintf(gguf, sizeof gguf, "%s/from-ggjt.gguf", dir);
-    const tport_llama_hparams *hp = &src->hp;
+    const tport_mf_hparams *hp = &src->hp;
     bb b = {0};
     bb_u32(&b, 0x67676a74), bb_u32(&b, 1);
     uint32_t n_mult = hp->n_ff; /* ((2*4*n_embd/3 + n_mult - 1)/n_mult)*n_mult == n_ff when n_ff >= 8*n_embd/3 */
@@ -247,7 +247,7 @@ static void test_safetensors_round_trip(const tport_model_file *src) {
         {"attn_output", "self_attn.o_proj"}, {"attn_norm", "input_layernorm"},
         {"ffn_norm", "post_attention_layernorm"}, {"ffn_gate", "mlp.gate_proj"}, {"ffn_down", "mlp.down_proj"},
         {"ffn_up", "mlp.up_proj"}};
-    const tport_llama_hparams *hp = &src->hp;
+    const tport_mf_hparams *hp = &src->hp;
     bb json = {0}, data = {0};
     bb_raw(&json, "{", 1);
     for (int i = 0; i < src->n_tensors; i++) {

@@ -106,7 +106,7 @@ static void check(const char *what, uint32_t magic, uint32_t version, uint32_t f
     CHECK(mf->quant_version == qnt, "%s: quant version %d, want %d", what, mf->quant_version, qnt);
     CHECK(mf->file_type == ftype % 1000, "%s: ftype %u", what, mf->file_type);
     CHECK(!strcmp(mf->arch, "llama"), "%s: arch", what);
-    const tport_llama_hparams *hp = &mf->hp;
+    const tport_mf_hparams *hp = &mf->hp;
     CHECK(hp->n_vocab == N_VOCAB && hp->n_embd == 64 && hp->n_head == 4 && hp->n_head_kv == 4 && hp->n_layer == 1 &&
               hp->n_rot == 16,
           "%s: hparams", what);

@@ -106,7 +106,7 @@ static void build_v2(bb *b, bool shared, int gs) {
 static void check_common(const tport_model_file *mf, const char *what) {
     CHECK(mf->container == TPORT_CONTAINER_LLAMA2C, "%s container", what);
     CHECK(!strcmp(mf->arch, "llama"), "%s arch", what);
-    const tport_llama_hparams *hp = &mf->hp;
+    const tport_mf_hparams *hp = &mf->hp;
     CHECK(hp->n_embd == DIM && hp->n_ff == HIDDEN && hp->n_layer == LAYERS && hp->n_head == HEADS &&
               hp->n_head_kv == KV_HEADS && hp->n_vocab == VOCAB && hp->n_ctx == SEQ && hp->n_rot == HEAD,
           "%s hparams", what);

@@ -28,7 +28,7 @@ static void test_stories260k(void) {
     tport_model_file *mf = open_shared_model("stories260K.bin");
     if (!mf)
         return;
-    const tport_llama_hparams *hp = &mf->hp;
+    const tport_mf_hparams *hp = &mf->hp;
     /* README: dim 64, 5 layers, 8 heads, 4 KV heads, vocab 512, seq len 512 */
     CHECK(mf->container == TPORT_CONTAINER_LLAMA2C && mf->version == 0, "legacy llama2.c");
     CHECK(hp->n_embd == 64 && hp->n_layer == 5 && hp->n_head == 8 && hp->n_head_kv == 4 && hp->n_vocab == 512 &&

@@ -101,7 +101,7 @@ int main(void) {
     s = tport_model_file_open(path, &mf);
     CHECK(s == TPORT_STATUS_OK, "open with config: %s", tport_last_error());
     if (!s) {
-        const tport_llama_hparams *hp = &mf->hp;
+        const tport_mf_hparams *hp = &mf->hp;
         CHECK(!strcmp(mf->arch, "llama") && hp->n_embd == 8 && hp->n_ff == 16 && hp->n_layer == 1 && hp->n_head == 2 &&
                   hp->n_head_kv == 1 && hp->n_ctx == 64 && hp->n_vocab == 3 && hp->n_rot == 4,
               "hparams from config.json");

@@ -57,7 +57,7 @@ static tport_type_id type_for(const tport_mf_tensor *t, tport_type_id mat_type, 
 
 bool mw_write_gguf(const tport_model_file *src, tport_type_id mat_type, const char *path, mw_result *res) {
     memset(res, 0, sizeof *res);
-    const tport_llama_hparams *hp = &src->hp;
+    const tport_mf_hparams *hp = &src->hp;
     tport_gguf_writer *w = tport_gguf_writer_new();
     void **bufs = calloc((size_t)src->n_tensors, sizeof *bufs);
     bool ok = w && bufs;
@@ -149,7 +149,7 @@ static bool put_tensor(bb *b, const tport_mf_tensor *t, const char *name, bool a
 bool mw_write_legacy(const tport_model_file *src, uint32_t magic, uint32_t version, tport_type_id mat_type,
                      uint32_t mat_code, const char *path, mw_result *res) {
     memset(res, 0, sizeof *res);
-    const tport_llama_hparams *hp = &src->hp;
+    const tport_mf_hparams *hp = &src->hp;
     const tport_mf_tensor *embd = tport_model_file_find(src, "token_embd.weight");
     if (!embd)
         return false;

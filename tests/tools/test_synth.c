@@ -156,7 +156,7 @@ static void test_shape_and_types(void) {
     CHECK(q->container == TPORT_CONTAINER_GGUF && q->version == 3, "container %d version %u",
           (int)q->container, q->version);
     CHECK(!strcmp(q->arch, "llama"), "arch '%s'", q->arch);
-    const tport_llama_hparams *hp = &q->hp;
+    const tport_mf_hparams *hp = &q->hp;
     CHECK(hp->n_vocab == 300 && hp->n_ctx == 128 && hp->n_embd == 64 && hp->n_ff == 96 && hp->n_layer == 2 &&
               hp->n_head == 4 && hp->n_head_kv == 2 && hp->n_rot == 16,
           "hparams vocab %u ctx %u embd %u ff %u layer %u head %u kv %u rot %u", hp->n_vocab, hp->n_ctx,
@@ -245,7 +245,7 @@ static void test_named_shape(void) {
     CHECK(synth("--shape stories15M --layers 1 --type q8_0", "s15.gguf") == 0, "synth stories15M failed");
     tport_model_file *m = open_model("s15.gguf");
     if (m) {
-        const tport_llama_hparams *hp = &m->hp;
+        const tport_mf_hparams *hp = &m->hp;
         CHECK(hp->n_embd == 288 && hp->n_layer == 1 && hp->n_head == 6 && hp->n_head_kv == 6 && hp->n_ff == 768 &&
                   hp->n_vocab == 32000 && hp->n_ctx == 256,
               "stories15M hparams embd %u layer %u head %u kv %u ff %u vocab %u ctx %u", hp->n_embd, hp->n_layer,

@@ -145,7 +145,7 @@ static tport_status set_other_metadata(tport_gguf_writer *w, const tport_model_f
 }
 
 static tport_status set_llama_metadata(tport_gguf_writer *w, const tport_model_file *mf, int32_t **owned_tt) {
-    const tport_llama_hparams *hp = &mf->hp;
+    const tport_mf_hparams *hp = &mf->hp;
     tport_status s = tport_gguf_set_str(w, "general.architecture", "llama");
     const char *base = strrchr(mf->path, '/');
     s = s ? s : tport_gguf_set_str(w, "general.name", base ? base + 1 : mf->path);

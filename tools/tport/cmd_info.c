@@ -105,7 +105,7 @@ static void print_parts(const tport_model_file *mf) {
 }
 
 static void print_text(const tport_model_file *mf) {
-    const tport_llama_hparams *hp = &mf->hp;
+    const tport_mf_hparams *hp = &mf->hp;
     char buf[32];
     printf("file:          %s (%" PRIu64 " bytes)\n", mf->path, mf->file_size);
     printf("container:     %s", tport_container_name(mf->container));
@@ -143,7 +143,7 @@ static void print_text(const tport_model_file *mf) {
                                                    : "no, this build does not run this architecture");
     size_t arch_len = strlen(mf->arch);
     if (arch_len && strcmp(mf->arch, "llama") && mf->n_kv > 0) {
-        /* another architecture (ggml examples, GGUF): tport_llama_hparams
+        /* another architecture (ggml examples, GGUF): tport_mf_hparams
          * does not describe it; its "ARCH.*" keys do */
         printf("hyperparameters: (%s)\n", mf->arch);
         for (int i = 0; i < mf->n_kv; i++) {
@@ -205,7 +205,7 @@ static void print_text(const tport_model_file *mf) {
 }
 
 static void print_json(const tport_model_file *mf) {
-    const tport_llama_hparams *hp = &mf->hp;
+    const tport_mf_hparams *hp = &mf->hp;
     const tport_vocab *v = &mf->vocab;
     char buf[32];
     printf("{\"file\": ");
