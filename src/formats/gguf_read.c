@@ -201,7 +201,15 @@ typedef struct tensor_info {
     uint32_t n_dims, type;
     int64_t ne[4];
     uint64_t offset, at;
+    bool unknown; /* a type id this build does not know (as read) */
 } tensor_info;
+
+/* A GGUF type id of a type this build reads. */
+static bool gguf_type_known(uint32_t id) {
+    int64_t block;
+    uint64_t bytes;
+    return id < TPORT_TYPE_Q4_0_QNT0 && mf_type_size((tport_type_id)id, &block, &bytes);
+}
 
 static tport_status read_tensor_info(gguf_reader *g, tensor_info *ti) {
     mf_cursor *c = g->c;
@@ -235,8 +243,12 @@ static tport_status read_tensor_info(gguf_reader *g, tensor_info *ti) {
     }
     at = c->pos;
     MF_TRY(mf_read_u32(c, &ti->type, "tensor type"));
-    if (ti->type >= TPORT_TYPE_Q4_0_QNT0) /* tensorport's private revision ids */
-        return mf_fail(c, at, "unknown tensor type %u", ti->type);
+    /* an id this build does not know (a newer ggml's; ids from 200 are
+     * tensorport's private revisions, never a GGUF's) is listed, not run;
+     * its bytes cannot be swapped without knowing their layout */
+    ti->unknown = !gguf_type_known(ti->type);
+    if (c->swap && ti->unknown)
+        return mf_fail(c, at, "unknown tensor type %u in a big-endian file", ti->type);
     MF_TRY(mf_read_u64(c, &ti->offset, "tensor offset"));
     return TPORT_STATUS_OK;
 }
@@ -344,6 +356,9 @@ static tport_status read_tensors(gguf_reader *g, uint64_t n_tensors) {
                             (unsigned long long)ti->offset, (unsigned long long)align);
             else if (!mf_add_u64(start, ti->offset, &abs))
                 s = mf_fail(c, ti->at, "tensor offset overflows");
+            else if (ti->unknown)
+                s = mf_add_unknown_tensor(mf, c, ti->at, ti->name, ti->name_len, ti->type, (int)ti->n_dims,
+                                          ti->ne, abs);
             else
                 s = mf_add_tensor(mf, c, ti->at, ti->name, ti->name_len, ti->type, (int)ti->n_dims,
                                   ti->ne, abs);

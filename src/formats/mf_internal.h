@@ -85,6 +85,12 @@ tport_status mf_tensor_bytes(const mf_cursor *c, uint64_t at, tport_type_id type
 tport_status mf_reserve_tensors(tport_model_file *mf, uint64_t n);
 /* Appends a tensor whose data lies in the mapping at `offset`; checks the
  * data lies inside the file.  `name` is copied. */
+/* A GGUF tensor of a type id this build does not know: listed with its
+ * raw id (unknown_type), its data offset checked against the file, its
+ * size left 0. */
+tport_status mf_add_unknown_tensor(tport_model_file *mf, const mf_cursor *c, uint64_t at, const char *name,
+                                   size_t name_len, uint32_t raw_type, int n_dims, const int64_t *ne,
+                                   uint64_t offset);
 tport_status mf_add_tensor(tport_model_file *mf, const mf_cursor *c, uint64_t at, const char *name,
                            size_t name_len, tport_type_id type, int n_dims, const int64_t *ne,
                            uint64_t offset);

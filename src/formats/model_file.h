@@ -37,7 +37,16 @@ typedef struct tport_mf_tensor {
     uint32_t part;             /* the file holding it: 0 the model file
                                   itself, i > 0 its part file i - 1 (split
                                   GGUF, sharded safetensors)             */
+    uint32_t unknown_type;     /* a GGUF type id this build does not know
+                                  (a newer ggml's): type is then
+                                  TPORT_MF_TYPE_UNKNOWN and nbytes 0; the
+                                  file can be shown, not run or converted.
+                                  0 for every known type                 */
 } tport_mf_tensor;
+
+/* The type of a tensor whose GGUF type id this build does not know. */
+#define TPORT_MF_TYPE_UNKNOWN ((tport_type_id)0xFFFFFFFFu)
+
 
 /* The hyperparameters every architecture has, as the file gives them (0 =
  * not given); an architecture reads its own keys itself (arch/). */
@@ -169,5 +178,9 @@ void tport_model_file_release(const tport_model_file *mf, const void *p, size_t 
  * random tokens left 48 MiB of TinyLlama's 66 MiB token embedding
  * resident.  Other memory is copied. */
 tport_status tport_model_file_copy(const tport_model_file *mf, const void *p, void *dst, size_t n);
+
+/* The first tensor of the file whose type this build does not know, or
+ * NULL: what run and convert refuse, naming it. */
+const tport_mf_tensor *tport_model_file_unknown_tensor(const tport_model_file *mf);
 
 #endif

@@ -105,6 +105,34 @@ tport_status mf_add_tensor(tport_model_file *mf, const mf_cursor *c, uint64_t at
     return TPORT_STATUS_OK;
 }
 
+tport_status mf_add_unknown_tensor(tport_model_file *mf, const mf_cursor *c, uint64_t at, const char *name,
+                                   size_t name_len, uint32_t raw_type, int n_dims, const int64_t *ne,
+                                   uint64_t offset) {
+    if (n_dims < 1 || n_dims > 4)
+        return mf_fail(c, at, "tensor '%.*s': %d dimensions (1 to 4 allowed)", (int)(name_len > 64 ? 64 : name_len),
+                       name, n_dims);
+    for (int i = 0; i < n_dims; i++)
+        if (ne[i] < 0)
+            return mf_fail(c, at, "negative dimension ne[%d] = %lld", i, (long long)ne[i]);
+    if (offset > c->size)
+        return mf_fail(c, at, "tensor '%.*s': data at %llu lies past the end of the file (%llu bytes)",
+                       (int)(name_len > 64 ? 64 : name_len), name, (unsigned long long)offset,
+                       (unsigned long long)c->size);
+    MF_TRY(push_tensor(mf, name, name_len, TPORT_MF_TYPE_UNKNOWN, n_dims, ne));
+    tport_mf_tensor *t = &mf->tensors[mf->n_tensors - 1];
+    t->unknown_type = raw_type;
+    t->offset = offset;
+    t->data = c->data + offset;
+    return TPORT_STATUS_OK;
+}
+
+const tport_mf_tensor *tport_model_file_unknown_tensor(const tport_model_file *mf) {
+    for (int i = 0; mf && i < mf->n_tensors; i++)
+        if (mf->tensors[i].unknown_type)
+            return &mf->tensors[i];
+    return NULL;
+}
+
 tport_status mf_add_owned_tensor(tport_model_file *mf, const char *name, tport_type_id type,
                                  int n_dims, const int64_t *ne, void *data, uint64_t nbytes) {
     MF_TRY(push_tensor(mf, name, strlen(name), type, n_dims, ne));

@@ -408,12 +408,61 @@ static void test_version(void) {
 #endif
 }
 
+/* A GGUF holding a tensor of a type id this build does not know (16:
+ * ggml's IQ2_XXS, and 250, no type yet): it opens and `tport info` lists
+ * it with its raw id and says why it would not run; `tport run` and
+ * `tport convert` refuse it naming the tensor. */
+static void test_unknown_type(void) {
+    static char out[65536];
+    char path[300], cmd[1024];
+    snprintf(path, sizeof path, "%s/unknown-type.gguf", dir);
+    bb b = {0};
+    bb_raw(&b, "GGUF", 4);
+    bb_u32(&b, 3);
+    bb_u64(&b, 3); /* tensors */
+    bb_u64(&b, 1); /* keys */
+    bb_u64(&b, 20), bb_raw(&b, "general.architecture", 20), bb_u32(&b, 8), bb_u64(&b, 5), bb_raw(&b, "llama", 5);
+    bb_u64(&b, 17), bb_raw(&b, "token_embd.weight", 17), bb_u32(&b, 2), bb_u64(&b, 8), bb_u64(&b, 2);
+    bb_u32(&b, 0), bb_u64(&b, 0);
+    bb_u64(&b, 14), bb_raw(&b, "blk.0.future_a", 14), bb_u32(&b, 2), bb_u64(&b, 256), bb_u64(&b, 2);
+    bb_u32(&b, 16), bb_u64(&b, 64);
+    bb_u64(&b, 14), bb_raw(&b, "blk.0.future_b", 14), bb_u32(&b, 1), bb_u64(&b, 32);
+    bb_u32(&b, 250), bb_u64(&b, 256);
+    bb_pad_to(&b, 32);
+    bb_zeros(&b, 256 + 64);
+    FILE *f = fopen(path, "wb");
+    CHECK(f && fwrite(b.p, 1, b.n, f) == b.n, "write %s", path);
+    if (f)
+        fclose(f);
+    bb_free(&b);
+    tport_model_file *mf = NULL;
+    CHECK(tport_model_file_open(path, &mf) == TPORT_STATUS_OK, "open: %s", tport_last_error());
+    if (mf) {
+        const tport_mf_tensor *u = tport_model_file_unknown_tensor(mf);
+        CHECK(u && !strcmp(u->name, "blk.0.future_a") && u->unknown_type == 16 && u->type == TPORT_MF_TYPE_UNKNOWN,
+              "the first unknown tensor");
+        CHECK(mf->n_tensors == 3 && mf->tensors[2].unknown_type == 250, "all three tensors listed");
+        tport_model_file_close(mf);
+    }
+    snprintf(cmd, sizeof cmd, TPORT_CLI " info %s", path);
+    CHECK(run(cmd, out, sizeof out) == 0, "info exits 0: %s", out);
+    CHECK(strstr(out, "type16?") && strstr(out, "type250?"), "info lists the raw ids: %s", out);
+    CHECK(strstr(out, "blk.0.future_a of type id 16, a type this build does not know"), "info says why: %s", out);
+    snprintf(cmd, sizeof cmd, TPORT_CLI " run -m %s --prompt-ids 1 -n 1", path);
+    CHECK(run(cmd, out, sizeof out) != 0 && strstr(out, "blk.0.future_a of type id 16"), "run refuses: %s", out);
+    snprintf(cmd, sizeof cmd, TPORT_CLI " convert %s %s/unknown-out.gguf", path, dir);
+    CHECK(run(cmd, out, sizeof out) == 2 && strstr(out, "'blk.0.future_a' has type id 16"), "convert refuses: %s",
+          out);
+    unlink(path);
+}
+
 int main(void) {
     snprintf(dir, sizeof dir, "%s/tport-cli-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     if (!mkdtemp(dir))
         return 1;
     test_version();
     test_usage_and_bad_files();
+    test_unknown_type();
     char buf[512];
     const char *path = test_shared_path("models/llama-2-tiny-random.gguf", buf, sizeof buf);
     if (path) {

@@ -311,6 +311,13 @@ int cmd_convert(int argc, char **argv) {
     tport_model_file *mf;
     if (tport_model_file_open(in, &mf) != TPORT_STATUS_OK)
         return tool_fail(2, "%s", tport_last_error());
+    const tport_mf_tensor *unknown = tport_model_file_unknown_tensor(mf);
+    if (unknown) {
+        int rc = tool_fail(2, "convert: %s: tensor '%s' has type id %u, a type this build does not know", in,
+                           unknown->name, unknown->unknown_type);
+        tport_model_file_close(mf);
+        return rc;
+    }
     if (vocab && tport_model_file_load_llama2c_vocab(mf, vocab) != TPORT_STATUS_OK) {
         int rc = tool_fail(2, "%s", tport_last_error());
         tport_model_file_close(mf);

@@ -11,11 +11,12 @@
 #include "model/arch/arch_math.h"
 #include "tport/tport.h"
 
-static const char *type_name(tport_type_id t, char *buf, size_t cap) {
-    const tport_type_info *ti = tport_type_get(t);
+static const char *type_name(const tport_mf_tensor *t, char *buf, size_t cap) {
+    const tport_type_info *ti = t->unknown_type ? NULL : tport_type_get(t->type);
     if (ti && ti->name)
         return ti->name;
-    snprintf(buf, cap, "type%u", t);
+    /* a newer ggml's type: its raw id */
+    snprintf(buf, cap, "type%u?", t->unknown_type ? t->unknown_type : t->type);
     return buf;
 }
 
@@ -194,8 +195,11 @@ static void print_text(const tport_model_file *mf) {
             elems *= (uint64_t)t->ne[d];
         total_bytes += t->nbytes;
         total_elems += elems;
-        printf("  %-32s %-10s %-24s %12" PRIu64 " %12" PRIu64, t->name, type_name(t->type, buf, sizeof buf), shape,
-               t->nbytes, t->offset);
+        char bytes[24] = "?"; /* a type this build does not know: size unknown */
+        if (!t->unknown_type)
+            snprintf(bytes, sizeof bytes, "%" PRIu64, t->nbytes);
+        printf("  %-32s %-10s %-24s %12s %12" PRIu64, t->name, type_name(t, buf, sizeof buf), shape, bytes,
+               t->offset);
         if (mf->n_part_files)
             printf("  in [%u]", t->part);
         printf("\n");
@@ -263,7 +267,8 @@ static void print_json(const tport_model_file *mf) {
         total_elems += elems;
         printf(i ? ",\n  {\"name\": " : "\n  {\"name\": ");
         tool_json_string(stdout, t->name);
-        printf(", \"type\": \"%s\", \"type_id\": %u, \"shape\": [", type_name(t->type, buf, sizeof buf), t->type);
+        printf(", \"type\": \"%s\", \"type_id\": %u, \"shape\": [", type_name(t, buf, sizeof buf),
+               t->unknown_type ? t->unknown_type : t->type);
         for (int d = 0; d < t->n_dims; d++)
             printf(d ? ", %" PRId64 : "%" PRId64, t->ne[d]);
         printf("], \"bytes\": %" PRIu64 ", \"offset\": %" PRIu64 ", \"file\": %u}", t->nbytes, t->offset, t->part);

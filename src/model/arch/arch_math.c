@@ -230,6 +230,18 @@ bool tport_arch_refusal(const tport_model_file *mf, const tport_arch *arch, char
             append(why, cap, &len, &n, item);
         }
     }
+    /* a tensor whose type id this build does not know: its bytes mean
+     * nothing to it (the first such tensor, and how many there are) */
+    int n_unknown = 0;
+    const tport_mf_tensor *unknown = NULL;
+    for (int i = 0; i < mf->n_tensors; i++)
+        if (mf->tensors[i].unknown_type && !n_unknown++)
+            unknown = &mf->tensors[i];
+    if (unknown) {
+        snprintf(item, sizeof item, "tensor %s of type id %u, a type this build does not know%s", unknown->name,
+                 unknown->unknown_type, n_unknown > 1 ? " (and more)" : "");
+        append(why, cap, &len, &n, item);
+    }
     /* one item per row: a per-layer tensor is named by its pattern */
     for (size_t k = 0; k < sizeof tensors / sizeof tensors[0]; k++) {
         const math_row *r = &tensors[k];
