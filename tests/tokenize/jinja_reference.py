@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""Reference renderings of the chat templates by Python's jinja2, set up as
+Hugging Face transformers sets it up (utils/chat_template_utils.py,
+_compile_jinja_template): an ImmutableSandboxedEnvironment with
+trim_blocks, lstrip_blocks and the loopcontrols extension, a tojson filter
+that is json.dumps with ensure_ascii=False by default, raise_exception and
+strftime_now globals, and {% generation %} blocks (AssistantTracker) that
+render their body.
+
+Writes, into OUT, one case per template and conversation: CASE.json (the
+render context) and CASE.out (the expected bytes) or CASE.err (Python
+raised), and OUT/cases.txt listing "template<TAB>case" per line.
+Exit status 77 when jinja2 is missing (the ctest skip code)."""
+import glob
+import json
+import os
+import sys
+import time
+
+try:
+    import jinja2
+    from jinja2 import nodes
+    from jinja2.ext import Extension
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+except ImportError:
+    print("skipped: python3-jinja2 is not installed")
+    sys.exit(77)
+
+# strftime_now's fixed time (TZ=UTC is set by the caller): 2026-01-15 12:00
+NOW = 1768478400
+
+
+class Generation(Extension):
+    tags = {"generation"}
+
+    def parse(self, parser):
+        lineno = next(parser.stream).lineno
+        body = parser.parse_statements(["name:endgeneration"], drop_needle=True)
+        return nodes.CallBlock(self.call_method("_render"), [], [], body).set_lineno(lineno)
+
+    def _render(self, caller):
+        return caller()
+
+
+def compile_template(src):
+    def raise_exception(message):
+        raise jinja2.exceptions.TemplateError(message)
+
+    def tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
+        return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
+
+    def strftime_now(fmt):
+        return time.strftime(fmt, time.localtime(NOW))
+
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
+                                        extensions=[Generation, jinja2.ext.loopcontrols])
+    env.filters["tojson"] = tojson
+    env.globals["raise_exception"] = raise_exception
+    env.globals["strftime_now"] = strftime_now
+    return env.from_string(src)
+
+
+TOOLS = [
+    {"type": "function", "function": {
+        "name": "get_weather",
+        "description": "Get the current weather in a city.",
+        "parameters": {"type": "object", "properties": {
+            "city": {"type": "string", "description": "The city, e.g. Paris"},
+            "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
+            "required": ["city"]}}},
+    {"type": "function", "function": {
+        "name": "add",
+        "description": "Add two numbers.",
+        "parameters": {"type": "object", "properties": {
+            "a": {"type": "number"}, "b": {"type": "number"}},
+            "required": ["a", "b"]}}},
+]
+
+CALL = {"id": "call_1", "type": "function",
+        "function": {"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}}
+
+CONVERSATIONS = {
+    "user": ([{"role": "user", "content": "Hello!"}], None, True),
+    "system": ([{"role": "system", "content": "You are a helpful assistant."},
+                {"role": "user", "content": "What is 2+2?"}], None, True),
+    "multiturn": ([{"role": "system", "content": "Be brief."},
+                   {"role": "user", "content": "Hi there"},
+                   {"role": "assistant", "content": "Hello! How can I help?"},
+                   {"role": "user", "content": "Tell me a joke about \"quotes\" & caf\u00e9s."}], None, True),
+    "finished": ([{"role": "user", "content": "Say yes."},
+                  {"role": "assistant", "content": "Yes."}], None, False),
+    "tools": ([{"role": "system", "content": "You can call tools."},
+               {"role": "user", "content": "What's the weather in Paris?"}], TOOLS, True),
+    "tool_calls": ([{"role": "user", "content": "What's the weather in Paris?"},
+                    {"role": "assistant", "content": "", "tool_calls": [CALL]},
+                    {"role": "tool", "tool_call_id": "call_1", "name": "get_weather",
+                     "content": "{\"temperature\": 21, \"sky\": \"sunny\"}"},
+                    {"role": "assistant", "content": "It is 21 degrees and sunny in Paris."},
+                    {"role": "user", "content": "Thanks!"}], TOOLS, True),
+    "tool_result": ([{"role": "system", "content": "You can call tools."},
+                     {"role": "user", "content": "Add 2 and 3, and check Paris."},
+                     {"role": "assistant", "content": None, "tool_calls": [
+                         {"id": "call_2", "type": "function", "function": {"name": "add", "arguments": {"a": 2, "b": 3.5}}},
+                         CALL]},
+                     {"role": "tool", "tool_call_id": "call_2", "name": "add", "content": "5.5"},
+                     {"role": "tool", "tool_call_id": "call_1", "name": "get_weather", "content": "sunny"}], TOOLS, True),
+}
+
+
+def main():
+    if len(sys.argv) != 3:
+        print("usage: jinja_reference.py TEMPLATE_DIR OUT_DIR", file=sys.stderr)
+        return 2
+    tdir, out = sys.argv[1], sys.argv[2]
+    os.makedirs(out, exist_ok=True)
+    templates = sorted(glob.glob(os.path.join(tdir, "*.jinja")))
+    if not templates:
+        print("skipped: no templates in " + tdir)
+        return 77
+    lines = []
+    for path in templates:
+        name = os.path.basename(path)[:-len(".jinja")]
+        with open(path, encoding="utf-8") as f:
+            src = f.read()
+        try:
+            tmpl = compile_template(src)
+            compile_error = None
+        except Exception as e:  # a syntax error: every case must fail
+            tmpl, compile_error = None, e
+        for conv, (messages, tools, agp) in CONVERSATIONS.items():
+            case = name + "." + conv
+            ctx = {"messages": messages, "tools": tools, "documents": None,
+                   "add_generation_prompt": agp, "bos_token": "<|bos|>", "eos_token": "<|eos|>",
+                   "unk_token": "<|unk|>", "pad_token": "<|pad|>"}
+            with open(os.path.join(out, case + ".json"), "w", encoding="utf-8") as f:
+                json.dump(ctx, f, ensure_ascii=False)
+            try:
+                if compile_error:
+                    raise compile_error
+                text = tmpl.render(**ctx)
+                with open(os.path.join(out, case + ".out"), "wb") as f:
+                    f.write(text.encode("utf-8", "surrogatepass"))
+                ext = "out"
+            except Exception as e:
+                with open(os.path.join(out, case + ".err"), "w", encoding="utf-8") as f:
+                    f.write("%s: %s\n" % (type(e).__name__, e))
+                ext = "err"
+            lines.append("%s\t%s\t%s\n" % (path, case, ext))
+    with open(os.path.join(out, "cases.txt"), "w", encoding="utf-8") as f:
+        f.writelines(lines)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
