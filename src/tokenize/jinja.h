@@ -39,6 +39,9 @@ typedef struct jlist {
     jv *items;
     size_t n, cap;
     bool tuple;                                /* prints as (a, b) */
+    /* a one-shot iterator (what map, select, reject ... return in jinja2):
+     * always true, no length, not JSON, consumed by the first pass */
+    bool gen;
 } jlist;
 typedef struct jdict {
     jv *keys, *vals;                           /* insertion order, as Python */
@@ -49,6 +52,9 @@ typedef struct jfunc jfunc;
 
 struct jv {
     jtype t;
+    /* markupsafe.Markup (|safe, |escape): `+` with a plain string escapes
+     * the plain one, as Markup.__add__ does */
+    bool markup;
     union {
         bool b;
         int64_t i;
@@ -68,6 +74,8 @@ jv jv_float(double f);
 jv jv_str(jctx *c, const char *s, size_t n);
 jv jv_cstr(jctx *c, const char *s);
 jv jv_list(jctx *c);
+jv jv_gen(jctx *c);                            /* an empty one-shot iterator */
+jv jv_escape(jctx *c, jv s);                   /* markupsafe.escape */
 jv jv_dict(jctx *c);
 void jlist_push(jctx *c, jlist *l, jv v);
 jv *jdict_find(const jdict *d, jv key);        /* the value slot, or NULL */

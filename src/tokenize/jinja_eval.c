@@ -49,7 +49,16 @@ static _Noreturn void undefined_error(jctx *c, const jnode *n) {
 static jlist *iterable(jctx *c, jv v, int line) {
     switch (v.t) {
     case JT_UNDEF: return jv_list(c).u.l;
-    case JT_LIST: return v.u.l;
+    case JT_LIST:
+        if (v.u.l->gen) {
+            jlist *l = jv_list(c).u.l;
+            *l = *v.u.l;
+            l->gen = false;
+            v.u.l->n = v.u.l->cap = 0;
+            v.u.l->items = NULL;
+            return l;
+        }
+        return v.u.l;
     case JT_DICT: {
         if (v.u.d->ns)
             break;
@@ -183,10 +192,17 @@ static jv arith(jctx *c, int op, jv a, jv b, int line) {
         }
     }
     if (op == OP_ADD && a.t == JT_STR && b.t == JT_STR) {
+        bool markup = a.markup || b.markup;
+        if (markup) {
+            a = jv_escape(c, a);
+            b = jv_escape(c, b);
+        }
         jbuf o = {0};
         jbuf_put(c, &o, a.u.s->s, a.u.s->len);
         jbuf_put(c, &o, b.u.s->s, b.u.s->len);
-        return jbuf_value(c, &o);
+        jv r = jbuf_value(c, &o);
+        r.markup = markup;
+        return r;
     }
     if (op == OP_ADD && a.t == JT_LIST && b.t == JT_LIST) {
         jv r = jv_list(c);
@@ -340,6 +356,8 @@ static bool norm_index(int64_t *i, size_t n) {
 }
 
 static jv get_item(jctx *c, jv obj, jv key, int line) {
+    if (obj.t == JT_LIST && obj.u.l->gen)
+        jfail(c, line, "'generator' object is not subscriptable");
     switch (obj.t) {
     case JT_DICT: {
         jv *v = jdict_find(obj.u.d, key);
@@ -386,6 +404,8 @@ jv jinja_slice(jctx *c, jv obj, jv start, jv stop, jv step, int line) {
     if (st == 0)
         jfail(c, line, "slice step cannot be zero");
     size_t n;
+    if (obj.t == JT_LIST && obj.u.l->gen)
+        jfail(c, line, "'generator' object is not subscriptable");
     if (obj.t == JT_LIST)
         n = obj.u.l->n;
     else if (obj.t == JT_STR)

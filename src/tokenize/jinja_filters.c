@@ -106,6 +106,17 @@ static jv sorted(jctx *c, jlist *l, jv attr, bool case_sensitive, bool rev, int 
 }
 
 static jv first_last(jctx *c, jv v, bool last, int line) {
+    if (v.t == JT_LIST && v.u.l->gen) {
+        /* next(iter(gen)) takes one item; reversed(gen) fails */
+        if (last)
+            jfail(c, line, "'generator' object is not reversible");
+        if (!v.u.l->n)
+            return jv_undef();
+        jv x = v.u.l->items[0];
+        memmove(v.u.l->items, v.u.l->items + 1, (v.u.l->n - 1) * sizeof *v.u.l->items);
+        v.u.l->n--;
+        return x;
+    }
     if (v.t == JT_LIST)
         return v.u.l->n ? v.u.l->items[last ? v.u.l->n - 1 : 0] : jv_undef();
     jlist *l = jinja_iterable(c, v, line);
@@ -157,6 +168,8 @@ static bool run_test(jctx *c, const char *name, jv v, const jargs *a) {
 
 /* select/reject/selectattr/rejectattr */
 static jv select_items(jctx *c, jv seq, const jargs *a, bool attr, bool keep) {
+    if (!jv_truthy(seq)) /* jinja2 checks `if seq:` before iterating */
+        return jv_gen(c);
     jlist *l = jinja_iterable(c, seq, a->line);
     int first = attr ? 1 : 0;
     jv attrname = attr ? jargs_get(a, 0, NULL, jv_undef()) : jv_undef();
@@ -164,7 +177,7 @@ static jv select_items(jctx *c, jv seq, const jargs *a, bool attr, bool keep) {
     if (test.t != JT_UNDEF && test.t != JT_STR)
         jfail(c, a->line, "test name must be a string");
     jargs targs = {.line = a->line, .pos = a->pos + first + 1, .n_pos = a->n_pos > first + 1 ? a->n_pos - first - 1 : 0};
-    jv out = jv_list(c);
+    jv out = jv_gen(c);
     for (size_t i = 0; i < l->n; i++) {
         jv item = l->items[i], v = attr ? attr_path(c, item, attrname, a->line) : item;
         bool t = test.t == JT_STR ? run_test(c, test.u.s->s, v, &targs) : jv_truthy(v);
@@ -232,7 +245,7 @@ bool jinja_filter(jctx *c, const char *f, jv v, const jargs *a, jv *out) {
         switch (v.t) {
         case JT_UNDEF: *out = jv_int(0); return true;
         case JT_STR: *out = jv_int((int64_t)jutf8_count(v.u.s->s, v.u.s->len)); return true;
-        case JT_LIST: *out = jv_int((int64_t)v.u.l->n); return true;
+        case JT_LIST: if (!v.u.l->gen) { *out = jv_int((int64_t)v.u.l->n); return true; } break;
         case JT_DICT: if (!v.u.d->ns) { *out = jv_int((int64_t)v.u.d->n); return true; } break;
         default: break;
         }
@@ -255,12 +268,13 @@ bool jinja_filter(jctx *c, const char *f, jv v, const jargs *a, jv *out) {
     if (is(f, "trim")) {
         jv chars = jargs_get(a, 0, "chars", jv_none());
         *out = jstr_strip(c, need_str(c, v), chars, true, true);
+        out->markup = v.t == JT_STR && v.markup;
         return true;
     }
-    if (is(f, "upper")) { *out = jstr_case(c, need_str(c, v), 'u'); return true; }
-    if (is(f, "lower")) { *out = jstr_case(c, need_str(c, v), 'l'); return true; }
-    if (is(f, "title")) { *out = jstr_case(c, need_str(c, v), 't'); return true; }
-    if (is(f, "capitalize")) { *out = jstr_case(c, need_str(c, v), 'c'); return true; }
+    if (is(f, "upper")) { *out = jstr_case(c, need_str(c, v), 'u'); out->markup = v.markup; return true; }
+    if (is(f, "lower")) { *out = jstr_case(c, need_str(c, v), 'l'); out->markup = v.markup; return true; }
+    if (is(f, "title")) { *out = jstr_case(c, need_str(c, v), 't'); out->markup = v.markup; return true; }
+    if (is(f, "capitalize")) { *out = jstr_case(c, need_str(c, v), 'c'); out->markup = v.markup; return true; }
     if (is(f, "first") || is(f, "last")) { *out = first_last(c, v, f[0] == 'l', line); return true; }
     if (is(f, "default") || is(f, "d")) {
         jv dflt = jargs_get(a, 0, "default_value", jv_cstr(c, ""));
@@ -268,21 +282,17 @@ bool jinja_filter(jctx *c, const char *f, jv v, const jargs *a, jv *out) {
         *out = v.t == JT_UNDEF || (boolean && !jv_truthy(v)) ? dflt : v;
         return true;
     }
-    if (is(f, "safe") || is(f, "string") || is(f, "e") || is(f, "escape") || is(f, "forceescape")) {
-        if (f[0] == 'e' || f[0] == 'f') {
-            jv s = need_str(c, v);
-            jbuf b = {0};
-            for (size_t i = 0; i < s.u.s->len; i++) {
-                char ch = s.u.s->s[i];
-                const char *r = ch == '&' ? "&amp;" : ch == '<' ? "&lt;" : ch == '>' ? "&gt;" : ch == '"' ? "&#34;" : ch == '\'' ? "&#39;" : NULL;
-                if (r)
-                    jbuf_puts(c, &b, r);
-                else
-                    jbuf_put(c, &b, &ch, 1);
-            }
-            *out = jbuf_value(c, &b);
-        } else
-            *out = need_str(c, v);
+    if (is(f, "safe")) {
+        *out = need_str(c, v);
+        out->markup = true;
+        return true;
+    }
+    if (is(f, "e") || is(f, "escape") || is(f, "forceescape")) {
+        *out = jv_escape(c, f[0] == 'f' ? need_str(c, v) : v);
+        return true;
+    }
+    if (is(f, "string")) { /* soft_str: Markup stays Markup */
+        *out = need_str(c, v);
         return true;
     }
     if (is(f, "int")) {
@@ -310,9 +320,11 @@ bool jinja_filter(jctx *c, const char *f, jv v, const jargs *a, jv *out) {
         return true;
     }
     if (is(f, "map")) {
+        *out = jv_gen(c);
+        if (!jv_truthy(v))
+            return true;
         jlist *l = jinja_iterable(c, v, line);
         jv attr = jargs_get(a, -1, "attribute", jv_undef());
-        *out = jv_list(c);
         if (attr.t != JT_UNDEF) {
             jv dflt = jargs_get(a, -1, "default", jv_undef());
             for (size_t i = 0; i < l->n; i++) {
@@ -341,7 +353,7 @@ bool jinja_filter(jctx *c, const char *f, jv v, const jargs *a, jv *out) {
         bool cs = jv_truthy(jargs_get(a, 0, "case_sensitive", jv_bool(false)));
         jv attr = jargs_get(a, 1, "attribute", jv_none());
         jv seen = jv_list(c);
-        *out = jv_list(c);
+        *out = jv_gen(c);
         for (size_t i = 0; i < l->n; i++) {
             jv k = sort_key(c, attr.t == JT_NONE ? l->items[i] : attr_path(c, l->items[i], attr, line), cs);
             bool dup = false;
@@ -361,7 +373,7 @@ bool jinja_filter(jctx *c, const char *f, jv v, const jargs *a, jv *out) {
             return true;
         }
         jlist *l = jinja_iterable(c, v, line);
-        *out = jv_list(c);
+        *out = jv_gen(c); /* reversed(): an iterator */
         for (size_t i = l->n; i-- > 0;)
             jlist_push(c, out->u.l, l->items[i]);
         return true;
@@ -375,7 +387,7 @@ bool jinja_filter(jctx *c, const char *f, jv v, const jargs *a, jv *out) {
     }
     if (is(f, "items") || is(f, "dictsort")) {
         if (v.t == JT_UNDEF) {
-            *out = jv_list(c);
+            *out = f[0] == 'i' ? jv_gen(c) : jv_list(c);
             return true;
         }
         if (v.t != JT_DICT)
@@ -384,6 +396,7 @@ bool jinja_filter(jctx *c, const char *f, jv v, const jargs *a, jv *out) {
         jv items = jinja_method(c, v, "items", &none);
         if (f[0] == 'i') {
             *out = items;
+            out->u.l->gen = true;
             return true;
         }
         bool cs = jv_truthy(jargs_get(a, 0, "case_sensitive", jv_bool(false)));
@@ -523,7 +536,7 @@ bool jinja_test(jctx *c, const char *t, jv v, const jargs *a, bool *out) {
     else if (is(t, "string")) *out = v.t == JT_STR;
     else if (is(t, "mapping")) *out = v.t == JT_DICT && !v.u.d->ns;
     else if (is(t, "iterable")) *out = v.t == JT_UNDEF || v.t == JT_STR || v.t == JT_LIST || (v.t == JT_DICT && !v.u.d->ns);
-    else if (is(t, "sequence")) *out = v.t == JT_UNDEF || v.t == JT_STR || v.t == JT_LIST || (v.t == JT_DICT && !v.u.d->ns);
+    else if (is(t, "sequence")) *out = v.t == JT_UNDEF || v.t == JT_STR || (v.t == JT_LIST && !v.u.l->gen) || (v.t == JT_DICT && !v.u.d->ns);
     else if (is(t, "callable")) *out = v.t == JT_FUNC;
     else if (is(t, "odd") || is(t, "even")) {
         int64_t i = as_int(c, v, a->line, "odd/even value");

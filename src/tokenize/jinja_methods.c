@@ -379,7 +379,7 @@ static bool all_chars(jv s, int kind) {
     return kind == 'U' || kind == 'L' ? cased : true;
 }
 
-jv jinja_method(jctx *c, jv self, const char *m, const jargs *a) {
+static jv method_impl(jctx *c, jv self, const char *m, const jargs *a) {
     int line = a->line;
     if (self.t == JT_STR) {
         if (is(m, "strip") || is(m, "lstrip") || is(m, "rstrip")) {
@@ -512,6 +512,15 @@ jv jinja_method(jctx *c, jv self, const char *m, const jargs *a) {
         return jv_int(k);
     }
     jfail(c, line, "'%s' object has no method '%s'", jv_type_name(self), m);
+}
+
+/* Markup's string methods give Markup (their arguments are escaped
+ * there too; templates only pass literals, which need none). */
+jv jinja_method(jctx *c, jv self, const char *m, const jargs *a) {
+    jv r = method_impl(c, self, m, a);
+    if (self.t == JT_STR && self.markup && r.t == JT_STR && !is(m, "join"))
+        r.markup = true;
+    return r;
 }
 
 /* ---- globals ---- */

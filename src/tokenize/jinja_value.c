@@ -75,6 +75,30 @@ jv jv_str(jctx *c, const char *s, size_t n) {
 }
 jv jv_cstr(jctx *c, const char *s) { return jv_str(c, s, strlen(s)); }
 jv jv_list(jctx *c) { return (jv){.t = JT_LIST, .u.l = jalloc(c, sizeof(jlist))}; }
+jv jv_gen(jctx *c) {
+    jv v = jv_list(c);
+    v.u.l->gen = true;
+    return v;
+}
+
+jv jv_escape(jctx *c, jv s) {
+    if (s.t == JT_STR && s.markup)
+        return s;
+    s = jv_to_str(c, s);
+    jbuf b = {0};
+    for (size_t i = 0; i < s.u.s->len; i++) {
+        char ch = s.u.s->s[i];
+        const char *r = ch == '&' ? "&amp;" : ch == '<' ? "&lt;" : ch == '>' ? "&gt;" : ch == '"' ? "&#34;" : ch == '\'' ? "&#39;" : NULL;
+        if (r)
+            jbuf_puts(c, &b, r);
+        else
+            jbuf_put(c, &b, &ch, 1);
+    }
+    jv r = jbuf_value(c, &b);
+    r.markup = true;
+    return r;
+}
+
 jv jv_dict(jctx *c) { return (jv){.t = JT_DICT, .u.d = jalloc(c, sizeof(jdict))}; }
 
 void jlist_push(jctx *c, jlist *l, jv v) {
@@ -133,7 +157,7 @@ bool jv_truthy(jv v) {
     case JT_INT: return v.u.i != 0;
     case JT_FLOAT: return v.u.f != 0;
     case JT_STR: return v.u.s->len != 0;
-    case JT_LIST: return v.u.l->n != 0;
+    case JT_LIST: return v.u.l->gen || v.u.l->n != 0;
     case JT_DICT: return v.u.d->ns || v.u.d->n != 0;
     case JT_FUNC: return true;
     }
@@ -155,6 +179,8 @@ bool jv_equal(jv a, jv b) {
     case JT_UNDEF: case JT_NONE: return true;
     case JT_STR: return a.u.s->len == b.u.s->len && !memcmp(a.u.s->s, b.u.s->s, a.u.s->len);
     case JT_LIST:
+        if (a.u.l->gen || b.u.l->gen)
+            return a.u.l == b.u.l;
         if (a.u.l->n != b.u.l->n)
             return false;
         for (size_t i = 0; i < a.u.l->n; i++)
@@ -181,6 +207,8 @@ const char *jv_type_name(jv v) {
     static const char *const names[] = {"Undefined", "NoneType", "bool", "int", "float", "str", "list", "dict", "function"};
     if (v.t == JT_LIST && v.u.l->tuple)
         return "tuple";
+    if (v.t == JT_LIST && v.u.l->gen)
+        return "generator";
     if (v.t == JT_DICT && v.u.d->ns)
         return "Namespace";
     return names[v.t];
@@ -370,6 +398,10 @@ void jv_write_repr(jctx *c, jbuf *b, jv v) {
     switch (v.t) {
     case JT_STR: write_str_repr(c, b, v.u.s); return;
     case JT_LIST: {
+        if (v.u.l->gen) {
+            jbuf_puts(c, b, "<generator object>");
+            return;
+        }
         bool t = v.u.l->tuple;
         jbuf_puts(c, b, t ? "(" : "[");
         for (size_t i = 0; i < v.u.l->n; i++) {
@@ -488,6 +520,8 @@ void jv_write_json(jctx *c, jbuf *b, jv v, const jjson_opts *o, int level, int l
         return;
     case JT_STR: json_str(c, b, v.u.s, o->ensure_ascii); return;
     case JT_LIST:
+        if (v.u.l->gen)
+            break;
         if (!v.u.l->n) {
             jbuf_puts(c, b, "[]");
             return;
