@@ -1,0 +1,303 @@
+/* The Jinja engine's parts, each with expected text written down (the
+ * strings were checked against Python jinja2 set up as transformers sets
+ * it up): whitespace control, statements, loops, scoping, macros,
+ * expressions, Python's str()/repr()/float text, filters, tests, methods,
+ * tojson, and errors (NULL expected: jinja2 raises too).  Then the error
+ * messages' line numbers, the limits, and hostile inputs. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tport/tport.h"
+
+typedef struct jcase {
+    const char *tmpl, *ctx, *want;
+} jcase;
+
+static const jcase CASES[] = {
+    {"Hello {{ name }}!",
+     "{\"name\": \"World\"}",
+     "Hello World!"},
+    {"{{ missing }}|{{ missing is defined }}|{{ missing | default('d') }}",
+     "{}",
+     "|False|d"},
+    {"a\n{% if true %}\n  x\n{% endif %}\nb\n",
+     "{}",
+     "a\n  x\nb"},
+    {"  {% if true %}yes{% endif %}  \n{{ 1 }}",
+     "{}",
+     "yes  \n1"},
+    {"{%- if true -%}  a  {%- endif -%}  b",
+     "{}",
+     "ab"},
+    {"x {%+ if true %}y{% endif +%}\nz",
+     "{}",
+     "x y\nz"},
+    {"{# comment #}\n  {# indented #}\nA",
+     "{}",
+     "A"},
+    {"{% for x in xs %}{{ loop.index }}/{{ loop.length }}{{ ',' if not loop.last }}{% endfor %}",
+     "{\"xs\": [1, 2, 3]}",
+     "1/3,2/3,3/3"},
+    {"{% for x in xs %}{{ loop.previtem }}>{{ x }}<{{ loop.nextitem }} {{ loop.revindex0 }}|{% endfor %}",
+     "{\"xs\": [\"a\", \"b\"]}",
+     ">a<b 1|a>b< 0|"},
+    {"{% for x in xs if x % 2 %}{{ x }}{{ loop.index0 }}{% else %}none{% endfor %}",
+     "{\"xs\": [1, 2, 3, 4, 5]}",
+     "103152"},
+    {"{% for x in [] %}{{ x }}{% else %}empty{% endfor %}",
+     "{}",
+     "empty"},
+    {"{% for x in range(10) %}{% if x == 2 %}{% continue %}{% endif %}{% if x > 4 %}{% break %}{% endif %}{{ x }}{% endfor %}",
+     "{}",
+     "0134"},
+    {"{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}",
+     "{\"d\": {\"b\": 1, \"a\": 2}}",
+     "b=1;a=2;"},
+    {"{% set x = 1 %}{% for i in [1] %}{% set x = 2 %}{% endfor %}{{ x }}",
+     "{}",
+     "1"},
+    {"{% set ns = namespace(x=1) %}{% for i in [1, 2] %}{% set ns.x = ns.x + i %}{% endfor %}{{ ns.x }}",
+     "{}",
+     "4"},
+    {"{% macro m(a, b='B') %}[{{ a }}{{ b }}]{% endmacro %}{{ m(1) }}{{ m(2, b=3) }}",
+     "{}",
+     "[1B][23]"},
+    {"{% macro w() %}<{{ caller() }}>{% endmacro %}{% call w() %}inner{% endcall %}",
+     "{}",
+     "<inner>"},
+    {"{% filter upper %}shout {{ 'it' }}{% endfilter %}",
+     "{}",
+     "SHOUT IT"},
+    {"{% set block %}  body  {% endset %}[{{ block | trim }}]",
+     "{}",
+     "[body]"},
+    {"{{ 'abcdef'[1:4] }}{{ 'abc'[::-1] }}{{ [1,2,3][-1] }}{{ [1,2,3,4][::2] }}",
+     "{}",
+     "bcdcba3[1, 3]"},
+    {"{{ 7 // 2 }} {{ -7 // 2 }} {{ 7 % 3 }} {{ -7 % 3 }} {{ 7 / 2 }} {{ 2 ** 10 }} {{ 1 + 2 * 3 }}",
+     "{}",
+     "3 -4 1 2 3.5 1024 7"},
+    {"{{ 0.1 + 0.2 }} {{ 1.0 }} {{ 1e20 }} {{ 1.5e-7 }} {{ 3.0 * 2 }}",
+     "{}",
+     "0.30000000000000004 1.0 1e+20 1.5e-07 6.0"},
+    {"{{ 'a' ~ 1 ~ none ~ true }}",
+     "{}",
+     "a1NoneTrue"},
+    {"{{ d }} {{ l }} {{ t }}",
+     "{\"d\": {\"a\": \"it's\", \"b\": [1, 2.5, null, true]}, \"l\": [\"x\\ny\", \"q\\\"'\"], \"t\": null}",
+     "{'a': \"it's\", 'b': [1, 2.5, None, True]} ['x\\ny', 'q\"\\''] None"},
+    {"{{ x | tojson }}|{{ x | tojson(indent=2) }}|{{ x | tojson(sort_keys=true) }}|{{ 'caf\303\251' | tojson(ensure_ascii=true) }}",
+     "{\"x\": {\"b\": [1, {\"c\": null}], \"a\": \"\303\251\\\"\\n\"}}",
+     "{\"b\": [1, {\"c\": null}], \"a\": \"\303\251\\\"\\n\"}|{\n  \"b\": [\n    1,\n    {\n      \"c\": null\n    }\n  ],\n  \"a\": \"\303\251\\\"\\n\"\n}|{\"a\": \"\303\251\\\"\\n\", \"b\": [1, {\"c\": null}]}|\"caf\\u00e9\""},
+    {"{{ [] | tojson(indent=2) }}{{ {} | tojson }}",
+     "{}",
+     "[]{}"},
+    {"{{ '  hi  ' | trim }}|{{ 'Hello World' | lower }}|{{ 'hello world' | title }}|{{ 'hello' | upper }}|{{ 'hELLO' | capitalize }}",
+     "{}",
+     "hi|hello world|Hello World|HELLO|Hello"},
+    {"{{ xs | length }} {{ xs | first }} {{ xs | last }} {{ xs | join(', ') }} {{ xs | reverse | list }} {{ xs | sort | list }}",
+     "{\"xs\": [3, 1, 2]}",
+     "3 3 2 3, 1, 2 [2, 1, 3] [1, 2, 3]"},
+    {"{{ ms | map(attribute='role') | join(',') }}|{{ ms | selectattr('role', 'equalto', 'user') | list | length }}|{{ ms | rejectattr('role', 'eq', 'user') | map(attribute='c') | list }}",
+     "{\"ms\": [{\"role\": \"user\", \"c\": 1}, {\"role\": \"bot\", \"c\": 2}, {\"role\": \"user\", \"c\": 3}]}",
+     "user,bot,user|2|[2]"},
+    {"{{ ['b', 'A', 'a', 'B'] | unique | list }} {{ ['b', 'A', 'c'] | sort }} {{ {'b': 1, 'a': 2} | dictsort }}",
+     "{}",
+     "['b', 'A'] ['A', 'b', 'c'] [('a', 2), ('b', 1)]"},
+    {"{{ 'a\nb\n\nc' | indent(2) }}|{{ 'x\ny' | indent(4, true) }}",
+     "{}",
+     "a\n  b\n\n  c|    x\n    y"},
+    {"{{ 'aXbX' | replace('X', '-') }} {{ -3 | abs }} {{ 2.567 | round(1) }} {{ '42' | int + 1 }} {{ 'x' | int }} {{ '2.5' | float }}",
+     "{}",
+     "a-b- 3 2.6 43 0 2.5"},
+    {"{{ [3, 1, 2] | min }} {{ [3, 1, 2] | max }} {{ 'one two  three' | wordcount }} {{ [1, 2] | sum }}",
+     "{}",
+     "1 3 3 3"},
+    {"{{ ' a b '.strip() }}|{{ 'a,b,,c'.split(',') }}|{{ ' a  b '.split() }}|{{ 'abc'.startswith('ab') }}|{{ 'abc'.endswith(('x', 'c')) }}",
+     "{}",
+     "a b|['a', 'b', '', 'c']|['a', 'b']|True|True"},
+    {"{{ 'xxhixx'.strip('x') }}|{{ 'hi'.lstrip('h') }}|{{ 'a-b-c'.replace('-', '+', 1) }}|{{ 'hello'.find('l') }}|{{ '{} and {name}'.format(1, name='n') }}",
+     "{}",
+     "hi|i|a+b-c|2|1 and n"},
+    {"{{ d.get('a') }} {{ d.get('z', 'dflt') }} {{ d.keys() | list }} {{ d.values() | list }} {{ 'a' in d }} {{ 'z' not in d }}",
+     "{\"d\": {\"a\": 1, \"b\": 2}}",
+     "1 dflt ['a', 'b'] [1, 2] True True"},
+    {"{{ x is string }} {{ x is mapping }} {{ l is iterable }} {{ l is sequence }} {{ 3 is odd }} {{ 4 is even }} {{ n is none }} {{ 1 is number }} {{ true is boolean }} {{ 6 is divisibleby 3 }}",
+     "{\"x\": \"s\", \"l\": [1], \"n\": null}",
+     "True False True True True True True True True True"},
+    {"{{ 1 if x else 2 }}{{ 'y' if false }}|{{ x and 'a' or 'b' }}|{{ not x }}",
+     "{\"x\": 0}",
+     "2|b|True"},
+    {"{{ ('a', 'b') }} {{ (1,) }} {{ [1, 2] + [3] }} {{ 'ab' * 2 }}",
+     "{}",
+     "('a', 'b') (1,) [1, 2, 3] abab"},
+    {"{{ raise_exception('bad input') }}",
+     "{}",
+     NULL},
+    {"{{ strftime_now('%Y-%m-%d %H:%M') }}",
+     "{}",
+     "2026-01-15 12:00"},
+    {"{{ missing.attr }}",
+     "{}",
+     NULL},
+    {"{{ 1 + 'a' }}",
+     "{}",
+     NULL},
+    {"{% for x in none %}{% endfor %}",
+     "{}",
+     NULL},
+    {"{% set l = [] %}{{ l.append(1) }}",
+     "{}",
+     NULL},
+    {"{% if %}",
+     "{}",
+     NULL},
+    {"{{ 'unterminated }}",
+     "{}",
+     NULL},
+    {"{% for x in xs %}",
+     "{\"xs\": []}",
+     NULL},
+    {"{% endif %}",
+     "{}",
+     NULL},
+    {"{{ m.content }}|{{ m['content'] }}|{{ m.nope }}|{{ l[5] }}",
+     "{\"m\": {\"content\": [{\"type\": \"text\", \"text\": \"hi\"}]}, \"l\": []}",
+     "[{'type': 'text', 'text': 'hi'}]|[{'type': 'text', 'text': 'hi'}]||"},
+    {"{{ 'x' | safe + '<b>' }}|{{ '<a>' ~ ('y' | safe) }}",
+     "{}",
+     "x&lt;b&gt;|<a>y"},
+    {"{{ xs | map('upper') | join }}{{ xs | select('equalto', 'a') | list }}",
+     "{\"xs\": [\"a\", \"b\"]}",
+     "AB['a']"},
+    {"{% generation %}gen{% endgeneration %}",
+     "{}",
+     "gen"},
+    {"{{ x | tojson(separators=(',', ':')) }}",
+     "{\"x\": {\"a\": [1, 2]}}",
+     "{\"a\":[1,2]}"},
+    {"{{ [1, 2] | map('string') | list | tojson }}",
+     "{}",
+     "[\"1\", \"2\"]"},
+    {"{{ xs | map(attribute='a') | tojson }}",
+     "{\"xs\": [{\"a\": 1}]}",
+     NULL},
+    {"{{ range(3) | list }}{{ range(1, 7, 2) | list }}{{ range(3, 0, -1) | list }}",
+     "{}",
+     "[0, 1, 2][1, 3, 5][3, 2, 1]"},
+    {"{{ 'a' < 'b' }} {{ 2 >= 2.0 }} {{ [1, 2] == [1, 2] }} {{ 1 == true }} {{ none == none }}",
+     "{}",
+     "True True True True True"},
+    {"{{ 'ab' < 1 }}",
+     "{}",
+     NULL},
+    {"{% set a, b = [1, 2] %}{{ b }}{{ a }}",
+     "{}",
+     "21"},
+    {"line1\n{{ undefined_fn() }}",
+     "{}",
+     NULL},
+    {"\r\nA\r\n{%- if true %}\r\nB{% endif %}\n\n",
+     "{}",
+     "\nAB"},
+};
+
+static int failures;
+
+static void check(bool ok, const char *what) {
+    if (!ok) {
+        printf("FAIL %s\n", what);
+        failures++;
+    }
+}
+
+static char *render(const char *tmpl, const char *ctx, const tport_template_limits *lim) {
+    tport_template_limits l = lim ? *lim : (tport_template_limits){0};
+    l.now = 1768478400; /* 2026-01-15 12:00 UTC, as the table's references */
+    return tport_template_render(tmpl, strlen(tmpl), ctx, &l, NULL);
+}
+
+static void table(void) {
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        const jcase *k = &CASES[i];
+        char *got = render(k->tmpl, k->ctx, NULL);
+        bool ok = k->want ? got && !strcmp(got, k->want) : !got;
+        if (!ok) {
+            printf("FAIL case %zu: %s\n  want: %s\n  got:  %s\n", i, k->tmpl, k->want ? k->want : "(an error)",
+                   got ? got : tport_last_error());
+            failures++;
+        }
+        free(got);
+    }
+}
+
+static void error_lines(void) {
+    char *got = render("a\nb\n{{ missing.x }}", "{}", NULL);
+    check(!got && strstr(tport_last_error(), "line 3"), "an evaluation error names its line");
+    got = render("a\n\n\n{% if %}", "{}", NULL);
+    check(!got && strstr(tport_last_error(), "line 4"), "a syntax error names its line");
+    got = render("{{ raise_exception('no tools here') }}", "{}", NULL);
+    check(!got && strstr(tport_last_error(), "no tools here"), "raise_exception's message is the error");
+    got = render("x", "{\"messages\": [", NULL);
+    check(!got && strstr(tport_last_error(), "JSON"), "a bad context is refused");
+    got = render("x", "[1]", NULL);
+    check(!got, "a context that is not an object is refused");
+}
+
+static void limits(void) {
+    tport_template_limits out = {.max_output = 1000};
+    char *got = render("{% for i in range(1000) %}xx{% endfor %}", "{}", &out);
+    check(!got && strstr(tport_last_error(), "output"), "output is bounded");
+    tport_template_limits steps = {.max_steps = 10000};
+    got = render("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}", "{}", &steps);
+    check(!got && strstr(tport_last_error(), "steps"), "work is bounded");
+    got = render("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}", "{}", NULL);
+    check(!got && strstr(tport_last_error(), "deeply"), "recursion is bounded");
+    tport_template_limits mem = {.max_memory = 1 << 20};
+    got = render("{% set ns = namespace(s='x') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}", "{}", &mem);
+    check(!got, "memory is bounded");
+    got = render("{{ range(200000) | length }}", "{}", NULL);
+    check(!got && strstr(tport_last_error(), "Range too big"), "range is bounded as in the sandbox");
+}
+
+static void hostile(void) {
+    /* deep nesting of every kind must fail cleanly, not exhaust the stack */
+    static const char *const open[] = {"(", "[", "{'a':", "-", "not ", "x|f(", "{% if x %}", "{% for a in b %}"};
+    for (size_t k = 0; k < sizeof open / sizeof open[0]; k++) {
+        size_t n = 100000, len = strlen(open[k]);
+        char *t = malloc(n * len + 8);
+        strcpy(t, "{{ ");
+        bool stmt = open[k][0] == '{' && open[k][1] == '%';
+        size_t o = stmt ? 0 : 3;
+        for (size_t i = 0; i < n; i++, o += len)
+            memcpy(t + o, open[k], len);
+        t[o] = 0;
+        char *got = tport_template_render(t, o, "{}", NULL, NULL);
+        check(!got, "deep nesting fails");
+        free(got);
+        free(t);
+    }
+    /* a NUL byte and invalid UTF-8 are text like any other */
+    size_t n;
+    static const char nul[] = "a\0b{{ 'x' }}\xff";
+    char *got = tport_template_render(nul, sizeof nul - 1, "{}", NULL, &n);
+    check(got && n == 5 && !memcmp(got, "a\0bx\xff", 5), "NUL and invalid UTF-8 pass through");
+    free(got);
+    const char *bad[] = {"{{", "{%", "{#", "{{ }}", "{% %}", "{{ 1 +", "{{ a.", "{{ a[ }}", "{% for %}", "{% set %}",
+                         "{% macro %}", "{% call %}x{% endcall %}", "{{ 'a' | }}", "{{ x is }}", "{% raw %}", "{{ 99999999999999999999 }}"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        got = render(bad[i], "{}", NULL);
+        check(!got, bad[i]);
+        free(got);
+    }
+}
+
+int main(void) {
+    table();
+    error_lines();
+    limits();
+    hostile();
+    printf("%s: %zu table cases, %d failures\n", failures ? "FAIL" : "ok", sizeof CASES / sizeof CASES[0], failures);
+    return failures ? 1 : 0;
+}
