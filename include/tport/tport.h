@@ -291,6 +291,11 @@ const char *tport_model_meta_str(const tport_model *m, const char *key);
 /* The id of the token whose text is exactly len bytes of text (special
  * tokens such as "<|im_end|>" included), or -1 if there is none. */
 tport_token tport_token_lookup(const tport_model *m, const char *text, size_t len);
+/* The vocabulary's text of token id as stored (special tokens such as
+ * "<s>" or "<|im_end|>" as written, what a chat template's bos_token and
+ * eos_token are), or NULL if id is out of range or the model has no
+ * vocabulary; *len (if not NULL) gets its length.  Lives as long as m. */
+const char *tport_token_text(const tport_model *m, tport_token id, size_t *len);
 /* The text of n tokens, as tport_token_to_text gives them one after the
  * other (the first without a previous token).  Writes at most cap bytes, no
  * NUL; returns the number of bytes the text needs, or -1 on error (no

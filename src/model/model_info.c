@@ -5,6 +5,15 @@
 
 #include "core/error.h"
 #include "model/model.h"
+#include "model/tokenizer_impl.h"
+
+const char *tport_token_text(const tport_model *m, tport_token id, size_t *len) {
+    if (!m || !m->tok || id < 0 || id >= m->tok->n_tokens)
+        return NULL;
+    if (len)
+        *len = m->tok->len[id];
+    return m->tok->text[id];
+}
 
 const char *tport_model_meta_str(const tport_model *m, const char *key) {
     if (!m || !key)
