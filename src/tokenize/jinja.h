@@ -42,6 +42,9 @@ typedef struct jlist {
     /* a one-shot iterator (what map, select, reject ... return in jinja2):
      * always true, no length, not JSON, consumed by the first pass */
     bool gen;
+    /* dict.keys()/values()/items(): print as dict_keys([...]) and are not
+     * JSON; 0 for a plain list */
+    uint8_t view;
 } jlist;
 typedef struct jdict {
     jv *keys, *vals;                           /* insertion order, as Python */

@@ -356,8 +356,8 @@ static bool norm_index(int64_t *i, size_t n) {
 }
 
 static jv get_item(jctx *c, jv obj, jv key, int line) {
-    if (obj.t == JT_LIST && obj.u.l->gen)
-        jfail(c, line, "'generator' object is not subscriptable");
+    if (obj.t == JT_LIST && (obj.u.l->gen || obj.u.l->view))
+        jfail(c, line, "'%s' object is not subscriptable", jv_type_name(obj));
     switch (obj.t) {
     case JT_DICT: {
         jv *v = jdict_find(obj.u.d, key);
@@ -404,8 +404,8 @@ jv jinja_slice(jctx *c, jv obj, jv start, jv stop, jv step, int line) {
     if (st == 0)
         jfail(c, line, "slice step cannot be zero");
     size_t n;
-    if (obj.t == JT_LIST && obj.u.l->gen)
-        jfail(c, line, "'generator' object is not subscriptable");
+    if (obj.t == JT_LIST && (obj.u.l->gen || obj.u.l->view))
+        jfail(c, line, "'%s' object is not subscriptable", jv_type_name(obj));
     if (obj.t == JT_LIST)
         n = obj.u.l->n;
     else if (obj.t == JT_STR)
@@ -670,6 +670,7 @@ static void exec_for(jctx *c, const jnode *n, jscope *s, jbuf *out) {
     jv kv[11];
     for (int k = 0; k < 11; k++)
         kv[k] = jv_cstr(c, keys[k]);
+    jv cycle_key = jv_cstr(c, "cycle");
     for (size_t i = 0; i < items->n; i++) {
         jstep(c, n->line);
         jscope *it = new_scope(c, s);
@@ -690,6 +691,11 @@ static void exec_for(jctx *c, const jnode *n, jscope *s, jbuf *out) {
                        idx + 1 < len ? items->items[i + 1] : jv_undef(), jv_int(1), jv_int(0)};
         for (int k = 0; k < 11; k++)
             jdict_set(c, loop.u.d, kv[k], vals[k]);
+        jfunc *cycle = jalloc(c, sizeof *cycle);
+        cycle->kind = FN_METHOD;
+        cycle->name = "cycle";
+        cycle->self = jv_int(idx); /* loop.cycle(a, b, ...) picks by index0 */
+        jdict_set(c, loop.u.d, cycle_key, (jv){.t = JT_FUNC, .u.fn = cycle});
         set_var(c, it, jv_cstr(c, "loop").u.s, loop);
         jinja_exec(c, &n->args, it, out);
         int ctl = c->loop_ctl;

@@ -3,6 +3,7 @@
  * tojson, which takes json.dumps's ensure_ascii, indent, separators and
  * sort_keys instead of jinja2's HTML-safe one. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -231,8 +232,9 @@ static jv to_int(jctx *c, jv v, jv dflt, int line) {
         long long i = strtoll(s, &end, 10);
         if (!*end)
             return jv_int(i);
-        double f = strtod(s, &end);
-        if (!*end && isfinite(f) && fabs(f) < 9.2e18)
+        /* Python's float() reads no hex; strtod would */
+        double f = strpbrk(s, "xXpP") ? NAN : strtod(s, &end);
+        if (!isnan(f) && !*end && isfinite(f) && fabs(f) < 9.2e18)
             return jv_int((int64_t)f);
     }
     return dflt;
@@ -394,6 +396,7 @@ bool jinja_filter(jctx *c, const char *f, jv v, const jargs *a, jv *out) {
             jfail(c, line, "%s expects a mapping", f);
         jargs none = {.line = line};
         jv items = jinja_method(c, v, "items", &none);
+        items.u.l->view = 0;
         if (f[0] == 'i') {
             *out = items;
             out->u.l->gen = true;
@@ -437,8 +440,14 @@ bool jinja_filter(jctx *c, const char *f, jv v, const jargs *a, jv *out) {
             jfail(c, line, "round needs a number");
         double x = jv_num(v), m = pow(10, (double)(prec < -300 ? -300 : prec > 300 ? 300 : prec));
         const char *how = method.t == JT_STR ? method.u.s->s : "";
-        if (is(how, "common"))
-            x = round(x * m) / m;
+        if (is(how, "common") && prec >= 0 && prec <= 300 && isfinite(x)) {
+            /* Python's round(): half to even on the exact binary value, which
+             * is what a correctly rounded %.*f gives */
+            char buf[512];
+            snprintf(buf, sizeof buf, "%.*f", (int)prec, x);
+            x = strtod(buf, NULL);
+        } else if (is(how, "common"))
+            x = nearbyint(x * m) / m;
         else if (is(how, "floor"))
             x = floor(x * m) / m;
         else if (is(how, "ceil"))
@@ -487,6 +496,26 @@ bool jinja_filter(jctx *c, const char *f, jv v, const jargs *a, jv *out) {
             }
         }
         *out = acc;
+        return true;
+    }
+    if (is(f, "batch")) {
+        int64_t size = as_int(c, jargs_get(a, 0, "linecount", jv_undef()), line, "linecount");
+        jv fill = jargs_get(a, 1, "fill_with", jv_none());
+        if (size <= 0)
+            jfail(c, line, "batch size must be positive");
+        jlist *l = jinja_iterable(c, v, line);
+        *out = jv_gen(c);
+        jv cur = jv_undef();
+        for (size_t i = 0; i < l->n; i++) {
+            if (cur.t == JT_UNDEF || cur.u.l->n == (size_t)size) {
+                cur = jv_list(c);
+                jlist_push(c, out->u.l, cur);
+            }
+            jlist_push(c, cur.u.l, l->items[i]);
+        }
+        if (cur.t == JT_LIST && fill.t != JT_NONE)
+            while (cur.u.l->n < (size_t)size)
+                jlist_push(c, cur.u.l, fill);
         return true;
     }
     if (is(f, "wordcount")) {

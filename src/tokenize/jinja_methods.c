@@ -381,6 +381,11 @@ static bool all_chars(jv s, int kind) {
 
 static jv method_impl(jctx *c, jv self, const char *m, const jargs *a) {
     int line = a->line;
+    if (self.t == JT_INT && is(m, "cycle")) {
+        if (!a->n_pos)
+            jfail(c, line, "no items for cycling given");
+        return a->pos[self.u.i % a->n_pos];
+    }
     if (self.t == JT_STR) {
         if (is(m, "strip") || is(m, "lstrip") || is(m, "rstrip")) {
             jv chars = jargs_get(a, 0, NULL, jv_none());
@@ -466,6 +471,7 @@ static jv method_impl(jctx *c, jv self, const char *m, const jargs *a) {
         jdict *d = self.u.d;
         if (is(m, "items") || is(m, "keys") || is(m, "values")) {
             jv out = jv_list(c);
+            out.u.l->view = m[0] == 'k' ? 1 : m[0] == 'v' ? 2 : 3;
             for (size_t i = 0; i < d->n; i++) {
                 if (m[0] == 'k')
                     jlist_push(c, out.u.l, d->keys[i]);

@@ -357,11 +357,16 @@ static jnode *compare(parser *p) {
         if (op < 0)
             return n;
         next(p);
-        /* a < b < c means a < b and b < c in Python; templates do not chain
-         * comparisons, so a chain is refused rather than misread */
-        if (chained)
-            jfail(p->c, t->line, "chained comparisons are not supported");
-        n = bin(p, op, n, add_expr(p), t->line);
+        if (chained) {
+            /* Python's a < b < c: (a < b) and (b < c); b is read twice, which
+             * is the same where expressions have no side effects */
+            jnode *prev = n->kind == N_AND ? n->b : n;
+            jnode *m = node(p, N_AND, t->line);
+            m->a = n;
+            m->b = bin(p, op, prev->b, add_expr(p), t->line);
+            n = m;
+        } else
+            n = bin(p, op, n, add_expr(p), t->line);
     }
 }
 

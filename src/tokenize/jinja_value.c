@@ -209,6 +209,8 @@ const char *jv_type_name(jv v) {
         return "tuple";
     if (v.t == JT_LIST && v.u.l->gen)
         return "generator";
+    if (v.t == JT_LIST && v.u.l->view)
+        return v.u.l->view == 1 ? "dict_keys" : v.u.l->view == 2 ? "dict_values" : "dict_items";
     if (v.t == JT_DICT && v.u.d->ns)
         return "Namespace";
     return names[v.t];
@@ -359,6 +361,22 @@ size_t jutf8_offset(const char *s, size_t n, size_t cp) {
     return n;
 }
 
+/* Python's str.isprintable() for the code points repr() escapes: controls,
+ * format characters, separators other than the space, surrogates and
+ * private use (unassigned code points are not tracked). */
+static bool printable(unsigned cp) {
+    static const unsigned ranges[][2] = {
+        {0x80, 0xA0}, {0xAD, 0xAD}, {0x600, 0x605}, {0x61C, 0x61C}, {0x6DD, 0x6DD}, {0x70F, 0x70F},
+        {0x1680, 0x1680}, {0x180E, 0x180E}, {0x2000, 0x200F}, {0x2028, 0x202F}, {0x205F, 0x2064},
+        {0x2066, 0x206F}, {0x3000, 0x3000}, {0xD800, 0xF8FF}, {0xFEFF, 0xFEFF}, {0xFFF9, 0xFFFB},
+        {0x110BD, 0x110BD}, {0x1BCA0, 0x1BCA3}, {0x1D173, 0x1D17A}, {0xE0001, 0xE0001}, {0xE0020, 0xE007F},
+        {0xF0000, 0x10FFFF}};
+    for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++)
+        if (cp >= ranges[i][0] && cp <= ranges[i][1])
+            return false;
+    return true;
+}
+
 static void write_str_repr(jctx *c, jbuf *b, const jstr *s) {
     bool has_sq = memchr(s->s, '\'', s->len) != NULL, has_dq = memchr(s->s, '"', s->len) != NULL;
     char q = has_sq && !has_dq ? '"' : '\'';
@@ -382,8 +400,8 @@ static void write_str_repr(jctx *c, jbuf *b, const jstr *s) {
         } else if (ch >= 0x80) {
             size_t k;
             unsigned cp = utf8_decode((const unsigned char *)s->s + i, s->len - i, &k);
-            if (cp < 0xA0 || cp == 0xAD) { /* C1 controls and the soft hyphen are not printable */
-                snprintf(e, sizeof e, "\\x%02x", cp);
+            if (!printable(cp)) {
+                snprintf(e, sizeof e, cp < 0x100 ? "\\x%02x" : cp < 0x10000 ? "\\u%04x" : "\\U%08x", cp);
                 jbuf_puts(c, b, e);
             } else
                 jbuf_put(c, b, s->s + i, k);
@@ -402,7 +420,9 @@ void jv_write_repr(jctx *c, jbuf *b, jv v) {
             jbuf_puts(c, b, "<generator object>");
             return;
         }
+        static const char *const views[] = {"", "dict_keys(", "dict_values(", "dict_items("};
         bool t = v.u.l->tuple;
+        jbuf_puts(c, b, views[v.u.l->view < 4 ? v.u.l->view : 0]);
         jbuf_puts(c, b, t ? "(" : "[");
         for (size_t i = 0; i < v.u.l->n; i++) {
             if (i)
@@ -410,6 +430,8 @@ void jv_write_repr(jctx *c, jbuf *b, jv v) {
             jv_write_repr(c, b, v.u.l->items[i]);
         }
         jbuf_puts(c, b, t ? (v.u.l->n == 1 ? ",)" : ")") : "]");
+        if (v.u.l->view)
+            jbuf_puts(c, b, ")");
         return;
     }
     case JT_DICT:
@@ -520,7 +542,7 @@ void jv_write_json(jctx *c, jbuf *b, jv v, const jjson_opts *o, int level, int l
         return;
     case JT_STR: json_str(c, b, v.u.s, o->ensure_ascii); return;
     case JT_LIST:
-        if (v.u.l->gen)
+        if (v.u.l->gen || v.u.l->view)
             break;
         if (!v.u.l->n) {
             jbuf_puts(c, b, "[]");
