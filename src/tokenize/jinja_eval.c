@@ -438,11 +438,13 @@ jv jinja_slice(jctx *c, jv obj, jv start, jv stop, jv step, int line) {
     }
     jv r = obj.t == JT_LIST ? jv_list(c) : jv_undef();
     jbuf o = {0};
-    for (int64_t i = lo; st > 0 ? i < hi : i > hi; i += st) {
+    for (int64_t i = lo; st > 0 ? i < hi : i > hi;) {
         if (obj.t == JT_LIST)
             jlist_push(c, r.u.l, obj.u.l->items[i]);
         else
             jbuf_put(c, &o, obj.u.s->s + offs[i], offs[i + 1] - offs[i]);
+        if (__builtin_add_overflow(i, st, &i))
+            break;
     }
     if (obj.t == JT_LIST) {
         r.u.l->tuple = obj.u.l->tuple;

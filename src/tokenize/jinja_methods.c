@@ -337,7 +337,7 @@ static jv format(jctx *c, jv fmt, const jargs *a) {
             bool found = false;
             if (!fl || (field[0] >= '0' && field[0] <= '9')) {
                 int idx = fl ? atoi(field) : auto_i++;
-                found = idx < a->n_pos;
+                found = idx >= 0 && idx < a->n_pos;
                 if (found)
                     v = a->pos[idx];
             } else
@@ -553,8 +553,11 @@ bool jinja_global(jctx *c, const char *name, const jargs *a, jv *out) {
         if (count > 100000)
             jfail(c, line, "Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
         *out = jv_list(c);
-        for (int64_t i = v[0]; v[2] > 0 ? i < v[1] : i > v[1]; i += v[2])
+        for (int64_t i = v[0]; v[2] > 0 ? i < v[1] : i > v[1];) {
             jlist_push(c, out->u.l, jv_int(i));
+            if (__builtin_add_overflow(i, v[2], &i))
+                break;
+        }
         return true;
     }
     if (is(name, "namespace") || is(name, "dict")) {

@@ -413,11 +413,16 @@ static void write_str_repr(jctx *c, jbuf *b, const jstr *s) {
 }
 
 void jv_write_repr(jctx *c, jbuf *b, jv v) {
+    /* a namespace can hold itself (set ns.me = ns); Python prints {...},
+     * the engine refuses past the depth limit */
+    if ((v.t == JT_LIST || v.t == JT_DICT) && ++c->depth > c->max_depth)
+        jfail(c, 0, "value nested too deeply to print");
     switch (v.t) {
     case JT_STR: write_str_repr(c, b, v.u.s); return;
     case JT_LIST: {
         if (v.u.l->gen) {
             jbuf_puts(c, b, "<generator object>");
+            c->depth--;
             return;
         }
         static const char *const views[] = {"", "dict_keys(", "dict_values(", "dict_items("};
@@ -432,6 +437,7 @@ void jv_write_repr(jctx *c, jbuf *b, jv v) {
         jbuf_puts(c, b, t ? (v.u.l->n == 1 ? ",)" : ")") : "]");
         if (v.u.l->view)
             jbuf_puts(c, b, ")");
+        c->depth--;
         return;
     }
     case JT_DICT:
@@ -446,6 +452,7 @@ void jv_write_repr(jctx *c, jbuf *b, jv v) {
             jv_write_repr(c, b, v.u.d->vals[i]);
         }
         jbuf_puts(c, b, v.u.d->ns ? "}>" : "}");
+        c->depth--;
         return;
     default: jv_write_str(c, b, v);
     }

@@ -104,6 +104,18 @@ CONVERSATIONS = {
                          CALL]},
                      {"role": "tool", "tool_call_id": "call_2", "name": "add", "content": "5.5"},
                      {"role": "tool", "tool_call_id": "call_1", "name": "get_weather", "content": "sunny"}], TOOLS, True),
+    # OpenAI's wire format: arguments as a JSON string
+    "string_args": ([{"role": "user", "content": "Weather in Rome?"},
+                     {"role": "assistant", "content": "Let me check.", "tool_calls": [
+                         {"id": "call_3", "type": "function",
+                          "function": {"name": "get_weather", "arguments": "{\"city\": \"Rome\"}"}}]},
+                     {"role": "tool", "tool_call_id": "call_3", "content": "rainy"}], TOOLS, True),
+    # content as a list of parts, and an assistant turn with its reasoning
+    "parts": ([{"role": "system", "content": [{"type": "text", "text": "Answer in French."}]},
+               {"role": "user", "content": [{"type": "text", "text": "Hello"}, {"type": "text", "text": "there"}]},
+               {"role": "assistant", "content": "Bonjour", "reasoning_content": "The user greets me."},
+               {"role": "user", "content": "Merci"}], None, True),
+    "no_thinking": ([{"role": "user", "content": "Quick: 1+1?"}], None, True, {"enable_thinking": False}),
 }
 
 
@@ -127,11 +139,13 @@ def main():
             compile_error = None
         except Exception as e:  # a syntax error: every case must fail
             tmpl, compile_error = None, e
-        for conv, (messages, tools, agp) in CONVERSATIONS.items():
+        for conv, spec in CONVERSATIONS.items():
+            messages, tools, agp = spec[:3]
+            extra = spec[3] if len(spec) > 3 else {}
             case = name + "." + conv
             ctx = {"messages": messages, "tools": tools, "documents": None,
                    "add_generation_prompt": agp, "bos_token": "<|bos|>", "eos_token": "<|eos|>",
-                   "unk_token": "<|unk|>", "pad_token": "<|pad|>"}
+                   "unk_token": "<|unk|>", "pad_token": "<|pad|>", **extra}
             with open(os.path.join(out, case + ".json"), "w", encoding="utf-8") as f:
                 json.dump(ctx, f, ensure_ascii=False)
             try:

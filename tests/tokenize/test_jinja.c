@@ -464,6 +464,15 @@ static void limits(void) {
     tport_template_limits mem = {.max_memory = 1 << 20};
     got = render("{% set ns = namespace(s='x') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}", "{}", &mem);
     check(!got, "memory is bounded");
+    got = render("{% set ns = namespace() %}{% set ns.me = ns %}{{ ns }}", "{}", NULL);
+    check(!got && strstr(tport_last_error(), "deeply"), "a namespace holding itself does not print forever");
+    got = render("{{ [1, 2, 3][1::9223372036854775807] }}{{ range(9223372036854775806, 9223372036854775807, 2) | list }}"
+                 "{{ '{-5}'.format(1) }}", "{}", NULL);
+    check(!got, "extreme slices and ranges stay defined; a negative format index is refused");
+    free(got);
+    got = render("{{ [1, 2, 3][1::9223372036854775807] }}{{ range(9223372036854775806, 9223372036854775807, 2) | list }}", "{}", NULL);
+    check(got && !strcmp(got, "[2][9223372036854775806]"), "extreme slices and ranges");
+    free(got);
     got = render("{{ range(200000) | length }}", "{}", NULL);
     check(!got && strstr(tport_last_error(), "Range too big"), "range is bounded as in the sandbox");
 }
