@@ -39,10 +39,14 @@ static bool with_template(const char *src, const char *dst, const char *tmpl) {
     return ok;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     char src[1024], dst[1100];
     if (!test_shared_path("models/llama-2-tiny-random.gguf", src, sizeof src))
         test_skip("test_serve_chat_jinja", "models/llama-2-tiny-random.gguf is absent");
+    /* --write-gguf PATH: only write the model with the template, for
+     * test_serve_curl.sh to serve */
+    if (argc == 3 && !strcmp(argv[1], "--write-gguf"))
+        return with_template(src, argv[2], TEMPLATE) ? 0 : 1;
     const char *tmp = getenv("TMPDIR");
     snprintf(dst, sizeof dst, "%s/tport-chat-jinja-%d.gguf", tmp && *tmp ? tmp : "/tmp", (int)getpid());
     CHECK(with_template(src, dst, TEMPLATE), "writing %s: %s", dst, tport_last_error());
