@@ -7,6 +7,8 @@ that is json.dumps with ensure_ascii=False by default, raise_exception and
 strftime_now globals, and {% generation %} blocks (AssistantTracker) that
 render their body.
 
+With --random N, N seeded random conversations are added.
+
 Writes, into OUT, one case per template and conversation: CASE.json (the
 render context) and CASE.out (the expected bytes) or CASE.err (Python
 raised), and OUT/cases.txt listing "template<TAB>case" per line.
@@ -14,6 +16,7 @@ Exit status 77 when jinja2 is missing (the ctest skip code)."""
 import glob
 import json
 import os
+import random
 import sys
 import time
 
@@ -119,11 +122,69 @@ CONVERSATIONS = {
 }
 
 
+# Random conversations (seeded, so the references are the same each run):
+# roles in any order, content as text, None or parts, texts with quotes,
+# newlines, non-ASCII, tag-like and Jinja-like text, one or two tool calls
+# with dict or string arguments, reasoning, enable_thinking.
+TEXTS = ["Hello", "  spaced  ", "multi\nline\ntext", "quote ' and \" both", "caf\u00e9 \u2603 \U0001F600", "",
+         "<|im_end|> tag", "{{ not jinja }}", "tab\tand\\backslash", "42", "a" * 50]
+
+
+def random_conversation(rng):
+    def content():
+        r = rng.random()
+        if r < 0.75:
+            return rng.choice(TEXTS)
+        if r < 0.85:
+            return None
+        return [{"type": "text", "text": rng.choice(TEXTS)} for _ in range(rng.randint(1, 2))]
+
+    def call(i):
+        args = rng.choice([{"city": rng.choice(TEXTS)}, {}, {"a": 1, "b": [1, 2.5, None, True], "c": {"d": "e"}},
+                           "{\"city\": \"Oslo\"}"])
+        return {"id": "call%d" % i, "type": "function",
+                "function": {"name": rng.choice(["get_weather", "add"]), "arguments": args}}
+
+    msgs = []
+    if rng.random() < 0.5:
+        msgs.append({"role": "system", "content": rng.choice(TEXTS)})
+    for _ in range(rng.randint(1, 4)):
+        msgs.append({"role": "user", "content": content()})
+        r = rng.random()
+        if r < 0.3:
+            n = rng.randint(1, 2)
+            m = {"role": "assistant", "content": rng.choice(["", None, "Checking."]),
+                 "tool_calls": [call(i) for i in range(n)]}
+            if rng.random() < 0.3:
+                m["reasoning_content"] = "thinking..."
+            msgs.append(m)
+            for i in range(n):
+                msgs.append({"role": "tool", "tool_call_id": "call%d" % i, "name": "get_weather",
+                             "content": rng.choice(TEXTS)})
+            if rng.random() < 0.5:
+                msgs.append({"role": "assistant", "content": rng.choice(TEXTS)})
+        elif r < 0.8:
+            msgs.append({"role": "assistant", "content": content()})
+    tools = TOOLS if rng.random() < 0.5 else None
+    agp = rng.random() < 0.7
+    extra = {"enable_thinking": rng.random() < 0.5} if rng.random() < 0.3 else {}
+    return (msgs, tools, agp, extra)
+
+
 def main():
-    if len(sys.argv) != 3:
-        print("usage: jinja_reference.py TEMPLATE_DIR OUT_DIR", file=sys.stderr)
+    args = sys.argv[1:]
+    n_random = 0
+    if len(args) == 4 and args[0] == "--random":
+        n_random = int(args[1])
+        args = args[2:]
+    if len(args) != 2:
+        print("usage: jinja_reference.py [--random N] TEMPLATE_DIR OUT_DIR", file=sys.stderr)
         return 2
-    tdir, out = sys.argv[1], sys.argv[2]
+    tdir, out = args
+    conversations = dict(CONVERSATIONS)
+    rng = random.Random(42)
+    for k in range(n_random):
+        conversations["random%d" % k] = random_conversation(rng)
     os.makedirs(out, exist_ok=True)
     templates = sorted(glob.glob(os.path.join(tdir, "*.jinja")))
     if not templates:
@@ -139,7 +200,7 @@ def main():
             compile_error = None
         except Exception as e:  # a syntax error: every case must fail
             tmpl, compile_error = None, e
-        for conv, spec in CONVERSATIONS.items():
+        for conv, spec in conversations.items():
             messages, tools, agp = spec[:3]
             extra = spec[3] if len(spec) > 3 else {}
             case = name + "." + conv

@@ -21,5 +21,6 @@ if [ ! -d "$templates" ]; then
 fi
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-TZ=UTC python3 "$here/jinja_reference.py" "$templates" "$out" || exit $?
+# the fixed conversations and 20 seeded random ones
+TZ=UTC python3 "$here/jinja_reference.py" --random 20 "$templates" "$out" || exit $?
 TZ=UTC "$bin" "$out"
