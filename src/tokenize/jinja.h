@@ -15,6 +15,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The engine's parts share these names among its files only: hidden, so
+ * libtport exports tport_template_render and nothing of the engine. */
+#if defined(__GNUC__)
+#pragma GCC visibility push(hidden)
+#endif
+
 typedef struct jctx jctx;
 
 /* ---- arena ---- */
@@ -238,5 +244,9 @@ jv jstr_replace(jctx *c, jv s, jv old, jv new_, int64_t count, int line);
 /* Renders a template with a context dict (or JT_NONE).  Returns the output
  * (in the arena) or NULL with c->err set. */
 const jstr *jinja_render(jctx *c, const char *tmpl, size_t n, jv context);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #endif

@@ -277,6 +277,24 @@ static jnode *filter_expr(parser *p, jnode *n) {
     }
 }
 
+/* `f(args) | g | ...` of {% filter %} and {% set x | f %}: filters whose
+ * innermost input (a NULL operand) is the block's text */
+static jnode *filter_chain(parser *p) {
+    jnode *n = NULL;
+    do {
+        const jtok *f = next(p);
+        if (f->kind != TK_NAME)
+            unexpected(p, "a filter name");
+        jnode *m = node(p, N_FILTER, f->line);
+        m->a = n;
+        m->name = name_of(p, f);
+        if (accept_op(p, "("))
+            call_args(p, m);
+        n = m;
+    } while (accept_op(p, "|"));
+    return n;
+}
+
 static jnode *unary(parser *p, bool with_filter) {
     const jtok *t = cur(p);
     jnode *n;
@@ -553,8 +571,8 @@ static jnode *statement(parser *p, int line) {
             jfail(p->c, line, "a block set assigns one name");
         jnode *n = node(p, S_SETBLOCK, line);
         n->a = target;
-        if (is_op(p, "|")) /* {% set x | filter %}: the filters apply to the body */
-            n->b = filter_expr(p, NULL);
+        if (accept_op(p, "|")) /* {% set x | filter %}: the filters apply to the body */
+            n->b = filter_chain(p);
         end_tag(p);
         parse_body(p, &n->args, endset);
         expect_end(p, "endset");
@@ -597,15 +615,7 @@ static jnode *statement(parser *p, int line) {
     }
     if (tok_is(kw, TK_NAME, "filter")) {
         jnode *n = node(p, S_FILTERBLOCK, line);
-        /* the chain is parsed as if it followed a value: `| f | g` */
-        p->i--;
-        jtok *fake = (jtok *)&p->t[p->i];
-        jtok save = *fake;
-        fake->kind = TK_OP;
-        fake->s = "|";
-        fake->n = 1;
-        n->b = filter_expr(p, NULL);
-        *fake = save;
+        n->b = filter_chain(p);
         end_tag(p);
         parse_body(p, &n->args, endfilter);
         expect_end(p, "endfilter");

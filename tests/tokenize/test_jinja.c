@@ -439,6 +439,18 @@ static void table(void) {
     }
 }
 
+/* filter chains of blocks (not in the table: written after it) */
+static void block_filters(void) {
+    char *got = render("{% filter upper | replace(\"A\", \"4\") %}abc{% endfilter %}", "{}", NULL);
+    check(got && !strcmp(got, "4BC"), "a filter block's chain");
+    free(got);
+    got = render("{% set x | trim | upper %}  hi  {% endset %}[{{ x }}]", "{}", NULL);
+    check(got && !strcmp(got, "[HI]"), "a set block's chain");
+    free(got);
+    got = render("{% filter is defined %}x{% endfilter %}", "{}", NULL);
+    check(!got, "a test is not a filter");
+}
+
 static void error_lines(void) {
     char *got = render("a\nb\n{{ missing.x }}", "{}", NULL);
     check(!got && strstr(tport_last_error(), "line 3"), "an evaluation error names its line");
@@ -511,6 +523,7 @@ static void hostile(void) {
 
 int main(void) {
     table();
+    block_filters();
     error_lines();
     limits();
     hostile();
