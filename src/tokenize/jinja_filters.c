@@ -359,9 +359,10 @@ bool jinja_filter(jctx *c, const char *f, jv v, const jargs *a, jv *out) {
         for (size_t i = 0; i < l->n; i++) {
             jv k = sort_key(c, attr.t == JT_NONE ? l->items[i] : attr_path(c, l->items[i], attr, line), cs);
             bool dup = false;
-            for (size_t j = 0; j < seen.u.l->n && !dup; j++)
+            for (size_t j = 0; j < seen.u.l->n && !dup; j++) {
+                jstep(c, line); /* quadratic: every comparison counts */
                 dup = jv_equal(seen.u.l->items[j], k);
-            jstep(c, line);
+            }
             if (!dup) {
                 jlist_push(c, seen.u.l, k);
                 jlist_push(c, out->u.l, l->items[i]);
@@ -582,7 +583,9 @@ bool jinja_test(jctx *c, const char *t, jv v, const jargs *a, bool *out) {
     else if (is(t, "gt") || is(t, "greaterthan") || is(t, ">")) *out = jv_compare(c, v, arg, a->line) > 0;
     else if (is(t, "ge") || is(t, ">=")) *out = jv_compare(c, v, arg, a->line) >= 0;
     else if (is(t, "in")) {
-        if (arg.t == JT_STR) {
+        if (arg.t == JT_UNDEF) /* Undefined iterates as nothing */
+            *out = false;
+        else if (arg.t == JT_STR) {
             if (v.t != JT_STR)
                 jfail(c, a->line, "'in <string>' requires string as left operand");
             *out = strstr(arg.u.s->s, v.u.s->s) != NULL || !v.u.s->len;

@@ -167,7 +167,14 @@ bool jv_truthy(jv v) {
 bool jv_is_number(jv v) { return v.t == JT_INT || v.t == JT_FLOAT || v.t == JT_BOOL; }
 double jv_num(jv v) { return v.t == JT_FLOAT ? v.u.f : v.t == JT_BOOL ? v.u.b : (double)v.u.i; }
 
-bool jv_equal(jv a, jv b) {
+/* Values nest only as deep as a template builds them (a loop can wrap a
+ * list in a list many times): past this depth equality says false rather
+ * than exhaust the stack, as Python raises RecursionError there. */
+#define MAX_COMPARE_DEPTH 1000
+
+static bool equal(jv a, jv b, int depth) {
+    if (depth > MAX_COMPARE_DEPTH)
+        return false;
     if (jv_is_number(a) && jv_is_number(b)) {
         if (a.t != JT_FLOAT && b.t != JT_FLOAT)
             return (a.t == JT_BOOL ? a.u.b : a.u.i) == (b.t == JT_BOOL ? b.u.b : b.u.i);
@@ -179,12 +186,12 @@ bool jv_equal(jv a, jv b) {
     case JT_UNDEF: case JT_NONE: return true;
     case JT_STR: return a.u.s->len == b.u.s->len && !memcmp(a.u.s->s, b.u.s->s, a.u.s->len);
     case JT_LIST:
-        if (a.u.l->gen || b.u.l->gen)
+        if (a.u.l == b.u.l || a.u.l->gen || b.u.l->gen)
             return a.u.l == b.u.l;
         if (a.u.l->n != b.u.l->n)
             return false;
         for (size_t i = 0; i < a.u.l->n; i++)
-            if (!jv_equal(a.u.l->items[i], b.u.l->items[i]))
+            if (!equal(a.u.l->items[i], b.u.l->items[i], depth + 1))
                 return false;
         return true;
     case JT_DICT:
@@ -194,7 +201,7 @@ bool jv_equal(jv a, jv b) {
             return false;
         for (size_t i = 0; i < a.u.d->n; i++) {
             jv *o = jdict_find(b.u.d, a.u.d->keys[i]);
-            if (!o || !jv_equal(a.u.d->vals[i], *o))
+            if (!o || !equal(a.u.d->vals[i], *o, depth + 1))
                 return false;
         }
         return true;
@@ -202,6 +209,8 @@ bool jv_equal(jv a, jv b) {
     default: return false;
     }
 }
+
+bool jv_equal(jv a, jv b) { return equal(a, b, 0); }
 
 const char *jv_type_name(jv v) {
     static const char *const names[] = {"Undefined", "NoneType", "bool", "int", "float", "str", "list", "dict", "function"};
@@ -216,7 +225,9 @@ const char *jv_type_name(jv v) {
     return names[v.t];
 }
 
-int jv_compare(jctx *c, jv a, jv b, int line) {
+static int compare(jctx *c, jv a, jv b, int line, int depth) {
+    if (depth > MAX_COMPARE_DEPTH)
+        jfail(c, line, "values nested too deeply to compare");
     if (jv_is_number(a) && jv_is_number(b)) {
         if (a.t == JT_INT && b.t == JT_INT)
             return (a.u.i > b.u.i) - (a.u.i < b.u.i);
@@ -233,12 +244,14 @@ int jv_compare(jctx *c, jv a, jv b, int line) {
     }
     if (a.t == JT_LIST && b.t == JT_LIST) {
         for (size_t i = 0; i < a.u.l->n && i < b.u.l->n; i++)
-            if (!jv_equal(a.u.l->items[i], b.u.l->items[i]))
-                return jv_compare(c, a.u.l->items[i], b.u.l->items[i], line);
+            if (!equal(a.u.l->items[i], b.u.l->items[i], depth + 1))
+                return compare(c, a.u.l->items[i], b.u.l->items[i], line, depth + 1);
         return (a.u.l->n > b.u.l->n) - (a.u.l->n < b.u.l->n);
     }
     jfail(c, line, "'<' not supported between instances of '%s' and '%s'", jv_type_name(a), jv_type_name(b));
 }
+
+int jv_compare(jctx *c, jv a, jv b, int line) { return compare(c, a, b, line, 0); }
 
 /* ---- text ---- */
 

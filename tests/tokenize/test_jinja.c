@@ -449,6 +449,17 @@ static void block_filters(void) {
     free(got);
     got = render("{% filter is defined %}x{% endfilter %}", "{}", NULL);
     check(!got, "a test is not a filter");
+    got = render("{{ 1 is in x }}", "{}", NULL);
+    check(got && !strcmp(got, "False"), "nothing is in Undefined");
+    free(got);
+    /* a list wrapped 5000 times compares without exhausting the stack */
+    got = render("{% set ns = namespace(a=1, b=1) %}{% for i in range(5000) %}{% set ns.a = [ns.a] %}"
+                 "{% set ns.b = [ns.b] %}{% endfor %}{{ ns.a == ns.b }}{{ ns.a in [ns.b] }}", "{}", NULL);
+    check(got && !strcmp(got, "FalseFalse"), "deep equality is bounded");
+    free(got);
+    got = render("{% set ns = namespace(a=1, b=2) %}{% for i in range(5000) %}{% set ns.a = [ns.a] %}"
+                 "{% set ns.b = [ns.b] %}{% endfor %}{{ ns.a < ns.b }}", "{}", NULL);
+    check(!got, "deep ordering fails cleanly");
 }
 
 static void error_lines(void) {
