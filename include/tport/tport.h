@@ -407,7 +407,7 @@ typedef struct tport_template_limits {
     size_t max_output;       /* bytes of output; default 16 MiB            */
     size_t max_memory;       /* bytes for the whole render; default 256 MiB */
     uint64_t max_steps;      /* evaluation steps; default 50 million       */
-    int32_t max_depth;       /* nesting of syntax, macros, values; 200     */
+    int32_t max_depth;       /* nesting of syntax, macros, values; 500     */
     int64_t now;             /* strftime_now's time, Unix seconds (local
                                 time is used, as Python's datetime.now());
                                 0 = the current time                       */

@@ -29,7 +29,7 @@ char *tport_template_render(const char *tmpl, size_t len, const char *context_js
     c->out_limit = l.max_output ? l.max_output : (size_t)16 << 20;
     c->mem_limit = l.max_memory ? l.max_memory : (size_t)256 << 20;
     c->max_steps = l.max_steps ? l.max_steps : 50000000;
-    c->max_depth = l.max_depth > 0 ? l.max_depth : 200;
+    c->max_depth = l.max_depth > 0 ? l.max_depth : 500;
     c->now = l.now;
     jv ctx = jv_none();
     char *result = NULL;
