@@ -396,7 +396,9 @@ void tport_sampler_accept(tport_sampler *sm, tport_token id);
  * "messages" (a list of {"role", "content", "tool_calls", ...}), "tools",
  * "add_generation_prompt", "bos_token", "eos_token" and whatever else the
  * template reads (e.g. "enable_thinking").  A variable that is absent is
- * jinja2's Undefined, so pass "tools": null only where Python would.
+ * jinja2's Undefined, so pass "tools": null only where Python would.  The
+ * engine reads the JSON itself (no optional library is needed) and keeps
+ * the key order, which tojson and loops over dicts show.
  *
  * Templates come from model files, so rendering is bounded: by output size,
  * memory, evaluation steps and nesting depth (the limits below; 0 picks the

@@ -2,6 +2,7 @@
  * as case-insensitive sort and unique, included), and transformers'
  * tojson, which takes json.dumps's ensure_ascii, indent, separators and
  * sort_keys instead of jinja2's HTML-safe one. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -216,7 +217,6 @@ static jv tojson(jctx *c, jv v, const jargs *a) {
 }
 
 static jv to_int(jctx *c, jv v, jv dflt, int line) {
-    (void)line;
     if (v.t == JT_INT)
         return v;
     if (v.t == JT_BOOL)
@@ -229,7 +229,10 @@ static jv to_int(jctx *c, jv v, jv dflt, int line) {
         const char *s = t.u.s->s;
         if (!*s)
             return dflt;
+        errno = 0;
         long long i = strtoll(s, &end, 10);
+        if (!*end && errno == ERANGE)
+            jfail(c, line, "int: %s is beyond 64-bit integers", s);
         if (!*end)
             return jv_int(i);
         /* Python's float() reads no hex; strtod would */

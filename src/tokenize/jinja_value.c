@@ -1,6 +1,7 @@
 /* Jinja values: the arena they live in, Python's equality and ordering,
  * and the text forms that must match Python byte for byte (str, repr,
  * float repr). */
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -811,11 +812,14 @@ static bool read_value(jreader *r, jv *out) {
         memcpy(num, r->s + st, len);
         num[len] = 0;
         char *end;
+        errno = 0;
         if (flt)
             *out = jv_float(strtod(num, &end));
         else
             *out = jv_int(strtoll(num, &end, 10));
-        ok = *end == 0;
+        /* Python keeps big integers exactly; the engine has 64 bits and
+         * refuses rather than change a number */
+        ok = *end == 0 && !(errno == ERANGE && !flt);
     } else
         ok = false;
     r->depth--;

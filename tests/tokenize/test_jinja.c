@@ -471,6 +471,10 @@ static void error_lines(void) {
     check(!got && strstr(tport_last_error(), "no tools here"), "raise_exception's message is the error");
     got = render("x", "{\"messages\": [", NULL);
     check(!got && strstr(tport_last_error(), "JSON"), "a bad context is refused");
+    got = render("{{ n }}", "{\"n\": 123456789012345678901234567890}", NULL);
+    check(!got, "a context integer beyond 64 bits is refused, not changed");
+    got = render("{{ '123456789012345678901234567890' | int }}", "{}", NULL);
+    check(!got, "int() beyond 64 bits is refused, not changed");
     got = render("x", "[1]", NULL);
     check(!got, "a context that is not an object is refused");
 }
