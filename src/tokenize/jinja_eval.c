@@ -204,7 +204,8 @@ static jv arith(jctx *c, int op, jv a, jv b, int line) {
         r.markup = markup;
         return r;
     }
-    if (op == OP_ADD && a.t == JT_LIST && b.t == JT_LIST) {
+    if (op == OP_ADD && a.t == JT_LIST && b.t == JT_LIST && a.u.l->tuple == b.u.l->tuple && !a.u.l->gen &&
+        !b.u.l->gen && !a.u.l->view && !b.u.l->view) {
         jv r = jv_list(c);
         r.u.l->tuple = a.u.l->tuple;
         for (size_t i = 0; i < a.u.l->n; i++)
@@ -355,9 +356,13 @@ static bool norm_index(int64_t *i, size_t n) {
     return *i >= 0 && *i < (int64_t)n;
 }
 
+/* obj[key] as jinja2's getitem: Python's TypeError and LookupError (a
+ * generator, an unhashable key, a missing index) give Undefined */
 static jv get_item(jctx *c, jv obj, jv key, int line) {
     if (obj.t == JT_LIST && (obj.u.l->gen || obj.u.l->view))
-        jfail(c, line, "'%s' object is not subscriptable", jv_type_name(obj));
+        return jv_undef();
+    if ((key.t == JT_LIST && !key.u.l->tuple) || key.t == JT_DICT)
+        return jv_undef();
     switch (obj.t) {
     case JT_DICT: {
         jv *v = jdict_find(obj.u.d, key);
@@ -391,39 +396,45 @@ static jv get_item(jctx *c, jv obj, jv key, int line) {
     return jv_undef();
 }
 
-static int64_t slice_bound(jctx *c, jv v, int line) {
+static bool slice_bound(jv v, int64_t *out) {
     if (v.t == JT_INT)
-        return v.u.i;
-    if (v.t == JT_BOOL)
-        return v.u.b;
-    jfail(c, line, "slice indices must be integers or None");
+        *out = v.u.i;
+    else if (v.t == JT_BOOL)
+        *out = v.u.b;
+    else
+        return false;
+    return true;
 }
 
+/* obj[start:stop:step] with Python's clamping; what Python refuses with a
+ * TypeError (not a sequence, bounds that are not integers) is Undefined,
+ * as jinja2's getitem gives */
 jv jinja_slice(jctx *c, jv obj, jv start, jv stop, jv step, int line) {
-    int64_t st = step.t == JT_NONE || step.t == JT_UNDEF ? 1 : slice_bound(c, step, line);
+    int64_t st = 1, b_lo = 0, b_hi = 0;
+    bool has_lo = !(start.t == JT_NONE || start.t == JT_UNDEF), has_hi = !(stop.t == JT_NONE || stop.t == JT_UNDEF);
+    if ((step.t != JT_NONE && step.t != JT_UNDEF && !slice_bound(step, &st)) || (has_lo && !slice_bound(start, &b_lo)) ||
+        (has_hi && !slice_bound(stop, &b_hi)))
+        return jv_undef();
     if (st == 0)
         jfail(c, line, "slice step cannot be zero");
     size_t n;
-    if (obj.t == JT_LIST && (obj.u.l->gen || obj.u.l->view))
-        jfail(c, line, "'%s' object is not subscriptable", jv_type_name(obj));
-    if (obj.t == JT_LIST)
+    if (obj.t == JT_LIST && !obj.u.l->gen && !obj.u.l->view)
         n = obj.u.l->n;
     else if (obj.t == JT_STR)
         n = jutf8_count(obj.u.s->s, obj.u.s->len);
     else
-        jfail(c, line, "'%s' object is not subscriptable", jv_type_name(obj));
+        return jv_undef();
     int64_t len = (int64_t)n, lo, hi;
-    bool has_lo = !(start.t == JT_NONE || start.t == JT_UNDEF), has_hi = !(stop.t == JT_NONE || stop.t == JT_UNDEF);
     if (st > 0) {
-        lo = has_lo ? slice_bound(c, start, line) : 0;
-        hi = has_hi ? slice_bound(c, stop, line) : len;
+        lo = has_lo ? b_lo : 0;
+        hi = has_hi ? b_hi : len;
         if (lo < 0) lo = lo + len < 0 ? 0 : lo + len;
         if (lo > len) lo = len;
         if (hi < 0) hi = hi + len < 0 ? 0 : hi + len;
         if (hi > len) hi = len;
     } else {
-        lo = has_lo ? slice_bound(c, start, line) : len - 1;
-        hi = has_hi ? slice_bound(c, stop, line) : -1;
+        lo = has_lo ? b_lo : len - 1;
+        hi = has_hi ? b_hi : -1;
         if (has_lo) { if (lo < 0) lo = lo + len < 0 ? -1 : lo + len; if (lo >= len) lo = len - 1; }
         if (has_hi) { if (hi < 0) hi = hi + len < 0 ? -1 : hi + len; if (hi >= len) hi = len - 1; }
     }
@@ -517,11 +528,6 @@ static jv eval(jctx *c, const jnode *n, jscope *s) {
         if (obj.t == JT_UNDEF)
             undefined_error(c, n->a);
         jv key = eval(c, n->b, s);
-        if ((key.t == JT_LIST && !key.u.l->tuple) || key.t == JT_DICT) {
-            if (obj.t == JT_DICT)
-                jfail(c, n->line, "unhashable type: '%s'", jv_type_name(key));
-            jfail(c, n->line, "indices must be integers or slices, not %s", jv_type_name(key));
-        }
         r = get_item(c, obj, key, n->line);
         break;
     }

@@ -392,8 +392,8 @@ bool jinja_filter(jctx *c, const char *f, jv v, const jargs *a, jv *out) {
         return true;
     }
     if (is(f, "items") || is(f, "dictsort")) {
-        if (v.t == JT_UNDEF) {
-            *out = f[0] == 'i' ? jv_gen(c) : jv_list(c);
+        if (v.t == JT_UNDEF && f[0] == 'i') { /* items() of Undefined is empty; dictsort reads .items() */
+            *out = jv_gen(c);
             return true;
         }
         if (v.t != JT_DICT)
@@ -416,7 +416,9 @@ bool jinja_filter(jctx *c, const char *f, jv v, const jargs *a, jv *out) {
         return true;
     }
     if (is(f, "indent")) {
-        *out = indent(c, need_str(c, v), jargs_get(a, 0, "width", jv_int(4)), jv_truthy(jargs_get(a, 1, "first", jv_bool(false))),
+        if (v.t != JT_STR) /* jinja2 appends "\n" to the value: only strings take it */
+            jfail(c, line, "indent: unsupported operand type(s) for +=: '%s' and 'str'", jv_type_name(v));
+        *out = indent(c, v, jargs_get(a, 0, "width", jv_int(4)), jv_truthy(jargs_get(a, 1, "first", jv_bool(false))),
                       jv_truthy(jargs_get(a, 2, "blank", jv_bool(false))));
         return true;
     }
@@ -442,6 +444,11 @@ bool jinja_filter(jctx *c, const char *f, jv v, const jargs *a, jv *out) {
         jv method = jargs_get(a, 1, "method", jv_cstr(c, "common"));
         if (!jv_is_number(v))
             jfail(c, line, "round needs a number");
+        if (v.t != JT_FLOAT && is(method.t == JT_STR ? method.u.s->s : "", "common")) {
+            /* Python's round() of an int is that int */
+            *out = jv_int(v.t == JT_BOOL ? v.u.b : v.u.i);
+            return true;
+        }
         double x = jv_num(v), m = pow(10, (double)(prec < -300 ? -300 : prec > 300 ? 300 : prec));
         const char *how = method.t == JT_STR ? method.u.s->s : "";
         if (is(how, "common") && prec >= 0 && prec <= 300 && isfinite(x)) {
@@ -522,9 +529,17 @@ bool jinja_filter(jctx *c, const char *f, jv v, const jargs *a, jv *out) {
                 jlist_push(c, cur.u.l, fill);
         return true;
     }
-    if (is(f, "wordcount")) {
-        jargs none = {.line = line};
-        *out = jv_int((int64_t)jinja_method(c, need_str(c, v), "split", &none).u.l->n);
+    if (is(f, "wordcount")) { /* jinja2 counts the matches of \\w+ */
+        jv s = need_str(c, v);
+        int64_t words = 0;
+        bool in_word = false;
+        for (size_t i = 0; i < s.u.s->len; i++) {
+            unsigned char ch = (unsigned char)s.u.s->s[i];
+            bool w = (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '_' || ch >= 0x80;
+            words += w && !in_word;
+            in_word = w;
+        }
+        *out = jv_int(words);
         return true;
     }
     if (is(f, "attr")) {
@@ -555,8 +570,16 @@ bool jinja_filter(jctx *c, const char *f, jv v, const jargs *a, jv *out) {
     return false;
 }
 
+/* Tests that take no argument beyond the value (Python refuses one). */
+static const char *const unary_tests[] = {"defined", "undefined", "none", "boolean", "true", "false", "integer", "float",
+                                          "number", "string", "mapping", "iterable", "sequence", "callable", "odd",
+                                          "even", "lower", "upper", NULL};
+
 bool jinja_test(jctx *c, const char *t, jv v, const jargs *a, bool *out) {
     jv arg = jargs_get(a, 0, NULL, jv_undef());
+    for (int i = 0; unary_tests[i]; i++)
+        if (is(t, unary_tests[i]) && a->n_pos + a->n_kw > 0)
+            jfail(c, a->line, "test_%s() takes 1 positional argument but %d were given", t, 1 + a->n_pos + a->n_kw);
     if (is(t, "defined")) *out = v.t != JT_UNDEF;
     else if (is(t, "undefined")) *out = v.t == JT_UNDEF;
     else if (is(t, "none")) *out = v.t == JT_NONE;
@@ -570,10 +593,17 @@ bool jinja_test(jctx *c, const char *t, jv v, const jargs *a, bool *out) {
     else if (is(t, "mapping")) *out = v.t == JT_DICT && !v.u.d->ns;
     else if (is(t, "iterable")) *out = v.t == JT_UNDEF || v.t == JT_STR || v.t == JT_LIST || (v.t == JT_DICT && !v.u.d->ns);
     else if (is(t, "sequence")) *out = v.t == JT_UNDEF || v.t == JT_STR || (v.t == JT_LIST && !v.u.l->gen) || (v.t == JT_DICT && !v.u.d->ns);
-    else if (is(t, "callable")) *out = v.t == JT_FUNC;
+    else if (is(t, "callable")) *out = v.t == JT_FUNC || v.t == JT_UNDEF; /* Undefined has __call__ (that fails) */
     else if (is(t, "odd") || is(t, "even")) {
-        int64_t i = as_int(c, v, a->line, "odd/even value");
-        *out = (i % 2 != 0) == (t[0] == 'o');
+        if (v.t == JT_FLOAT) { /* value % 2 == 1 (or 0), Python's float modulo */
+            double m = fmod(v.u.f, 2);
+            if (m < 0)
+                m += 2;
+            *out = t[0] == 'o' ? m == 1 : m == 0;
+        } else {
+            int64_t i = as_int(c, v, a->line, "odd/even value");
+            *out = (i % 2 != 0) == (t[0] == 'o');
+        }
     } else if (is(t, "divisibleby")) {
         int64_t d = as_int(c, arg, a->line, "divisor");
         if (!d)

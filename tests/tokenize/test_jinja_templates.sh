@@ -7,7 +7,11 @@ set -u
 bin=$1
 templates=$2
 here=$(dirname "$0")
-if ! python3 -c 'import jinja2' 2>/dev/null; then
+# Debian's interpreter, where python3-jinja2 installs (not a python3 that
+# PATH may find first, e.g. pyenv's with another jinja2)
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=python3
+if ! "$PY" -c 'import jinja2' 2>/dev/null; then
     if [ "${CI:-}" = true ]; then
         echo "FAIL: python3-jinja2 is missing in CI"
         exit 1
@@ -22,5 +26,6 @@ fi
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 # the fixed conversations and 20 seeded random ones
-TZ=UTC python3 "$here/jinja_reference.py" --random 20 "$templates" "$out" || exit $?
+"$PY" -c 'import jinja2; print("references by jinja2", jinja2.__version__)'
+TZ=UTC "$PY" "$here/jinja_reference.py" --random 20 "$templates" "$out" || exit $?
 TZ=UTC "$bin" "$out"
