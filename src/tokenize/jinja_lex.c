@@ -288,44 +288,61 @@ void jinja_lex(jctx *c, const char *src, size_t n, jtoks *out) {
             bool block = kind == '%';
             emit(&L, (jtok){.kind = block ? TK_BLOCK_BEGIN : TK_VAR_BEGIN, .line = L.line});
             end_sign = lex_tag(&L, block);
-            /* {% raw %}: the text up to {% endraw %} is data */
+            /* {% raw %}: the text up to {% endraw %} is data.  As jinja2's
+             * raw rules: `{% raw +%}` is no raw tag (the parser refuses it),
+             * `-%}` strips what follows but a plain `%}` keeps its newline;
+             * the endraw tag strips, lstrips and trims like any block tag. */
             jtoks *o = L.out;
-            if (block && o->n >= 3 && o->t[o->n - 2].kind == TK_NAME && o->t[o->n - 2].n == 3 &&
+            if (block && end_sign != '+' && o->n >= 3 && o->t[o->n - 2].kind == TK_NAME && o->t[o->n - 2].n == 3 &&
                 !memcmp(o->t[o->n - 2].s, "raw", 3) && o->t[o->n - 3].kind == TK_BLOCK_BEGIN) {
                 o->n -= 3;
-                size_t k = L.i, body_end = 0, after = 0;
+                size_t bs = L.i;
+                if (end_sign == '-')
+                    while (bs < L.n && is_space(L.s[bs]))
+                        bs++;
+                bool body_line_start = bs > L.i && L.s[bs - 1] == '\n';
+                size_t k = bs, body_end = 0, after = 0;
                 for (; k + 1 < L.n; k++) {
                     if (L.s[k] != '{' || L.s[k + 1] != '%')
                         continue;
                     size_t m = k + 2;
-                    bool minus = m < L.n && L.s[m] == '-';
-                    if (m < L.n && (L.s[m] == '-' || L.s[m] == '+'))
+                    char bsign = m < L.n && (L.s[m] == '-' || L.s[m] == '+') ? L.s[m] : 0;
+                    if (bsign)
                         m++;
                     while (m < L.n && is_space(L.s[m]))
                         m++;
-                    if (L.n - m >= 6 && !memcmp(L.s + m, "endraw", 6)) {
-                        m += 6;
-                        while (m < L.n && is_space(L.s[m]))
-                            m++;
-                        int es = m < L.n && (L.s[m] == '-' || L.s[m] == '+') ? L.s[m] : 0;
-                        if (es)
-                            m++;
-                        if (L.n - m >= 2 && L.s[m] == '%' && L.s[m + 1] == '}') {
-                            body_end = k;
-                            if (minus)
-                                while (body_end > L.i && is_space(L.s[body_end - 1]))
-                                    body_end--;
-                            after = m + 2;
-                            end_sign = es;
-                            break;
-                        }
+                    if (L.n - m < 6 || memcmp(L.s + m, "endraw", 6))
+                        continue;
+                    m += 6;
+                    while (m < L.n && is_space(L.s[m]))
+                        m++;
+                    int es = m < L.n && (L.s[m] == '-' || L.s[m] == '+') ? L.s[m] : 0;
+                    if (es)
+                        m++;
+                    if (L.n - m < 2 || L.s[m] != '%' || L.s[m + 1] != '}')
+                        continue;
+                    body_end = k;
+                    if (bsign == '-') {
+                        while (body_end > bs && is_space(L.s[body_end - 1]))
+                            body_end--;
+                    } else if (bsign != '+') {
+                        size_t l = body_end;
+                        while (l > bs && L.s[l - 1] != '\n')
+                            l--;
+                        bool blank = true;
+                        for (size_t q = l; q < body_end; q++)
+                            blank &= is_space(L.s[q]);
+                        if (blank && (l > bs || body_line_start))
+                            body_end = l;
                     }
+                    after = m + 2;
+                    end_sign = es;
+                    break;
                 }
                 if (!after)
                     jfail(c, L.line, "missing endraw");
-                size_t bs = L.i;
                 text(&L, L.s + bs, body_end - bs, L.line);
-                L.line += count_lines(L.s + bs, after - bs);
+                L.line += count_lines(L.s + L.i, after - L.i);
                 L.i = after;
             }
         }

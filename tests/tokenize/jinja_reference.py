@@ -7,7 +7,9 @@ that is json.dumps with ensure_ascii=False by default, raise_exception and
 strftime_now globals, and {% generation %} blocks (AssistantTracker) that
 render their body.
 
-With --random N, N seeded random conversations are added.
+With --random N, N seeded random conversations are added; with
+--whitespace N, N seeded random templates that mix text and whitespace
+with tags and every -/+ marker (rendered with {"x": "X"}).
 
 Writes, into OUT, one case per template and conversation: CASE.json (the
 render context) and CASE.out (the expected bytes) or CASE.err (Python
@@ -171,14 +173,55 @@ def random_conversation(rng):
     return (msgs, tools, agp, extra)
 
 
+# Random templates for the lexer's whitespace rules: text with spaces,
+# tabs, newlines and CRLF around {{ }}, {% %} (if/else, for, set, raw) and
+# {# #} tags with every mix of -, + and plain markers.
+WS = ["", " ", "  ", "\n", " \n", "\n  ", "\t", "\n\n", " \t \n ", "x", " y ", "\r\n", "z\n  "]
+
+
+def random_whitespace_template(rng):
+    def sign():
+        return rng.choice(["", "", "-", "+"])
+
+    def tag(body):
+        return "{%" + sign() + " " + body + " " + sign() + "%}"
+
+    def block(d=0):
+        out = []
+        for _ in range(rng.randint(1, 4)):
+            r = rng.random()
+            out.append(rng.choice(WS))
+            if r < 0.25 or d > 2:
+                out.append("{{" + rng.choice(["", "-"]) + " " + rng.choice(["x", "loop.index if loop is defined else 0"])
+                           + " " + rng.choice(["", "-"]) + "}}")
+            elif r < 0.45:
+                out.append(tag("if " + rng.choice(["true", "false", "x"])) + block(d + 1)
+                           + (tag("else") + block(d + 1) if rng.random() < 0.4 else "") + tag("endif"))
+            elif r < 0.65:
+                out.append(tag("for i in [1, 2]") + block(d + 1) + tag("endfor"))
+            elif r < 0.75:
+                out.append(tag("set y = 1"))
+            elif r < 0.85:
+                out.append("{#" + rng.choice(["", "-"]) + " c " + rng.choice(["", "-"]) + "#}")
+            elif r < 0.9:
+                out.append(tag("raw") + rng.choice(WS) + "{{ raw }}" + rng.choice(WS) + tag("endraw"))
+            out.append(rng.choice(WS))
+        return "".join(out)
+
+    return block() + rng.choice(["", "\n", "\n\n", " "])
+
+
 def main():
     args = sys.argv[1:]
-    n_random = 0
-    if len(args) == 4 and args[0] == "--random":
-        n_random = int(args[1])
+    n_random = n_whitespace = 0
+    while len(args) > 2 and args[0] in ("--random", "--whitespace"):
+        if args[0] == "--random":
+            n_random = int(args[1])
+        else:
+            n_whitespace = int(args[1])
         args = args[2:]
     if len(args) != 2:
-        print("usage: jinja_reference.py [--random N] TEMPLATE_DIR OUT_DIR", file=sys.stderr)
+        print("usage: jinja_reference.py [--random N] [--whitespace N] TEMPLATE_DIR OUT_DIR", file=sys.stderr)
         return 2
     tdir, out = args
     conversations = dict(CONVERSATIONS)
@@ -221,6 +264,26 @@ def main():
                     f.write("%s: %s\n" % (type(e).__name__, e))
                 ext = "err"
             lines.append("%s\t%s\t%s\n" % (path, case, ext))
+    wrng = random.Random(7)
+    for k in range(n_whitespace):
+        case = "whitespace%d" % k
+        path = os.path.join(out, case + ".jinja")
+        with open(path, "w", encoding="utf-8", newline="") as f:
+            f.write(random_whitespace_template(wrng))
+        ctx = {"x": "X"}
+        with open(os.path.join(out, case + ".json"), "w", encoding="utf-8") as f:
+            json.dump(ctx, f)
+        try:
+            with open(path, encoding="utf-8", newline="") as f:
+                text = compile_template(f.read()).render(**ctx)
+            with open(os.path.join(out, case + ".out"), "wb") as f:
+                f.write(text.encode("utf-8"))
+            ext = "out"
+        except Exception as e:
+            with open(os.path.join(out, case + ".err"), "w", encoding="utf-8") as f:
+                f.write("%s: %s\n" % (type(e).__name__, e))
+            ext = "err"
+        lines.append("%s\t%s\t%s\n" % (path, case, ext))
     with open(os.path.join(out, "cases.txt"), "w", encoding="utf-8") as f:
         f.writelines(lines)
     return 0
