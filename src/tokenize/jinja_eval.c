@@ -268,6 +268,7 @@ static jv call_macro(jctx *c, const jfunc *f, const jargs *a, jv caller) {
     int np = m->n_names;
     bool *bound = jalloc(c, (size_t)(np ? np : 1));
     jv varargs = jv_list(c), kwargs = jv_dict(c);
+    varargs.u.l->tuple = true; /* Python's *args */
     for (int i = 0; i < a->n_pos; i++) {
         if (i < np) {
             set_var(c, s, m->names[i], a->pos[i]);
@@ -670,10 +671,9 @@ static void exec_for(jctx *c, const jnode *n, jscope *s, jbuf *out) {
             jlist_push(c, copy, items->items[i]);
         items = copy;
     }
-    if (!items->n) {
-        jinja_exec(c, &n->kwargs, s, out);
-        return;
-    }
+    /* jinja2 runs the else block unless some iteration reached the end of
+     * the body: no items, or every iteration left by break or continue */
+    bool completed = false;
     const char *keys[] = {"index", "index0", "revindex", "revindex0", "first", "last", "length", "previtem", "nextitem", "depth", "depth0"};
     jv kv[11];
     for (int k = 0; k < 11; k++)
@@ -708,9 +708,12 @@ static void exec_for(jctx *c, const jnode *n, jscope *s, jbuf *out) {
         jinja_exec(c, &n->args, it, out);
         int ctl = c->loop_ctl;
         c->loop_ctl = 0;
+        completed |= ctl == 0;
         if (ctl == 1)
             break;
     }
+    if (!completed)
+        jinja_exec(c, &n->kwargs, s, out);
 }
 
 static void exec_stmt(jctx *c, const jnode *n, jscope *s, jbuf *out) {
@@ -736,7 +739,11 @@ static void exec_stmt(jctx *c, const jnode *n, jscope *s, jbuf *out) {
     case S_SETBLOCK:
     case S_FILTERBLOCK: {
         jbuf body = {0};
-        jinja_exec(c, &n->args, s, &body);
+        /* the body is a scope of its own: its sets do not leak (jinja2's
+         * inner frame) */
+        jinja_exec(c, &n->args, new_scope(c, s), &body);
+        if (c->loop_ctl) /* break/continue left the block: jinja2 drops its text */
+            return;
         jv v = jbuf_value(c, &body);
         if (n->b)
             v = eval_filter(c, n->b, s, v);

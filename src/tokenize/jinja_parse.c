@@ -12,6 +12,7 @@ typedef struct parser {
     const jtok *t;
     size_t n, i;
     int depth;
+    int loops; /* for bodies around this point, within the current macro */
 } parser;
 
 static const jtok *cur(parser *p) { return &p->t[p->i < p->n ? p->i : p->n - 1]; }
@@ -543,7 +544,10 @@ static jnode *statement(parser *p, int line) {
         if (is_name(p, "recursive"))
             jfail(p->c, line, "recursive loops are not supported");
         end_tag(p);
-        if (!strcmp(parse_body(p, &n->args, for_ends), "else")) {
+        p->loops++;
+        const char *e = parse_body(p, &n->args, for_ends);
+        p->loops--;
+        if (!strcmp(e, "else")) {
             next(p);
             end_tag(p);
             parse_body(p, &n->kwargs, endfor);
@@ -609,7 +613,12 @@ static jnode *statement(parser *p, int line) {
                 jfail(p->c, line, "{%% call %%} needs a call");
         }
         end_tag(p);
+        /* a macro's (or caller's) body is a function of its own: a loop
+         * around its definition is not a loop for its break/continue */
+        int loops = p->loops;
+        p->loops = 0;
         parse_body(p, &n->args, macro ? endmacro : endcall);
+        p->loops = loops;
         expect_end(p, macro ? "endmacro" : "endcall");
         return n;
     }
@@ -633,6 +642,8 @@ static jnode *statement(parser *p, int line) {
         return n;
     }
     if (tok_is(kw, TK_NAME, "break") || tok_is(kw, TK_NAME, "continue")) {
+        if (!p->loops)
+            jfail(p->c, line, "'%.*s' outside a loop", (int)kw->n, kw->s);
         jnode *n = node(p, kw->s[0] == 'b' ? S_BREAK : S_CONTINUE, line);
         end_tag(p);
         return n;

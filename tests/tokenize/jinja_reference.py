@@ -9,7 +9,8 @@ render their body.
 
 With --random N, N seeded random conversations are added; with
 --whitespace N, N seeded random templates that mix text and whitespace
-with tags and every -/+ marker (rendered with {"x": "X"}).
+with tags and every -/+ marker; with --statements N, N seeded random
+templates of nested statements (scoping, loops, macros, blocks).
 
 Writes, into OUT, one case per template and conversation: CASE.json (the
 render context) and CASE.out (the expected bytes) or CASE.err (Python
@@ -211,18 +212,85 @@ def random_whitespace_template(rng):
     return block() + rng.choice(["", "\n", "\n\n", " "])
 
 
+# Random templates for statements and scoping: sets inside loops, if,
+# macros, call and filter/set blocks, namespaces, loop variables,
+# break/continue (inside and outside loops, blocks and macros), for-else,
+# macro arguments and varargs/kwargs/caller.
+def random_statement_template(rng):
+    names = ["a", "b", "ns.v", "i", "loop.index", "loop.first", "loop.last", "loop.previtem", "loop.length", "x", "m",
+             "caller()", "varargs", "kwargs"]
+
+    def e():
+        v = rng.choice(names)
+        return rng.choice([v, v + " is defined", v + " ~ 'z'", "(%s or 0)" % v, "1", "'q'"])
+
+    def stmts(d=0):
+        out = []
+        for _ in range(rng.randint(1, 4)):
+            r = rng.random()
+            if r < 0.2 or d > 2:
+                out.append("{{ %s }}" % e())
+            elif r < 0.3:
+                out.append("{%% set %s = %s %%}" % (rng.choice(["a", "b"]), e()))
+            elif r < 0.38:
+                out.append("{%% set ns.v = %s %%}" % e())
+            elif r < 0.5:
+                out.append("{%% if %s %%}%s{%% else %%}%s{%% endif %%}" % (e(), stmts(d + 1), stmts(d + 1)))
+            elif r < 0.65:
+                out.append("{%% for i in %s %s%%}%s{%% else %%}E{%% endfor %%}" % (
+                    rng.choice(["[1, 2, 3]", "[]", "range(2)", "'ab'", "xs"]), rng.choice(["", "if i != 2 "]),
+                    stmts(d + 1)))
+            elif r < 0.7:
+                out.append(rng.choice(["{% break %}", "{% continue %}"]))
+            elif r < 0.8:
+                out.append("{%% macro f%d(p, q=%s) %%}%s{%% endmacro %%}{{ f%d(%s) }}" % (
+                    d, e(), stmts(d + 1), d, rng.choice(["1", "1, 2", "q=3, p=4", "1, 2, 3", "1, r=2"])))
+            elif r < 0.88:
+                out.append("{%% macro g%d() %%}[{{ caller() }}]{%% endmacro %%}{%% call g%d() %%}%s{%% endcall %%}" % (
+                    d, d, stmts(d + 1)))
+            elif r < 0.94:
+                out.append("{%% set a %%}%s{%% endset %%}{{ a }}" % stmts(d + 1))
+            else:
+                out.append("{%% filter upper %%}%s{%% endfilter %%}" % stmts(d + 1))
+            out.append(rng.choice(["", ",", "|"]))
+        return "".join(out)
+
+    return "{% set ns = namespace(v=0) %}" + stmts() + "{{ a }}{{ b }}{{ ns.v }}"
+
+
+def write_generated(out, lines, kind, n, seed, make, ctx):
+    rng = random.Random(seed)
+    for k in range(n):
+        case = "%s%d" % (kind, k)
+        path = os.path.join(out, case + ".jinja")
+        with open(path, "w", encoding="utf-8", newline="") as f:
+            f.write(make(rng))
+        with open(os.path.join(out, case + ".json"), "w", encoding="utf-8") as f:
+            json.dump(ctx, f)
+        try:
+            with open(path, encoding="utf-8", newline="") as f:
+                text = compile_template(f.read()).render(**ctx)
+            with open(os.path.join(out, case + ".out"), "wb") as f:
+                f.write(text.encode("utf-8"))
+            ext = "out"
+        except Exception as e:
+            with open(os.path.join(out, case + ".err"), "w", encoding="utf-8") as f:
+                f.write("%s: %s\n" % (type(e).__name__, e))
+            ext = "err"
+        lines.append("%s\t%s\t%s\n" % (path, case, ext))
+
+
 def main():
     args = sys.argv[1:]
-    n_random = n_whitespace = 0
-    while len(args) > 2 and args[0] in ("--random", "--whitespace"):
-        if args[0] == "--random":
-            n_random = int(args[1])
-        else:
-            n_whitespace = int(args[1])
+    counts = {"--random": 0, "--whitespace": 0, "--statements": 0}
+    while len(args) > 2 and args[0] in counts:
+        counts[args[0]] = int(args[1])
         args = args[2:]
     if len(args) != 2:
-        print("usage: jinja_reference.py [--random N] [--whitespace N] TEMPLATE_DIR OUT_DIR", file=sys.stderr)
+        print("usage: jinja_reference.py [--random N] [--whitespace N] [--statements N] TEMPLATE_DIR OUT_DIR",
+              file=sys.stderr)
         return 2
+    n_random = counts["--random"]
     tdir, out = args
     conversations = dict(CONVERSATIONS)
     rng = random.Random(42)
@@ -264,26 +332,9 @@ def main():
                     f.write("%s: %s\n" % (type(e).__name__, e))
                 ext = "err"
             lines.append("%s\t%s\t%s\n" % (path, case, ext))
-    wrng = random.Random(7)
-    for k in range(n_whitespace):
-        case = "whitespace%d" % k
-        path = os.path.join(out, case + ".jinja")
-        with open(path, "w", encoding="utf-8", newline="") as f:
-            f.write(random_whitespace_template(wrng))
-        ctx = {"x": "X"}
-        with open(os.path.join(out, case + ".json"), "w", encoding="utf-8") as f:
-            json.dump(ctx, f)
-        try:
-            with open(path, encoding="utf-8", newline="") as f:
-                text = compile_template(f.read()).render(**ctx)
-            with open(os.path.join(out, case + ".out"), "wb") as f:
-                f.write(text.encode("utf-8"))
-            ext = "out"
-        except Exception as e:
-            with open(os.path.join(out, case + ".err"), "w", encoding="utf-8") as f:
-                f.write("%s: %s\n" % (type(e).__name__, e))
-            ext = "err"
-        lines.append("%s\t%s\t%s\n" % (path, case, ext))
+    write_generated(out, lines, "whitespace", counts["--whitespace"], 7, random_whitespace_template, {"x": "X"})
+    write_generated(out, lines, "statements", counts["--statements"], 11, random_statement_template,
+                    {"x": "X", "xs": [1, 2], "m": {"k": "v"}})
     with open(os.path.join(out, "cases.txt"), "w", encoding="utf-8") as f:
         f.writelines(lines)
     return 0

@@ -25,8 +25,8 @@ if [ ! -d "$templates" ]; then
 fi
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-# the fixed conversations, 20 seeded random ones, and 500 seeded random
-# templates for the whitespace rules
+# the fixed conversations, 20 seeded random ones, and seeded random
+# templates for the whitespace rules and for statements and scoping
 "$PY" -c 'import jinja2; print("references by jinja2", jinja2.__version__)'
-TZ=UTC "$PY" "$here/jinja_reference.py" --random 20 --whitespace 500 "$templates" "$out" || exit $?
+TZ=UTC "$PY" "$here/jinja_reference.py" --random 20 --whitespace 500 --statements 500 "$templates" "$out" || exit $?
 TZ=UTC "$bin" "$out"
