@@ -219,6 +219,8 @@ static jv arith(jctx *c, int op, jv a, jv b, int line) {
         if (k.t == JT_INT || k.t == JT_BOOL) {
             int64_t times = k.t == JT_BOOL ? k.u.b : k.u.i;
             jv r = seq.t == JT_STR ? jv_str(c, "", 0) : jv_list(c);
+            if (seq.t == JT_LIST)
+                r.u.l->tuple = seq.u.l->tuple;
             jbuf o = {0};
             for (int64_t t = 0; t < times; t++) {
                 jstep(c, line);
@@ -407,24 +409,26 @@ static bool slice_bound(jv v, int64_t *out) {
     return true;
 }
 
-/* obj[start:stop:step] with Python's clamping; what Python refuses with a
- * TypeError (not a sequence, bounds that are not integers) is Undefined,
- * as jinja2's getitem gives */
+/* obj[start:stop:step] with Python's clamping.  jinja2 (3.1.2, Debian's)
+ * compiles a slice to a plain Python subscript, not its getitem, so what
+ * Python refuses fails here too. */
 jv jinja_slice(jctx *c, jv obj, jv start, jv stop, jv step, int line) {
     int64_t st = 1, b_lo = 0, b_hi = 0;
     bool has_lo = !(start.t == JT_NONE || start.t == JT_UNDEF), has_hi = !(stop.t == JT_NONE || stop.t == JT_UNDEF);
-    if ((step.t != JT_NONE && step.t != JT_UNDEF && !slice_bound(step, &st)) || (has_lo && !slice_bound(start, &b_lo)) ||
-        (has_hi && !slice_bound(stop, &b_hi)))
-        return jv_undef();
-    if (st == 0)
-        jfail(c, line, "slice step cannot be zero");
     size_t n;
     if (obj.t == JT_LIST && !obj.u.l->gen && !obj.u.l->view)
         n = obj.u.l->n;
     else if (obj.t == JT_STR)
         n = jutf8_count(obj.u.s->s, obj.u.s->len);
+    else if (obj.t == JT_DICT && !obj.u.d->ns)
+        jfail(c, line, "unhashable type: 'slice'");
     else
-        return jv_undef();
+        jfail(c, line, "'%s' object is not subscriptable", jv_type_name(obj));
+    if ((step.t != JT_NONE && step.t != JT_UNDEF && !slice_bound(step, &st)) || (has_lo && !slice_bound(start, &b_lo)) ||
+        (has_hi && !slice_bound(stop, &b_hi)))
+        jfail(c, line, "slice indices must be integers or None");
+    if (st == 0)
+        jfail(c, line, "slice step cannot be zero");
     int64_t len = (int64_t)n, lo, hi;
     if (st > 0) {
         lo = has_lo ? b_lo : 0;

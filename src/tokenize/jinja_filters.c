@@ -107,6 +107,29 @@ static jv sorted(jctx *c, jlist *l, jv attr, bool case_sensitive, bool rev, int 
     return out;
 }
 
+/* jinja2's title filter (not str.title): the text is cut before runs of
+ * whitespace and - ( { [ <, and each piece gets its first character upper
+ * and the rest lower; "'k'" stays "'k'" as its first character is the quote. */
+static jv title(jctx *c, jv s) {
+    jbuf b = {0};
+    jbuf_put(c, &b, s.u.s->s, s.u.s->len);
+    bool piece_start = true;
+    for (size_t i = 0; i < b.n; i++) {
+        char ch = b.p[i];
+        bool sep = ch == '-' || ch == '(' || ch == '{' || ch == '[' || ch == '<' || ch == ' ' || (ch >= '\t' && ch <= '\r');
+        if (sep) {
+            piece_start = true;
+            continue;
+        }
+        if (piece_start && ch >= 'a' && ch <= 'z')
+            b.p[i] = (char)(ch - 32);
+        else if (!piece_start && ch >= 'A' && ch <= 'Z')
+            b.p[i] = (char)(ch + 32);
+        piece_start = false;
+    }
+    return jbuf_value(c, &b);
+}
+
 static jv first_last(jctx *c, jv v, bool last, int line) {
     if (v.t == JT_LIST && v.u.l->gen) {
         /* next(iter(gen)) takes one item; reversed(gen) fails */
@@ -278,7 +301,7 @@ bool jinja_filter(jctx *c, const char *f, jv v, const jargs *a, jv *out) {
     }
     if (is(f, "upper")) { *out = jstr_case(c, need_str(c, v), 'u'); out->markup = v.markup; return true; }
     if (is(f, "lower")) { *out = jstr_case(c, need_str(c, v), 'l'); out->markup = v.markup; return true; }
-    if (is(f, "title")) { *out = jstr_case(c, need_str(c, v), 't'); out->markup = v.markup; return true; }
+    if (is(f, "title")) { *out = title(c, need_str(c, v)); out->markup = v.markup; return true; }
     if (is(f, "capitalize")) { *out = jstr_case(c, need_str(c, v), 'c'); out->markup = v.markup; return true; }
     if (is(f, "first") || is(f, "last")) { *out = first_last(c, v, f[0] == 'l', line); return true; }
     if (is(f, "default") || is(f, "d")) {
@@ -604,6 +627,10 @@ bool jinja_test(jctx *c, const char *t, jv v, const jargs *a, bool *out) {
             int64_t i = as_int(c, v, a->line, "odd/even value");
             *out = (i % 2 != 0) == (t[0] == 'o');
         }
+    } else if (is(t, "divisibleby") && (v.t == JT_FLOAT || arg.t == JT_FLOAT)) {
+        if (!jv_is_number(v) || !jv_is_number(arg) || jv_num(arg) == 0)
+            jfail(c, a->line, "divisibleby needs numbers and a divisor that is not zero");
+        *out = fmod(jv_num(v), jv_num(arg)) == 0;
     } else if (is(t, "divisibleby")) {
         int64_t d = as_int(c, arg, a->line, "divisor");
         if (!d)
