@@ -294,6 +294,11 @@ const char *tport_model_meta_str(const tport_model *m, const char *key);
 /* The id of the token whose text is exactly len bytes of text (special
  * tokens such as "<|im_end|>" included), or -1 if there is none. */
 tport_token tport_token_lookup(const tport_model *m, const char *text, size_t len);
+/* The vocabulary's text of token id as stored (special tokens such as
+ * "<s>" or "<|im_end|>" as written, what a chat template's bos_token and
+ * eos_token are), or NULL if id is out of range or the model has no
+ * vocabulary; *len (if not NULL) gets its length.  Lives as long as m. */
+const char *tport_token_text(const tport_model *m, tport_token id, size_t *len);
 /* The text of n tokens, as tport_token_to_text gives them one after the
  * other (the first without a previous token).  Writes at most cap bytes, no
  * NUL; returns the number of bytes the text needs, or -1 on error (no
@@ -390,6 +395,46 @@ void tport_sampler_accept(tport_sampler *sm, tport_token id);
  * place, exactly as tport_sampler_sample does before it picks (and as
  * llama.cpp's llama_sampler_init_penalties does). */
 tport_status tport_sampler_apply_penalties(tport_sampler *sm, float *logits, int32_t n_vocab);
+
+
+/* ---- chat templates (Jinja) ---------------------------------------------- */
+/* A model's own chat template (its tokenizer.chat_template) rendered as
+ * Hugging Face transformers renders it: jinja2 with trim_blocks,
+ * lstrip_blocks and the loop-controls extension ({% break %},
+ * {% continue %}), inside the immutable sandbox (list.append and other
+ * mutating methods fail), plus transformers' globals raise_exception(msg)
+ * and strftime_now(fmt), its tojson(ensure_ascii=False, indent=None,
+ * separators=None, sort_keys=False) filter (json.dumps, not jinja2's
+ * HTML-safe one) and {% generation %} blocks, which render their text.
+ *
+ * The context is a JSON object; each key becomes a template variable:
+ * "messages" (a list of {"role", "content", "tool_calls", ...}), "tools",
+ * "add_generation_prompt", "bos_token", "eos_token" and whatever else the
+ * template reads (e.g. "enable_thinking").  A variable that is absent is
+ * jinja2's Undefined, so pass "tools": null only where Python would.  The
+ * engine reads the JSON itself (no optional library is needed) and keeps
+ * the key order, which tojson and loops over dicts show.
+ *
+ * Templates come from model files, so rendering is bounded: by output size,
+ * memory, evaluation steps and nesting depth (the limits below; 0 picks the
+ * default).  Any failure -- a syntax error, raise_exception(), a limit, an
+ * undefined value used where jinja2 fails -- returns NULL and
+ * tport_last_error() gives the message with the template line. */
+typedef struct tport_template_limits {
+    size_t max_output;       /* bytes of output; default 16 MiB            */
+    size_t max_memory;       /* bytes for the whole render; default 256 MiB */
+    uint64_t max_steps;      /* evaluation steps; default 50 million       */
+    int32_t max_depth;       /* nesting of syntax, macros, values; 500     */
+    int64_t now;             /* strftime_now's time, Unix seconds (local
+                                time is used, as Python's datetime.now());
+                                0 = the current time                       */
+} tport_template_limits;
+
+/* Renders template (len bytes) with the JSON context (NUL-terminated; NULL
+ * for none).  Returns the output, NUL-terminated, to free() with free();
+ * *out_len (if not NULL) gets its length, as the output may hold NULs. */
+char *tport_template_render(const char *tmpl, size_t len, const char *context_json,
+                            const tport_template_limits *limits, size_t *out_len);
 
 #ifdef __cplusplus
 }

@@ -6,6 +6,16 @@
 #include "core/error.h"
 #include "model/model.h"
 
+const char *tport_token_text(const tport_model *m, tport_token id, size_t *len) {
+    if (!m || !m->tok || id < 0 || id >= tport_tokenizer_n_tokens(m->tok))
+        return NULL;
+    uint32_t n = 0;
+    const char *t = tport_tokenizer_token_text(m->tok, id, &n);
+    if (len)
+        *len = n;
+    return t;
+}
+
 const char *tport_model_meta_str(const tport_model *m, const char *key) {
     if (!m || !key)
         return NULL;

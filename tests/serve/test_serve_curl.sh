@@ -228,6 +228,31 @@ N2=$(jget j.tokens.length)
 expect_eq "llama2 chat prompt tokens (BOS, text, </s>, text)" "$GOT" "$((N1 + 1 + N2))"
 stop_server
 
+# ---- a model with its own chat template: rendered by the Jinja engine
+# (test_serve_chat_jinja writes the tiny model with a custom template)
+if [ -n "${TPORT_CHAT_JINJA_TEST:-}" ] && "$TPORT_CHAT_JINJA_TEST" --write-gguf "$WORK/custom-template.gguf"; then
+    SAVED_MODEL=$MODEL
+    MODEL="$WORK/custom-template.gguf"
+    start_server --ctx 128
+    grep -q "chat template: the model's tokenizer.chat_template (Jinja)" "$WORK/server.log"
+    check "the model's own template is used" $?
+    http GET /v1/models >/dev/null
+    expect_eq "/v1/models says jinja" "$(jget 'j.data[0].meta.chat_template')" jinja
+    expect_eq "chat through the template" "$(http POST /v1/chat/completions '{"messages":[{"role":"user","content":"Hi"}],"max_tokens":2}')" 200
+    GOT=$(jget j.usage.prompt_tokens)
+    # the template writes "<s>[USER] Hi\n[ASSISTANT]": BOS once, then the text
+    http POST /tokenize "$(node -e 'console.log(JSON.stringify({add_special:false, content:"[USER] Hi\n[ASSISTANT]"}))')" >/dev/null
+    expect_eq "template prompt tokens (BOS, text)" "$GOT" "$(( $(jget j.tokens.length) + 1 ))"
+    expect_eq "a conversation the template refuses is a 400" \
+        "$(http POST /v1/chat/completions '{"messages":[{"role":"user","content":"Hi"},{"role":"system","content":"late"}]}')" 400
+    expect_eq "with the template's message" "$(jget 'j.error.message.includes("system must come first")')" true
+    stop_server
+    MODEL=$SAVED_MODEL
+else
+    echo "FAIL: no GGUF with a custom template (TPORT_CHAT_JINJA_TEST)"
+    FAILS=$((FAILS + 1))
+fi
+
 # ---- a non-loopback --host without --api-key warns
 start_server --host 0.0.0.0 2>/dev/null || true
 if grep -q "warning: listening on 0.0.0.0 (not loopback) without --api-key" "$WORK/server.log"; then R=0; else R=1; fi

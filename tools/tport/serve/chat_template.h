@@ -1,6 +1,8 @@
-/* tport serve: chat templates.  There is no Jinja engine in C, so, as
- * llama.cpp does, a model's tokenizer.chat_template is recognised by its
- * distinctive markers and one of a few known formats is applied. */
+/* tport serve: chat formats.  As llama.cpp does, a model's
+ * tokenizer.chat_template is recognised by its distinctive markers and one
+ * of a few known formats is applied: for --chat-template, and for models
+ * whose template is missing or does not render with the Jinja engine
+ * (chat_jinja.h renders the others). */
 #ifndef TPORT_SERVE_CHAT_TEMPLATE_H
 #define TPORT_SERVE_CHAT_TEMPLATE_H
 

@@ -33,7 +33,7 @@ static enum MHD_Result models(serve_conn *c) {
     cJSON_AddNumberToObject(meta, "n_vocab", tport_model_n_vocab(srv->model));
     cJSON_AddNumberToObject(meta, "n_ctx_train", tport_model_n_ctx(srv->model));
     cJSON_AddNumberToObject(meta, "n_ctx", srv->n_ctx);
-    cJSON_AddStringToObject(meta, "chat_template", chat_name(srv->chat));
+    cJSON_AddStringToObject(meta, "chat_template", srv->jinja.tmpl ? "jinja" : chat_name(srv->chat));
     return serve_send_json(c, 200, r);
 }
 
@@ -72,6 +72,8 @@ static int32_t prompt_tokens(serve_conn *c, const serve_request *req, bool chat,
     if (!chat)
         return req->prompt_is_ids ? prompt_from_ids(srv->model, req->prompt_ids, req->n_prompt_ids, ids, err)
                                   : prompt_from_text(srv->model, req->prompt, true, ids, err);
+    if (srv->jinja.tmpl)
+        return chat_jinja_prompt(srv->model, &srv->jinja, req->messages, req->n_messages, ids, err);
     chat_prompt p;
     if (!chat_render(srv->chat, req->messages, req->n_messages, &p)) {
         chat_prompt_free(&p);
@@ -143,7 +145,7 @@ enum MHD_Result serve_completion(serve_conn *c, serve_request *req, bool chat) {
     int32_t max_tokens = req->max_tokens > 0 ? (int32_t)req->max_tokens : srv->default_max_tokens;
     gen_job job;
     if (!gen_init(&job, srv->model, srv->slots.sessions[slot], srv->n_ctx, sm, ids, n, max_tokens, req->stop,
-                  req->n_stop, chat ? chat_end_of_turn(srv->chat) : NULL)) {
+                  req->n_stop, chat ? srv->end_of_turn : NULL)) {
         gen_free(&job);
         tport_sampler_free(sm);
         slot_release(&srv->slots, slot);

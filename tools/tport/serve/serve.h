@@ -14,6 +14,7 @@
 #include <cjson/cJSON.h>
 #include <microhttpd.h>
 
+#include "chat_jinja.h"
 #include "chat_template.h"
 #include "generate.h"
 #include "slots.h"
@@ -25,7 +26,9 @@ typedef struct serve_server {
     long created;              /* load time, Unix seconds                 */
     slot_pool slots;
     int32_t n_ctx;             /* per slot                                */
-    chat_format chat;
+    chat_format chat;          /* the format, when jinja.tmpl is NULL     */
+    chat_jinja jinja;          /* the model's own template, if it renders */
+    const char *end_of_turn;   /* an extra stop marker for chats, or NULL */
     size_t max_body;
     const char *api_key;       /* NULL = no authentication                */
     int32_t default_max_tokens;

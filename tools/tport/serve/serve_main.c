@@ -57,9 +57,10 @@ static void usage(FILE *out) {
             "  --ctx N                 context length of each session (default: the\n"
             "                          model's, at most %d)\n"
             "  --api-key KEY           require \"Authorization: Bearer KEY\" (all but /health)\n"
-            "  --chat-template NAME    chat format instead of the one detected from the\n"
-            "                          model's tokenizer.chat_template: %s;\n"
-            "                          a model without a recognised template uses chatml\n"
+            "  --chat-template NAME    chat format instead of the model's own\n"
+            "                          tokenizer.chat_template (rendered as Jinja): %s;\n"
+            "                          a model without a template that renders uses the\n"
+            "                          format its markers suggest, else chatml\n"
             "  --max-body BYTES        largest request body, else 413 (default %u)\n"
             "  --max-tokens N          tokens to generate when a request gives no\n"
             "                          max_tokens (default %d)\n"
@@ -184,21 +185,39 @@ static tport_model *load_model(const serve_opts *o) {
     return m;
 }
 
-static chat_format pick_template(const serve_opts *o, const tport_model *m) {
+/* The chat template: --chat-template's format; else the model's own
+ * template through the Jinja engine; else (no template, or one the engine
+ * cannot render) the format its markers suggest, or the default. */
+static void pick_template(const serve_opts *o, const tport_model *m, serve_server *srv) {
+    srv->jinja.tmpl = NULL;
     if (o->chat_template) {
         fprintf(stderr, "tport serve: chat template %s (--chat-template)\n", o->chat_template);
-        return chat_from_name(o->chat_template);
+        srv->chat = chat_from_name(o->chat_template);
+        srv->end_of_turn = chat_end_of_turn(srv->chat);
+        return;
     }
     const char *jinja = tport_model_meta_str(m, "tokenizer.chat_template");
     chat_format f = chat_detect(jinja);
+    if (jinja && chat_jinja_init(&srv->jinja, m, jinja)) {
+        fprintf(stderr, "tport serve: chat template: the model's tokenizer.chat_template (Jinja)\n");
+        srv->chat = f;
+        /* the family's end-of-turn marker when the markers name one; the
+         * model's end-of-generation tokens stop it in any case */
+        srv->end_of_turn = f != CHAT_UNKNOWN ? chat_end_of_turn(f) : NULL;
+        return;
+    }
+    if (jinja)
+        fprintf(stderr, "tport serve: tokenizer.chat_template does not render (%s)\n", tport_last_error());
     if (f != CHAT_UNKNOWN) {
         fprintf(stderr, "tport serve: chat template %s (detected from tokenizer.chat_template)\n", chat_name(f));
-        return f;
+    } else {
+        fprintf(stderr, "tport serve: %s; using the default chat template %s (choose with --chat-template)\n",
+                jinja ? "tokenizer.chat_template not recognised" : "the model has no tokenizer.chat_template",
+                chat_name(CHAT_DEFAULT));
+        f = CHAT_DEFAULT;
     }
-    fprintf(stderr, "tport serve: %s; using the default chat template %s (choose with --chat-template)\n",
-            jinja ? "tokenizer.chat_template not recognised" : "the model has no tokenizer.chat_template",
-            chat_name(CHAT_DEFAULT));
-    return CHAT_DEFAULT;
+    srv->chat = f;
+    srv->end_of_turn = chat_end_of_turn(f);
 }
 
 static void model_id(const serve_opts *o, const tport_model *m, char *buf, size_t cap) {
@@ -263,7 +282,7 @@ int cmd_serve(int argc, char **argv) {
     srv.max_body = (size_t)o.max_body;
     srv.api_key = o.api_key;
     srv.default_max_tokens = (int32_t)o.max_tokens;
-    srv.chat = pick_template(&o, m);
+    pick_template(&o, m, &srv);
     atomic_init(&srv.stopping, false);
     atomic_init(&srv.open_streams, 0);
     atomic_init(&srv.next_id, 1);
@@ -273,6 +292,7 @@ int cmd_serve(int argc, char **argv) {
     if (!slot_pool_init(&srv.slots, m, &sp, (int)o.parallel, (int)o.queue)) {
         rc = tool_fail(2, "serve: %s", tport_last_error()[0] ? tport_last_error() : "out of memory");
         slot_pool_destroy(&srv.slots);
+        chat_jinja_free(&srv.jinja);
         tport_model_free(m);
         return rc;
     }
@@ -285,6 +305,7 @@ int cmd_serve(int argc, char **argv) {
     struct MHD_Daemon *d = serve_http_start(&srv, o.host, (int)o.port, &port);
     if (!d) {
         slot_pool_destroy(&srv.slots);
+        chat_jinja_free(&srv.jinja);
         tport_model_free(m);
         return 2;
     }
@@ -295,6 +316,7 @@ int cmd_serve(int argc, char **argv) {
     sigwait(&stop_signals, &sig);
     drain(&srv, d);
     slot_pool_destroy(&srv.slots);
+    chat_jinja_free(&srv.jinja);
     tport_model_free(m);
     fprintf(stderr, "tport serve: stopped (%s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
     return 0;
