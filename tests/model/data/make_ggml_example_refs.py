@@ -252,8 +252,8 @@ def do_runs(ctx, entry, path, floors, old_runs, dev=0.0):
                 r = run_program(ctx, commit, entry["program"], path, prompt, n)
             ids = r["ids"][:n]
             ok = len(set(ids)) >= floors["min_distinct"]
-            report.append((commit[:8], prompt[:5], len(r["ids"]) if n else 0, len(set(ids)),
-                           min(r["gaps"][:n]) if n else None, bad[0] if bad else None))
+            report.append((commit[:8], prompt[:5], n, len(set(ids)), min(r["gaps"][:n]) if n else None,
+                           len(set(r["ids"])), min(r["gaps"]) if r["gaps"] else None))
             if not quantized and (bad or not ok):
                 f32_ok = False
             if not ok:
@@ -317,7 +317,10 @@ def regen(ctx, a):
 def search(ctx, a):
     refs = json.load(open(ctx.refs_path))
     floors = refs["can_fail"]
+    n_ok = 0
     for seed in [int(s) for s in a.seeds.split(",")]:
+        if n_ok >= a.max_ok:
+            break
         synth = a.synth.replace("{seed}", str(seed))
         trial = json.loads(json.dumps(refs))
         for r in trial["recipes"]:
@@ -331,18 +334,20 @@ def search(ctx, a):
         dev = kv_f16_dev(ctx, entries[0]["program"], path)
         runs, report = do_runs(ctx, entries[0], path, floors, entries[0]["runs"], dev)
         line = "%s | dev %.3g f32 %s" % (synth, dev, "ok" if runs is not None else "FAIL")
-        line += " " + " ".join("%s/%s:%s,%s,%s" % (c[:2], p[:1], n, d, None if g is None else "%.3g" % g)
-                               for c, p, n, d, g, b in report)
+        # per run: steps kept, their distinct ids, their smallest gap; all 16 steps' distinct ids and gap
+        line += " " + " ".join("%s/%s:%s,%s,%s;%s,%.3g" % (c[:2], p[:1], n, d, None if g is None else "%.3g" % g, d16, g16)
+                               for c, p, n, d, g, d16, g16 in report)
+        n_ok += runs is not None
         if runs is not None and a.quantized:
-            kept = 0
-            steps = 0
+            kept = steps = dist = 0
             for e in entries[1:]:
                 qpath, _ = make_file(ctx, tpath, trial, e, f32_paths)
                 qr, rep = do_runs(ctx, e, qpath, floors, e["runs"])
                 kept += len(qr)
+                dist += sum(len(set(r["ids"])) for r in qr)
                 steps += sum(len(r["ids"]) for r in qr)
                 os.unlink(qpath)
-            line += " | quantized runs kept %d, steps %d" % (kept, steps)
+            line += " | quantized runs kept %d, steps %d, distinct %d" % (kept, steps, dist)
         print(line, flush=True)
 
 
@@ -365,6 +370,7 @@ def main():
             s.add_argument("--synth", required=True)
             s.add_argument("--seeds", required=True)
             s.add_argument("--quantized", action="store_true")
+            s.add_argument("--max-ok", type=int, default=1000, help="stop after this many f32 recipes that pass")
     kp = sub.add_parser("kvprobe")
     kp.add_argument("--ex", required=True)
     kp.add_argument("--out", required=True)
