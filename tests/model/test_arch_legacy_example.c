@@ -10,13 +10,16 @@
  * recipe, checks that its bytes are the ones the historical programs ran
  * on (after the recorded bytes where the program's FMA-contracted
  * quantizer rounded otherwise), then expects tensorport's tokenization of
- * the prompt, its greedy ids (with the program's KV cache type; a first
- * difference only at a near-tie of the program's logits) and their text;
- * for entries marked "convert" also after `tport convert` to GGUF.
+ * the prompt, its greedy ids (with the program's KV cache type) and
+ * their text; for entries marked "convert" also after `tport convert` to
+ * GGUF.  Every reference can fail: the JSON's "can_fail" floors (distinct
+ * ids, smallest recorded top-2 gap) are checked before anything runs.
  *
  *   test_arch_legacy_example PROGRAM       check every file of PROGRAM
- *   test_arch_legacy_example --write NAME OUT   write the file NAME only
- *                                          (how the inputs were made) */
+ *   test_arch_legacy_example --write NAME OUT [REFS]   write the file NAME
+ *       only (how the inputs were made; the recipes of REFS, a JSON of
+ *       this layout, instead of data/ggml_example_refs.json: how
+ *       data/make_ggml_example_refs.py tries new recipes) */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -187,24 +190,74 @@ static int cli_ids(const char *path, const tport_token *prompt, int n_prompt, in
     return got;
 }
 
-/* Every id must be the program's, or the first different one must come
- * at a step where the program's own top-2 logit gap was below TIE_GAP (a
- * near-tie that rounding differences decide, see data/README.md); then
- * the rest is not compared.  Returns how many ids were equal, -1 if the
- * difference is not at a near-tie. */
-#define TIE_GAP 0.05 /* the largest gap at a difference seen was 0.038 */
-static int compare_ids(const tport_token *got, int n, const tport_token *want, int n_want, const json *gaps) {
-    int d = first_difference(got, n, want, n_want);
-    if (d < 0)
-        return n_want;
-    const json *g = gaps && d < (int)gaps->n ? &gaps->items[d] : NULL;
-    return d < n && g && g->kind == JSON_NUMBER && g->number < TIE_GAP ? d : -1;
+/* How many ids were equal: all of them, or -1.  The recorded gaps of
+ * every compared step are at least can_fail's floor (check_can_fail), so
+ * no step is a near-tie that rounding may decide. */
+static int compare_ids(const tport_token *got, int n, const tport_token *want, int n_want) {
+    return first_difference(got, n, want, n_want) < 0 ? n_want : -1;
+}
+
+static double number_of(const json *o, const char *key) {
+    const json *v = o ? json_get(o, key) : NULL;
+    return v && v->kind == JSON_NUMBER ? v->number : -1.0;
+}
+
+static int distinct(const tport_token *ids, int n) {
+    int d = 0;
+    for (int i = 0; i < n; i++) {
+        int j = 0;
+        while (j < i && ids[j] != ids[i])
+            j++;
+        d += j == i;
+    }
+    return d;
+}
+
+/* A reference that cannot fail checks nothing: a continuation of one or
+ * two ids repeated passes a graph that echoes its input, and a step whose
+ * top-2 gap is below the arithmetic's own noise is a coin toss.  Before
+ * anything runs, every run of PROGRAM's files must have the floors of
+ * the JSON's "can_fail" (README.md says why): min_distinct ids among the
+ * generated ones and a gap recorded for each step, none below the floor:
+ * for f32 files min_gap_f32 and min_gap_over_kv_f16_dev times the file's
+ * kv_f16_dev (the largest logit change the program's own f16 KV cache
+ * makes), for quantized files min_gap_quantized (a quantized run ends
+ * before its first step below it). */
+static void check_can_fail(const json *refs, const char *program) {
+    const json *floors = json_get(refs, "can_fail"), *files = json_get(refs, "files");
+    double min_distinct = number_of(floors, "min_distinct"), f32_floor = number_of(floors, "min_gap_f32");
+    double factor = number_of(floors, "min_gap_over_kv_f16_dev"), q_floor = number_of(floors, "min_gap_quantized");
+    CHECK(min_distinct >= 6 && f32_floor > 0 && factor >= 1 && q_floor > 0, "ggml_example_refs.json: no can_fail "
+          "floors");
+    for (size_t i = 0; files && i < files->n; i++) {
+        const json *e = &files->items[i], *runs = json_get(e, "runs"), *q = json_get(e, "quant");
+        const char *name = str_of(e, "name"), *prog = str_of(e, "program");
+        if (!name || !prog || strcmp(prog, program))
+            continue;
+        bool quantized = q && q->kind != JSON_NULL;
+        double dev = number_of(e, "kv_f16_dev");
+        CHECK(quantized || dev >= 0, "%s: no kv_f16_dev recorded", name);
+        double floor = quantized ? q_floor : (f32_floor > factor * dev ? f32_floor : factor * dev);
+        for (size_t r = 0; runs && r < runs->n; r++) {
+            const json *gaps = json_get(&runs->items[r], "gaps");
+            tport_token ids[MAX_IDS];
+            int n = ids_of(json_get(&runs->items[r], "ids"), ids);
+            CHECK(distinct(ids, n) >= (int)min_distinct, "%s, run %zu: the reference has %d distinct ids (< %g): it "
+                  "cannot tell a graph that repeats itself", name, r, distinct(ids, n), min_distinct);
+            CHECK(gaps && gaps->kind == JSON_ARRAY && (int)gaps->n == n, "%s, run %zu: %d ids but not as many gaps",
+                  name, r, n);
+            for (size_t k = 0; gaps && k < gaps->n; k++)
+                CHECK(gaps->items[k].kind == JSON_NUMBER && gaps->items[k].number >= floor, "%s, run %zu, step %zu: "
+                      "recorded gap %g below the floor %g, the step is a coin toss", name, r, k,
+                      gaps->items[k].number, floor);
+        }
+    }
 }
 
 static void check_run(tport_model *m, const char *path, const char *file, const json *run, bool library) {
     const char *text = str_of(run, "prompt_text"), *commit = str_of(run, "ggml"), *kv = str_of(run, "kv");
     const char *want_hex = str_of(run, "text_hex");
-    const json *quirk = json_get(run, "tokenizer_differs"), *gaps = json_get(run, "gaps");
+    const json *quirk = json_get(run, "tokenizer_differs");
     tport_token prompt[MAX_IDS], want[MAX_IDS], got[MAX_IDS], mine[MAX_IDS];
     int n_prompt = ids_of(json_get(run, "prompt_ids"), prompt), n_want = ids_of(json_get(run, "ids"), want);
     CHECK(text && commit && kv && want_hex && n_prompt > 0 && n_want > 0, "%s: incomplete run entry", file);
@@ -219,7 +272,7 @@ static void check_run(tport_model *m, const char *path, const char *file, const 
               d >= 0 && d < n_mine ? (int)mine[d] : -1, d >= 0 && d < n_prompt ? (int)prompt[d] : -1);
     bool kv_f32 = !strcmp(kv, "f32");
     int n = cli_ids(path, prompt, n_prompt, n_want, kv_f32, got);
-    int same = compare_ids(got, n, want, n_want, gaps);
+    int same = compare_ids(got, n, want, n_want);
     d = first_difference(got, n, want, n_want);
     CHECK(same >= 0, "%s, ggml@%.8s (tport run): greedy id %d is %d, the program gave %d", file, commit, d,
           d >= 0 && d < n ? (int)got[d] : -1, d >= 0 && d < n_want ? (int)want[d] : -1);
@@ -227,7 +280,7 @@ static void check_run(tport_model *m, const char *path, const char *file, const 
         tport_token lib[MAX_IDS];
         int nl = greedy_kv(m, prompt, n_prompt, lib, n_want, kv_f32);
         int dl = first_difference(lib, nl, want, n_want);
-        CHECK(compare_ids(lib, nl, want, n_want, gaps) >= 0, "%s, ggml@%.8s (library): greedy id %d is %d, the program "
+        CHECK(compare_ids(lib, nl, want, n_want) >= 0, "%s, ggml@%.8s (library): greedy id %d is %d, the program "
               "gave %d", file, commit, dl, dl >= 0 && dl < nl ? (int)lib[dl] : -1, dl >= 0 && dl < n_want ? (int)want[dl] : -1);
     }
     if (same == n_want) { /* the program printed every prompt and generated token's text */
@@ -243,9 +296,8 @@ static void check_run(tport_model *m, const char *path, const char *file, const 
         hex_of(txt, len, hex, sizeof hex);
         CHECK(!strcmp(hex, want_hex), "%s, ggml@%.8s: the text differs from what the program printed", file, commit);
     }
-    printf("%s, ggml@%.8s: %d prompt ids%s, %d of %d generated ids as the program%s\n", file, commit, n_prompt,
-           quirk ? " (the program's, its tokenizer differs)" : "", same < 0 ? d : same, n_want,
-           same >= 0 && same < n_want ? " (then a near-tie)" : "");
+    printf("%s, ggml@%.8s: %d prompt ids%s, %d of %d generated ids as the program\n", file, commit, n_prompt,
+           quirk ? " (the program's, its tokenizer differs)" : "", same < 0 ? d : same, n_want);
 }
 
 /* Entries with "convert": `tport convert FILE OUT.gguf --vocab-from` (the
@@ -268,12 +320,12 @@ static void check_converted(const json *recipes, const json *e, const char *path
           "%s: the converted file is not a GGUF with GGUF names and merges", gguf);
     tport_model_file_close(mf);
     for (size_t r = 0; runs && r < runs->n; r++) {
-        const json *run = &runs->items[r], *gaps = json_get(run, "gaps");
+        const json *run = &runs->items[r];
         const char *kv = str_of(run, "kv"), *commit = str_of(run, "ggml");
         tport_token prompt[MAX_IDS], want[MAX_IDS], got[MAX_IDS];
         int n_prompt = ids_of(json_get(run, "prompt_ids"), prompt), n_want = ids_of(json_get(run, "ids"), want);
         int n = cli_ids(gguf, prompt, n_prompt, n_want, kv && !strcmp(kv, "f32"), got);
-        int same = compare_ids(got, n, want, n_want, gaps), d = first_difference(got, n, want, n_want);
+        int same = compare_ids(got, n, want, n_want), d = first_difference(got, n, want, n_want);
         CHECK(same >= 0, "%s converted to GGUF, ggml@%.8s: greedy id %d is %d, the program gave %d", name,
               commit ? commit : "?", d, d >= 0 && d < n ? (int)got[d] : -1, d >= 0 && d < n_want ? (int)want[d] : -1);
         printf("%s converted to GGUF, ggml@%.8s: %d of %d generated ids as the program\n", name, commit ? commit : "?",
@@ -284,11 +336,12 @@ static void check_converted(const json *recipes, const json *e, const char *path
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2 || (!strcmp(argv[1], "--write") && argc != 4)) {
-        fprintf(stderr, "usage: test_arch_legacy_example PROGRAM | --write NAME OUT\n");
+    if (argc < 2 || (!strcmp(argv[1], "--write") && argc != 4 && argc != 5)) {
+        fprintf(stderr, "usage: test_arch_legacy_example PROGRAM | --write NAME OUT [REFS]\n");
         return 2;
     }
-    json *refs = json_load(TPORT_MODEL_TEST_DATA "/ggml_example_refs.json");
+    bool own_refs = argc == 5 && !strcmp(argv[1], "--write");
+    json *refs = json_load(own_refs ? argv[4] : TPORT_MODEL_TEST_DATA "/ggml_example_refs.json");
     const json *files = refs ? json_get(refs, "files") : NULL;
     if (!strcmp(argv[1], "--write")) {
         const json *e = find_named(files, argv[2]);
@@ -301,8 +354,11 @@ int main(int argc, char **argv) {
     char test_name[96], vocab_probe[1024];
     snprintf(test_name, sizeof test_name, "test_arch_legacy_example %s", argv[1]);
     CHECK(files != NULL, "cannot read ggml_example_refs.json");
+    check_can_fail(refs, argv[1]); /* the recorded numbers, before anything runs */
     if (!test_shared_path("models/vocab/ggml-vocab-gpt-2.gguf", vocab_probe, sizeof vocab_probe)) {
         json_free(refs);
+        if (test_failures) /* a reference that cannot fail is an error even where nothing runs */
+            return test_finish(test_name);
         test_skip(test_name, "the vocabulary files are not in ../shared");
         return test_finish(test_name);
     }
