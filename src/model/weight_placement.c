@@ -247,7 +247,7 @@ static tport_status convert_weight(tport_model *m, tport_tensor **slot, tport_ty
     tport_status st = tport_model_own(m, buf);
     if (st != TPORT_STATUS_OK)
         return st;
-    st = tport_convert(tport_tensor_type(w), tport_tensor_data(w), to, buf, ne0 * ne1, rep);
+    st = tport_convert_rows(tport_tensor_type(w), tport_tensor_data(w), to, buf, ne0, ne1, rep);
     if (st != TPORT_STATUS_OK)
         return tport_error(st, "%s: converting %s: %s", m->file->path, name, tport_last_error());
     tport_tensor *c = tport_new_tensor_2d(m->wctx, to, ne0, ne1);

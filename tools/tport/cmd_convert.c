@@ -92,7 +92,10 @@ static tport_status fill_converted(void *user, int i, void *dst, uint64_t nbytes
         return TPORT_STATUS_OK;
     }
     tport_convert_report rep = {0};
-    tport_status s = tport_convert(p->src->type, p->src->data, p->to, dst, n_elements(p->src), &rep);
+    /* by rows: a row-grouped type converts only as a whole tensor */
+    const int64_t ne0 = p->src->ne[0];
+    tport_status s = tport_convert_rows(p->src->type, p->src->data, p->to, dst, ne0, ne0 ? n_elements(p->src) / ne0 : 0,
+                                        &rep);
     if (s != TPORT_STATUS_OK) {
         j->failed = true;
         return s;
