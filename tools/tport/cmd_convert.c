@@ -308,7 +308,8 @@ int cmd_convert(int argc, char **argv) {
     int64_t target = -1;
     if (type_name) {
         target = tport_type_from_name(type_name);
-        if (target < 0 || target >= TPORT_TYPE_Q4_0_QNT0 || !tport_type_get((tport_type_id)target))
+        const tport_type_traits *tt = target >= 0 ? tport_traits((tport_type_id)target) : NULL;
+        if (!tt || tt->successor != tt->info.id)
             return tool_fail(2, "convert: '%s' is not a current tensor type (see tport types)", type_name);
     }
     tport_model_file *mf;
@@ -344,7 +345,8 @@ int cmd_convert(int argc, char **argv) {
         plan *p = &j.plans[i];
         p->src = t;
         p->to = t->type;
-        if (t->type >= TPORT_TYPE_Q4_0_QNT0) {
+        const tport_type_traits *tt = tport_traits(t->type);
+        if (tt && tt->successor != t->type) { /* a revision or removed type */
             p->to = nearest_current(t);
             p->why = "(historical layout -> nearest current type)";
         }
