@@ -162,6 +162,8 @@ static void decide(placer *p, decision *d, const char *name) {
     if (n_targets > MAX_TARGETS)
         n_targets = MAX_TARGETS;
     int n_backends = p->forced ? 1 : tport_registry_active_count();
+    const tport_type_traits *ft = tport_traits(d->from);
+    const bool grouped = ft && (ft->flags & TPORT_TYPEF_ROW_GROUPS);
     d->backend = NULL;
     d->to = d->from;
     for (int i = 0; i < n_backends && !d->backend; i++) {
@@ -175,7 +177,8 @@ static void decide(placer *p, decision *d, const char *name) {
             }
             continue;
         }
-        if (takes(b, d->uses, d->from, d->ne0, d->ne1, name)) {
+        /* a row-grouped type is never put to a backend: re-encoded first */
+        if (!grouped && takes(b, d->uses, d->from, d->ne0, d->ne1, name)) {
             d->backend = b;
             break;
         }
