@@ -195,7 +195,9 @@
  *        them): GELU_F16 (16), GELU_ERF (17), TANH (18), CLAMP (19,
  *        tport_params_clamp), SOFT_MAX_EXT (20, tport_params_soft_max_ext).
  *        Fused ops for speed (ids 48..63 reserved for them): FLASH_ATTN
- *        (48, tport_params_flash_attn).
+ *        (48, tport_params_flash_attn).  Type ids 31..33 and 36 (removed
+ *        ggml types that files still carry): the host re-encodes them
+ *        before any backend sees them, so no plug-in needs to know them.
  */
 #ifndef TPORT_BACKEND_H
 #define TPORT_BACKEND_H
@@ -272,6 +274,15 @@ enum {
     TPORT_TYPE_I16 = 25,
     TPORT_TYPE_I32 = 26,
     TPORT_TYPE_BF16 = 30,
+    /* removed ggml types, kept under ggml's ids (ggml never reuses them,
+     * so a GGUF type id still maps one to one): Q4_0 or IQ4_NL blocks of
+     * 4 or 8 consecutive rows interleaved, {f16 d[R]; u8 qs[16 R]} per
+     * 32 columns; read only, re-encoded losslessly at load.  ggml's 37
+     * and 38 (IQ4_NL_4_8, _8_8) were only ever commented-out names. */
+    TPORT_TYPE_Q4_0_4_4 = 31,  /* 4 rows, 4-byte chunks, nibbles ^ 0x88 */
+    TPORT_TYPE_Q4_0_4_8 = 32,  /* 4 rows, 8-byte chunks, nibbles ^ 0x88 */
+    TPORT_TYPE_Q4_0_8_8 = 33,  /* 8 rows, 8-byte chunks, nibbles ^ 0x88 */
+    TPORT_TYPE_IQ4_NL_4_4 = 36, /* 4 rows, 4-byte chunks, indices as-is  */
     /* historical revisions (QNTn = ggml quantization version) */
     TPORT_TYPE_Q4_0_QNT0 = 200, /* {f32 d; u8 qs[16]} interleaved nibbles  */
     TPORT_TYPE_Q4_1_QNT0 = 201, /* {f32 d, m; u8 qs[16]} interleaved       */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "formats/mf_internal.h"
+#include "quant/row_groups.h"
 #include "quant/type_table.h"
 
 bool mf_qk64_type(tport_type_id type, tport_type_id *qk64) {
@@ -43,6 +44,12 @@ tport_status mf_tensor_bytes(const mf_cursor *c, uint64_t at, tport_type_id type
     if (ne[0] % block != 0)
         return mf_fail(c, at, "row length %lld is not a multiple of the block size %lld",
                        (long long)ne[0], (long long)block);
+    /* a removed row-grouped type (Q4_0_4_4 ..) holds whole groups of rows:
+     * any other count would leave the last group's blocks undefined */
+    const tport_row_group *g = tport_row_group_of(type);
+    if (g && ne[1] % g->rows != 0)
+        return mf_fail(c, at, "%s interleaves rows in groups of %d; ne[1] = %lld is not a multiple of %d",
+                       tport_type_get(type)->name, g->rows, (long long)ne[1], g->rows);
     if (!mf_mul_u64(n / (uint64_t)block, block_bytes, nbytes))
         return mf_fail(c, at, "tensor size overflows");
     return TPORT_STATUS_OK;

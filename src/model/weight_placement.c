@@ -162,6 +162,8 @@ static void decide(placer *p, decision *d, const char *name) {
     if (n_targets > MAX_TARGETS)
         n_targets = MAX_TARGETS;
     int n_backends = p->forced ? 1 : tport_registry_active_count();
+    const tport_type_traits *ft = tport_traits(d->from);
+    const bool grouped = ft && (ft->flags & TPORT_TYPEF_ROW_GROUPS);
     d->backend = NULL;
     d->to = d->from;
     for (int i = 0; i < n_backends && !d->backend; i++) {
@@ -175,7 +177,8 @@ static void decide(placer *p, decision *d, const char *name) {
             }
             continue;
         }
-        if (takes(b, d->uses, d->from, d->ne0, d->ne1, name)) {
+        /* a row-grouped type is never put to a backend: re-encoded first */
+        if (!grouped && takes(b, d->uses, d->from, d->ne0, d->ne1, name)) {
             d->backend = b;
             break;
         }
@@ -247,7 +250,7 @@ static tport_status convert_weight(tport_model *m, tport_tensor **slot, tport_ty
     tport_status st = tport_model_own(m, buf);
     if (st != TPORT_STATUS_OK)
         return st;
-    st = tport_convert(tport_tensor_type(w), tport_tensor_data(w), to, buf, ne0 * ne1, rep);
+    st = tport_convert_rows(tport_tensor_type(w), tport_tensor_data(w), to, buf, ne0, ne1, rep);
     if (st != TPORT_STATUS_OK)
         return tport_error(st, "%s: converting %s: %s", m->file->path, name, tport_last_error());
     tport_tensor *c = tport_new_tensor_2d(m->wctx, to, ne0, ne1);

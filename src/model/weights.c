@@ -12,6 +12,7 @@
 #include "model/arch/arch.h"
 #include "model/arch/arch_math.h"
 #include "model/model.h"
+#include "quant/row_groups.h"
 #include "quant/type_table.h"
 
 #define MAX_DIM (1 << 24) /* far above any real model dimension */
@@ -141,9 +142,13 @@ static tport_status bind(tport_model *m, const char *name, int64_t ne0, int64_t 
                            mf->path, name, (long long)t->ne[0], (long long)t->ne[1],
                            (long long)t->ne[2], (long long)t->ne[3], (long long)ne0, (long long)want1);
     const tport_type_traits *tr = tport_traits(t->type);
-    if (!tr || !tr->to_float)
+    /* a row-grouped type (no to_float) is placed re-encoded, whole */
+    const tport_row_group *grouped = tport_row_group_of(t->type);
+    if (!tr || (!tr->to_float && !(grouped && ne1)))
         return tport_error(TPORT_STATUS_UNSUPPORTED, "%s: tensor %s has type %u, which cannot be computed",
                            mf->path, name, (unsigned)t->type);
+    if (grouped && tport_row_group_check(grouped, ne0, want1) != TPORT_STATUS_OK)
+        return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: tensor %s: %s", mf->path, name, tport_last_error());
     if (ne0 % tr->info.block_size)
         return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: tensor %s: row of %lld is not a multiple of "
                            "the block size %lld", mf->path, name, (long long)ne0,

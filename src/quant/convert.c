@@ -16,6 +16,7 @@
 
 #include "core/error.h"
 #include "quant_impl.h"
+#include "row_groups.h"
 #include "type_table.h"
 
 /* ---- the legacy families' layouts --------------------------------------- */
@@ -85,6 +86,15 @@ static void recode_block(const legacy_layout *a, const uint8_t *src, const legac
 /* ---- the table ------------------------------------------------------------ */
 tport_conv_kind tport_conversion_kind(tport_type_id from, tport_type_id to) {
     const tport_type_traits *f = tport_traits(from), *t = tport_traits(to);
+    const tport_row_group *g = tport_row_group_of(from);
+    if (g && t) {
+        /* through the base type, whose bytes ungrouping gives back */
+        if (to == from)
+            return TPORT_CONV_IDENTITY;
+        if (to == g->base)
+            return TPORT_CONV_LOSSLESS;
+        return tport_row_group_of(to) ? TPORT_CONV_IMPOSSIBLE : tport_conversion_kind(g->base, to);
+    }
     if (!f || !t || !f->to_float)
         return TPORT_CONV_IMPOSSIBLE;
     if (from == to)
@@ -143,6 +153,9 @@ tport_status tport_convert(tport_type_id from, const void *src, tport_type_id to
     if (kind == TPORT_CONV_IMPOSSIBLE)
         return tport_error(TPORT_STATUS_UNSUPPORTED, "cannot convert type %u (%s) to type %u (%s)", from,
                            f ? f->info.name : "unknown", to, t ? t->info.name : "unknown");
+    if (tport_row_group_of(from))
+        return tport_error(TPORT_STATUS_UNSUPPORTED, "convert %s: its rows are interleaved in groups; only whole "
+                           "tensors convert (tport_convert_rows)", f->info.name);
     if (n < 0 || n % f->info.block_size || n % t->info.block_size)
         return tport_error(TPORT_STATUS_INVALID_ARGUMENT,
                            "convert %s -> %s: %lld elements is not a multiple of both block sizes (%lld, %lld)",
@@ -196,6 +209,47 @@ tport_status tport_convert(tport_type_id from, const void *src, tport_type_id to
         report->max_abs_err = err.max_abs;
     }
     return TPORT_STATUS_OK;
+}
+
+tport_status tport_convert_rows(tport_type_id from, const void *src, tport_type_id to, void *dst, int64_t ne0,
+                                int64_t nrows, tport_convert_report *report) {
+    if (report)
+        memset(report, 0, sizeof *report);
+    if (ne0 < 0 || nrows < 0 || (nrows > 0 && ne0 > INT64_MAX / 64 / nrows))
+        return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "convert: [%lld x %lld] is not a tensor shape",
+                           (long long)ne0, (long long)nrows);
+    const tport_row_group *g = tport_row_group_of(from);
+    if (!g)
+        return tport_convert(from, src, to, dst, ne0 * nrows, report);
+    const tport_conv_kind kind = tport_conversion_kind(from, to);
+    const tport_type_traits *f = tport_traits(from), *t = tport_traits(to);
+    if (kind == TPORT_CONV_IMPOSSIBLE)
+        return tport_error(TPORT_STATUS_UNSUPPORTED, "cannot convert type %u (%s) to type %u (%s)", from,
+                           f->info.name, to, t ? t->info.name : "unknown");
+    tport_status st = tport_row_group_check(g, ne0, nrows);
+    if (st != TPORT_STATUS_OK)
+        return st;
+    if (!src || !dst)
+        return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "convert: NULL buffer");
+    const size_t bytes = (size_t)(ne0 / f->info.block_size * nrows) * f->info.block_bytes;
+    if (kind == TPORT_CONV_IDENTITY) {
+        memmove(dst, src, bytes);
+    } else if (to == g->base) {
+        st = tport_row_group_ungroup(g, src, dst, ne0, nrows);
+    } else {
+        void *base = malloc(bytes);
+        if (!base)
+            return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "convert %s: out of memory", f->info.name);
+        st = tport_row_group_ungroup(g, src, base, ne0, nrows);
+        if (st == TPORT_STATUS_OK)
+            st = tport_convert(g->base, base, to, dst, ne0 * nrows, report);
+        free(base);
+    }
+    if (st == TPORT_STATUS_OK && report) {
+        report->kind = kind;
+        report->n = ne0 * nrows;
+    }
+    return st;
 }
 
 tport_status tport_q4_0_rowsplit_to_qnt0(const void *src, void *dst, int64_t row_len) {

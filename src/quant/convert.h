@@ -9,6 +9,8 @@
  *              Q4_1 and Q8_0, round the f32 scales to f16, which formats.md
  *              3.8 shows equals requantizing with today's quantizer);
  *  IMPOSSIBLE  an unknown type, or a target with no quantizer (I32).
+ * A row-grouped type (row_groups.h) converts to its base type LOSSLESSly
+ * and to anything else as its base type does.
  *
  * tport_convert converts n elements (a multiple of both block sizes) and,
  * when report is not NULL, fills it: the kind and the error of the decoded
@@ -37,6 +39,15 @@ typedef struct tport_convert_report {
 tport_conv_kind tport_conversion_kind(tport_type_id from, tport_type_id to);
 tport_status tport_convert(tport_type_id from, const void *src, tport_type_id to, void *dst, int64_t n,
                            tport_convert_report *report);
+
+/* Converts a whole tensor of nrows rows of ne0 elements: tport_convert of
+ * ne0 * nrows elements, and also the one way to convert from a row-grouped
+ * type (row_groups.h; tport_convert refuses them, as a run of elements
+ * does not say where rows end): it is re-encoded to its base type
+ * (LOSSLESS, the base type's bytes exactly) and then converted from that,
+ * with that conversion's kind.  Nothing converts to a row-grouped type. */
+tport_status tport_convert_rows(tport_type_id from, const void *src, tport_type_id to, void *dst, int64_t ne0,
+                                int64_t nrows, tport_convert_report *report);
 
 /* Q4_0 "row-split", written only by llama.cpp of 2023-03-10 (formats.md
  * 3.1): per row, all nb f32 scales, then nb*16 interleaved nibble bytes.

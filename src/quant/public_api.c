@@ -50,6 +50,9 @@ tport_status tport_dequantize(tport_type_id type, const void *src, float *dst, i
     const tport_type_traits *t = tport_traits(type);
     if (!t)
         return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "dequantize: unknown type id %u", type);
+    if (t->flags & TPORT_TYPEF_ROW_GROUPS)
+        return tport_error(TPORT_STATUS_UNSUPPORTED, "dequantize: %s interleaves the blocks of several rows; "
+                           "only whole tensors convert (tport convert)", t->info.name);
     if (!t->to_float)
         return tport_error(TPORT_STATUS_UNSUPPORTED, "dequantize: type %s has no decoder", t->info.name);
     const tport_status st = check_count("dequantize", t, n);

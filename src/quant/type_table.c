@@ -84,6 +84,15 @@ static void i16_to_float(const void *src, float *dst, int64_t n) {
      "llama.cpp@6769e94 (#2001), 2023-06-26, GGML_QKK_64 builds only; removed ggml@d29a4c0e, 2024-05-23", \
      tport_dequant_##fn, NULL, TPORT_TYPE_##succ, -1, 0}
 
+/* Removed ggml types of interleaved row groups (row_groups.h): ggml's
+ * blck_size 32 and type_size 18 (those of block_q4_0 / block_iq4_nl); no
+ * row decodes alone, so neither to_float nor from_float. */
+#define AARCH64_AT "llama.cpp #5780 (ggml@3f5a4bbe), 2024-07-10"
+#define REPACK_GONE "removed by llama.cpp #10446 (ggml@b3a469a1), 2024-12-07, for runtime repacking"
+#define GROW(ID, name, family, rev, where, succ)                                                  \
+    {INFO(TPORT_TYPE_##ID, name, 32, 18, true, TPORT_TYPE_Q8_0), family, rev, BPW(32, 18), where, \
+     NULL, NULL, TPORT_TYPE_##succ, -1, TPORT_TYPEF_ROW_GROUPS}
+
 /* Sorted by id. */
 static const tport_type_traits table[] = {
     {INFO(TPORT_TYPE_F32, "f32", 1, 4, false, TPORT_TYPE_F32), "f32", "current", 32.0,
@@ -119,6 +128,12 @@ static const tport_type_traits table[] = {
      "ggml, 2023", i32_to_float, NULL, TPORT_TYPE_I32, -1, TPORT_TYPEF_INTEGER},
     {INFO(TPORT_TYPE_BF16, "bf16", 1, 2, false, TPORT_TYPE_BF16), "bf16", "current", 16.0,
      "ggml, 2024 (llama.cpp #6412)", bf16_to_float, bf16_from_float, TPORT_TYPE_BF16, 32, 0},
+    GROW(Q4_0_4_4, "q4_0_4x4", "q4_0", "4x4", AARCH64_AT " (4 rows, 4-byte chunks); " REPACK_GONE, Q4_0),
+    GROW(Q4_0_4_8, "q4_0_4x8", "q4_0", "4x8", AARCH64_AT " (4 rows, 8-byte chunks); " REPACK_GONE, Q4_0),
+    GROW(Q4_0_8_8, "q4_0_8x8", "q4_0", "8x8", AARCH64_AT " (8 rows, 8-byte chunks); " REPACK_GONE, Q4_0),
+    GROW(IQ4_NL_4_4, "iq4_nl_4x4", "iq4_nl", "4x4",
+         "llama.cpp #10541 (ggml@bb693904), 2024-11-28, a runtime repack target (4 rows, 4-byte chunks); "
+         REPACK_GONE, IQ4_NL),
     QROW(Q4_0_QNT0, "q4_0_qnt0", "q4_0", "qnt0", 32, 20, Q8_0,
          "llama.cpp@007a8f6, 2023-03-11 (interleaved nibbles, f32 scale)", q4_0_qnt0, Q4_0, -1, 0),
     QROW(Q4_1_QNT0, "q4_1_qnt0", "q4_1", "qnt0", 32, 24, Q8_1,
@@ -163,7 +178,7 @@ const tport_type_traits *tport_traits_at(int i) {
 }
 
 bool tport_type_is_weight(const tport_type_traits *t) {
-    return t && !(t->flags & (TPORT_TYPEF_ACTIVATION | TPORT_TYPEF_INTEGER));
+    return t && !(t->flags & (TPORT_TYPEF_ACTIVATION | TPORT_TYPEF_INTEGER | TPORT_TYPEF_ROW_GROUPS));
 }
 
 const tport_type_traits *tport_type_revision(const tport_type_traits *t, const char *revision) {

@@ -35,10 +35,16 @@ enum {
     TPORT_TYPEF_ACTIVATION = 1u << 0,
     /* integers (ids, positions, raw data): not a weight type */
     TPORT_TYPEF_INTEGER = 1u << 1,
+    /* blocks of several rows interleaved (row_groups.h: the removed
+     * Q4_0_4_4 .. IQ4_NL_4_4): a row is not whole on its own, so there is
+     * no to_float; only whole tensors are re-encoded to the successor, at
+     * load and by tport convert.  Weights in files, never in a graph. */
+    TPORT_TYPEF_ROW_GROUPS = 1u << 2,
 };
 
-/* Whether model weights come in this type (every row that is neither an
- * activation type nor an integer): what conformance and conversion try. */
+/* Whether model weights come in this type and backends compute with it
+ * (every row that is neither an activation type, an integer nor
+ * row-grouped): what conformance and conversion try. */
 bool tport_type_is_weight(const tport_type_traits *t);
 /* The row of the same family with that revision ("qk64": the layout
  * GGML_QKK_64 builds wrote a K-quant in), or NULL. */

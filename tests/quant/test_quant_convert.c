@@ -11,7 +11,7 @@
 #include "quant/convert.h"
 #include "quant/type_table.h"
 
-#define N 1024 /* a multiple of every block size */
+#define N 2048 /* a multiple of every block size, and 8 rows of 256 */
 
 static unsigned long long rng = 0x9E3779B97F4A7C15ULL;
 
@@ -25,7 +25,21 @@ static size_t nbytes(tport_type_id t, int64_t n) {
     return (size_t)(n / tr->info.block_size) * tr->info.block_bytes;
 }
 
-/* Lossless pairs: random source blocks, converted, decode to the same bits. */
+/* Decodes n elements of type f laid out as rows of ne0: a row-grouped
+ * type (no to_float of its own) through its successor. */
+static void decode(const tport_type_traits *f, const void *src, float *out, int64_t ne0, int64_t n) {
+    static uint8_t base[N * 8];
+    if (f->to_float) {
+        f->to_float(src, out, n);
+        return;
+    }
+    CHECK(tport_convert_rows(f->info.id, src, f->successor, base, ne0, n / ne0, NULL) == TPORT_STATUS_OK,
+          "%s -> its successor", f->info.name);
+    tport_traits(f->successor)->to_float(base, out, n);
+}
+
+/* Lossless pairs: random source blocks, converted, decode to the same bits.
+ * By rows (8 of 256), as a row-grouped type converts only whole tensors. */
 static void test_lossless_pairs(void) {
     static float x[N], a[N], b[N];
     static uint8_t src[N * 8], dst[N * 8];
@@ -48,18 +62,19 @@ static void test_lossless_pairs(void) {
                     src[k] = (uint8_t)test_rng_next(&rng);
             }
             tport_convert_report rep;
-            const tport_status st = tport_convert(f->info.id, src, t->info.id, dst, N, &rep);
+            const tport_status st = tport_convert_rows(f->info.id, src, t->info.id, dst, N / 8, 8, &rep);
             CHECK(st == TPORT_STATUS_OK, "%s -> %s failed", f->info.name, t->info.name);
-            f->to_float(src, a, N);
-            t->to_float(dst, b, N);
+            decode(f, src, a, N / 8, N);
+            decode(t, dst, b, N / 8, N);
             CHECK(memcmp(a, b, sizeof a) == 0, "%s -> %s is not lossless", f->info.name, t->info.name);
             CHECK(rep.kind == TPORT_CONV_LOSSLESS && rep.n == N && rep.rmse == 0 && rep.max_abs_err == 0,
                   "%s -> %s report: kind %d rmse %g", f->info.name, t->info.name, rep.kind, rep.rmse);
         }
     }
     /* 32 types -> f32 (all but f32 itself and i32: 30) plus the layout
-     * re-encodings listed in formats.md 3.8 and their reverses. */
-    CHECK(pairs >= 30 + 12, "only %d lossless pairs", pairs);
+     * re-encodings listed in formats.md 3.8 and their reverses, and the
+     * row-grouped types to their base types and what those reach. */
+    CHECK(pairs >= 30 + 12 + 4, "only %d lossless pairs", pairs);
 }
 
 static void test_kinds(void) {
@@ -168,9 +183,10 @@ static void test_rowsplit(void) {
 
 /* Every possible pair on arbitrary bytes (NaN/Inf scales included), with
  * buffers of exactly the right size: no crash, no out-of-bounds access (run
- * under ASan/UBSan), and the documented status. */
+ * under ASan/UBSan), and the documented status.  8 rows of 256: whole
+ * blocks of every type, whole row groups of every row-grouped type. */
 static void test_all_pairs_random_bytes(void) {
-    enum { M = 256 }; /* a multiple of every block size */
+    enum { NE0 = 256, ROWS = 8, M = NE0 * ROWS };
     int converted = 0;
     for (int i = 0; i < tport_traits_count(); i++) {
         for (int j = 0; j < tport_traits_count(); j++) {
@@ -181,7 +197,7 @@ static void test_all_pairs_random_bytes(void) {
             for (size_t k = 0; k < sb; k++)
                 src[k] = (uint8_t)test_rng_next(&rng);
             tport_convert_report rep;
-            const tport_status st = tport_convert(f->info.id, src, t->info.id, dst, M, &rep);
+            const tport_status st = tport_convert_rows(f->info.id, src, t->info.id, dst, NE0, ROWS, &rep);
             if (kind == TPORT_CONV_IMPOSSIBLE) {
                 CHECK(st == TPORT_STATUS_UNSUPPORTED, "%s -> %s: status %d", f->info.name, t->info.name, st);
             } else {

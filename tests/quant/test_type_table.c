@@ -4,6 +4,8 @@
  *   - each row's successor is a current row of a weight type, of the same
  *     family unless the family has no current layout;
  *   - file types (llama_ftype) are unique and only on current rows;
+ *   - a row-grouped row (Q4_0_4_4 ..) is row_groups.c's, re-encodes
+ *     losslessly to its successor, and is converted at load (below);
  *   - the QK64 revision of a K-quant is found through the table;
  *   - conformance tries mul_mat and get_rows for every weight type, and
  *     load-time conversion never targets an activation or integer type. */
@@ -12,6 +14,8 @@
 #include "../test_util.h"
 #include "formats/mf_internal.h"
 #include "model/placement.h"
+#include "quant/convert.h"
+#include "quant/row_groups.h"
 #include "quant/type_table.h"
 #include "registry/conformance_internal.h"
 #include "tport/tport.h"
@@ -42,7 +46,17 @@ int main(void) {
         if (s && !current && tport_type_revision(t, "current"))
             CHECK(!strcmp(s->family, t->family), "%s: successor of another family though %s has a current row",
                   t->info.name, t->family);
-        CHECK(tport_type_is_weight(t) == tport_type_is_weight(s), "%s: weight and successor disagree", t->info.name);
+        /* a row-grouped type is a weight only in files: its successor is
+         * what backends compute with */
+        const bool grouped = (t->flags & TPORT_TYPEF_ROW_GROUPS) != 0;
+        CHECK(tport_type_is_weight(t) == tport_type_is_weight(s) || (grouped && tport_type_is_weight(s)),
+              "%s: weight and successor disagree", t->info.name);
+        const tport_row_group *g = tport_row_group_of(t->info.id);
+        CHECK(grouped == (g != NULL) && (!g || (g->base == t->successor && !t->to_float && !t->from_float &&
+                                                !strcmp(s->family, t->family))),
+              "%s: row groups disagree with the row", t->info.name);
+        CHECK(!grouped || tport_conversion_kind(t->info.id, t->successor) == TPORT_CONV_LOSSLESS,
+              "%s: re-encoding to the successor is not lossless", t->info.name);
         /* file types */
         CHECK(t->file_type < 0 || current, "%s: a historical row has a file type", t->info.name);
         for (int k = 0; k < i; k++)
@@ -71,6 +85,11 @@ int main(void) {
     CHECK(nt > 5, "%d conversion targets of f32", nt);
     for (int k = 0; k < nt && k < 64; k++)
         CHECK(tport_type_is_weight(tport_traits(targets[k])), "conversion target %s", tport_traits(targets[k])->info.name);
+    /* a row-grouped weight's first load-time target is its base type */
+    CHECK(tport_weight_conversion_targets(TPORT_TYPE_Q4_0_8_8, 256, targets, 64) > 0 &&
+              targets[0] == TPORT_TYPE_Q4_0, "q4_0_8x8 is converted to q4_0 first");
+    CHECK(tport_weight_conversion_targets(TPORT_TYPE_IQ4_NL_4_4, 256, targets, 64) > 0 &&
+              targets[0] == TPORT_TYPE_IQ4_NL, "iq4_nl_4x4 is converted to iq4_nl first");
     free(cases);
     return test_finish("test_type_table");
 }

@@ -92,7 +92,10 @@ static tport_status fill_converted(void *user, int i, void *dst, uint64_t nbytes
         return TPORT_STATUS_OK;
     }
     tport_convert_report rep = {0};
-    tport_status s = tport_convert(p->src->type, p->src->data, p->to, dst, n_elements(p->src), &rep);
+    /* by rows: a row-grouped type converts only as a whole tensor */
+    const int64_t ne0 = p->src->ne[0];
+    tport_status s = tport_convert_rows(p->src->type, p->src->data, p->to, dst, ne0, ne0 ? n_elements(p->src) / ne0 : 0,
+                                        &rep);
     if (s != TPORT_STATUS_OK) {
         j->failed = true;
         return s;
@@ -305,7 +308,8 @@ int cmd_convert(int argc, char **argv) {
     int64_t target = -1;
     if (type_name) {
         target = tport_type_from_name(type_name);
-        if (target < 0 || target >= TPORT_TYPE_Q4_0_QNT0 || !tport_type_get((tport_type_id)target))
+        const tport_type_traits *tt = target >= 0 ? tport_traits((tport_type_id)target) : NULL;
+        if (!tt || tt->successor != tt->info.id)
             return tool_fail(2, "convert: '%s' is not a current tensor type (see tport types)", type_name);
     }
     tport_model_file *mf;
@@ -341,7 +345,8 @@ int cmd_convert(int argc, char **argv) {
         plan *p = &j.plans[i];
         p->src = t;
         p->to = t->type;
-        if (t->type >= TPORT_TYPE_Q4_0_QNT0) {
+        const tport_type_traits *tt = tport_traits(t->type);
+        if (tt && tt->successor != t->type) { /* a revision or removed type */
             p->to = nearest_current(t);
             p->why = "(historical layout -> nearest current type)";
         }
