@@ -196,6 +196,7 @@
  *        tport_params_clamp), SOFT_MAX_EXT (20, tport_params_soft_max_ext).
  *        Fused ops for speed (ids 48..63 reserved for them): FLASH_ATTN
  *        (48, tport_params_flash_attn).
+ *        Types: MXFP4 (39, ggml's id; the weights of gpt-oss files).
  */
 #ifndef TPORT_BACKEND_H
 #define TPORT_BACKEND_H
@@ -272,6 +273,7 @@ enum {
     TPORT_TYPE_I16 = 25,
     TPORT_TYPE_I32 = 26,
     TPORT_TYPE_BF16 = 30,
+    TPORT_TYPE_MXFP4 = 39, /* {u8 e (E8M0 scale); u8 qs[16] (E2M1)}, 32/block */
     /* historical revisions (QNTn = ggml quantization version) */
     TPORT_TYPE_Q4_0_QNT0 = 200, /* {f32 d; u8 qs[16]} interleaved nibbles  */
     TPORT_TYPE_Q4_1_QNT0 = 201, /* {f32 d, m; u8 qs[16]} interleaved       */

@@ -119,6 +119,8 @@ static const tport_type_traits table[] = {
      "ggml, 2023", i32_to_float, NULL, TPORT_TYPE_I32, -1, TPORT_TYPEF_INTEGER},
     {INFO(TPORT_TYPE_BF16, "bf16", 1, 2, false, TPORT_TYPE_BF16), "bf16", "current", 16.0,
      "ggml, 2024 (llama.cpp #6412)", bf16_to_float, bf16_from_float, TPORT_TYPE_BF16, 32, 0},
+    /* file type 38 is LLAMA_FTYPE_MOSTLY_MXFP4_MOE (llama.h) */
+    CROW(MXFP4, "mxfp4", 32, 17, Q8_0, "llama.cpp@fd1234c (#15091, gpt-oss), 2025-08-05", mxfp4, 38, 0),
     QROW(Q4_0_QNT0, "q4_0_qnt0", "q4_0", "qnt0", 32, 20, Q8_0,
          "llama.cpp@007a8f6, 2023-03-11 (interleaved nibbles, f32 scale)", q4_0_qnt0, Q4_0, -1, 0),
     QROW(Q4_1_QNT0, "q4_1_qnt0", "q4_1", "qnt0", 32, 24, Q8_1,
