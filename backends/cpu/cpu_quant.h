@@ -4,7 +4,7 @@
  * the kernel; types without a kernel fall back to dequantize + f32 dot.
  *
  * Pairs (weights x activations), block layouts as today's ggml:
- *   q4_0, q5_0, q8_0, iq4_nl                  x q8_0 {f16 d; i8 qs[32]}
+ *   q4_0, q5_0, q8_0, iq4_nl, mxfp4           x q8_0 {f16 d; i8 qs[32]}
  *   q4_1, q5_1                                x q8_1 {f16 d; f16 s; i8 qs[32]}
  *   q2_K, q3_K, q4_K, q5_K, q6_K, iq4_xs      x q8_K {f32 d; i8 qs[256]; i16 bsums[16]}
  *   historical: q4_0_qnt0/qnt1, q5_0_qnt0, q8_0_qnt1, q4_2_qnt0 x q8_0;

@@ -198,6 +198,7 @@
  *        (48, tport_params_flash_attn).  Type ids 31..33 and 36 (removed
  *        ggml types that files still carry): the host re-encodes them
  *        before any backend sees them, so no plug-in needs to know them.
+ *        Types: MXFP4 (39, ggml's id; the weights of gpt-oss files).
  */
 #ifndef TPORT_BACKEND_H
 #define TPORT_BACKEND_H
@@ -283,6 +284,7 @@ enum {
     TPORT_TYPE_Q4_0_4_8 = 32,  /* 4 rows, 8-byte chunks, nibbles ^ 0x88 */
     TPORT_TYPE_Q4_0_8_8 = 33,  /* 8 rows, 8-byte chunks, nibbles ^ 0x88 */
     TPORT_TYPE_IQ4_NL_4_4 = 36, /* 4 rows, 4-byte chunks, indices as-is  */
+    TPORT_TYPE_MXFP4 = 39, /* {u8 e (E8M0 scale); u8 qs[16] (E2M1)}, 32/block */
     /* historical revisions (QNTn = ggml quantization version) */
     TPORT_TYPE_Q4_0_QNT0 = 200, /* {f32 d; u8 qs[16]} interleaved nibbles  */
     TPORT_TYPE_Q4_1_QNT0 = 201, /* {f32 d, m; u8 qs[16]} interleaved       */

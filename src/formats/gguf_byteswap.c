@@ -2,8 +2,8 @@
  * owned memory at load (the mapping is read-only).  Which bytes a
  * big-endian writer swapped follows gguf-py's gguf_convert_endian.py:
  * plain types per element; Q4_0 and Q8_0 their f16 scale d; Q4_K its f16
- * d and dmin; Q6_K its f16 d (after 208 bytes of quants); quant bytes stay
- * as they are.  Any other type has no known big-endian layout and is
+ * d and dmin; Q6_K its f16 d (after 208 bytes of quants); MXFP4 nothing
+ * (byteswap_noop: bytes only); quant bytes stay as they are.  Any other type has no known big-endian layout and is
  * refused. */
 #include <stdio.h>
 #include <string.h>
@@ -34,6 +34,8 @@ static bool quant_fields(tport_type_id t, block_fields *f) {
     case TPORT_TYPE_Q8_0: *f = (block_fields){34, 1, {0, 0}}; return true;
     case TPORT_TYPE_Q4_K: *f = (block_fields){144, 2, {0, 2}}; return true;
     case TPORT_TYPE_Q6_K: *f = (block_fields){210, 1, {208, 0}}; return true;
+    /* bytes only (an exponent byte, then nibbles): nothing to swap */
+    case TPORT_TYPE_MXFP4: *f = (block_fields){17, 0, {0, 0}}; return true;
     default: return false;
     }
 }

@@ -27,6 +27,8 @@ TPORT_QUANT_ROW_PAIR(q8_K)
 /* non-linear 4-bit (iq4.c) */
 TPORT_QUANT_ROW_PAIR(iq4_nl)
 TPORT_QUANT_ROW_PAIR(iq4_xs)
+/* OCP microscaling FP4 (mxfp4_quants.c) */
+TPORT_QUANT_ROW_PAIR(mxfp4)
 /* historical layout revisions (historical_quants.c) */
 TPORT_QUANT_ROW_PAIR(q4_0_qnt0)
 TPORT_QUANT_ROW_PAIR(q4_1_qnt0)
@@ -49,5 +51,7 @@ void tport_dequant_q6_K_qk64(const void *src, float *dst, int64_t n);
 
 /* ggml's table of IQ4_NL / IQ4_XS code values. */
 extern const int8_t tport_kvalues_iq4nl[16];
+/* ggml's kvalues_mxfp4: the E2M1 code values, doubled. */
+extern const int8_t tport_kvalues_mxfp4[16];
 
 #endif

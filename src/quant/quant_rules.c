@@ -60,6 +60,7 @@ static const tport_quant_rule rules[] = {
     TODAY_K(Q8_K, q8_K),
     TODAY(IQ4_NL, iq4_nl),
     TODAY(IQ4_XS, iq4_xs),
+    TODAY(MXFP4, mxfp4),
 
     RULE(Q4_0_QNT0, "amax7",
          "2023-03-11 .. 04-25, llama.cpp@007a8f6 .. dd0eabc^ / ggml@acd4aeee .. 32f22c0e: d = amax/7, "

@@ -134,6 +134,8 @@ static const tport_type_traits table[] = {
     GROW(IQ4_NL_4_4, "iq4_nl_4x4", "iq4_nl", "4x4",
          "llama.cpp #10541 (ggml@bb693904), 2024-11-28, a runtime repack target (4 rows, 4-byte chunks); "
          REPACK_GONE, IQ4_NL),
+    /* file type 38 is LLAMA_FTYPE_MOSTLY_MXFP4_MOE (llama.h) */
+    CROW(MXFP4, "mxfp4", 32, 17, Q8_0, "llama.cpp@fd1234c (#15091, gpt-oss), 2025-08-05", mxfp4, 38, 0),
     QROW(Q4_0_QNT0, "q4_0_qnt0", "q4_0", "qnt0", 32, 20, Q8_0,
          "llama.cpp@007a8f6, 2023-03-11 (interleaved nibbles, f32 scale)", q4_0_qnt0, Q4_0, -1, 0),
     QROW(Q4_1_QNT0, "q4_1_qnt0", "q4_1", "qnt0", 32, 24, Q8_1,

@@ -34,6 +34,11 @@ static int quant_bits(const tport_type_traits *t) {
     if (!strncmp(f, "q5", 2)) return 5;
     if (!strcmp(f, "q6_K")) return 6;
     if (!strncmp(f, "q8", 2)) return 8;
+    /* E2M1 codes: 8 magnitudes a side, spaced like a float (coarsest at the
+     * top), under a power-of-two scale that can clip the top quarter of a
+     * block (amax just under 2^k gets codes up to 0.75 * 2^k): no better
+     * than a 3-bit uniform grid */
+    if (!strcmp(f, "mxfp4")) return 3;
     return 4;
 }
 

@@ -91,7 +91,7 @@ static void test_scalar_and_best(void) {
     }
     /* every current quantized weight type has a kernel (q8_1/q8_K are
      * activation types and have none) */
-    CHECK(with_kernel >= 12 + 9, "only %d types have kernels", with_kernel);
+    CHECK(with_kernel >= 13 + 9, "only %d types have kernels", with_kernel);
     printf("kernels checked against exact dot products: %d types (best ISA: %s)\n", with_kernel,
            cpu_vec_dot_isa());
 }
@@ -144,7 +144,8 @@ int main(void) {
      * too; SSE2 (the plain x86-64 build) has the four most used */
     static const tport_type_id all[] = {TPORT_TYPE_Q4_0, TPORT_TYPE_Q4_1, TPORT_TYPE_Q5_0, TPORT_TYPE_Q5_1,
                                         TPORT_TYPE_Q8_0, TPORT_TYPE_Q2_K, TPORT_TYPE_Q3_K, TPORT_TYPE_Q4_K,
-                                        TPORT_TYPE_Q5_K, TPORT_TYPE_Q6_K, TPORT_TYPE_IQ4_NL, TPORT_TYPE_IQ4_XS};
+                                        TPORT_TYPE_Q5_K, TPORT_TYPE_Q6_K, TPORT_TYPE_IQ4_NL, TPORT_TYPE_IQ4_XS,
+                                        TPORT_TYPE_MXFP4};
     static const tport_type_id sse2[] = {TPORT_TYPE_Q4_0, TPORT_TYPE_Q8_0, TPORT_TYPE_Q4_K, TPORT_TYPE_Q6_K};
 #ifdef TEST_SIMD
     if (!cpu_has_simd())

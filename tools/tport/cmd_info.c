@@ -9,6 +9,7 @@
 #include "formats/model_file.h"
 #include "model/arch/arch.h"
 #include "model/arch/arch_math.h"
+#include "quant/type_table.h"
 #include "tport/tport.h"
 
 static const char *type_name(const tport_mf_tensor *t, char *buf, size_t cap) {
@@ -25,7 +26,17 @@ static const char *ftype_name(uint32_t ft) {
                                         "mostly q4_1, some f16", "mostly q4_2", "mostly q4_3", "mostly q8_0",
                                         "mostly q5_0", "mostly q5_1", "q2_k", "q3_k_s", "q3_k_m", "q3_k_l",
                                         "q4_k_s", "q4_k_m", "q5_k_s", "q5_k_m", "q6_k"};
-    return ft < sizeof names / sizeof names[0] ? names[ft] : "other";
+    if (ft < sizeof names / sizeof names[0])
+        return names[ft];
+    /* later file types name one type each (25 iq4_nl, 38 mxfp4 ...): the
+     * type table's rows say which */
+    static char buf[48];
+    for (int i = 0; i < tport_traits_count(); i++)
+        if (tport_traits_at(i)->file_type == (int)ft) {
+            snprintf(buf, sizeof buf, "mostly %s", tport_traits_at(i)->info.name);
+            return buf;
+        }
+    return "other";
 }
 
 static const char *kv_type_name(tport_kv_type t) {

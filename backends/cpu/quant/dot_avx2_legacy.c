@@ -1,5 +1,5 @@
 /* AVX2 + FMA dot products of the 32-element types: Q4_0, Q5_0, Q8_0,
- * IQ4_NL (x Q8_0) and Q4_1, Q5_1 (x Q8_1).  Integer products per block,
+ * IQ4_NL, MXFP4 (x Q8_0) and Q4_1, Q5_1 (x Q8_1).  Integer products per block,
  * one float FMA per block; only the float summation order differs from the
  * scalar kernels. */
 #include "quant_kernels.h"
@@ -87,13 +87,29 @@ static void dot_iq4_nl(int64_t n, float *s, const void *vx, const void *vy) {
     *s = avx2_hsum_ps(acc);
 }
 
+/* MXFP4: as IQ4_NL, a 16-entry code table looked up with pshufb; the
+ * scale is an exponent byte instead of an f16. */
+static void dot_mxfp4(int64_t n, float *s, const void *vx, const void *vy) {
+    const uint8_t *x = vx, *y = vy;
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)CPUQ(kvalues_mxfp4)));
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n / 32; b++, x += BMXFP4, y += BQ8_0) {
+        const __m256i qx = _mm256_shuffle_epi8(table, avx2_nibbles(x + 1));
+        const __m256i qy = _mm256_loadu_si256((const __m256i *)(y + 2));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(cpuq_e8m0_half(x[0]) * cpuq_half(y)),
+                              _mm256_cvtepi32_ps(avx2_dot_i8(qx, qy)), acc);
+    }
+    *s = avx2_hsum_ps(acc);
+}
+
 CPUQ_KERNEL_TABLE(avx2_legacy_kernel,
                   {TPORT_TYPE_Q4_0, dot_q4_0},
                   {TPORT_TYPE_Q4_1, dot_q4_1},
                   {TPORT_TYPE_Q5_0, dot_q5_0},
                   {TPORT_TYPE_Q5_1, dot_q5_1},
                   {TPORT_TYPE_Q8_0, dot_q8_0},
-                  {TPORT_TYPE_IQ4_NL, dot_iq4_nl})
+                  {TPORT_TYPE_IQ4_NL, dot_iq4_nl},
+                  {TPORT_TYPE_MXFP4, dot_mxfp4})
 
 #else
 

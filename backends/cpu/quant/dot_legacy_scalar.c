@@ -1,10 +1,11 @@
 /* Scalar dot products of the 32-element legacy types (and their historical
- * revisions, and IQ4_NL) with Q8_0 / Q8_1 activations.  Integer sums per
+ * revisions, IQ4_NL and MXFP4) with Q8_0 / Q8_1 activations.  Integer sums per
  * block, then one float multiply-add per block, as ggml's generic code. */
 #include "quant_kernels.h"
 
 const int8_t CPUQ(kvalues_iq4nl)[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                         1,    13,   25,  38,  53,  69,  89,  113};
+const int8_t CPUQ(kvalues_mxfp4)[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 
 /* A weight block unpacked to 32 signed integers plus its scales. */
 typedef struct wblock {
@@ -55,6 +56,14 @@ static void un_iq4_nl(const uint8_t *x, wblock *w) {
     for (int j = 0; j < 16; j++) {
         w->q[j] = CPUQ(kvalues_iq4nl)[x[2 + j] & 15];
         w->q[j + 16] = CPUQ(kvalues_iq4nl)[x[2 + j] >> 4];
+    }
+}
+/* MXFP4: codes from the doubled E2M1 table, scale 2^(e-128). */
+static void un_mxfp4(const uint8_t *x, wblock *w) {
+    w->d = cpuq_e8m0_half(x[0]), w->m = 0;
+    for (int j = 0; j < 16; j++) {
+        w->q[j] = CPUQ(kvalues_mxfp4)[x[1 + j] & 15];
+        w->q[j + 16] = CPUQ(kvalues_mxfp4)[x[1 + j] >> 4];
     }
 }
 static void un_q4_0_qnt0(const uint8_t *x, wblock *w) { w->d = cpuq_f32(x), w->m = 0, unpack_nibbles(x + 4, w->q, 1, 8); }
@@ -120,6 +129,7 @@ DOT8_0(q5_0, BQ5_0)
 DOT8_1(q5_1, BQ5_1)
 DOT8_0(q8_0, BQ8_0)
 DOT8_0(iq4_nl, BIQ4_NL)
+DOT8_0(mxfp4, BMXFP4)
 DOT8_0(q4_0_qnt0, BQ4_0_F32)
 DOT8_0(q4_0_qnt1, BQ4_0_F32)
 DOT8_1(q4_1_qnt0, BQ4_1_F32)
@@ -173,6 +183,7 @@ CPUQ_KERNEL_TABLE(scalar_legacy_kernel,
                   {TPORT_TYPE_Q5_1, dot_q5_1},
                   {TPORT_TYPE_Q8_0, dot_q8_0},
                   {TPORT_TYPE_IQ4_NL, dot_iq4_nl},
+                  {TPORT_TYPE_MXFP4, dot_mxfp4},
                   {TPORT_TYPE_Q4_0_QNT0, dot_q4_0_qnt0},
                   {TPORT_TYPE_Q4_0_QNT1, dot_q4_0_qnt1},
                   {TPORT_TYPE_Q4_1_QNT0, dot_q4_1_qnt0},

@@ -26,7 +26,7 @@
 enum {
     BQ4_0 = 18, BQ4_1 = 20, BQ5_0 = 22, BQ5_1 = 24, BQ8_0 = 34, BQ8_1 = 36,
     BQ2_K = 84, BQ3_K = 110, BQ4_K = 144, BQ5_K = 176, BQ6_K = 210, BQ8_K = 292,
-    BIQ4_NL = 18, BIQ4_XS = 136,
+    BIQ4_NL = 18, BIQ4_XS = 136, BMXFP4 = 17,
     BQ4_0_F32 = 20, BQ4_1_F32 = 24, BQ4_2 = 10, BQ4_3 = 12, BQ8_0_F32 = 36,
 };
 /* Q8_K field offsets. */
@@ -122,7 +122,19 @@ static inline int cpuq_iq4xs_scale(const uint8_t *x, unsigned scales_h, int g) {
     return (((x[4 + g / 2] >> 4 * (g % 2)) & 0xf) | ((scales_h >> 2 * g) & 3) << 4) - 32;
 }
 
+/* MXFP4 {u8 e; u8 qs[16]}: the block scale 2^(e-128), half the E8M0 value
+ * (ggml keeps the E2M1 codes doubled, as integers); e = 0 and 1 are the
+ * subnormals 2^-128 and 2^-127. */
+static inline float cpuq_e8m0_half(uint8_t e) {
+    const uint32_t bits = e < 2 ? UINT32_C(0x00200000) << e : (uint32_t)(e - 1) << 23;
+    float d;
+    memcpy(&d, &bits, sizeof d);
+    return d;
+}
+
 extern const int8_t CPUQ(kvalues_iq4nl)[16];
+/* ggml's kvalues_mxfp4: the 16 E2M1 codes, doubled. */
+extern const int8_t CPUQ(kvalues_mxfp4)[16];
 
 /* Kernel tables: which dot product serves which weight type. */
 typedef struct cpuq_kernel_entry {
