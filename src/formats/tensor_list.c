@@ -90,13 +90,18 @@ static tport_status push_tensor(tport_model_file *mf, const char *name, size_t n
     return TPORT_STATUS_OK;
 }
 
+static tport_status check_dims(const mf_cursor *c, uint64_t at, const char *name, size_t name_len, int n_dims) {
+    if (n_dims < 1 || n_dims > 4)
+        return mf_fail(c, at, "tensor '%.*s': %d dimensions (1 to 4 allowed)", (int)(name_len > 64 ? 64 : name_len),
+                       name, n_dims);
+    return TPORT_STATUS_OK;
+}
+
 tport_status mf_add_tensor(tport_model_file *mf, const mf_cursor *c, uint64_t at, const char *name,
                            size_t name_len, tport_type_id type, int n_dims, const int64_t *ne,
                            uint64_t offset) {
     int64_t full[4] = {1, 1, 1, 1};
-    if (n_dims < 1 || n_dims > 4)
-        return mf_fail(c, at, "tensor '%.*s': %d dimensions (1 to 4 allowed)", (int)(name_len > 64 ? 64 : name_len),
-                       name, n_dims);
+    MF_TRY(check_dims(c, at, name, name_len, n_dims));
     memcpy(full, ne, (size_t)n_dims * sizeof *ne);
     uint64_t nbytes, end;
     MF_TRY(mf_tensor_bytes(c, at, type, n_dims, full, &nbytes));
@@ -115,9 +120,7 @@ tport_status mf_add_tensor(tport_model_file *mf, const mf_cursor *c, uint64_t at
 tport_status mf_add_unknown_tensor(tport_model_file *mf, const mf_cursor *c, uint64_t at, const char *name,
                                    size_t name_len, uint32_t raw_type, int n_dims, const int64_t *ne,
                                    uint64_t offset) {
-    if (n_dims < 1 || n_dims > 4)
-        return mf_fail(c, at, "tensor '%.*s': %d dimensions (1 to 4 allowed)", (int)(name_len > 64 ? 64 : name_len),
-                       name, n_dims);
+    MF_TRY(check_dims(c, at, name, name_len, n_dims));
     for (int i = 0; i < n_dims; i++)
         if (ne[i] < 0)
             return mf_fail(c, at, "negative dimension ne[%d] = %lld", i, (long long)ne[i]);

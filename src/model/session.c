@@ -37,6 +37,10 @@ struct tport_session {
     int32_t n_evals;         /* evaluations since the last reset     */
     tport_sched_stats total; /* summed over them                     */
     bool plan_logged;        /* TPORT_LOG=info shows the plan once   */
+    /* the cache probe's answer for the last backend asked: every layer
+     * has the same cache shape, so one question per backend, not layer */
+    const tport_active_backend *probed;
+    bool probed_ok;
 };
 
 /* Elements of one layer's K (or V) cache. */
@@ -66,8 +70,11 @@ static tport_status place_layer(tport_session *s, int32_t il) {
     size_t n = layer_elements(s), e = kv_element_size(s);
     kv->type = s->kv_type;
     const tport_active_backend *b = tport_layer_attention_weight(&s->m->layers[il])->res.backend;
-    if (b && b->mem.device_memory && !tport_sched_backend_lost(b) &&
-        tport_blk_cache_runs_on(b, s->m, s->kv_type, s->n_ctx, s->n_batch)) {
+    if (b && b->mem.device_memory && !tport_sched_backend_lost(b) && b != s->probed) {
+        s->probed = b;
+        s->probed_ok = tport_blk_cache_runs_on(b, s->m, s->kv_type, s->n_ctx, s->n_batch);
+    }
+    if (b && b->mem.device_memory && !tport_sched_backend_lost(b) && s->probed_ok) {
         uint64_t bytes = (uint64_t)n * e;
         if (tport_sched_alloc(b, bytes, &kv->k_res) == TPORT_STATUS_OK &&
             tport_sched_alloc(b, bytes, &kv->v_res) == TPORT_STATUS_OK)
