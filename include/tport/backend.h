@@ -195,10 +195,12 @@
  *        them): GELU_F16 (16), GELU_ERF (17), TANH (18), CLAMP (19,
  *        tport_params_clamp), SOFT_MAX_EXT (20, tport_params_soft_max_ext).
  *        Fused ops for speed (ids 48..63 reserved for them): FLASH_ATTN
- *        (48, tport_params_flash_attn).  Type ids 31..33 and 36 (removed
- *        ggml types that files still carry): the host re-encodes them
- *        before any backend sees them, so no plug-in needs to know them.
- *        Types: MXFP4 (39, ggml's id; the weights of gpt-oss files).
+ *        (48, tport_params_flash_attn).
+ *   1.2  type ids: MXFP4 (39, ggml's id; the weights of gpt-oss files);
+ *        31..33 and 36 (removed ggml types that files still carry: the
+ *        host re-encodes them before any backend sees them, so no plug-in
+ *        needs to know them).  No struct changed: a 1.0 or 1.1 plug-in
+ *        loads as before and declines the ids it does not know.
  */
 #ifndef TPORT_BACKEND_H
 #define TPORT_BACKEND_H
@@ -212,7 +214,7 @@ extern "C" {
 #endif
 
 #define TPORT_ABI_MAJOR 1
-#define TPORT_ABI_MINOR 1
+#define TPORT_ABI_MINOR 2
 
 #if defined(_WIN32)
 #define TPORT_BACKEND_EXPORT __declspec(dllexport)
