@@ -25,6 +25,11 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+/* libtport exports exactly what its public headers declare (it is built
+ * with hidden visibility; tests/tools/test_exports checks the list). */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
 
 #define TPORT_VERSION_MAJOR 0
 #define TPORT_VERSION_MINOR 1
@@ -39,6 +44,18 @@ const char *tport_build_features(void);
 /* ---- errors -------------------------------------------------------------- */
 const char *tport_last_error(void);              /* "" if none          */
 const char *tport_status_name(tport_status s);
+/* For code layered on the library (the tools, the MPI layer, plug-in
+ * hosts), so that its failures read like the library's own: records the
+ * printf-style message as this thread's tport_last_error() and returns
+ * code; tport_clear_error() empties it. */
+#if defined(__GNUC__)
+tport_status tport_error(tport_status code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#else
+tport_status tport_error(tport_status code, const char *fmt, ...);
+#endif
+void tport_clear_error(void);
+/* "mul_mat", "rope", ... ; "unknown" for an id this build does not know. */
+const char *tport_op_name(tport_op_id op);
 
 /* ---- types --------------------------------------------------------------- */
 /* NULL for an unknown id.  The traits are the same the plug-ins see. */
@@ -66,6 +83,7 @@ tport_tensor *tport_new_tensor_3d(tport_ctx *ctx, tport_type_id type, int64_t ne
 tport_tensor *tport_new_tensor_4d(tport_ctx *ctx, tport_type_id type, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3);
 
 tport_type_id tport_tensor_type(const tport_tensor *t);
+tport_op_id tport_tensor_op(const tport_tensor *t); /* TPORT_OP_NONE: a leaf */
 int64_t tport_tensor_ne(const tport_tensor *t, int dim);
 size_t tport_tensor_nb(const tport_tensor *t, int dim);
 int64_t tport_tensor_nelements(const tport_tensor *t);
@@ -188,8 +206,33 @@ tport_status tport_dequantize(tport_type_id type, const void *src, float *dst, i
 int tport_quant_rule_count(tport_type_id type);
 const char *tport_quant_rule_name(tport_type_id type, int i);   /* NULL if out of range */
 const char *tport_quant_rule_about(tport_type_id type, int i);  /* period, commit */
-typedef struct tport_conversion { int kind; /* 0 identity, 1 lossless, 2 lossy, 3 impossible */ int64_t n; double rmse; double max_abs_err; } tport_conversion;
-tport_status tport_convert_data(tport_type_id from, const void *src, tport_type_id to, void *dst, int64_t n, tport_conversion *report);
+/* What converting `from` to `to` costs: the same bytes; a re-encoding
+ * that keeps every decoded value bit for bit; dequantize and requantize;
+ * or not possible (an unknown type, a target with no quantizer). */
+typedef enum tport_conv_kind {
+    TPORT_CONV_IDENTITY = 0,
+    TPORT_CONV_LOSSLESS = 1,
+    TPORT_CONV_LOSSY = 2,
+    TPORT_CONV_IMPOSSIBLE = 3,
+} tport_conv_kind;
+/* The kind, the elements converted and the error of the decoded result
+ * against the decoded source (0 for lossless conversions). */
+typedef struct tport_conversion {
+    tport_conv_kind kind;
+    int64_t n;
+    double rmse;
+    double max_abs_err;
+} tport_conversion;
+tport_conv_kind tport_conversion_kind(tport_type_id from, tport_type_id to);
+const char *tport_conv_kind_name(tport_conv_kind kind); /* "identity", "lossless", ... */
+/* n elements, a multiple of both block sizes; report may be NULL. */
+tport_status tport_convert_data(tport_type_id from, const void *src, tport_type_id to, void *dst, int64_t n,
+                                tport_conversion *report);
+/* A whole tensor of nrows rows of ne0 elements, and the one way to convert
+ * from a removed row-grouped type (rows of such a type are not whole on
+ * their own: it is re-encoded losslessly to its base type first). */
+tport_status tport_convert_rows(tport_type_id from, const void *src, tport_type_id to, void *dst, int64_t ne0,
+                                int64_t nrows, tport_conversion *report);
 
 /* ---- models and sessions ------------------------------------------------- */
 typedef struct tport_model tport_model;
@@ -436,6 +479,9 @@ typedef struct tport_template_limits {
 char *tport_template_render(const char *tmpl, size_t len, const char *context_json,
                             const tport_template_limits *limits, size_t *out_len);
 
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 #ifdef __cplusplus
 }
 #endif

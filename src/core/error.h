@@ -13,10 +13,8 @@
 #define TPORT_PRINTF(a, b)
 #endif
 
-/* Records the message (printf-style) for this thread; returns code. */
-tport_status tport_error(tport_status code, const char *fmt, ...) TPORT_PRINTF(2, 3);
+/* tport_error and tport_clear_error are public (tport.h). */
 tport_status tport_verror(tport_status code, const char *fmt, va_list ap);
-void tport_clear_error(void);
 
 /* Logging: TPORT_LOG=error|warn|info|debug (default warn) on stderr. */
 void tport_log(int level, const char *fmt, ...) TPORT_PRINTF(2, 3);

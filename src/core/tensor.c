@@ -8,6 +8,10 @@ tport_type_id tport_tensor_type(const tport_tensor *t) {
     return t ? t->type : TPORT_TYPE_F32;
 }
 
+tport_op_id tport_tensor_op(const tport_tensor *t) {
+    return t ? t->op : TPORT_OP_NONE;
+}
+
 int64_t tport_tensor_ne(const tport_tensor *t, int dim) {
     return t && dim >= 0 && dim < TPORT_MAX_DIMS ? t->ne[dim] : 0;
 }

@@ -55,7 +55,6 @@ tport_tensor *tport_tensor_record(tport_ctx *ctx, tport_type_id type, int n_dims
 size_t tport_type_block_bytes(tport_type_id type);
 int64_t tport_type_block_size(tport_type_id type);
 const char *tport_type_name(tport_type_id type);
-const char *tport_op_name(tport_op_id op);
 bool tport_tensor_is_view(const tport_tensor *t);
 /* True if t's ops produce data (op != NONE), including in-place views
  * such as cpy's result. */

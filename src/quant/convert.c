@@ -146,9 +146,9 @@ static int64_t row_bytes(const tport_type_traits *t, int64_t n) {
 
 tport_status tport_convert(tport_type_id from, const void *src, tport_type_id to, void *dst, int64_t n,
                            tport_convert_report *report) {
-    if (report)
-        memset(report, 0, sizeof *report);
     const tport_conv_kind kind = tport_conversion_kind(from, to);
+    if (report) /* the kind is said even when the conversion fails */
+        *report = (tport_convert_report){.kind = kind};
     const tport_type_traits *f = tport_traits(from), *t = tport_traits(to);
     if (kind == TPORT_CONV_IMPOSSIBLE)
         return tport_error(TPORT_STATUS_UNSUPPORTED, "cannot convert type %u (%s) to type %u (%s)", from,
@@ -166,10 +166,8 @@ tport_status tport_convert(tport_type_id from, const void *src, tport_type_id to
         return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "convert: %lld elements is too many", (long long)n);
     if (n > 0 && (!src || !dst))
         return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "convert: NULL buffer");
-    if (report) {
-        report->kind = kind;
+    if (report)
         report->n = n;
-    }
     if (n == 0)
         return TPORT_STATUS_OK;
     if (kind == TPORT_CONV_IDENTITY) {
@@ -213,8 +211,8 @@ tport_status tport_convert(tport_type_id from, const void *src, tport_type_id to
 
 tport_status tport_convert_rows(tport_type_id from, const void *src, tport_type_id to, void *dst, int64_t ne0,
                                 int64_t nrows, tport_convert_report *report) {
-    if (report)
-        memset(report, 0, sizeof *report);
+    if (report) /* the kind is said even when the conversion fails */
+        *report = (tport_convert_report){.kind = tport_conversion_kind(from, to)};
     if (ne0 < 0 || nrows < 0 || (nrows > 0 && ne0 > INT64_MAX / 64 / nrows))
         return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "convert: [%lld x %lld] is not a tensor shape",
                            (long long)ne0, (long long)nrows);

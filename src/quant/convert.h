@@ -20,34 +20,18 @@
 
 #include <stdint.h>
 
-#include "tport/backend.h"
+#include "tport/tport.h"
 
-typedef enum {
-    TPORT_CONV_IDENTITY,
-    TPORT_CONV_LOSSLESS,
-    TPORT_CONV_LOSSY,
-    TPORT_CONV_IMPOSSIBLE
-} tport_conv_kind;
+/* The kinds and the report are public (tport.h: tport_conv_kind,
+ * tport_conversion); tport_convert is tport_convert_data under its
+ * library name. */
+typedef tport_conversion tport_convert_report;
 
-typedef struct tport_convert_report {
-    tport_conv_kind kind;
-    int64_t n;
-    double rmse;
-    double max_abs_err;
-} tport_convert_report;
-
-tport_conv_kind tport_conversion_kind(tport_type_id from, tport_type_id to);
 tport_status tport_convert(tport_type_id from, const void *src, tport_type_id to, void *dst, int64_t n,
                            tport_convert_report *report);
 
-/* Converts a whole tensor of nrows rows of ne0 elements: tport_convert of
- * ne0 * nrows elements, and also the one way to convert from a row-grouped
- * type (row_groups.h; tport_convert refuses them, as a run of elements
- * does not say where rows end): it is re-encoded to its base type
- * (LOSSLESS, the base type's bytes exactly) and then converted from that,
- * with that conversion's kind.  Nothing converts to a row-grouped type. */
-tport_status tport_convert_rows(tport_type_id from, const void *src, tport_type_id to, void *dst, int64_t ne0,
-                                int64_t nrows, tport_convert_report *report);
+/* tport_convert_rows (tport.h) converts whole tensors, also from the
+ * row-grouped types (row_groups.h), which tport_convert refuses. */
 
 /* Q4_0 "row-split", written only by llama.cpp of 2023-03-10 (formats.md
  * 3.1): per row, all nb f32 scales, then nb*16 interleaved nibble bytes.
@@ -55,7 +39,5 @@ tport_status tport_convert_rows(tport_type_id from, const void *src, tport_type_
  * Q4_0_QNT0 blocks {f32 d; u8 qs[16]}; lossless.  Same byte count. */
 tport_status tport_q4_0_rowsplit_to_qnt0(const void *src, void *dst, int64_t row_len);
 
-/* "identity", "lossless", "lossy", "impossible". */
-const char *tport_conv_kind_name(tport_conv_kind kind);
 
 #endif

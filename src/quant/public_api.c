@@ -79,16 +79,5 @@ const char *tport_quant_rule_about(tport_type_id type, int i) {
 
 tport_status tport_convert_data(tport_type_id from, const void *src, tport_type_id to, void *dst, int64_t n,
                                 tport_conversion *report) {
-    tport_convert_report rep;
-    const tport_status st = tport_convert(from, src, to, dst, n, &rep);
-    if (report) {
-        /* The public numbers are fixed; map rather than cast the enum. */
-        static const int kinds[] = {[TPORT_CONV_IDENTITY] = 0, [TPORT_CONV_LOSSLESS] = 1,
-                                    [TPORT_CONV_LOSSY] = 2, [TPORT_CONV_IMPOSSIBLE] = 3};
-        report->kind = st ? (int)kinds[tport_conversion_kind(from, to)] : kinds[rep.kind];
-        report->n = st ? 0 : rep.n;
-        report->rmse = st ? 0.0 : rep.rmse;
-        report->max_abs_err = st ? 0.0 : rep.max_abs_err;
-    }
-    return st;
+    return tport_convert(from, src, to, dst, n, report);
 }

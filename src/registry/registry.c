@@ -30,6 +30,7 @@
 
 #include "candidate.h"
 #include "core/error.h"
+#include "isolation.h"
 #include "search_path.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -453,4 +454,24 @@ int tport_backend_count(void) {
 const char *tport_backend_name(int i) {
     const tport_active_backend *a = tport_registry_active(i);
     return a ? a->name : NULL;
+}
+
+bool tport_backend_is_isolated(int i) {
+    const tport_active_backend *a = tport_registry_active(i);
+    return a && a->api == tport_isolate_proxy_api();
+}
+
+bool tport_backend_is_fallback(int i) {
+    const tport_active_backend *a = tport_registry_active(i);
+    return a && a->fallback;
+}
+
+bool tport_backend_supports(int i, const tport_graph_view *graph, int32_t node) {
+    const tport_active_backend *a = tport_registry_active(i);
+    if (!a || !a->api->supports_op || !graph || node < 0 || node >= graph->n_tensors)
+        return false;
+    for (int32_t dev = 0; dev < a->n_devices; dev++)
+        if (a->api->supports_op(a->state, dev, graph, node))
+            return true;
+    return false;
 }

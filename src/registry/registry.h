@@ -11,7 +11,7 @@
 
 #include <stdbool.h>
 
-#include "tport/backend.h"
+#include "tport/registry.h"
 
 /* The ABI 1.1 device-memory slots of one backend, NULL where the plug-in
  * left them out, did not negotiate 1.1, or wrote a table too small to
@@ -55,69 +55,19 @@ typedef struct tport_active_backend {
  * slot the negotiated minor or the table's struct_size leaves out. */
 void tport_backend_mem_resolve(tport_active_backend *a, const tport_device_info *dev0);
 
-/* Discovers and initialises backends once; later calls are cheap.
- * Thread-safe.  Never fails for a bad plug-in (it is skipped). */
-void tport_registry_init(void);
 /* Active backends in preference order (TPORT_BACKEND first, then non-CPU
  * backends, then by score). */
 int tport_registry_active_count(void);
 const tport_active_backend *tport_registry_active(int i);
 const tport_active_backend *tport_registry_find(const char *name);
 
-/* Shuts every initialised backend down, then unloads the libraries
- * (TPORT_NO_UNLOAD=1 keeps them mapped, for sanitizer stack traces).
- * Explicit, never from atexit.  A later tport_registry_init() discovers
- * everything again (the environment is read again). */
-void tport_registry_shutdown(void);
 /* Called first by tport_registry_shutdown (the scheduler frees device
  * buffers there). */
 void tport_registry_set_shutdown_hook(void (*hook)(void));
 
-/* With probing on, every plug-in file is first loaded in a forked child
- * (entry, init, device query); a file whose probe crashes is rejected with
- * the signal's name and never loaded in this process.  Takes effect at the
- * next discovery; TPORT_BACKEND_PROBE=1 turns it on too. */
-void tport_registry_set_probe(bool on);
 
-/* ---- the report: every candidate and what became of it ------------------ */
-typedef enum tport_candidate_status {
-    TPORT_CANDIDATE_ACTIVE = 0,
-    TPORT_CANDIDATE_SHADOWED = 1, /* same name as a better-scoring one   */
-    TPORT_CANDIDATE_REJECTED = 2, /* reason says why                      */
-} tport_candidate_status;
-
-#define TPORT_REPORT_MAX_DEVICES 16
-
-typedef struct tport_candidate_report {
-    const char *path;        /* file, or "(embedded)"                       */
-    const char *origin;      /* "embedded", "api", "TPORT_BACKEND_PATH", "installed" */
-    const char *name;        /* "" when the entry point was never reached   */
-    const char *version;
-    uint32_t abi_major;      /* what the plug-in declared (0 = unknown)     */
-    uint32_t abi_minor;      /* negotiated minor                            */
-    uint64_t required_isa;
-    int32_t score;           /* -1 = not asked                              */
-    tport_candidate_status status;
-    const char *reason;      /* why rejected or shadowed; "" when active    */
-    int32_t n_devices;       /* devices stored: min(count, MAX_DEVICES)     */
-    const tport_device_info *devices;
-    bool fallback;           /* shadowed, yet kept as the last-resort backend */
-    bool isolated;           /* runs (or was refused) in a helper process  */
-} tport_candidate_report;
-
-int tport_registry_candidate_count(void);
-/* Fills *out for candidate i (in discovery order); false if out of range.
- * Strings stay valid until tport_registry_shutdown(). */
-bool tport_registry_candidate(int i, tport_candidate_report *out);
-const char *tport_candidate_status_name(tport_candidate_status s);
-
-/* ---- ISA checks --------------------------------------------------------- */
-/* TPORT_ISA_* bits this CPU has and the OS has enabled (XCR0 for AVX and
- * AVX-512 state), minus those named in TPORT_ISA_DISABLE ("avx512f,avx2"). */
-uint64_t tport_isa_host(void);
-/* Writes the names of the bits in `isa` ("avx2 fma ...") into buf. */
-void tport_isa_names(uint64_t isa, char *buf, size_t cap);
-
+/* The candidates report, ISA checks and the lifecycle calls are public:
+ * include/tport/registry.h. */
 /* ---- internals shared by the registry's files ---------------------------- */
 /* The services table handed to every plug-in. */
 const tport_host_api *tport_host_services(void);

@@ -3,6 +3,8 @@
 #ifndef TPORT_REGISTRY_SEARCH_PATH_H
 #define TPORT_REGISTRY_SEARCH_PATH_H
 
+#include "tport/registry.h"
+
 typedef struct tport_file_list {
     char **paths;
     const char **origins; /* static strings: "api", "TPORT_BACKEND_PATH", ... */
@@ -20,8 +22,7 @@ void tport_file_list_add_path_list(tport_file_list *l, const char *list, const c
 /* The backends folder installed beside the library (see search_path.c for
  * how it is found); silently nothing if it does not exist. */
 void tport_file_list_add_installed(tport_file_list *l);
-/* The folder tport_file_list_add_installed uses, or "" if unknown. */
-void tport_installed_backend_dir(char *buf, unsigned cap);
+/* tport_installed_backend_dir (tport/registry.h) names the folder it uses. */
 void tport_file_list_free(tport_file_list *l);
 
 #endif

@@ -6,9 +6,7 @@
 #include <string.h>
 
 #include "commands.h"
-#include "isolate/isolate.h"
-#include "registry/registry.h"
-#include "registry/search_path.h"
+#include "tport/registry.h"
 #include "tport/tport.h"
 
 static const char *kind_name(int32_t kind) {
@@ -112,9 +110,8 @@ static void print_text(bool verbose) {
     }
     printf("active, in preference order:");
     for (int i = 0; i < tport_backend_count(); i++) {
-        const tport_active_backend *a = tport_registry_active(i);
-        printf(" %s%s%s", tport_backend_name(i), a && a->fallback ? " (embedded, fallback)" : "",
-               a && a->api == tport_isolate_proxy_api() ? " (isolated)" : "");
+        printf(" %s%s%s", tport_backend_name(i), tport_backend_is_fallback(i) ? " (embedded, fallback)" : "",
+               tport_backend_is_isolated(i) ? " (isolated)" : "");
     }
     printf("\n\n");
     int n = tport_registry_candidate_count();

@@ -21,7 +21,7 @@
 
 #include "commands.h"
 #include "dist/dist.h"
-#include "formats/model_file.h"
+#include "tport/model_file.h"
 #include "tport/tport.h"
 
 #define BENCH_MAX_TOKENS 1000000

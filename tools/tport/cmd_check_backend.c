@@ -30,7 +30,6 @@
 #include <unistd.h>
 
 #include "commands.h"
-#include "core/error.h"
 #include "registry/candidate.h"
 #include "registry/conformance.h"
 #include "isolate/isolate.h"

@@ -12,11 +12,9 @@
 
 #include "commands.h"
 #include "convert_arch.h"
-#include "core/error.h"
-#include "formats/gguf_write.h"
-#include "formats/model_file.h"
-#include "quant/convert.h"
-#include "quant/type_table.h"
+#include "tport/gguf.h"
+#include "tport/model_file.h"
+#include "tport/types.h"
 #include "tport/tport.h"
 
 typedef struct plan {
@@ -91,7 +89,7 @@ static tport_status fill_converted(void *user, int i, void *dst, uint64_t nbytes
         memcpy(dst, p->src->data, (size_t)nbytes);
         return TPORT_STATUS_OK;
     }
-    tport_convert_report rep = {0};
+    tport_conversion rep = {0};
     /* by rows: a row-grouped type converts only as a whole tensor */
     const int64_t ne0 = p->src->ne[0];
     tport_status s = tport_convert_rows(p->src->type, p->src->data, p->to, dst, ne0, ne0 ? n_elements(p->src) / ne0 : 0,

@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include "commands.h"
-#include "core/tensor.h" /* tport_op_name, for the node table */
 #include "tport/tport.h"
 
 enum { D = 64, N_HEAD = 4, HEAD_DIM = D / N_HEAD, T = 8, FFN = 128 };
@@ -240,7 +239,7 @@ int cmd_demo(int argc, char **argv) {
     for (int i = 0; i < tport_graph_n_nodes(g); i++) {
         tport_tensor *t = tport_graph_node(g, i);
         const char *b = tport_graph_node_backend(g, i);
-        printf("  %3d %-9s %-10s -> %s\n", i, tport_op_name(t->op), tport_tensor_name(t), b ? b : "?");
+        printf("  %3d %-9s %-10s -> %s\n", i, tport_op_name(tport_tensor_op(t)), tport_tensor_name(t), b ? b : "?");
     }
     if (params.n_threads)
         printf("time: %.3f ms (%d threads)\n", ms, params.n_threads);

@@ -6,10 +6,10 @@
 #include <string.h>
 
 #include "commands.h"
-#include "formats/model_file.h"
+#include "tport/model_file.h"
 #include "model/arch/arch.h"
 #include "model/arch/arch_math.h"
-#include "quant/type_table.h"
+#include "tport/types.h"
 #include "tport/tport.h"
 
 static const char *type_name(const tport_mf_tensor *t, char *buf, size_t cap) {

@@ -24,11 +24,10 @@
 #include <strings.h>
 
 #include "commands.h"
-#include "core/error.h"
-#include "formats/gguf_write.h"
-#include "formats/model_file.h"
+#include "tport/gguf.h"
+#include "tport/model_file.h"
 #include "model/arch/arch.h"
-#include "quant/type_table.h"
+#include "tport/types.h"
 #include "tport/tport.h"
 
 #define SYNTH_MAX_TENSORS (16 + 24 * SYNTH_MAX_LAYERS)

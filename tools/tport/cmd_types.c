@@ -10,8 +10,9 @@
 #include <string.h>
 
 #include "commands.h"
-#include "quant/type_table.h"
-#include "registry/registry.h"
+#include "tport/types.h"
+#include "tport/registry.h"
+#include "tport/tport.h"
 
 #define PROBE_K 256 /* a multiple of every block size */
 #define PROBE_M 4
@@ -29,9 +30,7 @@ static void usage(FILE *out) {
 }
 
 /* Does backend b support dst = mul_mat(weights of `t`, f32 activations)? */
-static int backend_supports(const tport_active_backend *b, const tport_type_traits *t, void *buf) {
-    if (!b->api || !b->api->supports_op)
-        return 0;
+static int backend_supports(int b, const tport_type_traits *t, void *buf) {
     const int64_t bs = t->info.block_size;
     const uint64_t row = (uint64_t)(PROBE_K / bs) * t->info.block_bytes;
     tport_tensor_view w = {.struct_size = sizeof(tport_tensor_view), .op = TPORT_OP_NONE, .type = t->info.id,
@@ -50,10 +49,7 @@ static int backend_supports(const tport_active_backend *b, const tport_type_trai
     const int32_t nodes[1] = {2};
     const tport_graph_view g = {.struct_size = sizeof(tport_graph_view), .n_tensors = 3, .tensors = tensors,
                                 .n_nodes = 1, .nodes = nodes, .n_threads = 1};
-    for (int32_t dev = 0; dev < b->n_devices; dev++)
-        if (b->api->supports_op(b->state, dev, &g, 2))
-            return 1;
-    return 0;
+    return tport_backend_supports(b, &g, 2);
 }
 
 int cmd_types(int argc, char **argv) {
@@ -70,7 +66,7 @@ int cmd_types(int argc, char **argv) {
         }
     }
     tport_registry_init();
-    int nb = tport_registry_active_count();
+    int nb = tport_backend_count();
     if (nb > MAX_BACKENDS)
         nb = MAX_BACKENDS;
     /* probe buffers: weights, activations, output (zeroed, never computed) */
@@ -85,13 +81,13 @@ int cmd_types(int argc, char **argv) {
     }
     for (int i = 0; i < nt; i++)
         for (int b = 0; b < nb; b++)
-            sup[i * MAX_BACKENDS + b] = (unsigned char)backend_supports(tport_registry_active(b), tport_traits_at(i), buf);
+            sup[i * MAX_BACKENDS + b] = (unsigned char)backend_supports(b, tport_traits_at(i), buf);
 
     if (json) {
         printf("{\n  \"backends\": [");
         for (int b = 0; b < nb; b++) {
             printf("%s", b ? ", " : "");
-            tool_json_string(stdout, tport_registry_active(b)->name);
+            tool_json_string(stdout, tport_backend_name(b));
         }
         printf("],\n  \"types\": [\n");
         for (int i = 0; i < nt; i++) {
@@ -117,7 +113,7 @@ int cmd_types(int argc, char **argv) {
                 if (!sup[i * MAX_BACKENDS + b])
                     continue;
                 printf("%s", first ? "" : ", ");
-                tool_json_string(stdout, tport_registry_active(b)->name);
+                tool_json_string(stdout, tport_backend_name(b));
                 first = 0;
             }
             printf("]}%s\n", i + 1 < nt ? "," : "");
@@ -133,14 +129,14 @@ int cmd_types(int argc, char **argv) {
             for (int b = 0; b < nb && len < sizeof who; b++)
                 if (sup[i * MAX_BACKENDS + b])
                     len += (size_t)snprintf(who + len, sizeof who - len, "%s%s", len ? "," : "",
-                                            tport_registry_active(b)->name);
+                                            tport_backend_name(b));
             printf("%-4u %-10s %-7s %-8s %5lld %5llu %6.4g  %-16s %s\n", t->info.id, t->info.name, t->family,
                    t->revision, (long long)t->info.block_size, (unsigned long long)t->info.block_bytes,
                    t->bits_per_weight, len ? who : "-", t->defined_in);
         }
         printf("\n%d types; active backends:", nt);
         for (int b = 0; b < nb; b++)
-            printf(" %s", tport_registry_active(b)->name);
+            printf(" %s", tport_backend_name(b));
         printf("%s\n", nb ? "" : " none");
     }
     free(sup);

@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "convert_arch.h"
-#include "core/error.h"
 #include "model/arch/arch.h"
 
 bool convert_arch_tensor_name(const tport_model_file *mf, const char *name, char *out, size_t cap,

@@ -5,8 +5,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "formats/gguf_write.h"
-#include "formats/model_file.h"
+#include "tport/gguf.h"
+#include "tport/model_file.h"
 
 /* The GGUF name of tensor `name` of a GGML-container file whose
  * architecture this build runs; false to keep the name.  interleave_heads

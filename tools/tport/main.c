@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "commands.h"
-#include "registry/registry.h"
+#include "tport/registry.h"
 #include "tport/tport.h"
 
 struct command {
