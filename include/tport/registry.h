@@ -92,6 +92,13 @@ bool tport_backend_is_fallback(int i);
  * shapes a backend takes.  False for an index out of range. */
 bool tport_backend_supports(int i, const tport_graph_view *graph, int32_t node);
 
+/* ---- the helper process of isolated backends ------------------------------ */
+/* The whole of tport-backend-host, the process that runs one isolated
+ * plug-in for a host (tport_backend_isolate): its main() calls this with
+ * its arguments.  Started by the library with --socket=FD; returns the
+ * process's exit status, or exits on a broken channel. */
+int tport_backend_host_main(int argc, char **argv);
+
 #if defined(__GNUC__)
 #pragma GCC visibility pop
 #endif

@@ -1,4 +1,4 @@
-/* The helper's side of graph messages (tools/tport-backend-host/
+/* The helper's side of graph messages (src/isolate/
  * helper_graph.c): a well-formed message decodes into views over the
  * regions; every way of lying about counts, indices, offsets and lengths
  * is refused with a reason, never read past.  Each bad message is a copy
@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "../test_util.h"
-#include "../../tools/tport-backend-host/helper_graph.h"
+#include "isolate/helper_graph.h"
 
 static unsigned char region_mem[4096];
 static helper_region regions[3] = {{0}, {.base = region_mem, .size = sizeof region_mem}, {0}};

@@ -7,7 +7,11 @@
  * lives in shared-memory regions the host passes in; the plug-in sees
  * ordinary host-memory graph views over them and needs no change.
  *
- * Not meant to be run by hand. */
+ * Part of the library, behind one public call (tport_backend_host_main in
+ * tport/registry.h), because it is the host's other half: it speaks the
+ * private wire protocol and loads plug-ins through the registry's own
+ * checks.  tools/tport-backend-host is a main() that calls it.  It owns its
+ * process: fail() exits.  Not meant to be run by hand. */
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -22,7 +26,8 @@
 #include "core/error.h"
 #include "helper_graph.h"
 #include "registry/candidate.h"
-#include "isolate/wire.h"
+#include "tport/registry.h"
+#include "wire.h"
 
 static int sock = -1;
 static uint32_t cur_seq;
@@ -354,7 +359,7 @@ static void serve(tport_candidate *c) {
     iso_buf_free(&buf);
 }
 
-int main(int argc, char **argv) {
+int tport_backend_host_main(int argc, char **argv) {
     setenv("OPENBLAS_THREAD_TIMEOUT", "4", 0); /* as tport does: no spinning beside the plug-in's threads */
     if (argc != 2 || strncmp(argv[1], "--socket=", 9) != 0)
         fail("%s", "started by tensorport for an isolated plug-in (--socket=FD); not meant to be run by hand");
