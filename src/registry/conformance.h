@@ -8,31 +8,9 @@
 
 #include <stdbool.h>
 
-#include "tport/backend.h"
+#include "tport/check.h"
 
-typedef enum tport_check_outcome {
-    TPORT_CHECK_PASS = 0,
-    TPORT_CHECK_FAIL = 1,
-    TPORT_CHECK_NOT_CLAIMED = 2,  /* the backend's supports_op said no      */
-    TPORT_CHECK_NO_REFERENCE = 3, /* claimed, but the reference cannot run it */
-} tport_check_outcome;
-
-typedef struct tport_check_result {
-    const char *tier;      /* "abi" or "numerics"                          */
-    char op[24];
-    char types[64];        /* "q4_0 x f32 -> f32"                          */
-    char shape[96];        /* "[32,5] x [32,3]" plus notes                 */
-    double max_err;        /* max |out - ref| / max |ref|, -1 if n/a       */
-    double tolerance;
-    tport_check_outcome outcome;
-    char note[160];        /* why it failed, or what was checked           */
-} tport_check_result;
-
-typedef void (*tport_check_sink)(const tport_check_result *r, void *user);
-
-typedef struct tport_check_counts {
-    int passed, failed, not_claimed, no_reference;
-} tport_check_counts;
+/* The outcome, result and counts types are public (tport/check.h). */
 
 /* Runs every numerics case on (api, state) and on the reference; reports
  * each through sink.  The backend must be initialised. */
@@ -52,6 +30,5 @@ tport_check_counts tport_conformance_device(const tport_backend_api *api, void *
  * to the real host afterwards (entry is called with it last). */
 tport_check_counts tport_conformance_abi(tport_backend_entry_fn entry, tport_check_sink sink, void *user);
 
-const char *tport_check_outcome_name(tport_check_outcome o);
 
 #endif

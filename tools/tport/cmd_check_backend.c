@@ -19,7 +19,6 @@
  * through the isolation proxy, exactly as a program would; the ABI tier, which calls
  * the entry point with test host tables, needs the plug-in in-process and
  * is skipped (a crash is then reported as the device lost). */
-#include <dlfcn.h>
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -30,10 +29,7 @@
 #include <unistd.h>
 
 #include "commands.h"
-#include "registry/candidate.h"
-#include "registry/conformance.h"
-#include "isolate/isolate.h"
-#include "registry/registry.h"
+#include "tport/check.h"
 #include "tport/tport.h"
 
 typedef struct printer {
@@ -87,19 +83,67 @@ static int usage(void) {
     return 0;
 }
 
-static int run_check(const char *path, bool embedded, printer *prp);
-static int run_isolated(const char *target, printer *pr);
+/* The header line, when the backend is loaded. */
+static void print_begin(const tport_check_subject *sub, void *user) {
+    printer *p = user;
+    if (p->json) {
+        printf("{\n  \"backend\": ");
+        tool_json_string(stdout, sub->name);
+        if (!sub->isolated) {
+            printf(", \"version\": ");
+            tool_json_string(stdout, sub->version);
+        }
+        printf(", \"path\": ");
+        tool_json_string(stdout, sub->path);
+        printf("%s, \"host_abi\": \"%d.%d\",\n  \"results\": [", sub->isolated ? ", \"isolated\": true" : "",
+               TPORT_ABI_MAJOR, TPORT_ABI_MINOR);
+    } else if (sub->isolated) {
+        printf("checking '%s' (%s) isolated in its helper process; ABI tier skipped (it needs the plug-in "
+               "in-process)\n\n", sub->name, sub->path);
+    } else {
+        printf("checking '%s' %s (%s), negotiated ABI %u.%u, score %d\n\n", sub->name, sub->version,
+               strcmp(sub->path, "(embedded)") ? sub->path : "embedded", sub->abi_major, sub->abi_minor,
+               sub->score);
+    }
+}
+
+/* Runs the check and prints its summary; the exit status of the command. */
+static int run_check(const char *target, bool isolated, printer *prp) {
+    printer pr = *prp;
+    const tport_check_callbacks cb = {.begin = print_begin, .result = print_result, .user = &pr};
+    tport_check_counts abi, num;
+    if (tport_check_backend(target, isolated, &cb, &abi, &num) != TPORT_STATUS_OK)
+        return tool_fail(2, "check-backend: %s", tport_last_error());
+    /* A backend that claims nothing could run nothing: not conformant. */
+    const bool claims_nothing = !num.passed && !num.failed;
+    const int failed = abi.failed + num.failed + (claims_nothing ? 1 : 0);
+    if (pr.json) {
+        printf("\n  ],\n  \"passed\": %d, \"failed\": %d, \"not_claimed\": %d, \"no_reference\": %d\n}\n",
+               abi.passed + num.passed, failed, num.not_claimed, num.no_reference);
+    } else {
+        printf("\n%d passed, %d failed, %d not claimed, %d without a reference", abi.passed + num.passed, failed,
+               num.not_claimed, num.no_reference);
+        if (isolated)
+            printf(" (isolated)\n");
+        else
+            printf(" (ABI tier: %d/%d)\n", abi.passed, abi.passed + abi.failed);
+        if (claims_nothing)
+            printf("FAIL: the backend claimed none of the numerics cases (it could run nothing)\n");
+    }
+    fflush(stdout);
+    return failed ? 1 : 0;
+}
 
 /* run_check in a child process: a crash in the backend's compute costs the
  * child, not the report.  Falls back to running it here if fork fails. */
-static int run_contained(const char *path, bool embedded, printer *pr) {
+static int run_contained(const char *target, bool isolated, printer *pr) {
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0)
-        return run_check(path, embedded, pr);
+        return run_check(target, isolated, pr);
     if (pid == 0) {
         setvbuf(stdout, NULL, _IOLBF, 0); /* rows before a crash survive it */
-        int rc = run_check(path, embedded, pr);
+        int rc = run_check(target, isolated, pr);
         fflush(NULL);
         exit(rc); /* exit, not _exit: sanitizers still check the child */
     }
@@ -108,14 +152,10 @@ static int run_contained(const char *path, bool embedded, printer *pr) {
     }
     if (WIFSIGNALED(status)) {
         fflush(stdout);
-        return tool_fail(1, "check-backend: %s: the backend crashed during the check: %s", embedded ? "(embedded)" : path,
+        return tool_fail(1, "check-backend: %s: the backend crashed during the check: %s", target,
                          strsignal(WTERMSIG(status)));
     }
     return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
-}
-
-static bool looks_like_path(const char *s) {
-    return strchr(s, '/') || access(s, F_OK) == 0;
 }
 
 int cmd_check_backend(int argc, char **argv) {
@@ -142,138 +182,6 @@ int cmd_check_backend(int argc, char **argv) {
     }
     if (!target)
         return tool_fail(2, "check-backend: which backend? (a name from 'tport backends' or a plug-in file)");
-    if (isolated)
-        return run_isolated(target, &pr);
-
-    /* A name is looked up among the active backends and checked from its
-     * file; the embedded cpu has none and is driven directly. */
-    char path[4096] = "";
-    bool embedded = false;
-    if (looks_like_path(target)) {
-        snprintf(path, sizeof path, "%s", target);
-    } else {
-        const tport_active_backend *a = tport_registry_find(target);
-        if (!a) {
-            tport_registry_shutdown();
-            return tool_fail(2, "check-backend: no active backend named '%s' (see tport backends)", target);
-        }
-        if (a->path)
-            snprintf(path, sizeof path, "%s", a->path);
-        else
-            embedded = true;
-        tport_registry_shutdown();
-    }
-
-    if (!embedded) {
-        char why[256];
-        if (!tport_probe_file(path, why, sizeof why))
-            return tool_fail(2, "check-backend: %s: %s", path, why);
-    }
-    return run_contained(path, embedded, &pr);
-}
-
-/* Loads the backend and runs both tiers; the exit status of the command. */
-static int run_check(const char *path, bool embedded, printer *prp) {
-    printer pr = *prp;
-    tport_candidate c = {.path = embedded ? NULL : (char *)path, .origin = "check-backend"};
-    if (!tport_candidate_open(&c, embedded ? tport_cpu_embedded_entry : NULL)) {
-        tport_candidate_close(&c, false);
-        return tool_fail(2, "check-backend: %s: %s", embedded ? "(embedded)" : path, c.reason);
-    }
-    tport_backend_entry_fn entry = tport_cpu_embedded_entry;
-    if (!embedded) {
-        void *sym = dlsym(c.handle, TPORT_BACKEND_ENTRY_NAME);
-        memcpy(&entry, &sym, sizeof entry);
-    }
-    if (pr.json) {
-        printf("{\n  \"backend\": ");
-        tool_json_string(stdout, c.name);
-        printf(", \"version\": ");
-        tool_json_string(stdout, c.version);
-        printf(", \"path\": ");
-        tool_json_string(stdout, embedded ? "(embedded)" : path);
-        printf(", \"host_abi\": \"%d.%d\",\n  \"results\": [", TPORT_ABI_MAJOR, TPORT_ABI_MINOR);
-    } else {
-        printf("checking '%s' %s (%s), negotiated ABI %u.%u, score %d\n\n", c.name, c.version,
-               embedded ? "embedded" : path, c.abi_major, c.abi_minor, c.score);
-    }
-    tport_check_counts abi = tport_conformance_abi(entry, print_result, &pr);
-    tport_check_counts num = {0};
-    bool started = tport_candidate_start(&c);
-    if (started) {
-        num = tport_conformance_numerics(c.api, c.active.state, &c.active.mem, print_result, &pr);
-        tport_check_counts dev = tport_conformance_device(c.api, c.active.state, &c.active.mem, print_result, &pr);
-        num.passed += dev.passed;
-        num.failed += dev.failed;
-    } else {
-        tport_check_result r = {.tier = "numerics", .max_err = -1, .outcome = TPORT_CHECK_FAIL};
-        snprintf(r.op, sizeof r.op, "init");
-        snprintf(r.note, sizeof r.note, "%.150s", c.reason);
-        print_result(&r, &pr);
-        num.failed++;
-    }
-    tport_candidate_close(&c, false);
-    /* A backend that claims nothing could run nothing: not conformant. */
-    const bool claims_nothing = started && !num.passed && !num.failed;
-    const int failed = abi.failed + num.failed + (claims_nothing ? 1 : 0);
-    if (pr.json) {
-        printf("\n  ],\n  \"passed\": %d, \"failed\": %d, \"not_claimed\": %d, \"no_reference\": %d\n}\n",
-               abi.passed + num.passed, failed, num.not_claimed, num.no_reference);
-    } else {
-        printf("\n%d passed, %d failed, %d not claimed, %d without a reference (ABI tier: %d/%d)\n",
-               abi.passed + num.passed, failed, num.not_claimed, num.no_reference, abi.passed,
-               abi.passed + abi.failed);
-        if (claims_nothing)
-            printf("FAIL: the backend claimed none of the numerics cases (it could run nothing)\n");
-    }
-    return failed ? 1 : 0;
-}
-
-/* The numerics tier on an isolated backend, through its proxy. */
-static int run_isolated(const char *target, printer *prp) {
-    printer pr = *prp;
-    if (looks_like_path(target) && tport_backend_load(target) != TPORT_STATUS_OK) {
-        tool_fail(2, "check-backend: %s", tport_last_error());
-        tport_registry_shutdown();
-        return 2;
-    }
-    const tport_active_backend *a = NULL;
-    for (int i = 0; i < tport_registry_active_count() && !a; i++) {
-        const tport_active_backend *b = tport_registry_active(i);
-        bool match = looks_like_path(target) ? (b->path && !strcmp(b->path, target)) : !strcmp(b->name, target);
-        if (match && b->api == tport_isolate_proxy_api())
-            a = b;
-    }
-    if (!a) {
-        tport_registry_shutdown();
-        return tool_fail(2, "check-backend: '%s' is not active as an isolated backend (see tport backends "
-                            "with TPORT_BACKEND_ISOLATE)", target);
-    }
-    if (pr.json) {
-        printf("{\n  \"backend\": ");
-        tool_json_string(stdout, a->name);
-        printf(", \"path\": ");
-        tool_json_string(stdout, a->path ? a->path : "(embedded)");
-        printf(", \"isolated\": true, \"host_abi\": \"%d.%d\",\n  \"results\": [", TPORT_ABI_MAJOR, TPORT_ABI_MINOR);
-    } else {
-        printf("checking '%s' (%s) isolated in its helper process; ABI tier skipped (it needs the plug-in "
-               "in-process)\n\n", a->name, a->path ? a->path : "embedded");
-    }
-    tport_check_counts num = tport_conformance_numerics(a->api, a->state, &a->mem, print_result, &pr);
-    tport_check_counts dev = tport_conformance_device(a->api, a->state, &a->mem, print_result, &pr);
-    num.passed += dev.passed;
-    num.failed += dev.failed;
-    const bool claims_nothing = !num.passed && !num.failed;
-    const int failed = num.failed + (claims_nothing ? 1 : 0);
-    if (pr.json)
-        printf("\n  ],\n  \"passed\": %d, \"failed\": %d, \"not_claimed\": %d, \"no_reference\": %d\n}\n",
-               num.passed, failed, num.not_claimed, num.no_reference);
-    else
-        printf("\n%d passed, %d failed, %d not claimed, %d without a reference (isolated)\n", num.passed, failed,
-               num.not_claimed, num.no_reference);
-    if (claims_nothing && !pr.json)
-        printf("FAIL: the backend claimed none of the numerics cases (it could run nothing)\n");
-    fflush(stdout);
-    tport_registry_shutdown();
-    return failed ? 1 : 0;
+    /* Isolated, the helper process already contains a crash (device lost). */
+    return isolated ? run_check(target, true, &pr) : run_contained(target, false, &pr);
 }

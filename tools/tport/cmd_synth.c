@@ -134,7 +134,7 @@ static const synth_shape *find_shape(const char *name) {
  * collected first and applied after. */
 static int parse_args(int argc, char **argv, synth_opts *o) {
     char archs[256];
-    *o = (synth_opts){.shape = default_shape, .type_name = "f32", .seed = 1, .arch = &tport_arch_llama,
+    *o = (synth_opts){.shape = default_shape, .type_name = "f32", .seed = 1, .arch = tport_arch_find("llama"),
                       .parallel_residual = true, .alibi_bias = 8.0f, .out_gain = 1.0f};
     struct {
         const char *flag;

@@ -5,6 +5,8 @@
 #ifndef TPORT_MODEL_ARCH_H
 #define TPORT_MODEL_ARCH_H
 
+#include "core/export.h"
+
 #include <stddef.h>
 
 #include "core/error.h"
@@ -82,6 +84,7 @@ struct tport_arch {
  * names, layers 0..n_layer-1); false if the architecture has no such name.
  * *qkv_interleaved says the tensor is gpt-neox's per-head [q,k,v] fused
  * projection, whose rows GGUF stores as [Q|K|V]. */
+TPORT_INTERNAL_EXPORT /* for tools/tport: see core/export.h */
 bool tport_arch_gguf_name(const tport_arch *arch, const char *file_name, int n_layer, char *out, size_t cap,
                           bool *qkv_interleaved);
 
@@ -95,13 +98,16 @@ const tport_mf_tensor *tport_arch_file_tensor(const tport_model_file *mf, const 
  * the per-head [q|k|v] order of GPT-NeoX's checkpoints and ggml example
  * files to GGUF's [Q|K|V]: 3 * heads * hd rows of row_bytes, src to dst
  * (which must not overlap).  The loader and tport convert both use it. */
+TPORT_INTERNAL_EXPORT /* for tools/tport: see core/export.h */
 void tport_arch_qkv_deinterleave(void *dst, const void *src, size_t heads, size_t hd, size_t row_bytes);
 
 /* The architecture of that GGUF name, or NULL. */
+TPORT_INTERNAL_EXPORT /* for tools/tport: see core/export.h */
 const tport_arch *tport_arch_find(const char *name);
 int tport_arch_count(void);
 const tport_arch *tport_arch_at(int i);
 /* The size of a table dimension for a shape. */
+TPORT_INTERNAL_EXPORT /* for tools/tport: see core/export.h */
 int64_t tport_arch_dim_size(const tport_model_shape *sh, int dim);
 
 /* Shared by the architecture files: a float key "<arch>.<suffix>". */
@@ -111,6 +117,7 @@ bool tport_arch_f32(const tport_model_file *mf, const char *suffix, float *out);
 bool tport_arch_bool(const tport_model_file *mf, const char *suffix, bool *out);
 /* The GGUF keys every architecture has ("<arch>.context_length" ..., the
  * norm epsilon of its norm kind, the rotary keys if it uses RoPE). */
+TPORT_INTERNAL_EXPORT /* for tools/tport: see core/export.h */
 tport_status tport_arch_write_common_keys(tport_gguf_writer *w, const tport_arch *arch, const tport_model_shape *sh);
 /* The sequential LayerNorm block of gpt2, starcoder, mpt, bloom:
  * x += attn(ln1 x); x += ffn_gelu(ln2 x). */
