@@ -8,7 +8,9 @@
  *     losslessly to its successor, and is converted at load (below);
  *   - the QK64 revision of a K-quant is found through the table;
  *   - conformance tries mul_mat and get_rows for every weight type, and
- *     load-time conversion never targets an activation or integer type. */
+ *     load-time conversion never targets an activation or integer type;
+ *   - the CPU backend's compile-time block sizes (it is a plug-in and sees
+ *     only backend.h; its kernels need the sizes as constants) agree. */
 #include <string.h>
 
 #include "../test_util.h"
@@ -19,6 +21,29 @@
 #include "quant/type_table.h"
 #include "registry/conformance_internal.h"
 #include "tport/tport.h"
+
+/* The CPU plug-in's block-size constants (a header of static inlines). */
+#include "../../backends/cpu/quant/quant_kernels.h"
+
+static void check_cpu_block_sizes(void) {
+    static const struct {
+        tport_type_id id;
+        unsigned bytes;
+    } cpu[] = {
+        {TPORT_TYPE_Q4_0, BQ4_0},   {TPORT_TYPE_Q4_1, BQ4_1},           {TPORT_TYPE_Q5_0, BQ5_0},
+        {TPORT_TYPE_Q5_1, BQ5_1},   {TPORT_TYPE_Q8_0, BQ8_0},           {TPORT_TYPE_Q8_1, BQ8_1},
+        {TPORT_TYPE_Q2_K, BQ2_K},   {TPORT_TYPE_Q3_K, BQ3_K},           {TPORT_TYPE_Q4_K, BQ4_K},
+        {TPORT_TYPE_Q5_K, BQ5_K},   {TPORT_TYPE_Q6_K, BQ6_K},           {TPORT_TYPE_Q8_K, BQ8_K},
+        {TPORT_TYPE_IQ4_NL, BIQ4_NL}, {TPORT_TYPE_IQ4_XS, BIQ4_XS},     {TPORT_TYPE_MXFP4, BMXFP4},
+        {TPORT_TYPE_Q4_0_QNT1, BQ4_0_F32}, {TPORT_TYPE_Q4_1_QNT1, BQ4_1_F32}, {TPORT_TYPE_Q4_2_QNT0, BQ4_2},
+        {TPORT_TYPE_Q4_3_QNT0, BQ4_3}, {TPORT_TYPE_Q8_0_QNT1, BQ8_0_F32},
+    };
+    for (size_t i = 0; i < sizeof cpu / sizeof cpu[0]; i++) {
+        const tport_type_traits *t = tport_traits(cpu[i].id);
+        CHECK(t && t->info.block_bytes == cpu[i].bytes, "type %u: the CPU backend's block size %u disagrees",
+              cpu[i].id, cpu[i].bytes);
+    }
+}
 
 int main(void) {
     int n = tport_traits_count();
@@ -91,5 +116,6 @@ int main(void) {
     CHECK(tport_weight_conversion_targets(TPORT_TYPE_IQ4_NL_4_4, 256, targets, 64) > 0 &&
               targets[0] == TPORT_TYPE_IQ4_NL, "iq4_nl_4x4 is converted to iq4_nl first");
     free(cases);
+    check_cpu_block_sizes();
     return test_finish("test_type_table");
 }
