@@ -370,6 +370,9 @@ void tport_session_free(tport_session *s);
  * then one at a time); logits of the last token become available. */
 tport_status tport_session_eval(tport_session *s, const tport_token *ids, int32_t n);
 const float *tport_session_logits(const tport_session *s); /* n_vocab floats */
+/* Like tport_session_eval, and writes every token's logits to `logits`
+ * (n x n_vocab floats, token-major): what perplexity and scoring need. */
+tport_status tport_session_eval_all(tport_session *s, const tport_token *ids, int32_t n, float *logits);
 
 /* A pipeline stage's evaluation: the model's loaded layers run on n
  * tokens at the next positions, starting from token ids (through the

@@ -193,5 +193,5 @@ tport_tensor *tport_blk_output(tport_blk *b, tport_tensor *x) {
         return b->hidden_out_last && x ? tport_cont(b->ctx, last_row(b, x)) : x;
     const tport_globals *w = &b->m->w;
     x = tport_blk_norm(b, x, w->output_norm, w->output_norm_b);
-    return tport_blk_linear(b, w->output, w->output_b, last_row(b, x));
+    return tport_blk_linear(b, w->output, w->output_b, b->logits_all ? x : last_row(b, x));
 }

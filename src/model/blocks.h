@@ -35,6 +35,7 @@ typedef struct tport_blk {
     int32_t layer_begin, layer_end;
     tport_tensor *hidden_in;
     bool hidden_out, hidden_out_last;
+    bool logits_all; /* the head runs on every row, not only the last */
     /* where tport_blk_attention notes its cache stores (room for two a
      * layer), or NULL */
     tport_blk_store *stores;

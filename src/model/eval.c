@@ -58,7 +58,7 @@ struct tport_eval_cache {
     const tport_kv_layer *kv;
     const char *backend;
     int32_t n, n_kv, n_ctx, layer_begin, layer_end;
-    bool hidden_out, hidden_out_last;
+    bool hidden_out, hidden_out_last, logits_all;
     int64_t n_built, n_reused;
 };
 
@@ -98,7 +98,7 @@ static bool fits(const tport_eval_cache *c, const tport_model_eval *e, int32_t n
     return c->m == e->m && c->kv == e->kv && same_backend && c->n == e->n && c->n_kv == n_kv &&
            c->n_ctx == e->n_ctx && c->layer_begin == e->layer_begin && c->layer_end == e->layer_end &&
            !c->hidden_in == !e->hidden_in && c->hidden_out == (e->hidden_out != NULL) &&
-           c->hidden_out_last == e->hidden_out_last;
+           c->hidden_out_last == e->hidden_out_last && c->logits_all == e->logits_all;
 }
 
 /* The inputs of this call, and the cache stores moved to its position. */
@@ -141,7 +141,8 @@ static tport_status build(tport_eval_cache *c, const tport_model_eval *e, int32_
     *c = (tport_eval_cache){.m = m, .kv = e->kv, .backend = e->backend, .n = n, .n_kv = n_kv,
                             .n_ctx = e->n_ctx, .layer_begin = e->layer_begin, .layer_end = e->layer_end,
                             .hidden_out = e->hidden_out != NULL,
-                            .hidden_out_last = e->hidden_out_last, .n_built = c->n_built, .n_reused = c->n_reused};
+                            .hidden_out_last = e->hidden_out_last, .logits_all = e->logits_all,
+                            .n_built = c->n_built, .n_reused = c->n_reused};
     int cap_stores = 2 * (e->layer_end - e->layer_begin);
     bool stage = stages_rows(e);
     size_t n_in = 2 * (size_t)n + (size_t)n_kv * (size_t)n;
@@ -159,6 +160,7 @@ static tport_status build(tport_eval_cache *c, const tport_model_eval *e, int32_
     tport_blk b = {.ctx = ctx, .g = c->g, .m = m, .sh = sh, .n = n, .pos = e->pos, .n_kv = n_kv,
                    .n_ctx = e->n_ctx, .kv = e->kv, .layer_begin = e->layer_begin, .layer_end = e->layer_end,
                    .hidden_out = e->hidden_out != NULL, .hidden_out_last = e->hidden_out_last,
+                   .logits_all = e->logits_all,
                    .fused_attn = tport_blk_fused_attn(e->backend),
                    .stores = c->stores, .cap_stores = cap_stores};
     b.ids = tport_new_tensor_1d(ctx, TPORT_TYPE_I32, n);
@@ -251,7 +253,7 @@ tport_status tport_model_eval_batch(const tport_model_eval *e) {
     }
     if (!st) {
         const float *out = tport_tensor_data(c->out);
-        size_t n_out = !e->hidden_out ? (size_t)sh->n_vocab
+        size_t n_out = !e->hidden_out ? (size_t)sh->n_vocab * (size_t)(e->logits_all ? n : 1)
                        : (size_t)sh->n_embd * (size_t)(e->hidden_out_last ? 1 : n);
         if (out)
             memcpy(e->hidden_out ? e->hidden_out : e->logits, out, n_out * sizeof(float));

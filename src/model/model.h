@@ -171,7 +171,8 @@ typedef struct tport_model_eval {
     bool hidden_out_last;
     int n_threads;
     const char *backend;
-    float *logits;
+    float *logits;               /* n_vocab floats, or n x n_vocab with logits_all */
+    bool logits_all;             /* every token's logits, not only the last's */
     tport_node_tally *tally;     /* filled after compute if not NULL        */
     tport_workspace *ws;         /* lends the graph's memory, or NULL       */
     tport_eval_cache *cache;     /* keeps the graph for the next call, or NULL */

@@ -154,7 +154,7 @@ void tport_session_free(tport_session *s) {
 
 /* Evaluates io at the current position in batches through the model's
  * layers (none for the head alone); no recovery. */
-static tport_status eval_io(tport_session *s, const tport_stage_io *io) {
+static tport_status eval_io(tport_session *s, const tport_stage_io *io, float *logits_all) {
     const tport_model *m = s->m;
     size_t row = (size_t)m->sh.n_embd;
     for (int32_t done = 0; done < io->n;) {
@@ -168,6 +168,10 @@ static tport_status eval_io(tport_session *s, const tport_stage_io *io) {
             .n_threads = s->n_threads, .backend = m->backend,
             .logits = s->logits, .tally = &s->tally, .ws = s->ws, .cache = s->cache,
         };
+        if (logits_all) {
+            e.logits = logits_all + (size_t)done * (size_t)m->sh.n_vocab;
+            e.logits_all = true;
+        }
         if (io->hidden_out) {
             /* all rows in place, or the last row (the last chunk's wins) */
             e.hidden_out = io->out_last_only ? io->hidden_out : io->hidden_out + (size_t)done * row;
@@ -189,9 +193,13 @@ static tport_status eval_io(tport_session *s, const tport_stage_io *io) {
     return TPORT_STATUS_OK;
 }
 
-static tport_status eval_tokens(tport_session *s, const tport_token *ids, int32_t n) {
+static tport_status eval_tokens(tport_session *s, const tport_token *ids, int32_t n, float *logits_all) {
     tport_stage_io io = {.ids = ids, .n = n};
-    return eval_io(s, &io);
+    tport_status st = eval_io(s, &io, logits_all);
+    if (st == TPORT_STATUS_OK && logits_all) /* the last token's, as after tport_session_eval */
+        memcpy(s->logits, logits_all + (size_t)(n - 1) * (size_t)s->m->sh.n_vocab,
+               (size_t)s->m->sh.n_vocab * sizeof *s->logits);
+    return st;
 }
 
 /* After a lost device: weights back to the file's bytes, caches that were
@@ -215,10 +223,10 @@ static tport_status recover(tport_session *s) {
     tport_log(TPORT_LOG_WARN, "re-placed the lost backend's work on the remaining backends; evaluating %d "
               "token%s again", (int)replay, replay == 1 ? "" : "s");
     s->pos = 0;
-    return replay ? eval_tokens(s, s->history, replay) : TPORT_STATUS_OK;
+    return replay ? eval_tokens(s, s->history, replay, NULL) : TPORT_STATUS_OK;
 }
 
-tport_status tport_session_eval(tport_session *s, const tport_token *ids, int32_t n) {
+static tport_status session_eval(tport_session *s, const tport_token *ids, int32_t n, float *logits_all) {
     if (!s || !ids || n <= 0)
         return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "session_eval: no tokens");
     if (n > s->n_ctx - s->pos)
@@ -226,7 +234,7 @@ tport_status tport_session_eval(tport_session *s, const tport_token *ids, int32_
                            "session_eval: %d tokens at position %d do not fit the context of %d",
                            (int)n, (int)s->pos, (int)s->n_ctx);
     int32_t start = s->pos;
-    tport_status st = eval_tokens(s, ids, n);
+    tport_status st = eval_tokens(s, ids, n, logits_all);
     /* a lost device costs only that device: the user's forced backend
      * excepted, there is always another one to finish on */
     for (int tries = 0; (st == TPORT_STATUS_DEVICE_LOST) && !s->m->backend && tries < MAX_RECOVERIES; tries++) {
@@ -234,7 +242,7 @@ tport_status tport_session_eval(tport_session *s, const tport_token *ids, int32_
         s->pos = start;
         st = recover(s);
         if (st == TPORT_STATUS_OK)
-            st = eval_tokens(s, ids, n);
+            st = eval_tokens(s, ids, n, logits_all);
     }
     if (st != TPORT_STATUS_OK) {
         s->have_logits = false;
@@ -249,6 +257,16 @@ tport_status tport_session_eval(tport_session *s, const tport_token *ids, int32_
             tport_log(TPORT_LOG_INFO, "plan for one token:\n%s", plan);
     }
     return TPORT_STATUS_OK;
+}
+
+tport_status tport_session_eval(tport_session *s, const tport_token *ids, int32_t n) {
+    return session_eval(s, ids, n, NULL);
+}
+
+tport_status tport_session_eval_all(tport_session *s, const tport_token *ids, int32_t n, float *logits) {
+    if (!logits)
+        return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "session_eval_all: nowhere to put the logits");
+    return session_eval(s, ids, n, logits);
 }
 
 tport_status tport_session_eval_stage(tport_session *s, const tport_stage_io *io) {
@@ -267,7 +285,7 @@ tport_status tport_session_eval_stage(tport_session *s, const tport_stage_io *io
                            (int)io->n, (int)s->pos, (int)s->n_ctx);
     int32_t start = s->pos;
     s->have_logits = false;
-    tport_status st = eval_io(s, io);
+    tport_status st = eval_io(s, io, NULL);
     if (st != TPORT_STATUS_OK)
         return st;
     if (io->ids)

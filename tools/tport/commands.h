@@ -9,6 +9,7 @@ int cmd_info(int argc, char **argv);
 int cmd_types(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_perplexity(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_check_backend(int argc, char **argv);
 int cmd_synth(int argc, char **argv);

@@ -20,6 +20,7 @@ static const struct command commands[] = {
     {"types", cmd_types, "every tensor type and layout revision, and who supports it"},
     {"convert", cmd_convert, "convert any readable model file to GGUF, optionally requantized"},
     {"run", cmd_run, "generate text with a model"},
+    {"perplexity", cmd_perplexity, "perplexity on a text, computed as llama-perplexity does"},
     {"tokenize", cmd_tokenize, "the token ids of a text, as llama.cpp's tokenizer gives them"},
     {"serve", cmd_serve, "an OpenAI-compatible HTTP server for a model"},
     {"bench", cmd_bench, "prompt and generation speed"},
