@@ -181,6 +181,37 @@ const tport_kv *tport_model_file_kv(const tport_model_file *mf, const char *key)
 const tport_mf_tensor *tport_model_file_unknown_tensor(const tport_model_file *mf);
 
 
+/* ---- what the model layer makes of a file ---------------------------------
+ * Answers of the architecture table (src/model/arch/) about a file that
+ * is open, for programs that inspect or convert files without loading
+ * them.  Files without an architecture name (llama2.c, early GGML) are
+ * llama's. */
+
+/* The file a loaded model reads its weights from; it lives as long as m. */
+const tport_model_file *tport_model_file_of(const tport_model *m);
+/* The sizes a model of the file would run with, as the loader reads them
+ * (architecture keys, defaults and tensor shapes). */
+typedef struct tport_file_shape {
+    int32_t n_vocab, n_ctx, n_embd, n_ff, n_layer, n_head, n_head_kv, head_dim;
+} tport_file_shape;
+/* TPORT_STATUS_UNSUPPORTED for an architecture this build does not run. */
+tport_status tport_model_file_shape(const tport_model_file *mf, tport_file_shape *out);
+/* True when a file of an architecture this build runs would still be
+ * refused, because a key or tensor asks for math it does not implement;
+ * why (cap bytes) says which.  False when it runs, or when its
+ * architecture is unsupported (tport_arch_supported says that). */
+bool tport_model_file_refusal(const tport_model_file *mf, char *why, size_t cap);
+/* For conversion of the ggml examples' GGML-container files: the GGUF name
+ * of a tensor (from the architecture's table; false when it has none),
+ * and, for GPT-NeoX's fused query_key_value whose rows these files keep
+ * per head as [q,k,v], the heads and the rows per head to re-order with
+ * tport_qkv_deinterleave (0 when nothing is to be re-ordered). */
+bool tport_model_file_gguf_name(const tport_model_file *mf, const char *name, char *out, size_t cap,
+                                int64_t *interleave_heads, int64_t *head_rows);
+/* Re-orders 3 x heads x hd rows of row_bytes from per-head [q,k,v] to
+ * GGUF's [Q|K|V], src to dst (which must not overlap). */
+void tport_qkv_deinterleave(void *dst, const void *src, size_t heads, size_t hd, size_t row_bytes);
+
 #if defined(__GNUC__)
 #pragma GCC visibility pop
 #endif

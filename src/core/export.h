@@ -1,7 +1,7 @@
 /* libtport exports what the headers of include/tport declare and nothing else, with
  * one transitional exception: the internal functions that tools/tport
- * still calls (the architecture table, for synth, info, convert and the
- * MPI layer), marked TPORT_INTERNAL_EXPORT.  Each is a debt: it goes when
+ * still calls (the architecture table, for tport synth), marked
+ * TPORT_INTERNAL_EXPORT.  Each is a debt: it goes when
  * its caller has a public API.  The list is checked
  * (tests/tools/check_exports.sh) and may only shrink. */
 #ifndef TPORT_CORE_EXPORT_H

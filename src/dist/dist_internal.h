@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "formats/model_file.h"
+#include "tport/model_file.h"
 
 #define DIST_MAX_RANKS 256
 #define DIST_DEFAULT_TIMEOUT_S 60.0

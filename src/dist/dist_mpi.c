@@ -8,10 +8,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/error.h"
+#include "tport/tport.h"
 #include "dist/dist_mpi.h"
-#include "model/arch/arch.h"
-#include "model/model.h"
+#include "tport/model_file.h"
 
 double dist_now_ms(void) {
     struct timespec ts;
@@ -181,13 +180,10 @@ int tport_dist_begin(const char *cmd, int *argc, char **argv, tport_dist **out) 
 /* Opens this rank's file header and describes it for rank 0. */
 static dist_hello hello_of(tport_dist *d, tport_model_file **mf) {
     dist_hello h = {0};
-    tport_model_shape sh;
+    tport_file_shape sh;
     tport_status st = tport_model_file_open(d->path, mf);
-    const tport_arch *arch = NULL;
-    if (st == TPORT_STATUS_OK && !(arch = tport_arch_find((*mf)->arch[0] ? (*mf)->arch : "llama")))
-        st = tport_error(TPORT_STATUS_UNSUPPORTED, "%s: architecture '%s' is not supported", d->path, (*mf)->arch);
     if (st == TPORT_STATUS_OK)
-        st = tport_model_shape_from_file(*mf, arch, &sh);
+        st = tport_model_file_shape(*mf, &sh);
     if (st != TPORT_STATUS_OK) {
         snprintf(h.msg, sizeof h.msg, "%s", tport_last_error());
         return h;
@@ -281,7 +277,7 @@ out:
     if (!d->m)
         snprintf(loaded.msg, sizeof loaded.msg, "%s", tport_last_error());
     else
-        d->mine.weight_bytes = dist_stage_weight_bytes(d->m->file, d->rank, p.layer_begin, p.layer_end);
+        d->mine.weight_bytes = dist_stage_weight_bytes(tport_model_file_of(d->m), d->rank, p.layer_begin, p.layer_end);
     MPI_Send(&loaded, (int)sizeof loaded, MPI_BYTE, 0, TAG_LOADED, d->comm);
     return d->m ? dist_serve_loop(d) : 2;
 }
@@ -295,7 +291,7 @@ tport_model *tport_dist_model_load(tport_dist *d, const char *path, const tport_
     tport_model *m = tport_model_load(d->path, &p);
     if (!m)
         return tport_error(TPORT_STATUS_ERROR, "rank 0: %s", tport_last_error()), NULL;
-    d->mine.weight_bytes = dist_stage_weight_bytes(m->file, 0, 0, p.layer_end);
+    d->mine.weight_bytes = dist_stage_weight_bytes(tport_model_file_of(m), 0, 0, p.layer_end);
     for (int r = 1; r < d->size; r++) {
         dist_hello h;
         MPI_Request req;

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/error.h"
+#include "tport/tport.h"
 #include "dist/dist_mpi.h"
 
 static tport_status slot_progress(dist_slot *sl, int peer) {

@@ -5,7 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "core/error.h"
+#include "tport/tport.h"
 #include "dist/dist_internal.h"
 
 static tport_status parse_weights(const char *split, int n_ranks, double *w) {

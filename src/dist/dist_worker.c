@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/error.h"
+#include "tport/tport.h"
 #include "dist/dist_mpi.h"
 
 enum { W_IDLE, W_BUSY, W_DONE, W_QUIT };

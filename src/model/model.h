@@ -5,7 +5,6 @@
 #ifndef TPORT_MODEL_MODEL_H
 #define TPORT_MODEL_MODEL_H
 
-#include "core/export.h"
 
 #include <pthread.h>
 
@@ -93,7 +92,6 @@ uint64_t tport_model_resident_bytes(const tport_model *m, const char *backend);
 
 /* Fills the shape from the file's hyperparameters and tensor shapes, with
  * the architecture's own keys; refuses anything inconsistent. */
-TPORT_INTERNAL_EXPORT /* for tools/tport: see core/export.h */
 tport_status tport_model_shape_from_file(const tport_model_file *mf, const tport_arch *arch,
                                          tport_model_shape *sh);
 /* Creates weight records pointing into the file's data for every tensor of

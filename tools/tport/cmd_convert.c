@@ -363,7 +363,7 @@ int cmd_convert(int argc, char **argv) {
             type_bytes[p->to] += t->nbytes;
         /* the ggml examples' files: GGUF names (and layouts) for llama.cpp */
         char gguf_name[128];
-        bool renamed = convert_arch_tensor_name(mf, t->name, gguf_name, sizeof gguf_name, &p->heads, &p->head_rows);
+        bool renamed = tport_model_file_gguf_name(mf, t->name, gguf_name, sizeof gguf_name, &p->heads, &p->head_rows);
         if (!s)
             s = tport_gguf_add_tensor_fill(w, renamed ? gguf_name : t->name, p->to, t->n_dims, t->ne, fill_tensor, &j);
     }

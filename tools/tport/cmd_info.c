@@ -7,8 +7,6 @@
 
 #include "commands.h"
 #include "tport/model_file.h"
-#include "model/arch/arch.h"
-#include "model/arch/arch_math.h"
 #include "tport/types.h"
 #include "tport/tport.h"
 
@@ -93,8 +91,7 @@ static bool runnable(const tport_model_file *mf) {
 /* Why a file of an architecture this build runs would still be refused
  * (keys or tensors asking for math it does not implement); NULL if not. */
 static const char *refusal(const tport_model_file *mf, char *why, size_t cap) {
-    const tport_arch *arch = tport_arch_find(mf->arch[0] ? mf->arch : "llama");
-    return arch && tport_arch_refusal(mf, arch, why, cap) ? why : NULL;
+    return tport_model_file_refusal(mf, why, cap) ? why : NULL;
 }
 
 /* Tensors held by the file of this part (0: the model file itself). */

@@ -1,27 +1,12 @@
 /* tport convert, for the ggml examples' GGML-container files of an
  * architecture this build runs: GGUF tensor names from the architecture's
- * table (src/model/arch/), gpt-neox's per-head interleaved query_key_value
+ * table (tport_model_file_gguf_name), gpt-neox's per-head interleaved query_key_value
  * rows re-ordered to GGUF's [Q|K|V], and a vocabulary (with merges, which
  * llama.cpp's BPE requires and these files lack) from a GGUF file. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "convert_arch.h"
-#include "model/arch/arch.h"
-
-bool convert_arch_tensor_name(const tport_model_file *mf, const char *name, char *out, size_t cap,
-                              int64_t *interleave_heads, int64_t *head_rows) {
-    const tport_arch *arch = mf->container == TPORT_CONTAINER_GGML ? tport_arch_find(mf->arch) : NULL;
-    bool qkv = false;
-    *interleave_heads = *head_rows = 0;
-    if (!arch || !tport_arch_gguf_name(arch, name, (int)mf->hp.n_layer, out, cap, &qkv))
-        return false;
-    if (qkv && mf->hp.n_head > 0) {
-        *interleave_heads = mf->hp.n_head;
-        *head_rows = mf->hp.n_embd / mf->hp.n_head;
-    }
-    return true;
-}
 
 tport_status convert_arch_deinterleave(void *data, uint64_t nbytes, int64_t n_rows, int64_t heads, int64_t hd) {
     if (n_rows != 3 * heads * hd || n_rows <= 0 || nbytes % (uint64_t)n_rows)
@@ -32,7 +17,7 @@ tport_status convert_arch_deinterleave(void *data, uint64_t nbytes, int64_t n_ro
     if (!copy)
         return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "convert: out of memory");
     memcpy(copy, data, (size_t)nbytes);
-    tport_arch_qkv_deinterleave(data, copy, (size_t)heads, (size_t)hd, row);
+    tport_qkv_deinterleave(data, copy, (size_t)heads, (size_t)hd, row);
     free(copy);
     return TPORT_STATUS_OK;
 }

@@ -8,11 +8,7 @@
 #include "tport/gguf.h"
 #include "tport/model_file.h"
 
-/* The GGUF name of tensor `name` of a GGML-container file whose
- * architecture this build runs; false to keep the name.  interleave_heads
- * > 0: its rows are per-head [q,k,v] groups of head_rows rows each. */
-bool convert_arch_tensor_name(const tport_model_file *mf, const char *name, char *out, size_t cap,
-                              int64_t *interleave_heads, int64_t *head_rows);
+/* (GGUF names of their tensors: tport_model_file_gguf_name.) */
 /* Re-orders n_rows rows of data from per-head [q,k,v] to [Q|K|V]. */
 tport_status convert_arch_deinterleave(void *data, uint64_t nbytes, int64_t n_rows, int64_t heads, int64_t hd);
 /* Every tokenizer.* key of a GGUF file with n_tokens tokens. */

@@ -84,7 +84,6 @@ struct tport_arch {
  * names, layers 0..n_layer-1); false if the architecture has no such name.
  * *qkv_interleaved says the tensor is gpt-neox's per-head [q,k,v] fused
  * projection, whose rows GGUF stores as [Q|K|V]. */
-TPORT_INTERNAL_EXPORT /* for tools/tport: see core/export.h */
 bool tport_arch_gguf_name(const tport_arch *arch, const char *file_name, int n_layer, char *out, size_t cap,
                           bool *qkv_interleaved);
 
@@ -94,12 +93,9 @@ bool tport_arch_gguf_name(const tport_arch *arch, const char *file_name, int n_l
 const tport_mf_tensor *tport_arch_file_tensor(const tport_model_file *mf, const tport_arch *arch,
                                               const char *table_name, int il, char *name, size_t cap);
 
-/* Rows of a fused QKV projection (or its bias: rows of one element) from
- * the per-head [q|k|v] order of GPT-NeoX's checkpoints and ggml example
- * files to GGUF's [Q|K|V]: 3 * heads * hd rows of row_bytes, src to dst
- * (which must not overlap).  The loader and tport convert both use it. */
-TPORT_INTERNAL_EXPORT /* for tools/tport: see core/export.h */
-void tport_arch_qkv_deinterleave(void *dst, const void *src, size_t heads, size_t hd, size_t row_bytes);
+/* tport_qkv_deinterleave (public, tport/model_file.h) re-orders GPT-NeoX's
+ * per-head fused QKV rows (or its bias: rows of one element); the loader
+ * and tport convert both use it. */
 
 /* The architecture of that GGUF name, or NULL. */
 TPORT_INTERNAL_EXPORT /* for tools/tport: see core/export.h */

@@ -3,7 +3,6 @@
 #ifndef TPORT_MODEL_ARCH_MATH_H
 #define TPORT_MODEL_ARCH_MATH_H
 
-#include "core/export.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -14,7 +13,6 @@ struct tport_arch;
 
 /* True when the file asks for math that `arch` does not implement; `why`
  * (cap bytes) then lists the keys and tensors, "; " between them. */
-TPORT_INTERNAL_EXPORT /* for tools/tport: see core/export.h */
 bool tport_arch_refusal(const tport_model_file *mf, const struct tport_arch *arch, char *why, size_t cap);
 
 #endif

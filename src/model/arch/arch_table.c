@@ -138,7 +138,7 @@ bool tport_arch_gguf_name(const tport_arch *arch, const char *file_name, int n_l
     return false;
 }
 
-void tport_arch_qkv_deinterleave(void *dst, const void *src, size_t heads, size_t hd, size_t row_bytes) {
+void tport_qkv_deinterleave(void *dst, const void *src, size_t heads, size_t hd, size_t row_bytes) {
     for (size_t h = 0; h < heads; h++)
         for (size_t part = 0; part < 3; part++)
             memcpy((uint8_t *)dst + (part * heads * hd + h * hd) * row_bytes,

@@ -58,7 +58,7 @@ static tport_status deinterleave(tport_model *m, tport_tensor *t, size_t row_byt
                            : tport_error(TPORT_STATUS_OUT_OF_MEMORY, "out of memory re-ordering %s", tport_tensor_name(t));
     if (st != TPORT_STATUS_OK)
         return st;
-    tport_arch_qkv_deinterleave(copy, tport_tensor_data(t), nh, hd, row_bytes);
+    tport_qkv_deinterleave(copy, tport_tensor_data(t), nh, hd, row_bytes);
     tport_tensor_set_data(t, copy);
     return TPORT_STATUS_OK;
 }
