@@ -347,6 +347,15 @@ static int32_t decode_bpe(const tport_tokenizer *tk, tport_token id, char *buf, 
         put(buf, cap, &pos, tk->text[id], tk->len[id]);
         return pos;
     }
+    if ((a & TPORT_ATTR_NORMAL) && tk->spm_bpe) { /* U+2581 back to spaces */
+        const char *s = tk->text[id];
+        for (uint32_t i = 0; i < tk->len[id];) {
+            bool space = i + 3 <= tk->len[id] && !memcmp(s + i, "\xe2\x96\x81", 3);
+            put(buf, cap, &pos, space ? " " : s + i, 1);
+            i += space ? 3 : 1;
+        }
+        return pos;
+    }
     if (a & TPORT_ATTR_NORMAL)
         return decode_bpe_text(tk->text[id], tk->len[id], buf, cap);
     if (a & TPORT_ATTR_BYTE) {

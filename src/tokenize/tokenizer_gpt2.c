@@ -164,15 +164,22 @@ static void emit_piece(const tport_tokenizer *tk, const char *p, size_t n, tport
         return;
     }
     for (size_t i = 0; i < n; i++) { /* single bytes, where they are tokens */
-        tport_token b = tport_tokenizer_find(tk, p + i, 1);
+        tport_token b = tk->spm_bpe ? tk->byte_token[(unsigned char)p[i]] : tport_tokenizer_find(tk, p + i, 1);
         if (b >= 0)
             tport_tok_emit(out, b);
     }
 }
 
+static bool only_newlines(const char *w, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (w[i] != '\n')
+            return false;
+    return n > 0;
+}
+
 static int encode_word(word_enc *e, const char *w, size_t n, sym *s, tport_tok_out *out) {
     const tport_tokenizer *tk = e->tk;
-    if (tk->ignore_merges && tport_tokenizer_find(tk, w, n) >= 0) {
+    if ((tk->ignore_merges || (tk->spm_bpe && only_newlines(w, n))) && tport_tokenizer_find(tk, w, n) >= 0) {
         emit_piece(tk, w, n, out);
         return 0;
     }
@@ -214,9 +221,27 @@ static int encode_word(word_enc *e, const char *w, size_t n, sym *s, tport_tok_o
 
 int tport_bpe_encode_fragment(const tport_tokenizer *tk, const char *text, size_t len,
                               tport_tok_out *out) {
-    char *buf = NULL;
+    char *buf = NULL, *escaped = NULL;
     size_t *wl = NULL, nw = 0;
-    if (tport_pretokenize(tk->pre, text, len, &buf, &wl, &nw) != 0)
+    if (tk->spm_bpe) { /* spaces as U+2581 (3 bytes) */
+        escaped = malloc(len * 3 + 1);
+        if (!escaped)
+            return -1;
+        size_t k = 0;
+        for (size_t i = 0; i < len; i++) {
+            if (text[i] == ' ') {
+                memcpy(escaped + k, "\xe2\x96\x81", 3);
+                k += 3;
+            } else {
+                escaped[k++] = text[i];
+            }
+        }
+        text = escaped;
+        len = k;
+    }
+    int pre_rc = tport_pretokenize(tk->pre, text, len, !tk->spm_bpe, &buf, &wl, &nw);
+    free(escaped);
+    if (pre_rc != 0)
         return -1;
     size_t longest = 1;
     for (size_t i = 0; i < nw; i++)

@@ -40,6 +40,8 @@ typedef enum tport_pretok {
     TPORT_PRE_DEEPSEEK_CODER,
     TPORT_PRE_TEKKEN,
     TPORT_PRE_GPT4O,
+    TPORT_PRE_QWEN35,  /* Qwen2 with combining marks in letter runs */
+    TPORT_PRE_NEWLINES, /* [^\n]+|[\n]+ (Gemma 4)                     */
 } tport_pretok;
 
 typedef struct tport_merge_slot {
@@ -61,6 +63,11 @@ struct tport_tokenizer {
     tport_tok_kind kind;
     tport_pretok pre;
     bool ignore_merges;   /* a pre-token that is a token is taken whole   */
+    /* SentencePiece-style BPE (Gemma 4, llama.cpp's escape_whitespaces
+     * without byte_encode): spaces become U+2581 before pre-tokenization,
+     * words are raw UTF-8, unknown bytes are <0xXX> tokens, a word of
+     * newlines that is a token is taken whole */
+    bool spm_bpe;
     /* open-addressing hash of text -> id; slots hold id+1, 0 = empty */
     uint32_t hash_cap;    /* a power of two                               */
     int32_t *hash;
@@ -124,11 +131,12 @@ int tport_bpe_encode_fragment(const tport_tokenizer *tk, const char *text, size_
                               tport_tok_out *out);
 
 /* Pre-tokenization: splits len bytes of UTF-8 into words, re-encoded in
- * GPT-2's byte alphabet (invalid UTF-8 counts as U+FFFD, as in llama.cpp).
+ * GPT-2's byte alphabet when byte_encode (invalid UTF-8 counts as U+FFFD,
+ * as in llama.cpp), else as UTF-8.
  * *buf holds the words back to back, (*word_len)[i] their byte lengths;
  * both malloc'd.  0, or -1 (out of memory). */
 bool tport_pretok_supported(tport_pretok pre);
-int tport_pretokenize(tport_pretok pre, const char *text, size_t len, char **buf,
+int tport_pretokenize(tport_pretok pre, const char *text, size_t len, bool byte_encode, char **buf,
                       size_t **word_len, size_t *n_words);
 
 #endif

@@ -115,6 +115,8 @@ static const pre_name PRE_NAMES[] = {
     {"stablelm2", TPORT_PRE_QWEN2, false, false},
     {"hunyuan", TPORT_PRE_QWEN2, false, false},
     {"solar-open", TPORT_PRE_QWEN2, false, false},
+    {"qwen35", TPORT_PRE_QWEN35, false, false},
+    {"gemma4", TPORT_PRE_NEWLINES, false, false},
     {"bloom", TPORT_PRE_BLOOM, false, false},
     {"poro-chat", TPORT_PRE_BLOOM, false, false},
     {"gpt3-finnish", TPORT_PRE_BLOOM, false, false},
@@ -291,7 +293,9 @@ static void strip_attrs(tport_tokenizer *tk, const tport_model_file *mf) {
 
 /* ---- loading ------------------------------------------------------------ */
 
-static tport_status new_bpe(const tport_model_file *mf, tport_tokenizer **out) {
+/* spm_bpe: Gemma 4's SentencePiece-style BPE, whose pre-tokenizer is
+ * fixed (llama.cpp ignores tokenizer.ggml.pre there). */
+static tport_status new_bpe(const tport_model_file *mf, bool spm_bpe, tport_tokenizer **out) {
     const tport_vocab *v = &mf->vocab;
     tport_tokenizer *tk = tport_tokenizer_alloc(v->n_tokens);
     if (!tk)
@@ -304,7 +308,9 @@ static tport_status new_bpe(const tport_model_file *mf, tport_tokenizer **out) {
     tport_status st = tport_tokenizer_copy_tokens(tk, v, false);
     if (st == TPORT_STATUS_OK)
         st = tport_tokenizer_index(tk);
-    if (st == TPORT_STATUS_OK)
+    tk->spm_bpe = spm_bpe;
+    tk->pre = TPORT_PRE_NEWLINES;
+    if (st == TPORT_STATUS_OK && !spm_bpe)
         st = set_pre(tk, mf);
     if (st == TPORT_STATUS_OK)
         st = load_merges(tk, mf);
@@ -353,19 +359,32 @@ tport_status tport_tokenizer_from_file(const tport_model_file *mf, tport_tokeniz
         else
             *out = tk;
         return st; /* no special tokens: the examples split at none */
+    } else if (!strcmp(v->model, "gemma4")) {
+        /* SentencePiece-style BPE; llama.cpp names its pre-tokenizer
+         * "gemma4" whatever the file says, has no default special ids and
+         * always adds BOS */
+        st = new_bpe(mf, true, &tk);
+        if (st == TPORT_STATUS_OK) {
+            tk->bos = tk->eos = -1;
+            kv_id(mf, "tokenizer.ggml.bos_token_id", tk->n_tokens, &tk->bos);
+            kv_id(mf, "tokenizer.ggml.eos_token_id", tk->n_tokens, &tk->eos);
+            kv_id(mf, "tokenizer.ggml.unknown_token_id", tk->n_tokens, &tk->unk);
+        }
     } else if (!strcmp(v->model, "gpt2")) {
-        st = new_bpe(mf, &tk);
+        st = new_bpe(mf, false, &tk);
         if (st == TPORT_STATUS_OK) {
             kv_id(mf, "tokenizer.ggml.bos_token_id", tk->n_tokens, &tk->bos);
             kv_id(mf, "tokenizer.ggml.eos_token_id", tk->n_tokens, &tk->eos);
             kv_id(mf, "tokenizer.ggml.unknown_token_id", tk->n_tokens, &tk->unk);
         }
     } else {
-        return tport_error(TPORT_STATUS_UNSUPPORTED, "%s: tokenizer '%s' is not supported (llama, gpt2)", mf->path,
+        return tport_error(TPORT_STATUS_UNSUPPORTED, "%s: tokenizer '%s' is not supported (llama, gpt2, gemma4)", mf->path,
                            v->model);
     }
     if (st == TPORT_STATUS_OK) {
         kv_bool(mf, "tokenizer.ggml.add_bos_token", &tk->add_bos);
+        if (tk->spm_bpe) /* llama.cpp overrides a false add_bos_token for Gemma 4 */
+            tk->add_bos = true;
         tk->add_eos = false;
         kv_bool(mf, "tokenizer.ggml.add_eos_token", &tk->add_eos);
         mark_control_tokens(tk, mf);

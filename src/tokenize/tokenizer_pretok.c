@@ -30,6 +30,7 @@ static bool is_n(const span *s, size_t p) { return in(s, p) && tport_unicode_cat
 static bool is_ws(const span *s, size_t p) { return in(s, p) && tport_unicode_is_space(s->c[p]); }
 /* [^\s\p{L}\p{N}], inside the piece */
 static bool is_other(const span *s, size_t p) { return in(s, p) && !is_ws(s, p) && !is_l(s, p) && !is_n(s, p); }
+static bool is_m(const span *s, size_t p) { return in(s, p) && tport_unicode_category(s->c[p]) == TPORT_UCAT_MARK; }
 
 /* Growing list of piece lengths (in code points). */
 typedef struct pieces {
@@ -113,8 +114,12 @@ static void split_gpt2(const span *s, pieces *o) {
 /* (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,D}
  * | ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
  * with D = 3 (Llama 3) or 1 (Qwen2): unicode_regex_split_custom_llama3
- * and _qwen2, which differ only there. */
-static void split_llama3(const span *s, pieces *o, size_t max_digits) {
+ * and _qwen2, which differ only there.  With marks (Qwen3.5, _qwen35),
+ * letter runs are [\p{L}\p{M}]+ and the punctuation class excludes \p{M}
+ * too. */
+static bool is_lm(const span *s, size_t p, bool marks) { return is_l(s, p) || (marks && is_m(s, p)); }
+
+static void split_llama3(const span *s, pieces *o, size_t max_digits, bool marks) {
     size_t prev = s->ini;
     for (size_t pos = s->ini; pos < s->end;) {
         uint32_t c = at(s, pos);
@@ -123,8 +128,8 @@ static void split_llama3(const span *s, pieces *o, size_t max_digits) {
             cut(o, &prev, pos += k);
             continue;
         }
-        if (!(c == '\r' || c == '\n' || is_n(s, pos)) && (is_l(s, pos) || is_l(s, pos + 1))) {
-            for (pos++; is_l(s, pos); pos++) {
+        if (!(c == '\r' || c == '\n' || is_n(s, pos)) && (is_lm(s, pos, marks) || is_lm(s, pos + 1, marks))) {
+            for (pos++; is_lm(s, pos, marks); pos++) {
             }
             cut(o, &prev, pos);
             continue;
@@ -144,8 +149,8 @@ static void split_llama3(const span *s, pieces *o, size_t max_digits) {
          * only the current position to exist, so a lone trailing space
          * is taken here */
         size_t f = c == ' ' ? pos + 1 : pos;
-        if (!is_ws(s, f) && !is_l(s, f) && !is_n(s, f) && in(s, pos)) {
-            for (pos = f; is_other(s, pos); pos++) {
+        if (!is_ws(s, f) && !is_lm(s, f, marks) && !is_n(s, f) && in(s, pos)) {
+            for (pos = f; is_other(s, pos) && !(marks && is_m(s, pos)); pos++) {
             }
             while (at(s, pos) == '\r' || at(s, pos) == '\n')
                 pos++;
@@ -172,6 +177,18 @@ static void split_llama3(const span *s, pieces *o, size_t max_digits) {
             continue;
         }
         cut(o, &prev, ++pos);
+    }
+}
+
+/* [^\n]+|[\n]+: runs of newlines and runs of anything else
+ * (unicode_regex_split_custom_newlines). */
+static void split_newlines(const span *s, pieces *o) {
+    size_t prev = s->ini;
+    for (size_t pos = s->ini; pos < s->end;) {
+        bool nl = at(s, pos) == '\n';
+        while (in(s, pos) && (at(s, pos) == '\n') == nl)
+            pos++;
+        cut(o, &prev, pos);
     }
 }
 
@@ -422,7 +439,7 @@ static void split_search(const span *s, pieces *o, match_fn match) {
 
 /* ---- pre-tokenizers ---------------------------------------------------- */
 
-typedef enum pass_kind { PASS_GPT2, PASS_LLAMA3, PASS_QWEN2, PASS_SEARCH } pass_kind;
+typedef enum pass_kind { PASS_GPT2, PASS_LLAMA3, PASS_QWEN2, PASS_QWEN35, PASS_NEWLINES, PASS_SEARCH } pass_kind;
 typedef struct pass {
     pass_kind kind;
     match_fn match;
@@ -441,6 +458,12 @@ static int passes_of(tport_pretok pre, pass *p) {
         break;
     case TPORT_PRE_QWEN2:
         p[n++] = (pass){PASS_QWEN2, NULL};
+        break;
+    case TPORT_PRE_QWEN35:
+        p[n++] = (pass){PASS_QWEN35, NULL};
+        break;
+    case TPORT_PRE_NEWLINES:
+        p[n++] = (pass){PASS_NEWLINES, NULL};
         break;
     case TPORT_PRE_STARCODER:
         p[n++] = (pass){PASS_SEARCH, m_number};
@@ -504,10 +527,16 @@ static int run_pass(const pass *ps, const uint32_t *cpt, const pieces *in_p, pie
             split_gpt2(&s, out);
             break;
         case PASS_LLAMA3:
-            split_llama3(&s, out, 3);
+            split_llama3(&s, out, 3, false);
             break;
         case PASS_QWEN2:
-            split_llama3(&s, out, 1);
+            split_llama3(&s, out, 1, false);
+            break;
+        case PASS_QWEN35:
+            split_llama3(&s, out, 1, true);
+            break;
+        case PASS_NEWLINES:
+            split_newlines(&s, out);
             break;
         case PASS_SEARCH:
             split_search(&s, out, ps->match);
@@ -518,8 +547,8 @@ static int run_pass(const pass *ps, const uint32_t *cpt, const pieces *in_p, pie
     return out->oom ? -1 : 0;
 }
 
-int tport_pretokenize(tport_pretok pre, const char *text, size_t len, char **buf, size_t **word_len,
-                      size_t *n_words) {
+int tport_pretokenize(tport_pretok pre, const char *text, size_t len, bool byte_encode, char **buf,
+                      size_t **word_len, size_t *n_words) {
     *buf = NULL;
     *word_len = NULL;
     *n_words = 0;
@@ -542,8 +571,8 @@ int tport_pretokenize(tport_pretok pre, const char *text, size_t len, char **buf
         free(cur.len);
         cur = next;
     }
-    /* each code point becomes its UTF-8 bytes, each byte one GPT-2 code
-     * point of at most 2 bytes */
+    /* each code point becomes its UTF-8 bytes, with byte_encode each byte
+     * one GPT-2 code point of at most 2 bytes */
     char *out = rc == 0 ? malloc(n * 8 + 1) : NULL;
     if (!out)
         rc = -1;
@@ -554,7 +583,10 @@ int tport_pretokenize(tport_pretok pre, const char *text, size_t len, char **buf
             char u[4];
             size_t m = tport_utf8_encode(cpt[i], u);
             for (size_t j = 0; j < m; j++)
-                k += tport_utf8_encode(tport_gpt2_byte_to_cpt((uint8_t)u[j]), out + k);
+                if (byte_encode)
+                    k += tport_utf8_encode(tport_gpt2_byte_to_cpt((uint8_t)u[j]), out + k);
+                else
+                    out[k++] = u[j];
         }
         start += cur.len[w];
         cur.len[w] = k - before; /* now in bytes */

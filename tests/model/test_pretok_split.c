@@ -36,7 +36,7 @@ int main(void) {
             const json *t = &texts->items[i], *w = &want->items[i];
             char *buf = NULL;
             size_t *len = NULL, n = 0;
-            CHECK(tport_pretokenize(pres[p].pre, t->str, t->str_len, &buf, &len, &n) == 0, "pretokenize");
+            CHECK(tport_pretokenize(pres[p].pre, t->str, t->str_len, true, &buf, &len, &n) == 0, "pretokenize");
             int same = n == w->n;
             size_t off = 0;
             for (size_t k = 0; same && k < n; k++) {

@@ -4,7 +4,8 @@
  * false, parse_special = false, as llama.cpp's tests/test-tokenizer-0.cpp
  * does).  Every string of every file must give exactly those ids.  Then:
  * concatenated pieces give the text back for valid UTF-8, and
- * ggml-vocab-gpt-neox.gguf (no test strings) loads and round-trips. */
+ * ggml-vocab-gpt-neox.gguf (no test strings) loads and round-trips.
+ * Not here: bert-bge (WordPiece, not implemented; refused by name). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,8 +14,9 @@
 #include "../test_util.h"
 #include "tport/tport.h"
 
-static const char *const SUITE[] = {"falcon", "gpt-2", "llama-bpe", "llama-spm", "mpt",
-                                    "phi-3", "qwen2", "starcoder"};
+static const char *const SUITE[] = {"falcon",  "gpt-2",          "llama-bpe",    "llama-spm", "mpt",
+                                    "phi-3",   "qwen2",          "starcoder",    "command-r", "deepseek-coder",
+                                    "deepseek-llm", "gemma-4",   "qwen35",       "refact"};
 
 static char *read_all(const char *path, size_t *n) {
     FILE *f = fopen(path, "rb");
@@ -159,7 +161,7 @@ int main(void) {
         int total = 0;
         int m = run_file(SUITE[i], &total);
         CHECK(m >= 0, "ggml-vocab-%s.gguf missing", SUITE[i]);
-        CHECK(total == 46 || m < 0, "%s: %d test strings, the suite has 46", SUITE[i], total);
+        CHECK(total >= 46 || m < 0, "%s: %d test strings, the suite has at least 46", SUITE[i], total);
         all += m > 0 ? m : 0;
         all_total += total;
     }
