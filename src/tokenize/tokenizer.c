@@ -24,7 +24,7 @@ tport_tokenizer *tport_tokenizer_alloc(int32_t n_tokens) {
     tk->score = calloc((size_t)n_tokens, sizeof *tk->score);
     tk->type = calloc((size_t)n_tokens, sizeof *tk->type);
     tk->attr = calloc((size_t)n_tokens, sizeof *tk->attr);
-    tk->bos = tk->eos = tk->unk = -1;
+    tk->bos = tk->eos = tk->unk = tk->sep = -1;
     tk->add_space_prefix = true;
     tk->add_bos = true; /* SentencePiece's default */
     if (!tk->text || !tk->len || !tk->score || !tk->type || !tk->attr) {

@@ -121,6 +121,8 @@ int32_t tport_tokenizer_encode_ex(const tport_tokenizer *tk, const char *text, s
             rc = tport_bpe_encode_fragment(tk, text + f.v[i].off, f.v[i].len, &out);
         else if (tk->kind == TPORT_TOK_GREEDY)
             rc = tport_greedy_encode_fragment(tk, text + f.v[i].off, f.v[i].len, &out);
+        else if (tk->kind == TPORT_TOK_WPM)
+            rc = tport_wpm_encode_fragment(tk, text + f.v[i].off, f.v[i].len, &out);
         else
             rc = tport_spm_encode_fragment(tk, text + f.v[i].off, f.v[i].len,
                                            tk->add_space_prefix && prev_special, &out);
@@ -131,6 +133,8 @@ int32_t tport_tokenizer_encode_ex(const tport_tokenizer *tk, const char *text, s
         return -1;
     if (add_special && tk->add_eos && tk->eos >= 0)
         tport_tok_emit(&out, tk->eos);
+    if (add_special && tk->kind == TPORT_TOK_WPM && tk->sep >= 0)
+        tport_tok_emit(&out, tk->sep);
     return out.n;
 }
 

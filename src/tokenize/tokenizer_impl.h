@@ -23,6 +23,7 @@ typedef enum tport_tok_kind {
     TPORT_TOK_BPE,     /* byte-level BPE: ranked merges, GPT-2 alphabet   */
     TPORT_TOK_GREEDY,  /* ggml's 2023 examples: raw-byte tokens, no merges,
                           longest match per word (gpt_tokenize)           */
+    TPORT_TOK_WPM,     /* WordPiece (BERT): normalized words, longest pieces */
 } tport_tok_kind;
 
 /* Pre-tokenizers (GGUF tokenizer.ggml.pre), grouped as llama.cpp groups
@@ -68,6 +69,11 @@ struct tport_tokenizer {
      * words are raw UTF-8, unknown bytes are <0xXX> tokens, a word of
      * newlines that is a token is taken whole */
     bool spm_bpe;
+    /* WordPiece: BERT's normalizer (lowercase, strip accents), the longest
+     * token in bytes, and the separator add_special appends */
+    bool wpm_lowercase, wpm_strip_accents;
+    uint32_t max_token_len;
+    tport_token sep;
     /* open-addressing hash of text -> id; slots hold id+1, 0 = empty */
     uint32_t hash_cap;    /* a power of two                               */
     int32_t *hash;
@@ -129,6 +135,7 @@ int tport_greedy_encode_fragment(const tport_tokenizer *tk, const char *text, si
                                  tport_tok_out *out);
 int tport_bpe_encode_fragment(const tport_tokenizer *tk, const char *text, size_t len,
                               tport_tok_out *out);
+int tport_wpm_encode_fragment(const tport_tokenizer *tk, const char *text, size_t len, tport_tok_out *out);
 
 /* Pre-tokenization: splits len bytes of UTF-8 into words, re-encoded in
  * GPT-2's byte alphabet when byte_encode (invalid UTF-8 counts as U+FFFD,

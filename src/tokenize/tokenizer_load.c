@@ -317,6 +317,34 @@ static tport_status new_bpe(const tport_model_file *mf, bool spm_bpe, tport_toke
     return st;
 }
 
+/* WordPiece (BERT): llama.cpp's defaults are [CLS] 101 as BOS, [UNK] 100,
+ * [SEP] 102 appended by add_special, no EOS; the normalizer lowercases
+ * and strips accents unless the file says otherwise. */
+static tport_status new_wpm(const tport_model_file *mf, tport_tokenizer **out) {
+    const tport_vocab *v = &mf->vocab;
+    tport_tokenizer *tk = tport_tokenizer_alloc(v->n_tokens);
+    if (!tk)
+        return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "tokenizer: %d tokens", (int)v->n_tokens);
+    *out = tk;
+    tk->kind = TPORT_TOK_WPM;
+    tk->add_space_prefix = tk->add_eos = false;
+    tk->add_bos = true;
+    tk->bos = 101 < v->n_tokens ? 101 : -1;
+    tk->unk = 100 < v->n_tokens ? 100 : -1;
+    tk->sep = 102 < v->n_tokens ? 102 : -1;
+    tk->eos = -1;
+    tk->wpm_lowercase = true;
+    kv_bool(mf, "tokenizer.ggml.normalizer.lowercase", &tk->wpm_lowercase);
+    tk->wpm_strip_accents = tk->wpm_lowercase;
+    kv_bool(mf, "tokenizer.ggml.normalizer.strip_accents", &tk->wpm_strip_accents);
+    kv_id(mf, "tokenizer.ggml.seperator_token_id", v->n_tokens, &tk->sep); /* sic, as GGUF spells it */
+    tport_status st = tport_tokenizer_copy_tokens(tk, v, false);
+    for (int32_t i = 0; st == TPORT_STATUS_OK && i < tk->n_tokens; i++)
+        if (tk->len[i] > tk->max_token_len)
+            tk->max_token_len = tk->len[i];
+    return st == TPORT_STATUS_OK ? tport_tokenizer_index(tk) : st;
+}
+
 /* A GGML file of ggml's example programs: raw-byte tokens, no merges. */
 static tport_status new_greedy(const tport_model_file *mf, tport_tokenizer **out) {
     const tport_vocab *v = &mf->vocab;
@@ -359,6 +387,12 @@ tport_status tport_tokenizer_from_file(const tport_model_file *mf, tport_tokeniz
         else
             *out = tk;
         return st; /* no special tokens: the examples split at none */
+    } else if (!strcmp(v->model, "bert")) {
+        st = new_wpm(mf, &tk);
+        if (st == TPORT_STATUS_OK) {
+            kv_id(mf, "tokenizer.ggml.bos_token_id", tk->n_tokens, &tk->bos);
+            kv_id(mf, "tokenizer.ggml.unknown_token_id", tk->n_tokens, &tk->unk);
+        }
     } else if (!strcmp(v->model, "gemma4")) {
         /* SentencePiece-style BPE; llama.cpp names its pre-tokenizer
          * "gemma4" whatever the file says, has no default special ids and
@@ -378,7 +412,7 @@ tport_status tport_tokenizer_from_file(const tport_model_file *mf, tport_tokeniz
             kv_id(mf, "tokenizer.ggml.unknown_token_id", tk->n_tokens, &tk->unk);
         }
     } else {
-        return tport_error(TPORT_STATUS_UNSUPPORTED, "%s: tokenizer '%s' is not supported (llama, gpt2, gemma4)", mf->path,
+        return tport_error(TPORT_STATUS_UNSUPPORTED, "%s: tokenizer '%s' is not supported (llama, gpt2, gemma4, bert)", mf->path,
                            v->model);
     }
     if (st == TPORT_STATUS_OK) {

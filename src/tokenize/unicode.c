@@ -127,3 +127,27 @@ int tport_gpt2_cpt_to_byte(uint32_t cpt) {
         return (int)(0x7F + n - 33);
     return n == 67 ? 0xAD : -1;
 }
+
+uint32_t tport_unicode_tolower(uint32_t cpt) {
+    size_t lo = 0, hi = tport_unicode_lower_n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (tport_unicode_lower[mid][0] < cpt)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < tport_unicode_lower_n && tport_unicode_lower[lo][0] == cpt ? tport_unicode_lower[lo][1] : cpt;
+}
+
+uint32_t tport_unicode_nfd_first(uint32_t cpt) {
+    size_t lo = 0, hi = tport_unicode_nfd_n; /* the first range ending at or after cpt */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (tport_unicode_nfd[mid][1] < cpt)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < tport_unicode_nfd_n && tport_unicode_nfd[lo][0] <= cpt ? tport_unicode_nfd[lo][2] : cpt;
+}

@@ -35,6 +35,18 @@ bool tport_unicode_is_space(uint32_t cpt);
  * the table generator checks. */
 uint32_t tport_unicode_tolower_ascii(uint32_t cpt);
 
+/* For the WordPiece normalizer (generated, unicode_fold.c through
+ * tools/unicode/gen_unicode_fold.py): the simple lowercase mapping, and
+ * the first code point of a character's canonical decomposition (what is
+ * left of "é" once its accent is stripped); both give cpt itself when the
+ * database has nothing. */
+extern const uint32_t tport_unicode_lower[][2];
+extern const size_t tport_unicode_lower_n;
+extern const uint32_t tport_unicode_nfd[][3];
+extern const size_t tport_unicode_nfd_n;
+uint32_t tport_unicode_tolower(uint32_t cpt);
+uint32_t tport_unicode_nfd_first(uint32_t cpt);
+
 /* Decodes one code point at s[0..n) (n > 0) and sets *used; an invalid or
  * truncated sequence gives U+FFFD and uses one byte, as llama.cpp does. */
 uint32_t tport_utf8_decode(const char *s, size_t n, size_t *used);

@@ -5,7 +5,8 @@
  * does).  Every string of every file must give exactly those ids.  Then:
  * concatenated pieces give the text back for valid UTF-8, and
  * ggml-vocab-gpt-neox.gguf (no test strings) loads and round-trips.
- * Not here: bert-bge (WordPiece, not implemented; refused by name). */
+ * bert-bge's WordPiece lowercases and strips accents, so its pieces are
+ * not checked to give the text back. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +17,7 @@
 
 static const char *const SUITE[] = {"falcon",  "gpt-2",          "llama-bpe",    "llama-spm", "mpt",
                                     "phi-3",   "qwen2",          "starcoder",    "command-r", "deepseek-coder",
-                                    "deepseek-llm", "gemma-4",   "qwen35",       "refact"};
+                                    "deepseek-llm", "gemma-4",   "qwen35",       "refact",    "bert-bge"};
 
 static char *read_all(const char *path, size_t *n) {
     FILE *f = fopen(path, "rb");
@@ -135,7 +136,7 @@ static int run_file(const char *name, int *total) {
             fputc('\n', stderr);
         }
         CHECK(same, "%s: string %d", name, *total);
-        if (same && valid_utf8(text, len)) {
+        if (same && valid_utf8(text, len) && strcmp(name, "bert-bge")) {
             size_t dl = 0;
             char *back = detokenize(tk, got, ng, &dl);
             CHECK(back && dl == len && memcmp(back, text, len) == 0, "%s: string %d does not detokenize back",
