@@ -281,6 +281,20 @@ tport_status tport_session_load(tport_session *s, const char *path) {
     uint8_t *buf = NULL;
     size_t len = 0;
     tport_session_file sf;
+    /* a file too large for this context is refused before it is read,
+     * saying so when its header says why */
+    uint8_t head[TPORT_SESSION_FILE_HEADER];
+    FILE *f = fopen(path, "rb");
+    size_t got = f ? fread(head, 1, sizeof head, f) : 0;
+    if (f)
+        fclose(f);
+    uint32_t n_saved = got == sizeof head && !memcmp(head, "TPSESSN", 8)
+                           ? (uint32_t)head[40] | (uint32_t)head[41] << 8 | (uint32_t)head[42] << 16 |
+                                 (uint32_t)head[43] << 24
+                           : 0;
+    if (n_saved > (uint32_t)s->n_ctx)
+        return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "session_load: %s holds %u tokens; the session's "
+                           "context is %d", path, (unsigned)n_saved, (int)s->n_ctx);
     st = read_file(path, max, &buf, &len);
     if (!st)
         st = tport_session_file_parse(buf, len, path, &sf);

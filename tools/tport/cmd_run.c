@@ -137,6 +137,8 @@ static int parse_args(int argc, char **argv, run_opts *o) {
             if (tport_backend_isolate(v) != TPORT_STATUS_OK)
                 return tool_fail(2, "run: --isolate needs a backend name, not '%s'", v);
         } else if (!strcmp(a, "--tokenizer")) o->tokenizer = v;
+        else if (!strcmp(a, "--session")) o->session = v;
+        else if (!strcmp(a, "--keep")) rc = parse_long(a, v, -1, INT_MAX, &o->keep);
         else if (!strcmp(a, "--weight-type")) o->weight_type = v;
         else if (!strcmp(a, "--kv-type")) {
             if (strcmp(v, "f16") && strcmp(v, "f32"))
