@@ -19,7 +19,8 @@ chat template, so ChatML is used.  Checked:
   message: the same reply (greedy);
 - a conversation of many turns in a small context (turns dropped, the
   cache shifted) keeps answering;
-- Ctrl-D ends the program with status 0.
+- Ctrl-C at the prompt drops the line being typed; Ctrl-D ends the
+  program with status 0.
 """
 import os
 import pty
@@ -210,6 +211,10 @@ def run(cli, vocab, work):
     roomy = ["-m", model, "--temp", "0", "--ctx", "512", "--system", "Be brief."]
     c = Chat(cli, roomy + ["-n", "12"], work)
     pos = c.prompt_after(0)
+    c.send(b"never sent")  # Ctrl-C at the prompt drops the line
+    c.read_for(0.3)
+    c.send(b"\x03")
+    pos = c.prompt_after(pos) or len(c.out)
     c.send(b"Helo wrld\r")  # sent as typed
     pos2 = c.prompt_after(pos)
     check("a typed message gets a reply and a new prompt", pos2 is not None and
