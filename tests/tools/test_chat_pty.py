@@ -180,6 +180,20 @@ def run(cli, vocab, work):
     check("pipe: one plain reply line per message", p.returncode == 0 and len(lines) == 3 and lines[2] == ""
           and all(lines[:2]) and "\x1b" not in p.stdout, repr(p.stdout) + p.stderr)
 
+    # real templates (../shared/models/templates) over several turns
+    templates = os.path.join(os.path.dirname(vocab), "templates")
+    for name in ("Qwen-Qwen3-0.6B", "meta-llama-Llama-3.1-8B-Instruct", "deepseek-ai-DeepSeek-R1-Distill-Llama-8B"):
+        path = os.path.join(templates, name + ".jinja")
+        if not os.path.exists(path):
+            print("skipped: %s absent" % path)
+            continue
+        p = subprocess.run([cli, "chat", "-m", model, "--temp", "0", "-n", "6", "--system", "Be brief.",
+                            "--chat-template-file", path], input="Hello\nAnd then?\nBye\n",
+                           capture_output=True, text=True, timeout=120)
+        lines = p.stdout.split("\n")
+        check("pipe with the %s template: three replies" % name, p.returncode == 0 and len(lines) == 4
+              and all(lines[:3]) and not p.stderr, repr(p.stdout) + p.stderr)
+
     base = ["-m", model, "--temp", "0", "--ctx", "64", "--system", "Be brief."]
     c = Chat(cli, base + ["-n", "-1"], work)
     pos = c.prompt_after(0)

@@ -10,17 +10,23 @@
 #include "chat_stream.h"
 
 /* Streams the pieces; returns what was written (malloc'd). */
-static char *stream(const char *const *pieces, bool color, bool hide) {
+static char *stream_from(const char *const *pieces, bool color, bool hide, bool thinking) {
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     chat_stream s;
     chat_stream_begin(&s, f, color, hide);
+    if (thinking)
+        chat_stream_thinking(&s);
     for (int i = 0; pieces[i]; i++)
         chat_stream_put(&s, pieces[i], strlen(pieces[i]));
     chat_stream_end(&s);
     fclose(f);
     return buf;
+}
+
+static char *stream(const char *const *pieces, bool color, bool hide) {
+    return stream_from(pieces, color, hide, false);
 }
 
 int main(void) {
@@ -39,6 +45,13 @@ int main(void) {
     const char *const like[] = {"<thin", "g> <t", "hin", "k", NULL};
     char *lk = stream(like, true, true);
     CHECK(!strcmp(lk, "<thing> <thin" "k") || !strcmp(lk, "<thing> <think"), "look-alike: %s", lk);
+    /* the prompt opened the thinking (DeepSeek-R1's template) */
+    const char *const opened[] = {"hmm</thi", "nk>Four.", NULL};
+    char *o1 = stream_from(opened, true, false, true), *o2 = stream_from(opened, true, true, true);
+    CHECK(!strcmp(o1, "\033[2mhmm</think>\033[0mFour."), "opened by the prompt: %s", o1);
+    CHECK(!strcmp(o2, "Four."), "opened by the prompt, hidden: %s", o2);
+    free(o1);
+    free(o2);
     free(plain);
     free(dim);
     free(hidden);

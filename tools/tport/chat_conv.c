@@ -157,16 +157,29 @@ void chat_conv_clear(chat_conv *c) {
         chat_conv_remove(c, c->n - 1);
 }
 
+/* The last occurrence of needle in the len bytes of text, or NULL. */
+static const char *last_of(const char *text, size_t len, const char *needle) {
+    size_t nl = strlen(needle);
+    for (size_t i = len >= nl ? len - nl + 1 : 0; i-- > 0;)
+        if (!memcmp(text + i, needle, nl))
+            return text + i;
+    return NULL;
+}
+
 int32_t chat_conv_tokens(const chat_conv *c, const tport_model *m, int n, bool gen_prompt, tport_token **out,
-                         char *err, size_t err_cap) {
+                         bool *thinking, char *err, size_t err_cap) {
     const tport_tokenizer *tk = tport_model_tokenizer(m);
     char *ctx = context_json(c, n, gen_prompt);
     size_t len = 0;
     char *text = ctx ? tport_template_render(c->tmpl, strlen(c->tmpl), ctx, NULL, &len) : NULL;
     free(ctx);
     if (!text) {
-        snprintf(err, err_cap, "the chat template: %s", tport_last_error());
+        snprintf(err, err_cap, "%s", tport_last_error());
         return -1;
+    }
+    if (thinking) {
+        const char *open = last_of(text, len, "<think>"), *close = last_of(text, len, "</think>");
+        *thinking = open && (!close || close < open);
     }
     /* a template that writes {{ bos_token }} has its BOS already */
     size_t bl = strlen(c->bos);

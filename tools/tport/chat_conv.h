@@ -38,9 +38,11 @@ void chat_conv_clear(chat_conv *c);
 /* The first n messages as tokens (the rendered text with special tokens
  * parsed, BOS added unless the template wrote it), with the assistant's
  * generation prompt when gen_prompt.  Returns the count (*out malloc'd),
- * or -1 after tport_last_error-style failure text in err. */
+ * or -1 with the reason in err.  *thinking (if not NULL) tells whether the
+ * text ends inside a <think> block: a reasoning template that opens the
+ * reply's thinking itself. */
 int32_t chat_conv_tokens(const chat_conv *c, const tport_model *m, int n, bool gen_prompt, tport_token **out,
-                         char *err, size_t err_cap);
+                         bool *thinking, char *err, size_t err_cap);
 
 /* The messages as text lines (role, tab, content with \\, \n, \t
  * escaped): path is written atomically; load replaces c's messages.  0, or

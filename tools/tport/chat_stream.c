@@ -35,6 +35,12 @@ static void toggle(chat_stream *s, const char *tag) {
     }
 }
 
+void chat_stream_thinking(chat_stream *s) {
+    if (!s->in_think && s->color && !s->hide)
+        fputs(DIM, s->out);
+    s->in_think = true;
+}
+
 void chat_stream_put(chat_stream *s, const char *text, size_t n) {
     for (size_t i = 0; i < n; i++) {
         s->pending[s->n_pending++] = text[i];

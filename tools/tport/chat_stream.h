@@ -20,6 +20,8 @@ typedef struct chat_stream {
 } chat_stream;
 
 void chat_stream_begin(chat_stream *s, FILE *out, bool color, bool hide);
+/* The reply begins inside the thinking (the prompt opened it). */
+void chat_stream_thinking(chat_stream *s);
 void chat_stream_put(chat_stream *s, const char *text, size_t n);
 /* Writes what is held back and ends the dimming. */
 void chat_stream_end(chat_stream *s);

@@ -195,9 +195,11 @@ static int32_t common_prefix(const tport_token *a, int32_t na, const tport_token
  * conversation's t (n tokens). */
 static int32_t system_tokens(chat *c, const tport_token *t, int32_t n) {
     bool sys = c->conv.n && !strcmp(c->conv.msgs[0].role, "system");
+    if (!sys) /* BOS alone (a template may refuse an empty conversation) */
+        return n && t[0] == tport_model_bos(c->m) ? 1 : 0;
     tport_token *st = NULL;
     char err[256];
-    int32_t k = chat_conv_tokens(&c->conv, c->m, sys ? 1 : 0, false, &st, err, sizeof err);
+    int32_t k = chat_conv_tokens(&c->conv, c->m, 1, false, &st, NULL, err, sizeof err);
     int32_t keep = k > 0 ? common_prefix(st, k, t, n) : 0;
     free(st);
     return keep;
@@ -207,10 +209,10 @@ static int32_t system_tokens(chat *c, const tport_token *t, int32_t n) {
  * after the system prompt (a user message and what follows it up to the
  * next one) are dropped while it leaves less than `room` tokens for the
  * reply.  -1 after printing why. */
-static int32_t fitted_tokens(chat *c, int32_t room, tport_token **t) {
+static int32_t fitted_tokens(chat *c, int32_t room, tport_token **t, bool *thinking) {
     char err[512];
     for (;;) {
-        int32_t n = chat_conv_tokens(&c->conv, c->m, c->conv.n, true, t, err, sizeof err);
+        int32_t n = chat_conv_tokens(&c->conv, c->m, c->conv.n, true, t, thinking, err, sizeof err);
         if (n < 0) {
             fprintf(stderr, "tport chat: %s\n", err);
             return -1;
@@ -286,9 +288,12 @@ static void reply(chat *c) {
         room = c->n_ctx / 2;
     tport_token *t = NULL;
     int dropped = c->n_dropped;
-    int32_t n = fitted_tokens(c, room, &t);
+    bool thinking = false;
+    int32_t n = fitted_tokens(c, room, &t, &thinking);
     if (n < 0) {
         chat_conv_remove(&c->conv, c->conv.n - 1);
+        if (!c->in.tty) /* one reply line per message, an empty one here */
+            fputc('\n', stdout);
         return;
     }
     if (c->n_dropped != dropped)
@@ -303,6 +308,8 @@ static void reply(chat *c) {
         fprintf(stderr, "tport chat: %s\n", tport_last_error());
         free(t);
         chat_conv_remove(&c->conv, c->conv.n - 1);
+        if (!c->in.tty)
+            fputc('\n', stdout);
         return;
     }
     for (int32_t i = k; i < n; i++)
@@ -313,6 +320,8 @@ static void reply(chat *c) {
     const tport_tokenizer *tk = tport_model_tokenizer(c->m);
     chat_stream out;
     chat_stream_begin(&out, stdout, c->in.tty, c->o->hide_thinking);
+    if (thinking)
+        chat_stream_thinking(&out);
     char *text = NULL;
     size_t len = 0;
     tport_token prev = t[n - 1];
