@@ -19,6 +19,8 @@ chat template, so ChatML is used.  Checked:
   message: the same reply (greedy);
 - a conversation of many turns in a small context (turns dropped, the
   cache shifted) keeps answering;
+- --session carries a conversation to the next process, for the same
+  model only;
 - Ctrl-C at the prompt drops the line being typed; Ctrl-D ends the
   program with status 0.
 """
@@ -193,6 +195,23 @@ def run(cli, vocab, work):
         lines = p.stdout.split("\n")
         check("pipe with the %s template: three replies" % name, p.returncode == 0 and len(lines) == 4
               and all(lines[:3]) and not p.stderr, repr(p.stdout) + p.stderr)
+
+    # --session: the conversation continues in the next process; another
+    # model's session is refused
+    sess = os.path.join(work, "s.tps")
+    args = [cli, "chat", "-m", model, "--temp", "0", "-n", "6", "--session", sess]
+    p1 = subprocess.run(args, input="Hello\n", capture_output=True, text=True, timeout=120)
+    p2 = subprocess.run(args, input="/stats\n", capture_output=True, text=True, timeout=120)
+    m = re.search(r"context: (\d+) of \d+ tokens; messages: (\d+)", p2.stdout)
+    check("--session: the next process holds the conversation", p1.returncode == 0 and p2.returncode == 0 and m
+          and int(m.group(1)) > 0 and int(m.group(2)) == 2, p1.stderr + p2.stdout + p2.stderr)
+    other = os.path.join(work, "other.gguf")
+    subprocess.run([cli, "synth", "--arch", "llama", "--dim", "64", "--heads", "4", "--layers", "1", "--vocab-from",
+                    vocab, "-o", other], check=True, capture_output=True)
+    p3 = subprocess.run([cli, "chat", "-m", other, "--session", sess], input="Hi\n", capture_output=True,
+                        text=True, timeout=120)
+    check("--session: another model's file is refused", p3.returncode == 2 and "another model" in p3.stderr,
+          p3.stderr)
 
     base = ["-m", model, "--temp", "0", "--ctx", "64", "--system", "Be brief."]
     c = Chat(cli, base + ["-n", "-1"], work)
