@@ -79,12 +79,15 @@ int chat_conv_init(chat_conv *c, const tport_model *m, const char *tmpl_file) {
         char *t = tool_read_all(tmpl_file, 1 << 20, &size);
         if (!t)
             return 2;
-        c->owned_tmpl = realloc(t, size + 1);
-        if (!c->owned_tmpl) {
-            free(t);
-            return tool_fail(2, "chat: out of memory");
+        char *z = malloc(size + 1); /* NUL-terminated */
+        if (z) {
+            memcpy(z, t, size);
+            z[size] = 0;
         }
-        c->owned_tmpl[size] = 0;
+        free(t);
+        if (!z)
+            return tool_fail(2, "chat: out of memory");
+        c->owned_tmpl = z;
         c->tmpl = c->owned_tmpl;
     } else {
         const char *t = tport_model_meta_str(m, "tokenizer.chat_template");
