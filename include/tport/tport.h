@@ -412,6 +412,45 @@ uint64_t tport_model_resident_bytes(const tport_model *m, const char *backend);
  * last row. */
 int32_t tport_session_placement(const tport_session *s, int32_t i, const char **backend, const char **op);
 
+/* ---- long conversations: truncation and context shift -------------------- */
+/* The session's context (positions its cache holds), and the tokens it
+ * has evaluated: tport_session_pos() of them, valid until the next call
+ * that changes the session. */
+int32_t tport_session_n_ctx(const tport_session *s);
+const tport_token *tport_session_tokens(const tport_session *s);
+/* Forgets every position from n on (0 <= n <= pos): the next evaluation
+ * continues at n.  The logits are unavailable until then. */
+tport_status tport_session_truncate(tport_session *s, int32_t n);
+/* Context shift (llama.cpp's): drops the n_discard positions after the
+ * first n_keep and moves the later ones down by n_discard, re-rotating
+ * their cached keys (RoPE) by -n_discard instead of evaluating them again.
+ * Afterwards the cache holds what a fresh evaluation of the kept tokens
+ * would give, up to rounding (an f16 cache rounds the moved keys once
+ * more; tests/model/test_context_shift.c measures the difference in the
+ * logits).  The logits are unavailable until the next evaluation.  Models
+ * whose positions are not rotary (learned position embeddings, ALiBi)
+ * return TPORT_STATUS_UNSUPPORTED; so does a pipeline stage. */
+tport_status tport_session_shift(tport_session *s, int32_t n_keep, int32_t n_discard);
+/* Whether tport_session_shift works for the model's architecture. */
+bool tport_model_can_shift(const tport_model *m);
+
+/* ---- sessions on disk ---------------------------------------------------- */
+/* The model's identity: a 64-bit hash of its file's metadata and tensor
+ * table (names, types, shapes), the same for every load of the same file. */
+uint64_t tport_model_identity(const tport_model *m);
+/* Writes the session's tokens and their KV cache to path (the format is in
+ * src/model/session_file.h: versioned, the model's identity, a checksum),
+ * replacing the file atomically. */
+tport_status tport_session_save(const tport_session *s, const char *path);
+/* Reads a file tport_session_save wrote into s: afterwards s holds its
+ * tokens (tport_session_tokens) and their cache, at position n; the logits
+ * are unavailable until the next evaluation (a caller that wants the last
+ * token's logits truncates by one and evaluates it again).  Refuses, with
+ * s unchanged, a file of another model (TPORT_STATUS_INVALID_ARGUMENT,
+ * naming both), of another format version, or with more tokens than s's
+ * context; a truncated or corrupted file is TPORT_STATUS_BAD_FORMAT. */
+tport_status tport_session_load(tport_session *s, const char *path);
+
 typedef struct tport_sampler_params {
     float temperature;       /* 0 = greedy                                  */
     int32_t top_k;           /* 0 = off                                     */

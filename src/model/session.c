@@ -18,30 +18,10 @@
 #include "core/error.h"
 #include "model/blocks.h"
 #include "model/model.h"
+#include "model/session.h"
 #include "sched/sched.h"
 
 #define MAX_RECOVERIES 4
-
-struct tport_session {
-    tport_model *m;
-    int32_t n_ctx, n_batch, pos;
-    int n_threads;
-    tport_type_id kv_type;   /* f16 (default) or f32                 */
-    tport_kv_layer *kv;      /* per layer                            */
-    tport_token *history;    /* the n_ctx tokens evaluated so far    */
-    float *logits;
-    bool have_logits;
-    tport_workspace *ws;     /* every evaluation's intermediates      */
-    tport_eval_cache *cache; /* the last evaluation's graph, kept     */
-    tport_node_tally tally;  /* what ran where in the last evaluation */
-    int32_t n_evals;         /* evaluations since the last reset     */
-    tport_sched_stats total; /* summed over them                     */
-    bool plan_logged;        /* TPORT_LOG=info shows the plan once   */
-    /* the cache probe's answer for the last backend asked: every layer
-     * has the same cache shape, so one question per backend, not layer */
-    const tport_active_backend *probed;
-    bool probed_ok;
-};
 
 /* Elements of one layer's K (or V) cache. */
 static size_t layer_elements(const tport_session *s) {
@@ -324,6 +304,36 @@ tport_status tport_session_stats(const tport_session *s, tport_sched_stats *last
         *total = s->total;
     if (n_evals)
         *n_evals = s->n_evals;
+    return TPORT_STATUS_OK;
+}
+
+tport_tensor *tport_session_cache_leaf(tport_ctx *ctx, const tport_session *s, int32_t il, bool value) {
+    const tport_model_shape *sh = &s->m->sh;
+    const tport_kv_layer *kv = &s->kv[il];
+    tport_tensor *t = tport_new_tensor_3d(ctx, kv->type, sh->head_dim, sh->n_head_kv, s->n_ctx);
+    if (t) {
+        tport_tensor_set_data(t, value ? kv->v : kv->k);
+        t->res = value ? kv->v_res : kv->k_res;
+    }
+    return t;
+}
+
+tport_status tport_session_compute(const tport_session *s, tport_graph *g) {
+    tport_compute_params cp = {.n_threads = s->n_threads, .backend = s->m->backend};
+    return tport_graph_compute(g, &cp);
+}
+
+int32_t tport_session_n_ctx(const tport_session *s) { return s ? s->n_ctx : 0; }
+
+const tport_token *tport_session_tokens(const tport_session *s) { return s ? s->history : NULL; }
+
+tport_status tport_session_truncate(tport_session *s, int32_t n) {
+    if (!s || n < 0 || n > s->pos)
+        return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "session_truncate: %d is not in [0, %d]", (int)n,
+                           s ? (int)s->pos : 0);
+    /* the positions past n stay in the cache, masked, until overwritten */
+    s->pos = n;
+    s->have_logits = false;
     return TPORT_STATUS_OK;
 }
 

@@ -58,6 +58,14 @@ static void usage(FILE *out) {
             "  --ctx N                 context length (default: the model's, at most %d)\n"
             "  --batch N               prompt tokens per evaluation (default 64)\n"
             "  --kv-type T             KV cache type: f16 (default, as llama.cpp) or f32\n"
+            "  --no-context-shift      stop when the context is full (default: drop the older half\n"
+            "                          of the tokens after --keep and go on, moving the KV cache;\n"
+            "                          models without RoPE stop)\n"
+            "  --keep N                prompt tokens (after BOS) a context shift keeps, -1 = the\n"
+            "                          whole prompt (default 0)\n"
+            "  --session FILE          reuse the KV cache saved in FILE for the prompt's longest\n"
+            "                          common beginning, and save the prompt's cache there\n"
+            "                          (llama.cpp's --prompt-cache); refuses another model's file\n"
             "  --plan                  after generating, print on stderr which backend holds which\n"
             "                          layers and weight bytes, what each ran, and the copies and\n"
             "                          bytes moved between host and device memory per token\n",
@@ -67,9 +75,9 @@ static void usage(FILE *out) {
 }
 
 typedef struct run_opts {
-    const char *model, *prompt, *prompt_ids, *backend, *tokenizer, *weight_type;
-    long n_predict, threads, ctx, batch;
-    bool ids, parse_special, plan, kv_f32;
+    const char *model, *prompt, *prompt_ids, *backend, *tokenizer, *weight_type, *session;
+    long n_predict, threads, ctx, batch, keep;
+    bool ids, parse_special, plan, kv_f32, no_shift;
     tport_sampler_params sp;
 } run_opts;
 
@@ -108,6 +116,10 @@ static int parse_args(int argc, char **argv, run_opts *o) {
             o->plan = true;
             continue;
         }
+        if (!strcmp(a, "--no-context-shift")) {
+            o->no_shift = true;
+            continue;
+        }
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             return -1;
@@ -125,6 +137,8 @@ static int parse_args(int argc, char **argv, run_opts *o) {
             if (tport_backend_isolate(v) != TPORT_STATUS_OK)
                 return tool_fail(2, "run: --isolate needs a backend name, not '%s'", v);
         } else if (!strcmp(a, "--tokenizer")) o->tokenizer = v;
+        else if (!strcmp(a, "--session")) o->session = v;
+        else if (!strcmp(a, "--keep")) rc = parse_long(a, v, -1, INT_MAX, &o->keep);
         else if (!strcmp(a, "--weight-type")) o->weight_type = v;
         else if (!strcmp(a, "--kv-type")) {
             if (strcmp(v, "f16") && strcmp(v, "f32"))
@@ -322,10 +336,26 @@ int cmd_run(int argc, char **argv) {
             goto done;
         t1 += finish_ms;
     }
-    if (tport_dist_eval(dist, s, prompt, n_prompt) != TPORT_STATUS_OK) {
+    int32_t reused = 0;
+    if (o.session) {
+        if (dist) {
+            status = tool_fail(2, "run: --session is not available under mpirun");
+            goto done;
+        }
+        if ((status = tool_session_prompt(s, o.session, prompt, n_prompt, &reused)))
+            goto done;
+        fprintf(stderr, "tport run: session %s: %d of %d prompt tokens reused\n", o.session, (int)reused,
+                (int)n_prompt);
+    } else if (tport_dist_eval(dist, s, prompt, n_prompt) != TPORT_STATUS_OK) {
         status = tool_fail(2, "%s", tport_last_error());
         goto done;
     }
+    /* a context shift keeps BOS and --keep prompt tokens after it */
+    tport_token bos = tport_model_bos(m);
+    int32_t n_keep = o.keep < 0 ? n_prompt : (int32_t)o.keep + (bos >= 0 && prompt[0] == bos);
+    if (n_keep > n_prompt)
+        n_keep = n_prompt;
+    int n_shifts = 0;
     double t2 = now_ms();
     tport_token prev = prompt[n_prompt - 1], eos = tport_model_eos(m);
     int n_gen = 0;
@@ -344,8 +374,17 @@ int cmd_run(int argc, char **argv) {
         if (n_gen == o.n_predict)
             break;
         if (tport_session_pos(s) >= n_ctx) {
-            fprintf(stderr, "tport run: the context of %d tokens is full\n", (int)n_ctx);
-            break;
+            if (o.no_shift || dist) {
+                fprintf(stderr, "tport run: the context of %d tokens is full%s\n", (int)n_ctx,
+                        dist ? " (no context shift under mpirun)" : "");
+                break;
+            }
+            int room = tool_make_room(s, m, n_keep);
+            if (room) {
+                status = room == 2 ? 2 : 0;
+                break;
+            }
+            n_shifts++;
         }
         if (n_gen == 1 && !copies_first && (status = finish_copies(m, &finish_ms)))
             break;
@@ -367,6 +406,9 @@ int cmd_run(int argc, char **argv) {
         t3 -= finish_ms;
     fprintf(stderr, "tport run: generated %d tokens in %.1f ms (%.1f tokens/s)\n", n_gen, t3 - t2,
             t3 > t2 ? n_gen * 1e3 / (t3 - t2) : 0.0);
+    if (n_shifts)
+        fprintf(stderr, "tport run: the context was full %d time%s: shifted, keeping %d tokens\n", n_shifts,
+                n_shifts == 1 ? "" : "s", (int)n_keep);
     if (o.plan) {
         char plan[4096];
         if (tport_session_plan(s, m, plan, sizeof plan) > 0)

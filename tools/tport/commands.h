@@ -4,6 +4,8 @@
 
 #include <stdio.h>
 
+#include "tport/tport.h"
+
 int cmd_backends(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_types(int argc, char **argv);
@@ -18,6 +20,7 @@ int cmd_quantize(int argc, char **argv);
 int cmd_dequantize(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_chat(int argc, char **argv);
 
 /* Writes s as a JSON string: quotes, backslashes and control bytes escaped;
  * bytes that are not valid UTF-8 (model files hold anything) become U+FFFD.
@@ -40,5 +43,33 @@ const char *tool_arch_list(char *buf, size_t cap);
 void *tool_read_all(const char *path, size_t max_bytes, size_t *size);
 /* Writes n bytes to `path`; 0, or 2 after printing "tport: ...". */
 int tool_write_all(const char *path, const void *data, size_t n);
+
+/* --session FILE (tool_session.c): evaluates the n tokens of prompt in s,
+ * first reusing the cache saved in path (when it exists) for the longest
+ * common beginning, then saving the prompt's cache there if it changed;
+ * *reused gets the tokens not evaluated again.  The last token is always
+ * evaluated, so the logits are there.  0, or 2 after printing why. */
+int tool_session_prompt(tport_session *s, const char *path, const tport_token *prompt, int32_t n,
+                        int32_t *reused);
+
+/* When s is full: a context shift keeping the first n_keep positions and
+ * dropping half of the rest.  0 when there is room now; 1 (after saying
+ * why on stderr) when the model cannot shift or n_keep leaves nothing to
+ * drop; 2 after printing an error. */
+int tool_make_room(tport_session *s, const tport_model *m, int32_t n_keep);
+
+/* --session FILE (tool_session.c): evaluates the n tokens of prompt in s,
+ * first reusing the cache saved in path (when it exists) for the longest
+ * common beginning, then saving the prompt's cache there if it changed;
+ * *reused gets the tokens not evaluated again.  The last token is always
+ * evaluated, so the logits are there.  0, or 2 after printing why. */
+int tool_session_prompt(tport_session *s, const char *path, const tport_token *prompt, int32_t n,
+                        int32_t *reused);
+
+/* When s is full: a context shift keeping the first n_keep positions and
+ * dropping half of the rest.  0 when there is room now; 1 (after saying
+ * why on stderr) when the model cannot shift or n_keep leaves nothing to
+ * drop; 2 after printing an error. */
+int tool_make_room(tport_session *s, const tport_model *m, int32_t n_keep);
 
 #endif

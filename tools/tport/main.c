@@ -19,6 +19,7 @@ static const struct command commands[] = {
     {"info", cmd_info, "container, versions, hyperparameters and tensors of a model file"},
     {"types", cmd_types, "every tensor type and layout revision, and who supports it"},
     {"convert", cmd_convert, "convert any readable model file to GGUF, optionally requantized"},
+    {"chat", cmd_chat, "talk with a model in the terminal (its chat template, streaming)"},
     {"run", cmd_run, "generate text with a model"},
     {"perplexity", cmd_perplexity, "perplexity on a text, computed as llama-perplexity does"},
     {"tokenize", cmd_tokenize, "the token ids of a text, as llama.cpp's tokenizer gives them"},

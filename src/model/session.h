@@ -1,0 +1,38 @@
+/* Private to src/model: the session's state, shared by session.c (evaluation),
+ * session_shift.c (context shift) and session_state.c (sessions on disk). */
+#ifndef TPORT_MODEL_SESSION_H
+#define TPORT_MODEL_SESSION_H
+
+#include "model/model.h"
+#include "registry/registry.h"
+
+struct tport_session {
+    tport_model *m;
+    int32_t n_ctx, n_batch, pos;
+    int n_threads;
+    tport_type_id kv_type;   /* f16 (default) or f32                 */
+    tport_kv_layer *kv;      /* per layer                            */
+    tport_token *history;    /* the n_ctx tokens evaluated so far    */
+    float *logits;
+    bool have_logits;
+    tport_workspace *ws;     /* every evaluation's intermediates      */
+    tport_eval_cache *cache; /* the last evaluation's graph, kept     */
+    tport_node_tally tally;  /* what ran where in the last evaluation */
+    int32_t n_evals;         /* evaluations since the last reset     */
+    tport_sched_stats total; /* summed over them                     */
+    bool plan_logged;        /* TPORT_LOG=info shows the plan once   */
+    /* the cache probe's answer for the last backend asked: every layer
+     * has the same cache shape, so one question per backend, not layer */
+    const tport_active_backend *probed;
+    bool probed_ok;
+};
+
+/* A leaf of ctx bound to layer il's K cache (V with value), [head_dim,
+ * n_head_kv, n_ctx] in host memory or a device's (as the attention reads
+ * it), or NULL. */
+tport_tensor *tport_session_cache_leaf(tport_ctx *ctx, const tport_session *s, int32_t il, bool value);
+/* Computes g (small graphs over the caches: shift, save, load) with the
+ * session's threads and forced backend. */
+tport_status tport_session_compute(const tport_session *s, tport_graph *g);
+
+#endif
