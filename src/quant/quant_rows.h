@@ -29,6 +29,12 @@ TPORT_QUANT_ROW_PAIR(iq4_nl)
 TPORT_QUANT_ROW_PAIR(iq4_xs)
 /* OCP microscaling FP4 (mxfp4_quants.c) */
 TPORT_QUANT_ROW_PAIR(mxfp4)
+/* NVFP4 (nvfp4_quants.c), ternary (ternary_quants.c), Q1_0/Q2_0 (q1q2_quants.c) */
+TPORT_QUANT_ROW_PAIR(nvfp4)
+TPORT_QUANT_ROW_PAIR(tq1_0)
+TPORT_QUANT_ROW_PAIR(tq2_0)
+TPORT_QUANT_ROW_PAIR(q1_0)
+TPORT_QUANT_ROW_PAIR(q2_0)
 /* historical layout revisions (historical_quants.c) */
 TPORT_QUANT_ROW_PAIR(q4_0_qnt0)
 TPORT_QUANT_ROW_PAIR(q4_1_qnt0)
@@ -46,6 +52,20 @@ void tport_dequant_q3_K_qk64(const void *src, float *dst, int64_t n);
 void tport_dequant_q4_K_qk64(const void *src, float *dst, int64_t n);
 void tport_dequant_q5_K_qk64(const void *src, float *dst, int64_t n);
 void tport_dequant_q6_K_qk64(const void *src, float *dst, int64_t n);
+
+/* grid types (iq2_quants.c, iq3_quants.c, iq1_quants.c): dequantize only */
+void tport_dequant_iq2_xxs(const void *src, float *dst, int64_t n);
+void tport_dequant_iq2_xs(const void *src, float *dst, int64_t n);
+void tport_dequant_iq2_s(const void *src, float *dst, int64_t n);
+void tport_dequant_iq3_xxs(const void *src, float *dst, int64_t n);
+void tport_dequant_iq3_s(const void *src, float *dst, int64_t n);
+void tport_dequant_iq1_s(const void *src, float *dst, int64_t n);
+void tport_dequant_iq1_m(const void *src, float *dst, int64_t n);
+
+/* IQ3_XXS's quantizer (iq3_search.c); _weighted: ggml's quantize_iq3_xxs
+ * with n importance weights (those of one row), NULL for none. */
+void tport_quant_iq3_xxs(const float *src, void *dst, int64_t n);
+void tport_quant_iq3_xxs_weighted(const float *src, void *dst, int64_t n, const float *weights);
 
 #undef TPORT_QUANT_ROW_PAIR
 
