@@ -62,10 +62,12 @@ void tport_dequant_iq3_s(const void *src, float *dst, int64_t n);
 void tport_dequant_iq1_s(const void *src, float *dst, int64_t n);
 void tport_dequant_iq1_m(const void *src, float *dst, int64_t n);
 
-/* IQ3_XXS's quantizer (iq3_search.c); _weighted: ggml's quantize_iq3_xxs
+/* The IQ3 quantizers (iq3_search.c); _weighted: ggml's quantize_iq3_<t>
  * with n importance weights (those of one row), NULL for none. */
 void tport_quant_iq3_xxs(const float *src, void *dst, int64_t n);
 void tport_quant_iq3_xxs_weighted(const float *src, void *dst, int64_t n, const float *weights);
+void tport_quant_iq3_s(const float *src, void *dst, int64_t n);
+void tport_quant_iq3_s_weighted(const float *src, void *dst, int64_t n, const float *weights);
 
 #undef TPORT_QUANT_ROW_PAIR
 

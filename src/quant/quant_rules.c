@@ -62,6 +62,7 @@ static const tport_quant_rule rules[] = {
     TODAY(IQ4_XS, iq4_xs),
     TODAY(MXFP4, mxfp4),
     TODAY(IQ3_XXS, iq3_xxs),
+    TODAY(IQ3_S, iq3_s),
     TODAY(NVFP4, nvfp4),
     TODAY(TQ1_0, tq1_0),
     TODAY(TQ2_0, tq2_0),

@@ -64,6 +64,8 @@ static int compare_quant(const tport_type_traits *tr, const float *x, int rows, 
     for (int r = 0; r < rows; r++) {
         if (w && tr->info.id == TPORT_TYPE_IQ3_XXS)
             tport_quant_iq3_xxs_weighted(x + (size_t)r * GT_ROW, q, GT_ROW, w);
+        else if (w && tr->info.id == TPORT_TYPE_IQ3_S)
+            tport_quant_iq3_s_weighted(x + (size_t)r * GT_ROW, q, GT_ROW, w);
         else
             tr->from_float(x + (size_t)r * GT_ROW, q, GT_ROW);
         for (size_t b = 0; b < rb; b += tr->info.block_bytes)

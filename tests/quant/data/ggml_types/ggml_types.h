@@ -30,7 +30,7 @@ typedef struct gt_type {
 
 static const gt_type gt_types[] = {
     {"iq2_xxs", 16, 256, 66, 0, 0}, {"iq2_xs", 17, 256, 74, 0, 0}, {"iq3_xxs", 18, 256, 98, 0, 1},
-    {"iq1_s", 19, 256, 50, 0, 0},   {"iq3_s", 21, 256, 110, 0, 0}, {"iq2_s", 22, 256, 82, 0, 0},
+    {"iq1_s", 19, 256, 50, 0, 0},   {"iq3_s", 21, 256, 110, 0, 1}, {"iq2_s", 22, 256, 82, 0, 0},
     {"iq1_m", 29, 256, 56, -2, 0},  {"tq1_0", 34, 256, 54, 52, 1}, {"tq2_0", 35, 256, 66, 64, 1},
     {"nvfp4", 40, 64, 36, -1, 1},   {"q1_0", 41, 128, 18, 0, 1},   {"q2_0", 42, 64, 18, 0, 1},
 };
@@ -77,7 +77,8 @@ static void gt_fill_blocks(const gt_type *t, uint8_t *b, int nblocks, uint32_t s
 }
 
 /* Rows: 0 uniform; 1 uniform * 2^-10; 2 heavy tails (u^3 * 8); 3 with
- * exact zeros, -0.0 and repeated values (ties of |x|); 4 tiny (u * 2^-20:
+ * exact zeros (all of elements 32..63: an all-zero group of 32 inside a
+ * block), -0.0 and repeated values (ties of |x|); 4 tiny (u * 2^-20:
  * NVFP4's subnormal scales); 5 huge (u * 2^14: NVFP4's saturated scale);
  * 6 blocks of one sign; 7 random magnitudes per 16 (2^-12 .. 2^6). */
 static void gt_fill_input(float *x) {
@@ -90,7 +91,7 @@ static void gt_fill_input(float *x) {
             switch (r) {
             case 1: v = ldexpf(u, -10); break;
             case 2: v = u * u * u * 8.0f; break;
-            case 3: v = i % 5 == 0 ? 0.0f : i % 7 == 0 ? -0.0f : i % 3 == 0 ? (i % 2 ? -0.75f : 0.75f) : u; break;
+            case 3: v = (i >= 32 && i < 64) || i % 5 == 0 ? 0.0f : i % 7 == 0 ? -0.0f : i % 3 == 0 ? (i % 2 ? -0.75f : 0.75f) : u; break;
             case 4: v = ldexpf(u, -20); break;
             case 5: v = ldexpf(u, 14); break;
             case 6: v = (i / 64) % 2 ? fabsf(u) : -fabsf(u); break;
