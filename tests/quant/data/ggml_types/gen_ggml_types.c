@@ -5,7 +5,7 @@
  * For every type of gt_types: <t>.blocks (2 KiB of gt_fill_blocks' blocks,
  * whole blocks) and <t>.deq.f32 (them decoded by dequantize_row_<t>).  For
  * the types tensorport quantizes: input.f32 (gt_fill_input), <t>.q (row by
- * row through quantize_row_<t>_ref) and <t>.qw (quantize_<t> over all rows
+ * row through quantize_row_<t>_ref; not for IQ2_XXS, weighted only) and <t>.qw (quantize_<t> over all rows
  * with the importance weights of gt_fill_weights). */
 #include <stdlib.h>
 
@@ -55,14 +55,16 @@ int main(int argc, char **argv) {
             continue;
         gt_quant_ref_fn ref = (gt_quant_ref_fn)(uintptr_t)gt_sym(&g, "quantize_row_", t->name, "_ref");
         gt_quantize_fn qz = (gt_quantize_fn)(uintptr_t)gt_sym(&g, "quantize_", t->name, "");
-        if (!ref || !qz) {
+        if ((!ref && t->quantizer == 1) || !qz) {
             fprintf(stderr, "gen_ggml_types: no quantizer for %s\n", t->name);
             return 1;
         }
         const size_t row_bytes = (size_t)(GT_ROW / t->block) * (size_t)t->bytes;
-        for (int r = 0; r < GT_ROWS; r++)
-            ref(x + r * GT_ROW, q + r * row_bytes, GT_ROW);
-        ok = write_file(argv[2], t->name, ".q", q, GT_ROWS * row_bytes);
+        if (t->quantizer == 1) { /* 2: weighted only, no .q */
+            for (int r = 0; r < GT_ROWS; r++)
+                ref(x + r * GT_ROW, q + r * row_bytes, GT_ROW);
+            ok = write_file(argv[2], t->name, ".q", q, GT_ROWS * row_bytes);
+        }
         memset(q, 0, sizeof q);
         ok = ok && qz(x, q, GT_ROWS, GT_ROW, w) == GT_ROWS * row_bytes &&
              write_file(argv[2], t->name, ".qw", q, GT_ROWS * row_bytes);

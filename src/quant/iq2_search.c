@@ -1,0 +1,344 @@
+/* IQ2_XXS's quantizer: ggml's quantize_row_iq2_xxs_impl, which exists only
+ * with importance weights (ggml asserts them: llama-quantize needs an
+ * imatrix for IQ2_XXS), redone from its description:
+ *
+ * - Levels l = 0..2 per element (value 2l + 1): the grid's bytes
+ *   {8, 25, 43} read as their rank.  8 levels make the 16-bit key
+ *   sum l_i << 2i; the 256 grid entries are the keys on the grid.
+ * - A key off the grid has neighbours: the grid entries at the two
+ *   smallest squared distances (2l + 1 units), by distance then index;
+ *   the least weighted error wins, the first on a tie.
+ * - Per 32 elements: signs made even by flipping the element of least
+ *   w x^2; a first scale from ggml's make_qp_quants (levels 0..4 under
+ *   the weights); 13 trial scales around it, the best by sumqx^2/sumq2;
+ *   every group re-snapped with the final scale; a 4-bit scale per 32
+ *   from max_scale / 31 (no fudge factor).
+ * Float operations in ggml's order, no contraction; tests/quant compares
+ * the bytes with ggml's quantize_iq2_xxs. */
+#include <float.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+#include "iq_grids.h"
+#include "quant_impl.h"
+#include "quant_rows.h"
+
+enum { KEYS = 1 << 16, GRID = 256, IQ2_XXS_BYTES = 66 };
+
+static struct {
+    uint8_t level[GRID][8];
+    int32_t map[KEYS];      /* key -> grid index, or -(offset + 1) */
+    uint16_t *neighbours;   /* at offset: count, then indices (never freed) */
+    bool ok;
+} t;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static int dist2(const uint8_t *g, int key) {
+    int d = 0;
+    for (int i = 0; i < 8; i++) {
+        const int diff = 2 * g[i] - 2 * ((key >> 2 * i) & 3);
+        d += diff * diff;
+    }
+    return d;
+}
+
+/* Keys with a level 3 are never looked up (levels are clamped to 0..2). */
+static bool usable(int key) {
+    for (int i = 0; i < 8; i++)
+        if (((key >> 2 * i) & 3) == 3)
+            return false;
+    return true;
+}
+
+/* The two smallest distinct distances of key to the grid. */
+static void two_nearest(int key, int *d1, int *d2) {
+    *d1 = *d2 = INT32_MAX;
+    for (int j = 0; j < GRID; j++) {
+        const int d = dist2(t.level[j], key);
+        if (d < *d1) {
+            *d2 = *d1;
+            *d1 = d;
+        } else if (d > *d1 && d < *d2) {
+            *d2 = d;
+        }
+    }
+}
+
+static void init(void) {
+    static const uint8_t bytes[3] = {8, 25, 43};
+    for (int k = 0; k < KEYS; k++)
+        t.map[k] = -1;
+    for (int j = 0; j < GRID; j++) {
+        int key = 0;
+        for (int i = 0; i < 8; i++) {
+            const uint8_t b = iq_grid_byte(tport_iq2xxs_grid[j], i);
+            const int l = b == bytes[0] ? 0 : b == bytes[1] ? 1 : b == bytes[2] ? 2 : -1;
+            if (l < 0)
+                return;
+            t.level[j][i] = (uint8_t)l;
+            key |= l << 2 * i;
+        }
+        t.map[key] = j;
+    }
+    size_t total = 0;
+    for (int key = 0; key < KEYS; key++) {
+        if (t.map[key] >= 0 || !usable(key))
+            continue;
+        int d1, d2;
+        two_nearest(key, &d1, &d2);
+        total += 1;
+        for (int j = 0; j < GRID; j++)
+            total += dist2(t.level[j], key) <= d2;
+    }
+    t.neighbours = malloc(total * sizeof *t.neighbours);
+    if (!t.neighbours || total > INT32_MAX)
+        return;
+    int32_t at = 0;
+    for (int key = 0; key < KEYS; key++) {
+        if (t.map[key] >= 0 || !usable(key))
+            continue;
+        int d1, d2;
+        two_nearest(key, &d1, &d2);
+        t.map[key] = -(at + 1);
+        uint16_t *count = &t.neighbours[at++];
+        *count = 0;
+        for (int pass = 0; pass < 2; pass++)
+            for (int j = 0; j < GRID; j++)
+                if (dist2(t.level[j], key) == (pass ? d2 : d1)) {
+                    t.neighbours[at++] = (uint16_t)j;
+                    ++*count;
+                }
+    }
+    t.ok = true;
+}
+
+static void best_neighbour(int key, const float *xval, const float *w, float scale, int8_t *L) {
+    const uint16_t *nb = &t.neighbours[-t.map[key] - 1];
+    float best_d2 = FLT_MAX;
+    int best = nb[1];
+    for (int j = 1; j <= nb[0]; j++) {
+        float d2 = 0;
+        for (int i = 0; i < 8; i++) {
+            const float q = (float)(2 * t.level[nb[j]][i] + 1);
+            const float diff = scale * q - xval[i];
+            d2 += w[i] * diff * diff;
+        }
+        if (d2 < best_d2) {
+            best_d2 = d2;
+            best = nb[j];
+        }
+    }
+    for (int i = 0; i < 8; i++)
+        L[i] = (int8_t)t.level[best][i];
+}
+
+static int key_of(const int8_t *L) {
+    int u = 0;
+    for (int i = 0; i < 8; i++)
+        u |= L[i] << 2 * i;
+    return u;
+}
+
+static void levels_at(const float *xval, float id, int8_t *L) {
+    for (int i = 0; i < 8; i++)
+        L[i] = (int8_t)q_max_i(0, q_min_i(2, q_nearest_int(0.5f * (id * xval[i] - 1))));
+}
+
+/* ggml's make_qp_quants: a scale for levels 0..nmax of x >= 0 under
+ * weights w (only the scale is used here). */
+static float make_qp_scale(int n, int nmax, const float *x, const float *w) {
+    uint8_t L[32];
+    float max = 0;
+    for (int i = 0; i < n; i++)
+        max = max > x[i] ? max : x[i];
+    if (max < 1e-15f)
+        return 0.f;
+    float iscale = (float)nmax / max;
+    for (int i = 0; i < n; i++)
+        L[i] = (uint8_t)q_nearest_int(iscale * x[i]);
+    float scale = 1 / iscale, best_mse = 0;
+    for (int i = 0; i < n; i++) {
+        const float diff = x[i] - scale * (float)L[i];
+        best_mse += w[i] * diff * diff;
+    }
+    for (int is = -4; is <= 4; is++) {
+        if (is == 0)
+            continue;
+        const float iscale_is = (0.1f * (float)is + (float)nmax) / max, scale_is = 1 / iscale_is;
+        float mse = 0;
+        for (int i = 0; i < n; i++) {
+            const int l = q_min_i(nmax, q_nearest_int(iscale_is * x[i]));
+            const float diff = x[i] - scale_is * (float)l;
+            mse += w[i] * diff * diff;
+        }
+        if (mse < best_mse) {
+            best_mse = mse;
+            iscale = iscale_is;
+        }
+    }
+    float sumlx = 0, suml2 = 0;
+    for (int i = 0; i < n; i++) {
+        const int l = q_min_i(nmax, q_nearest_int(iscale * x[i]));
+        L[i] = (uint8_t)l;
+        sumlx += w[i] * x[i] * (float)l;
+        suml2 += w[i] * (float)l * (float)l;
+    }
+    for (int itry = 0; itry < 5; itry++) {
+        int n_changed = 0;
+        for (int i = 0; i < n; i++) {
+            float slx = sumlx - w[i] * x[i] * (float)L[i];
+            float sl2 = suml2 - w[i] * (float)L[i] * (float)L[i];
+            if (slx > 0 && sl2 > 0) {
+                const int new_l = q_min_i(nmax, q_nearest_int(x[i] * sl2 / slx));
+                if (new_l != L[i]) {
+                    slx += w[i] * x[i] * (float)new_l;
+                    sl2 += w[i] * (float)new_l * (float)new_l;
+                    if (slx * slx * suml2 > sumlx * sumlx * sl2) {
+                        L[i] = (uint8_t)new_l;
+                        sumlx = slx;
+                        suml2 = sl2;
+                        n_changed++;
+                    }
+                }
+            }
+        }
+        if (!n_changed)
+            break;
+    }
+    return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
+}
+
+static void sums(const float *weight, const float *xval, const int8_t *L, float *sumqx, float *sumq2) {
+    *sumqx = 0;
+    *sumq2 = 0;
+    for (int i = 0; i < 32; i++) {
+        const float w = weight[i], q = (float)(2 * L[i] + 1);
+        *sumqx += w * xval[i] * q;
+        *sumq2 += w * q * q;
+    }
+}
+
+/* One group of 32: q2 words (indices, then signs), scale (0: skipped). */
+static float quantize_group(const float *xb, const float *weight, uint32_t q2[2]) {
+    float xval[32], waux[32];
+    int8_t L[32], Laux[32];
+    uint8_t block_signs[4];
+    for (int i = 0; i < 32; i++)
+        waux[i] = sqrtf(weight[i]);
+    for (int k = 0; k < 4; k++) {
+        int nflip = 0;
+        uint8_t s = 0;
+        for (int i = 0; i < 8; i++) {
+            if (xb[8 * k + i] >= 0) {
+                xval[8 * k + i] = xb[8 * k + i];
+            } else {
+                xval[8 * k + i] = -xb[8 * k + i];
+                nflip++;
+                s |= (uint8_t)(1u << i);
+            }
+        }
+        if (nflip % 2) {
+            int imin = 0;
+            float min = weight[8 * k] * xb[8 * k] * xb[8 * k];
+            for (int i = 1; i < 8; i++) {
+                const float ax = weight[8 * k + i] * xb[8 * k + i] * xb[8 * k + i];
+                if (ax < min) {
+                    min = ax;
+                    imin = i;
+                }
+            }
+            xval[8 * k + imin] = -xval[8 * k + imin];
+            s ^= (uint8_t)(1u << imin);
+        }
+        block_signs[k] = s & 127;
+    }
+    float max = xval[0];
+    for (int i = 1; i < 32; i++)
+        max = max > xval[i] ? max : xval[i];
+    if (max < 1e-15f) /* ggml's GROUP_MAX_EPS */
+        return 0;
+    float scale = make_qp_scale(32, 4, xval, weight);
+    const float eff_max = scale * 3;
+    if (eff_max <= 0)
+        return 0;
+    memset(L, 0, sizeof L);
+    float best = 0;
+    for (int is = -6; is <= 6; is++) {
+        const float id = (5 + (float)is * 0.1f) / eff_max, this_scale = 1 / id;
+        for (int k = 0; k < 4; k++) {
+            levels_at(xval + 8 * k, id, Laux + 8 * k);
+            const int u = key_of(Laux + 8 * k);
+            if (t.map[u] < 0)
+                best_neighbour(u, xval + 8 * k, waux + 8 * k, this_scale, Laux + 8 * k);
+        }
+        float sumqx, sumq2;
+        sums(weight, xval, Laux, &sumqx, &sumq2);
+        if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
+            scale = sumqx / sumq2;
+            best = scale * sumqx;
+            memcpy(L, Laux, 32);
+        }
+    }
+    if (scale > 0) {
+        const float id = 1 / scale;
+        for (int k = 0; k < 4; k++) {
+            int8_t l8[8];
+            levels_at(xval + 8 * k, id, l8);
+            const int u = key_of(l8);
+            if (t.map[u] >= 0)
+                memcpy(L + 8 * k, l8, 8);
+            else
+                best_neighbour(u, xval + 8 * k, waux + 8 * k, scale, L + 8 * k);
+        }
+        float sumqx, sumq2;
+        sums(weight, xval, L, &sumqx, &sumq2);
+        if (sumq2 > 0)
+            scale = sumqx / sumq2;
+    }
+    if (scale < 0) {
+        scale = -scale;
+        for (int k = 0; k < 4; k++)
+            block_signs[k] = (uint8_t)(~block_signs[k] & 127);
+    }
+    for (int k = 0; k < 4; k++) {
+        q2[0] |= (uint32_t)t.map[key_of(L + 8 * k)] << 8 * k;
+        q2[1] |= (uint32_t)block_signs[k] << 7 * k;
+    }
+    return scale;
+}
+
+void tport_quant_iq2_xxs_weighted(const float *x, void *vy, int64_t n, const float *qw) {
+    uint8_t *y = vy;
+    if (!qw || pthread_once(&once, init) != 0 || !t.ok) {
+        memset(y, 0, (size_t)(n / QK_K) * IQ2_XXS_BYTES); /* callers check qw; init cannot fail in practice */
+        return;
+    }
+    for (int64_t ibl = 0; ibl < n / QK_K; ibl++, y += IQ2_XXS_BYTES) {
+        const float *xbl = x + QK_K * ibl;
+        uint32_t q2[16] = {0};
+        float scales[8], weight[32], max_scale = 0, sumx2 = 0;
+        for (int i = 0; i < QK_K; i++)
+            sumx2 += xbl[i] * xbl[i];
+        const float sigma2 = sumx2 / QK_K;
+        for (int ib = 0; ib < 8; ib++) {
+            const float *xb = xbl + 32 * ib;
+            for (int i = 0; i < 32; i++)
+                weight[i] = qw[QK_K * ibl + 32 * ib + i] * sqrtf(sigma2 + xb[i] * xb[i]);
+            scales[ib] = quantize_group(xb, weight, q2 + 2 * ib);
+            max_scale = max_scale > scales[ib] ? max_scale : scales[ib];
+        }
+        memset(y, 0, IQ2_XXS_BYTES);
+        if (max_scale == 0)
+            continue;
+        const float d = max_scale / 31;
+        q_wr_f16(y, d);
+        const float id = 1 / d;
+        for (int ib = 0; ib < 8; ib++) {
+            const int l = q_max_i(0, q_min_i(15, q_nearest_int(0.5f * (id * scales[ib] - 1))));
+            q2[2 * ib + 1] |= (uint32_t)l << 28;
+        }
+        for (int k = 0; k < 16; k++)
+            q_wr_u32(y + 2 + 4 * k, q2[k]);
+    }
+}
