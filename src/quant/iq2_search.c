@@ -1,6 +1,7 @@
-/* IQ2_XXS's quantizer: ggml's quantize_row_iq2_xxs_impl, which exists only
- * with importance weights (ggml asserts them: llama-quantize needs an
- * imatrix for IQ2_XXS), redone from its description:
+/* IQ2_XXS's and IQ2_XS's quantizers (IQ2_XS at the end).  IQ2_XXS is
+ * ggml's quantize_row_iq2_xxs_impl, which exists only with importance
+ * weights (ggml asserts them: llama-quantize needs an imatrix for it),
+ * redone from its description:
  *
  * - Levels l = 0..2 per element (value 2l + 1): the grid's bytes
  *   {8, 25, 43} read as their rank.  8 levels make the 16-bit key
@@ -24,15 +25,17 @@
 #include "quant_impl.h"
 #include "quant_rows.h"
 
-enum { KEYS = 1 << 16, GRID = 256, IQ2_XXS_BYTES = 66 };
+enum { KEYS = 1 << 16, IQ2_XXS_BYTES = 66, IQ2_XS_BYTES = 74 };
 
-static struct {
-    uint8_t level[GRID][8];
+typedef struct iq2_tables {
+    int grid;               /* 256 (IQ2_XXS) or 512 (IQ2_XS) entries */
+    uint8_t level[512][8];
     int32_t map[KEYS];      /* key -> grid index, or -(offset + 1) */
     uint16_t *neighbours;   /* at offset: count, then indices (never freed) */
     bool ok;
-} t;
-static pthread_once_t once = PTHREAD_ONCE_INIT;
+} iq2_tables;
+static iq2_tables t256 = {.grid = 256}, t512 = {.grid = 512};
+static pthread_once_t once256 = PTHREAD_ONCE_INIT, once512 = PTHREAD_ONCE_INIT;
 
 static int dist2(const uint8_t *g, int key) {
     int d = 0;
@@ -52,10 +55,10 @@ static bool usable(int key) {
 }
 
 /* The two smallest distinct distances of key to the grid. */
-static void two_nearest(int key, int *d1, int *d2) {
+static void two_nearest(const iq2_tables *t, int key, int *d1, int *d2) {
     *d1 = *d2 = INT32_MAX;
-    for (int j = 0; j < GRID; j++) {
-        const int d = dist2(t.level[j], key);
+    for (int j = 0; j < t->grid; j++) {
+        const int d = dist2(t->level[j], key);
         if (d < *d1) {
             *d2 = *d1;
             *d1 = d;
@@ -65,62 +68,66 @@ static void two_nearest(int key, int *d1, int *d2) {
     }
 }
 
-static void init(void) {
+static void tables_init(iq2_tables *t) {
     static const uint8_t bytes[3] = {8, 25, 43};
     for (int k = 0; k < KEYS; k++)
-        t.map[k] = -1;
-    for (int j = 0; j < GRID; j++) {
+        t->map[k] = -1;
+    for (int j = 0; j < t->grid; j++) {
         int key = 0;
         for (int i = 0; i < 8; i++) {
-            const uint8_t b = iq_grid_byte(tport_iq2xxs_grid[j], i);
+            const uint8_t b = iq_grid_byte((t->grid == 256 ? tport_iq2xxs_grid[j] : tport_iq2xs_grid[j]), i);
             const int l = b == bytes[0] ? 0 : b == bytes[1] ? 1 : b == bytes[2] ? 2 : -1;
             if (l < 0)
                 return;
-            t.level[j][i] = (uint8_t)l;
+            t->level[j][i] = (uint8_t)l;
             key |= l << 2 * i;
         }
-        t.map[key] = j;
+        t->map[key] = j;
     }
     size_t total = 0;
     for (int key = 0; key < KEYS; key++) {
-        if (t.map[key] >= 0 || !usable(key))
+        if (t->map[key] >= 0 || !usable(key))
             continue;
         int d1, d2;
-        two_nearest(key, &d1, &d2);
+        two_nearest(t, key, &d1, &d2);
         total += 1;
-        for (int j = 0; j < GRID; j++)
-            total += dist2(t.level[j], key) <= d2;
+        for (int j = 0; j < t->grid; j++)
+            total += dist2(t->level[j], key) <= d2;
     }
-    t.neighbours = malloc(total * sizeof *t.neighbours);
-    if (!t.neighbours || total > INT32_MAX)
+    t->neighbours = malloc(total * sizeof *t->neighbours);
+    if (!t->neighbours || total > INT32_MAX)
         return;
     int32_t at = 0;
     for (int key = 0; key < KEYS; key++) {
-        if (t.map[key] >= 0 || !usable(key))
+        if (t->map[key] >= 0 || !usable(key))
             continue;
         int d1, d2;
-        two_nearest(key, &d1, &d2);
-        t.map[key] = -(at + 1);
-        uint16_t *count = &t.neighbours[at++];
+        two_nearest(t, key, &d1, &d2);
+        t->map[key] = -(at + 1);
+        uint16_t *count = &t->neighbours[at++];
         *count = 0;
         for (int pass = 0; pass < 2; pass++)
-            for (int j = 0; j < GRID; j++)
-                if (dist2(t.level[j], key) == (pass ? d2 : d1)) {
-                    t.neighbours[at++] = (uint16_t)j;
+            for (int j = 0; j < t->grid; j++)
+                if (dist2(t->level[j], key) == (pass ? d2 : d1)) {
+                    t->neighbours[at++] = (uint16_t)j;
                     ++*count;
                 }
     }
-    t.ok = true;
+    t->ok = true;
 }
 
-static void best_neighbour(int key, const float *xval, const float *w, float scale, int8_t *L) {
-    const uint16_t *nb = &t.neighbours[-t.map[key] - 1];
+static void init256(void) { tables_init(&t256); }
+static void init512(void) { tables_init(&t512); }
+
+static void best_neighbour(const iq2_tables *t, int key, const float *xval, const float *w, float scale,
+                           int8_t *L) {
+    const uint16_t *nb = &t->neighbours[-t->map[key] - 1];
     float best_d2 = FLT_MAX;
     int best = nb[1];
     for (int j = 1; j <= nb[0]; j++) {
         float d2 = 0;
         for (int i = 0; i < 8; i++) {
-            const float q = (float)(2 * t.level[nb[j]][i] + 1);
+            const float q = (float)(2 * t->level[nb[j]][i] + 1);
             const float diff = scale * q - xval[i];
             d2 += w[i] * diff * diff;
         }
@@ -130,7 +137,7 @@ static void best_neighbour(int key, const float *xval, const float *w, float sca
         }
     }
     for (int i = 0; i < 8; i++)
-        L[i] = (int8_t)t.level[best][i];
+        L[i] = (int8_t)t->level[best][i];
 }
 
 static int key_of(const int8_t *L) {
@@ -209,10 +216,10 @@ static float make_qp_scale(int n, int nmax, const float *x, const float *w) {
     return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
 }
 
-static void sums(const float *weight, const float *xval, const int8_t *L, float *sumqx, float *sumq2) {
+static void sums(int n, const float *weight, const float *xval, const int8_t *L, float *sumqx, float *sumq2) {
     *sumqx = 0;
     *sumq2 = 0;
-    for (int i = 0; i < 32; i++) {
+    for (int i = 0; i < n; i++) {
         const float w = weight[i], q = (float)(2 * L[i] + 1);
         *sumqx += w * xval[i] * q;
         *sumq2 += w * q * q;
@@ -220,7 +227,7 @@ static void sums(const float *weight, const float *xval, const int8_t *L, float 
 }
 
 /* One group of 32: q2 words (indices, then signs), scale (0: skipped). */
-static float quantize_group(const float *xb, const float *weight, uint32_t q2[2]) {
+static float quantize_group_xxs(const float *xb, const float *weight, uint32_t q2[2]) {
     float xval[32], waux[32];
     int8_t L[32], Laux[32];
     uint8_t block_signs[4];
@@ -269,11 +276,11 @@ static float quantize_group(const float *xb, const float *weight, uint32_t q2[2]
         for (int k = 0; k < 4; k++) {
             levels_at(xval + 8 * k, id, Laux + 8 * k);
             const int u = key_of(Laux + 8 * k);
-            if (t.map[u] < 0)
-                best_neighbour(u, xval + 8 * k, waux + 8 * k, this_scale, Laux + 8 * k);
+            if (t256.map[u] < 0)
+                best_neighbour(&t256, u, xval + 8 * k, waux + 8 * k, this_scale, Laux + 8 * k);
         }
         float sumqx, sumq2;
-        sums(weight, xval, Laux, &sumqx, &sumq2);
+        sums(32, weight, xval, Laux, &sumqx, &sumq2);
         if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
             scale = sumqx / sumq2;
             best = scale * sumqx;
@@ -286,13 +293,13 @@ static float quantize_group(const float *xb, const float *weight, uint32_t q2[2]
             int8_t l8[8];
             levels_at(xval + 8 * k, id, l8);
             const int u = key_of(l8);
-            if (t.map[u] >= 0)
+            if (t256.map[u] >= 0)
                 memcpy(L + 8 * k, l8, 8);
             else
-                best_neighbour(u, xval + 8 * k, waux + 8 * k, scale, L + 8 * k);
+                best_neighbour(&t256, u, xval + 8 * k, waux + 8 * k, scale, L + 8 * k);
         }
         float sumqx, sumq2;
-        sums(weight, xval, L, &sumqx, &sumq2);
+        sums(32, weight, xval, L, &sumqx, &sumq2);
         if (sumq2 > 0)
             scale = sumqx / sumq2;
     }
@@ -302,7 +309,7 @@ static float quantize_group(const float *xb, const float *weight, uint32_t q2[2]
             block_signs[k] = (uint8_t)(~block_signs[k] & 127);
     }
     for (int k = 0; k < 4; k++) {
-        q2[0] |= (uint32_t)t.map[key_of(L + 8 * k)] << 8 * k;
+        q2[0] |= (uint32_t)t256.map[key_of(L + 8 * k)] << 8 * k;
         q2[1] |= (uint32_t)block_signs[k] << 7 * k;
     }
     return scale;
@@ -310,7 +317,7 @@ static float quantize_group(const float *xb, const float *weight, uint32_t q2[2]
 
 void tport_quant_iq2_xxs_weighted(const float *x, void *vy, int64_t n, const float *qw) {
     uint8_t *y = vy;
-    if (!qw || pthread_once(&once, init) != 0 || !t.ok) {
+    if (!qw || pthread_once(&once256, init256) != 0 || !t256.ok) {
         memset(y, 0, (size_t)(n / QK_K) * IQ2_XXS_BYTES); /* callers check qw; init cannot fail in practice */
         return;
     }
@@ -325,7 +332,7 @@ void tport_quant_iq2_xxs_weighted(const float *x, void *vy, int64_t n, const flo
             const float *xb = xbl + 32 * ib;
             for (int i = 0; i < 32; i++)
                 weight[i] = qw[QK_K * ibl + 32 * ib + i] * sqrtf(sigma2 + xb[i] * xb[i]);
-            scales[ib] = quantize_group(xb, weight, q2 + 2 * ib);
+            scales[ib] = quantize_group_xxs(xb, weight, q2 + 2 * ib);
             max_scale = max_scale > scales[ib] ? max_scale : scales[ib];
         }
         memset(y, 0, IQ2_XXS_BYTES);
@@ -340,5 +347,129 @@ void tport_quant_iq2_xxs_weighted(const float *x, void *vy, int64_t n, const flo
         }
         for (int k = 0; k < 16; k++)
             q_wr_u32(y + 2 + 4 * k, q2[k]);
+    }
+}
+
+/* IQ2_XS (ggml's quantize_row_iq2_xs_impl, weighted only as well): groups
+ * of 16 on the 512-entry grid, the first scale max / 5, 19 trial scales
+ * (is_on_grid tracked: only off-grid groups are re-snapped), a 9-bit index
+ * and 7 sign bits per 8, a 4-bit scale per 16. */
+static float quantize_group_xs(const float *xb, const float *weight, uint16_t q2[2]) {
+    float xval[16], waux[16];
+    int8_t L[16], Laux[16];
+    bool on_grid[2], on_grid_aux[2];
+    uint8_t block_signs[2];
+    for (int i = 0; i < 16; i++)
+        waux[i] = sqrtf(weight[i]);
+    for (int k = 0; k < 2; k++) {
+        int nflip = 0;
+        uint8_t s = 0;
+        for (int i = 0; i < 8; i++) {
+            if (xb[8 * k + i] >= 0) {
+                xval[8 * k + i] = xb[8 * k + i];
+            } else {
+                xval[8 * k + i] = -xb[8 * k + i];
+                nflip++;
+                s |= (uint8_t)(1u << i);
+            }
+        }
+        if (nflip % 2) {
+            int imin = 0;
+            float min = weight[8 * k] * xb[8 * k] * xb[8 * k];
+            for (int i = 1; i < 8; i++) {
+                const float ax = weight[8 * k + i] * xb[8 * k + i] * xb[8 * k + i];
+                if (ax < min) {
+                    min = ax;
+                    imin = i;
+                }
+            }
+            xval[8 * k + imin] = -xval[8 * k + imin];
+            s ^= (uint8_t)(1u << imin);
+        }
+        block_signs[k] = s & 127;
+    }
+    float max = xval[0];
+    for (int i = 1; i < 16; i++)
+        max = max > xval[i] ? max : xval[i];
+    memset(L, 0, sizeof L);
+    if (max < 1e-15f)
+        return 0;
+    float best = 0, scale = max / 5;
+    on_grid[0] = on_grid[1] = true;
+    for (int is = -9; is <= 9; is++) {
+        const float id = (5 + (float)is * 0.1f) / max, this_scale = 1 / id;
+        for (int k = 0; k < 2; k++) {
+            levels_at(xval + 8 * k, id, Laux + 8 * k);
+            const int u = key_of(Laux + 8 * k);
+            on_grid_aux[k] = t512.map[u] >= 0;
+            if (!on_grid_aux[k])
+                best_neighbour(&t512, u, xval + 8 * k, waux + 8 * k, this_scale, Laux + 8 * k);
+        }
+        float sumqx, sumq2;
+        sums(16, weight, xval, Laux, &sumqx, &sumq2);
+        if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
+            scale = sumqx / sumq2;
+            best = scale * sumqx;
+            memcpy(L, Laux, 16);
+            memcpy(on_grid, on_grid_aux, sizeof on_grid);
+        }
+    }
+    if ((!on_grid[0] || !on_grid[1]) && scale > 0) {
+        const float id = 1 / scale;
+        for (int k = 0; k < 2; k++) {
+            if (on_grid[k])
+                continue;
+            levels_at(xval + 8 * k, id, L + 8 * k);
+            const int u = key_of(L + 8 * k);
+            if (t512.map[u] < 0)
+                best_neighbour(&t512, u, xval + 8 * k, waux + 8 * k, scale, L + 8 * k);
+        }
+        float sumqx, sumq2;
+        sums(16, weight, xval, L, &sumqx, &sumq2);
+        if (sumq2 > 0)
+            scale = sumqx / sumq2;
+    }
+    if (scale < 0) {
+        scale = -scale;
+        for (int k = 0; k < 2; k++)
+            block_signs[k] = (uint8_t)(~block_signs[k] & 127);
+    }
+    for (int k = 0; k < 2; k++)
+        q2[k] = (uint16_t)(t512.map[key_of(L + 8 * k)] | block_signs[k] << 9);
+    return scale;
+}
+
+void tport_quant_iq2_xs_weighted(const float *x, void *vy, int64_t n, const float *qw) {
+    uint8_t *y = vy;
+    if (!qw || pthread_once(&once512, init512) != 0 || !t512.ok) {
+        memset(y, 0, (size_t)(n / QK_K) * IQ2_XS_BYTES);
+        return;
+    }
+    for (int64_t ibl = 0; ibl < n / QK_K; ibl++, y += IQ2_XS_BYTES) {
+        const float *xbl = x + QK_K * ibl;
+        uint16_t q2[32] = {0};
+        float scales[16], weight[16], max_scale = 0, sumx2 = 0;
+        for (int i = 0; i < QK_K; i++)
+            sumx2 += xbl[i] * xbl[i];
+        const float sigma2 = sumx2 / QK_K;
+        for (int ib = 0; ib < 16; ib++) {
+            const float *xb = xbl + 16 * ib;
+            for (int i = 0; i < 16; i++)
+                weight[i] = qw[QK_K * ibl + 16 * ib + i] * sqrtf(sigma2 + xb[i] * xb[i]);
+            scales[ib] = quantize_group_xs(xb, weight, q2 + 2 * ib);
+            max_scale = max_scale > scales[ib] ? max_scale : scales[ib];
+        }
+        memset(y, 0, IQ2_XS_BYTES);
+        if (max_scale == 0)
+            continue;
+        const float d = max_scale / 31;
+        q_wr_f16(y, d);
+        const float id = 1 / d;
+        for (int ib = 0; ib < 16; ib++) {
+            const int l = q_max_i(0, q_min_i(15, q_nearest_int(0.5f * (id * scales[ib] - 1))));
+            y[2 + 64 + ib / 2] |= (uint8_t)(ib % 2 ? l << 4 : l);
+        }
+        for (int k = 0; k < 32; k++)
+            q_wr_u16(y + 2 + 2 * k, q2[k]);
     }
 }

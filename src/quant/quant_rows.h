@@ -71,6 +71,7 @@ void tport_quant_iq3_s_weighted(const float *src, void *dst, int64_t n, const fl
 /* IQ2_XXS's quantizer (iq2_search.c): ggml has it only with importance
  * weights (n of them, one row's); NULL weights give zero blocks. */
 void tport_quant_iq2_xxs_weighted(const float *src, void *dst, int64_t n, const float *weights);
+void tport_quant_iq2_xs_weighted(const float *src, void *dst, int64_t n, const float *weights);
 
 #undef TPORT_QUANT_ROW_PAIR
 
