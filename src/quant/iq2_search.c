@@ -25,17 +25,17 @@
 #include "quant_impl.h"
 #include "quant_rows.h"
 
-enum { KEYS = 1 << 16, IQ2_XXS_BYTES = 66, IQ2_XS_BYTES = 74 };
+enum { KEYS = 1 << 16, IQ2_XXS_BYTES = 66, IQ2_XS_BYTES = 74, IQ2_S_BYTES = 82 };
 
 typedef struct iq2_tables {
-    int grid;               /* 256 (IQ2_XXS) or 512 (IQ2_XS) entries */
-    uint8_t level[512][8];
+    int grid;               /* 256 (IQ2_XXS), 512 (IQ2_XS) or 1024 (IQ2_S) entries */
+    uint8_t level[1024][8];
     int32_t map[KEYS];      /* key -> grid index, or -(offset + 1) */
     uint16_t *neighbours;   /* at offset: count, then indices (never freed) */
     bool ok;
 } iq2_tables;
-static iq2_tables t256 = {.grid = 256}, t512 = {.grid = 512};
-static pthread_once_t once256 = PTHREAD_ONCE_INIT, once512 = PTHREAD_ONCE_INIT;
+static iq2_tables t256 = {.grid = 256}, t512 = {.grid = 512}, t1024 = {.grid = 1024};
+static pthread_once_t once256 = PTHREAD_ONCE_INIT, once512 = PTHREAD_ONCE_INIT, once1024 = PTHREAD_ONCE_INIT;
 
 static int dist2(const uint8_t *g, int key) {
     int d = 0;
@@ -75,7 +75,9 @@ static void tables_init(iq2_tables *t) {
     for (int j = 0; j < t->grid; j++) {
         int key = 0;
         for (int i = 0; i < 8; i++) {
-            const uint8_t b = iq_grid_byte((t->grid == 256 ? tport_iq2xxs_grid[j] : tport_iq2xs_grid[j]), i);
+            const uint8_t b = iq_grid_byte((t->grid == 256   ? tport_iq2xxs_grid[j]
+                                  : t->grid == 512 ? tport_iq2xs_grid[j]
+                                                   : tport_iq2s_grid[j]), i);
             const int l = b == bytes[0] ? 0 : b == bytes[1] ? 1 : b == bytes[2] ? 2 : -1;
             if (l < 0)
                 return;
@@ -90,6 +92,8 @@ static void tables_init(iq2_tables *t) {
             continue;
         int d1, d2;
         two_nearest(t, key, &d1, &d2);
+        if (t->grid == 1024) /* IQ2_S: the nearest distance only (ggml's nwant 1) */
+            d2 = d1;
         total += 1;
         for (int j = 0; j < t->grid; j++)
             total += dist2(t->level[j], key) <= d2;
@@ -103,10 +107,12 @@ static void tables_init(iq2_tables *t) {
             continue;
         int d1, d2;
         two_nearest(t, key, &d1, &d2);
+        if (t->grid == 1024)
+            d2 = d1;
         t->map[key] = -(at + 1);
         uint16_t *count = &t->neighbours[at++];
         *count = 0;
-        for (int pass = 0; pass < 2; pass++)
+        for (int pass = 0; pass < (d2 == d1 ? 1 : 2); pass++)
             for (int j = 0; j < t->grid; j++)
                 if (dist2(t->level[j], key) == (pass ? d2 : d1)) {
                     t->neighbours[at++] = (uint16_t)j;
@@ -118,6 +124,7 @@ static void tables_init(iq2_tables *t) {
 
 static void init256(void) { tables_init(&t256); }
 static void init512(void) { tables_init(&t512); }
+static void init1024(void) { tables_init(&t1024); }
 
 static void best_neighbour(const iq2_tables *t, int key, const float *xval, const float *w, float scale,
                            int8_t *L) {
@@ -354,7 +361,12 @@ void tport_quant_iq2_xxs_weighted(const float *x, void *vy, int64_t n, const flo
  * of 16 on the 512-entry grid, the first scale max / 5, 19 trial scales
  * (is_on_grid tracked: only off-grid groups are re-snapped), a 9-bit index
  * and 7 sign bits per 8, a 4-bit scale per 16. */
-static float quantize_group_xs(const float *xb, const float *weight, uint16_t q2[2]) {
+/* IQ2_S (is_s) differs: the 1024-entry grid, 8 explicit sign bits (no
+ * parity flip), a larger zero threshold; its words are index | signs << 10
+ * here, split by the caller.  A skipped (all-zero) group leaves q2 as it
+ * is. */
+static float quantize_group_xs(const float *xb, const float *weight, uint32_t q2[2], bool is_s) {
+    const iq2_tables *T = is_s ? &t1024 : &t512;
     float xval[16], waux[16];
     int8_t L[16], Laux[16];
     bool on_grid[2], on_grid_aux[2];
@@ -373,7 +385,7 @@ static float quantize_group_xs(const float *xb, const float *weight, uint16_t q2
                 s |= (uint8_t)(1u << i);
             }
         }
-        if (nflip % 2) {
+        if (nflip % 2 && !is_s) {
             int imin = 0;
             float min = weight[8 * k] * xb[8 * k] * xb[8 * k];
             for (int i = 1; i < 8; i++) {
@@ -386,13 +398,13 @@ static float quantize_group_xs(const float *xb, const float *weight, uint16_t q2
             xval[8 * k + imin] = -xval[8 * k + imin];
             s ^= (uint8_t)(1u << imin);
         }
-        block_signs[k] = s & 127;
+        block_signs[k] = is_s ? s : s & 127;
     }
     float max = xval[0];
     for (int i = 1; i < 16; i++)
         max = max > xval[i] ? max : xval[i];
     memset(L, 0, sizeof L);
-    if (max < 1e-15f)
+    if (max < (is_s ? 1e-8f : 1e-15f)) /* GROUP_MAX_EPS_IQ2_S, GROUP_MAX_EPS */
         return 0;
     float best = 0, scale = max / 5;
     on_grid[0] = on_grid[1] = true;
@@ -401,9 +413,9 @@ static float quantize_group_xs(const float *xb, const float *weight, uint16_t q2
         for (int k = 0; k < 2; k++) {
             levels_at(xval + 8 * k, id, Laux + 8 * k);
             const int u = key_of(Laux + 8 * k);
-            on_grid_aux[k] = t512.map[u] >= 0;
+            on_grid_aux[k] = T->map[u] >= 0;
             if (!on_grid_aux[k])
-                best_neighbour(&t512, u, xval + 8 * k, waux + 8 * k, this_scale, Laux + 8 * k);
+                best_neighbour(T, u, xval + 8 * k, waux + 8 * k, this_scale, Laux + 8 * k);
         }
         float sumqx, sumq2;
         sums(16, weight, xval, Laux, &sumqx, &sumq2);
@@ -421,8 +433,8 @@ static float quantize_group_xs(const float *xb, const float *weight, uint16_t q2
                 continue;
             levels_at(xval + 8 * k, id, L + 8 * k);
             const int u = key_of(L + 8 * k);
-            if (t512.map[u] < 0)
-                best_neighbour(&t512, u, xval + 8 * k, waux + 8 * k, scale, L + 8 * k);
+            if (T->map[u] < 0)
+                best_neighbour(T, u, xval + 8 * k, waux + 8 * k, scale, L + 8 * k);
         }
         float sumqx, sumq2;
         sums(16, weight, xval, L, &sumqx, &sumq2);
@@ -432,10 +444,10 @@ static float quantize_group_xs(const float *xb, const float *weight, uint16_t q2
     if (scale < 0) {
         scale = -scale;
         for (int k = 0; k < 2; k++)
-            block_signs[k] = (uint8_t)(~block_signs[k] & 127);
+            block_signs[k] = (uint8_t)(is_s ? ~block_signs[k] : ~block_signs[k] & 127);
     }
     for (int k = 0; k < 2; k++)
-        q2[k] = (uint16_t)(t512.map[key_of(L + 8 * k)] | block_signs[k] << 9);
+        q2[k] = (uint32_t)T->map[key_of(L + 8 * k)] | (uint32_t)block_signs[k] << (is_s ? 10 : 9);
     return scale;
 }
 
@@ -456,7 +468,10 @@ void tport_quant_iq2_xs_weighted(const float *x, void *vy, int64_t n, const floa
             const float *xb = xbl + 16 * ib;
             for (int i = 0; i < 16; i++)
                 weight[i] = qw[QK_K * ibl + 16 * ib + i] * sqrtf(sigma2 + xb[i] * xb[i]);
-            scales[ib] = quantize_group_xs(xb, weight, q2 + 2 * ib);
+            uint32_t w2[2] = {0, 0};
+            scales[ib] = quantize_group_xs(xb, weight, w2, false);
+            q2[2 * ib] = (uint16_t)w2[0];
+            q2[2 * ib + 1] = (uint16_t)w2[1];
             max_scale = max_scale > scales[ib] ? max_scale : scales[ib];
         }
         memset(y, 0, IQ2_XS_BYTES);
@@ -472,4 +487,58 @@ void tport_quant_iq2_xs_weighted(const float *x, void *vy, int64_t n, const floa
         for (int k = 0; k < 32; k++)
             q_wr_u16(y + 2 + 2 * k, q2[k]);
     }
+}
+
+/* IQ2_S: ggml's quantize_row_iq2_s_impl, with importance weights or
+ * without (then weights 0.25 sigma2 + x^2); the scale fudge is 0.9875. */
+static void quantize_iq2_s(const float *x, void *vy, int64_t n, const float *qw) {
+    uint8_t *y = vy;
+    if (pthread_once(&once1024, init1024) != 0 || !t1024.ok) {
+        memset(y, 0, (size_t)(n / QK_K) * IQ2_S_BYTES);
+        return;
+    }
+    for (int64_t ibl = 0; ibl < n / QK_K; ibl++, y += IQ2_S_BYTES) {
+        memset(y, 0, IQ2_S_BYTES);
+        uint8_t *qs = y + 2, *signs = y + 2 + 32, *qh = y + 66, *packed = y + 74;
+        const float *xbl = x + QK_K * ibl;
+        float scales[16], weight[16], max_scale = 0, sumx2 = 0;
+        for (int i = 0; i < QK_K; i++)
+            sumx2 += xbl[i] * xbl[i];
+        const float sigma2 = 2 * sumx2 / QK_K;
+        for (int ib = 0; ib < 16; ib++) {
+            const float *xb = xbl + 16 * ib;
+            if (qw)
+                for (int i = 0; i < 16; i++)
+                    weight[i] = qw[QK_K * ibl + 16 * ib + i] * sqrtf(sigma2 + xb[i] * xb[i]);
+            else
+                for (int i = 0; i < 16; i++)
+                    weight[i] = 0.25f * sigma2 + xb[i] * xb[i];
+            uint32_t w2[2] = {UINT32_MAX, UINT32_MAX};
+            scales[ib] = quantize_group_xs(xb, weight, w2, true);
+            if (w2[0] == UINT32_MAX)
+                continue; /* skipped: nothing written (ggml) */
+            for (int k = 0; k < 2; k++) {
+                const int i8 = 2 * ib + k, g = w2[k] & 1023;
+                qs[i8] = (uint8_t)(g & 255);
+                qh[i8 / 4] |= (uint8_t)((g >> 8) << 2 * (i8 % 4));
+                signs[i8] = (uint8_t)(w2[k] >> 10);
+            }
+            max_scale = max_scale > scales[ib] ? max_scale : scales[ib];
+        }
+        if (max_scale == 0)
+            continue;
+        const float d = max_scale / 31;
+        q_wr_f16(y, d * 0.9875f);
+        const float id = 1 / d;
+        for (int ib = 0; ib < 16; ib++) {
+            const int l = q_max_i(0, q_min_i(15, q_nearest_int(0.5f * (id * scales[ib] - 1))));
+            packed[ib / 2] |= (uint8_t)(ib % 2 ? l << 4 : l);
+        }
+    }
+}
+
+void tport_quant_iq2_s(const float *x, void *y, int64_t n) { quantize_iq2_s(x, y, n, NULL); }
+
+void tport_quant_iq2_s_weighted(const float *x, void *y, int64_t n, const float *weights) {
+    quantize_iq2_s(x, y, n, weights);
 }

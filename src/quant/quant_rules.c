@@ -63,6 +63,7 @@ static const tport_quant_rule rules[] = {
     TODAY(MXFP4, mxfp4),
     TODAY(IQ3_XXS, iq3_xxs),
     TODAY(IQ3_S, iq3_s),
+    TODAY(IQ2_S, iq2_s),
     TODAY(NVFP4, nvfp4),
     TODAY(TQ1_0, tq1_0),
     TODAY(TQ2_0, tq2_0),

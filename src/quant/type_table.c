@@ -151,7 +151,7 @@ static const tport_type_traits table[] = {
     DROW(IQ1_S, "iq1_s", 256, 50, "llama.cpp #5453, 2024-02 " IQ_AT, iq1_s, 24),
     CROW(IQ4_NL, "iq4_nl", 32, 18, Q8_0, "llama.cpp #5590 (opened 2024-02-19)", iq4_nl, 25, 0),
     CROW(IQ3_S, "iq3_s", 256, 110, F32, "llama.cpp #5647, 2024-02 " IQ_AT, iq3_s, 26, 0),
-    DROW(IQ2_S, "iq2_s", 256, 82, "llama.cpp #5693, 2024-02 " IQ_AT, iq2_s, 28),
+    CROW(IQ2_S, "iq2_s", 256, 82, F32, "llama.cpp #5693, 2024-02 " IQ_AT, iq2_s, 28, 0),
     CROW(IQ4_XS, "iq4_xs", 256, 136, Q8_K, "llama.cpp #5747, 2024-02 (PR number from memory, unchecked)", iq4_xs,
          30, 0),
     {INFO(TPORT_TYPE_I8, "i8", 1, 1, false, TPORT_TYPE_I8), "i8", "current", 8.0,
