@@ -17,114 +17,17 @@
  * Float operations in ggml's order, no contraction; tests/quant compares
  * the bytes with ggml's quantize_iq2_xxs. */
 #include <float.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 
 #include "iq_grids.h"
+#include "iq_lattice.h"
 #include "quant_impl.h"
 #include "quant_rows.h"
 
-enum { KEYS = 1 << 16, IQ2_XXS_BYTES = 66, IQ2_XS_BYTES = 74, IQ2_S_BYTES = 82 };
+enum { IQ2_XXS_BYTES = 66, IQ2_XS_BYTES = 74, IQ2_S_BYTES = 82 };
 
-typedef struct iq2_tables {
-    int grid;               /* 256 (IQ2_XXS), 512 (IQ2_XS) or 1024 (IQ2_S) entries */
-    uint8_t level[1024][8];
-    int32_t map[KEYS];      /* key -> grid index, or -(offset + 1) */
-    uint16_t *neighbours;   /* at offset: count, then indices (never freed) */
-    bool ok;
-} iq2_tables;
-static iq2_tables t256 = {.grid = 256}, t512 = {.grid = 512}, t1024 = {.grid = 1024};
-static pthread_once_t once256 = PTHREAD_ONCE_INIT, once512 = PTHREAD_ONCE_INIT, once1024 = PTHREAD_ONCE_INIT;
-
-static int dist2(const uint8_t *g, int key) {
-    int d = 0;
-    for (int i = 0; i < 8; i++) {
-        const int diff = 2 * g[i] - 2 * ((key >> 2 * i) & 3);
-        d += diff * diff;
-    }
-    return d;
-}
-
-/* Keys with a level 3 are never looked up (levels are clamped to 0..2). */
-static bool usable(int key) {
-    for (int i = 0; i < 8; i++)
-        if (((key >> 2 * i) & 3) == 3)
-            return false;
-    return true;
-}
-
-/* The two smallest distinct distances of key to the grid. */
-static void two_nearest(const iq2_tables *t, int key, int *d1, int *d2) {
-    *d1 = *d2 = INT32_MAX;
-    for (int j = 0; j < t->grid; j++) {
-        const int d = dist2(t->level[j], key);
-        if (d < *d1) {
-            *d2 = *d1;
-            *d1 = d;
-        } else if (d > *d1 && d < *d2) {
-            *d2 = d;
-        }
-    }
-}
-
-static void tables_init(iq2_tables *t) {
-    static const uint8_t bytes[3] = {8, 25, 43};
-    for (int k = 0; k < KEYS; k++)
-        t->map[k] = -1;
-    for (int j = 0; j < t->grid; j++) {
-        int key = 0;
-        for (int i = 0; i < 8; i++) {
-            const uint8_t b = iq_grid_byte((t->grid == 256   ? tport_iq2xxs_grid[j]
-                                  : t->grid == 512 ? tport_iq2xs_grid[j]
-                                                   : tport_iq2s_grid[j]), i);
-            const int l = b == bytes[0] ? 0 : b == bytes[1] ? 1 : b == bytes[2] ? 2 : -1;
-            if (l < 0)
-                return;
-            t->level[j][i] = (uint8_t)l;
-            key |= l << 2 * i;
-        }
-        t->map[key] = j;
-    }
-    size_t total = 0;
-    for (int key = 0; key < KEYS; key++) {
-        if (t->map[key] >= 0 || !usable(key))
-            continue;
-        int d1, d2;
-        two_nearest(t, key, &d1, &d2);
-        if (t->grid == 1024) /* IQ2_S: the nearest distance only (ggml's nwant 1) */
-            d2 = d1;
-        total += 1;
-        for (int j = 0; j < t->grid; j++)
-            total += dist2(t->level[j], key) <= d2;
-    }
-    t->neighbours = malloc(total * sizeof *t->neighbours);
-    if (!t->neighbours || total > INT32_MAX)
-        return;
-    int32_t at = 0;
-    for (int key = 0; key < KEYS; key++) {
-        if (t->map[key] >= 0 || !usable(key))
-            continue;
-        int d1, d2;
-        two_nearest(t, key, &d1, &d2);
-        if (t->grid == 1024)
-            d2 = d1;
-        t->map[key] = -(at + 1);
-        uint16_t *count = &t->neighbours[at++];
-        *count = 0;
-        for (int pass = 0; pass < (d2 == d1 ? 1 : 2); pass++)
-            for (int j = 0; j < t->grid; j++)
-                if (dist2(t->level[j], key) == (pass ? d2 : d1)) {
-                    t->neighbours[at++] = (uint16_t)j;
-                    ++*count;
-                }
-    }
-    t->ok = true;
-}
-
-static void init256(void) { tables_init(&t256); }
-static void init512(void) { tables_init(&t512); }
-static void init1024(void) { tables_init(&t1024); }
+typedef tport_iq_lattice iq2_tables;
 
 static void best_neighbour(const iq2_tables *t, int key, const float *xval, const float *w, float scale,
                            int8_t *L) {
@@ -234,7 +137,7 @@ static void sums(int n, const float *weight, const float *xval, const int8_t *L,
 }
 
 /* One group of 32: q2 words (indices, then signs), scale (0: skipped). */
-static float quantize_group_xxs(const float *xb, const float *weight, uint32_t q2[2]) {
+static float quantize_group_xxs(const iq2_tables *T, const float *xb, const float *weight, uint32_t q2[2]) {
     float xval[32], waux[32];
     int8_t L[32], Laux[32];
     uint8_t block_signs[4];
@@ -283,8 +186,8 @@ static float quantize_group_xxs(const float *xb, const float *weight, uint32_t q
         for (int k = 0; k < 4; k++) {
             levels_at(xval + 8 * k, id, Laux + 8 * k);
             const int u = key_of(Laux + 8 * k);
-            if (t256.map[u] < 0)
-                best_neighbour(&t256, u, xval + 8 * k, waux + 8 * k, this_scale, Laux + 8 * k);
+            if (T->map[u] < 0)
+                best_neighbour(T, u, xval + 8 * k, waux + 8 * k, this_scale, Laux + 8 * k);
         }
         float sumqx, sumq2;
         sums(32, weight, xval, Laux, &sumqx, &sumq2);
@@ -300,10 +203,10 @@ static float quantize_group_xxs(const float *xb, const float *weight, uint32_t q
             int8_t l8[8];
             levels_at(xval + 8 * k, id, l8);
             const int u = key_of(l8);
-            if (t256.map[u] >= 0)
+            if (T->map[u] >= 0)
                 memcpy(L + 8 * k, l8, 8);
             else
-                best_neighbour(&t256, u, xval + 8 * k, waux + 8 * k, scale, L + 8 * k);
+                best_neighbour(T, u, xval + 8 * k, waux + 8 * k, scale, L + 8 * k);
         }
         float sumqx, sumq2;
         sums(32, weight, xval, L, &sumqx, &sumq2);
@@ -316,7 +219,7 @@ static float quantize_group_xxs(const float *xb, const float *weight, uint32_t q
             block_signs[k] = (uint8_t)(~block_signs[k] & 127);
     }
     for (int k = 0; k < 4; k++) {
-        q2[0] |= (uint32_t)t256.map[key_of(L + 8 * k)] << 8 * k;
+        q2[0] |= (uint32_t)T->map[key_of(L + 8 * k)] << 8 * k;
         q2[1] |= (uint32_t)block_signs[k] << 7 * k;
     }
     return scale;
@@ -324,7 +227,8 @@ static float quantize_group_xxs(const float *xb, const float *weight, uint32_t q
 
 void tport_quant_iq2_xxs_weighted(const float *x, void *vy, int64_t n, const float *qw) {
     uint8_t *y = vy;
-    if (!qw || pthread_once(&once256, init256) != 0 || !t256.ok) {
+    const iq2_tables *T = tport_iq_lattice8(256);
+    if (!qw || !T) {
         memset(y, 0, (size_t)(n / QK_K) * IQ2_XXS_BYTES); /* callers check qw; init cannot fail in practice */
         return;
     }
@@ -339,7 +243,7 @@ void tport_quant_iq2_xxs_weighted(const float *x, void *vy, int64_t n, const flo
             const float *xb = xbl + 32 * ib;
             for (int i = 0; i < 32; i++)
                 weight[i] = qw[QK_K * ibl + 32 * ib + i] * sqrtf(sigma2 + xb[i] * xb[i]);
-            scales[ib] = quantize_group_xxs(xb, weight, q2 + 2 * ib);
+            scales[ib] = quantize_group_xxs(T, xb, weight, q2 + 2 * ib);
             max_scale = max_scale > scales[ib] ? max_scale : scales[ib];
         }
         memset(y, 0, IQ2_XXS_BYTES);
@@ -366,7 +270,7 @@ void tport_quant_iq2_xxs_weighted(const float *x, void *vy, int64_t n, const flo
  * here, split by the caller.  A skipped (all-zero) group leaves q2 as it
  * is. */
 static float quantize_group_xs(const float *xb, const float *weight, uint32_t q2[2], bool is_s) {
-    const iq2_tables *T = is_s ? &t1024 : &t512;
+    const iq2_tables *T = tport_iq_lattice8(is_s ? 1024 : 512); /* built by the caller */
     float xval[16], waux[16];
     int8_t L[16], Laux[16];
     bool on_grid[2], on_grid_aux[2];
@@ -453,7 +357,7 @@ static float quantize_group_xs(const float *xb, const float *weight, uint32_t q2
 
 void tport_quant_iq2_xs_weighted(const float *x, void *vy, int64_t n, const float *qw) {
     uint8_t *y = vy;
-    if (!qw || pthread_once(&once512, init512) != 0 || !t512.ok) {
+    if (!qw || !tport_iq_lattice8(512)) {
         memset(y, 0, (size_t)(n / QK_K) * IQ2_XS_BYTES);
         return;
     }
@@ -493,7 +397,7 @@ void tport_quant_iq2_xs_weighted(const float *x, void *vy, int64_t n, const floa
  * without (then weights 0.25 sigma2 + x^2); the scale fudge is 0.9875. */
 static void quantize_iq2_s(const float *x, void *vy, int64_t n, const float *qw) {
     uint8_t *y = vy;
-    if (pthread_once(&once1024, init1024) != 0 || !t1024.ok) {
+    if (!tport_iq_lattice8(1024)) {
         memset(y, 0, (size_t)(n / QK_K) * IQ2_S_BYTES);
         return;
     }

@@ -68,6 +68,8 @@ static int compare_quant(const tport_type_traits *tr, const float *x, int rows, 
             tport_quant_iq3_xxs_weighted(x + (size_t)r * GT_ROW, q, GT_ROW, w);
         else if (tr->info.id == TPORT_TYPE_IQ2_XXS)
             tport_quant_iq2_xxs_weighted(x + (size_t)r * GT_ROW, q, GT_ROW, w);
+        else if (tr->info.id == TPORT_TYPE_IQ1_S)
+            tport_quant_iq1_s_weighted(x + (size_t)r * GT_ROW, q, GT_ROW, w);
         else if (tr->info.id == TPORT_TYPE_IQ2_XS)
             tport_quant_iq2_xs_weighted(x + (size_t)r * GT_ROW, q, GT_ROW, w);
         else if (w && tr->info.id == TPORT_TYPE_IQ2_S)

@@ -31,7 +31,7 @@ typedef struct gt_type {
 
 static const gt_type gt_types[] = {
     {"iq2_xxs", 16, 256, 66, 0, 2}, {"iq2_xs", 17, 256, 74, 0, 2}, {"iq3_xxs", 18, 256, 98, 0, 1},
-    {"iq1_s", 19, 256, 50, 0, 0},   {"iq3_s", 21, 256, 110, 0, 1}, {"iq2_s", 22, 256, 82, 0, 1},
+    {"iq1_s", 19, 256, 50, 0, 2},   {"iq3_s", 21, 256, 110, 0, 1}, {"iq2_s", 22, 256, 82, 0, 1},
     {"iq1_m", 29, 256, 56, -2, 0},  {"tq1_0", 34, 256, 54, 52, 1}, {"tq2_0", 35, 256, 66, 64, 1},
     {"nvfp4", 40, 64, 36, -1, 1},   {"q1_0", 41, 128, 18, 0, 1},   {"q2_0", 42, 64, 18, 0, 1},
 };
@@ -156,6 +156,7 @@ static int gt_ggml_open(const char *root, gt_ggml *g, char *why, size_t cap) {
     iq2_init(16); /* GGML_TYPE_IQ2_XXS */
     iq2_init(17); /* GGML_TYPE_IQ2_XS */
     iq2_init(22); /* GGML_TYPE_IQ2_S */
+    iq2_init(19); /* GGML_TYPE_IQ1_S (and IQ1_M) */
     return 1;
 }
 
