@@ -72,8 +72,11 @@ void tport_quant_iq3_s_weighted(const float *src, void *dst, int64_t n, const fl
  * weights (n of them, one row's); NULL weights give zero blocks. */
 void tport_quant_iq2_xxs_weighted(const float *src, void *dst, int64_t n, const float *weights);
 void tport_quant_iq2_xs_weighted(const float *src, void *dst, int64_t n, const float *weights);
-/* IQ1_S's (iq1_search.c): weighted only, as ggml's. */
+/* IQ1_S's (iq1_search.c): weighted only, as ggml's; IQ1_M's with or
+ * without weights (ggml's quantize_iq1_m; it has no _ref function). */
 void tport_quant_iq1_s_weighted(const float *src, void *dst, int64_t n, const float *weights);
+void tport_quant_iq1_m(const float *src, void *dst, int64_t n);
+void tport_quant_iq1_m_weighted(const float *src, void *dst, int64_t n, const float *weights);
 /* IQ2_S's (iq2_search.c), with or without weights (NULL) as ggml's. */
 void tport_quant_iq2_s(const float *src, void *dst, int64_t n);
 void tport_quant_iq2_s_weighted(const float *src, void *dst, int64_t n, const float *weights);

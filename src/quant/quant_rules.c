@@ -64,6 +64,8 @@ static const tport_quant_rule rules[] = {
     TODAY(IQ3_XXS, iq3_xxs),
     TODAY(IQ3_S, iq3_s),
     TODAY(IQ2_S, iq2_s),
+    RULE(IQ1_M, "ggml-ref", "today's ggml quantizer without weights (quantize_iq1_m(..., NULL); no _ref function)",
+         tport_quant_iq1_m, true),
     TODAY(NVFP4, nvfp4),
     TODAY(TQ1_0, tq1_0),
     TODAY(TQ2_0, tq2_0),

@@ -165,7 +165,7 @@ static const tport_type_traits table[] = {
     /* read (rounded to f32), never written: no from_float */
     {INFO(TPORT_TYPE_F64, "f64", 1, 8, false, TPORT_TYPE_F64), "f64", "current", 64.0,
      "ggml, 2024 (date unchecked)", f64_to_float, NULL, TPORT_TYPE_F64, -1, 0},
-    DROW(IQ1_M, "iq1_m", 256, 56, "llama.cpp #6302, 2024-03 " IQ_AT, iq1_m, 31),
+    CROW(IQ1_M, "iq1_m", 256, 56, F32, "llama.cpp #6302, 2024-03 " IQ_AT, iq1_m, 31, 0),
     {INFO(TPORT_TYPE_BF16, "bf16", 1, 2, false, TPORT_TYPE_BF16), "bf16", "current", 16.0,
      "ggml, 2024 (llama.cpp #6412)", bf16_to_float, bf16_from_float, TPORT_TYPE_BF16, 32, 0},
     GROW(Q4_0_4_4, "q4_0_4x4", "q4_0", "4x4", AARCH64_AT " (4 rows, 4-byte chunks); " REPACK_GONE, Q4_0),

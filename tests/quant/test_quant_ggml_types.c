@@ -1,10 +1,11 @@
 /* The types of issue 39 that ggml's libggml-base exports functions for
  * (IQ2_XXS .. Q2_0, data/ggml_types/ggml_types.h): tensorport's dequantizers
- * are bit-exact with ggml's dequantize_row_<t>, and its quantizers (TQ1_0,
- * TQ2_0, NVFP4, Q1_0, Q2_0, IQ3_XXS, IQ3_S) byte-exact with
+ * are bit-exact with ggml's dequantize_row_<t>, and its quantizers byte-exact
+ * with ggml's: TQ1_0, TQ2_0, NVFP4, Q1_0, Q2_0, IQ3_XXS, IQ3_S, IQ2_S with
  * quantize_row_<t>_ref and with quantize_<t> given importance weights
- * (which all but the IQ3 types ignore); IQ2_XXS's, which ggml has only
- * with weights, with quantize_iq2_xxs:
+ * (which TQ*, NVFP4, Q1_0 and Q2_0 ignore); IQ2_XXS, IQ2_XS and IQ1_S,
+ * which ggml quantizes only with weights, with quantize_<t>; IQ1_M, which
+ * has no _ref, with quantize_iq1_m without and with weights:
  *   - against the committed vectors of data/ggml_types (made by
  *     gen_ggml_types.c through node-llama-cpp's libggml-base.so);
  *   - against ggml live when TPORT_NODE_LLAMA_CPP names a node-llama-cpp
@@ -51,7 +52,7 @@ static long first_diff(const float *a, const float *b, size_t n) {
 static const tport_type_traits *row_of(const gt_type *t) {
     const tport_type_traits *tr = tport_traits((tport_type_id)t->id);
     CHECK(tr && !strcmp(tr->info.name, t->name) && tr->info.block_size == t->block &&
-              tr->info.block_bytes == (uint64_t)t->bytes && tr->to_float && (tr->from_float != NULL) == (t->quantizer == 1),
+              tr->info.block_bytes == (uint64_t)t->bytes && tr->to_float && (tr->from_float != NULL) == (t->quantizer == 1 || t->quantizer == 3),
           "%s: the type table row disagrees with ggml-common.h", t->name);
     return tr && tr->to_float ? tr : NULL;
 }
@@ -68,6 +69,8 @@ static int compare_quant(const tport_type_traits *tr, const float *x, int rows, 
             tport_quant_iq3_xxs_weighted(x + (size_t)r * GT_ROW, q, GT_ROW, w);
         else if (tr->info.id == TPORT_TYPE_IQ2_XXS)
             tport_quant_iq2_xxs_weighted(x + (size_t)r * GT_ROW, q, GT_ROW, w);
+        else if (w && tr->info.id == TPORT_TYPE_IQ1_M)
+            tport_quant_iq1_m_weighted(x + (size_t)r * GT_ROW, q, GT_ROW, w);
         else if (tr->info.id == TPORT_TYPE_IQ1_S)
             tport_quant_iq1_s_weighted(x + (size_t)r * GT_ROW, q, GT_ROW, w);
         else if (tr->info.id == TPORT_TYPE_IQ2_XS)
@@ -109,7 +112,7 @@ static void test_vectors(void) {
         if (!t->quantizer)
             continue;
         const size_t rb = (size_t)(GT_ROW / t->block) * (size_t)t->bytes;
-        if (t->quantizer == 1 && read_data(t->name, ".q", q, GT_ROWS * rb)) {
+        if (t->quantizer != 2 && read_data(t->name, ".q", q, GT_ROWS * rb)) {
             const int bad = compare_quant(tr, x, GT_ROWS, q, NULL);
             CHECK(bad == 0, "%s: %d blocks differ from quantize_row_%s_ref's", t->name, bad, t->name);
         }
@@ -164,7 +167,7 @@ static void test_live(void) {
         if (t->quantizer) {
             gt_quant_ref_fn ref = (gt_quant_ref_fn)(uintptr_t)gt_sym(&g, "quantize_row_", t->name, "_ref");
             gt_quantize_fn qz = (gt_quantize_fn)(uintptr_t)gt_sym(&g, "quantize_", t->name, "");
-            CHECK((ref || t->quantizer == 2) && qz, "ggml has no quantizer for %s", t->name);
+            CHECK((ref || t->quantizer >= 2) && qz, "ggml has no quantizer for %s", t->name);
             if ((!ref && t->quantizer == 1) || !qz)
                 continue;
             sweep_rows(x, SWEEP_ROWS, 0xABCDu + (uint32_t)t->id);
@@ -172,6 +175,9 @@ static void test_live(void) {
             if (t->quantizer == 1) {
                 for (int r = 0; r < SWEEP_ROWS; r++)
                     ref(x + (size_t)r * GT_ROW, q + r * rb, GT_ROW);
+                bad_ref = compare_quant(tr, x, SWEEP_ROWS, q, NULL);
+            } else if (t->quantizer == 3) {
+                qz(x, q, SWEEP_ROWS, GT_ROW, NULL);
                 bad_ref = compare_quant(tr, x, SWEEP_ROWS, q, NULL);
             }
             qz(x, q, SWEEP_ROWS, GT_ROW, w);
@@ -183,6 +189,7 @@ static void test_live(void) {
                !t->quantizer                ? ""
                : bad_ref || bad_w           ? "; quantize DIFFERENTLY"
                : t->quantizer == 2          ? "; quantize byte-exact (weighted; ggml has no other)"
+               : t->quantizer == 3          ? "; quantize byte-exact (unweighted quantize_<t> and weighted)"
                                             : "; quantize byte-exact (ref and weighted)");
     }
 }

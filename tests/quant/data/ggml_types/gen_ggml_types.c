@@ -55,7 +55,7 @@ int main(int argc, char **argv) {
             continue;
         gt_quant_ref_fn ref = (gt_quant_ref_fn)(uintptr_t)gt_sym(&g, "quantize_row_", t->name, "_ref");
         gt_quantize_fn qz = (gt_quantize_fn)(uintptr_t)gt_sym(&g, "quantize_", t->name, "");
-        if ((!ref && t->quantizer == 1) || !qz) {
+        if ((!ref && t->quantizer == 1) || !qz) { /* 3: .q from quantize_<t>(NULL) */
             fprintf(stderr, "gen_ggml_types: no quantizer for %s\n", t->name);
             return 1;
         }
@@ -64,6 +64,9 @@ int main(int argc, char **argv) {
             for (int r = 0; r < GT_ROWS; r++)
                 ref(x + r * GT_ROW, q + r * row_bytes, GT_ROW);
             ok = write_file(argv[2], t->name, ".q", q, GT_ROWS * row_bytes);
+        } else if (t->quantizer == 3) {
+            ok = qz(x, q, GT_ROWS, GT_ROW, NULL) == GT_ROWS * row_bytes &&
+                 write_file(argv[2], t->name, ".q", q, GT_ROWS * row_bytes);
         }
         memset(q, 0, sizeof q);
         ok = ok && qz(x, q, GT_ROWS, GT_ROW, w) == GT_ROWS * row_bytes &&

@@ -26,13 +26,14 @@ typedef struct gt_type {
     const char *name; /* ggml's, as in its function names */
     int id, block, bytes, f16_at;
     int quantizer; /* 1: tensorport has a reference quantizer for it; 2: only
-                    * with importance weights (ggml asserts them) */
+                    * with importance weights (ggml asserts them); 3: one,
+                    * ggml's quantize_<t> without weights (no _ref) */
 } gt_type;
 
 static const gt_type gt_types[] = {
     {"iq2_xxs", 16, 256, 66, 0, 2}, {"iq2_xs", 17, 256, 74, 0, 2}, {"iq3_xxs", 18, 256, 98, 0, 1},
     {"iq1_s", 19, 256, 50, 0, 2},   {"iq3_s", 21, 256, 110, 0, 1}, {"iq2_s", 22, 256, 82, 0, 1},
-    {"iq1_m", 29, 256, 56, -2, 0},  {"tq1_0", 34, 256, 54, 52, 1}, {"tq2_0", 35, 256, 66, 64, 1},
+    {"iq1_m", 29, 256, 56, -2, 3},  {"tq1_0", 34, 256, 54, 52, 1}, {"tq2_0", 35, 256, 66, 64, 1},
     {"nvfp4", 40, 64, 36, -1, 1},   {"q1_0", 41, 128, 18, 0, 1},   {"q2_0", 42, 64, 18, 0, 1},
 };
 enum { GT_NTYPES = sizeof gt_types / sizeof gt_types[0] };
