@@ -201,6 +201,10 @@
  *        host re-encodes them before any backend sees them, so no plug-in
  *        needs to know them).  No struct changed: a 1.0 or 1.1 plug-in
  *        loads as before and declines the ids it does not know.
+ *   1.3  type ids (ggml's, issue 39): IQ2_XXS (16), IQ2_XS (17), IQ3_XXS
+ *        (18), IQ1_S (19), IQ3_S (21), IQ2_S (22), I64 (27), F64 (28),
+ *        IQ1_M (29), TQ1_0 (34), TQ2_0 (35), NVFP4 (40), Q1_0 (41), Q2_0
+ *        (42).  No struct changed: older plug-ins decline them.
  */
 #ifndef TPORT_BACKEND_H
 #define TPORT_BACKEND_H
@@ -214,7 +218,7 @@ extern "C" {
 #endif
 
 #define TPORT_ABI_MAJOR 1
-#define TPORT_ABI_MINOR 2
+#define TPORT_ABI_MINOR 3
 
 #if defined(_WIN32)
 #define TPORT_BACKEND_EXPORT __declspec(dllexport)
@@ -271,11 +275,20 @@ enum {
     TPORT_TYPE_Q5_K = 13,
     TPORT_TYPE_Q6_K = 14,
     TPORT_TYPE_Q8_K = 15,
+    TPORT_TYPE_IQ2_XXS = 16, /* 1.3: {f16 d; u16 qs[32]}, 256/block          */
+    TPORT_TYPE_IQ2_XS = 17,  /* 1.3: {f16 d; u16 qs[32]; u8 scales[8]}       */
+    TPORT_TYPE_IQ3_XXS = 18, /* 1.3: {f16 d; u8 qs[96]}, 256/block           */
+    TPORT_TYPE_IQ1_S = 19,   /* 1.3: {f16 d; u8 qs[32]; u16 qh[8]}           */
     TPORT_TYPE_IQ4_NL = 20,
+    TPORT_TYPE_IQ3_S = 21,   /* 1.3: {f16 d; u8 qs[64], qh[8], signs[32], scales[4]} */
+    TPORT_TYPE_IQ2_S = 22,   /* 1.3: {f16 d; u8 qs[64], qh[8], scales[8]}     */
     TPORT_TYPE_IQ4_XS = 23,
     TPORT_TYPE_I8 = 24,
     TPORT_TYPE_I16 = 25,
     TPORT_TYPE_I32 = 26,
+    TPORT_TYPE_I64 = 27,     /* 1.3 */
+    TPORT_TYPE_F64 = 28,     /* 1.3 */
+    TPORT_TYPE_IQ1_M = 29,   /* 1.3: {u8 qs[32], qh[16], scales[8]}, 256/block */
     TPORT_TYPE_BF16 = 30,
     /* removed ggml types, kept under ggml's ids (ggml never reuses them,
      * so a GGUF type id still maps one to one): Q4_0 or IQ4_NL blocks of
@@ -286,7 +299,12 @@ enum {
     TPORT_TYPE_Q4_0_4_8 = 32,  /* 4 rows, 8-byte chunks, nibbles ^ 0x88 */
     TPORT_TYPE_Q4_0_8_8 = 33,  /* 8 rows, 8-byte chunks, nibbles ^ 0x88 */
     TPORT_TYPE_IQ4_NL_4_4 = 36, /* 4 rows, 4-byte chunks, indices as-is  */
+    TPORT_TYPE_TQ1_0 = 34, /* 1.3: {u8 qs[48], qh[4]; f16 d}, base-3 trits, 256/block */
+    TPORT_TYPE_TQ2_0 = 35, /* 1.3: {u8 qs[64]; f16 d}, 2-bit trits, 256/block */
     TPORT_TYPE_MXFP4 = 39, /* {u8 e (E8M0 scale); u8 qs[16] (E2M1)}, 32/block */
+    TPORT_TYPE_NVFP4 = 40, /* 1.3: {u8 d[4] (UE4M3); u8 qs[32] (E2M1)}, 64/block */
+    TPORT_TYPE_Q1_0 = 41,  /* 1.3: {f16 d; u8 qs[16]} sign bits, 128/block */
+    TPORT_TYPE_Q2_0 = 42,  /* 1.3: {f16 d; u8 qs[16]} 2 bits, 64/block     */
     /* historical revisions (QNTn = ggml quantization version) */
     TPORT_TYPE_Q4_0_QNT0 = 200, /* {f32 d; u8 qs[16]} interleaved nibbles  */
     TPORT_TYPE_Q4_1_QNT0 = 201, /* {f32 d, m; u8 qs[16]} interleaved       */

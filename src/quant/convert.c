@@ -102,8 +102,10 @@ tport_conv_kind tport_conversion_kind(tport_type_id from, tport_type_id to) {
     if (!t->from_float)
         return TPORT_CONV_IMPOSSIBLE;
     if (to == TPORT_TYPE_F32)
-        /* every float and quantized value is an f32; i32 is not */
-        return from == TPORT_TYPE_I32 ? TPORT_CONV_LOSSY : TPORT_CONV_LOSSLESS;
+        /* every f16/bf16 and quantized value is an f32; not every i32,
+         * i64 or f64 */
+        return from == TPORT_TYPE_I32 || from == TPORT_TYPE_I64 || from == TPORT_TYPE_F64 ? TPORT_CONV_LOSSY
+                                                                                          : TPORT_CONV_LOSSLESS;
     const legacy_layout *a = find_legacy(from), *b = find_legacy(to);
     if (a && b && a->family == b->family)
         return b->scale_bytes >= a->scale_bytes ? TPORT_CONV_LOSSLESS : TPORT_CONV_LOSSY;

@@ -29,6 +29,12 @@ TPORT_QUANT_ROW_PAIR(iq4_nl)
 TPORT_QUANT_ROW_PAIR(iq4_xs)
 /* OCP microscaling FP4 (mxfp4_quants.c) */
 TPORT_QUANT_ROW_PAIR(mxfp4)
+/* NVFP4 (nvfp4_quants.c), ternary (ternary_quants.c), Q1_0/Q2_0 (q1q2_quants.c) */
+TPORT_QUANT_ROW_PAIR(nvfp4)
+TPORT_QUANT_ROW_PAIR(tq1_0)
+TPORT_QUANT_ROW_PAIR(tq2_0)
+TPORT_QUANT_ROW_PAIR(q1_0)
+TPORT_QUANT_ROW_PAIR(q2_0)
 /* historical layout revisions (historical_quants.c) */
 TPORT_QUANT_ROW_PAIR(q4_0_qnt0)
 TPORT_QUANT_ROW_PAIR(q4_1_qnt0)
@@ -46,6 +52,34 @@ void tport_dequant_q3_K_qk64(const void *src, float *dst, int64_t n);
 void tport_dequant_q4_K_qk64(const void *src, float *dst, int64_t n);
 void tport_dequant_q5_K_qk64(const void *src, float *dst, int64_t n);
 void tport_dequant_q6_K_qk64(const void *src, float *dst, int64_t n);
+
+/* grid types (iq2_quants.c, iq3_quants.c, iq1_quants.c): dequantize only */
+void tport_dequant_iq2_xxs(const void *src, float *dst, int64_t n);
+void tport_dequant_iq2_xs(const void *src, float *dst, int64_t n);
+void tport_dequant_iq2_s(const void *src, float *dst, int64_t n);
+void tport_dequant_iq3_xxs(const void *src, float *dst, int64_t n);
+void tport_dequant_iq3_s(const void *src, float *dst, int64_t n);
+void tport_dequant_iq1_s(const void *src, float *dst, int64_t n);
+void tport_dequant_iq1_m(const void *src, float *dst, int64_t n);
+
+/* The IQ3 quantizers (iq3_search.c); _weighted: ggml's quantize_iq3_<t>
+ * with n importance weights (those of one row), NULL for none. */
+void tport_quant_iq3_xxs(const float *src, void *dst, int64_t n);
+void tport_quant_iq3_xxs_weighted(const float *src, void *dst, int64_t n, const float *weights);
+void tport_quant_iq3_s(const float *src, void *dst, int64_t n);
+void tport_quant_iq3_s_weighted(const float *src, void *dst, int64_t n, const float *weights);
+/* IQ2_XXS's quantizer (iq2_search.c): ggml has it only with importance
+ * weights (n of them, one row's); NULL weights give zero blocks. */
+void tport_quant_iq2_xxs_weighted(const float *src, void *dst, int64_t n, const float *weights);
+void tport_quant_iq2_xs_weighted(const float *src, void *dst, int64_t n, const float *weights);
+/* IQ1_S's (iq1_search.c): weighted only, as ggml's; IQ1_M's with or
+ * without weights (ggml's quantize_iq1_m; it has no _ref function). */
+void tport_quant_iq1_s_weighted(const float *src, void *dst, int64_t n, const float *weights);
+void tport_quant_iq1_m(const float *src, void *dst, int64_t n);
+void tport_quant_iq1_m_weighted(const float *src, void *dst, int64_t n, const float *weights);
+/* IQ2_S's (iq2_search.c), with or without weights (NULL) as ggml's. */
+void tport_quant_iq2_s(const float *src, void *dst, int64_t n);
+void tport_quant_iq2_s_weighted(const float *src, void *dst, int64_t n, const float *weights);
 
 #undef TPORT_QUANT_ROW_PAIR
 

@@ -61,6 +61,16 @@ static const tport_quant_rule rules[] = {
     TODAY(IQ4_NL, iq4_nl),
     TODAY(IQ4_XS, iq4_xs),
     TODAY(MXFP4, mxfp4),
+    TODAY(IQ3_XXS, iq3_xxs),
+    TODAY(IQ3_S, iq3_s),
+    TODAY(IQ2_S, iq2_s),
+    RULE(IQ1_M, "ggml-ref", "today's ggml quantizer without weights (quantize_iq1_m(..., NULL); no _ref function)",
+         tport_quant_iq1_m, true),
+    TODAY(NVFP4, nvfp4),
+    TODAY(TQ1_0, tq1_0),
+    TODAY(TQ2_0, tq2_0),
+    TODAY(Q1_0, q1_0),
+    TODAY(Q2_0, q2_0),
 
     RULE(Q4_0_QNT0, "amax7",
          "2023-03-11 .. 04-25, llama.cpp@007a8f6 .. dd0eabc^ / ggml@acd4aeee .. 32f22c0e: d = amax/7, "

@@ -408,8 +408,8 @@ static void test_version(void) {
 #endif
 }
 
-/* A GGUF holding a tensor of a type id this build does not know (16:
- * ggml's IQ2_XXS, and 250, no type yet): it opens and `tport info` lists
+/* A GGUF holding a tensor of a type id this build does not know (43:
+ * ggml's GGML_TYPE_COUNT today, the next id it will give, and 250): it opens and `tport info` lists
  * it with its raw id and says why it would not run; `tport run` and
  * `tport convert` refuse it naming the tensor. */
 static void test_unknown_type(void) {
@@ -425,7 +425,7 @@ static void test_unknown_type(void) {
     bb_u64(&b, 17), bb_raw(&b, "token_embd.weight", 17), bb_u32(&b, 2), bb_u64(&b, 8), bb_u64(&b, 2);
     bb_u32(&b, 0), bb_u64(&b, 0);
     bb_u64(&b, 14), bb_raw(&b, "blk.0.future_a", 14), bb_u32(&b, 2), bb_u64(&b, 256), bb_u64(&b, 2);
-    bb_u32(&b, 16), bb_u64(&b, 64);
+    bb_u32(&b, 43), bb_u64(&b, 64);
     bb_u64(&b, 14), bb_raw(&b, "blk.0.future_b", 14), bb_u32(&b, 1), bb_u64(&b, 32);
     bb_u32(&b, 250), bb_u64(&b, 256);
     bb_pad_to(&b, 32);
@@ -439,19 +439,19 @@ static void test_unknown_type(void) {
     CHECK(tport_model_file_open(path, &mf) == TPORT_STATUS_OK, "open: %s", tport_last_error());
     if (mf) {
         const tport_mf_tensor *u = tport_model_file_unknown_tensor(mf);
-        CHECK(u && !strcmp(u->name, "blk.0.future_a") && u->unknown_type == 16 && u->type == TPORT_MF_TYPE_UNKNOWN,
+        CHECK(u && !strcmp(u->name, "blk.0.future_a") && u->unknown_type == 43 && u->type == TPORT_MF_TYPE_UNKNOWN,
               "the first unknown tensor");
         CHECK(mf->n_tensors == 3 && mf->tensors[2].unknown_type == 250, "all three tensors listed");
         tport_model_file_close(mf);
     }
     snprintf(cmd, sizeof cmd, TPORT_CLI " info %s", path);
     CHECK(run(cmd, out, sizeof out) == 0, "info exits 0: %s", out);
-    CHECK(strstr(out, "type16?") && strstr(out, "type250?"), "info lists the raw ids: %s", out);
-    CHECK(strstr(out, "blk.0.future_a of type id 16, a type this build does not know"), "info says why: %s", out);
+    CHECK(strstr(out, "type43?") && strstr(out, "type250?"), "info lists the raw ids: %s", out);
+    CHECK(strstr(out, "blk.0.future_a of type id 43, a type this build does not know"), "info says why: %s", out);
     snprintf(cmd, sizeof cmd, TPORT_CLI " run -m %s --prompt-ids 1 -n 1", path);
-    CHECK(run(cmd, out, sizeof out) != 0 && strstr(out, "blk.0.future_a of type id 16"), "run refuses: %s", out);
+    CHECK(run(cmd, out, sizeof out) != 0 && strstr(out, "blk.0.future_a of type id 43"), "run refuses: %s", out);
     snprintf(cmd, sizeof cmd, TPORT_CLI " convert %s %s/unknown-out.gguf", path, dir);
-    CHECK(run(cmd, out, sizeof out) == 2 && strstr(out, "'blk.0.future_a' has type id 16"), "convert refuses: %s",
+    CHECK(run(cmd, out, sizeof out) == 2 && strstr(out, "'blk.0.future_a' has type id 43"), "convert refuses: %s",
           out);
     unlink(path);
 }

@@ -38,7 +38,14 @@ static int quant_bits(const tport_type_traits *t) {
      * top), under a power-of-two scale that can clip the top quarter of a
      * block (amax just under 2^k gets codes up to 0.75 * 2^k): no better
      * than a 3-bit uniform grid */
-    if (!strcmp(f, "mxfp4")) return 3;
+    if (!strcmp(f, "mxfp4") || !strcmp(f, "nvfp4")) return 3;
+    /* 8 levels, but 4 at a time from a 256-entry grid (of 4096 points) */
+    if (!strncmp(f, "iq3", 3)) return 3;
+    if (!strncmp(f, "iq2", 3)) return 2;
+    if (!strncmp(f, "iq1", 3)) return 1;
+    /* ternary (TQ1_0, TQ2_0; Q2_0's fourth code, 2d, is never chosen
+     * since d = amax) and Q1_0's two signs times the mean |x| */
+    if (!strcmp(f, "tq1_0") || !strcmp(f, "tq2_0") || !strcmp(f, "q1_0") || !strcmp(f, "q2_0")) return 1;
     return 4;
 }
 

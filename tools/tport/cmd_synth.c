@@ -319,7 +319,8 @@ static uint32_t llama_ftype(const char *name) {
         {"f32", 0},   {"f16", 1},    {"q4_0", 2},   {"q4_1", 3},    {"q8_0", 7},
         {"q5_0", 8},  {"q5_1", 9},   {"q2_K", 10},  {"q3_K", 11},   {"q4_K", 14},
         {"q5_K", 16}, {"q6_K", 18},  {"iq4_nl", 25}, {"iq4_xs", 30}, {"bf16", 32},
-        {"mxfp4", 38},
+        {"mxfp4", 38}, {"tq1_0", 36},  {"tq2_0", 37},  {"nvfp4", 39},   {"q1_0", 40},
+        {"q2_0", 41},
     };
     for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
         if (!strcasecmp(map[i].name, name))
