@@ -90,6 +90,13 @@ tport_status tport_blk_qkv(tport_blk *b, const tport_layer *l, tport_tensor *h, 
             *v = tport_clamp(b->ctx, *v, -sh->clamp_kqv, sh->clamp_kqv);
         }
     }
+    /* per head (gemma3, qwen3: a weight of head_dim); a norm over the
+     * whole vector (OLMo 2) is not this one and is refused here */
+    if ((l->attn_q_norm && l->attn_q_norm->ne[0] != hd) || (l->attn_k_norm && l->attn_k_norm->ne[0] != hd)) {
+        tport_error(TPORT_STATUS_UNSUPPORTED, "attention: Q/K norms of %lld elements, not per head of %lld",
+                    (long long)(l->attn_q_norm ? l->attn_q_norm : l->attn_k_norm)->ne[0], (long long)hd);
+        return TPORT_STATUS_UNSUPPORTED;
+    }
     if (l->attn_q_norm && *q)
         *q = tport_blk_norm(b, *q, l->attn_q_norm, NULL);
     if (l->attn_k_norm && *k)
