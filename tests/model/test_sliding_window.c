@@ -9,7 +9,9 @@
  *   whose cache holds every position, masked with llama.cpp's rule (a key
  *   is masked when p_query - p_key >= n_swa), at every step;
  * - the window changes the result (the file without the key differs), and
- *   a ring's bytes are its cells', not the context's. */
+ *   a ring's bytes are its cells', not the context's;
+ * - in gemma3's pattern only the local layers keep a ring (of exactly the
+ *   window, fed one token at a time), the global ones the context. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,5 +150,23 @@ int main(void) {
     tport_model_free(b);
     unlink(plain);
     unlink(windowed);
+
+    /* gemma3's pattern: layers 0-4 and 6 local (rings of the window when
+     * fed one token at a time), layer 5 global (the whole context) */
+    snprintf(cmd, sizeof cmd, "'%s' synth --arch gemma3 --dim 64 --layers 7 --heads 4 --kv-heads 2 --head-size 32 "
+             "--ff 128 --vocab 300 --ctx %d --window %d --seed 5 -o '%s' >/dev/null", TPORT_CLI, CTX, WINDOW, plain);
+    CHECK(system(cmd) == 0, "failed: %s", cmd);
+    tport_model *g = tport_model_load(plain, NULL);
+    tport_session_params sp = {.n_ctx = CTX, .n_batch = 1, .kv_f32 = true};
+    tport_session *s = g ? tport_session_new(g, &sp) : NULL;
+    CHECK(s != NULL, "gemma3: %s", tport_last_error());
+    for (int32_t il = 0; s && il < 7; il++) {
+        size_t want = 2 * (size_t)(il == 5 ? CTX : WINDOW) * 2 /* kv heads */ * 32 /* head size */ * sizeof(float);
+        CHECK(tport_session_layer_cache_bytes(s, il) == want, "gemma3 layer %d: %zu cache bytes, want %zu", (int)il,
+              tport_session_layer_cache_bytes(s, il), want);
+    }
+    tport_session_free(s);
+    tport_model_free(g);
+    unlink(plain);
     return test_finish("test_sliding_window");
 }
