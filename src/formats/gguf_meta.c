@@ -79,7 +79,7 @@ static bool arch_f32(const tport_model_file *mf, const char *suffix, float *out)
 /* Architectures whose RoPE rotates pairs (i, i + n/2), as llama.cpp has it. */
 static int rope_mode_of(const char *arch) {
     static const char *const neox[] = {"falcon", "gptneox", "stablelm", "qwen", "qwen2", "phi2",
-                                       "phi3", "gemma", "gemma2", "starcoder2", "olmo", "bert"};
+                                       "phi3", "gemma", "gemma2", "gemma3", "starcoder2", "olmo", "bert"};
     for (size_t i = 0; i < sizeof neox / sizeof neox[0]; i++)
         if (!strcmp(arch, neox[i]))
             return TPORT_ROPE_NEOX;

@@ -41,11 +41,13 @@ static tport_tensor *reshape3(tport_blk *b, tport_tensor *t, int64_t ne0, int64_
     return tport_reshape(b->ctx, t, 3, ne);
 }
 
-static tport_tensor *rope(tport_blk *b, tport_tensor *t) {
+tport_tensor *tport_blk_rope(tport_blk *b, int il, tport_tensor *t) {
     const tport_model_shape *sh = b->sh;
-    if (sh->rope_mode < 0)
+    if (sh->rope_mode < 0 || !t)
         return t;
-    return tport_rope(b->ctx, t, b->positions, sh->n_rot, sh->rope_mode, sh->rope_base, sh->rope_scale);
+    bool swa = tport_shape_layer_swa(sh, il);
+    return tport_rope(b->ctx, t, b->positions, sh->n_rot, sh->rope_mode, swa ? sh->rope_base_swa : sh->rope_base,
+                      swa ? sh->rope_scale_swa : sh->rope_scale);
 }
 
 /* Heads [head_dim, n_heads, n] at float offset `first` of each row of the
@@ -88,9 +90,45 @@ tport_status tport_blk_qkv(tport_blk *b, const tport_layer *l, tport_tensor *h, 
             *v = tport_clamp(b->ctx, *v, -sh->clamp_kqv, sh->clamp_kqv);
         }
     }
-    *q = rope(b, *q);
-    *k = rope(b, *k);
+    /* per head (gemma3, qwen3: a weight of head_dim); a norm over the
+     * whole vector (OLMo 2) is not this one and is refused here */
+    if ((l->attn_q_norm && l->attn_q_norm->ne[0] != hd) || (l->attn_k_norm && l->attn_k_norm->ne[0] != hd)) {
+        tport_error(TPORT_STATUS_UNSUPPORTED, "attention: Q/K norms of %lld elements, not per head of %lld",
+                    (long long)(l->attn_q_norm ? l->attn_q_norm : l->attn_k_norm)->ne[0], (long long)hd);
+        return TPORT_STATUS_UNSUPPORTED;
+    }
+    if (l->attn_q_norm && *q)
+        *q = tport_blk_norm(b, *q, l->attn_q_norm, NULL);
+    if (l->attn_k_norm && *k)
+        *k = tport_blk_norm(b, *k, l->attn_k_norm, NULL);
+    int il = (int)(l - b->m->layers);
+    *q = tport_blk_rope(b, il, *q);
+    *k = tport_blk_rope(b, il, *k);
     return *q && *k && *v ? TPORT_STATUS_OK : TPORT_STATUS_ERROR;
+}
+
+/* Copies src [hd, nkv, n] into n cells of the cache c from cell `at` on
+ * (the rows of one cache position are `row` bytes apart); notes the store
+ * when it moves with the position. */
+static bool store(tport_blk *b, tport_tensor *c, tport_tensor *src, int64_t first, int64_t n, int32_t at,
+                  int32_t cells, bool moves) {
+    const size_t f = tport_type_block_bytes(c->type), row = (size_t)(c->ne[0] * c->ne[1]) * f;
+    const int64_t ne[3] = {c->ne[0], c->ne[1], n};
+    const size_t nb[3] = {f, (size_t)c->ne[0] * f, row};
+    tport_tensor *dst = tport_view(b->ctx, c, 3, ne, nb, (size_t)at * row);
+    if (n != src->ne[2])
+        src = tport_view(b->ctx, src, 3, ne, (const size_t[3]){src->nb[0], src->nb[1], src->nb[2]},
+                         (size_t)first * src->nb[2]);
+    if (!dst || !src || tport_graph_add(b->g, tport_cpy(b->ctx, src, dst)) != TPORT_STATUS_OK)
+        return false;
+    if (b->stores && moves) {
+        if (b->n_stores + 1 > b->cap_stores) {
+            tport_error(TPORT_STATUS_ERROR, "attention: more cache stores than layers");
+            return false;
+        }
+        b->stores[b->n_stores++] = (tport_blk_store){dst, row, cells};
+    }
+    return true;
 }
 
 tport_tensor *tport_blk_attention(tport_blk *b, int il, tport_tensor *q, tport_tensor *k, tport_tensor *v,
@@ -100,10 +138,14 @@ tport_tensor *tport_blk_attention(tport_blk *b, int il, tport_tensor *q, tport_t
     int64_t hd = sh->head_dim, nkv = sh->n_head_kv;
     tport_type_id type = b->kv[il].type;
     size_t f = tport_type_block_bytes(type), row = (size_t)(hd * nkv) * f; /* one cache position */
+    int32_t cells = b->kv[il].n_cells > 0 ? b->kv[il].n_cells : b->n_ctx;
+    bool swa = tport_shape_layer_swa(sh, il);
+    tport_tensor *mask = swa ? b->mask_swa : b->mask;
+    int32_t n_kv = swa ? b->n_kv_swa : b->n_kv;
 
-    tport_tensor *kc = tport_new_tensor_3d(ctx, type, hd, nkv, b->n_ctx);
-    tport_tensor *vc = tport_new_tensor_3d(ctx, type, hd, nkv, b->n_ctx);
-    if (!kc || !vc || !q || !k || !v)
+    tport_tensor *kc = tport_new_tensor_3d(ctx, type, hd, nkv, cells);
+    tport_tensor *vc = tport_new_tensor_3d(ctx, type, hd, nkv, cells);
+    if (!kc || !vc || !q || !k || !v || !mask)
         return NULL;
     /* the cache lives in host memory or, as a resident leaf, on a device */
     tport_tensor_set_data(kc, b->kv[il].k);
@@ -112,44 +154,44 @@ tport_tensor *tport_blk_attention(tport_blk *b, int il, tport_tensor *q, tport_t
     vc->res = b->kv[il].v_res;
 
     /* The copies join the graph before anything reads the cache, so the
-     * topological order runs them first. */
-    const int64_t new_ne[3] = {hd, nkv, b->n};
-    const size_t new_nb[3] = {f, (size_t)hd * f, row};
-    tport_tensor *k_dst = tport_view(ctx, kc, 3, new_ne, new_nb, (size_t)b->pos * row);
-    tport_tensor *v_dst = tport_view(ctx, vc, 3, new_ne, new_nb, (size_t)b->pos * row);
-    if (tport_graph_add(b->g, tport_cpy(ctx, k, k_dst)) != TPORT_STATUS_OK ||
-        tport_graph_add(b->g, tport_cpy(ctx, v, v_dst)) != TPORT_STATUS_OK)
+     * topological order runs them first.  Position p goes to cell p % cells
+     * (p itself unless the layer keeps a ring); a batch reaching past the
+     * ring's end writes the rest from cell 0. */
+    int32_t at = b->pos % cells, first = cells - at < b->n ? cells - at : b->n;
+    if (!store(b, kc, k, 0, first, at, cells, true) || !store(b, vc, v, 0, first, at, cells, true))
         return NULL;
-    if (b->stores) {
-        if (b->n_stores + 2 > b->cap_stores) {
-            tport_error(TPORT_STATUS_ERROR, "attention: more cache stores than layers");
-            return NULL;
-        }
-        b->stores[b->n_stores++] = (tport_blk_store){k_dst, row};
-        b->stores[b->n_stores++] = (tport_blk_store){v_dst, row};
-    }
+    if (first < b->n && (!store(b, kc, k, first, b->n - first, 0, cells, false) ||
+                         !store(b, vc, v, first, b->n - first, 0, cells, false)))
+        return NULL;
 
     /* K (and V, for flash_attn) as [hd, n_kv, nkv] views of the caches */
-    const int64_t k_ne[3] = {hd, b->n_kv, nkv};
+    const int64_t k_ne[3] = {hd, n_kv, nkv};
     const size_t k_nb[3] = {f, row, (size_t)hd * f};
     tport_tensor *keys = tport_view(ctx, kc, 3, k_ne, k_nb, 0);
     const int64_t o_ne[2] = {hd * sh->n_head, b->n};
-    if (sh->max_alibi_bias <= 0 && b->fused_attn) {
+    if (sh->max_alibi_bias <= 0 && sh->attn_softcap <= 0 && b->fused_attn) {
         /* one node reads both caches in place: no transposed copy of V */
         tport_tensor *values = tport_view(ctx, vc, 3, k_ne, k_nb, 0);
-        tport_tensor *o = tport_flash_attn(ctx, q, keys, values, b->mask, kq_scale); /* [hd, n_head, n] */
+        tport_tensor *o = tport_flash_attn(ctx, q, keys, values, mask, kq_scale); /* [hd, n_head, n] */
         return tport_reshape(ctx, o, 2, o_ne);
     }
-    /* ALiBi, or a forced backend: the unfused path, V transposed as [n_kv,
-     * hd, nkv] (made contiguous) */
-    const int64_t vt_ne[3] = {b->n_kv, hd, nkv};
+    /* ALiBi, soft-capping or a forced backend: the unfused path, V
+     * transposed as [n_kv, hd, nkv] (made contiguous) */
+    const int64_t vt_ne[3] = {n_kv, hd, nkv};
     const size_t vt_nb[3] = {row, f, (size_t)hd * f};
     tport_tensor *values_t = tport_cont(ctx, tport_view(ctx, vc, 3, vt_ne, vt_nb, 0));
 
     tport_tensor *qp = tport_permute(ctx, q, 0, 2, 1, 3);           /* [hd, n, n_head]    */
     tport_tensor *kq = tport_mul_mat(ctx, keys, qp);                 /* [n_kv, n, n_head]  */
-    kq = sh->max_alibi_bias > 0 ? tport_soft_max_ext(ctx, kq, b->mask, kq_scale, sh->max_alibi_bias)
-                                : tport_soft_max(ctx, kq, b->mask, kq_scale);
+    if (sh->attn_softcap > 0) {
+        /* llama.cpp: scale by 1/cap, tanh, scale by cap, then the softmax
+         * with the mask (its kq_scale, 1 for gemma, folded in first) */
+        kq = tport_scale(ctx, kq, kq_scale / sh->attn_softcap);
+        kq = tport_scale(ctx, tport_tanh(ctx, kq), sh->attn_softcap);
+        kq_scale = 1.0f;
+    }
+    kq = sh->max_alibi_bias > 0 ? tport_soft_max_ext(ctx, kq, mask, kq_scale, sh->max_alibi_bias)
+                                : tport_soft_max(ctx, kq, mask, kq_scale);
     tport_tensor *kqv = tport_mul_mat(ctx, values_t, kq);            /* [hd, n, n_head]    */
     tport_tensor *o = tport_cont(ctx, tport_permute(ctx, kqv, 0, 2, 1, 3)); /* [hd, n_head, n] */
     return tport_reshape(ctx, o, 2, o_ne);
@@ -193,5 +235,9 @@ tport_tensor *tport_blk_output(tport_blk *b, tport_tensor *x) {
         return b->hidden_out_last && x ? tport_cont(b->ctx, last_row(b, x)) : x;
     const tport_globals *w = &b->m->w;
     x = tport_blk_norm(b, x, w->output_norm, w->output_norm_b);
-    return tport_blk_linear(b, w->output, w->output_b, b->logits_all ? x : last_row(b, x));
+    x = tport_blk_linear(b, w->output, w->output_b, b->logits_all ? x : last_row(b, x));
+    if (b->sh->logit_softcap > 0 && x)
+        x = tport_scale(b->ctx, tport_tanh(b->ctx, tport_scale(b->ctx, x, 1.0f / b->sh->logit_softcap)),
+                        b->sh->logit_softcap);
+    return x;
 }

@@ -9,11 +9,14 @@
 #include "registry/registry.h"
 
 /* Where new keys or values go in a layer's cache: the cache's view dst at
- * pos * row bytes, which a graph kept for reuse moves (tport_view_move;
- * the cpy node into it follows). */
+ * (pos % cells) * row bytes, which a graph kept for reuse moves
+ * (tport_view_move; the cpy node into it follows).  A batch that wraps
+ * round a sliding-window ring writes its tail at cell 0 with a second
+ * copy, which does not move (the graph is kept only for the same split). */
 typedef struct tport_blk_store {
     tport_tensor *dst;
     size_t row;
+    int32_t cells;
 } tport_blk_store;
 
 /* The state of one batch's graph while it is built. */
@@ -23,6 +26,10 @@ typedef struct tport_blk {
     const tport_model *m;
     const tport_model_shape *sh;
     tport_tensor *ids, *positions, *mask; /* inputs: [n] i32, [n] i32, [n_kv, n] f32 */
+    /* the sliding-window layers' mask [n_kv_swa, n] over their caches'
+     * cells (NULL when no layer of the batch has a window) */
+    tport_tensor *mask_swa;
+    int32_t n_kv_swa;
     /* the host's copy of token_embd's rows for ids (in token_embd's type)
      * and 0..n-1, or NULL: get_rows reads token_embd itself */
     tport_tensor *rows, *row_ids;
@@ -53,14 +60,21 @@ tport_tensor *tport_blk_norm(tport_blk *b, tport_tensor *x, tport_tensor *w, tpo
 tport_tensor *tport_blk_linear(tport_blk *b, tport_tensor *w, tport_tensor *bias, tport_tensor *x);
 /* Q [head_dim, n_head, n], K and V [head_dim, n_head_kv, n] of layer l from
  * h: the fused attn_qkv (split at [Q|K|V], clamped when the shape says so)
- * or attn_q/k/v, biases where present; Q and K rotated when the
+ * or attn_q/k/v, biases where present; each head of Q and K normed with
+ * attn_q_norm / attn_k_norm where present, then Q and K rotated when the
  * architecture uses RoPE. */
 tport_status tport_blk_qkv(tport_blk *b, const tport_layer *l, tport_tensor *h, tport_tensor **q,
                            tport_tensor **k, tport_tensor **v);
 /* Stores k and v in layer il's cache and attends: softmax(K^T q * kq_scale
- * + mask [+ ALiBi]) V, as [n_head * head_dim, n]. */
+ * + mask [+ ALiBi]) V, as [n_head * head_dim, n]; with the shape's
+ * attn_softcap the scaled scores pass through cap tanh(s / cap) before the
+ * mask (unfused ops, as llama.cpp's graph without flash attention).  A
+ * sliding-window layer reads its ring through the window's mask. */
 tport_tensor *tport_blk_attention(tport_blk *b, int il, tport_tensor *q, tport_tensor *k, tport_tensor *v,
                                   float kq_scale);
+/* Rotary embedding of t [head_dim, heads, n] for layer il (a
+ * sliding-window layer with its own base and scale). */
+tport_tensor *tport_blk_rope(tport_blk *b, int il, tport_tensor *t);
 /* Attention of layer il from its normed input h, through attn_output. */
 tport_tensor *tport_blk_self_attention(tport_blk *b, int il, tport_tensor *h, float kq_scale);
 /* down(silu(gate h) * up h) */
@@ -77,7 +91,8 @@ bool tport_blk_fused_attn(const char *forced_backend);
  * only then may a layer's cache live in b's memory. */
 bool tport_blk_cache_runs_on(const tport_active_backend *b, const tport_model *m, tport_type_id kv_type,
                              int32_t n_ctx, int32_t n_batch);
-/* Logits of the last token: output(norm(x) with output_norm) + output_b;
+/* Logits of the last token: output(norm(x) with output_norm) + output_b,
+ * soft-capped when the shape says so;
  * for a stage before the last, x itself (or its last row). */
 tport_tensor *tport_blk_output(tport_blk *b, tport_tensor *x);
 

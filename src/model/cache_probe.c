@@ -108,7 +108,7 @@ bool tport_blk_fused_attn(const char *forced_backend) {
 bool tport_blk_cache_runs_on(const tport_active_backend *b, const tport_model *m, tport_type_id kv_type,
                              int32_t n_ctx, int32_t n_batch) {
     const tport_model_shape *sh = &m->sh;
-    bool fused = sh->max_alibi_bias <= 0 && tport_blk_fused_attn(m->backend);
+    bool fused = sh->max_alibi_bias <= 0 && sh->attn_softcap <= 0 && tport_blk_fused_attn(m->backend);
     /* one generated token over the whole context, and a prompt batch */
     return cache_nodes_run_on(b, sh, kv_type, 1, n_ctx, fused) &&
            cache_nodes_run_on(b, sh, kv_type, n_batch < n_ctx ? n_batch : n_ctx, n_ctx, fused);

@@ -47,7 +47,8 @@ static void tally_nodes(const tport_graph *g, tport_node_tally *t) {
 struct tport_eval_cache {
     tport_ctx *ctx;
     tport_graph *g;
-    int32_t *in; /* ids [n], positions [n], mask [n_kv, n], then 0..n-1 when rows are staged */
+    int32_t *in; /* ids [n], positions [n], mask [n_kv, n], the sliding-window
+                    mask [n_kv_swa, n], then 0..n-1 when rows are staged */
     tport_tensor *hidden_in, *out;
     uint8_t *rows;    /* the batch's token_embd rows, or NULL: get_rows reads token_embd */
     size_t row_bytes; /* of one of them */
@@ -58,9 +59,47 @@ struct tport_eval_cache {
     const tport_kv_layer *kv;
     const char *backend;
     int32_t n, n_kv, n_ctx, layer_begin, layer_end;
+    /* sliding-window layers: their cells and window (0: none in the
+     * batch), cells read, and the batch's cells before a ring's end */
+    int32_t swa_cells, n_swa, n_kv_swa, swa_first;
     bool hidden_out, hidden_out_last, logits_all;
     int64_t n_built, n_reused;
 };
+
+/* What the sliding-window layers of e read: cells (0 when e runs none),
+ * how many of them (n_kv_swa), and how many of the batch's cells come
+ * before the ring's end (the rest wrap to cell 0). */
+typedef struct swa_view {
+    int32_t cells, n_kv, first;
+} swa_view;
+
+static tport_status swa_of(const tport_model_eval *e, swa_view *w) {
+    const tport_model_shape *sh = &e->m->sh;
+    *w = (swa_view){0};
+    for (int32_t il = e->layer_begin; il < e->layer_end; il++) {
+        if (!tport_shape_layer_swa(sh, il))
+            continue;
+        int32_t cells = e->kv[il].n_cells > 0 ? e->kv[il].n_cells : e->n_ctx;
+        if (w->cells && cells != w->cells)
+            return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "eval: sliding-window caches of %d and %d cells",
+                               (int)w->cells, (int)cells);
+        w->cells = cells;
+    }
+    if (!w->cells)
+        return TPORT_STATUS_OK;
+    /* a batch must not overwrite what its own first query still sees */
+    if (w->cells < e->n_ctx && e->n > w->cells - sh->n_swa + 1)
+        return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "eval: a batch of %d tokens does not fit a "
+                           "sliding-window cache of %d cells for a window of %d", (int)e->n, (int)w->cells,
+                           (int)sh->n_swa);
+    int32_t filled = e->pos + e->n < w->cells ? e->pos + e->n : w->cells;
+    w->n_kv = (filled + 31) / 32 * 32;
+    if (w->n_kv > w->cells)
+        w->n_kv = w->cells;
+    int32_t at = e->pos % w->cells;
+    w->first = w->cells - at < e->n ? w->cells - at : e->n;
+    return TPORT_STATUS_OK;
+}
 
 tport_eval_cache *tport_eval_cache_new(void) {
     tport_eval_cache *c = calloc(1, sizeof *c);
@@ -93,9 +132,10 @@ void tport_eval_cache_counts(const tport_eval_cache *c, int64_t *built, int64_t 
 
 /* Whether c's graph is the one e needs (the backend compared by name: a
  * caller may pass equal strings from different places). */
-static bool fits(const tport_eval_cache *c, const tport_model_eval *e, int32_t n_kv) {
+static bool fits(const tport_eval_cache *c, const tport_model_eval *e, int32_t n_kv, const swa_view *w) {
     bool same_backend = !c->backend == !e->backend && (!c->backend || !strcmp(c->backend, e->backend));
     return c->m == e->m && c->kv == e->kv && same_backend && c->n == e->n && c->n_kv == n_kv &&
+           c->swa_cells == w->cells && c->n_kv_swa == w->n_kv && c->swa_first == w->first &&
            c->n_ctx == e->n_ctx && c->layer_begin == e->layer_begin && c->layer_end == e->layer_end &&
            !c->hidden_in == !e->hidden_in && c->hidden_out == (e->hidden_out != NULL) &&
            c->hidden_out_last == e->hidden_out_last && c->logits_all == e->logits_all;
@@ -103,16 +143,26 @@ static bool fits(const tport_eval_cache *c, const tport_model_eval *e, int32_t n
 
 /* The inputs of this call, and the cache stores moved to its position. */
 static tport_status fill_inputs(tport_eval_cache *c, const tport_model_eval *e) {
-    int32_t n = c->n, n_kv = c->n_kv;
+    int32_t n = c->n, n_kv = c->n_kv, n_kv_swa = c->n_kv_swa, cells = c->swa_cells;
     int32_t *ids = c->in, *positions = c->in + n;
     float *mask = (float *)(c->in + 2 * (size_t)n);
+    float *mask_swa = mask + (size_t)n_kv * (size_t)n;
     bool alibi = e->m->sh.max_alibi_bias > 0;
+    int32_t last = e->pos + n - 1;
     for (int32_t i = 0; i < n; i++) {
         int32_t q = e->pos + i;
         ids[i] = e->ids ? e->ids[i] : 0;
         positions[i] = q;
         for (int32_t j = 0; j < n_kv; j++)
             mask[(size_t)i * (size_t)n_kv + (size_t)j] = j > q ? -INFINITY : alibi ? -(float)(q - j) : 0.0f;
+        /* cell j of a ring holds the latest position p <= last with
+         * p % cells == j (none yet when j > last); llama.cpp masks a key
+         * when p_query - p_key >= n_swa */
+        for (int32_t j = 0; j < n_kv_swa; j++) {
+            int32_t p = j > last ? -1 : last - (last - j) % cells;
+            mask_swa[(size_t)i * (size_t)n_kv_swa + (size_t)j] =
+                p < 0 || p > q || q - p >= c->n_swa ? -INFINITY : alibi ? -(float)(q - p) : 0.0f;
+        }
     }
     if (c->hidden_in)
         tport_tensor_set_data(c->hidden_in, (void *)e->hidden_in);
@@ -122,7 +172,7 @@ static tport_status fill_inputs(tport_eval_cache *c, const tport_model_eval *e) 
         st = tport_model_file_copy(e->m->file, (const uint8_t *)te->data + (size_t)ids[i] * te->nb[1],
                                    c->rows + (size_t)i * c->row_bytes, c->row_bytes);
     for (int i = 0; i < c->n_stores && !st; i++)
-        st = tport_view_move(c->stores[i].dst, (size_t)e->pos * c->stores[i].row);
+        st = tport_view_move(c->stores[i].dst, (size_t)(e->pos % c->stores[i].cells) * c->stores[i].row);
     return st;
 }
 
@@ -134,18 +184,19 @@ static bool stages_rows(const tport_model_eval *e) {
 }
 
 /* A new graph for e into c (empty); the inputs are filled by fill_inputs. */
-static tport_status build(tport_eval_cache *c, const tport_model_eval *e, int32_t n_kv) {
+static tport_status build(tport_eval_cache *c, const tport_model_eval *e, int32_t n_kv, const swa_view *w) {
     const tport_model *m = e->m;
     const tport_model_shape *sh = &m->sh;
     int32_t n = e->n;
     *c = (tport_eval_cache){.m = m, .kv = e->kv, .backend = e->backend, .n = n, .n_kv = n_kv,
                             .n_ctx = e->n_ctx, .layer_begin = e->layer_begin, .layer_end = e->layer_end,
-                            .hidden_out = e->hidden_out != NULL,
+                            .swa_cells = w->cells, .n_swa = sh->n_swa, .n_kv_swa = w->n_kv,
+                            .swa_first = w->first, .hidden_out = e->hidden_out != NULL,
                             .hidden_out_last = e->hidden_out_last, .logits_all = e->logits_all,
                             .n_built = c->n_built, .n_reused = c->n_reused};
     int cap_stores = 2 * (e->layer_end - e->layer_begin);
     bool stage = stages_rows(e);
-    size_t n_in = 2 * (size_t)n + (size_t)n_kv * (size_t)n;
+    size_t n_in = 2 * (size_t)n + (size_t)n_kv * (size_t)n + (size_t)w->n_kv * (size_t)n;
     c->in = malloc((n_in + (stage ? (size_t)n : 0)) * sizeof *c->in);
     c->row_bytes = stage ? tport_row_size(m->w.tok_embd->type, m->w.tok_embd->ne[0]) : 0;
     c->rows = stage ? malloc((size_t)n * c->row_bytes) : NULL;
@@ -158,6 +209,7 @@ static tport_status build(tport_eval_cache *c, const tport_model_eval *e, int32_
         tport_graph_set_workspace(c->g, e->ws);
     tport_ctx *ctx = c->ctx;
     tport_blk b = {.ctx = ctx, .g = c->g, .m = m, .sh = sh, .n = n, .pos = e->pos, .n_kv = n_kv,
+                   .n_kv_swa = w->n_kv,
                    .n_ctx = e->n_ctx, .kv = e->kv, .layer_begin = e->layer_begin, .layer_end = e->layer_end,
                    .hidden_out = e->hidden_out != NULL, .hidden_out_last = e->hidden_out_last,
                    .logits_all = e->logits_all,
@@ -166,11 +218,14 @@ static tport_status build(tport_eval_cache *c, const tport_model_eval *e, int32_
     b.ids = tport_new_tensor_1d(ctx, TPORT_TYPE_I32, n);
     b.positions = tport_new_tensor_1d(ctx, TPORT_TYPE_I32, n);
     b.mask = tport_new_tensor_2d(ctx, TPORT_TYPE_F32, n_kv, n);
+    b.mask_swa = w->cells ? tport_new_tensor_2d(ctx, TPORT_TYPE_F32, w->n_kv, n) : NULL;
     tport_tensor *out = NULL;
-    if (b.ids && b.positions && b.mask) {
+    if (b.ids && b.positions && b.mask && (!w->cells || b.mask_swa)) {
         tport_tensor_set_data(b.ids, c->in);
         tport_tensor_set_data(b.positions, c->in + n);
         tport_tensor_set_data(b.mask, c->in + 2 * (size_t)n);
+        if (b.mask_swa)
+            tport_tensor_set_data(b.mask_swa, c->in + 2 * (size_t)n + (size_t)n_kv * (size_t)n);
         if (stage) {
             int32_t *order = c->in + n_in;
             for (int32_t i = 0; i < n; i++)
@@ -230,13 +285,16 @@ tport_status tport_model_eval_batch(const tport_model_eval *e) {
     n_kv = (n_kv + 31) / 32 * 32;
     if (n_kv > e->n_ctx)
         n_kv = e->n_ctx;
+    swa_view w;
+    tport_status st = swa_of(e, &w);
+    if (st)
+        return st;
     tport_eval_cache scratch = {0}, *c = e->cache ? e->cache : &scratch;
-    tport_status st = TPORT_STATUS_OK;
-    if (c->g && fits(c, e, n_kv)) {
+    if (c->g && fits(c, e, n_kv, &w)) {
         c->n_reused++;
     } else {
         tport_eval_cache_drop(c);
-        st = build(c, e, n_kv);
+        st = build(c, e, n_kv, &w);
         c->n_built++;
     }
     if (!st)

@@ -21,6 +21,9 @@ typedef struct tport_layer {
     tport_tensor *wqkv, *bqkv, *wq, *bq, *wk, *bk, *wv, *bv, *wo, *bo;
     tport_tensor *ffn_norm, *ffn_norm_b;
     tport_tensor *w_gate, *w_up, *b_up, *w_down, *b_down;
+    /* per-head RMS norms of Q and K before RoPE (gemma3), and the norms of
+     * the attention's and the feed-forward's outputs (gemma2, gemma3) */
+    tport_tensor *attn_q_norm, *attn_k_norm, *attn_post_norm, *ffn_post_norm;
 } tport_layer;
 
 /* Model-level weight slots. */
@@ -38,7 +41,21 @@ typedef struct tport_model_shape {
     bool parallel_residual;    /* gptneox: x + attn(ln1 x) + ffn(ln2 x)     */
     float max_alibi_bias;      /* > 0: ALiBi slopes in the softmax          */
     float clamp_kqv;           /* > 0: the fused QKV clamped to [-c, c]     */
+    /* Sliding-window attention: n_swa > 0 is the window of the local
+     * layers (a query at p sees keys at p - n_swa < k <= p, llama.cpp's
+     * LLAMA_SWA_TYPE_STANDARD); with swa_period 0 every layer is local,
+     * else layer il is when il % swa_period < swa_period - 1.  Local
+     * layers rotate with their own RoPE base and scale. */
+    int32_t n_swa, swa_period;
+    float rope_base_swa, rope_scale_swa;
+    float attn_softcap;        /* > 0: scores = cap tanh(scores / cap)      */
+    float logit_softcap;       /* > 0: logits = cap tanh(logits / cap)      */
 } tport_model_shape;
+
+/* Whether layer il attends through the sliding window. */
+static inline bool tport_shape_layer_swa(const tport_model_shape *sh, int32_t il) {
+    return sh->n_swa > 0 && (sh->swa_period <= 0 || il % sh->swa_period < sh->swa_period - 1);
+}
 
 struct tport_model {
     tport_model_file *file;      /* owns the mapping the weights point into */
@@ -146,13 +163,18 @@ typedef struct tport_kv_layer {
     void *k, *v;
     tport_residency k_res, v_res;
     tport_type_id type;
+    /* positions the cache holds: n_ctx, or for a sliding-window layer a
+     * ring of the window plus one batch (position p in cell p % n_cells),
+     * so that its memory does not grow with the context */
+    int32_t n_cells;
 } tport_kv_layer;
 
 typedef struct tport_eval_cache tport_eval_cache;
 
 /* One evaluation: n tokens at positions pos..pos+n-1 through layers
  * [layer_begin, layer_end), reading and extending those layers' caches
- * (per layer [head_dim, n_head_kv, n_ctx]); writes the last token's
+ * (per layer [head_dim, n_head_kv, n_cells]; a ring of n_cells < n_ctx
+ * takes batches of at most n_cells - n_swa + 1 tokens); writes the last token's
  * n_vocab logits, or the hidden state when hidden_out is set. */
 typedef struct tport_model_eval {
     const tport_model *m;
@@ -176,6 +198,10 @@ typedef struct tport_model_eval {
     tport_eval_cache *cache;     /* keeps the graph for the next call, or NULL */
 } tport_model_eval;
 tport_status tport_model_eval_batch(const tport_model_eval *e);
+
+/* Bytes of layer il's K and V caches in a session (0 for a layer it does
+ * not hold): what a sliding-window layer's ring costs. */
+size_t tport_session_layer_cache_bytes(const tport_session *s, int32_t il);
 
 /* The last evaluation's graph, kept by a session: the next evaluation of
  * the same shape (the same n, n_kv rounded to 32, layers and inputs) only

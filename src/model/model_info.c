@@ -84,6 +84,12 @@ size_t tport_model_kv_bytes(const tport_model *m, int32_t n_ctx) {
     if (!m || n_ctx < 0)
         return 0;
     const tport_model_shape *sh = &m->sh;
-    return 2 * (size_t)sh->n_layer * (size_t)(n_ctx ? n_ctx : sh->n_ctx) * (size_t)sh->head_dim *
-           (size_t)sh->n_head_kv * sizeof(float);
+    size_t ctx = (size_t)(n_ctx ? n_ctx : sh->n_ctx), cells = 0;
+    /* a sliding-window layer keeps a ring of the window and one batch (a
+     * session's default of 64; session.c) */
+    for (int32_t il = 0; il < sh->n_layer; il++) {
+        size_t ring = (size_t)sh->n_swa + 63;
+        cells += tport_shape_layer_swa(sh, il) && ring < ctx ? ring : ctx;
+    }
+    return 2 * cells * (size_t)sh->head_dim * (size_t)sh->n_head_kv * sizeof(float);
 }

@@ -23,10 +23,23 @@
 
 #define MAX_RECOVERIES 4
 
-/* Elements of one layer's K (or V) cache. */
-static size_t layer_elements(const tport_session *s) {
+/* Positions layer il's cache holds: the context, or for a sliding-window
+ * layer a ring of the window plus one batch less one (what the batch's
+ * first query still sees, and the batch's own keys), as llama.cpp's iSWA
+ * cache keeps n_swa + n_ubatch cells: memory that does not grow with the
+ * context. */
+static int32_t layer_cells(const tport_session *s, int32_t il) {
     const tport_model_shape *sh = &s->m->sh;
-    return (size_t)s->n_ctx * (size_t)sh->head_dim * (size_t)sh->n_head_kv;
+    if (!tport_shape_layer_swa(sh, il))
+        return s->n_ctx;
+    int64_t ring = (int64_t)sh->n_swa + s->n_batch - 1;
+    return ring < s->n_ctx ? (int32_t)ring : s->n_ctx;
+}
+
+/* Elements of layer il's K (or V) cache. */
+static size_t layer_elements(const tport_session *s, int32_t il) {
+    const tport_model_shape *sh = &s->m->sh;
+    return (size_t)layer_cells(s, il) * (size_t)sh->head_dim * (size_t)sh->n_head_kv;
 }
 
 static size_t kv_element_size(const tport_session *s) {
@@ -47,8 +60,9 @@ static void free_layer(tport_kv_layer *kv) {
  * host memory. */
 static tport_status place_layer(tport_session *s, int32_t il) {
     tport_kv_layer *kv = &s->kv[il];
-    size_t n = layer_elements(s), e = kv_element_size(s);
+    size_t n = layer_elements(s, il), e = kv_element_size(s);
     kv->type = s->kv_type;
+    kv->n_cells = layer_cells(s, il);
     const tport_active_backend *b = tport_layer_attention_weight(&s->m->layers[il])->res.backend;
     if (b && b->mem.device_memory && !tport_sched_backend_lost(b) && b != s->probed) {
         s->probed = b;
@@ -67,9 +81,8 @@ static tport_status place_layer(tport_session *s, int32_t il) {
     kv->k = calloc(n, e);
     kv->v = calloc(n, e);
     if (!kv->k || !kv->v)
-        return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "session_new: cannot allocate a KV cache of %zu MiB "
-                           "for %d positions", 2 * n * e * (size_t)s->m->sh.n_layer >> 20,
-                           (int)s->n_ctx);
+        return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "session_new: cannot allocate the KV cache of layer %d "
+                           "(%zu MiB for %d positions)", (int)il, 2 * n * e >> 20, (int)kv->n_cells);
     return TPORT_STATUS_OK;
 }
 
@@ -96,7 +109,7 @@ tport_session *tport_session_new(tport_model *m, const tport_session_params *par
     /* f16 as llama.cpp; f32 when asked, or when one forced backend other
      * than the CPU must run every node (its cache ops may be f32 only) */
     s->kv_type = p.kv_f32 || (m->backend && strcmp(m->backend, "cpu")) ? TPORT_TYPE_F32 : TPORT_TYPE_F16;
-    size_t per_layer = layer_elements(s);
+    size_t per_layer = (size_t)s->n_ctx * (size_t)sh->head_dim * (size_t)sh->n_head_kv; /* the largest */
     size_t total = 2 * per_layer * (size_t)sh->n_layer;
     if (per_layer && (total / per_layer / 2 != (size_t)sh->n_layer || total > SIZE_MAX / sizeof(float))) {
         tport_error(TPORT_STATUS_INVALID_ARGUMENT, "session_new: KV cache size overflows");
@@ -310,7 +323,7 @@ tport_status tport_session_stats(const tport_session *s, tport_sched_stats *last
 tport_tensor *tport_session_cache_leaf(tport_ctx *ctx, const tport_session *s, int32_t il, bool value) {
     const tport_model_shape *sh = &s->m->sh;
     const tport_kv_layer *kv = &s->kv[il];
-    tport_tensor *t = tport_new_tensor_3d(ctx, kv->type, sh->head_dim, sh->n_head_kv, s->n_ctx);
+    tport_tensor *t = tport_new_tensor_3d(ctx, kv->type, sh->head_dim, sh->n_head_kv, kv->n_cells);
     if (t) {
         tport_tensor_set_data(t, value ? kv->v : kv->k);
         t->res = value ? kv->v_res : kv->k_res;
@@ -331,10 +344,23 @@ tport_status tport_session_truncate(tport_session *s, int32_t n) {
     if (!s || n < 0 || n > s->pos)
         return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "session_truncate: %d is not in [0, %d]", (int)n,
                            s ? (int)s->pos : 0);
+    /* a ring (sliding-window layer) has overwritten what the window before
+     * n needs once more than a batch less one was evaluated past it */
+    for (int32_t il = s->m->layer_begin; n > 0 && il < s->m->layer_end; il++)
+        if (s->kv[il].n_cells < s->n_ctx && s->pos - n > s->kv[il].n_cells - s->m->sh.n_swa)
+            return tport_error(TPORT_STATUS_UNSUPPORTED, "session_truncate: layer %d keeps only a window of %d "
+                               "positions; going back %d from %d is not possible", (int)il,
+                               (int)s->m->sh.n_swa, (int)(s->pos - n), (int)s->pos);
     /* the positions past n stay in the cache, masked, until overwritten */
     s->pos = n;
     s->have_logits = false;
     return TPORT_STATUS_OK;
+}
+
+size_t tport_session_layer_cache_bytes(const tport_session *s, int32_t il) {
+    if (!s || il < s->m->layer_begin || il >= s->m->layer_end)
+        return 0;
+    return 2 * layer_elements(s, il) * kv_element_size(s);
 }
 
 void tport_session_reset(tport_session *s) {

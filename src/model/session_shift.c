@@ -29,11 +29,15 @@ bool tport_model_can_shift(const tport_model *m) {
     if (!m)
         return false;
     const tport_model_shape *sh = &m->sh;
-    return sh->rope_mode >= 0 && !m->w.pos_embd && !(sh->max_alibi_bias > 0);
+    return sh->rope_mode >= 0 && !m->w.pos_embd && !(sh->max_alibi_bias > 0) && sh->n_swa <= 0;
 }
 
 static tport_status refuse(const tport_model *m) {
     const tport_model_shape *sh = &m->sh;
+    if (sh->n_swa > 0) /* the rings hold only the window: nothing to shift into the gap */
+        return tport_error(TPORT_STATUS_UNSUPPORTED, "context shift: %s keeps sliding-window layers' caches as "
+                           "rings of the window; they cannot be shifted (use a longer context: it does not "
+                           "grow those layers' memory)", m->arch->name);
     const char *why = m->w.pos_embd ? "learned position embeddings"
                       : sh->max_alibi_bias > 0 ? "ALiBi position biases"
                                                : "no rotary position embedding";

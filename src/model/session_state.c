@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/fp16.h"
 #include "core/tensor.h"
+#include "model/arch/arch.h"
 #include "model/session.h"
 #include "model/session_file.h"
 
@@ -28,6 +29,9 @@ static tport_status check_session(const tport_session *s, const char *what, cons
     const tport_model *m = s->m;
     if (m->layer_begin != 0 || m->layer_end != m->sh.n_layer || !m->has_embedding || !m->has_head)
         return tport_error(TPORT_STATUS_UNSUPPORTED, "session_%s: not for a pipeline stage", what);
+    if (m->sh.n_swa > 0)
+        return tport_error(TPORT_STATUS_UNSUPPORTED, "session_%s: %s's sliding-window layers keep their caches "
+                           "as rings; session files do not hold them yet", what, m->arch->name);
     if (!little_endian())
         return tport_error(TPORT_STATUS_UNSUPPORTED, "session_%s: session files are little-endian; this host "
                            "is not", what);

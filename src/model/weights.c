@@ -110,16 +110,13 @@ tport_status tport_model_shape_from_file(const tport_model_file *mf, const tport
     if (sh->rope_mode >= 0 && (sh->n_rot > sh->head_dim || sh->n_rot % 2 || sh->n_rot <= 0))
         return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: rope dimensions %d for head size %d",
                            mf->path, sh->n_rot, sh->head_dim);
-    /* With a sliding window, attention sees only the last W positions;
-     * up to W positions that is full attention, so the context stops there
-     * rather than computing something else. */
-    uint32_t window = arch_u32(mf, "attention.sliding_window");
-    if (window && (uint32_t)sh->n_ctx > window) {
-        tport_log(TPORT_LOG_WARN, "%s: sliding-window attention (window %u) is not implemented; "
-                  "the context is limited to %u positions, where it equals full attention",
-                  mf->path, window, window);
-        sh->n_ctx = (int32_t)window;
-    }
+    /* Sliding-window attention (every layer unless the architecture says
+     * which): local layers keep a ring of the window (session.c), so the
+     * context is not limited by it.  Their RoPE is the global one unless
+     * the architecture sets its own. */
+    sh->n_swa = (int32_t)arch_u32(mf, "attention.sliding_window");
+    sh->rope_base_swa = sh->rope_base;
+    sh->rope_scale_swa = sh->rope_scale;
     return arch->hparams ? arch->hparams(mf, sh) : TPORT_STATUS_OK;
 }
 
@@ -220,6 +217,7 @@ int64_t tport_arch_dim_size(const tport_model_shape *sh, int dim) {
     case DIM_KV: return kv;
     case DIM_QKV: return q + 2 * kv;
     case DIM_CTX: return sh->n_ctx_train;
+    case DIM_HEAD: return sh->head_dim;
     default: return 0;
     }
 }

@@ -81,12 +81,15 @@ static int read_ids(const json *arr, tport_token *out) {
 }
 
 /* Greedy ids from `tport run --prompt-ids ... --ids --temp 0`, or with
- * -p TEXT when text is not NULL (plain text without quotes in it). */
+ * -p TEXT when text is not NULL (plain text without quotes in it); in
+ * batches of `batch` prompt tokens (0: the default). */
 static int cli_ids(const char *path, const char *text, const tport_token *prompt, int n_prompt, int n,
-                   tport_token *out) {
+                   tport_token *out, int batch) {
     char cmd[4096];
     /* the references are llama.cpp's with an f32 KV cache: so is this run's */
     int k = snprintf(cmd, sizeof cmd, "'%s' run -m '%s' -n %d --ids --temp 0 --kv-type f32 ", TPORT_CLI, path, n);
+    if (batch > 0)
+        k += snprintf(cmd + k, sizeof cmd - (size_t)k, "--batch %d ", batch);
     if (text && !strchr(text, '\''))
         k += snprintf(cmd + k, sizeof cmd - (size_t)k, "-p '%s'", text);
     else
@@ -203,10 +206,19 @@ int main(int argc, char **argv) {
                 CHECK(first_difference(ids, n_ids, prompt, n_prompt) < 0, "%s: tport_tokenize of '%s' differs from "
                       "llama.cpp's", argv[1], t);
             }
-            int n = cli_ids(path, t, prompt, n_prompt, n_want, got);
+            int n = cli_ids(path, t, prompt, n_prompt, n_want, got, 0);
             int d = first_difference(got, n, want, n_want);
             CHECK(d < 0, "%s, run %zu (tport run%s): greedy id %d is %d, llama.cpp gave %d", argv[1], r,
                   t ? " -p" : "", d, d >= 0 && d < n ? (int)got[d] : -1, d >= 0 && d < n_want ? (int)want[d] : -1);
+            /* a sliding window: batches of 2 make its layers' caches rings
+             * of the window + 1 cells, which the run wraps round many times
+             * (the default batch's ring outlasts these short runs) */
+            if (strstr(synth->str, "--window")) {
+                n = cli_ids(path, t, prompt, n_prompt, n_want, got, 2);
+                d = first_difference(got, n, want, n_want);
+                CHECK(d < 0, "%s, run %zu (tport run --batch 2): greedy id %d is %d, llama.cpp gave %d", argv[1], r,
+                      d, d >= 0 && d < n ? (int)got[d] : -1, d >= 0 && d < n_want ? (int)want[d] : -1);
+            }
         }
     }
     tport_model_free(m);

@@ -56,6 +56,10 @@ typedef struct synth_opts {
     uint32_t head_size, rot;  /* 0 = dim / heads, head size */
     bool parallel_residual;   /* gptneox */
     float alibi_bias, clamp_kqv; /* mpt */
+    uint32_t window;          /* sliding window (gemma2, gemma3), 0 = none */
+    /* RoPE base (0: 10000) and the local layers' own (0: not written),
+     * linear scaling factor (0: none); soft-caps (0: the arch's default) */
+    float rope_base, rope_base_swa, rope_linear, attn_softcap, logit_softcap;
     float out_gain;           /* scale of the weights writing the residual */
     float norm_noise;         /* norm weights uniform in [1 - n, 1 + n]     */
     const char *type_name;
@@ -97,11 +101,16 @@ static void usage(FILE *out) {
             "       (without --shape: dim %u, layers %u, heads %u, ff %u, vocab %u, ctx %u)\n"
             "--no-parallel-residual   gptneox: sequential residual (default parallel, as Pythia)\n"
             "--alibi-bias F --clamp-kqv F   mpt: ALiBi max bias (default 8) and QKV clamp (default 0 = none)\n"
+            "--window N        gemma2, gemma3: attention.sliding_window (gemma2 default 4096, gemma3 none)\n"
+            "--rope-base F --rope-base-swa F --rope-linear F   RoPE base (default 10000), the sliding-window\n"
+            "                  layers' base (gemma3), a linear scaling factor (gemma3)\n"
+            "--attn-softcap F --logit-softcap F   gemma2 (defaults 50, 30), gemma3 (logits; default none)\n"
             "--type T          type of the 2-D weights: f32, f16, bf16, q8_0, q4_0, q4_k, ... (default f32)\n"
             "--vocab-from F    copy the tokenizer (tokenizer.ggml.*) from a GGUF file; its size sets --vocab\n"
             "--seed S          random seed (default 1)\n"
             "--out-gain G      multiply the weights that write into the residual stream (attention\n"
-            "                  output, feed-forward down) by G (default 1). Random blocks with gain 1\n"
+            "                  output, feed-forward down; gemma2/gemma3's post-norms) by G (default 1).\n"
+            "                  Random blocks with gain 1\n"
             "                  add about as much as the embedding holds, so a model whose classifier\n"
             "                  is its embedding mostly repeats its input; larger gains let the\n"
             "                  blocks decide\n"
@@ -152,6 +161,7 @@ static int parse_args(int argc, char **argv, synth_opts *o) {
         {"--ctx", &o->shape.ctx, 1, 1u << 24, false, 0},
         {"--head-size", &o->head_size, 2, 65536, false, 0},
         {"--rot", &o->rot, 2, 65536, false, 0},
+        {"--window", &o->window, 1, 1u << 24, false, 0},
     };
     const size_t n_dims = sizeof dims / sizeof dims[0];
     bool kv_heads_set = false;
@@ -191,6 +201,18 @@ static int parse_args(int argc, char **argv, synth_opts *o) {
                 return tool_fail(2, gain ? "synth: --out-gain needs a number in (0, 1000]"
                                          : "synth: --norm-noise needs a number in [0, 1)");
             *(gain ? &o->out_gain : &o->norm_noise) = f;
+            i++;
+        } else if (!strcmp(a, "--rope-base") || !strcmp(a, "--rope-base-swa") || !strcmp(a, "--rope-linear") ||
+                   !strcmp(a, "--attn-softcap") || !strcmp(a, "--logit-softcap")) {
+            char *end = NULL;
+            float f = v ? strtof(v, &end) : -1.0f;
+            if (!v || *end || !(f > 0.0f) || f > 1e9f)
+                return tool_fail(2, "synth: %s needs a number > 0", a);
+            *(!strcmp(a, "--rope-base")       ? &o->rope_base
+              : !strcmp(a, "--rope-base-swa") ? &o->rope_base_swa
+              : !strcmp(a, "--rope-linear")   ? &o->rope_linear
+              : !strcmp(a, "--attn-softcap")  ? &o->attn_softcap
+                                              : &o->logit_softcap) = f;
             i++;
         } else if (!strcmp(a, "--alibi-bias") || !strcmp(a, "--clamp-kqv")) {
             char *end = NULL;
@@ -352,8 +374,11 @@ static tport_model_shape model_shape(const synth_opts *o) {
         .n_embd = (int32_t)s->dim, .n_ff = (int32_t)s->ff, .n_layer = (int32_t)s->layers,
         .n_head = (int32_t)s->heads, .n_head_kv = (int32_t)s->kv_heads,
         .head_dim = (int32_t)(o->head_size ? o->head_size : s->dim / s->heads),
-        .norm_eps = 1e-5f, .rope_base = 10000.0f, .rope_scale = 1.0f, .rope_mode = o->arch->rope_mode,
+        .norm_eps = 1e-5f, .rope_base = o->rope_base > 0 ? o->rope_base : 10000.0f,
+        .rope_scale = o->rope_linear > 0 ? 1.0f / o->rope_linear : 1.0f, .rope_mode = o->arch->rope_mode,
         .parallel_residual = o->parallel_residual, .max_alibi_bias = o->alibi_bias, .clamp_kqv = o->clamp_kqv,
+        .n_swa = (int32_t)o->window, .rope_base_swa = o->rope_base_swa, .attn_softcap = o->attn_softcap,
+        .logit_softcap = o->logit_softcap,
     };
     sh.n_rot = o->rot ? (int32_t)o->rot : sh.head_dim;
     return sh;
@@ -372,7 +397,11 @@ static void add_table_tensor(synth_ctx *c, const tport_arch_tensor *t, const tpo
     /* the table's slot says which weights write into the residual stream */
     bool residual = (t->flags & TENSOR_LAYER) && (t->slot == offsetof(tport_layer, wo) ||
                                                   t->slot == offsetof(tport_layer, w_down));
-    c->tensors[c->n_tensors - 1].gain = residual && n_dims == 2 ? c->out_gain : 1.0f;
+    /* a post-norm (gemma2, gemma3) is what writes the residual after its
+     * projection, whose scale it normalizes away: it takes the gain */
+    bool post_norm = (t->flags & TENSOR_LAYER) && (t->slot == offsetof(tport_layer, attn_post_norm) ||
+                                                   t->slot == offsetof(tport_layer, ffn_post_norm));
+    c->tensors[c->n_tensors - 1].gain = (residual && n_dims == 2) || post_norm ? c->out_gain : 1.0f;
 }
 
 /* In the table's order, except that the model-level tensors listed after
@@ -442,7 +471,7 @@ static tport_status fill_tensor(void *user, int index, void *dst, uint64_t nbyte
                  * it stay what they were */
                 double u = c->norm_noise > 0.0f ? (double)(splitmix64(&state) >> 11) * (1.0 / 9007199254740992.0)
                                                 : 0.5;
-                c->row[i] = (float)(1.0 + (2.0 * u - 1.0) * (double)c->norm_noise);
+                c->row[i] = (float)((double)t->gain * (1.0 + (2.0 * u - 1.0) * (double)c->norm_noise));
             } else {
                 double u = (double)(splitmix64(&state) >> 11) * (1.0 / 9007199254740992.0); /* [0,1) */
                 c->row[i] = (float)((2.0 * u - 1.0) * a);

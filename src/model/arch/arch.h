@@ -24,6 +24,7 @@ typedef enum tport_arch_dim {
     DIM_KV,       /* n_head_kv * head_dim                       */
     DIM_QKV,      /* DIM_Q + 2 * DIM_KV (fused [Q|K|V] rows)    */
     DIM_CTX,      /* the trained context (position embeddings)  */
+    DIM_HEAD,     /* head_dim (per-head Q/K norms)              */
 } tport_arch_dim;
 
 enum {
@@ -111,6 +112,18 @@ bool tport_arch_f32(const tport_model_file *mf, const char *suffix, float *out);
 /* A bool key "<arch>.<suffix>"; *out unchanged when absent.  Returns
  * whether it was present. */
 bool tport_arch_bool(const tport_model_file *mf, const char *suffix, bool *out);
+/* Gemma 2/3's sliding-window pattern: "<arch>.attention.sliding_window_pattern"
+ * as a count (layer il local when il % period < period - 1), or
+ * default_period when absent; refuses the per-layer array form. */
+tport_status tport_arch_swa_period(const tport_model_file *mf, int32_t default_period, int32_t *out);
+/* The feed-forward, attention and output parts Gemma 2 and 3 share: the
+ * embedding scaled by sqrt(n_embd), and a layer with post-norms:
+ * x += post_norm(attn(norm x)); x += ffn_post_norm(geglu(ffn_norm x)). */
+tport_tensor *tport_arch_gemma_layer(tport_blk *b, tport_tensor *x, int il, float q_scale);
+/* Gemma's Q scale (gemma_pytorch's query_pre_attn_scalar): 1/sqrt(n_embd /
+ * n_head) for the 27B models (n_layer == layers_27b), else 1/sqrt(head_dim). */
+float tport_arch_gemma_q_scale(const tport_model_shape *sh, int32_t layers_27b);
+
 /* The GGUF keys every architecture has ("<arch>.context_length" ..., the
  * norm epsilon of its norm kind, the rotary keys if it uses RoPE). */
 TPORT_INTERNAL_EXPORT /* for tools/tport: see core/export.h */
@@ -121,6 +134,6 @@ tport_tensor *tport_arch_sequential_ln_block(tport_blk *b, tport_tensor *x, int 
 
 extern const tport_arch tport_arch_llama, tport_arch_gpt2, tport_arch_starcoder, tport_arch_qwen2,
     tport_arch_gptneox, tport_arch_phi2, tport_arch_falcon, tport_arch_mpt, tport_arch_bloom, tport_arch_gemma,
-    tport_arch_gptj;
+    tport_arch_gptj, tport_arch_gemma2, tport_arch_gemma3;
 
 #endif

@@ -62,20 +62,20 @@ static const math_row keys[] = {
     {"rope.scaling.type", WHEN_NOT_IN, NULL, "none|linear", "RoPE scaling"},
     {"rope.scaling.attn_factor", WHEN_NOT_ONE, NULL, NULL, "attention scaled by RoPE scaling"},
     {"rope.scaling.alpha", WHEN_NOT_ONE, NULL, NULL, "NTK-aware RoPE scaling"},
-    {"rope.freq_base_swa", WHEN_PRESENT, NULL, NULL, "a RoPE base of the sliding-window layers"},
+    {"rope.freq_base_swa", WHEN_PRESENT, "gemma2|gemma3", NULL, "a RoPE base of the sliding-window layers"},
     {"rope.dimension_count_swa", WHEN_PRESENT, NULL, NULL, "rotary dimensions of the sliding-window layers"},
     {"rope.dimension_sections", WHEN_PRESENT, NULL, NULL, "multimodal RoPE sections"},
-    /* weights.c stops the context at the window, where it equals full
-     * attention (test_sliding_window) */
+    /* every layer windowed, unless the architecture says which (a ring
+     * of the window per local layer: session.c, test_sliding_window) */
     {"attention.sliding_window", WHEN_NEVER, NULL, NULL, "sliding-window attention"},
-    {"attention.sliding_window_pattern", WHEN_PRESENT, NULL, NULL, "sliding-window layers mixed with full ones"},
+    {"attention.sliding_window_pattern", WHEN_PRESENT, "gemma2|gemma3", NULL, "sliding-window layers mixed with full ones"},
     {"attention.causal", WHEN_FALSE, NULL, NULL, "non-causal attention"},
     {"attention.scale", WHEN_NONZERO, NULL, NULL, "an attention scale of its own"},
     {"attention.clamp_kqv", WHEN_NONZERO, "mpt", NULL, "Q/K/V clamping"},
     {"attention.max_alibi_bias", WHEN_NONZERO, "mpt|bloom", NULL, "ALiBi"},
     {"use_parallel_residual", WHEN_NEVER, "gptneox", NULL, "the residual form"},
-    {"attn_logit_softcapping", WHEN_NONZERO, NULL, NULL, "attention soft-capping"},
-    {"final_logit_softcapping", WHEN_NONZERO, NULL, NULL, "logit soft-capping"},
+    {"attn_logit_softcapping", WHEN_NONZERO, "gemma2", NULL, "attention soft-capping"},
+    {"final_logit_softcapping", WHEN_NONZERO, "gemma2|gemma3", NULL, "logit soft-capping"},
     {"router_logit_softcapping", WHEN_NONZERO, NULL, NULL, "router soft-capping"},
     {"logit_scale", WHEN_NOT_ONE, NULL, NULL, "scaled logits"},
     {"embedding_scale", WHEN_NOT_ONE, NULL, NULL, "a scaled embedding"},
