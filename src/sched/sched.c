@@ -51,6 +51,8 @@ static void release_hook(void) {
  * no host address: it must not rely on one it will never get in compute. */
 static bool ask(const tport_active_backend *b, const tport_graph_view *v, const tport_graph_view *blind,
                 int32_t node) {
+    if (!tport_backend_knows_op(b, v->tensors[node]->op))
+        return false;
     return b->api->supports_op(b->state, 0, b->mem.device_memory && blind ? blind : v, node);
 }
 
