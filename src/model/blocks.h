@@ -64,6 +64,16 @@ tport_tensor *tport_blk_attention(tport_blk *b, int il, tport_tensor *q, tport_t
 tport_tensor *tport_blk_self_attention(tport_blk *b, int il, tport_tensor *h, float kq_scale);
 /* down(silu(gate h) * up h) */
 tport_tensor *tport_blk_ffn_swiglu(tport_blk *b, const tport_layer *l, tport_tensor *h);
+/* A mixture of experts (blocks_moe.c): softmax routing to the
+ * n_expert_used best of n_expert SwiGLU experts, their weights
+ * renormalised to sum 1 when asked (Mixtral, Qwen3-MoE) or not (OLMoE,
+ * Qwen2-MoE). */
+tport_tensor *tport_blk_ffn_moe(tport_blk *b, const tport_layer *l, tport_tensor *h, bool renormalise);
+/* The shared expert of Qwen2-MoE: its SwiGLU times sigmoid(gate h). */
+tport_tensor *tport_blk_ffn_shared_expert(tport_blk *b, const tport_layer *l, tport_tensor *h);
+/* The layer's experts where it has them (ffn_gate_inp), else its dense
+ * SwiGLU. */
+tport_tensor *tport_blk_ffn_swiglu_or_moe(tport_blk *b, const tport_layer *l, tport_tensor *h, bool renormalise);
 /* down(gelu(gate h) * up h) */
 tport_tensor *tport_blk_ffn_geglu(tport_blk *b, const tport_layer *l, tport_tensor *h);
 /* down(gelu(up h + b_up)) + b_down */

@@ -20,6 +20,12 @@ typedef struct tport_layer {
     tport_tensor *wqkv, *bqkv, *wq, *bq, *wk, *bk, *wv, *bv, *wo, *bo;
     tport_tensor *ffn_norm, *ffn_norm_b;
     tport_tensor *w_gate, *w_up, *b_up, *w_down, *b_down;
+    /* mixture of experts: the router [n_embd, n_expert], the stacks of the
+     * experts' matrices [in, out, n_expert], a shared expert and its gate */
+    tport_tensor *ffn_gate_inp, *ffn_gate_exps, *ffn_up_exps, *ffn_down_exps;
+    tport_tensor *ffn_gate_inp_shexp, *ffn_gate_shexp, *ffn_up_shexp, *ffn_down_shexp;
+    /* Q and K norms (GGUF blk.N.attn_q_norm / attn_k_norm) */
+    tport_tensor *attn_q_norm, *attn_k_norm;
 } tport_layer;
 
 /* Model-level weight slots. */
@@ -37,6 +43,10 @@ typedef struct tport_model_shape {
     bool parallel_residual;    /* gptneox: x + attn(ln1 x) + ffn(ln2 x)     */
     float max_alibi_bias;      /* > 0: ALiBi slopes in the softmax          */
     float clamp_kqv;           /* > 0: the fused QKV clamped to [-c, c]     */
+    /* mixture of experts (0 experts: a dense feed-forward) */
+    int32_t n_expert, n_expert_used;
+    int32_t n_ff_exp;          /* expert_feed_forward_length (0: absent)    */
+    int32_t n_ff_shexp;        /* expert_shared_feed_forward_length         */
 } tport_model_shape;
 
 struct tport_model {
