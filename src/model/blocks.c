@@ -79,9 +79,19 @@ tport_status tport_blk_qkv(tport_blk *b, const tport_layer *l, tport_tensor *h, 
          * for its threads once. */
         if (tport_graph_expand(b->g, pq) || tport_graph_expand(b->g, pk) || tport_graph_expand(b->g, pv))
             return TPORT_STATUS_ERROR;
+        /* Q/K norms over the whole projection (OLMoE) */
+        if (l->attn_q_norm && tport_tensor_ne(l->attn_q_norm, 0) == hd * nh && hd * nh != hd)
+            pq = tport_blk_norm(b, pq, l->attn_q_norm, NULL);
+        if (l->attn_k_norm && tport_tensor_ne(l->attn_k_norm, 0) == hd * nkv && hd * nkv != hd)
+            pk = tport_blk_norm(b, pk, l->attn_k_norm, NULL);
         *q = reshape3(b, pq, hd, nh, b->n);
         *k = reshape3(b, pk, hd, nkv, b->n);
         *v = reshape3(b, pv, hd, nkv, b->n);
+        /* or per head (Qwen3), before the rotation either way */
+        if (l->attn_q_norm && tport_tensor_ne(l->attn_q_norm, 0) == hd)
+            *q = tport_blk_norm(b, *q, l->attn_q_norm, NULL);
+        if (l->attn_k_norm && tport_tensor_ne(l->attn_k_norm, 0) == hd)
+            *k = tport_blk_norm(b, *k, l->attn_k_norm, NULL);
         if (sh->clamp_kqv > 0) {
             *q = tport_clamp(b->ctx, *q, -sh->clamp_kqv, sh->clamp_kqv);
             *k = tport_clamp(b->ctx, *k, -sh->clamp_kqv, sh->clamp_kqv);

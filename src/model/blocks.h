@@ -52,8 +52,9 @@ tport_tensor *tport_blk_norm(tport_blk *b, tport_tensor *x, tport_tensor *w, tpo
 tport_tensor *tport_blk_linear(tport_blk *b, tport_tensor *w, tport_tensor *bias, tport_tensor *x);
 /* Q [head_dim, n_head, n], K and V [head_dim, n_head_kv, n] of layer l from
  * h: the fused attn_qkv (split at [Q|K|V], clamped when the shape says so)
- * or attn_q/k/v, biases where present; Q and K rotated when the
- * architecture uses RoPE. */
+ * or attn_q/k/v, biases where present, Q and K normed by attn_q_norm and
+ * attn_k_norm where present (over the whole projection or per head, by
+ * the norm's length); Q and K rotated when the architecture uses RoPE. */
 tport_status tport_blk_qkv(tport_blk *b, const tport_layer *l, tport_tensor *h, tport_tensor **q,
                            tport_tensor **k, tport_tensor **v);
 /* Stores k and v in layer il's cache and attends: softmax(K^T q * kq_scale
