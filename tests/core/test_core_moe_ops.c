@@ -63,6 +63,29 @@ static void test_mul_mat_id(tport_ctx *ctx) {
                 }
         free(w);
     }
+    /* only the chosen experts are read: the others hold NaN, which any
+     * product of them would carry into the result */
+    {
+        tport_tensor *stack = ct_rand(ctx, TPORT_TYPE_F32, 32, 5, 6, 1);
+        for (int64_t e = 0; e < 6; e++)
+            if (e != 1 && e != 4)
+                for (int64_t n = 0; n < 5; n++)
+                    for (int64_t k = 0; k < 32; k++)
+                        ct_set(stack, k, n, e, 0, NAN);
+        tport_tensor *sel = tport_new_tensor_2d(ctx, TPORT_TYPE_I32, 2, 3);
+        for (int64_t t = 0; t < 3; t++) {
+            ct_set(sel, 0, t, 0, 0, t == 1 ? 1 : 4);
+            ct_set(sel, 1, t, 0, 0, t == 1 ? 4 : 1);
+        }
+        tport_tensor *y = tport_mul_mat_id(ctx, stack, ct_rand(ctx, TPORT_TYPE_F32, 32, 1, 3, 1), sel);
+        tport_graph *gy = ct_run(ctx, y, 3);
+        CHECK(gy, "sparse mul_mat_id");
+        bool finite = gy != NULL;
+        CT_FOR_EACH(y, i0, i1, i2, i3)
+        finite = finite && isfinite(ct_get(y, i0, i1, i2, i3));
+        CHECK(finite, "an expert that no id chose was read");
+        tport_graph_free(gy);
+    }
     /* an id outside the stack is an error, not a read past it */
     tport_tensor *as = ct_rand(ctx, TPORT_TYPE_F32, 8, 4, 2, 1);
     tport_tensor *ids = tport_new_tensor_2d(ctx, TPORT_TYPE_I32, 1, 1);
