@@ -47,6 +47,9 @@ typedef struct tport_model_shape {
     int32_t n_expert, n_expert_used;
     int32_t n_ff_exp;          /* expert_feed_forward_length (0: absent)    */
     int32_t n_ff_shexp;        /* expert_shared_feed_forward_length         */
+    /* Granite's multipliers (0: absent): the embedding and each block's
+     * output scaled, attention's own scale, the logits divided */
+    float embedding_scale, residual_scale, attention_scale, logit_scale;
 } tport_model_shape;
 
 struct tport_model {

@@ -137,6 +137,7 @@ bool tport_arch_row_applies(const tport_arch_tensor *t, const tport_model_shape 
 
 extern const tport_arch tport_arch_llama, tport_arch_gpt2, tport_arch_starcoder, tport_arch_qwen2,
     tport_arch_gptneox, tport_arch_phi2, tport_arch_falcon, tport_arch_mpt, tport_arch_bloom, tport_arch_gemma,
-    tport_arch_gptj, tport_arch_qwen2moe, tport_arch_qwen3moe, tport_arch_olmoe;
+    tport_arch_gptj, tport_arch_qwen2moe, tport_arch_qwen3moe, tport_arch_olmoe,
+    tport_arch_granitemoe;
 
 #endif

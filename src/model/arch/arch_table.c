@@ -10,6 +10,7 @@ static const tport_arch *const archs[] = {
     &tport_arch_llama, &tport_arch_gpt2, &tport_arch_starcoder, &tport_arch_qwen2, &tport_arch_gptneox,
     &tport_arch_phi2,  &tport_arch_falcon, &tport_arch_mpt,     &tport_arch_bloom, &tport_arch_gemma,
     &tport_arch_gptj, &tport_arch_qwen2moe, &tport_arch_qwen3moe, &tport_arch_olmoe,
+    &tport_arch_granitemoe,
 };
 
 int tport_arch_count(void) { return (int)(sizeof archs / sizeof archs[0]); }
