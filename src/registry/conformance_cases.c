@@ -98,6 +98,13 @@ static void moe_cases(builder *b) {
     push(b, (check_case){.op = TPORT_OP_SUM_ROWS, .n_src = 1, .src = {f}, .dst = T(TPORT_TYPE_F32, 1, 3, 2, 1),
                          .note = "odd"});
     binary_cases(b, TPORT_OP_DIV);
+    /* get_rows per batch (the routing weights of each token): ids [4, 3]
+     * pick rows of their own matrix of a [9, 7, 3] */
+    check_tensor rows = T(TPORT_TYPE_I32, 4, 3, 1, 1);
+    rows.data = CHECK_DATA_INDICES;
+    rows.limit = 7;
+    push(b, (check_case){.op = TPORT_OP_GET_ROWS, .n_src = 2, .src = {T(TPORT_TYPE_F32, 9, 7, 3, 1), rows},
+                         .dst = T(TPORT_TYPE_F32, 9, 4, 3, 1), .note = "rows per batch"});
     /* 8 of 60 experts (more than one sorting pass), 5 tokens */
     const tport_params_top_k tk = {8};
     check_case c = {.op = TPORT_OP_ARGSORT_TOP_K, .n_src = 1, .src = {T(TPORT_TYPE_F32, 60, 5, 1, 1)},
