@@ -231,6 +231,12 @@ typedef struct tport_model_params {
      * For one-shot runs; a server or a benchmark leaves it off and makes
      * the copies at load. */
     bool quick_start;
+    /* Placement overrides, as llama.cpp's -ot: "PATTERN=BACKEND[,...]", a
+     * weight whose name matches the POSIX extended regular expression
+     * PATTERN (the first that does) lives where BACKEND runs its consumer
+     * ("exps=cpu": every expert stack on the CPU); NULL = none.  A backend
+     * that does not take the weight is an error naming both. */
+    const char *place;
 } tport_model_params;
 #define TPORT_QUICK_START_TOKENS 32
 

@@ -137,7 +137,8 @@ tport_status tport_model_own(tport_model *m, void *buf);
  * file's type or a type it converts to) and converts what that backend
  * does not take, or everything to weight_type when given (NULL = keep).
  * Reports each conversion at warn level; see weight_placement.c. */
-tport_status tport_model_place_weights(tport_model *m, const char *backend, const char *weight_type);
+tport_status tport_model_place_weights(tport_model *m, const char *backend, const char *weight_type,
+                                       const char *place);
 
 /* Which backend ran how many nodes of each op in one evaluation. */
 #define TPORT_TALLY_ROWS 48

@@ -12,6 +12,7 @@
  * the first backend that takes it.  Each distinct conversion is reported
  * once at warn level, with the error of lossy ones. */
 #include <math.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,7 +54,16 @@ typedef struct decision {
 
 #define MAX_HOMES 4096
 
+/* --place PATTERN=BACKEND: weights whose names match go to that backend */
+#define MAX_OVERRIDES 16
+typedef struct place_override {
+    regex_t re;
+    const tport_active_backend *backend;
+} place_override;
+
 typedef struct placer {
+    place_override overrides[MAX_OVERRIDES];
+    int n_overrides;
     tport_model *m;
     tport_weight_home *homes; /* each weight and its consumer's backend */
     int n_homes;
@@ -341,10 +351,64 @@ static void home_for(placer *p, tport_tensor *w, const decision *d) {
     home(p, w, d->backend);
 }
 
+/* "PATTERN=BACKEND[,PATTERN=BACKEND...]" into p->overrides. */
+static tport_status parse_overrides(placer *p, const char *place) {
+    for (const char *s = place; s && *s;) {
+        const char *comma = strchr(s, ','), *end = comma ? comma : s + strlen(s);
+        const char *eq = NULL;
+        for (const char *c = s; c < end; c++)
+            if (*c == '=')
+                eq = c; /* the last '=': a pattern may hold one */
+        char pattern[256], name[64];
+        if (!eq || eq == s || eq + 1 == end || (size_t)(eq - s) >= sizeof pattern || (size_t)(end - eq - 1) >= sizeof name)
+            return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "place: '%.*s' is not PATTERN=BACKEND", (int)(end - s), s);
+        if (p->n_overrides == MAX_OVERRIDES)
+            return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "place: more than %d overrides", MAX_OVERRIDES);
+        memcpy(pattern, s, (size_t)(eq - s));
+        pattern[eq - s] = '\0';
+        memcpy(name, eq + 1, (size_t)(end - eq - 1));
+        name[end - eq - 1] = '\0';
+        place_override *o = &p->overrides[p->n_overrides];
+        if (!(o->backend = tport_registry_find(name)))
+            return tport_error(TPORT_STATUS_UNSUPPORTED, "place: backend '%s' is not available", name);
+        if (regcomp(&o->re, pattern, REG_EXTENDED | REG_NOSUB))
+            return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "place: '%s' is not a regular expression", pattern);
+        p->n_overrides++;
+        s = comma ? comma + 1 : end;
+    }
+    return TPORT_STATUS_OK;
+}
+
+/* The backend an override names for this weight, or NULL. */
+static const tport_active_backend *override_for(const placer *p, const char *name) {
+    for (int i = 0; i < p->n_overrides; i++)
+        if (!regexec(&p->overrides[i].re, name, 0, NULL, 0))
+            return p->overrides[i].backend;
+    return NULL;
+}
+
 static tport_status place(placer *p, tport_tensor **slot, unsigned uses, const tport_active_backend **on) {
     tport_tensor *w = *slot;
     *on = NULL;
     const char *name = tport_tensor_name(w);
+    const tport_active_backend *forced = override_for(p, name);
+    if (forced && !p->forced) {
+        /* decided for this weight alone: the cache holds the general answer */
+        p->forced = forced;
+        int n_cache = p->n_cache;
+        p->n_cache = 0;
+        decision saved = p->cache[0];
+        tport_status st = place(p, slot, uses, on);
+        p->cache[0] = saved;
+        p->n_cache = n_cache;
+        p->forced = NULL;
+        if (st == TPORT_STATUS_OK && *on != forced)
+            st = tport_error(TPORT_STATUS_UNSUPPORTED, "%s: place: backend '%s' does not take %s", p->m->file->path,
+                             forced->name, name);
+        if (st == TPORT_STATUS_OK)
+            (*slot)->pinned = forced;
+        return st;
+    }
     tport_type_id from = tport_tensor_type(w);
     int64_t ne0 = tport_tensor_ne(w, 0), want = p->weight_type;
     if (want >= 0 && ne0 % tport_type_get((tport_type_id)want)->block_size) {
@@ -455,7 +519,8 @@ static tport_status report(placer *p) {
     return TPORT_STATUS_OK;
 }
 
-tport_status tport_model_place_weights(tport_model *m, const char *backend, const char *weight_type) {
+tport_status tport_model_place_weights(tport_model *m, const char *backend, const char *weight_type,
+                                       const char *overrides) {
     placer *p = calloc(1, sizeof *p);
     if (p)
         p->homes = calloc(MAX_HOMES, sizeof *p->homes);
@@ -465,7 +530,7 @@ tport_status tport_model_place_weights(tport_model *m, const char *backend, cons
     }
     p->m = m;
     p->weight_type = -1;
-    tport_status st = TPORT_STATUS_OK;
+    tport_status st = parse_overrides(p, overrides);
     if (backend && !(p->forced = tport_registry_find(backend)))
         st = tport_error(TPORT_STATUS_UNSUPPORTED, "backend '%s' is not available", backend);
     if (st == TPORT_STATUS_OK && weight_type) {
@@ -522,6 +587,8 @@ tport_status tport_model_place_weights(tport_model *m, const char *backend, cons
         st = report(p);
     if (st == TPORT_STATUS_OK)
         st = tport_model_upload_weights(m, p->homes, p->n_homes);
+    for (int i = 0; i < p->n_overrides; i++)
+        regfree(&p->overrides[i].re);
     free(p->homes);
     free(p);
     return st;

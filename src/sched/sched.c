@@ -111,6 +111,10 @@ static const tport_active_backend *by_locality(const tport_graph *g, const sched
         if (b && b->mem.device_memory && can_run(b, &sv->view, blind, idx))
             return b;
     }
+    /* a weight an override placed (--place) pulls its readers too */
+    for (int i = 0; i < n; i++)
+        if (cand[i]->pinned && can_run(cand[i]->pinned, &sv->view, blind, idx))
+            return cand[i]->pinned;
     return NULL;
 }
 
