@@ -248,6 +248,13 @@ void check_run_case(const check_case *c, const tport_backend_api *api, void *sta
     }
     r->tolerance = tol;
 
+    /* an op of a newer minor than the plug-in's is never given to it */
+    if (tport_op_since_minor(c->op) > api->abi_minor) {
+        r->outcome = TPORT_CHECK_NOT_CLAIMED;
+        snprintf(r->note, sizeof r->note, "an op of ABI 1.%u; the plug-in speaks 1.%u", tport_op_since_minor(c->op),
+                 api->abi_minor);
+        return;
+    }
     case_graph target, reference;
     char why[160];
     bool ok_t = check_build_graph(c, &target, why, sizeof why);
