@@ -97,7 +97,7 @@ static int64_t nelements(const tport_tensor_view *t) {
 static int threads_for(const cpu_op *op, int budget) {
     const tport_tensor_view *d = op->dst;
     int64_t work = nelements(d);
-    if (d->op == TPORT_OP_MUL_MAT)
+    if (d->op == TPORT_OP_MUL_MAT || d->op == TPORT_OP_MUL_MAT_ID)
         work *= op->src[0]->ne[0];
     if (d->op == TPORT_OP_FLASH_ATTN) /* every query meets every key twice */
         work *= 2 * op->src[1]->ne[1];
@@ -135,8 +135,12 @@ static size_t prepare_op(cpu_op *op, const tport_graph_view *v, int32_t idx, int
         op->per_thread = cpu_mul_mat_thread_scratch(op);
     if (op->dst->op == TPORT_OP_FLASH_ATTN && cpu_flash_attn_thread_scratch(op) > op->per_thread)
         op->per_thread = cpu_flash_attn_thread_scratch(op);
+    if (op->dst->op == TPORT_OP_MUL_MAT_ID && cpu_mul_mat_id_thread_scratch(op) > op->per_thread)
+        op->per_thread = cpu_mul_mat_id_thread_scratch(op);
     op->per_thread = (op->per_thread + 63) / 64 * 64;
-    op->shared = op->dst->op == TPORT_OP_MUL_MAT ? (cpu_mul_mat_shared_scratch(op) + 63) / 64 * 64 : 0;
+    op->shared = op->dst->op == TPORT_OP_MUL_MAT      ? (cpu_mul_mat_shared_scratch(op) + 63) / 64 * 64
+                 : op->dst->op == TPORT_OP_MUL_MAT_ID ? (cpu_mul_mat_id_shared_scratch(op) + 63) / 64 * 64
+                                                      : 0;
     return op->shared + op->per_thread * (size_t)op->nth;
 }
 
@@ -278,6 +282,7 @@ static void run_op(cpu_ctx *c, cpu_op *op) {
     switch (op->dst->op) {
     case TPORT_OP_ADD:
     case TPORT_OP_MUL:
+    case TPORT_OP_DIV:
     case TPORT_OP_SCALE:
     case TPORT_OP_SILU:
     case TPORT_OP_GELU:
@@ -301,6 +306,15 @@ static void run_op(cpu_ctx *c, cpu_op *op) {
         break;
     case TPORT_OP_MUL_MAT:
         cpu_run_mul_mat(c, op);
+        break;
+    case TPORT_OP_MUL_MAT_ID:
+        cpu_run_mul_mat_id(c, op);
+        break;
+    case TPORT_OP_SIGMOID:
+    case TPORT_OP_SUM_ROWS:
+    case TPORT_OP_ARGSORT_TOP_K:
+    case TPORT_OP_ADD_ID:
+        cpu_run_moe(c, op);
         break;
     case TPORT_OP_FLASH_ATTN:
         cpu_run_flash_attn(c, op);

@@ -205,6 +205,13 @@ CPU_HIDDEN bool cpu_rope_same_table(const cpu_op *a, const cpu_op *b);
 CPU_HIDDEN bool cpu_rope_fill_table(const cpu_op *op, float *table);
 CPU_HIDDEN void cpu_run_activation(cpu_ctx *ctx, cpu_op *op); /* gelu_f16, gelu_erf, tanh, clamp */
 CPU_HIDDEN void cpu_run_mul_mat(cpu_ctx *ctx, cpu_op *op);
+/* Mixture of experts (ABI 1.3): the expert-indexed product
+ * (cpu_mul_mat_id.c) and sigmoid, sum_rows, argsort_top_k, add_id
+ * (cpu_ops_moe.c). */
+CPU_HIDDEN void cpu_run_mul_mat_id(cpu_ctx *ctx, cpu_op *op);
+CPU_HIDDEN size_t cpu_mul_mat_id_shared_scratch(const cpu_op *op);
+CPU_HIDDEN size_t cpu_mul_mat_id_thread_scratch(const cpu_op *op);
+CPU_HIDDEN void cpu_run_moe(cpu_ctx *ctx, cpu_op *op);
 CPU_HIDDEN void cpu_run_flash_attn(cpu_ctx *ctx, cpu_op *op);
 CPU_HIDDEN size_t cpu_flash_attn_thread_scratch(const cpu_op *op);
 CPU_HIDDEN size_t cpu_mul_mat_shared_scratch(const cpu_op *op);

@@ -1,4 +1,4 @@
-/* Element-wise f32 ops: add, mul (src1 broadcast by repetition), scale,
+/* Element-wise f32 ops: add, mul, div (src1 broadcast by repetition), scale,
  * silu, gelu (tanh approximation), swiglu.  Work is split by rows. */
 #include <math.h>
 #include <string.h>
@@ -76,6 +76,9 @@ static void binary_task(void *arg, int ith, int nth) {
             else
                 for (int64_t i = 0; i < n; i++)
                     z[i] = x[i] * y[i % nb0];
+        } else if (d->op == TPORT_OP_DIV) {
+            for (int64_t i = 0; i < n; i++)
+                z[i] = x[i] / y[i % nb0];
         } else { /* swiglu: same shapes */
             silu_row(n, x, y, z);
         }
@@ -114,6 +117,7 @@ static void unary_task(void *arg, int ith, int nth) {
 }
 
 void cpu_run_elementwise(cpu_ctx *ctx, cpu_op *op) {
-    bool binary = op->dst->op == TPORT_OP_ADD || op->dst->op == TPORT_OP_MUL || op->dst->op == TPORT_OP_SWIGLU;
+    bool binary = op->dst->op == TPORT_OP_ADD || op->dst->op == TPORT_OP_MUL || op->dst->op == TPORT_OP_DIV ||
+                  op->dst->op == TPORT_OP_SWIGLU;
     cpu_parallel(ctx, binary ? binary_task : unary_task, op, op->nth);
 }

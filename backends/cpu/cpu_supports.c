@@ -79,6 +79,22 @@ static bool supports_flash_attn(const tport_graph_view *g, const tport_tensor_vi
     return !m || (dense_f32(m) && m->ne[0] == k->ne[1] && m->ne[1] >= q->ne[2] && m->ne[2] == 1 && m->ne[3] == 1);
 }
 
+/* mul_mat_id: as [K, N, E] in its own type, b f32 [K, 1 or n_used, T],
+ * ids i32 [n_used, T], dst f32 [N, n_used, T].  add_id: a f32 [n, n_used,
+ * T], bias f32 [n, E], the same ids, dst like a. */
+static bool supports_expert_indexed(const tport_graph_view *g, const tport_tensor_view *d,
+                                    const tport_tensor_view *s0, const tport_tensor_view *s1) {
+    const tport_tensor_view *ids = tensor(g, d->src[2]);
+    if (!s1 || !ids || ids->type != TPORT_TYPE_I32 || ids->nb[0] != sizeof(int32_t) || ids->ne[2] != 1 ||
+        ids->ne[3] != 1 || !dense_f32(d) || d->ne[1] != ids->ne[0] || d->ne[2] != ids->ne[1] || d->ne[3] != 1 ||
+        s1->type != TPORT_TYPE_F32 || s0->ne[3] != 1 || s1->ne[3] != 1)
+        return false;
+    if (d->op == TPORT_OP_ADD_ID)
+        return s0->type == TPORT_TYPE_F32 && same_shape(d, s0) && s1->ne[0] == d->ne[0] && s1->ne[2] == 1;
+    return cpu_can_to_float(s0->type) && s0->ne[0] == s1->ne[0] && d->ne[0] == s0->ne[1] &&
+           (s1->ne[1] == 1 || s1->ne[1] == ids->ne[0]) && s1->ne[2] == ids->ne[1];
+}
+
 /* A weight kept in our own layout (cpu_repack.c) is read only by mul_mat,
  * as a 2-D first operand, and by get_rows; one whose copy is deferred
  * only as a first operand (where cpu_graph.c reads the host's bytes). */
@@ -112,6 +128,7 @@ bool cpu_supports(const tport_graph_view *g, int32_t node) {
     switch (d->op) {
     case TPORT_OP_ADD:
     case TPORT_OP_MUL:
+    case TPORT_OP_DIV:
         if (!s1 || !dense_f32(d) || s0->type != TPORT_TYPE_F32 || s1->type != TPORT_TYPE_F32 || !same_shape(d, s0))
             return false;
         for (int i = 0; i < TPORT_MAX_DIMS; i++)
@@ -132,6 +149,7 @@ bool cpu_supports(const tport_graph_view *g, int32_t node) {
     case TPORT_OP_GELU_F16:
     case TPORT_OP_GELU_ERF:
     case TPORT_OP_TANH:
+    case TPORT_OP_SIGMOID:
         return dense_f32(d) && s0->type == TPORT_TYPE_F32 && same_shape(d, s0);
     case TPORT_OP_CLAMP:
         return d->params && d->params_size >= sizeof(tport_params_clamp) && dense_f32(d) &&
@@ -170,6 +188,21 @@ bool cpu_supports(const tport_graph_view *g, int32_t node) {
         return supports_cpy(d, s0);
     case TPORT_OP_FLASH_ATTN:
         return supports_flash_attn(g, d, s0, s1);
+    case TPORT_OP_MUL_MAT_ID:
+    case TPORT_OP_ADD_ID:
+        return supports_expert_indexed(g, d, s0, s1);
+    case TPORT_OP_SUM_ROWS:
+        return dense_f32(d) && s0->type == TPORT_TYPE_F32 && d->ne[0] == 1 && d->ne[1] == s0->ne[1] &&
+               d->ne[2] == s0->ne[2] && d->ne[3] == s0->ne[3];
+    case TPORT_OP_ARGSORT_TOP_K: {
+        if (!d->params || d->params_size < sizeof(tport_params_top_k))
+            return false;
+        tport_params_top_k p;
+        memcpy(&p, d->params, sizeof p);
+        return d->type == TPORT_TYPE_I32 && s0->type == TPORT_TYPE_F32 && p.k == d->ne[0] && p.k >= 1 &&
+               p.k <= 256 && d->ne[0] <= s0->ne[0] && d->ne[1] == s0->ne[1] && d->ne[2] == s0->ne[2] &&
+               d->ne[3] == s0->ne[3];
+    }
     case TPORT_OP_CONCAT: {
         if (!s1 || !d->params || d->params_size < sizeof(tport_params_concat))
             return false;

@@ -205,6 +205,11 @@
  *        (18), IQ1_S (19), IQ3_S (21), IQ2_S (22), I64 (27), F64 (28),
  *        IQ1_M (29), TQ1_0 (34), TQ2_0 (35), NVFP4 (40), Q1_0 (41), Q2_0
  *        (42).  No struct changed: older plug-ins decline them.
+ *        Mixture-of-experts ops (ids 22..27): MUL_MAT_ID (22), ARGSORT_TOP_K
+ *        (23, tport_params_top_k), SIGMOID (24), SUM_ROWS (25), DIV (26),
+ *        ADD_ID (27).  A plug-in that negotiated a minor below 3 is never
+ *        asked about, nor given, a node of an op of 1.3: the host runs it
+ *        elsewhere.
  */
 #ifndef TPORT_BACKEND_H
 #define TPORT_BACKEND_H
@@ -374,6 +379,33 @@ enum {
                                if h < n2, else m1^(2(h-n2)+1); max_bias 0
                                gives slope 1 (then it is SOFT_MAX)        */
 };
+/* Mixture-of-experts ops, since 1.3 (ids 22..31 and 50..55 are theirs).
+ * A plug-in that negotiated an older minor is never asked about them. */
+enum {
+    /* The expert-indexed product (ggml_mul_mat_id):
+        src0 as   [K, N, E] a stack of E matrices of any weight type
+        src1 b    F32 [K, n_b, T], n_b = 1 (every slot reads row 0) or
+                  n_b = n_used (slot i reads row i)
+        src2 ids  I32 [n_used, T], each in [0, E)
+        dst       F32 [N, n_used, T]:
+                  dst[n, i, t] = sum_k as[k, n, ids[i, t]] * b[k, i % n_b, t]
+       An id outside [0, E) is an error of the compute (never a read
+       outside the stack).  Dims 3 of every operand are 1.            */
+    TPORT_OP_MUL_MAT_ID = 22,
+    /* The ids of the p.k largest values of each row (ggml_argsort_top_k):
+        src0 F32 [n, rows...], dst I32 [k, rows...]: dst[0..k) of a row are
+        the indices of its k largest values in descending order of value;
+        equal values keep ascending index order; NaN sorts last.       */
+    TPORT_OP_ARGSORT_TOP_K = 23,
+    TPORT_OP_SIGMOID = 24,  /* 1 / (1 + exp(-x))                           */
+    TPORT_OP_SUM_ROWS = 25, /* dst [1, ne1, ne2, ne3] = the sum of each row */
+    TPORT_OP_DIV = 26,      /* dst = src0 / src1, src1 broadcast (as MUL)  */
+    /* An indexed bias add (ggml_add_id):
+        src0 F32 [n, n_used, T], src1 F32 [n, E] (one bias row per expert),
+        src2 ids I32 [n_used, T]: dst[:, i, t] = src0[:, i, t] +
+        src1[:, ids[i, t]]; an id outside [0, E) is an error.          */
+    TPORT_OP_ADD_ID = 27,
+};
 /* View ops (view, reshape, permute, transpose) never reach a backend: the
  * host resolves them to strides and offsets. */
 
@@ -392,6 +424,7 @@ typedef struct tport_params_rope {
 } tport_params_rope;
 typedef struct tport_params_clamp { float min, max; } tport_params_clamp;
 typedef struct tport_params_soft_max_ext { float scale, max_bias; } tport_params_soft_max_ext;
+typedef struct tport_params_top_k { int32_t k; } tport_params_top_k; /* since 1.3 */
 
 /* ---- instruction-set features (append-only bit numbers) ----------------
  * A plug-in lists what its code needs in required_isa; the host checks

@@ -126,6 +126,18 @@ tport_tensor *tport_clamp(tport_ctx *ctx, tport_tensor *a, float min, float max)
  * the head's slope from max_bias, as ggml's soft_max_ext does. */
 tport_tensor *tport_soft_max_ext(tport_ctx *ctx, tport_tensor *a, tport_tensor *mask, float scale,
                                  float max_bias);
+/* Mixture of experts (backend.h, ABI 1.3): the expert-indexed product of
+ * the stack as [K, N, E] with b [K, 1 or n_used, T] for ids [n_used, T]
+ * (i32) gives [N, n_used, T]; the ids of the k largest values of each row
+ * (descending, ties by index) as i32 [k, ...]; sigmoid; the sum of each
+ * row [1, ...]; a / b broadcast as tport_mul; a [n, n_used, T] plus
+ * bias row ids[i, t] of bias [n, E]. */
+tport_tensor *tport_mul_mat_id(tport_ctx *ctx, tport_tensor *as, tport_tensor *b, tport_tensor *ids);
+tport_tensor *tport_argsort_top_k(tport_ctx *ctx, tport_tensor *a, int k);
+tport_tensor *tport_sigmoid(tport_ctx *ctx, tport_tensor *a);
+tport_tensor *tport_sum_rows(tport_ctx *ctx, tport_tensor *a);
+tport_tensor *tport_div(tport_ctx *ctx, tport_tensor *a, tport_tensor *b);
+tport_tensor *tport_add_id(tport_ctx *ctx, tport_tensor *a, tport_tensor *bias, tport_tensor *ids);
 /* Copies a into b's memory (converting type; same element count, shapes
  * may differ); returns the node to compute, a view of b.  Add it to the
  * graph before the nodes that read b. */
@@ -262,6 +274,12 @@ typedef struct tport_model_params {
      * For one-shot runs; a server or a benchmark leaves it off and makes
      * the copies at load. */
     bool quick_start;
+    /* Placement overrides, as llama.cpp's -ot: "PATTERN=BACKEND[,...]", a
+     * weight whose name matches the POSIX extended regular expression
+     * PATTERN (the first that does) lives where BACKEND runs its consumer
+     * ("exps=cpu": every expert stack on the CPU); NULL = none.  A backend
+     * that does not take the weight is an error naming both. */
+    const char *place;
 } tport_model_params;
 #define TPORT_QUICK_START_TOKENS 32
 

@@ -279,3 +279,67 @@ tport_tensor *tport_concat(tport_ctx *ctx, tport_tensor *a, tport_tensor *b, int
     tport_params_concat p = {dim};
     return new_op(ctx, TPORT_OP_CONCAT, a->type, ne, a, b, &p, sizeof p);
 }
+
+/* ---- mixture of experts (ABI 1.3) ----------------------------------------- */
+
+tport_tensor *tport_mul_mat_id(tport_ctx *ctx, tport_tensor *as, tport_tensor *b, tport_tensor *ids) {
+    if (!ctx || !as || !b || !ids)
+        return null_input("mul_mat_id");
+    if (b->type != TPORT_TYPE_F32 || ids->type != TPORT_TYPE_I32)
+        return bad("mul_mat_id", "b must be f32 and ids i32");
+    const tport_type_traits *tr = tport_traits(as->type);
+    if (!tr || !tr->to_float)
+        return bad("mul_mat_id", "the experts' type cannot be converted to f32");
+    if (as->ne[3] != 1 || b->ne[3] != 1 || ids->ne[2] != 1 || ids->ne[3] != 1)
+        return bad("mul_mat_id", "dimension 3 of every operand must be 1");
+    if (as->ne[0] != b->ne[0] || b->ne[2] != ids->ne[1] || (b->ne[1] != 1 && b->ne[1] != ids->ne[0]))
+        return bad("mul_mat_id", "need as [K, N, E], b [K, 1 or n_used, T], ids [n_used, T]");
+    int64_t ne[4] = {as->ne[1], ids->ne[0], ids->ne[1], 1};
+    tport_tensor *t = new_op(ctx, TPORT_OP_MUL_MAT_ID, TPORT_TYPE_F32, ne, as, b, NULL, 0);
+    if (t)
+        t->src[2] = ids;
+    return t;
+}
+
+tport_tensor *tport_argsort_top_k(tport_ctx *ctx, tport_tensor *a, int k) {
+    if (!ctx || !a)
+        return null_input("argsort_top_k");
+    if (a->type != TPORT_TYPE_F32)
+        return bad("argsort_top_k", "input must be f32");
+    if (k < 1 || k > a->ne[0])
+        return bad("argsort_top_k", "k must be in 1..ne[0]");
+    int64_t ne[4] = {k, a->ne[1], a->ne[2], a->ne[3]};
+    tport_params_top_k p = {k};
+    return new_op(ctx, TPORT_OP_ARGSORT_TOP_K, TPORT_TYPE_I32, ne, a, NULL, &p, sizeof p);
+}
+
+tport_tensor *tport_sigmoid(tport_ctx *ctx, tport_tensor *a) {
+    return unary_f32(ctx, TPORT_OP_SIGMOID, a, NULL, 0);
+}
+
+tport_tensor *tport_sum_rows(tport_ctx *ctx, tport_tensor *a) {
+    if (!ctx || !a)
+        return null_input("sum_rows");
+    if (a->type != TPORT_TYPE_F32)
+        return bad("sum_rows", "input must be f32");
+    int64_t ne[4] = {1, a->ne[1], a->ne[2], a->ne[3]};
+    return new_op(ctx, TPORT_OP_SUM_ROWS, TPORT_TYPE_F32, ne, a, NULL, NULL, 0);
+}
+
+tport_tensor *tport_div(tport_ctx *ctx, tport_tensor *a, tport_tensor *b) {
+    return binary_bcast(ctx, TPORT_OP_DIV, a, b);
+}
+
+tport_tensor *tport_add_id(tport_ctx *ctx, tport_tensor *a, tport_tensor *bias, tport_tensor *ids) {
+    if (!ctx || !a || !bias || !ids)
+        return null_input("add_id");
+    if (a->type != TPORT_TYPE_F32 || bias->type != TPORT_TYPE_F32 || ids->type != TPORT_TYPE_I32)
+        return bad("add_id", "a and bias must be f32, ids i32");
+    if (bias->ne[0] != a->ne[0] || bias->ne[2] != 1 || bias->ne[3] != 1 || ids->ne[0] != a->ne[1] ||
+        ids->ne[1] != a->ne[2] || a->ne[3] != 1 || ids->ne[2] != 1 || ids->ne[3] != 1)
+        return bad("add_id", "need a [n, n_used, T], bias [n, E], ids [n_used, T]");
+    tport_tensor *t = new_op(ctx, TPORT_OP_ADD_ID, TPORT_TYPE_F32, a->ne, a, bias, NULL, 0);
+    if (t)
+        t->src[2] = ids;
+    return t;
+}

@@ -47,6 +47,9 @@ struct tport_tensor {
     uint32_t flags;                  /* TPORT_TENSOR_* and internal bits */
     tport_ctx *ctx;
     tport_residency res;             /* leaves only; see above */
+    /* a weight placed by an override (--place): the nodes reading it run
+     * on this backend when it can run them, whatever the preference */
+    const struct tport_active_backend *pinned;
 };
 
 /* Creates a tensor record with contiguous strides and no data. */

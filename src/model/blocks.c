@@ -81,26 +81,25 @@ tport_status tport_blk_qkv(tport_blk *b, const tport_layer *l, tport_tensor *h, 
          * for its threads once. */
         if (tport_graph_expand(b->g, pq) || tport_graph_expand(b->g, pk) || tport_graph_expand(b->g, pv))
             return TPORT_STATUS_ERROR;
+        /* Q/K norms over the whole projection (OLMoE) */
+        if (l->attn_q_norm && tport_tensor_ne(l->attn_q_norm, 0) == hd * nh && hd * nh != hd)
+            pq = tport_blk_norm(b, pq, l->attn_q_norm, NULL);
+        if (l->attn_k_norm && tport_tensor_ne(l->attn_k_norm, 0) == hd * nkv && hd * nkv != hd)
+            pk = tport_blk_norm(b, pk, l->attn_k_norm, NULL);
         *q = reshape3(b, pq, hd, nh, b->n);
         *k = reshape3(b, pk, hd, nkv, b->n);
         *v = reshape3(b, pv, hd, nkv, b->n);
+        /* or per head (Qwen3, Gemma 3), before the rotation either way */
+        if (l->attn_q_norm && tport_tensor_ne(l->attn_q_norm, 0) == hd)
+            *q = tport_blk_norm(b, *q, l->attn_q_norm, NULL);
+        if (l->attn_k_norm && tport_tensor_ne(l->attn_k_norm, 0) == hd)
+            *k = tport_blk_norm(b, *k, l->attn_k_norm, NULL);
         if (sh->clamp_kqv > 0) {
             *q = tport_clamp(b->ctx, *q, -sh->clamp_kqv, sh->clamp_kqv);
             *k = tport_clamp(b->ctx, *k, -sh->clamp_kqv, sh->clamp_kqv);
             *v = tport_clamp(b->ctx, *v, -sh->clamp_kqv, sh->clamp_kqv);
         }
     }
-    /* per head (gemma3, qwen3: a weight of head_dim); a norm over the
-     * whole vector (OLMo 2) is not this one and is refused here */
-    if ((l->attn_q_norm && l->attn_q_norm->ne[0] != hd) || (l->attn_k_norm && l->attn_k_norm->ne[0] != hd)) {
-        tport_error(TPORT_STATUS_UNSUPPORTED, "attention: Q/K norms of %lld elements, not per head of %lld",
-                    (long long)(l->attn_q_norm ? l->attn_q_norm : l->attn_k_norm)->ne[0], (long long)hd);
-        return TPORT_STATUS_UNSUPPORTED;
-    }
-    if (l->attn_q_norm && *q)
-        *q = tport_blk_norm(b, *q, l->attn_q_norm, NULL);
-    if (l->attn_k_norm && *k)
-        *k = tport_blk_norm(b, *k, l->attn_k_norm, NULL);
     int il = (int)(l - b->m->layers);
     *q = tport_blk_rope(b, il, *q);
     *k = tport_blk_rope(b, il, *k);

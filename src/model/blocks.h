@@ -60,9 +60,9 @@ tport_tensor *tport_blk_norm(tport_blk *b, tport_tensor *x, tport_tensor *w, tpo
 tport_tensor *tport_blk_linear(tport_blk *b, tport_tensor *w, tport_tensor *bias, tport_tensor *x);
 /* Q [head_dim, n_head, n], K and V [head_dim, n_head_kv, n] of layer l from
  * h: the fused attn_qkv (split at [Q|K|V], clamped when the shape says so)
- * or attn_q/k/v, biases where present; each head of Q and K normed with
- * attn_q_norm / attn_k_norm where present, then Q and K rotated when the
- * architecture uses RoPE. */
+ * or attn_q/k/v, biases where present, Q and K normed by attn_q_norm and
+ * attn_k_norm where present (over the whole projection or per head, by
+ * the norm's length); Q and K rotated when the architecture uses RoPE. */
 tport_status tport_blk_qkv(tport_blk *b, const tport_layer *l, tport_tensor *h, tport_tensor **q,
                            tport_tensor **k, tport_tensor **v);
 /* Stores k and v in layer il's cache and attends: softmax(K^T q * kq_scale
@@ -79,6 +79,16 @@ tport_tensor *tport_blk_rope(tport_blk *b, int il, tport_tensor *t);
 tport_tensor *tport_blk_self_attention(tport_blk *b, int il, tport_tensor *h, float kq_scale);
 /* down(silu(gate h) * up h) */
 tport_tensor *tport_blk_ffn_swiglu(tport_blk *b, const tport_layer *l, tport_tensor *h);
+/* A mixture of experts (blocks_moe.c): softmax routing to the
+ * n_expert_used best of n_expert SwiGLU experts, their weights
+ * renormalised to sum 1 when asked (Mixtral, Qwen3-MoE) or not (OLMoE,
+ * Qwen2-MoE). */
+tport_tensor *tport_blk_ffn_moe(tport_blk *b, const tport_layer *l, tport_tensor *h, bool renormalise);
+/* The shared expert of Qwen2-MoE: its SwiGLU times sigmoid(gate h). */
+tport_tensor *tport_blk_ffn_shared_expert(tport_blk *b, const tport_layer *l, tport_tensor *h);
+/* The layer's experts where it has them (ffn_gate_inp), else its dense
+ * SwiGLU. */
+tport_tensor *tport_blk_ffn_swiglu_or_moe(tport_blk *b, const tport_layer *l, tport_tensor *h, bool renormalise);
 /* down(gelu(gate h) * up h) */
 tport_tensor *tport_blk_ffn_geglu(tport_blk *b, const tport_layer *l, tport_tensor *h);
 /* down(gelu(up h + b_up)) + b_down */

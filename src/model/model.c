@@ -100,7 +100,8 @@ tport_model *tport_model_load(const char *path, const tport_model_params *params
         st = tport_model_bind_weights(m);
     }
     if (st == TPORT_STATUS_OK)
-        st = tport_model_place_weights(m, params ? params->backend : NULL, params ? params->weight_type : NULL);
+        st = tport_model_place_weights(m, params ? params->backend : NULL, params ? params->weight_type : NULL,
+                                       params ? params->place : NULL);
     if (st == TPORT_STATUS_OK)
         st = load_tokenizer(m, params);
     if (st == TPORT_STATUS_OK && params) {

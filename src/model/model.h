@@ -21,9 +21,15 @@ typedef struct tport_layer {
     tport_tensor *wqkv, *bqkv, *wq, *bq, *wk, *bk, *wv, *bv, *wo, *bo;
     tport_tensor *ffn_norm, *ffn_norm_b;
     tport_tensor *w_gate, *w_up, *b_up, *w_down, *b_down;
-    /* per-head RMS norms of Q and K before RoPE (gemma3), and the norms of
-     * the attention's and the feed-forward's outputs (gemma2, gemma3) */
+    /* RMS norms of Q and K before RoPE (GGUF blk.N.attn_q_norm /
+     * attn_k_norm: per head, or over the whole projection, by the norm's
+     * length), and the norms of the attention's and the feed-forward's
+     * outputs (gemma2, gemma3) */
     tport_tensor *attn_q_norm, *attn_k_norm, *attn_post_norm, *ffn_post_norm;
+    /* mixture of experts: the router [n_embd, n_expert], the stacks of the
+     * experts' matrices [in, out, n_expert], a shared expert and its gate */
+    tport_tensor *ffn_gate_inp, *ffn_gate_exps, *ffn_up_exps, *ffn_down_exps;
+    tport_tensor *ffn_gate_inp_shexp, *ffn_gate_shexp, *ffn_up_shexp, *ffn_down_shexp;
 } tport_layer;
 
 /* Model-level weight slots. */
@@ -50,6 +56,13 @@ typedef struct tport_model_shape {
     float rope_base_swa, rope_scale_swa;
     float attn_softcap;        /* > 0: scores = cap tanh(scores / cap)      */
     float logit_softcap;       /* > 0: logits = cap tanh(logits / cap)      */
+    /* mixture of experts (0 experts: a dense feed-forward) */
+    int32_t n_expert, n_expert_used;
+    int32_t n_ff_exp;          /* expert_feed_forward_length (0: absent)    */
+    int32_t n_ff_shexp;        /* expert_shared_feed_forward_length         */
+    /* Granite's multipliers (0: absent): the embedding and each block's
+     * output scaled, attention's own scale, the logits divided */
+    float embedding_scale, residual_scale, attention_scale, logit_scale;
 } tport_model_shape;
 
 /* Whether layer il attends through the sliding window. */
@@ -142,7 +155,8 @@ tport_status tport_model_own(tport_model *m, void *buf);
  * file's type or a type it converts to) and converts what that backend
  * does not take, or everything to weight_type when given (NULL = keep).
  * Reports each conversion at warn level; see weight_placement.c. */
-tport_status tport_model_place_weights(tport_model *m, const char *backend, const char *weight_type);
+tport_status tport_model_place_weights(tport_model *m, const char *backend, const char *weight_type,
+                                       const char *place);
 
 /* Which backend ran how many nodes of each op in one evaluation. */
 #define TPORT_TALLY_ROWS 48

@@ -12,6 +12,7 @@
  * the first backend that takes it.  Each distinct conversion is reported
  * once at warn level, with the error of lossy ones. */
 #include <math.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +24,7 @@
 #include "quant/type_table.h"
 #include "sched/sched.h"
 
-enum { USE_MUL_MAT = 1, USE_GET_ROWS = 2 };
+enum { USE_MUL_MAT = 1, USE_GET_ROWS = 2, USE_MUL_MAT_ID = 4 };
 
 #define MAX_NOTES 32
 #define MAX_CACHE 32
@@ -43,6 +44,7 @@ typedef struct conv_note {
 typedef struct decision {
     tport_type_id from;
     int64_t ne0, ne1;
+    int64_t ne2; /* > 1: a stack of experts, read by mul_mat_id */
     unsigned uses;
     int64_t want;                        /* the user's weight type, or -1 */
     const tport_active_backend *backend; /* NULL: nobody takes it */
@@ -52,7 +54,16 @@ typedef struct decision {
 
 #define MAX_HOMES 4096
 
+/* --place PATTERN=BACKEND: weights whose names match go to that backend */
+#define MAX_OVERRIDES 16
+typedef struct place_override {
+    regex_t re;
+    const tport_active_backend *backend;
+} place_override;
+
 typedef struct placer {
+    place_override overrides[MAX_OVERRIDES];
+    int n_overrides;
     tport_model *m;
     tport_weight_home *homes; /* each weight and its consumer's backend */
     int n_homes;
@@ -71,15 +82,58 @@ typedef struct placer {
  * real one keeps a careless backend from faulting. */
 static _Alignas(64) unsigned char probe_bytes[64];
 
-static void dense_record(tport_tensor_view *t, tport_type_id type, int64_t ne0, int64_t ne1) {
+static void dense_record3(tport_tensor_view *t, tport_type_id type, int64_t ne0, int64_t ne1, int64_t ne2) {
     const tport_type_traits *tr = tport_traits(type);
     t->type = type;
     t->ne[0] = ne0;
     t->ne[1] = ne1;
+    t->ne[2] = ne2;
     t->nb[0] = tr->info.block_bytes;
     t->nb[1] = t->nb[0] * (uint64_t)(ne0 / tr->info.block_size);
     t->nb[2] = t->nb[1] * (uint64_t)ne1;
-    t->nb[3] = t->nb[2];
+    t->nb[3] = t->nb[2] * (uint64_t)ne2;
+}
+
+static void dense_record(tport_tensor_view *t, tport_type_id type, int64_t ne0, int64_t ne1) {
+    dense_record3(t, type, ne0, ne1, 1);
+}
+
+/* Would backend b run mul_mat_id over a stack of experts of this type and
+ * shape?  Asked for one token using two of them (a batch runs the same op). */
+static bool takes_stack(const tport_active_backend *b, tport_type_id type, int64_t ne0, int64_t ne1, int64_t ne2,
+                        const char *name) {
+    const tport_type_traits *tr = tport_traits(type);
+    if (!tr || tr->info.block_size <= 0 || ne0 % tr->info.block_size)
+        return false;
+    tport_tensor_view t[4];
+    memset(t, 0, sizeof t);
+    for (int i = 0; i < 4; i++) {
+        t[i].struct_size = sizeof t[i];
+        for (int s = 0; s < TPORT_MAX_SRC; s++)
+            t[i].src[s] = -1;
+        for (int d = 0; d < TPORT_MAX_DIMS; d++)
+            t[i].ne[d] = 1;
+        t[i].data = probe_bytes;
+        t[i].name = "";
+    }
+    int64_t used = ne2 < 2 ? ne2 : 2;
+    dense_record3(&t[0], type, ne0, ne1, ne2);
+    t[0].flags = TPORT_TENSOR_WEIGHT;
+    t[0].name = name;
+    dense_record3(&t[1], TPORT_TYPE_F32, ne0, 1, 1);
+    dense_record3(&t[2], TPORT_TYPE_I32, used, 1, 1);
+    dense_record3(&t[3], TPORT_TYPE_F32, ne1, used, 1);
+    t[1].flags = t[2].flags = TPORT_TENSOR_INPUT;
+    t[3].op = TPORT_OP_MUL_MAT_ID;
+    t[3].src[0] = 0;
+    t[3].src[1] = 1;
+    t[3].src[2] = 2;
+    t[3].flags = TPORT_TENSOR_OUTPUT;
+    const tport_tensor_view *ptrs[4] = {&t[0], &t[1], &t[2], &t[3]};
+    const int32_t node = 3;
+    tport_graph_view v = {.struct_size = sizeof v, .n_tensors = 4, .tensors = ptrs, .n_nodes = 1,
+                          .nodes = &node, .n_threads = 1};
+    return tport_sched_backend_supports(b, &v, node);
 }
 
 /* Would backend b run `op` reading a weight of this type and shape?  Asked
@@ -129,11 +183,15 @@ static bool takes_op(const tport_active_backend *b, tport_op_id op, tport_type_i
 
 static bool takes(const tport_active_backend *b, unsigned uses, tport_type_id type, int64_t ne0, int64_t ne1,
                   const char *name) {
+    if (uses == USE_MUL_MAT_ID)
+        return false; /* asked through takes_d */
     return (!(uses & USE_MUL_MAT) || takes_op(b, TPORT_OP_MUL_MAT, type, ne0, ne1, name)) &&
            (!(uses & USE_GET_ROWS) || takes_op(b, TPORT_OP_GET_ROWS, type, ne0, ne1, name));
 }
 
 static const char *uses_name(unsigned uses) {
+    if (uses == USE_MUL_MAT_ID)
+        return "mul_mat_id";
     return uses == (USE_MUL_MAT | USE_GET_ROWS) ? "get_rows and mul_mat" : uses & USE_GET_ROWS ? "get_rows"
                                                                                                : "mul_mat";
 }
@@ -156,6 +214,12 @@ static bool batches_elsewhere(const tport_active_backend *b, tport_type_id type,
     return false;
 }
 
+static bool takes_d(const tport_active_backend *b, const decision *d, tport_type_id type, const char *name) {
+    if (d->uses == USE_MUL_MAT_ID)
+        return takes_stack(b, type, d->ne0, d->ne1, d->ne2, name);
+    return takes(b, d->uses, type, d->ne0, d->ne1, name);
+}
+
 static void decide(placer *p, decision *d, const char *name) {
     tport_type_id targets[MAX_TARGETS];
     int n_targets = tport_weight_conversion_targets(d->from, d->ne0, targets, MAX_TARGETS);
@@ -171,19 +235,19 @@ static void decide(placer *p, decision *d, const char *name) {
         if (!b)
             continue;
         if (d->want >= 0) {
-            if (takes(b, d->uses, (tport_type_id)d->want, d->ne0, d->ne1, name)) {
+            if (takes_d(b, d, (tport_type_id)d->want, name)) {
                 d->backend = b;
                 d->to = (tport_type_id)d->want;
             }
             continue;
         }
         /* a row-grouped type is never put to a backend: re-encoded first */
-        if (!grouped && takes(b, d->uses, d->from, d->ne0, d->ne1, name)) {
+        if (!grouped && takes_d(b, d, d->from, name)) {
             d->backend = b;
             break;
         }
         for (int k = 0; k < n_targets && !d->backend; k++)
-            if (takes(b, d->uses, targets[k], d->ne0, d->ne1, name)) {
+            if (takes_d(b, d, targets[k], name)) {
                 d->backend = b;
                 d->to = targets[k];
             }
@@ -192,18 +256,23 @@ static void decide(placer *p, decision *d, const char *name) {
                  batches_elsewhere(d->backend, d->to, d->ne0, d->ne1, name);
 }
 
-static const decision *lookup(placer *p, tport_type_id from, int64_t ne0, int64_t ne1, unsigned uses,
-                              int64_t want, const char *name) {
+static const decision *lookup3(placer *p, tport_type_id from, int64_t ne0, int64_t ne1, int64_t ne2, unsigned uses,
+                               int64_t want, const char *name) {
     for (int i = 0; i < p->n_cache; i++) {
         decision *d = &p->cache[i];
-        if (d->from == from && d->ne0 == ne0 && d->ne1 == ne1 && d->uses == uses && d->want == want)
+        if (d->from == from && d->ne0 == ne0 && d->ne1 == ne1 && d->ne2 == ne2 && d->uses == uses && d->want == want)
             return d;
     }
     /* a full cache (never with a llama's few shapes) reuses its last slot */
     decision *d = &p->cache[p->n_cache < MAX_CACHE ? p->n_cache++ : MAX_CACHE - 1];
-    *d = (decision){.from = from, .ne0 = ne0, .ne1 = ne1, .uses = uses, .want = want};
+    *d = (decision){.from = from, .ne0 = ne0, .ne1 = ne1, .ne2 = ne2, .uses = uses, .want = want};
     decide(p, d, name);
     return d;
+}
+
+static const decision *lookup(placer *p, tport_type_id from, int64_t ne0, int64_t ne1, unsigned uses,
+                              int64_t want, const char *name) {
+    return lookup3(p, from, ne0, ne1, 1, uses, want, name);
 }
 
 static void note(placer *p, const decision *d, const tport_convert_report *rep) {
@@ -237,7 +306,8 @@ static tport_status convert_weight(tport_model *m, tport_tensor **slot, tport_ty
                                    tport_convert_report *rep) {
     tport_tensor *w = *slot;
     const char *name = tport_tensor_name(w);
-    int64_t ne0 = tport_tensor_ne(w, 0), ne1 = tport_tensor_ne(w, 1);
+    /* a stack of experts converts as ne1 * ne2 rows */
+    int64_t ne0 = tport_tensor_ne(w, 0), ne2 = tport_tensor_ne(w, 2), ne1 = tport_tensor_ne(w, 1) * ne2;
     size_t row = tport_row_size(to, ne0);
     if (!row || ne1 <= 0 || (size_t)ne1 > (SIZE_MAX - 64) / row)
         return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "%s: cannot convert %s [%lld x %lld] to %s",
@@ -253,7 +323,8 @@ static tport_status convert_weight(tport_model *m, tport_tensor **slot, tport_ty
     st = tport_convert_rows(tport_tensor_type(w), tport_tensor_data(w), to, buf, ne0, ne1, rep);
     if (st != TPORT_STATUS_OK)
         return tport_error(st, "%s: converting %s: %s", m->file->path, name, tport_last_error());
-    tport_tensor *c = tport_new_tensor_2d(m->wctx, to, ne0, ne1);
+    tport_tensor *c = ne2 > 1 ? tport_new_tensor_3d(m->wctx, to, ne0, ne1 / ne2, ne2)
+                              : tport_new_tensor_2d(m->wctx, to, ne0, ne1);
     if (!c)
         return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "%s: cannot record tensor %s", m->file->path, name);
     tport_tensor_set_data(c, buf);
@@ -280,10 +351,64 @@ static void home_for(placer *p, tport_tensor *w, const decision *d) {
     home(p, w, d->backend);
 }
 
+/* "PATTERN=BACKEND[,PATTERN=BACKEND...]" into p->overrides. */
+static tport_status parse_overrides(placer *p, const char *place) {
+    for (const char *s = place; s && *s;) {
+        const char *comma = strchr(s, ','), *end = comma ? comma : s + strlen(s);
+        const char *eq = NULL;
+        for (const char *c = s; c < end; c++)
+            if (*c == '=')
+                eq = c; /* the last '=': a pattern may hold one */
+        char pattern[256], name[64];
+        if (!eq || eq == s || eq + 1 == end || (size_t)(eq - s) >= sizeof pattern || (size_t)(end - eq - 1) >= sizeof name)
+            return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "place: '%.*s' is not PATTERN=BACKEND", (int)(end - s), s);
+        if (p->n_overrides == MAX_OVERRIDES)
+            return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "place: more than %d overrides", MAX_OVERRIDES);
+        memcpy(pattern, s, (size_t)(eq - s));
+        pattern[eq - s] = '\0';
+        memcpy(name, eq + 1, (size_t)(end - eq - 1));
+        name[end - eq - 1] = '\0';
+        place_override *o = &p->overrides[p->n_overrides];
+        if (!(o->backend = tport_registry_find(name)))
+            return tport_error(TPORT_STATUS_UNSUPPORTED, "place: backend '%s' is not available", name);
+        if (regcomp(&o->re, pattern, REG_EXTENDED | REG_NOSUB))
+            return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "place: '%s' is not a regular expression", pattern);
+        p->n_overrides++;
+        s = comma ? comma + 1 : end;
+    }
+    return TPORT_STATUS_OK;
+}
+
+/* The backend an override names for this weight, or NULL. */
+static const tport_active_backend *override_for(const placer *p, const char *name) {
+    for (int i = 0; i < p->n_overrides; i++)
+        if (!regexec(&p->overrides[i].re, name, 0, NULL, 0))
+            return p->overrides[i].backend;
+    return NULL;
+}
+
 static tport_status place(placer *p, tport_tensor **slot, unsigned uses, const tport_active_backend **on) {
     tport_tensor *w = *slot;
     *on = NULL;
     const char *name = tport_tensor_name(w);
+    const tport_active_backend *forced = override_for(p, name);
+    if (forced && !p->forced) {
+        /* decided for this weight alone: the cache holds the general answer */
+        p->forced = forced;
+        int n_cache = p->n_cache;
+        p->n_cache = 0;
+        decision saved = p->cache[0];
+        tport_status st = place(p, slot, uses, on);
+        p->cache[0] = saved;
+        p->n_cache = n_cache;
+        p->forced = NULL;
+        if (st == TPORT_STATUS_OK && *on != forced)
+            st = tport_error(TPORT_STATUS_UNSUPPORTED, "%s: place: backend '%s' does not take %s", p->m->file->path,
+                             forced->name, name);
+        if (st == TPORT_STATUS_OK)
+            (*slot)->pinned = forced;
+        return st;
+    }
     tport_type_id from = tport_tensor_type(w);
     int64_t ne0 = tport_tensor_ne(w, 0), want = p->weight_type;
     if (want >= 0 && ne0 % tport_type_get((tport_type_id)want)->block_size) {
@@ -297,7 +422,9 @@ static tport_status place(placer *p, tport_tensor **slot, unsigned uses, const t
         if (!seen && p->n_unfit_ne0 < 4)
             p->unfit_ne0[p->n_unfit_ne0++] = ne0;
     }
-    const decision *d = lookup(p, from, ne0, tport_tensor_ne(w, 1), uses, want, name);
+    if (tport_tensor_ne(w, 2) > 1)
+        uses = USE_MUL_MAT_ID;
+    const decision *d = lookup3(p, from, ne0, tport_tensor_ne(w, 1), tport_tensor_ne(w, 2), uses, want, name);
     if (!d->backend) {
         if (want >= 0) {
             char who[96];
@@ -392,7 +519,8 @@ static tport_status report(placer *p) {
     return TPORT_STATUS_OK;
 }
 
-tport_status tport_model_place_weights(tport_model *m, const char *backend, const char *weight_type) {
+tport_status tport_model_place_weights(tport_model *m, const char *backend, const char *weight_type,
+                                       const char *overrides) {
     placer *p = calloc(1, sizeof *p);
     if (p)
         p->homes = calloc(MAX_HOMES, sizeof *p->homes);
@@ -402,7 +530,7 @@ tport_status tport_model_place_weights(tport_model *m, const char *backend, cons
     }
     p->m = m;
     p->weight_type = -1;
-    tport_status st = TPORT_STATUS_OK;
+    tport_status st = parse_overrides(p, overrides);
     if (backend && !(p->forced = tport_registry_find(backend)))
         st = tport_error(TPORT_STATUS_UNSUPPORTED, "backend '%s' is not available", backend);
     if (st == TPORT_STATUS_OK && weight_type) {
@@ -459,6 +587,8 @@ tport_status tport_model_place_weights(tport_model *m, const char *backend, cons
         st = report(p);
     if (st == TPORT_STATUS_OK)
         st = tport_model_upload_weights(m, p->homes, p->n_homes);
+    for (int i = 0; i < p->n_overrides; i++)
+        regfree(&p->overrides[i].re);
     free(p->homes);
     free(p);
     return st;

@@ -17,6 +17,10 @@
 
 #define MAX_DIM (1 << 24) /* far above any real model dimension */
 
+static bool grouped_type(tport_type_id type) {
+    return tport_row_group_of(type) != NULL;
+}
+
 static const tport_mf_tensor *find(const tport_model_file *mf, const char *name) {
     return tport_model_file_find(mf, name);
 }
@@ -117,12 +121,32 @@ tport_status tport_model_shape_from_file(const tport_model_file *mf, const tport
     sh->n_swa = (int32_t)arch_u32(mf, "attention.sliding_window");
     sh->rope_base_swa = sh->rope_base;
     sh->rope_scale_swa = sh->rope_scale;
+    /* mixture of experts: the counts, and the widths where the
+     * architecture's table uses them (DIM_FF_EXP, DIM_FF_SHEXP) */
+    sh->n_expert = (int32_t)arch_u32(mf, "expert_count");
+    sh->n_expert_used = (int32_t)arch_u32(mf, "expert_used_count");
+    sh->n_ff_exp = (int32_t)arch_u32(mf, "expert_feed_forward_length");
+    sh->n_ff_shexp = (int32_t)arch_u32(mf, "expert_shared_feed_forward_length");
+    if (sh->n_expert > 4096 || sh->n_expert_used > sh->n_expert || (sh->n_expert && !sh->n_expert_used))
+        return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: %d of %d experts used", mf->path, sh->n_expert_used,
+                           sh->n_expert);
+    if (sh->n_expert_used > 256)
+        return tport_error(TPORT_STATUS_UNSUPPORTED, "%s: %d experts used a token (at most 256 are implemented)",
+                           mf->path, sh->n_expert_used);
     return arch->hparams ? arch->hparams(mf, sh) : TPORT_STATUS_OK;
 }
 
-/* A weight record for tensor `name`, which must have shape {ne0, ne1}
- * (ne1 = 0: one dimension). */
-static tport_status bind(tport_model *m, const char *name, int64_t ne0, int64_t ne1,
+bool tport_arch_row_applies(const tport_arch_tensor *t, const tport_model_shape *sh) {
+    if (t->flags & TENSOR_EXPERTS)
+        return sh->n_expert > 0;
+    if (t->flags & TENSOR_DENSE)
+        return sh->n_expert == 0;
+    return true;
+}
+
+/* A weight record for tensor `name`, which must have shape {ne0, ne1, ne2}
+ * (ne1 = 0: one dimension; ne2 = 0: at most two). */
+static tport_status bind(tport_model *m, const char *name, int64_t ne0, int64_t ne1, int64_t ne2,
                          bool optional, tport_tensor **out) {
     const tport_model_file *mf = m->file;
     const tport_mf_tensor *t = find(mf, name);
@@ -132,12 +156,16 @@ static tport_status bind(tport_model *m, const char *name, int64_t ne0, int64_t 
             return TPORT_STATUS_OK;
         return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: tensor %s is missing", mf->path, name);
     }
-    int64_t want1 = ne1 ? ne1 : 1;
-    if (t->ne[0] != ne0 || t->ne[1] != want1 || t->ne[2] != 1 || t->ne[3] != 1)
+    int64_t want1 = ne1 ? ne1 : 1, want2 = ne2 ? ne2 : 1;
+    if (t->ne[0] != ne0 || t->ne[1] != want1 || t->ne[2] != want2 || t->ne[3] != 1)
         return tport_error(TPORT_STATUS_BAD_FORMAT,
-                           "%s: tensor %s has shape [%lld, %lld, %lld, %lld], expected [%lld, %lld]",
+                           "%s: tensor %s has shape [%lld, %lld, %lld, %lld], expected [%lld, %lld, %lld]",
                            mf->path, name, (long long)t->ne[0], (long long)t->ne[1],
-                           (long long)t->ne[2], (long long)t->ne[3], (long long)ne0, (long long)want1);
+                           (long long)t->ne[2], (long long)t->ne[3], (long long)ne0, (long long)want1,
+                           (long long)want2);
+    if (ne2 && grouped_type(t->type))
+        return tport_error(TPORT_STATUS_UNSUPPORTED, "%s: tensor %s: a stack of experts of a row-grouped type",
+                           mf->path, name);
     const tport_type_traits *tr = tport_traits(t->type);
     /* a row-grouped type (no to_float) is placed re-encoded, whole */
     const tport_row_group *grouped = tport_row_group_of(t->type);
@@ -150,7 +178,7 @@ static tport_status bind(tport_model *m, const char *name, int64_t ne0, int64_t 
         return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: tensor %s: row of %lld is not a multiple of "
                            "the block size %lld", mf->path, name, (long long)ne0,
                            (long long)tr->info.block_size);
-    uint64_t need = (uint64_t)(ne0 / tr->info.block_size) * tr->info.block_bytes * (uint64_t)want1;
+    uint64_t need = (uint64_t)(ne0 / tr->info.block_size) * tr->info.block_bytes * (uint64_t)want1 * (uint64_t)want2;
     if (!t->data || t->nbytes < need)
         return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: tensor %s holds %llu bytes, needs %llu",
                            mf->path, name, (unsigned long long)t->nbytes, (unsigned long long)need);
@@ -196,8 +224,9 @@ static tport_status bind(tport_model *m, const char *name, int64_t ne0, int64_t 
         tport_log(TPORT_LOG_DEBUG, "%s: %s copied: its data in the file is not %zu-byte aligned", mf->path, name,
                   align);
     }
-    tport_tensor *w = ne1 ? tport_new_tensor_2d(m->wctx, type, ne0, ne1)
-                          : tport_new_tensor_1d(m->wctx, type, ne0);
+    tport_tensor *w = ne2   ? tport_new_tensor_3d(m->wctx, type, ne0, ne1, ne2)
+                      : ne1 ? tport_new_tensor_2d(m->wctx, type, ne0, ne1)
+                            : tport_new_tensor_1d(m->wctx, type, ne0);
     if (!w)
         return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "%s: cannot record tensor %s", mf->path, name);
     tport_tensor_set_data(w, data);
@@ -217,6 +246,9 @@ int64_t tport_arch_dim_size(const tport_model_shape *sh, int dim) {
     case DIM_KV: return kv;
     case DIM_QKV: return q + 2 * kv;
     case DIM_CTX: return sh->n_ctx_train;
+    case DIM_EXPERT: return sh->n_expert;
+    case DIM_FF_EXP: return sh->n_ff_exp;
+    case DIM_FF_SHEXP: return sh->n_ff_shexp;
     case DIM_HEAD: return sh->head_dim;
     default: return 0;
     }
@@ -276,10 +308,13 @@ tport_status tport_model_bind_weights(tport_model *m) {
             char name[96];
             tport_arch_file_tensor(m->file, arch, t->name, (int)i, name, sizeof name);
             tport_tensor **dst = slot_of(m, t, i);
-            if (!stage_binds(m, t, i))
+            if (!stage_binds(m, t, i) || !tport_arch_row_applies(t, sh))
                 continue;
+            if (t->ne2 && (tport_arch_dim_size(sh, t->ne0) <= 0 || tport_arch_dim_size(sh, t->ne1) <= 0))
+                return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: %s needs the experts' widths, which the file "
+                                   "does not give", m->file->path, name);
             if ((st = bind(m, name, tport_arch_dim_size(sh, t->ne0), tport_arch_dim_size(sh, t->ne1),
-                           (t->flags & TENSOR_OPTIONAL) != 0, dst)))
+                           t->ne2 ? tport_arch_dim_size(sh, t->ne2) : 0, (t->flags & TENSOR_OPTIONAL) != 0, dst)))
                 return st;
             n_bound += *dst != NULL;
         }

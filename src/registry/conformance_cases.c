@@ -90,6 +90,47 @@ static void arch_cases(builder *b) {
     push(b, c);
 }
 
+/* Mixture of experts (ids 22..27, ABI 1.3): routing and the expert-indexed
+ * product over stacks of every kind of weight the families use. */
+static void moe_cases(builder *b) {
+    const check_tensor f = T(TPORT_TYPE_F32, 37, 3, 2, 1);
+    push(b, (check_case){.op = TPORT_OP_SIGMOID, .n_src = 1, .src = {f}, .dst = f, .note = "odd"});
+    push(b, (check_case){.op = TPORT_OP_SUM_ROWS, .n_src = 1, .src = {f}, .dst = T(TPORT_TYPE_F32, 1, 3, 2, 1),
+                         .note = "odd"});
+    binary_cases(b, TPORT_OP_DIV);
+    /* get_rows per batch (the routing weights of each token): ids [4, 3]
+     * pick rows of their own matrix of a [9, 7, 3] */
+    check_tensor rows = T(TPORT_TYPE_I32, 4, 3, 1, 1);
+    rows.data = CHECK_DATA_INDICES;
+    rows.limit = 7;
+    push(b, (check_case){.op = TPORT_OP_GET_ROWS, .n_src = 2, .src = {T(TPORT_TYPE_F32, 9, 7, 3, 1), rows},
+                         .dst = T(TPORT_TYPE_F32, 9, 4, 3, 1), .note = "rows per batch"});
+    /* 8 of 60 experts (more than one sorting pass), 5 tokens */
+    const tport_params_top_k tk = {8};
+    check_case c = {.op = TPORT_OP_ARGSORT_TOP_K, .n_src = 1, .src = {T(TPORT_TYPE_F32, 60, 5, 1, 1)},
+                    .dst = T(TPORT_TYPE_I32, 8, 5, 1, 1), .note = "8 of 60"};
+    set_params(&c, &tk, sizeof tk);
+    push(b, c);
+    check_tensor ids = T(TPORT_TYPE_I32, 2, 5, 1, 1); /* 2 used of 4 experts, 5 tokens */
+    ids.data = CHECK_DATA_INDICES;
+    ids.limit = 4;
+    push(b, (check_case){.op = TPORT_OP_ADD_ID, .n_src = 3,
+                         .src = {T(TPORT_TYPE_F32, 33, 2, 5, 1), T(TPORT_TYPE_F32, 33, 4, 1, 1), ids},
+                         .dst = T(TPORT_TYPE_F32, 33, 2, 5, 1), .note = "2 of 4 experts"});
+    const tport_type_id w[] = {TPORT_TYPE_F32, TPORT_TYPE_F16, TPORT_TYPE_Q8_0, TPORT_TYPE_Q4_0, TPORT_TYPE_Q4_K,
+                               TPORT_TYPE_Q6_K, TPORT_TYPE_MXFP4};
+    for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
+        const int64_t K = tport_traits(w[i])->info.block_size > 64 ? 256 : 64;
+        /* one input row for every slot (up, gate), and one per slot (down) */
+        push(b, (check_case){.op = TPORT_OP_MUL_MAT_ID, .n_src = 3,
+                             .src = {T(w[i], K, 7, 4, 1), T(TPORT_TYPE_F32, K, 1, 5, 1), ids},
+                             .dst = T(TPORT_TYPE_F32, 7, 2, 5, 1), .note = "2 of 4, shared input"});
+        push(b, (check_case){.op = TPORT_OP_MUL_MAT_ID, .n_src = 3,
+                             .src = {T(w[i], K, 7, 4, 1), T(TPORT_TYPE_F32, K, 2, 5, 1), ids},
+                             .dst = T(TPORT_TYPE_F32, 7, 2, 5, 1), .note = "2 of 4, input per slot"});
+    }
+}
+
 static void rope_cases(builder *b) {
     const check_tensor x = T(TPORT_TYPE_F32, 8, 3, 5, 1); /* head dim, heads, tokens */
     check_tensor pos = T(TPORT_TYPE_I32, 5, 1, 1, 1);
@@ -164,6 +205,7 @@ int check_cases(check_case *out, int cap) {
     binary_cases(&b, TPORT_OP_MUL);
     unary_cases(&b);
     arch_cases(&b);
+    moe_cases(&b);
     rope_cases(&b);
     copy_cases(&b);
     weight_cases(&b);
@@ -176,5 +218,8 @@ const char *check_op_name(tport_op_id op) {
     static const char *const arch_names[] = {"gelu_f16", "gelu_erf", "tanh", "clamp", "soft_max_ext"};
     if (op >= 16 && op - 16 < sizeof arch_names / sizeof arch_names[0])
         return arch_names[op - 16];
+    static const char *const moe_names[] = {"mul_mat_id", "argsort_top_k", "sigmoid", "sum_rows", "div", "add_id"};
+    if (op >= 22 && op - 22 < sizeof moe_names / sizeof moe_names[0])
+        return moe_names[op - 22];
     return op < sizeof names / sizeof names[0] ? names[op] : "unknown";
 }

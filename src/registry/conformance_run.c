@@ -224,7 +224,10 @@ bool check_build_graph(const check_case *c, case_graph *g, char *why, size_t cap
 float *check_output_floats(const case_graph *g, int64_t n) {
     const tport_type_traits *tr = tport_traits(g->dst.view.type);
     float *out = malloc((size_t)n * sizeof *out);
-    if (out && tr && tr->to_float)
+    if (out && g->dst.view.type == TPORT_TYPE_I32) /* ids (argsort_top_k): exact as floats */
+        for (int64_t i = 0; i < n; i++)
+            out[i] = (float)((const int32_t *)(const void *)g->dst.mem)[i];
+    else if (out && tr && tr->to_float)
         tr->to_float(g->dst.mem, out, n);
     else if (out)
         for (int64_t i = 0; i < n; i++)
@@ -245,6 +248,13 @@ void check_run_case(const check_case *c, const tport_backend_api *api, void *sta
     }
     r->tolerance = tol;
 
+    /* an op of a newer minor than the plug-in's is never given to it */
+    if (tport_op_since_minor(c->op) > api->abi_minor) {
+        r->outcome = TPORT_CHECK_NOT_CLAIMED;
+        snprintf(r->note, sizeof r->note, "an op of ABI 1.%u; the plug-in speaks 1.%u", tport_op_since_minor(c->op),
+                 api->abi_minor);
+        return;
+    }
     case_graph target, reference;
     char why[160];
     bool ok_t = check_build_graph(c, &target, why, sizeof why);

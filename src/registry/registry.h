@@ -51,6 +51,12 @@ typedef struct tport_active_backend {
     tport_backend_mem mem;  /* ABI 1.1 device memory; all NULL for 1.0      */
 } tport_active_backend;
 
+/* The ABI minor that defined op (UINT32_MAX: none of this host's), and
+ * whether backend b negotiated a minor that has it (op_minor.c): the host
+ * asks a plug-in only about ops of its minor. */
+uint32_t tport_op_since_minor(tport_op_id op);
+bool tport_backend_knows_op(const tport_active_backend *b, tport_op_id op);
+
 /* Fills a->mem from the backend's table and device 0's info, reading no
  * slot the negotiated minor or the table's struct_size leaves out. */
 void tport_backend_mem_resolve(tport_active_backend *a, const tport_device_info *dev0);

@@ -51,6 +51,8 @@ static void release_hook(void) {
  * no host address: it must not rely on one it will never get in compute. */
 static bool ask(const tport_active_backend *b, const tport_graph_view *v, const tport_graph_view *blind,
                 int32_t node) {
+    if (!tport_backend_knows_op(b, v->tensors[node]->op))
+        return false;
     return b->api->supports_op(b->state, 0, b->mem.device_memory && blind ? blind : v, node);
 }
 
@@ -109,6 +111,10 @@ static const tport_active_backend *by_locality(const tport_graph *g, const sched
         if (b && b->mem.device_memory && can_run(b, &sv->view, blind, idx))
             return b;
     }
+    /* a weight an override placed (--place) pulls its readers too */
+    for (int i = 0; i < n; i++)
+        if (cand[i]->pinned && can_run(cand[i]->pinned, &sv->view, blind, idx))
+            return cand[i]->pinned;
     return NULL;
 }
 

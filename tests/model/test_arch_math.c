@@ -39,7 +39,8 @@ static const add_case cases[] = {
     {"gemma", ADD_F32, "gemma.final_logit_softcapping", NULL, 30, "gemma.final_logit_softcapping"},
     {"llama", ADD_U32, "llama.attention.sliding_window_pattern", NULL, 2,
      "llama.attention.sliding_window_pattern"},
-    {"llama", ADD_U32, "llama.expert_count", NULL, 8, "llama.expert_count"},
+    /* llama implements experts (Mixtral), not shared ones */
+    {"llama", ADD_U32, "llama.expert_shared_count", NULL, 2, "llama.expert_shared_count"},
     {"llama", ADD_F32, "llama.attention.clamp_kqv", NULL, 8, "llama.attention.clamp_kqv"},
     {"llama", ADD_F32, "llama.rope.freq_base_swa", NULL, 10000, "llama.rope.freq_base_swa"},
     {"llama", ADD_U32, "llama.some_future_key", NULL, 1, "llama.some_future_key"},

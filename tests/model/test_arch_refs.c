@@ -128,6 +128,43 @@ static void check_split(tport_model *m, const tport_token *prompt, int n_prompt)
     tport_session_free(s);
 }
 
+/* With the opaque device plug-in (ABI 1.3, memory of its own, no
+ * mixture-of-experts ops) preferred: attention and the router's products
+ * run on it, the experts' products on the CPU, where their stacks stay. */
+static void check_experts_on_cpu(tport_model *m, const tport_token *prompt, int n_prompt) {
+    tport_session *s = tport_session_new(m, NULL);
+    CHECK(s && tport_session_eval(s, prompt, n_prompt) == TPORT_STATUS_OK, "eval: %s", tport_last_error());
+    int mm_device = 0, id_cpu = 0, id_elsewhere = 0;
+    const char *backend, *op;
+    for (int32_t i = 0, n; s && (n = tport_session_placement(s, i, &backend, &op)) > 0; i++) {
+        mm_device += !strcmp(backend, "opaque") && !strcmp(op, "mul_mat");
+        if (!strcmp(op, "mul_mat_id")) {
+            id_cpu += !strcmp(backend, "cpu");
+            id_elsewhere += !!strcmp(backend, "cpu");
+        }
+    }
+    CHECK(mm_device > 0, "the device ran no mul_mat");
+    CHECK(id_cpu > 0 && id_elsewhere == 0, "mul_mat_id: %d on the cpu, %d elsewhere", id_cpu, id_elsewhere);
+    tport_session_free(s);
+}
+
+/* With --place attention=cpu beside the opaque device: the attention
+ * projections (4 a layer) run on the CPU, the router's on the device. */
+static void check_attention_on_cpu(tport_model *m, const tport_token *prompt, int n_prompt) {
+    tport_session *s = tport_session_new(m, NULL);
+    CHECK(s && tport_session_eval(s, prompt, n_prompt) == TPORT_STATUS_OK, "eval: %s", tport_last_error());
+    int mm_cpu = 0, mm_device = 0;
+    const char *backend, *op;
+    for (int32_t i = 0, n; s && (n = tport_session_placement(s, i, &backend, &op)) > 0; i++)
+        if (!strcmp(op, "mul_mat")) {
+            mm_cpu += !strcmp(backend, "cpu") ? n : 0;
+            mm_device += !strcmp(backend, "opaque") ? n : 0;
+        }
+    CHECK(mm_cpu == 4 * 2 && mm_device > 0, "mul_mat: %d on the cpu (want %d: 2 layers), %d on the device",
+          mm_cpu, 4 * 2, mm_device);
+    tport_session_free(s);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: test_arch_refs NAME\n");
@@ -169,7 +206,11 @@ int main(int argc, char **argv) {
         runnable |= !strncmp(line, "runs:          yes", 18);
     }
     CHECK(p && pclose(p) == 0 && named && runnable, "tport info: architecture line %d, runs line %d", named, runnable);
-    tport_model *m = tport_model_load(path, NULL);
+    /* --place-attention-cpu: the attention matrices placed on the CPU by an
+     * override, the rest where the preference order puts it */
+    bool place_attn = argc > 2 && !strcmp(argv[2], "--place-attention-cpu");
+    tport_model_params mp = {.place = "attn_(q|k|v|output)\\.weight=cpu"};
+    tport_model *m = tport_model_load(path, place_attn ? &mp : NULL);
     CHECK(m != NULL, "load %s: %s", path, tport_last_error());
     if (m && arch) {
         CHECK(!strcmp(tport_model_arch(m), arch->str), "architecture %s, want %s", tport_model_arch(m), arch->str);
@@ -177,6 +218,16 @@ int main(int argc, char **argv) {
             tport_token prompt[MAX_IDS];
             int n_prompt = read_ids(json_get(&runs->items[0], "prompt_ids"), prompt);
             check_split(m, prompt, n_prompt);
+        }
+        if (place_attn) {
+            tport_token prompt[MAX_IDS];
+            int n_prompt = read_ids(json_get(&runs->items[0], "prompt_ids"), prompt);
+            check_attention_on_cpu(m, prompt, n_prompt);
+        }
+        if (argc > 2 && !strcmp(argv[2], "--expect-experts-on-cpu")) {
+            tport_token prompt[MAX_IDS];
+            int n_prompt = read_ids(json_get(&runs->items[0], "prompt_ids"), prompt);
+            check_experts_on_cpu(m, prompt, n_prompt);
         }
         for (size_t r = 0; runs && r < runs->n; r++) {
             tport_token prompt[MAX_IDS], want[MAX_IDS], got[MAX_IDS];

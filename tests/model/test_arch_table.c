@@ -30,7 +30,15 @@ static bool row_names_slot(const tport_arch *a, bool layer, size_t slot) {
     return false;
 }
 
-static void check_arch(const tport_arch *a, const char *dir) {
+static bool has_flag(const tport_arch *a, unsigned flag) {
+    for (int k = 0; k < a->n_tensors; k++)
+        if (a->tensors[k].flags & flag)
+            return true;
+    return false;
+}
+
+/* experts: synthesized with a mixture of 4 experts, 2 a token */
+static void check_arch(const tport_arch *a, const char *dir, bool experts) {
     for (int k = 0; k < a->n_tensors; k++)
         if (strstr(a->tensors[k].name, "attn_output.weight"))
             CHECK(a->tensors[k].ne0 == DIM_Q && a->tensors[k].ne1 == DIM_EMBD,
@@ -38,7 +46,7 @@ static void check_arch(const tport_arch *a, const char *dir) {
     char path[512], cmd[1024];
     snprintf(path, sizeof path, "%s/%s.gguf", dir, a->name);
     snprintf(cmd, sizeof cmd, "'%s' synth --arch %s --dim 64 --layers 2 --heads 4 --ff 128 --vocab 512 --ctx 64 "
-             "-o '%s' >/dev/null 2>&1", TPORT_CLI, a->name, path);
+             "%s -o '%s' >/dev/null 2>&1", TPORT_CLI, a->name, experts ? "--experts 4 --experts-used 2" : "", path);
     if (system(cmd) != 0) {
         CHECK(false, "%s: tport synth failed", a->name);
         return;
@@ -78,7 +86,8 @@ static void check_arch(const tport_arch *a, const char *dir) {
             total += np;
             for (int j = 0; j < np; j++)
                 if (*part[j])
-                    CHECK((tport_tensor_ne(*part[j], 1) > 1) == (k < 2), "%s: layer %d: %s listed as a %s",
+                    CHECK((tport_tensor_ne(*part[j], 1) > 1) == (k < 2) &&
+                              (tport_tensor_ne(*part[j], 2) == (strstr(tport_tensor_name(*part[j]), "_exps") ? 4 : 1)), "%s: layer %d: %s listed as a %s",
                           a->name, (int)il, tport_tensor_name(*part[j]), k < 2 ? "matrix" : "vector");
         }
         CHECK(total == n, "%s: the four kinds list %d slots, all of them %d", a->name, total, n);
@@ -96,8 +105,16 @@ int main(void) {
         perror("mkdtemp");
         return 1;
     }
-    for (int i = 0; i < tport_arch_count(); i++)
-        check_arch(tport_arch_at(i), dir);
+    for (int i = 0; i < tport_arch_count(); i++) {
+        const tport_arch *a = tport_arch_at(i);
+        /* an architecture whose feed-forward may be experts: both forms,
+         * and a file without its dense rows must have experts */
+        bool moe = has_flag(a, TENSOR_EXPERTS), dense_too = !moe || has_flag(a, TENSOR_DENSE);
+        if (dense_too)
+            check_arch(a, dir, false);
+        if (moe)
+            check_arch(a, dir, true);
+    }
     rmdir(dir);
     return test_finish("test_arch_table");
 }

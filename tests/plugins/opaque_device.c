@@ -395,6 +395,9 @@ static bool opaque_supports_op(void *state, int32_t device, const tport_graph_vi
     case TPORT_OP_GET_ROWS:
     case TPORT_OP_MUL_MAT: {
         const tport_type_info *ti = host->type_info(a->type);
+        /* op_get_rows gathers from one matrix: not rows per batch (dims 2, 3) */
+        if (t->op == TPORT_OP_GET_ROWS && (t->ne[2] != 1 || t->ne[3] != 1))
+            return false;
         return ti && is_f32(t) && a->nb[0] == ti->block_bytes;
     }
     case TPORT_OP_CPY:

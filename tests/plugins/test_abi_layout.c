@@ -144,6 +144,19 @@ static void layouts_1_1(void) {
     FROZEN(sizeof(tport_ticket), 8);
 }
 
+/* 1.3, the mixture-of-experts ops (ids 22..27) and their parameters. */
+static void ids_1_3_moe(void) {
+    FROZEN(TPORT_ABI_MINOR >= 3, 1);
+    FROZEN(TPORT_OP_MUL_MAT_ID, 22);
+    FROZEN(TPORT_OP_ARGSORT_TOP_K, 23);
+    FROZEN(TPORT_OP_SIGMOID, 24);
+    FROZEN(TPORT_OP_SUM_ROWS, 25);
+    FROZEN(TPORT_OP_DIV, 26);
+    FROZEN(TPORT_OP_ADD_ID, 27);
+    FROZEN(sizeof(tport_params_top_k), 4);
+    FROZEN(offsetof(tport_params_top_k, k), 0);
+}
+
 static void ids_1_1(void) {
     FROZEN(TPORT_STATUS_TIMEOUT, 9);
     FROZEN(TPORT_STATUS_NOT_ADDRESSABLE, 10);
@@ -280,5 +293,6 @@ int main(void) {
     ids();
     layouts_1_1();
     ids_1_1();
+    ids_1_3_moe();
     return test_finish("test_abi_layout");
 }

@@ -53,6 +53,10 @@ static void usage(FILE *out) {
             "  --weight-type T         convert every weight matrix to type T at load (f32, q8_0,\n"
             "                          ...; see tport types); default: keep the file's types\n"
             "                          where the backend takes them, converting the rest\n"
+            "  --place PATTERN=BACKEND[,...]  weights whose names match the extended regular\n"
+            "                          expression PATTERN live where BACKEND runs them (as llama.cpp's\n"
+            "                          -ot), e.g. --place exps=cpu: every expert stack on the CPU\n"
+            "  --cpu-experts N         the expert stacks of the first N layers on the CPU\n"
             "  --threads N             threads, 0 = all cores (default 0)\n"
             "  --tokenizer FILE        llama2.c tokenizer.bin for files without a vocabulary\n"
             "  --ctx N                 context length (default: the model's, at most %d)\n"
@@ -75,7 +79,9 @@ static void usage(FILE *out) {
 }
 
 typedef struct run_opts {
-    const char *model, *prompt, *prompt_ids, *backend, *tokenizer, *weight_type, *session;
+    const char *model, *prompt, *prompt_ids, *backend, *tokenizer, *weight_type, *session, *place;
+    long cpu_experts;      /* --cpu-experts N, 0 = none */
+    char place_buf[4096];  /* --place and --cpu-experts as one list */
     long n_predict, threads, ctx, batch, keep;
     bool ids, parse_special, plan, kv_f32, no_shift;
     tport_sampler_params sp;
@@ -140,6 +146,8 @@ static int parse_args(int argc, char **argv, run_opts *o) {
         else if (!strcmp(a, "--session")) o->session = v;
         else if (!strcmp(a, "--keep")) rc = parse_long(a, v, -1, INT_MAX, &o->keep);
         else if (!strcmp(a, "--weight-type")) o->weight_type = v;
+        else if (!strcmp(a, "--place")) o->place = v;
+        else if (!strcmp(a, "--cpu-experts")) rc = parse_long(a, v, 0, 4096, &o->cpu_experts);
         else if (!strcmp(a, "--kv-type")) {
             if (strcmp(v, "f16") && strcmp(v, "f32"))
                 return tool_fail(2, "run: --kv-type needs f16 or f32, not '%s'", v);
@@ -278,10 +286,21 @@ int cmd_run(int argc, char **argv) {
     if (rc)
         return tport_dist_end(dist, rc < 0 ? 0 : rc);
 
+    /* --cpu-experts N: "^blk\.(0|1|...)\.ffn_[a-z]+_exps\.=cpu" after --place's own */
+    size_t used = (size_t)snprintf(o.place_buf, sizeof o.place_buf, "%s", o.place ? o.place : "");
+    for (long l = 0; l < o.cpu_experts && used < sizeof o.place_buf; l++)
+        used += (size_t)snprintf(o.place_buf + used, sizeof o.place_buf - used, "%s%ld",
+                                 l == 0 ? (used ? ",^blk\\.(" : "^blk\\.(") : "|", l);
+    if (o.cpu_experts > 0 && used < sizeof o.place_buf)
+        used += (size_t)snprintf(o.place_buf + used, sizeof o.place_buf - used, ")\\.ffn_[a-z]+_exps\\.=cpu");
+    if (used >= sizeof o.place_buf)
+        return tool_fail(2, "run: --place and --cpu-experts: more than %zu characters", sizeof o.place_buf - 1);
+
     double t0 = now_ms();
     /* one run: the first token first (the backends' copies of the weights are made after it) */
     tport_model_params mp = {.backend = o.backend, .n_threads = (int)o.threads, .tokenizer_path = o.tokenizer,
-                             .weight_type = o.weight_type, .quick_start = true};
+                             .weight_type = o.weight_type, .quick_start = true,
+                             .place = o.place_buf[0] ? o.place_buf : NULL};
     bool stop = false;
     if (dist && (rc = tport_dist_start(dist, o.model, &mp, &stop), stop))
         return tport_dist_end(dist, rc);

@@ -67,13 +67,15 @@ typedef struct synth_opts {
     const char *out;
     uint64_t seed;
     bool vocab_set;           /* --vocab given explicitly */
+    /* mixture of experts: --experts, --experts-used, --expert-ff, --shared-ff */
+    uint32_t experts, experts_used, expert_ff, shared_ff;
 } synth_opts;
 
 typedef struct synth_tensor {
     char name[SYNTH_NAME_LEN];
     tport_type_id type;
     int n_dims;
-    int64_t ne[2];
+    int64_t ne[3];            /* ne[2]: experts of a stack, else 1 */
     bool is_norm;
     bool is_bias;
     float gain;               /* the weights' amplitude is gain * sqrt(3 / fan_in) */
@@ -105,6 +107,9 @@ static void usage(FILE *out) {
             "--rope-base F --rope-base-swa F --rope-linear F   RoPE base (default 10000), the sliding-window\n"
             "                  layers' base (gemma3), a linear scaling factor (gemma3)\n"
             "--attn-softcap F --logit-softcap F   gemma2 (defaults 50, 30), gemma3 (logits; default none)\n"
+            "--experts N --experts-used K   a mixture of N experts, K a token (llama, qwen2moe)\n"
+            "--expert-ff N --shared-ff N    an expert's and the shared expert's feed-forward width\n"
+            "                  (qwen2moe; llama's experts are --ff wide)\n"
             "--type T          type of the 2-D weights: f32, f16, bf16, q8_0, q4_0, q4_k, ... (default f32)\n"
             "--vocab-from F    copy the tokenizer (tokenizer.ggml.*) from a GGUF file; its size sets --vocab\n"
             "--seed S          random seed (default 1)\n"
@@ -162,6 +167,10 @@ static int parse_args(int argc, char **argv, synth_opts *o) {
         {"--head-size", &o->head_size, 2, 65536, false, 0},
         {"--rot", &o->rot, 2, 65536, false, 0},
         {"--window", &o->window, 1, 1u << 24, false, 0},
+        {"--experts", &o->experts, 1, 4096, false, 0},
+        {"--experts-used", &o->experts_used, 1, 256, false, 0},
+        {"--expert-ff", &o->expert_ff, 1, 1u << 20, false, 0},
+        {"--shared-ff", &o->shared_ff, 1, 1u << 20, false, 0},
     };
     const size_t n_dims = sizeof dims / sizeof dims[0];
     bool kv_heads_set = false;
@@ -277,6 +286,10 @@ static int parse_args(int argc, char **argv, synth_opts *o) {
         return tool_fail(2, "synth: head size %" PRIu32 " must be even (rotary embedding)", hs);
     if (o->rot && (o->rot > hs || o->rot % 2))
         return tool_fail(2, "synth: --rot %" PRIu32 " must be even and at most the head size %" PRIu32, o->rot, hs);
+    if (o->experts && (!o->experts_used || o->experts_used > o->experts))
+        return tool_fail(2, "synth: --experts %" PRIu32 " needs --experts-used in 1..%" PRIu32, o->experts, o->experts);
+    if (!o->experts && (o->experts_used || o->expert_ff || o->shared_ff))
+        return tool_fail(2, "synth: --experts-used, --expert-ff and --shared-ff need --experts");
     if (s->kv_heads > s->heads || s->heads % s->kv_heads)
         return tool_fail(2, "synth: heads %" PRIu32 " is not a multiple of kv-heads %" PRIu32, s->heads,
                          s->kv_heads);
@@ -353,13 +366,14 @@ static uint32_t llama_ftype(const char *name) {
 /* ---- tensors ----------------------------------------------------------- */
 
 static void add_tensor(synth_ctx *c, const char *name, tport_type_id type, int n_dims, int64_t ne0,
-                       int64_t ne1) {
+                       int64_t ne1, int64_t ne2) {
     synth_tensor *t = &c->tensors[c->n_tensors++];
     snprintf(t->name, sizeof t->name, "%s", name);
     t->type = n_dims == 1 ? TPORT_TYPE_F32 : weight_type(type, ne0);
     t->n_dims = n_dims;
     t->ne[0] = ne0;
     t->ne[1] = n_dims == 1 ? 1 : ne1;
+    t->ne[2] = n_dims == 3 ? ne2 : 1;
     t->is_norm = n_dims == 1;
     t->gain = 1.0f;
     if (ne0 > c->row_cap)
@@ -381,6 +395,17 @@ static tport_model_shape model_shape(const synth_opts *o) {
         .logit_softcap = o->logit_softcap,
     };
     sh.n_rot = o->rot ? (int32_t)o->rot : sh.head_dim;
+    sh.n_expert = (int32_t)o->experts;
+    sh.n_expert_used = (int32_t)o->experts_used;
+    /* the experts' widths only where the table uses them (llama.cpp's
+     * defaults: n_ff / n_used for an expert, n_ff for the shared one) */
+    for (int k = 0; k < o->arch->n_tensors && o->experts; k++) {
+        const tport_arch_tensor *t = &o->arch->tensors[k];
+        if (t->ne0 == DIM_FF_EXP || t->ne1 == DIM_FF_EXP)
+            sh.n_ff_exp = (int32_t)(o->expert_ff ? o->expert_ff : s->ff / o->experts_used);
+        if (t->ne0 == DIM_FF_SHEXP || t->ne1 == DIM_FF_SHEXP)
+            sh.n_ff_shexp = (int32_t)(o->shared_ff ? o->shared_ff : s->ff);
+    }
     return sh;
 }
 
@@ -391,17 +416,19 @@ static void add_table_tensor(synth_ctx *c, const tport_arch_tensor *t, const tpo
         snprintf(name, sizeof name, t->name, layer);
     else
         snprintf(name, sizeof name, "%s", t->name);
-    int n_dims = t->ne1 == DIM_1 ? 1 : 2;
-    add_tensor(c, name, type, n_dims, tport_arch_dim_size(sh, t->ne0), n_dims == 1 ? 1 : tport_arch_dim_size(sh, t->ne1));
+    int n_dims = t->ne1 == DIM_1 ? 1 : t->ne2 ? 3 : 2;
+    add_tensor(c, name, type, n_dims, tport_arch_dim_size(sh, t->ne0), n_dims == 1 ? 1 : tport_arch_dim_size(sh, t->ne1),
+               t->ne2 ? tport_arch_dim_size(sh, t->ne2) : 1);
     c->tensors[c->n_tensors - 1].is_bias = (t->flags & TENSOR_BIAS) != 0;
     /* the table's slot says which weights write into the residual stream */
-    bool residual = (t->flags & TENSOR_LAYER) && (t->slot == offsetof(tport_layer, wo) ||
-                                                  t->slot == offsetof(tport_layer, w_down));
+    bool residual = (t->flags & TENSOR_LAYER) &&
+                    (t->slot == offsetof(tport_layer, wo) || t->slot == offsetof(tport_layer, w_down) ||
+                     t->slot == offsetof(tport_layer, ffn_down_exps) || t->slot == offsetof(tport_layer, ffn_down_shexp));
     /* a post-norm (gemma2, gemma3) is what writes the residual after its
      * projection, whose scale it normalizes away: it takes the gain */
     bool post_norm = (t->flags & TENSOR_LAYER) && (t->slot == offsetof(tport_layer, attn_post_norm) ||
                                                    t->slot == offsetof(tport_layer, ffn_post_norm));
-    c->tensors[c->n_tensors - 1].gain = (residual && n_dims == 2) || post_norm ? c->out_gain : 1.0f;
+    c->tensors[c->n_tensors - 1].gain = (residual && n_dims >= 2) || post_norm ? c->out_gain : 1.0f;
 }
 
 /* In the table's order, except that the model-level tensors listed after
@@ -419,7 +446,7 @@ static void plan_tensors(synth_ctx *c, const synth_opts *o, tport_type_id type) 
         for (int k = 0; k < arch->n_tensors; k++) {
             const tport_arch_tensor *t = &arch->tensors[k];
             bool layer = (t->flags & TENSOR_LAYER) != 0;
-            if (t->flags & TENSOR_NO_SYNTH)
+            if ((t->flags & TENSOR_NO_SYNTH) || !tport_arch_row_applies(t, &sh))
                 continue;
             if (pass == 0 && !layer && k < first_layer)
                 add_table_tensor(c, t, &sh, 0, type);
@@ -428,7 +455,8 @@ static void plan_tensors(synth_ctx *c, const synth_opts *o, tport_type_id type) 
         }
     for (uint32_t l = 0; l < o->shape.layers; l++)
         for (int k = 0; k < arch->n_tensors; k++)
-            if ((arch->tensors[k].flags & TENSOR_LAYER) && !(arch->tensors[k].flags & TENSOR_NO_SYNTH))
+            if ((arch->tensors[k].flags & TENSOR_LAYER) && !(arch->tensors[k].flags & TENSOR_NO_SYNTH) &&
+                tport_arch_row_applies(&arch->tensors[k], &sh))
                 add_table_tensor(c, &arch->tensors[k], &sh, (int)l, type);
 }
 
@@ -454,13 +482,14 @@ static tport_status fill_tensor(void *user, int index, void *dst, uint64_t nbyte
     const synth_tensor *t = &c->tensors[index];
     const tport_type_traits *tr = tport_traits(t->type);
     size_t row_bytes = tport_row_size(t->type, t->ne[0]);
-    if (!tr || !tr->from_float || row_bytes == 0 || (uint64_t)row_bytes * (uint64_t)t->ne[1] != nbytes)
+    const int64_t rows = t->ne[1] * t->ne[2];
+    if (!tr || !tr->from_float || row_bytes == 0 || (uint64_t)row_bytes * (uint64_t)rows != nbytes)
         return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "synth: %s: unexpected size %" PRIu64, t->name,
                            nbytes);
     uint64_t state = c->seed ^ name_hash(t->name);
     const double a = (double)t->gain * sqrt(3.0 / (double)t->ne[0]);
     uint8_t *out = dst;
-    for (int64_t r = 0; r < t->ne[1]; r++) {
+    for (int64_t r = 0; r < rows; r++) {
         for (int64_t i = 0; i < t->ne[0]; i++) {
             if (t->is_bias) {
                 /* biases: uniform in [-0.5, 0.5], large enough to matter */
@@ -674,7 +703,7 @@ static int synth(synth_opts *o, const tport_type_traits *type) {
                 fallback32 = t->type;
             }
         }
-        total += (uint64_t)tport_row_size(t->type, t->ne[0]) * (uint64_t)t->ne[1];
+        total += (uint64_t)tport_row_size(t->type, t->ne[0]) * (uint64_t)(t->ne[1] * t->ne[2]);
         st = tport_gguf_add_tensor_fill(w, t->name, t->type, t->n_dims, t->ne, fill_tensor, c);
     }
     if (st != TPORT_STATUS_OK)

@@ -24,6 +24,9 @@ typedef enum tport_arch_dim {
     DIM_KV,       /* n_head_kv * head_dim                       */
     DIM_QKV,      /* DIM_Q + 2 * DIM_KV (fused [Q|K|V] rows)    */
     DIM_CTX,      /* the trained context (position embeddings)  */
+    DIM_EXPERT,   /* n_expert (the third dimension of a stack)  */
+    DIM_FF_EXP,   /* an expert's feed-forward width (n_ff_exp)  */
+    DIM_FF_SHEXP, /* the shared expert's (n_ff_shexp)           */
     DIM_HEAD,     /* head_dim (per-head Q/K norms)              */
 } tport_arch_dim;
 
@@ -35,6 +38,11 @@ enum {
     TENSOR_FFN = 1u << 4,      /* a layer's feed-forward side (else its
                                   attention side): where its matrices run,
                                   its vectors live (weight placement)      */
+    TENSOR_EXPERTS = 1u << 5,  /* part of a mixture of experts: required
+                                  when the shape has experts, else absent  */
+    TENSOR_DENSE = 1u << 6,    /* the dense feed-forward of an architecture
+                                  that may have experts instead: required
+                                  when the shape has none, else absent     */
 };
 
 typedef struct tport_arch_tensor {
@@ -42,14 +50,20 @@ typedef struct tport_arch_tensor {
     unsigned short slot;       /* offsetof in tport_layer / tport_globals */
     unsigned char ne0, ne1;    /* tport_arch_dim                          */
     unsigned flags;
+    unsigned char ne2;         /* a third dimension (DIM_EXPERT), else 0  */
 } tport_arch_tensor;
 
-#define ARCH_G(name, field, d0, d1, fl) {name, offsetof(tport_globals, field), d0, d1, fl}
+#define ARCH_G(name, field, d0, d1, fl) {name, offsetof(tport_globals, field), d0, d1, fl, 0}
 /* A layer's tensors: ARCH_A on the attention side (its norms, QKV, output
  * projection and their biases), ARCH_F on the feed-forward side. */
-#define ARCH_A(name, field, d0, d1, fl) {"blk.%d." name, offsetof(tport_layer, field), d0, d1, (fl) | TENSOR_LAYER}
+#define ARCH_A(name, field, d0, d1, fl) {"blk.%d." name, offsetof(tport_layer, field), d0, d1, (fl) | TENSOR_LAYER, 0}
 #define ARCH_F(name, field, d0, d1, fl) \
-    {"blk.%d." name, offsetof(tport_layer, field), d0, d1, (fl) | TENSOR_LAYER | TENSOR_FFN}
+    {"blk.%d." name, offsetof(tport_layer, field), d0, d1, (fl) | TENSOR_LAYER | TENSOR_FFN, 0}
+
+/* A stack of experts' matrices [d0, d1, n_expert] on the feed-forward side. */
+#define ARCH_X(name, field, d0, d1, fl) \
+    {"blk.%d." name, offsetof(tport_layer, field), d0, d1, (fl) | TENSOR_LAYER | TENSOR_FFN | TENSOR_EXPERTS, \
+     DIM_EXPERT}
 
 typedef enum tport_norm_kind { NORM_RMS, NORM_LAYER } tport_norm_kind;
 
@@ -131,9 +145,15 @@ tport_status tport_arch_write_common_keys(tport_gguf_writer *w, const tport_arch
 /* The sequential LayerNorm block of gpt2, starcoder, mpt, bloom:
  * x += attn(ln1 x); x += ffn_gelu(ln2 x). */
 tport_tensor *tport_arch_sequential_ln_block(tport_blk *b, tport_tensor *x, int il);
+/* Whether row t is in a file of shape sh: rows of experts only with
+ * experts, dense feed-forward rows of a mixture-of-experts architecture
+ * only without (tport synth writes, the loader requires, those). */
+TPORT_INTERNAL_EXPORT /* for tools/tport: see core/export.h */
+bool tport_arch_row_applies(const tport_arch_tensor *t, const tport_model_shape *sh);
 
 extern const tport_arch tport_arch_llama, tport_arch_gpt2, tport_arch_starcoder, tport_arch_qwen2,
     tport_arch_gptneox, tport_arch_phi2, tport_arch_falcon, tport_arch_mpt, tport_arch_bloom, tport_arch_gemma,
-    tport_arch_gptj, tport_arch_gemma2, tport_arch_gemma3;
+    tport_arch_gptj, tport_arch_gemma2, tport_arch_gemma3, tport_arch_qwen2moe, tport_arch_qwen3moe,
+    tport_arch_olmoe, tport_arch_granitemoe;
 
 #endif

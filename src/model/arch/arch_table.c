@@ -9,7 +9,8 @@
 static const tport_arch *const archs[] = {
     &tport_arch_llama, &tport_arch_gpt2, &tport_arch_starcoder, &tport_arch_qwen2, &tport_arch_gptneox,
     &tport_arch_phi2,  &tport_arch_falcon, &tport_arch_mpt,     &tport_arch_bloom, &tport_arch_gemma,
-    &tport_arch_gptj, &tport_arch_gemma2, &tport_arch_gemma3,
+    &tport_arch_gptj, &tport_arch_gemma2, &tport_arch_gemma3, &tport_arch_qwen2moe, &tport_arch_qwen3moe,
+    &tport_arch_olmoe, &tport_arch_granitemoe,
 };
 
 int tport_arch_count(void) { return (int)(sizeof archs / sizeof archs[0]); }
@@ -86,6 +87,15 @@ tport_status tport_arch_write_common_keys(tport_gguf_writer *w, const tport_arch
         st = set_u32(w, a, "rope.dimension_count", (uint32_t)sh->n_rot);
     if (st == TPORT_STATUS_OK && arch->rope_mode >= 0)
         st = set_f32(w, a, "rope.freq_base", sh->rope_base);
+    /* a mixture of experts: the counts, and the widths its table uses */
+    struct {
+        const char *suffix;
+        int32_t v;
+    } moe[] = {{"expert_count", sh->n_expert}, {"expert_used_count", sh->n_expert_used},
+               {"expert_feed_forward_length", sh->n_ff_exp}, {"expert_shared_feed_forward_length", sh->n_ff_shexp}};
+    for (size_t i = 0; i < sizeof moe / sizeof moe[0] && st == TPORT_STATUS_OK && sh->n_expert; i++)
+        if (moe[i].v > 0)
+            st = set_u32(w, a, moe[i].suffix, (uint32_t)moe[i].v);
     if (st == TPORT_STATUS_OK && sh->head_dim * sh->n_head != sh->n_embd) {
         st = set_u32(w, a, "attention.key_length", (uint32_t)sh->head_dim);
         if (st == TPORT_STATUS_OK)

@@ -1,0 +1,65 @@
+/* The mixture-of-experts feed-forward, as llama.cpp's build_moe_ffn builds
+ * it for softmax gating (Mixtral, Qwen-MoE, OLMoE):
+ *
+ *   probs   = softmax(router h)                      [n_expert, n]
+ *   ids     = the n_used largest probs, descending   [n_used, n]
+ *   w       = probs[ids]                 (renormalised: w / max(sum w, 2^-14))
+ *   out     = sum_i w_i down_i(silu(gate_i h) * up_i h),  i over ids
+ *
+ * The experts' products are mul_mat_id nodes, which read only the chosen
+ * experts; the weighted slots are added in slot order, as llama.cpp does. */
+#include <math.h>
+
+#include "model/blocks.h"
+
+tport_tensor *tport_blk_ffn_moe(tport_blk *b, const tport_layer *l, tport_tensor *h, bool renormalise) {
+    tport_ctx *ctx = b->ctx;
+    const int64_t n_expert = b->sh->n_expert, n_used = b->sh->n_expert_used, n_embd = tport_tensor_ne(h, 0),
+                  n = tport_tensor_ne(h, 1);
+    tport_tensor *probs = tport_soft_max(ctx, tport_mul_mat(ctx, l->ffn_gate_inp, h), NULL, 1.0f);
+    tport_tensor *ids = tport_argsort_top_k(ctx, probs, (int)n_used);
+    const int64_t p3[3] = {1, n_expert, n};
+    tport_tensor *w = tport_get_rows(ctx, tport_reshape(ctx, probs, 3, p3), ids); /* [1, n_used, n] */
+    if (renormalise) {
+        const int64_t w2[2] = {n_used, n}, w3[3] = {1, n_used, n};
+        tport_tensor *flat = tport_reshape(ctx, w, 2, w2);
+        /* llama.cpp keeps the sum at least the smallest normal f16 */
+        tport_tensor *sum = tport_clamp(ctx, tport_sum_rows(ctx, flat), 6.103515625e-5f, INFINITY);
+        w = tport_reshape(ctx, tport_div(ctx, flat, sum), 3, w3);
+    }
+    const int64_t h3[3] = {n_embd, 1, n};
+    tport_tensor *x = tport_reshape(ctx, h, 3, h3);
+    tport_tensor *up = tport_mul_mat_id(ctx, l->ffn_up_exps, x, ids);
+    tport_tensor *gate = tport_mul_mat_id(ctx, l->ffn_gate_exps, x, ids);
+    tport_tensor *experts = tport_mul_mat_id(ctx, l->ffn_down_exps, tport_swiglu(ctx, gate, up), ids);
+    experts = tport_mul(ctx, experts, w); /* [n_embd, n_used, n] */
+    if (!experts)
+        return NULL;
+    tport_tensor *out = NULL;
+    for (int64_t i = 0; i < n_used; i++) {
+        const int64_t ne[2] = {n_embd, n};
+        const size_t nb[2] = {tport_tensor_nb(experts, 0), tport_tensor_nb(experts, 2)};
+        tport_tensor *slot = tport_view(ctx, experts, 2, ne, nb, (size_t)i * tport_tensor_nb(experts, 1));
+        out = out ? tport_add(ctx, out, slot) : slot;
+    }
+    return n_used == 1 ? tport_cont(ctx, out) : out;
+}
+
+tport_tensor *tport_blk_ffn_shared_expert(tport_blk *b, const tport_layer *l, tport_tensor *h) {
+    tport_ctx *ctx = b->ctx;
+    tport_layer shexp = {.w_gate = l->ffn_gate_shexp, .w_up = l->ffn_up_shexp, .w_down = l->ffn_down_shexp};
+    tport_tensor *out = tport_blk_ffn_swiglu(b, &shexp, h);
+    if (!l->ffn_gate_inp_shexp)
+        return out;
+    /* sigmoid as llama.cpp computes it here: silu(g) / g */
+    tport_tensor *g = tport_mul_mat(ctx, l->ffn_gate_inp_shexp, h); /* [1, n] */
+    return tport_mul(ctx, out, tport_div(ctx, tport_silu(ctx, g), g));
+}
+
+tport_tensor *tport_blk_ffn_swiglu_or_moe(tport_blk *b, const tport_layer *l, tport_tensor *h, bool renormalise) {
+    if (l->ffn_gate_inp)
+        return tport_blk_ffn_moe(b, l, h, renormalise);
+    if (!l->w_up)
+        return NULL; /* the loader bound neither: never reached */
+    return tport_blk_ffn_swiglu(b, l, h);
+}
