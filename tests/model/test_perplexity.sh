@@ -23,7 +23,11 @@ while IFS='|' read -r name args vocab ctx tol vals final err; do
     fi
     if [ "$vocab" = - ]; then vf=""; else vf="--vocab-from $shared/$vocab"; fi
     # shellcheck disable=SC2086
-    "$tport" synth $args $vf -o "$tmp/m.gguf" >/dev/null
+    "$tport" synth $args $vf -o "$tmp/m.gguf" >"$tmp/synth" 2>&1 || {
+        echo "$name: tport synth failed: $(cat "$tmp/synth")"
+        fails=$((fails + 1))
+        continue
+    }
     "$tport" perplexity -m "$tmp/m.gguf" -f "$text" --ctx "$ctx" --threads 1 >"$tmp/out" 2>"$tmp/err" || {
         echo "$name: tport perplexity failed: $(cat "$tmp/err")"
         fails=$((fails + 1))

@@ -29,6 +29,12 @@ falcon|--arch falcon --dim 64 --layers 2 --heads 4 --kv-heads 1 --ff 256 --ctx 1
 mpt|--arch mpt --dim 64 --layers 2 --heads 4 --ff 256 --ctx 128 --alibi-bias 8 --clamp-kqv 2 --seed 5018 --out-gain 8 --norm-noise 0.5|models/vocab/ggml-vocab-mpt.gguf|128|1e-4
 gptneox|--arch gptneox --dim 64 --layers 2 --heads 4 --rot 4 --ff 256 --ctx 128 --seed 1014 --out-gain 8 --norm-noise 0.5|models/vocab/ggml-vocab-gpt-neox.gguf|128|1e-4
 starcoder|--arch starcoder --dim 64 --layers 2 --heads 4 --kv-heads 1 --ff 256 --ctx 128 --seed 1012 --out-gain 8 --norm-noise 0.5|models/vocab/ggml-vocab-starcoder.gguf|128|1e-4
+gemma2|--arch gemma2 --dim 64 --layers 4 --heads 4 --kv-heads 2 --head-size 32 --ff 192 --ctx 128 --window 8 --attn-softcap 5 --logit-softcap 5 --seed 4040 --out-gain 4 --norm-noise 0.5|models/vocab/ggml-vocab-llama-spm.gguf|128|1e-4
+gemma3|--arch gemma3 --dim 64 --layers 7 --heads 4 --kv-heads 2 --head-size 32 --ff 192 --ctx 128 --window 8 --rope-base 1000000 --rope-linear 8 --seed 4041 --out-gain 8 --norm-noise 0.5|models/vocab/ggml-vocab-llama-spm.gguf|128|1e-4
+mixtral|--arch llama --dim 64 --layers 2 --heads 4 --kv-heads 2 --ff 128 --ctx 128 --experts 8 --experts-used 2 --seed 131 --out-gain 4 --norm-noise 0.5|models/vocab/ggml-vocab-llama-spm.gguf|128|1e-4
+qwen2moe|--arch qwen2moe --dim 64 --layers 2 --heads 4 --kv-heads 2 --ff 128 --ctx 128 --experts 8 --experts-used 4 --expert-ff 64 --shared-ff 128 --seed 2032 --out-gain 4 --norm-noise 0.5|models/vocab/ggml-vocab-qwen2.gguf|128|1e-4
+qwen3moe|--arch qwen3moe --dim 64 --layers 2 --heads 4 --kv-heads 2 --head-size 32 --ff 128 --ctx 128 --experts 8 --experts-used 2 --expert-ff 64 --seed 4041 --out-gain 4 --norm-noise 0.5|models/vocab/ggml-vocab-qwen2.gguf|128|1e-4
+olmoe|--arch olmoe --dim 64 --layers 2 --heads 4 --ff 128 --ctx 128 --experts 8 --experts-used 2 --seed 5042 --out-gain 4 --norm-noise 0.5|models/vocab/ggml-vocab-gpt-neox.gguf|128|1e-4
 RECIPES
     if [ "$vocab" = - ]; then vf=""; else vf="--vocab-from $shared/$vocab"; fi
     # shellcheck disable=SC2086
