@@ -317,3 +317,16 @@ void tport_session_reset(tport_session *s) {
     s->n_evals = 0;
     memset(&s->total, 0, sizeof s->total);
 }
+
+tport_status tport_session_truncate(tport_session *s, int32_t n) {
+    if (!s || n < 0 || n > s->pos)
+        return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "session_truncate: %d is outside [0, %d]", (int)n,
+                           s ? (int)s->pos : 0);
+    /* the cache is one cell per position: the cells past n are simply
+     * written again by the next evaluation (the mask hides them until) */
+    s->pos = n;
+    s->have_logits = false;
+    return TPORT_STATUS_OK;
+}
+
+const tport_token *tport_session_tokens(const tport_session *s) { return s ? s->history : NULL; }
