@@ -91,7 +91,8 @@ static void ss_add(stackset *s, const int32_t *st, int32_t len) {
         s->data = d;
         s->cap_data = cap;
     }
-    memcpy(s->data + s->n_data, st, (size_t)len * sizeof *st);
+    if (len)
+        memcpy(s->data + s->n_data, st, (size_t)len * sizeof *st);
     s->off[s->n] = (int32_t)s->n_data;
     s->len[s->n] = len;
     s->n_data += (size_t)len;

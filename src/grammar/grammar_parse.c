@@ -69,7 +69,8 @@ static int32_t new_set(parser *p, const uint32_t *r, int32_t n, bool negated) {
         perr(p, "the grammar is too large");
         return -1;
     }
-    memcpy(g->ranges + g->n_ranges, r, (size_t)n * 2 * sizeof *r);
+    if (n)
+        memcpy(g->ranges + g->n_ranges, r, (size_t)n * 2 * sizeof *r);
     g->sets[g->n_sets] = (gram_set){g->n_ranges, n, negated};
     g->n_ranges += 2 * n;
     return g->n_sets++;
@@ -111,7 +112,8 @@ static bool add_alt(parser *p, int32_t r, const gram_elem *e, int32_t n) {
     if (!grow((void **)&g->elems, &g->cap_elems, g->n_elems + n + 1, sizeof *g->elems, GRAM_MAX_ELEMS))
         return perr(p, "the grammar is too large");
     rule->alts[rule->n_alts++] = g->n_elems;
-    memcpy(g->elems + g->n_elems, e, (size_t)n * sizeof *e);
+    if (n)
+        memcpy(g->elems + g->n_elems, e, (size_t)n * sizeof *e);
     g->n_elems += n;
     g->elems[g->n_elems++] = (gram_elem){GE_END, 0};
     return true;

@@ -11,6 +11,8 @@
 #define SERVE_MAX_STOP 4         /* OpenAI's limit on `stop` strings      */
 #define SERVE_MAX_STOP_LEN 256
 #define SERVE_MAX_MESSAGES 1024
+#define SERVE_MAX_CHOICES 16     /* n                                     */
+#define SERVE_MAX_TOP_LOGPROBS 20
 
 typedef enum serve_kind {
     SERVE_REQ_COMPLETION,        /* POST /v1/completions                  */
@@ -47,6 +49,18 @@ typedef struct serve_request {
     int32_t repeat_last_n;
     char *stop[SERVE_MAX_STOP];
     int n_stop;
+    /* several choices; log-probabilities (completions: logprobs = k puts
+     * the best k in top_logprobs); logit_bias as (id, bias) pairs */
+    int n_choices;
+    bool logprobs;
+    int top_logprobs;
+    int32_t *bias_ids;
+    float *bias_vals;
+    int n_bias;
+    /* structured output as GBNF (from grammar, json_schema or
+     * response_format), and the field it came from, for errors */
+    char *grammar;
+    const char *grammar_param;
     bool stream, include_usage;
     /* tokenize / detokenize */
     char *content;

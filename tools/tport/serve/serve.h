@@ -75,9 +75,9 @@ enum MHD_Result serve_route(serve_conn *c);
 /* The generation endpoints, non-streaming and streaming. */
 enum MHD_Result serve_completion(serve_conn *c, serve_request *req, bool chat);
 
-/* A streaming response over an acquired slot; takes the job, sampler and slot. */
-enum MHD_Result serve_stream_start(serve_conn *c, gen_job *job, tport_sampler *sm, int slot, bool chat,
-                                   bool include_usage, const char *id);
+/* A streaming response over an acquired slot; takes the spec and slot. */
+enum MHD_Result serve_stream_start(serve_conn *c, gen_spec *spec, int slot, bool chat, bool include_usage,
+                                   const char *id);
 
 /* Starts libmicrohttpd on host:port (port 0 = any free one); returns the
  * daemon and the port it got, or NULL after printing why. */
