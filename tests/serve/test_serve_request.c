@@ -79,7 +79,8 @@ int main(void) {
          "response_format"},
         {"\"response_format\":\"json\"", "response_format"}, {"\"json_schema\":{\"type\":\"object\",\"oneOf\":[]}", "json_schema"},
         {"\"grammar\":7", "grammar"}, {"\"grammar\":\"r ::= x\",\"json_schema\":{}", "json_schema"},
-        {"\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}]", "tools"},
+        {"\"tools\":[{\"type\":\"function\",\"function\":{\"description\":\"no name\"}}]", "tools"},
+        {"\"tools\":[{\"type\":\"retrieval\"}]", "tools"}, {"\"tools\":{}", "tools"},
         {"\"tool_choice\":\"required\"", "tool_choice"},
         {"\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"f\"}}", "tool_choice"},
         {"\"functions\":[{\"name\":\"f\"}]", "functions"}, {"\"function_call\":{\"name\":\"f\"}", "function_call"},
@@ -129,10 +130,26 @@ int main(void) {
     CHECK(parse(SERVE_REQ_COMPLETION, "{\"prompt\":\"x\",\"grammar\":\"root ::= [a-z]\"}", &r, &e) && r.grammar &&
           !strcmp(r.grammar, "root ::= [a-z]") && !strcmp(r.grammar_param, "grammar"), "grammar: %s", e.message);
     serve_request_free(&r);
-    /* a tool-call conversation is refused too */
+    /* tool-call conversations: malformed calls are refused; good ones keep
+     * their fields for the template, arguments as an object */
     refused(SERVE_REQ_CHAT, "{\"messages\":[{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"1\"}]}]}",
             "messages");
-    refused(SERVE_REQ_CHAT, "{\"messages\":[{\"role\":\"tool\",\"content\":\"42\",\"tool_call_id\":\"1\"}]}", "messages");
+    refused(SERVE_REQ_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\",\"tool_calls\":[{\"id\":\"1\","
+            "\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]}]}", "messages");
+    refused(SERVE_REQ_CHAT, "{\"messages\":[{\"role\":\"tool\",\"content\":\"42\",\"tool_call_id\":7}]}", "messages");
+    CHECK(parse(SERVE_REQ_CHAT, "{\"messages\":[{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"c1\","
+                "\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{\\\"a\\\": 1}\"}}]},"
+                "{\"role\":\"tool\",\"content\":\"42\",\"tool_call_id\":\"c1\"}],\"tools\":[{\"type\":\"function\","
+                "\"function\":{\"name\":\"f\"}}],\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"f\"}}}",
+                &r, &e), "%s", e.message);
+    CHECK(r.n_messages == 2 && r.messages[0].content_null && r.messages[0].tool_json &&
+          !strcmp(r.messages[0].tool_json, "{\"tool_calls\":[{\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"f\","
+                  "\"arguments\":{\"a\":1}}}]}") && r.messages[1].role == SERVE_ROLE_TOOL && r.messages[1].tool_json &&
+          !strcmp(r.messages[1].tool_json, "{\"tool_call_id\":\"c1\"}") && r.tools_json &&
+          r.tool_choice == SERVE_TOOLS_NAMED && !strcmp(r.tool_name, "f"),
+          "tool fields: %s | %s", r.n_messages > 0 && r.messages[0].tool_json ? r.messages[0].tool_json : "-",
+          r.n_messages > 1 && r.messages[1].tool_json ? r.messages[1].tool_json : "-");
+    serve_request_free(&r);
     CHECK(parse(SERVE_REQ_CHAT, "{\"messages\":[{\"role\":\"assistant\",\"content\":\"a\",\"tool_calls\":[]}]}", &r, &e),
           "empty tool_calls: %s", e.message);
     serve_request_free(&r);

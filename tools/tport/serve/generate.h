@@ -29,6 +29,7 @@ typedef struct gen_spec {
     int n_choices;
     bool logprobs;
     int top_logprobs;
+    int tool_format;              /* a tool_format: parse calls out, 0 = none */
 } gen_spec;
 void gen_spec_free(gen_spec *s);
 

@@ -72,8 +72,19 @@ static int32_t prompt_tokens(serve_conn *c, const serve_request *req, bool chat,
     if (!chat)
         return req->prompt_is_ids ? prompt_from_ids(srv->model, req->prompt_ids, req->n_prompt_ids, ids, err)
                                   : prompt_from_text(srv->model, req->prompt, true, ids, err);
+    bool tools = req->tool_choice != SERVE_TOOLS_NONE;
     if (srv->jinja.tmpl)
-        return chat_jinja_prompt(srv->model, &srv->jinja, req->messages, req->n_messages, ids, err);
+        return chat_jinja_prompt(srv->model, &srv->jinja, req->messages, req->n_messages,
+                                 tools ? req->tools_json : NULL, ids, err);
+    /* the built-in formats have no place for tools or their results */
+    for (int i = 0; i < req->n_messages; i++)
+        if (req->messages[i].tool_json || req->messages[i].role == SERVE_ROLE_TOOL) {
+            snprintf(err->message, sizeof err->message, "tool calls and results in 'messages' need the model's own "
+                     "chat template (tokenizer.chat_template); this model is served with the built-in %s format",
+                     chat_name(srv->chat));
+            err->param = "messages";
+            return -1;
+        }
     chat_prompt p;
     if (!chat_render(srv->chat, req->messages, req->n_messages, &p)) {
         chat_prompt_free(&p);
@@ -137,6 +148,32 @@ static bool make_spec(serve_conn *c, const serve_request *req, gen_spec *g, enum
             *res = serve_send_error(c, 500, NULL, "out of memory");
             return false;
         }
+    if (req->tool_choice != SERVE_TOOLS_NONE) {
+        if (!srv->jinja.tmpl || srv->tools == TOOL_FMT_NONE) {
+            *res = serve_send_error(c, 400, "tools", "'tools': the model's chat template shows no tool-call format "
+                                    "tport serve parses (Hermes <tool_call>, Llama 3.x JSON, Mistral [TOOL_CALLS])");
+            return false;
+        }
+        g->tool_format = srv->tools;
+        if (req->tool_choice >= SERVE_TOOLS_REQUIRED) { /* a call it must make: a grammar */
+            if (req->grammar) {
+                *res = serve_send_error(c, 400, "tool_choice", "'tool_choice' \"required\" or a named function "
+                                        "cannot be combined with '%s'", req->grammar_param);
+                return false;
+            }
+            serve_error err = {.param = NULL};
+            char *gbnf = tool_grammar(srv->tools, req->tools_json,
+                                      req->tool_choice == SERVE_TOOLS_NAMED ? req->tool_name : NULL, &err);
+            g->grammar = gbnf ? tport_grammar_parse(gbnf, strlen(gbnf), NULL) : NULL;
+            if (gbnf && !g->grammar)
+                snprintf(err.message, sizeof err.message, "'tools': %s", tport_last_error());
+            free(gbnf);
+            if (!g->grammar) {
+                *res = serve_send_error(c, 400, err.param ? err.param : "tools", "%s", err.message);
+                return false;
+            }
+        }
+    }
     if (req->grammar && !(g->grammar = tport_grammar_parse(req->grammar, strlen(req->grammar), NULL))) {
         *res = serve_send_error(c, 400, req->grammar_param, "'%s': %s", req->grammar_param, tport_last_error());
         return false;
@@ -177,7 +214,11 @@ static enum MHD_Result answer_whole(serve_conn *c, gen_spec *spec, int slot, boo
             int32_t from, to;
             gen_take_logprobs(&job, &from, &to);
             cJSON *lp = spec->logprobs ? serve_logprobs(srv->model, &job, from, to, chat) : NULL;
-            cJSON_AddItemToArray(choices, serve_choice(chat, false, i, text, true, job.finish_reason, lp));
+            cJSON *choice = serve_choice(chat, false, i, text, true, job.finish_reason, lp);
+            if (spec->tool_format)
+                serve_choice_tools(choice, false, spec->tool_format, text,
+                                   atomic_fetch_add(&srv->next_id, 1));
+            cJSON_AddItemToArray(choices, choice);
         }
         free(text);
         gen_free(&job);

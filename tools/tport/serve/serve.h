@@ -18,6 +18,7 @@
 #include "chat_template.h"
 #include "generate.h"
 #include "slots.h"
+#include "tool_calls.h"
 #include "tport/tport.h"
 
 typedef struct serve_server {
@@ -29,6 +30,7 @@ typedef struct serve_server {
     chat_format chat;          /* the format, when jinja.tmpl is NULL     */
     chat_jinja jinja;          /* the model's own template, if it renders */
     const char *end_of_turn;   /* an extra stop marker for chats, or NULL */
+    tool_format tools;         /* the template's tool-call format         */
     size_t max_body;
     const char *api_key;       /* NULL = no authentication                */
     int32_t default_max_tokens;

@@ -136,6 +136,28 @@ cJSON *serve_logprobs(const tport_model *m, const gen_job *j, int32_t from, int3
     return root;
 }
 
+void serve_choice_tools(cJSON *choice, bool chunk, int format, const char *text, uint64_t id) {
+    char *content = NULL;
+    cJSON *calls = tool_calls_parse((tool_format)format, text, id, &content);
+    if (calls) {
+        cJSON *msg = cJSON_GetObjectItemCaseSensitive(choice, chunk ? "delta" : "message");
+        cJSON_DeleteItemFromObjectCaseSensitive(msg, "content");
+        if (content && content[0])
+            cJSON_AddStringToObject(msg, "content", content);
+        else if (!chunk)
+            cJSON_AddNullToObject(msg, "content");
+        if (chunk) { /* deltas name their call by index */
+            int i = 0;
+            for (cJSON *call = calls->child; call; call = call->next)
+                cJSON_AddNumberToObject(call, "index", i++);
+        }
+        cJSON_AddItemToObject(msg, "tool_calls", calls);
+        if (!chunk)
+            cJSON_ReplaceItemInObjectCaseSensitive(choice, "finish_reason", cJSON_CreateString("tool_calls"));
+    }
+    free(content);
+}
+
 static void release_slot(serve_stream *st) {
     if (atomic_exchange(&st->released, true))
         return;
@@ -215,12 +237,24 @@ static void produce(serve_stream *st) {
     if (!j->done)
         gen_step(j);
     atomic_store(&st->n_gen, st->gen_before + j->n_gen);
-    char *text = gen_take(j);
-    int32_t from, to;
-    gen_take_logprobs(j, &from, &to);
+    /* with tools the text is held to the end: it may turn out to be a call */
+    bool hold = st->spec.tool_format && !j->done;
+    char *text = hold ? strdup("") : gen_take(j);
+    int32_t from = 0, to = 0;
+    if (!hold)
+        gen_take_logprobs(j, &from, &to);
+    bool calls = false;
     if (text && (text[0] || (st->chat && !st->sent_role) || to > from)) {
-        put_choice(st, text, st->chat && !st->sent_role, NULL,
-                   st->spec.logprobs ? serve_logprobs(st->srv->model, j, from, to, st->chat) : NULL);
+        cJSON *body = serve_envelope(st->srv, st->id, st->chat, true);
+        cJSON *choice = serve_choice(st->chat, true, st->choice, text, st->chat && !st->sent_role, NULL,
+                                     st->spec.logprobs && to > from ? serve_logprobs(st->srv->model, j, from, to, st->chat)
+                                                                    : NULL);
+        if (st->spec.tool_format && j->done && !j->failed) {
+            serve_choice_tools(choice, true, st->spec.tool_format, text, atomic_fetch_add(&st->srv->next_id, 1));
+            calls = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(choice, "delta"), "tool_calls");
+        }
+        cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(body, "choices"), choice);
+        put_event(st, body);
         st->sent_role = true;
     }
     free(text);
@@ -233,7 +267,7 @@ static void produce(serve_stream *st) {
         release_slot(st);
         return;
     }
-    put_choice(st, NULL, false, j->finish_reason, NULL);
+    put_choice(st, NULL, false, calls ? "tool_calls" : j->finish_reason, NULL);
     st->gen_before += j->n_gen;
     if (st->choice == 0)
         st->n_cached = j->n_cached;

@@ -21,6 +21,11 @@ void serve_add_usage(cJSON *body, int32_t n_prompt, int32_t n_gen, int32_t n_cac
  * ("content": [...]) or completions (tokens, token_logprobs, ...) shape. */
 cJSON *serve_logprobs(const tport_model *m, const gen_job *j, int32_t from, int32_t to, bool chat);
 
+/* Parses the model's tool calls out of text into the choice: the message
+ * (or, chunk, the delta) gets tool_calls, its content the rest (null when
+ * empty), finish_reason "tool_calls"; no calls: the choice is unchanged. */
+void serve_choice_tools(cJSON *choice, bool chunk, int format, const char *text, uint64_t id);
+
 /* The connection is done with its stream (access log written next):
  * copies the token counts into c and frees the slot if still held. */
 void serve_stream_detach(serve_conn *c);
