@@ -5,7 +5,8 @@
 # (response_format json_object / json_schema, llama-server's json_schema
 # and grammar fields: every answer parses and validates, greedy and
 # sampled, streamed or not) and the prompt cache (a repeated prompt reuses
-# the slot's cache and gives the same greedy text as `tport run`).
+# the slot's cache and gives the same greedy text as `tport run`), and
+# /metrics and /slots.
 . "$(dirname "$0")/serve_lib.sh"
 
 start_server --ctx 1024
@@ -120,6 +121,23 @@ C1=$(jget 'j.choices[0].message.content')
 P1=$(jget 'j.usage.prompt_tokens')
 http POST /v1/chat/completions "{$CHAT,\"max_tokens\":8,\"temperature\":0}" >/dev/null
 expect_eq "cache: the same chat again" "$(jget 'j.choices[0].message.content + "|" + j.usage.prompt_tokens_details.cached_tokens')" "$C1|$((P1 - 1))"
+
+# ---- /metrics (llama-server's names) and /slots count what was done
+metric() { curl -s "$URL/metrics" | sed -n "s/^$1 //p"; }
+expect_eq "GET /metrics" "$(http GET /metrics)" 200
+grep -q '^# TYPE llamacpp:prompt_tokens_total counter$' "$WORK/body"
+check "/metrics is Prometheus text" $?
+P0=$(metric 'llamacpp:prompt_tokens_total'); G0=$(metric 'llamacpp:tokens_predicted_total')
+C0=$(metric 'tport:prompt_tokens_cached_total'); R0=$(metric 'tport:requests_total')
+http POST /v1/completions '{"prompt":"A brand new prompt here","max_tokens":5,"temperature":0,"n":2}' >/dev/null
+PT=$(jget j.usage.prompt_tokens); CT=$(jget j.usage.prompt_tokens_details.cached_tokens)
+P1=$(metric 'llamacpp:prompt_tokens_total'); G1=$(metric 'llamacpp:tokens_predicted_total')
+C1=$(metric 'tport:prompt_tokens_cached_total'); R1=$(metric 'tport:requests_total')
+# (choice 2 finds all but the last prompt token in the cache)
+expect_eq "metrics: one request, 10 tokens, the prompt evaluated or cached" \
+    "$((R1 - R0)) $((G1 - G0)) $((P1 - P0 + C1 - C0))" "1 10 $((2 * PT))"
+expect_eq "metrics: the second choice's prompt came from the cache" "$((C1 - C0 - CT))" "$((PT - 1))"
+expect_eq "GET /slots" "$(http GET /slots) $(jget 'j.length + ":" + j[0].is_processing + ":" + (j[0].n_cached > 0)')" "200 1:false:true"
 expect_eq "still serving" "$(http GET /health)" 200
 stop_server
 finish

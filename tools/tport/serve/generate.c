@@ -5,8 +5,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "generate.h"
+
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
 
 void gen_spec_free(gen_spec *s) {
     free(s->bias);
@@ -183,13 +190,16 @@ bool gen_step(gen_job *j) {
     if (j->done)
         return false;
     tport_status st;
+    double t0 = now_ms();
     if (!j->started) {
         j->started = true;
         for (int32_t i = 0; i < j->n_prompt; i++)
             tport_sampler_accept(j->sm, j->spec->prompt[i]);
         st = eval_prompt(j);
+        j->prompt_ms += now_ms() - t0;
     } else {
         st = tport_session_eval(j->s, &j->prev, 1);
+        j->gen_ms += now_ms() - t0;
     }
     if (st != TPORT_STATUS_OK)
         return step_failed(j, tport_last_error());

@@ -59,6 +59,7 @@ typedef struct gen_job {
     int32_t n_lp, cap_lp, lp_sent;
     float *work;                  /* masked logits (grammar)            */
     tport_token prev;
+    double prompt_ms, gen_ms;     /* time in the prompt's evaluation, and after */
     bool started, done, failed;
     const char *finish_reason;    /* "stop" or "length" once done       */
     char error[256];

@@ -204,6 +204,7 @@ static enum MHD_Result answer_whole(serve_conn *c, gen_spec *spec, int slot, boo
             }
         }
         n_gen += job.n_gen;
+        serve_count_job(srv, &job);
         if (i == 0)
             n_cached = job.n_cached;
         char *text = job.failed ? NULL : gen_take(&job);
@@ -291,6 +292,8 @@ typedef struct route {
 static const route routes[] = {
     {"GET", "/health", -1, health},
     {"GET", "/v1/models", -1, models},
+    {"GET", "/metrics", -1, serve_metrics_page},
+    {"GET", "/slots", -1, serve_slots_page},
     {"GET", "/models", -1, models},
     {"POST", "/v1/completions", SERVE_REQ_COMPLETION, NULL},
     {"POST", "/completions", SERVE_REQ_COMPLETION, NULL},
@@ -318,6 +321,8 @@ enum MHD_Result serve_route(serve_conn *c) {
     serve_request req;
     serve_error err;
     enum MHD_Result res;
+    if (r->kind == SERVE_REQ_COMPLETION || r->kind == SERVE_REQ_CHAT)
+        atomic_fetch_add(&c->srv->metrics.requests, 1);
     if (!serve_request_parse((serve_kind)r->kind, c->body, c->body_len, c->srv->n_ctx, &req, &err))
         res = serve_send_error(c, 400, err.param, "%s", err.message);
     else if (r->kind == SERVE_REQ_TOKENIZE)

@@ -21,6 +21,13 @@
 #include "tool_calls.h"
 #include "tport/tport.h"
 
+/* Counters since start, for GET /metrics (llama-server's names). */
+typedef struct serve_metrics {
+    atomic_uint_fast64_t requests, requests_failed;
+    atomic_uint_fast64_t prompt_tokens, prompt_cached, predicted, decodes;
+    atomic_uint_fast64_t prompt_us, predicted_us; /* microseconds         */
+} serve_metrics;
+
 typedef struct serve_server {
     tport_model *model;
     char model_id[128];        /* what /v1/models lists                   */
@@ -37,6 +44,7 @@ typedef struct serve_server {
     atomic_bool stopping;      /* SIGINT/SIGTERM: finish streams, refuse new work */
     atomic_int open_streams;   /* streaming responses not yet torn down   */
     atomic_uint_fast64_t next_id;
+    serve_metrics metrics;     /* for GET /metrics                        */
 } serve_server;
 
 /* One HTTP request, from its first byte to the access-log line. */
@@ -70,6 +78,12 @@ enum MHD_Result serve_send_error(serve_conn *c, unsigned status, const char *par
     __attribute__((format(printf, 4, 5)))
 #endif
     ;
+
+/* Adds a finished generation to the metrics. */
+void serve_count_job(serve_server *srv, const gen_job *j);
+/* GET /metrics and GET /slots. */
+enum MHD_Result serve_metrics_page(serve_conn *c);
+enum MHD_Result serve_slots_page(serve_conn *c);
 
 /* Routes a complete request (body read). */
 enum MHD_Result serve_route(serve_conn *c);

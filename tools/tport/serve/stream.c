@@ -268,6 +268,7 @@ static void produce(serve_stream *st) {
         return;
     }
     put_choice(st, NULL, false, calls ? "tool_calls" : j->finish_reason, NULL);
+    serve_count_job(st->srv, j);
     st->gen_before += j->n_gen;
     if (st->choice == 0)
         st->n_cached = j->n_cached;
