@@ -19,6 +19,7 @@
 
 #define MAX_STACKS 1024     /* live alternatives at one point           */
 #define MAX_DEPTH 4096      /* positions on one stack                   */
+#define FIRST_CP_SLOTS 4096 /* a power of two                           */
 
 /* Stacks back to back in one array. */
 typedef struct stackset {
@@ -40,7 +41,12 @@ struct tport_grammar_state {
     int n_pending;
     stackset tmp[2];        /* scratch for trying tokens               */
     int32_t *scratch;       /* one stack being built                   */
-    int8_t first_cp[128];   /* per ASCII first code point: -1 unknown, 0 dead, 1 alive */
+    /* whether the current state can take a code point, learnt once per
+     * state: most tokens fail on their first character.  Open addressing
+     * on the code point; cp_key 0 = empty slot (key is cp + 1). */
+    uint32_t cp_key[FIRST_CP_SLOTS];
+    int8_t cp_alive[FIRST_CP_SLOTS];
+    int32_t cp_used;
 };
 
 static void ss_clear(stackset *s) {
@@ -59,7 +65,7 @@ static void ss_free(stackset *s) {
 /* Adds a stack unless the set has it already. */
 static void ss_add(stackset *s, const int32_t *st, int32_t len) {
     for (int32_t i = 0; i < s->n; i++)
-        if (s->len[i] == len && !memcmp(s->data + s->off[i], st, (size_t)len * sizeof *st))
+        if (s->len[i] == len && (!len || !memcmp(s->data + s->off[i], st, (size_t)len * sizeof *st)))
             return;
     if (s->n >= MAX_STACKS) {
         s->overflow = true;
@@ -229,6 +235,44 @@ static bool walk(tport_grammar_state *st, const stackset *from, const unsigned c
     return true;
 }
 
+/* The first code point of b (n bytes): its value with *len its length,
+ * *len 0 when the bytes stop inside it, -1 when they are not UTF-8. */
+static int64_t first_code_point(const unsigned char *b, size_t n, int *len) {
+    unsigned c = b[0];
+    int need = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    *len = 0;
+    if (!need)
+        return -1;
+    if ((size_t)need > n)
+        return 0;
+    uint32_t v = need == 1 ? c : c & (0x7Fu >> need);
+    for (int k = 1; k < need; k++) {
+        if ((b[k] & 0xC0) != 0x80)
+            return -1;
+        v = v << 6 | (b[k] & 0x3F);
+    }
+    *len = need;
+    return v;
+}
+
+/* Whether the current state takes code point c (cached per state). */
+static bool first_alive(tport_grammar_state *st, uint32_t c) {
+    uint32_t h = (c * 2654435761u) & (FIRST_CP_SLOTS - 1);
+    while (st->cp_key[h]) {
+        if (st->cp_key[h] == c + 1)
+            return st->cp_alive[h];
+        h = (h + 1) & (FIRST_CP_SLOTS - 1);
+    }
+    advance(st->g, &st->cur, c, &st->tmp[0], st->scratch);
+    bool alive = !st->tmp[0].overflow && st->tmp[0].n > 0;
+    if (st->cp_used < FIRST_CP_SLOTS / 2) { /* keep the table sparse */
+        st->cp_key[h] = c + 1;
+        st->cp_alive[h] = alive;
+        st->cp_used++;
+    }
+    return alive;
+}
+
 /* A token's text tried from the current state. */
 static bool try_token(tport_grammar_state *st, tport_token id, const stackset **res, unsigned char *pending,
                       int *n_pending) {
@@ -245,14 +289,12 @@ static bool try_token(tport_grammar_state *st, tport_token id, const stackset **
         memcpy(buf + st->n_pending, p, n);
         b = buf;
         n += (size_t)st->n_pending;
-    } else if (b[0] < 0x80) {
-        /* most tokens fail on their first character: learn that once per
-         * character and state */
-        if (st->first_cp[b[0]] < 0) {
-            advance(st->g, &st->cur, b[0], &st->tmp[0], st->scratch);
-            st->first_cp[b[0]] = !st->tmp[0].overflow && st->tmp[0].n > 0;
-        }
-        if (!st->first_cp[b[0]])
+    } else {
+        int cp_len;
+        int64_t cp = first_code_point(b, n, &cp_len);
+        if (cp < 0)
+            return false;
+        if (cp_len && !first_alive(st, (uint32_t)cp))
             return false;
     }
     return walk(st, &st->cur, b, n, res, pending, n_pending);
@@ -265,7 +307,11 @@ static bool can_end(const stackset *s) {
     return false;
 }
 
-static void reset_cache(tport_grammar_state *st) { memset(st->first_cp, -1, sizeof st->first_cp); }
+static void reset_cache(tport_grammar_state *st) {
+    if (st->cp_used)
+        memset(st->cp_key, 0, sizeof st->cp_key);
+    st->cp_used = 0;
+}
 
 void tport_grammar_state_free(tport_grammar_state *st) {
     if (!st)

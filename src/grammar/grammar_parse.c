@@ -229,7 +229,7 @@ static int32_t wrap(parser *p, seq *q, int32_t from) {
     if (q->n - from == 1 && q->e[from].kind == GE_REF)
         return q->e[from].arg;
     int32_t r = anon_rule(p);
-    if (r < 0 || !add_alt(p, r, q->e + from, q->n - from))
+    if (r < 0 || !add_alt(p, r, q->n > from ? q->e + from : NULL, q->n - from))
         return -1;
     return r;
 }

@@ -131,15 +131,19 @@ static bool is_stop_id(const gen_job *j, tport_token id) {
     return false;
 }
 
-/* The next token: sampled, then (with a grammar) checked; a greedy pick
- * the grammar allows is what the masked logits would give too, so the
- * mask is computed only when it is refused, or always when sampling. */
+/* The next token: sampled, then (with a grammar) checked, and only when
+ * the grammar refuses it sampled again from the masked logits (llama.cpp
+ * does the same).  Greedy, that is the masked argmax; sampling without
+ * truncation (top_k 0, top_p 1, min_p 0) it is exactly the masked
+ * distribution (an allowed t: p(t) + P(refused) p(t) / P(allowed) =
+ * p(t) / P(allowed)); with truncation, the kept sets before and after the
+ * mask may differ a little, as in llama.cpp.  Computing the mask over the
+ * whole vocabulary at every step costs far more. */
 static tport_token pick(gen_job *j, const float *logits, int32_t n_vocab) {
     tport_token id = tport_sampler_sample(j->sm, logits, n_vocab);
     if (!j->gs || id < 0)
         return id;
-    if (j->spec->sp.temperature <= 0 &&
-        (is_stop_id(j, id) ? tport_grammar_can_end(j->gs) : tport_grammar_allows(j->gs, id)))
+    if (is_stop_id(j, id) ? tport_grammar_can_end(j->gs) : tport_grammar_allows(j->gs, id))
         return id;
     if (!j->work && !(j->work = malloc((size_t)n_vocab * sizeof *j->work)))
         return -1;
