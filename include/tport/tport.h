@@ -436,8 +436,11 @@ int32_t tport_session_placement(const tport_session *s, int32_t i, const char **
  * that changes the session. */
 int32_t tport_session_n_ctx(const tport_session *s);
 const tport_token *tport_session_tokens(const tport_session *s);
-/* Forgets every position from n on (0 <= n <= pos): the next evaluation
- * continues at n.  The logits are unavailable until then. */
+/* Forgets every position from n on (0 <= n <= pos), keeping the cache of
+ * the first n tokens (a prompt cache: a new prompt that starts with them
+ * evaluates only the rest); the next evaluation continues at n, and the
+ * logits are unavailable until then.  A model with sliding-window layers
+ * refuses to go back further than their rings still hold. */
 tport_status tport_session_truncate(tport_session *s, int32_t n);
 /* Context shift (llama.cpp's): drops the n_discard positions after the
  * first n_keep and moves the later ones down by n_discard, re-rotating
@@ -499,6 +502,48 @@ void tport_sampler_accept(tport_sampler *sm, tport_token id);
  * llama.cpp's llama_sampler_init_penalties does). */
 tport_status tport_sampler_apply_penalties(tport_sampler *sm, float *logits, int32_t n_vocab);
 
+
+/* Logit biases, as OpenAI's logit_bias: each listed id gets bias added to
+ * its logit before the penalties (llama.cpp's order); -INFINITY bans the
+ * id.  Replaces any earlier list; n = 0 clears it.  Ids outside the
+ * logits given to sample are ignored. */
+typedef struct tport_logit_bias {
+    tport_token id;
+    float bias;
+} tport_logit_bias;
+tport_status tport_sampler_set_logit_bias(tport_sampler *sm, const tport_logit_bias *biases, int32_t n);
+
+/* ---- grammars (constrained sampling) ------------------------------------ */
+/* A grammar in GBNF, llama.cpp's notation (rules "name ::= ...", string
+ * literals, [character sets], [^negated], ., groups, * + ? {m} {m,} {m,n},
+ * # comments).  The text is treated as untrusted: any error (syntax, an
+ * undefined rule, left recursion, a count or size limit) returns NULL
+ * with tport_last_error() naming it.  root: the start rule (NULL = "root"). */
+typedef struct tport_grammar tport_grammar;
+tport_grammar *tport_grammar_parse(const char *text, size_t len, const char *root);
+void tport_grammar_free(tport_grammar *g);
+
+/* Where one generation stands in a grammar.  Use: before each sample,
+ * tport_grammar_apply masks the logits (tokens that cannot continue the
+ * text get -INFINITY; the end ids, e.g. EOS and an end-of-turn token,
+ * stay only where the grammar may end); after each chosen token
+ * tport_grammar_accept moves on.  The text matched is each token's
+ * tport_tokenizer_piece, UTF-8 that may split a character across tokens.
+ * The grammar and tokenizer must outlive the state.  A greedy caller may
+ * first sample without the mask and call apply only when
+ * tport_grammar_allows refuses the pick: the same token results, cheaper. */
+typedef struct tport_grammar_state tport_grammar_state;
+tport_grammar_state *tport_grammar_state_new(const tport_grammar *g, const tport_tokenizer *tk);
+void tport_grammar_state_free(tport_grammar_state *st);
+/* TPORT_STATUS_INVALID_ARGUMENT when no token is left (a grammar that
+ * cannot go on and may not end, or one that needs a character no token
+ * gives). */
+tport_status tport_grammar_apply(tport_grammar_state *st, float *logits, int32_t n_vocab, const tport_token *end_ids,
+                                 int32_t n_end);
+bool tport_grammar_allows(tport_grammar_state *st, tport_token id);
+tport_status tport_grammar_accept(tport_grammar_state *st, tport_token id);
+bool tport_grammar_can_end(const tport_grammar_state *st);  /* complete text */
+bool tport_grammar_must_end(const tport_grammar_state *st); /* and no more  */
 
 /* ---- chat templates (Jinja) ---------------------------------------------- */
 /* A model's own chat template (its tokenizer.chat_template) rendered as

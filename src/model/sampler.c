@@ -25,6 +25,8 @@ struct tport_sampler {
     float *work;            /* the penalized logits of sample(); cand_cap  */
     candidate *cand;
     int32_t cand_cap;
+    tport_logit_bias *bias; /* OpenAI's logit_bias, added first       */
+    int32_t n_bias;
 };
 
 tport_sampler_params tport_sampler_defaults(void) {
@@ -80,6 +82,7 @@ void tport_sampler_free(tport_sampler *sm) {
     free(sm->count);
     free(sm->work);
     free(sm->cand);
+    free(sm->bias);
     free(sm);
 }
 
@@ -169,6 +172,9 @@ tport_token tport_sampler_sample(tport_sampler *sm, const float *logits, int32_t
     float *w = sm->work;
     for (int32_t i = 0; i < n_vocab; i++)
         w[i] = isnan(logits[i]) ? -INFINITY : logits[i];
+    for (int32_t i = 0; i < sm->n_bias; i++)
+        if (sm->bias[i].id >= 0 && sm->bias[i].id < n_vocab)
+            w[sm->bias[i].id] += sm->bias[i].bias;
     if (penalize(sm, w, n_vocab) != TPORT_STATUS_OK)
         return -1;
     candidate *c = sm->cand;
@@ -220,4 +226,22 @@ tport_token tport_sampler_sample(tport_sampler *sm, const float *logits, int32_t
             return c[i].id;
     }
     return c[n - 1].id;
+}
+
+tport_status tport_sampler_set_logit_bias(tport_sampler *sm, const tport_logit_bias *biases, int32_t n) {
+    if (!sm || n < 0 || (n && !biases))
+        return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "sampler: set_logit_bias needs a sampler and n >= 0");
+    for (int32_t i = 0; i < n; i++)
+        if (isnan(biases[i].bias) || biases[i].bias == INFINITY)
+            return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "sampler: logit bias %g for token %d", biases[i].bias,
+                               (int)biases[i].id);
+    tport_logit_bias *b = NULL;
+    if (n && !(b = malloc((size_t)n * sizeof *b)))
+        return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "sampler: out of memory");
+    if (n)
+        memcpy(b, biases, (size_t)n * sizeof *b);
+    free(sm->bias);
+    sm->bias = b;
+    sm->n_bias = n;
+    return TPORT_STATUS_OK;
 }

@@ -371,3 +371,4 @@ void tport_session_reset(tport_session *s) {
     s->n_evals = 0;
     memset(&s->total, 0, sizeof s->total);
 }
+

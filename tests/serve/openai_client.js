@@ -63,12 +63,27 @@ async function main() {
   }
   // a field the server does not implement yet: refused, never answered as prose
   try {
-    await client.chat.completions.create({ model, messages, max_tokens: 8, response_format: { type: 'json_object' } });
-    check('response_format json_object -> 400', false);
+    await client.chat.completions.create({ model, messages, max_tokens: 8, reasoning_effort: 'low' });
+    check('reasoning_effort -> 400', false);
   } catch (e) {
-    check('response_format json_object -> 400', e instanceof OpenAI.BadRequestError && e.status === 400 &&
-          e.param === 'response_format' && /response_format/.test(e.message), [e.status, e.param, e.message]);
+    check('reasoning_effort -> 400', e instanceof OpenAI.BadRequestError && e.status === 400 &&
+          e.param === 'reasoning_effort' && /reasoning_effort/.test(e.message), [e.status, e.param, e.message]);
   }
+  // structured output: the answer parses and has the schema's shape
+  const schema = { type: 'object', properties: { title: { type: 'string', maxLength: 24 }, year: { type: 'integer' } },
+                   required: ['title', 'year'], additionalProperties: false };
+  const so = await client.chat.completions.create({ model, messages, max_tokens: 200, temperature: 1, seed: 5, n: 2,
+    response_format: { type: 'json_schema', json_schema: { name: 'book', strict: true, schema } } });
+  check('json_schema answers parse and validate', so.choices.length === 2 && so.choices.every(ch => {
+    const v = JSON.parse(ch.message.content);
+    return Object.keys(v).join() === 'title,year' && typeof v.title === 'string' && Number.isInteger(v.year);
+  }), so.choices.map(ch => ch.message.content));
+  // log-probabilities in the client's types
+  const lp = await client.chat.completions.create({ model, messages, max_tokens: 6, temperature: 0, logprobs: true,
+                                                    top_logprobs: 2 });
+  const content = lp.choices[0].logprobs.content;
+  check('logprobs', content.length === lp.usage.completion_tokens && content.map(t => t.token).join('') ===
+        lp.choices[0].message.content && content.every(t => t.top_logprobs.length === 2 && t.logprob <= 0), content);
   // the penalties go through the client and change the greedy text
   const pen = await client.completions.create({ model, prompt: 'Once upon a time', max_tokens: 24, temperature: 0 });
   const pen2 = await client.completions.create({ model, prompt: 'Once upon a time', max_tokens: 24, temperature: 0,

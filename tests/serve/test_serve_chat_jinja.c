@@ -47,6 +47,21 @@ int main(int argc, char **argv) {
      * test_serve_curl.sh to serve */
     if (argc == 3 && !strcmp(argv[1], "--write-gguf"))
         return with_template(src, argv[2], TEMPLATE) ? 0 : 1;
+    /* --write-gguf PATH TEMPLATE-FILE: the model with a real template
+     * (test_serve_tools.sh: the templates of ../shared/models/templates) */
+    if (argc == 4 && !strcmp(argv[1], "--write-gguf")) {
+        FILE *f = fopen(argv[3], "rb");
+        char *t = f ? malloc(1 << 20) : NULL;
+        size_t n = t ? fread(t, 1, (1 << 20) - 1, f) : 0;
+        if (f)
+            fclose(f);
+        if (!t)
+            return 1;
+        t[n] = 0;
+        bool ok = with_template(src, argv[2], t);
+        free(t);
+        return ok ? 0 : 1;
+    }
     const char *tmp = getenv("TMPDIR");
     snprintf(dst, sizeof dst, "%s/tport-chat-jinja-%d.gguf", tmp && *tmp ? tmp : "/tmp", (int)getpid());
     CHECK(with_template(src, dst, TEMPLATE), "writing %s: %s", dst, tport_last_error());
@@ -62,18 +77,20 @@ int main(int argc, char **argv) {
     CHECK(chat_jinja_init(&j, m, tmpl), "the template renders: %s", tport_last_error());
     CHECK(!strcmp(j.bos, "<s>") && !strcmp(j.eos, "</s>"), "bos/eos texts '%s' '%s'", j.bos, j.eos);
 
-    serve_message msgs[] = {{SERVE_ROLE_SYSTEM, "Be brief."}, {SERVE_ROLE_USER, "  Hi  "},
-                            {SERVE_ROLE_ASSISTANT, "Hello."}, {SERVE_ROLE_USER, "Bye"}};
+    serve_message msgs[] = {{.role = SERVE_ROLE_SYSTEM, .content = "Be brief."},
+                            {.role = SERVE_ROLE_USER, .content = "  Hi  "},
+                            {.role = SERVE_ROLE_ASSISTANT, .content = "Hello."},
+                            {.role = SERVE_ROLE_USER, .content = "Bye"}};
     serve_error err;
     size_t len = 0;
-    char *text = chat_jinja_render(&j, msgs, 4, true, &len, &err);
+    char *text = chat_jinja_render(&j, msgs, 4, true, NULL, &len, &err);
     const char *want = "<s>[SYSTEM] Be brief.\n[USER] Hi\n[ASSISTANT] Hello.</s>\n[USER] Bye\n[ASSISTANT]";
     CHECK(text && !strcmp(text, want) && len == strlen(want), "rendered '%s'", text ? text : err.message);
     free(text);
 
     /* tokens: the template's <s> and </s> are the special tokens, once */
     tport_token *ids = NULL;
-    int32_t n = chat_jinja_prompt(m, &j, msgs, 4, &ids, &err);
+    int32_t n = chat_jinja_prompt(m, &j, msgs, 4, NULL, &ids, &err);
     CHECK(n > 4, "%d tokens: %s", (int)n, n < 0 ? err.message : "");
     if (n > 4) {
         CHECK(ids[0] == tport_model_bos(m) && ids[1] != tport_model_bos(m), "one BOS, first");
@@ -88,8 +105,9 @@ int main(int argc, char **argv) {
     free(ids);
 
     /* the template refuses a conversation: the client's error, with its message */
-    serve_message late_system[] = {{SERVE_ROLE_USER, "Hi"}, {SERVE_ROLE_SYSTEM, "late"}};
-    n = chat_jinja_prompt(m, &j, late_system, 2, &ids, &err);
+    serve_message late_system[] = {{.role = SERVE_ROLE_USER, .content = "Hi"},
+                                   {.role = SERVE_ROLE_SYSTEM, .content = "late"}};
+    n = chat_jinja_prompt(m, &j, late_system, 2, NULL, &ids, &err);
     CHECK(n == -1 && strstr(err.message, "system must come first") && err.param && !strcmp(err.param, "messages"),
           "refusal: %d '%s'", (int)n, err.message);
     chat_jinja_free(&j);

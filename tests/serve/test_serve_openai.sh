@@ -16,4 +16,19 @@ RC=$?
 stop_server
 [ "$RC" = 0 ] || { tail -20 "$WORK/server.log"; exit 1; }
 [ "$SERVER_RC" = 0 ] || { echo "FAIL: the server exited with $SERVER_RC"; exit 1; }
+
+# a tool round trip: the tiny model with Qwen2.5's chat template (Hermes tool calls)
+TEMPLATE="${TPORT_SHARED_DIR:-../shared}/models/templates/Qwen-Qwen2.5-7B-Instruct.jinja"
+if [ -f "$TEMPLATE" ] && [ -n "${TPORT_CHAT_JINJA_TEST:-}" ]; then
+    "$TPORT_CHAT_JINJA_TEST" --write-gguf "$WORK/qwen-template.gguf" "$TEMPLATE" || { echo "FAIL: writing the model"; exit 1; }
+    MODEL="$WORK/qwen-template.gguf"
+    start_server --ctx 2048 --api-key sk-test
+    NODE_PATH="$WORK/npm/node_modules" node "$(dirname "$0")/openai_tools.js" "$URL" sk-test
+    RC=$?
+    stop_server
+    [ "$RC" = 0 ] || { tail -20 "$WORK/server.log"; exit 1; }
+else
+    echo "FAIL: $TEMPLATE or TPORT_CHAT_JINJA_TEST is missing"
+    exit 1
+fi
 finish

@@ -45,7 +45,8 @@ int main(void) {
     /* the defaults of the fields not implemented yet pass: what the openai
      * and LangChain clients send when nothing was asked for */
     const char *defaults[] = {
-        "\"n\":1", "\"n\":null", "\"best_of\":1", "\"logprobs\":false", "\"logprobs\":null", "\"top_logprobs\":0",
+        "\"n\":1", "\"n\":null", "\"n\":2", "\"logprobs\":true", "\"logprobs\":true,\"top_logprobs\":2", "\"logit_bias\":{\"15043\":-100}",
+        "\"response_format\":{\"type\":\"json_object\"}", "\"json_schema\":{}", "\"best_of\":1", "\"logprobs\":false", "\"logprobs\":null", "\"top_logprobs\":0",
         "\"n_probs\":0", "\"logit_bias\":{}", "\"logit_bias\":[]", "\"logit_bias\":null",
         "\"response_format\":{\"type\":\"text\"}", "\"tools\":[]", "\"tool_choice\":\"none\"", "\"tool_choice\":\"auto\"",
         "\"functions\":[]", "\"function_call\":\"auto\"", "\"echo\":false", "\"suffix\":\"\"", "\"grammar\":\"\"",
@@ -67,15 +68,19 @@ int main(void) {
     static const struct {
         const char *body, *param;
     } asks[] = {
-        {"\"n\":2", "n"}, {"\"best_of\":3", "best_of"}, {"\"logprobs\":true", "logprobs"}, {"\"logprobs\":0", "logprobs"},
-        {"\"logprobs\":5", "logprobs"}, {"\"top_logprobs\":2", "top_logprobs"}, {"\"n_probs\":3", "n_probs"},
-        {"\"logit_bias\":{\"15043\":-100}", "logit_bias"}, {"\"logit_bias\":[[15043,false]]", "logit_bias"},
-        {"\"response_format\":{\"type\":\"json_object\"}", "response_format"},
-        {"\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"a\",\"schema\":{}}}",
+        {"\"n\":0", "n"}, {"\"n\":17", "n"}, {"\"n\":1.5", "n"}, {"\"best_of\":3", "best_of"},
+        {"\"logprobs\":\"yes\"", "logprobs"}, {"\"logprobs\":21", "logprobs"}, {"\"top_logprobs\":21", "top_logprobs"},
+        {"\"n_probs\":3", "n_probs"}, {"\"logit_bias\":{\"abc\":1}", "logit_bias"},
+        {"\"logit_bias\":{\"5\":200}", "logit_bias"}, {"\"logit_bias\":{\"-5\":1}", "logit_bias"},
+        {"\"logit_bias\":[[15043]]", "logit_bias"}, {"\"logit_bias\":7", "logit_bias"},
+        {"\"response_format\":{\"type\":\"xml\"}", "response_format"},
+        {"\"response_format\":{\"type\":\"json_schema\"}", "response_format"},
+        {"\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"schema\":{\"type\":\"string\",\"pattern\":\"a+\"}}}",
          "response_format"},
-        {"\"response_format\":\"json\"", "response_format"}, {"\"json_schema\":{}", "json_schema"},
-        {"\"grammar\":\"root ::= \\\"a\\\"\"", "grammar"},
-        {"\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}]", "tools"},
+        {"\"response_format\":\"json\"", "response_format"}, {"\"json_schema\":{\"type\":\"object\",\"oneOf\":[]}", "json_schema"},
+        {"\"grammar\":7", "grammar"}, {"\"grammar\":\"r ::= x\",\"json_schema\":{}", "json_schema"},
+        {"\"tools\":[{\"type\":\"function\",\"function\":{\"description\":\"no name\"}}]", "tools"},
+        {"\"tools\":[{\"type\":\"retrieval\"}]", "tools"}, {"\"tools\":{}", "tools"},
         {"\"tool_choice\":\"required\"", "tool_choice"},
         {"\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"f\"}}", "tool_choice"},
         {"\"functions\":[{\"name\":\"f\"}]", "functions"}, {"\"function_call\":{\"name\":\"f\"}", "function_call"},
@@ -98,15 +103,53 @@ int main(void) {
         snprintf(body, sizeof body, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],%s}", asks[i].body);
         refused(SERVE_REQ_CHAT, body, asks[i].param);
     }
-    /* the message names the field */
+    /* the message names the field, or the schema keyword */
     CHECK(!parse(SERVE_REQ_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
-                 "\"response_format\":{\"type\":\"json_object\"}}", &r, &e) &&
-          strstr(e.message, "'response_format'"), "message: %s", e.message);
+                 "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"schema\":{\"type\":\"object\","
+                 "\"properties\":{\"a\":{\"type\":\"string\",\"format\":\"date\"}}}}}}", &r, &e) &&
+          strstr(e.message, "'format'"), "message: %s", e.message);
     serve_request_free(&r);
-    /* a tool-call conversation is refused too */
+    CHECK(!parse(SERVE_REQ_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"top_logprobs\":2}", &r, &e) &&
+          e.param && !strcmp(e.param, "top_logprobs"), "chat: top_logprobs without logprobs");
+    serve_request_free(&r);
+
+    /* implemented: n, logprobs, logit_bias, structured output */
+    CHECK(parse(SERVE_REQ_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"n\":3,\"logprobs\":true,"
+                "\"top_logprobs\":4,\"logit_bias\":{\"15043\":-100,\"7\":2.5}}", &r, &e), "%s", e.message);
+    CHECK(r.n_choices == 3 && r.logprobs && r.top_logprobs == 4 && r.n_bias == 2 && r.bias_ids[0] == 15043 &&
+          r.bias_vals[0] == -100 && r.bias_ids[1] == 7 && r.bias_vals[1] == 2.5f, "chat n, logprobs, bias");
+    serve_request_free(&r);
+    CHECK(parse(SERVE_REQ_COMPLETION, "{\"prompt\":\"x\",\"logprobs\":3,\"logit_bias\":[[9,false]]}", &r, &e) &&
+          r.logprobs && r.top_logprobs == 3 && r.n_bias == 1 && r.bias_vals[0] < -1e30f && r.n_choices == 1,
+          "completion logprobs k, llama-server bias pairs: %s", e.message);
+    serve_request_free(&r);
+    CHECK(parse(SERVE_REQ_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
+                "\"response_format\":{\"type\":\"json_object\"}}", &r, &e) && r.grammar &&
+          strstr(r.grammar, "root ::=") && !strcmp(r.grammar_param, "response_format"), "json_object: %s", e.message);
+    serve_request_free(&r);
+    CHECK(parse(SERVE_REQ_COMPLETION, "{\"prompt\":\"x\",\"grammar\":\"root ::= [a-z]\"}", &r, &e) && r.grammar &&
+          !strcmp(r.grammar, "root ::= [a-z]") && !strcmp(r.grammar_param, "grammar"), "grammar: %s", e.message);
+    serve_request_free(&r);
+    /* tool-call conversations: malformed calls are refused; good ones keep
+     * their fields for the template, arguments as an object */
     refused(SERVE_REQ_CHAT, "{\"messages\":[{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"1\"}]}]}",
             "messages");
-    refused(SERVE_REQ_CHAT, "{\"messages\":[{\"role\":\"tool\",\"content\":\"42\",\"tool_call_id\":\"1\"}]}", "messages");
+    refused(SERVE_REQ_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\",\"tool_calls\":[{\"id\":\"1\","
+            "\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]}]}", "messages");
+    refused(SERVE_REQ_CHAT, "{\"messages\":[{\"role\":\"tool\",\"content\":\"42\",\"tool_call_id\":7}]}", "messages");
+    CHECK(parse(SERVE_REQ_CHAT, "{\"messages\":[{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"c1\","
+                "\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{\\\"a\\\": 1}\"}}]},"
+                "{\"role\":\"tool\",\"content\":\"42\",\"tool_call_id\":\"c1\"}],\"tools\":[{\"type\":\"function\","
+                "\"function\":{\"name\":\"f\"}}],\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"f\"}}}",
+                &r, &e), "%s", e.message);
+    CHECK(r.n_messages == 2 && r.messages[0].content_null && r.messages[0].tool_json &&
+          !strcmp(r.messages[0].tool_json, "{\"tool_calls\":[{\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"f\","
+                  "\"arguments\":{\"a\":1}}}]}") && r.messages[1].role == SERVE_ROLE_TOOL && r.messages[1].tool_json &&
+          !strcmp(r.messages[1].tool_json, "{\"tool_call_id\":\"c1\"}") && r.tools_json &&
+          r.tool_choice == SERVE_TOOLS_NAMED && !strcmp(r.tool_name, "f"),
+          "tool fields: %s | %s", r.n_messages > 0 && r.messages[0].tool_json ? r.messages[0].tool_json : "-",
+          r.n_messages > 1 && r.messages[1].tool_json ? r.messages[1].tool_json : "-");
+    serve_request_free(&r);
     CHECK(parse(SERVE_REQ_CHAT, "{\"messages\":[{\"role\":\"assistant\",\"content\":\"a\",\"tool_calls\":[]}]}", &r, &e),
           "empty tool_calls: %s", e.message);
     serve_request_free(&r);
@@ -160,7 +203,7 @@ int main(void) {
     refused(SERVE_REQ_COMPLETION, "{\"prompt\":\"x\",\"min_p\":2}", "min_p");
     refused(SERVE_REQ_COMPLETION, "{\"prompt\":\"x\",\"seed\":0.5}", "seed");
     refused(SERVE_REQ_COMPLETION, "{\"prompt\":\"x\",\"presence_penalty\":3}", "presence_penalty");
-    refused(SERVE_REQ_COMPLETION, "{\"prompt\":\"x\",\"n\":3}", "n");
+    refused(SERVE_REQ_COMPLETION, "{\"prompt\":\"x\",\"n\":-3}", "n");
     refused(SERVE_REQ_COMPLETION, "{\"prompt\":\"x\",\"stream\":1}", "stream");
     refused(SERVE_REQ_COMPLETION, "{\"prompt\":\"x\",\"stream_options\":[]}", "stream_options");
     refused(SERVE_REQ_COMPLETION, "{\"prompt\":\"x\",\"stream_options\":{\"include_usage\":\"y\"}}", "include_usage");

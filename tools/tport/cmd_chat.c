@@ -304,7 +304,11 @@ static void reply(chat *c) {
     if (k >= n)
         k = n - 1; /* the last token again, for its logits */
     double t0 = now_ms();
-    if (tport_session_truncate(c->s, k) || tport_session_eval(c->s, t + k, n - k)) {
+    if (tport_session_truncate(c->s, k) != TPORT_STATUS_OK) { /* a sliding-window ring: start over */
+        tport_session_reset(c->s);
+        k = 0;
+    }
+    if (tport_session_eval(c->s, t + k, n - k)) {
         fprintf(stderr, "tport chat: %s\n", tport_last_error());
         free(t);
         chat_conv_remove(&c->conv, c->conv.n - 1);

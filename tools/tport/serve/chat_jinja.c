@@ -39,7 +39,7 @@ bool chat_jinja_init(chat_jinja *j, const tport_model *m, const char *tmpl) {
     serve_message probe = {.role = SERVE_ROLE_USER, .content = "Hello"};
     serve_error err;
     size_t len;
-    char *text = chat_jinja_render(j, &probe, 1, true, &len, &err);
+    char *text = chat_jinja_render(j, &probe, 1, true, NULL, &len, &err);
     free(text);
     if (!text)
         chat_jinja_free(j);
@@ -52,16 +52,28 @@ void chat_jinja_free(chat_jinja *j) {
     j->bos = j->eos = NULL;
 }
 
-static char *context_json(const chat_jinja *j, const serve_message *msgs, int n, bool add_generation_prompt) {
-    static const char *const roles[] = {"system", "user", "assistant"};
+static char *context_json(const chat_jinja *j, const serve_message *msgs, int n, bool add_generation_prompt,
+                          const char *tools_json) {
+    static const char *const roles[] = {"system", "user", "assistant", "tool"};
     cJSON *root = cJSON_CreateObject(), *list = cJSON_AddArrayToObject(root, "messages");
     for (int i = 0; list && i < n; i++) {
         cJSON *m = cJSON_CreateObject();
         cJSON_AddItemToArray(list, m);
         cJSON_AddStringToObject(m, "role", roles[msgs[i].role]);
-        cJSON_AddStringToObject(m, "content", msgs[i].content);
+        if (msgs[i].content_null && msgs[i].tool_json)
+            cJSON_AddNullToObject(m, "content"); /* an assistant turn of tool calls only, as OpenAI sends it */
+        else
+            cJSON_AddStringToObject(m, "content", msgs[i].content);
+        cJSON *extra = msgs[i].tool_json ? cJSON_Parse(msgs[i].tool_json) : NULL;
+        for (cJSON *e = extra ? extra->child : NULL; e; e = e->next)
+            cJSON_AddItemToObject(m, e->string, cJSON_Duplicate(e, true));
+        cJSON_Delete(extra);
     }
-    cJSON_AddNullToObject(root, "tools");
+    cJSON *tools = tools_json ? cJSON_Parse(tools_json) : NULL;
+    if (tools)
+        cJSON_AddItemToObject(root, "tools", tools);
+    else
+        cJSON_AddNullToObject(root, "tools");
     cJSON_AddNullToObject(root, "documents");
     cJSON_AddBoolToObject(root, "add_generation_prompt", add_generation_prompt);
     cJSON_AddStringToObject(root, "bos_token", j->bos);
@@ -72,8 +84,8 @@ static char *context_json(const chat_jinja *j, const serve_message *msgs, int n,
 }
 
 char *chat_jinja_render(const chat_jinja *j, const serve_message *msgs, int n, bool add_generation_prompt,
-                        size_t *len, serve_error *err) {
-    char *ctx = context_json(j, msgs, n, add_generation_prompt);
+                        const char *tools_json, size_t *len, serve_error *err) {
+    char *ctx = context_json(j, msgs, n, add_generation_prompt, tools_json);
     if (!ctx) {
         fail(err, "out of memory");
         return NULL;
@@ -88,12 +100,12 @@ char *chat_jinja_render(const chat_jinja *j, const serve_message *msgs, int n, b
 }
 
 int32_t chat_jinja_prompt(const tport_model *m, const chat_jinja *j, const serve_message *msgs, int n,
-                          tport_token **out, serve_error *err) {
+                          const char *tools_json, tport_token **out, serve_error *err) {
     const tport_tokenizer *tk = tport_model_tokenizer(m);
     if (!tk)
         return fail(err, "the model has no vocabulary");
     size_t len;
-    char *text = chat_jinja_render(j, msgs, n, true, &len, err);
+    char *text = chat_jinja_render(j, msgs, n, true, tools_json, &len, err);
     if (!text)
         return -1;
     /* a template that writes {{ bos_token }} has its BOS; adding another

@@ -23,17 +23,18 @@ typedef struct chat_jinja {
 bool chat_jinja_init(chat_jinja *j, const tport_model *m, const char *tmpl);
 void chat_jinja_free(chat_jinja *j);
 
-/* The rendered conversation (malloc'd, *len its length), or NULL with err
+/* The rendered conversation (malloc'd, *len its length) with the tools
+ * (a JSON array's text, or NULL for none), or NULL with err
  * filled: a template may refuse a conversation (raise_exception), which is
  * the client's error. */
 char *chat_jinja_render(const chat_jinja *j, const serve_message *msgs, int n, bool add_generation_prompt,
-                        size_t *len, serve_error *err);
+                        const char *tools_json, size_t *len, serve_error *err);
 
 /* The rendered conversation as tokens: special tokens in the text become
  * their ids, as llama.cpp tokenizes a rendered template; BOS is added as
  * the vocabulary asks unless the template already wrote it.  Returns the
  * count, or -1 with err filled. */
 int32_t chat_jinja_prompt(const tport_model *m, const chat_jinja *j, const serve_message *msgs, int n,
-                          tport_token **out, serve_error *err);
+                          const char *tools_json, tport_token **out, serve_error *err);
 
 #endif

@@ -1,24 +1,61 @@
 /* The generation loop of tport serve, token by token over the public
- * session API: the same steps as `tport run`, plus stop handling. */
+ * session API: the same steps as `tport run`, plus the prompt cache, stop
+ * handling, grammars (tport_grammar_*) and log-probabilities. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "generate.h"
 
-bool gen_init(gen_job *j, const tport_model *m, tport_session *s, int32_t n_ctx, tport_sampler *sm,
-              tport_token *prompt, int32_t n_prompt, int32_t max_tokens, char *const *stop, int n_stop, const char *end_of_turn) {
-    *j = (gen_job){.m = m, .s = s, .sm = sm, .prompt = prompt, .n_prompt = n_prompt, .max_tokens = max_tokens, .n_ctx = n_ctx,
-                   .prev = n_prompt ? prompt[n_prompt - 1] : -1};
-    j->stop_ids[0] = tport_model_eos(m);
-    j->stop_ids[1] = end_of_turn ? tport_token_lookup(m, end_of_turn, strlen(end_of_turn)) : -1;
-    /* copies: a streaming job outlives the request it came from */
-    bool ok = true;
-    for (int i = 0; i < n_stop && i < SERVE_MAX_STOP; i++)
-        ok &= (j->stop[j->n_stop++] = strdup(stop[i])) != NULL;
-    if (end_of_turn && j->stop_ids[1] < 0) /* not a token: stop at its text */
-        ok &= (j->stop[j->n_stop++] = strdup(end_of_turn)) != NULL;
-    return ok;
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+void gen_spec_free(gen_spec *s) {
+    free(s->bias);
+    tport_grammar_free(s->grammar);
+    free(s->prompt);
+    for (int i = 0; i < s->n_stop; i++)
+        free(s->stop[i]);
+    memset(s, 0, sizeof *s);
+}
+
+static bool fail_init(gen_job *j, const char *why) {
+    snprintf(j->error, sizeof j->error, "%s", why);
+    j->failed = j->done = true;
+    return false;
+}
+
+bool gen_init(gen_job *j, const tport_model *m, tport_session *s, int32_t n_ctx, const gen_spec *spec, int choice,
+              const char *end_of_turn) {
+    *j = (gen_job){.m = m, .s = s, .spec = spec, .n_prompt = spec->n_prompt, .max_tokens = spec->max_tokens,
+                   .n_ctx = n_ctx, .prev = spec->n_prompt ? spec->prompt[spec->n_prompt - 1] : -1};
+    tport_token eos = tport_model_eos(m);
+    tport_token eot = end_of_turn ? tport_token_lookup(m, end_of_turn, strlen(end_of_turn)) : -1;
+    if (eos >= 0)
+        j->stop_ids[j->n_stop_ids++] = eos;
+    if (eot >= 0 && eot != eos)
+        j->stop_ids[j->n_stop_ids++] = eot;
+    for (int i = 0; i < spec->n_stop; i++)
+        if (!(j->stop[j->n_stop++] = strdup(spec->stop[i])))
+            return fail_init(j, "out of memory");
+    if (end_of_turn && eot < 0 && !(j->stop[j->n_stop++] = strdup(end_of_turn))) /* not a token: its text */
+        return fail_init(j, "out of memory");
+    tport_sampler_params sp = spec->sp;
+    sp.seed += (uint64_t)choice; /* several choices differ, and each is reproducible */
+    if (!(j->sm = tport_sampler_new(&sp)) ||
+        (spec->n_bias && tport_sampler_set_logit_bias(j->sm, spec->bias, spec->n_bias) != TPORT_STATUS_OK))
+        return fail_init(j, tport_last_error());
+    if (spec->grammar) {
+        const tport_tokenizer *tk = tport_model_tokenizer(m);
+        if (!tk || !(j->gs = tport_grammar_state_new(spec->grammar, tk)))
+            return fail_init(j, tk ? tport_last_error() : "the model has no vocabulary");
+    }
+    return true;
 }
 
 static void finish(gen_job *j, const char *reason) {
@@ -43,7 +80,8 @@ static bool append(gen_job *j, const char *s, size_t n) {
     return true;
 }
 
-/* A stop string inside the text ends it there. */
+/* A stop string inside the text ends it there (and the log-probabilities
+ * of the tokens cut off go too). */
 static bool cut_at_stop(gen_job *j, size_t before) {
     for (int i = 0; i < j->n_stop; i++) {
         size_t n = j->stop[i] ? strlen(j->stop[i]) : 0;
@@ -54,6 +92,8 @@ static bool cut_at_stop(gen_job *j, size_t before) {
             if (!memcmp(j->text + k, j->stop[i], n)) {
                 j->len = k;
                 j->text[k] = 0;
+                while (j->n_lp > 0 && j->lp[j->n_lp - 1].start >= k)
+                    j->n_lp--;
                 return true;
             }
     }
@@ -68,37 +108,134 @@ static bool step_failed(gen_job *j, const char *why) {
     return false;
 }
 
+/* The prompt, less the prefix the slot's cache holds already (at least
+ * its last token is evaluated again, for its logits). */
+static tport_status eval_prompt(gen_job *j) {
+    const tport_token *have = tport_session_tokens(j->s), *p = j->spec->prompt;
+    int32_t pos = tport_session_pos(j->s), common = 0;
+    while (have && common < pos && common < j->n_prompt && have[common] == p[common])
+        common++;
+    if (common >= j->n_prompt)
+        common = j->n_prompt - 1;
+    if (tport_session_truncate(j->s, common) != TPORT_STATUS_OK) {
+        /* a sliding-window cache no longer holds what that prefix needs */
+        tport_session_reset(j->s);
+        common = 0;
+    }
+    j->n_cached = common;
+    return tport_session_eval(j->s, p + common, j->n_prompt - common);
+}
+
+static bool is_stop_id(const gen_job *j, tport_token id) {
+    for (int i = 0; i < j->n_stop_ids; i++)
+        if (id == j->stop_ids[i])
+            return true;
+    return false;
+}
+
+/* The next token: sampled, then (with a grammar) checked, and only when
+ * the grammar refuses it sampled again from the masked logits (llama.cpp
+ * does the same).  Greedy, that is the masked argmax; sampling without
+ * truncation (top_k 0, top_p 1, min_p 0) it is exactly the masked
+ * distribution (an allowed t: p(t) + P(refused) p(t) / P(allowed) =
+ * p(t) / P(allowed)); with truncation, the kept sets before and after the
+ * mask may differ a little, as in llama.cpp.  Computing the mask over the
+ * whole vocabulary at every step costs far more. */
+static tport_token pick(gen_job *j, const float *logits, int32_t n_vocab) {
+    tport_token id = tport_sampler_sample(j->sm, logits, n_vocab);
+    if (!j->gs || id < 0)
+        return id;
+    if (is_stop_id(j, id) ? tport_grammar_can_end(j->gs) : tport_grammar_allows(j->gs, id))
+        return id;
+    if (!j->work && !(j->work = malloc((size_t)n_vocab * sizeof *j->work)))
+        return -1;
+    memcpy(j->work, logits, (size_t)n_vocab * sizeof *j->work);
+    if (tport_grammar_apply(j->gs, j->work, n_vocab, j->stop_ids, j->n_stop_ids) != TPORT_STATUS_OK)
+        return -2;
+    return tport_sampler_sample(j->sm, j->work, n_vocab);
+}
+
+/* log-softmax of the model's logits: the chosen token's and the best k */
+static bool record_logprob(gen_job *j, const float *logits, int32_t n_vocab, tport_token id, size_t start) {
+    if (j->n_lp == j->cap_lp) {
+        int32_t cap = j->cap_lp ? 2 * j->cap_lp : 32;
+        gen_logprob *g = realloc(j->lp, (size_t)cap * sizeof *g);
+        if (!g)
+            return false;
+        j->lp = g;
+        j->cap_lp = cap;
+    }
+    float mx = -INFINITY;
+    for (int32_t i = 0; i < n_vocab; i++)
+        if (logits[i] > mx)
+            mx = logits[i];
+    double sum = 0;
+    for (int32_t i = 0; i < n_vocab; i++)
+        sum += exp((double)logits[i] - mx);
+    float lse = mx + (float)log(sum);
+    gen_logprob *r = &j->lp[j->n_lp++];
+    *r = (gen_logprob){.id = id, .logprob = logits[id] - lse, .start = start};
+    int k = j->spec->top_logprobs;
+    for (int32_t i = 0; i < n_vocab && k > 0; i++) { /* insertion into the best k, ties to the smaller id */
+        float lp = logits[i] - lse;
+        if (r->n_top == k && !(lp > r->top_lp[k - 1]))
+            continue;
+        int at = r->n_top < k ? r->n_top++ : k - 1;
+        while (at > 0 && lp > r->top_lp[at - 1]) {
+            r->top_lp[at] = r->top_lp[at - 1];
+            r->top_id[at] = r->top_id[at - 1];
+            at--;
+        }
+        r->top_lp[at] = lp;
+        r->top_id[at] = i;
+    }
+    return true;
+}
+
 bool gen_step(gen_job *j) {
     if (j->done)
         return false;
     tport_status st;
+    double t0 = now_ms();
     if (!j->started) {
         j->started = true;
         for (int32_t i = 0; i < j->n_prompt; i++)
-            tport_sampler_accept(j->sm, j->prompt[i]);
-        st = tport_session_eval(j->s, j->prompt, j->n_prompt);
+            tport_sampler_accept(j->sm, j->spec->prompt[i]);
+        st = eval_prompt(j);
+        j->prompt_ms += now_ms() - t0;
     } else {
         st = tport_session_eval(j->s, &j->prev, 1);
+        j->gen_ms += now_ms() - t0;
     }
     if (st != TPORT_STATUS_OK)
         return step_failed(j, tport_last_error());
-    tport_token id = tport_sampler_sample(j->sm, tport_session_logits(j->s), tport_model_n_vocab(j->m));
+    const float *logits = tport_session_logits(j->s);
+    int32_t n_vocab = tport_model_n_vocab(j->m);
+    tport_token id = pick(j, logits, n_vocab);
+    if (id == -2)
+        return step_failed(j, tport_last_error());
     if (id < 0)
         return step_failed(j, "sampling failed");
-    if (id == j->stop_ids[0] || id == j->stop_ids[1]) {
+    if (is_stop_id(j, id)) {
         finish(j, "stop");
         return false;
     }
     tport_sampler_accept(j->sm, id);
+    if (j->gs && tport_grammar_accept(j->gs, id) != TPORT_STATUS_OK)
+        return step_failed(j, tport_last_error());
     char piece[256];
     int32_t k = tport_token_to_text(j->m, j->prev, id, piece, (int32_t)sizeof piece);
     size_t before = j->len;
-    if (!append(j, piece, (size_t)k))
+    if ((j->spec->logprobs && !record_logprob(j, logits, n_vocab, id, before)) || !append(j, piece, (size_t)k))
         return step_failed(j, "out of memory");
+    if (j->spec->logprobs)
+        j->lp[j->n_lp - 1].end = j->len;
     j->prev = id;
     j->n_gen++;
     if (cut_at_stop(j, before))
         finish(j, "stop");
+    else if (j->gs && tport_grammar_must_end(j->gs))
+        finish(j, "stop"); /* the grammar is complete and allows nothing more */
     else if (j->n_gen >= j->max_tokens || j->n_prompt + j->n_gen >= j->n_ctx)
         finish(j, "length"); /* asked for no more, or the context is full */
     return !j->done;
@@ -150,12 +287,21 @@ char *gen_take(gen_job *j) {
     return out;
 }
 
+void gen_take_logprobs(gen_job *j, int32_t *from, int32_t *to) {
+    *from = j->lp_sent;
+    int32_t n = j->lp_sent;
+    while (n < j->n_lp && (j->done || j->lp[n].end <= j->emitted))
+        n++;
+    *to = j->lp_sent = n;
+}
+
 void gen_free(gen_job *j) {
-    free(j->prompt);
     free(j->text);
+    free(j->lp);
+    free(j->work);
     for (int i = 0; i < j->n_stop; i++)
         free(j->stop[i]);
-    j->n_stop = 0;
-    j->prompt = NULL;
-    j->text = NULL;
+    tport_sampler_free(j->sm);
+    tport_grammar_state_free(j->gs);
+    memset(j, 0, sizeof *j);
 }

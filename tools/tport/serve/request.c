@@ -12,9 +12,11 @@
 
 #include <cjson/cJSON.h>
 
+#include "json_schema.h"
 #include "request.h"
 
 #define MAX_IDS (1 << 20)
+#define MAX_BIAS 4096
 
 /* cJSON records the position of a parse error in a global: parse under a
  * lock so two connection threads never write it at once. */
@@ -215,17 +217,8 @@ typedef struct unsupported_field {
 } unsupported_field;
 
 static const unsupported_field unsupported_fields[] = {
-    {"n", DEF_NUMBER, 1, NULL, NULL, "more than one choice per request"},
     {"best_of", DEF_NUMBER, 1, NULL, NULL, "best-of sampling"},
-    {"logprobs", DEF_FALSE, 0, NULL, NULL, "log-probabilities"},
-    {"top_logprobs", DEF_NUMBER, 0, NULL, NULL, "log-probabilities"},
     {"n_probs", DEF_NUMBER, 0, NULL, NULL, "token probabilities"},
-    {"logit_bias", DEF_EMPTY, 0, NULL, NULL, "logit biases"},
-    {"response_format", DEF_TEXT_FORMAT, 0, NULL, NULL, "structured output (only {\"type\": \"text\"})"},
-    {"json_schema", DEF_NONE, 0, NULL, NULL, "structured output"},
-    {"grammar", DEF_STRING, 0, "", NULL, "grammars"},
-    {"tools", DEF_EMPTY, 0, NULL, NULL, "tool calls"},
-    {"tool_choice", DEF_STRING, 0, "none", "auto", "tool calls (only \"none\" or \"auto\" without tools)"},
     {"functions", DEF_EMPTY, 0, NULL, NULL, "function calls"},
     {"function_call", DEF_STRING, 0, "none", "auto", "function calls (only \"none\" or \"auto\")"},
     {"echo", DEF_FALSE, 0, NULL, NULL, "echoing the prompt"},
@@ -272,6 +265,134 @@ static bool holds_default(const cJSON *f, const unsupported_field *u) {
         return false;
     }
     return false;
+}
+
+/* n, logprobs / top_logprobs, logit_bias. */
+static bool parse_choices(serve_kind kind, const cJSON *obj, serve_request *r, serve_error *err) {
+    bool have = false;
+    int64_t i = 1;
+    if (!get_int(obj, "n", 1, SERVE_MAX_CHOICES, &have, &i, err))
+        return false;
+    r->n_choices = (int)i;
+    const cJSON *lp = field(obj, "logprobs");
+    if (kind == SERVE_REQ_COMPLETION) { /* an integer: how many alternatives (false/true: 0) */
+        if (lp && cJSON_IsBool(lp)) {
+            r->logprobs = cJSON_IsTrue(lp);
+        } else if (lp) {
+            i = 0;
+            if (!get_int(obj, "logprobs", 0, SERVE_MAX_TOP_LOGPROBS, &have, &i, err))
+                return false;
+            r->logprobs = true;
+            r->top_logprobs = (int)i;
+        }
+        i = 0; /* a chat field: checked, no effect here */
+        if (!get_int(obj, "top_logprobs", 0, SERVE_MAX_TOP_LOGPROBS, &have, &i, err))
+            return false;
+    } else {
+        if (!get_bool(obj, "logprobs", &r->logprobs, err))
+            return false;
+        i = 0;
+        have = false;
+        if (!get_int(obj, "top_logprobs", 0, SERVE_MAX_TOP_LOGPROBS, &have, &i, err))
+            return false;
+        if (have && i > 0 && !r->logprobs)
+            return fail(err, "top_logprobs", "'top_logprobs' needs 'logprobs': true");
+        r->top_logprobs = (int)i;
+    }
+    const cJSON *lb = field(obj, "logit_bias");
+    if (!lb)
+        return true;
+    if (!cJSON_IsObject(lb) && !cJSON_IsArray(lb))
+        return fail(err, "logit_bias", "'logit_bias' must be an object of token id -> bias");
+    int n = cJSON_GetArraySize(lb);
+    if (n > MAX_BIAS)
+        return fail(err, "logit_bias", "'logit_bias' holds at most %d entries", MAX_BIAS);
+    r->bias_ids = malloc((size_t)(n ? n : 1) * sizeof *r->bias_ids);
+    r->bias_vals = malloc((size_t)(n ? n : 1) * sizeof *r->bias_vals);
+    if (!r->bias_ids || !r->bias_vals)
+        return fail(err, "logit_bias", "out of memory");
+    const cJSON *e;
+    cJSON_ArrayForEach(e, lb) {
+        const cJSON *v = e;
+        double id;
+        if (cJSON_IsObject(lb)) { /* OpenAI: {"15043": -100} */
+            char *end = NULL;
+            id = strtod(e->string, &end);
+            if (!e->string[0] || *end || id < 0 || id > 2147483647.0 || id != floor(id))
+                return fail(err, "logit_bias", "'logit_bias' keys must be token ids, not '%.40s'", e->string);
+        } else { /* llama-server: [[15043, -100], [2, false]] */
+            if (!cJSON_IsArray(e) || cJSON_GetArraySize(e) != 2 || !is_integer(e->child, 0, 2147483647.0))
+                return fail(err, "logit_bias", "'logit_bias' as an array holds [token id, bias] pairs");
+            id = e->child->valuedouble;
+            v = e->child->next;
+        }
+        float bias;
+        if (cJSON_IsFalse(v))
+            bias = -INFINITY; /* llama-server: never this token */
+        else if (cJSON_IsNumber(v) && v->valuedouble >= -100 && v->valuedouble <= 100)
+            bias = (float)v->valuedouble;
+        else
+            return fail(err, "logit_bias", "'logit_bias' values must be numbers in [-100, 100]");
+        r->bias_ids[r->n_bias] = (int32_t)id;
+        r->bias_vals[r->n_bias++] = bias;
+    }
+    return true;
+}
+
+static bool set_grammar(serve_request *r, const char *param, char *g, serve_error *err) {
+    if (!g)
+        return false; /* err filled by the converter */
+    if (r->grammar) {
+        free(g);
+        return fail(err, param, "'%s' and '%s' cannot both constrain the output", r->grammar_param, param);
+    }
+    r->grammar = g;
+    r->grammar_param = param;
+    return true;
+}
+
+static bool from_schema(serve_request *r, const char *param, const cJSON *schema, serve_error *err) {
+    char *g = json_schema_to_gbnf(schema, err);
+    if (!g) { /* name the field as well as the keyword */
+        char why[sizeof err->message];
+        snprintf(why, sizeof why, "%s", err->message);
+        fail(err, param, "'%s': %.220s", param, why);
+    }
+    return set_grammar(r, param, g, err);
+}
+
+/* response_format, llama-server's json_schema and grammar fields. */
+static bool parse_format(const cJSON *obj, serve_request *r, serve_error *err) {
+    const cJSON *rf = field(obj, "response_format"), *js = field(obj, "json_schema"), *gr = field(obj, "grammar");
+    if (gr) {
+        if (!cJSON_IsString(gr))
+            return fail(err, "grammar", "'grammar' must be a string (GBNF)");
+        if (gr->valuestring[0] && !set_grammar(r, "grammar", strdup(gr->valuestring), err))
+            return err->message[0] ? false : fail(err, "grammar", "out of memory");
+    }
+    if (js && !from_schema(r, "json_schema", js, err))
+        return false;
+    if (!rf)
+        return true;
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(rf, "type");
+    if (!cJSON_IsObject(rf) || !cJSON_IsString(type))
+        return fail(err, "response_format", "'response_format' must be an object with a string 'type'");
+    const char *t = type->valuestring;
+    if (!strcmp(t, "text"))
+        return true;
+    if (!strcmp(t, "json_object")) /* llama-server: an optional "schema" beside */
+        return from_schema(r, "response_format", cJSON_GetObjectItemCaseSensitive(rf, "schema"), err);
+    if (!strcmp(t, "json_schema")) {
+        const cJSON *j = cJSON_GetObjectItemCaseSensitive(rf, "json_schema");
+        if (!cJSON_IsObject(j))
+            return fail(err, "response_format", "'response_format' of type json_schema needs a 'json_schema' object");
+        const cJSON *schema = cJSON_GetObjectItemCaseSensitive(j, "schema");
+        if (schema && !cJSON_IsObject(schema) && !cJSON_IsTrue(schema))
+            return fail(err, "response_format", "'json_schema.schema' must be an object");
+        return from_schema(r, "response_format", schema, err);
+    }
+    return fail(err, "response_format", "'response_format' type '%.40s' is not supported (text, json_object, "
+                "json_schema)", t);
 }
 
 static bool refuse_unsupported(const cJSON *obj, serve_error *err) {
@@ -356,6 +477,122 @@ static bool message_content(const cJSON *c, char **out, serve_error *err) {
     return true;
 }
 
+/* An assistant's tool_calls and a tool result's tool_call_id / name, kept
+ * as a JSON object for the template; arguments given as a JSON string
+ * (OpenAI's form) become the object, which is what templates print with
+ * tojson (Llama 3.x, Hermes, Qwen). */
+static bool message_tools(const cJSON *m, serve_message *out, serve_error *err) {
+    const cJSON *calls = field(m, "tool_calls"), *id = field(m, "tool_call_id");
+    const cJSON *name = out->role == SERVE_ROLE_TOOL ? field(m, "name") : NULL; /* a user's name is no tool's */
+    if (calls && (!cJSON_IsArray(calls) || !calls->child))
+        calls = cJSON_IsArray(calls) ? NULL : calls; /* [] is the same as none */
+    if (!calls && !id && !name)
+        return true;
+    if (calls && out->role != SERVE_ROLE_ASSISTANT)
+        return fail(err, "messages", "only assistant messages carry 'tool_calls'");
+    if ((id && !cJSON_IsString(id)) || (name && !cJSON_IsString(name)))
+        return fail(err, "messages", "'tool_call_id' and 'name' must be strings");
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return fail(err, "messages", "out of memory");
+    if (id)
+        cJSON_AddStringToObject(o, "tool_call_id", id->valuestring);
+    if (name)
+        cJSON_AddStringToObject(o, "name", name->valuestring);
+    bool ok = true;
+    if (calls) {
+        if (!cJSON_IsArray(calls) || cJSON_GetArraySize(calls) > SERVE_MAX_TOOLS)
+            ok = fail(err, "messages", "'tool_calls' must be an array of at most %d calls", SERVE_MAX_TOOLS);
+        cJSON *list = ok ? cJSON_AddArrayToObject(o, "tool_calls") : NULL;
+        const cJSON *c;
+        const cJSON *each = ok ? calls : NULL;
+        cJSON_ArrayForEach(c, each) {
+            const cJSON *fn = cJSON_GetObjectItemCaseSensitive(c, "function");
+            const cJSON *fname = cJSON_GetObjectItemCaseSensitive(fn, "name");
+            const cJSON *args = cJSON_GetObjectItemCaseSensitive(fn, "arguments");
+            const cJSON *cid = cJSON_GetObjectItemCaseSensitive(c, "id");
+            if (!cJSON_IsObject(c) || !cJSON_IsObject(fn) || !cJSON_IsString(fname) ||
+                (args && !cJSON_IsString(args) && !cJSON_IsObject(args)) || (cid && !cJSON_IsString(cid))) {
+                ok = fail(err, "messages", "each tool call needs 'function' with a string 'name' and 'arguments' "
+                          "(a JSON string or object)");
+                break;
+            }
+            cJSON *call = cJSON_CreateObject(), *f = cJSON_CreateObject();
+            cJSON_AddItemToArray(list, call);
+            if (cid)
+                cJSON_AddStringToObject(call, "id", cid->valuestring);
+            cJSON_AddStringToObject(call, "type", "function");
+            cJSON_AddItemToObject(call, "function", f);
+            cJSON_AddStringToObject(f, "name", fname->valuestring);
+            cJSON *a = NULL;
+            if (args && cJSON_IsString(args))
+                a = cJSON_Parse(args->valuestring);
+            else if (args)
+                a = cJSON_Duplicate(args, true);
+            if (!a) /* not JSON: the text as it came */
+                a = args ? cJSON_CreateString(args->valuestring) : cJSON_CreateObject();
+            cJSON_AddItemToObject(f, "arguments", a);
+        }
+    }
+    if (ok && !(out->tool_json = cJSON_PrintUnformatted(o)))
+        ok = fail(err, "messages", "out of memory");
+    cJSON_Delete(o);
+    return ok;
+}
+
+/* tools and tool_choice. */
+static bool parse_tools(const cJSON *obj, serve_request *r, serve_error *err) {
+    const cJSON *tools = field(obj, "tools"), *choice = field(obj, "tool_choice");
+    if (tools && !cJSON_IsArray(tools))
+        return fail(err, "tools", "'tools' must be an array");
+    int n = tools ? cJSON_GetArraySize(tools) : 0;
+    if (n > SERVE_MAX_TOOLS)
+        return fail(err, "tools", "'tools' holds at most %d tools", SERVE_MAX_TOOLS);
+    const cJSON *t;
+    cJSON_ArrayForEach(t, tools) {
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(t, "type");
+        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(t, "function");
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
+        const cJSON *params = cJSON_GetObjectItemCaseSensitive(fn, "parameters");
+        if (!cJSON_IsObject(t) || !cJSON_IsString(type) || strcmp(type->valuestring, "function"))
+            return fail(err, "tools", "'tools': each tool must be {\"type\": \"function\", \"function\": {...}}");
+        if (!cJSON_IsObject(fn) || !cJSON_IsString(name) || !name->valuestring[0] || strlen(name->valuestring) > 64)
+            return fail(err, "tools", "'tools': each tool function needs a 'name' of 1 to 64 characters");
+        if (params && !cJSON_IsObject(params))
+            return fail(err, "tools", "'tools': a tool's 'parameters' must be a JSON schema (an object)");
+    }
+    r->tool_choice = n ? SERVE_TOOLS_AUTO : SERVE_TOOLS_NONE;
+    if (choice) {
+        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(choice, "function");
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
+        if (cJSON_IsString(choice) && !strcmp(choice->valuestring, "none"))
+            r->tool_choice = SERVE_TOOLS_NONE;
+        else if (cJSON_IsString(choice) && !strcmp(choice->valuestring, "auto"))
+            ;
+        else if (cJSON_IsString(choice) && !strcmp(choice->valuestring, "required"))
+            r->tool_choice = SERVE_TOOLS_REQUIRED;
+        else if (cJSON_IsObject(choice) && cJSON_IsString(name) && strlen(name->valuestring) < sizeof r->tool_name) {
+            r->tool_choice = SERVE_TOOLS_NAMED;
+            snprintf(r->tool_name, sizeof r->tool_name, "%s", name->valuestring);
+        } else {
+            return fail(err, "tool_choice", "'tool_choice' must be \"none\", \"auto\", \"required\" or "
+                        "{\"type\": \"function\", \"function\": {\"name\": ...}}");
+        }
+        if (!n && r->tool_choice >= SERVE_TOOLS_REQUIRED)
+            return fail(err, "tool_choice", "'tool_choice' asks for a tool call but 'tools' is empty");
+        bool found = r->tool_choice != SERVE_TOOLS_NAMED;
+        cJSON_ArrayForEach(t, tools) {
+            const cJSON *tn = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(t, "function"), "name");
+            found |= !strcmp(tn->valuestring, r->tool_name);
+        }
+        if (!found)
+            return fail(err, "tool_choice", "'tool_choice' names '%.60s', which is not among the tools", r->tool_name);
+    }
+    if (n && !(r->tools_json = cJSON_PrintUnformatted(tools)))
+        return fail(err, "tools", "out of memory");
+    return true;
+}
+
 static bool parse_messages(const cJSON *obj, serve_request *r, serve_error *err) {
     const cJSON *ms = field(obj, "messages");
     if (!ms)
@@ -385,11 +622,15 @@ static bool parse_messages(const cJSON *obj, serve_request *r, serve_error *err)
             out->role = SERVE_ROLE_USER;
         else if (!strcmp(rs, "assistant"))
             out->role = SERVE_ROLE_ASSISTANT;
+        else if (!strcmp(rs, "tool"))
+            out->role = SERVE_ROLE_TOOL;
         else
-            return fail(err, "messages", "unsupported role '%.40s' (system, developer, user, assistant)", rs);
-        const cJSON *calls = field(m, "tool_calls"), *call = field(m, "function_call");
-        if ((calls && !(cJSON_IsArray(calls) && !calls->child)) || call)
-            return fail(err, "messages", "messages with tool or function calls are not supported yet");
+            return fail(err, "messages", "unsupported role '%.40s' (system, developer, user, assistant, tool)", rs);
+        if (field(m, "function_call"))
+            return fail(err, "messages", "'function_call' in messages is not supported (use 'tool_calls')");
+        if (!message_tools(m, out, err))
+            return false;
+        out->content_null = !field(m, "content");
         if (!message_content(field(m, "content"), &out->content, err))
             return false;
         r->n_messages++;
@@ -416,7 +657,15 @@ static bool parse_object(serve_kind kind, const cJSON *root, int64_t cap, serve_
         return false;
     if (kind == SERVE_REQ_CHAT && !parse_messages(root, r, err))
         return false;
-    return parse_sampling(root, cap, r, err) && refuse_unsupported(root, err);
+    if (kind == SERVE_REQ_COMPLETION) {
+        const cJSON *t = field(root, "tools"), *tc = field(root, "tool_choice");
+        if (t && (!cJSON_IsArray(t) || t->child))
+            return fail(err, "tools", "'tools' belongs to /v1/chat/completions");
+        if (tc && !(cJSON_IsString(tc) && (!strcmp(tc->valuestring, "none") || !strcmp(tc->valuestring, "auto"))))
+            return fail(err, "tool_choice", "'tool_choice' belongs to /v1/chat/completions");
+    }
+    return parse_sampling(root, cap, r, err) && parse_choices(kind, root, r, err) && parse_format(root, r, err) &&
+           (kind != SERVE_REQ_CHAT || parse_tools(root, r, err)) && refuse_unsupported(root, err);
 }
 
 bool serve_request_parse(serve_kind kind, const char *body, size_t len, int64_t max_tokens_cap,
@@ -424,6 +673,7 @@ bool serve_request_parse(serve_kind kind, const char *body, size_t len, int64_t 
     memset(req, 0, sizeof *req);
     req->kind = kind;
     req->max_tokens = -1;
+    req->n_choices = 1;
     err->message[0] = 0;
     err->param = NULL;
     const char *end = NULL;
@@ -449,12 +699,18 @@ void serve_request_free(serve_request *r) {
         return;
     free(r->prompt);
     free(r->prompt_ids);
-    for (int i = 0; i < r->n_messages; i++)
+    for (int i = 0; i < r->n_messages; i++) {
         free(r->messages[i].content);
+        free(r->messages[i].tool_json);
+    }
+    free(r->tools_json);
     free(r->messages);
     for (int i = 0; i < r->n_stop; i++)
         free(r->stop[i]);
     free(r->content);
     free(r->tokens);
+    free(r->bias_ids);
+    free(r->bias_vals);
+    free(r->grammar);
     memset(r, 0, sizeof *r);
 }

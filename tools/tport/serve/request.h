@@ -11,6 +11,8 @@
 #define SERVE_MAX_STOP 4         /* OpenAI's limit on `stop` strings      */
 #define SERVE_MAX_STOP_LEN 256
 #define SERVE_MAX_MESSAGES 1024
+#define SERVE_MAX_CHOICES 16     /* n                                     */
+#define SERVE_MAX_TOP_LOGPROBS 20
 
 typedef enum serve_kind {
     SERVE_REQ_COMPLETION,        /* POST /v1/completions                  */
@@ -19,12 +21,25 @@ typedef enum serve_kind {
     SERVE_REQ_DETOKENIZE,        /* POST /detokenize                      */
 } serve_kind;
 
-typedef enum serve_role { SERVE_ROLE_SYSTEM, SERVE_ROLE_USER, SERVE_ROLE_ASSISTANT } serve_role;
+typedef enum serve_role { SERVE_ROLE_SYSTEM, SERVE_ROLE_USER, SERVE_ROLE_ASSISTANT, SERVE_ROLE_TOOL } serve_role;
 
 typedef struct serve_message {
     serve_role role;
     char *content;               /* text parts joined; never NULL         */
+    bool content_null;           /* the request's content was null        */
+    /* a JSON object of the message's tool fields (tool_calls with their
+     * arguments as objects, tool_call_id, name), or NULL: the template
+     * sees them as Hugging Face passes them */
+    char *tool_json;
 } serve_message;
+
+typedef enum serve_tool_choice {
+    SERVE_TOOLS_NONE,            /* no tools, or tool_choice "none"       */
+    SERVE_TOOLS_AUTO,            /* the model may call one                */
+    SERVE_TOOLS_REQUIRED,        /* it must call one                      */
+    SERVE_TOOLS_NAMED,           /* it must call tool_name                */
+} serve_tool_choice;
+#define SERVE_MAX_TOOLS 128
 
 typedef struct serve_request {
     serve_kind kind;
@@ -47,6 +62,22 @@ typedef struct serve_request {
     int32_t repeat_last_n;
     char *stop[SERVE_MAX_STOP];
     int n_stop;
+    /* several choices; log-probabilities (completions: logprobs = k puts
+     * the best k in top_logprobs); logit_bias as (id, bias) pairs */
+    int n_choices;
+    bool logprobs;
+    int top_logprobs;
+    int32_t *bias_ids;
+    float *bias_vals;
+    int n_bias;
+    /* structured output as GBNF (from grammar, json_schema or
+     * response_format), and the field it came from, for errors */
+    char *grammar;
+    const char *grammar_param;
+    /* tools: the array as JSON text (for the template), and the choice */
+    char *tools_json;
+    serve_tool_choice tool_choice;
+    char tool_name[128];
     bool stream, include_usage;
     /* tokenize / detokenize */
     char *content;

@@ -18,7 +18,15 @@
 #include "chat_template.h"
 #include "generate.h"
 #include "slots.h"
+#include "tool_calls.h"
 #include "tport/tport.h"
+
+/* Counters since start, for GET /metrics (llama-server's names). */
+typedef struct serve_metrics {
+    atomic_uint_fast64_t requests, requests_failed;
+    atomic_uint_fast64_t prompt_tokens, prompt_cached, predicted, decodes;
+    atomic_uint_fast64_t prompt_us, predicted_us; /* microseconds         */
+} serve_metrics;
 
 typedef struct serve_server {
     tport_model *model;
@@ -29,12 +37,14 @@ typedef struct serve_server {
     chat_format chat;          /* the format, when jinja.tmpl is NULL     */
     chat_jinja jinja;          /* the model's own template, if it renders */
     const char *end_of_turn;   /* an extra stop marker for chats, or NULL */
+    tool_format tools;         /* the template's tool-call format         */
     size_t max_body;
     const char *api_key;       /* NULL = no authentication                */
     int32_t default_max_tokens;
     atomic_bool stopping;      /* SIGINT/SIGTERM: finish streams, refuse new work */
     atomic_int open_streams;   /* streaming responses not yet torn down   */
     atomic_uint_fast64_t next_id;
+    serve_metrics metrics;     /* for GET /metrics                        */
 } serve_server;
 
 /* One HTTP request, from its first byte to the access-log line. */
@@ -69,15 +79,21 @@ enum MHD_Result serve_send_error(serve_conn *c, unsigned status, const char *par
 #endif
     ;
 
+/* Adds a finished generation to the metrics. */
+void serve_count_job(serve_server *srv, const gen_job *j);
+/* GET /metrics and GET /slots. */
+enum MHD_Result serve_metrics_page(serve_conn *c);
+enum MHD_Result serve_slots_page(serve_conn *c);
+
 /* Routes a complete request (body read). */
 enum MHD_Result serve_route(serve_conn *c);
 
 /* The generation endpoints, non-streaming and streaming. */
 enum MHD_Result serve_completion(serve_conn *c, serve_request *req, bool chat);
 
-/* A streaming response over an acquired slot; takes the job, sampler and slot. */
-enum MHD_Result serve_stream_start(serve_conn *c, gen_job *job, tport_sampler *sm, int slot, bool chat,
-                                   bool include_usage, const char *id);
+/* A streaming response over an acquired slot; takes the spec and slot. */
+enum MHD_Result serve_stream_start(serve_conn *c, gen_spec *spec, int slot, bool chat, bool include_usage,
+                                   const char *id);
 
 /* Starts libmicrohttpd on host:port (port 0 = any free one); returns the
  * daemon and the port it got, or NULL after printing why. */

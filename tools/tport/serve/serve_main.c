@@ -199,7 +199,9 @@ static void pick_template(const serve_opts *o, const tport_model *m, serve_serve
     const char *jinja = tport_model_meta_str(m, "tokenizer.chat_template");
     chat_format f = chat_detect(jinja);
     if (jinja && chat_jinja_init(&srv->jinja, m, jinja)) {
-        fprintf(stderr, "tport serve: chat template: the model's tokenizer.chat_template (Jinja)\n");
+        srv->tools = tool_format_detect(jinja);
+        fprintf(stderr, "tport serve: chat template: the model's tokenizer.chat_template (Jinja), tool calls: %s\n",
+                tool_format_name(srv->tools));
         srv->chat = f;
         /* the family's end-of-turn marker when the markers name one; the
          * model's end-of-generation tokens stop it in any case */

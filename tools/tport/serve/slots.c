@@ -33,27 +33,42 @@ void slot_pool_destroy(slot_pool *p) {
     pthread_mutex_destroy(&p->lock);
 }
 
-static int take_free(slot_pool *p) {
-    for (int i = 0; i < p->n; i++)
-        if (!p->busy[i]) {
-            p->busy[i] = true;
-            p->n_busy++;
-            return i;
-        }
-    return -1;
+static int32_t common_prefix(const tport_session *s, const tport_token *prompt, int32_t n) {
+    const tport_token *have = tport_session_tokens(s);
+    int32_t pos = tport_session_pos(s), k = 0;
+    while (have && k < pos && k < n && have[k] == prompt[k])
+        k++;
+    return k;
 }
 
-slot_wait slot_acquire(slot_pool *p, bool (*gone)(void *), void *arg, int *slot) {
+static int take_free(slot_pool *p, const tport_token *prompt, int32_t n) {
+    int best = -1;
+    int32_t best_len = -1;
+    for (int i = 0; i < p->n; i++)
+        if (!p->busy[i]) {
+            int32_t k = prompt ? common_prefix(p->sessions[i], prompt, n) : 0;
+            if (k > best_len)
+                best = i, best_len = k;
+        }
+    if (best >= 0) {
+        p->busy[best] = true;
+        p->n_busy++;
+    }
+    return best;
+}
+
+slot_wait slot_acquire(slot_pool *p, const tport_token *prompt, int32_t n_prompt, bool (*gone)(void *), void *arg,
+                       int *slot) {
     pthread_mutex_lock(&p->lock);
     slot_wait r = SLOT_OK;
     if (p->closing) {
         r = SLOT_CLOSING;
-    } else if ((*slot = take_free(p)) < 0) {
+    } else if ((*slot = take_free(p, prompt, n_prompt)) < 0) {
         if (p->n_waiting >= p->max_waiting) {
             r = SLOT_QUEUE_FULL;
         } else {
             p->n_waiting++;
-            while ((*slot = take_free(p)) < 0) {
+            while ((*slot = take_free(p, prompt, n_prompt)) < 0) {
                 if (p->closing) {
                     r = SLOT_CLOSING;
                     break;
@@ -74,9 +89,7 @@ slot_wait slot_acquire(slot_pool *p, bool (*gone)(void *), void *arg, int *slot)
         }
     }
     pthread_mutex_unlock(&p->lock);
-    if (r == SLOT_OK)
-        tport_session_reset(p->sessions[*slot]);
-    return r;
+    return r; /* the session keeps its cache: generation reuses the common prefix */
 }
 
 void slot_release(slot_pool *p, int slot) {

@@ -29,9 +29,12 @@ typedef enum slot_wait {
 bool slot_pool_init(slot_pool *p, tport_model *m, const tport_session_params *sp, int n, int max_waiting);
 void slot_pool_destroy(slot_pool *p);
 
-/* Takes a free slot, waiting in the queue if there is room.  While waiting,
+/* Takes a free slot, waiting in the queue if there is room; of the free
+ * slots, the one whose cache holds the longest prefix of prompt (the
+ * prompt cache: each slot keeps its tokens after a request).  While waiting,
  * gone(arg) is asked a few times a second whether the client left. */
-slot_wait slot_acquire(slot_pool *p, bool (*gone)(void *), void *arg, int *slot);
+slot_wait slot_acquire(slot_pool *p, const tport_token *prompt, int32_t n_prompt, bool (*gone)(void *), void *arg,
+                       int *slot);
 void slot_release(slot_pool *p, int slot);
 /* Wakes every waiter and refuses new ones. */
 void slot_pool_close(slot_pool *p);
