@@ -12,6 +12,7 @@
 #define TPORT_MAX_PARAMS 64
 #define TPORT_MAX_NAME 64
 #define TPORT_DATA_ALIGN 64
+#include "core/view_srcs.h"
 
 /* Internal flag bits above the ABI's TPORT_TENSOR_* bits. */
 enum {
@@ -37,7 +38,7 @@ struct tport_tensor {
     int64_t ne[TPORT_MAX_DIMS];
     size_t nb[TPORT_MAX_DIMS];       /* byte strides (ggml convention) */
     tport_op_id op;                  /* TPORT_OP_NONE for leaves and views */
-    struct tport_tensor *src[TPORT_MAX_SRC];
+    struct tport_tensor *src[TPORT_CORE_MAX_SRC];
     uint8_t params[TPORT_MAX_PARAMS];
     uint32_t params_size;
     void *data;
@@ -56,6 +57,9 @@ size_t tport_type_block_bytes(tport_type_id type);
 int64_t tport_type_block_size(tport_type_id type);
 const char *tport_type_name(tport_type_id type);
 const char *tport_op_name(tport_op_id op);
+/* The ABI minor that defined op: a plug-in that negotiated an older one
+ * is never asked about it (its parameters may not be what it reads). */
+uint32_t tport_op_abi_minor(tport_op_id op);
 bool tport_tensor_is_view(const tport_tensor *t);
 /* True if t's ops produce data (op != NONE), including in-place views
  * such as cpy's result. */

@@ -42,6 +42,14 @@ const char *tport_type_name(tport_type_id type) {
     return t && t->info.name ? t->info.name : "unknown";
 }
 
+uint32_t tport_op_abi_minor(tport_op_id op) {
+    if (op <= TPORT_OP_CONCAT)
+        return 0;
+    if (op <= TPORT_OP_SOFT_MAX_EXT || op == TPORT_OP_FLASH_ATTN)
+        return 1;
+    return 3; /* 1.3 appended ids 21..35 and 49..55; later ones are newer still */
+}
+
 const char *tport_op_name(tport_op_id op) {
     static const char *const names[] = {
         "none", "get_rows", "add", "mul", "scale", "mul_mat", "rms_norm", "norm",
@@ -49,6 +57,10 @@ const char *tport_op_name(tport_op_id op) {
     };
     if (op == TPORT_OP_FLASH_ATTN)
         return "flash_attn";
+    if (op == TPORT_OP_FLASH_ATTN_EXT)
+        return "flash_attn_ext";
+    if (op == TPORT_OP_ROPE_EXT)
+        return "rope_ext";
     /* ids 16..47: the ops of the architectures beyond llama */
     static const char *const arch_names[] = {"gelu_f16", "gelu_erf", "tanh", "clamp", "soft_max_ext"};
     if (op >= 16 && op - 16 < sizeof arch_names / sizeof arch_names[0])
