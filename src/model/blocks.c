@@ -41,11 +41,41 @@ static tport_tensor *reshape3(tport_blk *b, tport_tensor *t, int64_t ne0, int64_
     return tport_reshape(b->ctx, t, 3, ne);
 }
 
-static tport_tensor *rope(tport_blk *b, tport_tensor *t) {
+/* RoPE of layer il (-1: a caller that knows no layer): none on a NoPE
+ * layer; ROPE_EXT (ABI 1.3) only where frequency factors, YaRN or an
+ * attention factor ask for it, so that plug-ins of older minors still run
+ * the plain rope of every other model. */
+static tport_tensor *rope(tport_blk *b, int il, tport_tensor *t) {
     const tport_model_shape *sh = b->sh;
-    if (sh->rope_mode < 0)
+    if (sh->rope_mode < 0 || (il >= 0 && sh->nope_every > 0 && (il + 1) % sh->nope_every == 0))
         return t;
-    return tport_rope(b->ctx, t, b->positions, sh->n_rot, sh->rope_mode, sh->rope_base, sh->rope_scale);
+    const tport_globals *w = &b->m->w;
+    tport_tensor *ff = w->rope_freqs;
+    /* LongRoPE (phi3): the long factors when the context, padded to a
+     * multiple of 256 as llama.cpp pads it, exceeds the trained one */
+    if (!ff && (w->rope_long || w->rope_short))
+        ff = (b->n_ctx + 255) / 256 * 256 > sh->rope_n_ctx_orig ? w->rope_long : w->rope_short;
+    if (!ff && sh->rope_ext_factor == 0.0f && sh->rope_attn_factor == 1.0f)
+        return tport_rope(b->ctx, t, b->positions, sh->n_rot, sh->rope_mode, sh->rope_base, sh->rope_scale);
+    tport_params_rope_ext p = {
+        .n_dims = sh->n_rot, .mode = sh->rope_mode, .freq_base = sh->rope_base, .freq_scale = sh->rope_scale,
+        .ext_factor = sh->rope_ext_factor, .attn_factor = sh->rope_attn_factor, .beta_fast = sh->rope_beta_fast,
+        .beta_slow = sh->rope_beta_slow, .n_ctx_orig = sh->rope_n_ctx_orig,
+    };
+    return tport_rope_ext(b->ctx, t, b->positions, ff, &p);
+}
+
+/* x [hd, heads, n] normed per head, or over all heads (qk_norm_whole),
+ * times w */
+static tport_tensor *qk_norm(tport_blk *b, tport_tensor *x, tport_tensor *w) {
+    if (!w || !x)
+        return x;
+    if (!b->sh->qk_norm_whole)
+        return tport_blk_norm(b, x, w, NULL);
+    const int64_t flat[2] = {tport_tensor_ne(x, 0) * tport_tensor_ne(x, 1), tport_tensor_ne(x, 2)};
+    const int64_t heads[3] = {tport_tensor_ne(x, 0), tport_tensor_ne(x, 1), tport_tensor_ne(x, 2)};
+    tport_tensor *y = tport_blk_norm(b, tport_reshape(b->ctx, x, 2, flat), w, NULL);
+    return tport_reshape(b->ctx, y, 3, heads);
 }
 
 /* Heads [head_dim, n_heads, n] at float offset `first` of each row of the
@@ -60,6 +90,11 @@ static tport_tensor *split_heads(tport_blk *b, tport_tensor *qkv, int64_t first,
 
 tport_status tport_blk_qkv(tport_blk *b, const tport_layer *l, tport_tensor *h, tport_tensor **q,
                            tport_tensor **k, tport_tensor **v) {
+    return tport_blk_qkv_layer(b, -1, l, h, q, k, v);
+}
+
+tport_status tport_blk_qkv_layer(tport_blk *b, int il, const tport_layer *l, tport_tensor *h, tport_tensor **q,
+                                 tport_tensor **k, tport_tensor **v) {
     const tport_model_shape *sh = b->sh;
     const int64_t hd = sh->head_dim, nh = sh->n_head, nkv = sh->n_head_kv;
     if (l->wqkv) {
@@ -88,8 +123,8 @@ tport_status tport_blk_qkv(tport_blk *b, const tport_layer *l, tport_tensor *h, 
             *v = tport_clamp(b->ctx, *v, -sh->clamp_kqv, sh->clamp_kqv);
         }
     }
-    *q = rope(b, *q);
-    *k = rope(b, *k);
+    *q = rope(b, il, qk_norm(b, *q, l->attn_q_norm));
+    *k = rope(b, il, qk_norm(b, *k, l->attn_k_norm));
     return *q && *k && *v ? TPORT_STATUS_OK : TPORT_STATUS_ERROR;
 }
 
@@ -158,7 +193,7 @@ tport_tensor *tport_blk_attention(tport_blk *b, int il, tport_tensor *q, tport_t
 tport_tensor *tport_blk_self_attention(tport_blk *b, int il, tport_tensor *h, float kq_scale) {
     const tport_layer *l = &b->m->layers[il];
     tport_tensor *q, *k, *v;
-    if (tport_blk_qkv(b, l, h, &q, &k, &v) != TPORT_STATUS_OK)
+    if (tport_blk_qkv_layer(b, il, l, h, &q, &k, &v) != TPORT_STATUS_OK)
         return NULL;
     return tport_blk_linear(b, l->wo, l->bo, tport_blk_attention(b, il, q, k, v, kq_scale));
 }

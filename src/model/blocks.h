@@ -56,6 +56,11 @@ tport_tensor *tport_blk_linear(tport_blk *b, tport_tensor *w, tport_tensor *bias
  * architecture uses RoPE. */
 tport_status tport_blk_qkv(tport_blk *b, const tport_layer *l, tport_tensor *h, tport_tensor **q,
                            tport_tensor **k, tport_tensor **v);
+/* The same for layer il: Q and K normed first where the layer has Q/K
+ * norms (per head, or over all heads with qk_norm_whole), and no RoPE on
+ * the shape's NoPE layers. */
+tport_status tport_blk_qkv_layer(tport_blk *b, int il, const tport_layer *l, tport_tensor *h, tport_tensor **q,
+                                 tport_tensor **k, tport_tensor **v);
 /* Stores k and v in layer il's cache and attends: softmax(K^T q * kq_scale
  * + mask [+ ALiBi]) V, as [n_head * head_dim, n]. */
 tport_tensor *tport_blk_attention(tport_blk *b, int il, tport_tensor *q, tport_tensor *k, tport_tensor *v,

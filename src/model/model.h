@@ -20,12 +20,19 @@ typedef struct tport_layer {
     tport_tensor *wqkv, *bqkv, *wq, *bq, *wk, *bk, *wv, *bv, *wo, *bo;
     tport_tensor *ffn_norm, *ffn_norm_b;
     tport_tensor *w_gate, *w_up, *b_up, *w_down, *b_down;
+    /* Q/K norms (per head, or over all heads: qk_norm_whole) and the norms
+     * after attention and after the feed-forward (GGUF attn_q_norm,
+     * attn_k_norm, post_attention_norm, post_ffw_norm) */
+    tport_tensor *attn_q_norm, *attn_k_norm, *attn_post_norm, *ffn_post_norm;
 } tport_layer;
 
 /* Model-level weight slots. */
 typedef struct tport_globals {
     tport_tensor *tok_embd, *pos_embd, *tok_norm, *tok_norm_b;
     tport_tensor *output_norm, *output_norm_b, *output, *output_b;
+    /* RoPE frequency factors: Llama 3's rope_freqs; LongRoPE's long and
+     * short factors (phi3), one of which the shape picks */
+    tport_tensor *rope_freqs, *rope_long, *rope_short;
 } tport_globals;
 
 /* Hyperparameters after defaults were filled in and checked. */
@@ -37,6 +44,19 @@ typedef struct tport_model_shape {
     bool parallel_residual;    /* gptneox: x + attn(ln1 x) + ffn(ln2 x)     */
     float max_alibi_bias;      /* > 0: ALiBi slopes in the softmax          */
     float clamp_kqv;           /* > 0: the fused QKV clamped to [-c, c]     */
+    /* RoPE beyond base and linear scale, as llama.cpp computes its
+     * parameters (TPORT_OP_ROPE_EXT): YaRN's ext_factor (1 for scaling
+     * type yarn), the factor on cos and sin, the betas, the trained
+     * context YaRN and LongRoPE refer to */
+    float rope_ext_factor, rope_attn_factor, rope_beta_fast, rope_beta_slow;
+    int32_t rope_n_ctx_orig;
+    bool qk_norm_whole;        /* Q/K norms span every head (olmo2)         */
+    int32_t nope_every;        /* > 0: layers il with (il + 1) % n == 0
+                                  have no RoPE (smollm3)                    */
+    /* granite's multipliers (1 elsewhere): the embedding, each block's
+     * output before it joins the residual, the logits (divided by) */
+    float embd_scale, residual_scale, logit_scale;
+    float attn_scale;          /* > 0: the attention's kq scale (granite)   */
 } tport_model_shape;
 
 struct tport_model {

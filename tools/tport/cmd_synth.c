@@ -64,6 +64,13 @@ typedef struct synth_opts {
     const char *out;
     uint64_t seed;
     bool vocab_set;           /* --vocab given explicitly */
+    const char *with[4];      /* --with: optional tensors synthesized too  */
+    int n_with;
+    /* --rope-scaling TYPE [--rope-factor F] [--rope-orig-ctx N]
+     * [--rope-attn-factor F]: the rope.scaling.* keys (NULL: none) */
+    const char *rope_scaling;
+    float rope_factor, rope_attn_factor;
+    uint32_t rope_orig_ctx;
 } synth_opts;
 
 typedef struct synth_tensor {
@@ -106,6 +113,10 @@ static void usage(FILE *out) {
             "                  add about as much as the embedding holds, so a model whose classifier\n"
             "                  is its embedding mostly repeats its input; larger gains let the\n"
             "                  blocks decide\n"
+            "--with NAME       also write the table's optional tensor NAME (rope_freqs.weight:\n"
+            "                  RoPE frequency factors, drawn like norm weights), up to 4 times\n"
+            "--rope-scaling none|linear|yarn|longrope [--rope-factor F] [--rope-orig-ctx N]\n"
+            "                  [--rope-attn-factor F]   the rope.scaling.* keys\n"
             "--norm-noise F    norm weights uniform in [1 - F, 1 + F] instead of exactly 1, so that\n"
             "                  a graph using the wrong norm weight, or none, computes something else\n",
             tool_arch_list(archs, sizeof archs), default_shape.dim, default_shape.layers, default_shape.heads,
@@ -193,6 +204,27 @@ static int parse_args(int argc, char **argv, synth_opts *o) {
                                          : "synth: --norm-noise needs a number in [0, 1)");
             *(gain ? &o->out_gain : &o->norm_noise) = f;
             i++;
+        } else if (!strcmp(a, "--with")) {
+            if (!v || o->n_with == 4)
+                return tool_fail(2, "synth: --with needs a tensor name (at most 4)");
+            o->with[o->n_with++] = v;
+            i++;
+        } else if (!strcmp(a, "--rope-scaling")) {
+            if (!v || (strcmp(v, "none") && strcmp(v, "linear") && strcmp(v, "yarn") && strcmp(v, "longrope")))
+                return tool_fail(2, "synth: --rope-scaling needs none, linear, yarn or longrope");
+            o->rope_scaling = v;
+            i++;
+        } else if (!strcmp(a, "--rope-factor") || !strcmp(a, "--rope-attn-factor")) {
+            char *end = NULL;
+            float f = v ? strtof(v, &end) : -1.0f;
+            if (!v || *end || !(f > 0.0f) || f > 1e6f)
+                return tool_fail(2, "synth: %s needs a number > 0", a);
+            *(!strcmp(a, "--rope-factor") ? &o->rope_factor : &o->rope_attn_factor) = f;
+            i++;
+        } else if (!strcmp(a, "--rope-orig-ctx")) {
+            if (!parse_u32(v, 1, 1u << 24, &o->rope_orig_ctx))
+                return tool_fail(2, "synth: --rope-orig-ctx needs a number in [1, 16777216]");
+            i++;
         } else if (!strcmp(a, "--alibi-bias") || !strcmp(a, "--clamp-kqv")) {
             char *end = NULL;
             float f = v ? strtof(v, &end) : -1.0f;
@@ -234,6 +266,15 @@ static int parse_args(int argc, char **argv, synth_opts *o) {
             usage(stderr);
             return tool_fail(2, "synth: unknown argument '%s'", a);
         }
+    }
+    for (int w = 0; w < o->n_with; w++) {
+        bool known = false;
+        for (int k = 0; k < o->arch->n_tensors && !known; k++) {
+            const tport_arch_tensor *t = &o->arch->tensors[k];
+            known = !strcmp(o->with[w], t->flags & TENSOR_LAYER ? t->name + strlen("blk.%d.") : t->name);
+        }
+        if (!known)
+            return tool_fail(2, "synth: --with %s: %s has no such tensor", o->with[w], o->arch->name);
     }
     bool heads_set = false;
     for (size_t k = 0; k < n_dims; k++) {
@@ -375,6 +416,14 @@ static void add_table_tensor(synth_ctx *c, const tport_arch_tensor *t, const tpo
     c->tensors[c->n_tensors - 1].gain = residual && n_dims == 2 ? c->out_gain : 1.0f;
 }
 
+/* A tensor synth leaves out unless --with names it. */
+static bool wanted(const synth_opts *o, const tport_arch_tensor *t) {
+    for (int i = 0; i < o->n_with; i++)
+        if (!strcmp(o->with[i], t->flags & TENSOR_LAYER ? t->name + strlen("blk.%d.") : t->name))
+            return true;
+    return false;
+}
+
 /* In the table's order, except that the model-level tensors listed after
  * the first per-layer one come after all layers (as converters write). */
 static void plan_tensors(synth_ctx *c, const synth_opts *o, tport_type_id type) {
@@ -390,7 +439,7 @@ static void plan_tensors(synth_ctx *c, const synth_opts *o, tport_type_id type) 
         for (int k = 0; k < arch->n_tensors; k++) {
             const tport_arch_tensor *t = &arch->tensors[k];
             bool layer = (t->flags & TENSOR_LAYER) != 0;
-            if (t->flags & TENSOR_NO_SYNTH)
+            if ((t->flags & TENSOR_NO_SYNTH) && !wanted(o, t))
                 continue;
             if (pass == 0 && !layer && k < first_layer)
                 add_table_tensor(c, t, &sh, 0, type);
@@ -399,7 +448,8 @@ static void plan_tensors(synth_ctx *c, const synth_opts *o, tport_type_id type) 
         }
     for (uint32_t l = 0; l < o->shape.layers; l++)
         for (int k = 0; k < arch->n_tensors; k++)
-            if ((arch->tensors[k].flags & TENSOR_LAYER) && !(arch->tensors[k].flags & TENSOR_NO_SYNTH))
+            if ((arch->tensors[k].flags & TENSOR_LAYER) &&
+                (!(arch->tensors[k].flags & TENSOR_NO_SYNTH) || wanted(o, &arch->tensors[k])))
                 add_table_tensor(c, &arch->tensors[k], &sh, (int)l, type);
 }
 
@@ -585,6 +635,23 @@ static tport_status set_metadata(tport_gguf_writer *w, const synth_opts *o, cons
     TRY(tport_arch_write_common_keys(w, arch, &sh));
     if (arch->write_keys)
         TRY(arch->write_keys(w, &sh));
+    char key[128];
+    if (o->rope_scaling) {
+        snprintf(key, sizeof key, "%s.rope.scaling.type", arch->name);
+        TRY(tport_gguf_set_str(w, key, o->rope_scaling));
+    }
+    if (o->rope_factor > 0.0f) {
+        snprintf(key, sizeof key, "%s.rope.scaling.factor", arch->name);
+        TRY(tport_gguf_set_f32(w, key, o->rope_factor));
+    }
+    if (o->rope_orig_ctx) {
+        snprintf(key, sizeof key, "%s.rope.scaling.original_context_length", arch->name);
+        TRY(tport_gguf_set_u32(w, key, o->rope_orig_ctx));
+    }
+    if (o->rope_attn_factor > 0.0f) {
+        snprintf(key, sizeof key, "%s.rope.scaling.attn_factor", arch->name);
+        TRY(tport_gguf_set_f32(w, key, o->rope_attn_factor));
+    }
     return TPORT_STATUS_OK;
 }
 

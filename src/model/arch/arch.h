@@ -22,6 +22,9 @@ typedef enum tport_arch_dim {
     DIM_KV,       /* n_head_kv * head_dim                       */
     DIM_QKV,      /* DIM_Q + 2 * DIM_KV (fused [Q|K|V] rows)    */
     DIM_CTX,      /* the trained context (position embeddings)  */
+    DIM_HEAD,     /* head_dim (per-head Q/K norms)              */
+    DIM_ROT_HALF, /* n_rot / 2 (RoPE frequency factors)         */
+    DIM_FF2,      /* 2 n_ff (fused [gate|up] rows, phi3)         */
 } tport_arch_dim;
 
 enum {
@@ -119,5 +122,7 @@ tport_tensor *tport_arch_sequential_ln_block(tport_blk *b, tport_tensor *x, int 
 extern const tport_arch tport_arch_llama, tport_arch_gpt2, tport_arch_starcoder, tport_arch_qwen2,
     tport_arch_gptneox, tport_arch_phi2, tport_arch_falcon, tport_arch_mpt, tport_arch_bloom, tport_arch_gemma,
     tport_arch_gptj;
+extern const tport_arch tport_arch_qwen3, tport_arch_olmo2, tport_arch_granite, tport_arch_smollm3, tport_arch_phi3,
+    tport_arch_mistral3;
 
 #endif
