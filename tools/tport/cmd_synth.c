@@ -71,6 +71,10 @@ typedef struct synth_opts {
     const char *rope_scaling;
     float rope_factor, rope_attn_factor;
     uint32_t rope_orig_ctx;
+    /* --f32-key SUFFIX=F: "<arch>.SUFFIX" written as an f32 (up to 4) */
+    const char *f32_keys[4];
+    float f32_vals[4];
+    int n_f32;
 } synth_opts;
 
 typedef struct synth_tensor {
@@ -117,6 +121,8 @@ static void usage(FILE *out) {
             "                  RoPE frequency factors, drawn like norm weights), up to 4 times\n"
             "--rope-scaling none|linear|yarn|longrope [--rope-factor F] [--rope-orig-ctx N]\n"
             "                  [--rope-attn-factor F]   the rope.scaling.* keys\n"
+            "--f32-key SUFFIX=F   write the key ARCH.SUFFIX as an f32 (up to 4; e.g.\n"
+            "                  rope.scaling.yarn_beta_fast=16)\n"
             "--norm-noise F    norm weights uniform in [1 - F, 1 + F] instead of exactly 1, so that\n"
             "                  a graph using the wrong norm weight, or none, computes something else\n",
             tool_arch_list(archs, sizeof archs), default_shape.dim, default_shape.layers, default_shape.heads,
@@ -220,6 +226,15 @@ static int parse_args(int argc, char **argv, synth_opts *o) {
             if (!v || *end || !(f > 0.0f) || f > 1e6f)
                 return tool_fail(2, "synth: %s needs a number > 0", a);
             *(!strcmp(a, "--rope-factor") ? &o->rope_factor : &o->rope_attn_factor) = f;
+            i++;
+        } else if (!strcmp(a, "--f32-key")) {
+            const char *eq = v ? strchr(v, '=') : NULL;
+            char *end = NULL;
+            float f = eq ? strtof(eq + 1, &end) : 0.0f;
+            if (!eq || eq == v || !eq[1] || *end || o->n_f32 == 4 || !(f == f))
+                return tool_fail(2, "synth: --f32-key needs SUFFIX=NUMBER (at most 4)");
+            o->f32_keys[o->n_f32] = v;
+            o->f32_vals[o->n_f32++] = f;
             i++;
         } else if (!strcmp(a, "--rope-orig-ctx")) {
             if (!parse_u32(v, 1, 1u << 24, &o->rope_orig_ctx))
@@ -651,6 +666,11 @@ static tport_status set_metadata(tport_gguf_writer *w, const synth_opts *o, cons
     if (o->rope_attn_factor > 0.0f) {
         snprintf(key, sizeof key, "%s.rope.scaling.attn_factor", arch->name);
         TRY(tport_gguf_set_f32(w, key, o->rope_attn_factor));
+    }
+    for (int i = 0; i < o->n_f32; i++) {
+        snprintf(key, sizeof key, "%s.%.*s", arch->name, (int)(strchr(o->f32_keys[i], '=') - o->f32_keys[i]),
+                 o->f32_keys[i]);
+        TRY(tport_gguf_set_f32(w, key, o->f32_vals[i]));
     }
     return TPORT_STATUS_OK;
 }
