@@ -99,7 +99,7 @@ static int threads_for(const cpu_op *op, int budget) {
     int64_t work = nelements(d);
     if (d->op == TPORT_OP_MUL_MAT || d->op == TPORT_OP_MUL_MAT_ID)
         work *= op->src[0]->ne[0];
-    if (d->op == TPORT_OP_FLASH_ATTN) /* every query meets every key twice */
+    if (d->op == TPORT_OP_FLASH_ATTN || d->op == TPORT_OP_FLASH_ATTN_EXT) /* every query meets every key twice */
         work *= 2 * op->src[1]->ne[1];
     if (work < 65536)
         return 1;
@@ -112,6 +112,9 @@ static size_t prepare_op(cpu_op *op, const tport_graph_view *v, int32_t idx, int
     op->dst = v->tensors[idx];
     for (int i = 0; i < TPORT_MAX_SRC; i++)
         op->src[i] = op->dst->src[i] >= 0 ? v->tensors[op->dst->src[i]] : NULL;
+    if (op->dst->struct_size >= TPORT_TENSOR_VIEW_SIZE_1_3)
+        for (int i = 0; i < 2; i++)
+            op->src[TPORT_MAX_SRC + i] = op->dst->src_more[i] >= 0 ? v->tensors[op->dst->src_more[i]] : NULL;
     /* a weight not yet in our layout is read in the file's, where the host keeps it (cpu_repack.c) */
     const void *plain = op->src[0] ? cpu_weight_deferred(op->src[0]) : NULL;
     if (plain) {
@@ -127,13 +130,13 @@ static size_t prepare_op(cpu_op *op, const tport_graph_view *v, int32_t idx, int
 
     /* scratch: rows of floats per thread, plus packed activations for mul_mat */
     int64_t widest = op->dst->ne[0];
-    for (int i = 0; i < TPORT_MAX_SRC; i++)
+    for (int i = 0; i < CPU_MAX_SRC; i++)
         if (op->src[i] && op->src[i]->ne[0] > widest)
             widest = op->src[i]->ne[0];
     op->per_thread = (size_t)(widest < 1024 ? 1024 : widest) * 4 * sizeof(float);
     if (op->dst->op == TPORT_OP_MUL_MAT && cpu_mul_mat_thread_scratch(op) > op->per_thread)
         op->per_thread = cpu_mul_mat_thread_scratch(op);
-    if (op->dst->op == TPORT_OP_FLASH_ATTN && cpu_flash_attn_thread_scratch(op) > op->per_thread)
+    if ((op->dst->op == TPORT_OP_FLASH_ATTN || op->dst->op == TPORT_OP_FLASH_ATTN_EXT) && cpu_flash_attn_thread_scratch(op) > op->per_thread)
         op->per_thread = cpu_flash_attn_thread_scratch(op);
     if (op->dst->op == TPORT_OP_MUL_MAT_ID && cpu_mul_mat_id_thread_scratch(op) > op->per_thread)
         op->per_thread = cpu_mul_mat_id_thread_scratch(op);
@@ -148,9 +151,9 @@ static size_t prepare_op(cpu_op *op, const tport_graph_view *v, int32_t idx, int
  * graph computes) or shares an earlier node's. */
 static size_t own_table_floats(const cpu_graph *g, int32_t i) {
     const cpu_op *op = &g->ops[i];
-    size_t n = op->dst->op == TPORT_OP_ROPE ? cpu_rope_table_floats(op) : 0;
+    size_t n = cpu_is_rope(op->dst->op) ? cpu_rope_table_floats(op) : 0;
     for (int32_t j = 0; j < i && n; j++)
-        if (g->ops[j].dst->op == TPORT_OP_ROPE && cpu_rope_table_floats(&g->ops[j]) &&
+        if (cpu_is_rope(g->ops[j].dst->op) && cpu_rope_table_floats(&g->ops[j]) &&
             cpu_rope_same_table(&g->ops[j], op))
             return 0;
     return n;
@@ -172,7 +175,7 @@ static tport_status prepare_tables(cpu_graph *g) {
     size_t used = 0;
     for (int32_t i = 0; i < g->n_ops; i++) {
         cpu_op *op = &g->ops[i];
-        size_t n = op->dst->op == TPORT_OP_ROPE ? cpu_rope_table_floats(op) : 0;
+        size_t n = cpu_is_rope(op->dst->op) ? cpu_rope_table_floats(op) : 0;
         if (n == 0)
             continue;
         /* the first alike node's table (own_table_floats counted none for
@@ -203,9 +206,9 @@ typedef struct pending {
 static bool conflicts(const pending *p, const cpu_op *op) {
     if (p->full)
         return true;
-    cpu_byte_range w = cpu_view_range(op->dst), r[TPORT_MAX_SRC];
+    cpu_byte_range w = cpu_view_range(op->dst), r[CPU_MAX_SRC];
     int n_r = 0;
-    for (int s = 0; s < TPORT_MAX_SRC; s++)
+    for (int s = 0; s < CPU_MAX_SRC; s++)
         if (op->src[s])
             r[n_r++] = cpu_view_range(op->src[s]);
     for (int i = 0; i < p->n_reads; i++)
@@ -227,7 +230,7 @@ static void add_pending(pending *p, const cpu_op *op) {
         return;
     }
     p->writes[p->n_writes++] = cpu_view_range(op->dst);
-    for (int s = 0; s < TPORT_MAX_SRC; s++) {
+    for (int s = 0; s < CPU_MAX_SRC; s++) {
         /* weights are never written during a compute */
         if (!op->src[s] || (op->src[s]->flags & TPORT_TENSOR_WEIGHT))
             continue;
@@ -302,6 +305,7 @@ static void run_op(cpu_ctx *c, cpu_op *op) {
         cpu_run_norm(c, op);
         break;
     case TPORT_OP_ROPE:
+    case TPORT_OP_ROPE_EXT:
         cpu_run_rope(c, op);
         break;
     case TPORT_OP_MUL_MAT:
@@ -317,6 +321,7 @@ static void run_op(cpu_ctx *c, cpu_op *op) {
         cpu_run_moe(c, op);
         break;
     case TPORT_OP_FLASH_ATTN:
+    case TPORT_OP_FLASH_ATTN_EXT:
         cpu_run_flash_attn(c, op);
         break;
     default: /* get_rows, cpy, cont, concat */

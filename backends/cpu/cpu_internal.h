@@ -42,9 +42,12 @@ CPU_HIDDEN void cpu_barrier_free(cpu_barrier *b);
 CPU_HIDDEN bool cpu_barrier_wait(cpu_barrier *b, int ith, int nth, bool failed);
 
 /* ---- one node being computed ------------------------------------------- */
+/* src[4] and src[5] are the view's src_more (ABI 1.3), NULL when the
+ * host's record is older */
+#define CPU_MAX_SRC (TPORT_MAX_SRC + 2)
 typedef struct cpu_op {
     const tport_tensor_view *dst;
-    const tport_tensor_view *src[TPORT_MAX_SRC];
+    const tport_tensor_view *src[CPU_MAX_SRC];
     int nth;
     /* its first phase needs no barrier after the node before it: neither
      * touches what the other writes, nor scratch the other uses
@@ -201,6 +204,9 @@ CPU_HIDDEN void cpu_run_rope(cpu_ctx *ctx, cpu_op *op);
  * (0: the positions are not known before the run), whether two nodes have
  * the same one, and filling it. */
 CPU_HIDDEN size_t cpu_rope_table_floats(const cpu_op *op);
+static inline bool cpu_is_rope(tport_op_id op) {
+    return op == TPORT_OP_ROPE || op == TPORT_OP_ROPE_EXT;
+}
 CPU_HIDDEN bool cpu_rope_same_table(const cpu_op *a, const cpu_op *b);
 CPU_HIDDEN bool cpu_rope_fill_table(const cpu_op *op, float *table);
 CPU_HIDDEN void cpu_run_activation(cpu_ctx *ctx, cpu_op *op); /* gelu_f16, gelu_erf, tanh, clamp */

@@ -20,7 +20,12 @@
  *   FA_TRANSPOSED_TILE queries against the head's keys transposed, blocks of
  *   keys as vectors;
  * - FA_ONE, one query per kv head from a head-major cache: key by key;
- * - FA_PORTABLE, any head size: scalar, in tiles of FA_TILE. */
+ * - FA_PORTABLE, any head size: scalar, in tiles of FA_TILE.
+ *
+ * FLASH_ATTN_EXT (ABI 1.3) adds soft-capping, as ggml computes it: the
+ * scores are made with scale / cap and no mask, then each becomes
+ * cap tanh(s) + mask before the softmax (cap_scores); and sinks: a head's
+ * sink joins the softmax's maximum and denominator, with no value. */
 #include <math.h>
 #include <string.h>
 
@@ -57,6 +62,12 @@ typedef struct fa_tile {
     size_t k_nb1, v_nb1;
     int64_t hd, kv_end;
     float scale;
+    /* FLASH_ATTN_EXT: cap > 0 scores without the mask, capped after
+     * (cap_scores) with cap_mask; sink[i] of query i when has_sink */
+    float cap;
+    const float *cap_mask[FA_TRANSPOSED_TILE];
+    bool has_sink;
+    float sink[FA_TRANSPOSED_TILE];
 } fa_tile;
 
 /* The four ways through (see the top). */
@@ -103,9 +114,17 @@ size_t cpu_flash_attn_thread_scratch(const cpu_op *op) {
 }
 
 /* ---- softmax over each query's scores ------------------------------------ */
+/* s := cap tanh(s) + mask over [0, n): soft-capping after scores made
+ * with scale / cap and no mask (ggml's order) */
+static void cap_scores(float *s, const float *mask, int64_t n, float cap) {
+    for (int64_t j = 0; j < n; j++)
+        s[j] = cap * tanhf(s[j]) + (mask ? mask[j] : 0.0f);
+}
+
 /* s[0..n) := exp(s - max) and returns 1 / sum, or 0 if every s is -inf
- * (then s is all zeros). */
-static float softmax_in_place(float *s, int64_t n) {
+ * (then s is all zeros).  A sink (NULL: none) counts in the maximum and
+ * the sum only. */
+static float softmax_in_place(float *s, int64_t n, const float *sink) {
     float max = -INFINITY;
     int64_t j = 0;
 #if VF_SIMD
@@ -116,7 +135,10 @@ static float softmax_in_place(float *s, int64_t n) {
 #endif
     for (; j < n; j++)
         max = s[j] > max ? s[j] : max;
-    if (max == -INFINITY) {
+    float scores_max = max;
+    if (sink && *sink > max)
+        max = *sink;
+    if (scores_max == -INFINITY) {
         memset(s, 0, (size_t)n * sizeof *s);
         return 0.0f;
     }
@@ -136,6 +158,8 @@ static float softmax_in_place(float *s, int64_t n) {
         s[j] = e;
         sum += e;
     }
+    if (sink)
+        sum += expf(*sink - max);
     return (float)(1.0 / sum);
 }
 
@@ -260,7 +284,7 @@ VF_INLINE void values_simd(const fa_tile *t, int cnt, int nv, int64_t c0, bool f
 /* the softmax of the tile's scores and the weighted sums of V */
 VF_INLINE void tile_values(fa_tile *t, int cnt, bool f16, bool shared) {
     for (int i = 0; i < cnt; i++)
-        t->inv[i] = softmax_in_place(t->s[i], t->kv_end);
+        t->inv[i] = softmax_in_place(t->s[i], t->kv_end, t->has_sink ? &t->sink[i] : NULL);
     int64_t c = 0;
     if (cnt == 1)
         for (; c + FA_NV1 * VF_LEN <= t->hd; c += FA_NV1 * VF_LEN)
@@ -274,11 +298,15 @@ VF_INLINE void tile_values(fa_tile *t, int cnt, bool f16, bool shared) {
 /* One query: its scores key by key, then its values. */
 static void one_query_f16(fa_tile *t) {
     scores_one(t, true);
+    if (t->cap > 0.0f)
+        cap_scores(t->s[0], t->cap_mask[0], t->kv_end, t->cap);
     tile_values(t, 1, true, true);
 }
 
 static void one_query_f32(fa_tile *t) {
     scores_one(t, false);
+    if (t->cap > 0.0f)
+        cap_scores(t->s[0], t->cap_mask[0], t->kv_end, t->cap);
     tile_values(t, 1, false, true);
 }
 
@@ -379,9 +407,12 @@ VF_INLINE void transposed_tile(fa_tile *t, fa_keys *kt, const int64_t *ends, boo
             default: scores_block(t, kt, i0, j0, end, 4); break;
             }
         }
+    if (t->cap > 0.0f) /* the keys up to its four's end: those past its own are masked here */
+        for (int i = 0; i < t->cnt; i++)
+            cap_scores(t->s[i], t->cap_mask[i], four_end[i / 4], t->cap);
     for (int i0 = 0; i0 < t->cnt; i0 += 4) {
         fa_tile f = {.cnt = t->cnt - i0 < 4 ? t->cnt - i0 : 4, .k_nb1 = t->k_nb1, .v_nb1 = t->v_nb1, .hd = t->hd,
-                     .kv_end = four_end[i0 / 4], .scale = t->scale};
+                     .kv_end = four_end[i0 / 4], .scale = t->scale, .has_sink = t->has_sink};
         if (f.kv_end == 0) {
             for (int i = 0; i < f.cnt; i++)
                 memset(t->out[i0 + i], 0, (size_t)t->hd * sizeof(float));
@@ -391,6 +422,7 @@ VF_INLINE void transposed_tile(fa_tile *t, fa_keys *kt, const int64_t *ends, boo
             f.s[i] = t->s[i0 + i];
             f.out[i] = t->out[i0 + i];
             f.v[i] = t->v[0];
+            f.sink[i] = t->sink[i0 + i];
         }
         switch (f.cnt) {
         case 1: tile_values(&f, 1, f16, true); break;
@@ -425,6 +457,9 @@ typedef struct fa_decode {
     float *s;                   /* scores of query head h0 + i at s + i * n_kv */
     int64_t hd, group, n_kv, kv_end;
     float scale;
+    float cap;                  /* > 0: mask (then NULL) applied by cap_scores */
+    const float *cap_mask;
+    const float *sinks;         /* [n_head], or NULL */
 } fa_decode;
 
 VF_INLINE const float *decode_q(const fa_decode *a, int64_t h) {
@@ -483,10 +518,15 @@ VF_INLINE void decode_scores(const fa_decode *a, int64_t h0, int64_t h1, bool f1
  * four of them as a tile whose queries read their own heads' V rows */
 VF_INLINE void decode_heads(const fa_decode *a, int64_t h0, int64_t h1, bool f16, bool shared) {
     decode_scores(a, h0, h1, f16, shared);
-    fa_tile t = {.v_nb1 = a->v_nb1, .hd = a->hd, .kv_end = a->kv_end};
+    if (a->cap > 0.0f)
+        for (int64_t h = h0; h < h1; h++)
+            cap_scores(a->s + (h - h0) * a->n_kv, a->cap_mask, a->kv_end, a->cap);
+    fa_tile t = {.v_nb1 = a->v_nb1, .hd = a->hd, .kv_end = a->kv_end, .has_sink = a->sinks != NULL};
     for (int64_t h = h0; h < h1; h += 4) {
         int cnt = (int)(h1 - h < 4 ? h1 - h : 4);
         for (int i = 0; i < cnt; i++) {
+            if (a->sinks)
+                t.sink[i] = a->sinks[h + i];
             t.s[i] = a->s + (h + i - h0) * a->n_kv;
             t.out[i] = (float *)(void *)cpu_row(a->d, h + i, 0, 0);
             t.v[i] = a->v + (size_t)((h + i) / a->group) * a->v_nb2;
@@ -533,8 +573,11 @@ static void tile_portable(fa_tile *t, const tport_tensor_view *k, const tport_te
             t->s[i][j] = d * t->scale + (t->mask[i] ? t->mask[i][j] : 0.0f);
         }
     }
-    for (int i = 0; i < t->cnt; i++)
-        t->inv[i] = softmax_in_place(t->s[i], t->kv_end);
+    for (int i = 0; i < t->cnt; i++) {
+        if (t->cap > 0.0f)
+            cap_scores(t->s[i], t->cap_mask[i], t->kv_end, t->cap);
+        t->inv[i] = softmax_in_place(t->s[i], t->kv_end, t->has_sink ? &t->sink[i] : NULL);
+    }
     memset(acc, 0, (size_t)(t->cnt * hd) * sizeof *acc);
     for (int64_t j = 0; j < t->kv_end; j++) {
         const float *vr = kv_row_f32(v, t->v[0] + (size_t)j * t->v_nb1, hd, rowbuf);
@@ -563,6 +606,24 @@ static void *align64(void *p) {
     return (void *)(((uintptr_t)p + 63) & ~(uintptr_t)63);
 }
 
+/* The node's scale (divided by the cap when soft-capping), cap, sinks. */
+typedef struct fa_ext {
+    float scale, cap;
+    const float *sinks;
+} fa_ext;
+
+static fa_ext ext_of(const cpu_op *op) {
+    tport_params_flash_attn_ext p = {0};
+    memcpy(&p, op->dst->params,
+           op->dst->op == TPORT_OP_FLASH_ATTN_EXT ? sizeof p : sizeof(tport_params_flash_attn));
+    fa_ext e = {.scale = p.scale, .cap = p.softcap > 0.0f ? p.softcap : 0.0f};
+    if (e.cap > 0.0f)
+        e.scale = p.scale / e.cap;
+    if (op->dst->op == TPORT_OP_FLASH_ATTN_EXT && op->src[4])
+        e.sinks = (const float *)op->src[4]->data;
+    return e;
+}
+
 #if VF_SIMD
 /* One token, heads side by side in a cache row: each thread takes a range
  * of query heads and streams its part of the rows.  The ranges are whole
@@ -572,13 +633,12 @@ static void *align64(void *p) {
 static void heads_task(cpu_op *op, float *scores, int nth) {
     const tport_tensor_view *d = op->dst, *q = op->src[0], *k = op->src[1], *v = op->src[2], *m = op->src[3];
     int64_t hd = q->ne[0], n_head = q->ne[1], n_kv = k->ne[1], n_kvh = k->ne[2], group = n_head / n_kvh;
-    tport_params_flash_attn p;
-    memcpy(&p, d->params, sizeof p);
+    fa_ext p = ext_of(op);
     const float *mask = m ? (const float *)(const void *)cpu_row(m, 0, 0, 0) : NULL;
     fa_decode a = {.q = q, .d = d, .k = k->data, .v = v->data, .k_nb1 = k->nb[1], .k_nb2 = k->nb[2],
-                   .v_nb1 = v->nb[1], .v_nb2 = v->nb[2], .mask = mask, .s = scores, .hd = hd,
-                   .group = group, .n_kv = n_kv, .kv_end = mask ? visible_end(mask, n_kv) : n_kv,
-                   .scale = p.scale};
+                   .v_nb1 = v->nb[1], .v_nb2 = v->nb[2], .mask = p.cap > 0.0f ? NULL : mask, .s = scores,
+                   .hd = hd, .group = group, .n_kv = n_kv, .kv_end = mask ? visible_end(mask, n_kv) : n_kv,
+                   .scale = p.scale, .cap = p.cap, .cap_mask = mask, .sinks = p.sinks};
     int64_t unit = n_kvh >= nth ? group : group % 4 == 0 ? 4 : 1, per = (n_head + nth - 1) / nth;
     int64_t chunk = (per + unit - 1) / unit * unit, c0, c1;
     while (cpu_claim(op, n_head, chunk, &c0, &c1))
@@ -613,11 +673,11 @@ static void fa_task(void *arg, int ith, int nth) {
 #endif
     int tile_q = tile_queries(path);
     int64_t tiles_per_group = (per_group + tile_q - 1) / tile_q, n_tiles = n_kvh * tiles_per_group;
-    tport_params_flash_attn p;
-    memcpy(&p, d->params, sizeof p);
+    fa_ext p = ext_of(op);
 
     /* the layout of cpu_flash_attn_thread_scratch */
-    fa_tile t = {.k_nb1 = k->nb[1], .v_nb1 = v->nb[1], .hd = hd, .scale = p.scale};
+    fa_tile t = {.k_nb1 = k->nb[1], .v_nb1 = v->nb[1], .hd = hd, .scale = p.scale, .cap = p.cap,
+                 .has_sink = p.sinks != NULL};
     for (int i = 0; i < tile_q; i++)
         t.s[i] = scratch + (size_t)i * (size_t)n_kv;
     /* each token's visible_end, found once per thread rather than once per
@@ -646,9 +706,13 @@ static void fa_task(void *arg, int ith, int nth) {
             int64_t qi = first + i, h = g * group + qi % group, tok = qi / group;
             t.q[i] = (const float *)(const void *)cpu_row(q, h, tok, 0);
             t.out[i] = (float *)(void *)cpu_row(d, h, tok, 0);
-            t.mask[i] = m ? (const float *)(const void *)cpu_row(m, tok, 0, 0) : NULL;
+            const float *mrow = m ? (const float *)(const void *)cpu_row(m, tok, 0, 0) : NULL;
+            t.mask[i] = p.cap > 0.0f ? NULL : mrow;
+            t.cap_mask[i] = mrow;
+            if (p.sinks)
+                t.sink[i] = p.sinks[h];
             if (m && ends[tok] < 0)
-                ends[tok] = visible_end(t.mask[i], n_kv);
+                ends[tok] = visible_end(mrow, n_kv);
             qend[i] = m ? ends[tok] : n_kv;
             t.kv_end = qend[i] > t.kv_end ? qend[i] : t.kv_end;
         }

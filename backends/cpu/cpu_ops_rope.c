@@ -1,7 +1,10 @@
 /* Rotary position embedding on [head_dim, n_head, n_tokens, ne3] f32 with
  * i32 positions[n_tokens]: theta_i = pos * freq_scale * base^(-2i/n_dims);
  * normal mode rotates pairs (2i, 2i+1), NeoX mode pairs (i, i + n_dims/2).
- * Dimensions past n_dims are copied.
+ * Dimensions past n_dims are copied.  ROPE_EXT (ABI 1.3) adds frequency
+ * factors (theta_i / ff[i]), YaRN's ramp between interpolated and
+ * extrapolated angles, and a factor on cos and sin, as backend.h states
+ * them (ggml's rope_yarn).
  *
  * Every token's cos and sin come from a table that the graph fills once
  * before its run (cpu_rope_fill_table), shared by the rope nodes with the
@@ -15,10 +18,51 @@
 
 #include "cpu_internal.h"
 
-static tport_params_rope params_of(const cpu_op *op) {
-    tport_params_rope p;
+/* Both ops' parameters in one form. */
+typedef struct rope_p {
+    int32_t n_dims, mode;
+    float freq_base, freq_scale;
+    bool ext;           /* ROPE_EXT: the rest applies               */
+    float ext_factor, mscale;
+    float corr[2];      /* YaRN's correction dimensions             */
+    const float *ff;    /* frequency factors, or NULL               */
+} rope_p;
+
+/* ggml_rope_yarn_corr_dim: where the rotation count n_rot is reached in
+ * n_ctx_orig positions, in float as ggml computes it */
+static float corr_dim(int n_dims, int n_ctx_orig, float n_rot, float base) {
+    return (float)n_dims * logf((float)n_ctx_orig / (n_rot * 2.0f * 3.14159265358979323846f)) / (2.0f * logf(base));
+}
+
+static rope_p params_of(const cpu_op *op) {
+    rope_p r = {0};
+    if (op->dst->op == TPORT_OP_ROPE) {
+        tport_params_rope p;
+        memcpy(&p, op->dst->params, sizeof p);
+        r.n_dims = p.n_dims;
+        r.mode = p.mode;
+        r.freq_base = p.freq_base;
+        r.freq_scale = p.freq_scale;
+        return r;
+    }
+    tport_params_rope_ext p;
     memcpy(&p, op->dst->params, sizeof p);
-    return p;
+    r.n_dims = p.n_dims;
+    r.mode = p.mode;
+    r.freq_base = p.freq_base;
+    r.freq_scale = p.freq_scale;
+    r.ext = true;
+    r.ext_factor = p.ext_factor;
+    r.mscale = p.attn_factor;
+    if (p.ext_factor != 0.0f) {
+        r.mscale *= 1.0f + 0.1f * logf(1.0f / p.freq_scale);
+        float start = floorf(corr_dim(p.n_dims, p.n_ctx_orig, p.beta_fast, p.freq_base));
+        float end = ceilf(corr_dim(p.n_dims, p.n_ctx_orig, p.beta_slow, p.freq_base));
+        r.corr[0] = start > 0.0f ? start : 0.0f;
+        r.corr[1] = end < (float)(p.n_dims - 1) ? end : (float)(p.n_dims - 1);
+    }
+    r.ff = op->src[2] ? (const float *)op->src[2]->data : NULL;
+    return r;
 }
 
 static int32_t position(const tport_tensor_view *pos, int64_t i2) {
@@ -28,18 +72,32 @@ static int32_t position(const tport_tensor_view *pos, int64_t i2) {
 }
 
 /* inv_freq[i] = base^(-2i/n_dims), i < n_dims / 2 */
-static void inverse_frequencies(const tport_params_rope *p, double *inv_freq) {
+static void inverse_frequencies(const rope_p *p, double *inv_freq) {
     for (int64_t i = 0; i < p->n_dims / 2; i++)
         inv_freq[i] = pow(p->freq_base, -2.0 * (double)i / p->n_dims);
 }
 
 /* cs[i] = cos, cs[half + i] = sin of token ps's angles */
-static void angles(const tport_params_rope *p, const double *inv_freq, int32_t ps, float *cs) {
+static void angles(const rope_p *p, const double *inv_freq, int32_t ps, float *cs) {
     int64_t half = p->n_dims / 2;
+    if (!p->ext) {
+        for (int64_t i = 0; i < half; i++) {
+            double theta = (double)ps * p->freq_scale * inv_freq[i];
+            cs[i] = (float)cos(theta);
+            cs[half + i] = (float)sin(theta);
+        }
+        return;
+    }
     for (int64_t i = 0; i < half; i++) {
-        double theta = (double)ps * p->freq_scale * inv_freq[i];
-        cs[i] = (float)cos(theta);
-        cs[half + i] = (float)sin(theta);
+        double extrap = (double)ps * inv_freq[i] / (p->ff ? p->ff[i] : 1.0f);
+        double theta = p->freq_scale * extrap;
+        if (p->ext_factor != 0.0f) {
+            float y = ((float)i - p->corr[0]) / fmaxf(0.001f, p->corr[1] - p->corr[0]);
+            float ramp = (1.0f - fminf(1.0f, fmaxf(0.0f, y))) * p->ext_factor;
+            theta = theta * (1.0 - ramp) + extrap * ramp;
+        }
+        cs[i] = (float)cos(theta) * p->mscale;
+        cs[half + i] = (float)sin(theta) * p->mscale;
     }
 }
 
@@ -52,12 +110,15 @@ size_t cpu_rope_table_floats(const cpu_op *op) {
 
 bool cpu_rope_same_table(const cpu_op *a, const cpu_op *b) {
     const tport_tensor_view *pa = a->src[1], *pb = b->src[1];
-    return pa->data == pb->data && pa->nb[0] == pb->nb[0] && a->dst->ne[2] == b->dst->ne[2] &&
-           memcmp(a->dst->params, b->dst->params, sizeof(tport_params_rope)) == 0;
+    const void *fa = a->src[2] ? a->src[2]->data : NULL, *fb = b->src[2] ? b->src[2]->data : NULL;
+    return a->dst->op == b->dst->op && pa->data == pb->data && pa->nb[0] == pb->nb[0] &&
+           a->dst->ne[2] == b->dst->ne[2] && fa == fb &&
+           memcmp(a->dst->params, b->dst->params,
+                  a->dst->op == TPORT_OP_ROPE ? sizeof(tport_params_rope) : sizeof(tport_params_rope_ext)) == 0;
 }
 
 bool cpu_rope_fill_table(const cpu_op *op, float *table) {
-    tport_params_rope p = params_of(op);
+    rope_p p = params_of(op);
     double *inv_freq = malloc((size_t)(p.n_dims / 2 + 1) * sizeof *inv_freq);
     if (!inv_freq)
         return false;
@@ -71,7 +132,7 @@ bool cpu_rope_fill_table(const cpu_op *op, float *table) {
 static void rope_task(void *arg, int ith, int nth) {
     cpu_op *op = arg;
     const tport_tensor_view *d = op->dst, *a = op->src[0];
-    tport_params_rope p = params_of(op);
+    rope_p p = params_of(op);
     int64_t n = d->ne[0], half = p.n_dims / 2;
     double *inv_freq = (double *)cpu_thread_scratch(op, ith);
     float *computed = (float *)(inv_freq + half), *abuf = computed + p.n_dims;

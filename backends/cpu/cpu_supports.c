@@ -68,8 +68,20 @@ static bool supports_flash_attn(const tport_graph_view *g, const tport_tensor_vi
                                 const tport_tensor_view *k) {
     const tport_tensor_view *v = tensor(g, d->src[2]);
     const tport_tensor_view *m = d->src[3] >= 0 ? tensor(g, d->src[3]) : NULL;
-    if (!k || !v || (d->src[3] >= 0 && !m) || !d->params || d->params_size < sizeof(tport_params_flash_attn))
+    size_t psize = d->op == TPORT_OP_FLASH_ATTN_EXT ? sizeof(tport_params_flash_attn_ext) : sizeof(tport_params_flash_attn);
+    if (!k || !v || (d->src[3] >= 0 && !m) || !d->params || d->params_size < psize)
         return false;
+    if (d->op == TPORT_OP_FLASH_ATTN_EXT) {
+        tport_params_flash_attn_ext p;
+        memcpy(&p, d->params, sizeof p);
+        if (!(p.softcap >= 0.0f)) /* NaN or negative: not ours to guess */
+            return false;
+        /* sinks: f32 [n_head], dense */
+        int32_t si = d->struct_size >= TPORT_TENSOR_VIEW_SIZE_1_3 ? d->src_more[0] : -1;
+        const tport_tensor_view *sk = si >= 0 ? tensor(g, si) : NULL;
+        if (si >= 0 && (!sk || !dense_f32(sk) || sk->ne[0] != q->ne[1] || sk->ne[1] * sk->ne[2] * sk->ne[3] != 1))
+            return false;
+    }
     if (!dense_f32(d) || !dense_f32(q) || !same_shape(d, q) || q->ne[3] != 1)
         return false;
     if ((k->type != TPORT_TYPE_F32 && k->type != TPORT_TYPE_F16) || v->type != k->type || !same_shape(k, v) ||
@@ -93,6 +105,19 @@ static bool supports_expert_indexed(const tport_graph_view *g, const tport_tenso
         return s0->type == TPORT_TYPE_F32 && same_shape(d, s0) && s1->ne[0] == d->ne[0] && s1->ne[2] == 1;
     return cpu_can_to_float(s0->type) && s0->ne[0] == s1->ne[0] && d->ne[0] == s0->ne[1] &&
            (s1->ne[1] == 1 || s1->ne[1] == ids->ne[0]) && s1->ne[2] == ids->ne[1];
+}
+
+/* ROPE_EXT's own parameters and frequency factors (f32 [>= n_dims/2]) */
+static bool rope_ext_ok(const tport_graph_view *g, const tport_tensor_view *d) {
+    if (!d->params || d->params_size < sizeof(tport_params_rope_ext))
+        return false;
+    const tport_tensor_view *ff = d->src[2] >= 0 ? tensor(g, d->src[2]) : NULL;
+    tport_params_rope_ext p;
+    memcpy(&p, d->params, sizeof p);
+    if (d->src[2] >= 0 && (!ff || !dense_f32(ff) || ff->ne[0] < p.n_dims / 2))
+        return false;
+    return p.ext_factor == 0.0f ||
+           (p.n_ctx_orig > 0 && p.beta_fast > 0.0f && p.beta_slow > 0.0f && p.freq_scale > 0.0f);
 }
 
 /* A weight kept in our own layout (cpu_repack.c) is read only by mul_mat,
@@ -164,6 +189,11 @@ bool cpu_supports(const tport_graph_view *g, int32_t node) {
             return false;
         return !s1 || (s1->type == TPORT_TYPE_F32 && s1->ne[0] == d->ne[0] && s1->ne[1] >= d->ne[1] &&
                        d->ne[2] % s1->ne[2] == 0 && d->ne[3] % s1->ne[3] == 0);
+    case TPORT_OP_ROPE_EXT:
+        if (!rope_ext_ok(g, d))
+            return false;
+        /* the rest is ROPE's */
+        /* fall through */
     case TPORT_OP_ROPE: {
         if (!s1 || !d->params || d->params_size < sizeof(tport_params_rope) || !dense_f32(d) ||
             s0->type != TPORT_TYPE_F32 || !same_shape(d, s0) || s1->type != TPORT_TYPE_I32 ||
@@ -187,6 +217,7 @@ bool cpu_supports(const tport_graph_view *g, int32_t node) {
     case TPORT_OP_CONT:
         return supports_cpy(d, s0);
     case TPORT_OP_FLASH_ATTN:
+    case TPORT_OP_FLASH_ATTN_EXT:
         return supports_flash_attn(g, d, s0, s1);
     case TPORT_OP_MUL_MAT_ID:
     case TPORT_OP_ADD_ID:

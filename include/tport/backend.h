@@ -204,12 +204,17 @@
  *   1.3  type ids (ggml's, issue 39): IQ2_XXS (16), IQ2_XS (17), IQ3_XXS
  *        (18), IQ1_S (19), IQ3_S (21), IQ2_S (22), I64 (27), F64 (28),
  *        IQ1_M (29), TQ1_0 (34), TQ2_0 (35), NVFP4 (40), Q1_0 (41), Q2_0
- *        (42).  No struct changed: older plug-ins decline them.
+ *        (42); older plug-ins decline them.
  *        Mixture-of-experts ops (ids 22..27): MUL_MAT_ID (22), ARGSORT_TOP_K
  *        (23, tport_params_top_k), SIGMOID (24), SUM_ROWS (25), DIV (26),
  *        ADD_ID (27).  A plug-in that negotiated a minor below 3 is never
  *        asked about, nor given, a node of an op of 1.3: the host runs it
  *        elsewhere.
+ *        RoPE and attention extensions: ROPE_EXT (21,
+ *        tport_params_rope_ext: frequency factors, YaRN, attention
+ *        factor); FLASH_ATTN_EXT (49, tport_params_flash_attn_ext: logit
+ *        soft-capping, attention sinks); tport_tensor_view gains src_more
+ *        (operands 4 and 5).
  */
 #ifndef TPORT_BACKEND_H
 #define TPORT_BACKEND_H
@@ -361,6 +366,14 @@ enum {
         dst  F32 [hd, n_head, n]: for head h, kv head h / (n_head/n_head_kv),
              dst[:, h, t] = sum_j softmax_j(p.scale * q.k_j + mask[j, t]) v_j;
              a row whose mask is all -inf gives zeros                    */
+    /* since 1.3 */
+    TPORT_OP_FLASH_ATTN_EXT = 49, /* FLASH_ATTN (same operands) plus, from
+        tport_params_flash_attn_ext: if p.softcap > 0 each score
+        s = p.scale * q.k_j becomes p.softcap * tanh(s / p.softcap) before
+        the mask is added; src_more[0] optional F32 sinks [n_head]: head
+        h's softmax denominator gains exp(sink_h - max), where max is the
+        largest of the row's scores and sink_h (the sink is not scaled and
+        adds no value)                                                  */
 };
 /* Ops of the architectures beyond llama (ids 16..47 are theirs).  A
  * backend that predates them declines them and they run on the CPU. */
@@ -378,6 +391,18 @@ enum {
                                m1 = 2^(-max_bias/2/n2), slope_h = m0^(h+1)
                                if h < n2, else m1^(2(h-n2)+1); max_bias 0
                                gives slope 1 (then it is SOFT_MAX)        */
+    /* since 1.3 */
+    TPORT_OP_ROPE_EXT = 21, /* ROPE with tport_params_rope_ext; src0, src1 as
+        ROPE; src2 optional F32 frequency factors [>= n_dims/2].  As ggml:
+        theta_e = pos * base^(-2i/n_dims) / ff[i] (ff = 1 without src2),
+        theta_i = freq_scale * theta_e; ext_factor != 0 (YaRN):
+        corr = [max(0, floor(c(beta_fast))), min(n_dims-1, ceil(c(beta_slow)))],
+        c(b) = n_dims ln(n_ctx_orig / (2 pi b)) / (2 ln base),
+        ramp = (1 - clamp((i - corr0) / max(0.001, corr1 - corr0), 0, 1))
+               * ext_factor,
+        theta = theta_i (1 - ramp) + theta_e ramp,
+        m = attn_factor (1 + 0.1 ln(1/freq_scale));  else theta = theta_i,
+        m = attn_factor.  The pair rotates by cos(theta) m, sin(theta) m */
 };
 /* Mixture-of-experts ops, since 1.3 (ids 22..31 and 50..55 are theirs).
  * A plug-in that negotiated an older minor is never asked about them. */
@@ -425,6 +450,19 @@ typedef struct tport_params_rope {
 typedef struct tport_params_clamp { float min, max; } tport_params_clamp;
 typedef struct tport_params_soft_max_ext { float scale, max_bias; } tport_params_soft_max_ext;
 typedef struct tport_params_top_k { int32_t k; } tport_params_top_k; /* since 1.3 */
+/* since 1.3 */
+typedef struct tport_params_rope_ext {
+    int32_t n_dims, mode;   /* as tport_params_rope                   */
+    float freq_base, freq_scale;
+    float ext_factor;       /* 0: no YaRN ramp                        */
+    float attn_factor;      /* multiplies cos and sin (1: none)       */
+    float beta_fast, beta_slow;
+    int32_t n_ctx_orig;     /* the context the model was trained at   */
+} tport_params_rope_ext;
+typedef struct tport_params_flash_attn_ext {
+    float scale;
+    float softcap;          /* <= 0: none                             */
+} tport_params_flash_attn_ext;
 
 /* ---- instruction-set features (append-only bit numbers) ----------------
  * A plug-in lists what its code needs in required_isa; the host checks
@@ -529,9 +567,13 @@ typedef struct tport_tensor_view {
      * (buffer == 0: host memory at `data`) */
     tport_buffer buffer;
     uint64_t offset;             /* bytes from the buffer's start        */
+    /* since 1.3: operands 4 and 5 (indices as src, -1 = none); read only
+     * when struct_size covers them, else none */
+    int32_t src_more[2];
 } tport_tensor_view;
 #define TPORT_TENSOR_VIEW_SIZE_1_0 TPORT_SIZE_THROUGH(tport_tensor_view, name)
 #define TPORT_TENSOR_VIEW_SIZE_1_1 TPORT_SIZE_THROUGH(tport_tensor_view, offset)
+#define TPORT_TENSOR_VIEW_SIZE_1_3 TPORT_SIZE_THROUGH(tport_tensor_view, src_more)
 enum {
     TPORT_TENSOR_INPUT = 1u << 0,  /* set by the caller before compute */
     TPORT_TENSOR_WEIGHT = 1u << 1, /* constant model data              */

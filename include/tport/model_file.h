@@ -66,7 +66,20 @@ typedef struct tport_mf_hparams {
     float rope_freq_base;      /* 10000 unless the file says otherwise     */
     float rope_freq_scale;     /* 1 unless the file says otherwise         */
     int rope_mode;             /* TPORT_ROPE_NORMAL or TPORT_ROPE_NEOX     */
+    /* rope.scaling.type (llama.cpp's default: linear), .attn_factor (1)
+     * and .original_context_length (0: absent) */
+    int rope_scaling;          /* TPORT_MF_ROPE_SCALING_*                  */
+    float rope_attn_factor;
+    uint32_t rope_n_ctx_orig;
 } tport_mf_hparams;
+
+enum {
+    TPORT_MF_ROPE_SCALING_LINEAR = 0,
+    TPORT_MF_ROPE_SCALING_NONE,
+    TPORT_MF_ROPE_SCALING_YARN,
+    TPORT_MF_ROPE_SCALING_LONGROPE,
+    TPORT_MF_ROPE_SCALING_OTHER, /* a name llama.cpp does not know either */
+};
 
 /* Tokenizer data carried by the file (n_tokens == 0 if none). */
 typedef struct tport_vocab {

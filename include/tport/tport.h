@@ -113,6 +113,14 @@ tport_tensor *tport_soft_max(tport_ctx *ctx, tport_tensor *a, tport_tensor *mask
  * is f32 [hd, n_head, n]. */
 tport_tensor *tport_flash_attn(tport_ctx *ctx, tport_tensor *q, tport_tensor *k, tport_tensor *v,
                                tport_tensor *mask, float scale);
+/* RoPE with frequency factors and YaRN (TPORT_OP_ROPE_EXT, ABI 1.3): ff
+ * NULL or f32 [>= n_dims/2]; p as backend.h describes it. */
+tport_tensor *tport_rope_ext(tport_ctx *ctx, tport_tensor *a, tport_tensor *pos, tport_tensor *ff,
+                             const tport_params_rope_ext *p);
+/* tport_flash_attn plus soft-capping (softcap > 0) and attention sinks
+ * (NULL or f32 [n_head]): TPORT_OP_FLASH_ATTN_EXT, ABI 1.3. */
+tport_tensor *tport_flash_attn_ext(tport_ctx *ctx, tport_tensor *q, tport_tensor *k, tport_tensor *v,
+                                   tport_tensor *mask, tport_tensor *sinks, float scale, float softcap);
 tport_tensor *tport_silu(tport_ctx *ctx, tport_tensor *a);
 tport_tensor *tport_gelu(tport_ctx *ctx, tport_tensor *a);
 tport_tensor *tport_swiglu(tport_ctx *ctx, tport_tensor *a, tport_tensor *b);

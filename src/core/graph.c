@@ -129,7 +129,7 @@ static tport_status visit(tport_graph *g, tport_tensor *t, int depth) {
         return TPORT_STATUS_OK;
     if (depth > MAX_DEPTH)
         return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "graph deeper than %d tensors", MAX_DEPTH);
-    for (int i = 0; i < TPORT_MAX_SRC; i++) {
+    for (int i = 0; i < TPORT_CORE_MAX_SRC; i++) {
         if (t->src[i]) {
             tport_status st = visit(g, t->src[i], depth + 1);
             if (st)

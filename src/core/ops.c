@@ -144,6 +144,26 @@ tport_tensor *tport_rope(tport_ctx *ctx, tport_tensor *a, tport_tensor *pos, int
     return new_op(ctx, TPORT_OP_ROPE, TPORT_TYPE_F32, a->ne, a, pos, &p, sizeof p);
 }
 
+tport_tensor *tport_rope_ext(tport_ctx *ctx, tport_tensor *a, tport_tensor *pos, tport_tensor *ff,
+                             const tport_params_rope_ext *p) {
+    if (!p)
+        return bad("rope_ext", "no parameters");
+    tport_tensor *t = tport_rope(ctx, a, pos, p->n_dims, p->mode, p->freq_base, p->freq_scale);
+    if (!t)
+        return NULL;
+    if (ff && (ff->type != TPORT_TYPE_F32 || ff->ne[0] < p->n_dims / 2 || ff->ne[1] != 1 || ff->ne[2] != 1 ||
+               ff->ne[3] != 1))
+        return bad("rope_ext", "frequency factors must be f32 [>= n_dims/2]");
+    if (!(p->attn_factor == p->attn_factor) || !(p->ext_factor == p->ext_factor) ||
+        (p->ext_factor != 0.0f && (p->n_ctx_orig <= 0 || !(p->beta_fast > 0.0f) || !(p->beta_slow > 0.0f))))
+        return bad("rope_ext", "YaRN needs n_ctx_orig > 0 and beta_fast, beta_slow > 0");
+    t->op = TPORT_OP_ROPE_EXT;
+    memcpy(t->params, p, sizeof *p);
+    t->params_size = sizeof *p;
+    t->src[2] = ff;
+    return t;
+}
+
 tport_tensor *tport_soft_max(tport_ctx *ctx, tport_tensor *a, tport_tensor *mask, float scale) {
     if (!ctx || !a)
         return null_input("soft_max");
@@ -183,6 +203,24 @@ tport_tensor *tport_flash_attn(tport_ctx *ctx, tport_tensor *q, tport_tensor *k,
         t->src[2] = v;
         t->src[3] = mask;
     }
+    return t;
+}
+
+tport_tensor *tport_flash_attn_ext(tport_ctx *ctx, tport_tensor *q, tport_tensor *k, tport_tensor *v,
+                                   tport_tensor *mask, tport_tensor *sinks, float scale, float softcap) {
+    if (!(softcap == softcap) || softcap < 0.0f)
+        return bad("flash_attn_ext", "softcap must be >= 0 (0: none)");
+    tport_tensor *t = tport_flash_attn(ctx, q, k, v, mask, scale);
+    if (!t)
+        return NULL;
+    if (sinks && (sinks->type != TPORT_TYPE_F32 || sinks->ne[0] != q->ne[1] || sinks->ne[1] != 1 ||
+                  sinks->ne[2] != 1 || sinks->ne[3] != 1))
+        return bad("flash_attn_ext", "sinks must be f32 [n_head]");
+    tport_params_flash_attn_ext p = {scale, softcap};
+    t->op = TPORT_OP_FLASH_ATTN_EXT;
+    memcpy(t->params, &p, sizeof p);
+    t->params_size = sizeof p;
+    t->src[4] = sinks;
     return t;
 }
 

@@ -121,7 +121,7 @@ static tport_status plan(tport_graph *g) {
     }
     for (int p = 0; p < g->n_nodes; p++) {
         const tport_tensor *t = g->tensors[g->node_index[p]];
-        for (int s = 0; s < TPORT_MAX_SRC; s++) {
+        for (int s = 0; s < TPORT_CORE_MAX_SRC; s++) {
             if (!t->src[s])
                 continue;
             int o = owner_index(g, t->src[s]);
@@ -135,7 +135,7 @@ static tport_status plan(tport_graph *g) {
         if (planner_owned(t))
             offsets[ti] = alloc_block(&a, align_up(tport_tensor_nbytes(t)));
         /* release sources whose last reader this was (and a result nobody reads) */
-        for (int s = -1; s < TPORT_MAX_SRC && !st; s++) {
+        for (int s = -1; s < TPORT_CORE_MAX_SRC && !st; s++) {
             const tport_tensor *src = s < 0 ? t : t->src[s];
             if (!src)
                 continue;

@@ -12,6 +12,7 @@
 #define TPORT_MAX_PARAMS 64
 #define TPORT_MAX_NAME 64
 #define TPORT_DATA_ALIGN 64
+#include "core/view_srcs.h"
 
 /* Internal flag bits above the ABI's TPORT_TENSOR_* bits. */
 enum {
@@ -37,7 +38,7 @@ struct tport_tensor {
     int64_t ne[TPORT_MAX_DIMS];
     size_t nb[TPORT_MAX_DIMS];       /* byte strides (ggml convention) */
     tport_op_id op;                  /* TPORT_OP_NONE for leaves and views */
-    struct tport_tensor *src[TPORT_MAX_SRC];
+    struct tport_tensor *src[TPORT_CORE_MAX_SRC];
     uint8_t params[TPORT_MAX_PARAMS];
     uint32_t params_size;
     void *data;

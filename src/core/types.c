@@ -49,6 +49,10 @@ const char *tport_op_name(tport_op_id op) {
     };
     if (op == TPORT_OP_FLASH_ATTN)
         return "flash_attn";
+    if (op == TPORT_OP_FLASH_ATTN_EXT)
+        return "flash_attn_ext";
+    if (op == TPORT_OP_ROPE_EXT)
+        return "rope_ext";
     /* ids 16..47: the ops of the architectures beyond llama */
     static const char *const arch_names[] = {"gelu_f16", "gelu_erf", "tanh", "clamp", "soft_max_ext"};
     if (op >= 16 && op - 16 < sizeof arch_names / sizeof arch_names[0])

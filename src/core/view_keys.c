@@ -3,6 +3,7 @@
  * live.  The scheduler sets them on every split; check-backend on every
  * case it runs, since a plug-in may record per key. */
 #include "core/view_keys.h"
+#include "core/view_srcs.h"
 
 #include <string.h>
 
@@ -55,8 +56,8 @@ void tport_view_keys(tport_graph_view *part, const int32_t *nodes, int n) {
         const tport_tensor_view *t = part->tensors[nodes[i]];
         gk = shape_hash(gk, t);
         bk = place_hash(bk, t);
-        for (int s = 0; s < TPORT_MAX_SRC; s++) {
-            int32_t src = t->src[s];
+        for (int s = 0; s < TPORT_CORE_MAX_SRC; s++) {
+            int32_t src = tport_view_src(t, s);
             gk = mix(gk, &src, sizeof src);
             if (src < 0 || src >= part->n_tensors)
                 continue;

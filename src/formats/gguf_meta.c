@@ -114,6 +114,20 @@ static void read_hparams(tport_model_file *mf) {
     else
         hp->rope_freq_scale = 1.0f;
     hp->rope_mode = rope_mode_of(mf->arch);
+    char key[96];
+    snprintf(key, sizeof key, "%s.rope.scaling.type", mf->arch);
+    const tport_kv *scaling = mf_kv_find(mf, key);
+    hp->rope_scaling = TPORT_MF_ROPE_SCALING_LINEAR;
+    if (scaling && scaling->type == TPORT_KV_STRING) {
+        static const char *const names[] = {"linear", "none", "yarn", "longrope"};
+        hp->rope_scaling = TPORT_MF_ROPE_SCALING_OTHER;
+        for (int i = 0; i < 4; i++)
+            if (!strcmp(scaling->v.s, names[i]))
+                hp->rope_scaling = i;
+    }
+    if (!arch_f32(mf, "rope.scaling.attn_factor", &hp->rope_attn_factor))
+        hp->rope_attn_factor = 1.0f;
+    hp->rope_n_ctx_orig = arch_u32(mf, "rope.scaling.original_context_length");
 }
 
 /* A token id kv; out-of-range ids are dropped with a warning rather than

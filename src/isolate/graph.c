@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/view_srcs.h"
 #include "isolate/internal.h"
 #include "quant/type_table.h"
 
@@ -142,12 +143,13 @@ static bool mark_node(iso_proxy *p, const tport_graph_view *g, int32_t idx, int3
     mark(p, idx, count);
     p->is_node[idx] = 1;
     const tport_tensor_view *t = g->tensors[idx];
-    for (int s = 0; s < TPORT_MAX_SRC; s++) {
-        if (t->src[s] < 0)
+    for (int s = 0; s < TPORT_CORE_MAX_SRC; s++) {
+        int32_t src = tport_view_src(t, s);
+        if (src < 0)
             continue;
-        if (t->src[s] >= g->n_tensors || !g->tensors[t->src[s]])
+        if (src >= g->n_tensors || !g->tensors[src])
             return false;
-        mark(p, t->src[s], count);
+        mark(p, src, count);
     }
     return true;
 }
@@ -169,8 +171,8 @@ static tport_status begin(iso_proxy *p, int32_t n_tensors, int32_t n_nodes) {
 
 static tport_status put_tensor(iso_proxy *p, int32_t at, const tport_tensor_view *t, iso_loc loc) {
     iso_tensor r = {.op = t->op, .type = t->type, .region = loc.region, .offset = loc.offset, .flags = t->flags};
-    for (int s = 0; s < 4; s++)
-        r.src[s] = t->src[s] >= 0 ? p->remap[t->src[s]] : -1;
+    for (int s = 0; s < TPORT_CORE_MAX_SRC; s++)
+        r.src[s] = tport_view_src(t, s) >= 0 ? p->remap[tport_view_src(t, s)] : -1;
     memcpy(r.ne, t->ne, sizeof r.ne);
     memcpy(r.nb, t->nb, sizeof r.nb);
     uint32_t psize = t->params ? t->params_size : 0;
@@ -252,8 +254,8 @@ tport_status iso_supports_key(iso_proxy *p, const tport_graph_view *g, int32_t n
     for (int32_t i = 0; i < n; i++)
         h = structure_hash(h, g->tensors[p->order[i]]);
     const tport_tensor_view *t = g->tensors[node];
-    for (int s = 0; s < TPORT_MAX_SRC; s++)
-        h = fnv(h, &(int32_t){t->src[s] >= 0 ? p->remap[t->src[s]] : -1}, sizeof(int32_t));
+    for (int s = 0; s < TPORT_CORE_MAX_SRC; s++)
+        h = fnv(h, &(int32_t){tport_view_src(t, s) >= 0 ? p->remap[tport_view_src(t, s)] : -1}, sizeof(int32_t));
     *key = h ? h : 1;
     return TPORT_STATUS_OK;
 }

@@ -82,10 +82,13 @@ bool helper_graph_decode(helper_graph *g, const unsigned char *msg, size_t size,
         t->op = r.op;
         t->type = r.type;
         t->flags = r.flags;
-        for (int s = 0; s < 4; s++) {
+        for (int s = 0; s < 6; s++) {
             if (r.src[s] < -1 || r.src[s] >= h.n_tensors)
                 return FAIL("tensor %zu: source %d out of range", i, r.src[s]);
-            t->src[s] = r.src[s];
+            if (s < 4)
+                t->src[s] = r.src[s];
+            else
+                t->src_more[s - 4] = r.src[s];
         }
         for (int d = 0; d < 4; d++) {
             if (r.ne[d] < 0)

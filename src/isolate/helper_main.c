@@ -225,7 +225,7 @@ static void handle_xfer(tport_candidate *c, uint16_t type, const unsigned char *
         return;
     }
     tport_tensor_view t = {.struct_size = sizeof t, .op = rec.op, .type = rec.type, .flags = rec.flags,
-                           .src = {-1, -1, -1, -1}, .name = "", .buffer = r->handle, .offset = x.offset};
+                           .src = {-1, -1, -1, -1}, .src_more = {-1, -1}, .name = "", .buffer = r->handle, .offset = x.offset};
     memcpy(t.ne, rec.ne, sizeof t.ne);
     memcpy(t.nb, rec.nb, sizeof t.nb);
     t.data = r->base ? r->base + x.offset : NULL;

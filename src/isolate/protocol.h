@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #ifndef TPORT_ISOLATE_PROTOCOL
-#define TPORT_ISOLATE_PROTOCOL 1
+#define TPORT_ISOLATE_PROTOCOL 2 /* 2: iso_tensor src[6] (ABI 1.3) */
 #endif
 
 #define ISO_MAGIC 0x48495054u /* "TPIH" */
@@ -147,7 +147,7 @@ typedef struct iso_graph {
 
 typedef struct iso_tensor {
     uint32_t op, type;
-    int32_t src[4];
+    int32_t src[6];       /* the view's src[4], then src_more[2] (1.3) */
     int64_t ne[4];
     uint64_t nb[4];
     uint32_t region;      /* 0: no data (supports_op of host memory)   */

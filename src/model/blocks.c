@@ -41,13 +41,31 @@ static tport_tensor *reshape3(tport_blk *b, tport_tensor *t, int64_t ne0, int64_
     return tport_reshape(b->ctx, t, 3, ne);
 }
 
+/* RoPE of layer il: none on a NoPE layer (smollm3, granite without
+ * rope.scaling.finetuned); a sliding-window layer's own base and scale
+ * (gemma2, gemma3); ROPE_EXT (ABI 1.3) only where frequency factors, YaRN
+ * or an attention factor ask for it, so that plug-ins of older minors
+ * still run the plain rope of every other model. */
 tport_tensor *tport_blk_rope(tport_blk *b, int il, tport_tensor *t) {
     const tport_model_shape *sh = b->sh;
-    if (sh->rope_mode < 0 || !t)
+    if (sh->rope_mode < 0 || !t || (il >= 0 && sh->nope_every > 0 && (il + 1) % sh->nope_every == 0))
         return t;
-    bool swa = tport_shape_layer_swa(sh, il);
-    return tport_rope(b->ctx, t, b->positions, sh->n_rot, sh->rope_mode, swa ? sh->rope_base_swa : sh->rope_base,
-                      swa ? sh->rope_scale_swa : sh->rope_scale);
+    const bool swa = il >= 0 && tport_shape_layer_swa(sh, il);
+    const float base = swa ? sh->rope_base_swa : sh->rope_base, scale = swa ? sh->rope_scale_swa : sh->rope_scale;
+    const tport_globals *w = &b->m->w;
+    tport_tensor *ff = w->rope_freqs;
+    /* LongRoPE (phi3): the long factors when the context, padded to a
+     * multiple of 256 as llama.cpp pads it, exceeds the trained one */
+    if (!ff && (w->rope_long || w->rope_short))
+        ff = (b->n_ctx + 255) / 256 * 256 > sh->rope_n_ctx_orig ? w->rope_long : w->rope_short;
+    if (!ff && sh->rope_ext_factor == 0.0f && sh->rope_attn_factor == 1.0f)
+        return tport_rope(b->ctx, t, b->positions, sh->n_rot, sh->rope_mode, base, scale);
+    tport_params_rope_ext p = {
+        .n_dims = sh->n_rot, .mode = sh->rope_mode, .freq_base = base, .freq_scale = scale,
+        .ext_factor = sh->rope_ext_factor, .attn_factor = sh->rope_attn_factor, .beta_fast = sh->rope_beta_fast,
+        .beta_slow = sh->rope_beta_slow, .n_ctx_orig = sh->rope_n_ctx_orig,
+    };
+    return tport_rope_ext(b->ctx, t, b->positions, ff, &p);
 }
 
 /* Heads [head_dim, n_heads, n] at float offset `first` of each row of the
@@ -62,6 +80,11 @@ static tport_tensor *split_heads(tport_blk *b, tport_tensor *qkv, int64_t first,
 
 tport_status tport_blk_qkv(tport_blk *b, const tport_layer *l, tport_tensor *h, tport_tensor **q,
                            tport_tensor **k, tport_tensor **v) {
+    return tport_blk_qkv_layer(b, -1, l, h, q, k, v);
+}
+
+tport_status tport_blk_qkv_layer(tport_blk *b, int il, const tport_layer *l, tport_tensor *h, tport_tensor **q,
+                                 tport_tensor **k, tport_tensor **v) {
     const tport_model_shape *sh = b->sh;
     const int64_t hd = sh->head_dim, nh = sh->n_head, nkv = sh->n_head_kv;
     if (l->wqkv) {
@@ -81,7 +104,8 @@ tport_status tport_blk_qkv(tport_blk *b, const tport_layer *l, tport_tensor *h, 
          * for its threads once. */
         if (tport_graph_expand(b->g, pq) || tport_graph_expand(b->g, pk) || tport_graph_expand(b->g, pv))
             return TPORT_STATUS_ERROR;
-        /* Q/K norms over the whole projection (OLMoE) */
+        /* Q/K norms over the whole projection (OLMoE, OLMo 2), told by the
+         * norm's length */
         if (l->attn_q_norm && tport_tensor_ne(l->attn_q_norm, 0) == hd * nh && hd * nh != hd)
             pq = tport_blk_norm(b, pq, l->attn_q_norm, NULL);
         if (l->attn_k_norm && tport_tensor_ne(l->attn_k_norm, 0) == hd * nkv && hd * nkv != hd)
@@ -100,7 +124,8 @@ tport_status tport_blk_qkv(tport_blk *b, const tport_layer *l, tport_tensor *h, 
             *v = tport_clamp(b->ctx, *v, -sh->clamp_kqv, sh->clamp_kqv);
         }
     }
-    int il = (int)(l - b->m->layers);
+    if (il < 0) /* a caller that does not say: the layer l is */
+        il = (int)(l - b->m->layers);
     *q = tport_blk_rope(b, il, *q);
     *k = tport_blk_rope(b, il, *k);
     return *q && *k && *v ? TPORT_STATUS_OK : TPORT_STATUS_ERROR;
@@ -199,7 +224,7 @@ tport_tensor *tport_blk_attention(tport_blk *b, int il, tport_tensor *q, tport_t
 tport_tensor *tport_blk_self_attention(tport_blk *b, int il, tport_tensor *h, float kq_scale) {
     const tport_layer *l = &b->m->layers[il];
     tport_tensor *q, *k, *v;
-    if (tport_blk_qkv(b, l, h, &q, &k, &v) != TPORT_STATUS_OK)
+    if (tport_blk_qkv_layer(b, il, l, h, &q, &k, &v) != TPORT_STATUS_OK)
         return NULL;
     return tport_blk_linear(b, l->wo, l->bo, tport_blk_attention(b, il, q, k, v, kq_scale));
 }

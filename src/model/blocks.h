@@ -65,6 +65,10 @@ tport_tensor *tport_blk_linear(tport_blk *b, tport_tensor *w, tport_tensor *bias
  * the norm's length); Q and K rotated when the architecture uses RoPE. */
 tport_status tport_blk_qkv(tport_blk *b, const tport_layer *l, tport_tensor *h, tport_tensor **q,
                            tport_tensor **k, tport_tensor **v);
+/* The same for layer il (-1: the layer l is): no RoPE on the shape's NoPE
+ * layers, a sliding-window layer's own RoPE base and scale. */
+tport_status tport_blk_qkv_layer(tport_blk *b, int il, const tport_layer *l, tport_tensor *h, tport_tensor **q,
+                                 tport_tensor **k, tport_tensor **v);
 /* Stores k and v in layer il's cache and attends: softmax(K^T q * kq_scale
  * + mask [+ ALiBi]) V, as [n_head * head_dim, n]; with the shape's
  * attn_softcap the scaled scores pass through cap tanh(s / cap) before the
@@ -72,8 +76,9 @@ tport_status tport_blk_qkv(tport_blk *b, const tport_layer *l, tport_tensor *h, 
  * sliding-window layer reads its ring through the window's mask. */
 tport_tensor *tport_blk_attention(tport_blk *b, int il, tport_tensor *q, tport_tensor *k, tport_tensor *v,
                                   float kq_scale);
-/* Rotary embedding of t [head_dim, heads, n] for layer il (a
- * sliding-window layer with its own base and scale). */
+/* Rotary embedding of t [head_dim, heads, n] for layer il: none on a NoPE
+ * layer, a sliding-window layer's own base and scale, ROPE_EXT where
+ * frequency factors, YaRN or an attention factor need it. */
 tport_tensor *tport_blk_rope(tport_blk *b, int il, tport_tensor *t);
 /* Attention of layer il from its normed input h, through attn_output. */
 tport_tensor *tport_blk_self_attention(tport_blk *b, int il, tport_tensor *h, float kq_scale);

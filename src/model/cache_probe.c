@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "model/blocks.h"
+#include "core/view_srcs.h"
 #include "sched/sched.h"
 
 /* supports_op receives a data address it must not read; a real one keeps
@@ -23,8 +24,7 @@ static void record(tport_tensor_view *t, tport_op_id op, tport_type_id type, con
     t->struct_size = sizeof *t;
     t->op = op;
     t->type = type;
-    for (int s = 0; s < TPORT_MAX_SRC; s++)
-        t->src[s] = -1;
+    tport_view_clear_srcs(t);
     for (int d = 0; d < 3; d++) {
         t->ne[d] = ne[d];
         t->nb[d] = nb[d];

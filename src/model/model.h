@@ -21,10 +21,10 @@ typedef struct tport_layer {
     tport_tensor *wqkv, *bqkv, *wq, *bq, *wk, *bk, *wv, *bv, *wo, *bo;
     tport_tensor *ffn_norm, *ffn_norm_b;
     tport_tensor *w_gate, *w_up, *b_up, *w_down, *b_down;
-    /* RMS norms of Q and K before RoPE (GGUF blk.N.attn_q_norm /
-     * attn_k_norm: per head, or over the whole projection, by the norm's
-     * length), and the norms of the attention's and the feed-forward's
-     * outputs (gemma2, gemma3) */
+    /* Q/K norms (GGUF attn_q_norm, attn_k_norm: per head, or over the
+     * whole projection, by the norm's length) and the
+     * norms after attention and after the feed-forward (GGUF
+     * post_attention_norm, post_ffw_norm) */
     tport_tensor *attn_q_norm, *attn_k_norm, *attn_post_norm, *ffn_post_norm;
     /* mixture of experts: the router [n_embd, n_expert], the stacks of the
      * experts' matrices [in, out, n_expert], a shared expert and its gate */
@@ -36,6 +36,9 @@ typedef struct tport_layer {
 typedef struct tport_globals {
     tport_tensor *tok_embd, *pos_embd, *tok_norm, *tok_norm_b;
     tport_tensor *output_norm, *output_norm_b, *output, *output_b;
+    /* RoPE frequency factors: Llama 3's rope_freqs; LongRoPE's long and
+     * short factors (phi3), one of which the shape picks */
+    tport_tensor *rope_freqs, *rope_long, *rope_short;
 } tport_globals;
 
 /* Hyperparameters after defaults were filled in and checked. */
@@ -60,9 +63,18 @@ typedef struct tport_model_shape {
     int32_t n_expert, n_expert_used;
     int32_t n_ff_exp;          /* expert_feed_forward_length (0: absent)    */
     int32_t n_ff_shexp;        /* expert_shared_feed_forward_length         */
-    /* Granite's multipliers (0: absent): the embedding and each block's
-     * output scaled, attention's own scale, the logits divided */
-    float embedding_scale, residual_scale, attention_scale, logit_scale;
+    /* RoPE beyond base and linear scale, as llama.cpp computes its
+     * parameters (TPORT_OP_ROPE_EXT): YaRN's ext_factor (1 for scaling
+     * type yarn), the factor on cos and sin, the betas, the trained
+     * context YaRN and LongRoPE refer to */
+    float rope_ext_factor, rope_attn_factor, rope_beta_fast, rope_beta_slow;
+    int32_t rope_n_ctx_orig;
+    int32_t nope_every;        /* > 0: layers il with (il + 1) % n == 0
+                                  have no RoPE (smollm3)                    */
+    /* granite's multipliers (1 elsewhere): the embedding, each block's
+     * output before it joins the residual, the logits (divided by) */
+    float embd_scale, residual_scale, logit_scale;
+    float attn_scale;          /* > 0: the attention's kq scale (granite)   */
 } tport_model_shape;
 
 /* Whether layer il attends through the sliding window. */

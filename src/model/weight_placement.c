@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/view_srcs.h"
 #include "model/model.h"
 #include "model/placement.h"
 #include "quant/convert.h"
@@ -147,8 +148,7 @@ static bool takes_op_for(const tport_active_backend *b, tport_op_id op, tport_ty
     memset(t, 0, sizeof t);
     for (int i = 0; i < 3; i++) {
         t[i].struct_size = sizeof t[i];
-        for (int s = 0; s < TPORT_MAX_SRC; s++)
-            t[i].src[s] = -1;
+        tport_view_clear_srcs(&t[i]);
         for (int d = 0; d < TPORT_MAX_DIMS; d++)
             t[i].ne[d] = 1;
         t[i].data = probe_bytes;

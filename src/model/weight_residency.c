@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/view_srcs.h"
 #include "formats/model_file.h"
 #include "model/model.h"
 #include "quant/type_table.h"
@@ -29,8 +30,7 @@ static void weight_record(const tport_tensor *w, tport_tensor_view *v) {
     v->struct_size = sizeof *v;
     v->op = TPORT_OP_NONE;
     v->type = w->type;
-    for (int s = 0; s < TPORT_MAX_SRC; s++)
-        v->src[s] = -1;
+    tport_view_clear_srcs(v);
     for (int d = 0; d < TPORT_MAX_DIMS; d++) {
         v->ne[d] = w->ne[d];
         v->nb[d] = w->nb[d];

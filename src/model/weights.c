@@ -2,6 +2,7 @@
  * architecture's table and checked: files are untrusted, so every tensor
  * must have exactly the shape the hyperparameters imply and data of the
  * right size. */
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -42,6 +43,31 @@ static uint32_t arch_u32(const tport_model_file *mf, const char *suffix) {
     }
 }
 
+/* RoPE scaling's parameters as llama.cpp's llama_context derives them
+ * (the types arch_math.c lets through): "none" never scales; YaRN's
+ * ext_factor is 1, and its attention factor get_mscale(f) / (1 + 0.1 ln f)
+ * cancels the (1 + 0.1 ln f) ggml's rope multiplies in, so the net factor
+ * on cos and sin is get_mscale(f) = 1 + 0.1 ln f; rope.scaling.attn_factor
+ * multiplies either way.  Betas are ggml's defaults (32, 1): llama.cpp reads
+ * no key for them. */
+static void rope_scaling(const tport_mf_hparams *hp, tport_model_shape *sh) {
+    if (hp->rope_scaling == TPORT_MF_ROPE_SCALING_NONE)
+        sh->rope_scale = 1.0f;
+    sh->rope_ext_factor = hp->rope_scaling == TPORT_MF_ROPE_SCALING_YARN ? 1.0f : 0.0f;
+    sh->rope_attn_factor = 1.0f;
+    if (sh->rope_ext_factor != 0.0f) {
+        const float factor = 1.0f / sh->rope_scale;
+        sh->rope_attn_factor = factor <= 1.0f ? 1.0f : 0.1f * logf(factor) + 1.0f;
+        sh->rope_attn_factor *= 1.0f / (1.0f + 0.1f * logf(factor));
+    }
+    if (hp->rope_attn_factor > 0.0f)
+        sh->rope_attn_factor *= hp->rope_attn_factor;
+    sh->rope_beta_fast = 32.0f;
+    sh->rope_beta_slow = 1.0f;
+    sh->rope_n_ctx_orig = hp->rope_n_ctx_orig && hp->rope_n_ctx_orig < (1u << 24) ? (int32_t)hp->rope_n_ctx_orig
+                                                                                   : sh->n_ctx_train;
+}
+
 tport_status tport_model_shape_from_file(const tport_model_file *mf, const tport_arch *arch,
                                          tport_model_shape *sh) {
     const tport_mf_hparams *hp = &mf->hp;
@@ -72,6 +98,8 @@ tport_status tport_model_shape_from_file(const tport_model_file *mf, const tport
     sh->rope_base = hp->rope_freq_base > 0 ? hp->rope_freq_base : 10000.0f;
     sh->rope_scale = hp->rope_freq_scale > 0 ? hp->rope_freq_scale : 1.0f;
     sh->rope_mode = arch->rope_mode;
+    rope_scaling(hp, sh);
+    sh->embd_scale = sh->residual_scale = sh->logit_scale = 1.0f;
     if (arch->norm == NORM_RMS)
         sh->norm_eps = hp->norm_eps > 0 ? hp->norm_eps : 1e-5f;
     else if (!tport_arch_f32(mf, "attention.layer_norm_epsilon", &sh->norm_eps) || !(sh->norm_eps > 0))
@@ -250,6 +278,8 @@ int64_t tport_arch_dim_size(const tport_model_shape *sh, int dim) {
     case DIM_FF_EXP: return sh->n_ff_exp;
     case DIM_FF_SHEXP: return sh->n_ff_shexp;
     case DIM_HEAD: return sh->head_dim;
+    case DIM_ROT_HALF: return sh->n_rot / 2;
+    case DIM_FF2: return 2 * (int64_t)sh->n_ff;
     default: return 0;
     }
 }

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "conformance_internal.h"
+#include "core/tensor.h"
 #include "quant/type_table.h"
 
 
@@ -143,6 +144,52 @@ static void rope_cases(builder *b) {
         set_params(&c, &p, sizeof p);
         push(b, c);
     }
+    /* 1.3: frequency factors, linear scaling, YaRN, an attention factor */
+    const check_tensor hx = T(TPORT_TYPE_F32, 16, 3, 5, 1);
+    check_tensor ff = T(TPORT_TYPE_F32, 8, 1, 1, 1);
+    ff.data = CHECK_DATA_FACTORS;
+    const struct {
+        bool ff;
+        tport_params_rope_ext p;
+        const char *note;
+    } ext[] = {
+        {true, {16, TPORT_ROPE_NORMAL, 500000.0f, 1.0f, 0.0f, 1.0f, 32.0f, 1.0f, 0}, "frequency factors"},
+        {false, {12, TPORT_ROPE_NEOX, 10000.0f, 0.25f, 0.0f, 1.0f, 32.0f, 1.0f, 0}, "linear, neox, partial"},
+        {false, {16, TPORT_ROPE_NEOX, 1000000.0f, 0.25f, 1.0f, 1.0f, 32.0f, 1.0f, 4096}, "yarn"},
+        {true, {16, TPORT_ROPE_NORMAL, 10000.0f, 0.125f, 1.0f, 0.9f, 24.0f, 2.0f, 2048}, "yarn, factors, attn 0.9"},
+    };
+    for (size_t i = 0; i < sizeof ext / sizeof ext[0]; i++) {
+        check_case c = {.op = TPORT_OP_ROPE_EXT, .n_src = ext[i].ff ? 3 : 2, .src = {hx, pos, ff}, .dst = hx,
+                        .note = ext[i].note};
+        set_params(&c, &ext[i].p, sizeof ext[i].p);
+        push(b, c);
+    }
+}
+
+/* flash_attn (1.1) and flash_attn_ext (1.3): q [hd, heads, n], k and v
+ * [hd, n_kv, kv heads], a mask, sinks [heads] as operand 4 */
+static void attn_cases(builder *b) {
+    const check_tensor q = T(TPORT_TYPE_F32, 16, 4, 3, 1), kv = T(TPORT_TYPE_F32, 16, 7, 2, 1),
+                       kv16 = T(TPORT_TYPE_F16, 16, 7, 2, 1), mask = T(TPORT_TYPE_F32, 7, 3, 1, 1),
+                       sinks = T(TPORT_TYPE_F32, 4, 1, 1, 1);
+    tport_params_flash_attn fa = {0.25f};
+    check_case c = {.op = TPORT_OP_FLASH_ATTN, .n_src = 4, .src = {q, kv, kv, mask}, .dst = q, .note = "gqa"};
+    set_params(&c, &fa, sizeof fa);
+    push(b, c);
+    tport_params_flash_attn_ext ext = {2.0f, 0.5f};
+    c = (check_case){.op = TPORT_OP_FLASH_ATTN_EXT, .n_src = 4, .src = {q, kv16, kv16, mask}, .dst = q,
+                     .note = "soft cap"};
+    set_params(&c, &ext, sizeof ext);
+    push(b, c);
+    ext.softcap = 0.0f;
+    c = (check_case){.op = TPORT_OP_FLASH_ATTN_EXT, .n_src = 5, .src = {q, kv, kv, mask, sinks}, .dst = q,
+                     .note = "sinks"};
+    set_params(&c, &ext, sizeof ext);
+    push(b, c);
+    ext.softcap = 0.5f;
+    c.note = "soft cap and sinks";
+    set_params(&c, &ext, sizeof ext);
+    push(b, c);
 }
 
 static void copy_cases(builder *b) {
@@ -207,19 +254,12 @@ int check_cases(check_case *out, int cap) {
     arch_cases(&b);
     moe_cases(&b);
     rope_cases(&b);
+    attn_cases(&b);
     copy_cases(&b);
     weight_cases(&b);
     return b.n;
 }
 
 const char *check_op_name(tport_op_id op) {
-    static const char *const names[] = {"none", "get_rows", "add", "mul", "scale", "mul_mat", "rms_norm", "norm",
-                                        "rope", "soft_max", "silu", "gelu", "swiglu", "cpy", "cont", "concat"};
-    static const char *const arch_names[] = {"gelu_f16", "gelu_erf", "tanh", "clamp", "soft_max_ext"};
-    if (op >= 16 && op - 16 < sizeof arch_names / sizeof arch_names[0])
-        return arch_names[op - 16];
-    static const char *const moe_names[] = {"mul_mat_id", "argsort_top_k", "sigmoid", "sum_rows", "div", "add_id"};
-    if (op >= 22 && op - 22 < sizeof moe_names / sizeof moe_names[0])
-        return moe_names[op - 22];
-    return op < sizeof names / sizeof names[0] ? names[op] : "unknown";
+    return tport_op_name(op);
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "conformance_internal.h"
+#include "core/view_srcs.h"
 #include "core/error.h"
 #include "core/view_keys.h"
 #include "quant/type_table.h"
@@ -134,8 +135,7 @@ static void dense_view(tport_tensor_view *v, tport_type_id type, int64_t ne0, in
     const tport_type_traits *ti = tport_traits(type);
     memset(v, 0, sizeof *v);
     v->struct_size = sizeof *v;
-    for (int s = 0; s < TPORT_MAX_SRC; s++)
-        v->src[s] = -1;
+    tport_view_clear_srcs(v);
     v->name = "";
     v->type = type;
     v->ne[0] = ne0;
@@ -198,7 +198,7 @@ static void round_trip(tier *t, tport_type_id type, uint32_t usage) {
     uint64_t seed = type * 7919u + usage;
     for (size_t i = 0; src && i < bytes; i++)
         src[i] = (unsigned char)lcg(&seed);
-    tport_tensor_view v = {.struct_size = sizeof v, .type = type, .src = {-1, -1, -1, -1},
+    tport_tensor_view v = {.struct_size = sizeof v, .type = type, .src = {-1, -1, -1, -1}, .src_more = {-1, -1},
                            .ne = {256, 4, 1, 1}, .flags = usage == TPORT_USAGE_WEIGHTS ? TPORT_TENSOR_WEIGHT : 0,
                            .name = "round-trip"};
     v.nb[0] = tr->info.block_bytes;
@@ -240,7 +240,7 @@ static void fill_and_copy(tier *t) {
     tport_buffer a = 0, b = 0;
     void *host = NULL;
     tport_ticket tk = 0;
-    tport_tensor_view v = {.struct_size = sizeof v, .type = TPORT_TYPE_I8, .src = {-1, -1, -1, -1},
+    tport_tensor_view v = {.struct_size = sizeof v, .type = TPORT_TYPE_I8, .src = {-1, -1, -1, -1}, .src_more = {-1, -1},
                            .ne = {(int64_t)n, 1, 1, 1}, .nb = {1, n, n, n}, .name = "bytes"};
     tport_status st = back && pattern ? TPORT_STATUS_OK : TPORT_STATUS_OUT_OF_MEMORY;
     if (!st)

@@ -5,7 +5,10 @@
 #include "conformance.h"
 #include "registry.h"
 
-enum { CHECK_DATA_RANDOM = 0, CHECK_DATA_INDICES = 1, CHECK_DATA_POSITIONS = 2 };
+/* FACTORS: values in [1, 4) (RoPE frequency factors) */
+enum { CHECK_DATA_RANDOM = 0, CHECK_DATA_INDICES = 1, CHECK_DATA_POSITIONS = 2, CHECK_DATA_FACTORS = 3 };
+/* operands of a case: src[4] and src_more[0] (ABI 1.3) */
+#define CHECK_MAX_SRC 5
 enum { CHECK_LAYOUT_DENSE = 0, CHECK_LAYOUT_PADDED = 1, CHECK_LAYOUT_TRANSPOSED = 2 };
 
 typedef struct check_tensor {
@@ -19,9 +22,9 @@ typedef struct check_tensor {
 typedef struct check_case {
     tport_op_id op;
     int n_src;
-    check_tensor src[3];
+    check_tensor src[CHECK_MAX_SRC];
     check_tensor dst;
-    unsigned char params[16];
+    unsigned char params[48];
     uint32_t params_size;
     const char *note;
 } check_case;
@@ -38,9 +41,9 @@ typedef struct made_tensor {
 
 /* A one-node graph of a case: sources, destination, view. */
 typedef struct case_graph {
-    made_tensor src[3];
+    made_tensor src[CHECK_MAX_SRC];
     made_tensor dst;
-    const tport_tensor_view *ptrs[4];
+    const tport_tensor_view *ptrs[CHECK_MAX_SRC + 1];
     int32_t node;
     tport_graph_view view;
 } case_graph;
@@ -58,7 +61,7 @@ float *check_output_floats(const case_graph *g, int64_t n);
 typedef struct device_case {
     const tport_backend_mem *mem;
     void *state;
-    tport_buffer bufs[4];
+    tport_buffer bufs[CHECK_MAX_SRC + 1];
     int n_bufs;
 } device_case;
 bool check_device_bind(const tport_backend_mem *mem, void *state, case_graph *g, device_case *d, char *why,

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "conformance_internal.h"
+#include "core/view_srcs.h"
 #include "core/error.h"
 #include "quant/type_table.h"
 #include "registry.h"
@@ -95,8 +96,7 @@ static bool make_tensor(const check_tensor *d, uint64_t *seed, made_tensor *m, c
     v->struct_size = sizeof *v;
     v->type = d->type;
     memcpy(v->ne, d->ne, sizeof v->ne);
-    for (int i = 0; i < TPORT_MAX_SRC; i++)
-        v->src[i] = -1;
+    tport_view_clear_srcs(v);
     if (!layout(d, tr, v->nb, &m->bytes)) {
         snprintf(why, cap, "cannot lay out %s", tr->info.name);
         return false;
@@ -132,7 +132,7 @@ static bool make_tensor(const check_tensor *d, uint64_t *seed, made_tensor *m, c
         const int64_t i1 = r % d->ne[1], i2 = (r / d->ne[1]) % d->ne[2], i3 = r / (d->ne[1] * d->ne[2]);
         unsigned char *base = m->mem + i1 * v->nb[1] + i2 * v->nb[2] + i3 * v->nb[3];
         for (int64_t i = 0; i < d->ne[0]; i++)
-            row[i] = random_value(seed);
+            row[i] = d->data == CHECK_DATA_FACTORS ? 2.5f + 1.5f * random_value(seed) : random_value(seed);
         if (d->layout == CHECK_LAYOUT_TRANSPOSED) {
             for (int64_t i = 0; i < d->ne[0]; i++)
                 tr->from_float(&row[i], base + i * v->nb[0], 1);
@@ -183,7 +183,7 @@ static void describe(const check_case *c, tport_check_result *r) {
 }
 
 void check_free_graph(case_graph *g) {
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < CHECK_MAX_SRC; i++)
         free(g->src[i].mem);
     free(g->dst.mem);
 }
@@ -208,8 +208,12 @@ bool check_build_graph(const check_case *c, case_graph *g, char *why, size_t cap
     memset(g->dst.mem, 0xff, g->dst.bytes); /* NaN: unwritten outputs show */
     tport_tensor_view *v = &g->dst.view;
     v->op = c->op;
-    for (int i = 0; i < c->n_src; i++)
-        v->src[i] = i;
+    for (int i = 0; i < c->n_src; i++) {
+        if (i < TPORT_MAX_SRC)
+            v->src[i] = i;
+        else
+            v->src_more[i - TPORT_MAX_SRC] = i;
+    }
     v->params = c->params_size ? c->params : NULL;
     v->params_size = c->params_size;
     v->flags = TPORT_TENSOR_OUTPUT;

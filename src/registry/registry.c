@@ -135,7 +135,7 @@ static bool handles_basics(const tport_candidate *b) {
     tport_tensor_view t[3];
     for (int i = 0; i < 3; i++) {
         t[i] = (tport_tensor_view){
-            .struct_size = sizeof t[i], .op = TPORT_OP_NONE, .type = TPORT_TYPE_F32, .src = {-1, -1, -1, -1},
+            .struct_size = sizeof t[i], .op = TPORT_OP_NONE, .type = TPORT_TYPE_F32, .src = {-1, -1, -1, -1}, .src_more = {-1, -1},
             .ne = {8, 1, 1, 1}, .nb = {4, 32, 32, 32}, .name = "basic",
         };
     }

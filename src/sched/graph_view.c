@@ -2,6 +2,7 @@
  * permute, transpose) appear as data-only records with op NONE; the cpy
  * node is a record writing into its destination's memory. */
 #include "graph_view.h"
+#include "core/view_srcs.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -26,12 +27,16 @@ tport_status sched_view_build(const tport_graph *g, int n_threads, sched_view *o
         r->struct_size = sizeof *r;
         r->op = t->op;
         r->type = t->type;
-        for (int s = 0; s < TPORT_MAX_SRC; s++) {
-            r->src[s] = -1;
+        tport_view_clear_srcs(r);
+        for (int s = 0; s < TPORT_CORE_MAX_SRC; s++) {
             /* a view's sources are a host matter; cpy's src1 is its destination */
             if (t->op == TPORT_OP_NONE || (t->op == TPORT_OP_CPY && s > 0) || !t->src[s])
                 continue;
-            r->src[s] = tport_graph_find(g, t->src[s]);
+            int32_t at = tport_graph_find(g, t->src[s]);
+            if (s < TPORT_MAX_SRC)
+                r->src[s] = at;
+            else
+                r->src_more[s - TPORT_MAX_SRC] = at;
         }
         for (int d = 0; d < TPORT_MAX_DIMS; d++) {
             r->ne[d] = t->ne[d];

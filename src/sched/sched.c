@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/view_srcs.h"
 #include "core/view_keys.h"
 #include "devices.h"
 #include "graph_view.h"
@@ -74,6 +75,8 @@ bool tport_sched_backend_supports(const tport_active_backend *b, const tport_gra
         for (int32_t i = 0; ok && i < v->n_tensors; i++) {
             size_t n = v->tensors[i]->struct_size < sizeof *recs ? v->tensors[i]->struct_size : sizeof *recs;
             memcpy(&recs[i], v->tensors[i], n);
+            if (n < TPORT_TENSOR_VIEW_SIZE_1_3)
+                recs[i].src_more[0] = recs[i].src_more[1] = -1;
             recs[i].struct_size = sizeof *recs;
             recs[i].data = NULL;
             ptrs[i] = &recs[i];
@@ -99,9 +102,9 @@ bool tport_sched_backend_supports(const tport_active_backend *b, const tport_gra
 static const tport_active_backend *by_locality(const tport_graph *g, const sched_view *sv,
                                                const tport_graph_view *blind, int32_t idx) {
     const tport_tensor *t = g->tensors[idx];
-    const tport_tensor *cand[TPORT_MAX_SRC + 1];
+    const tport_tensor *cand[TPORT_CORE_MAX_SRC + 1];
     int n = 0;
-    for (int s = 0; s < TPORT_MAX_SRC; s++)
+    for (int s = 0; s < TPORT_CORE_MAX_SRC; s++)
         if (t->src[s])
             cand[n++] = t->src[s]->view_src ? t->src[s]->view_src : t->src[s];
     if (t->view_src)
@@ -174,8 +177,8 @@ static bool read_later(const stage_run *r, const sched_view *sv, const split *sp
     int o = stage_owner(r, idx);
     for (int q = p + 1; q < sp->end; q++) {
         const tport_tensor_view *t = sv->ptrs[sv->nodes[q]];
-        for (int s = 0; s < TPORT_MAX_SRC; s++)
-            if (t->src[s] >= 0 && stage_owner(r, t->src[s]) == o)
+        for (int s = 0; s < TPORT_CORE_MAX_SRC; s++)
+            if (tport_view_src(t, s) >= 0 && stage_owner(r, tport_view_src(t, s)) == o)
                 return true;
     }
     return false;
@@ -195,8 +198,8 @@ static tport_status prepare_split(stage_run *r, const sched_view *sv, const spli
     for (int p = sp->start; p < sp->end; p++) {
         int32_t idx = sv->nodes[p];
         const tport_tensor_view *base = sv->ptrs[idx];
-        for (int s = 0; s < TPORT_MAX_SRC; s++) {
-            int32_t src = base->src[s];
+        for (int s = 0; s < TPORT_CORE_MAX_SRC; s++) {
+            int32_t src = tport_view_src(base, s);
             if (src < 0)
                 continue;
             int from;
@@ -287,9 +290,9 @@ static tport_status run(tport_graph *g, sched_view *sv, const tport_active_backe
         /* staging room for leaves the split touches that live elsewhere */
         for (int p = start; p < end && sp->space > 0; p++) {
             const tport_tensor_view *base = sv->ptrs[sv->nodes[p]];
-            for (int s = 0; s < TPORT_MAX_SRC; s++)
-                if (base->src[s] >= 0)
-                    stage_reserve_leaf(&r, base->src[s], sp->space);
+            for (int s = 0; s < TPORT_CORE_MAX_SRC; s++)
+                if (tport_view_src(base, s) >= 0)
+                    stage_reserve_leaf(&r, tport_view_src(base, s), sp->space);
             stage_reserve_leaf(&r, sv->nodes[p], sp->space);
         }
         stage_use_space(&r, sp->space);

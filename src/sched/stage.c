@@ -1,6 +1,7 @@
 /* Staged copies between host memory and device memory for one evaluation
  * (see stage.h).  Runs under the scheduler's lock. */
 #include "stage.h"
+#include "core/view_srcs.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,8 +135,7 @@ static void owner_location(const stage_run *r, int o, int space, tport_buffer *b
 static void owner_record(const stage_run *r, int o, int space, tport_tensor_view *rec) {
     *rec = *r->base->ptrs[o];
     rec->op = TPORT_OP_NONE;
-    for (int s = 0; s < TPORT_MAX_SRC; s++)
-        rec->src[s] = -1;
+    tport_view_clear_srcs(rec);
     rec->params = NULL;
     rec->params_size = 0;
     owner_location(r, o, space, &rec->buffer, &rec->offset, &rec->data);
@@ -276,8 +276,7 @@ tport_status stage_flush_apart(stage_run *r) {
         size_t bytes = tport_tensor_nbytes(t);
         tport_tensor_view rec = *r->base->ptrs[tensor];
         rec.op = TPORT_OP_NONE;
-        for (int s = 0; s < TPORT_MAX_SRC; s++)
-            rec.src[s] = -1;
+        tport_view_clear_srcs(&rec);
         rec.params = NULL;
         rec.params_size = 0;
         rec.data = NULL;

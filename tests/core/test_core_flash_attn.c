@@ -15,6 +15,8 @@
 typedef struct fa_ref {
     const tport_tensor *q, *k, *v, *mask;
     double scale;
+    double cap;                /* > 0: soft-capping (FLASH_ATTN_EXT) */
+    const tport_tensor *sinks; /* NULL or [n_head] */
     int64_t h, t; /* the query whose probabilities p holds; -1: none */
     double *p;    /* [n_kv], normalised; all zeros for a fully masked row */
 } fa_ref;
@@ -29,13 +31,21 @@ static void r_probs(fa_ref *r, int64_t h, int64_t t) {
         double d = 0.0;
         for (int64_t c = 0; c < hd; c++)
             d += ct_get(r->q, c, h, t, 0) * ct_get(r->k, c, j, g, 0);
-        r->p[j] = d * r->scale + (r->mask ? ct_get(r->mask, j, t, 0, 0) : 0.0);
+        d *= r->scale;
+        if (r->cap > 0.0)
+            d = r->cap * tanh(d / r->cap);
+        r->p[j] = d + (r->mask ? ct_get(r->mask, j, t, 0, 0) : 0.0);
         max = fmax(max, r->p[j]);
     }
+    bool any = max > -INFINITY;
+    double sink = r->sinks ? ct_get(r->sinks, h, 0, 0, 0) : -INFINITY;
+    max = fmax(max, sink);
     for (int64_t j = 0; j < n_kv; j++) {
-        r->p[j] = max > -INFINITY ? exp(r->p[j] - max) : 0.0;
+        r->p[j] = any ? exp(r->p[j] - max) : 0.0;
         sum += r->p[j];
     }
+    if (any && r->sinks)
+        sum += exp(sink - max);
     for (int64_t j = 0; sum > 0.0 && j < n_kv; j++)
         r->p[j] /= sum;
     r->h = h;
@@ -71,8 +81,9 @@ static tport_tensor *cache_view(tport_ctx *ctx, tport_type_id type, int64_t hd, 
 
 /* mask_kind: 0 none, 1 causal, 2 causal with row 0 all -inf, 3 causal
  * plus a distance bias */
-static void check_cache(tport_type_id type, int64_t hd, int64_t n_head, int64_t n_kvh, int64_t n, int64_t n_kv,
-                        int mask_kind, bool head_major) {
+/* ext: 0 FLASH_ATTN; 1 FLASH_ATTN_EXT with a soft cap; 2 with sinks; 3 both */
+static void check_cache_ext(tport_type_id type, int64_t hd, int64_t n_head, int64_t n_kvh, int64_t n, int64_t n_kv,
+                            int mask_kind, bool head_major, int ext) {
     tport_ctx *ctx = tport_ctx_new(64u << 20);
     tport_tensor *q = ct_rand(ctx, TPORT_TYPE_F32, hd, n_head, n, 1);
     tport_tensor *k = cache_view(ctx, type, hd, n_kvh, n_kv + 3, n_kv, head_major);
@@ -88,7 +99,13 @@ static void check_cache(tport_type_id type, int64_t hd, int64_t n_head, int64_t 
                                                                   : -INFINITY);
     }
     double scale = 1.0 / sqrt((double)hd);
-    tport_tensor *o = tport_flash_attn(ctx, q, k, v, mask, (float)scale);
+    /* a cap that bends the scores (|q.k| scale reaches ~2) and sinks on both sides of them */
+    double cap = ext & 1 ? 0.8 : 0.0;
+    tport_tensor *sinks = ext & 2 ? ct_rand(ctx, TPORT_TYPE_F32, n_head, 1, 1, 1) : NULL;
+    for (int64_t h = 0; sinks && h < n_head; h++)
+        ct_set(sinks, h, 0, 0, 0, 3.0 * ct_get(sinks, h, 0, 0, 0));
+    tport_tensor *o = ext ? tport_flash_attn_ext(ctx, q, k, v, mask, sinks, (float)scale, (float)cap)
+                          : tport_flash_attn(ctx, q, k, v, mask, (float)scale);
     CHECK(o && tport_tensor_ne(o, 0) == hd && tport_tensor_ne(o, 1) == n_head && tport_tensor_ne(o, 2) == n,
           "flash_attn shape: %s", tport_last_error());
     for (int threads = 1; o && threads <= 3; threads += 2) {
@@ -96,10 +113,11 @@ static void check_cache(tport_type_id type, int64_t hd, int64_t n_head, int64_t 
         CHECK(g, "flash_attn compute");
         if (!g)
             break;
-        fa_ref r = {q, k, v, mask, scale, -1, -1, calloc((size_t)n_kv, sizeof(double))};
+        fa_ref r = {q, k, v, mask, scale, cap, sinks, -1, -1, calloc((size_t)n_kv, sizeof(double))};
         double w = r.p ? ct_worst(o, r_attn, &r, 1e-5, 1e-4) : INFINITY;
         free(r.p);
-        CHECK(w <= 1.0, "flash_attn %s%s hd %lld heads %lld/%lld n %lld n_kv %lld mask %d, %d threads: error %g",
+        CHECK(w <= 1.0, "flash_attn%s %s%s hd %lld heads %lld/%lld n %lld n_kv %lld mask %d, %d threads: error %g",
+              ext == 1 ? "_ext softcap" : ext == 2 ? "_ext sinks" : ext == 3 ? "_ext softcap+sinks" : "",
               type == TPORT_TYPE_F16 ? "f16" : "f32", head_major ? " head-major" : "", (long long)hd,
               (long long)n_head, (long long)n_kvh, (long long)n, (long long)n_kv, mask_kind, threads, w);
         if (mask_kind == 2) {
@@ -114,9 +132,26 @@ static void check_cache(tport_type_id type, int64_t hd, int64_t n_head, int64_t 
     tport_ctx_free(ctx);
 }
 
+static void check_cache(tport_type_id type, int64_t hd, int64_t n_head, int64_t n_kvh, int64_t n, int64_t n_kv,
+                        int mask_kind, bool head_major) {
+    check_cache_ext(type, hd, n_head, n_kvh, n, n_kv, mask_kind, head_major, 0);
+}
+
 static void check(tport_type_id type, int64_t hd, int64_t n_head, int64_t n_kvh, int64_t n, int64_t n_kv,
                   int mask_kind) {
     check_cache(type, hd, n_head, n_kvh, n, n_kv, mask_kind, false);
+}
+
+/* FLASH_ATTN_EXT on each of the four ways through */
+static void check_ext(tport_type_id t) {
+    for (int ext = 1; ext <= 3; ext++) {
+        check_cache_ext(t, 64, 8, 2, 1, 50, 1, false, ext); /* FA_HEADS */
+        check_cache_ext(t, 64, 4, 4, 1, 45, 3, true, ext);  /* FA_ONE */
+        check_cache_ext(t, 64, 4, 2, 37, 150, 1, false, ext); /* FA_TRANSPOSED */
+        check_cache_ext(t, 64, 8, 2, 20, 29, 3, true, ext);
+        check_cache_ext(t, 20, 2, 1, 6, 9, 1, false, ext);  /* FA_PORTABLE */
+        check_cache_ext(t, 80, 2, 2, 3, 9, 2, false, ext);  /* row 0 fully masked */
+    }
 }
 
 static void check_errors(void) {
@@ -198,6 +233,7 @@ int main(void) {
         check_cache(t, 64, 4, 4, 1, 45, 1, true);
         check_cache(t, 64, 8, 2, 1, 70, 3, true);  /* a group of 4: transposed keys */
         check_cache(t, 64, 4, 2, 19, 30, 1, true); /* a prompt */
+        check_ext(t);
         check_cache(t, 20, 4, 2, 3, 9, 1, true);
     }
     return test_finish("test_core_flash_attn");

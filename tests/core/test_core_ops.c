@@ -310,6 +310,79 @@ static void test_rope(tport_ctx *ctx) {
             }
 }
 
+/* rope_ext: the formula of backend.h's TPORT_OP_ROPE_EXT in double (the
+ * correction dimensions in float, as ggml's ggml_rope_yarn_corr_dims) */
+typedef struct rope_ext_ref {
+    const tport_tensor *a, *pos, *ff;
+    tport_params_rope_ext p;
+} rope_ext_ref;
+
+static double r_rope_ext(const void *c, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+    const rope_ext_ref *r = c;
+    const tport_params_rope_ext *p = &r->p;
+    int n_dims = p->n_dims;
+    bool neox = p->mode == TPORT_ROPE_NEOX;
+    if (i0 >= n_dims)
+        return ct_get(r->a, i0, i1, i2, i3);
+    int64_t pair = neox ? i0 % (n_dims / 2) : i0 / 2;
+    int64_t j0 = neox ? pair : 2 * pair, j1 = neox ? pair + n_dims / 2 : 2 * pair + 1;
+    double extrap = ct_get(r->pos, i2, 0, 0, 0) * pow(p->freq_base, -2.0 * (double)pair / n_dims) /
+                    (r->ff ? ct_get(r->ff, pair, 0, 0, 0) : 1.0);
+    double theta = p->freq_scale * extrap, m = p->attn_factor;
+    if (p->ext_factor != 0.0f) {
+        float c0 = (float)n_dims * logf((float)p->n_ctx_orig / (p->beta_fast * 2.0f * (float)M_PI)) /
+                   (2.0f * logf(p->freq_base));
+        float c1 = (float)n_dims * logf((float)p->n_ctx_orig / (p->beta_slow * 2.0f * (float)M_PI)) /
+                   (2.0f * logf(p->freq_base));
+        double lo = fmax(0.0, floorf(c0)), hi = fmin(n_dims - 1, ceilf(c1));
+        double y = ((double)pair - lo) / fmax(0.001, hi - lo);
+        double ramp = (1.0 - fmin(1.0, fmax(0.0, y))) * p->ext_factor;
+        theta = theta * (1.0 - ramp) + extrap * ramp;
+        m *= 1.0 + 0.1 * log(1.0 / p->freq_scale);
+    }
+    double x0 = ct_get(r->a, j0, i1, i2, i3), x1 = ct_get(r->a, j1, i1, i2, i3);
+    return m * (i0 == j0 ? x0 * cos(theta) - x1 * sin(theta) : x0 * sin(theta) + x1 * cos(theta));
+}
+
+static void test_rope_ext(tport_ctx *ctx) {
+    int64_t head = 16, nh = 3, nt = 5;
+    tport_tensor *pos = tport_new_tensor_1d(ctx, TPORT_TYPE_I32, nt);
+    int32_t positions[] = {0, 1, 9, 300, 4000};
+    for (int i = 0; i < nt; i++)
+        ct_set(pos, i, 0, 0, 0, positions[i]);
+    tport_tensor *x = ct_rand(ctx, TPORT_TYPE_F32, head, nh, nt, 1);
+    tport_tensor *ff = tport_new_tensor_1d(ctx, TPORT_TYPE_F32, head / 2);
+    for (int i = 0; i < head / 2; i++) /* llama 3's factors run from 1 to 32 */
+        ct_set(ff, i, 0, 0, 0, 1.0 + 31.0 * i / (head / 2 - 1));
+    const struct {
+        bool ff;
+        tport_params_rope_ext p;
+        const char *what;
+    } cases[] = {
+        {true, {16, TPORT_ROPE_NORMAL, 500000.0f, 1.0f, 0.0f, 1.0f, 32.0f, 1.0f, 0}, "frequency factors"},
+        {false, {12, TPORT_ROPE_NEOX, 10000.0f, 0.25f, 0.0f, 1.0f, 32.0f, 1.0f, 0}, "linear, partial neox"},
+        {false, {16, TPORT_ROPE_NEOX, 1000000.0f, 0.25f, 1.0f, 1.0f, 32.0f, 1.0f, 4096}, "yarn"},
+        {true, {16, TPORT_ROPE_NORMAL, 10000.0f, 0.125f, 1.0f, 0.9f, 24.0f, 2.0f, 2048}, "yarn, factors, attn 0.9"},
+        {true, {16, TPORT_ROPE_NEOX, 10000.0f, 1.0f, 0.0f, 1.19f, 32.0f, 1.0f, 0}, "longrope-like: factors, attn 1.19"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        tport_tensor *out = tport_rope_ext(ctx, x, pos, cases[k].ff ? ff : NULL, &cases[k].p);
+        CHECK(out, "rope_ext %s: %s", cases[k].what, tport_last_error());
+        tport_graph *g = out ? ct_run(ctx, out, 2) : NULL;
+        CHECK(g, "rope_ext compute");
+        if (!g)
+            continue;
+        rope_ext_ref r = {x, pos, cases[k].ff ? ff : NULL, cases[k].p};
+        double w = ct_worst(out, r_rope_ext, &r, 1e-5, 2e-5);
+        CHECK(w <= 1.0, "rope_ext %s: error %g", cases[k].what, w);
+        tport_graph_free(g);
+    }
+    tport_params_rope_ext bad = {16, TPORT_ROPE_NORMAL, 10000.0f, 1.0f, 1.0f, 1.0f, 32.0f, 1.0f, 0};
+    CHECK(!tport_rope_ext(ctx, x, pos, NULL, &bad), "yarn without n_ctx_orig is refused");
+    tport_tensor *short_ff = tport_new_tensor_1d(ctx, TPORT_TYPE_F32, 3);
+    CHECK(!tport_rope_ext(ctx, x, pos, short_ff, &cases[0].p), "too few frequency factors are refused");
+}
+
 /* ---- get_rows, cpy, cont, concat ----------------------------------------- */
 static double r_get_rows(const void *c, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
     const ref *r = c;
@@ -448,6 +521,7 @@ int main(void) {
     test_norms(ctx);
     test_soft_max(ctx);
     test_rope(ctx);
+    test_rope_ext(ctx);
     test_data_movement(ctx);
     tport_ctx_free(ctx);
     return test_finish("test_core_ops");

@@ -32,8 +32,9 @@ typedef struct add_case {
 } add_case;
 
 static const add_case cases[] = {
-    {"llama", ADD_TENSOR, "rope_freqs.weight", NULL, 8, "rope_freqs.weight"},
-    {"llama", ADD_STR, "llama.rope.scaling.type", "yarn", 0, "llama.rope.scaling.type = yarn"},
+    {"gemma", ADD_TENSOR, "rope_freqs.weight", NULL, 16, "rope_freqs.weight"},
+    {"llama", ADD_STR, "llama.rope.scaling.type", "longrope", 0, "llama.rope.scaling.type = longrope"},
+    {"llama", ADD_F32, "llama.rope.scaling.yarn_log_multiplier", NULL, 0.1, "llama.rope.scaling.yarn_log_multiplier"},
     {"llama", ADD_F32, "llama.attn_logit_softcapping", NULL, 50, "llama.attn_logit_softcapping"},
     {"gemma", ADD_F32, "gemma.attn_logit_softcapping", NULL, 50, "gemma.attn_logit_softcapping"},
     {"gemma", ADD_F32, "gemma.final_logit_softcapping", NULL, 30, "gemma.final_logit_softcapping"},
@@ -50,6 +51,10 @@ static const add_case cases[] = {
     {"llama", ADD_STR, "general.source.url", "https://example.com", 0, NULL},
     {"llama", ADD_STR, "tokenizer.ggml.pre", "default", 0, NULL},
     {"llama", ADD_STR, "llama.rope.scaling.type", "linear", 0, NULL},
+    /* implemented since ABI 1.3's ROPE_EXT */
+    {"llama", ADD_TENSOR, "rope_freqs.weight", NULL, 8, NULL},
+    {"llama", ADD_STR, "llama.rope.scaling.type", "yarn", 0, NULL},
+    {"llama", ADD_F32, "llama.rope.scaling.attn_factor", NULL, 0.9, NULL},
     {"llama", ADD_U32, "llama.expert_count", NULL, 0, NULL},
     {"llama", ADD_U32, "llama.attention.sliding_window", NULL, 32, NULL},
 };

@@ -59,6 +59,8 @@ static void hang_forever(void) {
  * more slots at the end and a larger struct_size. */
 #if FAKE_CASE == FAKE_CASE_NEWER_MINOR
 #define FAKE_KNOWN_MINOR 7
+#elif defined(FAKE_OLDER_MINOR) /* an older plug-in: it knows only that minor */
+#define FAKE_KNOWN_MINOR FAKE_OLDER_MINOR
 #else
 #define FAKE_KNOWN_MINOR TPORT_ABI_MINOR
 #endif

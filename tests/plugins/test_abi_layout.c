@@ -170,6 +170,26 @@ static void ids_1_1(void) {
     FROZEN(TPORT_USAGE_COMPUTE, 2);
 }
 
+/* What 1.3 appended (dense families; the MoE ids freeze beside these). */
+static void layouts_1_3(void) {
+    FROZEN(offsetof(tport_tensor_view, src_more), 144);
+    FROZEN(TPORT_TENSOR_VIEW_SIZE_1_3, 152);
+    AT_LEAST(sizeof(tport_tensor_view), 152);
+    FROZEN(sizeof(tport_params_rope_ext), 36);
+    FROZEN(offsetof(tport_params_rope_ext, mode), 4);
+    FROZEN(offsetof(tport_params_rope_ext, freq_base), 8);
+    FROZEN(offsetof(tport_params_rope_ext, freq_scale), 12);
+    FROZEN(offsetof(tport_params_rope_ext, ext_factor), 16);
+    FROZEN(offsetof(tport_params_rope_ext, attn_factor), 20);
+    FROZEN(offsetof(tport_params_rope_ext, beta_fast), 24);
+    FROZEN(offsetof(tport_params_rope_ext, beta_slow), 28);
+    FROZEN(offsetof(tport_params_rope_ext, n_ctx_orig), 32);
+    FROZEN(sizeof(tport_params_flash_attn_ext), 8);
+    FROZEN(offsetof(tport_params_flash_attn_ext, softcap), 4);
+    FROZEN(TPORT_OP_ROPE_EXT, 21);
+    FROZEN(TPORT_OP_FLASH_ATTN_EXT, 49);
+}
+
 static void ids(void) {
     FROZEN(TPORT_ABI_MAJOR, 1);
     FROZEN(TPORT_STATUS_OK, 0);
@@ -294,5 +314,6 @@ int main(void) {
     layouts_1_1();
     ids_1_1();
     ids_1_3_moe();
+    layouts_1_3();
     return test_finish("test_abi_layout");
 }

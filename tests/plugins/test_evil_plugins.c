@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -195,6 +196,46 @@ static void scenario_compute_failures(void) {
     /* every other backend keeps working: the cpu, asked by name */
     tport_compute_params on_cpu = {.n_threads = 1, .backend = "cpu"};
     CHECK(run_add(&on_cpu, true) == TPORT_STATUS_OK, "cpu beside the liars: %s", tport_last_error());
+    tport_registry_shutdown();
+}
+
+/* ABI 1.3: a plug-in that negotiated 1.2 is never given a 1.3 op (here
+ * rope_ext), however eagerly it claims nodes; it is still given the ops
+ * it knows (plain rope), which it fails, so it was first in line. */
+static tport_status run_rope(bool ext) {
+    tport_ctx *ctx = tport_ctx_new(1u << 20);
+    tport_tensor *x = tport_new_tensor_3d(ctx, TPORT_TYPE_F32, 4, 1, 2);
+    tport_tensor *pos = tport_new_tensor_1d(ctx, TPORT_TYPE_I32, 2);
+    static float xd[8] = {1, 0, 0, 1, 1, 0, 0, 1};
+    static int32_t pd[2] = {0, 1};
+    tport_tensor_set_data(x, xd);
+    tport_tensor_set_data(pos, pd);
+    tport_params_rope_ext p = {.n_dims = 4, .mode = TPORT_ROPE_NORMAL, .freq_base = 10000.0f, .freq_scale = 1.0f,
+                               .attn_factor = 2.0f};
+    tport_tensor *y = ext ? tport_rope_ext(ctx, x, pos, NULL, &p) : tport_rope(ctx, x, pos, 4, TPORT_ROPE_NORMAL,
+                                                                                  10000.0f, 1.0f);
+    tport_graph *g = tport_graph_new(ctx);
+    CHECK(tport_graph_add(g, y) == TPORT_STATUS_OK, "graph: %s", tport_last_error());
+    tport_status st = tport_graph_compute(g, NULL);
+    if (st == TPORT_STATUS_OK && ext) {
+        const float *yd = tport_tensor_data(y); /* token 1, pair 0: 2 (cos 1, sin 1) */
+        CHECK(fabsf(yd[4] - 2.0f * cosf(1.0f)) < 1e-6f && fabsf(yd[5] - 2.0f * sinf(1.0f)) < 1e-6f,
+              "rope_ext beside a 1.2 plug-in: %g %g", yd[4], yd[5]);
+    }
+    tport_graph_free(g);
+    tport_ctx_free(ctx);
+    return st;
+}
+
+static void scenario_minor_ops(void) {
+    reset_env();
+    setenv("TPORT_BACKEND_PATH", EVIL("libevil_old_minor.so"), 1);
+    setenv("TPORT_BACKEND", "old12,cpu", 1);
+    const tport_active_backend *old = tport_registry_find("old12");
+    CHECK(old && old->abi_minor == 2, "old12 negotiated minor %u", old ? old->abi_minor : 99u);
+    CHECK(run_rope(true) == TPORT_STATUS_OK, "rope_ext was given to a 1.2 plug-in: %s", tport_last_error());
+    CHECK(run_rope(false) != TPORT_STATUS_OK && strstr(tport_last_error(), "old12"),
+          "plain rope did not reach old12 first: %s", tport_last_error());
     tport_registry_shutdown();
 }
 
@@ -388,6 +429,7 @@ int main(void) {
     alarm(240); /* a hang anywhere here is a failure, not a stuck CI job */
     scenario_tables();
     scenario_compute_failures();
+    scenario_minor_ops();
     scenario_cpu_shadowed_by_nothing();
     scenario_probe();
     scenario_search_path();

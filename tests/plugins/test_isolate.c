@@ -283,7 +283,7 @@ static void good_plugin(void) {
         /* a graph over the buffer: y = x + x with both in device memory */
         tport_tensor_view tv[2];
         for (int i = 0; i < 2; i++)
-            tv[i] = (tport_tensor_view){.struct_size = sizeof tv[i], .type = TPORT_TYPE_F32, .src = {-1, -1, -1, -1},
+            tv[i] = (tport_tensor_view){.struct_size = sizeof tv[i], .type = TPORT_TYPE_F32, .src = {-1, -1, -1, -1}, .src_more = {-1, -1},
                                         .ne = {8, 1, 1, 1}, .nb = {4, 32, 32, 32}, .name = "x", .buffer = buf,
                                         .offset = 64};
         tv[1].op = TPORT_OP_ADD;
@@ -409,8 +409,8 @@ static void version_mismatch(void) {
     setenv("TPORT_BACKEND_HOST", HELPER_V99_PATH, 1);
     setenv("TPORT_BACKEND_PATH", CRASHY("crashy_never"), 1);
     tport_registry_init();
-    expect("libcrashy_never.so", TPORT_CANDIDATE_REJECTED, "isolation protocol 99, this host speaks 1");
-    expect("libcrashy_never.so", TPORT_CANDIDATE_REJECTED, "the host speaks isolation protocol 1, this helper speaks 99");
+    expect("libcrashy_never.so", TPORT_CANDIDATE_REJECTED, "isolation protocol 99, this host speaks 2");
+    expect("libcrashy_never.so", TPORT_CANDIDATE_REJECTED, "the host speaks isolation protocol 2, this helper speaks 99");
     tport_registry_shutdown();
     capture_end(log, sizeof log);
     CHECK(strstr(log, "tport: backend libcrashy_never.so refused: the helper speaks isolation protocol 99") != NULL,

@@ -25,7 +25,7 @@ static msg good(void) {
     memset(&m, 0, sizeof m);
     m.h = (iso_graph){.n_tensors = 3, .n_nodes = 1, .n_threads = 2, .blob_size = sizeof m.blob};
     for (int i = 0; i < 3; i++) {
-        m.t[i] = (iso_tensor){.type = TPORT_TYPE_F32, .src = {-1, -1, -1, -1}, .ne = {8, 2, 1, 1},
+        m.t[i] = (iso_tensor){.type = TPORT_TYPE_F32, .src = {-1, -1, -1, -1, -1, -1}, .ne = {8, 2, 1, 1},
                               .nb = {4, 32, 64, 64}, .region = 1, .offset = (uint64_t)i * 64};
     }
     m.t[2].op = TPORT_OP_SCALE;

@@ -69,6 +69,17 @@ typedef struct synth_opts {
     bool vocab_set;           /* --vocab given explicitly */
     /* mixture of experts: --experts, --experts-used, --expert-ff, --shared-ff */
     uint32_t experts, experts_used, expert_ff, shared_ff;
+    const char *with[4];      /* --with: optional tensors synthesized too  */
+    int n_with;
+    /* --rope-scaling TYPE [--rope-factor F] [--rope-orig-ctx N]
+     * [--rope-attn-factor F]: the rope.scaling.* keys (NULL: none) */
+    const char *rope_scaling;
+    float rope_factor, rope_attn_factor;
+    uint32_t rope_orig_ctx;
+    /* --f32-key SUFFIX=F: "<arch>.SUFFIX" written as an f32 (up to 4) */
+    const char *f32_keys[4];
+    float f32_vals[4];
+    int n_f32;
 } synth_opts;
 
 typedef struct synth_tensor {
@@ -119,6 +130,12 @@ static void usage(FILE *out) {
             "                  add about as much as the embedding holds, so a model whose classifier\n"
             "                  is its embedding mostly repeats its input; larger gains let the\n"
             "                  blocks decide\n"
+            "--with NAME       also write the table's optional tensor NAME (rope_freqs.weight:\n"
+            "                  RoPE frequency factors, drawn like norm weights), up to 4 times\n"
+            "--rope-scaling none|linear|yarn|longrope [--rope-factor F] [--rope-orig-ctx N]\n"
+            "                  [--rope-attn-factor F]   the rope.scaling.* keys\n"
+            "--f32-key SUFFIX=F   write the key ARCH.SUFFIX as an f32 (up to 4; e.g.\n"
+            "                  rope.scaling.yarn_beta_fast=16)\n"
             "--norm-noise F    norm weights uniform in [1 - F, 1 + F] instead of exactly 1, so that\n"
             "                  a graph using the wrong norm weight, or none, computes something else\n",
             tool_arch_list(archs, sizeof archs), default_shape.dim, default_shape.layers, default_shape.heads,
@@ -223,6 +240,36 @@ static int parse_args(int argc, char **argv, synth_opts *o) {
               : !strcmp(a, "--attn-softcap")  ? &o->attn_softcap
                                               : &o->logit_softcap) = f;
             i++;
+        } else if (!strcmp(a, "--with")) {
+            if (!v || o->n_with == 4)
+                return tool_fail(2, "synth: --with needs a tensor name (at most 4)");
+            o->with[o->n_with++] = v;
+            i++;
+        } else if (!strcmp(a, "--rope-scaling")) {
+            if (!v || (strcmp(v, "none") && strcmp(v, "linear") && strcmp(v, "yarn") && strcmp(v, "longrope")))
+                return tool_fail(2, "synth: --rope-scaling needs none, linear, yarn or longrope");
+            o->rope_scaling = v;
+            i++;
+        } else if (!strcmp(a, "--rope-factor") || !strcmp(a, "--rope-attn-factor")) {
+            char *end = NULL;
+            float f = v ? strtof(v, &end) : -1.0f;
+            if (!v || *end || !(f > 0.0f) || f > 1e6f)
+                return tool_fail(2, "synth: %s needs a number > 0", a);
+            *(!strcmp(a, "--rope-factor") ? &o->rope_factor : &o->rope_attn_factor) = f;
+            i++;
+        } else if (!strcmp(a, "--f32-key")) {
+            const char *eq = v ? strchr(v, '=') : NULL;
+            char *end = NULL;
+            float f = eq ? strtof(eq + 1, &end) : 0.0f;
+            if (!eq || eq == v || !eq[1] || *end || o->n_f32 == 4 || !(f == f))
+                return tool_fail(2, "synth: --f32-key needs SUFFIX=NUMBER (at most 4)");
+            o->f32_keys[o->n_f32] = v;
+            o->f32_vals[o->n_f32++] = f;
+            i++;
+        } else if (!strcmp(a, "--rope-orig-ctx")) {
+            if (!parse_u32(v, 1, 1u << 24, &o->rope_orig_ctx))
+                return tool_fail(2, "synth: --rope-orig-ctx needs a number in [1, 16777216]");
+            i++;
         } else if (!strcmp(a, "--alibi-bias") || !strcmp(a, "--clamp-kqv")) {
             char *end = NULL;
             float f = v ? strtof(v, &end) : -1.0f;
@@ -264,6 +311,15 @@ static int parse_args(int argc, char **argv, synth_opts *o) {
             usage(stderr);
             return tool_fail(2, "synth: unknown argument '%s'", a);
         }
+    }
+    for (int w = 0; w < o->n_with; w++) {
+        bool known = false;
+        for (int k = 0; k < o->arch->n_tensors && !known; k++) {
+            const tport_arch_tensor *t = &o->arch->tensors[k];
+            known = !strcmp(o->with[w], t->flags & TENSOR_LAYER ? t->name + strlen("blk.%d.") : t->name);
+        }
+        if (!known)
+            return tool_fail(2, "synth: --with %s: %s has no such tensor", o->with[w], o->arch->name);
     }
     bool heads_set = false;
     for (size_t k = 0; k < n_dims; k++) {
@@ -431,6 +487,14 @@ static void add_table_tensor(synth_ctx *c, const tport_arch_tensor *t, const tpo
     c->tensors[c->n_tensors - 1].gain = (residual && n_dims >= 2) || post_norm ? c->out_gain : 1.0f;
 }
 
+/* A tensor synth leaves out unless --with names it. */
+static bool wanted(const synth_opts *o, const tport_arch_tensor *t) {
+    for (int i = 0; i < o->n_with; i++)
+        if (!strcmp(o->with[i], t->flags & TENSOR_LAYER ? t->name + strlen("blk.%d.") : t->name))
+            return true;
+    return false;
+}
+
 /* In the table's order, except that the model-level tensors listed after
  * the first per-layer one come after all layers (as converters write). */
 static void plan_tensors(synth_ctx *c, const synth_opts *o, tport_type_id type) {
@@ -446,7 +510,7 @@ static void plan_tensors(synth_ctx *c, const synth_opts *o, tport_type_id type) 
         for (int k = 0; k < arch->n_tensors; k++) {
             const tport_arch_tensor *t = &arch->tensors[k];
             bool layer = (t->flags & TENSOR_LAYER) != 0;
-            if ((t->flags & TENSOR_NO_SYNTH) || !tport_arch_row_applies(t, &sh))
+            if (((t->flags & TENSOR_NO_SYNTH) && !wanted(o, t)) || !tport_arch_row_applies(t, &sh))
                 continue;
             if (pass == 0 && !layer && k < first_layer)
                 add_table_tensor(c, t, &sh, 0, type);
@@ -455,7 +519,8 @@ static void plan_tensors(synth_ctx *c, const synth_opts *o, tport_type_id type) 
         }
     for (uint32_t l = 0; l < o->shape.layers; l++)
         for (int k = 0; k < arch->n_tensors; k++)
-            if ((arch->tensors[k].flags & TENSOR_LAYER) && !(arch->tensors[k].flags & TENSOR_NO_SYNTH) &&
+            if ((arch->tensors[k].flags & TENSOR_LAYER) &&
+                (!(arch->tensors[k].flags & TENSOR_NO_SYNTH) || wanted(o, &arch->tensors[k])) &&
                 tport_arch_row_applies(&arch->tensors[k], &sh))
                 add_table_tensor(c, &arch->tensors[k], &sh, (int)l, type);
 }
@@ -643,6 +708,28 @@ static tport_status set_metadata(tport_gguf_writer *w, const synth_opts *o, cons
     TRY(tport_arch_write_common_keys(w, arch, &sh));
     if (arch->write_keys)
         TRY(arch->write_keys(w, &sh));
+    char key[128];
+    if (o->rope_scaling) {
+        snprintf(key, sizeof key, "%s.rope.scaling.type", arch->name);
+        TRY(tport_gguf_set_str(w, key, o->rope_scaling));
+    }
+    if (o->rope_factor > 0.0f) {
+        snprintf(key, sizeof key, "%s.rope.scaling.factor", arch->name);
+        TRY(tport_gguf_set_f32(w, key, o->rope_factor));
+    }
+    if (o->rope_orig_ctx) {
+        snprintf(key, sizeof key, "%s.rope.scaling.original_context_length", arch->name);
+        TRY(tport_gguf_set_u32(w, key, o->rope_orig_ctx));
+    }
+    if (o->rope_attn_factor > 0.0f) {
+        snprintf(key, sizeof key, "%s.rope.scaling.attn_factor", arch->name);
+        TRY(tport_gguf_set_f32(w, key, o->rope_attn_factor));
+    }
+    for (int i = 0; i < o->n_f32; i++) {
+        snprintf(key, sizeof key, "%s.%.*s", arch->name, (int)(strchr(o->f32_keys[i], '=') - o->f32_keys[i]),
+                 o->f32_keys[i]);
+        TRY(tport_gguf_set_f32(w, key, o->f32_vals[i]));
+    }
     return TPORT_STATUS_OK;
 }
 

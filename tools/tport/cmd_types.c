@@ -34,11 +34,11 @@ static int backend_supports(int b, const tport_type_traits *t, void *buf) {
     const int64_t bs = t->info.block_size;
     const uint64_t row = (uint64_t)(PROBE_K / bs) * t->info.block_bytes;
     tport_tensor_view w = {.struct_size = sizeof(tport_tensor_view), .op = TPORT_OP_NONE, .type = t->info.id,
-                           .src = {-1, -1, -1, -1}, .ne = {PROBE_K, PROBE_M, 1, 1},
+                           .src = {-1, -1, -1, -1}, .src_more = {-1, -1}, .ne = {PROBE_K, PROBE_M, 1, 1},
                            .nb = {t->info.block_bytes, row, row * PROBE_M, row * PROBE_M},
                            .data = buf, .flags = TPORT_TENSOR_WEIGHT, .name = "weights"};
     tport_tensor_view a = {.struct_size = sizeof(tport_tensor_view), .op = TPORT_OP_NONE,
-                           .type = TPORT_TYPE_F32, .src = {-1, -1, -1, -1}, .ne = {PROBE_K, 1, 1, 1},
+                           .type = TPORT_TYPE_F32, .src = {-1, -1, -1, -1}, .src_more = {-1, -1}, .ne = {PROBE_K, 1, 1, 1},
                            .nb = {4, 4 * PROBE_K, 4 * PROBE_K, 4 * PROBE_K},
                            .data = (char *)buf + 65536, .flags = TPORT_TENSOR_INPUT, .name = "activations"};
     tport_tensor_view d = {.struct_size = sizeof(tport_tensor_view), .op = TPORT_OP_MUL_MAT,

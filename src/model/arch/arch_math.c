@@ -51,16 +51,21 @@ static const math_row keys[] = {
     {"rope.freq_base", WHEN_NEVER, NULL, NULL, "RoPE base"},
     {"rope.scale_linear", WHEN_NEVER, NULL, NULL, "linear RoPE scaling"},
     {"rope.scaling.factor", WHEN_NEVER, NULL, NULL, "linear RoPE scaling"},
-    /* only read by the scaling types refused below */
+    /* YaRN's and LongRoPE's trained context (weights.c) */
     {"rope.scaling.original_context_length", WHEN_NEVER, NULL, NULL, "RoPE scaling's trained context"},
     {"rope.scaling.finetuned", WHEN_NEVER, NULL, NULL, "a note"},
-    {"rope.scaling.yarn_log_multiplier", WHEN_NEVER, NULL, NULL, "YaRN (refused by its type)"},
-    {"rope.scaling.yarn_ext_factor", WHEN_NEVER, NULL, NULL, "YaRN (refused by its type)"},
-    {"rope.scaling.yarn_attn_factor", WHEN_NEVER, NULL, NULL, "YaRN (refused by its type)"},
-    {"rope.scaling.yarn_beta_fast", WHEN_NEVER, NULL, NULL, "YaRN (refused by its type)"},
-    {"rope.scaling.yarn_beta_slow", WHEN_NEVER, NULL, NULL, "YaRN (refused by its type)"},
-    {"rope.scaling.type", WHEN_NOT_IN, NULL, "none|linear", "RoPE scaling"},
-    {"rope.scaling.attn_factor", WHEN_NOT_ONE, NULL, NULL, "attention scaled by RoPE scaling"},
+    /* read by llama.cpp's deepseek2 only (yarn's mscale_all_dims) */
+    {"rope.scaling.yarn_log_multiplier", WHEN_NONZERO, "mistral3", NULL, "YaRN's log multiplier"},
+    /* llama.cpp reads no key for these (mistral3 reads the betas): its
+     * defaults (ext 1 for yarn, betas 32 and 1) apply whatever a file
+     * says, and so do ours */
+    {"rope.scaling.yarn_ext_factor", WHEN_NEVER, NULL, NULL, "YaRN (llama.cpp ignores the key)"},
+    {"rope.scaling.yarn_attn_factor", WHEN_NEVER, NULL, NULL, "YaRN (llama.cpp ignores the key)"},
+    {"rope.scaling.yarn_beta_fast", WHEN_NEVER, NULL, NULL, "YaRN (llama.cpp ignores the key)"},
+    {"rope.scaling.yarn_beta_slow", WHEN_NEVER, NULL, NULL, "YaRN (llama.cpp ignores the key)"},
+    /* none, linear, yarn: weights.c, blocks.c (ROPE_EXT); longrope: phi3 */
+    {"rope.scaling.type", WHEN_NOT_IN, "phi3", "none|linear|yarn", "RoPE scaling"},
+    {"rope.scaling.attn_factor", WHEN_NEVER, NULL, NULL, "cos and sin scaled (ROPE_EXT)"},
     {"rope.scaling.alpha", WHEN_NOT_ONE, NULL, NULL, "NTK-aware RoPE scaling"},
     {"rope.freq_base_swa", WHEN_PRESENT, "gemma2|gemma3", NULL, "a RoPE base of the sliding-window layers"},
     {"rope.dimension_count_swa", WHEN_PRESENT, NULL, NULL, "rotary dimensions of the sliding-window layers"},
@@ -70,16 +75,16 @@ static const math_row keys[] = {
     {"attention.sliding_window", WHEN_NEVER, NULL, NULL, "sliding-window attention"},
     {"attention.sliding_window_pattern", WHEN_PRESENT, "gemma2|gemma3", NULL, "sliding-window layers mixed with full ones"},
     {"attention.causal", WHEN_FALSE, NULL, NULL, "non-causal attention"},
-    {"attention.scale", WHEN_NONZERO, "granitemoe", NULL, "an attention scale of its own"},
+    {"attention.scale", WHEN_NONZERO, "granite|granitemoe", NULL, "an attention scale of its own"},
     {"attention.clamp_kqv", WHEN_NONZERO, "mpt", NULL, "Q/K/V clamping"},
     {"attention.max_alibi_bias", WHEN_NONZERO, "mpt|bloom", NULL, "ALiBi"},
     {"use_parallel_residual", WHEN_NEVER, "gptneox", NULL, "the residual form"},
     {"attn_logit_softcapping", WHEN_NONZERO, "gemma2", NULL, "attention soft-capping"},
     {"final_logit_softcapping", WHEN_NONZERO, "gemma2|gemma3", NULL, "logit soft-capping"},
     {"router_logit_softcapping", WHEN_NONZERO, NULL, NULL, "router soft-capping"},
-    {"logit_scale", WHEN_NOT_ONE, "granitemoe", NULL, "scaled logits"},
-    {"embedding_scale", WHEN_NOT_ONE, "granitemoe", NULL, "a scaled embedding"},
-    {"residual_scale", WHEN_NOT_ONE, "granitemoe", NULL, "a scaled residual"},
+    {"logit_scale", WHEN_NOT_ONE, "granite|granitemoe", NULL, "scaled logits"},
+    {"embedding_scale", WHEN_NOT_ONE, "granite|granitemoe", NULL, "a scaled embedding"},
+    {"residual_scale", WHEN_NOT_ONE, "granite|granitemoe", NULL, "a scaled residual"},
     {"expert_count", WHEN_NONZERO, "llama|qwen2moe|qwen3moe|olmoe|granitemoe", NULL, "mixture of experts"},
     {"expert_used_count", WHEN_NONZERO, "llama|qwen2moe|qwen3moe|olmoe|granitemoe", NULL, "mixture of experts"},
     {"expert_shared_count", WHEN_NONZERO, NULL, NULL, "shared experts"},
@@ -93,9 +98,11 @@ static const math_row keys[] = {
 };
 
 static const math_row tensors[] = {
+    /* implemented where the architecture's table names it (llama) */
     {"rope_freqs.weight", WHEN_PRESENT, NULL, NULL, "RoPE frequency factors, Llama 3's scaling"},
-    {"blk.%d.attn_q_norm.weight", WHEN_PRESENT, "qwen3moe|olmoe", NULL, "Q norm"},
-    {"blk.%d.attn_k_norm.weight", WHEN_PRESENT, "qwen3moe|olmoe", NULL, "K norm"},
+    /* implemented where the architecture's table names them (qwen3, olmo2) */
+    {"blk.%d.attn_q_norm.weight", WHEN_PRESENT, NULL, NULL, "Q norm"},
+    {"blk.%d.attn_k_norm.weight", WHEN_PRESENT, NULL, NULL, "K norm"},
     {"blk.%d.attn_sinks.weight", WHEN_PRESENT, NULL, NULL, "attention sinks"},
     {"blk.%d.attn_post_norm.weight", WHEN_PRESENT, NULL, NULL, "a norm after attention"},
     {"blk.%d.post_attention_norm.weight", WHEN_PRESENT, NULL, NULL, "a norm after attention"},

@@ -11,6 +11,9 @@ static const tport_arch *const archs[] = {
     &tport_arch_phi2,  &tport_arch_falcon, &tport_arch_mpt,     &tport_arch_bloom, &tport_arch_gemma,
     &tport_arch_gptj, &tport_arch_gemma2, &tport_arch_gemma3, &tport_arch_qwen2moe, &tport_arch_qwen3moe,
     &tport_arch_olmoe, &tport_arch_granitemoe,
+    /* issue 40's dense families */
+    &tport_arch_qwen3, &tport_arch_olmo2, &tport_arch_granite, &tport_arch_smollm3, &tport_arch_phi3,
+    &tport_arch_mistral3,
 };
 
 int tport_arch_count(void) { return (int)(sizeof archs / sizeof archs[0]); }

@@ -37,9 +37,13 @@ static tport_status hparams(const tport_model_file *mf, tport_model_shape *sh) {
         return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: granitemoe without experts", mf->path);
     if (!tport_arch_f32(mf, "logit_scale", &sh->logit_scale) || !(sh->logit_scale != 0.0f))
         return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: granitemoe without a logit scale", mf->path);
-    tport_arch_f32(mf, "embedding_scale", &sh->embedding_scale);
-    tport_arch_f32(mf, "residual_scale", &sh->residual_scale);
-    tport_arch_f32(mf, "attention.scale", &sh->attention_scale);
+    float f; /* the others stay 1 (none) where absent or 0, as granite's */
+    if (tport_arch_f32(mf, "embedding_scale", &f) && f != 0.0f)
+        sh->embd_scale = f;
+    if (tport_arch_f32(mf, "residual_scale", &f) && f != 0.0f)
+        sh->residual_scale = f;
+    if (tport_arch_f32(mf, "attention.scale", &f))
+        sh->attn_scale = f;
     return TPORT_STATUS_OK;
 }
 
@@ -59,15 +63,15 @@ static tport_status write_keys(tport_gguf_writer *w, const tport_model_shape *sh
 }
 
 static tport_tensor *scaled(tport_blk *b, tport_tensor *x, float s) {
-    return s != 0.0f ? tport_scale(b->ctx, x, s) : x;
+    return s == 1.0f ? x : tport_scale(b->ctx, x, s);
 }
 
 static tport_tensor *build(tport_blk *b) {
     const tport_model_shape *sh = b->sh;
     tport_tensor *x = tport_blk_embed(b);
     if (!b->hidden_in)
-        x = scaled(b, x, sh->embedding_scale);
-    float kq_scale = sh->attention_scale != 0.0f ? sh->attention_scale : 1.0f / sqrtf((float)sh->head_dim);
+        x = scaled(b, x, sh->embd_scale);
+    float kq_scale = sh->attn_scale != 0.0f ? sh->attn_scale : 1.0f / sqrtf((float)sh->head_dim);
     for (int32_t il = b->layer_begin; il < b->layer_end && x; il++) {
         const tport_layer *l = &b->m->layers[il];
         tport_tensor *att = tport_blk_self_attention(b, il, tport_blk_norm(b, x, l->attn_norm, NULL), kq_scale);

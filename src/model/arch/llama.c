@@ -8,7 +8,11 @@
  *               x += W_down (silu(W_gate h) * W_up h),       h = rms_norm(x) * ffn_norm
  *               (Mixtral: x += sum_i w_i down_i(silu(gate_i h) * up_i h) over
  *                the top experts i of softmax(W_router h), w renormalised)
- *   logits = output (rms_norm(x_last) * output_norm)       (output tied to token_embd if absent) */
+ *   logits = output (rms_norm(x_last) * output_norm)       (output tied to token_embd if absent)
+ *
+ * RoPE as llama.cpp's: Llama 3.1-3.3's frequency factors (rope_freqs.weight,
+ * theta_i / ff_i; their scaling has no key of its own) and the scaling
+ * types none, linear and yarn (blocks.c, weights.c: TPORT_OP_ROPE_EXT). */
 #include <math.h>
 
 #include "model/arch/arch.h"
@@ -31,6 +35,8 @@ static const tport_arch_tensor tensors[] = {
     ARCH_X("ffn_up_exps.weight", ffn_up_exps, DIM_EMBD, DIM_FF, 0),
     ARCH_G("output_norm.weight", output_norm, DIM_EMBD, DIM_1, 0),
     ARCH_G("output.weight", output, DIM_EMBD, DIM_VOCAB, TENSOR_OPTIONAL),
+    /* Llama 3.1+: written by synth with --with rope_freqs.weight */
+    ARCH_G("rope_freqs.weight", rope_freqs, DIM_ROT_HALF, DIM_1, TENSOR_OPTIONAL | TENSOR_NO_SYNTH),
 };
 
 static tport_tensor *build(tport_blk *b) {
@@ -46,7 +52,7 @@ static tport_tensor *build(tport_blk *b) {
 
 const tport_arch tport_arch_llama = {
     .name = "llama",
-    .about = "LLaMA 1-3, Mistral, Mixtral, TinyLlama, llama2.c",
+    .about = "LLaMA 1-3.3, Mistral, Mixtral, TinyLlama, llama2.c",
     .tensors = tensors,
     .n_tensors = sizeof tensors / sizeof tensors[0],
     .norm = NORM_RMS,
