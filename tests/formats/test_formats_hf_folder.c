@@ -1,0 +1,686 @@
+/* Hugging Face folders (config.json, model.safetensors, tokenizer.json,
+ * tokenizer_config.json), written here from GGUF files as Hugging Face
+ * stores the same models (q/k in rotate-half order, GPT-2's Conv1D weights
+ * transposed, merges as transformers derives them for SentencePiece):
+ *  - tokenizers: for the vocabularies of llama.cpp's suite (gpt-2,
+ *    llama-bpe, qwen2, llama-spm) every test string gives the ids llama.cpp
+ *    gave on the GGUF vocabulary (.out);
+ *  - llama (llama-2-tiny-random) and gpt2 (synthesized with GPT-2's
+ *    vocabulary): the folder gives the GGUF's tensors, tokens and greedy
+ *    ids; `tport convert FOLDER out.gguf` is loaded by llama.cpp (when
+ *    node-llama-cpp is there), which tokenizes every suite string and
+ *    generates exactly as on the original GGUF;
+ *  - an unknown architecture and a hostile tokenizer.json are refused. */
+#include <cjson/cJSON.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "formats/model_file.h"
+#include "tport/tport.h"
+#include "../test_util.h"
+
+#ifndef TPORT_CLI
+#error "TPORT_CLI must name the tport executable"
+#endif
+
+static char dir[256];
+
+static void write_text(const char *path, const char *text) {
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL, "open %s", path);
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+}
+
+static void write_json(const char *folder, const char *name, cJSON *j) {
+    char path[512], *text = cJSON_PrintUnformatted(j);
+    snprintf(path, sizeof path, "%s/%s", folder, name);
+    write_text(path, text);
+    free(text);
+    cJSON_Delete(j);
+}
+
+/* ---- safetensors --------------------------------------------------------------- */
+typedef struct st_tensor {
+    char name[96];
+    const char *dtype;
+    int n_dims;
+    int64_t shape[4]; /* outermost first */
+    const void *data;
+    size_t nbytes;
+} st_tensor;
+
+static void write_safetensors(const char *path, const st_tensor *t, int n) {
+    cJSON *h = cJSON_CreateObject();
+    size_t off = 0;
+    for (int i = 0; i < n; i++) {
+        cJSON *e = cJSON_AddObjectToObject(h, t[i].name);
+        cJSON_AddStringToObject(e, "dtype", t[i].dtype);
+        cJSON *s = cJSON_AddArrayToObject(e, "shape");
+        for (int d = 0; d < t[i].n_dims; d++)
+            cJSON_AddItemToArray(s, cJSON_CreateNumber((double)t[i].shape[d]));
+        cJSON *o = cJSON_AddArrayToObject(e, "data_offsets");
+        cJSON_AddItemToArray(o, cJSON_CreateNumber((double)off));
+        cJSON_AddItemToArray(o, cJSON_CreateNumber((double)(off + t[i].nbytes)));
+        off += t[i].nbytes;
+    }
+    char *text = cJSON_PrintUnformatted(h);
+    size_t len = strlen(text), padded = (len + 7) & ~(size_t)7;
+    FILE *f = fopen(path, "wb");
+    uint64_t hl = padded;
+    fwrite(&hl, 8, 1, f);
+    fwrite(text, 1, len, f);
+    for (size_t i = len; i < padded; i++)
+        fputc(' ', f);
+    for (int i = 0; i < n; i++)
+        fwrite(t[i].data, 1, t[i].nbytes, f);
+    fclose(f);
+    free(text);
+    cJSON_Delete(h);
+}
+
+static const char *dtype_of(tport_type_id t) {
+    return t == TPORT_TYPE_F32 ? "F32" : t == TPORT_TYPE_F16 ? "F16" : t == TPORT_TYPE_BF16 ? "BF16" : NULL;
+}
+
+/* GGUF q/k rows back into Hugging Face's rotate-half order (the inverse
+ * of the reader's un-permutation). */
+static void *permute_rows(const tport_mf_tensor *t, int n_head) {
+    int64_t rows = t->ne[1], hd = rows / n_head;
+    size_t row_bytes = t->nbytes / (size_t)rows;
+    uint8_t *dst = malloc(t->nbytes);
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t h = r / hd, rem = r % hd, i = rem / 2, j = rem % 2;
+        memcpy(dst + (size_t)(h * hd + j * (hd / 2) + i) * row_bytes, (const uint8_t *)t->data + (size_t)r * row_bytes,
+               row_bytes);
+    }
+    return dst;
+}
+
+static void *transpose(const tport_mf_tensor *t) {
+    size_t es = t->nbytes / (size_t)(t->ne[0] * t->ne[1]);
+    uint8_t *dst = malloc(t->nbytes);
+    for (int64_t i = 0; i < t->ne[1]; i++)
+        for (int64_t j = 0; j < t->ne[0]; j++)
+            memcpy(dst + (size_t)(j * t->ne[1] + i) * es, (const uint8_t *)t->data + (size_t)(i * t->ne[0] + j) * es, es);
+    return dst;
+}
+
+/* ---- tokenizer.json ------------------------------------------------------------ */
+static const char *LLAMA3_RE = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+"
+                               "[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+static const char *QWEN2_RE = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+"
+                              "[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+
+typedef struct merge {
+    int32_t l, r, piece;
+} merge;
+static const tport_vocab *sort_vocab;
+static int cmp_str_id(const void *a, const void *b) {
+    return strcmp(sort_vocab->tokens[*(const int32_t *)a], sort_vocab->tokens[*(const int32_t *)b]);
+}
+static int32_t *sorted_ids;
+static int32_t find_tok(const tport_vocab *v, const char *s) {
+    int32_t lo = 0, hi = v->n_tokens - 1;
+    while (lo <= hi) {
+        int32_t mid = (lo + hi) / 2, c = strcmp(v->tokens[sorted_ids[mid]], s);
+        if (!c)
+            return sorted_ids[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
+    return -1;
+}
+static int cmp_merge(const void *a, const void *b) {
+    const merge *x = a, *y = b;
+    float sx = sort_vocab->scores[x->piece], sy = sort_vocab->scores[y->piece];
+    if (sx != sy)
+        return sx > sy ? -1 : 1;
+    if (x->piece != y->piece)
+        return x->piece < y->piece ? -1 : 1;
+    return x->l != y->l ? (x->l < y->l ? -1 : 1) : (x->r < y->r ? -1 : x->r > y->r);
+}
+
+/* SentencePiece merges as transformers' SentencePieceExtractor derives
+ * them: every split of a piece into two pieces, ordered by the piece's
+ * score (then ids). */
+static void spm_merges(const tport_vocab *v, cJSON *out) {
+    sort_vocab = v;
+    sorted_ids = malloc((size_t)v->n_tokens * sizeof *sorted_ids);
+    for (int32_t i = 0; i < v->n_tokens; i++)
+        sorted_ids[i] = i;
+    qsort(sorted_ids, (size_t)v->n_tokens, sizeof *sorted_ids, cmp_str_id);
+    size_t n = 0, cap = 1 << 16;
+    merge *m = malloc(cap * sizeof *m);
+    char buf[512];
+    for (int32_t id = 0; id < v->n_tokens; id++) {
+        const char *s = v->tokens[id];
+        size_t len = strlen(s);
+        if (v->token_type[id] != 1 || len >= sizeof buf)
+            continue;
+        for (size_t k = 1; k < len; k++) {
+            if (((unsigned char)s[k] & 0xC0) == 0x80)
+                continue;
+            memcpy(buf, s, k);
+            buf[k] = '\0';
+            int32_t l = find_tok(v, buf), r = find_tok(v, s + k);
+            if (l < 0 || r < 0)
+                continue;
+            if (n == cap)
+                m = realloc(m, (cap *= 2) * sizeof *m);
+            m[n++] = (merge){l, r, id};
+        }
+    }
+    qsort(m, n, sizeof *m, cmp_merge);
+    for (size_t i = 0; i < n; i++) {
+        snprintf(buf, sizeof buf, "%s %s", v->tokens[m[i].l], v->tokens[m[i].r]);
+        cJSON_AddItemToArray(out, cJSON_CreateString(buf));
+    }
+    free(m);
+    free(sorted_ids);
+}
+
+/* tokenizer.json + tokenizer_config.json for the vocabulary of `gguf`:
+ * `pre` is "gpt-2", "llama-bpe", "qwen2" or "spm". */
+static void write_tokenizer(const char *folder, const tport_model_file *g, const char *pre) {
+    const tport_vocab *v = &g->vocab;
+    bool spm = !strcmp(pre, "spm");
+    cJSON *root = cJSON_CreateObject(), *added = cJSON_AddArrayToObject(root, "added_tokens");
+    cJSON *model = cJSON_AddObjectToObject(root, "model"), *vocab;
+    cJSON_AddStringToObject(model, "type", "BPE");
+    cJSON_AddBoolToObject(model, "byte_fallback", spm);
+    cJSON_AddBoolToObject(model, "ignore_merges", !strcmp(pre, "llama-bpe"));
+    vocab = cJSON_AddObjectToObject(model, "vocab");
+    for (int32_t i = 0; i < v->n_tokens; i++) {
+        int32_t tt = v->token_type ? v->token_type[i] : 1;
+        if (tt == 3 || tt == 4 || (spm && tt == 2)) {
+            cJSON *a = cJSON_CreateObject();
+            cJSON_AddNumberToObject(a, "id", i);
+            cJSON_AddStringToObject(a, "content", v->tokens[i]);
+            cJSON_AddBoolToObject(a, "special", tt != 4);
+            cJSON_AddBoolToObject(a, "normalized", false);
+            cJSON_AddItemToArray(added, a);
+            if (!spm)
+                continue; /* SentencePiece's specials are pieces too */
+        }
+        cJSON_AddNumberToObject(vocab, v->tokens[i], i);
+    }
+    cJSON *merges = cJSON_AddArrayToObject(model, "merges");
+    if (spm) {
+        spm_merges(v, merges);
+        cJSON *norm = cJSON_AddObjectToObject(root, "normalizer"), *seq;
+        cJSON_AddStringToObject(norm, "type", "Sequence");
+        seq = cJSON_AddArrayToObject(norm, "normalizers");
+        cJSON *p = cJSON_CreateObject(), *r = cJSON_CreateObject();
+        cJSON_AddStringToObject(p, "type", "Prepend");
+        cJSON_AddStringToObject(p, "prepend", "\xe2\x96\x81");
+        cJSON_AddStringToObject(r, "type", "Replace");
+        cJSON_AddStringToObject(cJSON_AddObjectToObject(r, "pattern"), "String", " ");
+        cJSON_AddStringToObject(r, "content", "\xe2\x96\x81");
+        cJSON_AddItemToArray(seq, p);
+        cJSON_AddItemToArray(seq, r);
+        cJSON_AddNullToObject(root, "pre_tokenizer");
+    } else {
+        const tport_kv *mk = tport_model_file_kv(g, "tokenizer.ggml.merges");
+        for (uint64_t i = 0; mk && i < mk->n_elems; i++)
+            cJSON_AddItemToArray(merges, cJSON_CreateString(((char **)mk->v.arr)[i]));
+        cJSON *pt = cJSON_AddObjectToObject(root, "pre_tokenizer");
+        if (!strcmp(pre, "gpt-2")) {
+            cJSON_AddStringToObject(pt, "type", "ByteLevel");
+            cJSON_AddBoolToObject(pt, "add_prefix_space", false);
+            cJSON_AddBoolToObject(pt, "use_regex", true);
+        } else {
+            cJSON_AddStringToObject(pt, "type", "Sequence");
+            cJSON *seq = cJSON_AddArrayToObject(pt, "pretokenizers"), *split = cJSON_CreateObject(),
+                  *bl = cJSON_CreateObject();
+            cJSON_AddStringToObject(split, "type", "Split");
+            cJSON_AddStringToObject(cJSON_AddObjectToObject(split, "pattern"), "Regex",
+                                    !strcmp(pre, "qwen2") ? QWEN2_RE : LLAMA3_RE);
+            cJSON_AddStringToObject(split, "behavior", "Isolated");
+            cJSON_AddStringToObject(bl, "type", "ByteLevel");
+            cJSON_AddBoolToObject(bl, "use_regex", false);
+            cJSON_AddItemToArray(seq, split);
+            cJSON_AddItemToArray(seq, bl);
+        }
+    }
+    write_json(folder, "tokenizer.json", root);
+    cJSON *tc = cJSON_CreateObject();
+    if (v->bos >= 0)
+        cJSON_AddStringToObject(tc, "bos_token", v->tokens[v->bos]);
+    if (v->eos >= 0)
+        cJSON_AddStringToObject(tc, "eos_token", v->tokens[v->eos]);
+    if (v->unk >= 0)
+        cJSON_AddStringToObject(tc, "unk_token", v->tokens[v->unk]);
+    const tport_kv *ab = tport_model_file_kv(g, "tokenizer.ggml.add_bos_token");
+    cJSON_AddBoolToObject(tc, "add_bos_token", ab ? ab->v.b : spm);
+    cJSON_AddStringToObject(tc, "chat_template", "{% for m in messages %}{{ m['content'] }}{% endfor %}");
+    write_json(folder, "tokenizer_config.json", tc);
+}
+
+static char *make_folder(const char *name) {
+    static char path[400];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    mkdir(path, 0755);
+    return path;
+}
+
+/* ---- the vocabulary suite ------------------------------------------------------- */
+static char *read_all(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long sz = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)sz + 1);
+    *n = fread(buf, 1, (size_t)sz, f);
+    buf[*n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+#define SEP "\n__ggml_vocab_test__\n"
+
+/* Every .inp string of vocab `name` through the folder's tokenizer equals
+ * the .out ids.  Returns the number of strings. */
+static int check_suite(const char *folder, const char *name) {
+    char rel[128], buf[512], buf2[512];
+    snprintf(rel, sizeof rel, "models/vocab/ggml-vocab-%s.gguf.inp", name);
+    const char *inp = test_shared_path(rel, buf, sizeof buf);
+    snprintf(rel, sizeof rel, "models/vocab/ggml-vocab-%s.gguf.out", name);
+    const char *outp = test_shared_path(rel, buf2, sizeof buf2);
+    if (!inp || !outp)
+        return 0;
+    tport_tokenizer *tk = tport_tokenizer_load(folder);
+    CHECK(tk != NULL, "%s: tokenizer of the folder: %s", name, tport_last_error());
+    if (!tk)
+        return 0;
+    size_t ni, no;
+    char *in = read_all(inp, &ni), *out = read_all(outp, &no);
+    int n = 0, bad = 0;
+    char *ip = in, *op = out;
+    tport_token ids[4096];
+    while (ip && op && *op) {
+        char *sep = strstr(ip, SEP), *eol = strchr(op, '\n');
+        if (!sep || !eol)
+            break;
+        int32_t k = tport_tokenizer_tokenize(tk, ip, (size_t)(sep - ip), false, false, ids, 4096);
+        char got[8192] = "";
+        size_t g = 0;
+        for (int32_t i = 0; i < k && g < sizeof got - 16; i++)
+            g += (size_t)snprintf(got + g, sizeof got - g, " %d", (int)ids[i]);
+        *eol = '\0';
+        if (strcmp(got, op) && bad++ < 5)
+            CHECK(0, "%s string %d '%.*s': folder gives [%s], llama.cpp [%s]", name, n, (int)(sep - ip), ip, got, op);
+        n++;
+        ip = sep + strlen(SEP);
+        op = eol + 1;
+    }
+    CHECK(bad == 0, "%s: %d of %d strings differ", name, bad, n);
+    printf("%s: %d suite strings tokenized by the folder as llama.cpp does on the GGUF\n", name, n);
+    free(in);
+    free(out);
+    tport_tokenizer_free(tk);
+    return n;
+}
+
+static const char *spm_or(const char *pre) { return strcmp(pre, "spm") ? pre : "default"; }
+
+static void suite_folder(const char *vocab_name, const char *pre, const char *cls, const char *model_type) {
+    char rel[128], buf[512];
+    snprintf(rel, sizeof rel, "models/vocab/ggml-vocab-%s.gguf", vocab_name);
+    const char *src = test_shared_path(rel, buf, sizeof buf);
+    if (!src) {
+        printf("%s: skipped (absent)\n", rel);
+        return;
+    }
+    tport_model_file *g = NULL;
+    CHECK(tport_model_file_open(src, &g) == TPORT_STATUS_OK, "%s: %s", src, tport_last_error());
+    if (!g)
+        return;
+    char name[64];
+    snprintf(name, sizeof name, "tok-%s", vocab_name);
+    char *folder = make_folder(name);
+    write_tokenizer(folder, g, pre);
+    cJSON *cfg = cJSON_CreateObject();
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(cfg, "architectures"), cJSON_CreateString(cls));
+    cJSON_AddStringToObject(cfg, "model_type", model_type);
+    bool gpt2 = !strcmp(model_type, "gpt2");
+    cJSON_AddNumberToObject(cfg, gpt2 ? "n_embd" : "hidden_size", 8);
+    cJSON_AddNumberToObject(cfg, gpt2 ? "n_layer" : "num_hidden_layers", 1);
+    cJSON_AddNumberToObject(cfg, gpt2 ? "n_head" : "num_attention_heads", 2);
+    cJSON_AddNumberToObject(cfg, gpt2 ? "n_positions" : "max_position_embeddings", 64);
+    write_json(folder, "config.json", cfg);
+    float w[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+    st_tensor t = {.dtype = "F32", .n_dims = 1, .shape = {8}, .data = w, .nbytes = sizeof w};
+    snprintf(t.name, sizeof t.name, "%s", gpt2 ? "transformer.ln_f.weight" : "model.norm.weight");
+    char path[512];
+    snprintf(path, sizeof path, "%s/model.safetensors", folder);
+    write_safetensors(path, &t, 1);
+    CHECK(check_suite(folder, vocab_name) > 10, "%s: suite strings", vocab_name);
+    /* the folder's tokenizer keys: what the GGUF has */
+    tport_model_file *f = NULL;
+    CHECK(tport_model_file_open(folder, &f) == TPORT_STATUS_OK, "%s: %s", folder, tport_last_error());
+    if (f) {
+        CHECK(f->vocab.n_tokens == g->vocab.n_tokens, "%s: %d tokens, GGUF %d", vocab_name, f->vocab.n_tokens,
+              g->vocab.n_tokens);
+        int diff = 0;
+        for (int32_t i = 0; i < f->vocab.n_tokens && i < g->vocab.n_tokens; i++)
+            diff += strcmp(f->vocab.tokens[i], g->vocab.tokens[i]) != 0 ||
+                    (g->vocab.token_type && f->vocab.token_type[i] != g->vocab.token_type[i]);
+        CHECK(diff == 0, "%s: %d tokens differ in text or type from the GGUF's", vocab_name, diff);
+        const tport_kv *p = tport_model_file_kv(f, "tokenizer.ggml.pre");
+        CHECK(p && !strcmp(p->v.s, spm_or(pre)), "%s: tokenizer.ggml.pre %s", vocab_name, p ? p->v.s : "absent");
+        CHECK(f->vocab.bos == g->vocab.bos && f->vocab.eos == g->vocab.eos, "%s: bos %d eos %d, GGUF %d %d",
+              vocab_name, f->vocab.bos, f->vocab.eos, g->vocab.bos, g->vocab.eos);
+        tport_model_file_close(f);
+    }
+    tport_model_file_close(g);
+}
+
+/* ---- whole models ---------------------------------------------------------------- */
+/* The HF folder of GGUF model `g`: llama names (q/k permuted back) or
+ * gpt2's (Conv1D weights transposed, tied output left out). */
+static void write_model(const char *folder, const tport_model_file *g, bool gpt2) {
+    st_tensor *t = calloc((size_t)g->n_tensors, sizeof *t);
+    void **owned = calloc((size_t)g->n_tensors, sizeof *owned);
+    int n = 0;
+    for (int i = 0; i < g->n_tensors; i++) {
+        const tport_mf_tensor *s = &g->tensors[i];
+        st_tensor *d = &t[n];
+        d->dtype = dtype_of(s->type);
+        CHECK(d->dtype != NULL, "tensor %s: type %u has no safetensors dtype", s->name, (unsigned)s->type);
+        d->n_dims = s->n_dims;
+        for (int k = 0; k < s->n_dims; k++)
+            d->shape[k] = s->ne[s->n_dims - 1 - k];
+        d->data = s->data;
+        d->nbytes = s->nbytes;
+        int il = -1;
+        char rest[64] = "";
+        sscanf(s->name, "blk.%d.%63s", &il, rest);
+        if (!gpt2) {
+            static const char *const map[][2] = {
+                {"attn_q.weight", "self_attn.q_proj.weight"}, {"attn_k.weight", "self_attn.k_proj.weight"},
+                {"attn_v.weight", "self_attn.v_proj.weight"}, {"attn_output.weight", "self_attn.o_proj.weight"},
+                {"attn_norm.weight", "input_layernorm.weight"}, {"ffn_norm.weight", "post_attention_layernorm.weight"},
+                {"ffn_gate.weight", "mlp.gate_proj.weight"},  {"ffn_up.weight", "mlp.up_proj.weight"},
+                {"ffn_down.weight", "mlp.down_proj.weight"}};
+            if (!strcmp(s->name, "token_embd.weight"))
+                snprintf(d->name, sizeof d->name, "model.embed_tokens.weight");
+            else if (!strcmp(s->name, "output_norm.weight"))
+                snprintf(d->name, sizeof d->name, "model.norm.weight");
+            else if (!strcmp(s->name, "output.weight"))
+                snprintf(d->name, sizeof d->name, "lm_head.weight");
+            for (size_t k = 0; il >= 0 && k < sizeof map / sizeof map[0]; k++)
+                if (!strcmp(rest, map[k][0]))
+                    snprintf(d->name, sizeof d->name, "model.layers.%d.%s", il, map[k][1]);
+            if (il >= 0 && (!strcmp(rest, "attn_q.weight") || !strcmp(rest, "attn_k.weight")))
+                d->data = owned[n] = permute_rows(s, (int)(!strcmp(rest, "attn_q.weight") ? g->hp.n_head
+                                                                                         : g->hp.n_head_kv));
+        } else {
+            static const char *const map[][2] = {
+                {"attn_norm.weight", "ln_1.weight"},  {"attn_norm.bias", "ln_1.bias"},
+                {"attn_qkv.weight", "attn.c_attn.weight"}, {"attn_qkv.bias", "attn.c_attn.bias"},
+                {"attn_output.weight", "attn.c_proj.weight"}, {"attn_output.bias", "attn.c_proj.bias"},
+                {"ffn_norm.weight", "ln_2.weight"},   {"ffn_norm.bias", "ln_2.bias"},
+                {"ffn_up.weight", "mlp.c_fc.weight"}, {"ffn_up.bias", "mlp.c_fc.bias"},
+                {"ffn_down.weight", "mlp.c_proj.weight"}, {"ffn_down.bias", "mlp.c_proj.bias"}};
+            static const char *const globals[][2] = {{"token_embd.weight", "transformer.wte.weight"},
+                                                     {"position_embd.weight", "transformer.wpe.weight"},
+                                                     {"output_norm.weight", "transformer.ln_f.weight"},
+                                                     {"output_norm.bias", "transformer.ln_f.bias"},
+                                                     {"output.weight", "lm_head.weight"}};
+            for (size_t k = 0; k < sizeof globals / sizeof globals[0]; k++)
+                if (!strcmp(s->name, globals[k][0]))
+                    snprintf(d->name, sizeof d->name, "%s", globals[k][1]);
+            for (size_t k = 0; il >= 0 && k < sizeof map / sizeof map[0]; k++)
+                if (!strcmp(rest, map[k][0]))
+                    snprintf(d->name, sizeof d->name, "transformer.h.%d.%s", il, map[k][1]);
+            if (il >= 0 && s->n_dims == 2) { /* Conv1D: [in, out] */
+                d->data = owned[n] = transpose(s);
+                d->shape[0] = s->ne[0];
+                d->shape[1] = s->ne[1];
+            }
+        }
+        CHECK(d->name[0], "tensor %s has a Hugging Face name", s->name);
+        n++;
+    }
+    char path[512];
+    snprintf(path, sizeof path, "%s/model.safetensors", folder);
+    write_safetensors(path, t, n);
+    for (int i = 0; i < n; i++)
+        free(owned[i]);
+    free(owned);
+    free(t);
+}
+
+/* The folder's tensors are the GGUF's, byte for byte, under the same names. */
+static void check_same_tensors(const char *what, const tport_model_file *g, const tport_model_file *f) {
+    CHECK(f->n_tensors == g->n_tensors, "%s: %d tensors, GGUF %d", what, f->n_tensors, g->n_tensors);
+    int same = 0;
+    for (int i = 0; i < g->n_tensors; i++) {
+        const tport_mf_tensor *a = &g->tensors[i], *b = tport_model_file_find(f, a->name);
+        CHECK(b != NULL, "%s: no %s in the folder", what, a->name);
+        if (!b)
+            continue;
+        bool eq = b->type == a->type && b->nbytes == a->nbytes && !memcmp(a->ne, b->ne, sizeof a->ne) &&
+                  !memcmp(a->data, b->data, a->nbytes);
+        CHECK(eq, "%s: %s differs from the GGUF's", what, a->name);
+        same += eq;
+    }
+    printf("%s: %d tensors equal the GGUF's (names, shapes, bytes)\n", what, same);
+}
+
+static bool run_cmd(const char *cmd, char *out, size_t cap) {
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return false;
+    size_t n = fread(out, 1, cap - 1, p);
+    out[n] = '\0';
+    return pclose(p) == 0;
+}
+
+/* tport's greedy ids from the folder and from the GGUF. */
+static void check_same_run(const char *what, const char *gguf, const char *folder, const char *prompt) {
+    char cmd[1400], a[4096], b[4096];
+    snprintf(cmd, sizeof cmd, TPORT_CLI " run -m '%s' -p '%s' -n 8 --temp 0 --ids 2>/dev/null", gguf, prompt);
+    bool ok_a = run_cmd(cmd, a, sizeof a);
+    snprintf(cmd, sizeof cmd, TPORT_CLI " run -m '%s' -p '%s' -n 8 --temp 0 --ids 2>/dev/null", folder, prompt);
+    bool ok_b = run_cmd(cmd, b, sizeof b);
+    CHECK(ok_a && ok_b && a[0] && !strcmp(a, b), "%s: tport run ids\n  GGUF:   %s\n  folder: %s", what, a, b);
+    printf("%s: tport run on the folder and the GGUF: %s", what, b);
+}
+
+/* llama.cpp (node-llama-cpp) on each model: every suite string tokenized,
+ * and 8 greedy ids after "Once upon a time". */
+static const char *script =
+    "import {readFileSync} from 'fs';\n"
+    "const [lib, strings, ...paths] = process.argv.slice(2);\n"
+    "const texts = readFileSync(strings, 'utf8').split('\\n__ggml_vocab_test__\\n'); texts.pop();\n"
+    "const {getLlama, LlamaLogLevel} = await import(lib);\n"
+    "const llama = await getLlama({gpu: false, build: 'never', logLevel: LlamaLogLevel.error});\n"
+    "for (const path of paths) {\n"
+    "  const model = await llama.loadModel({modelPath: path});\n"
+    "  const toks = texts.map(t => Array.from(model.tokenize(t, false)));\n"
+    "  const ctx = await model.createContext({contextSize: 64});\n"
+    "  const out = [];\n"
+    "  for await (const t of ctx.getSequence().evaluate(Array.from(model.tokenize('Once upon a time', false)), {temperature: 0})) {\n"
+    "    out.push(t); if (out.length >= 8) break; }\n"
+    "  console.log(JSON.stringify({tokens: toks, generated: out}));\n"
+    "  await ctx.dispose(); await model.dispose();\n"
+    "}\n"
+    "await llama.dispose();\n";
+
+static void check_llama_cpp(const char *what, const char *orig, const char *converted, const char *suite) {
+    char lib[600], js[400], cmd[2400], rel[128], buf[512];
+    const char *root = getenv("TPORT_NODE_LLAMA_CPP");
+    snprintf(lib, sizeof lib, "%s/node_modules/node-llama-cpp/dist/index.js", root && *root ? root : "/work");
+    if (access(lib, R_OK) != 0) {
+        CHECK(!(root && *root), "TPORT_NODE_LLAMA_CPP=%s, but %s is not there", root, lib);
+        printf("%s: llama.cpp check skipped (node-llama-cpp not installed; set TPORT_NODE_LLAMA_CPP)\n", what);
+        return;
+    }
+    snprintf(rel, sizeof rel, "models/vocab/ggml-vocab-%s.gguf.inp", suite);
+    const char *inp = test_shared_path(rel, buf, sizeof buf);
+    CHECK(inp != NULL, "%s absent", rel);
+    snprintf(js, sizeof js, "%s/check.mjs", dir);
+    write_text(js, script);
+    snprintf(cmd, sizeof cmd, "node '%s' '%s' '%s' '%s' '%s' 2>/dev/null", js, lib, inp, orig, converted);
+    static char out[1 << 20];
+    bool ok = run_cmd(cmd, out, sizeof out);
+    char *nl = strchr(out, '\n');
+    CHECK(ok && nl && strchr(nl + 1, '\n'), "%s: llama.cpp loads the original and the converted GGUF: %.300s", what,
+          out);
+    if (!ok || !nl)
+        return;
+    *nl = '\0';
+    char *second = nl + 1, *nl2 = strchr(second, '\n');
+    if (nl2)
+        *nl2 = '\0';
+    CHECK(!strcmp(out, second), "%s: llama.cpp gives other ids on the converted file\n  original:  %.400s\n  converted: %.400s",
+          what, out, second);
+    char *gen = strstr(second, "\"generated\"");
+    printf("%s: llama.cpp on the converted GGUF: every %s suite string tokenized as on the original; %s\n", what,
+           suite, gen ? gen : "?");
+}
+
+static void model_case(const char *what, const char *gguf, const char *pre, const char *suite, bool gpt2) {
+    tport_model_file *g = NULL;
+    CHECK(tport_model_file_open(gguf, &g) == TPORT_STATUS_OK, "%s: %s", gguf, tport_last_error());
+    if (!g)
+        return;
+    char *folder = make_folder(what), cfgbuf[64];
+    write_tokenizer(folder, g, pre);
+    write_model(folder, g, gpt2);
+    cJSON *cfg = cJSON_CreateObject();
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(cfg, "architectures"),
+                         cJSON_CreateString(gpt2 ? "GPT2LMHeadModel" : "LlamaForCausalLM"));
+    cJSON_AddStringToObject(cfg, "model_type", gpt2 ? "gpt2" : "llama");
+    const tport_mf_hparams *hp = &g->hp;
+    cJSON_AddNumberToObject(cfg, "vocab_size", hp->n_vocab);
+    cJSON_AddNumberToObject(cfg, gpt2 ? "n_embd" : "hidden_size", hp->n_embd);
+    cJSON_AddNumberToObject(cfg, gpt2 ? "n_layer" : "num_hidden_layers", hp->n_layer);
+    cJSON_AddNumberToObject(cfg, gpt2 ? "n_head" : "num_attention_heads", hp->n_head);
+    cJSON_AddNumberToObject(cfg, gpt2 ? "n_positions" : "max_position_embeddings", hp->n_ctx);
+    if (gpt2) {
+        cJSON_AddNullToObject(cfg, "n_inner");
+        cJSON_AddNumberToObject(cfg, "layer_norm_epsilon", hp->norm_eps);
+    } else {
+        cJSON_AddNumberToObject(cfg, "num_key_value_heads", hp->n_head_kv);
+        cJSON_AddNumberToObject(cfg, "intermediate_size", hp->n_ff);
+        cJSON_AddNumberToObject(cfg, "rms_norm_eps", hp->norm_eps);
+    }
+    write_json(folder, "config.json", cfg);
+    (void)cfgbuf;
+
+    tport_model_file *f = NULL;
+    CHECK(tport_model_file_open(folder, &f) == TPORT_STATUS_OK, "%s: %s", folder, tport_last_error());
+    if (f) {
+        check_same_tensors(what, g, f);
+        CHECK(!strcmp(f->arch, g->arch), "%s: arch %s, GGUF %s", what, f->arch, g->arch);
+        CHECK(f->hp.n_embd == hp->n_embd && f->hp.n_layer == hp->n_layer && f->hp.n_ff == hp->n_ff &&
+                  f->hp.n_head_kv == hp->n_head_kv && f->hp.n_rot == hp->n_rot && f->hp.n_ctx == hp->n_ctx,
+              "%s: hyperparameters differ from the GGUF's", what);
+        const tport_kv *ct = tport_model_file_kv(f, "tokenizer.chat_template");
+        CHECK(ct && strstr(ct->v.s, "messages"), "%s: chat template from tokenizer_config.json", what);
+        tport_model_file_close(f);
+    }
+    check_same_run(what, gguf, folder, "Once upon a time");
+    char out[600], cmd[1400];
+    snprintf(out, sizeof out, "%s/%s.gguf", dir, what);
+    snprintf(cmd, sizeof cmd, TPORT_CLI " convert '%s' '%s' --quiet 2>&1", folder, out);
+    CHECK(system(cmd) == 0, "%s", cmd);
+    tport_model_file *c = NULL;
+    CHECK(tport_model_file_open(out, &c) == TPORT_STATUS_OK, "%s: %s", out, tport_last_error());
+    if (c) {
+        check_same_tensors(what, g, c);
+        const tport_kv *k = tport_model_file_kv(c, "tokenizer.ggml.model"), *gk = tport_model_file_kv(g, "tokenizer.ggml.model");
+        CHECK(k && gk && !strcmp(k->v.s, gk->v.s), "%s: tokenizer.ggml.model", what);
+        tport_model_file_close(c);
+    }
+    check_same_run(what, gguf, out, "Once upon a time");
+    check_llama_cpp(what, gguf, out, suite);
+    tport_model_file_close(g);
+}
+
+/* ---- refusals ----------------------------------------------------------------- */
+static void refusals(void) {
+    char *folder = make_folder("bad");
+    float w[8] = {0};
+    st_tensor t = {.name = "model.norm.weight", .dtype = "F32", .n_dims = 1, .shape = {8}, .data = w, .nbytes = sizeof w};
+    char path[512];
+    snprintf(path, sizeof path, "%s/model.safetensors", folder);
+    write_safetensors(path, &t, 1);
+    snprintf(path, sizeof path, "%s/config.json", folder);
+    write_text(path, "{\"architectures\": [\"MambaForCausalLM\"], \"model_type\": \"mamba\"}");
+    tport_model_file *f = NULL;
+    CHECK(tport_model_file_open(folder, &f) != TPORT_STATUS_OK && strstr(tport_last_error(), "MambaForCausalLM"),
+          "an unknown architecture is refused naming it: %s", tport_last_error());
+    tport_model_file_close(f);
+    f = NULL;
+    write_text(path, "{\"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\": 8, \"num_hidden_layers\": 1, "
+                     "\"num_attention_heads\": 2}");
+    static const char *const hostile[][2] = {
+        {"{\"model\": {\"type\": \"Unigram\", \"vocab\": []}}", "Unigram"},
+        {"{\"model\": {\"type\": \"BPE\", \"byte_fallback\": true, \"vocab\": {\"a\": 0, \"b\": 0}, \"merges\": []}}",
+         "two tokens"},
+        {"{\"model\": {\"type\": \"BPE\", \"byte_fallback\": true, \"vocab\": {\"a\": 99999999}, \"merges\": []}}",
+         "2^24"},
+        {"{\"model\": {\"type\": \"BPE\", \"byte_fallback\": true, \"vocab\": {\"a\": 0, \"b\": 1}, \"merges\": "
+         "[\"a c\"]}}",
+         "not in the vocabulary"},
+        {"{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}, \"pre_tokenizer\": {\"type\": "
+         "\"Whitespace\"}}",
+         "ByteLevel"},
+        {"{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": [7]}, \"pre_tokenizer\": {\"type\": "
+         "\"ByteLevel\"}}",
+         "merges[0]"},
+        {"{\"model\": ", "not valid JSON"},
+    };
+    snprintf(path, sizeof path, "%s/tokenizer.json", folder);
+    for (size_t i = 0; i < sizeof hostile / sizeof hostile[0]; i++) {
+        write_text(path, hostile[i][0]);
+        f = NULL;
+        tport_status st = tport_model_file_open(folder, &f);
+        CHECK(st != TPORT_STATUS_OK && strstr(tport_last_error(), hostile[i][1]),
+              "hostile tokenizer.json %zu refused with '%s': %s", i, hostile[i][1], st ? tport_last_error() : "opened");
+        tport_model_file_close(f);
+    }
+}
+
+int main(void) {
+    char buf[512];
+    if (!test_shared_path("models/vocab/ggml-vocab-gpt-2.gguf", buf, sizeof buf))
+        test_skip("test_formats_hf_folder", "../shared/models/vocab absent");
+    snprintf(dir, sizeof dir, "%s/tport-hf-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    if (!mkdtemp(dir))
+        return 1;
+    suite_folder("gpt-2", "gpt-2", "GPT2LMHeadModel", "gpt2");
+    suite_folder("llama-bpe", "llama-bpe", "LlamaForCausalLM", "llama");
+    suite_folder("qwen2", "qwen2", "Qwen2ForCausalLM", "qwen2");
+    suite_folder("llama-spm", "spm", "LlamaForCausalLM", "llama");
+    refusals();
+
+    const char *tiny = test_shared_path("models/llama-2-tiny-random.gguf", buf, sizeof buf);
+    if (tiny)
+        model_case("llama", tiny, "spm", "llama-spm", false);
+    char gpt2[600], cmd[1400], vocab[512];
+    snprintf(gpt2, sizeof gpt2, "%s/gpt2-synth.gguf", dir);
+    if (test_shared_path("models/vocab/ggml-vocab-gpt-2.gguf", vocab, sizeof vocab)) {
+        snprintf(cmd, sizeof cmd, TPORT_CLI " synth --arch gpt2 --dim 64 --layers 2 --heads 4 --ff 256 --ctx 128 "
+                 "--vocab-from '%s' -o '%s' >/dev/null 2>&1", vocab, gpt2);
+        CHECK(system(cmd) == 0, "%s", cmd);
+        model_case("gpt2", gpt2, "gpt-2", "gpt-2", true);
+    }
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0, "%s", cmd);
+    return test_finish("test_formats_hf_folder");
+}
