@@ -19,6 +19,8 @@
 enum {
     HF_TRANSPOSE = 1u << 0, /* a Conv1D weight ([in, out]): stored transposed */
     HF_DROP = 1u << 1,      /* a buffer the converter leaves out               */
+    HF_QKV_GROUPS = 1u << 2,/* fused QKV rows in kv groups [q.. k v] per group (GPT-NeoX,
+                               BLOOM: one group per head; Falcon) -> [Q|K|V] */
 };
 
 typedef struct hf_name {
@@ -41,7 +43,8 @@ typedef struct hf_arch {
     const hf_name *globals, *layer;
     bool permute_qk;                 /* Llama: HF's rotate-half q/k rows          */
     bool norm_plus_one;              /* Gemma: weights stored as w + 1            */
-    bool tied_output_copy;           /* GPT-2: output.weight written from wte     */
+    bool tied_output_copy;           /* GPT-2, BLOOM: output.weight written from
+                                        the embedding when the file has none     */
     tport_status (*keys)(hf_ctx *h);
 } hf_arch;
 
@@ -181,6 +184,137 @@ static tport_status gpt2_keys(hf_ctx *h) {
     return key_f32(h, "attention.layer_norm_epsilon", "layer_norm_epsilon", 1e-5f, true);
 }
 
+
+static tport_status add_u32(hf_ctx *h, const char *suffix, uint32_t v) {
+    char full[96];
+    snprintf(full, sizeof full, "%s.%s", h->arch, suffix);
+    return mf_kv_add_u32(h->mf, full, v);
+}
+
+/* Phi2Model: rotary dims from partial_rotary_factor; no BOS. */
+static tport_status phi2_keys(hf_ctx *h) {
+    uint32_t n_embd = 0, n_head = 0, ff;
+    MF_TRY(common_keys(h, &n_embd, &n_head));
+    if (!cfg_u32(h->cfg, "intermediate_size", &ff))
+        MF_TRY(add_u32(h, "feed_forward_length", 4 * n_embd));
+    float pct = 1.0f;
+    cfg_f32(h->cfg, "partial_rotary_factor", &pct);
+    MF_TRY(add_u32(h, "rope.dimension_count", (uint32_t)(pct * (float)n_embd) / n_head));
+    MF_TRY(key_f32(h, "attention.layer_norm_epsilon", "layer_norm_eps", 1e-5f, true));
+    return mf_kv_add_bool(h->mf, "tokenizer.ggml.add_bos_token", false);
+}
+
+/* GPTNeoXModel: rotary_pct of the head; parallel residual unless said. */
+static tport_status gptneox_keys(hf_ctx *h) {
+    uint32_t n_embd = 0, n_head = 0;
+    MF_TRY(key_u32(h, "context_length", "max_position_embeddings", true, NULL));
+    MF_TRY(key_u32(h, "embedding_length", "hidden_size", true, &n_embd));
+    MF_TRY(key_u32(h, "block_count", "num_hidden_layers", true, NULL));
+    MF_TRY(key_u32(h, "feed_forward_length", "intermediate_size", true, NULL));
+    MF_TRY(key_u32(h, "attention.head_count", "num_attention_heads", true, &n_head));
+    if (!n_head || n_embd % n_head)
+        return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: config.json: hidden_size %u does not split into %u heads",
+                           h->mf->path, n_embd, n_head);
+    float pct = 1.0f;
+    cfg_f32(h->cfg, "rotary_pct", &pct);
+    MF_TRY(add_u32(h, "rope.dimension_count", (uint32_t)(pct * (float)(n_embd / n_head))));
+    const cJSON *par = cJSON_GetObjectItemCaseSensitive(h->cfg, "use_parallel_residual");
+    char full[96];
+    snprintf(full, sizeof full, "%s.use_parallel_residual", h->arch);
+    MF_TRY(mf_kv_add_bool(h->mf, full, !cJSON_IsFalse(par)));
+    MF_TRY(rope_keys(h));
+    return key_f32(h, "attention.layer_norm_epsilon", "layer_norm_eps", 1e-5f, true);
+}
+
+/* BloomModel: the context is seq_length (n_embd without it, as the
+ * converter has it: ALiBi needs no trained length). */
+static tport_status bloom_keys(hf_ctx *h) {
+    uint32_t n_embd = 0, n_head = 0, ctx;
+    MF_TRY(key_u32(h, "embedding_length", "hidden_size|n_embed", true, &n_embd));
+    MF_TRY(add_u32(h, "context_length", cfg_u32(h->cfg, "seq_length", &ctx) ? ctx : n_embd));
+    MF_TRY(add_u32(h, "feed_forward_length", 4 * n_embd));
+    MF_TRY(key_u32(h, "block_count", "n_layer|num_hidden_layers", true, NULL));
+    MF_TRY(key_u32(h, "attention.head_count", "n_head|num_attention_heads", true, &n_head));
+    MF_TRY(add_u32(h, "attention.head_count_kv", n_head));
+    return key_f32(h, "attention.layer_norm_epsilon", "layer_norm_epsilon", 1e-5f, true);
+}
+
+/* The kv heads of a Falcon config: num_kv_heads / n_head_kv; without
+ * them multi-query (1), except a config that says multi_query false (the
+ * converter takes 1 there too, which cannot fit such a file's QKV). */
+static uint32_t falcon_kv_heads(const cJSON *cfg, uint32_t n_head) {
+    uint32_t kv;
+    if (cfg_u32(cfg, "num_kv_heads", &kv) || cfg_u32(cfg, "n_head_kv", &kv))
+        return kv;
+    return cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(cfg, "multi_query")) ? n_head : 1;
+}
+
+static tport_status falcon_keys(hf_ctx *h) {
+    uint32_t n_embd = 0, n_head = 0;
+    MF_TRY(add_u32(h, "context_length", 2048)); /* not in config.json */
+    char full[96];
+    snprintf(full, sizeof full, "%s.tensor_data_layout", h->arch);
+    MF_TRY(mf_kv_add_str(h->mf, full, "jploski"));
+    MF_TRY(key_u32(h, "embedding_length", "hidden_size", true, &n_embd));
+    MF_TRY(add_u32(h, "feed_forward_length", 4 * n_embd));
+    MF_TRY(key_u32(h, "block_count", "num_hidden_layers|n_layer", true, NULL));
+    MF_TRY(key_u32(h, "attention.head_count", "num_attention_heads|n_head", true, &n_head));
+    MF_TRY(add_u32(h, "attention.head_count_kv", falcon_kv_heads(h->cfg, n_head)));
+    return key_f32(h, "attention.layer_norm_epsilon", "layer_norm_epsilon", 1e-5f, true);
+}
+
+/* MPTModel: attn_config holds kv_n_heads, clip_qkv and the ALiBi bias. */
+static tport_status mpt_keys(hf_ctx *h) {
+    uint32_t n_embd = 0, kv;
+    MF_TRY(key_u32(h, "context_length", "max_seq_len", true, NULL));
+    MF_TRY(key_u32(h, "embedding_length", "d_model", true, &n_embd));
+    MF_TRY(key_u32(h, "block_count", "n_layers", true, NULL));
+    MF_TRY(add_u32(h, "feed_forward_length", 4 * n_embd));
+    MF_TRY(key_u32(h, "attention.head_count", "n_heads", true, NULL));
+    const cJSON *ac = cJSON_GetObjectItemCaseSensitive(h->cfg, "attn_config");
+    if (ac && cfg_u32(ac, "kv_n_heads", &kv))
+        MF_TRY(add_u32(h, "attention.head_count_kv", kv));
+    char full[96];
+    snprintf(full, sizeof full, "%s.attention.layer_norm_epsilon", h->arch);
+    MF_TRY(mf_kv_add_f32(h->mf, full, 1e-5f));
+    float v;
+    if (ac && cfg_f32(ac, "clip_qkv", &v)) {
+        snprintf(full, sizeof full, "%s.attention.clamp_kqv", h->arch);
+        MF_TRY(mf_kv_add_f32(h->mf, full, v));
+    }
+    bool alibi = ac && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ac, "alibi"));
+    if (!alibi || !cfg_f32(ac, "alibi_bias_max", &v))
+        v = alibi ? 8.0f : 0.0f; /* transformers' MptAttentionConfig default */
+    snprintf(full, sizeof full, "%s.attention.max_alibi_bias", h->arch);
+    return mf_kv_add_f32(h->mf, full, v);
+}
+
+/* StarCoderModel (GPTBigCode): multi-query unless the config says not. */
+static tport_status starcoder_keys(hf_ctx *h) {
+    uint32_t n_embd = 0, n_head = 0;
+    MF_TRY(key_u32(h, "context_length", "n_positions", true, NULL));
+    MF_TRY(key_u32(h, "embedding_length", "n_embd", true, &n_embd));
+    MF_TRY(add_u32(h, "feed_forward_length", 4 * n_embd));
+    MF_TRY(key_u32(h, "block_count", "n_layer", true, NULL));
+    MF_TRY(key_u32(h, "attention.head_count", "n_head", true, &n_head));
+    bool mq = !cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(h->cfg, "multi_query"));
+    MF_TRY(add_u32(h, "attention.head_count_kv", mq ? 1 : n_head));
+    return key_f32(h, "attention.layer_norm_epsilon", "layer_norm_epsilon", 1e-5f, true);
+}
+
+/* GPT-J: llama.cpp has no converter for it; the keys are tensorport's
+ * gptj ones (those the ggml example's files give). */
+static tport_status gptj_keys(hf_ctx *h) {
+    uint32_t n_embd = 0, ff;
+    MF_TRY(key_u32(h, "context_length", "n_positions", true, NULL));
+    MF_TRY(key_u32(h, "embedding_length", "n_embd", true, &n_embd));
+    MF_TRY(add_u32(h, "feed_forward_length", cfg_u32(h->cfg, "n_inner", &ff) ? ff : 4 * n_embd));
+    MF_TRY(key_u32(h, "block_count", "n_layer", true, NULL));
+    MF_TRY(key_u32(h, "attention.head_count", "n_head", true, NULL));
+    MF_TRY(key_u32(h, "rope.dimension_count", "rotary_dim", true, NULL));
+    return key_f32(h, "attention.layer_norm_epsilon", "layer_norm_epsilon", 1e-5f, true);
+}
+
 /* ---- the table ----------------------------------------------------------------- */
 static const char *const LLAMA_LAYERS[] = {"model.layers.%d.", NULL};
 static const char *const GPT2_LAYERS[] = {"transformer.h.%d.", "h.%d.", NULL};
@@ -212,10 +346,146 @@ static const hf_name GPT2_LAYER[] = {
     {"attn.bias", NULL, HF_DROP},               {"attn.masked_bias", NULL, HF_DROP},
     {NULL, NULL, 0}};
 
+static const char *const PHI2_LAYERS[] = {"model.layers.%d.", NULL};
+static const hf_name PHI2_GLOBALS[] = {{"model.embed_tokens.weight", "token_embd.weight", 0},
+                                       {"model.final_layernorm.weight", "output_norm.weight", 0},
+                                       {"model.final_layernorm.bias", "output_norm.bias", 0},
+                                       {"lm_head.weight", "output.weight", 0},
+                                       {"lm_head.bias", "output.bias", 0},
+                                       {NULL, NULL, 0}};
+static const hf_name PHI2_LAYER[] = {
+    {"input_layernorm.bias", "attn_norm.bias", 0},     {"self_attn.q_proj.bias", "attn_q.bias", 0},
+    {"self_attn.k_proj.bias", "attn_k.bias", 0},       {"self_attn.v_proj.bias", "attn_v.bias", 0},
+    {"self_attn.dense.weight", "attn_output.weight", 0}, {"self_attn.dense.bias", "attn_output.bias", 0},
+    {"mlp.fc1.weight", "ffn_up.weight", 0},            {"mlp.fc1.bias", "ffn_up.bias", 0},
+    {"mlp.fc2.weight", "ffn_down.weight", 0},          {"mlp.fc2.bias", "ffn_down.bias", 0},
+    {"self_attn.rotary_emb.inv_freq", NULL, HF_DROP},  {NULL, NULL, 0}};
+
+static const char *const NEOX_LAYERS[] = {"gpt_neox.layers.%d.", NULL};
+static const hf_name NEOX_GLOBALS[] = {{"gpt_neox.embed_in.weight", "token_embd.weight", 0},
+                                       {"gpt_neox.final_layer_norm.weight", "output_norm.weight", 0},
+                                       {"gpt_neox.final_layer_norm.bias", "output_norm.bias", 0},
+                                       {"embed_out.weight", "output.weight", 0},
+                                       {NULL, NULL, 0}};
+static const hf_name NEOX_LAYER[] = {
+    {"input_layernorm.weight", "attn_norm.weight", 0},
+    {"input_layernorm.bias", "attn_norm.bias", 0},
+    {"post_attention_layernorm.weight", "ffn_norm.weight", 0},
+    {"post_attention_layernorm.bias", "ffn_norm.bias", 0},
+    {"attention.query_key_value.weight", "attn_qkv.weight", HF_QKV_GROUPS},
+    {"attention.query_key_value.bias", "attn_qkv.bias", HF_QKV_GROUPS},
+    {"attention.dense.weight", "attn_output.weight", 0},
+    {"attention.dense.bias", "attn_output.bias", 0},
+    {"mlp.dense_h_to_4h.weight", "ffn_up.weight", 0},
+    {"mlp.dense_h_to_4h.bias", "ffn_up.bias", 0},
+    {"mlp.dense_4h_to_h.weight", "ffn_down.weight", 0},
+    {"mlp.dense_4h_to_h.bias", "ffn_down.bias", 0},
+    {"attention.bias", NULL, HF_DROP},
+    {"attention.masked_bias", NULL, HF_DROP},
+    {"attention.rotary_emb.inv_freq", NULL, HF_DROP},
+    {NULL, NULL, 0}};
+
+static const char *const BLOOM_LAYERS[] = {"transformer.h.%d.", "h.%d.", NULL};
+static const hf_name BLOOM_GLOBALS[] = {
+    {"transformer.word_embeddings.weight", "token_embd.weight", 0},
+    {"word_embeddings.weight", "token_embd.weight", 0},
+    {"transformer.word_embeddings_layernorm.weight", "token_embd_norm.weight", 0},
+    {"word_embeddings_layernorm.weight", "token_embd_norm.weight", 0},
+    {"transformer.word_embeddings_layernorm.bias", "token_embd_norm.bias", 0},
+    {"word_embeddings_layernorm.bias", "token_embd_norm.bias", 0},
+    {"transformer.ln_f.weight", "output_norm.weight", 0},
+    {"ln_f.weight", "output_norm.weight", 0},
+    {"transformer.ln_f.bias", "output_norm.bias", 0},
+    {"ln_f.bias", "output_norm.bias", 0},
+    {"lm_head.weight", "output.weight", 0},
+    {NULL, NULL, 0}};
+static const hf_name BLOOM_LAYER[] = {
+    {"input_layernorm.weight", "attn_norm.weight", 0},
+    {"input_layernorm.bias", "attn_norm.bias", 0},
+    {"self_attention.query_key_value.weight", "attn_qkv.weight", HF_QKV_GROUPS},
+    {"self_attention.query_key_value.bias", "attn_qkv.bias", HF_QKV_GROUPS},
+    {"self_attention.dense.weight", "attn_output.weight", 0},
+    {"self_attention.dense.bias", "attn_output.bias", 0},
+    {"post_attention_layernorm.weight", "ffn_norm.weight", 0},
+    {"post_attention_layernorm.bias", "ffn_norm.bias", 0},
+    {"mlp.dense_h_to_4h.weight", "ffn_up.weight", 0},
+    {"mlp.dense_h_to_4h.bias", "ffn_up.bias", 0},
+    {"mlp.dense_4h_to_h.weight", "ffn_down.weight", 0},
+    {"mlp.dense_4h_to_h.bias", "ffn_down.bias", 0},
+    {NULL, NULL, 0}};
+
+static const char *const FALCON_LAYERS[] = {"transformer.h.%d.", NULL};
+static const hf_name FALCON_GLOBALS[] = {{"transformer.word_embeddings.weight", "token_embd.weight", 0},
+                                         {"transformer.ln_f.weight", "output_norm.weight", 0},
+                                         {"transformer.ln_f.bias", "output_norm.bias", 0},
+                                         {"lm_head.weight", "output.weight", 0},
+                                         {NULL, NULL, 0}};
+static const hf_name FALCON_LAYER[] = {
+    {"input_layernorm.weight", "attn_norm.weight", 0},
+    {"input_layernorm.bias", "attn_norm.bias", 0},
+    {"ln_mlp.weight", "attn_norm.weight", 0}, /* Falcon-40B: the FFN's norm is GGUF's attn_norm */
+    {"ln_mlp.bias", "attn_norm.bias", 0},
+    {"ln_attn.weight", "attn_norm_2.weight", 0},
+    {"ln_attn.bias", "attn_norm_2.bias", 0},
+    {"self_attention.query_key_value.weight", "attn_qkv.weight", HF_QKV_GROUPS},
+    {"self_attention.dense.weight", "attn_output.weight", 0},
+    {"mlp.dense_h_to_4h.weight", "ffn_up.weight", 0},
+    {"mlp.dense_4h_to_h.weight", "ffn_down.weight", 0},
+    {NULL, NULL, 0}};
+
+static const char *const MPT_LAYERS[] = {"transformer.blocks.%d.", NULL};
+static const hf_name MPT_GLOBALS[] = {{"transformer.wte.weight", "token_embd.weight", 0},
+                                      {"transformer.wpe.weight", "position_embd.weight", 0},
+                                      {"transformer.norm_f.weight", "output_norm.weight", 0},
+                                      {"transformer.norm_f.bias", "output_norm.bias", 0},
+                                      {"lm_head.weight", "output.weight", 0},
+                                      {NULL, NULL, 0}};
+static const hf_name MPT_LAYER[] = {
+    {"norm_1.weight", "attn_norm.weight", 0},     {"norm_1.bias", "attn_norm.bias", 0},
+    {"attn.Wqkv.weight", "attn_qkv.weight", 0},   {"attn.Wqkv.bias", "attn_qkv.bias", 0},
+    {"attn.out_proj.weight", "attn_output.weight", 0}, {"attn.out_proj.bias", "attn_output.bias", 0},
+    {"norm_2.weight", "ffn_norm.weight", 0},      {"norm_2.bias", "ffn_norm.bias", 0},
+    {"ffn.up_proj.weight", "ffn_up.weight", 0},   {"ffn.up_proj.bias", "ffn_up.bias", 0},
+    {"ffn.down_proj.weight", "ffn_down.weight", 0}, {"ffn.down_proj.bias", "ffn_down.bias", 0},
+    {NULL, NULL, 0}};
+
+/* GPTBigCode: GPT-2's names, but Linear layers (no transposition). */
+static const hf_name STARCODER_LAYER[] = {
+    {"ln_1.weight", "attn_norm.weight", 0},     {"ln_1.bias", "attn_norm.bias", 0},
+    {"attn.c_attn.weight", "attn_qkv.weight", 0}, {"attn.c_attn.bias", "attn_qkv.bias", 0},
+    {"attn.c_proj.weight", "attn_output.weight", 0}, {"attn.c_proj.bias", "attn_output.bias", 0},
+    {"ln_2.weight", "ffn_norm.weight", 0},      {"ln_2.bias", "ffn_norm.bias", 0},
+    {"mlp.c_fc.weight", "ffn_up.weight", 0},    {"mlp.c_fc.bias", "ffn_up.bias", 0},
+    {"mlp.c_proj.weight", "ffn_down.weight", 0}, {"mlp.c_proj.bias", "ffn_down.bias", 0},
+    {NULL, NULL, 0}};
+
+static const char *const GPTJ_LAYERS[] = {"transformer.h.%d.", NULL};
+static const hf_name GPTJ_GLOBALS[] = {{"transformer.wte.weight", "token_embd.weight", 0},
+                                       {"transformer.ln_f.weight", "output_norm.weight", 0},
+                                       {"transformer.ln_f.bias", "output_norm.bias", 0},
+                                       {"lm_head.weight", "output.weight", 0},
+                                       {"lm_head.bias", "output.bias", 0},
+                                       {NULL, NULL, 0}};
+static const hf_name GPTJ_LAYER[] = {
+    {"ln_1.weight", "attn_norm.weight", 0},       {"ln_1.bias", "attn_norm.bias", 0},
+    {"attn.q_proj.weight", "attn_q.weight", 0},   {"attn.k_proj.weight", "attn_k.weight", 0},
+    {"attn.v_proj.weight", "attn_v.weight", 0},   {"attn.out_proj.weight", "attn_output.weight", 0},
+    {"mlp.fc_in.weight", "ffn_up.weight", 0},     {"mlp.fc_in.bias", "ffn_up.bias", 0},
+    {"mlp.fc_out.weight", "ffn_down.weight", 0},  {"mlp.fc_out.bias", "ffn_down.bias", 0},
+    {"attn.bias", NULL, HF_DROP},                 {"attn.masked_bias", NULL, HF_DROP},
+    {NULL, NULL, 0}};
+
 static const char *const LLAMA_CLASSES[] = {"LlamaForCausalLM", "MistralForCausalLM", "LLaMAForCausalLM", NULL};
 static const char *const QWEN2_CLASSES[] = {"Qwen2ForCausalLM", NULL};
 static const char *const GEMMA_CLASSES[] = {"GemmaForCausalLM", NULL};
 static const char *const GPT2_CLASSES[] = {"GPT2LMHeadModel", NULL};
+static const char *const PHI2_CLASSES[] = {"PhiForCausalLM", NULL};
+static const char *const NEOX_CLASSES[] = {"GPTNeoXForCausalLM", NULL};
+static const char *const BLOOM_CLASSES[] = {"BloomForCausalLM", "BloomModel", NULL};
+static const char *const FALCON_CLASSES[] = {"FalconForCausalLM", "RWForCausalLM", NULL};
+static const char *const MPT_CLASSES[] = {"MPTForCausalLM", NULL};
+static const char *const STARCODER_CLASSES[] = {"GPTBigCodeForCausalLM", NULL};
+static const char *const GPTJ_CLASSES[] = {"GPTJForCausalLM", NULL};
 
 static const hf_arch HF_ARCHS[] = {
     {"llama", LLAMA_CLASSES, "llama", LLAMA_LAYERS, LLAMA_GLOBALS, LLAMA_LAYER, true, false, false, llama_keys},
@@ -223,6 +493,15 @@ static const hf_arch HF_ARCHS[] = {
     {"qwen2", QWEN2_CLASSES, "qwen2", LLAMA_LAYERS, LLAMA_GLOBALS, LLAMA_LAYER, false, false, false, qwen2_keys},
     {"gemma", GEMMA_CLASSES, "gemma", LLAMA_LAYERS, LLAMA_GLOBALS, LLAMA_LAYER, false, true, false, gemma_keys},
     {"gpt2", GPT2_CLASSES, "gpt2", GPT2_LAYERS, GPT2_GLOBALS, GPT2_LAYER, false, false, true, gpt2_keys},
+    {"phi2", PHI2_CLASSES, "phi", PHI2_LAYERS, PHI2_GLOBALS, PHI2_LAYER, false, false, false, phi2_keys},
+    {"gptneox", NEOX_CLASSES, "gpt_neox", NEOX_LAYERS, NEOX_GLOBALS, NEOX_LAYER, false, false, false, gptneox_keys},
+    {"bloom", BLOOM_CLASSES, "bloom", BLOOM_LAYERS, BLOOM_GLOBALS, BLOOM_LAYER, false, false, true, bloom_keys},
+    {"falcon", FALCON_CLASSES, "falcon", FALCON_LAYERS, FALCON_GLOBALS, FALCON_LAYER, false, false, false,
+     falcon_keys},
+    {"mpt", MPT_CLASSES, "mpt", MPT_LAYERS, MPT_GLOBALS, MPT_LAYER, false, false, false, mpt_keys},
+    {"starcoder", STARCODER_CLASSES, "gpt_bigcode", GPT2_LAYERS, GPT2_GLOBALS, STARCODER_LAYER, false, false, false,
+     starcoder_keys},
+    {"gptj", GPTJ_CLASSES, "gptj", GPTJ_LAYERS, GPTJ_GLOBALS, GPTJ_LAYER, false, false, false, gptj_keys},
 };
 enum { N_HF_ARCHS = sizeof HF_ARCHS / sizeof HF_ARCHS[0] };
 
@@ -363,6 +642,43 @@ static tport_status unpermute(tport_model_file *mf, const mf_cursor *c, tport_mf
     return TPORT_STATUS_OK;
 }
 
+/* The kv heads key of the architecture (head_count without one). */
+static uint32_t kv_u32(const tport_model_file *mf, const char *arch, const char *suffix) {
+    char key[96];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    for (int i = 0; i < mf->n_kv; i++)
+        if (!strcmp(mf->kv[i].key, key) && mf->kv[i].type == TPORT_KV_U32)
+            return (uint32_t)mf->kv[i].v.u;
+    return 0;
+}
+
+/* Fused QKV rows stored as n_kv groups of (n_head/n_kv query heads, one
+ * key head, one value head), head_dim rows each (GPT-NeoX and BLOOM: a
+ * group per head; Falcon: the "jploski" rearrangement) -> GGUF's [Q|K|V].
+ * Works for the weight (rows of ne[0]) and the bias (rows of 1). */
+static tport_status regroup_qkv(tport_model_file *mf, const mf_cursor *c, tport_mf_tensor *t, uint32_t n_head,
+                                uint32_t n_kv) {
+    int64_t rows = t->n_dims == 1 ? t->ne[0] : t->ne[1];
+    if (t->n_dims > 2 || !n_head || !n_kv || n_head % n_kv || rows % (int64_t)(n_head + 2 * n_kv))
+        return mf_fail(c, t->offset, "tensor %s: %lld rows do not split into %u query and 2 x %u kv heads", t->name,
+                       (long long)rows, n_head, n_kv);
+    int64_t hd = rows / (n_head + 2 * n_kv), q_per = n_head / n_kv;
+    uint64_t row_bytes = t->nbytes / (uint64_t)rows;
+    uint8_t *dst = mf_alloc(mf, (size_t)t->nbytes);
+    if (!dst)
+        return TPORT_STATUS_OUT_OF_MEMORY;
+    const uint8_t *src = t->data;
+    uint64_t block = (uint64_t)hd * row_bytes;
+    for (int64_t g = 0; g < (int64_t)n_kv; g++) {
+        const uint8_t *grp = src + (uint64_t)(g * (q_per + 2)) * block;
+        memcpy(dst + (uint64_t)(g * q_per) * block, grp, (size_t)(q_per * (int64_t)block));
+        memcpy(dst + (uint64_t)(n_head + g) * block, grp + (uint64_t)q_per * block, (size_t)block);
+        memcpy(dst + (uint64_t)(n_head + n_kv + g) * block, grp + (uint64_t)(q_per + 1) * block, (size_t)block);
+    }
+    t->data = dst;
+    return TPORT_STATUS_OK;
+}
+
 static bool ends_with(const char *s, const char *suffix) {
     size_t n = strlen(s), k = strlen(suffix);
     return n >= k && !strcmp(s + n - k, suffix);
@@ -383,6 +699,11 @@ static tport_status map_tensors(hf_ctx *h, const hf_arch *a) {
             return TPORT_STATUS_OUT_OF_MEMORY;
         if (flags & HF_TRANSPOSE)
             MF_TRY(transpose(mf, h->c, &t));
+        if (flags & HF_QKV_GROUPS) {
+            uint32_t nh = kv_u32(mf, h->arch, "attention.head_count");
+            uint32_t nkv = kv_u32(mf, h->arch, "attention.head_count_kv");
+            MF_TRY(regroup_qkv(mf, h->c, &t, nh, nkv ? nkv : nh));
+        }
         if (a->norm_plus_one && ends_with(t.name, "norm.weight"))
             MF_TRY(plus_one(mf, h->c, &t));
         mf->tensors[kept++] = t;

@@ -387,12 +387,154 @@ static void suite_folder(const char *vocab_name, const char *pre, const char *cl
 }
 
 /* ---- whole models ---------------------------------------------------------------- */
-/* The HF folder of GGUF model `g`: llama names (q/k permuted back) or
- * gpt2's (Conv1D weights transposed, tied output left out). */
-static void write_model(const char *folder, const tport_model_file *g, bool gpt2) {
+enum { T_PERMUTE = 1, T_TRANSPOSE = 2, T_QKV = 4, T_MINUS_ONE = 8 };
+typedef const char *const name_pair[2];
+typedef struct arch_spec {
+    const char *arch, *cls, *model_type, *layer_fmt;
+    name_pair *globals, *layer; /* {GGUF name, Hugging Face name}, NULL-terminated */
+    unsigned flags;
+    const char *synth; /* tport synth options */
+    bool llama_cpp;    /* llama.cpp runs the architecture */
+} arch_spec;
+
+static name_pair LLAMA_G[] = {{"token_embd.weight", "model.embed_tokens.weight"}, {"output_norm.weight", "model.norm.weight"},
+                              {"output.weight", "lm_head.weight"}, {NULL, NULL}};
+static name_pair LLAMA_L[] = {
+    {"attn_q.weight", "self_attn.q_proj.weight"}, {"attn_k.weight", "self_attn.k_proj.weight"},
+    {"attn_v.weight", "self_attn.v_proj.weight"}, {"attn_q.bias", "self_attn.q_proj.bias"},
+    {"attn_k.bias", "self_attn.k_proj.bias"},     {"attn_v.bias", "self_attn.v_proj.bias"},
+    {"attn_output.weight", "self_attn.o_proj.weight"}, {"attn_norm.weight", "input_layernorm.weight"},
+    {"ffn_norm.weight", "post_attention_layernorm.weight"}, {"ffn_gate.weight", "mlp.gate_proj.weight"},
+    {"ffn_up.weight", "mlp.up_proj.weight"},      {"ffn_down.weight", "mlp.down_proj.weight"}, {NULL, NULL}};
+static name_pair GPT2_G[] = {{"token_embd.weight", "transformer.wte.weight"}, {"position_embd.weight", "transformer.wpe.weight"},
+                             {"output_norm.weight", "transformer.ln_f.weight"}, {"output_norm.bias", "transformer.ln_f.bias"},
+                             {"output.weight", "lm_head.weight"}, {NULL, NULL}};
+static name_pair GPT2_L[] = {
+    {"attn_norm.weight", "ln_1.weight"},  {"attn_norm.bias", "ln_1.bias"},
+    {"attn_qkv.weight", "attn.c_attn.weight"}, {"attn_qkv.bias", "attn.c_attn.bias"},
+    {"attn_output.weight", "attn.c_proj.weight"}, {"attn_output.bias", "attn.c_proj.bias"},
+    {"ffn_norm.weight", "ln_2.weight"},   {"ffn_norm.bias", "ln_2.bias"},
+    {"ffn_up.weight", "mlp.c_fc.weight"}, {"ffn_up.bias", "mlp.c_fc.bias"},
+    {"ffn_down.weight", "mlp.c_proj.weight"}, {"ffn_down.bias", "mlp.c_proj.bias"}, {NULL, NULL}};
+static name_pair PHI2_G[] = {{"token_embd.weight", "model.embed_tokens.weight"},
+                             {"output_norm.weight", "model.final_layernorm.weight"},
+                             {"output_norm.bias", "model.final_layernorm.bias"},
+                             {"output.weight", "lm_head.weight"}, {"output.bias", "lm_head.bias"}, {NULL, NULL}};
+static name_pair PHI2_L[] = {
+    {"attn_norm.weight", "input_layernorm.weight"}, {"attn_norm.bias", "input_layernorm.bias"},
+    {"attn_q.weight", "self_attn.q_proj.weight"}, {"attn_k.weight", "self_attn.k_proj.weight"},
+    {"attn_v.weight", "self_attn.v_proj.weight"}, {"attn_q.bias", "self_attn.q_proj.bias"},
+    {"attn_k.bias", "self_attn.k_proj.bias"},     {"attn_v.bias", "self_attn.v_proj.bias"},
+    {"attn_output.weight", "self_attn.dense.weight"}, {"attn_output.bias", "self_attn.dense.bias"},
+    {"ffn_up.weight", "mlp.fc1.weight"}, {"ffn_up.bias", "mlp.fc1.bias"},
+    {"ffn_down.weight", "mlp.fc2.weight"}, {"ffn_down.bias", "mlp.fc2.bias"}, {NULL, NULL}};
+static name_pair NEOX_G[] = {{"token_embd.weight", "gpt_neox.embed_in.weight"},
+                             {"output_norm.weight", "gpt_neox.final_layer_norm.weight"},
+                             {"output_norm.bias", "gpt_neox.final_layer_norm.bias"},
+                             {"output.weight", "embed_out.weight"}, {NULL, NULL}};
+static name_pair NEOX_L[] = {
+    {"attn_norm.weight", "input_layernorm.weight"}, {"attn_norm.bias", "input_layernorm.bias"},
+    {"ffn_norm.weight", "post_attention_layernorm.weight"}, {"ffn_norm.bias", "post_attention_layernorm.bias"},
+    {"attn_qkv.weight", "attention.query_key_value.weight"}, {"attn_qkv.bias", "attention.query_key_value.bias"},
+    {"attn_output.weight", "attention.dense.weight"}, {"attn_output.bias", "attention.dense.bias"},
+    {"ffn_up.weight", "mlp.dense_h_to_4h.weight"}, {"ffn_up.bias", "mlp.dense_h_to_4h.bias"},
+    {"ffn_down.weight", "mlp.dense_4h_to_h.weight"}, {"ffn_down.bias", "mlp.dense_4h_to_h.bias"}, {NULL, NULL}};
+static name_pair BLOOM_G[] = {{"token_embd.weight", "word_embeddings.weight"},
+                              {"token_embd_norm.weight", "word_embeddings_layernorm.weight"},
+                              {"token_embd_norm.bias", "word_embeddings_layernorm.bias"},
+                              {"output_norm.weight", "ln_f.weight"}, {"output_norm.bias", "ln_f.bias"},
+                              {"output.weight", "lm_head.weight"}, {NULL, NULL}};
+static name_pair BLOOM_L[] = {
+    {"attn_norm.weight", "input_layernorm.weight"}, {"attn_norm.bias", "input_layernorm.bias"},
+    {"attn_qkv.weight", "self_attention.query_key_value.weight"},
+    {"attn_qkv.bias", "self_attention.query_key_value.bias"},
+    {"attn_output.weight", "self_attention.dense.weight"}, {"attn_output.bias", "self_attention.dense.bias"},
+    {"ffn_norm.weight", "post_attention_layernorm.weight"}, {"ffn_norm.bias", "post_attention_layernorm.bias"},
+    {"ffn_up.weight", "mlp.dense_h_to_4h.weight"}, {"ffn_up.bias", "mlp.dense_h_to_4h.bias"},
+    {"ffn_down.weight", "mlp.dense_4h_to_h.weight"}, {"ffn_down.bias", "mlp.dense_4h_to_h.bias"}, {NULL, NULL}};
+static name_pair FALCON_G[] = {{"token_embd.weight", "transformer.word_embeddings.weight"},
+                               {"output_norm.weight", "transformer.ln_f.weight"},
+                               {"output_norm.bias", "transformer.ln_f.bias"},
+                               {"output.weight", "lm_head.weight"}, {NULL, NULL}};
+static name_pair FALCON_L[] = {
+    {"attn_norm.weight", "ln_mlp.weight"}, {"attn_norm.bias", "ln_mlp.bias"},
+    {"attn_norm_2.weight", "ln_attn.weight"}, {"attn_norm_2.bias", "ln_attn.bias"},
+    {"attn_qkv.weight", "self_attention.query_key_value.weight"},
+    {"attn_output.weight", "self_attention.dense.weight"},
+    {"ffn_up.weight", "mlp.dense_h_to_4h.weight"}, {"ffn_down.weight", "mlp.dense_4h_to_h.weight"}, {NULL, NULL}};
+static name_pair MPT_G[] = {{"token_embd.weight", "transformer.wte.weight"}, {"position_embd.weight", "transformer.wpe.weight"},
+                            {"output_norm.weight", "transformer.norm_f.weight"},
+                            {"output_norm.bias", "transformer.norm_f.bias"},
+                            {"output.weight", "lm_head.weight"}, {NULL, NULL}};
+static name_pair MPT_L[] = {
+    {"attn_norm.weight", "norm_1.weight"}, {"attn_norm.bias", "norm_1.bias"},
+    {"attn_qkv.weight", "attn.Wqkv.weight"}, {"attn_qkv.bias", "attn.Wqkv.bias"},
+    {"attn_output.weight", "attn.out_proj.weight"}, {"attn_output.bias", "attn.out_proj.bias"},
+    {"ffn_norm.weight", "norm_2.weight"}, {"ffn_norm.bias", "norm_2.bias"},
+    {"ffn_up.weight", "ffn.up_proj.weight"}, {"ffn_up.bias", "ffn.up_proj.bias"},
+    {"ffn_down.weight", "ffn.down_proj.weight"}, {"ffn_down.bias", "ffn.down_proj.bias"}, {NULL, NULL}};
+static name_pair GPTJ_G[] = {{"token_embd.weight", "transformer.wte.weight"},
+                             {"output_norm.weight", "transformer.ln_f.weight"},
+                             {"output_norm.bias", "transformer.ln_f.bias"},
+                             {"output.weight", "lm_head.weight"}, {"output.bias", "lm_head.bias"}, {NULL, NULL}};
+static name_pair GPTJ_L[] = {
+    {"attn_norm.weight", "ln_1.weight"}, {"attn_norm.bias", "ln_1.bias"},
+    {"attn_q.weight", "attn.q_proj.weight"}, {"attn_k.weight", "attn.k_proj.weight"},
+    {"attn_v.weight", "attn.v_proj.weight"}, {"attn_output.weight", "attn.out_proj.weight"},
+    {"ffn_up.weight", "mlp.fc_in.weight"}, {"ffn_up.bias", "mlp.fc_in.bias"},
+    {"ffn_down.weight", "mlp.fc_out.weight"}, {"ffn_down.bias", "mlp.fc_out.bias"}, {NULL, NULL}};
+
+#define SYNTH_COMMON "--dim 64 --layers 2 --heads 4 --ff 256 --norm-noise 0.2 --out-gain 3 "
+static const arch_spec SPECS[] = {
+    {"llama", "LlamaForCausalLM", "llama", "model.layers.%d.", LLAMA_G, LLAMA_L, T_PERMUTE,
+     SYNTH_COMMON "--ctx 128 --kv-heads 2 --type f16", true},
+    {"qwen2", "Qwen2ForCausalLM", "qwen2", "model.layers.%d.", LLAMA_G, LLAMA_L, 0, SYNTH_COMMON "--ctx 128 --kv-heads 2",
+     true},
+    {"gemma", "GemmaForCausalLM", "gemma", "model.layers.%d.", LLAMA_G, LLAMA_L, T_MINUS_ONE,
+     SYNTH_COMMON "--ctx 128 --kv-heads 1 --type bf16", true},
+    {"gpt2", "GPT2LMHeadModel", "gpt2", "transformer.h.%d.", GPT2_G, GPT2_L, T_TRANSPOSE, SYNTH_COMMON "--ctx 128", true},
+    {"phi2", "PhiForCausalLM", "phi", "model.layers.%d.", PHI2_G, PHI2_L, 0, SYNTH_COMMON "--ctx 128 --rot 8", true},
+    {"gptneox", "GPTNeoXForCausalLM", "gpt_neox", "gpt_neox.layers.%d.", NEOX_G, NEOX_L, T_QKV,
+     SYNTH_COMMON "--ctx 128 --rot 8", true},
+    {"bloom", "BloomForCausalLM", "bloom", "h.%d.", BLOOM_G, BLOOM_L, T_QKV, SYNTH_COMMON "--ctx 128", true},
+    {"falcon", "FalconForCausalLM", "falcon", "transformer.h.%d.", FALCON_G, FALCON_L, T_QKV,
+     SYNTH_COMMON "--ctx 2048 --kv-heads 2", true},
+    {"mpt", "MPTForCausalLM", "mpt", "transformer.blocks.%d.", MPT_G, MPT_L, 0, SYNTH_COMMON "--ctx 128", true},
+    {"starcoder", "GPTBigCodeForCausalLM", "gpt_bigcode", "transformer.h.%d.", GPT2_G, GPT2_L, 0,
+     SYNTH_COMMON "--ctx 128 --kv-heads 1", true},
+    {"gptj", "GPTJForCausalLM", "gptj", "transformer.h.%d.", GPTJ_G, GPTJ_L, 0, SYNTH_COMMON "--ctx 128 --rot 8", false},
+};
+
+/* [Q|K|V] rows back into kv groups [q.. k v] (the reader's regrouping
+ * undone). */
+static void *group_qkv(const tport_mf_tensor *t, int n_head, int n_kv) {
+    int64_t rows = t->n_dims == 1 ? t->ne[0] : t->ne[1], hd = rows / (n_head + 2 * n_kv), q_per = n_head / n_kv;
+    size_t block = (size_t)hd * (t->nbytes / (size_t)rows);
+    uint8_t *dst = malloc(t->nbytes);
+    const uint8_t *src = t->data;
+    for (int64_t g = 0; g < n_kv; g++) {
+        uint8_t *grp = dst + (size_t)(g * (q_per + 2)) * block;
+        memcpy(grp, src + (size_t)(g * q_per) * block, (size_t)q_per * block);
+        memcpy(grp + (size_t)q_per * block, src + (size_t)(n_head + g) * block, block);
+        memcpy(grp + (size_t)(q_per + 1) * block, src + (size_t)(n_head + n_kv + g) * block, block);
+    }
+    return dst;
+}
+
+static void *minus_one(const tport_mf_tensor *t) {
+    float *dst = malloc(t->nbytes);
+    memcpy(dst, t->data, t->nbytes);
+    for (int64_t i = 0; i < t->ne[0]; i++)
+        dst[i] -= 1.0f;
+    return dst;
+}
+
+/* The HF folder of GGUF model `g` as `sp`'s Hugging Face class stores it. */
+static void write_model(const char *folder, const tport_model_file *g, const arch_spec *sp) {
     st_tensor *t = calloc((size_t)g->n_tensors, sizeof *t);
     void **owned = calloc((size_t)g->n_tensors, sizeof *owned);
     int n = 0;
+    int nh = (int)g->hp.n_head, nkv = (int)(g->hp.n_head_kv ? g->hp.n_head_kv : g->hp.n_head);
     for (int i = 0; i < g->n_tensors; i++) {
         const tport_mf_tensor *s = &g->tensors[i];
         st_tensor *d = &t[n];
@@ -404,53 +546,30 @@ static void write_model(const char *folder, const tport_model_file *g, bool gpt2
         d->data = s->data;
         d->nbytes = s->nbytes;
         int il = -1;
-        char rest[64] = "";
+        char rest[64] = "", layer[64];
         sscanf(s->name, "blk.%d.%63s", &il, rest);
-        if (!gpt2) {
-            static const char *const map[][2] = {
-                {"attn_q.weight", "self_attn.q_proj.weight"}, {"attn_k.weight", "self_attn.k_proj.weight"},
-                {"attn_v.weight", "self_attn.v_proj.weight"}, {"attn_output.weight", "self_attn.o_proj.weight"},
-                {"attn_norm.weight", "input_layernorm.weight"}, {"ffn_norm.weight", "post_attention_layernorm.weight"},
-                {"ffn_gate.weight", "mlp.gate_proj.weight"},  {"ffn_up.weight", "mlp.up_proj.weight"},
-                {"ffn_down.weight", "mlp.down_proj.weight"}};
-            if (!strcmp(s->name, "token_embd.weight"))
-                snprintf(d->name, sizeof d->name, "model.embed_tokens.weight");
-            else if (!strcmp(s->name, "output_norm.weight"))
-                snprintf(d->name, sizeof d->name, "model.norm.weight");
-            else if (!strcmp(s->name, "output.weight"))
-                snprintf(d->name, sizeof d->name, "lm_head.weight");
-            for (size_t k = 0; il >= 0 && k < sizeof map / sizeof map[0]; k++)
-                if (!strcmp(rest, map[k][0]))
-                    snprintf(d->name, sizeof d->name, "model.layers.%d.%s", il, map[k][1]);
-            if (il >= 0 && (!strcmp(rest, "attn_q.weight") || !strcmp(rest, "attn_k.weight")))
-                d->data = owned[n] = permute_rows(s, (int)(!strcmp(rest, "attn_q.weight") ? g->hp.n_head
-                                                                                         : g->hp.n_head_kv));
-        } else {
-            static const char *const map[][2] = {
-                {"attn_norm.weight", "ln_1.weight"},  {"attn_norm.bias", "ln_1.bias"},
-                {"attn_qkv.weight", "attn.c_attn.weight"}, {"attn_qkv.bias", "attn.c_attn.bias"},
-                {"attn_output.weight", "attn.c_proj.weight"}, {"attn_output.bias", "attn.c_proj.bias"},
-                {"ffn_norm.weight", "ln_2.weight"},   {"ffn_norm.bias", "ln_2.bias"},
-                {"ffn_up.weight", "mlp.c_fc.weight"}, {"ffn_up.bias", "mlp.c_fc.bias"},
-                {"ffn_down.weight", "mlp.c_proj.weight"}, {"ffn_down.bias", "mlp.c_proj.bias"}};
-            static const char *const globals[][2] = {{"token_embd.weight", "transformer.wte.weight"},
-                                                     {"position_embd.weight", "transformer.wpe.weight"},
-                                                     {"output_norm.weight", "transformer.ln_f.weight"},
-                                                     {"output_norm.bias", "transformer.ln_f.bias"},
-                                                     {"output.weight", "lm_head.weight"}};
-            for (size_t k = 0; k < sizeof globals / sizeof globals[0]; k++)
-                if (!strcmp(s->name, globals[k][0]))
-                    snprintf(d->name, sizeof d->name, "%s", globals[k][1]);
-            for (size_t k = 0; il >= 0 && k < sizeof map / sizeof map[0]; k++)
-                if (!strcmp(rest, map[k][0]))
-                    snprintf(d->name, sizeof d->name, "transformer.h.%d.%s", il, map[k][1]);
-            if (il >= 0 && s->n_dims == 2) { /* Conv1D: [in, out] */
-                d->data = owned[n] = transpose(s);
-                d->shape[0] = s->ne[0];
-                d->shape[1] = s->ne[1];
+        for (int k = 0; il < 0 && sp->globals[k][0]; k++)
+            if (!strcmp(s->name, sp->globals[k][0]))
+                snprintf(d->name, sizeof d->name, "%s", sp->globals[k][1]);
+        for (int k = 0; il >= 0 && sp->layer[k][0]; k++)
+            if (!strcmp(rest, sp->layer[k][0])) {
+                snprintf(layer, sizeof layer, sp->layer_fmt, il);
+                snprintf(d->name, sizeof d->name, "%s%s", layer, sp->layer[k][1]);
             }
+        CHECK(d->name[0], "%s: tensor %s has a Hugging Face name", sp->arch, s->name);
+        if ((sp->flags & T_PERMUTE) && (!strcmp(rest, "attn_q.weight") || !strcmp(rest, "attn_k.weight")))
+            d->data = owned[n] = permute_rows(s, !strcmp(rest, "attn_q.weight") ? nh : nkv);
+        if ((sp->flags & T_TRANSPOSE) && il >= 0 && s->n_dims == 2) { /* Conv1D: [in, out] */
+            d->data = owned[n] = transpose(s);
+            d->shape[0] = s->ne[0];
+            d->shape[1] = s->ne[1];
         }
-        CHECK(d->name[0], "tensor %s has a Hugging Face name", s->name);
+        if ((sp->flags & T_QKV) && !strncmp(rest, "attn_qkv.", 9))
+            d->data = owned[n] = group_qkv(s, nh, nkv);
+        if ((sp->flags & T_MINUS_ONE) && strstr(s->name, "norm.weight")) {
+            CHECK(s->type == TPORT_TYPE_F32, "%s: norms in f32", s->name);
+            d->data = owned[n] = minus_one(s);
+        }
         n++;
     }
     char path[512];
@@ -460,6 +579,69 @@ static void write_model(const char *folder, const tport_model_file *g, bool gpt2
         free(owned[i]);
     free(owned);
     free(t);
+}
+
+/* config.json as each class's transformers config names the values. */
+static void write_config(const char *folder, const tport_model_file *g, const arch_spec *sp) {
+    const tport_mf_hparams *hp = &g->hp;
+    const char *a = sp->arch;
+    cJSON *cfg = cJSON_CreateObject();
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(cfg, "architectures"), cJSON_CreateString(sp->cls));
+    cJSON_AddStringToObject(cfg, "model_type", sp->model_type);
+    cJSON_AddNumberToObject(cfg, "vocab_size", hp->n_vocab);
+    uint32_t hd = hp->n_embd / hp->n_head, nkv = hp->n_head_kv ? hp->n_head_kv : hp->n_head;
+    bool gpt2_names = !strcmp(a, "gpt2") || !strcmp(a, "starcoder") || !strcmp(a, "gptj");
+    if (!strcmp(a, "mpt")) {
+        cJSON_AddNumberToObject(cfg, "d_model", hp->n_embd);
+        cJSON_AddNumberToObject(cfg, "n_layers", hp->n_layer);
+        cJSON_AddNumberToObject(cfg, "n_heads", hp->n_head);
+        cJSON_AddNumberToObject(cfg, "max_seq_len", hp->n_ctx);
+        cJSON *ac = cJSON_AddObjectToObject(cfg, "attn_config");
+        cJSON_AddBoolToObject(ac, "alibi", true);
+        cJSON_AddNumberToObject(ac, "alibi_bias_max", 8);
+        cJSON_AddNullToObject(ac, "clip_qkv");
+    } else if (gpt2_names) {
+        cJSON_AddNumberToObject(cfg, "n_embd", hp->n_embd);
+        cJSON_AddNumberToObject(cfg, "n_layer", hp->n_layer);
+        cJSON_AddNumberToObject(cfg, "n_head", hp->n_head);
+        cJSON_AddNumberToObject(cfg, "n_positions", hp->n_ctx);
+        cJSON_AddNullToObject(cfg, "n_inner");
+        cJSON_AddNumberToObject(cfg, "layer_norm_epsilon", hp->norm_eps);
+        if (!strcmp(a, "starcoder"))
+            cJSON_AddBoolToObject(cfg, "multi_query", nkv == 1);
+        if (!strcmp(a, "gptj"))
+            cJSON_AddNumberToObject(cfg, "rotary_dim", hp->n_rot);
+    } else if (!strcmp(a, "bloom")) {
+        cJSON_AddNumberToObject(cfg, "hidden_size", hp->n_embd);
+        cJSON_AddNumberToObject(cfg, "n_layer", hp->n_layer);
+        cJSON_AddNumberToObject(cfg, "n_head", hp->n_head);
+        cJSON_AddNumberToObject(cfg, "seq_length", hp->n_ctx);
+        cJSON_AddNumberToObject(cfg, "layer_norm_epsilon", hp->norm_eps);
+    } else {
+        cJSON_AddNumberToObject(cfg, "hidden_size", hp->n_embd);
+        cJSON_AddNumberToObject(cfg, "num_hidden_layers", hp->n_layer);
+        cJSON_AddNumberToObject(cfg, "num_attention_heads", hp->n_head);
+        cJSON_AddNumberToObject(cfg, !strcmp(a, "falcon") ? "num_kv_heads" : "num_key_value_heads", nkv);
+        cJSON_AddNumberToObject(cfg, "intermediate_size", hp->n_ff);
+        cJSON_AddNumberToObject(cfg, "max_position_embeddings", hp->n_ctx);
+        cJSON_AddNumberToObject(cfg, !strcmp(a, "phi2") || !strcmp(a, "gptneox") ? "layer_norm_eps"
+                                     : !strcmp(a, "falcon")                     ? "layer_norm_epsilon"
+                                                                                : "rms_norm_eps",
+                                hp->norm_eps);
+        cJSON_AddNumberToObject(cfg, "rope_theta", hp->rope_freq_base);
+        if (!strcmp(a, "falcon"))
+            cJSON_AddBoolToObject(cfg, "new_decoder_architecture", true);
+        if (!strcmp(a, "gemma"))
+            cJSON_AddNumberToObject(cfg, "head_dim", hd);
+        if (!strcmp(a, "phi2"))
+            cJSON_AddNumberToObject(cfg, "partial_rotary_factor", (double)hp->n_rot / hd);
+        if (!strcmp(a, "gptneox")) {
+            cJSON_AddNumberToObject(cfg, "rotary_pct", (double)hp->n_rot / hd);
+            const tport_kv *par = tport_model_file_kv(g, "gptneox.use_parallel_residual");
+            cJSON_AddBoolToObject(cfg, "use_parallel_residual", !par || par->v.b);
+        }
+    }
+    write_json(folder, "config.json", cfg);
 }
 
 /* The folder's tensors are the GGUF's, byte for byte, under the same names. */
@@ -552,43 +734,27 @@ static void check_llama_cpp(const char *what, const char *orig, const char *conv
            suite, gen ? gen : "?");
 }
 
-static void model_case(const char *what, const char *gguf, const char *pre, const char *suite, bool gpt2) {
+static void model_case(const char *what, const char *gguf, const char *pre, const char *suite, const arch_spec *sp) {
     tport_model_file *g = NULL;
     CHECK(tport_model_file_open(gguf, &g) == TPORT_STATUS_OK, "%s: %s", gguf, tport_last_error());
     if (!g)
         return;
-    char *folder = make_folder(what), cfgbuf[64];
+    char *folder = make_folder(what);
     write_tokenizer(folder, g, pre);
-    write_model(folder, g, gpt2);
-    cJSON *cfg = cJSON_CreateObject();
-    cJSON_AddItemToArray(cJSON_AddArrayToObject(cfg, "architectures"),
-                         cJSON_CreateString(gpt2 ? "GPT2LMHeadModel" : "LlamaForCausalLM"));
-    cJSON_AddStringToObject(cfg, "model_type", gpt2 ? "gpt2" : "llama");
+    write_model(folder, g, sp);
+    write_config(folder, g, sp);
     const tport_mf_hparams *hp = &g->hp;
-    cJSON_AddNumberToObject(cfg, "vocab_size", hp->n_vocab);
-    cJSON_AddNumberToObject(cfg, gpt2 ? "n_embd" : "hidden_size", hp->n_embd);
-    cJSON_AddNumberToObject(cfg, gpt2 ? "n_layer" : "num_hidden_layers", hp->n_layer);
-    cJSON_AddNumberToObject(cfg, gpt2 ? "n_head" : "num_attention_heads", hp->n_head);
-    cJSON_AddNumberToObject(cfg, gpt2 ? "n_positions" : "max_position_embeddings", hp->n_ctx);
-    if (gpt2) {
-        cJSON_AddNullToObject(cfg, "n_inner");
-        cJSON_AddNumberToObject(cfg, "layer_norm_epsilon", hp->norm_eps);
-    } else {
-        cJSON_AddNumberToObject(cfg, "num_key_value_heads", hp->n_head_kv);
-        cJSON_AddNumberToObject(cfg, "intermediate_size", hp->n_ff);
-        cJSON_AddNumberToObject(cfg, "rms_norm_eps", hp->norm_eps);
-    }
-    write_json(folder, "config.json", cfg);
-    (void)cfgbuf;
-
     tport_model_file *f = NULL;
     CHECK(tport_model_file_open(folder, &f) == TPORT_STATUS_OK, "%s: %s", folder, tport_last_error());
     if (f) {
         check_same_tensors(what, g, f);
         CHECK(!strcmp(f->arch, g->arch), "%s: arch %s, GGUF %s", what, f->arch, g->arch);
         CHECK(f->hp.n_embd == hp->n_embd && f->hp.n_layer == hp->n_layer && f->hp.n_ff == hp->n_ff &&
-                  f->hp.n_head_kv == hp->n_head_kv && f->hp.n_rot == hp->n_rot && f->hp.n_ctx == hp->n_ctx,
-              "%s: hyperparameters differ from the GGUF's", what);
+                  (f->hp.n_head_kv ? f->hp.n_head_kv : f->hp.n_head) == (hp->n_head_kv ? hp->n_head_kv : hp->n_head) &&
+                  (!hp->n_rot || f->hp.n_rot == hp->n_rot) && f->hp.n_ctx == hp->n_ctx,
+              "%s: hyperparameters differ from the GGUF's: embd %u/%u layer %u/%u ff %u/%u kv %u/%u rot %u/%u ctx %u/%u",
+              what, f->hp.n_embd, hp->n_embd, f->hp.n_layer, hp->n_layer, f->hp.n_ff, hp->n_ff, f->hp.n_head_kv,
+              hp->n_head_kv, f->hp.n_rot, hp->n_rot, f->hp.n_ctx, hp->n_ctx);
         const tport_kv *ct = tport_model_file_kv(f, "tokenizer.chat_template");
         CHECK(ct && strstr(ct->v.s, "messages"), "%s: chat template from tokenizer_config.json", what);
         tport_model_file_close(f);
@@ -607,7 +773,8 @@ static void model_case(const char *what, const char *gguf, const char *pre, cons
         tport_model_file_close(c);
     }
     check_same_run(what, gguf, out, "Once upon a time");
-    check_llama_cpp(what, gguf, out, suite);
+    if (sp->llama_cpp)
+        check_llama_cpp(what, gguf, out, suite);
     tport_model_file_close(g);
 }
 
@@ -671,15 +838,17 @@ int main(void) {
 
     const char *tiny = test_shared_path("models/llama-2-tiny-random.gguf", buf, sizeof buf);
     if (tiny)
-        model_case("llama", tiny, "spm", "llama-spm", false);
-    char gpt2[600], cmd[1400], vocab[512];
-    snprintf(gpt2, sizeof gpt2, "%s/gpt2-synth.gguf", dir);
-    if (test_shared_path("models/vocab/ggml-vocab-gpt-2.gguf", vocab, sizeof vocab)) {
-        snprintf(cmd, sizeof cmd, TPORT_CLI " synth --arch gpt2 --dim 64 --layers 2 --heads 4 --ff 256 --ctx 128 "
-                 "--vocab-from '%s' -o '%s' >/dev/null 2>&1", vocab, gpt2);
-        CHECK(system(cmd) == 0, "%s", cmd);
-        model_case("gpt2", gpt2, "gpt-2", "gpt-2", true);
-    }
+        model_case("llama-tiny", tiny, "spm", "llama-spm", &SPECS[0]);
+    char cmd[1400], vocab[512];
+    if (test_shared_path("models/vocab/ggml-vocab-gpt-2.gguf", vocab, sizeof vocab))
+        for (size_t i = 0; i < sizeof SPECS / sizeof SPECS[0]; i++) {
+            char gguf[600];
+            snprintf(gguf, sizeof gguf, "%s/%s-synth.gguf", dir, SPECS[i].arch);
+            snprintf(cmd, sizeof cmd, TPORT_CLI " synth --arch %s %s --vocab-from '%s' -o '%s' >/dev/null 2>&1",
+                     SPECS[i].arch, SPECS[i].synth, vocab, gguf);
+            CHECK(system(cmd) == 0, "%s", cmd);
+            model_case(SPECS[i].arch, gguf, "gpt-2", "gpt-2", &SPECS[i]);
+        }
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     CHECK(system(cmd) == 0, "%s", cmd);
     return test_finish("test_formats_hf_folder");
