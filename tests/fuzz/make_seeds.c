@@ -1,6 +1,7 @@
 /* Writes the small sample files of every format into a folder: the seed
  * corpus of the fuzz targets (.ci/fuzz).  A third folder gets the sets of
- * files fuzz_split_set reads (its input layout is described there). */
+ * files fuzz_split_set reads (its input layout is described there), a
+ * fourth the Hugging Face folders fuzz_hf_folder reads. */
 #include <stdio.h>
 
 #include "gguf_big_endian.h"
@@ -51,6 +52,52 @@ static int split_seeds(const char *dir, int (*save)(const char *, const char *, 
     return rc;
 }
 
+/* fuzz_hf_folder's inputs: config.json, tokenizer.json,
+ * tokenizer_config.json, model.safetensors (each u32 length, bytes). */
+static void hf_file(bb *set, const char *text) {
+    bb f = {0};
+    bb_raw(&f, text, strlen(text));
+    set_file(set, &f);
+}
+
+static int hf_seeds(const char *dir, int (*save)(const char *, const char *, bb *)) {
+    static const char *const seeds[][4] = {
+        {"{\"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\": 4, \"num_hidden_layers\": 1, "
+         "\"num_attention_heads\": 2, \"vocab_size\": 8}",
+         "{\"added_tokens\": [{\"id\": 0, \"content\": \"<unk>\", \"special\": true}, {\"id\": 1, "
+         "\"content\": \"<s>\", \"special\": true}], \"normalizer\": {\"type\": \"Sequence\", \"normalizers\": "
+         "[{\"type\": \"Prepend\", \"prepend\": \"\u2581\"}]}, \"model\": {\"type\": \"BPE\", \"byte_fallback\": "
+         "true, \"vocab\": {\"<unk>\": 0, \"<s>\": 1, \"<0x41>\": 2, \"\u2581\": 3, \"a\": 4, \"b\": 5, "
+         "\"ab\": 6, \"\u2581ab\": 7}, \"merges\": [\"a b\", \"\u2581 ab\"]}}",
+         "{\"bos_token\": \"<s>\", \"unk_token\": \"<unk>\", \"add_bos_token\": true, \"chat_template\": "
+         "\"{{ messages }}\"}",
+         NULL},
+        {"{\"architectures\": [\"GPT2LMHeadModel\"], \"n_embd\": 4, \"n_layer\": 1, \"n_head\": 2, "
+         "\"n_positions\": 8}",
+         "{\"added_tokens\": [{\"id\": 5, \"content\": \"<|endoftext|>\", \"special\": true}], "
+         "\"pre_tokenizer\": {\"type\": \"ByteLevel\", \"use_regex\": true}, \"model\": {\"type\": \"BPE\", "
+         "\"vocab\": {\"H\": 0, \"e\": 1, \"He\": 2, \"\u0120\": 3, \"\u0120He\": 4}, \"merges\": [[\"H\", "
+         "\"e\"], \"\u0120 He\"]}}",
+         "{\"eos_token\": {\"content\": \"<|endoftext|>\"}}", NULL},
+    };
+    int rc = 0;
+    for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
+        bb set = {0}, st = {0};
+        for (int k = 0; k < 3; k++)
+            hf_file(&set, seeds[i][k]);
+        const char *name = i == 0 ? "model.norm.weight" : "transformer.ln_f.weight";
+        char hdr[160];
+        snprintf(hdr, sizeof hdr, "{\"%s\": {\"dtype\": \"F32\", \"shape\": [4], \"data_offsets\": [0, 16]}}", name);
+        bb_u64(&st, strlen(hdr));
+        bb_raw(&st, hdr, strlen(hdr));
+        for (int k = 0; k < 4; k++)
+            bb_f32(&st, 1.0f);
+        set_file(&set, &st);
+        rc |= save(dir, i == 0 ? "hf-llama-spm" : "hf-gpt2-bpe", &set);
+    }
+    return rc;
+}
+
 static int save(const char *dir, const char *name, bb *b) {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", dir, name);
@@ -65,8 +112,8 @@ static int save(const char *dir, const char *name, bb *b) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2 || argc > 4) {
-        fprintf(stderr, "usage: fuzz_make_seeds DIR [PICKLE_DIR [SPLIT_SET_DIR]]\n");
+    if (argc < 2 || argc > 5) {
+        fprintf(stderr, "usage: fuzz_make_seeds DIR [PICKLE_DIR [SPLIT_SET_DIR [HF_FOLDER_DIR]]]\n");
         return 2;
     }
     int rc = 0;
@@ -124,6 +171,8 @@ int main(int argc, char **argv) {
     rc |= save(argv[1], "safetensors-index", &b);
     if (argc > 3)
         rc |= split_seeds(argv[3], save);
+    if (argc > 4)
+        rc |= hf_seeds(argv[4], save);
     if (argc > 2) { /* the pickle target's corpus: a state dict pickle */
         const int size[2] = {3, 2}, stride[2] = {1, 3};
         sample_pickle_state_dict(&b, "model.layers.0.self_attn.q_proj.weight", "0", 6, 0, size, stride);
