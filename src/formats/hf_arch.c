@@ -578,10 +578,10 @@ static tport_status rename_one(const tport_model_file *mf, const hf_arch *a, con
                        a->gguf);
 }
 
-static tport_status transpose(tport_model_file *mf, const mf_cursor *c, tport_mf_tensor *t) {
+tport_status mf_transpose_2d(tport_model_file *mf, const mf_cursor *c, tport_mf_tensor *t) {
     uint64_t es = t->type == TPORT_TYPE_F32 ? 4 : t->type == TPORT_TYPE_F16 || t->type == TPORT_TYPE_BF16 ? 2 : 0;
     if (t->n_dims != 2 || !es)
-        return mf_fail(c, t->offset, "tensor %s: a Conv1D weight must be 2-D f32, f16 or bf16", t->name);
+        return mf_fail(c, t->offset, "tensor %s: a weight to transpose must be 2-D f32, f16 or bf16", t->name);
     uint8_t *dst = mf_alloc(mf, (size_t)t->nbytes);
     if (!dst)
         return TPORT_STATUS_OUT_OF_MEMORY;
@@ -698,7 +698,7 @@ static tport_status map_tensors(hf_ctx *h, const hf_arch *a) {
         if (strcmp(name, t.name) && !(t.name = mf_strndup(mf, name, strlen(name))))
             return TPORT_STATUS_OUT_OF_MEMORY;
         if (flags & HF_TRANSPOSE)
-            MF_TRY(transpose(mf, h->c, &t));
+            MF_TRY(mf_transpose_2d(mf, h->c, &t));
         if (flags & HF_QKV_GROUPS) {
             uint32_t nh = kv_u32(mf, h->arch, "attention.head_count");
             uint32_t nkv = kv_u32(mf, h->arch, "attention.head_count_kv");

@@ -213,6 +213,13 @@ tport_status mf_hf_tokenizer(tport_model_file *mf, const mf_cursor *c, const str
  * out as llama.cpp's converter writes them; a class without a row is
  * refused, naming it. */
 tport_status mf_hf_map_config(tport_model_file *mf, const mf_cursor *c, const struct cJSON *config);
+/* A 2-D f32/f16/bf16 tensor transposed into owned memory (ne swapped):
+ * GPT-2's Conv1D weights, ONNX MatMul weights ([in, out]). */
+tport_status mf_transpose_2d(tport_model_file *mf, const mf_cursor *c, tport_mf_tensor *t);
+/* ONNX models (onnx_read.c): weights by the graph's structure, then
+ * config.json beside as for a Hugging Face folder. */
+tport_status mf_read_onnx(tport_model_file *mf, mf_cursor *c);
+bool mf_onnx_sniff(const mf_cursor *c);
 
 /* Defaults applied after a reader filled what the file gives. */
 void mf_hparams_defaults(tport_mf_hparams *hp);
