@@ -558,18 +558,21 @@ static void check_same_run(const char *what, const char *gguf, const char *folde
     printf("%s: tport run on the folder and the GGUF: %s", what, b);
 }
 
-/* llama.cpp (node-llama-cpp) on each model: every suite string tokenized,
- * and 8 greedy ids after "Once upon a time". */
+/* llama.cpp (node-llama-cpp) on pairs of models (an original GGUF and the
+ * GGUF converted from its folder), all in one node process at the end
+ * (loading llama.cpp once): every suite string tokenized, and 8 greedy
+ * ids after "Once upon a time"; each pair must give the same line. */
 static const char *script =
     "import {readFileSync} from 'fs';\n"
-    "const [lib, strings, ...paths] = process.argv.slice(2);\n"
-    "const texts = readFileSync(strings, 'utf8').split('\\n__ggml_vocab_test__\\n'); texts.pop();\n"
+    "const [lib, list] = process.argv.slice(2);\n"
     "const {getLlama, LlamaLogLevel} = await import(lib);\n"
     "const llama = await getLlama({gpu: false, build: 'never', logLevel: LlamaLogLevel.error});\n"
-    "for (const path of paths) {\n"
+    "for (const line of readFileSync(list, 'utf8').split('\\n').filter(l => l)) {\n"
+    "  const [strings, path] = line.split('\\t');\n"
+    "  const texts = readFileSync(strings, 'utf8').split('\\n__ggml_vocab_test__\\n'); texts.pop();\n"
     "  const model = await llama.loadModel({modelPath: path});\n"
     "  const toks = texts.map(t => Array.from(model.tokenize(t, false)));\n"
-    "  const ctx = await model.createContext({contextSize: 64});\n"
+    "  const ctx = await model.createContext({contextSize: 64, threads: 1});\n"
     "  const out = [];\n"
     "  for await (const t of ctx.getSequence().evaluate(Array.from(model.tokenize('Once upon a time', false)), {temperature: 0})) {\n"
     "    out.push(t); if (out.length >= 8) break; }\n"
@@ -578,39 +581,63 @@ static const char *script =
     "}\n"
     "await llama.dispose();\n";
 
+enum { MAX_PAIRS = 32 };
+static struct {
+    char what[64], orig[512], converted[600], inp[512];
+} pairs[MAX_PAIRS];
+static int n_pairs;
+
 static void check_llama_cpp(const char *what, const char *orig, const char *converted, const char *suite) {
-    char lib[600], js[400], cmd[2400], rel[128], buf[512];
+    char rel[128];
+    snprintf(rel, sizeof rel, "models/vocab/ggml-vocab-%s.gguf.inp", suite);
+    if (n_pairs == MAX_PAIRS || !test_shared_path(rel, pairs[n_pairs].inp, sizeof pairs[n_pairs].inp)) {
+        CHECK(0, "%s: %s absent or too many pairs", what, rel);
+        return;
+    }
+    snprintf(pairs[n_pairs].what, sizeof pairs[n_pairs].what, "%s", what);
+    snprintf(pairs[n_pairs].orig, sizeof pairs[n_pairs].orig, "%s", orig);
+    snprintf(pairs[n_pairs].converted, sizeof pairs[n_pairs].converted, "%s", converted);
+    n_pairs++;
+}
+
+static void run_llama_cpp(void) {
+    char lib[600], js[400], list[400], cmd[2048];
     const char *root = getenv("TPORT_NODE_LLAMA_CPP");
     snprintf(lib, sizeof lib, "%s/node_modules/node-llama-cpp/dist/index.js", root && *root ? root : "/work");
     if (access(lib, R_OK) != 0) {
         CHECK(!(root && *root), "TPORT_NODE_LLAMA_CPP=%s, but %s is not there", root, lib);
-        printf("%s: llama.cpp check skipped (node-llama-cpp not installed; set TPORT_NODE_LLAMA_CPP)\n", what);
+        printf("llama.cpp checks skipped (node-llama-cpp not installed; set TPORT_NODE_LLAMA_CPP)\n");
         return;
     }
-    snprintf(rel, sizeof rel, "models/vocab/ggml-vocab-%s.gguf.inp", suite);
-    const char *inp = test_shared_path(rel, buf, sizeof buf);
-    CHECK(inp != NULL, "%s absent", rel);
     snprintf(js, sizeof js, "%s/check.mjs", dir);
     write_text(js, script);
-    snprintf(cmd, sizeof cmd, "node '%s' '%s' '%s' '%s' '%s' 2>/dev/null", js, lib, inp, orig, converted);
-    static char out[1 << 20];
+    snprintf(list, sizeof list, "%s/models.tsv", dir);
+    FILE *f = fopen(list, "w");
+    for (int i = 0; f && i < n_pairs; i++)
+        fprintf(f, "%s\t%s\n%s\t%s\n", pairs[i].inp, pairs[i].orig, pairs[i].inp, pairs[i].converted);
+    if (f)
+        fclose(f);
+    snprintf(cmd, sizeof cmd, "node '%s' '%s' '%s' 2>/dev/null", js, lib, list);
+    static char out[1 << 22];
     bool ok = run_cmd(cmd, out, sizeof out);
-    char *nl = strchr(out, '\n');
-    CHECK(ok && nl && strchr(nl + 1, '\n'), "%s: llama.cpp loads the original and the converted GGUF: %.300s", what,
-          out);
-    if (!ok || !nl)
-        return;
-    *nl = '\0';
-    char *second = nl + 1, *nl2 = strchr(second, '\n');
-    if (nl2)
-        *nl2 = '\0';
-    CHECK(!strcmp(out, second), "%s: llama.cpp gives other ids on the converted file\n  original:  %.400s\n  converted: %.400s",
-          what, out, second);
-    char *gen = strstr(second, "\"generated\"");
-    printf("%s: llama.cpp on the converted GGUF: every %s suite string tokenized as on the original; %s\n", what,
-           suite, gen ? gen : "?");
+    char *line = out;
+    int got = 0;
+    for (int i = 0; ok && i < n_pairs; i++) {
+        char *a = line, *nl = strchr(a, '\n'), *b = nl ? nl + 1 : NULL, *nl2 = b ? strchr(b, '\n') : NULL;
+        if (!nl2)
+            break;
+        *nl = *nl2 = '\0';
+        line = nl2 + 1;
+        got++;
+        CHECK(!strcmp(a, b), "%s: llama.cpp gives other ids on the converted file\n  original:  %.400s\n  converted: %.400s",
+              pairs[i].what, a, b);
+        char *gen = strstr(b, "\"generated\"");
+        printf("%s: llama.cpp on the converted GGUF: every suite string tokenized as on the original; %s\n",
+               pairs[i].what, gen ? gen : "?");
+    }
+    CHECK(ok && got == n_pairs, "llama.cpp loads every original and converted GGUF (%d of %d pairs): %.300s", got,
+          n_pairs, out);
 }
-
 #endif
 
 #endif

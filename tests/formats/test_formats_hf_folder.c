@@ -246,6 +246,7 @@ int main(void) {
             CHECK(system(cmd) == 0, "%s", cmd);
             model_case(SPECS[i].arch, gguf, "gpt-2", "gpt-2", &SPECS[i]);
         }
+    run_llama_cpp();
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     CHECK(system(cmd) == 0, "%s", cmd);
     return test_finish("test_formats_hf_folder");

@@ -142,6 +142,7 @@ int main(void) {
     free(bytes);
     tport_model_file_close(g);
     char cmd[400];
+    run_llama_cpp();
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     CHECK(system(cmd) == 0, "%s", cmd);
     return test_finish("test_formats_onnx");
