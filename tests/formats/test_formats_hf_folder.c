@@ -5,11 +5,14 @@
  *  - tokenizers: for the vocabularies of llama.cpp's suite (gpt-2,
  *    llama-bpe, qwen2, llama-spm) every test string gives the ids llama.cpp
  *    gave on the GGUF vocabulary (.out);
- *  - llama (llama-2-tiny-random) and gpt2 (synthesized with GPT-2's
- *    vocabulary): the folder gives the GGUF's tensors, tokens and greedy
- *    ids; `tport convert FOLDER out.gguf` is loaded by llama.cpp (when
- *    node-llama-cpp is there), which tokenizes every suite string and
- *    generates exactly as on the original GGUF;
+ *  - llama-2-tiny-random, and every architecture of hf_writer.h's SPECS
+ *    (llama, qwen2, gemma, gpt2, phi2, gptneox, bloom, falcon, mpt,
+ *    starcoder, gptj; synthesized with GPT-2's vocabulary): the folder
+ *    gives the GGUF's tensors byte for byte, its hyperparameters and its
+ *    greedy ids; `tport convert FOLDER out.gguf` is loaded by llama.cpp
+ *    (when node-llama-cpp is there; not gptj, which it lacks), which
+ *    tokenizes every suite string and generates exactly as on the original
+ *    GGUF;
  *  - an unknown architecture and a hostile tokenizer.json are refused. */
 #include "hf_writer.h"
 
