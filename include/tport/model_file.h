@@ -28,6 +28,7 @@ typedef enum tport_container {
     TPORT_CONTAINER_LLAMA2C,
     TPORT_CONTAINER_SAFETENSORS,
     TPORT_CONTAINER_PYTORCH,     /* torch.save: version 1 zip, 0 legacy stream */
+    TPORT_CONTAINER_ONNX,        /* an ONNX ModelProto (weights only)       */
 } tport_container;
 
 /* A tensor as stored.  Names are normalized to GGUF's llama scheme:

@@ -1,13 +1,11 @@
 /* The JSON configs beside checkpoint files: Hugging Face's config.json
- * (safetensors, pytorch_model.bin) and Meta's params.json
- * (consolidated.00.pth).  Hugging Face stores the q/k projections
- * permuted for its rotate-half (NEOX-style) RoPE; they are un-permuted at
- * load into Meta/GGUF order, so every llama file runs with
- * TPORT_ROPE_NORMAL and converts to GGUF as is. */
+ * (safetensors, pytorch_model.bin; mapped by hf_arch.c, with the tokenizer
+ * of hf_tokenizer.c) and Meta's params.json (consolidated.00.pth). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "formats/gguf_meta.h"
 #include "formats/mf_internal.h"
 
 #ifndef TPORT_HAVE_CJSON
@@ -73,53 +71,6 @@ static bool cfg_f32(const cJSON *cfg, const char *key, float *out) {
     return true;
 }
 
-static void apply_config(tport_model_file *mf, const cJSON *cfg) {
-    tport_mf_hparams *hp = &mf->hp;
-    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(cfg, "model_type");
-    snprintf(mf->arch, sizeof mf->arch, "%s", cJSON_IsString(mt) ? mt->valuestring : "llama");
-    hp->n_embd = cfg_u32(cfg, "hidden_size");
-    hp->n_ff = cfg_u32(cfg, "intermediate_size");
-    hp->n_layer = cfg_u32(cfg, "num_hidden_layers");
-    hp->n_head = cfg_u32(cfg, "num_attention_heads");
-    hp->n_head_kv = cfg_u32(cfg, "num_key_value_heads");
-    hp->n_vocab = cfg_u32(cfg, "vocab_size");
-    hp->n_ctx = cfg_u32(cfg, "max_position_embeddings");
-    if (!cfg_f32(cfg, "rms_norm_eps", &hp->norm_eps))
-        hp->norm_eps = 1e-6f; /* transformers' LlamaConfig default */
-    if (!cfg_f32(cfg, "rope_theta", &hp->rope_freq_base))
-        hp->rope_freq_base = 10000.0f;
-    hp->rope_freq_scale = 1.0f;
-    const cJSON *rs = cJSON_GetObjectItemCaseSensitive(cfg, "rope_scaling");
-    const cJSON *rt = rs ? cJSON_GetObjectItemCaseSensitive(rs, "type") : NULL;
-    float factor;
-    if (cJSON_IsString(rt) && !strcmp(rt->valuestring, "linear") && cfg_f32(rs, "factor", &factor) && factor > 0)
-        hp->rope_freq_scale = 1.0f / factor;
-    hp->rope_mode = TPORT_ROPE_NORMAL;
-}
-
-/* Hugging Face q/k rows of each head are [first halves of the pairs,
- * second halves]; Meta/GGUF order interleaves them.  Row r of the result
- * (head h, pair i, member j) comes from HF row h*hd + j*hd/2 + i. */
-static tport_status unpermute(tport_model_file *mf, const mf_cursor *c, const char *name, uint32_t n_head) {
-    tport_mf_tensor *t = (tport_mf_tensor *)tport_model_file_find(mf, name);
-    if (!t)
-        return TPORT_STATUS_OK;
-    if (t->n_dims != 2 || n_head == 0 || t->ne[1] % n_head || (t->ne[1] / n_head) % 2)
-        return mf_fail(c, t->offset, "tensor %s: shape does not split into %u heads", name, n_head);
-    int64_t rows = t->ne[1], hd = rows / n_head;
-    uint64_t row_bytes = t->nbytes / (uint64_t)rows;
-    uint8_t *dst = mf_alloc(mf, (size_t)t->nbytes);
-    if (!dst)
-        return TPORT_STATUS_OUT_OF_MEMORY;
-    for (int64_t r = 0; r < rows; r++) {
-        int64_t h = r / hd, rem = r % hd, i = rem / 2, j = rem % 2;
-        int64_t src = h * hd + j * (hd / 2) + i;
-        memcpy(dst + (uint64_t)r * row_bytes, (const uint8_t *)t->data + (uint64_t)src * row_bytes, (size_t)row_bytes);
-    }
-    t->data = dst;
-    return TPORT_STATUS_OK;
-}
-
 static void embedding_only(tport_model_file *mf, const char *what) {
     char note[96];
     snprintf(note, sizeof note, "no %s beside the file: hyperparameters unknown", what);
@@ -131,27 +82,21 @@ static void embedding_only(tport_model_file *mf, const char *what) {
     }
 }
 
+/* config.json gives the architecture, its keys and its tensors' names and
+ * layouts (hf_arch.c), tokenizer.json the tokenizer (hf_tokenizer.c), both
+ * as GGUF keys; the hyperparameters and vocabulary then come from those
+ * keys as from a GGUF file's. */
 tport_status mf_apply_hf_config(tport_model_file *mf, const mf_cursor *c) {
     cJSON *cfg = mf->borrowed ? NULL : read_beside(mf->path, "config.json");
     if (!cfg) {
         embedding_only(mf, "config.json");
         return TPORT_STATUS_OK;
     }
-    apply_config(mf, cfg);
+    tport_status st = mf_hf_map_config(mf, c, cfg);
+    if (!st)
+        st = mf_hf_tokenizer(mf, c, cfg);
     cJSON_Delete(cfg);
-    if (!strcmp(mf->arch, "llama") || !strcmp(mf->arch, "mistral")) {
-        uint32_t nh = mf->hp.n_head, nkv = mf->hp.n_head_kv ? mf->hp.n_head_kv : nh;
-        for (uint32_t l = 0; l < mf->hp.n_layer && l < (uint32_t)mf->n_tensors; l++) {
-            char q[64], k[64];
-            snprintf(q, sizeof q, "blk.%u.attn_q.weight", l);
-            snprintf(k, sizeof k, "blk.%u.attn_k.weight", l);
-            MF_TRY(unpermute(mf, c, q, nh));
-            MF_TRY(unpermute(mf, c, k, nkv));
-        }
-        mf_add_note(mf, "Hugging Face q/k weights un-permuted to Meta/GGUF order at load");
-        snprintf(mf->arch, sizeof mf->arch, "llama");
-    }
-    return TPORT_STATUS_OK;
+    return st ? st : mf_gguf_apply_metadata(mf, c);
 }
 
 /* Meta's params.json: dim, n_layers, n_heads, n_kv_heads, norm_eps,

@@ -195,6 +195,32 @@ bool mf_json_uint(const struct cJSON *j, uint64_t *out);
 /* True if the bytes look like a legacy (headerless) llama2.c checkpoint. */
 bool mf_llama2c_sniff(const mf_cursor *c);
 
+/* ---- metadata built by a reader (kv_build.c) ---------------------------- */
+/* Appends a key (or replaces its value if set already); arrays and
+ * strings must be memory owned by mf. */
+tport_kv *mf_kv_add(tport_model_file *mf, const char *key, tport_kv_type type);
+tport_status mf_kv_add_u32(tport_model_file *mf, const char *key, uint32_t v);
+tport_status mf_kv_add_f32(tport_model_file *mf, const char *key, float v);
+tport_status mf_kv_add_bool(tport_model_file *mf, const char *key, bool v);
+tport_status mf_kv_add_str(tport_model_file *mf, const char *key, const char *s);
+tport_status mf_kv_add_array(tport_model_file *mf, const char *key, tport_kv_type elem, uint64_t n, void *arr);
+/* Hugging Face tokenizer.json + tokenizer_config.json beside mf->path
+ * (hf_tokenizer.c): the tokenizer.* keys as llama.cpp's converter writes
+ * them.  OK without a tokenizer.json; `model_type` picks defaults. */
+tport_status mf_hf_tokenizer(tport_model_file *mf, const mf_cursor *c, const struct cJSON *config);
+/* Hugging Face config.json (hf_arch.c): the architecture of its model
+ * class, that architecture's GGUF keys, and the tensors renamed and laid
+ * out as llama.cpp's converter writes them; a class without a row is
+ * refused, naming it. */
+tport_status mf_hf_map_config(tport_model_file *mf, const mf_cursor *c, const struct cJSON *config);
+/* A 2-D f32/f16/bf16 tensor transposed into owned memory (ne swapped):
+ * GPT-2's Conv1D weights, ONNX MatMul weights ([in, out]). */
+tport_status mf_transpose_2d(tport_model_file *mf, const mf_cursor *c, tport_mf_tensor *t);
+/* ONNX models (onnx_read.c): weights by the graph's structure, then
+ * config.json beside as for a Hugging Face folder. */
+tport_status mf_read_onnx(tport_model_file *mf, mf_cursor *c);
+bool mf_onnx_sniff(const mf_cursor *c);
+
 /* Defaults applied after a reader filled what the file gives. */
 void mf_hparams_defaults(tport_mf_hparams *hp);
 void mf_vocab_init(tport_vocab *v);

@@ -21,6 +21,7 @@ const char *tport_container_name(tport_container c) {
     case TPORT_CONTAINER_LLAMA2C: return "llama2.c";
     case TPORT_CONTAINER_SAFETENSORS: return "safetensors";
     case TPORT_CONTAINER_PYTORCH: return "pytorch";
+    case TPORT_CONTAINER_ONNX: return "onnx";
     default: return "unknown";
     }
 }
@@ -155,6 +156,8 @@ static tport_status dispatch(tport_model_file *mf, mf_cursor *c) {
         return mf_read_safetensors(mf, c);
     if (mf_st_index_sniff(c))
         return mf_read_st_index(mf, c);
+    if (mf_onnx_sniff(c))
+        return mf_read_onnx(mf, c);
     if (magic == 0x67676c61u)
         return mf_fail(c, 0, "this is a llama.cpp LoRA adapter ('ggla'), not a model file");
     if (magic == 0x6767736eu)

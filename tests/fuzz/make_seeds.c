@@ -1,6 +1,8 @@
 /* Writes the small sample files of every format into a folder: the seed
  * corpus of the fuzz targets (.ci/fuzz).  A third folder gets the sets of
- * files fuzz_split_set reads (its input layout is described there). */
+ * files fuzz_split_set reads (its input layout is described there), a
+ * fourth the Hugging Face folders fuzz_hf_folder reads, a fifth ONNX
+ * models for fuzz_onnx. */
 #include <stdio.h>
 
 #include "gguf_big_endian.h"
@@ -51,6 +53,131 @@ static int split_seeds(const char *dir, int (*save)(const char *, const char *, 
     return rc;
 }
 
+/* fuzz_hf_folder's inputs: config.json, tokenizer.json,
+ * tokenizer_config.json, model.safetensors (each u32 length, bytes). */
+static void hf_file(bb *set, const char *text) {
+    bb f = {0};
+    bb_raw(&f, text, strlen(text));
+    set_file(set, &f);
+}
+
+static int hf_seeds(const char *dir, int (*save)(const char *, const char *, bb *)) {
+    static const char *const seeds[][4] = {
+        {"{\"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\": 4, \"num_hidden_layers\": 1, "
+         "\"num_attention_heads\": 2, \"vocab_size\": 8}",
+         "{\"added_tokens\": [{\"id\": 0, \"content\": \"<unk>\", \"special\": true}, {\"id\": 1, "
+         "\"content\": \"<s>\", \"special\": true}], \"normalizer\": {\"type\": \"Sequence\", \"normalizers\": "
+         "[{\"type\": \"Prepend\", \"prepend\": \"\u2581\"}]}, \"model\": {\"type\": \"BPE\", \"byte_fallback\": "
+         "true, \"vocab\": {\"<unk>\": 0, \"<s>\": 1, \"<0x41>\": 2, \"\u2581\": 3, \"a\": 4, \"b\": 5, "
+         "\"ab\": 6, \"\u2581ab\": 7}, \"merges\": [\"a b\", \"\u2581 ab\"]}}",
+         "{\"bos_token\": \"<s>\", \"unk_token\": \"<unk>\", \"add_bos_token\": true, \"chat_template\": "
+         "\"{{ messages }}\"}",
+         NULL},
+        {"{\"architectures\": [\"GPT2LMHeadModel\"], \"n_embd\": 4, \"n_layer\": 1, \"n_head\": 2, "
+         "\"n_positions\": 8}",
+         "{\"added_tokens\": [{\"id\": 5, \"content\": \"<|endoftext|>\", \"special\": true}], "
+         "\"pre_tokenizer\": {\"type\": \"ByteLevel\", \"use_regex\": true}, \"model\": {\"type\": \"BPE\", "
+         "\"vocab\": {\"H\": 0, \"e\": 1, \"He\": 2, \"\u0120\": 3, \"\u0120He\": 4}, \"merges\": [[\"H\", "
+         "\"e\"], \"\u0120 He\"]}}",
+         "{\"eos_token\": {\"content\": \"<|endoftext|>\"}}", NULL},
+    };
+    int rc = 0;
+    for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
+        bb set = {0}, st = {0};
+        for (int k = 0; k < 3; k++)
+            hf_file(&set, seeds[i][k]);
+        const char *name = i == 0 ? "model.norm.weight" : "transformer.ln_f.weight";
+        char hdr[160];
+        snprintf(hdr, sizeof hdr, "{\"%s\": {\"dtype\": \"F32\", \"shape\": [4], \"data_offsets\": [0, 16]}}", name);
+        bb_u64(&st, strlen(hdr));
+        bb_raw(&st, hdr, strlen(hdr));
+        for (int k = 0; k < 4; k++)
+            bb_f32(&st, 1.0f);
+        set_file(&set, &st);
+        rc |= save(dir, i == 0 ? "hf-llama-spm" : "hf-gpt2-bpe", &set);
+    }
+    return rc;
+}
+
+/* ---- protobuf, for the ONNX seeds ---- */
+static void pb_varint(bb *b, uint64_t v) {
+    while (v >= 0x80) {
+        bb_u8(b, (uint8_t)(v | 0x80));
+        v >>= 7;
+    }
+    bb_u8(b, (uint8_t)v);
+}
+static void pb_bytes(bb *b, uint32_t field, const void *p, size_t n) {
+    pb_varint(b, (uint64_t)field << 3 | 2);
+    pb_varint(b, n);
+    bb_raw(b, p, n);
+}
+static void pb_str(bb *b, uint32_t field, const char *s) { pb_bytes(b, field, s, strlen(s)); }
+static void pb_int(bb *b, uint32_t field, uint64_t v) {
+    pb_varint(b, (uint64_t)field << 3);
+    pb_varint(b, v);
+}
+static void pb_msg(bb *b, uint32_t field, bb *m) {
+    pb_bytes(b, field, m->p, m->n);
+    bb_free(m);
+}
+
+/* A ModelProto with a Gather and a MatMul over raw, float_data and
+ * external initializers (the last refused from memory). */
+static void onnx_seed(bb *out, bool external) {
+    bb g = {0}, n = {0}, t = {0}, e = {0}, o = {0};
+    pb_str(&n, 1, "model.embed_tokens.weight");
+    pb_str(&n, 1, "ids");
+    pb_str(&n, 2, "h");
+    pb_str(&n, 3, "/model/embed_tokens/Gather");
+    pb_str(&n, 4, "Gather");
+    pb_msg(&g, 1, &n);
+    pb_str(&n, 1, "h");
+    pb_str(&n, 1, "onnx::MatMul_1");
+    pb_str(&n, 2, "y");
+    pb_str(&n, 3, "/model/layers.0/self_attn/q_proj/MatMul");
+    pb_str(&n, 4, "MatMul");
+    pb_msg(&g, 1, &n);
+    float w[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    pb_int(&t, 1, 4);
+    pb_int(&t, 1, 2);
+    pb_int(&t, 2, 1);
+    pb_str(&t, 8, "model.embed_tokens.weight");
+    pb_bytes(&t, 9, w, sizeof w);
+    pb_msg(&g, 5, &t);
+    pb_int(&t, 1, 2);
+    pb_int(&t, 1, 2);
+    pb_int(&t, 2, 1);
+    pb_str(&t, 8, "onnx::MatMul_1");
+    if (external) {
+        pb_str(&e, 1, "location");
+        pb_str(&e, 2, "model.onnx.data");
+        pb_msg(&t, 13, &e);
+        pb_str(&e, 1, "offset");
+        pb_str(&e, 2, "0");
+        pb_msg(&t, 13, &e);
+        pb_str(&e, 1, "length");
+        pb_str(&e, 2, "16");
+        pb_msg(&t, 13, &e);
+        pb_int(&t, 14, 1);
+    } else
+        pb_bytes(&t, 4, w, 16); /* packed float_data */
+    pb_msg(&g, 5, &t);
+    pb_int(&t, 1, 2);
+    pb_int(&t, 2, 1);
+    pb_str(&t, 8, "model.norm.weight");
+    pb_bytes(&t, 9, w, 8);
+    pb_msg(&g, 5, &t);
+    pb_str(&e, 1, "ids");
+    pb_msg(&g, 11, &e);
+    pb_int(out, 1, 8);
+    pb_str(out, 2, "seed");
+    pb_msg(out, 7, &g);
+    pb_str(&o, 1, "");
+    pb_int(&o, 2, 17);
+    pb_msg(out, 8, &o);
+}
+
 static int save(const char *dir, const char *name, bb *b) {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", dir, name);
@@ -65,8 +192,8 @@ static int save(const char *dir, const char *name, bb *b) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2 || argc > 4) {
-        fprintf(stderr, "usage: fuzz_make_seeds DIR [PICKLE_DIR [SPLIT_SET_DIR]]\n");
+    if (argc < 2 || argc > 6) {
+        fprintf(stderr, "usage: fuzz_make_seeds DIR [PICKLE_DIR [SPLIT_SET_DIR [HF_FOLDER_DIR [ONNX_DIR]]]]\n");
         return 2;
     }
     int rc = 0;
@@ -124,6 +251,16 @@ int main(int argc, char **argv) {
     rc |= save(argv[1], "safetensors-index", &b);
     if (argc > 3)
         rc |= split_seeds(argv[3], save);
+    if (argc > 4)
+        rc |= hf_seeds(argv[4], save);
+    onnx_seed(&b, false);
+    rc |= save(argv[1], "onnx-model", &b);
+    if (argc > 5) { /* fuzz_onnx's corpus */
+        onnx_seed(&b, false);
+        rc |= save(argv[5], "onnx-inline", &b);
+        onnx_seed(&b, true);
+        rc |= save(argv[5], "onnx-external", &b);
+    }
     if (argc > 2) { /* the pickle target's corpus: a state dict pickle */
         const int size[2] = {3, 2}, stride[2] = {1, 3};
         sample_pickle_state_dict(&b, "model.layers.0.self_attn.q_proj.weight", "0", 6, 0, size, stride);

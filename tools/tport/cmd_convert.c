@@ -373,6 +373,11 @@ int cmd_convert(int argc, char **argv) {
         for (int i = 0; !s && i < mf->n_kv; i++)
             if (strcmp(mf->kv[i].key, "general.alignment") && !is_split_key(mf->kv[i].key))
                 s = tport_gguf_set_kv(w, mf->kv[i].key, &mf->kv[i]);
+    } else if (!s && tport_model_file_kv(mf, "general.architecture")) {
+        /* a reader that writes GGUF's keys itself (Hugging Face folders):
+         * they are what llama.cpp's converter writes, taken as they are */
+        for (int i = 0; !s && i < mf->n_kv; i++)
+            s = tport_gguf_set_kv(w, mf->kv[i].key, &mf->kv[i]);
     } else if (!s) {
         if (!strcmp(mf->arch, "llama"))
             s = set_llama_metadata(w, mf, &owned_tt);

@@ -1,0 +1,766 @@
+/* Hugging Face config.json -> an architecture of tensorport's table, its
+ * GGUF keys and its GGUF tensor names and layouts, as llama.cpp's
+ * convert_hf_to_gguf.py writes them (the keys it sets for that model
+ * class, the names of gguf-py's tensor map, and its layout changes: Llama's
+ * q/k un-permuted, GPT-2's Conv1D weights transposed and its tied output
+ * written, Gemma's RMS-norm weights stored + 1).  One row per Hugging Face
+ * model class; a class not listed is refused, naming it. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/fp16.h"
+#include "formats/mf_internal.h"
+
+#ifdef TPORT_HAVE_CJSON
+
+#include <cjson/cJSON.h>
+
+enum {
+    HF_TRANSPOSE = 1u << 0, /* a Conv1D weight ([in, out]): stored transposed */
+    HF_DROP = 1u << 1,      /* a buffer the converter leaves out               */
+    HF_QKV_GROUPS = 1u << 2,/* fused QKV rows in kv groups [q.. k v] per group (GPT-NeoX,
+                               BLOOM: one group per head; Falcon) -> [Q|K|V] */
+};
+
+typedef struct hf_name {
+    const char *hf, *gguf;  /* layer names: after the layer prefix, "blk.%d." + gguf */
+    unsigned flags;
+} hf_name;
+
+typedef struct hf_ctx {
+    tport_model_file *mf;
+    const mf_cursor *c;
+    const cJSON *cfg;
+    const char *arch;
+} hf_ctx;
+
+typedef struct hf_arch {
+    const char *gguf;                /* the architecture (general.architecture)   */
+    const char *const *classes;      /* config.json "architectures" entries        */
+    const char *model_type;          /* config.json "model_type" without them      */
+    const char *const *layer_prefixes; /* printf patterns with one %d              */
+    const hf_name *globals, *layer;
+    bool permute_qk;                 /* Llama: HF's rotate-half q/k rows          */
+    bool norm_plus_one;              /* Gemma: weights stored as w + 1            */
+    bool tied_output_copy;           /* GPT-2, BLOOM: output.weight written from
+                                        the embedding when the file has none     */
+    tport_status (*keys)(hf_ctx *h);
+} hf_arch;
+
+/* ---- config values ------------------------------------------------------------ */
+static bool cfg_u32(const cJSON *cfg, const char *key, uint32_t *out) {
+    uint64_t v;
+    if (!mf_json_uint(cJSON_GetObjectItemCaseSensitive(cfg, key), &v) || v > UINT32_MAX)
+        return false;
+    *out = (uint32_t)v;
+    return true;
+}
+
+static bool cfg_f32(const cJSON *cfg, const char *key, float *out) {
+    const cJSON *j = cJSON_GetObjectItemCaseSensitive(cfg, key);
+    if (!cJSON_IsNumber(j))
+        return false;
+    *out = (float)j->valuedouble;
+    return true;
+}
+
+/* "<arch>.<suffix>" = config[key] (first of the `|`-separated keys given);
+ * a required key that is absent is an error naming it. */
+static tport_status key_u32(hf_ctx *h, const char *suffix, const char *keys, bool required, uint32_t *out) {
+    char buf[128], full[96];
+    snprintf(buf, sizeof buf, "%s", keys);
+    uint32_t v = 0;
+    bool found = false;
+    for (char *k = strtok(buf, "|"); k && !found; k = strtok(NULL, "|"))
+        found = cfg_u32(h->cfg, k, &v);
+    if (!found) {
+        if (required)
+            return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: config.json has no %s (for %s.%s)", h->mf->path,
+                               keys, h->arch, suffix);
+        return TPORT_STATUS_OK;
+    }
+    if (out)
+        *out = v;
+    snprintf(full, sizeof full, "%s.%s", h->arch, suffix);
+    return mf_kv_add_u32(h->mf, full, v);
+}
+
+static tport_status key_f32(hf_ctx *h, const char *suffix, const char *key, float dflt, bool always) {
+    char full[96];
+    float v = dflt;
+    if (!cfg_f32(h->cfg, key, &v) && !always)
+        return TPORT_STATUS_OK;
+    snprintf(full, sizeof full, "%s.%s", h->arch, suffix);
+    return mf_kv_add_f32(h->mf, full, v);
+}
+
+/* The keys TextModel.set_gguf_parameters writes for every model class. */
+static tport_status common_keys(hf_ctx *h, uint32_t *n_embd, uint32_t *n_head) {
+    MF_TRY(key_u32(h, "context_length", "max_position_embeddings|n_ctx|n_positions", false, NULL));
+    MF_TRY(key_u32(h, "embedding_length", "hidden_size|n_embd", true, n_embd));
+    MF_TRY(key_u32(h, "block_count", "num_hidden_layers|n_layer", true, NULL));
+    MF_TRY(key_u32(h, "feed_forward_length", "intermediate_size|n_inner", false, NULL));
+    MF_TRY(key_u32(h, "attention.head_count", "num_attention_heads|n_head", true, n_head));
+    uint32_t kv = *n_head;
+    if (!cfg_u32(h->cfg, "num_key_value_heads", &kv))
+        kv = *n_head;
+    char full[96];
+    snprintf(full, sizeof full, "%s.attention.head_count_kv", h->arch);
+    MF_TRY(mf_kv_add_u32(h->mf, full, kv));
+    if (*n_head == 0 || *n_embd % *n_head)
+        return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: config.json: hidden_size %u is not a multiple of "
+                           "num_attention_heads %u", h->mf->path, *n_embd, *n_head);
+    return TPORT_STATUS_OK;
+}
+
+static tport_status rope_keys(hf_ctx *h) {
+    MF_TRY(key_f32(h, "rope.freq_base", "rope_theta", 10000.0f, false));
+    const cJSON *rs = cJSON_GetObjectItemCaseSensitive(h->cfg, "rope_scaling");
+    if (cJSON_IsNull(rs) || !rs)
+        return TPORT_STATUS_OK;
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(rs, "type");
+    if (!cJSON_IsString(t))
+        t = cJSON_GetObjectItemCaseSensitive(rs, "rope_type");
+    float factor;
+    if (cJSON_IsString(t) && !strcmp(t->valuestring, "linear") && cfg_f32(rs, "factor", &factor) && factor > 0) {
+        char full[96];
+        snprintf(full, sizeof full, "%s.rope.scaling.type", h->arch);
+        MF_TRY(mf_kv_add_str(h->mf, full, "linear"));
+        snprintf(full, sizeof full, "%s.rope.scaling.factor", h->arch);
+        return mf_kv_add_f32(h->mf, full, factor);
+    }
+    if (cJSON_IsString(t) && !strcmp(t->valuestring, "default"))
+        return TPORT_STATUS_OK;
+    return tport_error(TPORT_STATUS_UNSUPPORTED, "%s: config.json: rope_scaling type '%s' is not supported",
+                       h->mf->path, cJSON_IsString(t) ? t->valuestring : "?");
+}
+
+static tport_status llama_keys(hf_ctx *h) {
+    uint32_t n_embd = 0, n_head = 0, head_dim;
+    MF_TRY(key_u32(h, "vocab_size", "vocab_size", false, NULL));
+    MF_TRY(common_keys(h, &n_embd, &n_head));
+    MF_TRY(rope_keys(h));
+    MF_TRY(key_f32(h, "attention.layer_norm_rms_epsilon", "rms_norm_eps", 1e-6f, true));
+    if (!cfg_u32(h->cfg, "head_dim", &head_dim))
+        head_dim = n_embd / n_head;
+    char full[96];
+    snprintf(full, sizeof full, "%s.rope.dimension_count", h->arch);
+    return mf_kv_add_u32(h->mf, full, head_dim);
+}
+
+static tport_status qwen2_keys(hf_ctx *h) {
+    uint32_t n_embd = 0, n_head = 0;
+    MF_TRY(common_keys(h, &n_embd, &n_head));
+    MF_TRY(rope_keys(h));
+    return key_f32(h, "attention.layer_norm_rms_epsilon", "rms_norm_eps", 1e-6f, true);
+}
+
+static tport_status gemma_keys(hf_ctx *h) {
+    uint32_t n_embd = 0, n_head = 0, head_dim;
+    MF_TRY(common_keys(h, &n_embd, &n_head));
+    MF_TRY(key_f32(h, "attention.layer_norm_rms_epsilon", "rms_norm_eps", 1e-6f, true));
+    if (!cfg_u32(h->cfg, "head_dim", &head_dim))
+        head_dim = n_embd / n_head;
+    char full[96];
+    snprintf(full, sizeof full, "%s.attention.key_length", h->arch);
+    MF_TRY(mf_kv_add_u32(h->mf, full, head_dim));
+    snprintf(full, sizeof full, "%s.attention.value_length", h->arch);
+    MF_TRY(mf_kv_add_u32(h->mf, full, head_dim));
+    return rope_keys(h);
+}
+
+static tport_status gpt2_keys(hf_ctx *h) {
+    uint32_t n_embd = 0, n_head = 0, n_ff;
+    MF_TRY(key_u32(h, "block_count", "n_layer", true, NULL));
+    MF_TRY(key_u32(h, "context_length", "n_ctx|n_positions", true, NULL));
+    MF_TRY(key_u32(h, "embedding_length", "n_embd", true, &n_embd));
+    if (!cfg_u32(h->cfg, "n_inner", &n_ff)) /* null in most configs: 4 * n_embd */
+        n_ff = 4 * n_embd;
+    char full[96];
+    snprintf(full, sizeof full, "%s.feed_forward_length", h->arch);
+    MF_TRY(mf_kv_add_u32(h->mf, full, n_ff));
+    MF_TRY(key_u32(h, "attention.head_count", "n_head", true, &n_head));
+    return key_f32(h, "attention.layer_norm_epsilon", "layer_norm_epsilon", 1e-5f, true);
+}
+
+
+static tport_status add_u32(hf_ctx *h, const char *suffix, uint32_t v) {
+    char full[96];
+    snprintf(full, sizeof full, "%s.%s", h->arch, suffix);
+    return mf_kv_add_u32(h->mf, full, v);
+}
+
+/* Phi2Model: rotary dims from partial_rotary_factor; no BOS. */
+static tport_status phi2_keys(hf_ctx *h) {
+    uint32_t n_embd = 0, n_head = 0, ff;
+    MF_TRY(common_keys(h, &n_embd, &n_head));
+    if (!cfg_u32(h->cfg, "intermediate_size", &ff))
+        MF_TRY(add_u32(h, "feed_forward_length", 4 * n_embd));
+    float pct = 1.0f;
+    cfg_f32(h->cfg, "partial_rotary_factor", &pct);
+    MF_TRY(add_u32(h, "rope.dimension_count", (uint32_t)(pct * (float)n_embd) / n_head));
+    MF_TRY(key_f32(h, "attention.layer_norm_epsilon", "layer_norm_eps", 1e-5f, true));
+    return mf_kv_add_bool(h->mf, "tokenizer.ggml.add_bos_token", false);
+}
+
+/* GPTNeoXModel: rotary_pct of the head; parallel residual unless said. */
+static tport_status gptneox_keys(hf_ctx *h) {
+    uint32_t n_embd = 0, n_head = 0;
+    MF_TRY(key_u32(h, "context_length", "max_position_embeddings", true, NULL));
+    MF_TRY(key_u32(h, "embedding_length", "hidden_size", true, &n_embd));
+    MF_TRY(key_u32(h, "block_count", "num_hidden_layers", true, NULL));
+    MF_TRY(key_u32(h, "feed_forward_length", "intermediate_size", true, NULL));
+    MF_TRY(key_u32(h, "attention.head_count", "num_attention_heads", true, &n_head));
+    if (!n_head || n_embd % n_head)
+        return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: config.json: hidden_size %u does not split into %u heads",
+                           h->mf->path, n_embd, n_head);
+    float pct = 1.0f;
+    cfg_f32(h->cfg, "rotary_pct", &pct);
+    MF_TRY(add_u32(h, "rope.dimension_count", (uint32_t)(pct * (float)(n_embd / n_head))));
+    const cJSON *par = cJSON_GetObjectItemCaseSensitive(h->cfg, "use_parallel_residual");
+    char full[96];
+    snprintf(full, sizeof full, "%s.use_parallel_residual", h->arch);
+    MF_TRY(mf_kv_add_bool(h->mf, full, !cJSON_IsFalse(par)));
+    MF_TRY(rope_keys(h));
+    return key_f32(h, "attention.layer_norm_epsilon", "layer_norm_eps", 1e-5f, true);
+}
+
+/* BloomModel: the context is seq_length (n_embd without it, as the
+ * converter has it: ALiBi needs no trained length). */
+static tport_status bloom_keys(hf_ctx *h) {
+    uint32_t n_embd = 0, n_head = 0, ctx;
+    MF_TRY(key_u32(h, "embedding_length", "hidden_size|n_embed", true, &n_embd));
+    MF_TRY(add_u32(h, "context_length", cfg_u32(h->cfg, "seq_length", &ctx) ? ctx : n_embd));
+    MF_TRY(add_u32(h, "feed_forward_length", 4 * n_embd));
+    MF_TRY(key_u32(h, "block_count", "n_layer|num_hidden_layers", true, NULL));
+    MF_TRY(key_u32(h, "attention.head_count", "n_head|num_attention_heads", true, &n_head));
+    MF_TRY(add_u32(h, "attention.head_count_kv", n_head));
+    return key_f32(h, "attention.layer_norm_epsilon", "layer_norm_epsilon", 1e-5f, true);
+}
+
+/* The kv heads of a Falcon config: num_kv_heads / n_head_kv; without
+ * them multi-query (1), except a config that says multi_query false (the
+ * converter takes 1 there too, which cannot fit such a file's QKV). */
+static uint32_t falcon_kv_heads(const cJSON *cfg, uint32_t n_head) {
+    uint32_t kv;
+    if (cfg_u32(cfg, "num_kv_heads", &kv) || cfg_u32(cfg, "n_head_kv", &kv))
+        return kv;
+    return cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(cfg, "multi_query")) ? n_head : 1;
+}
+
+static tport_status falcon_keys(hf_ctx *h) {
+    uint32_t n_embd = 0, n_head = 0;
+    MF_TRY(add_u32(h, "context_length", 2048)); /* not in config.json */
+    char full[96];
+    snprintf(full, sizeof full, "%s.tensor_data_layout", h->arch);
+    MF_TRY(mf_kv_add_str(h->mf, full, "jploski"));
+    MF_TRY(key_u32(h, "embedding_length", "hidden_size", true, &n_embd));
+    MF_TRY(add_u32(h, "feed_forward_length", 4 * n_embd));
+    MF_TRY(key_u32(h, "block_count", "num_hidden_layers|n_layer", true, NULL));
+    MF_TRY(key_u32(h, "attention.head_count", "num_attention_heads|n_head", true, &n_head));
+    MF_TRY(add_u32(h, "attention.head_count_kv", falcon_kv_heads(h->cfg, n_head)));
+    return key_f32(h, "attention.layer_norm_epsilon", "layer_norm_epsilon", 1e-5f, true);
+}
+
+/* MPTModel: attn_config holds kv_n_heads, clip_qkv and the ALiBi bias. */
+static tport_status mpt_keys(hf_ctx *h) {
+    uint32_t n_embd = 0, kv;
+    MF_TRY(key_u32(h, "context_length", "max_seq_len", true, NULL));
+    MF_TRY(key_u32(h, "embedding_length", "d_model", true, &n_embd));
+    MF_TRY(key_u32(h, "block_count", "n_layers", true, NULL));
+    MF_TRY(add_u32(h, "feed_forward_length", 4 * n_embd));
+    MF_TRY(key_u32(h, "attention.head_count", "n_heads", true, NULL));
+    const cJSON *ac = cJSON_GetObjectItemCaseSensitive(h->cfg, "attn_config");
+    if (ac && cfg_u32(ac, "kv_n_heads", &kv))
+        MF_TRY(add_u32(h, "attention.head_count_kv", kv));
+    char full[96];
+    snprintf(full, sizeof full, "%s.attention.layer_norm_epsilon", h->arch);
+    MF_TRY(mf_kv_add_f32(h->mf, full, 1e-5f));
+    float v;
+    if (ac && cfg_f32(ac, "clip_qkv", &v)) {
+        snprintf(full, sizeof full, "%s.attention.clamp_kqv", h->arch);
+        MF_TRY(mf_kv_add_f32(h->mf, full, v));
+    }
+    bool alibi = ac && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ac, "alibi"));
+    if (!alibi || !cfg_f32(ac, "alibi_bias_max", &v))
+        v = alibi ? 8.0f : 0.0f; /* transformers' MptAttentionConfig default */
+    snprintf(full, sizeof full, "%s.attention.max_alibi_bias", h->arch);
+    return mf_kv_add_f32(h->mf, full, v);
+}
+
+/* StarCoderModel (GPTBigCode): multi-query unless the config says not. */
+static tport_status starcoder_keys(hf_ctx *h) {
+    uint32_t n_embd = 0, n_head = 0;
+    MF_TRY(key_u32(h, "context_length", "n_positions", true, NULL));
+    MF_TRY(key_u32(h, "embedding_length", "n_embd", true, &n_embd));
+    MF_TRY(add_u32(h, "feed_forward_length", 4 * n_embd));
+    MF_TRY(key_u32(h, "block_count", "n_layer", true, NULL));
+    MF_TRY(key_u32(h, "attention.head_count", "n_head", true, &n_head));
+    bool mq = !cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(h->cfg, "multi_query"));
+    MF_TRY(add_u32(h, "attention.head_count_kv", mq ? 1 : n_head));
+    return key_f32(h, "attention.layer_norm_epsilon", "layer_norm_epsilon", 1e-5f, true);
+}
+
+/* GPT-J: llama.cpp has no converter for it; the keys are tensorport's
+ * gptj ones (those the ggml example's files give). */
+static tport_status gptj_keys(hf_ctx *h) {
+    uint32_t n_embd = 0, ff;
+    MF_TRY(key_u32(h, "context_length", "n_positions", true, NULL));
+    MF_TRY(key_u32(h, "embedding_length", "n_embd", true, &n_embd));
+    MF_TRY(add_u32(h, "feed_forward_length", cfg_u32(h->cfg, "n_inner", &ff) ? ff : 4 * n_embd));
+    MF_TRY(key_u32(h, "block_count", "n_layer", true, NULL));
+    MF_TRY(key_u32(h, "attention.head_count", "n_head", true, NULL));
+    MF_TRY(key_u32(h, "rope.dimension_count", "rotary_dim", true, NULL));
+    return key_f32(h, "attention.layer_norm_epsilon", "layer_norm_epsilon", 1e-5f, true);
+}
+
+/* ---- the table ----------------------------------------------------------------- */
+static const char *const LLAMA_LAYERS[] = {"model.layers.%d.", NULL};
+static const char *const GPT2_LAYERS[] = {"transformer.h.%d.", "h.%d.", NULL};
+
+/* Llama-style names; the reader already renamed the weights it knows
+ * (tensor_names.c), these are the rest. */
+static const hf_name LLAMA_GLOBALS[] = {{"model.embed_tokens.weight", "token_embd.weight", 0},
+                                        {"model.norm.weight", "output_norm.weight", 0},
+                                        {"lm_head.weight", "output.weight", 0},
+                                        {NULL, NULL, 0}};
+static const hf_name LLAMA_LAYER[] = {{"self_attn.q_proj.bias", "attn_q.bias", 0},
+                                      {"self_attn.k_proj.bias", "attn_k.bias", 0},
+                                      {"self_attn.v_proj.bias", "attn_v.bias", 0},
+                                      {"self_attn.rotary_emb.inv_freq", NULL, HF_DROP},
+                                      {NULL, NULL, 0}};
+static const hf_name GPT2_GLOBALS[] = {
+    {"transformer.wte.weight", "token_embd.weight", 0}, {"wte.weight", "token_embd.weight", 0},
+    {"transformer.wpe.weight", "position_embd.weight", 0}, {"wpe.weight", "position_embd.weight", 0},
+    {"transformer.ln_f.weight", "output_norm.weight", 0}, {"ln_f.weight", "output_norm.weight", 0},
+    {"transformer.ln_f.bias", "output_norm.bias", 0},     {"ln_f.bias", "output_norm.bias", 0},
+    {"lm_head.weight", "output.weight", 0},               {NULL, NULL, 0}};
+static const hf_name GPT2_LAYER[] = {
+    {"ln_1.weight", "attn_norm.weight", 0},     {"ln_1.bias", "attn_norm.bias", 0},
+    {"attn.c_attn.weight", "attn_qkv.weight", HF_TRANSPOSE}, {"attn.c_attn.bias", "attn_qkv.bias", 0},
+    {"attn.c_proj.weight", "attn_output.weight", HF_TRANSPOSE}, {"attn.c_proj.bias", "attn_output.bias", 0},
+    {"ln_2.weight", "ffn_norm.weight", 0},      {"ln_2.bias", "ffn_norm.bias", 0},
+    {"mlp.c_fc.weight", "ffn_up.weight", HF_TRANSPOSE},       {"mlp.c_fc.bias", "ffn_up.bias", 0},
+    {"mlp.c_proj.weight", "ffn_down.weight", HF_TRANSPOSE},   {"mlp.c_proj.bias", "ffn_down.bias", 0},
+    {"attn.bias", NULL, HF_DROP},               {"attn.masked_bias", NULL, HF_DROP},
+    {NULL, NULL, 0}};
+
+static const char *const PHI2_LAYERS[] = {"model.layers.%d.", NULL};
+static const hf_name PHI2_GLOBALS[] = {{"model.embed_tokens.weight", "token_embd.weight", 0},
+                                       {"model.final_layernorm.weight", "output_norm.weight", 0},
+                                       {"model.final_layernorm.bias", "output_norm.bias", 0},
+                                       {"lm_head.weight", "output.weight", 0},
+                                       {"lm_head.bias", "output.bias", 0},
+                                       {NULL, NULL, 0}};
+static const hf_name PHI2_LAYER[] = {
+    {"input_layernorm.bias", "attn_norm.bias", 0},     {"self_attn.q_proj.bias", "attn_q.bias", 0},
+    {"self_attn.k_proj.bias", "attn_k.bias", 0},       {"self_attn.v_proj.bias", "attn_v.bias", 0},
+    {"self_attn.dense.weight", "attn_output.weight", 0}, {"self_attn.dense.bias", "attn_output.bias", 0},
+    {"mlp.fc1.weight", "ffn_up.weight", 0},            {"mlp.fc1.bias", "ffn_up.bias", 0},
+    {"mlp.fc2.weight", "ffn_down.weight", 0},          {"mlp.fc2.bias", "ffn_down.bias", 0},
+    {"self_attn.rotary_emb.inv_freq", NULL, HF_DROP},  {NULL, NULL, 0}};
+
+static const char *const NEOX_LAYERS[] = {"gpt_neox.layers.%d.", NULL};
+static const hf_name NEOX_GLOBALS[] = {{"gpt_neox.embed_in.weight", "token_embd.weight", 0},
+                                       {"gpt_neox.final_layer_norm.weight", "output_norm.weight", 0},
+                                       {"gpt_neox.final_layer_norm.bias", "output_norm.bias", 0},
+                                       {"embed_out.weight", "output.weight", 0},
+                                       {NULL, NULL, 0}};
+static const hf_name NEOX_LAYER[] = {
+    {"input_layernorm.weight", "attn_norm.weight", 0},
+    {"input_layernorm.bias", "attn_norm.bias", 0},
+    {"post_attention_layernorm.weight", "ffn_norm.weight", 0},
+    {"post_attention_layernorm.bias", "ffn_norm.bias", 0},
+    {"attention.query_key_value.weight", "attn_qkv.weight", HF_QKV_GROUPS},
+    {"attention.query_key_value.bias", "attn_qkv.bias", HF_QKV_GROUPS},
+    {"attention.dense.weight", "attn_output.weight", 0},
+    {"attention.dense.bias", "attn_output.bias", 0},
+    {"mlp.dense_h_to_4h.weight", "ffn_up.weight", 0},
+    {"mlp.dense_h_to_4h.bias", "ffn_up.bias", 0},
+    {"mlp.dense_4h_to_h.weight", "ffn_down.weight", 0},
+    {"mlp.dense_4h_to_h.bias", "ffn_down.bias", 0},
+    {"attention.bias", NULL, HF_DROP},
+    {"attention.masked_bias", NULL, HF_DROP},
+    {"attention.rotary_emb.inv_freq", NULL, HF_DROP},
+    {NULL, NULL, 0}};
+
+static const char *const BLOOM_LAYERS[] = {"transformer.h.%d.", "h.%d.", NULL};
+static const hf_name BLOOM_GLOBALS[] = {
+    {"transformer.word_embeddings.weight", "token_embd.weight", 0},
+    {"word_embeddings.weight", "token_embd.weight", 0},
+    {"transformer.word_embeddings_layernorm.weight", "token_embd_norm.weight", 0},
+    {"word_embeddings_layernorm.weight", "token_embd_norm.weight", 0},
+    {"transformer.word_embeddings_layernorm.bias", "token_embd_norm.bias", 0},
+    {"word_embeddings_layernorm.bias", "token_embd_norm.bias", 0},
+    {"transformer.ln_f.weight", "output_norm.weight", 0},
+    {"ln_f.weight", "output_norm.weight", 0},
+    {"transformer.ln_f.bias", "output_norm.bias", 0},
+    {"ln_f.bias", "output_norm.bias", 0},
+    {"lm_head.weight", "output.weight", 0},
+    {NULL, NULL, 0}};
+static const hf_name BLOOM_LAYER[] = {
+    {"input_layernorm.weight", "attn_norm.weight", 0},
+    {"input_layernorm.bias", "attn_norm.bias", 0},
+    {"self_attention.query_key_value.weight", "attn_qkv.weight", HF_QKV_GROUPS},
+    {"self_attention.query_key_value.bias", "attn_qkv.bias", HF_QKV_GROUPS},
+    {"self_attention.dense.weight", "attn_output.weight", 0},
+    {"self_attention.dense.bias", "attn_output.bias", 0},
+    {"post_attention_layernorm.weight", "ffn_norm.weight", 0},
+    {"post_attention_layernorm.bias", "ffn_norm.bias", 0},
+    {"mlp.dense_h_to_4h.weight", "ffn_up.weight", 0},
+    {"mlp.dense_h_to_4h.bias", "ffn_up.bias", 0},
+    {"mlp.dense_4h_to_h.weight", "ffn_down.weight", 0},
+    {"mlp.dense_4h_to_h.bias", "ffn_down.bias", 0},
+    {NULL, NULL, 0}};
+
+static const char *const FALCON_LAYERS[] = {"transformer.h.%d.", NULL};
+static const hf_name FALCON_GLOBALS[] = {{"transformer.word_embeddings.weight", "token_embd.weight", 0},
+                                         {"transformer.ln_f.weight", "output_norm.weight", 0},
+                                         {"transformer.ln_f.bias", "output_norm.bias", 0},
+                                         {"lm_head.weight", "output.weight", 0},
+                                         {NULL, NULL, 0}};
+static const hf_name FALCON_LAYER[] = {
+    {"input_layernorm.weight", "attn_norm.weight", 0},
+    {"input_layernorm.bias", "attn_norm.bias", 0},
+    {"ln_mlp.weight", "attn_norm.weight", 0}, /* Falcon-40B: the FFN's norm is GGUF's attn_norm */
+    {"ln_mlp.bias", "attn_norm.bias", 0},
+    {"ln_attn.weight", "attn_norm_2.weight", 0},
+    {"ln_attn.bias", "attn_norm_2.bias", 0},
+    {"self_attention.query_key_value.weight", "attn_qkv.weight", HF_QKV_GROUPS},
+    {"self_attention.dense.weight", "attn_output.weight", 0},
+    {"mlp.dense_h_to_4h.weight", "ffn_up.weight", 0},
+    {"mlp.dense_4h_to_h.weight", "ffn_down.weight", 0},
+    {NULL, NULL, 0}};
+
+static const char *const MPT_LAYERS[] = {"transformer.blocks.%d.", NULL};
+static const hf_name MPT_GLOBALS[] = {{"transformer.wte.weight", "token_embd.weight", 0},
+                                      {"transformer.wpe.weight", "position_embd.weight", 0},
+                                      {"transformer.norm_f.weight", "output_norm.weight", 0},
+                                      {"transformer.norm_f.bias", "output_norm.bias", 0},
+                                      {"lm_head.weight", "output.weight", 0},
+                                      {NULL, NULL, 0}};
+static const hf_name MPT_LAYER[] = {
+    {"norm_1.weight", "attn_norm.weight", 0},     {"norm_1.bias", "attn_norm.bias", 0},
+    {"attn.Wqkv.weight", "attn_qkv.weight", 0},   {"attn.Wqkv.bias", "attn_qkv.bias", 0},
+    {"attn.out_proj.weight", "attn_output.weight", 0}, {"attn.out_proj.bias", "attn_output.bias", 0},
+    {"norm_2.weight", "ffn_norm.weight", 0},      {"norm_2.bias", "ffn_norm.bias", 0},
+    {"ffn.up_proj.weight", "ffn_up.weight", 0},   {"ffn.up_proj.bias", "ffn_up.bias", 0},
+    {"ffn.down_proj.weight", "ffn_down.weight", 0}, {"ffn.down_proj.bias", "ffn_down.bias", 0},
+    {NULL, NULL, 0}};
+
+/* GPTBigCode: GPT-2's names, but Linear layers (no transposition). */
+static const hf_name STARCODER_LAYER[] = {
+    {"ln_1.weight", "attn_norm.weight", 0},     {"ln_1.bias", "attn_norm.bias", 0},
+    {"attn.c_attn.weight", "attn_qkv.weight", 0}, {"attn.c_attn.bias", "attn_qkv.bias", 0},
+    {"attn.c_proj.weight", "attn_output.weight", 0}, {"attn.c_proj.bias", "attn_output.bias", 0},
+    {"ln_2.weight", "ffn_norm.weight", 0},      {"ln_2.bias", "ffn_norm.bias", 0},
+    {"mlp.c_fc.weight", "ffn_up.weight", 0},    {"mlp.c_fc.bias", "ffn_up.bias", 0},
+    {"mlp.c_proj.weight", "ffn_down.weight", 0}, {"mlp.c_proj.bias", "ffn_down.bias", 0},
+    {NULL, NULL, 0}};
+
+static const char *const GPTJ_LAYERS[] = {"transformer.h.%d.", NULL};
+static const hf_name GPTJ_GLOBALS[] = {{"transformer.wte.weight", "token_embd.weight", 0},
+                                       {"transformer.ln_f.weight", "output_norm.weight", 0},
+                                       {"transformer.ln_f.bias", "output_norm.bias", 0},
+                                       {"lm_head.weight", "output.weight", 0},
+                                       {"lm_head.bias", "output.bias", 0},
+                                       {NULL, NULL, 0}};
+static const hf_name GPTJ_LAYER[] = {
+    {"ln_1.weight", "attn_norm.weight", 0},       {"ln_1.bias", "attn_norm.bias", 0},
+    {"attn.q_proj.weight", "attn_q.weight", 0},   {"attn.k_proj.weight", "attn_k.weight", 0},
+    {"attn.v_proj.weight", "attn_v.weight", 0},   {"attn.out_proj.weight", "attn_output.weight", 0},
+    {"mlp.fc_in.weight", "ffn_up.weight", 0},     {"mlp.fc_in.bias", "ffn_up.bias", 0},
+    {"mlp.fc_out.weight", "ffn_down.weight", 0},  {"mlp.fc_out.bias", "ffn_down.bias", 0},
+    {"attn.bias", NULL, HF_DROP},                 {"attn.masked_bias", NULL, HF_DROP},
+    {NULL, NULL, 0}};
+
+static const char *const LLAMA_CLASSES[] = {"LlamaForCausalLM", "MistralForCausalLM", "LLaMAForCausalLM", NULL};
+static const char *const QWEN2_CLASSES[] = {"Qwen2ForCausalLM", NULL};
+static const char *const GEMMA_CLASSES[] = {"GemmaForCausalLM", NULL};
+static const char *const GPT2_CLASSES[] = {"GPT2LMHeadModel", NULL};
+static const char *const PHI2_CLASSES[] = {"PhiForCausalLM", NULL};
+static const char *const NEOX_CLASSES[] = {"GPTNeoXForCausalLM", NULL};
+static const char *const BLOOM_CLASSES[] = {"BloomForCausalLM", "BloomModel", NULL};
+static const char *const FALCON_CLASSES[] = {"FalconForCausalLM", "RWForCausalLM", NULL};
+static const char *const MPT_CLASSES[] = {"MPTForCausalLM", NULL};
+static const char *const STARCODER_CLASSES[] = {"GPTBigCodeForCausalLM", NULL};
+static const char *const GPTJ_CLASSES[] = {"GPTJForCausalLM", NULL};
+
+static const hf_arch HF_ARCHS[] = {
+    {"llama", LLAMA_CLASSES, "llama", LLAMA_LAYERS, LLAMA_GLOBALS, LLAMA_LAYER, true, false, false, llama_keys},
+    {"llama", LLAMA_CLASSES, "mistral", LLAMA_LAYERS, LLAMA_GLOBALS, LLAMA_LAYER, true, false, false, llama_keys},
+    {"qwen2", QWEN2_CLASSES, "qwen2", LLAMA_LAYERS, LLAMA_GLOBALS, LLAMA_LAYER, false, false, false, qwen2_keys},
+    {"gemma", GEMMA_CLASSES, "gemma", LLAMA_LAYERS, LLAMA_GLOBALS, LLAMA_LAYER, false, true, false, gemma_keys},
+    {"gpt2", GPT2_CLASSES, "gpt2", GPT2_LAYERS, GPT2_GLOBALS, GPT2_LAYER, false, false, true, gpt2_keys},
+    {"phi2", PHI2_CLASSES, "phi", PHI2_LAYERS, PHI2_GLOBALS, PHI2_LAYER, false, false, false, phi2_keys},
+    {"gptneox", NEOX_CLASSES, "gpt_neox", NEOX_LAYERS, NEOX_GLOBALS, NEOX_LAYER, false, false, false, gptneox_keys},
+    {"bloom", BLOOM_CLASSES, "bloom", BLOOM_LAYERS, BLOOM_GLOBALS, BLOOM_LAYER, false, false, true, bloom_keys},
+    {"falcon", FALCON_CLASSES, "falcon", FALCON_LAYERS, FALCON_GLOBALS, FALCON_LAYER, false, false, false,
+     falcon_keys},
+    {"mpt", MPT_CLASSES, "mpt", MPT_LAYERS, MPT_GLOBALS, MPT_LAYER, false, false, false, mpt_keys},
+    {"starcoder", STARCODER_CLASSES, "gpt_bigcode", GPT2_LAYERS, GPT2_GLOBALS, STARCODER_LAYER, false, false, false,
+     starcoder_keys},
+    {"gptj", GPTJ_CLASSES, "gptj", GPTJ_LAYERS, GPTJ_GLOBALS, GPTJ_LAYER, false, false, false, gptj_keys},
+};
+enum { N_HF_ARCHS = sizeof HF_ARCHS / sizeof HF_ARCHS[0] };
+
+/* The row for config.json: its first "architectures" entry, else its
+ * "model_type", else (an old Llama config) llama. */
+static tport_status find_arch(const tport_model_file *mf, const cJSON *cfg, const hf_arch **out) {
+    const cJSON *archs = cJSON_GetObjectItemCaseSensitive(cfg, "architectures");
+    const cJSON *first = cJSON_IsArray(archs) ? cJSON_GetArrayItem(archs, 0) : NULL;
+    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(cfg, "model_type");
+    for (size_t i = 0; i < N_HF_ARCHS; i++) {
+        if (cJSON_IsString(first)) {
+            for (const char *const *c = HF_ARCHS[i].classes; *c; c++)
+                if (!strcmp(*c, first->valuestring)) {
+                    *out = &HF_ARCHS[i];
+                    return TPORT_STATUS_OK;
+                }
+        } else if (!cJSON_IsString(mt) || !strcmp(mt->valuestring, HF_ARCHS[i].model_type)) {
+            *out = &HF_ARCHS[i];
+            return TPORT_STATUS_OK;
+        }
+    }
+    char known[256] = "";
+    size_t k = 0;
+    for (size_t i = 0; i < N_HF_ARCHS; i++)
+        for (const char *const *c = HF_ARCHS[i].classes; *c && (i == 0 || HF_ARCHS[i].classes != HF_ARCHS[i - 1].classes); c++)
+            if (k < sizeof known)
+                k += (size_t)snprintf(known + k, sizeof known - k, "%s%s", k ? ", " : "", *c);
+    return tport_error(TPORT_STATUS_UNSUPPORTED, "%s: config.json: architecture '%s' is not supported (known: %s)",
+                       mf->path, cJSON_IsString(first) ? first->valuestring
+                                 : cJSON_IsString(mt)  ? mt->valuestring
+                                                       : "?",
+                       known);
+}
+
+/* ---- names and layouts ----------------------------------------------------------- */
+static bool is_gguf_name(const char *n) {
+    return !strncmp(n, "blk.", 4) || !strcmp(n, "token_embd.weight") || !strcmp(n, "output_norm.weight") ||
+           !strcmp(n, "output.weight");
+}
+
+/* The GGUF name of an HF tensor: OK with *gguf set, or *gguf NULL to
+ * drop it; UNSUPPORTED naming a tensor the architecture does not have. */
+static tport_status rename_one(const tport_model_file *mf, const hf_arch *a, const char *name, char *out, size_t cap,
+                               unsigned *flags) {
+    *flags = 0;
+    for (const hf_name *g = a->globals; g->hf; g++)
+        if (!strcmp(name, g->hf)) {
+            snprintf(out, cap, "%s", g->gguf);
+            return TPORT_STATUS_OK;
+        }
+    for (const char *const *p = a->layer_prefixes; *p; p++) {
+        const char *pct = strstr(*p, "%d");
+        size_t pre = (size_t)(pct - *p);
+        if (strncmp(name, *p, pre) || name[pre] < '0' || name[pre] > '9')
+            continue;
+        char *end;
+        unsigned long il = strtoul(name + pre, &end, 10);
+        if (il > 100000 || strncmp(end, pct + 2, strlen(pct + 2)))
+            continue;
+        const char *rest = end + strlen(pct + 2);
+        for (const hf_name *l = a->layer; l->hf; l++)
+            if (!strcmp(rest, l->hf)) {
+                *flags = l->flags;
+                if (l->gguf)
+                    snprintf(out, cap, "blk.%lu.%s", il, l->gguf);
+                return TPORT_STATUS_OK;
+            }
+    }
+    if (is_gguf_name(name)) {
+        snprintf(out, cap, "%s", name);
+        return TPORT_STATUS_OK;
+    }
+    return tport_error(TPORT_STATUS_UNSUPPORTED, "%s: tensor '%.100s' is not part of a %s model", mf->path, name,
+                       a->gguf);
+}
+
+tport_status mf_transpose_2d(tport_model_file *mf, const mf_cursor *c, tport_mf_tensor *t) {
+    uint64_t es = t->type == TPORT_TYPE_F32 ? 4 : t->type == TPORT_TYPE_F16 || t->type == TPORT_TYPE_BF16 ? 2 : 0;
+    if (t->n_dims != 2 || !es)
+        return mf_fail(c, t->offset, "tensor %s: a weight to transpose must be 2-D f32, f16 or bf16", t->name);
+    uint8_t *dst = mf_alloc(mf, (size_t)t->nbytes);
+    if (!dst)
+        return TPORT_STATUS_OUT_OF_MEMORY;
+    const uint8_t *src = t->data;
+    int64_t r = t->ne[1], k = t->ne[0]; /* src: r rows of k; dst: k rows of r */
+    for (int64_t i = 0; i < r; i++)
+        for (int64_t j = 0; j < k; j++)
+            memcpy(dst + ((uint64_t)j * (uint64_t)r + (uint64_t)i) * es, src + ((uint64_t)i * (uint64_t)k + (uint64_t)j) * es,
+                   (size_t)es);
+    t->data = dst;
+    t->ne[0] = r;
+    t->ne[1] = k;
+    return TPORT_STATUS_OK;
+}
+
+/* Gemma stores RMS-norm weights as w - 1 (it multiplies by 1 + w); GGUF
+ * has them + 1, in f32 as the converter writes every norm. */
+static tport_status plus_one(tport_model_file *mf, const mf_cursor *c, tport_mf_tensor *t) {
+    if (t->n_dims != 1 || (t->type != TPORT_TYPE_F32 && t->type != TPORT_TYPE_F16 && t->type != TPORT_TYPE_BF16))
+        return mf_fail(c, t->offset, "tensor %s: a norm weight must be 1-D f32, f16 or bf16", t->name);
+    float *dst = mf_alloc_array(mf, (uint64_t)t->ne[0], sizeof(float));
+    if (!dst)
+        return TPORT_STATUS_OUT_OF_MEMORY;
+    for (int64_t i = 0; i < t->ne[0]; i++) {
+        float v;
+        if (t->type == TPORT_TYPE_F32)
+            memcpy(&v, (const uint8_t *)t->data + 4 * i, 4);
+        else {
+            uint16_t h;
+            memcpy(&h, (const uint8_t *)t->data + 2 * i, 2);
+            v = t->type == TPORT_TYPE_F16 ? tport_fp16_to_fp32(h) : tport_bf16_to_fp32(h);
+        }
+        dst[i] = v + 1.0f;
+    }
+    t->data = dst;
+    t->type = TPORT_TYPE_F32;
+    t->nbytes = (uint64_t)t->ne[0] * 4;
+    return TPORT_STATUS_OK;
+}
+
+/* Hugging Face q/k rows of each head are [first halves of the pairs,
+ * second halves]; Meta/GGUF order interleaves them.  Row r of the result
+ * (head h, pair i, member j) comes from HF row h*hd + j*hd/2 + i. */
+static tport_status unpermute(tport_model_file *mf, const mf_cursor *c, tport_mf_tensor *t, uint32_t n_head) {
+    if (t->n_dims != 2 || n_head == 0 || t->ne[1] % n_head || (t->ne[1] / n_head) % 2)
+        return mf_fail(c, t->offset, "tensor %s: shape does not split into %u heads", t->name, n_head);
+    int64_t rows = t->ne[1], hd = rows / n_head;
+    uint64_t row_bytes = t->nbytes / (uint64_t)rows;
+    uint8_t *dst = mf_alloc(mf, (size_t)t->nbytes);
+    if (!dst)
+        return TPORT_STATUS_OUT_OF_MEMORY;
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t h = r / hd, rem = r % hd, i = rem / 2, j = rem % 2;
+        int64_t src = h * hd + j * (hd / 2) + i;
+        memcpy(dst + (uint64_t)r * row_bytes, (const uint8_t *)t->data + (uint64_t)src * row_bytes, (size_t)row_bytes);
+    }
+    t->data = dst;
+    return TPORT_STATUS_OK;
+}
+
+/* The kv heads key of the architecture (head_count without one). */
+static uint32_t kv_u32(const tport_model_file *mf, const char *arch, const char *suffix) {
+    char key[96];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    for (int i = 0; i < mf->n_kv; i++)
+        if (!strcmp(mf->kv[i].key, key) && mf->kv[i].type == TPORT_KV_U32)
+            return (uint32_t)mf->kv[i].v.u;
+    return 0;
+}
+
+/* Fused QKV rows stored as n_kv groups of (n_head/n_kv query heads, one
+ * key head, one value head), head_dim rows each (GPT-NeoX and BLOOM: a
+ * group per head; Falcon: the "jploski" rearrangement) -> GGUF's [Q|K|V].
+ * Works for the weight (rows of ne[0]) and the bias (rows of 1). */
+static tport_status regroup_qkv(tport_model_file *mf, const mf_cursor *c, tport_mf_tensor *t, uint32_t n_head,
+                                uint32_t n_kv) {
+    int64_t rows = t->n_dims == 1 ? t->ne[0] : t->ne[1];
+    if (t->n_dims > 2 || !n_head || !n_kv || n_head % n_kv || rows % (int64_t)(n_head + 2 * n_kv))
+        return mf_fail(c, t->offset, "tensor %s: %lld rows do not split into %u query and 2 x %u kv heads", t->name,
+                       (long long)rows, n_head, n_kv);
+    int64_t hd = rows / (n_head + 2 * n_kv), q_per = n_head / n_kv;
+    uint64_t row_bytes = t->nbytes / (uint64_t)rows;
+    uint8_t *dst = mf_alloc(mf, (size_t)t->nbytes);
+    if (!dst)
+        return TPORT_STATUS_OUT_OF_MEMORY;
+    const uint8_t *src = t->data;
+    uint64_t block = (uint64_t)hd * row_bytes;
+    for (int64_t g = 0; g < (int64_t)n_kv; g++) {
+        const uint8_t *grp = src + (uint64_t)(g * (q_per + 2)) * block;
+        memcpy(dst + (uint64_t)(g * q_per) * block, grp, (size_t)(q_per * (int64_t)block));
+        memcpy(dst + (uint64_t)(n_head + g) * block, grp + (uint64_t)q_per * block, (size_t)block);
+        memcpy(dst + (uint64_t)(n_head + n_kv + g) * block, grp + (uint64_t)(q_per + 1) * block, (size_t)block);
+    }
+    t->data = dst;
+    return TPORT_STATUS_OK;
+}
+
+static bool ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && !strcmp(s + n - k, suffix);
+}
+
+static tport_status map_tensors(hf_ctx *h, const hf_arch *a) {
+    tport_model_file *mf = h->mf;
+    int kept = 0;
+    for (int i = 0; i < mf->n_tensors; i++) {
+        tport_mf_tensor t = mf->tensors[i];
+        char name[160];
+        unsigned flags;
+        name[0] = '\0';
+        MF_TRY(rename_one(mf, a, t.name, name, sizeof name, &flags));
+        if (flags & HF_DROP)
+            continue;
+        if (strcmp(name, t.name) && !(t.name = mf_strndup(mf, name, strlen(name))))
+            return TPORT_STATUS_OUT_OF_MEMORY;
+        if (flags & HF_TRANSPOSE)
+            MF_TRY(mf_transpose_2d(mf, h->c, &t));
+        if (flags & HF_QKV_GROUPS) {
+            uint32_t nh = kv_u32(mf, h->arch, "attention.head_count");
+            uint32_t nkv = kv_u32(mf, h->arch, "attention.head_count_kv");
+            MF_TRY(regroup_qkv(mf, h->c, &t, nh, nkv ? nkv : nh));
+        }
+        if (a->norm_plus_one && ends_with(t.name, "norm.weight"))
+            MF_TRY(plus_one(mf, h->c, &t));
+        mf->tensors[kept++] = t;
+    }
+    mf->n_tensors = kept;
+    MF_TRY(mf_check_unique_names(mf, h->c));
+    if (a->permute_qk) {
+        uint32_t nh = 0, nkv = 0;
+        char key[96];
+        snprintf(key, sizeof key, "%s.attention.head_count", h->arch);
+        for (int i = 0; i < mf->n_kv; i++)
+            if (!strcmp(mf->kv[i].key, key))
+                nh = (uint32_t)mf->kv[i].v.u;
+        snprintf(key, sizeof key, "%s.attention.head_count_kv", h->arch);
+        for (int i = 0; i < mf->n_kv; i++)
+            if (!strcmp(mf->kv[i].key, key))
+                nkv = (uint32_t)mf->kv[i].v.u;
+        for (int i = 0; i < mf->n_tensors; i++) {
+            tport_mf_tensor *t = &mf->tensors[i];
+            if (!strncmp(t->name, "blk.", 4) && ends_with(t->name, ".attn_q.weight"))
+                MF_TRY(unpermute(mf, h->c, t, nh));
+            else if (!strncmp(t->name, "blk.", 4) && ends_with(t->name, ".attn_k.weight"))
+                MF_TRY(unpermute(mf, h->c, t, nkv ? nkv : nh));
+        }
+        mf_add_note(mf, "Hugging Face q/k weights un-permuted to Meta/GGUF order at load");
+    }
+    if (a->tied_output_copy && !tport_model_file_find(mf, "output.weight")) {
+        const tport_mf_tensor *e = tport_model_file_find(mf, "token_embd.weight");
+        if (e) { /* the same bytes under a second name, zero copy */
+            tport_mf_tensor copy = *e;
+            if (!(copy.name = mf_strndup(mf, "output.weight", 13)))
+                return TPORT_STATUS_OUT_OF_MEMORY;
+            MF_TRY(mf_reserve_tensors(mf, 1));
+            mf->tensors[mf->n_tensors++] = copy;
+        }
+    }
+    return TPORT_STATUS_OK;
+}
+
+tport_status mf_hf_map_config(tport_model_file *mf, const mf_cursor *c, const cJSON *cfg) {
+    const hf_arch *a = NULL;
+    MF_TRY(find_arch(mf, cfg, &a));
+    hf_ctx h = {.mf = mf, .c = c, .cfg = cfg, .arch = a->gguf};
+    MF_TRY(mf_kv_add_str(mf, "general.architecture", a->gguf));
+    const char *base = strrchr(mf->path, '/');
+    char name[128];
+    /* the folder's name, as the converter names the model without a name in config.json */
+    if (base && base > mf->path) {
+        const char *dir = base - 1;
+        while (dir > mf->path && dir[-1] != '/')
+            dir--;
+        snprintf(name, sizeof name, "%.*s", (int)(base - dir), dir);
+    } else
+        snprintf(name, sizeof name, "%s", mf->path);
+    MF_TRY(mf_kv_add_str(mf, "general.name", name));
+    MF_TRY(a->keys(&h));
+    return map_tensors(&h, a);
+}
+
+#endif

@@ -1,0 +1,256 @@
+/* Hugging Face folders (config.json, model.safetensors, tokenizer.json,
+ * tokenizer_config.json), written here from GGUF files as Hugging Face
+ * stores the same models (q/k in rotate-half order, GPT-2's Conv1D weights
+ * transposed, merges as transformers derives them for SentencePiece):
+ *  - tokenizers: for the vocabularies of llama.cpp's suite (gpt-2,
+ *    llama-bpe, qwen2, llama-spm) every test string gives the ids llama.cpp
+ *    gave on the GGUF vocabulary (.out);
+ *  - llama-2-tiny-random, and every architecture of hf_writer.h's SPECS
+ *    (llama, qwen2, gemma, gpt2, phi2, gptneox, bloom, falcon, mpt,
+ *    starcoder, gptj; synthesized with GPT-2's vocabulary): the folder
+ *    gives the GGUF's tensors byte for byte, its hyperparameters and its
+ *    greedy ids; `tport convert FOLDER out.gguf` is loaded by llama.cpp
+ *    (when node-llama-cpp is there; not gptj, which it lacks), which
+ *    tokenizes every suite string and generates exactly as on the original
+ *    GGUF;
+ *  - an unknown architecture and a hostile tokenizer.json are refused. */
+#include "hf_writer.h"
+
+#ifndef TPORT_CLI
+#error "TPORT_CLI must name the tport executable"
+#endif
+
+/* ---- the vocabulary suite ------------------------------------------------------- */
+static char *read_all(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long sz = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)sz + 1);
+    *n = fread(buf, 1, (size_t)sz, f);
+    buf[*n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+#define SEP "\n__ggml_vocab_test__\n"
+
+/* Every .inp string of vocab `name` through the folder's tokenizer equals
+ * the .out ids.  Returns the number of strings. */
+static int check_suite(const char *folder, const char *name) {
+    char rel[128], buf[512], buf2[512];
+    snprintf(rel, sizeof rel, "models/vocab/ggml-vocab-%s.gguf.inp", name);
+    const char *inp = test_shared_path(rel, buf, sizeof buf);
+    snprintf(rel, sizeof rel, "models/vocab/ggml-vocab-%s.gguf.out", name);
+    const char *outp = test_shared_path(rel, buf2, sizeof buf2);
+    if (!inp || !outp)
+        return 0;
+    tport_tokenizer *tk = tport_tokenizer_load(folder);
+    CHECK(tk != NULL, "%s: tokenizer of the folder: %s", name, tport_last_error());
+    if (!tk)
+        return 0;
+    size_t ni, no;
+    char *in = read_all(inp, &ni), *out = read_all(outp, &no);
+    int n = 0, bad = 0;
+    char *ip = in, *op = out;
+    tport_token ids[4096];
+    while (ip && op && *op) {
+        char *sep = strstr(ip, SEP), *eol = strchr(op, '\n');
+        if (!sep || !eol)
+            break;
+        int32_t k = tport_tokenizer_tokenize(tk, ip, (size_t)(sep - ip), false, false, ids, 4096);
+        char got[8192] = "";
+        size_t g = 0;
+        for (int32_t i = 0; i < k && g < sizeof got - 16; i++)
+            g += (size_t)snprintf(got + g, sizeof got - g, " %d", (int)ids[i]);
+        *eol = '\0';
+        if (strcmp(got, op) && bad++ < 5)
+            CHECK(0, "%s string %d '%.*s': folder gives [%s], llama.cpp [%s]", name, n, (int)(sep - ip), ip, got, op);
+        n++;
+        ip = sep + strlen(SEP);
+        op = eol + 1;
+    }
+    CHECK(bad == 0, "%s: %d of %d strings differ", name, bad, n);
+    printf("%s: %d suite strings tokenized by the folder as llama.cpp does on the GGUF\n", name, n);
+    free(in);
+    free(out);
+    tport_tokenizer_free(tk);
+    return n;
+}
+
+static const char *spm_or(const char *pre) { return strcmp(pre, "spm") ? pre : "default"; }
+
+static void suite_folder(const char *vocab_name, const char *pre, const char *cls, const char *model_type) {
+    char rel[128], buf[512];
+    snprintf(rel, sizeof rel, "models/vocab/ggml-vocab-%s.gguf", vocab_name);
+    const char *src = test_shared_path(rel, buf, sizeof buf);
+    if (!src) {
+        printf("%s: skipped (absent)\n", rel);
+        return;
+    }
+    tport_model_file *g = NULL;
+    CHECK(tport_model_file_open(src, &g) == TPORT_STATUS_OK, "%s: %s", src, tport_last_error());
+    if (!g)
+        return;
+    char name[64];
+    snprintf(name, sizeof name, "tok-%s", vocab_name);
+    char *folder = make_folder(name);
+    write_tokenizer(folder, g, pre);
+    cJSON *cfg = cJSON_CreateObject();
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(cfg, "architectures"), cJSON_CreateString(cls));
+    cJSON_AddStringToObject(cfg, "model_type", model_type);
+    bool gpt2 = !strcmp(model_type, "gpt2");
+    cJSON_AddNumberToObject(cfg, gpt2 ? "n_embd" : "hidden_size", 8);
+    cJSON_AddNumberToObject(cfg, gpt2 ? "n_layer" : "num_hidden_layers", 1);
+    cJSON_AddNumberToObject(cfg, gpt2 ? "n_head" : "num_attention_heads", 2);
+    cJSON_AddNumberToObject(cfg, gpt2 ? "n_positions" : "max_position_embeddings", 64);
+    write_json(folder, "config.json", cfg);
+    float w[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+    st_tensor t = {.dtype = "F32", .n_dims = 1, .shape = {8}, .data = w, .nbytes = sizeof w};
+    snprintf(t.name, sizeof t.name, "%s", gpt2 ? "transformer.ln_f.weight" : "model.norm.weight");
+    char path[512];
+    snprintf(path, sizeof path, "%s/model.safetensors", folder);
+    write_safetensors(path, &t, 1);
+    CHECK(check_suite(folder, vocab_name) > 10, "%s: suite strings", vocab_name);
+    /* the folder's tokenizer keys: what the GGUF has */
+    tport_model_file *f = NULL;
+    CHECK(tport_model_file_open(folder, &f) == TPORT_STATUS_OK, "%s: %s", folder, tport_last_error());
+    if (f) {
+        CHECK(f->vocab.n_tokens == g->vocab.n_tokens, "%s: %d tokens, GGUF %d", vocab_name, f->vocab.n_tokens,
+              g->vocab.n_tokens);
+        int diff = 0;
+        for (int32_t i = 0; i < f->vocab.n_tokens && i < g->vocab.n_tokens; i++)
+            diff += strcmp(f->vocab.tokens[i], g->vocab.tokens[i]) != 0 ||
+                    (g->vocab.token_type && f->vocab.token_type[i] != g->vocab.token_type[i]);
+        CHECK(diff == 0, "%s: %d tokens differ in text or type from the GGUF's", vocab_name, diff);
+        const tport_kv *p = tport_model_file_kv(f, "tokenizer.ggml.pre");
+        CHECK(p && !strcmp(p->v.s, spm_or(pre)), "%s: tokenizer.ggml.pre %s", vocab_name, p ? p->v.s : "absent");
+        CHECK(f->vocab.bos == g->vocab.bos && f->vocab.eos == g->vocab.eos, "%s: bos %d eos %d, GGUF %d %d",
+              vocab_name, f->vocab.bos, f->vocab.eos, g->vocab.bos, g->vocab.eos);
+        tport_model_file_close(f);
+    }
+    tport_model_file_close(g);
+}
+
+static void model_case(const char *what, const char *gguf, const char *pre, const char *suite, const arch_spec *sp) {
+    tport_model_file *g = NULL;
+    CHECK(tport_model_file_open(gguf, &g) == TPORT_STATUS_OK, "%s: %s", gguf, tport_last_error());
+    if (!g)
+        return;
+    char *folder = make_folder(what);
+    write_tokenizer(folder, g, pre);
+    write_model(folder, g, sp);
+    write_config(folder, g, sp);
+    const tport_mf_hparams *hp = &g->hp;
+    tport_model_file *f = NULL;
+    CHECK(tport_model_file_open(folder, &f) == TPORT_STATUS_OK, "%s: %s", folder, tport_last_error());
+    if (f) {
+        check_same_tensors(what, g, f);
+        CHECK(!strcmp(f->arch, g->arch), "%s: arch %s, GGUF %s", what, f->arch, g->arch);
+        CHECK(f->hp.n_embd == hp->n_embd && f->hp.n_layer == hp->n_layer && f->hp.n_ff == hp->n_ff &&
+                  (f->hp.n_head_kv ? f->hp.n_head_kv : f->hp.n_head) == (hp->n_head_kv ? hp->n_head_kv : hp->n_head) &&
+                  (!hp->n_rot || f->hp.n_rot == hp->n_rot) && f->hp.n_ctx == hp->n_ctx,
+              "%s: hyperparameters differ from the GGUF's: embd %u/%u layer %u/%u ff %u/%u kv %u/%u rot %u/%u ctx %u/%u",
+              what, f->hp.n_embd, hp->n_embd, f->hp.n_layer, hp->n_layer, f->hp.n_ff, hp->n_ff, f->hp.n_head_kv,
+              hp->n_head_kv, f->hp.n_rot, hp->n_rot, f->hp.n_ctx, hp->n_ctx);
+        const tport_kv *ct = tport_model_file_kv(f, "tokenizer.chat_template");
+        CHECK(ct && strstr(ct->v.s, "messages"), "%s: chat template from tokenizer_config.json", what);
+        tport_model_file_close(f);
+    }
+    check_same_run(what, gguf, folder, "Once upon a time");
+    char out[600], cmd[1400];
+    snprintf(out, sizeof out, "%s/%s.gguf", dir, what);
+    snprintf(cmd, sizeof cmd, TPORT_CLI " convert '%s' '%s' --quiet 2>&1", folder, out);
+    CHECK(system(cmd) == 0, "%s", cmd);
+    tport_model_file *c = NULL;
+    CHECK(tport_model_file_open(out, &c) == TPORT_STATUS_OK, "%s: %s", out, tport_last_error());
+    if (c) {
+        check_same_tensors(what, g, c);
+        const tport_kv *k = tport_model_file_kv(c, "tokenizer.ggml.model"), *gk = tport_model_file_kv(g, "tokenizer.ggml.model");
+        CHECK(k && gk && !strcmp(k->v.s, gk->v.s), "%s: tokenizer.ggml.model", what);
+        tport_model_file_close(c);
+    }
+    check_same_run(what, gguf, out, "Once upon a time");
+    if (sp->llama_cpp)
+        check_llama_cpp(what, gguf, out, suite);
+    tport_model_file_close(g);
+}
+
+/* ---- refusals ----------------------------------------------------------------- */
+static void refusals(void) {
+    char *folder = make_folder("bad");
+    float w[8] = {0};
+    st_tensor t = {.name = "model.norm.weight", .dtype = "F32", .n_dims = 1, .shape = {8}, .data = w, .nbytes = sizeof w};
+    char path[512];
+    snprintf(path, sizeof path, "%s/model.safetensors", folder);
+    write_safetensors(path, &t, 1);
+    snprintf(path, sizeof path, "%s/config.json", folder);
+    write_text(path, "{\"architectures\": [\"MambaForCausalLM\"], \"model_type\": \"mamba\"}");
+    tport_model_file *f = NULL;
+    CHECK(tport_model_file_open(folder, &f) != TPORT_STATUS_OK && strstr(tport_last_error(), "MambaForCausalLM"),
+          "an unknown architecture is refused naming it: %s", tport_last_error());
+    tport_model_file_close(f);
+    f = NULL;
+    write_text(path, "{\"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\": 8, \"num_hidden_layers\": 1, "
+                     "\"num_attention_heads\": 2}");
+    static const char *const hostile[][2] = {
+        {"{\"model\": {\"type\": \"Unigram\", \"vocab\": []}}", "Unigram"},
+        {"{\"model\": {\"type\": \"BPE\", \"byte_fallback\": true, \"vocab\": {\"a\": 0, \"b\": 0}, \"merges\": []}}",
+         "two tokens"},
+        {"{\"model\": {\"type\": \"BPE\", \"byte_fallback\": true, \"vocab\": {\"a\": 99999999}, \"merges\": []}}",
+         "2^24"},
+        {"{\"model\": {\"type\": \"BPE\", \"byte_fallback\": true, \"vocab\": {\"a\": 0, \"b\": 1}, \"merges\": "
+         "[\"a c\"]}}",
+         "not in the vocabulary"},
+        {"{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}, \"pre_tokenizer\": {\"type\": "
+         "\"Whitespace\"}}",
+         "ByteLevel"},
+        {"{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": [7]}, \"pre_tokenizer\": {\"type\": "
+         "\"ByteLevel\"}}",
+         "merges[0]"},
+        {"{\"model\": ", "not valid JSON"},
+    };
+    snprintf(path, sizeof path, "%s/tokenizer.json", folder);
+    for (size_t i = 0; i < sizeof hostile / sizeof hostile[0]; i++) {
+        write_text(path, hostile[i][0]);
+        f = NULL;
+        tport_status st = tport_model_file_open(folder, &f);
+        CHECK(st != TPORT_STATUS_OK && strstr(tport_last_error(), hostile[i][1]),
+              "hostile tokenizer.json %zu refused with '%s': %s", i, hostile[i][1], st ? tport_last_error() : "opened");
+        tport_model_file_close(f);
+    }
+}
+
+int main(void) {
+    char buf[512];
+    if (!test_shared_path("models/vocab/ggml-vocab-gpt-2.gguf", buf, sizeof buf))
+        test_skip("test_formats_hf_folder", "../shared/models/vocab absent");
+    snprintf(dir, sizeof dir, "%s/tport-hf-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    if (!mkdtemp(dir))
+        return 1;
+    suite_folder("gpt-2", "gpt-2", "GPT2LMHeadModel", "gpt2");
+    suite_folder("llama-bpe", "llama-bpe", "LlamaForCausalLM", "llama");
+    suite_folder("qwen2", "qwen2", "Qwen2ForCausalLM", "qwen2");
+    suite_folder("llama-spm", "spm", "LlamaForCausalLM", "llama");
+    refusals();
+
+    const char *tiny = test_shared_path("models/llama-2-tiny-random.gguf", buf, sizeof buf);
+    if (tiny)
+        model_case("llama-tiny", tiny, "spm", "llama-spm", &SPECS[0]);
+    char cmd[1400], vocab[512];
+    if (test_shared_path("models/vocab/ggml-vocab-gpt-2.gguf", vocab, sizeof vocab))
+        for (size_t i = 0; i < sizeof SPECS / sizeof SPECS[0]; i++) {
+            char gguf[600];
+            snprintf(gguf, sizeof gguf, "%s/%s-synth.gguf", dir, SPECS[i].arch);
+            snprintf(cmd, sizeof cmd, TPORT_CLI " synth --arch %s %s --vocab-from '%s' -o '%s' >/dev/null 2>&1",
+                     SPECS[i].arch, SPECS[i].synth, vocab, gguf);
+            CHECK(system(cmd) == 0, "%s", cmd);
+            model_case(SPECS[i].arch, gguf, "gpt-2", "gpt-2", &SPECS[i]);
+        }
+    run_llama_cpp();
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0, "%s", cmd);
+    return test_finish("test_formats_hf_folder");
+}
