@@ -89,7 +89,7 @@ static bool cpu_dev(tg_backend *be, int32_t device) {
 
 bool tg_supports(tg_backend *be, int32_t device, const tport_graph_view *g, int32_t node) {
     const tport_tensor_view *v = tg_view(g, node);
-    if (!v || v->op == TPORT_OP_NONE)
+    if (!v || v->op == TPORT_OP_NONE || tg_op_skipped(v->op))
         return false;
     /* the node alone: its sources are leaves of this small graph */
     int32_t one[1] = {node};
@@ -163,6 +163,9 @@ static tport_status build(tg_backend *be, int32_t device, const tport_graph_view
                                 d->name, (int)g->nodes[k], v ? v->op : 0u);
             break;
         }
+        /* every result the host computes may be read later (a staged copy,
+         * the logits): a backend must not fuse it away */
+        r->flags |= GGML_TENSOR_FLAG_OUTPUT;
         gf.ggml_build_forward_expand(e->graph, r);
     }
     free(t);
@@ -215,6 +218,10 @@ tport_status tg_compute(tg_backend *be, int32_t device, const tport_graph_view *
         d->set_n_threads(d->backend, g->n_threads);
         d->n_threads = g->n_threads;
     }
+    /* a test of isolation (TPORT_BACKEND_ISOLATE=ggml): ggml's own abort */
+    const char *fail = secure_getenv("TPORT_GGML_FAIL");
+    if (fail && !strcmp(fail, "abort-compute"))
+        gf.ggml_abort(__FILE__, __LINE__, "TPORT_GGML_FAIL=abort-compute");
     enum ggml_status gs = gf.ggml_backend_graph_compute(d->backend, e->graph);
     if (e == &scratch)
         drop(e);

@@ -18,7 +18,7 @@
 
 /* Every ggml function the bridge calls, from libggml-base.so. */
 #define TG_FUNCS(X)                                                                                                  \
-    X(ggml_version) X(ggml_commit) X(ggml_log_set) X(ggml_init) X(ggml_free) X(ggml_new_tensor)                   \
+    X(ggml_version) X(ggml_commit) X(ggml_abort) X(ggml_log_set) X(ggml_init) X(ggml_free) X(ggml_new_tensor)                   \
     X(ggml_new_graph_custom) X(ggml_build_forward_expand) X(ggml_blck_size) X(ggml_type_size) X(ggml_nbytes)        \
     X(ggml_is_contiguous) X(ggml_is_transposed) X(ggml_get_rows) X(ggml_add) X(ggml_mul) X(ggml_scale)            \
     X(ggml_mul_mat) X(ggml_mul_mat_set_prec) X(ggml_rms_norm) X(ggml_norm) X(ggml_rope_ext) X(ggml_soft_max_ext)  \
@@ -91,6 +91,8 @@ tg_buf *tg_buf_get(tg_backend *be, tport_buffer h);
 /* The ggml type of a tensorport type, or -1 (ids agree where ggml has
  * the type and its block layout is the one the host describes). */
 int tg_type(tport_type_id type);
+/* Named in TPORT_GGML_SKIP_OPS ("rope,soft_max"): left to other backends. */
+bool tg_op_skipped(tport_op_id op);
 
 #define TG_MAX_EXTRA 4
 typedef struct tg_build {

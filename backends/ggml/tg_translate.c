@@ -2,6 +2,7 @@
  * the op over its sources.  ggml's constructors abort on shapes they do
  * not take (GGML_ASSERT), so every condition they assert is checked here
  * first and the node is declined instead. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "tg_internal.h"
@@ -258,6 +259,37 @@ static struct ggml_tensor *op(tg_build *b, const tport_tensor_view *v, struct gg
     default:
         return NULL;
     }
+}
+
+/* The ops the bridge translates, by the names `tport run --plan` prints:
+ * TPORT_GGML_SKIP_OPS lists those a user keeps off ggml (a kernel of the
+ * ggml backend that is wrong or slow on their device). */
+static const struct {
+    tport_op_id op;
+    const char *name;
+} op_names[] = {
+    {TPORT_OP_GET_ROWS, "get_rows"}, {TPORT_OP_ADD, "add"},         {TPORT_OP_MUL, "mul"},
+    {TPORT_OP_SCALE, "scale"},       {TPORT_OP_MUL_MAT, "mul_mat"}, {TPORT_OP_RMS_NORM, "rms_norm"},
+    {TPORT_OP_NORM, "norm"},         {TPORT_OP_ROPE, "rope"},       {TPORT_OP_SOFT_MAX, "soft_max"},
+    {TPORT_OP_SILU, "silu"},         {TPORT_OP_GELU, "gelu"},       {TPORT_OP_SWIGLU, "swiglu"},
+    {TPORT_OP_CPY, "cpy"},           {TPORT_OP_CONT, "cont"},       {TPORT_OP_CONCAT, "concat"},
+    {TPORT_OP_GELU_F16, "gelu_f16"}, {TPORT_OP_GELU_ERF, "gelu_erf"}, {TPORT_OP_TANH, "tanh"},
+    {TPORT_OP_CLAMP, "clamp"},       {TPORT_OP_SOFT_MAX_EXT, "soft_max_ext"}, {TPORT_OP_FLASH_ATTN, "flash_attn"},
+};
+
+bool tg_op_skipped(tport_op_id op) {
+    const char *list = secure_getenv("TPORT_GGML_SKIP_OPS");
+    if (!list || !*list)
+        return false;
+    for (size_t i = 0; i < sizeof op_names / sizeof op_names[0]; i++) {
+        if (op_names[i].op != op)
+            continue;
+        size_t n = strlen(op_names[i].name);
+        for (const char *p = list; (p = strstr(p, op_names[i].name)); p += n)
+            if ((p == list || p[-1] == ',') && (p[n] == ',' || p[n] == 0))
+                return true;
+    }
+    return false;
 }
 
 struct ggml_tensor *tg_tensor(tg_build *b, int32_t i) {
