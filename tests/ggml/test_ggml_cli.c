@@ -10,7 +10,10 @@
  * one line each, and an isolated bridge survives a ggml abort.  The ggml
  * libraries come from TPORT_GGML_LIBS (the npm packages'
  * bins/ folder, see docs/bring-your-ggml-backend.md); without them the
- * test is skipped, and under CI=true it fails. */
+ * test is skipped, and under CI=true it fails.  One thread: ggml's CPU
+ * thread pool spin-waits at its barriers, which on a loaded machine makes
+ * two threads hundreds of times slower than one (276 against 0.5 tokens/s
+ * on stories260K with the load at 21 on 2 cores). */
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,7 +112,7 @@ static void reference_run(const char *env, const json *refs, const char *model, 
     for (const char *p = want; *p; p++)
         n += *p == ',';
     char args[2048];
-    snprintf(args, sizeof args, "run -m '%s' --prompt-ids %s -n %d --ids --temp 0 --threads 2 --backend ggml --plan %s",
+    snprintf(args, sizeof args, "run -m '%s' --prompt-ids %s -n %d --ids --temp 0 --threads 1 --backend ggml --plan %s",
              path, prompt, n, extra);
     int rc = run(env, args);
     CHECK(rc == 0, "%s: exit %d: %s", model, rc, err ? err : "");
@@ -179,7 +182,7 @@ int main(int argc, char **argv) {
         json_free(r2);
         char mixed_env[2200];
         snprintf(mixed_env, sizeof mixed_env, "%s TPORT_BACKEND=ggml,cpu TPORT_GGML_SKIP_OPS=rms_norm", env);
-        snprintf(args, sizeof args, "run -m '%s' --prompt-ids 1 -n 24 --ids --temp 0 --threads 2 --plan", model);
+        snprintf(args, sizeof args, "run -m '%s' --prompt-ids 1 -n 24 --ids --temp 0 --threads 1 --plan", model);
         bool have_model = access(model, R_OK) == 0 && want_ids[0];
         if (have_model) {
             rc = run(mixed_env, args);
@@ -212,7 +215,7 @@ int main(int argc, char **argv) {
 
         /* ggml aborts (GGML_ABORT) in an isolated bridge: the run goes on
          * on tensorport's CPU, with run.c's ids */
-        snprintf(args, sizeof args, "run -m '%s' --prompt-ids 1 -n 24 --ids --temp 0 --threads 2 --isolate ggml",
+        snprintf(args, sizeof args, "run -m '%s' --prompt-ids 1 -n 24 --ids --temp 0 --threads 1 --isolate ggml",
                  model);
         char abort_env[2400];
         snprintf(abort_env, sizeof abort_env, "%s TPORT_BACKEND=ggml,cpu TPORT_GGML_FAIL=abort-compute GGML_NO_BACKTRACE=1", env);
