@@ -256,7 +256,7 @@ out:
 tport_status tg_load(void) {
     pthread_mutex_lock(&lock);
     tport_status st = TPORT_STATUS_OK;
-    if (users == 0)
+    if (users == 0 && !base_lib)
         st = load_locked();
     if (st == TPORT_STATUS_OK)
         users++;
@@ -264,10 +264,14 @@ tport_status tg_load(void) {
     return st;
 }
 
+/* Once loaded, ggml stays loaded until the process ends: its C++ parts
+ * keep state in statics (the Vulkan instance, a registry) that a dlclose
+ * would tear down under later users, and that LeakSanitizer reports as
+ * lost once the module is gone. */
 void tg_unload(void) {
     pthread_mutex_lock(&lock);
-    if (users > 0 && --users == 0)
-        close_all();
+    if (users > 0)
+        users--;
     pthread_mutex_unlock(&lock);
 }
 
