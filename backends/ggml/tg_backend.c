@@ -54,7 +54,7 @@ static tport_status tg_init(void **out) {
         return tg_host->error(TPORT_STATUS_OUT_OF_MEMORY, "ggml: out of host memory");
     }
     ggml_backend_dev_t list[TG_MAX_DEVS];
-    int n = tg_device_list(list, TG_MAX_DEVS);
+    int n = tg_device_list(list, TG_MAX_DEVS, tg_minor < 1);
     for (int i = 0; i < n; i++) {
         /* a 1.0 host knows only host memory: ggml's CPU devices compute
          * on it directly, the others cannot */

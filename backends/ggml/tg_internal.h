@@ -66,8 +66,8 @@ typedef struct tg_dev {
 tport_status tg_load(void);
 void tg_unload(void);
 /* The ggml devices, in the order offered (TPORT_GGML_DEVICES, else
- * accelerators first); only valid between tg_load and tg_unload. */
-int tg_device_list(ggml_backend_dev_t *out, int cap);
+ * accelerators first; cpu_only: ggml's CPU devices, for a 1.0 host). */
+int tg_device_list(ggml_backend_dev_t *out, int cap, bool cpu_only);
 const char *tg_loaded_version(void); /* "0.23.0 (commit)" */
 
 /* ---- the backend instance (tg_backend.c) ------------------------------- */

@@ -292,7 +292,7 @@ static int rank(ggml_backend_dev_t d) {
     }
 }
 
-int tg_device_list(ggml_backend_dev_t *out, int cap) {
+int tg_device_list(ggml_backend_dev_t *out, int cap, bool cpu_only) {
     ggml_backend_dev_t all[64];
     int n = 0;
     for (int r = 0; r < n_libs; r++)
@@ -300,6 +300,8 @@ int tg_device_list(ggml_backend_dev_t *out, int cap) {
             all[n++] = gf.ggml_backend_reg_dev_get(regs[r], i);
     int k = 0;
     const char *want = secure_getenv("TPORT_GGML_DEVICES");
+    if (cpu_only) /* a 1.0 host: ggml's CPU devices, whatever was chosen for 1.1 */
+        want = NULL;
     if (want && *want) { /* only these, in this order */
         char *list = strdup(want);
         for (char *save = NULL, *e = list ? strtok_r(list, ", ", &save) : NULL; e; e = strtok_r(NULL, ", ", &save)) {
@@ -316,7 +318,7 @@ int tg_device_list(ggml_backend_dev_t *out, int cap) {
         free(list);
         return k;
     }
-    for (int r = 0; r <= 3; r++)
+    for (int r = cpu_only ? 2 : 0; r <= (cpu_only ? 2 : 3); r++)
         for (int i = 0; i < n && k < cap; i++)
             if (rank(all[i]) == r)
                 out[k++] = all[i];
