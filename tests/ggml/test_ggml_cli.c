@@ -1,0 +1,236 @@
+/* The ggml bridge (backends/ggml) through the tport tool, on one ggml
+ * device (argv[1]: "CPU" or "Vulkan0"; lavapipe needs
+ * GGML_VK_VISIBLE_DEVICES=0): `tport backends -v` names the ggml version
+ * and the device; `tport run --backend ggml` gives run.c's greedy ids on
+ * stories260K and llama.cpp's on llama-2-tiny-random (../shared/refs), with
+ * the whole model on the device (--plan); on the CPU device also `tport
+ * check-backend ggml` passes every tier, a GPT-2 (whose exact GELU ggml's
+ * CPU does not compute) runs split between ggml and tensorport's CPU with
+ * the CPU's ids, a missing ggml and another ggml release are refused with
+ * one line each, and an isolated bridge survives a ggml abort.  The ggml
+ * libraries come from TPORT_GGML_LIBS (the npm packages'
+ * bins/ folder, see docs/bring-your-ggml-backend.md); without them the
+ * test is skipped, and under CI=true it fails.  One thread: ggml's CPU
+ * thread pool spin-waits at its barriers, which on a loaded machine makes
+ * two threads hundreds of times slower than one (276 against 0.5 tokens/s
+ * on stories260K with the load at 21 on 2 cores). */
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../model/json_min.h"
+#include "../test_util.h"
+
+#define NAME "test_ggml_cli"
+
+static char dir[512], out_path[600], err_path[600], *out, *err;
+
+static void unavailable(const char *why) {
+    const char *ci = getenv("CI");
+    if (ci && (!strcmp(ci, "true") || !strcmp(ci, "1"))) {
+        printf("%s: FAILED: %s (CI=true: the ggml tests must run)\n", NAME, why);
+        exit(1);
+    }
+    test_skip(NAME, why);
+}
+
+#if !defined(TPORT_GGML_PLUGIN) || !defined(TPORT_CLI)
+int main(void) {
+    unavailable("the ggml bridge was not built (configure with TPORT_GGML_DIR)");
+}
+#else
+
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    char *buf = calloc(1, 1 << 20);
+    if (f && buf) {
+        size_t n = fread(buf, 1, (1 << 20) - 1, f);
+        buf[n] = 0;
+    }
+    if (f)
+        fclose(f);
+    return buf;
+}
+
+/* Runs `ENV tport ARGS`; stdout and stderr in out and err. */
+static int run(const char *env, const char *args) {
+    char cmd[4096];
+    free(out), free(err);
+    out = err = NULL;
+    if (snprintf(cmd, sizeof cmd, "%s '%s' %s >'%s' 2>'%s'", env, TPORT_CLI, args, out_path, err_path) >=
+        (int)sizeof cmd)
+        return -1;
+    int st = system(cmd);
+    out = slurp(out_path), err = slurp(err_path);
+    return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int count_lines(const char *s) {
+    int n = 0;
+    for (; s && *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+/* "a,b,c" of a refs.json array of ids (the first max) */
+static void ids_of(const json *a, int max, char *buf, size_t cap) {
+    buf[0] = 0;
+    for (size_t i = 0; a && a->kind == JSON_ARRAY && i < a->n && (int)i < max; i++) {
+        size_t len = strlen(buf);
+        snprintf(buf + len, cap - len, "%s%d", i ? "," : "", (int)a->items[i].number);
+    }
+}
+
+static int distinct(const char *ids) {
+    int seen[64], n = 0;
+    for (const char *p = ids; *p;) {
+        int v = atoi(p), j = 0;
+        while (j < n && seen[j] != v)
+            j++;
+        if (j == n && n < 64)
+            seen[n++] = v;
+        p = strchr(p, ',');
+        p = p ? p + 1 : "";
+    }
+    return n;
+}
+
+static void reference_run(const char *env, const json *refs, const char *model, const char *extra) {
+    char path[1024];
+    if (!test_shared_path(model, path, sizeof path)) {
+        printf("%s: %s skipped (absent from ../shared)\n", NAME, model);
+        return;
+    }
+    const json *e = json_get(refs, strrchr(model, '/') + 1);
+    char prompt[256], want[1024];
+    ids_of(e ? json_get(e, "prompt_ids") : NULL, 64, prompt, sizeof prompt);
+    ids_of(e ? json_get(e, "generated_ids") : NULL, 64, want, sizeof want);
+    CHECK(prompt[0] && distinct(want) >= 6, "refs.json: no usable reference for %s", model);
+    int n = 1;
+    for (const char *p = want; *p; p++)
+        n += *p == ',';
+    char args[2048];
+    snprintf(args, sizeof args, "run -m '%s' --prompt-ids %s -n %d --ids --temp 0 --threads 1 --backend ggml --plan %s",
+             path, prompt, n, extra);
+    int rc = run(env, args);
+    CHECK(rc == 0, "%s: exit %d: %s", model, rc, err ? err : "");
+    char *nl = out ? strchr(out, '\n') : NULL;
+    if (nl)
+        *nl = 0;
+    CHECK(out && !strcmp(out, want), "%s: greedy ids differ from the reference:\n  got:  %s\n  want: %s", model,
+          out ? out : "", want);
+    CHECK(err && strstr(err, "backend ggml (device memory)") && !strstr(err, "backend cpu"),
+          "%s: not all of the model ran on ggml:\n%s", model, err ? err : "");
+    printf("%s: %s: %d ids equal to the reference\n", NAME, model, n);
+}
+
+int main(int argc, char **argv) {
+    const char *device = argc > 1 ? argv[1] : "CPU";
+    const char *libs = getenv("TPORT_GGML_LIBS");
+    if (!libs || !*libs || access(libs, R_OK) != 0)
+        unavailable("TPORT_GGML_LIBS names no folder of ggml libraries (the npm packages of "
+                    "docs/bring-your-ggml-backend.md)");
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/tport-ggml-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir))
+        return 1;
+    snprintf(out_path, sizeof out_path, "%s/out", dir);
+    snprintf(err_path, sizeof err_path, "%s/err", dir);
+    unsetenv("TPORT_BACKEND");
+    unsetenv("TPORT_BACKEND_ISOLATE");
+    char env[2048];
+    snprintf(env, sizeof env, "TPORT_GGML_PATH='%s' TPORT_GGML_DEVICES=%s", libs, device);
+
+    /* the version and the device */
+    int rc = run(env, "backends -v");
+    CHECK(rc == 0 && out && strstr(out, "bridge to ggml " TPORT_GGML_VERSION), "backends -v: exit %d, no ggml:\n%s%s",
+          rc, out ? out : "", err ? err : "");
+    char want[128];
+    snprintf(want, sizeof want, "device 0: %s (", device);
+    if (!out || !strstr(out, want)) {
+        char why[256];
+        snprintf(why, sizeof why, "ggml offers no device %s here", device);
+        unavailable(why);
+    }
+    CHECK(strstr(out, "ggml " TPORT_GGML_VERSION " (commit"), "backends -v does not name the loaded ggml:\n%s", out);
+
+    json *refs = json_load(TPORT_SHARED_REFS);
+    if (!refs)
+        printf("%s: ../shared/refs/refs.json absent: reference runs skipped\n", NAME);
+    else {
+        reference_run(env, refs, "models/stories260K.bin", "");
+        /* the reference computed in f32; its top-2 gap is as small as 6e-4 */
+        reference_run(env, refs, "models/llama-2-tiny-random.gguf", "--kv-type f32");
+        json_free(refs);
+    }
+
+    if (!strcmp(device, "CPU")) {
+        rc = run(env, "check-backend ggml");
+        CHECK(rc == 0 && out && strstr(out, "numerics") && strstr(out, "negotiate"),
+              "check-backend ggml: exit %d\n%s%s", rc, out ? out : "", err ? err : "");
+
+        /* mixed placement: the norms on tensorport's CPU (TPORT_GGML_SKIP_OPS
+         * keeps them off ggml), everything else on ggml, run.c's ids */
+        char model[700], args[1600];
+        snprintf(model, sizeof model, "%s/models/stories260K.bin", TPORT_SHARED_DIR);
+        json *r2 = json_load(TPORT_SHARED_REFS);
+        const json *e = r2 ? json_get(r2, "stories260K.bin") : NULL;
+        char want_ids[1024];
+        ids_of(e ? json_get(e, "generated_ids") : NULL, 24, want_ids, sizeof want_ids);
+        json_free(r2);
+        char mixed_env[2200];
+        snprintf(mixed_env, sizeof mixed_env, "%s TPORT_BACKEND=ggml,cpu TPORT_GGML_SKIP_OPS=rms_norm", env);
+        snprintf(args, sizeof args, "run -m '%s' --prompt-ids 1 -n 24 --ids --temp 0 --threads 1 --plan", model);
+        bool have_model = access(model, R_OK) == 0 && want_ids[0];
+        if (have_model) {
+            rc = run(mixed_env, args);
+            char *nl = out ? strchr(out, '\n') : NULL;
+            if (nl)
+                *nl = 0;
+            CHECK(rc == 0 && out && !strcmp(out, want_ids), "mixed ggml + cpu: exit %d, ids\n  %s\n  want\n  %s", rc,
+                  out ? out : "", want_ids);
+            CHECK(err && strstr(err, "backend ggml") && strstr(err, "backend cpu") && strstr(err, "rms_norm"),
+                  "mixed placement did not use both backends:\n%s", err ? err : "");
+        } else {
+            printf("%s: mixed placement skipped (stories260K absent)\n", NAME);
+        }
+
+        /* a missing ggml: one line, the rest of tensorport unaffected */
+        rc = run("TPORT_GGML_PATH=/nonexistent/ggml", "backends");
+        CHECK(rc == 0 && out && strstr(out, "ggml: no libggml-base.so in TPORT_GGML_PATH (/nonexistent/ggml)"),
+              "a missing ggml is not named:\n%s%s", out ? out : "", err ? err : "");
+        snprintf(args, sizeof args, "run -m '%s' --prompt-ids 1 -n 2 --ids --backend ggml", model);
+        rc = have_model ? run("TPORT_GGML_PATH=/nonexistent/ggml", args) : 1;
+        CHECK(rc != 0 && (!have_model || (count_lines(err) == 1 && strstr(err, "ggml"))),
+              "--backend ggml without ggml: exit %d, stderr not one line:\n%s", rc, err ? err : "");
+
+        /* another ggml release: refused before anything else is called */
+        char fake_env[1200];
+        snprintf(fake_env, sizeof fake_env, "TPORT_GGML_PATH='%s'", TPORT_GGML_FAKE_DIR);
+        rc = run(fake_env, "backends");
+        CHECK(rc == 0 && out && strstr(out, "is ggml 0.0.1, this bridge was built for ggml " TPORT_GGML_VERSION),
+              "another ggml release is not refused naming both versions:\n%s%s", out ? out : "", err ? err : "");
+
+        /* ggml aborts (GGML_ABORT) in an isolated bridge: the run goes on
+         * on tensorport's CPU, with run.c's ids */
+        snprintf(args, sizeof args, "run -m '%s' --prompt-ids 1 -n 24 --ids --temp 0 --threads 1 --isolate ggml",
+                 model);
+        char abort_env[2400];
+        snprintf(abort_env, sizeof abort_env, "%s TPORT_BACKEND=ggml,cpu TPORT_GGML_FAIL=abort-compute GGML_NO_BACKTRACE=1", env);
+        if (have_model) {
+            rc = run(abort_env, args);
+            char *nl = out ? strchr(out, '\n') : NULL;
+            if (nl)
+                *nl = 0;
+            CHECK(rc == 0 && out && !strcmp(out, want_ids), "isolated ggml abort: exit %d, ids\n  %s\n  want\n  %s\n%s",
+                  rc, out ? out : "", want_ids, err ? err : "");
+            CHECK(err && strstr(err, "ggml"), "the lost bridge is not reported:\n%s", err ? err : "");
+        }
+    }
+    remove(out_path), remove(err_path), rmdir(dir);
+    free(out), free(err);
+    return test_finish(NAME);
+}
+#endif
