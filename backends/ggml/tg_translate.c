@@ -13,6 +13,10 @@ int tg_type(tport_type_id type) {
      * no blocks for them any more) */
     if (type >= GGML_TYPE_COUNT)
         return -1;
+    /* ggml's CPU backend says it supports mul_mat of I64 and F64 weights
+     * but has no kernel for them (a crash in compute): never offered */
+    if (type == GGML_TYPE_I64 || type == GGML_TYPE_F64)
+        return -1;
     const tport_type_info *ti = tg_host->type_info ? tg_host->type_info(type) : NULL;
     int64_t bs = gf.ggml_blck_size((enum ggml_type)type);
     if (!ti || bs <= 0 || ti->block_size != bs || ti->block_bytes != gf.ggml_type_size((enum ggml_type)type))
