@@ -35,6 +35,14 @@ mixtral|--arch llama --dim 64 --layers 2 --heads 4 --kv-heads 2 --ff 128 --ctx 1
 qwen2moe|--arch qwen2moe --dim 64 --layers 2 --heads 4 --kv-heads 2 --ff 128 --ctx 128 --experts 8 --experts-used 4 --expert-ff 64 --shared-ff 128 --seed 2032 --out-gain 4 --norm-noise 0.5|models/vocab/ggml-vocab-qwen2.gguf|128|1e-4
 qwen3moe|--arch qwen3moe --dim 64 --layers 2 --heads 4 --kv-heads 2 --head-size 32 --ff 128 --ctx 128 --experts 8 --experts-used 2 --expert-ff 64 --seed 4041 --out-gain 4 --norm-noise 0.5|models/vocab/ggml-vocab-qwen2.gguf|128|1e-4
 olmoe|--arch olmoe --dim 64 --layers 2 --heads 4 --ff 128 --ctx 128 --experts 8 --experts-used 2 --seed 5042 --out-gain 4 --norm-noise 0.5|models/vocab/ggml-vocab-gpt-neox.gguf|128|1e-4
+llama3|--dim 64 --layers 2 --heads 4 --kv-heads 2 --ff 128 --ctx 256 --with rope_freqs.weight --seed 7 --out-gain 4 --norm-noise 0.5|models/vocab/ggml-vocab-llama-bpe.gguf|128|1e-4
+llama-yarn|--dim 64 --layers 2 --heads 4 --kv-heads 2 --ff 128 --ctx 256 --rope-scaling yarn --rope-factor 4 --rope-orig-ctx 32 --rope-attn-factor 0.8 --seed 1008 --out-gain 8 --norm-noise 0.5|models/vocab/ggml-vocab-llama-bpe.gguf|128|1e-4
+qwen3|--arch qwen3 --dim 64 --layers 2 --heads 4 --kv-heads 2 --head-size 32 --ff 128 --ctx 256 --seed 3011 --out-gain 8 --norm-noise 0.5|models/vocab/ggml-vocab-qwen2.gguf|128|1e-4
+olmo2|--arch olmo2 --dim 64 --layers 2 --heads 4 --ff 128 --ctx 256 --seed 2012 --out-gain 8 --norm-noise 0.5|models/vocab/ggml-vocab-gpt-2.gguf|128|1e-4
+granite|--arch granite --dim 64 --layers 2 --heads 4 --kv-heads 2 --ff 128 --ctx 256 --seed 3013 --out-gain 4 --norm-noise 0.5|models/vocab/ggml-vocab-refact.gguf|128|1e-4
+smollm3|--arch smollm3 --dim 64 --layers 4 --heads 4 --kv-heads 2 --ff 128 --ctx 256 --seed 3014 --out-gain 8 --norm-noise 0.5|models/vocab/ggml-vocab-llama-bpe.gguf|128|1e-4
+phi3|--arch phi3 --dim 64 --layers 2 --heads 4 --ff 128 --ctx 256 --rot 12 --with rope_factors_long.weight --with rope_factors_short.weight --rope-orig-ctx 64 --rope-attn-factor 1.2 --seed 5015 --out-gain 4 --norm-noise 0.5|models/vocab/ggml-vocab-phi-3.gguf|128|1e-4
+mistral3|--arch mistral3 --dim 64 --layers 2 --heads 4 --kv-heads 2 --head-size 32 --ff 128 --ctx 256 --seed 16 --out-gain 4 --norm-noise 0.5|models/vocab/ggml-vocab-gpt-2.gguf|128|1e-4
 RECIPES
     if [ "$vocab" = - ]; then vf=""; else vf="--vocab-from $shared/$vocab"; fi
     # shellcheck disable=SC2086
