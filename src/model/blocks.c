@@ -265,3 +265,15 @@ tport_tensor *tport_blk_output(tport_blk *b, tport_tensor *x) {
                         b->sh->logit_softcap);
     return x;
 }
+
+tport_tensor *tport_blk_decoder(tport_blk *b, bool renormalise_experts) {
+    tport_tensor *x = tport_blk_embed(b);
+    float kq_scale = 1.0f / sqrtf((float)b->sh->head_dim);
+    for (int32_t il = b->layer_begin; il < b->layer_end && x; il++) {
+        const tport_layer *l = &b->m->layers[il];
+        x = tport_add(b->ctx, x, tport_blk_self_attention(b, il, tport_blk_norm(b, x, l->attn_norm, NULL), kq_scale));
+        x = tport_add(b->ctx, x,
+                      tport_blk_ffn_swiglu_or_moe(b, l, tport_blk_norm(b, x, l->ffn_norm, NULL), renormalise_experts));
+    }
+    return tport_blk_output(b, x);
+}

@@ -94,6 +94,13 @@ tport_tensor *tport_blk_ffn_shared_expert(tport_blk *b, const tport_layer *l, tp
 /* The layer's experts where it has them (ffn_gate_inp), else its dense
  * SwiGLU. */
 tport_tensor *tport_blk_ffn_swiglu_or_moe(tport_blk *b, const tport_layer *l, tport_tensor *h, bool renormalise);
+/* The pre-norm decoder most families share (llama, mistral3, qwen2/3,
+ * smollm3, the mixtures of experts built on them): per layer
+ * x += attention(rms_norm(x) * attn_norm), x += ffn(rms_norm(x) * ffn_norm)
+ * with the layer's dense SwiGLU or its experts (renormalised as asked),
+ * then the head.  An architecture whose build is exactly this points at
+ * it from a one-line build of its own. */
+tport_tensor *tport_blk_decoder(tport_blk *b, bool renormalise_experts);
 /* down(gelu(gate h) * up h) */
 tport_tensor *tport_blk_ffn_geglu(tport_blk *b, const tport_layer *l, tport_tensor *h);
 /* down(gelu(up h + b_up)) + b_down */

@@ -35,14 +35,7 @@ static tport_status hparams(const tport_model_file *mf, tport_model_shape *sh) {
 }
 
 static tport_tensor *build(tport_blk *b) {
-    tport_tensor *x = tport_blk_embed(b);
-    float kq_scale = 1.0f / sqrtf((float)b->sh->head_dim);
-    for (int32_t il = b->layer_begin; il < b->layer_end && x; il++) {
-        const tport_layer *l = &b->m->layers[il];
-        x = tport_add(b->ctx, tport_blk_self_attention(b, il, tport_blk_norm(b, x, l->attn_norm, NULL), kq_scale), x);
-        x = tport_add(b->ctx, tport_blk_ffn_swiglu(b, l, tport_blk_norm(b, x, l->ffn_norm, NULL)), x);
-    }
-    return tport_blk_output(b, x);
+    return tport_blk_decoder(b, true);
 }
 
 const tport_arch tport_arch_smollm3 = {
