@@ -112,8 +112,15 @@ static void gt_fill_input(float *x) {
 /* Importance weights for quantize_<t>: positive, spread over 1/8 .. 8. */
 static void gt_fill_weights(float *w) {
     uint32_t s = 0x9E3779B9u;
-    for (int i = 0; i < GT_ROW; i++)
-        w[i] = ldexpf(1.0f + fabsf(gt_uniform(&s)), (int)(gt_next(&s) % 7) - 3);
+    for (int i = 0; i < GT_ROW; i++) {
+        /* the exponent first, then the mantissa: the order gcc evaluated
+         * the two calls in when they were arguments of one call (C leaves
+         * it unspecified; clang takes the other one), which the committed
+         * .qw files were made with */
+        const int e = (int)(gt_next(&s) % 7) - 3;
+        const float m = 1.0f + fabsf(gt_uniform(&s));
+        w[i] = ldexpf(m, e);
+    }
 }
 
 typedef struct gt_ggml {
