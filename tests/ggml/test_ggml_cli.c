@@ -12,8 +12,7 @@
  * bins/ folder, see docs/bring-your-ggml-backend.md); without them the
  * test is skipped, and under CI=true it fails.  One thread: ggml's CPU
  * thread pool spin-waits at its barriers, which on a loaded machine makes
- * two threads hundreds of times slower than one (276 against 0.5 tokens/s
- * on stories260K with the load at 21 on 2 cores). */
+ * two threads hundreds of times slower than one (bench/results run 32). */
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
