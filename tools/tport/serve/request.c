@@ -614,7 +614,9 @@ static bool parse_messages(const cJSON *obj, serve_request *r, serve_error *err)
         const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
         if (!cJSON_IsString(role))
             return fail(err, "messages", "each message needs a string 'role'");
-        serve_message *out = &r->messages[r->n_messages];
+        /* Counted before it is filled, so that serve_request_free frees
+         * what a message that fails half-way has already allocated. */
+        serve_message *out = &r->messages[r->n_messages++];
         const char *rs = role->valuestring;
         if (!strcmp(rs, "system") || !strcmp(rs, "developer"))
             out->role = SERVE_ROLE_SYSTEM;
@@ -633,7 +635,6 @@ static bool parse_messages(const cJSON *obj, serve_request *r, serve_error *err)
         out->content_null = !field(m, "content");
         if (!message_content(field(m, "content"), &out->content, err))
             return false;
-        r->n_messages++;
     }
     return true;
 }
