@@ -24,8 +24,6 @@
 
 #define NAME "test_ggml_cli"
 
-static char dir[512], out_path[600], err_path[600], *out, *err;
-
 static void unavailable(const char *why) {
     const char *ci = getenv("CI");
     if (ci && (!strcmp(ci, "true") || !strcmp(ci, "1"))) {
@@ -40,6 +38,8 @@ int main(void) {
     unavailable("the ggml bridge was not built (configure with TPORT_GGML_DIR)");
 }
 #else
+
+static char dir[512], out_path[600], err_path[600], *out, *err;
 
 static char *slurp(const char *path) {
     FILE *f = fopen(path, "rb");
