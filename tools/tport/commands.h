@@ -37,6 +37,8 @@ int tool_fail(int status, const char *fmt, ...)
 /* The architectures this build runs, "llama, gpt2, ..." (the library's
  * table), into buf. */
 const char *tool_arch_list(char *buf, size_t cap);
+/* Whether this build runs the architecture NAME. */
+bool tool_arch_known(const char *name);
 
 /* Reads all of `path` (at most about max_bytes) into a malloc'd buffer;
  * NULL after printing "tport: ..." on failure (tool_rawfile.c). */

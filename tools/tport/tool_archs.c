@@ -1,6 +1,7 @@
 /* The architectures a --help or an error names: the library's table, so
  * the tool never lists them by hand. */
 #include <stdio.h>
+#include <string.h>
 
 #include "commands.h"
 #include "tport/tport.h"
@@ -14,4 +15,12 @@ const char *tool_arch_list(char *buf, size_t cap) {
         used += n > 0 ? (size_t)n : 0;
     }
     return buf;
+}
+
+bool tool_arch_known(const char *name) {
+    const char *a;
+    for (int i = 0; (a = tport_arch_name_at(i)); i++)
+        if (!strcmp(a, name))
+            return true;
+    return false;
 }
