@@ -16,6 +16,13 @@
 
 enum { HP_VOCAB, HP_CTX, HP_EMBD, HP_HEAD, HP_LAYER, HP_ROT, HP_PAR_RES, HP_FTYPE, HP_ALIBI, HP_CLIP, HP_COUNT };
 
+/* A tensor of an example's file: its GGUF name and the example's, "%d"
+ * the layer in both; a complete model has every one not optional. */
+typedef struct example_name {
+    const char *gguf, *file;
+    bool optional;
+} example_name;
+
 typedef struct example_layout {
     const char *arch;  /* mf->arch, GGUF's architecture name */
     const char *label; /* the ggml example's name            */
@@ -23,62 +30,100 @@ typedef struct example_layout {
     int fields[HP_COUNT];          /* on-disk order of the hparams (i32; alibi, clip f32) */
     bool count_prefix;             /* the vocabulary starts with i32 n_vocab */
     const char *const *prefixes;   /* every tensor name starts with one */
-    const char *const *globals;    /* must be present                  */
-    const char *const *per_layer;  /* "%d" = layer; must be present    */
+    const example_name *names;     /* {NULL} ends them                 */
 } example_layout;
 
+/* gpt-2 and starcoder (ggml's starcoder example writes gpt-2's names) */
 static const char *const gpt2_prefixes[] = {"model/", NULL};
-static const char *const gpt2_globals[] = {"model/wte", "model/wpe", "model/ln_f/g", "model/ln_f/b", NULL};
-static const char *const gpt2_layer[] = {
-    "model/h%d/ln_1/g",        "model/h%d/ln_1/b",        "model/h%d/attn/c_attn/w", "model/h%d/attn/c_attn/b",
-    "model/h%d/attn/c_proj/w", "model/h%d/attn/c_proj/b", "model/h%d/ln_2/g",        "model/h%d/ln_2/b",
-    "model/h%d/mlp/c_fc/w",    "model/h%d/mlp/c_fc/b",    "model/h%d/mlp/c_proj/w",  "model/h%d/mlp/c_proj/b",
-    NULL};
+static const example_name gpt2_names[] = {
+    {"token_embd.weight", "model/wte", false},
+    {"position_embd.weight", "model/wpe", false},
+    {"blk.%d.attn_norm.weight", "model/h%d/ln_1/g", false},
+    {"blk.%d.attn_norm.bias", "model/h%d/ln_1/b", false},
+    {"blk.%d.attn_qkv.weight", "model/h%d/attn/c_attn/w", false},
+    {"blk.%d.attn_qkv.bias", "model/h%d/attn/c_attn/b", false},
+    {"blk.%d.attn_output.weight", "model/h%d/attn/c_proj/w", false},
+    {"blk.%d.attn_output.bias", "model/h%d/attn/c_proj/b", false},
+    {"blk.%d.ffn_norm.weight", "model/h%d/ln_2/g", false},
+    {"blk.%d.ffn_norm.bias", "model/h%d/ln_2/b", false},
+    {"blk.%d.ffn_up.weight", "model/h%d/mlp/c_fc/w", false},
+    {"blk.%d.ffn_up.bias", "model/h%d/mlp/c_fc/b", false},
+    {"blk.%d.ffn_down.weight", "model/h%d/mlp/c_proj/w", false},
+    {"blk.%d.ffn_down.bias", "model/h%d/mlp/c_proj/b", false},
+    {"output_norm.weight", "model/ln_f/g", false},
+    {"output_norm.bias", "model/ln_f/b", false},
+    {"output.weight", "model/lm_head", true},
+    {NULL, NULL, false},
+};
 
 static const char *const gptj_prefixes[] = {"transformer.", "lm_head.", NULL};
-static const char *const gptj_globals[] = {"transformer.wte.weight", "transformer.ln_f.weight",
-                                           "transformer.ln_f.bias", "lm_head.weight", "lm_head.bias", NULL};
-static const char *const gptj_layer[] = {
-    "transformer.h.%d.ln_1.weight",         "transformer.h.%d.ln_1.bias",
-    "transformer.h.%d.attn.q_proj.weight",  "transformer.h.%d.attn.k_proj.weight",
-    "transformer.h.%d.attn.v_proj.weight",  "transformer.h.%d.attn.out_proj.weight",
-    "transformer.h.%d.mlp.fc_in.weight",    "transformer.h.%d.mlp.fc_in.bias",
-    "transformer.h.%d.mlp.fc_out.weight",   "transformer.h.%d.mlp.fc_out.bias",
-    NULL};
+static const example_name gptj_names[] = {
+    {"token_embd.weight", "transformer.wte.weight", false},
+    {"blk.%d.attn_norm.weight", "transformer.h.%d.ln_1.weight", false},
+    {"blk.%d.attn_norm.bias", "transformer.h.%d.ln_1.bias", false},
+    {"blk.%d.attn_q.weight", "transformer.h.%d.attn.q_proj.weight", false},
+    {"blk.%d.attn_k.weight", "transformer.h.%d.attn.k_proj.weight", false},
+    {"blk.%d.attn_v.weight", "transformer.h.%d.attn.v_proj.weight", false},
+    {"blk.%d.attn_output.weight", "transformer.h.%d.attn.out_proj.weight", false},
+    {"blk.%d.ffn_up.weight", "transformer.h.%d.mlp.fc_in.weight", false},
+    {"blk.%d.ffn_up.bias", "transformer.h.%d.mlp.fc_in.bias", false},
+    {"blk.%d.ffn_down.weight", "transformer.h.%d.mlp.fc_out.weight", false},
+    {"blk.%d.ffn_down.bias", "transformer.h.%d.mlp.fc_out.bias", false},
+    {"output_norm.weight", "transformer.ln_f.weight", false},
+    {"output_norm.bias", "transformer.ln_f.bias", false},
+    {"output.weight", "lm_head.weight", false},
+    {"output.bias", "lm_head.bias", false},
+    {NULL, NULL, false},
+};
 
+/* gpt-neox (also dolly-v2 and stablelm); query_key_value keeps its rows
+ * per head as [q,k,v] (the architecture re-orders them) */
 static const char *const neox_prefixes[] = {"gpt_neox.", "embed_out.", NULL};
-static const char *const neox_globals[] = {"gpt_neox.embed_in.weight", "gpt_neox.final_layer_norm.weight",
-                                           "gpt_neox.final_layer_norm.bias", "embed_out.weight", NULL};
-static const char *const neox_layer[] = {
-    "gpt_neox.layers.%d.input_layernorm.weight",          "gpt_neox.layers.%d.input_layernorm.bias",
-    "gpt_neox.layers.%d.attention.query_key_value.weight", "gpt_neox.layers.%d.attention.query_key_value.bias",
-    "gpt_neox.layers.%d.attention.dense.weight",          "gpt_neox.layers.%d.attention.dense.bias",
-    "gpt_neox.layers.%d.post_attention_layernorm.weight", "gpt_neox.layers.%d.post_attention_layernorm.bias",
-    "gpt_neox.layers.%d.mlp.dense_h_to_4h.weight",        "gpt_neox.layers.%d.mlp.dense_h_to_4h.bias",
-    "gpt_neox.layers.%d.mlp.dense_4h_to_h.weight",        "gpt_neox.layers.%d.mlp.dense_4h_to_h.bias",
-    NULL};
+static const example_name neox_names[] = {
+    {"token_embd.weight", "gpt_neox.embed_in.weight", false},
+    {"blk.%d.attn_norm.weight", "gpt_neox.layers.%d.input_layernorm.weight", false},
+    {"blk.%d.attn_norm.bias", "gpt_neox.layers.%d.input_layernorm.bias", false},
+    {"blk.%d.attn_qkv.weight", "gpt_neox.layers.%d.attention.query_key_value.weight", false},
+    {"blk.%d.attn_qkv.bias", "gpt_neox.layers.%d.attention.query_key_value.bias", false},
+    {"blk.%d.attn_output.weight", "gpt_neox.layers.%d.attention.dense.weight", false},
+    {"blk.%d.attn_output.bias", "gpt_neox.layers.%d.attention.dense.bias", false},
+    {"blk.%d.ffn_norm.weight", "gpt_neox.layers.%d.post_attention_layernorm.weight", false},
+    {"blk.%d.ffn_norm.bias", "gpt_neox.layers.%d.post_attention_layernorm.bias", false},
+    {"blk.%d.ffn_up.weight", "gpt_neox.layers.%d.mlp.dense_h_to_4h.weight", false},
+    {"blk.%d.ffn_up.bias", "gpt_neox.layers.%d.mlp.dense_h_to_4h.bias", false},
+    {"blk.%d.ffn_down.weight", "gpt_neox.layers.%d.mlp.dense_4h_to_h.weight", false},
+    {"blk.%d.ffn_down.bias", "gpt_neox.layers.%d.mlp.dense_4h_to_h.bias", false},
+    {"output_norm.weight", "gpt_neox.final_layer_norm.weight", false},
+    {"output_norm.bias", "gpt_neox.final_layer_norm.bias", false},
+    {"output.weight", "embed_out.weight", false},
+    {NULL, NULL, false},
+};
 
 static const char *const mpt_prefixes[] = {"transformer.", NULL};
-static const char *const mpt_globals[] = {"transformer.wte.weight", "transformer.norm_f.weight", NULL};
-static const char *const mpt_layer[] = {
-    "transformer.blocks.%d.norm_1.weight",       "transformer.blocks.%d.attn.Wqkv.weight",
-    "transformer.blocks.%d.attn.out_proj.weight", "transformer.blocks.%d.norm_2.weight",
-    "transformer.blocks.%d.ffn.up_proj.weight",  "transformer.blocks.%d.ffn.down_proj.weight",
-    NULL};
+static const example_name mpt_names[] = {
+    {"token_embd.weight", "transformer.wte.weight", false},
+    {"blk.%d.attn_norm.weight", "transformer.blocks.%d.norm_1.weight", false},
+    {"blk.%d.attn_qkv.weight", "transformer.blocks.%d.attn.Wqkv.weight", false},
+    {"blk.%d.attn_output.weight", "transformer.blocks.%d.attn.out_proj.weight", false},
+    {"blk.%d.ffn_norm.weight", "transformer.blocks.%d.norm_2.weight", false},
+    {"blk.%d.ffn_up.weight", "transformer.blocks.%d.ffn.up_proj.weight", false},
+    {"blk.%d.ffn_down.weight", "transformer.blocks.%d.ffn.down_proj.weight", false},
+    {"output_norm.weight", "transformer.norm_f.weight", false},
+    {NULL, NULL, false},
+};
 
 static const example_layout layouts[] = {
-    {"gpt2", "gpt-2", 6, {HP_VOCAB, HP_CTX, HP_EMBD, HP_HEAD, HP_LAYER, HP_FTYPE}, true, gpt2_prefixes,
-     gpt2_globals, gpt2_layer},
+    {"gpt2", "gpt-2", 6, {HP_VOCAB, HP_CTX, HP_EMBD, HP_HEAD, HP_LAYER, HP_FTYPE}, true, gpt2_prefixes, gpt2_names},
     {"gptj", "gpt-j", 7, {HP_VOCAB, HP_CTX, HP_EMBD, HP_HEAD, HP_LAYER, HP_ROT, HP_FTYPE}, true, gptj_prefixes,
-     gptj_globals, gptj_layer},
+     gptj_names},
     /* gpt-neox (and dolly-v2): no count before the vocabulary either (its converter and main.cpp at
      * ggml@2a75bd43 and @d5c4ce0b read n_vocab entries straight after ftype) */
     {"gptneox", "gpt-neox", 8, {HP_VOCAB, HP_CTX, HP_EMBD, HP_HEAD, HP_LAYER, HP_ROT, HP_PAR_RES, HP_FTYPE}, false,
-     neox_prefixes, neox_globals, neox_layer},
+     neox_prefixes, neox_names},
     /* mpt: d_model, max_seq_len, n_heads, n_layers, n_vocab, f32 alibi_bias_max, f32 clip_qkv, ftype; the
      * vocabulary has no count prefix */
     {"mpt", "mpt", 8, {HP_EMBD, HP_CTX, HP_HEAD, HP_LAYER, HP_VOCAB, HP_ALIBI, HP_CLIP, HP_FTYPE}, false,
-     mpt_prefixes, mpt_globals, mpt_layer},
+     mpt_prefixes, mpt_names},
 };
 #define N_LAYOUTS ((int)(sizeof layouts / sizeof layouts[0]))
 
@@ -334,7 +379,17 @@ static tport_status read_layout(tport_model_file *mf, mf_cursor *c, const exampl
      * tensors is a valid container; say what a complete model also needs */
     char label[48];
     snprintf(label, sizeof label, "%d-layer %s", p->hp[HP_LAYER], l->label);
-    MF_TRY(mf_list_missing(mf, label, l->globals, l->per_layer, (uint32_t)p->hp[HP_LAYER]));
+    const char *globals[24], *per_layer[24];
+    int n_globals = 0, n_per_layer = 0;
+    for (const example_name *e = l->names; e->gguf; e++)
+        if (!e->optional) {
+            if (strstr(e->file, "%d"))
+                per_layer[n_per_layer++] = e->file;
+            else
+                globals[n_globals++] = e->file;
+        }
+    globals[n_globals] = per_layer[n_per_layer] = NULL;
+    MF_TRY(mf_list_missing(mf, label, globals, per_layer, (uint32_t)p->hp[HP_LAYER]));
     /* ggml's starcoder example writes gpt-2's layout and names.  Its own
      * converter (convert-hf-to-ggml.py) repeats the one K,V head n_head
      * times, so those files are gpt-2 files with a model/lm_head and run
@@ -403,4 +458,23 @@ tport_status mf_read_ggml_example(tport_model_file *mf, mf_cursor *c, char *why,
                 n = (int)cap - 1;
         }
     return TPORT_STATUS_UNSUPPORTED; /* not an example file: the caller tries llama */
+}
+
+bool mf_example_name_at(const char *arch, int i, const char **gguf, const char **file) {
+    if (!arch || i < 0)
+        return false;
+    if (!strcmp(arch, "starcoder"))
+        arch = "gpt2";
+    for (int k = 0; k < N_LAYOUTS; k++) {
+        if (strcmp(layouts[k].arch, arch))
+            continue;
+        for (int j = 0; layouts[k].names[j].gguf; j++)
+            if (j == i) {
+                *gguf = layouts[k].names[j].gguf;
+                *file = layouts[k].names[j].file;
+                return true;
+            }
+        return false;
+    }
+    return false;
 }

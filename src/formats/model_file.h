@@ -17,4 +17,11 @@ void tport_model_file_release(const tport_model_file *mf, const void *p, size_t 
  * resident.  Other memory is copied. */
 tport_status tport_model_file_copy(const tport_model_file *mf, const void *p, void *dst, size_t n);
 
+/* The ggml examples' GGML-container files (formats/ggml_example_read.c)
+ * name tensors their own way.  Pair i of the layout that architecture ARCH
+ * (GGUF's name: gpt2, starcoder, gptj, gptneox, mpt) is written in: *gguf
+ * the GGUF name, *file the example's, "%d" the layer in both.  False past
+ * the last pair, and for an architecture without such a layout. */
+bool mf_example_name_at(const char *arch, int i, const char **gguf, const char **file);
+
 #endif

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "formats/model_file.h"
 #include "tport/tport.h"
 
 static void put_i32(FILE *f, int32_t v) { fwrite(&v, 4, 1, f); }
@@ -197,9 +198,10 @@ bool ggml_example_write(const tport_model_file *mf, const tport_arch *arch, cons
             if (!src)
                 continue;
             const char *pattern = NULL;
-            for (int i = 0; arch->legacy_names[i][0]; i++)
-                if (!strcmp(arch->legacy_names[i][0], t->name))
-                    pattern = arch->legacy_names[i][1];
+            const char *gguf, *file;
+            for (int i = 0; mf_example_name_at(arch->name, i, &gguf, &file); i++)
+                if (!strcmp(gguf, t->name))
+                    pattern = file;
             if (!pattern || src->type != TPORT_TYPE_F32) {
                 fprintf(stderr, "  %s: no example name or not f32\n", gguf_name);
                 ok = false;

@@ -82,8 +82,10 @@ int main(int argc, char **argv) {
     tport_model_file *mf = NULL;
     CHECK(tport_model_file_open(gguf, &mf) == TPORT_STATUS_OK, "open %s: %s", gguf, tport_last_error());
     const tport_arch *arch = mf ? tport_arch_find(mf->arch) : NULL;
-    CHECK(arch && arch->legacy_names, "%s has no ggml-example layout", argv[1]);
-    if (arch && arch->legacy_names)
+    const char *gguf_name, *file_name;
+    bool layout = arch && mf_example_name_at(arch->name, 0, &gguf_name, &file_name);
+    CHECK(layout, "%s has no ggml-example layout", argv[1]);
+    if (layout)
         CHECK(ggml_example_write(mf, arch, ggml, &(example_write_opts){.vocab = EXAMPLE_VOCAB_AS_GGUF, .qtype = -1}),
               "cannot write %s", ggml);
     tport_model_file_close(mf);

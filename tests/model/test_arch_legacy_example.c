@@ -120,7 +120,9 @@ static bool write_entry(const json *recipes, const json *e, const char *out) {
         o.quantized = names;
         ok = ok && o.qtype >= 0 && o.qcode >= 0;
     }
-    ok = ok && arch && arch->legacy_names && ggml_example_write(mf, arch, out, &o);
+    const char *gguf_name, *file_name;
+    ok = ok && arch && mf_example_name_at(arch->name, 0, &gguf_name, &file_name) &&
+         ggml_example_write(mf, arch, out, &o);
     tport_model_file_close(mf);
     unlink(gguf);
     return ok;

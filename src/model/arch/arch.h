@@ -5,7 +5,6 @@
 #ifndef TPORT_MODEL_ARCH_H
 #define TPORT_MODEL_ARCH_H
 
-#include "core/export.h"
 
 #include <stddef.h>
 
@@ -88,25 +87,22 @@ struct tport_arch {
     /* Writes the architecture's own GGUF keys for sh (tport synth,
      * tport convert); the common ones are written by the caller. */
     tport_status (*write_keys)(tport_gguf_writer *w, const tport_model_shape *sh);
-    /* For the ggml examples' GGML-container files: {table name, the
-     * example's name} pairs, "%d" the layer in both (NULL-terminated; may
-     * be NULL).  Tensors not listed keep their table name. */
-    const char *const (*legacy_names)[2];
     /* Rearranges weights of a GGML-container file after binding (layouts
      * that differ from GGUF's); may be NULL. */
     tport_status (*fix_legacy)(tport_model *m);
 };
 
-/* The GGUF name of a GGML-container file's tensor (reverse of the legacy
- * names, layers 0..n_layer-1); false if the architecture has no such name.
+/* The GGUF name of a GGML-container file's tensor (the reverse of
+ * mf_example_name_at, layers 0..n_layer-1); false if the architecture's
+ * example layout has no such name.
  * *qkv_interleaved says the tensor is gpt-neox's per-head [q,k,v] fused
  * projection, whose rows GGUF stores as [Q|K|V]. */
 bool tport_arch_gguf_name(const tport_arch *arch, const char *file_name, int n_layer, char *out, size_t cap,
                           bool *qkv_interleaved);
 
 /* The file's tensor for a table name ("blk.%d." names with layer il): the
- * name itself, or in a GGML-container file the architecture's legacy name
- * for it. */
+ * name itself, or in a GGML-container file the example layout's name for
+ * it (mf_example_name_at). */
 const tport_mf_tensor *tport_arch_file_tensor(const tport_model_file *mf, const tport_arch *arch,
                                               const char *table_name, int il, char *name, size_t cap);
 
@@ -115,12 +111,10 @@ const tport_mf_tensor *tport_arch_file_tensor(const tport_model_file *mf, const 
  * and tport convert both use it. */
 
 /* The architecture of that GGUF name, or NULL. */
-TPORT_INTERNAL_EXPORT /* for tools/tport: see core/export.h */
 const tport_arch *tport_arch_find(const char *name);
 int tport_arch_count(void);
 const tport_arch *tport_arch_at(int i);
 /* The size of a table dimension for a shape. */
-TPORT_INTERNAL_EXPORT /* for tools/tport: see core/export.h */
 int64_t tport_arch_dim_size(const tport_model_shape *sh, int dim);
 
 /* Shared by the architecture files: a float key "<arch>.<suffix>". */
@@ -142,7 +136,6 @@ float tport_arch_gemma_q_scale(const tport_model_shape *sh, int32_t layers_27b);
 
 /* The GGUF keys every architecture has ("<arch>.context_length" ..., the
  * norm epsilon of its norm kind, the rotary keys if it uses RoPE). */
-TPORT_INTERNAL_EXPORT /* for tools/tport: see core/export.h */
 tport_status tport_arch_write_common_keys(tport_gguf_writer *w, const tport_arch *arch, const tport_model_shape *sh);
 /* The sequential LayerNorm block of gpt2, starcoder, mpt, bloom:
  * x += attn(ln1 x); x += ffn_gelu(ln2 x). */
@@ -150,7 +143,6 @@ tport_tensor *tport_arch_sequential_ln_block(tport_blk *b, tport_tensor *x, int 
 /* Whether row t is in a file of shape sh: rows of experts only with
  * experts, dense feed-forward rows of a mixture-of-experts architecture
  * only without (tport synth writes, the loader requires, those). */
-TPORT_INTERNAL_EXPORT /* for tools/tport: see core/export.h */
 bool tport_arch_row_applies(const tport_arch_tensor *t, const tport_model_shape *sh);
 
 extern const tport_arch tport_arch_llama, tport_arch_gpt2, tport_arch_starcoder, tport_arch_qwen2,

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "formats/model_file.h"
 #include "model/arch/arch.h"
 
 static const tport_arch *const archs[] = {
@@ -118,12 +119,12 @@ tport_tensor *tport_arch_sequential_ln_block(tport_blk *b, tport_tensor *x, int 
 const tport_mf_tensor *tport_arch_file_tensor(const tport_model_file *mf, const tport_arch *arch,
                                               const char *table_name, int il, char *name, size_t cap) {
     const char *pattern = table_name;
-    if (mf->container == TPORT_CONTAINER_GGML && arch->legacy_names)
-        for (int i = 0; arch->legacy_names[i][0]; i++)
-            if (!strcmp(arch->legacy_names[i][0], table_name)) {
-                pattern = arch->legacy_names[i][1];
-                break;
-            }
+    const char *gguf, *file;
+    for (int i = 0; mf->container == TPORT_CONTAINER_GGML && mf_example_name_at(arch->name, i, &gguf, &file); i++)
+        if (!strcmp(gguf, table_name)) {
+            pattern = file;
+            break;
+        }
     /* patterns come from the tables in this folder: at most one %d */
     if (strstr(pattern, "%d"))
         snprintf(name, cap, pattern, il);
@@ -135,8 +136,8 @@ const tport_mf_tensor *tport_arch_file_tensor(const tport_model_file *mf, const 
 bool tport_arch_gguf_name(const tport_arch *arch, const char *file_name, int n_layer, char *out, size_t cap,
                           bool *qkv_interleaved) {
     *qkv_interleaved = false;
-    for (int i = 0; arch->legacy_names && arch->legacy_names[i][0]; i++) {
-        const char *gguf = arch->legacy_names[i][0], *legacy = arch->legacy_names[i][1];
+    const char *gguf, *legacy;
+    for (int i = 0; mf_example_name_at(arch->name, i, &gguf, &legacy); i++) {
         bool layered = strstr(legacy, "%d") != NULL;
         for (int il = 0; il < (layered ? n_layer : 1); il++) {
             char name[128];

@@ -27,27 +27,6 @@ static const tport_arch_tensor tensors[] = {
     ARCH_G("output.weight", output, DIM_EMBD, DIM_VOCAB, TENSOR_OPTIONAL),
 };
 
-/* ggml's gpt-2 and starcoder examples (shapes as GGUF's) */
-static const char *const legacy_names[][2] = {
-    {"token_embd.weight", "model/wte"},
-    {"position_embd.weight", "model/wpe"},
-    {"blk.%d.attn_norm.weight", "model/h%d/ln_1/g"},
-    {"blk.%d.attn_norm.bias", "model/h%d/ln_1/b"},
-    {"blk.%d.attn_qkv.weight", "model/h%d/attn/c_attn/w"},
-    {"blk.%d.attn_qkv.bias", "model/h%d/attn/c_attn/b"},
-    {"blk.%d.attn_output.weight", "model/h%d/attn/c_proj/w"},
-    {"blk.%d.attn_output.bias", "model/h%d/attn/c_proj/b"},
-    {"blk.%d.ffn_norm.weight", "model/h%d/ln_2/g"},
-    {"blk.%d.ffn_norm.bias", "model/h%d/ln_2/b"},
-    {"blk.%d.ffn_up.weight", "model/h%d/mlp/c_fc/w"},
-    {"blk.%d.ffn_up.bias", "model/h%d/mlp/c_fc/b"},
-    {"blk.%d.ffn_down.weight", "model/h%d/mlp/c_proj/w"},
-    {"blk.%d.ffn_down.bias", "model/h%d/mlp/c_proj/b"},
-    {"output_norm.weight", "model/ln_f/g"},
-    {"output_norm.bias", "model/ln_f/b"},
-    {"output.weight", "model/lm_head"},
-    {NULL, NULL},
-};
 
 static tport_tensor *build(tport_blk *b) {
     tport_tensor *x = tport_blk_embed(b);
@@ -72,7 +51,6 @@ const tport_arch tport_arch_gpt2 = {
     .rope_mode = -1,
     .hparams = hparams,
     .build = build,
-    .legacy_names = legacy_names,
 };
 
 /* starcoder (StarCoder-1, SantaCoder, WizardCoder; GPTBigCode): gpt2's
@@ -86,5 +64,4 @@ const tport_arch tport_arch_starcoder = {
     .rope_mode = -1,
     .hparams = hparams,
     .build = build,
-    .legacy_names = legacy_names,
 };

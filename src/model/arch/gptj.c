@@ -31,25 +31,6 @@ static const tport_arch_tensor tensors[] = {
     ARCH_G("output.bias", output_b, DIM_VOCAB, DIM_1, TENSOR_BIAS),
 };
 
-/* ggml's gpt-j example (HF's GPTJForCausalLM names; shapes as GGUF's) */
-static const char *const legacy_names[][2] = {
-    {"token_embd.weight", "transformer.wte.weight"},
-    {"blk.%d.attn_norm.weight", "transformer.h.%d.ln_1.weight"},
-    {"blk.%d.attn_norm.bias", "transformer.h.%d.ln_1.bias"},
-    {"blk.%d.attn_q.weight", "transformer.h.%d.attn.q_proj.weight"},
-    {"blk.%d.attn_k.weight", "transformer.h.%d.attn.k_proj.weight"},
-    {"blk.%d.attn_v.weight", "transformer.h.%d.attn.v_proj.weight"},
-    {"blk.%d.attn_output.weight", "transformer.h.%d.attn.out_proj.weight"},
-    {"blk.%d.ffn_up.weight", "transformer.h.%d.mlp.fc_in.weight"},
-    {"blk.%d.ffn_up.bias", "transformer.h.%d.mlp.fc_in.bias"},
-    {"blk.%d.ffn_down.weight", "transformer.h.%d.mlp.fc_out.weight"},
-    {"blk.%d.ffn_down.bias", "transformer.h.%d.mlp.fc_out.bias"},
-    {"output_norm.weight", "transformer.ln_f.weight"},
-    {"output_norm.bias", "transformer.ln_f.bias"},
-    {"output.weight", "lm_head.weight"},
-    {"output.bias", "lm_head.bias"},
-    {NULL, NULL},
-};
 
 static tport_tensor *build(tport_blk *b) {
     tport_tensor *x = tport_blk_embed(b);
@@ -72,5 +53,4 @@ const tport_arch tport_arch_gptj = {
     .norm = NORM_LAYER,
     .rope_mode = TPORT_ROPE_NORMAL,
     .build = build,
-    .legacy_names = legacy_names,
 };

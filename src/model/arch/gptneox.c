@@ -27,26 +27,6 @@ static const tport_arch_tensor tensors[] = {
     ARCH_G("output.weight", output, DIM_EMBD, DIM_VOCAB, 0),
 };
 
-/* ggml's gpt-neox example (HF names; query_key_value per head interleaved) */
-static const char *const legacy_names[][2] = {
-    {"token_embd.weight", "gpt_neox.embed_in.weight"},
-    {"blk.%d.attn_norm.weight", "gpt_neox.layers.%d.input_layernorm.weight"},
-    {"blk.%d.attn_norm.bias", "gpt_neox.layers.%d.input_layernorm.bias"},
-    {"blk.%d.attn_qkv.weight", "gpt_neox.layers.%d.attention.query_key_value.weight"},
-    {"blk.%d.attn_qkv.bias", "gpt_neox.layers.%d.attention.query_key_value.bias"},
-    {"blk.%d.attn_output.weight", "gpt_neox.layers.%d.attention.dense.weight"},
-    {"blk.%d.attn_output.bias", "gpt_neox.layers.%d.attention.dense.bias"},
-    {"blk.%d.ffn_norm.weight", "gpt_neox.layers.%d.post_attention_layernorm.weight"},
-    {"blk.%d.ffn_norm.bias", "gpt_neox.layers.%d.post_attention_layernorm.bias"},
-    {"blk.%d.ffn_up.weight", "gpt_neox.layers.%d.mlp.dense_h_to_4h.weight"},
-    {"blk.%d.ffn_up.bias", "gpt_neox.layers.%d.mlp.dense_h_to_4h.bias"},
-    {"blk.%d.ffn_down.weight", "gpt_neox.layers.%d.mlp.dense_4h_to_h.weight"},
-    {"blk.%d.ffn_down.bias", "gpt_neox.layers.%d.mlp.dense_4h_to_h.bias"},
-    {"output_norm.weight", "gpt_neox.final_layer_norm.weight"},
-    {"output_norm.bias", "gpt_neox.final_layer_norm.bias"},
-    {"output.weight", "embed_out.weight"},
-    {NULL, NULL},
-};
 
 /* Rows (or elements, rows of 1) of t from HF's per-head [q|k|v] order to
  * GGUF's [Q|K|V], into memory the model owns. */
@@ -115,6 +95,5 @@ const tport_arch tport_arch_gptneox = {
     .hparams = hparams,
     .build = build,
     .write_keys = write_keys,
-    .legacy_names = legacy_names,
     .fix_legacy = fix_legacy,
 };

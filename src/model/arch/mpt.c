@@ -27,18 +27,6 @@ static const tport_arch_tensor tensors[] = {
     ARCH_G("output.weight", output, DIM_EMBD, DIM_VOCAB, TENSOR_OPTIONAL | TENSOR_NO_SYNTH),
 };
 
-/* ggml's mpt example (LayerNorms without bias, no position embeddings) */
-static const char *const legacy_names[][2] = {
-    {"token_embd.weight", "transformer.wte.weight"},
-    {"blk.%d.attn_norm.weight", "transformer.blocks.%d.norm_1.weight"},
-    {"blk.%d.attn_qkv.weight", "transformer.blocks.%d.attn.Wqkv.weight"},
-    {"blk.%d.attn_output.weight", "transformer.blocks.%d.attn.out_proj.weight"},
-    {"blk.%d.ffn_norm.weight", "transformer.blocks.%d.norm_2.weight"},
-    {"blk.%d.ffn_up.weight", "transformer.blocks.%d.ffn.up_proj.weight"},
-    {"blk.%d.ffn_down.weight", "transformer.blocks.%d.ffn.down_proj.weight"},
-    {"output_norm.weight", "transformer.norm_f.weight"},
-    {NULL, NULL},
-};
 
 static tport_tensor *build(tport_blk *b) {
     tport_tensor *x = tport_blk_embed(b);
@@ -78,5 +66,4 @@ const tport_arch tport_arch_mpt = {
     .hparams = hparams,
     .build = build,
     .write_keys = write_keys,
-    .legacy_names = legacy_names,
 };
