@@ -20,6 +20,9 @@
  *    path writes -1000 for every piece, which makes llama.cpp merge left to
  *    right instead; the types are those of its SentencePiece path
  *    (unknown, control, byte, user-defined, normal).
+ * A folder with SentencePiece's tokenizer.model and no tokenizer.json
+ * gets the converter's SentencePiece path (spm_model.c reads the pieces;
+ * see spm_folder below).
  * tokenizer.json is hostile input: ids are bounded, duplicates refused,
  * every merge's parts must be tokens. */
 #include <stdio.h>
@@ -597,6 +600,129 @@ static tport_status read_tokenizer(hf_tok *t) {
     return write_specials(t, added);
 }
 
+/* ---- tokenizer.model without tokenizer.json ----------------------------------- */
+/* The converter's SentencePiece path (_create_vocab_sentencepiece, which
+ * Llama-family classes try first): config.json's vocab_size ids (else the
+ * pieces'), "[PADi]" unused tokens scored -10000 where no piece is; a
+ * piece keeps its score and its type when unknown, control, unused or
+ * byte, else it is normal (user-defined pieces too, as there); then
+ * added_tokens.json (user-defined) and tokenizer_config.json's
+ * added_tokens_decoder (control when special or looking special, else
+ * user-defined with U+2581 as spaces), both scored -1000.  Special ids come
+ * from config.json's *_token_id, as gguf-py's SpecialVocab finds them
+ * without a tokenizer.json. */
+static tport_status set_added(hf_tok *t, float *scores, int32_t id, const char *content, int32_t type) {
+    if (id < 0 || id >= t->n)
+        return TPORT_STATUS_OK; /* the converter ignores ids out of range */
+    size_t len = strlen(content);
+    char *text = mf_strndup(t->mf, content, len);
+    if (!text)
+        return TPORT_STATUS_OUT_OF_MEMORY;
+    if (type == TT_USER) /* pre-normalized spaces: U+2581 (3 bytes) -> ' ' */
+        for (char *s = text, *d = text; ; ) {
+            if (!strncmp(s, "\xe2\x96\x81", 3)) {
+                *d++ = ' ';
+                s += 3;
+            } else if (!(*d++ = *s++)) {
+                break;
+            }
+        }
+    t->tokens[id] = text;
+    t->types[id] = type;
+    scores[id] = -1000.0f;
+    return TPORT_STATUS_OK;
+}
+
+static tport_status spm_added(hf_tok *t, float *scores) {
+    tport_status st;
+    cJSON *added = parse_beside(t->mf->path, "added_tokens.json", &st, NULL);
+    int32_t id;
+    for (const cJSON *a = cJSON_IsObject(added) ? added->child : NULL; !st && a; a = a->next)
+        if (json_id(a, &id))
+            st = set_added(t, scores, id, a->string, TT_USER);
+    cJSON_Delete(added);
+    const cJSON *dec = t->tcfg ? item(t->tcfg, "added_tokens_decoder") : NULL;
+    for (const cJSON *a = cJSON_IsObject(dec) ? dec->child : NULL; !st && a; a = a->next) {
+        const char *content = str_of(a, "content");
+        char *end = NULL;
+        long v = strtol(a->string, &end, 10);
+        if (!content || !*a->string || *end || v < 0 || v >= MAX_TOKENS)
+            continue;
+        bool control = cJSON_IsTrue(item(a, "special")) || looks_special(content);
+        st = set_added(t, scores, (int32_t)v, content, control ? TT_CONTROL : TT_USER);
+    }
+    return st;
+}
+
+static tport_status read_spm_model(hf_tok *t, const uint8_t *data, size_t size) {
+    tport_model_file *mf = t->mf;
+    spm_piece *pieces = NULL;
+    int32_t n_pieces = 0;
+    MF_TRY(mf_spm_parse(data, size, t->path, &pieces, &n_pieces));
+    uint64_t cfg_n = 0;
+    t->n = t->config && mf_json_uint(item(t->config, "vocab_size"), &cfg_n) && cfg_n > 0 && cfg_n < MAX_TOKENS
+               ? (int32_t)cfg_n
+               : n_pieces;
+    t->tokens = mf_alloc_array(mf, (uint64_t)t->n, sizeof(char *));
+    t->types = mf_alloc_array(mf, (uint64_t)t->n, sizeof(int32_t));
+    float *scores = mf_alloc_array(mf, (uint64_t)t->n, sizeof(float));
+    tport_status st = t->tokens && t->types && scores ? TPORT_STATUS_OK : TPORT_STATUS_OUT_OF_MEMORY;
+    for (int32_t i = 0; i < t->n && !st; i++) {
+        if (i < n_pieces) {
+            const spm_piece *p = &pieces[i];
+            t->tokens[i] = mf_strndup(mf, p->text, p->len);
+            scores[i] = p->score;
+            t->types[i] = p->type == TT_UNKNOWN || p->type == TT_CONTROL || p->type == TT_UNUSED ||
+                                  p->type == TT_BYTE
+                              ? p->type
+                              : TT_NORMAL;
+        } else {
+            char pad[32];
+            snprintf(pad, sizeof pad, "[PAD%d]", (int)i);
+            t->tokens[i] = mf_strndup(mf, pad, strlen(pad));
+            scores[i] = -10000.0f;
+            t->types[i] = TT_UNUSED;
+        }
+        if (!t->tokens[i])
+            st = TPORT_STATUS_OUT_OF_MEMORY;
+    }
+    free(pieces);
+    if (!st)
+        st = spm_added(t, scores);
+    if (!st)
+        st = mf_kv_add_str(mf, "tokenizer.ggml.model", "llama");
+    if (!st)
+        st = mf_kv_add_str(mf, "tokenizer.ggml.pre", "default");
+    if (!st)
+        st = mf_kv_add_array(mf, "tokenizer.ggml.tokens", TPORT_KV_STRING, (uint64_t)t->n, t->tokens);
+    if (!st)
+        st = mf_kv_add_array(mf, "tokenizer.ggml.scores", TPORT_KV_F32, (uint64_t)t->n, scores);
+    if (!st)
+        st = mf_kv_add_array(mf, "tokenizer.ggml.token_type", TPORT_KV_I32, (uint64_t)t->n, t->types);
+    return st ? st : write_specials(t, NULL);
+}
+
+/* A folder with tokenizer.model and no tokenizer.json. */
+static tport_status spm_folder(tport_model_file *mf, const cJSON *config) {
+    char *path = beside(mf->path, "tokenizer.model"), *data = NULL;
+    size_t len = 0;
+    tport_status st = path ? slurp(path, MAX_TOKENIZER_BYTES, &data, &len) : TPORT_STATUS_OUT_OF_MEMORY;
+    if (st || !data) {
+        free(path);
+        return st;
+    }
+    cJSON *tcfg = parse_beside(mf->path, "tokenizer_config.json", &st, NULL);
+    hf_tok t = {.mf = mf, .path = path, .tcfg = tcfg, .config = config};
+    if (!st)
+        st = read_spm_model(&t, (const uint8_t *)data, len);
+    cJSON_Delete(tcfg);
+    free(data);
+    free(path);
+    if (!st)
+        mf_add_note(mf, "tokenizer from tokenizer.model");
+    return st;
+}
+
 tport_status mf_hf_tokenizer(tport_model_file *mf, const mf_cursor *c, const struct cJSON *config) {
     (void)c;
     if (mf->borrowed)
@@ -606,7 +732,7 @@ tport_status mf_hf_tokenizer(tport_model_file *mf, const mf_cursor *c, const str
     cJSON *root = parse_beside(mf->path, "tokenizer.json", &st, &path);
     if (!root) {
         free(path);
-        return st;
+        return st ? st : spm_folder(mf, config);
     }
     cJSON *tcfg = parse_beside(mf->path, "tokenizer_config.json", &st, NULL);
     hf_tok t = {.mf = mf, .path = path, .root = root, .model = item(root, "model"), .tcfg = tcfg,

@@ -198,6 +198,20 @@ bool mf_llama2c_sniff(const mf_cursor *c);
 /* ---- metadata built by a reader (kv_build.c) ---------------------------- */
 /* Appends a key (or replaces its value if set already); arrays and
  * strings must be memory owned by mf. */
+/* A piece of a SentencePiece tokenizer.model (spm_model.c): its text
+ * (len bytes into the parsed data, no NUL inside), score and type
+ * (sentencepiece's numbers, which GGUF's token types share: 1 normal,
+ * 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte). */
+typedef struct spm_piece {
+    const uint8_t *text;
+    uint32_t len;
+    float score;
+    int32_t type;
+} spm_piece;
+/* The pieces of a ModelProto of size bytes (*out malloc'ed); errors name
+ * path and the byte. */
+tport_status mf_spm_parse(const uint8_t *data, size_t size, const char *path, spm_piece **out, int32_t *n);
+
 tport_kv *mf_kv_add(tport_model_file *mf, const char *key, tport_kv_type type);
 tport_status mf_kv_add_u32(tport_model_file *mf, const char *key, uint32_t v);
 tport_status mf_kv_add_f32(tport_model_file *mf, const char *key, float v);

@@ -223,6 +223,114 @@ static void refusals(void) {
     }
 }
 
+/* ---- SentencePiece tokenizer.model ------------------------------------------- */
+static void pb_varint(FILE *f, uint64_t v) {
+    do {
+        fputc((int)((v & 0x7f) | (v > 0x7f ? 0x80 : 0)), f);
+        v >>= 7;
+    } while (v);
+}
+
+/* A ModelProto with g's pieces (field 1: {1 text, 2 score, 3 type}), and
+ * a normalizer spec (field 3) that the reader skips. */
+static void write_spm_model(const char *folder, const tport_model_file *g) {
+    const tport_vocab *v = &g->vocab;
+    char path[512];
+    snprintf(path, sizeof path, "%s/tokenizer.model", folder);
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL, "open %s", path);
+    if (!f)
+        return;
+    for (int32_t i = 0; i < v->n_tokens; i++) {
+        size_t len = strlen(v->tokens[i]);
+        int32_t type = v->token_type ? v->token_type[i] : 1;
+        size_t vlen = 1, tmp = len;
+        while (tmp > 0x7f) {
+            tmp >>= 7;
+            vlen++;
+        }
+        fputc(0x0a, f); /* field 1, length-delimited */
+        pb_varint(f, 1 + vlen + len + 5 + 2);
+        fputc(0x0a, f);
+        pb_varint(f, len);
+        fwrite(v->tokens[i], 1, len, f);
+        float score = v->scores ? v->scores[i] : 0.0f;
+        fputc(0x15, f); /* field 2, fixed32 */
+        fwrite(&score, 4, 1, f);
+        fputc(0x18, f); /* field 3, varint */
+        fputc(type, f);
+    }
+    static const uint8_t normalizer[] = {0x1a, 0x06, 0x0a, 0x04, 'n', 'm', 'f', 'c'};
+    fwrite(normalizer, 1, sizeof normalizer, f);
+    fclose(f);
+}
+
+/* A folder with SentencePiece's tokenizer.model and no tokenizer.json
+ * (Llama 2 as Meta's HF conversion ships it): the same tokens, types,
+ * scores and suite ids as the GGUF vocabulary it was written from. */
+static void spm_model_folder(const char *vocab_name) {
+    char rel[128], buf[512];
+    snprintf(rel, sizeof rel, "models/vocab/ggml-vocab-%s.gguf", vocab_name);
+    const char *src = test_shared_path(rel, buf, sizeof buf);
+    if (!src) {
+        printf("%s: skipped (absent)\n", rel);
+        return;
+    }
+    tport_model_file *g = NULL;
+    CHECK(tport_model_file_open(src, &g) == TPORT_STATUS_OK, "%s: %s", src, tport_last_error());
+    if (!g)
+        return;
+    char name[64];
+    snprintf(name, sizeof name, "spm-model-%s", vocab_name);
+    char *folder = make_folder(name);
+    write_spm_model(folder, g);
+    cJSON *cfg = cJSON_CreateObject();
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(cfg, "architectures"), cJSON_CreateString("LlamaForCausalLM"));
+    cJSON_AddStringToObject(cfg, "model_type", "llama");
+    cJSON_AddNumberToObject(cfg, "hidden_size", 8);
+    cJSON_AddNumberToObject(cfg, "num_hidden_layers", 1);
+    cJSON_AddNumberToObject(cfg, "num_attention_heads", 2);
+    cJSON_AddNumberToObject(cfg, "max_position_embeddings", 64);
+    cJSON_AddNumberToObject(cfg, "vocab_size", g->vocab.n_tokens);
+    cJSON_AddNumberToObject(cfg, "bos_token_id", g->vocab.bos);
+    cJSON_AddNumberToObject(cfg, "eos_token_id", g->vocab.eos);
+    write_json(folder, "config.json", cfg);
+    cJSON *tcfg = cJSON_CreateObject();
+    cJSON_AddBoolToObject(tcfg, "add_bos_token", true);
+    cJSON_AddBoolToObject(tcfg, "add_eos_token", false);
+    write_json(folder, "tokenizer_config.json", tcfg);
+    float w[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+    st_tensor t = {.dtype = "F32", .n_dims = 1, .shape = {8}, .data = w, .nbytes = sizeof w};
+    snprintf(t.name, sizeof t.name, "model.norm.weight");
+    char path[512];
+    snprintf(path, sizeof path, "%s/model.safetensors", folder);
+    write_safetensors(path, &t, 1);
+    CHECK(check_suite(folder, vocab_name) > 10, "%s (tokenizer.model): suite strings", vocab_name);
+    tport_model_file *f = NULL;
+    CHECK(tport_model_file_open(folder, &f) == TPORT_STATUS_OK, "%s: %s", folder, tport_last_error());
+    if (f) {
+        const tport_vocab *a = &f->vocab, *b = &g->vocab;
+        CHECK(a->n_tokens == b->n_tokens && a->scores && a->token_type, "%s (tokenizer.model): %d tokens, GGUF %d",
+              vocab_name, a->n_tokens, b->n_tokens);
+        int diff = 0;
+        for (int32_t i = 0; a->scores && a->token_type && i < a->n_tokens && i < b->n_tokens; i++)
+            diff += strcmp(a->tokens[i], b->tokens[i]) != 0 || a->scores[i] != b->scores[i] ||
+                    a->token_type[i] != (b->token_type[i] == 4 ? 1 : b->token_type[i]);
+        CHECK(diff == 0, "%s (tokenizer.model): %d tokens differ in text, score or type", vocab_name, diff);
+        CHECK(a->bos == b->bos && a->eos == b->eos, "%s (tokenizer.model): bos %d eos %d, GGUF %d %d", vocab_name,
+              a->bos, a->eos, b->bos, b->eos);
+        tport_model_file_close(f);
+    }
+    /* a truncated tokenizer.model is refused, naming the file */
+    snprintf(path, sizeof path, "%s/tokenizer.model", folder);
+    CHECK(truncate(path, 1000) == 0, "truncate %s", path);
+    f = NULL;
+    CHECK(tport_model_file_open(folder, &f) != TPORT_STATUS_OK && strstr(tport_last_error(), "tokenizer.model"),
+          "a truncated tokenizer.model: %s", f ? "opened" : tport_last_error());
+    tport_model_file_close(f);
+    tport_model_file_close(g);
+}
+
 int main(void) {
     char buf[512];
     if (!test_shared_path("models/vocab/ggml-vocab-gpt-2.gguf", buf, sizeof buf))
@@ -234,6 +342,7 @@ int main(void) {
     suite_folder("llama-bpe", "llama-bpe", "LlamaForCausalLM", "llama");
     suite_folder("qwen2", "qwen2", "Qwen2ForCausalLM", "qwen2");
     suite_folder("llama-spm", "spm", "LlamaForCausalLM", "llama");
+    spm_model_folder("llama-spm");
     refusals();
 
     const char *tiny = test_shared_path("models/llama-2-tiny-random.gguf", buf, sizeof buf);

@@ -1,7 +1,8 @@
-/* libFuzzer target: Hugging Face folders.  The input is four files,
+/* libFuzzer target: Hugging Face folders.  The input is five files,
  * each a u32 little-endian length and that many bytes: config.json,
- * tokenizer.json, tokenizer_config.json, model.safetensors (a missing
- * length means an absent file), written to a private folder that is then
+ * tokenizer.json, tokenizer_config.json, model.safetensors,
+ * tokenizer.model (a length of 0, or a missing one, means an absent
+ * file), written to a private folder that is then
  * opened as a model and as a tokenizer.  A model that opens must describe
  * tensors inside memory it owns or maps (their first and last bytes are
  * read, for ASan) and a vocabulary whose ids are in range; a tokenizer
@@ -17,12 +18,13 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static const char *const NAMES[4] = {"config.json", "tokenizer.json", "tokenizer_config.json", "model.safetensors"};
+static const char *const NAMES[5] = {"config.json", "tokenizer.json", "tokenizer_config.json", "model.safetensors",
+                                     "tokenizer.model"};
 static char dir[64];
 
 static void clean(void) {
     char path[128];
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < 5; k++) {
         snprintf(path, sizeof path, "%s/%s", dir, NAMES[k]);
         unlink(path);
     }
@@ -44,12 +46,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     clean();
     size_t at = 0;
     char path[128];
-    for (int k = 0; k < 4 && at + 4 <= size; k++) {
+    for (int k = 0; k < 5 && at + 4 <= size; k++) {
         uint32_t len = (uint32_t)data[at] | (uint32_t)data[at + 1] << 8 | (uint32_t)data[at + 2] << 16 |
                        (uint32_t)data[at + 3] << 24;
         at += 4;
         if (len > size - at)
             len = (uint32_t)(size - at);
+        if (!len)
+            continue;
         snprintf(path, sizeof path, "%s/%s", dir, NAMES[k]);
         FILE *f = fopen(path, "wb");
         if (!f)

@@ -54,7 +54,8 @@ static int split_seeds(const char *dir, int (*save)(const char *, const char *, 
 }
 
 /* fuzz_hf_folder's inputs: config.json, tokenizer.json,
- * tokenizer_config.json, model.safetensors (each u32 length, bytes). */
+ * tokenizer_config.json, model.safetensors, tokenizer.model (each u32
+ * length, bytes; length 0: absent). */
 static void hf_file(bb *set, const char *text) {
     bb f = {0};
     bb_raw(&f, text, strlen(text));
@@ -96,6 +97,32 @@ static int hf_seeds(const char *dir, int (*save)(const char *, const char *, bb 
         set_file(&set, &st);
         rc |= save(dir, i == 0 ? "hf-llama-spm" : "hf-gpt2-bpe", &set);
     }
+    /* SentencePiece's tokenizer.model instead of tokenizer.json: pieces
+     * {1 text, 2 score, 3 type} <unk> (unknown), <s> </s> (control),
+     * U+2581 "a", "b", then a normalizer spec */
+    static const uint8_t spm[] = {
+        0x0a, 0x0e, 0x0a, 0x05, '<', 'u', 'n', 'k', '>', 0x15, 0x00, 0x00, 0x00, 0x00, 0x18, 0x02,
+        0x0a, 0x0c, 0x0a, 0x03, '<', 's', '>', 0x15, 0x00, 0x00, 0x00, 0x00, 0x18, 0x03,
+        0x0a, 0x0d, 0x0a, 0x04, '<', '/', 's', '>', 0x15, 0x00, 0x00, 0x00, 0x00, 0x18, 0x03,
+        0x0a, 0x0d, 0x0a, 0x04, 0xe2, 0x96, 0x81, 'a', 0x15, 0x00, 0x00, 0x80, 0xbf, 0x18, 0x01,
+        0x0a, 0x0a, 0x0a, 0x01, 'b', 0x15, 0x00, 0x00, 0x00, 0xc0, 0x18, 0x01,
+        0x1a, 0x06, 0x0a, 0x04, 'n', 'm', 'f', 'c'};
+    bb set = {0}, none = {0}, model = {0};
+    hf_file(&set, "{\"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\": 4, \"num_hidden_layers\": 1, "
+                  "\"num_attention_heads\": 2, \"vocab_size\": 6, \"bos_token_id\": 1, \"eos_token_id\": 2}");
+    set_file(&set, &none);
+    hf_file(&set, "{\"add_bos_token\": true, \"added_tokens_decoder\": {\"5\": {\"content\": \"<|x|>\", "
+                  "\"special\": true}}}");
+    bb st = {0};
+    const char *hdr = "{\"model.norm.weight\": {\"dtype\": \"F32\", \"shape\": [4], \"data_offsets\": [0, 16]}}";
+    bb_u64(&st, strlen(hdr));
+    bb_raw(&st, hdr, strlen(hdr));
+    for (int k = 0; k < 4; k++)
+        bb_f32(&st, 1.0f);
+    set_file(&set, &st);
+    bb_raw(&model, spm, sizeof spm);
+    set_file(&set, &model);
+    rc |= save(dir, "hf-llama-spm-model", &set);
     return rc;
 }
 
