@@ -99,9 +99,9 @@ static void f64_to_float(const void *src, float *dst, int64_t n) {
 
 #define KQUANTS_AT "llama.cpp@99009e7 (#1684), 2023-06-05"
 /* A current type read but not yet written (no reference quantizer here):
- * dequantize only, dotted in f32. */
-#define DROW(ID, name, blk, bytes, where, fn, ftype)                                                      \
-    {INFO(TPORT_TYPE_##ID, name, blk, bytes, true, TPORT_TYPE_F32), name, "current", BPW(blk, bytes), where, \
+ * dequantize only; dot is the activation type of its products. */
+#define DROW(ID, name, blk, bytes, dot, where, fn, ftype)                                                  \
+    {INFO(TPORT_TYPE_##ID, name, blk, bytes, true, TPORT_TYPE_##dot), name, "current", BPW(blk, bytes), where, \
      tport_dequant_##fn, NULL, TPORT_TYPE_##ID, ftype, 0}
 #define IQ_AT "(PR number from memory, unchecked)"
 #define NLC_AT "in the ggml of node-llama-cpp 3.21.1's llama.cpp (first commit unchecked)"
@@ -145,13 +145,13 @@ static const tport_type_traits table[] = {
     CROW(Q5_K, "q5_K", 256, 176, Q8_K, KQUANTS_AT, q5_K, 17, 0),
     CROW(Q6_K, "q6_K", 256, 210, Q8_K, KQUANTS_AT, q6_K, 18, 0),
     CROW(Q8_K, "q8_K", 256, 292, Q8_K, KQUANTS_AT " (in-memory only)", q8_K, -1, TPORT_TYPEF_ACTIVATION),
-    DROW(IQ2_XXS, "iq2_xxs", 256, 66, "llama.cpp #4773, 2024-01 " IQ_AT, iq2_xxs, 19),
-    DROW(IQ2_XS, "iq2_xs", 256, 74, "llama.cpp #4856, 2024-01 " IQ_AT, iq2_xs, 20),
-    CROW(IQ3_XXS, "iq3_xxs", 256, 98, F32, "llama.cpp #5196, 2024-01-30 " IQ_AT, iq3_xxs, 23, 0),
-    DROW(IQ1_S, "iq1_s", 256, 50, "llama.cpp #5453, 2024-02 " IQ_AT, iq1_s, 24),
+    DROW(IQ2_XXS, "iq2_xxs", 256, 66, Q8_K, "llama.cpp #4773, 2024-01 " IQ_AT, iq2_xxs, 19),
+    DROW(IQ2_XS, "iq2_xs", 256, 74, Q8_K, "llama.cpp #4856, 2024-01 " IQ_AT, iq2_xs, 20),
+    CROW(IQ3_XXS, "iq3_xxs", 256, 98, Q8_K, "llama.cpp #5196, 2024-01-30 " IQ_AT, iq3_xxs, 23, 0),
+    DROW(IQ1_S, "iq1_s", 256, 50, Q8_K, "llama.cpp #5453, 2024-02 " IQ_AT, iq1_s, 24),
     CROW(IQ4_NL, "iq4_nl", 32, 18, Q8_0, "llama.cpp #5590 (opened 2024-02-19)", iq4_nl, 25, 0),
-    CROW(IQ3_S, "iq3_s", 256, 110, F32, "llama.cpp #5647, 2024-02 " IQ_AT, iq3_s, 26, 0),
-    CROW(IQ2_S, "iq2_s", 256, 82, F32, "llama.cpp #5693, 2024-02 " IQ_AT, iq2_s, 28, 0),
+    CROW(IQ3_S, "iq3_s", 256, 110, Q8_K, "llama.cpp #5647, 2024-02 " IQ_AT, iq3_s, 26, 0),
+    CROW(IQ2_S, "iq2_s", 256, 82, Q8_K, "llama.cpp #5693, 2024-02 " IQ_AT, iq2_s, 28, 0),
     CROW(IQ4_XS, "iq4_xs", 256, 136, Q8_K, "llama.cpp #5747, 2024-02 (PR number from memory, unchecked)", iq4_xs,
          30, 0),
     {INFO(TPORT_TYPE_I8, "i8", 1, 1, false, TPORT_TYPE_I8), "i8", "current", 8.0,
@@ -165,14 +165,14 @@ static const tport_type_traits table[] = {
     /* read (rounded to f32), never written: no from_float */
     {INFO(TPORT_TYPE_F64, "f64", 1, 8, false, TPORT_TYPE_F64), "f64", "current", 64.0,
      "ggml, 2024 (date unchecked)", f64_to_float, NULL, TPORT_TYPE_F64, -1, 0},
-    CROW(IQ1_M, "iq1_m", 256, 56, F32, "llama.cpp #6302, 2024-03 " IQ_AT, iq1_m, 31, 0),
+    CROW(IQ1_M, "iq1_m", 256, 56, Q8_K, "llama.cpp #6302, 2024-03 " IQ_AT, iq1_m, 31, 0),
     {INFO(TPORT_TYPE_BF16, "bf16", 1, 2, false, TPORT_TYPE_BF16), "bf16", "current", 16.0,
      "ggml, 2024 (llama.cpp #6412)", bf16_to_float, bf16_from_float, TPORT_TYPE_BF16, 32, 0},
     GROW(Q4_0_4_4, "q4_0_4x4", "q4_0", "4x4", AARCH64_AT " (4 rows, 4-byte chunks); " REPACK_GONE, Q4_0),
     GROW(Q4_0_4_8, "q4_0_4x8", "q4_0", "4x8", AARCH64_AT " (4 rows, 8-byte chunks); " REPACK_GONE, Q4_0),
     GROW(Q4_0_8_8, "q4_0_8x8", "q4_0", "8x8", AARCH64_AT " (8 rows, 8-byte chunks); " REPACK_GONE, Q4_0),
-    CROW(TQ1_0, "tq1_0", 256, 54, F32, "llama.cpp #8151, 2024-09 " IQ_AT, tq1_0, 36, 0),
-    CROW(TQ2_0, "tq2_0", 256, 66, F32, "llama.cpp #8151, 2024-09 " IQ_AT, tq2_0, 37, 0),
+    CROW(TQ1_0, "tq1_0", 256, 54, Q8_K, "llama.cpp #8151, 2024-09 " IQ_AT, tq1_0, 36, 0),
+    CROW(TQ2_0, "tq2_0", 256, 66, Q8_K, "llama.cpp #8151, 2024-09 " IQ_AT, tq2_0, 37, 0),
     GROW(IQ4_NL_4_4, "iq4_nl_4x4", "iq4_nl", "4x4",
          "llama.cpp #10541 (ggml@bb693904), 2024-11-28, a runtime repack target (4 rows, 4-byte chunks); "
          REPACK_GONE, IQ4_NL),

@@ -165,6 +165,7 @@ static inline cpu_vec_dot_fn cpuq_lookup(const cpuq_kernel_entry *t, size_t n, t
 /* Kernel tables: NULL where the ISA has no kernel of its own. */
 cpu_vec_dot_fn CPUQ(scalar_legacy_kernel)(tport_type_id type);
 cpu_vec_dot_fn CPUQ(scalar_kquant_kernel)(tport_type_id type);
+cpu_vec_dot_fn CPUQ(scalar_iq_kernel)(tport_type_id type);
 cpu_vec_dot_fn CPUQ(scalar_kernel)(tport_type_id type);
 /* act_quant.c: activations as llama.cpp's x86 CPU backend quantizes them
  * (declared for callers in ../cpu_quant.h under the default prefix). */

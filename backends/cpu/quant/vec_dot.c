@@ -7,7 +7,9 @@
 
 cpu_vec_dot_fn CPUQ(scalar_kernel)(tport_type_id type) {
     cpu_vec_dot_fn fn = CPUQ(scalar_legacy_kernel)(type);
-    return fn ? fn : CPUQ(scalar_kquant_kernel)(type);
+    if (!fn)
+        fn = CPUQ(scalar_kquant_kernel)(type);
+    return fn ? fn : CPUQ(scalar_iq_kernel)(type);
 }
 
 static cpu_vec_dot_fn avx2_kernel(tport_type_id type) {
