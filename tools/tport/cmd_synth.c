@@ -476,6 +476,8 @@ static void add_table_tensor(synth_ctx *c, const tport_arch_tensor *t, const tpo
     add_tensor(c, name, type, n_dims, tport_arch_dim_size(sh, t->ne0), n_dims == 1 ? 1 : tport_arch_dim_size(sh, t->ne1),
                t->ne2 ? tport_arch_dim_size(sh, t->ne2) : 1);
     c->tensors[c->n_tensors - 1].is_bias = (t->flags & TENSOR_BIAS) != 0;
+    if (t->flags & TENSOR_BIAS) /* a row per expert too: f32, as converters write biases */
+        c->tensors[c->n_tensors - 1].type = TPORT_TYPE_F32;
     /* the table's slot says which weights write into the residual stream */
     bool residual = (t->flags & TENSOR_LAYER) &&
                     (t->slot == offsetof(tport_layer, wo) || t->slot == offsetof(tport_layer, w_down) ||
