@@ -63,6 +63,7 @@ typedef struct synth_opts {
     float out_gain;           /* scale of the weights writing the residual */
     float norm_noise;         /* norm weights uniform in [1 - n, 1 + n]     */
     const char *type_name;
+    const char *experts_type_name; /* --experts-type: the stacks' (NULL: type_name) */
     const char *vocab_from;
     const char *out;
     uint64_t seed;
@@ -122,6 +123,9 @@ static void usage(FILE *out) {
             "--expert-ff N --shared-ff N    an expert's and the shared expert's feed-forward width\n"
             "                  (qwen2moe; llama's experts are --ff wide)\n"
             "--type T          type of the 2-D weights: f32, f16, bf16, q8_0, q4_0, q4_k, ... (default f32)\n"
+            "--experts-type T  type of the experts' stacks (default --type); the router (ffn_gate_inp)\n"
+            "                  then stays f32, as llama-quantize keeps it: --type q8_0 --experts-type\n"
+            "                  mxfp4 writes the bytes of llama-quantize's MXFP4_MOE\n"
             "--vocab-from F    copy the tokenizer (tokenizer.ggml.*) from a GGUF file; its size sets --vocab\n"
             "--seed S          random seed (default 1)\n"
             "--out-gain G      multiply the weights that write into the residual stream (attention\n"
@@ -288,6 +292,11 @@ static int parse_args(int argc, char **argv, synth_opts *o) {
                 return tool_fail(2, "synth: --type needs a type name");
             o->type_name = v;
             i++;
+        } else if (!strcmp(a, "--experts-type")) {
+            if (!v)
+                return tool_fail(2, "synth: --experts-type needs a type name");
+            o->experts_type_name = v;
+            i++;
         } else if (!strcmp(a, "--vocab-from")) {
             if (!v)
                 return tool_fail(2, "synth: --vocab-from needs a GGUF file");
@@ -344,8 +353,8 @@ static int parse_args(int argc, char **argv, synth_opts *o) {
         return tool_fail(2, "synth: --rot %" PRIu32 " must be even and at most the head size %" PRIu32, o->rot, hs);
     if (o->experts && (!o->experts_used || o->experts_used > o->experts))
         return tool_fail(2, "synth: --experts %" PRIu32 " needs --experts-used in 1..%" PRIu32, o->experts, o->experts);
-    if (!o->experts && (o->experts_used || o->expert_ff || o->shared_ff))
-        return tool_fail(2, "synth: --experts-used, --expert-ff and --shared-ff need --experts");
+    if (!o->experts && (o->experts_used || o->expert_ff || o->shared_ff || o->experts_type_name))
+        return tool_fail(2, "synth: --experts-used, --expert-ff, --shared-ff and --experts-type need --experts");
     if (s->kv_heads > s->heads || s->heads % s->kv_heads)
         return tool_fail(2, "synth: heads %" PRIu32 " is not a multiple of kv-heads %" PRIu32, s->heads,
                          s->kv_heads);
@@ -497,10 +506,23 @@ static bool wanted(const synth_opts *o, const tport_arch_tensor *t) {
     return false;
 }
 
+/* A layer tensor's type: the stacks' with --experts-type, and then the
+ * router f32 (llama-quantize never quantizes ffn_gate_inp); else type. */
+static tport_type_id layer_type(const synth_opts *o, const tport_arch_tensor *t, tport_type_id type,
+                                tport_type_id stacks) {
+    if (t->ne2)
+        return stacks;
+    if (o->experts_type_name && t->slot == offsetof(tport_layer, ffn_gate_inp))
+        return TPORT_TYPE_F32;
+    return type;
+}
+
 /* In the table's order, except that the model-level tensors listed after
  * the first per-layer one come after all layers (as converters write). */
 static void plan_tensors(synth_ctx *c, const synth_opts *o, tport_type_id type) {
     const tport_arch *arch = o->arch;
+    /* checked by cmd_synth */
+    const tport_type_id stacks = o->experts_type_name ? type_by_name(o->experts_type_name, type) : type;
     tport_model_shape sh = model_shape(o);
     int first_layer = arch->n_tensors;
     for (int k = 0; k < arch->n_tensors; k++)
@@ -524,7 +546,7 @@ static void plan_tensors(synth_ctx *c, const synth_opts *o, tport_type_id type) 
             if ((arch->tensors[k].flags & TENSOR_LAYER) &&
                 (!(arch->tensors[k].flags & TENSOR_NO_SYNTH) || wanted(o, &arch->tensors[k])) &&
                 tport_arch_row_applies(&arch->tensors[k], &sh))
-                add_table_tensor(c, &arch->tensors[k], &sh, (int)l, type);
+                add_table_tensor(c, &arch->tensors[k], &sh, (int)l, layer_type(o, &arch->tensors[k], type, stacks));
 }
 
 /* splitmix64: a stream per tensor, independent of the order of writing. */
@@ -783,7 +805,8 @@ static int synth(synth_opts *o, const tport_type_traits *type) {
     tport_type_id fallback32 = TPORT_TYPE_F16;
     for (int i = 0; i < c->n_tensors && st == TPORT_STATUS_OK; i++) {
         const synth_tensor *t = &c->tensors[i];
-        if (!t->is_norm) {
+        bool own_type = o->experts_type_name && (t->ne[2] > 1 || strstr(t->name, "ffn_gate_inp.weight"));
+        if (!t->is_norm && !t->is_bias && !own_type) {
             n_weights++;
             if (t->type == TPORT_TYPE_F16 && type->info.id != TPORT_TYPE_F16)
                 n_fallback[1]++;
@@ -836,5 +859,8 @@ int cmd_synth(int argc, char **argv) {
     if (!type)
         return tool_fail(2, "synth: unknown type '%s' or no quantizer for it (tport types lists them)",
                          o.type_name);
+    if (o.experts_type_name && !find_type(o.experts_type_name))
+        return tool_fail(2, "synth: unknown --experts-type '%s' or no quantizer for it (tport types lists them)",
+                         o.experts_type_name);
     return synth(&o, type);
 }
