@@ -1,6 +1,6 @@
 /* The small ops of mixture-of-experts routing (ABI 1.3): sigmoid, the sum
- * of each row, the ids of each row's k largest values, and the bias add
- * indexed by expert.  Split by rows; they touch a few values per token. */
+ * of each row, the ids of each row's k largest values, the bias add
+ * indexed by expert, and gpt-oss's clamped SwiGLU.  Split by rows; they touch a few values per token. */
 #include <math.h>
 #include <string.h>
 
@@ -80,6 +80,24 @@ static void moe_task(void *arg, int ith, int nth) {
             if (out == ids)
                 for (int64_t i = 0; i < d->ne[0]; i++)
                     memcpy(z + (size_t)i * d->nb[0], &ids[i], sizeof ids[i]);
+            break;
+        }
+        case TPORT_OP_SWIGLU_OAI: {
+            const tport_tensor_view *upv = op->src[1];
+            const uint8_t *y = cpu_row(upv, i1, i2, i3);
+            tport_params_swiglu_oai p;
+            memcpy(&p, d->params, sizeof p);
+            for (int64_t i = 0; i < d->ne[0]; i++) {
+                float g, u;
+                memcpy(&g, x + (size_t)i * a->nb[0], sizeof g);
+                memcpy(&u, y + (size_t)i * upv->nb[0], sizeof u);
+                /* as ggml: x / (1 + exp(alpha (-x))), the gate capped
+                 * above only, the up clamped both ways */
+                g = p.limit < g ? p.limit : g;
+                u = u < -p.limit ? -p.limit : p.limit < u ? p.limit : u;
+                float v = g / (1.0f + expf(p.alpha * -g)) * (u + 1.0f);
+                memcpy(z + (size_t)i * d->nb[0], &v, sizeof v);
+            }
             break;
         }
         default: { /* add_id */

@@ -160,7 +160,10 @@ bool cpu_supports(const tport_graph_view *g, int32_t node) {
             if (d->ne[i] % s1->ne[i])
                 return false;
         return true;
+    case TPORT_OP_SWIGLU_OAI:
     case TPORT_OP_SWIGLU:
+        if (d->op == TPORT_OP_SWIGLU_OAI && (!d->params || d->params_size < sizeof(tport_params_swiglu_oai)))
+            return false;
         return s1 && dense_f32(d) && s0->type == TPORT_TYPE_F32 && s1->type == TPORT_TYPE_F32 &&
                same_shape(d, s0) && same_shape(d, s1);
     case TPORT_OP_SCALE:

@@ -205,11 +205,11 @@
  *        (18), IQ1_S (19), IQ3_S (21), IQ2_S (22), I64 (27), F64 (28),
  *        IQ1_M (29), TQ1_0 (34), TQ2_0 (35), NVFP4 (40), Q1_0 (41), Q2_0
  *        (42); older plug-ins decline them.
- *        Mixture-of-experts ops (ids 22..27): MUL_MAT_ID (22), ARGSORT_TOP_K
+ *        Mixture-of-experts ops (ids 22..28): MUL_MAT_ID (22), ARGSORT_TOP_K
  *        (23, tport_params_top_k), SIGMOID (24), SUM_ROWS (25), DIV (26),
- *        ADD_ID (27).  A plug-in that negotiated a minor below 3 is never
- *        asked about, nor given, a node of an op of 1.3: the host runs it
- *        elsewhere.
+ *        ADD_ID (27), SWIGLU_OAI (28, tport_params_swiglu_oai; gpt-oss).
+ *        A plug-in that negotiated a minor below 3 is never asked about,
+ *        nor given, a node of an op of 1.3: the host runs it elsewhere.
  *        RoPE and attention extensions: ROPE_EXT (21,
  *        tport_params_rope_ext: frequency factors, YaRN, attention
  *        factor); FLASH_ATTN_EXT (49, tport_params_flash_attn_ext: logit
@@ -430,6 +430,11 @@ enum {
         src2 ids I32 [n_used, T]: dst[:, i, t] = src0[:, i, t] +
         src1[:, ids[i, t]]; an id outside [0, E) is an error.          */
     TPORT_OP_ADD_ID = 27,
+    /* gpt-oss's clamped SwiGLU (ggml_swiglu_oai), tport_params_swiglu_oai:
+        src0 gate, src1 up, dst: F32 of one shape;
+        x = min(gate, p.limit), y = clamp(up, -p.limit, p.limit),
+        dst = x / (1 + exp(-p.alpha x)) * (y + 1)                      */
+    TPORT_OP_SWIGLU_OAI = 28,
 };
 /* View ops (view, reshape, permute, transpose) never reach a backend: the
  * host resolves them to strides and offsets. */
@@ -450,6 +455,7 @@ typedef struct tport_params_rope {
 typedef struct tport_params_clamp { float min, max; } tport_params_clamp;
 typedef struct tport_params_soft_max_ext { float scale, max_bias; } tport_params_soft_max_ext;
 typedef struct tport_params_top_k { int32_t k; } tport_params_top_k; /* since 1.3 */
+typedef struct tport_params_swiglu_oai { float alpha, limit; } tport_params_swiglu_oai; /* since 1.3 */
 /* since 1.3 */
 typedef struct tport_params_rope_ext {
     int32_t n_dims, mode;   /* as tport_params_rope                   */

@@ -61,6 +61,10 @@ typedef struct tport_synth_params {
     float f32_key_value[TPORT_SYNTH_MAX_F32_KEYS];
     int n_f32_keys;
     tport_type_id type;          /* of the 2-D and 3-D weights               */
+    /* with experts_type_set, the experts' stacks take experts_type and the
+     * router (ffn_gate_inp) stays f32, as llama-quantize's MoE mixes do */
+    bool experts_type_set;
+    tport_type_id experts_type;
     uint64_t seed;
     /* copy tokenizer.* from this GGUF file (its size replaces vocab), else
      * a generated SentencePiece vocabulary of `vocab` tokens (>= 259) */

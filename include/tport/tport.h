@@ -146,6 +146,10 @@ tport_tensor *tport_sigmoid(tport_ctx *ctx, tport_tensor *a);
 tport_tensor *tport_sum_rows(tport_ctx *ctx, tport_tensor *a);
 tport_tensor *tport_div(tport_ctx *ctx, tport_tensor *a, tport_tensor *b);
 tport_tensor *tport_add_id(tport_ctx *ctx, tport_tensor *a, tport_tensor *bias, tport_tensor *ids);
+/* gpt-oss's clamped SwiGLU of gate and up (same shape, f32):
+ * min(gate, limit) sigmoid(alpha min(gate, limit)) (clamp(up, +-limit) + 1)
+ * (TPORT_OP_SWIGLU_OAI). */
+tport_tensor *tport_swiglu_oai(tport_ctx *ctx, tport_tensor *gate, tport_tensor *up, float alpha, float limit);
 /* Copies a into b's memory (converting type; same element count, shapes
  * may differ); returns the node to compute, a view of b.  Add it to the
  * graph before the nodes that read b. */

@@ -1,6 +1,7 @@
 /* Op constructors: validate operands and record a result tensor.  Nothing
  * is computed here.  Every constructor returns NULL with tport_error() set
  * when an operand is NULL or the shapes do not fit. */
+#include <math.h>
 #include <string.h>
 
 #include "error.h"
@@ -273,6 +274,19 @@ tport_tensor *tport_swiglu(tport_ctx *ctx, tport_tensor *a, tport_tensor *b) {
     if (!same_shape(a, b))
         return bad("swiglu", "inputs must have the same shape");
     return new_op(ctx, TPORT_OP_SWIGLU, TPORT_TYPE_F32, a->ne, a, b, NULL, 0);
+}
+
+tport_tensor *tport_swiglu_oai(tport_ctx *ctx, tport_tensor *gate, tport_tensor *up, float alpha, float limit) {
+    if (!ctx || !gate || !up)
+        return null_input("swiglu_oai");
+    if (gate->type != TPORT_TYPE_F32 || up->type != TPORT_TYPE_F32)
+        return bad("swiglu_oai", "inputs must be f32");
+    if (!same_shape(gate, up))
+        return bad("swiglu_oai", "inputs must have the same shape");
+    if (!(limit >= 0.0f) || !isfinite(alpha))
+        return bad("swiglu_oai", "limit must be >= 0 and alpha finite");
+    tport_params_swiglu_oai p = {alpha, limit};
+    return new_op(ctx, TPORT_OP_SWIGLU_OAI, TPORT_TYPE_F32, gate->ne, gate, up, &p, sizeof p);
 }
 
 /* The result is a view of b written by the copy: b's data, b's layout. */

@@ -58,7 +58,8 @@ const char *tport_op_name(tport_op_id op) {
     if (op >= 16 && op - 16 < sizeof arch_names / sizeof arch_names[0])
         return arch_names[op - 16];
     /* ids 22..27: mixture of experts (1.3) */
-    static const char *const moe_names[] = {"mul_mat_id", "argsort_top_k", "sigmoid", "sum_rows", "div", "add_id"};
+    static const char *const moe_names[] = {"mul_mat_id", "argsort_top_k", "sigmoid", "sum_rows",
+                                            "div",        "add_id",        "swiglu_oai"};
     if (op >= 22 && op - 22 < sizeof moe_names / sizeof moe_names[0])
         return moe_names[op - 22];
     return op < sizeof names / sizeof names[0] ? names[op] : "unknown";

@@ -193,11 +193,20 @@ tport_tensor *tport_blk_attention(tport_blk *b, int il, tport_tensor *q, tport_t
     const size_t k_nb[3] = {f, row, (size_t)hd * f};
     tport_tensor *keys = tport_view(ctx, kc, 3, k_ne, k_nb, 0);
     const int64_t o_ne[2] = {hd * sh->n_head, b->n};
+    /* attention sinks (gpt-oss): each head's logit joins its softmax
+     * denominator, which only FLASH_ATTN_EXT expresses */
+    tport_tensor *sinks = b->m->layers[il].attn_sinks;
     if (sh->max_alibi_bias <= 0 && sh->attn_softcap <= 0 && b->fused_attn) {
         /* one node reads both caches in place: no transposed copy of V */
         tport_tensor *values = tport_view(ctx, vc, 3, k_ne, k_nb, 0);
-        tport_tensor *o = tport_flash_attn(ctx, q, keys, values, mask, kq_scale); /* [hd, n_head, n] */
+        tport_tensor *o = sinks ? tport_flash_attn_ext(ctx, q, keys, values, mask, sinks, kq_scale, 0.0f)
+                                : tport_flash_attn(ctx, q, keys, values, mask, kq_scale); /* [hd, n_head, n] */
         return tport_reshape(ctx, o, 2, o_ne);
+    }
+    if (sinks) {
+        tport_error(TPORT_STATUS_UNSUPPORTED, "attention sinks need the fused attention (flash_attn_ext), "
+                    "which a forced backend other than the CPU does not get");
+        return NULL;
     }
     /* ALiBi, soft-capping or a forced backend: the unfused path, V
      * transposed as [n_kv, hd, nkv] (made contiguous) */

@@ -89,6 +89,10 @@ tport_tensor *tport_blk_ffn_swiglu(tport_blk *b, const tport_layer *l, tport_ten
  * renormalised to sum 1 when asked (Mixtral, Qwen3-MoE) or not (OLMoE,
  * Qwen2-MoE). */
 tport_tensor *tport_blk_ffn_moe(tport_blk *b, const tport_layer *l, tport_tensor *h, bool renormalise);
+/* gpt-oss's mixture (blocks_moe.c): the n_expert_used largest of the
+ * router's logits plus its bias, their softmax as weights, experts with
+ * biases (add_id) and the clamped SwiGLU (alpha, limit). */
+tport_tensor *tport_blk_ffn_moe_oai(tport_blk *b, const tport_layer *l, tport_tensor *h, float alpha, float limit);
 /* The shared expert of Qwen2-MoE: its SwiGLU times sigmoid(gate h). */
 tport_tensor *tport_blk_ffn_shared_expert(tport_blk *b, const tport_layer *l, tport_tensor *h);
 /* The layer's experts where it has them (ffn_gate_inp), else its dense

@@ -30,6 +30,10 @@ typedef struct tport_layer {
      * experts' matrices [in, out, n_expert], a shared expert and its gate */
     tport_tensor *ffn_gate_inp, *ffn_gate_exps, *ffn_up_exps, *ffn_down_exps;
     tport_tensor *ffn_gate_inp_shexp, *ffn_gate_shexp, *ffn_up_shexp, *ffn_down_shexp;
+    /* gpt-oss: attention sinks [n_head] (logits that join each head's
+     * softmax denominator), the router's bias [n_expert] and the experts'
+     * biases [out, n_expert] (added by expert id) */
+    tport_tensor *attn_sinks, *ffn_gate_inp_b, *ffn_gate_exps_b, *ffn_up_exps_b, *ffn_down_exps_b;
 } tport_layer;
 
 /* Model-level weight slots. */

@@ -130,6 +130,8 @@ static void add_table_tensor(synth_ctx *c, const tport_arch_tensor *t, const tpo
     add_tensor(c, name, type, n_dims, tport_arch_dim_size(sh, t->ne0), n_dims == 1 ? 1 : tport_arch_dim_size(sh, t->ne1),
                t->ne2 ? tport_arch_dim_size(sh, t->ne2) : 1);
     c->tensors[c->n_tensors - 1].is_bias = (t->flags & TENSOR_BIAS) != 0;
+    if (t->flags & TENSOR_BIAS) /* a row per expert too: f32, as converters write biases */
+        c->tensors[c->n_tensors - 1].type = TPORT_TYPE_F32;
     /* the table's slot says which weights write into the residual stream */
     bool residual = (t->flags & TENSOR_LAYER) &&
                     (t->slot == offsetof(tport_layer, wo) || t->slot == offsetof(tport_layer, w_down) ||
@@ -147,6 +149,16 @@ static bool wanted(const tport_synth_params *p, const tport_arch_tensor *t) {
         if (!strcmp(p->with[i], t->flags & TENSOR_LAYER ? t->name + strlen("blk.%d.") : t->name))
             return true;
     return false;
+}
+
+/* A layer tensor's type: the stacks' with experts_type_set, and then the
+ * router f32 (llama-quantize never quantizes ffn_gate_inp); else type. */
+static tport_type_id layer_type(const tport_synth_params *p, const tport_arch_tensor *t, tport_type_id type) {
+    if (t->ne2 && p->experts_type_set)
+        return p->experts_type;
+    if (p->experts_type_set && t->slot == offsetof(tport_layer, ffn_gate_inp))
+        return TPORT_TYPE_F32;
+    return type;
 }
 
 /* In the table's order, except that the model-level tensors listed after
@@ -177,7 +189,7 @@ static void plan_tensors(synth_ctx *c, tport_type_id type) {
             if ((arch->tensors[k].flags & TENSOR_LAYER) &&
                 (!(arch->tensors[k].flags & TENSOR_NO_SYNTH) || wanted(o, &arch->tensors[k])) &&
                 tport_arch_row_applies(&arch->tensors[k], &sh))
-                add_table_tensor(c, &arch->tensors[k], &sh, (int)l, type);
+                add_table_tensor(c, &arch->tensors[k], &sh, (int)l, layer_type(o, &arch->tensors[k], type));
 }
 
 /* splitmix64: a stream per tensor, independent of the order of writing. */
@@ -408,8 +420,12 @@ static tport_status check_params(const tport_synth_params *p, const tport_arch *
         return BAD("synth: --rot %" PRIu32 " must be even and at most the head size %" PRIu32, p->rot, hs);
     if (p->experts && (!p->experts_used || p->experts_used > p->experts))
         return BAD("synth: --experts %" PRIu32 " needs --experts-used in 1..%" PRIu32, p->experts, p->experts);
-    if (!p->experts && (p->experts_used || p->expert_ff || p->shared_ff))
-        return BAD("synth: --experts-used, --expert-ff and --shared-ff need --experts");
+    if (!p->experts && (p->experts_used || p->expert_ff || p->shared_ff || p->experts_type_set))
+        return BAD("synth: --experts-used, --expert-ff, --shared-ff and --experts-type need --experts");
+    const tport_type_traits *et = p->experts_type_set ? tport_traits(p->experts_type) : NULL;
+    if (p->experts_type_set &&
+        (!et || !et->from_float || !tport_type_is_weight(et) || strcmp(et->revision, "current")))
+        return BAD("synth: experts type %d has no reference quantizer of a current layout", (int)p->experts_type);
     if (p->kv_heads > p->heads || p->heads % p->kv_heads)
         return BAD("synth: heads %" PRIu32 " is not a multiple of kv-heads %" PRIu32, p->heads, p->kv_heads);
     for (int i = 0; i < p->n_f32_keys; i++)
@@ -466,7 +482,8 @@ tport_status tport_synth_write(const tport_synth_params *p_in, const char *path,
     r.fallback_type = TPORT_TYPE_F16;
     for (int i = 0; i < c->n_tensors && st == TPORT_STATUS_OK; i++) {
         const synth_tensor *t = &c->tensors[i];
-        if (!t->is_norm) {
+        bool own_type = p.experts_type_set && (t->ne[2] > 1 || strstr(t->name, "ffn_gate_inp.weight"));
+        if (!t->is_norm && !t->is_bias && !own_type) {
             r.n_weights++;
             if (t->type == TPORT_TYPE_F16 && p.type != TPORT_TYPE_F16)
                 r.n_fallback_f16++;

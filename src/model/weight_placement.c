@@ -579,8 +579,14 @@ tport_status tport_model_place_weights(tport_model *m, const char *backend, cons
                     side_on = on;
             }
             n = tport_model_layer_weights(m, i, vectors[side], slots, 64);
-            for (int k = 0; k < n; k++)
+            for (int k = 0; k < n; k++) {
+                /* a bias per expert (2-D, read by add_id) stays in the file
+                 * for a host-memory backend: a layout of its own (the
+                 * CPU's repacked matrices) serves only products */
+                if (*slots[k] && tport_tensor_ne(*slots[k], 1) > 1 && side_on && !side_on->mem.device_memory)
+                    continue;
                 home(p, *slots[k], side_on);
+            }
         }
     }
     if (st == TPORT_STATUS_OK)

@@ -280,6 +280,7 @@ int64_t tport_arch_dim_size(const tport_model_shape *sh, int dim) {
     case DIM_HEAD: return sh->head_dim;
     case DIM_ROT_HALF: return sh->n_rot / 2;
     case DIM_FF2: return 2 * (int64_t)sh->n_ff;
+    case DIM_N_HEAD: return sh->n_head;
     default: return 0;
     }
 }
@@ -366,7 +367,9 @@ int tport_model_layer_weights(tport_model *m, int32_t il, unsigned kinds, tport_
         const tport_arch_tensor *t = &m->arch->tensors[k];
         if (!(t->flags & TENSOR_LAYER))
             continue;
-        bool ffn = (t->flags & TENSOR_FFN) != 0, matrix = t->ne1 != DIM_1;
+        /* a 2-D bias (gpt-oss's experts': one row per expert) is added,
+         * never multiplied: a vector that stays f32 with its side */
+        bool ffn = (t->flags & TENSOR_FFN) != 0, matrix = t->ne1 != DIM_1 && !(t->flags & TENSOR_BIAS);
         unsigned kind = matrix ? (ffn ? TPORT_LAYER_FFN_MATRICES : TPORT_LAYER_ATTN_MATRICES)
                                : (ffn ? TPORT_LAYER_FFN_VECTORS : TPORT_LAYER_ATTN_VECTORS);
         if (kinds & kind)

@@ -118,6 +118,11 @@ static void moe_cases(builder *b) {
     push(b, (check_case){.op = TPORT_OP_ADD_ID, .n_src = 3,
                          .src = {T(TPORT_TYPE_F32, 33, 2, 5, 1), T(TPORT_TYPE_F32, 33, 4, 1, 1), ids},
                          .dst = T(TPORT_TYPE_F32, 33, 2, 5, 1), .note = "2 of 4 experts"});
+    /* a limit inside the data's range, so both clamps bite */
+    const tport_params_swiglu_oai oai = {1.702f, 0.4f};
+    c = (check_case){.op = TPORT_OP_SWIGLU_OAI, .n_src = 2, .src = {f, f}, .dst = f, .note = "odd, clamped"};
+    set_params(&c, &oai, sizeof oai);
+    push(b, c);
     const tport_type_id w[] = {TPORT_TYPE_F32, TPORT_TYPE_F16, TPORT_TYPE_Q8_0, TPORT_TYPE_Q4_0, TPORT_TYPE_Q4_K,
                                TPORT_TYPE_Q6_K, TPORT_TYPE_MXFP4};
     for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {

@@ -121,7 +121,7 @@ static void test_top_k(tport_ctx *ctx) {
 }
 
 typedef struct small_ref {
-    const tport_tensor *a, *b, *ids;
+    const tport_tensor *a, *b, *ids, *up;
     int op;
 } small_ref;
 
@@ -138,8 +138,13 @@ static double r_small(const void *c, int64_t i0, int64_t i1, int64_t i2, int64_t
     case 2:
         return ct_get(r->a, i0, i1, i2, i3) / ct_get(r->b, i0 % tport_tensor_ne(r->b, 0), i1 % tport_tensor_ne(r->b, 1),
                                                       i2 % tport_tensor_ne(r->b, 2), i3);
-    default:
+    case 3:
         return ct_get(r->a, i0, i1, i2, i3) + ct_get(r->b, i0, (int64_t)ct_get(r->ids, i1, i2, 0, 0), 0, 0);
+    default: { /* swiglu_oai, alpha 1.702, limit 0.5: the gate capped above, up clamped */
+        double g = fmin(ct_get(r->a, i0, i1, i2, i3), 0.5), u = ct_get(r->up, i0, i1, i2, i3);
+        u = fmax(-0.5, fmin(u, 0.5));
+        return g / (1.0 + exp(-1.702 * g)) * (u + 1.0);
+    }
     }
 }
 
@@ -151,15 +156,19 @@ static void test_small(tport_ctx *ctx) {
     ct_set(div_by, 0, 2, 0, 0, 3.0);
     tport_tensor *bias = ct_rand(ctx, TPORT_TYPE_F32, 45, 5, 1, 1);
     tport_tensor *ids = random_ids(ctx, 3, 7, 5);
-    for (int op = 0; op < 4; op++)
+    tport_tensor *up = ct_rand(ctx, TPORT_TYPE_F32, 45, 3, 7, 1);
+    for (int op = 0; op < 5; op++)
         for (int threads = 1; threads <= 3; threads += 2) {
-            tport_tensor *out = op == 0 ? tport_sigmoid(ctx, a) : op == 1 ? tport_sum_rows(ctx, a)
-                                : op == 2 ? tport_div(ctx, a, div_by) : tport_add_id(ctx, a, bias, ids);
+            tport_tensor *out = op == 0   ? tport_sigmoid(ctx, a)
+                                : op == 1 ? tport_sum_rows(ctx, a)
+                                : op == 2 ? tport_div(ctx, a, div_by)
+                                : op == 3 ? tport_add_id(ctx, a, bias, ids)
+                                          : tport_swiglu_oai(ctx, a, up, 1.702f, 0.5f);
             tport_graph *g = ct_run(ctx, out, threads);
             CHECK(g, "op %d", op);
             if (!g)
                 continue;
-            small_ref r = {a, op == 2 ? div_by : bias, ids, op};
+            small_ref r = {a, op == 2 ? div_by : bias, ids, up, op};
             double worst = ct_worst(out, r_small, &r, 1e-6, 1e-6);
             CHECK(worst <= 1.0, "op %d threads %d: error %g", op, threads, worst);
             tport_graph_free(g);

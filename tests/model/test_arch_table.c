@@ -84,11 +84,16 @@ static void check_arch(const tport_arch *a, const char *dir, bool experts) {
             tport_tensor **part[64];
             int np = tport_model_layer_weights(m, il, kinds[k], part, 64);
             total += np;
-            for (int j = 0; j < np; j++)
-                if (*part[j])
-                    CHECK((tport_tensor_ne(*part[j], 1) > 1) == (k < 2) &&
-                              (tport_tensor_ne(*part[j], 2) == (strstr(tport_tensor_name(*part[j]), "_exps") ? 4 : 1)), "%s: layer %d: %s listed as a %s",
-                          a->name, (int)il, tport_tensor_name(*part[j]), k < 2 ? "matrix" : "vector");
+            for (int j = 0; j < np; j++) {
+                if (!*part[j])
+                    continue;
+                /* a bias per expert (gpt-oss: [out, 4]) is a vector too */
+                const char *name = tport_tensor_name(*part[j]);
+                int64_t ne1 = tport_tensor_ne(*part[j], 1), ne2 = tport_tensor_ne(*part[j], 2);
+                bool bias_rows = strstr(name, "_exps.bias") != NULL, stack = strstr(name, "_exps") && !bias_rows;
+                CHECK(bias_rows ? k >= 2 && ne1 == 4 && ne2 == 1 : (ne1 > 1) == (k < 2) && ne2 == (stack ? 4 : 1),
+                      "%s: layer %d: %s listed as a %s", a->name, (int)il, name, k < 2 ? "matrix" : "vector");
+            }
         }
         CHECK(total == n, "%s: the four kinds list %d slots, all of them %d", a->name, total, n);
         tport_tensor **attn[64];

@@ -153,6 +153,9 @@ static void ids_1_3_moe(void) {
     FROZEN(TPORT_OP_SUM_ROWS, 25);
     FROZEN(TPORT_OP_DIV, 26);
     FROZEN(TPORT_OP_ADD_ID, 27);
+    FROZEN(TPORT_OP_SWIGLU_OAI, 28);
+    FROZEN(sizeof(tport_params_swiglu_oai), 8);
+    FROZEN(offsetof(tport_params_swiglu_oai, limit), 4);
     FROZEN(sizeof(tport_params_top_k), 4);
     FROZEN(offsetof(tport_params_top_k, k), 0);
 }

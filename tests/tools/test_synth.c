@@ -256,6 +256,30 @@ static void test_named_shape(void) {
     tport_model_file_close(m);
 }
 
+/* --experts-type: the stacks in their own type, the router f32 (as
+ * llama-quantize's MXFP4_MOE leaves it), the other matrices --type, and
+ * gpt-oss's biases f32 whatever the types (a row per expert included). */
+static void test_experts_type(void) {
+    CHECK(synth("--arch gpt-oss --dim 64 --layers 1 --heads 2 --ff 64 --vocab 259 --experts 4 --experts-used 2 "
+                "--expert-ff 64 --type q8_0 --experts-type mxfp4",
+                "moe.gguf") == 0,
+          "synth gpt-oss q8_0 + mxfp4 experts failed");
+    tport_model_file *m = open_model("moe.gguf");
+    if (m) {
+        expect_tensor(m, "blk.0.attn_q.weight", TPORT_TYPE_Q8_0, 64, 64);
+        expect_tensor(m, "blk.0.ffn_gate_inp.weight", TPORT_TYPE_F32, 64, 4);
+        expect_tensor(m, "blk.0.ffn_up_exps.bias", TPORT_TYPE_F32, 64, 4);
+        expect_tensor(m, "blk.0.attn_sinks.weight", TPORT_TYPE_F32, 2, 0);
+        const tport_mf_tensor *t = tport_model_file_find(m, "blk.0.ffn_down_exps.weight");
+        CHECK(t && t->type == TPORT_TYPE_MXFP4 && t->n_dims == 3 && t->ne[2] == 4, "ffn_down_exps not an mxfp4 stack");
+    }
+    tport_model_file_close(m);
+    CHECK(synth("--experts-type mxfp4 2>/dev/null", "bad8.gguf") != 0, "--experts-type without experts accepted");
+    CHECK(synth("--experts 4 --experts-used 2 --experts-type nosuch 2>/dev/null", "bad9.gguf") != 0,
+          "unknown --experts-type accepted");
+    CHECK(!file_exists("bad8.gguf") && !file_exists("bad9.gguf"), "a refused --experts-type wrote a file");
+}
+
 static void test_bad_arguments(void) {
     CHECK(synth("--dim 64 --heads 5 --vocab 300 2>/dev/null", "bad1.gguf") != 0, "dim not a multiple of heads");
     CHECK(synth("--dim 64 --heads 4 --kv-heads 3 2>/dev/null", "bad2.gguf") != 0, "heads not a multiple of kv-heads");
@@ -280,8 +304,9 @@ int main(void) {
     test_fallback();
     test_named_shape();
     test_bad_arguments();
+    test_experts_type();
     const char *files[] = {"q8.gguf", "f32.gguf", "s11a.gguf", "s11b.gguf", "s12.gguf", "k64.gguf",
-                           "k256.gguf", "s15.gguf"};
+                           "k256.gguf", "s15.gguf", "moe.gguf"};
     tool_scratch_clean(dir, files, (int)(sizeof files / sizeof files[0]));
     return test_finish(NAME);
 }

@@ -37,6 +37,7 @@ static const synth_shape default_shape = {"tiny", 256, 2, 4, 4, 512, 512, 256};
 typedef struct synth_opts {
     tport_synth_params p;
     const char *type_name;
+    const char *experts_type_name; /* --experts-type (NULL: type_name) */
     const char *out;
     bool vocab_set;           /* --vocab given explicitly */
     char f32_suffix[TPORT_SYNTH_MAX_F32_KEYS][100];
@@ -72,6 +73,9 @@ static void usage(FILE *out) {
             "--expert-ff N --shared-ff N    an expert's and the shared expert's feed-forward width\n"
             "                  (qwen2moe; llama's experts are --ff wide)\n"
             "--type T          type of the 2-D weights: f32, f16, bf16, q8_0, q4_0, q4_k, ... (default f32)\n"
+            "--experts-type T  type of the experts' stacks (default --type); the router (ffn_gate_inp)\n"
+            "                  then stays f32, as llama-quantize keeps it: --type q8_0 --experts-type\n"
+            "                  mxfp4 writes the bytes of llama-quantize's MXFP4_MOE\n"
             "--vocab-from F    copy the tokenizer (tokenizer.ggml.*) from a GGUF file; its size sets --vocab\n"
             "--seed S          random seed (default 1)\n"
             "--out-gain G      multiply the weights that write into the residual stream (attention\n"
@@ -243,6 +247,11 @@ static int parse_args(int argc, char **argv, synth_opts *o) {
                 return tool_fail(2, "synth: --type needs a type name");
             o->type_name = v;
             i++;
+        } else if (!strcmp(a, "--experts-type")) {
+            if (!v)
+                return tool_fail(2, "synth: --experts-type needs a type name");
+            o->experts_type_name = v;
+            i++;
         } else if (!strcmp(a, "--vocab-from")) {
             if (!v)
                 return tool_fail(2, "synth: --vocab-from needs a GGUF file");
@@ -329,6 +338,14 @@ int cmd_synth(int argc, char **argv) {
         return tool_fail(2, "synth: unknown type '%s' or no quantizer for it (tport types lists them)",
                          o.type_name);
     o.p.type = (tport_type_id)type->info.id;
+    if (o.experts_type_name) {
+        const tport_type_traits *et = find_type(o.experts_type_name);
+        if (!et)
+            return tool_fail(2, "synth: unknown --experts-type '%s' or no quantizer for it (tport types lists them)",
+                             o.experts_type_name);
+        o.p.experts_type_set = true;
+        o.p.experts_type = (tport_type_id)et->info.id;
+    }
     progress_state ps = {.path = o.out, .last_percent = -1};
     o.p.progress = progress;
     o.p.progress_user = &ps;

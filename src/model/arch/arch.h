@@ -29,12 +29,14 @@ typedef enum tport_arch_dim {
     DIM_HEAD,     /* head_dim (per-head Q/K norms)              */
     DIM_ROT_HALF, /* n_rot / 2 (RoPE frequency factors)         */
     DIM_FF2,      /* 2 n_ff (fused [gate|up] rows, phi3)         */
+    DIM_N_HEAD,   /* n_head (attention sinks, gpt-oss)           */
 } tport_arch_dim;
 
 enum {
     TENSOR_LAYER = 1u << 0,    /* one per block: the name has a %d          */
     TENSOR_OPTIONAL = 1u << 1, /* the file may lack it                      */
-    TENSOR_BIAS = 1u << 2,     /* 1-D additive: synth fills it with noise   */
+    TENSOR_BIAS = 1u << 2,     /* additive (1-D, or a row per expert): synth
+                                  fills it with noise, always f32         */
     TENSOR_NO_SYNTH = 1u << 3, /* optional and not written by tport synth   */
     TENSOR_FFN = 1u << 4,      /* a layer's feed-forward side (else its
                                   attention side): where its matrices run,
@@ -148,7 +150,7 @@ bool tport_arch_row_applies(const tport_arch_tensor *t, const tport_model_shape 
 extern const tport_arch tport_arch_llama, tport_arch_gpt2, tport_arch_starcoder, tport_arch_qwen2,
     tport_arch_gptneox, tport_arch_phi2, tport_arch_falcon, tport_arch_mpt, tport_arch_bloom, tport_arch_gemma,
     tport_arch_gptj, tport_arch_gemma2, tport_arch_gemma3, tport_arch_qwen2moe, tport_arch_qwen3moe,
-    tport_arch_olmoe, tport_arch_granitemoe;
+    tport_arch_olmoe, tport_arch_granitemoe, tport_arch_gptoss;
 extern const tport_arch tport_arch_qwen3, tport_arch_olmo2, tport_arch_granite, tport_arch_smollm3, tport_arch_phi3,
     tport_arch_mistral3;
 

@@ -15,6 +15,8 @@ static const tport_arch *const archs[] = {
     /* issue 40's dense families */
     &tport_arch_qwen3, &tport_arch_olmo2, &tport_arch_granite, &tport_arch_smollm3, &tport_arch_phi3,
     &tport_arch_mistral3,
+    /* issue 41's gpt-oss */
+    &tport_arch_gptoss,
 };
 
 int tport_arch_count(void) { return (int)(sizeof archs / sizeof archs[0]); }

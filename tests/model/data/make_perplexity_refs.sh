@@ -43,6 +43,8 @@ granite|--arch granite --dim 64 --layers 2 --heads 4 --kv-heads 2 --ff 128 --ctx
 smollm3|--arch smollm3 --dim 64 --layers 4 --heads 4 --kv-heads 2 --ff 128 --ctx 256 --seed 3014 --out-gain 8 --norm-noise 0.5|models/vocab/ggml-vocab-llama-bpe.gguf|128|1e-4
 phi3|--arch phi3 --dim 64 --layers 2 --heads 4 --ff 128 --ctx 256 --rot 12 --with rope_factors_long.weight --with rope_factors_short.weight --rope-orig-ctx 64 --rope-attn-factor 1.2 --seed 5015 --out-gain 4 --norm-noise 0.5|models/vocab/ggml-vocab-phi-3.gguf|128|1e-4
 mistral3|--arch mistral3 --dim 64 --layers 2 --heads 4 --kv-heads 2 --head-size 32 --ff 128 --ctx 256 --seed 16 --out-gain 4 --norm-noise 0.5|models/vocab/ggml-vocab-gpt-2.gguf|128|1e-4
+gpt-oss|--arch gpt-oss --dim 64 --layers 2 --heads 4 --kv-heads 2 --head-size 32 --ff 128 --ctx 256 --experts 8 --experts-used 2 --expert-ff 64 --window 8 --rope-scaling yarn --rope-factor 4 --rope-orig-ctx 32 --seed 4101 --out-gain 4 --norm-noise 0.5|models/vocab/ggml-vocab-gpt-2.gguf|128|1e-4
+gpt-oss-mxfp4-moe|--arch gpt-oss --dim 64 --layers 2 --heads 4 --kv-heads 2 --head-size 32 --ff 128 --ctx 256 --experts 8 --experts-used 2 --expert-ff 64 --window 8 --rope-scaling yarn --rope-factor 4 --rope-orig-ctx 32 --seed 4101 --out-gain 4 --norm-noise 0.5 --type q8_0 --experts-type mxfp4|models/vocab/ggml-vocab-gpt-2.gguf|128|1e-3
 RECIPES
     if [ "$vocab" = - ]; then vf=""; else vf="--vocab-from $shared/$vocab"; fi
     # shellcheck disable=SC2086
