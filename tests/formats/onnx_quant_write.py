@@ -1,8 +1,8 @@
 """Writes a block-quantized ONNX llama (with Debian's python3-onnx and
 numpy) and, beside it, the float reference it must load as, for
-test_formats_onnx.c.  The weights are random (seeded): hidden 64, 4 heads
-(2 kv heads), ffn 80 (ffn_down's K = 80 is no multiple of 32: the reader
-must still find an exact layout or fall back to f32), 32000 tokens.
+test_formats_onnx_quant.c.  The weights are random (seeded): hidden 64,
+4 heads (2 kv heads), ffn 96 (ffn_down's K = 96: a block of 64 is cut
+short), 2 layers, 32000 tokens.
 
 Each MatMul weight W [N, K] is quantized in numpy, then the reference
 REF/model.safetensors holds (code - zero_point) * scale computed here in
@@ -34,7 +34,7 @@ import onnx
 from onnx import TensorProto, helper
 
 INT4, UINT4 = 22, 21  # TensorProto data types (onnx >= 1.16 names them)
-H, FF, NH, NKV, V, L = 64, 80, 4, 2, 32000, 2
+H, FF, NH, NKV, V, L = 64, 96, 4, 2, 32000, 2
 
 
 def raw(name, arr, dt, dims=None):
