@@ -12,9 +12,17 @@
  *  - a Gather's table (input 0) named from its node likewise.
  * The tensors then go through the Hugging Face path (config.json beside
  * the model: architecture, keys, q/k un-permutation, tokenizer.json), so
- * an ONNX export runs and converts like the folder it was exported from.
- * Refused, naming what: quantized graphs (MatMulNBits, DequantizeLinear,
- * ...: not read yet), a MatMul/Gemm/Gather weight that cannot be named,
+ * an ONNX export runs and converts like the folder it was exported from;
+ * onnxruntime-genai's genai_config.json, when there, is checked against
+ * it and applied (onnx_genai.c).
+ *  - block-quantized weights: com.microsoft.MatMulNBits' B (named from
+ *    onnxruntime's "NAME.MatMul.weight_Q4" or its node) and a
+ *    DequantizeLinear's x feeding a MatMul's B or a Gather's table, each
+ *    re-encoded into a tensorport type that holds it exactly
+ *    (onnx_quant.c), f32 where none does; the notes say which.
+ * Refused, naming what: other quantized ops (QuantizeLinear, MatMulInteger,
+ * GatherBlockQuantized, ...), quantized activations, MatMulNBits' g_idx,
+ * a MatMul/Gemm/Gather weight that cannot be named,
  * weights of other data types, external data whose location leaves the
  * model's folder or whose bytes are not in the file.  Float constants not
  * used as weights (RoPE caches, masks) are left out. */
@@ -26,6 +34,7 @@
 #include <unistd.h>
 
 #include "formats/mf_internal.h"
+#include "formats/onnx_genai.h"
 #include "formats/onnx_proto.h"
 #include "formats/onnx_quant.h"
 #include "core/tensor.h"
@@ -474,15 +483,18 @@ static tport_status map_dequant(tport_model_file *mf, const mf_cursor *c, const 
     return add_quant(mf, &q, hf, "DequantizeLinear", qs);
 }
 
+/* One short note (notes are 256 bytes): "ONNX re-encoded exactly:
+ * MatMulNBits 13 q4_0, 2 f32" -- f32 where no block layout fits. */
 static void note_quant(tport_model_file *mf, const qstats *qs) {
-    for (uint32_t i = 0; i < qs->n; i++) {
-        char note[200];
-        bool f32 = qs->s[i].type == TPORT_TYPE_F32;
-        snprintf(note, sizeof note, "ONNX %s: %u weight%s %s %s%s", qs->s[i].op, qs->s[i].count,
-                 qs->s[i].count == 1 ? "" : "s", f32 ? "dequantized to" : "re-encoded losslessly as",
-                 tport_type_name(qs->s[i].type), f32 ? " (exact; no block layout holds their values exactly)" : "");
+    char note[160];
+    int k = snprintf(note, sizeof note, "ONNX quantized weights, exact:");
+    for (uint32_t i = 0; i < qs->n && k > 0 && (size_t)k < sizeof note; i++)
+        k += snprintf(note + k, sizeof note - (size_t)k, "%s%s%s %u %s", i ? "," : "",
+                      i && qs->s[i].op == qs->s[i - 1].op ? "" : " ",
+                      i && qs->s[i].op == qs->s[i - 1].op ? "" : qs->s[i].op, qs->s[i].count,
+                      tport_type_name(qs->s[i].type));
+    if (qs->n)
         mf_add_note(mf, note);
-    }
 }
 
 static tport_status map_weights(tport_model_file *mf, const mf_cursor *c, const onnx_model *o) {
@@ -591,11 +603,16 @@ tport_status mf_read_onnx(tport_model_file *mf, mf_cursor *c) {
     MF_TRY(mf_check_unique_names(mf, c));
     if (!mf->borrowed) {
         const char *slash = strrchr(mf->path, '/');
-        char cfg[4096];
+        char cfg[4096], genai[4096];
         snprintf(cfg, sizeof cfg, "%.*sconfig.json", slash ? (int)(slash - mf->path + 1) : 0, mf->path);
+        snprintf(genai, sizeof genai, "%.*sgenai_config.json", slash ? (int)(slash - mf->path + 1) : 0, mf->path);
         if (access(cfg, R_OK) != 0)
             return tport_error(TPORT_STATUS_UNSUPPORTED, "%s: an ONNX model needs the config.json it was exported "
-                               "with beside it (Optimum writes it; genai_config.json is not read)", mf->path);
+                               "with beside it (Optimum writes it)%s", mf->path, access(genai, R_OK) != 0 ? "" :
+                               "; genai_config.json gives no rms_norm_eps, rope_theta or intermediate_size (the "
+                               "export bakes them into the graph)");
     }
-    return mf_apply_hf_config(mf, c);
+    MF_TRY(mf_apply_hf_config(mf, c));
+    bool genai;
+    return mf_onnx_genai_config(mf, c, &genai);
 }

@@ -7,7 +7,7 @@
  * one where one exists, f32 where none does); tport runs the model with
  * the reference's greedy ids (both computed in f32); a q4_0 model
  * converts to a GGUF holding the same bytes, which runs with the same
- * ids; g_idx is refused. */
+ * ids; g_idx is refused; genai_config.json is applied or refused. */
 #include "core/tensor.h"
 #include "hf_writer.h"
 
@@ -115,6 +115,65 @@ static void make_model(const char *form, const tport_model_file *vocab, char *mo
     CHECK(system(cmd) == 0, "%s", cmd);
 }
 
+/* onnxruntime-genai's genai_config.json beside the model: applied where
+ * it agrees with config.json and the weights, refused, naming what,
+ * where it does not or asks what tport cannot do. */
+static const char *GENAI =
+    "{\"model\": {\"bos_token_id\": 1, \"context_length\": 512, \"eos_token_id\": %s, \"pad_token_id\": 0,"
+    " \"type\": \"%s\", \"vocab_size\": 32000, \"decoder\": {\"filename\": \"model.onnx\", \"head_size\": 16,"
+    " \"hidden_size\": %d, \"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"num_hidden_layers\": 2}},"
+    " \"search\": {\"do_sample\": false, \"top_k\": 50, \"top_p\": 0.875, \"temperature\": 0.75,"
+    " \"repetition_penalty\": 1.0, \"max_length\": 512, \"num_beams\": %d, \"diversity_penalty\": 0.0}}";
+
+static tport_model_file *open_genai(const char *folder, const char *model, const char *eos, const char *type,
+                                    int hidden, int beams, tport_status *st) {
+    char path[700], text[1200];
+    snprintf(path, sizeof path, "%s/genai_config.json", folder);
+    snprintf(text, sizeof text, GENAI, eos, type, hidden, beams);
+    write_text(path, text);
+    tport_model_file *f = NULL;
+    *st = tport_model_file_open(model, &f);
+    return f;
+}
+
+static void check_genai(const char *model) {
+    char folder[600];
+    snprintf(folder, sizeof folder, "%.*s", (int)(strrchr(model, '/') - model), model);
+    tport_status st;
+    tport_model_file *f = open_genai(folder, model, "[2, 3]", "llama", 64, 1, &st);
+    CHECK(st == TPORT_STATUS_OK, "genai_config.json: %s", tport_last_error());
+    if (f) {
+        const tport_kv *k = tport_model_file_kv(f, "general.sampling.top_k"),
+                       *p = tport_model_file_kv(f, "general.sampling.top_p");
+        CHECK(f->hp.n_ctx == 512 && f->vocab.bos == 1 && f->vocab.eos == 2 && f->vocab.pad == 0,
+              "genai_config.json: n_ctx %u, bos %d, eos %d, pad %d", f->hp.n_ctx, f->vocab.bos, f->vocab.eos,
+              f->vocab.pad);
+        CHECK(k && k->v.u == 1 && p && p->v.f == 0.875f, "genai_config.json: greedy search as top_k 1, top_p kept");
+        CHECK(strstr(f->notes, "genai_config.json") && strstr(f->notes, "eos 3 no stop"),
+              "genai_config.json: the notes say so, and name the eos ids not honoured: %s", f->notes);
+        tport_model_file_close(f);
+    }
+    static const struct {
+        const char *type;
+        int hidden, beams;
+        const char *why;
+    } BAD[] = {{"qwen2", 64, 1, "model.type"}, {"llama", 32, 1, "hidden_size"}, {"llama", 64, 4, "num_beams"}};
+    for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
+        f = open_genai(folder, model, "2", BAD[i].type, BAD[i].hidden, BAD[i].beams, &st);
+        CHECK(st != TPORT_STATUS_OK && strstr(tport_last_error(), BAD[i].why), "genai_config.json: %s refused: %s",
+              BAD[i].why, st ? tport_last_error() : "opened");
+        tport_model_file_close(f);
+    }
+    char cfg[700];
+    snprintf(cfg, sizeof cfg, "%s/config.json", folder);
+    unlink(cfg);
+    f = open_genai(folder, model, "2", "llama", 64, 1, &st);
+    CHECK(st != TPORT_STATUS_OK && strstr(tport_last_error(), "rms_norm_eps"),
+          "genai_config.json without config.json is refused, naming what it lacks: %s",
+          st ? tport_last_error() : "opened");
+    tport_model_file_close(f);
+}
+
 int main(void) {
     char buf[512];
     const char *tiny = test_shared_path("models/llama-2-tiny-random.gguf", buf, sizeof buf);
@@ -173,6 +232,7 @@ int main(void) {
             tport_model_file_close(c);
             tport_model_file_close(o);
             check_run("onnx-nbits4 converted (q4_0 kernels)", out, model, "");
+            check_genai(model);
         }
     }
     /* refused, naming what */
