@@ -323,10 +323,22 @@ static void strip_q_suffix(const char *name, char *out, size_t cap) {
         *u = '\0';
 }
 
+/* From the weight's name ("...q_proj.MatMul.weight_Q4") or its node's
+ * ("/model/layers.0/attn/q_proj/MatMulNBits": onnxruntime-genai's "attn"
+ * is Hugging Face's "self_attn"). */
 static bool quant_name(const onnx_tensor *w, const onnx_node *nd, char *hf, size_t cap) {
     char base[256];
     strip_q_suffix(w->name, base, sizeof base);
-    return name_from_genai(base, hf, cap) || name_from_node(nd->name, hf, cap);
+    if (name_from_genai(base, hf, cap))
+        return true;
+    if (!name_from_node(nd->name, hf, cap))
+        return false;
+    char *attn = strstr(hf, ".attn.");
+    if (starts(hf, "model.layers.") && attn && strlen(hf) + 5 < cap) {
+        memmove(attn + 10, attn + 5, strlen(attn + 5) + 1);
+        memcpy(attn, ".self_attn", 10);
+    }
+    return true;
 }
 
 static tport_status int_attr(const mf_cursor *c, const onnx_node *nd, const char *name, int64_t lo, int64_t hi,
@@ -364,10 +376,13 @@ static tport_status map_nbits(tport_model_file *mf, const mf_cursor *c, const on
         return mf_fail(c, b->data_offset, "initializer '%.80s' is the weight of MatMulNBits node '%.80s', which names "
                        "no module of a Hugging Face decoder", b->name, nn);
     int64_t nb = (K + bs - 1) / bs;
+    uint64_t n_codes; /* N, K < 2^31: N * nb * bs < 2^63, checked all the same */
+    if (!mf_mul_u64((uint64_t)N, (uint64_t)(nb * bs), &n_codes) || n_codes > (UINT64_MAX >> 4))
+        return mf_fail(c, 0, "MatMulNBits node '%.80s': K x N overflows", nn);
     q.N = N, q.K = K, q.nbits = true, q.bits = (int)bits, q.bs = bs, q.nb = nb;
-    MF_TRY(qarray(mf, c, b, "MatMulNBits B", "u8", (uint64_t)(N * nb * bs * bits / 8), &q.codes));
+    MF_TRY(qarray(mf, c, b, "MatMulNBits B", "u8", n_codes * (uint64_t)bits / 8, &q.codes));
     q.codes.kind = bits == 4 ? QK_U4 : QK_U8;
-    q.codes.n = (uint64_t)(N * nb * bs);
+    q.codes.n = n_codes;
     const onnx_tensor *sc = init_named(o, order, nd->n_inputs > 2 ? nd->inputs[2] : NULL);
     if (!sc)
         return mf_fail(c, 0, "MatMulNBits node '%.80s': its scales are not an initializer", nn);

@@ -17,7 +17,8 @@ run.
 
 usage: onnx_quant_write.py FORM OUT_FOLDER REF_FOLDER
 FORM: nbits4     4-bit, block 32, f16 scales, no zero points
-      nbits4zp   4-bit, block 64, f16 scales, packed uint8 zero points
+      nbits4zp   4-bit, block 64, f16 scales, packed uint8 zero points, named
+                 as genai's builder names pre-quantized weights
       nbits8     8-bit, block 32, f32 scales, default zero point 128
       nbits4b16  4-bit, block 16, f16 scales, no zero points, as external data
       qdq4       DequantizeLinear INT4, blocks of 32 along K, f16 scales
@@ -169,19 +170,25 @@ def main():
         if nbits:
             bits, bs, sdt, zp = opts[form]
             b, s, zb, r = quant_nbits(W, bits, bs, sdt, zp)
+            node = "/%s/MatMul_Q%d" % (module.replace(".self_attn.", ".attn.").replace(".", "/"), bits)
+            node = node.replace("/layers/", "/layers.")  # onnxruntime-genai's "/model/layers.0/attn/q_proj"
+            # onnxruntime's quantizer names "NAME.MatMul.weight_Q4"; genai's
+            # builder from a pre-quantized model "/.../MatMulNBits" + ".qweight"
+            names = ["_Q%d" % bits, "_scales", "_zero_points"]
             base = module.replace(".self_attn.", ".attn.") + ".MatMul.weight"
-            inits.append(raw(base + "_Q%d" % bits, b, TensorProto.UINT8))
-            inits.append(raw(base + "_scales", s, TensorProto.FLOAT16 if sdt == np.float16 else TensorProto.FLOAT))
-            ins = [x_in, base + "_Q%d" % bits, base + "_scales"]
+            if zp:
+                node = node.replace("/MatMul_Q4", "/MatMulNBits")
+                base, names = node[1:].replace("/", "."), [".qweight", ".scales", ".qzeros"]
+            inits.append(raw(base + names[0], b, TensorProto.UINT8))
+            inits.append(raw(base + names[1], s, TensorProto.FLOAT16 if sdt == np.float16 else TensorProto.FLOAT))
+            ins = [x_in, base + names[0], base + names[1]]
             if zb is not None:
-                inits.append(raw(base + "_zero_points", zb, TensorProto.UINT8))
-                ins.append(base + "_zero_points")
+                inits.append(raw(base + names[2], zb, TensorProto.UINT8))
+                ins.append(base + names[2])
             if form == "gidx":
                 inits.append(helper.make_tensor(base + "_g_idx", TensorProto.INT32, [W.shape[1]],
                                                 [i // bs for i in range(W.shape[1])]))
                 ins += [""] * (4 - len(ins)) + [base + "_g_idx"]
-            node = "/%s/MatMul_Q%d" % (module.replace(".self_attn.", ".attn.").replace(".", "/"), bits)
-            node = node.replace("/layers/", "/layers.")  # onnxruntime-genai's "/model/layers.0/attn/q_proj"
             nodes.append(helper.make_node("MatMulNBits", ins, [y], name=node, domain="com.microsoft",
                                           K=W.shape[1], N=W.shape[0], bits=bits, block_size=bs, accuracy_level=4))
         else:  # QDQ: x [K, N] = W^T, blocks along K (axis 0) or per output channel (axis 1)
