@@ -268,4 +268,5 @@ def main():
     write_safetensors(ref_dir + "/model.safetensors", ref)
 
 
-main()
+if __name__ == "__main__":
+    main()
