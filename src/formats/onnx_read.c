@@ -362,7 +362,7 @@ static tport_status map_nbits(tport_model_file *mf, const mf_cursor *c, const on
     int64_t K, N, bits, bs;
     MF_TRY(int_attr(c, nd, "K", 1, INT32_MAX, &K));
     MF_TRY(int_attr(c, nd, "N", 1, INT32_MAX, &N));
-    MF_TRY(int_attr(c, nd, "bits", 4, 8, &bits));
+    MF_TRY(int_attr(c, nd, "bits", 1, 64, &bits));
     MF_TRY(int_attr(c, nd, "block_size", 16, 256, &bs));
     if (bits != 4 && bits != 8)
         return mf_fail(c, 0, "MatMulNBits node '%.80s': %lld-bit weights (4 and 8 are read)", nn, (long long)bits);

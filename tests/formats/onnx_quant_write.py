@@ -25,6 +25,10 @@ FORM: nbits4     4-bit, block 32, f16 scales, no zero points
       qdq8       DequantizeLinear UINT8 per output channel with zero points
                  (f32 scales), and the embedding INT8 in blocks of 32
       gidx       nbits4 plus a g_idx input (refused)
+      bits2      nbits4 declaring bits=2 (refused)
+      bs24       nbits4 declaring block_size=24 (refused: no power of 2)
+      shortb     nbits4 with one byte of B missing (refused)
+      qdqact     qdq4 plus a DequantizeLinear of an activation (refused)
 """
 import json
 import struct
@@ -158,10 +162,11 @@ def main():
             w[p + name + ".weight"] = (rng.standard_normal(shape) * 0.3).astype(np.float32)
 
     ref, inits, nodes = {}, [], []
-    nbits = form.startswith("nbits") or form == "gidx"
+    nbits = form.startswith("nbits") or form in ("gidx", "bits2", "bs24", "shortb")
     opts = {"nbits4": (4, 32, np.float16, False), "nbits4zp": (4, 64, np.float16, True),
             "nbits8": (8, 32, np.float32, False), "nbits4b16": (4, 16, np.float16, False),
-            "gidx": (4, 32, np.float16, False)}
+            "gidx": (4, 32, np.float16, False), "bits2": (4, 32, np.float16, False),
+            "bs24": (4, 32, np.float16, False), "shortb": (4, 32, np.float16, False)}
 
     def linear(hf, x_in):
         module = hf[: -len(".weight")]
@@ -179,7 +184,10 @@ def main():
             if zp:
                 node = node.replace("/MatMul_Q4", "/MatMulNBits")
                 base, names = node[1:].replace("/", "."), [".qweight", ".scales", ".qzeros"]
-            inits.append(raw(base + names[0], b, TensorProto.UINT8))
+            if form == "shortb":  # B's dims as they should be, one byte short
+                inits.append(raw(base + names[0], b.reshape(-1)[:-1], TensorProto.UINT8, b.shape))
+            else:
+                inits.append(raw(base + names[0], b, TensorProto.UINT8))
             inits.append(raw(base + names[1], s, TensorProto.FLOAT16 if sdt == np.float16 else TensorProto.FLOAT))
             ins = [x_in, base + names[0], base + names[1]]
             if zb is not None:
@@ -190,11 +198,12 @@ def main():
                                                 [i // bs for i in range(W.shape[1])]))
                 ins += [""] * (4 - len(ins)) + [base + "_g_idx"]
             nodes.append(helper.make_node("MatMulNBits", ins, [y], name=node, domain="com.microsoft",
-                                          K=W.shape[1], N=W.shape[0], bits=bits, block_size=bs, accuracy_level=4))
+                                          K=W.shape[1], N=W.shape[0], bits=2 if form == "bits2" else bits,
+                                          block_size=24 if form == "bs24" else bs, accuracy_level=4))
         else:  # QDQ: x [K, N] = W^T, blocks along K (axis 0) or per output channel (axis 1)
             k = len(inits)
             xname, sname = "onnx::MatMul_%d_quantized" % k, "onnx::MatMul_%d_scale" % k
-            if form == "qdq4":
+            if form in ("qdq4", "qdqact"):
                 q, s, z, r = quant_dq(W.T, True, 32, 0, False, 4, np.float16)
                 inits.extend([code_tensor(xname, q, INT4, q.shape), raw(sname, s, TensorProto.FLOAT16)])
                 dq = helper.make_node("DequantizeLinear", [xname, sname], [xname + "_dq"], name=xname + "_DQ",
@@ -246,6 +255,10 @@ def main():
         d = linear(p + "mlp.down_proj.weight", p + "gu")
         nodes.append(helper.make_node("Add", [p + "res", d], [p + "out"]))
         h = p + "out"
+    if form == "qdqact":  # activations quantized: QuantizeLinear's output dequantized
+        nodes.append(helper.make_node("DequantizeLinear", [h, "act_scale"], [h + "_dq"], name="/model/act/DequantizeLinear"))
+        inits.append(raw("act_scale", np.array(0.5, np.float32), TensorProto.FLOAT))
+        h = h + "_dq"
     hn = norm("model.norm.weight", h)
     logits = linear("lm_head.weight", hn)
     graph = helper.make_graph(nodes, "decoder", [helper.make_tensor_value_info("input_ids", TensorProto.INT64, [1, None])],

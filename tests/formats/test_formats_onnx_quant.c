@@ -7,7 +7,8 @@
  * one where one exists, f32 where none does); tport runs the model with
  * the reference's greedy ids (both computed in f32); a q4_0 model
  * converts to a GGUF holding the same bytes, which runs with the same
- * ids; g_idx is refused; genai_config.json is applied or refused. */
+ * ids; g_idx, 2-bit, a block of 24, a short B and quantized activations
+ * are refused, naming them; genai_config.json is applied or refused. */
 #include "core/tensor.h"
 #include "hf_writer.h"
 
@@ -236,13 +237,22 @@ int main(void) {
         }
     }
     /* refused, naming what */
-    char model[600], ref[600];
-    make_model("gidx", g, model, sizeof model, ref, sizeof ref);
-    tport_model_file *f = NULL;
-    tport_status st = tport_model_file_open(model, &f);
-    CHECK(st != TPORT_STATUS_OK && strstr(tport_last_error(), "g_idx"), "g_idx refused: %s",
-          st ? tport_last_error() : "opened");
-    tport_model_file_close(f);
+    static const char *const BAD[][2] = {{"gidx", "g_idx"},
+                                         {"bits2", "2-bit weights"},
+                                         {"bs24", "block_size 24 is not a power of 2"},
+                                         {"shortb", "MatMulNBits B"},
+                                         {"qdqact", "dequantizes an activation"}};
+    for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
+        char model[600], ref[600];
+        make_model(BAD[i][0], g, model, sizeof model, ref, sizeof ref);
+        tport_model_file *f = NULL;
+        tport_status st = tport_model_file_open(model, &f);
+        CHECK(st != TPORT_STATUS_OK && strstr(tport_last_error(), BAD[i][1]), "%s refused naming '%s': %s",
+              BAD[i][0], BAD[i][1], st ? tport_last_error() : "opened");
+        if (st)
+            printf("%s: refused: %s\n", BAD[i][0], tport_last_error());
+        tport_model_file_close(f);
+    }
     tport_model_file_close(g);
     char cmd[400];
     if (getenv("TPORT_KEEP_TEST_FILES")) {
