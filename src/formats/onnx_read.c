@@ -9,17 +9,17 @@
  *    MatMul" -> model.layers.0.self_attn.q_proj.weight) and is transposed
  *    back to [out, in]; onnxruntime-genai's "NAME.MatMul.weight" names
  *    give NAME.weight the same way;
- *  - a Gather's table (input 0) named from its node likewise.
- * The tensors then go through the Hugging Face path (config.json beside
- * the model: architecture, keys, q/k un-permutation, tokenizer.json), so
- * an ONNX export runs and converts like the folder it was exported from;
- * onnxruntime-genai's genai_config.json, when there, is checked against
- * it and applied (onnx_genai.c).
+ *  - a Gather's table (input 0) named from its node likewise;
  *  - block-quantized weights: com.microsoft.MatMulNBits' B (named from
  *    onnxruntime's "NAME.MatMul.weight_Q4" or its node) and a
  *    DequantizeLinear's x feeding a MatMul's B or a Gather's table, each
  *    re-encoded into a tensorport type that holds it exactly
  *    (onnx_quant.c), f32 where none does; the notes say which.
+ * The tensors then go through the Hugging Face path (config.json beside
+ * the model: architecture, keys, q/k un-permutation, tokenizer.json), so
+ * an ONNX export runs and converts like the folder it was exported from;
+ * onnxruntime-genai's genai_config.json, when there, is checked against
+ * it and applied (onnx_genai.c).
  * Refused, naming what: other quantized ops (QuantizeLinear, MatMulInteger,
  * GatherBlockQuantized, ...), quantized activations, MatMulNBits' g_idx,
  * a MatMul/Gemm/Gather weight that cannot be named,
@@ -547,6 +547,10 @@ static tport_status map_weights(tport_model_file *mf, const mf_cursor *c, const 
             s = tport_error(TPORT_STATUS_UNSUPPORTED, "%s: DequantizeLinear node '%.80s' dequantizes an activation "
                             "(quantized activations are not supported; weights only)", mf->path,
                             nd->name ? nd->name : "?");
+        if (nd->op_type && !strcmp(nd->op_type, "MatMulNBits") &&
+            (nd->n_inputs < 3 || find_init(o, order, nd->inputs[1]) < 0))
+            s = tport_error(TPORT_STATUS_UNSUPPORTED, "%s: MatMulNBits node '%.80s': its weight B is not an "
+                            "initializer, or it has no scales", mf->path, nd->name ? nd->name : "?");
     }
     for (uint32_t i = 0; !s && i < o->n_nodes; i++)
         for (uint32_t j = 0; j < o->nodes[i].n_inputs; j++) {
