@@ -16,6 +16,7 @@ typedef struct onnx_qarr {
     const uint8_t *p;
     uint64_t n;          /* elements */
     enum onnx_qkind kind;
+    void *tmp;           /* malloc'ed copy of external data, or NULL */
 } onnx_qarr;
 
 /* The weight as tensorport holds it, N rows of K, element (n, k) =

@@ -143,8 +143,11 @@ static bool safe_location(const char *loc) {
     return true;
 }
 
+/* The bytes into memory owned by mf, or (temporary) malloc'ed for the
+ * caller to free: quantized sources, re-encoded and then not needed. */
 static tport_status read_external(tport_model_file *mf, const mf_cursor *c, const onnx_tensor *t, uint64_t nbytes,
-                                  void **out) {
+                                  bool temporary, void **out) {
+    *out = NULL;
     if (mf->borrowed)
         return mf_fail(c, 0, "initializer '%.80s': external data cannot be read from memory", t->name);
     if (!safe_location(t->location))
@@ -170,7 +173,8 @@ static tport_status read_external(tport_model_file *mf, const mf_cursor *c, cons
         s = tport_error(TPORT_STATUS_BAD_FORMAT, "%s: initializer '%.80s': bytes %llu..%llu are past the end of %s "
                         "(%lld bytes)", mf->path, t->name, (unsigned long long)t->ext_offset,
                         (unsigned long long)(t->ext_offset + nbytes), path, (long long)st.st_size);
-    uint8_t *buf = s ? NULL : mf_alloc(mf, nbytes ? (size_t)nbytes : 1);
+    size_t alloc = nbytes ? (size_t)nbytes : 1;
+    uint8_t *buf = s ? NULL : temporary ? malloc(alloc) : mf_alloc(mf, alloc);
     if (!s && !buf)
         s = TPORT_STATUS_OUT_OF_MEMORY;
     for (uint64_t done = 0; !s && done < nbytes;) {
@@ -183,6 +187,8 @@ static tport_status read_external(tport_model_file *mf, const mf_cursor *c, cons
     if (fd >= 0)
         close(fd);
     free(path);
+    if (s && temporary)
+        free(buf), buf = NULL;
     *out = buf;
     return s;
 }
@@ -212,7 +218,7 @@ static tport_status add_weight(tport_model_file *mf, const mf_cursor *c, const o
     mf_normalize_llama_name(hf, norm, sizeof norm);
     if (t->external) {
         void *data = NULL;
-        MF_TRY(read_external(mf, c, t, nbytes, &data));
+        MF_TRY(read_external(mf, c, t, nbytes, false, &data));
         MF_TRY(mf_add_owned_tensor(mf, norm, type, t->n_dims, ne, data, nbytes));
     } else {
         if (t->data_len != nbytes)
@@ -289,8 +295,9 @@ static tport_status qarray(tport_model_file *mf, const mf_cursor *c, const onnx_
     a->n = n;
     if (t->external) {
         void *p = NULL;
-        MF_TRY(read_external(mf, c, t, nbytes, &p));
+        MF_TRY(read_external(mf, c, t, nbytes, true, &p));
         a->p = p;
+        a->tmp = p;
         return TPORT_STATUS_OK;
     }
     if (t->from_float_data || t->data_len != nbytes)
@@ -352,13 +359,12 @@ static tport_status int_attr(const mf_cursor *c, const onnx_node *nd, const char
 /* com.microsoft.MatMulNBits: B (input 1) [N, ceil(K/bs), bs*bits/8]
  * uint8, scales (2), zero points (3: packed uint8 or the scales' type),
  * g_idx (4, refused), bias (5). */
-static tport_status map_nbits(tport_model_file *mf, const mf_cursor *c, const onnx_model *o, const uint32_t *order,
-                              const onnx_tensor *b, const onnx_node *nd, qstats *qs) {
+static tport_status nbits_source(tport_model_file *mf, const mf_cursor *c, const onnx_model *o, const uint32_t *order,
+                                 const onnx_tensor *b, const onnx_node *nd, qstats *qs, onnx_qsrc *q) {
     const char *nn = nd->name ? nd->name : "?";
     if (!nd->domain || strcmp(nd->domain, "com.microsoft"))
         return mf_fail(c, 0, "node '%.80s': MatMulNBits of domain '%.40s' (com.microsoft's is read)", nn,
                        nd->domain ? nd->domain : "");
-    onnx_qsrc q = {0};
     int64_t K, N, bits, bs;
     MF_TRY(int_attr(c, nd, "K", 1, INT32_MAX, &K));
     MF_TRY(int_attr(c, nd, "N", 1, INT32_MAX, &N));
@@ -379,35 +385,35 @@ static tport_status map_nbits(tport_model_file *mf, const mf_cursor *c, const on
     uint64_t n_codes; /* N, K < 2^31: N * nb * bs < 2^63, checked all the same */
     if (!mf_mul_u64((uint64_t)N, (uint64_t)(nb * bs), &n_codes) || n_codes > (UINT64_MAX >> 4))
         return mf_fail(c, 0, "MatMulNBits node '%.80s': K x N overflows", nn);
-    q.N = N, q.K = K, q.nbits = true, q.bits = (int)bits, q.bs = bs, q.nb = nb;
-    MF_TRY(qarray(mf, c, b, "MatMulNBits B", "u8", n_codes * (uint64_t)bits / 8, &q.codes));
-    q.codes.kind = bits == 4 ? QK_U4 : QK_U8;
-    q.codes.n = n_codes;
+    q->N = N, q->K = K, q->nbits = true, q->bits = (int)bits, q->bs = bs, q->nb = nb;
+    MF_TRY(qarray(mf, c, b, "MatMulNBits B", "u8", n_codes * (uint64_t)bits / 8, &q->codes));
+    q->codes.kind = bits == 4 ? QK_U4 : QK_U8;
+    q->codes.n = n_codes;
     const onnx_tensor *sc = init_named(o, order, nd->n_inputs > 2 ? nd->inputs[2] : NULL);
     if (!sc)
         return mf_fail(c, 0, "MatMulNBits node '%.80s': its scales are not an initializer", nn);
-    MF_TRY(qarray(mf, c, sc, "MatMulNBits scales", "f", (uint64_t)(N * nb), &q.scales));
-    q.zp_default = (float)(1 << (bits - 1));
-    q.zps.kind = QK_NONE;
+    MF_TRY(qarray(mf, c, sc, "MatMulNBits scales", "f", (uint64_t)(N * nb), &q->scales));
+    q->zp_default = (float)(1 << (bits - 1));
+    q->zps.kind = QK_NONE;
     if (nd->n_inputs > 3 && nd->inputs[3][0]) {
         const onnx_tensor *zp = init_named(o, order, nd->inputs[3]);
         if (!zp)
             return mf_fail(c, 0, "MatMulNBits node '%.80s': its zero points are not an initializer", nn);
         if (zp->data_type == ONNX_UINT8) { /* packed: each row whole bytes */
             int64_t row_bytes = (nb * bits + 7) / 8;
-            MF_TRY(qarray(mf, c, zp, "MatMulNBits zero points", "u8", (uint64_t)(N * row_bytes), &q.zps));
-            q.zps.kind = bits == 4 ? QK_U4 : QK_U8;
-            q.zp_row = row_bytes * 8 / bits;
-            q.zps.n = (uint64_t)(N * q.zp_row);
+            MF_TRY(qarray(mf, c, zp, "MatMulNBits zero points", "u8", (uint64_t)(N * row_bytes), &q->zps));
+            q->zps.kind = bits == 4 ? QK_U4 : QK_U8;
+            q->zp_row = row_bytes * 8 / bits;
+            q->zps.n = (uint64_t)(N * q->zp_row);
         } else {
             if (zp->data_type != sc->data_type)
                 return mf_fail(c, zp->data_offset, "MatMulNBits node '%.80s': zero points of type %d, neither uint8 "
                                "nor the scales' type", nn, (int)zp->data_type);
-            MF_TRY(qarray(mf, c, zp, "MatMulNBits zero points", "f", (uint64_t)(N * nb), &q.zps));
-            q.zp_row = nb;
+            MF_TRY(qarray(mf, c, zp, "MatMulNBits zero points", "f", (uint64_t)(N * nb), &q->zps));
+            q->zp_row = nb;
         }
     }
-    MF_TRY(add_quant(mf, &q, hf, "MatMulNBits", qs));
+    MF_TRY(add_quant(mf, q, hf, "MatMulNBits", qs));
     const onnx_tensor *bias = init_named(o, order, nd->n_inputs > 5 ? nd->inputs[5] : NULL);
     if (nd->n_inputs > 5 && nd->inputs[5][0] && !bias)
         return mf_fail(c, 0, "MatMulNBits node '%.80s': its bias is not an initializer", nn);
@@ -424,11 +430,22 @@ static tport_status map_nbits(tport_model_file *mf, const mf_cursor *c, const on
     return TPORT_STATUS_OK;
 }
 
+/* MatMulNBits: the source's temporary copies of external data freed after. */
+static tport_status map_nbits(tport_model_file *mf, const mf_cursor *c, const onnx_model *o, const uint32_t *order,
+                              const onnx_tensor *w, const onnx_node *nd, qstats *qs) {
+    onnx_qsrc q = {0};
+    tport_status st = nbits_source(mf, c, o, order, w, nd, qs, &q);
+    free(q.codes.tmp);
+    free(q.scales.tmp);
+    free(q.zps.tmp);
+    return st;
+}
+
 /* DequantizeLinear (x: input 0, an initializer) feeding a MatMul's B
  * (the weight transposed, as float MatMul weights are) or a Gather's
  * table: per tensor, per axis, or blocks of block_size along axis. */
-static tport_status map_dequant(tport_model_file *mf, const mf_cursor *c, const onnx_model *o, const uint32_t *order,
-                                const onnx_tensor *x, const onnx_node *nd, qstats *qs) {
+static tport_status dequant_source(tport_model_file *mf, const mf_cursor *c, const onnx_model *o, const uint32_t *order,
+                                   const onnx_tensor *x, const onnx_node *nd, qstats *qs, onnx_qsrc *q) {
     const char *nn = nd->name ? nd->name : "?";
     const onnx_node *use = NULL;
     uint32_t use_in = 0;
@@ -452,7 +469,6 @@ static tport_status map_dequant(tport_model_file *mf, const mf_cursor *c, const 
     if (x->n_dims != 2)
         return mf_fail(c, x->data_offset, "DequantizeLinear node '%.80s': a weight of %d dimensions (2 are read)", nn,
                        x->n_dims);
-    onnx_qsrc q = {0};
     int64_t axis = 1, bs = 0;
     onnx_attr_int(nd, "axis", &axis);
     onnx_attr_int(nd, "block_size", &bs);
@@ -460,16 +476,16 @@ static tport_status map_dequant(tport_model_file *mf, const mf_cursor *c, const 
         axis += 2;
     if (axis < 0 || axis > 1 || bs < 0 || bs > INT32_MAX)
         return mf_fail(c, 0, "DequantizeLinear node '%.80s': axis or block_size out of range", nn);
-    q.R = x->dims[0], q.C = x->dims[1], q.transposed = matmul, q.axis = (int)axis, q.bs = bs;
-    q.N = matmul ? q.C : q.R, q.K = matmul ? q.R : q.C;
-    if (q.R <= 0 || q.C <= 0 || q.R > INT32_MAX || q.C > INT32_MAX)
+    q->R = x->dims[0], q->C = x->dims[1], q->transposed = matmul, q->axis = (int)axis, q->bs = bs;
+    q->N = matmul ? q->C : q->R, q->K = matmul ? q->R : q->C;
+    if (q->R <= 0 || q->C <= 0 || q->R > INT32_MAX || q->C > INT32_MAX)
         return mf_fail(c, x->data_offset, "DequantizeLinear node '%.80s': an empty or too large weight", nn);
-    MF_TRY(qarray(mf, c, x, "DequantizeLinear x", "q", (uint64_t)(q.R * q.C), &q.codes));
-    q.bits = q.codes.kind == QK_U4 || q.codes.kind == QK_I4 ? 4 : 8;
+    MF_TRY(qarray(mf, c, x, "DequantizeLinear x", "q", (uint64_t)(q->R * q->C), &q->codes));
+    q->bits = q->codes.kind == QK_U4 || q->codes.kind == QK_I4 ? 4 : 8;
     const onnx_tensor *sc = init_named(o, order, nd->n_inputs > 1 ? nd->inputs[1] : NULL);
     if (!sc)
         return mf_fail(c, 0, "DequantizeLinear node '%.80s': its scale is not an initializer", nn);
-    int64_t along = axis == 0 ? q.R : q.C, other = axis == 0 ? q.C : q.R;
+    int64_t along = axis == 0 ? q->R : q->C, other = axis == 0 ? q->C : q->R;
     uint64_t n_scale;
     if (bs > 0) {
         int64_t nblk = (along + bs - 1) / bs;
@@ -477,25 +493,36 @@ static tport_status map_dequant(tport_model_file *mf, const mf_cursor *c, const 
         if (sc->n_dims != 2 || sc->dims[0] != want0 || sc->dims[1] != want1)
             return mf_fail(c, sc->data_offset, "DequantizeLinear node '%.80s': block_size %lld needs a scale of "
                            "[%lld, %lld]", nn, (long long)bs, (long long)want0, (long long)want1);
-        q.scale_rank = 2, n_scale = (uint64_t)(nblk * other);
+        q->scale_rank = 2, n_scale = (uint64_t)(nblk * other);
     } else if (sc->n_dims == 0 || (sc->n_dims == 1 && sc->dims[0] == 1 && along != 1)) {
-        q.scale_rank = 0, n_scale = 1;
+        q->scale_rank = 0, n_scale = 1;
     } else if (sc->n_dims == 1 && sc->dims[0] == along) {
-        q.scale_rank = 1, n_scale = (uint64_t)along;
+        q->scale_rank = 1, n_scale = (uint64_t)along;
     } else
         return mf_fail(c, sc->data_offset, "DequantizeLinear node '%.80s': a scale of %d dimensions fits neither "
                        "the tensor nor axis %lld", nn, sc->n_dims, (long long)axis);
-    MF_TRY(qarray(mf, c, sc, "DequantizeLinear scale", "f", n_scale, &q.scales));
-    q.zps.kind = QK_NONE, q.zp_default = 0.0f;
+    MF_TRY(qarray(mf, c, sc, "DequantizeLinear scale", "f", n_scale, &q->scales));
+    q->zps.kind = QK_NONE, q->zp_default = 0.0f;
     const onnx_tensor *zp = init_named(o, order, nd->n_inputs > 2 ? nd->inputs[2] : NULL);
     if (nd->n_inputs > 2 && nd->inputs[2][0] && !zp)
         return mf_fail(c, 0, "DequantizeLinear node '%.80s': its zero point is not an initializer", nn);
     if (zp) {
         if (zp->data_type != x->data_type)
             return mf_fail(c, zp->data_offset, "DequantizeLinear node '%.80s': zero point of another type than x", nn);
-        MF_TRY(qarray(mf, c, zp, "DequantizeLinear zero point", "q", n_scale, &q.zps));
+        MF_TRY(qarray(mf, c, zp, "DequantizeLinear zero point", "q", n_scale, &q->zps));
     }
-    return add_quant(mf, &q, hf, "DequantizeLinear", qs);
+    return add_quant(mf, q, hf, "DequantizeLinear", qs);
+}
+
+/* DequantizeLinear: the source's temporary copies of external data freed after. */
+static tport_status map_dequant(tport_model_file *mf, const mf_cursor *c, const onnx_model *o, const uint32_t *order,
+                                const onnx_tensor *w, const onnx_node *nd, qstats *qs) {
+    onnx_qsrc q = {0};
+    tport_status st = dequant_source(mf, c, o, order, w, nd, qs, &q);
+    free(q.codes.tmp);
+    free(q.scales.tmp);
+    free(q.zps.tmp);
+    return st;
 }
 
 /* One short note (notes are 256 bytes): "ONNX re-encoded exactly:
