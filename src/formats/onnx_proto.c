@@ -1,8 +1,9 @@
 /* A bounded reader of ONNX's protobuf wire format: just the messages and
  * fields a decoder's weights need (onnx.proto: ModelProto, GraphProto,
- * NodeProto, TensorProto, StringStringEntryProto, OperatorSetIdProto).
+ * NodeProto, AttributeProto (integers only), TensorProto,
+ * StringStringEntryProto, OperatorSetIdProto).
  * Every length is checked against the bytes left; nesting is fixed (model
- * -> graph -> node/initializer -> entry, no subgraphs), so nothing recurses
+ * -> graph -> node/initializer -> attribute/entry, no subgraphs), so nothing recurses
  * over the input; counts are capped.  Unknown fields are skipped by their
  * wire type, as protobuf requires; groups (wire types 3, 4) are refused. */
 #include <stdlib.h>
@@ -131,6 +132,56 @@ static bool set_str(char **dst, const pb *s, onnx_model *o, uint64_t at) {
     return true;
 }
 
+/* AttributeProto: name (1), i (3, varint); the rest is skipped.  An
+ * attribute given twice keeps its last value. */
+static bool read_attr(pb b, onnx_node *nd, onnx_model *o) {
+    pb_field f = {0};
+    const char *err;
+    char *name = NULL;
+    int64_t v = 0;
+    bool has_i = false;
+    while (next(&b, &f, &err)) {
+        uint64_t at = b.base + b.pos;
+        if (f.num == 1 && f.wire == 2 && !set_str(&name, &f.sub, o, at))
+            return false;
+        if (f.num == 3 && f.wire == 0)
+            v = (int64_t)f.v, has_i = true;
+    }
+    if (err) {
+        free(name);
+        o->err = err;
+        o->err_at = b.base + b.pos;
+        return false;
+    }
+    if (!name || !has_i) {
+        free(name);
+        return true;
+    }
+    for (uint32_t i = 0; i < nd->n_attrs; i++)
+        if (!strcmp(nd->attrs[i].name, name)) {
+            free(name);
+            nd->attrs[i].i = v;
+            return true;
+        }
+    if (nd->n_attrs >= ONNX_MAX_ATTRS) {
+        free(name);
+        o->err = "a node with more than 16 integer attributes";
+        o->err_at = b.base;
+        return false;
+    }
+    nd->attrs[nd->n_attrs++] = (onnx_attr){name, v};
+    return true;
+}
+
+bool onnx_attr_int(const onnx_node *nd, const char *name, int64_t *v) {
+    for (uint32_t i = 0; i < nd->n_attrs; i++)
+        if (!strcmp(nd->attrs[i].name, name)) {
+            *v = nd->attrs[i].i;
+            return true;
+        }
+    return false;
+}
+
 static bool read_node(pb b, onnx_node *nd, onnx_model *o) {
     pb_field f = {0};
     const char *err;
@@ -147,6 +198,8 @@ static bool read_node(pb b, onnx_node *nd, onnx_model *o) {
         if (f.num == 4 && !set_str(&nd->op_type, &f.sub, o, at))
             return false;
         if (f.num == 7 && !set_str(&nd->domain, &f.sub, o, at))
+            return false;
+        if (f.num == 5 && !read_attr(f.sub, nd, o))
             return false;
     }
     if (err) {
@@ -370,6 +423,8 @@ void onnx_free(onnx_model *o) {
         free(nd->name);
         free(nd->op_type);
         free(nd->domain);
+        for (uint32_t j = 0; j < nd->n_attrs; j++)
+            free(nd->attrs[j].name);
     }
     for (uint32_t i = 0; i < o->n_inits; i++) {
         free(o->inits[i].name);

@@ -8,7 +8,17 @@
 
 #define ONNX_MAX_DIMS 8
 
-enum { ONNX_FLOAT = 1, ONNX_FLOAT16 = 10, ONNX_BFLOAT16 = 16 };
+#define ONNX_MAX_ATTRS 16
+
+enum {
+    ONNX_FLOAT = 1,
+    ONNX_UINT8 = 2,
+    ONNX_INT8 = 3,
+    ONNX_FLOAT16 = 10,
+    ONNX_BFLOAT16 = 16,
+    ONNX_UINT4 = 21,
+    ONNX_INT4 = 22,
+};
 
 typedef struct onnx_tensor {
     char *name;
@@ -24,10 +34,18 @@ typedef struct onnx_tensor {
     bool has_ext_length;
 } onnx_tensor;
 
+/* An integer attribute (AttributeProto.i); other kinds are not kept. */
+typedef struct onnx_attr {
+    char *name;
+    int64_t i;
+} onnx_attr;
+
 typedef struct onnx_node {
     char *name, *op_type, *domain;
     char **inputs, **outputs;
     uint32_t n_inputs, n_outputs;
+    onnx_attr attrs[ONNX_MAX_ATTRS];
+    uint32_t n_attrs;
 } onnx_node;
 
 typedef struct onnx_model {
@@ -47,6 +65,8 @@ typedef struct onnx_model {
  * in either case. */
 bool onnx_parse(const uint8_t *data, uint64_t size, onnx_model *o);
 void onnx_free(onnx_model *o);
+/* The integer attribute `name` of a node; false if it has none. */
+bool onnx_attr_int(const onnx_node *nd, const char *name, int64_t *v);
 /* True if the bytes start like a ModelProto. */
 bool onnx_sniff(const uint8_t *data, uint64_t size);
 

@@ -2,7 +2,7 @@
  * corpus of the fuzz targets (.ci/fuzz).  A third folder gets the sets of
  * files fuzz_split_set reads (its input layout is described there), a
  * fourth the Hugging Face folders fuzz_hf_folder reads, a fifth ONNX
- * models for fuzz_onnx. */
+ * models for fuzz_onnx (float, external data, MatMulNBits and QDQ). */
 #include <stdio.h>
 
 #include "gguf_big_endian.h"
@@ -205,6 +205,93 @@ static void onnx_seed(bb *out, bool external) {
     pb_msg(out, 8, &o);
 }
 
+static void pb_attr(bb *node, const char *name, uint64_t v) {
+    bb a = {0};
+    pb_str(&a, 1, name);
+    pb_int(&a, 3, v);
+    pb_int(&a, 20, 2); /* AttributeProto.INT */
+    pb_msg(node, 5, &a);
+}
+
+static void pb_init(bb *g, const char *name, int32_t type, const int64_t *dims, int n_dims, const void *p, size_t n) {
+    bb t = {0};
+    for (int i = 0; i < n_dims; i++)
+        pb_int(&t, 1, (uint64_t)dims[i]);
+    pb_int(&t, 2, (uint64_t)type);
+    pb_str(&t, 8, name);
+    pb_bytes(&t, 9, p, n);
+    pb_msg(g, 5, &t);
+}
+
+/* Block-quantized weights: a MatMulNBits (4-bit, block 32, f16 scales,
+ * packed zero points, a bias) and an INT4 DequantizeLinear in blocks of
+ * 32 feeding a MatMul, beside a float embedding. */
+static void onnx_quant_seed(bb *out) {
+    bb g = {0}, n = {0}, o = {0}, e = {0};
+    float emb[64];
+    uint8_t b[32], zp[2] = {0x07, 0x09}, x[32];
+    uint16_t sc[2] = {0x3c00, 0x3800}; /* f16 1.0, 0.5 */
+    float bias[2] = {0.25f, -1.0f}, dq_scale[2] = {0.125f, 2.0f};
+    for (int i = 0; i < 64; i++)
+        emb[i] = (float)i / 8.0f;
+    for (int i = 0; i < 32; i++)
+        b[i] = (uint8_t)(i * 37), x[i] = (uint8_t)(i * 11 + 3);
+    pb_str(&n, 1, "model.embed_tokens.weight");
+    pb_str(&n, 1, "ids");
+    pb_str(&n, 2, "h");
+    pb_str(&n, 3, "/model/embed_tokens/Gather");
+    pb_str(&n, 4, "Gather");
+    pb_msg(&g, 1, &n);
+    static const char *const nb_in[] = {"h", "model.layers.0.attn.q_proj.MatMul.weight_Q4",
+                                        "model.layers.0.attn.q_proj.MatMul.weight_scales",
+                                        "model.layers.0.attn.q_proj.MatMul.weight_zero_points", "", "q_bias"};
+    for (int i = 0; i < 6; i++)
+        pb_str(&n, 1, nb_in[i]);
+    pb_str(&n, 2, "q");
+    pb_str(&n, 3, "/model/layers.0/attn/q_proj/MatMul_Q4");
+    pb_str(&n, 4, "MatMulNBits");
+    pb_attr(&n, "K", 32);
+    pb_attr(&n, "N", 2);
+    pb_attr(&n, "bits", 4);
+    pb_attr(&n, "block_size", 32);
+    pb_attr(&n, "accuracy_level", 4);
+    pb_str(&n, 7, "com.microsoft");
+    pb_msg(&g, 1, &n);
+    pb_str(&n, 1, "k_q");
+    pb_str(&n, 1, "k_scale");
+    pb_str(&n, 2, "k_w");
+    pb_str(&n, 3, "/model/layers.0/self_attn/k_proj/DequantizeLinear");
+    pb_str(&n, 4, "DequantizeLinear");
+    pb_attr(&n, "axis", 0);
+    pb_attr(&n, "block_size", 32);
+    pb_msg(&g, 1, &n);
+    pb_str(&n, 1, "h");
+    pb_str(&n, 1, "k_w");
+    pb_str(&n, 2, "k");
+    pb_str(&n, 3, "/model/layers.0/self_attn/k_proj/MatMul");
+    pb_str(&n, 4, "MatMul");
+    pb_msg(&g, 1, &n);
+    const int64_t d_emb[2] = {2, 32}, d_b[3] = {2, 1, 16}, d_2[1] = {2}, d_x[2] = {32, 2}, d_s[2] = {1, 2};
+    pb_init(&g, "model.embed_tokens.weight", 1, d_emb, 2, emb, sizeof emb);
+    pb_init(&g, nb_in[1], 2, d_b, 3, b, sizeof b);
+    pb_init(&g, nb_in[2], 10, d_2, 1, sc, sizeof sc);
+    pb_init(&g, nb_in[3], 2, d_2, 1, zp, sizeof zp);
+    pb_init(&g, "q_bias", 1, d_2, 1, bias, sizeof bias);
+    pb_init(&g, "k_q", 22, d_x, 2, x, sizeof x);
+    pb_init(&g, "k_scale", 1, d_s, 2, dq_scale, sizeof dq_scale);
+    pb_str(&e, 1, "ids");
+    pb_msg(&g, 11, &e);
+    pb_int(out, 1, 10);
+    pb_str(out, 2, "seed");
+    pb_msg(out, 7, &g);
+    pb_str(&o, 1, "");
+    pb_int(&o, 2, 21);
+    pb_msg(out, 8, &o);
+    pb_str(&o, 1, "com.microsoft");
+    pb_int(&o, 2, 1);
+    pb_msg(out, 8, &o);
+}
+
 static int save(const char *dir, const char *name, bb *b) {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", dir, name);
@@ -287,6 +374,8 @@ int main(int argc, char **argv) {
         rc |= save(argv[5], "onnx-inline", &b);
         onnx_seed(&b, true);
         rc |= save(argv[5], "onnx-external", &b);
+        onnx_quant_seed(&b);
+        rc |= save(argv[5], "onnx-matmulnbits", &b);
     }
     if (argc > 2) { /* the pickle target's corpus: a state dict pickle */
         const int size[2] = {3, 2}, stride[2] = {1, 3};
