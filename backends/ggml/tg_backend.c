@@ -191,7 +191,7 @@ static void tg_buffer_free(void *backend, tport_buffer h) {
     tg_buf *b = tg_buf_get(backend, h);
     if (!b)
         return;
-    tg_forget(&((tg_backend *)backend)->devs[b->device], 0); /* built graphs may point into it */
+    tg_unbind(&((tg_backend *)backend)->devs[b->device], h); /* kept graphs may point into it */
     gf.ggml_backend_buffer_free(b->buf);
     memset(b, 0, sizeof *b);
 }

@@ -33,7 +33,7 @@
     X(ggml_backend_tensor_set) X(ggml_backend_tensor_get) X(ggml_backend_tensor_memset)                           \
     X(ggml_backend_tensor_copy) X(ggml_backend_tensor_alloc) X(ggml_backend_graph_compute)                        \
     X(ggml_backend_synchronize) X(ggml_gallocr_new) X(ggml_gallocr_free) X(ggml_gallocr_alloc_graph) X(ggml_tensor_overhead) X(ggml_graph_overhead_custom)   \
-    X(ggml_backend_dev_backend_reg) X(ggml_backend_buft_get_alloc_size)
+    X(ggml_backend_dev_backend_reg) X(ggml_backend_buft_get_alloc_size) X(ggml_get_first_tensor) X(ggml_get_next_tensor)
 
 typedef struct tg_funcs {
 #define TG_FIELD(f) __typeof__(f) *f;
@@ -100,6 +100,10 @@ typedef struct tg_build {
     const tport_graph_view *g;
     struct ggml_tensor **t; /* per tport tensor index, NULL until made */
     tg_backend *be;         /* NULL: shapes only (supports_op) */
+    /* per tport tensor: the ggml tensor placed at its (buffer, offset)
+     * (a node's result, or the destination a copy writes through), or
+     * NULL; may itself be NULL */
+    struct ggml_tensor **placed;
     int32_t device;
     bool ggml_cpu;          /* a device of ggml's CPU backend */
     /* supports_op: the helper nodes a node needs (the f16 mask of
@@ -119,5 +123,8 @@ const tport_tensor_view *tg_view(const tport_graph_view *g, int32_t i);
 bool tg_supports(tg_backend *be, int32_t device, const tport_graph_view *g, int32_t node);
 tport_status tg_compute(tg_backend *be, int32_t device, const tport_graph_view *g);
 void tg_forget(tg_dev *d, uint64_t key);
+/* Buffer h is being freed: the kept graphs placed in it are re-bound
+ * before their next use (never computed into the freed memory). */
+void tg_unbind(tg_dev *d, tport_buffer h);
 
 #endif

@@ -166,9 +166,18 @@ int main(int argc, char **argv) {
     }
 
     if (!strcmp(device, "CPU")) {
-        rc = run(env, "check-backend ggml");
+        char debug_env[2100];
+        snprintf(debug_env, sizeof debug_env, "%s TPORT_LOG=debug", env);
+        rc = run(debug_env, "check-backend ggml");
         CHECK(rc == 0 && out && strstr(out, "numerics") && strstr(out, "negotiate"),
               "check-backend ggml: exit %d\n%s%s", rc, out ? out : "", err ? err : "");
+        /* the replay check runs one graph key twice in new buffers: the
+         * bridge re-binds the graph it kept instead of building it again
+         * (and the check proves the results right both times) */
+        CHECK(out && strstr(out, "same graph key, new bind key, right twice"), "no passing replay check:\n%s",
+              out ? out : "");
+        CHECK(err && strstr(err, "re-bound to new buffers"), "the kept graph was rebuilt, not re-bound:\n%.2000s",
+              err ? err : "");
 
         /* mixed placement: the norms on tensorport's CPU (TPORT_GGML_SKIP_OPS
          * keeps them off ggml), everything else on ggml, run.c's ids */
