@@ -77,6 +77,7 @@ static void drop(entry *e) {
 void tg_forget(tg_dev *d, uint64_t key) {
     if (!d->cache)
         return;
+    tg_settle(d);
     for (int i = 0; i < CACHE_SLOTS; i++)
         if (d->cache->e[i].ctx && (key == 0 || d->cache->e[i].key == key))
             drop(&d->cache->e[i]);
@@ -239,7 +240,7 @@ static tport_status build(tg_backend *be, int32_t device, const tport_graph_view
     return TPORT_STATUS_OK;
 }
 
-tport_status tg_compute(tg_backend *be, int32_t device, const tport_graph_view *g) {
+tport_status tg_compute(tg_backend *be, int32_t device, const tport_graph_view *g, bool async) {
     tg_dev *d = &be->devs[device];
     if (!g || g->n_tensors < 0 || g->n_nodes < 0 || (g->n_nodes && !g->nodes))
         return tg_host->error(TPORT_STATUS_INVALID_ARGUMENT, "ggml: bad graph");
@@ -250,6 +251,9 @@ tport_status tg_compute(tg_backend *be, int32_t device, const tport_graph_view *
         return tg_host->error(TPORT_STATUS_OUT_OF_MEMORY, "ggml: out of host memory");
     entry *e = lookup(d, g, s);
     entry scratch = {0};
+    /* a graph is built or re-bound only when none of it is in flight */
+    if (!e || e->stale || memcmp(e->sigs, s, (size_t)g->n_tensors * sizeof *s))
+        tg_settle(d);
     if (!e) {
         bool keep = g->struct_size >= TPORT_GRAPH_VIEW_SIZE_1_1;
         e = keep ? slot(d) : NULL;
@@ -298,7 +302,9 @@ tport_status tg_compute(tg_backend *be, int32_t device, const tport_graph_view *
     const char *fail = secure_getenv("TPORT_GGML_FAIL");
     if (fail && !strcmp(fail, "abort-compute"))
         gf.ggml_abort(__FILE__, __LINE__, "TPORT_GGML_FAIL=abort-compute");
-    enum ggml_status gs = gf.ggml_backend_graph_compute(d->backend, e->graph);
+    /* a scratch graph is freed right after: never left in flight */
+    enum ggml_status gs = async && e != &scratch ? gf.ggml_backend_graph_compute_async(d->backend, e->graph)
+                                                 : gf.ggml_backend_graph_compute(d->backend, e->graph);
     if (e == &scratch)
         drop(e);
     if (gs != GGML_STATUS_SUCCESS)

@@ -3,8 +3,10 @@
  * GGML_VK_VISIBLE_DEVICES=0): `tport backends -v` names the ggml version
  * and the device; `tport run --backend ggml` gives run.c's greedy ids on
  * stories260K and llama.cpp's on llama-2-tiny-random (../shared/refs), with
- * the whole model on the device (--plan); on the CPU device also `tport
- * check-backend ggml` passes every tier, a GPT-2 (whose exact GELU ggml's
+ * the whole model on the device (--plan); the device computes
+ * asynchronously (tickets, waited for) where ggml's does (Vulkan) and not
+ * on ggml's CPU; on the CPU device also `tport check-backend ggml` passes
+ * every tier, its replay check through a re-bound kept graph, a GPT-2 (whose exact GELU ggml's
  * CPU does not compute) runs split between ggml and tensorport's CPU with
  * the CPU's ids, a missing ggml and another ggml release are refused with
  * one line each, and an isolated bridge survives a ggml abort.  The ggml
@@ -163,6 +165,24 @@ int main(int argc, char **argv) {
         /* the reference computed in f32; its top-2 gap is as small as 6e-4 */
         reference_run(env, refs, "models/llama-2-tiny-random.gguf", "--kv-type f32");
         json_free(refs);
+    }
+
+    /* asynchronous compute where ggml's device has it (Vulkan), waited
+     * for; synchronous on ggml's CPU */
+    char model_path[1024];
+    bool cpu = !strcmp(device, "CPU");
+    run(env, "backends -v");
+    CHECK(cpu != (strstr(out ? out : "", "memory of its own, asynchronous") != NULL),
+          "device %s: asynchronous should be %s:\n%s", device, cpu ? "off" : "on", out ? out : "");
+    if (test_shared_path("models/stories260K.bin", model_path, sizeof model_path)) {
+        char async_env[2100], args[1400];
+        snprintf(async_env, sizeof async_env, "%s TPORT_LOG=debug", env);
+        snprintf(args, sizeof args, "run -m '%s' --prompt-ids 1 -n 4 --ids --temp 0 --threads 1 --backend ggml",
+                 model_path);
+        rc = run(async_env, args);
+        bool waited = err && strstr(err, "waited for async ticket");
+        CHECK(rc == 0 && waited == !cpu, "device %s: exit %d, async waits %s:\n%.3000s", device, rc,
+              waited ? "seen" : "not seen", err ? err : "");
     }
 
     if (!strcmp(device, "CPU")) {
