@@ -22,11 +22,35 @@ static int32_t tg_score(void) {
     return 2;
 }
 
+void tg_settle(tg_dev *d) {
+    if (d->done >= d->issued)
+        return;
+    /* ggml_backend_synchronize, not a ggml event: ggml-vulkan's
+     * event_synchronize crashed (SIGSEGV) in the first try on lavapipe,
+     * and an event recorded without being synchronized keeps a VkEvent
+     * per record; the backend's own synchronize also ends its graph */
+    gf.ggml_backend_synchronize(d->backend);
+    if (!d->async_waits++)
+        tg_host->log(TPORT_LOG_DEBUG, "ggml: %s: waited for async ticket %llu", d->name,
+                     (unsigned long long)d->issued);
+    d->done = d->issued;
+}
+
+/* The device of buffer h, settled: ggml's tensor get/set/memset/copy are
+ * not ordered after the backend's queue (Vulkan maps host-visible memory
+ * directly), so what an async compute may still touch waits for it. */
+static void settle_buffer(tg_backend *be, tport_buffer h) {
+    tg_buf *b = tg_buf_get(be, h);
+    if (b)
+        tg_settle(&be->devs[b->device]);
+}
+
 static void tg_shutdown(void *backend) {
     tg_backend *be = backend;
     if (!be)
         return;
     for (int i = 0; i < be->n_dev; i++) {
+        tg_settle(&be->devs[i]);
         tg_forget(&be->devs[i], 0);
         if (be->devs[i].backend)
             gf.ggml_backend_free(be->devs[i].backend);
@@ -81,6 +105,11 @@ static tport_status tg_init(void **out) {
                   : type == GGML_BACKEND_DEVICE_TYPE_ACCEL ? TPORT_DEVICE_ACCEL
                   : software(gf.ggml_backend_dev_description(list[i])) ? TPORT_DEVICE_CPU
                                                                        : TPORT_DEVICE_GPU;
+        /* async compute where ggml's device computes asynchronously */
+        struct ggml_backend_dev_props props;
+        memset(&props, 0, sizeof props);
+        gf.ggml_backend_dev_get_props(list[i], &props);
+        d->async = !d->host_memory && props.caps.async;
         ggml_backend_reg_t reg = gf.ggml_backend_dev_backend_reg(list[i]);
         d->set_n_threads = reg ? (void (*)(ggml_backend_t, int))gf.ggml_backend_reg_get_proc_address(
                                      reg, "ggml_backend_set_n_threads")
@@ -115,7 +144,7 @@ static tport_status tg_device_info(void *backend, int32_t dev, tport_device_info
     size_t free_b = 0, total = 0;
     gf.ggml_backend_dev_memory(d->dev, &free_b, &total);
     info.memory_total = total, info.memory_free = free_b;
-    info.caps = d->host_memory ? 0 : TPORT_DEVICE_CAP_DEVICE_MEMORY;
+    info.caps = (d->host_memory ? 0 : TPORT_DEVICE_CAP_DEVICE_MEMORY) | (d->async ? TPORT_DEVICE_CAP_ASYNC : 0);
     info.mem_alignment = gf.ggml_backend_buft_get_alignment(d->buft);
     size_t max = gf.ggml_backend_buft_get_max_size(d->buft);
     info.max_buffer_size = max == SIZE_MAX ? 0 : max;
@@ -133,15 +162,54 @@ static bool tg_supports_op(void *backend, int32_t dev, const tport_graph_view *g
 }
 
 static tport_status tg_compute_slot(void *backend, int32_t dev, const tport_graph_view *g) {
-    if (!device(backend, dev))
+    tg_dev *d = device(backend, dev);
+    if (!d)
         return tg_host->error(TPORT_STATUS_INVALID_ARGUMENT, "ggml: no device %d", (int)dev);
-    return tg_compute(backend, dev, g);
+    tg_settle(d);
+    return tg_compute(backend, dev, g, false);
+}
+
+/* Through ggml's async graph compute where the device has it (Vulkan,
+ * CUDA ...); synchronous (ticket 0) where not (ggml's CPU). */
+static tport_status tg_compute_async(void *backend, int32_t dev, const tport_graph_view *g, tport_ticket *ticket) {
+    tg_dev *d = device(backend, dev);
+    if (ticket)
+        *ticket = 0;
+    if (!d)
+        return tg_host->error(TPORT_STATUS_INVALID_ARGUMENT, "ggml: no device %d", (int)dev);
+    if (!d->async || !ticket) {
+        tg_settle(d);
+        return tg_compute(backend, dev, g, false);
+    }
+    tport_status st = tg_compute(backend, dev, g, true);
+    if (st != TPORT_STATUS_OK) {
+        tg_settle(d);
+        return st;
+    }
+    *ticket = ++d->issued;
+    return TPORT_STATUS_OK;
+}
+
+/* ggml has no timed wait: this blocks until the work is done
+ * (a device that never finishes is the isolation's timeout to catch,
+ * TPORT_BACKEND_ISOLATE=ggml). */
+static tport_status tg_wait(void *backend, int32_t dev, tport_ticket ticket, uint64_t timeout_ns) {
+    (void)timeout_ns;
+    tg_dev *d = device(backend, dev);
+    if (!d)
+        return tg_host->error(TPORT_STATUS_INVALID_ARGUMENT, "ggml: no device %d", (int)dev);
+    if (ticket > d->issued)
+        return tg_host->error(TPORT_STATUS_INVALID_ARGUMENT, "ggml: %s: ticket %llu was never issued", d->name,
+                              (unsigned long long)ticket);
+    if (ticket > d->done)
+        tg_settle(d);
+    return TPORT_STATUS_OK;
 }
 
 static void tg_forget_graph(void *backend, int32_t dev, uint64_t key) {
     tg_dev *d = device(backend, dev);
     if (d)
-        tg_forget(d, key);
+        tg_forget(d, key); /* settles first */
 }
 
 /* ---- memory: one ggml buffer per tport buffer --------------------------- */
@@ -191,7 +259,8 @@ static void tg_buffer_free(void *backend, tport_buffer h) {
     tg_buf *b = tg_buf_get(backend, h);
     if (!b)
         return;
-    tg_forget(&((tg_backend *)backend)->devs[b->device], 0); /* built graphs may point into it */
+    tg_settle(&((tg_backend *)backend)->devs[b->device]);
+    tg_unbind(&((tg_backend *)backend)->devs[b->device], h); /* kept graphs may point into it */
     gf.ggml_backend_buffer_free(b->buf);
     memset(b, 0, sizeof *b);
 }
@@ -205,6 +274,7 @@ static bool bytes_at(void *backend, tport_buffer h, uint64_t offset, uint64_t si
         tg_host->error(TPORT_STATUS_INVALID_ARGUMENT, "ggml: %s: unknown buffer", what);
         return false;
     }
+    settle_buffer(backend, h);
     if (offset > b->size || size > b->size - offset) {
         tg_host->error(TPORT_STATUS_INVALID_ARGUMENT, "ggml: %s: %llu bytes at %llu pass the buffer's end (%llu)",
                        what, (unsigned long long)size, (unsigned long long)offset, (unsigned long long)b->size);
@@ -320,6 +390,8 @@ static tport_backend_api table = {
     .tensor_read = tg_tensor_read,
     .buffer_fill = tg_buffer_fill,
     .buffer_copy = tg_buffer_copy,
+    .compute_async = tg_compute_async,
+    .wait = tg_wait,
     .forget_graph = tg_forget_graph,
 };
 

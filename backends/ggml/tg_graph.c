@@ -1,6 +1,10 @@
-/* Graph splits as ggml graphs: translated once per graph key, kept with
- * the placement they were built for (every tensor's buffer, offset, shape,
- * strides and parameters), replayed while it holds. */
+/* Graph splits as ggml graphs: translated once per graph key and kept,
+ * with their ggml context and the allocation of their helper tensors.
+ * A graph of the same structure (every tensor's op, type, shape, strides
+ * and parameters) is replayed; when only the placement of its tensors
+ * changed (a new bind key, or a buffer it used was freed) the kept graph
+ * is re-bound to the new (buffer, offset)s instead of being rebuilt. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,11 +13,14 @@
 #define CACHE_SLOTS 48
 
 typedef struct sig { /* what a built graph depends on, per tensor */
-    uint64_t buffer, offset, params;
+    uint64_t params;
     uint32_t op, type;
     int64_t ne[4];
     uint64_t nb[4];
+    /* placement: may change without a rebuild (rebind) */
+    uint64_t buffer, offset;
 } sig;
+#define STRUCTURE_BYTES offsetof(sig, buffer)
 
 typedef struct entry {
     uint64_t key, used;
@@ -23,11 +30,16 @@ typedef struct entry {
     sig *sigs;
     int32_t n_tensors, n_nodes;
     int32_t *nodes;
+    /* per tport tensor: the ggml tensor placed at its (buffer, offset), or
+     * NULL (computed into the graph's own allocation, or a view) */
+    struct ggml_tensor **placed;
+    bool stale; /* a buffer it was placed in is gone: rebind before use */
 } entry;
 
 typedef struct tg_cache {
     entry e[CACHE_SLOTS];
     uint64_t clock;
+    uint64_t builds, rebinds; /* logged (TPORT_LOG=debug) for the tests */
 } tg_cache;
 
 static uint64_t fnv(const void *p, size_t n) {
@@ -58,18 +70,29 @@ static void drop(entry *e) {
         gf.ggml_free(e->ctx);
     free(e->sigs);
     free(e->nodes);
+    free(e->placed);
     memset(e, 0, sizeof *e);
 }
 
 void tg_forget(tg_dev *d, uint64_t key) {
     if (!d->cache)
         return;
+    tg_settle(d);
     for (int i = 0; i < CACHE_SLOTS; i++)
         if (d->cache->e[i].ctx && (key == 0 || d->cache->e[i].key == key))
             drop(&d->cache->e[i]);
     if (key == 0) {
         free(d->cache);
         d->cache = NULL;
+    }
+}
+
+void tg_unbind(tg_dev *d, tport_buffer h) {
+    for (int i = 0; d->cache && i < CACHE_SLOTS; i++) {
+        entry *e = &d->cache->e[i];
+        for (int32_t k = 0; e->ctx && !e->stale && k < e->n_tensors; k++)
+            if (e->placed[k] && e->sigs[k].buffer == h)
+                e->stale = true;
     }
 }
 
@@ -112,7 +135,14 @@ bool tg_supports(tg_backend *be, int32_t device, const tport_graph_view *g, int3
     return ok;
 }
 
-/* The cached graph for g, or NULL if there is none that fits. */
+static bool same_structure(const sig *a, const sig *b, int32_t n) {
+    for (int32_t i = 0; i < n; i++)
+        if (memcmp(&a[i], &b[i], STRUCTURE_BYTES))
+            return false;
+    return true;
+}
+
+/* The cached graph for g (same key and structure), or NULL. */
 static entry *lookup(tg_dev *d, const tport_graph_view *g, const sig *s) {
     if (!d->cache || g->struct_size < TPORT_GRAPH_VIEW_SIZE_1_1)
         return NULL;
@@ -120,10 +150,39 @@ static entry *lookup(tg_dev *d, const tport_graph_view *g, const sig *s) {
         entry *e = &d->cache->e[i];
         if (e->ctx && e->key == g->graph_key && e->n_tensors == g->n_tensors && e->n_nodes == g->n_nodes &&
             !memcmp(e->nodes, g->nodes, (size_t)g->n_nodes * sizeof *g->nodes) &&
-            !memcmp(e->sigs, s, (size_t)g->n_tensors * sizeof *s))
+            same_structure(e->sigs, s, g->n_tensors))
             return e;
     }
     return NULL;
+}
+
+/* Moves the placed tensors of a kept graph to g's (buffer, offset)s, and
+ * every view of them with them.  ggml_backend_tensor_alloc lets the
+ * buffer prepare the tensor as it did at build (init_tensor). */
+static tport_status rebind(tg_backend *be, int32_t device, const tport_graph_view *g, entry *e) {
+    for (int32_t i = 0; i < e->n_tensors; i++) {
+        struct ggml_tensor *t = e->placed[i];
+        if (!t)
+            continue;
+        const tport_tensor_view *v = tg_view(g, i);
+        tg_buf *buf = v ? tg_buf_get(be, v->buffer) : NULL;
+        size_t need = gf.ggml_nbytes(t);
+        if (!buf || buf->device != device || v->offset > buf->size || need > buf->size - v->offset)
+            return tg_host->error(TPORT_STATUS_INVALID_ARGUMENT,
+                                  "ggml: tensor '%s' is not inside a buffer of this device's memory",
+                                  v && v->name ? v->name : "");
+        t->buffer = NULL, t->data = NULL;
+        if (gf.ggml_backend_tensor_alloc(buf->buf, t, buf->base + v->offset) != GGML_STATUS_SUCCESS)
+            return tg_host->error(TPORT_STATUS_ERROR, "ggml: tensor '%s' could not be re-bound", v->name ? v->name : "");
+    }
+    /* a view keeps its offset into its source (ggml's views always name
+     * the root tensor as view_src) */
+    for (struct ggml_tensor *t = gf.ggml_get_first_tensor(e->ctx); t; t = gf.ggml_get_next_tensor(e->ctx, t))
+        if (t->view_src && t->view_src->data) {
+            t->data = (char *)t->view_src->data + t->view_offs;
+            t->buffer = t->view_src->buffer;
+        }
+    return TPORT_STATUS_OK;
 }
 
 static entry *slot(tg_dev *d) {
@@ -146,12 +205,14 @@ static tport_status build(tg_backend *be, int32_t device, const tport_graph_view
     size_t graph_size = (size_t)g->n_nodes * 4 + 16;
     e->ctx = new_ctx(g->n_tensors, graph_size);
     struct ggml_tensor **t = calloc((size_t)g->n_tensors, sizeof *t);
-    if (!e->ctx || !t) {
+    e->placed = calloc((size_t)g->n_tensors, sizeof *e->placed);
+    if (!e->ctx || !t || !e->placed) {
         free(t);
         return tg_host->error(TPORT_STATUS_OUT_OF_MEMORY, "ggml: out of host memory");
     }
     e->graph = gf.ggml_new_graph_custom(e->ctx, graph_size, false);
-    tg_build b = {.ctx = e->ctx, .g = g, .t = t, .be = be, .device = device, .ggml_cpu = cpu_dev(be, device)};
+    tg_build b = {.ctx = e->ctx, .g = g, .t = t, .be = be, .placed = e->placed, .device = device,
+                  .ggml_cpu = cpu_dev(be, device)};
     tport_status st = TPORT_STATUS_OK;
     for (int32_t k = 0; k < g->n_nodes; k++) {
         /* in the host's order: a write into the KV cache comes before the
@@ -179,7 +240,7 @@ static tport_status build(tg_backend *be, int32_t device, const tport_graph_view
     return TPORT_STATUS_OK;
 }
 
-tport_status tg_compute(tg_backend *be, int32_t device, const tport_graph_view *g) {
+tport_status tg_compute(tg_backend *be, int32_t device, const tport_graph_view *g, bool async) {
     tg_dev *d = &be->devs[device];
     if (!g || g->n_tensors < 0 || g->n_nodes < 0 || (g->n_nodes && !g->nodes))
         return tg_host->error(TPORT_STATUS_INVALID_ARGUMENT, "ggml: bad graph");
@@ -190,6 +251,9 @@ tport_status tg_compute(tg_backend *be, int32_t device, const tport_graph_view *
         return tg_host->error(TPORT_STATUS_OUT_OF_MEMORY, "ggml: out of host memory");
     entry *e = lookup(d, g, s);
     entry scratch = {0};
+    /* a graph is built or re-bound only when none of it is in flight */
+    if (!e || e->stale || memcmp(e->sigs, s, (size_t)g->n_tensors * sizeof *s))
+        tg_settle(d);
     if (!e) {
         bool keep = g->struct_size >= TPORT_GRAPH_VIEW_SIZE_1_1;
         e = keep ? slot(d) : NULL;
@@ -210,6 +274,22 @@ tport_status tg_compute(tg_backend *be, int32_t device, const tport_graph_view *
             return tg_host->error(TPORT_STATUS_OUT_OF_MEMORY, "ggml: out of host memory");
         }
         memcpy(e->nodes, g->nodes, (size_t)g->n_nodes * sizeof *e->nodes);
+        if (d->cache && e != &scratch)
+            tg_host->log(TPORT_LOG_DEBUG, "ggml: %s: graph %016llx built (%d nodes; %llu built, %llu re-bound)",
+                         d->name, (unsigned long long)e->key, (int)e->n_nodes,
+                         (unsigned long long)++d->cache->builds, (unsigned long long)d->cache->rebinds);
+    } else if (e->stale || memcmp(e->sigs, s, (size_t)g->n_tensors * sizeof *s)) {
+        tport_status st = rebind(be, device, g, e);
+        if (st != TPORT_STATUS_OK) {
+            drop(e); /* half re-bound: never replayed */
+            free(s);
+            return st;
+        }
+        memcpy(e->sigs, s, (size_t)g->n_tensors * sizeof *s);
+        e->stale = false;
+        tg_host->log(TPORT_LOG_DEBUG, "ggml: %s: graph %016llx re-bound to new buffers (%llu built, %llu re-bound)",
+                     d->name, (unsigned long long)e->key, (unsigned long long)d->cache->builds,
+                     (unsigned long long)++d->cache->rebinds);
     }
     free(s);
     if (d->cache)
@@ -222,7 +302,9 @@ tport_status tg_compute(tg_backend *be, int32_t device, const tport_graph_view *
     const char *fail = secure_getenv("TPORT_GGML_FAIL");
     if (fail && !strcmp(fail, "abort-compute"))
         gf.ggml_abort(__FILE__, __LINE__, "TPORT_GGML_FAIL=abort-compute");
-    enum ggml_status gs = gf.ggml_backend_graph_compute(d->backend, e->graph);
+    /* a scratch graph is freed right after: never left in flight */
+    enum ggml_status gs = async && e != &scratch ? gf.ggml_backend_graph_compute_async(d->backend, e->graph)
+                                                 : gf.ggml_backend_graph_compute(d->backend, e->graph);
     if (e == &scratch)
         drop(e);
     if (gs != GGML_STATUS_SUCCESS)

@@ -33,7 +33,8 @@
     X(ggml_backend_tensor_set) X(ggml_backend_tensor_get) X(ggml_backend_tensor_memset)                           \
     X(ggml_backend_tensor_copy) X(ggml_backend_tensor_alloc) X(ggml_backend_graph_compute)                        \
     X(ggml_backend_synchronize) X(ggml_gallocr_new) X(ggml_gallocr_free) X(ggml_gallocr_alloc_graph) X(ggml_tensor_overhead) X(ggml_graph_overhead_custom)   \
-    X(ggml_backend_dev_backend_reg) X(ggml_backend_buft_get_alloc_size)
+    X(ggml_backend_dev_backend_reg) X(ggml_backend_buft_get_alloc_size) X(ggml_get_first_tensor) X(ggml_get_next_tensor) X(ggml_backend_dev_get_props) X(ggml_backend_graph_compute_async) \
+   
 
 typedef struct tg_funcs {
 #define TG_FIELD(f) __typeof__(f) *f;
@@ -58,6 +59,12 @@ typedef struct tg_dev {
     void (*set_n_threads)(ggml_backend_t, int);
     int n_threads;              /* last set (CPU devices)            */
     struct tg_cache *cache;     /* translated graphs (tg_graph.c)    */
+    /* asynchronous compute (ggml's caps.async): tickets count the async
+     * computes issued; one device runs its work in order, so waiting for
+     * the backend covers every ticket */
+    bool async;
+    uint64_t issued, done;
+    uint64_t async_waits; /* the first is logged (TPORT_LOG=debug) */
 } tg_dev;
 
 /* Loads libggml-base.so and the backend libraries named by TPORT_GGML_PATH
@@ -100,6 +107,10 @@ typedef struct tg_build {
     const tport_graph_view *g;
     struct ggml_tensor **t; /* per tport tensor index, NULL until made */
     tg_backend *be;         /* NULL: shapes only (supports_op) */
+    /* per tport tensor: the ggml tensor placed at its (buffer, offset)
+     * (a node's result, or the destination a copy writes through), or
+     * NULL; may itself be NULL */
+    struct ggml_tensor **placed;
     int32_t device;
     bool ggml_cpu;          /* a device of ggml's CPU backend */
     /* supports_op: the helper nodes a node needs (the f16 mask of
@@ -117,7 +128,15 @@ const tport_tensor_view *tg_view(const tport_graph_view *g, int32_t i);
 
 /* ---- graphs (tg_graph.c) ------------------------------------------------ */
 bool tg_supports(tg_backend *be, int32_t device, const tport_graph_view *g, int32_t node);
-tport_status tg_compute(tg_backend *be, int32_t device, const tport_graph_view *g);
+/* async: may return before the work is done (the caller issues the
+ * ticket; tg_settle waits); else done on return. */
+tport_status tg_compute(tg_backend *be, int32_t device, const tport_graph_view *g, bool async);
+/* Waits for every async compute of d issued so far: before anything that
+ * reads or changes what it may still use (memory, kept graphs). */
+void tg_settle(tg_dev *d);
 void tg_forget(tg_dev *d, uint64_t key);
+/* Buffer h is being freed: the kept graphs placed in it are re-bound
+ * before their next use (never computed into the freed memory). */
+void tg_unbind(tg_dev *d, tport_buffer h);
 
 #endif

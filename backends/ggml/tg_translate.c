@@ -47,8 +47,9 @@ static bool is_node(const tport_graph_view *g, int32_t i) {
     return false;
 }
 
-/* Puts t at (buffer, offset) of the tport view, inside the buffer. */
-static bool place(tg_build *b, struct ggml_tensor *t, const tport_tensor_view *v) {
+/* Puts t at (buffer, offset) of the tport view i, inside the buffer, and
+ * notes it in b->placed (a kept graph is re-bound through it). */
+static bool place(tg_build *b, struct ggml_tensor *t, const tport_tensor_view *v, int32_t i) {
     if (!b->be)
         return true;
     if (v->buffer == 0 && v->data && b->be->devs[b->device].kind == TPORT_DEVICE_CPU &&
@@ -68,11 +69,15 @@ static bool place(tg_build *b, struct ggml_tensor *t, const tport_tensor_view *v
                        v->name ? v->name : "", need, (unsigned long long)v->offset);
         return false;
     }
-    return gf.ggml_backend_tensor_alloc(buf->buf, t, buf->base + v->offset) == GGML_STATUS_SUCCESS;
+    if (gf.ggml_backend_tensor_alloc(buf->buf, t, buf->base + v->offset) != GGML_STATUS_SUCCESS)
+        return false;
+    if (b->placed)
+        b->placed[i] = t;
+    return true;
 }
 
 /* A ggml tensor with the view's type, shape and strides (no op). */
-static struct ggml_tensor *leaf(tg_build *b, const tport_tensor_view *v) {
+static struct ggml_tensor *leaf(tg_build *b, const tport_tensor_view *v, int32_t i) {
     int type = tg_type(v->type);
     if (type < 0) {
         tg_host->error(TPORT_STATUS_UNSUPPORTED, "ggml: type %u has no ggml equivalent", v->type);
@@ -88,7 +93,7 @@ static struct ggml_tensor *leaf(tg_build *b, const tport_tensor_view *v) {
         return NULL;
     for (int d = 0; d < 4; d++)
         t->nb[d] = (size_t)v->nb[d];
-    return place(b, t, v) ? t : NULL;
+    return place(b, t, v, i) ? t : NULL;
 }
 
 static bool same_ne(const struct ggml_tensor *t, const tport_tensor_view *v) {
@@ -221,7 +226,7 @@ static struct ggml_tensor *op(tg_build *b, const tport_tensor_view *v, struct gg
     case TPORT_OP_CPY: {
         /* the destination is the node's own memory: ggml_cpy writes into
          * a tensor over it and returns a view of that */
-        struct ggml_tensor *d = leaf(b, tg_view(b->g, self));
+        struct ggml_tensor *d = leaf(b, tg_view(b->g, self), self);
         if (!d || nelements(a) != nelements(d))
             return NULL;
         return gf.ggml_cpy(c, a, d);
@@ -304,7 +309,7 @@ struct ggml_tensor *tg_tensor(tg_build *b, int32_t i) {
         return b->t[i];
     /* a tensor this graph does not compute is an operand already in memory */
     if (v->op == TPORT_OP_NONE || !is_node(b->g, i))
-        return b->t[i] = leaf(b, v);
+        return b->t[i] = leaf(b, v, i);
     struct ggml_tensor *s[TPORT_MAX_SRC] = {0};
     for (int k = 0; k < TPORT_MAX_SRC; k++) {
         if (v->src[k] < 0)
@@ -328,7 +333,7 @@ struct ggml_tensor *tg_tensor(tg_build *b, int32_t i) {
         for (int d = 0; d < 4; d++)
             if (r->nb[d] != v->nb[d])
                 return NULL; /* a strided destination: ggml writes contiguously */
-        if (!place(b, r, v))
+        if (!place(b, r, v, i))
             return NULL;
     }
     return b->t[i] = r;

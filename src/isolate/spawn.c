@@ -33,7 +33,8 @@ static const char *const keep_exact[] = {
     "TPORT_NO_UNLOAD", "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
     "ZE_AFFINITY_MASK", "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS",
 };
-static const char *const keep_prefix[] = {"TPORT_CPU_", "VK_", "MESA_", "GGML_"};
+/* TPORT_GGML_: the ggml bridge finds ggml and its devices through them */
+static const char *const keep_prefix[] = {"TPORT_CPU_", "TPORT_GGML_", "VK_", "MESA_", "GGML_"};
 
 static bool name_is(const char *entry, const char *name) {
     size_t n = strlen(name);

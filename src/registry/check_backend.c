@@ -1,8 +1,11 @@
 /* tport_check_backend (tport/check.h): finds the backend to check, loads
  * it as the registry would, and runs the conformance tiers on it. */
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "candidate.h"
@@ -56,6 +59,59 @@ static tport_status check_in_process(const char *path, bool embedded, const tpor
     return TPORT_STATUS_OK;
 }
 
+/* The file of the active backend called `name` ("" for the embedded cpu),
+ * looked up in a child process.  Finding it starts every backend (the
+ * registry inits them), and a started backend may leave threads and
+ * driver state behind that a later fork cannot carry: ggml's Vulkan on
+ * lavapipe keeps its queue and JIT threads after shutdown (ggml stays
+ * loaded), and the probe that forks before loading the file again would
+ * find lavapipe's locks held by threads that do not exist in it.  So this
+ * process starts nothing before its own probe and load. */
+static tport_status find_by_name(const char *name, char *path, size_t cap, bool *embedded) {
+    int fd[2];
+    if (pipe(fd) != 0)
+        return tport_error(TPORT_STATUS_IO, "pipe: %s", strerror(errno));
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fd[0]), close(fd[1]);
+        return tport_error(TPORT_STATUS_IO, "fork: %s", strerror(errno));
+    }
+    if (pid == 0) {
+        close(fd[0]);
+        const tport_active_backend *a = tport_registry_find(name);
+        /* "-": none; "=": the embedded cpu; else the file */
+        const char *answer = !a ? "-" : !a->path ? "=" : a->path;
+        size_t n = strlen(answer);
+        ssize_t w = write(fd[1], answer, n);
+        tport_registry_shutdown();
+        _exit(w == (ssize_t)n ? 0 : 1);
+    }
+    close(fd[1]);
+    size_t got = 0;
+    for (;;) {
+        ssize_t r = read(fd[0], path + got, cap - 1 - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0 || (got += (size_t)r) >= cap - 1)
+            break;
+    }
+    close(fd[0]);
+    path[got] = '\0';
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || got == 0)
+        return tport_error(TPORT_STATUS_IO, "looking up backend '%s' failed (the lookup process %s)", name,
+                           WIFSIGNALED(status) ? "was killed by a signal" : "did not answer");
+    if (!strcmp(path, "-"))
+        return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "no active backend named '%s' (see tport backends)", name);
+    *embedded = !strcmp(path, "=");
+    if (*embedded)
+        path[0] = '\0';
+    return TPORT_STATUS_OK;
+}
+
 /* The active isolated backend named (or loaded from) target, through its
  * proxy; the ABI tier needs the plug-in in-process and is skipped. */
 static tport_status check_isolated(const char *target, const tport_check_callbacks *cb, tport_check_counts *num) {
@@ -101,14 +157,9 @@ tport_status tport_check_backend(const char *target, bool isolated, const tport_
     if (looks_like_path(target)) {
         snprintf(path, sizeof path, "%s", target);
     } else {
-        const tport_active_backend *a = tport_registry_find(target);
-        if (a && a->path)
-            snprintf(path, sizeof path, "%s", a->path);
-        embedded = a && !a->path;
-        tport_registry_shutdown();
-        if (!a)
-            return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "no active backend named '%s' (see tport backends)",
-                               target);
+        tport_status st = find_by_name(target, path, sizeof path, &embedded);
+        if (st != TPORT_STATUS_OK)
+            return st;
     }
     if (!embedded) {
         char why[256];
