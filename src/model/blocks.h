@@ -89,6 +89,16 @@ tport_tensor *tport_blk_ffn_swiglu(tport_blk *b, const tport_layer *l, tport_ten
  * renormalised to sum 1 when asked (Mixtral, Qwen3-MoE) or not (OLMoE,
  * Qwen2-MoE). */
 tport_tensor *tport_blk_ffn_moe(tport_blk *b, const tport_layer *l, tport_tensor *h, bool renormalise);
+/* How a mixture of experts routes beyond softmax: sigmoid gating, a bias
+ * added for the choice only ([n_expert], or NULL), the chosen weights
+ * renormalised, then scaled (0 or 1: not). */
+typedef struct tport_moe_routing {
+    bool sigmoid, renormalise;
+    float scale;
+    tport_tensor *probs_bias;
+} tport_moe_routing;
+tport_tensor *tport_blk_ffn_moe_routed(tport_blk *b, const tport_layer *l, tport_tensor *h,
+                                       const tport_moe_routing *r);
 /* The shared expert of Qwen2-MoE: its SwiGLU times sigmoid(gate h). */
 tport_tensor *tport_blk_ffn_shared_expert(tport_blk *b, const tport_layer *l, tport_tensor *h);
 /* The layer's experts where it has them (ffn_gate_inp), else its dense

@@ -30,6 +30,13 @@ typedef struct tport_layer {
      * experts' matrices [in, out, n_expert], a shared expert and its gate */
     tport_tensor *ffn_gate_inp, *ffn_gate_exps, *ffn_up_exps, *ffn_down_exps;
     tport_tensor *ffn_gate_inp_shexp, *ffn_gate_shexp, *ffn_up_shexp, *ffn_down_shexp;
+    /* DeepSeek-V3's expert selection bias [n_expert] */
+    tport_tensor *ffn_exp_probs_b;
+    /* multi-head latent attention (deepseek2): Q through a low rank
+     * (wq_a, its norm, wq_b) or wq; the latent KV and the rotated key part
+     * (wkv_a_mqa, the latent's norm); the per-head absorbed K and V
+     * projections [nope, kv_lora, n_head] and [kv_lora, v, n_head] */
+    tport_tensor *wq_a, *wq_b, *attn_q_a_norm, *wkv_a_mqa, *attn_kv_a_norm, *wk_b, *wv_b;
 } tport_layer;
 
 /* Model-level weight slots. */
@@ -75,6 +82,19 @@ typedef struct tport_model_shape {
      * output before it joins the residual, the logits (divided by) */
     float embd_scale, residual_scale, logit_scale;
     float attn_scale;          /* > 0: the attention's kq scale (granite)   */
+    /* deepseek2: multi-head latent attention (its cache row is head_dim =
+     * n_lora_kv + n_rot, one kv head), the head sizes K and V decompress
+     * to, Q's low rank (0: none) */
+    int32_t n_lora_q, n_lora_kv, head_dim_k_mla, head_dim_v_mla;
+    int32_t n_layer_dense_lead; /* leading layers with a dense feed-forward */
+    int32_t n_expert_shared;    /* shared experts (width n_ff_exp each)     */
+    /* routing beyond softmax-then-top-k: sigmoid gating, the weights
+     * renormalised and scaled, experts chosen within the n_group_used best
+     * of n_expert_groups groups (1: no groups) */
+    bool expert_sigmoid, expert_weights_norm;
+    float expert_weights_scale; /* 0 or 1: unscaled                         */
+    int32_t n_expert_groups, n_group_used;
+    float rope_yarn_log_mul;    /* deepseek2's mscale_all_dim (0: none)     */
 } tport_model_shape;
 
 /* Whether layer il attends through the sliding window. */

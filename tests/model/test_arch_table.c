@@ -37,11 +37,16 @@ static bool has_flag(const tport_arch *a, unsigned flag) {
     return false;
 }
 
+/* deepseek2's per-head K and V projections [.., .., n_head] (4 heads) */
+static bool per_head(const tport_tensor *t) {
+    return strstr(tport_tensor_name(t), "attn_k_b") || strstr(tport_tensor_name(t), "attn_v_b");
+}
+
 /* experts: synthesized with a mixture of 4 experts, 2 a token */
 static void check_arch(const tport_arch *a, const char *dir, bool experts) {
     for (int k = 0; k < a->n_tensors; k++)
         if (strstr(a->tensors[k].name, "attn_output.weight"))
-            CHECK(a->tensors[k].ne0 == DIM_Q && a->tensors[k].ne1 == DIM_EMBD,
+            CHECK((a->tensors[k].ne0 == DIM_Q || a->tensors[k].ne0 == DIM_O_MLA) && a->tensors[k].ne1 == DIM_EMBD,
                   "%s: attn_output is not [DIM_Q, DIM_EMBD]", a->name);
     char path[512], cmd[1024];
     snprintf(path, sizeof path, "%s/%s.gguf", dir, a->name);
@@ -87,7 +92,10 @@ static void check_arch(const tport_arch *a, const char *dir, bool experts) {
             for (int j = 0; j < np; j++)
                 if (*part[j])
                     CHECK((tport_tensor_ne(*part[j], 1) > 1) == (k < 2) &&
-                              (tport_tensor_ne(*part[j], 2) == (strstr(tport_tensor_name(*part[j]), "_exps") ? 4 : 1)), "%s: layer %d: %s listed as a %s",
+                              (tport_tensor_ne(*part[j], 2) == (strstr(tport_tensor_name(*part[j]), "_exps") ? 4
+                                                                : per_head(*part[j])                         ? 4
+                                                                                                             : 1)),
+                          "%s: layer %d: %s listed as a %s",
                           a->name, (int)il, tport_tensor_name(*part[j]), k < 2 ? "matrix" : "vector");
         }
         CHECK(total == n, "%s: the four kinds list %d slots, all of them %d", a->name, total, n);

@@ -80,6 +80,10 @@ typedef struct synth_opts {
     const char *f32_keys[4];
     float f32_vals[4];
     int n_f32;
+    /* --key SUFFIX=V: an architecture's own key (its synth_key), up to 12 */
+    const char *keys[12];
+    double key_vals[12];
+    int n_keys;
 } synth_opts;
 
 typedef struct synth_tensor {
@@ -136,6 +140,8 @@ static void usage(FILE *out) {
             "                  [--rope-attn-factor F]   the rope.scaling.* keys\n"
             "--f32-key SUFFIX=F   write the key ARCH.SUFFIX as an f32 (up to 4; e.g.\n"
             "                  rope.scaling.yarn_beta_fast=16)\n"
+            "--key SUFFIX=V    an architecture's own key ARCH.SUFFIX (up to 12; deepseek2:\n"
+            "                  attention.kv_lora_rank=32, expert_gating_func=2, ...)\n"
             "--norm-noise F    norm weights uniform in [1 - F, 1 + F] instead of exactly 1, so that\n"
             "                  a graph using the wrong norm weight, or none, computes something else\n",
             tool_arch_list(archs, sizeof archs), default_shape.dim, default_shape.layers, default_shape.heads,
@@ -266,6 +272,15 @@ static int parse_args(int argc, char **argv, synth_opts *o) {
             o->f32_keys[o->n_f32] = v;
             o->f32_vals[o->n_f32++] = f;
             i++;
+        } else if (!strcmp(a, "--key")) {
+            const char *eq = v ? strchr(v, '=') : NULL;
+            char *end = NULL;
+            double f = eq ? strtod(eq + 1, &end) : 0.0;
+            if (!eq || eq == v || !eq[1] || *end || o->n_keys == 12 || !(f == f) || eq - v > 64)
+                return tool_fail(2, "synth: --key needs SUFFIX=NUMBER (at most 12)");
+            o->keys[o->n_keys] = v;
+            o->key_vals[o->n_keys++] = f;
+            i++;
         } else if (!strcmp(a, "--rope-orig-ctx")) {
             if (!parse_u32(v, 1, 1u << 24, &o->rope_orig_ctx))
                 return tool_fail(2, "synth: --rope-orig-ctx needs a number in [1, 16777216]");
@@ -349,6 +364,13 @@ static int parse_args(int argc, char **argv, synth_opts *o) {
     if (s->kv_heads > s->heads || s->heads % s->kv_heads)
         return tool_fail(2, "synth: heads %" PRIu32 " is not a multiple of kv-heads %" PRIu32, s->heads,
                          s->kv_heads);
+    for (int k = 0; k < o->n_keys; k++) {
+        tport_model_shape probe = {0};
+        char suffix[72];
+        snprintf(suffix, sizeof suffix, "%.*s", (int)(strchr(o->keys[k], '=') - o->keys[k]), o->keys[k]);
+        if (!o->arch->synth_key || !o->arch->synth_key(&probe, suffix, o->key_vals[k]))
+            return tool_fail(2, "synth: --key %s: not a key of %s", suffix, o->arch->name);
+    }
     return 0;
 }
 
@@ -462,6 +484,14 @@ static tport_model_shape model_shape(const synth_opts *o) {
         if (t->ne0 == DIM_FF_SHEXP || t->ne1 == DIM_FF_SHEXP)
             sh.n_ff_shexp = (int32_t)(o->shared_ff ? o->shared_ff : s->ff);
     }
+    /* the architecture's own keys, then its consequences for the shape */
+    for (int k = 0; k < o->n_keys && o->arch->synth_key; k++) {
+        char suffix[72];
+        snprintf(suffix, sizeof suffix, "%.*s", (int)(strchr(o->keys[k], '=') - o->keys[k]), o->keys[k]);
+        o->arch->synth_key(&sh, suffix, o->key_vals[k]);
+    }
+    if (o->arch->synth_key)
+        o->arch->synth_key(&sh, NULL, 0.0);
     return sh;
 }
 
@@ -521,7 +551,7 @@ static void plan_tensors(synth_ctx *c, const synth_opts *o, tport_type_id type) 
         for (int k = 0; k < arch->n_tensors; k++)
             if ((arch->tensors[k].flags & TENSOR_LAYER) &&
                 (!(arch->tensors[k].flags & TENSOR_NO_SYNTH) || wanted(o, &arch->tensors[k])) &&
-                tport_arch_row_applies(&arch->tensors[k], &sh))
+                tport_arch_layer_row_applies(&arch->tensors[k], &sh, (int)l))
                 add_table_tensor(c, &arch->tensors[k], &sh, (int)l, type);
 }
 
