@@ -318,6 +318,7 @@ static void run_op(cpu_ctx *c, cpu_op *op) {
     case TPORT_OP_SUM_ROWS:
     case TPORT_OP_ARGSORT_TOP_K:
     case TPORT_OP_ADD_ID:
+    case TPORT_OP_EXPERT_GROUPS:
         cpu_run_moe(c, op);
         break;
     case TPORT_OP_FLASH_ATTN:

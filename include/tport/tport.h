@@ -146,6 +146,10 @@ tport_tensor *tport_sigmoid(tport_ctx *ctx, tport_tensor *a);
 tport_tensor *tport_sum_rows(tport_ctx *ctx, tport_tensor *a);
 tport_tensor *tport_div(tport_ctx *ctx, tport_tensor *a, tport_tensor *b);
 tport_tensor *tport_add_id(tport_ctx *ctx, tport_tensor *a, tport_tensor *bias, tport_tensor *ids);
+/* Grouped routing (TPORT_OP_EXPERT_GROUPS, ABI 1.4): a's values outside
+ * the n_group_used best of n_group groups (by the sum of each group's two
+ * largest) become -inf. */
+tport_tensor *tport_expert_groups(tport_ctx *ctx, tport_tensor *a, int n_group, int n_group_used);
 /* Copies a into b's memory (converting type; same element count, shapes
  * may differ); returns the node to compute, a view of b.  Add it to the
  * graph before the nodes that read b. */

@@ -61,5 +61,7 @@ const char *tport_op_name(tport_op_id op) {
     static const char *const moe_names[] = {"mul_mat_id", "argsort_top_k", "sigmoid", "sum_rows", "div", "add_id"};
     if (op >= 22 && op - 22 < sizeof moe_names / sizeof moe_names[0])
         return moe_names[op - 22];
+    if (op == TPORT_OP_EXPERT_GROUPS)
+        return "expert_groups";
     return op < sizeof names / sizeof names[0] ? names[op] : "unknown";
 }

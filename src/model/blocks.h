@@ -96,6 +96,9 @@ typedef struct tport_moe_routing {
     bool sigmoid, renormalise;
     float scale;
     tport_tensor *probs_bias;
+    /* > 1: the choice only among the experts of the n_group_used best of
+     * n_groups groups (TPORT_OP_EXPERT_GROUPS, DeepSeek-V3) */
+    int32_t n_groups, n_group_used;
 } tport_moe_routing;
 tport_tensor *tport_blk_ffn_moe_routed(tport_blk *b, const tport_layer *l, tport_tensor *h,
                                        const tport_moe_routing *r);

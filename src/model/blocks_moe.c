@@ -32,6 +32,8 @@ tport_tensor *tport_blk_ffn_moe_routed(tport_blk *b, const tport_layer *l, tport
     /* DeepSeek-V3: the bias steers the choice only; the weights are the
      * unbiased probabilities of the chosen experts */
     tport_tensor *select = r->probs_bias ? tport_add(ctx, probs, r->probs_bias) : probs;
+    if (r->n_groups > 1)
+        select = tport_expert_groups(ctx, select, r->n_groups, r->n_group_used);
     tport_tensor *ids = tport_argsort_top_k(ctx, select, (int)n_used);
     const int64_t p3[3] = {1, n_expert, n};
     tport_tensor *w = tport_get_rows(ctx, tport_reshape(ctx, probs, 3, p3), ids); /* [1, n_used, n] */

@@ -22,8 +22,10 @@
  * mscale (YaRN): attn_factor (1 + 0.1 ln(1/s)) (1 + 0.1 log_mul ln(1/s)), s
  * the frequency scale, log_mul the file's yarn_log_multiplier / 0.1, as
  * llama.cpp computes it.  Files from before the split of attn_kv_b into
- * attn_k_b and attn_v_b (no key_length_mla) are refused; so are grouped
- * routing (expert_group_count > 1) and gating other than softmax/sigmoid. */
+ * attn_k_b and attn_v_b (no key_length_mla) are refused; so is gating
+ * other than softmax and sigmoid.  Grouped routing (expert_group_count >
+ * 1): the choice among the experts of the expert_group_used_count groups
+ * with the largest sums of their two best (TPORT_OP_EXPERT_GROUPS). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -113,8 +115,10 @@ static tport_status hparams(const tport_model_file *mf, tport_model_shape *sh) {
         gating = GATING_SOFTMAX; /* llama.cpp: V2 and V2.5 files */
     if (gating != GATING_SOFTMAX && gating != GATING_SIGMOID)
         return refuse(mf, "expert gating function other than softmax and sigmoid");
-    if (groups > 1)
-        return refuse(mf, "grouped expert routing (expert_group_count > 1)");
+    if (groups > 1 && (sh->n_expert % (int32_t)groups || sh->n_expert / (int32_t)groups < 2 || groups > 256 ||
+                       groups_used < 1 || groups_used > groups))
+        return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: %u of %u expert groups for %d experts", mf->path,
+                           groups_used, groups, sh->n_expert);
     sh->n_lora_q = lite ? 0 : (int32_t)q_lora;
     sh->n_lora_kv = (int32_t)kv_lora;
     sh->head_dim_k_mla = (int32_t)k_mla;
@@ -278,7 +282,8 @@ static tport_tensor *ffn(tport_blk *b, int il, tport_tensor *h) {
     if (!l->ffn_gate_inp)
         return tport_blk_ffn_swiglu(b, l, h);
     const tport_moe_routing r = {.sigmoid = b->sh->expert_sigmoid, .renormalise = b->sh->expert_weights_norm,
-                                 .scale = b->sh->expert_weights_scale, .probs_bias = l->ffn_exp_probs_b};
+                                 .scale = b->sh->expert_weights_scale, .probs_bias = l->ffn_exp_probs_b,
+                                 .n_groups = b->sh->n_expert_groups, .n_group_used = b->sh->n_group_used};
     tport_tensor *moe = tport_blk_ffn_moe_routed(b, l, h, &r);
     if (b->sh->n_expert_shared <= 0)
         return moe;
