@@ -97,6 +97,12 @@ typedef struct tport_model_shape {
     float rope_yarn_log_mul;    /* deepseek2's mscale_all_dim (0: none)     */
 } tport_model_shape;
 
+/* Whether V is read from the K cache (deepseek2's latent rows: V is their
+ * first n_lora_kv values), so that a layer keeps no V cache. */
+static inline bool tport_shape_v_in_k(const tport_model_shape *sh) {
+    return sh->n_lora_kv > 0;
+}
+
 /* Whether layer il attends through the sliding window. */
 static inline bool tport_shape_layer_swa(const tport_model_shape *sh, int32_t il) {
     return sh->n_swa > 0 && (sh->swa_period <= 0 || il % sh->swa_period < sh->swa_period - 1);

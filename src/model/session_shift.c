@@ -52,7 +52,7 @@ static tport_status add_layer(tport_session *s, tport_ctx *ctx, tport_graph *g, 
                               tport_tensor *ids, tport_tensor *delta) {
     const tport_model_shape *sh = &s->m->sh;
     int64_t hd = sh->head_dim, nkv = sh->n_head_kv;
-    for (int value = 0; value < 2; value++) {
+    for (int value = 0; value < (tport_shape_v_in_k(sh) ? 1 : 2); value++) {
         tport_tensor *c = tport_session_cache_leaf(ctx, s, il, value);
         if (!c)
             return TPORT_STATUS_ERROR;
