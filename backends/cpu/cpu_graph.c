@@ -319,6 +319,7 @@ static void run_op(cpu_ctx *c, cpu_op *op) {
     case TPORT_OP_ARGSORT_TOP_K:
     case TPORT_OP_ADD_ID:
     case TPORT_OP_SWIGLU_OAI:
+    case TPORT_OP_EXPERT_GROUPS:
         cpu_run_moe(c, op);
         break;
     case TPORT_OP_FLASH_ATTN:

@@ -39,6 +39,36 @@ static void top_k_row(const tport_tensor_view *s, const uint8_t *row, int64_t n,
     }
 }
 
+/* EXPERT_GROUPS on one row: the groups outside the n_used best (by the sum
+ * of each group's two largest values) become -inf.  At most 256 groups. */
+static void expert_groups_row(const tport_tensor_view *a, const uint8_t *x, const tport_tensor_view *d, uint8_t *z,
+                              int32_t n_group, int32_t n_used) {
+    const int64_t g = a->ne[0] / n_group;
+    float score[256];
+    bool keep[256] = {false};
+    for (int32_t k = 0; k < n_group; k++) {
+        int32_t top[2];
+        top_k_row(a, x + (size_t)(k * g) * a->nb[0], g, 2, top);
+        float u, v;
+        memcpy(&u, x + (size_t)(k * g + top[0]) * a->nb[0], sizeof u);
+        memcpy(&v, x + (size_t)(k * g + top[1]) * a->nb[0], sizeof v);
+        score[k] = u + v;
+    }
+    const tport_tensor_view sv = {.type = TPORT_TYPE_F32, .ne = {n_group, 1, 1, 1},
+                                  .nb = {sizeof(float), sizeof(float) * (uint64_t)n_group,
+                                         sizeof(float) * (uint64_t)n_group, sizeof(float) * (uint64_t)n_group}};
+    int32_t best[256];
+    top_k_row(&sv, (const uint8_t *)score, n_group, n_used, best);
+    for (int32_t k = 0; k < n_used; k++)
+        keep[best[k]] = true;
+    for (int64_t i = 0; i < a->ne[0]; i++) {
+        float v = -INFINITY;
+        if (keep[i / g])
+            memcpy(&v, x + (size_t)i * a->nb[0], sizeof v);
+        memcpy(z + (size_t)i * d->nb[0], &v, sizeof v);
+    }
+}
+
 static void moe_task(void *arg, int ith, int nth) {
     cpu_op *op = arg;
     const tport_tensor_view *d = op->dst, *a = op->src[0];
@@ -98,6 +128,12 @@ static void moe_task(void *arg, int ith, int nth) {
                 float v = g / (1.0f + expf(p.alpha * -g)) * (u + 1.0f);
                 memcpy(z + (size_t)i * d->nb[0], &v, sizeof v);
             }
+            break;
+        }
+        case TPORT_OP_EXPERT_GROUPS: {
+            tport_params_expert_groups p;
+            memcpy(&p, d->params, sizeof p);
+            expert_groups_row(a, x, d, z, p.n_group, p.n_group_used);
             break;
         }
         default: { /* add_id */

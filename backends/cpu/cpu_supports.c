@@ -228,6 +228,15 @@ bool cpu_supports(const tport_graph_view *g, int32_t node) {
     case TPORT_OP_SUM_ROWS:
         return dense_f32(d) && s0->type == TPORT_TYPE_F32 && d->ne[0] == 1 && d->ne[1] == s0->ne[1] &&
                d->ne[2] == s0->ne[2] && d->ne[3] == s0->ne[3];
+    case TPORT_OP_EXPERT_GROUPS: {
+        if (!d->params || d->params_size < sizeof(tport_params_expert_groups))
+            return false;
+        tport_params_expert_groups p;
+        memcpy(&p, d->params, sizeof p);
+        return dense_f32(d) && s0->type == TPORT_TYPE_F32 && same_shape(d, s0) && p.n_group >= 1 &&
+               p.n_group <= 256 && d->ne[0] % p.n_group == 0 && d->ne[0] / p.n_group >= 2 && p.n_group_used >= 1 &&
+               p.n_group_used <= p.n_group;
+    }
     case TPORT_OP_ARGSORT_TOP_K: {
         if (!d->params || d->params_size < sizeof(tport_params_top_k))
             return false;

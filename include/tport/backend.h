@@ -215,6 +215,9 @@
  *        factor); FLASH_ATTN_EXT (49, tport_params_flash_attn_ext: logit
  *        soft-capping, attention sinks); tport_tensor_view gains src_more
  *        (operands 4 and 5).
+ *   1.4  EXPERT_GROUPS (32, tport_params_expert_groups): DeepSeek-V3's
+ *        grouped expert routing.  A plug-in of an older minor is never
+ *        asked about it.
  */
 #ifndef TPORT_BACKEND_H
 #define TPORT_BACKEND_H
@@ -228,7 +231,7 @@ extern "C" {
 #endif
 
 #define TPORT_ABI_MAJOR 1
-#define TPORT_ABI_MINOR 3
+#define TPORT_ABI_MINOR 4
 
 #if defined(_WIN32)
 #define TPORT_BACKEND_EXPORT __declspec(dllexport)
@@ -436,6 +439,17 @@ enum {
         dst = x / (1 + exp(-p.alpha x)) * (y + 1)                      */
     TPORT_OP_SWIGLU_OAI = 28,
 };
+/* Grouped expert routing, since 1.4 (DeepSeek-V3, llama.cpp's
+ * n_expert_groups / n_group_used). */
+enum {
+    /* src0 F32 [n, rows...], n a multiple of p.n_group; dst F32 the same
+       shape.  Each row's n values form p.n_group groups of g = n / n_group
+       consecutive ones (g >= 2); a group's score is the sum of its two
+       largest values (the order of ARGSORT_TOP_K: larger first, NaN last).
+       The p.n_group_used groups of largest score (ties: the lower group)
+       keep their values; every other value becomes -inf.            */
+    TPORT_OP_EXPERT_GROUPS = 32,
+};
 /* View ops (view, reshape, permute, transpose) never reach a backend: the
  * host resolves them to strides and offsets. */
 
@@ -456,6 +470,7 @@ typedef struct tport_params_clamp { float min, max; } tport_params_clamp;
 typedef struct tport_params_soft_max_ext { float scale, max_bias; } tport_params_soft_max_ext;
 typedef struct tport_params_top_k { int32_t k; } tport_params_top_k; /* since 1.3 */
 typedef struct tport_params_swiglu_oai { float alpha, limit; } tport_params_swiglu_oai; /* since 1.3 */
+typedef struct tport_params_expert_groups { int32_t n_group, n_group_used; } tport_params_expert_groups; /* 1.4 */
 /* since 1.3 */
 typedef struct tport_params_rope_ext {
     int32_t n_dims, mode;   /* as tport_params_rope                   */

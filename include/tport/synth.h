@@ -31,6 +31,7 @@ extern "C" {
 
 #define TPORT_SYNTH_MAX_WITH 4
 #define TPORT_SYNTH_MAX_F32_KEYS 4
+#define TPORT_SYNTH_MAX_KEYS 12
 
 typedef struct tport_synth_params {
     const char *arch;            /* architecture name (tport_arch_name_at)   */
@@ -60,6 +61,12 @@ typedef struct tport_synth_params {
     const char *f32_key_suffix[TPORT_SYNTH_MAX_F32_KEYS];
     float f32_key_value[TPORT_SYNTH_MAX_F32_KEYS];
     int n_f32_keys;
+    /* an architecture's own keys "<arch>.<suffix>" (deepseek2:
+     * attention.kv_lora_rank, expert_gating_func, ...): the architecture
+     * says which it knows and writes them with their consequences */
+    const char *key_suffix[TPORT_SYNTH_MAX_KEYS];
+    double key_value[TPORT_SYNTH_MAX_KEYS];
+    int n_keys;
     tport_type_id type;          /* of the 2-D and 3-D weights               */
     /* with experts_type_set, the experts' stacks take experts_type and the
      * router (ffn_gate_inp) stays f32, as llama-quantize's MoE mixes do */

@@ -150,6 +150,10 @@ tport_tensor *tport_add_id(tport_ctx *ctx, tport_tensor *a, tport_tensor *bias, 
  * min(gate, limit) sigmoid(alpha min(gate, limit)) (clamp(up, +-limit) + 1)
  * (TPORT_OP_SWIGLU_OAI). */
 tport_tensor *tport_swiglu_oai(tport_ctx *ctx, tport_tensor *gate, tport_tensor *up, float alpha, float limit);
+/* Grouped routing (TPORT_OP_EXPERT_GROUPS, ABI 1.4): a's values outside
+ * the n_group_used best of n_group groups (by the sum of each group's two
+ * largest) become -inf. */
+tport_tensor *tport_expert_groups(tport_ctx *ctx, tport_tensor *a, int n_group, int n_group_used);
 /* Copies a into b's memory (converting type; same element count, shapes
  * may differ); returns the node to compute, a view of b.  Add it to the
  * graph before the nodes that read b. */

@@ -365,6 +365,17 @@ tport_tensor *tport_argsort_top_k(tport_ctx *ctx, tport_tensor *a, int k) {
     return new_op(ctx, TPORT_OP_ARGSORT_TOP_K, TPORT_TYPE_I32, ne, a, NULL, &p, sizeof p);
 }
 
+tport_tensor *tport_expert_groups(tport_ctx *ctx, tport_tensor *a, int n_group, int n_group_used) {
+    if (!ctx || !a)
+        return null_input("expert_groups");
+    if (a->type != TPORT_TYPE_F32)
+        return bad("expert_groups", "input must be f32");
+    if (n_group < 1 || a->ne[0] % n_group || a->ne[0] / n_group < 2 || n_group_used < 1 || n_group_used > n_group)
+        return bad("expert_groups", "need n_group dividing ne[0] into groups of >= 2, 1 <= n_group_used <= n_group");
+    tport_params_expert_groups p = {n_group, n_group_used};
+    return new_op(ctx, TPORT_OP_EXPERT_GROUPS, TPORT_TYPE_F32, a->ne, a, NULL, &p, sizeof p);
+}
+
 tport_tensor *tport_sigmoid(tport_ctx *ctx, tport_tensor *a) {
     return unary_f32(ctx, TPORT_OP_SIGMOID, a, NULL, 0);
 }

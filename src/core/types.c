@@ -62,5 +62,7 @@ const char *tport_op_name(tport_op_id op) {
                                             "div",        "add_id",        "swiglu_oai"};
     if (op >= 22 && op - 22 < sizeof moe_names / sizeof moe_names[0])
         return moe_names[op - 22];
+    if (op == TPORT_OP_EXPERT_GROUPS)
+        return "expert_groups";
     return op < sizeof names / sizeof names[0] ? names[op] : "unknown";
 }

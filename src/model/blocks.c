@@ -167,25 +167,30 @@ tport_tensor *tport_blk_attention(tport_blk *b, int il, tport_tensor *q, tport_t
     tport_tensor *mask = swa ? b->mask_swa : b->mask;
     int32_t n_kv = swa ? b->n_kv_swa : b->n_kv;
 
+    /* deepseek2 keeps no V cache: V is read from K's rows (the caller
+     * passes v == k and keeps what the first values of V give) */
+    const bool v_in_k = tport_shape_v_in_k(sh);
     tport_tensor *kc = tport_new_tensor_3d(ctx, type, hd, nkv, cells);
-    tport_tensor *vc = tport_new_tensor_3d(ctx, type, hd, nkv, cells);
+    tport_tensor *vc = v_in_k ? kc : tport_new_tensor_3d(ctx, type, hd, nkv, cells);
     if (!kc || !vc || !q || !k || !v || !mask)
         return NULL;
     /* the cache lives in host memory or, as a resident leaf, on a device */
     tport_tensor_set_data(kc, b->kv[il].k);
-    tport_tensor_set_data(vc, b->kv[il].v);
     kc->res = b->kv[il].k_res;
-    vc->res = b->kv[il].v_res;
+    if (!v_in_k) {
+        tport_tensor_set_data(vc, b->kv[il].v);
+        vc->res = b->kv[il].v_res;
+    }
 
     /* The copies join the graph before anything reads the cache, so the
      * topological order runs them first.  Position p goes to cell p % cells
      * (p itself unless the layer keeps a ring); a batch reaching past the
      * ring's end writes the rest from cell 0. */
     int32_t at = b->pos % cells, first = cells - at < b->n ? cells - at : b->n;
-    if (!store(b, kc, k, 0, first, at, cells, true) || !store(b, vc, v, 0, first, at, cells, true))
+    if (!store(b, kc, k, 0, first, at, cells, true) || (!v_in_k && !store(b, vc, v, 0, first, at, cells, true)))
         return NULL;
     if (first < b->n && (!store(b, kc, k, first, b->n - first, 0, cells, false) ||
-                         !store(b, vc, v, first, b->n - first, 0, cells, false)))
+                         (!v_in_k && !store(b, vc, v, first, b->n - first, 0, cells, false))))
         return NULL;
 
     /* K (and V, for flash_attn) as [hd, n_kv, nkv] views of the caches */

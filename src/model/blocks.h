@@ -93,6 +93,19 @@ tport_tensor *tport_blk_ffn_moe(tport_blk *b, const tport_layer *l, tport_tensor
  * router's logits plus its bias, their softmax as weights, experts with
  * biases (add_id) and the clamped SwiGLU (alpha, limit). */
 tport_tensor *tport_blk_ffn_moe_oai(tport_blk *b, const tport_layer *l, tport_tensor *h, float alpha, float limit);
+/* How a mixture of experts routes beyond softmax: sigmoid gating, a bias
+ * added for the choice only ([n_expert], or NULL), the chosen weights
+ * renormalised, then scaled (0 or 1: not). */
+typedef struct tport_moe_routing {
+    bool sigmoid, renormalise;
+    float scale;
+    tport_tensor *probs_bias;
+    /* > 1: the choice only among the experts of the n_group_used best of
+     * n_groups groups (TPORT_OP_EXPERT_GROUPS, DeepSeek-V3) */
+    int32_t n_groups, n_group_used;
+} tport_moe_routing;
+tport_tensor *tport_blk_ffn_moe_routed(tport_blk *b, const tport_layer *l, tport_tensor *h,
+                                       const tport_moe_routing *r);
 /* The shared expert of Qwen2-MoE: its SwiGLU times sigmoid(gate h). */
 tport_tensor *tport_blk_ffn_shared_expert(tport_blk *b, const tport_layer *l, tport_tensor *h);
 /* The layer's experts where it has them (ffn_gate_inp), else its dense

@@ -6,6 +6,10 @@
  *   w       = probs[ids]                 (renormalised: w / max(sum w, 2^-14))
  *   out     = sum_i w_i down_i(silu(gate_i h) * up_i h),  i over ids
  *
+ * and for sigmoid gating (DeepSeek-V3): probs = sigmoid(router h), the
+ * experts chosen by probs + exp_probs_b, their weights renormalised and
+ * scaled by the routed scaling factor where the file says so.
+ *
  * The experts' products are mul_mat_id nodes, which read only the chosen
  * experts; the weighted slots are added in slot order, as llama.cpp does.
  *
@@ -38,11 +42,24 @@ static tport_tensor *weighted_sum(tport_ctx *ctx, tport_tensor *experts, tport_t
 }
 
 tport_tensor *tport_blk_ffn_moe(tport_blk *b, const tport_layer *l, tport_tensor *h, bool renormalise) {
+    const tport_moe_routing r = {.renormalise = renormalise};
+    return tport_blk_ffn_moe_routed(b, l, h, &r);
+}
+
+tport_tensor *tport_blk_ffn_moe_routed(tport_blk *b, const tport_layer *l, tport_tensor *h,
+                                       const tport_moe_routing *r) {
     tport_ctx *ctx = b->ctx;
     const int64_t n_expert = b->sh->n_expert, n_used = b->sh->n_expert_used, n_embd = tport_tensor_ne(h, 0),
                   n = tport_tensor_ne(h, 1);
-    tport_tensor *probs = tport_soft_max(ctx, tport_mul_mat(ctx, l->ffn_gate_inp, h), NULL, 1.0f);
-    tport_tensor *ids = tport_argsort_top_k(ctx, probs, (int)n_used);
+    const bool renormalise = r->renormalise;
+    tport_tensor *logits = tport_mul_mat(ctx, l->ffn_gate_inp, h);
+    tport_tensor *probs = r->sigmoid ? tport_sigmoid(ctx, logits) : tport_soft_max(ctx, logits, NULL, 1.0f);
+    /* DeepSeek-V3: the bias steers the choice only; the weights are the
+     * unbiased probabilities of the chosen experts */
+    tport_tensor *select = r->probs_bias ? tport_add(ctx, probs, r->probs_bias) : probs;
+    if (r->n_groups > 1)
+        select = tport_expert_groups(ctx, select, r->n_groups, r->n_group_used);
+    tport_tensor *ids = tport_argsort_top_k(ctx, select, (int)n_used);
     const int64_t p3[3] = {1, n_expert, n};
     tport_tensor *w = tport_get_rows(ctx, tport_reshape(ctx, probs, 3, p3), ids); /* [1, n_used, n] */
     if (renormalise) {
@@ -52,6 +69,8 @@ tport_tensor *tport_blk_ffn_moe(tport_blk *b, const tport_layer *l, tport_tensor
         tport_tensor *sum = tport_clamp(ctx, tport_sum_rows(ctx, flat), 6.103515625e-5f, INFINITY);
         w = tport_reshape(ctx, tport_div(ctx, flat, sum), 3, w3);
     }
+    if (r->scale != 0.0f && r->scale != 1.0f)
+        w = tport_scale(ctx, w, r->scale);
     const int64_t h3[3] = {n_embd, 1, n};
     tport_tensor *x = tport_reshape(ctx, h, 3, h3);
     tport_tensor *up = tport_mul_mat_id(ctx, l->ffn_up_exps, x, ids);

@@ -34,6 +34,13 @@ typedef struct tport_layer {
      * softmax denominator), the router's bias [n_expert] and the experts'
      * biases [out, n_expert] (added by expert id) */
     tport_tensor *attn_sinks, *ffn_gate_inp_b, *ffn_gate_exps_b, *ffn_up_exps_b, *ffn_down_exps_b;
+    /* DeepSeek-V3's expert selection bias [n_expert] */
+    tport_tensor *ffn_exp_probs_b;
+    /* multi-head latent attention (deepseek2): Q through a low rank
+     * (wq_a, its norm, wq_b) or wq; the latent KV and the rotated key part
+     * (wkv_a_mqa, the latent's norm); the per-head absorbed K and V
+     * projections [nope, kv_lora, n_head] and [kv_lora, v, n_head] */
+    tport_tensor *wq_a, *wq_b, *attn_q_a_norm, *wkv_a_mqa, *attn_kv_a_norm, *wk_b, *wv_b;
 } tport_layer;
 
 /* Model-level weight slots. */
@@ -79,7 +86,26 @@ typedef struct tport_model_shape {
      * output before it joins the residual, the logits (divided by) */
     float embd_scale, residual_scale, logit_scale;
     float attn_scale;          /* > 0: the attention's kq scale (granite)   */
+    /* deepseek2: multi-head latent attention (its cache row is head_dim =
+     * n_lora_kv + n_rot, one kv head), the head sizes K and V decompress
+     * to, Q's low rank (0: none) */
+    int32_t n_lora_q, n_lora_kv, head_dim_k_mla, head_dim_v_mla;
+    int32_t n_layer_dense_lead; /* leading layers with a dense feed-forward */
+    int32_t n_expert_shared;    /* shared experts (width n_ff_exp each)     */
+    /* routing beyond softmax-then-top-k: sigmoid gating, the weights
+     * renormalised and scaled, experts chosen within the n_group_used best
+     * of n_expert_groups groups (1: no groups) */
+    bool expert_sigmoid, expert_weights_norm;
+    float expert_weights_scale; /* 0 or 1: unscaled                         */
+    int32_t n_expert_groups, n_group_used;
+    float rope_yarn_log_mul;    /* deepseek2's mscale_all_dim (0: none)     */
 } tport_model_shape;
+
+/* Whether V is read from the K cache (deepseek2's latent rows: V is their
+ * first n_lora_kv values), so that a layer keeps no V cache. */
+static inline bool tport_shape_v_in_k(const tport_model_shape *sh) {
+    return sh->n_lora_kv > 0;
+}
 
 /* Whether layer il attends through the sliding window. */
 static inline bool tport_shape_layer_swa(const tport_model_shape *sh, int32_t il) {

@@ -91,5 +91,5 @@ size_t tport_model_kv_bytes(const tport_model *m, int32_t n_ctx) {
         size_t ring = (size_t)sh->n_swa + 63;
         cells += tport_shape_layer_swa(sh, il) && ring < ctx ? ring : ctx;
     }
-    return 2 * cells * (size_t)sh->head_dim * (size_t)sh->n_head_kv * sizeof(float);
+    return (tport_shape_v_in_k(sh) ? 1 : 2) * cells * (size_t)sh->head_dim * (size_t)sh->n_head_kv * sizeof(float);
 }

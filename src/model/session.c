@@ -68,10 +68,12 @@ static tport_status place_layer(tport_session *s, int32_t il) {
         s->probed = b;
         s->probed_ok = tport_blk_cache_runs_on(b, s->m, s->kv_type, s->n_ctx, s->n_batch);
     }
+    /* deepseek2: V is read from the K cache, there is no V cache */
+    const bool v_in_k = tport_shape_v_in_k(&s->m->sh);
     if (b && b->mem.device_memory && !tport_sched_backend_lost(b) && s->probed_ok) {
         uint64_t bytes = (uint64_t)n * e;
         if (tport_sched_alloc(b, bytes, &kv->k_res) == TPORT_STATUS_OK &&
-            tport_sched_alloc(b, bytes, &kv->v_res) == TPORT_STATUS_OK)
+            (v_in_k || tport_sched_alloc(b, bytes, &kv->v_res) == TPORT_STATUS_OK))
             return TPORT_STATUS_OK;
         tport_log(TPORT_LOG_WARN, "backend %s: no device memory for the KV cache of layer %d (%s); it stays in "
                   "host memory", b->name, (int)il, tport_last_error());
@@ -79,8 +81,8 @@ static tport_status place_layer(tport_session *s, int32_t il) {
         tport_sched_free(&kv->v_res);
     }
     kv->k = calloc(n, e);
-    kv->v = calloc(n, e);
-    if (!kv->k || !kv->v)
+    kv->v = v_in_k ? NULL : calloc(n, e);
+    if (!kv->k || (!v_in_k && !kv->v))
         return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "session_new: cannot allocate the KV cache of layer %d "
                            "(%zu MiB for %d positions)", (int)il, 2 * n * e >> 20, (int)kv->n_cells);
     return TPORT_STATUS_OK;
@@ -324,6 +326,8 @@ tport_tensor *tport_session_cache_leaf(tport_ctx *ctx, const tport_session *s, i
     const tport_model_shape *sh = &s->m->sh;
     const tport_kv_layer *kv = &s->kv[il];
     tport_tensor *t = tport_new_tensor_3d(ctx, kv->type, sh->head_dim, sh->n_head_kv, kv->n_cells);
+    if (value && tport_shape_v_in_k(sh))
+        value = false; /* V's rows are K's */
     if (t) {
         tport_tensor_set_data(t, value ? kv->v : kv->k);
         t->res = value ? kv->v_res : kv->k_res;

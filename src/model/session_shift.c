@@ -52,7 +52,7 @@ static tport_status add_layer(tport_session *s, tport_ctx *ctx, tport_graph *g, 
                               tport_tensor *ids, tport_tensor *delta) {
     const tport_model_shape *sh = &s->m->sh;
     int64_t hd = sh->head_dim, nkv = sh->n_head_kv;
-    for (int value = 0; value < 2; value++) {
+    for (int value = 0; value < (tport_shape_v_in_k(sh) ? 1 : 2); value++) {
         tport_tensor *c = tport_session_cache_leaf(ctx, s, il, value);
         if (!c)
             return TPORT_STATUS_ERROR;
@@ -62,8 +62,18 @@ static tport_status add_layer(tport_session *s, tport_ctx *ctx, tport_graph *g, 
         const size_t nb3[3] = {f, (size_t)hd * f, row};
         tport_tensor *x = tport_get_rows(ctx, tport_view(ctx, c, 2, rows_ne, NULL, 0), ids);
         x = tport_reshape(ctx, x, 3, ne3);
-        if (!value)
+        if (!value && sh->n_lora_kv > 0) {
+            /* deepseek2's cache row is [latent | rotated part]: only the
+             * n_rot values after the latent turn */
+            const int64_t lat_ne[3] = {sh->n_lora_kv, nkv, n}, rot_ne[3] = {sh->n_rot, nkv, n};
+            const size_t xnb[3] = {sizeof(float), (size_t)hd * sizeof(float), (size_t)(hd * nkv) * sizeof(float)};
+            tport_tensor *lat = tport_cont(ctx, tport_view(ctx, x, 3, lat_ne, xnb, 0));
+            tport_tensor *rot = tport_cont(ctx, tport_view(ctx, x, 3, rot_ne, xnb, (size_t)sh->n_lora_kv * sizeof(float)));
+            x = tport_concat(ctx, lat, tport_rope(ctx, rot, delta, sh->n_rot, sh->rope_mode, sh->rope_base,
+                                                  sh->rope_scale), 0);
+        } else if (!value) {
             x = tport_rope(ctx, x, delta, sh->n_rot, sh->rope_mode, sh->rope_base, sh->rope_scale);
+        }
         tport_tensor *dst = tport_view(ctx, c, 3, ne3, nb3, (size_t)to * row);
         tport_status st = tport_graph_add(g, tport_cpy(ctx, x, dst));
         if (st)

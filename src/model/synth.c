@@ -116,6 +116,11 @@ static tport_model_shape model_shape(const tport_synth_params *o, const tport_ar
         if (t->ne0 == DIM_FF_SHEXP || t->ne1 == DIM_FF_SHEXP)
             sh.n_ff_shexp = (int32_t)(o->shared_ff ? o->shared_ff : s->ff);
     }
+    /* the architecture's own keys, then their consequences for the shape */
+    for (int k = 0; k < o->n_keys && arch->synth_key; k++)
+        arch->synth_key(&sh, o->key_suffix[k], o->key_value[k]);
+    if (arch->synth_key)
+        arch->synth_key(&sh, NULL, 0.0);
     return sh;
 }
 
@@ -188,7 +193,7 @@ static void plan_tensors(synth_ctx *c, tport_type_id type) {
         for (int k = 0; k < arch->n_tensors; k++)
             if ((arch->tensors[k].flags & TENSOR_LAYER) &&
                 (!(arch->tensors[k].flags & TENSOR_NO_SYNTH) || wanted(o, &arch->tensors[k])) &&
-                tport_arch_row_applies(&arch->tensors[k], &sh))
+                tport_arch_layer_row_applies(&arch->tensors[k], &sh, (int)l))
                 add_table_tensor(c, &arch->tensors[k], &sh, (int)l, layer_type(o, &arch->tensors[k], type));
 }
 
@@ -428,6 +433,24 @@ static tport_status check_params(const tport_synth_params *p, const tport_arch *
         return BAD("synth: experts type %d has no reference quantizer of a current layout", (int)p->experts_type);
     if (p->kv_heads > p->heads || p->heads % p->kv_heads)
         return BAD("synth: heads %" PRIu32 " is not a multiple of kv-heads %" PRIu32, p->heads, p->kv_heads);
+    if (p->n_keys < 0 || p->n_keys > TPORT_SYNTH_MAX_KEYS)
+        return BAD("synth: at most %d architecture keys", TPORT_SYNTH_MAX_KEYS);
+    for (int k = 0; k < p->n_keys; k++) {
+        tport_model_shape probe = {0};
+        const char *suffix = p->key_suffix[k];
+        if (!suffix || !suffix[0] || strlen(suffix) > 64 || !(p->key_value[k] == p->key_value[k]) ||
+            !arch->synth_key || !arch->synth_key(&probe, suffix, p->key_value[k]))
+            return BAD("synth: --key %s: not a key of %s", suffix ? suffix : "(null)", arch->name);
+    }
+    if (p->n_keys < 0 || p->n_keys > TPORT_SYNTH_MAX_KEYS)
+        return BAD("synth: at most %d architecture keys", TPORT_SYNTH_MAX_KEYS);
+    for (int k = 0; k < p->n_keys; k++) {
+        tport_model_shape probe = {0};
+        const char *suffix = p->key_suffix[k];
+        if (!suffix || !suffix[0] || strlen(suffix) > 64 || !(p->key_value[k] == p->key_value[k]) ||
+            !arch->synth_key || !arch->synth_key(&probe, suffix, p->key_value[k]))
+            return BAD("synth: --key %s: not a key of %s", suffix ? suffix : "(null)", arch->name);
+    }
     for (int i = 0; i < p->n_f32_keys; i++)
         if (!p->f32_key_suffix[i] || !p->f32_key_suffix[i][0] || strlen(p->f32_key_suffix[i]) > 96)
             return BAD("synth: an f32 key needs a suffix of 1 to 96 characters");

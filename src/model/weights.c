@@ -116,7 +116,7 @@ tport_status tport_model_shape_from_file(const tport_model_file *mf, const tport
     /* the head size is n_embd / n_head unless the file says otherwise (gemma) */
     uint32_t key_length = arch_u32(mf, "attention.key_length");
     uint32_t value_length = arch_u32(mf, "attention.value_length");
-    if (key_length != value_length)
+    if (key_length != value_length && !arch->value_length_own)
         return tport_error(TPORT_STATUS_UNSUPPORTED, "%s: key length %u differs from value length %u",
                            mf->path, key_length, value_length);
     if (sh->n_head % sh->n_head_kv || (!key_length && sh->n_embd % sh->n_head))
@@ -165,11 +165,24 @@ tport_status tport_model_shape_from_file(const tport_model_file *mf, const tport
 }
 
 bool tport_arch_row_applies(const tport_arch_tensor *t, const tport_model_shape *sh) {
+    if ((t->flags & TENSOR_Q_LORA) && sh->n_lora_q <= 0)
+        return false;
+    if ((t->flags & TENSOR_NO_Q_LORA) && sh->n_lora_q > 0)
+        return false;
     if (t->flags & TENSOR_EXPERTS)
-        return sh->n_expert > 0;
+        return sh->n_expert > 0 && sh->n_layer_dense_lead < sh->n_layer;
     if (t->flags & TENSOR_DENSE)
-        return sh->n_expert == 0;
+        return sh->n_expert == 0 || sh->n_layer_dense_lead > 0;
     return true;
+}
+
+bool tport_arch_layer_row_applies(const tport_arch_tensor *t, const tport_model_shape *sh, int il) {
+    if (!tport_arch_row_applies(t, sh))
+        return false;
+    if (!(t->flags & TENSOR_LAYER) || il < 0 || sh->n_expert == 0)
+        return true;
+    bool lead = il < sh->n_layer_dense_lead;
+    return t->flags & TENSOR_EXPERTS ? !lead : t->flags & TENSOR_DENSE ? lead : true;
 }
 
 /* A weight record for tensor `name`, which must have shape {ne0, ne1, ne2}
@@ -280,7 +293,15 @@ int64_t tport_arch_dim_size(const tport_model_shape *sh, int dim) {
     case DIM_HEAD: return sh->head_dim;
     case DIM_ROT_HALF: return sh->n_rot / 2;
     case DIM_FF2: return 2 * (int64_t)sh->n_ff;
-    case DIM_N_HEAD: return sh->n_head;
+    case DIM_Q_LORA: return sh->n_lora_q;
+    case DIM_KV_LORA: return sh->n_lora_kv;
+    case DIM_KV_A: return (int64_t)sh->n_lora_kv + sh->n_rot;
+    case DIM_QK_NOPE: return (int64_t)sh->head_dim_k_mla - sh->n_rot;
+    case DIM_V_MLA: return sh->head_dim_v_mla;
+    case DIM_Q_MLA: return (int64_t)sh->n_head * sh->head_dim_k_mla;
+    case DIM_O_MLA: return (int64_t)sh->n_head * sh->head_dim_v_mla;
+    case DIM_HEADS: return sh->n_head;
+    case DIM_FF_SHEXPS: return (int64_t)sh->n_ff_exp * sh->n_expert_shared;
     default: return 0;
     }
 }
@@ -339,7 +360,7 @@ tport_status tport_model_bind_weights(tport_model *m) {
             char name[96];
             tport_arch_file_tensor(m->file, arch, t->name, (int)i, name, sizeof name);
             tport_tensor **dst = slot_of(m, t, i);
-            if (!stage_binds(m, t, i) || !tport_arch_row_applies(t, sh))
+            if (!stage_binds(m, t, i) || !tport_arch_layer_row_applies(t, sh, t->flags & TENSOR_LAYER ? i : -1))
                 continue;
             if (t->ne2 && (tport_arch_dim_size(sh, t->ne0) <= 0 || tport_arch_dim_size(sh, t->ne1) <= 0))
                 return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: %s needs the experts' widths, which the file "
@@ -379,5 +400,5 @@ int tport_model_layer_weights(tport_model *m, int32_t il, unsigned kinds, tport_
 }
 
 const tport_tensor *tport_layer_attention_weight(const tport_layer *l) {
-    return l->wk ? l->wk : l->wqkv;
+    return l->wk ? l->wk : l->wqkv ? l->wqkv : l->wkv_a_mqa; /* deepseek2: the latent's */
 }

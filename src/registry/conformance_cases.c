@@ -112,6 +112,12 @@ static void moe_cases(builder *b) {
                     .dst = T(TPORT_TYPE_I32, 8, 5, 1, 1), .note = "8 of 60"};
     set_params(&c, &tk, sizeof tk);
     push(b, c);
+    /* grouped routing (1.4): 4 of 8 groups of 8 experts, 5 tokens */
+    const tport_params_expert_groups eg = {8, 4};
+    check_case cg = {.op = TPORT_OP_EXPERT_GROUPS, .n_src = 1, .src = {T(TPORT_TYPE_F32, 64, 5, 1, 1)},
+                     .dst = T(TPORT_TYPE_F32, 64, 5, 1, 1), .note = "4 of 8 groups"};
+    set_params(&cg, &eg, sizeof eg);
+    push(b, cg);
     check_tensor ids = T(TPORT_TYPE_I32, 2, 5, 1, 1); /* 2 used of 4 experts, 5 tokens */
     ids.data = CHECK_DATA_INDICES;
     ids.limit = 4;

@@ -9,7 +9,10 @@ uint32_t tport_op_since_minor(tport_op_id op) {
         return 0;
     if (op <= TPORT_OP_SOFT_MAX_EXT || op == TPORT_OP_FLASH_ATTN)
         return 1;
-    /* 1.3: 21 and 32..35 (RoPE and attention extensions), 22..31 (mixture
+    /* 1.4: grouped expert routing */
+    if (op == TPORT_OP_EXPERT_GROUPS)
+        return 4;
+    /* 1.3: 21 and 33..35 (RoPE and attention extensions), 22..31 (mixture
      * of experts), 49..55 (their fused ops) */
     if ((op >= 21 && op <= 35) || (op >= 49 && op <= 55))
         return 3;

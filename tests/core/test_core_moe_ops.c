@@ -175,6 +175,35 @@ static void test_small(tport_ctx *ctx) {
         }
 }
 
+/* Grouped routing (1.4) on rows worked by hand: 4 groups of 3, the best 2
+ * kept by the sum of each group's two largest, ties to the lower group. */
+static void test_expert_groups(tport_ctx *ctx) {
+    static const double in[2][12] = {
+        {1, 5, 2, 4, 4, -1, 9, -10, 0, 6, 2, 0},        /* sums 7, 8, 9, 8: groups 2 and 1 */
+        {-1, -2, -3, -4, -5, -6, -0.5, -9, -9, -7, -1, -1}, /* -3, -9, -9.5, -2: groups 3 and 0 */
+    };
+    static const bool kept[2][4] = {{false, true, true, false}, {true, false, false, true}};
+    tport_tensor *a = ct_rand(ctx, TPORT_TYPE_F32, 12, 2, 1, 1);
+    for (int r = 0; r < 2; r++)
+        for (int i = 0; i < 12; i++)
+            ct_set(a, i, r, 0, 0, in[r][i]);
+    CHECK(!tport_expert_groups(ctx, a, 5, 2) && !tport_expert_groups(ctx, a, 4, 5) &&
+              !tport_expert_groups(ctx, a, 12, 1),
+          "expert_groups: bad group counts accepted");
+    tport_tensor *out = tport_expert_groups(ctx, a, 4, 2);
+    tport_graph *g = ct_run(ctx, out, 2);
+    CHECK(g, "expert_groups ran");
+    if (!g)
+        return;
+    for (int r = 0; r < 2; r++)
+        for (int i = 0; i < 12; i++) {
+            double v = ct_get(out, i, r, 0, 0);
+            CHECK(kept[r][i / 3] ? v == in[r][i] : isinf(v) && v < 0, "expert_groups row %d value %d: %g", r, i, v);
+        }
+    CHECK(tport_op_since_minor(TPORT_OP_EXPERT_GROUPS) == 4, "expert_groups is of 1.4");
+    tport_graph_free(g);
+}
+
 /* The host asks a backend that negotiated a minor below 3 about no op of
  * 1.3: the cpu takes a mul_mat_id node as 1.3, and is not asked as 1.2. */
 static void test_minor_rule(void) {
@@ -226,6 +255,7 @@ int main(void) {
     test_mul_mat_id(ctx);
     test_top_k(ctx);
     test_small(ctx);
+    test_expert_groups(ctx);
     test_minor_rule();
     tport_ctx_free(ctx);
     return test_finish("test_core_moe_ops");

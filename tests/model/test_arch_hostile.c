@@ -52,6 +52,9 @@ static bool rewrite(const char *src, const char *dst, const variant *v) {
     return s == TPORT_STATUS_OK;
 }
 
+/* deepseek2 with the defaults of its synth keys, one layer of experts */
+#define DS2 "--arch deepseek2 --rot 8 --experts 4 --experts-used 2"
+
 int main(void) {
     const char *base = "--dim 32 --layers 1 --heads 2 --ff 64 --vocab 300 --ctx 32";
     const variant variants[] = {
@@ -72,6 +75,14 @@ int main(void) {
         {"bloom without the embedding norm", "--arch bloom", "token_embd_norm.weight", NULL, NULL, 0, NULL,
          "token_embd_norm.weight is missing"},
         {"qwen2 without biases (they are optional)", "--arch qwen2", "blk.0.attn_q.bias", NULL, NULL, 0, NULL, NULL},
+        {"deepseek2 as written", DS2, NULL, NULL, NULL, 0, NULL, NULL},
+        {"deepseek2 from before the attn_kv_b split", DS2, NULL, "deepseek2.attention.key_length_mla", NULL, 0, NULL,
+         "key_length_mla"},
+        {"deepseek2 with an unsplit attn_kv_b", DS2, NULL, NULL, NULL, 0, "blk.0.attn_kv_b.weight", "attn_kv_b"},
+        {"deepseek2 without expert_shared_count", DS2, NULL, "deepseek2.expert_shared_count", NULL, 0, NULL,
+         "expert_shared_count"},
+        {"deepseek2 without its per-head V", DS2, "blk.0.attn_v_b.weight", NULL, NULL, 0, NULL,
+         "blk.0.attn_v_b.weight is missing"},
     };
     const char *dir = getenv("TMPDIR");
     char src[512], dst[512], cmd[2048];

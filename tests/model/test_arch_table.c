@@ -37,11 +37,16 @@ static bool has_flag(const tport_arch *a, unsigned flag) {
     return false;
 }
 
+/* deepseek2's per-head K and V projections [.., .., n_head] (4 heads) */
+static bool per_head(const tport_tensor *t) {
+    return strstr(tport_tensor_name(t), "attn_k_b") || strstr(tport_tensor_name(t), "attn_v_b");
+}
+
 /* experts: synthesized with a mixture of 4 experts, 2 a token */
 static void check_arch(const tport_arch *a, const char *dir, bool experts) {
     for (int k = 0; k < a->n_tensors; k++)
         if (strstr(a->tensors[k].name, "attn_output.weight"))
-            CHECK(a->tensors[k].ne0 == DIM_Q && a->tensors[k].ne1 == DIM_EMBD,
+            CHECK((a->tensors[k].ne0 == DIM_Q || a->tensors[k].ne0 == DIM_O_MLA) && a->tensors[k].ne1 == DIM_EMBD,
                   "%s: attn_output is not [DIM_Q, DIM_EMBD]", a->name);
     char path[512], cmd[1024];
     snprintf(path, sizeof path, "%s/%s.gguf", dir, a->name);
@@ -87,11 +92,13 @@ static void check_arch(const tport_arch *a, const char *dir, bool experts) {
             for (int j = 0; j < np; j++) {
                 if (!*part[j])
                     continue;
-                /* a bias per expert (gpt-oss: [out, 4]) is a vector too */
+                /* a bias per expert (gpt-oss: [out, 4]) is a vector too;
+                 * per-head stacks (deepseek2's K/V) have 4 heads */
                 const char *name = tport_tensor_name(*part[j]);
                 int64_t ne1 = tport_tensor_ne(*part[j], 1), ne2 = tport_tensor_ne(*part[j], 2);
                 bool bias_rows = strstr(name, "_exps.bias") != NULL, stack = strstr(name, "_exps") && !bias_rows;
-                CHECK(bias_rows ? k >= 2 && ne1 == 4 && ne2 == 1 : (ne1 > 1) == (k < 2) && ne2 == (stack ? 4 : 1),
+                CHECK(bias_rows ? k >= 2 && ne1 == 4 && ne2 == 1
+                                : (ne1 > 1) == (k < 2) && ne2 == (stack || per_head(*part[j]) ? 4 : 1),
                       "%s: layer %d: %s listed as a %s", a->name, (int)il, name, k < 2 ? "matrix" : "vector");
             }
         }

@@ -327,12 +327,13 @@ static void check_refused(const char *arch, const char *args, const char *want) 
 }
 
 int main(void) {
-    char stories[1024], llama1[256], qwen1[256], llama2[256], qwen2[256];
+    char stories[1024], llama1[256], qwen1[256], llama2[256], qwen2[256], ds1[256];
     const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
     snprintf(llama1, sizeof llama1, "%s/tport-shift-llama1-%d.gguf", tmp, (int)getpid());
     snprintf(qwen1, sizeof qwen1, "%s/tport-shift-qwen1-%d.gguf", tmp, (int)getpid());
     snprintf(llama2, sizeof llama2, "%s/tport-shift-llama2-%d.gguf", tmp, (int)getpid());
     snprintf(qwen2, sizeof qwen2, "%s/tport-shift-qwen2-%d.gguf", tmp, (int)getpid());
+    snprintf(ds1, sizeof ds1, "%s/tport-shift-ds1-%d.gguf", tmp, (int)getpid());
     /* grouped KV heads, and a gain that lets attention matter */
     CHECK(synth("--arch llama --dim 128 --heads 4 --kv-heads 2 --layers 1 --ctx 128 --out-gain 4 --seed 3", llama1),
           "synth llama");
@@ -342,6 +343,9 @@ int main(void) {
           "synth llama");
     CHECK(synth("--arch qwen2 --dim 128 --heads 4 --kv-heads 2 --layers 2 --ctx 128 --out-gain 4 --seed 6", qwen2),
           "synth qwen2");
+    /* deepseek2's latent cache row: only its last n_rot values turn */
+    CHECK(synth("--arch deepseek2 --dim 128 --heads 4 --layers 1 --ctx 128 --rot 16 --out-gain 4 --seed 8", ds1),
+          "synth deepseek2");
     bool have_stories = test_shared_path("models/stories260K.bin", stories, sizeof stories);
     if (!have_stories)
         printf("stories260K: skipped (../shared/models/stories260K.bin absent)\n");
@@ -350,6 +354,7 @@ int main(void) {
         double *w = f32 ? &worst_f32 : &worst_f16;
         *w = fmax(*w, check_model("synthetic 1-layer llama", llama1, f32, 64));
         *w = fmax(*w, check_model("synthetic 1-layer qwen2", qwen1, f32, 64));
+        *w = fmax(*w, check_model("synthetic 1-layer deepseek2", ds1, f32, 64));
         check_cache("synthetic 2-layer llama", llama2, f32, 64);
         check_cache("synthetic 2-layer qwen2", qwen2, f32, 64);
         if (have_stories)
@@ -367,6 +372,7 @@ int main(void) {
     remove(qwen1);
     remove(llama2);
     remove(qwen2);
+    remove(ds1);
     check_refused("gpt2", "", "learned position embeddings");
     check_refused("mpt", "", "ALiBi");
     return test_finish("test_context_shift");

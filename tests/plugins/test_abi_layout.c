@@ -160,6 +160,14 @@ static void ids_1_3_moe(void) {
     FROZEN(offsetof(tport_params_top_k, k), 0);
 }
 
+/* 1.4, grouped expert routing. */
+static void ids_1_4(void) {
+    FROZEN(TPORT_ABI_MINOR >= 4, 1);
+    FROZEN(TPORT_OP_EXPERT_GROUPS, 32);
+    FROZEN(sizeof(tport_params_expert_groups), 8);
+    FROZEN(offsetof(tport_params_expert_groups, n_group_used), 4);
+}
+
 static void ids_1_1(void) {
     FROZEN(TPORT_STATUS_TIMEOUT, 9);
     FROZEN(TPORT_STATUS_NOT_ADDRESSABLE, 10);
@@ -317,6 +325,7 @@ int main(void) {
     layouts_1_1();
     ids_1_1();
     ids_1_3_moe();
+    ids_1_4();
     layouts_1_3();
     return test_finish("test_abi_layout");
 }

@@ -41,6 +41,7 @@ typedef struct synth_opts {
     const char *out;
     bool vocab_set;           /* --vocab given explicitly */
     char f32_suffix[TPORT_SYNTH_MAX_F32_KEYS][100];
+    char key_suffix[TPORT_SYNTH_MAX_KEYS][72];
 } synth_opts;
 
 static void apply_shape(tport_synth_params *p, const synth_shape *s) {
@@ -90,6 +91,8 @@ static void usage(FILE *out) {
             "                  [--rope-attn-factor F]   the rope.scaling.* keys\n"
             "--f32-key SUFFIX=F   write the key ARCH.SUFFIX as an f32 (up to 4; e.g.\n"
             "                  rope.scaling.yarn_beta_fast=16)\n"
+            "--key SUFFIX=V    an architecture's own key ARCH.SUFFIX (up to 12; deepseek2:\n"
+            "                  attention.kv_lora_rank=32, expert_gating_func=2, ...)\n"
             "--norm-noise F    norm weights uniform in [1 - F, 1 + F] instead of exactly 1, so that\n"
             "                  a graph using the wrong norm weight, or none, computes something else\n",
             tool_arch_list(archs, sizeof archs), default_shape.dim, default_shape.layers, default_shape.heads,
@@ -224,6 +227,18 @@ static int parse_args(int argc, char **argv, synth_opts *o) {
             p->f32_key_suffix[k] = o->f32_suffix[k];
             p->f32_key_value[k] = f;
             p->n_f32_keys++;
+            i++;
+        } else if (!strcmp(a, "--key")) {
+            const char *eq = v ? strchr(v, '=') : NULL;
+            char *end = NULL;
+            double f = eq ? strtod(eq + 1, &end) : 0.0;
+            int k = p->n_keys;
+            if (!eq || eq == v || !eq[1] || *end || k == TPORT_SYNTH_MAX_KEYS || !(f == f) || eq - v > 64)
+                return tool_fail(2, "synth: --key needs SUFFIX=NUMBER (at most %d)", TPORT_SYNTH_MAX_KEYS);
+            snprintf(o->key_suffix[k], sizeof o->key_suffix[k], "%.*s", (int)(eq - v), v);
+            p->key_suffix[k] = o->key_suffix[k];
+            p->key_value[k] = f;
+            p->n_keys++;
             i++;
         } else if (!strcmp(a, "--rope-orig-ctx")) {
             if (!parse_u32(v, 1, 1u << 24, &p->rope_orig_ctx))

@@ -29,7 +29,16 @@ typedef enum tport_arch_dim {
     DIM_HEAD,     /* head_dim (per-head Q/K norms)              */
     DIM_ROT_HALF, /* n_rot / 2 (RoPE frequency factors)         */
     DIM_FF2,      /* 2 n_ff (fused [gate|up] rows, phi3)         */
-    DIM_N_HEAD,   /* n_head (attention sinks, gpt-oss)           */
+    /* multi-head latent attention (deepseek2) */
+    DIM_Q_LORA,   /* Q's low rank (n_lora_q)                     */
+    DIM_KV_LORA,  /* the latent KV width (n_lora_kv)             */
+    DIM_KV_A,     /* n_lora_kv + n_rot (latent and rotated key)  */
+    DIM_QK_NOPE,  /* head_dim_k_mla - n_rot (a head's unrotated)  */
+    DIM_V_MLA,    /* head_dim_v_mla                              */
+    DIM_Q_MLA,    /* n_head * head_dim_k_mla                     */
+    DIM_O_MLA,    /* n_head * head_dim_v_mla                     */
+    DIM_HEADS,    /* n_head: per-head K/V stacks, attention sinks */
+    DIM_FF_SHEXPS,/* n_ff_exp * n_expert_shared (deepseek2)      */
 } tport_arch_dim;
 
 enum {
@@ -46,6 +55,11 @@ enum {
     TENSOR_DENSE = 1u << 6,    /* the dense feed-forward of an architecture
                                   that may have experts instead: required
                                   when the shape has none, else absent     */
+    /* with n_layer_dense_lead (deepseek2) the leading layers are dense and
+     * the rest have experts, so TENSOR_DENSE and TENSOR_EXPERTS are read
+     * per layer (tport_arch_layer_row_applies) */
+    TENSOR_Q_LORA = 1u << 7,   /* only when Q has a low rank (n_lora_q > 0) */
+    TENSOR_NO_Q_LORA = 1u << 8, /* only when it has not                     */
 };
 
 typedef struct tport_arch_tensor {
@@ -62,6 +76,9 @@ typedef struct tport_arch_tensor {
 #define ARCH_A(name, field, d0, d1, fl) {"blk.%d." name, offsetof(tport_layer, field), d0, d1, (fl) | TENSOR_LAYER, 0}
 #define ARCH_F(name, field, d0, d1, fl) \
     {"blk.%d." name, offsetof(tport_layer, field), d0, d1, (fl) | TENSOR_LAYER | TENSOR_FFN, 0}
+
+/* A per-head stack of matrices [d0, d1, d2] on the attention side. */
+#define ARCH_A3(name, field, d0, d1, d2, fl) {"blk.%d." name, offsetof(tport_layer, field), d0, d1, (fl) | TENSOR_LAYER, d2}
 
 /* A stack of experts' matrices [d0, d1, n_expert] on the feed-forward side. */
 #define ARCH_X(name, field, d0, d1, fl) \
@@ -92,6 +109,14 @@ struct tport_arch {
     /* Rearranges weights of a GGML-container file after binding (layouts
      * that differ from GGUF's); may be NULL. */
     tport_status (*fix_legacy)(tport_model *m);
+    /* Its hparams reads attention.value_length itself (deepseek2: it may
+     * differ from key_length); else the two must agree. */
+    bool value_length_own;
+    /* tport synth --key SUFFIX=V: sets the shape's field of an
+     * architecture's own key (write_keys writes it); false: not one of its
+     * keys.  Called with suffix NULL after the options, to finish the
+     * shape.  May be NULL. */
+    bool (*synth_key)(tport_model_shape *sh, const char *suffix, double v);
 };
 
 /* The GGUF name of a GGML-container file's tensor (the reverse of
@@ -121,6 +146,9 @@ int64_t tport_arch_dim_size(const tport_model_shape *sh, int dim);
 
 /* Shared by the architecture files: a float key "<arch>.<suffix>". */
 bool tport_arch_f32(const tport_model_file *mf, const char *suffix, float *out);
+/* A u32 (or i32) key "<arch>.<suffix>" up to 2^30; *out unchanged when
+ * absent.  Returns whether it was present. */
+bool tport_arch_u32(const tport_model_file *mf, const char *suffix, uint32_t *out);
 /* A bool key "<arch>.<suffix>"; *out unchanged when absent.  Returns
  * whether it was present. */
 bool tport_arch_bool(const tport_model_file *mf, const char *suffix, bool *out);
@@ -146,12 +174,15 @@ tport_tensor *tport_arch_sequential_ln_block(tport_blk *b, tport_tensor *x, int 
  * experts, dense feed-forward rows of a mixture-of-experts architecture
  * only without (tport synth writes, the loader requires, those). */
 bool tport_arch_row_applies(const tport_arch_tensor *t, const tport_model_shape *sh);
+/* The same for layer il of a layer row: the leading n_layer_dense_lead
+ * layers have the dense rows, the others the experts' (deepseek2). */
+bool tport_arch_layer_row_applies(const tport_arch_tensor *t, const tport_model_shape *sh, int il);
 
 extern const tport_arch tport_arch_llama, tport_arch_gpt2, tport_arch_starcoder, tport_arch_qwen2,
     tport_arch_gptneox, tport_arch_phi2, tport_arch_falcon, tport_arch_mpt, tport_arch_bloom, tport_arch_gemma,
     tport_arch_gptj, tport_arch_gemma2, tport_arch_gemma3, tport_arch_qwen2moe, tport_arch_qwen3moe,
     tport_arch_olmoe, tport_arch_granitemoe, tport_arch_gptoss;
 extern const tport_arch tport_arch_qwen3, tport_arch_olmo2, tport_arch_granite, tport_arch_smollm3, tport_arch_phi3,
-    tport_arch_mistral3;
+    tport_arch_mistral3, tport_arch_deepseek2;
 
 #endif

@@ -14,7 +14,7 @@ static const tport_arch *const archs[] = {
     &tport_arch_olmoe, &tport_arch_granitemoe,
     /* issue 40's dense families */
     &tport_arch_qwen3, &tport_arch_olmo2, &tport_arch_granite, &tport_arch_smollm3, &tport_arch_phi3,
-    &tport_arch_mistral3,
+    &tport_arch_mistral3, &tport_arch_deepseek2,
     /* issue 41's gpt-oss */
     &tport_arch_gptoss,
 };
@@ -48,6 +48,14 @@ bool tport_arch_f32(const tport_model_file *mf, const char *suffix, float *out) 
     if (!kv || (kv->type != TPORT_KV_F32 && kv->type != TPORT_KV_F64))
         return false;
     *out = (float)kv->v.f;
+    return true;
+}
+
+bool tport_arch_u32(const tport_model_file *mf, const char *suffix, uint32_t *out) {
+    const tport_kv *kv = arch_kv(mf, suffix);
+    if (!kv || (kv->type != TPORT_KV_U32 && kv->type != TPORT_KV_I32) || kv->v.u > (1u << 30))
+        return false;
+    *out = (uint32_t)kv->v.u;
     return true;
 }
 

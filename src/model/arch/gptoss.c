@@ -38,7 +38,7 @@ static const tport_arch_tensor tensors[] = {
     ARCH_A("attn_v.bias", bv, DIM_KV, DIM_1, BIAS_OPT),
     ARCH_A("attn_output.weight", wo, DIM_Q, DIM_EMBD, 0),
     ARCH_A("attn_output.bias", bo, DIM_EMBD, DIM_1, TENSOR_BIAS),
-    ARCH_A("attn_sinks.weight", attn_sinks, DIM_N_HEAD, DIM_1, TENSOR_BIAS),
+    ARCH_A("attn_sinks.weight", attn_sinks, DIM_HEADS, DIM_1, TENSOR_BIAS),
     /* the feed-forward's pre-norm, under llama.cpp's ATTN_POST_NORM name */
     ARCH_F("post_attention_norm.weight", ffn_norm, DIM_EMBD, DIM_1, 0),
     ARCH_F("ffn_gate_inp.weight", ffn_gate_inp, DIM_EMBD, DIM_EXPERT, TENSOR_EXPERTS),
