@@ -438,6 +438,38 @@ uint64_t tport_model_resident_bytes(const tport_model *m, const char *backend);
  * last row. */
 int32_t tport_session_placement(const tport_session *s, int32_t i, const char **backend, const char **op);
 
+/* ---- batches of sessions (continuous batching) ---------------------------- */
+/* One evaluation for tokens of several sessions of the same model: the
+ * matrix products run over the rows of all of them together (the weights
+ * are read once per step, not once per session), while each session's
+ * tokens take their own positions, go to its own KV cache and attend over
+ * it alone.  Afterwards each session is as if tport_session_eval had
+ * evaluated its tokens: its position moved on, its last token's logits in
+ * tport_session_logits.  A greedy pick from them is the one the session
+ * would make alone (tests/model/test_batch_eval.c asserts it, and how
+ * close the logits are: a product over several rows may sum in another
+ * order than over one).
+ *
+ * A batch keeps the graph of its last step (and the memory it ran in) for
+ * the next one of the same shape: the same sessions in the same order,
+ * each with as many tokens.  Items: distinct sessions of the batch's model,
+ * each with 1..n_batch tokens (its session's n_batch) that fit its context,
+ * every session with the same n_ctx; a pipeline stage cannot batch.  While
+ * the call runs, no other thread may use the batch or those sessions.  On
+ * a lost device each session finishes alone (tport_session_eval, which
+ * re-places its work; should that fail too, the sessions after the failed
+ * one have not moved on: tport_session_logits tells which did); on any
+ * other failure no session moves on. */
+typedef struct tport_batch tport_batch;
+typedef struct tport_batch_item {
+    tport_session *session;
+    const tport_token *ids;
+    int32_t n;
+} tport_batch_item;
+tport_batch *tport_batch_new(tport_model *m);
+void tport_batch_free(tport_batch *b);
+tport_status tport_batch_eval(tport_batch *b, const tport_batch_item *items, int32_t n_items);
+
 /* ---- long conversations: truncation and context shift -------------------- */
 /* The session's context (positions its cache holds), and the tokens it
  * has evaluated: tport_session_pos() of them, valid until the next call

@@ -12,6 +12,7 @@
  * When a device is lost mid-way, the session moves its work to the
  * remaining backends (weights fall back to the file's bytes), rebuilds the
  * caches by evaluating its tokens again, and retries. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -86,6 +87,11 @@ static tport_status place_layer(tport_session *s, int32_t il) {
     return TPORT_STATUS_OK;
 }
 
+uint64_t tport_session_next_kv_id(void) {
+    static atomic_uint_fast64_t next = 1;
+    return (uint64_t)atomic_fetch_add(&next, 1);
+}
+
 tport_session *tport_session_new(tport_model *m, const tport_session_params *params) {
     if (!m) {
         tport_error(TPORT_STATUS_INVALID_ARGUMENT, "session_new: no model");
@@ -121,6 +127,7 @@ tport_session *tport_session_new(tport_model *m, const tport_session_params *par
     s->logits = calloc((size_t)sh->n_vocab, sizeof *s->logits);
     s->ws = tport_workspace_new();
     s->cache = tport_eval_cache_new();
+    s->kv_id = tport_session_next_kv_id();
     tport_status st = s->kv && s->history && s->logits && s->ws && s->cache ? TPORT_STATUS_OK
                       : tport_error(TPORT_STATUS_OUT_OF_MEMORY, "session_new: out of memory");
     for (int32_t i = m->layer_begin; i < m->layer_end && st == TPORT_STATUS_OK; i++)
@@ -143,6 +150,23 @@ void tport_session_free(tport_session *s) {
     free(s->logits);
     tport_workspace_free(s->ws);
     free(s);
+}
+
+/* One more evaluation in the counts: what its tally says it moved. */
+static void count_eval(tport_session *s) {
+    s->n_evals++;
+    s->total.n_splits += s->tally.stats.n_splits;
+    s->total.n_uploads += s->tally.stats.n_uploads;
+    s->total.n_downloads += s->tally.stats.n_downloads;
+    s->total.bytes_up += s->tally.stats.bytes_up;
+    s->total.bytes_down += s->tally.stats.bytes_down;
+}
+
+void tport_session_advance(tport_session *s, const tport_token *ids, int32_t n) {
+    count_eval(s);
+    memcpy(s->history + s->pos, ids, (size_t)n * sizeof *ids);
+    s->pos += n;
+    s->have_logits = true;
 }
 
 /* Evaluates io at the current position in batches through the model's
@@ -173,12 +197,7 @@ static tport_status eval_io(tport_session *s, const tport_stage_io *io, float *l
         tport_status st = tport_model_eval_batch(&e);
         if (st != TPORT_STATUS_OK)
             return st;
-        s->n_evals++;
-        s->total.n_splits += s->tally.stats.n_splits;
-        s->total.n_uploads += s->tally.stats.n_uploads;
-        s->total.n_downloads += s->tally.stats.n_downloads;
-        s->total.bytes_up += s->tally.stats.bytes_up;
-        s->total.bytes_down += s->tally.stats.bytes_down;
+        count_eval(s);
         if (!io->head_only)
             s->pos += chunk;
         done += chunk;
@@ -201,6 +220,7 @@ static tport_status eval_tokens(tport_session *s, const tport_token *ids, int32_
 static tport_status recover(tport_session *s) {
     int32_t replay = s->pos;
     tport_eval_cache_drop(s->cache); /* its graph holds the old caches' places */
+    s->kv_id = tport_session_next_kv_id(); /* and so may a batch's */
     pthread_mutex_lock(&s->m->lost_lock);
     tport_model_release_weights(s->m, true);
     pthread_mutex_unlock(&s->m->lost_lock);
