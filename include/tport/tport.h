@@ -382,7 +382,9 @@ size_t tport_model_kv_bytes(const tport_model *m, int32_t n_ctx);
  * thread per session; the model, its tokenizer and weights are read-only
  * after load).  Their evaluations are serialised inside tport_graph_compute
  * by one process-wide lock, because the backend ABI promises each backend
- * a single calling thread; sampling and tokenizing run in parallel. */
+ * a single calling thread; sampling and tokenizing run in parallel.  To
+ * evaluate several sessions' tokens in one step instead, see tport_batch
+ * below. */
 typedef struct tport_session_params {
     int32_t n_ctx;           /* 0 = the model's context length             */
     int32_t n_batch;         /* prompt tokens per evaluation, 0 = 64       */
@@ -457,9 +459,9 @@ int32_t tport_session_placement(const tport_session *s, int32_t i, const char **
  * every session with the same n_ctx; a pipeline stage cannot batch.  While
  * the call runs, no other thread may use the batch or those sessions.  On
  * a lost device each session finishes alone (tport_session_eval, which
- * re-places its work; should that fail too, the sessions after the failed
- * one have not moved on: tport_session_logits tells which did); on any
- * other failure no session moves on. */
+ * re-places its work); on any other failure no session moves on.  After
+ * a failure, an item's session has logits (tport_session_logits) if and
+ * only if it moved on. */
 typedef struct tport_batch tport_batch;
 typedef struct tport_batch_item {
     tport_session *session;

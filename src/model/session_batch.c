@@ -79,6 +79,11 @@ static tport_status check_items(const tport_batch *b, const tport_batch_item *it
 tport_status tport_batch_eval(tport_batch *b, const tport_batch_item *items, int32_t n_items) {
     if (!b || !items || n_items <= 0)
         return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "batch_eval: no items");
+    /* until it moves on, no item's session has logits: after a failure
+     * they tell which did */
+    for (int32_t i = 0; i < n_items; i++)
+        if (items[i].session)
+            items[i].session->have_logits = false;
     tport_status st = check_items(b, items, n_items);
     if (st)
         return st;
@@ -93,7 +98,6 @@ tport_status tport_batch_eval(tport_batch *b, const tport_batch_item *items, int
         tport_session *s = items[i].session;
         b->seqs[i] = (tport_eval_seq){.kv = s->kv, .kv_id = s->kv_id, .pos = s->pos, .n = items[i].n,
                                       .ids = items[i].ids, .logits = s->logits};
-        s->have_logits = false;
     }
     const tport_session *s0 = items[0].session;
     tport_model_eval e = {.m = b->m, .n_ctx = s0->n_ctx, .n_threads = s0->n_threads, .backend = b->m->backend,

@@ -1,6 +1,8 @@
 /* The generation loop of tport serve, token by token over the public
  * session API: the same steps as `tport run`, plus the prompt cache, stop
- * handling, grammars (tport_grammar_*) and log-probabilities. */
+ * handling, grammars (tport_grammar_*) and log-probabilities.  The prompt
+ * runs on the slot's session alone; each later token goes through the
+ * slots' batcher, in one step with the other generating slots' tokens. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,10 +32,11 @@ static bool fail_init(gen_job *j, const char *why) {
     return false;
 }
 
-bool gen_init(gen_job *j, const tport_model *m, tport_session *s, int32_t n_ctx, const gen_spec *spec, int choice,
-              const char *end_of_turn) {
-    *j = (gen_job){.m = m, .s = s, .spec = spec, .n_prompt = spec->n_prompt, .max_tokens = spec->max_tokens,
-                   .n_ctx = n_ctx, .prev = spec->n_prompt ? spec->prompt[spec->n_prompt - 1] : -1};
+bool gen_init(gen_job *j, const tport_model *m, tport_session *s, batcher *bt, int slot, int32_t n_ctx,
+              const gen_spec *spec, int choice, const char *end_of_turn) {
+    *j = (gen_job){.m = m, .s = s, .bt = bt, .slot = slot, .spec = spec, .n_prompt = spec->n_prompt,
+                   .max_tokens = spec->max_tokens, .n_ctx = n_ctx,
+                   .prev = spec->n_prompt ? spec->prompt[spec->n_prompt - 1] : -1};
     tport_token eos = tport_model_eos(m);
     tport_token eot = end_of_turn ? tport_token_lookup(m, end_of_turn, strlen(end_of_turn)) : -1;
     if (eos >= 0)
@@ -58,9 +61,15 @@ bool gen_init(gen_job *j, const tport_model *m, tport_session *s, int32_t n_ctx,
     return true;
 }
 
+void gen_leave(gen_job *j) {
+    if (atomic_exchange(&j->joined, false))
+        batcher_leave(j->bt, j->slot);
+}
+
 static void finish(gen_job *j, const char *reason) {
     j->done = true;
     j->finish_reason = reason;
+    gen_leave(j);
 }
 
 static bool append(gen_job *j, const char *s, size_t n) {
@@ -105,6 +114,7 @@ static bool step_failed(gen_job *j, const char *why) {
     j->failed = true;
     j->done = true;
     j->finish_reason = "stop";
+    gen_leave(j);
     return false;
 }
 
@@ -203,6 +213,16 @@ bool gen_step(gen_job *j) {
             tport_sampler_accept(j->sm, j->spec->prompt[i]);
         st = eval_prompt(j);
         j->prompt_ms += now_ms() - t0;
+        if (st == TPORT_STATUS_OK && j->bt) {
+            batcher_join(j->bt, j->slot);
+            atomic_store(&j->joined, true);
+        }
+    } else if (atomic_load(&j->joined)) {
+        char why[sizeof j->error];
+        st = batcher_decode(j->bt, j->slot, j->s, j->prev, why, sizeof why);
+        j->gen_ms += now_ms() - t0;
+        if (st != TPORT_STATUS_OK)
+            return step_failed(j, why);
     } else {
         st = tport_session_eval(j->s, &j->prev, 1);
         j->gen_ms += now_ms() - t0;
@@ -296,6 +316,7 @@ void gen_take_logprobs(gen_job *j, int32_t *from, int32_t *to) {
 }
 
 void gen_free(gen_job *j) {
+    gen_leave(j);
     free(j->text);
     free(j->lp);
     free(j->work);

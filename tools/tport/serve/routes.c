@@ -193,7 +193,7 @@ static enum MHD_Result answer_whole(serve_conn *c, gen_spec *spec, int slot, boo
     char errbuf[256];
     for (int i = 0; i < spec->n_choices && !left && !error; i++) {
         gen_job job;
-        if (gen_init(&job, srv->model, srv->slots.sessions[slot], srv->n_ctx, spec, i,
+        if (gen_init(&job, srv->model, srv->slots.sessions[slot], &srv->slots.batcher, slot, srv->n_ctx, spec, i,
                      chat ? srv->end_of_turn : NULL)) {
             while (!job.done) {
                 if (atomic_load(&srv->stopping))
