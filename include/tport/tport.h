@@ -484,6 +484,14 @@ const tport_token *tport_session_tokens(const tport_session *s);
  * logits are unavailable until then.  A model with sliding-window layers
  * refuses to go back further than their rings still hold. */
 tport_status tport_session_truncate(tport_session *s, int32_t n);
+/* The prompt cache in one call, before evaluating a prompt of n tokens:
+ * keeps the longest common prefix of the tokens s holds and prompt, less
+ * the prompt's last token when the prefix is the whole prompt (it is
+ * evaluated again, for its logits), and truncates s there; where a model's
+ * sliding-window rings no longer hold what that prefix needs, s starts over
+ * (tport_session_reset).  Returns the tokens kept, k: the caller evaluates
+ * prompt + k, n - k tokens (n = 0: s is emptied).  -1 on a bad argument. */
+int32_t tport_session_reuse_prefix(tport_session *s, const tport_token *prompt, int32_t n);
 /* Context shift (llama.cpp's): drops the n_discard positions after the
  * first n_keep and moves the later ones down by n_discard, re-rotating
  * their cached keys (RoPE) by -n_discard instead of evaluating them again.

@@ -377,6 +377,24 @@ tport_status tport_session_truncate(tport_session *s, int32_t n) {
     return TPORT_STATUS_OK;
 }
 
+int32_t tport_session_reuse_prefix(tport_session *s, const tport_token *prompt, int32_t n) {
+    if (!s || n < 0 || (n && !prompt)) {
+        tport_error(TPORT_STATUS_INVALID_ARGUMENT, "session_reuse_prefix: no session or no prompt");
+        return -1;
+    }
+    int32_t k = 0;
+    while (k < s->pos && k < n && s->history[k] == prompt[k])
+        k++;
+    if (k == n && n > 0)
+        k = n - 1; /* the last token again, for its logits */
+    if (tport_session_truncate(s, k) != TPORT_STATUS_OK) {
+        /* a sliding-window ring has overwritten what the prefix needs */
+        tport_session_reset(s);
+        k = 0;
+    }
+    return k;
+}
+
 size_t tport_session_layer_cache_bytes(const tport_session *s, int32_t il) {
     if (!s || il < s->m->layer_begin || il >= s->m->layer_end)
         return 0;

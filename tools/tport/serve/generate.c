@@ -121,17 +121,10 @@ static bool step_failed(gen_job *j, const char *why) {
 /* The prompt, less the prefix the slot's cache holds already (at least
  * its last token is evaluated again, for its logits). */
 static tport_status eval_prompt(gen_job *j) {
-    const tport_token *have = tport_session_tokens(j->s), *p = j->spec->prompt;
-    int32_t pos = tport_session_pos(j->s), common = 0;
-    while (have && common < pos && common < j->n_prompt && have[common] == p[common])
-        common++;
-    if (common >= j->n_prompt)
-        common = j->n_prompt - 1;
-    if (tport_session_truncate(j->s, common) != TPORT_STATUS_OK) {
-        /* a sliding-window cache no longer holds what that prefix needs */
-        tport_session_reset(j->s);
-        common = 0;
-    }
+    const tport_token *p = j->spec->prompt;
+    int32_t common = tport_session_reuse_prefix(j->s, p, j->n_prompt);
+    if (common < 0)
+        return TPORT_STATUS_INVALID_ARGUMENT; /* tport_last_error() says why */
     j->n_cached = common;
     return tport_session_eval(j->s, p + common, j->n_prompt - common);
 }
