@@ -50,14 +50,16 @@ bool batcher_init(batcher *b, tport_model *m, int n) {
     b->wait_ms = WAIT_MS;
     b->slots = calloc((size_t)n, sizeof *b->slots);
     b->items = calloc((size_t)n, sizeof *b->items);
+    b->taken = calloc((size_t)n, sizeof *b->taken);
     b->batch = tport_batch_new(m);
-    return b->slots && b->items && b->batch;
+    return b->slots && b->items && b->taken && b->batch;
 }
 
 void batcher_destroy(batcher *b) {
     tport_batch_free(b->batch);
     free(b->slots);
     free(b->items);
+    free(b->taken);
     pthread_cond_destroy(&b->cv);
     pthread_mutex_destroy(&b->lock);
     memset(b, 0, sizeof *b);
@@ -98,17 +100,17 @@ static void lead(batcher *b) {
     for (int i = 0; i < b->n; i++)
         if (b->slots[i].state == PENDING) {
             b->slots[i].state = RUNNING;
+            b->taken[n] = i;
             b->items[n++] = (tport_batch_item){b->slots[i].s, &b->slots[i].token, 1};
         }
     b->n_pending = 0;
     b->running = true;
     pthread_mutex_unlock(&b->lock);
-    /* each RUNNING slot's record is the leader's until DONE */
+    /* the taken slots' records are the leader's until DONE; the others'
+     * state may change meanwhile (a token handed in), so only taken is read */
     tport_status st = tport_batch_eval(b->batch, b->items, n);
-    for (int i = 0; i < b->n; i++) {
-        batcher_slot *sl = &b->slots[i];
-        if (sl->state != RUNNING)
-            continue;
+    for (int k = 0; k < n; k++) {
+        batcher_slot *sl = &b->slots[b->taken[k]];
         /* after a failed step, a slot that has not moved on goes alone */
         sl->st = st && !tport_session_logits(sl->s) ? tport_session_eval(sl->s, &sl->token, 1) : TPORT_STATUS_OK;
         snprintf(sl->err, sizeof sl->err, "%s", sl->st ? tport_last_error() : "");
@@ -116,9 +118,8 @@ static void lead(batcher *b) {
     atomic_fetch_add(&b->steps, st ? (uint64_t)n : 1);
     atomic_fetch_add(&b->rows, (uint64_t)n);
     pthread_mutex_lock(&b->lock);
-    for (int i = 0; i < b->n; i++)
-        if (b->slots[i].state == RUNNING)
-            b->slots[i].state = DONE;
+    for (int k = 0; k < n; k++)
+        b->slots[b->taken[k]].state = DONE;
     b->running = false;
     pthread_cond_broadcast(&b->cv);
 }

@@ -22,6 +22,7 @@ typedef struct batcher {
     tport_batch *batch;
     batcher_slot *slots;
     tport_batch_item *items; /* the leader's, for one step               */
+    int *taken;              /* and the slots it took                     */
     int n;
     int n_active;          /* slots between their prompt and their end  */
     int n_pending;         /* of them, waiting for the next step        */
