@@ -468,10 +468,11 @@ tport_status tport_session_embed(tport_session *s, const tport_token *ids, int32
  * tokens take their own positions, go to its own KV cache and attend over
  * it alone.  Afterwards each session is as if tport_session_eval had
  * evaluated its tokens: its position moved on, its last token's logits in
- * tport_session_logits.  A greedy pick from them is the one the session
- * would make alone (tests/model/test_batch_eval.c asserts it, and how
- * close the logits are: a product over several rows may sum in another
- * order than over one).
+ * tport_session_logits.  With quantized weights (q8_0, q4_k, ...) those
+ * logits are bit for bit the ones the session gets alone; dense f32/f16
+ * weights go through CPU kernels that sum one row and several rows in
+ * different orders, so there they may differ in the last bits
+ * (tests/model/test_batch_eval.c asserts both, and equal greedy ids).
  *
  * A batch keeps the graph of its last step (and the memory it ran in) for
  * the next one of the same shape: the same sessions in the same order,
