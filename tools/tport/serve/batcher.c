@@ -19,7 +19,8 @@ struct batcher_slot {
     bool active;
     int state;
     tport_session *s;
-    tport_token token;
+    const tport_token *ids;
+    int32_t n;
     tport_status st;
     double since;    /* when the token was handed in (ms) */
     char err[256];
@@ -46,6 +47,7 @@ bool batcher_init(batcher *b, tport_model *m, int n) {
     pthread_condattr_destroy(&ca);
     atomic_init(&b->steps, 0);
     atomic_init(&b->rows, 0);
+    atomic_init(&b->shared, 0);
     b->n = n;
     b->wait_ms = WAIT_MS;
     b->slots = calloc((size_t)n, sizeof *b->slots);
@@ -101,7 +103,7 @@ static void lead(batcher *b) {
         if (b->slots[i].state == PENDING) {
             b->slots[i].state = RUNNING;
             b->taken[n] = i;
-            b->items[n++] = (tport_batch_item){b->slots[i].s, &b->slots[i].token, 1};
+            b->items[n++] = (tport_batch_item){b->slots[i].s, b->slots[i].ids, b->slots[i].n};
         }
     b->n_pending = 0;
     b->running = true;
@@ -112,11 +114,16 @@ static void lead(batcher *b) {
     for (int k = 0; k < n; k++) {
         batcher_slot *sl = &b->slots[b->taken[k]];
         /* after a failed step, a slot that has not moved on goes alone */
-        sl->st = st && !tport_session_logits(sl->s) ? tport_session_eval(sl->s, &sl->token, 1) : TPORT_STATUS_OK;
+        sl->st = st && !tport_session_logits(sl->s) ? tport_session_eval(sl->s, sl->ids, sl->n) : TPORT_STATUS_OK;
         snprintf(sl->err, sizeof sl->err, "%s", sl->st ? tport_last_error() : "");
     }
+    uint64_t rows = 0;
+    for (int k = 0; k < n; k++)
+        rows += (uint64_t)b->items[k].n;
     atomic_fetch_add(&b->steps, st ? (uint64_t)n : 1);
-    atomic_fetch_add(&b->rows, (uint64_t)n);
+    atomic_fetch_add(&b->rows, rows);
+    if (!st && n > 1)
+        atomic_fetch_add(&b->shared, 1);
     pthread_mutex_lock(&b->lock);
     for (int k = 0; k < n; k++)
         b->slots[b->taken[k]].state = DONE;
@@ -124,10 +131,11 @@ static void lead(batcher *b) {
     pthread_cond_broadcast(&b->cv);
 }
 
-tport_status batcher_decode(batcher *b, int slot, tport_session *s, tport_token token, char *err, size_t cap) {
+tport_status batcher_eval(batcher *b, int slot, tport_session *s, const tport_token *ids, int32_t n, char *err,
+                          size_t cap) {
     pthread_mutex_lock(&b->lock);
     batcher_slot *sl = &b->slots[slot];
-    *sl = (batcher_slot){.active = sl->active, .state = PENDING, .s = s, .token = token, .since = now_ms()};
+    *sl = (batcher_slot){.active = sl->active, .state = PENDING, .s = s, .ids = ids, .n = n, .since = now_ms()};
     b->n_pending++;
     pthread_cond_broadcast(&b->cv); /* a waiting leader may have everyone now */
     while (sl->state != DONE) {

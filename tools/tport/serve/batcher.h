@@ -1,9 +1,10 @@
 /* tport serve: continuous batching.  The slots that are generating hand
- * their next token to the batcher and wait; one of them (the leader)
- * evaluates every token handed in so far in one tport_batch_eval, a step
- * that reads the weights once for all of them, and wakes the others with
- * their logits in their sessions.  Prompts stay on their own slots'
- * threads (tport_session_eval). */
+ * their next token (or their prompt's next chunk) to the batcher and wait;
+ * one of them (the leader) evaluates everything handed in so far in one
+ * tport_batch_eval, a step that reads the weights once for all of them,
+ * and wakes the others with their logits in their sessions.  A new
+ * request's prompt thus joins the running batch chunk by chunk instead of
+ * holding the others up for its whole length. */
 #ifndef TPORT_SERVE_BATCHER_H
 #define TPORT_SERVE_BATCHER_H
 
@@ -28,18 +29,21 @@ typedef struct batcher {
     int n_pending;         /* of them, waiting for the next step        */
     bool running;          /* a leader is evaluating a step             */
     double wait_ms;        /* how long the first of a step waits for the rest */
-    atomic_uint_fast64_t steps, rows; /* steps run and tokens in them (/metrics) */
+    /* for /metrics: steps run, tokens in them, steps of several slots */
+    atomic_uint_fast64_t steps, rows, shared;
 } batcher;
 
 /* For n slots of model m; false with tport_last_error() set on failure. */
 bool batcher_init(batcher *b, tport_model *m, int n);
 void batcher_destroy(batcher *b);
-/* Slot `slot` generates from now on (its prompt is evaluated) / no longer. */
+/* Slot `slot` takes part in the steps from now on / no longer. */
 void batcher_join(batcher *b, int slot);
 void batcher_leave(batcher *b, int slot);
-/* Evaluates token in slot's session s in the next step, with the tokens
- * of the other generating slots; returns when it has.  The status is the
- * step's for this slot; a failure's message goes to err (cap bytes). */
-tport_status batcher_decode(batcher *b, int slot, tport_session *s, tport_token token, char *err, size_t cap);
+/* Evaluates n tokens ids (1..the session's n_batch; they must stay put
+ * until it returns) in slot's session s in the next step, with those of
+ * the other slots; returns when it has.  The status is the step's for this
+ * slot; a failure's message goes to err (cap bytes). */
+tport_status batcher_eval(batcher *b, int slot, tport_session *s, const tport_token *ids, int32_t n, char *err,
+                          size_t cap);
 
 #endif

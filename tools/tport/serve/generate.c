@@ -1,8 +1,8 @@
 /* The generation loop of tport serve, token by token over the public
  * session API: the same steps as `tport run`, plus the prompt cache, stop
  * handling, grammars (tport_grammar_*) and log-probabilities.  The prompt
- * runs on the slot's session alone; each later token goes through the
- * slots' batcher, in one step with the other generating slots' tokens. */
+ * (in chunks) and each later token go through the slots' batcher, in one
+ * step with the other slots' tokens. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,14 +119,29 @@ static bool step_failed(gen_job *j, const char *why) {
 }
 
 /* The prompt, less the prefix the slot's cache holds already (at least
- * its last token is evaluated again, for its logits). */
-static tport_status eval_prompt(gen_job *j) {
+ * its last token is evaluated again, for its logits): in the batcher's
+ * steps, a chunk a step, beside the other slots' tokens (the job joins
+ * them here), else on the session alone.  why gets a failure's reason. */
+static tport_status eval_prompt(gen_job *j, char *why, size_t cap) {
     const tport_token *p = j->spec->prompt;
     int32_t common = tport_session_reuse_prefix(j->s, p, j->n_prompt);
-    if (common < 0)
-        return TPORT_STATUS_INVALID_ARGUMENT; /* tport_last_error() says why */
-    j->n_cached = common;
-    return tport_session_eval(j->s, p + common, j->n_prompt - common);
+    tport_status st = common < 0 ? TPORT_STATUS_INVALID_ARGUMENT : TPORT_STATUS_OK;
+    if (common >= 0)
+        j->n_cached = common;
+    if (!st && !j->bt)
+        st = tport_session_eval(j->s, p + common, j->n_prompt - common);
+    if (!st && j->bt) {
+        batcher_join(j->bt, j->slot);
+        atomic_store(&j->joined, true);
+        for (int32_t done = common, k; done < j->n_prompt && !st; done += k) {
+            k = j->n_prompt - done < GEN_PROMPT_CHUNK ? j->n_prompt - done : GEN_PROMPT_CHUNK;
+            st = batcher_eval(j->bt, j->slot, j->s, p + done, k, why, cap);
+        }
+        return st;
+    }
+    if (st)
+        snprintf(why, cap, "%s", tport_last_error());
+    return st;
 }
 
 static bool is_stop_id(const gen_job *j, tport_token id) {
@@ -204,15 +219,14 @@ bool gen_step(gen_job *j) {
         j->started = true;
         for (int32_t i = 0; i < j->n_prompt; i++)
             tport_sampler_accept(j->sm, j->spec->prompt[i]);
-        st = eval_prompt(j);
+        char why[sizeof j->error];
+        st = eval_prompt(j, why, sizeof why);
         j->prompt_ms += now_ms() - t0;
-        if (st == TPORT_STATUS_OK && j->bt) {
-            batcher_join(j->bt, j->slot);
-            atomic_store(&j->joined, true);
-        }
+        if (st != TPORT_STATUS_OK)
+            return step_failed(j, why);
     } else if (atomic_load(&j->joined)) {
         char why[sizeof j->error];
-        st = batcher_decode(j->bt, j->slot, j->s, j->prev, why, sizeof why);
+        st = batcher_eval(j->bt, j->slot, j->s, &j->prev, 1, why, sizeof why);
         j->gen_ms += now_ms() - t0;
         if (st != TPORT_STATUS_OK)
             return step_failed(j, why);

@@ -16,6 +16,7 @@
 #include "utf8.h"
 
 #define GEN_MAX_TOP 20            /* OpenAI's limit on top_logprobs        */
+#define GEN_PROMPT_CHUNK 64       /* prompt tokens per step: the sessions' n_batch */
 
 /* What a request asks to generate, owned apart from the request (a
  * streaming answer outlives it); every choice (n > 1) starts from it. */
@@ -76,9 +77,10 @@ typedef struct gen_job {
  * (gen_free either way). */
 bool gen_init(gen_job *j, const tport_model *m, tport_session *s, batcher *bt, int slot, int32_t n_ctx,
               const gen_spec *spec, int choice, const char *end_of_turn);
-/* Evaluates the prompt (first call, on the slot's session alone) or the
- * last token (in the batcher's next step), and samples the next one.
- * false once done (or failed: j->failed, j->error). */
+/* Evaluates the prompt (first call; in chunks of GEN_PROMPT_CHUNK) or
+ * the last token, in the batcher's steps (else on the session alone),
+ * and samples the next one.  false once done (or failed: j->failed,
+ * j->error). */
 bool gen_step(gen_job *j);
 /* The job takes no more steps: the batcher stops waiting for it (done by
  * the end of the generation, gen_cut and gen_free; before its slot is

@@ -73,11 +73,12 @@ enum MHD_Result serve_metrics_page(serve_conn *c) {
            (double)atomic_load(&m->prompt_cached));
     batcher *bt = &c->srv->slots.batcher;
     metric(&p, "tport:decode_steps_total", "counter",
-           "Generation steps (one evaluation each for the tokens of every generating slot).",
+           "Steps (one evaluation each for the tokens and prompt chunks of every busy slot).",
            (double)atomic_load(&bt->steps));
-    metric(&p, "tport:decode_step_tokens_total", "counter",
-           "Tokens evaluated in generation steps (divided by the steps: the mean batch).",
+    metric(&p, "tport:decode_step_tokens_total", "counter", "Tokens evaluated in those steps.",
            (double)atomic_load(&bt->rows));
+    metric(&p, "tport:decode_steps_shared_total", "counter", "Steps that held the tokens of several slots.",
+           (double)atomic_load(&bt->shared));
     struct MHD_Response *r =
         MHD_create_response_from_buffer(p.n, p.s ? p.s : (char *)"", p.s ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
     if (!r) {

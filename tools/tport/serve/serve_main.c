@@ -303,7 +303,7 @@ int cmd_serve(int argc, char **argv) {
     atomic_init(&srv.next_id, 1);
     model_id(&o, m, srv.model_id, sizeof srv.model_id);
 
-    tport_session_params sp = {.n_ctx = srv.n_ctx, .n_threads = (int)o.threads};
+    tport_session_params sp = {.n_ctx = srv.n_ctx, .n_batch = GEN_PROMPT_CHUNK, .n_threads = (int)o.threads};
     if (!slot_pool_init(&srv.slots, m, &sp, (int)o.parallel, (int)o.queue)) {
         rc = tool_fail(2, "serve: %s", tport_last_error()[0] ? tport_last_error() : "out of memory");
         slot_pool_destroy(&srv.slots);
