@@ -390,7 +390,9 @@ size_t tport_model_kv_bytes(const tport_model *m, int32_t n_ctx);
  * thread per session; the model, its tokenizer and weights are read-only
  * after load).  Their evaluations are serialised inside tport_graph_compute
  * by one process-wide lock, because the backend ABI promises each backend
- * a single calling thread; sampling and tokenizing run in parallel. */
+ * a single calling thread; sampling and tokenizing run in parallel.  To
+ * evaluate several sessions' tokens in one step instead, see tport_batch
+ * below. */
 typedef struct tport_session_params {
     int32_t n_ctx;           /* 0 = the model's context length             */
     int32_t n_batch;         /* prompt tokens per evaluation, 0 = 64       */
@@ -446,6 +448,60 @@ uint64_t tport_model_resident_bytes(const tport_model *m, const char *backend);
  * last row. */
 int32_t tport_session_placement(const tport_session *s, int32_t i, const char **backend, const char **op);
 
+/* ---- embeddings ----------------------------------------------------------- */
+/* How a sequence's per-token states become one vector: GGUF's
+ * <arch>.pooling_type numbers (llama.cpp's LLAMA_POOLING_TYPE_*). */
+typedef enum tport_pooling {
+    TPORT_POOLING_NONE = 0,
+    TPORT_POOLING_MEAN = 1,
+    TPORT_POOLING_CLS = 2,  /* the first token's */
+    TPORT_POOLING_LAST = 3,
+    TPORT_POOLING_RANK = 4, /* a reranker's score: not an embedding */
+} tport_pooling;
+/* The pooling the model file declares (0..4 above), or -1 when it declares
+ * none (a generative model's file). */
+int32_t tport_model_pooling(const tport_model *m);
+/* The embedding of n tokens, as llama.cpp's with embeddings on: s is
+ * emptied, the tokens are evaluated from position 0, and every token's
+ * state leaving the last layer through the final norm is pooled (mean,
+ * CLS or last) into n_embd floats at out, not normalised.  Afterwards s
+ * holds the tokens (a prompt cache) and no logits. */
+tport_status tport_session_embed(tport_session *s, const tport_token *ids, int32_t n, tport_pooling pooling,
+                                 float *out);
+
+/* ---- batches of sessions (continuous batching) ---------------------------- */
+/* One evaluation for tokens of several sessions of the same model: the
+ * matrix products run over the rows of all of them together (the weights
+ * are read once per step, not once per session), while each session's
+ * tokens take their own positions, go to its own KV cache and attend over
+ * it alone.  Afterwards each session is as if tport_session_eval had
+ * evaluated its tokens: its position moved on, its last token's logits in
+ * tport_session_logits.  With quantized weights (q8_0, q4_k, ...) those
+ * logits are bit for bit the ones the session gets alone; dense f32/f16
+ * weights go through CPU kernels that sum one row and several rows in
+ * different orders, so there they may differ in the last bits
+ * (tests/model/test_batch_eval.c asserts both, and equal greedy ids).
+ *
+ * A batch keeps the graph of its last step (and the memory it ran in) for
+ * the next one of the same shape: the same sessions in the same order,
+ * each with as many tokens.  Items: distinct sessions of the batch's model,
+ * each with 1..n_batch tokens (its session's n_batch) that fit its context,
+ * every session with the same n_ctx; a pipeline stage cannot batch.  While
+ * the call runs, no other thread may use the batch or those sessions.  On
+ * a lost device each session finishes alone (tport_session_eval, which
+ * re-places its work); on any other failure no session moves on.  After
+ * a failure, an item's session has logits (tport_session_logits) if and
+ * only if it moved on. */
+typedef struct tport_batch tport_batch;
+typedef struct tport_batch_item {
+    tport_session *session;
+    const tport_token *ids;
+    int32_t n;
+} tport_batch_item;
+tport_batch *tport_batch_new(tport_model *m);
+void tport_batch_free(tport_batch *b);
+tport_status tport_batch_eval(tport_batch *b, const tport_batch_item *items, int32_t n_items);
+
 /* ---- long conversations: truncation and context shift -------------------- */
 /* The session's context (positions its cache holds), and the tokens it
  * has evaluated: tport_session_pos() of them, valid until the next call
@@ -458,6 +514,14 @@ const tport_token *tport_session_tokens(const tport_session *s);
  * logits are unavailable until then.  A model with sliding-window layers
  * refuses to go back further than their rings still hold. */
 tport_status tport_session_truncate(tport_session *s, int32_t n);
+/* The prompt cache in one call, before evaluating a prompt of n tokens:
+ * keeps the longest common prefix of the tokens s holds and prompt, less
+ * the prompt's last token when the prefix is the whole prompt (it is
+ * evaluated again, for its logits), and truncates s there; where a model's
+ * sliding-window rings no longer hold what that prefix needs, s starts over
+ * (tport_session_reset).  Returns the tokens kept, k: the caller evaluates
+ * prompt + k, n - k tokens (n = 0: s is emptied).  -1 on a bad argument. */
+int32_t tport_session_reuse_prefix(tport_session *s, const tport_token *prompt, int32_t n);
 /* Context shift (llama.cpp's): drops the n_discard positions after the
  * first n_keep and moves the later ones down by n_discard, re-rotating
  * their cached keys (RoPE) by -n_discard instead of evaluating them again.

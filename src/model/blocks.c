@@ -135,7 +135,7 @@ tport_status tport_blk_qkv_layer(tport_blk *b, int il, const tport_layer *l, tpo
  * (the rows of one cache position are `row` bytes apart); notes the store
  * when it moves with the position. */
 static bool store(tport_blk *b, tport_tensor *c, tport_tensor *src, int64_t first, int64_t n, int32_t at,
-                  int32_t cells, bool moves) {
+                  int32_t cells, bool moves, int32_t seq) {
     const size_t f = tport_type_block_bytes(c->type), row = (size_t)(c->ne[0] * c->ne[1]) * f;
     const int64_t ne[3] = {c->ne[0], c->ne[1], n};
     const size_t nb[3] = {f, (size_t)c->ne[0] * f, row};
@@ -150,22 +150,25 @@ static bool store(tport_blk *b, tport_tensor *c, tport_tensor *src, int64_t firs
             tport_error(TPORT_STATUS_ERROR, "attention: more cache stores than layers");
             return false;
         }
-        b->stores[b->n_stores++] = (tport_blk_store){dst, row, cells};
+        b->stores[b->n_stores++] = (tport_blk_store){dst, row, cells, seq};
     }
     return true;
 }
 
-tport_tensor *tport_blk_attention(tport_blk *b, int il, tport_tensor *q, tport_tensor *k, tport_tensor *v,
-                                  float kq_scale) {
+/* Attention of sequence si (q, k, v its rows) over its own cache of layer il. */
+static tport_tensor *attend(tport_blk *b, int il, int32_t si, tport_tensor *q, tport_tensor *k, tport_tensor *v,
+                            float kq_scale) {
     const tport_model_shape *sh = b->sh;
+    const tport_blk_seq *sq = &b->seqs[si];
+    const tport_kv_layer *kv = &sq->kv[il];
     tport_ctx *ctx = b->ctx;
     int64_t hd = sh->head_dim, nkv = sh->n_head_kv;
-    tport_type_id type = b->kv[il].type;
+    tport_type_id type = kv->type;
     size_t f = tport_type_block_bytes(type), row = (size_t)(hd * nkv) * f; /* one cache position */
-    int32_t cells = b->kv[il].n_cells > 0 ? b->kv[il].n_cells : b->n_ctx;
+    int32_t cells = kv->n_cells > 0 ? kv->n_cells : b->n_ctx, n = sq->n;
     bool swa = tport_shape_layer_swa(sh, il);
-    tport_tensor *mask = swa ? b->mask_swa : b->mask;
-    int32_t n_kv = swa ? b->n_kv_swa : b->n_kv;
+    tport_tensor *mask = swa ? sq->mask_swa : sq->mask;
+    int32_t n_kv = swa ? sq->n_kv_swa : sq->n_kv;
 
     /* deepseek2 keeps no V cache: V is read from K's rows (the caller
      * passes v == k and keeps what the first values of V give) */
@@ -175,29 +178,30 @@ tport_tensor *tport_blk_attention(tport_blk *b, int il, tport_tensor *q, tport_t
     if (!kc || !vc || !q || !k || !v || !mask)
         return NULL;
     /* the cache lives in host memory or, as a resident leaf, on a device */
-    tport_tensor_set_data(kc, b->kv[il].k);
-    kc->res = b->kv[il].k_res;
+    tport_tensor_set_data(kc, kv->k);
+    kc->res = kv->k_res;
     if (!v_in_k) {
-        tport_tensor_set_data(vc, b->kv[il].v);
-        vc->res = b->kv[il].v_res;
+        tport_tensor_set_data(vc, kv->v);
+        vc->res = kv->v_res;
     }
 
     /* The copies join the graph before anything reads the cache, so the
      * topological order runs them first.  Position p goes to cell p % cells
      * (p itself unless the layer keeps a ring); a batch reaching past the
      * ring's end writes the rest from cell 0. */
-    int32_t at = b->pos % cells, first = cells - at < b->n ? cells - at : b->n;
-    if (!store(b, kc, k, 0, first, at, cells, true) || (!v_in_k && !store(b, vc, v, 0, first, at, cells, true)))
+    int32_t at = sq->pos % cells, first = cells - at < n ? cells - at : n;
+    if (!store(b, kc, k, 0, first, at, cells, true, si) ||
+        (!v_in_k && !store(b, vc, v, 0, first, at, cells, true, si)))
         return NULL;
-    if (first < b->n && (!store(b, kc, k, first, b->n - first, 0, cells, false) ||
-                         (!v_in_k && !store(b, vc, v, first, b->n - first, 0, cells, false))))
+    if (first < n && (!store(b, kc, k, first, n - first, 0, cells, false, si) ||
+                      (!v_in_k && !store(b, vc, v, first, n - first, 0, cells, false, si))))
         return NULL;
 
     /* K (and V, for flash_attn) as [hd, n_kv, nkv] views of the caches */
     const int64_t k_ne[3] = {hd, n_kv, nkv};
     const size_t k_nb[3] = {f, row, (size_t)hd * f};
     tport_tensor *keys = tport_view(ctx, kc, 3, k_ne, k_nb, 0);
-    const int64_t o_ne[2] = {hd * sh->n_head, b->n};
+    const int64_t o_ne[2] = {hd * sh->n_head, n};
     /* attention sinks (gpt-oss): each head's logit joins its softmax
      * denominator, which only FLASH_ATTN_EXT expresses */
     tport_tensor *sinks = b->m->layers[il].attn_sinks;
@@ -235,6 +239,35 @@ tport_tensor *tport_blk_attention(tport_blk *b, int il, tport_tensor *q, tport_t
     return tport_reshape(ctx, o, 2, o_ne);
 }
 
+/* Sequence si's rows of t [ne0, ne1, n]: a view (contiguous when t is). */
+static tport_tensor *seq_rows(tport_blk *b, tport_tensor *t, int32_t si) {
+    if (!t)
+        return NULL;
+    const int64_t ne[3] = {t->ne[0], t->ne[1], b->seqs[si].n};
+    const size_t nb[3] = {t->nb[0], t->nb[1], t->nb[2]};
+    return tport_view(b->ctx, t, 3, ne, nb, (size_t)b->seqs[si].first * t->nb[2]);
+}
+
+/* Sequences [lo, hi) attended one by one and joined in row order, as a
+ * balanced tree of concatenations (each row is copied log2(n_seqs) times,
+ * not n_seqs). */
+static tport_tensor *attend_seqs(tport_blk *b, int il, int32_t lo, int32_t hi, tport_tensor *q, tport_tensor *k,
+                                 tport_tensor *v, float kq_scale) {
+    if (hi - lo == 1)
+        return attend(b, il, lo, seq_rows(b, q, lo), seq_rows(b, k, lo), seq_rows(b, v, lo), kq_scale);
+    int32_t mid = lo + (hi - lo) / 2;
+    tport_tensor *a = attend_seqs(b, il, lo, mid, q, k, v, kq_scale);
+    tport_tensor *c = a ? attend_seqs(b, il, mid, hi, q, k, v, kq_scale) : NULL;
+    return c ? tport_concat(b->ctx, a, c, 1) : NULL;
+}
+
+tport_tensor *tport_blk_attention(tport_blk *b, int il, tport_tensor *q, tport_tensor *k, tport_tensor *v,
+                                  float kq_scale) {
+    if (b->n_seqs == 1) /* the whole batch: no views */
+        return attend(b, il, 0, q, k, v, kq_scale);
+    return attend_seqs(b, il, 0, b->n_seqs, q, k, v, kq_scale);
+}
+
 tport_tensor *tport_blk_self_attention(tport_blk *b, int il, tport_tensor *h, float kq_scale) {
     const tport_layer *l = &b->m->layers[il];
     tport_tensor *q, *k, *v;
@@ -269,11 +302,17 @@ static tport_tensor *last_row(tport_blk *b, tport_tensor *x) {
 }
 
 tport_tensor *tport_blk_output(tport_blk *b, tport_tensor *x) {
+    const tport_globals *w = &b->m->w;
+    if (b->hidden_out && b->hidden_normed && x) /* embeddings: the final norm's output */
+        x = tport_blk_norm(b, x, w->output_norm, w->output_norm_b);
     if (b->hidden_out)
         return b->hidden_out_last && x ? tport_cont(b->ctx, last_row(b, x)) : x;
-    const tport_globals *w = &b->m->w;
     x = tport_blk_norm(b, x, w->output_norm, w->output_norm_b);
-    x = tport_blk_linear(b, w->output, w->output_b, b->logits_all ? x : last_row(b, x));
+    if (b->n_seqs > 1) /* each sequence's last row (all rows when each is one) */
+        x = b->out_rows && x ? tport_get_rows(b->ctx, x, b->out_rows) : x;
+    else if (!b->logits_all)
+        x = last_row(b, x);
+    x = tport_blk_linear(b, w->output, w->output_b, x);
     if (b->sh->logit_softcap > 0 && x)
         x = tport_scale(b->ctx, tport_tanh(b->ctx, tport_scale(b->ctx, x, 1.0f / b->sh->logit_softcap)),
                         b->sh->logit_softcap);

@@ -17,7 +17,20 @@ typedef struct tport_blk_store {
     tport_tensor *dst;
     size_t row;
     int32_t cells;
+    int32_t seq; /* the sequence whose position moves it */
 } tport_blk_store;
+
+/* One sequence of a batch: rows [first, first + n) of the batch, at
+ * positions pos.., stored in and attending over its own caches through
+ * its own masks ([n_kv, n] and, when a layer has a window, [n_kv_swa, n]
+ * over the ring's cells).  A session's batch is one sequence; a batch of
+ * several sessions (tport_batch_eval) has one each, and only attention
+ * looks at the split: every other node runs over all rows at once. */
+typedef struct tport_blk_seq {
+    const tport_kv_layer *kv; /* per layer */
+    int32_t first, n, pos, n_kv, n_kv_swa;
+    tport_tensor *mask, *mask_swa;
+} tport_blk_seq;
 
 /* The state of one batch's graph while it is built. */
 typedef struct tport_blk {
@@ -25,16 +38,16 @@ typedef struct tport_blk {
     tport_graph *g;
     const tport_model *m;
     const tport_model_shape *sh;
-    tport_tensor *ids, *positions, *mask; /* inputs: [n] i32, [n] i32, [n_kv, n] f32 */
-    /* the sliding-window layers' mask [n_kv_swa, n] over their caches'
-     * cells (NULL when no layer of the batch has a window) */
-    tport_tensor *mask_swa;
-    int32_t n_kv_swa;
+    tport_tensor *ids, *positions;        /* inputs: [n] i32, [n] i32           */
+    const tport_blk_seq *seqs;            /* the batch's sequences (>= 1)       */
+    int32_t n_seqs;
+    /* several sequences: the rows the head reads (the last of each,
+     * i32 [n_seqs]), or NULL when every row is one (one token each) */
+    tport_tensor *out_rows;
     /* the host's copy of token_embd's rows for ids (in token_embd's type)
      * and 0..n-1, or NULL: get_rows reads token_embd itself */
     tport_tensor *rows, *row_ids;
-    int32_t n, pos, n_kv, n_ctx;
-    const tport_kv_layer *kv;             /* per layer                          */
+    int32_t n, n_ctx;                     /* rows of the batch, context         */
     bool fused_attn;                      /* attention as one flash_attn node   */
     /* a pipeline stage: the layers to run, the hidden state entering the
      * first ([n_embd, n], NULL: embed the ids), and whether the state
@@ -42,6 +55,7 @@ typedef struct tport_blk {
     int32_t layer_begin, layer_end;
     tport_tensor *hidden_in;
     bool hidden_out, hidden_out_last;
+    bool hidden_normed; /* the state leaving the last layer, through the final norm */
     bool logits_all; /* the head runs on every row, not only the last */
     /* where tport_blk_attention notes its cache stores (room for two a
      * layer), or NULL */
@@ -73,7 +87,9 @@ tport_status tport_blk_qkv_layer(tport_blk *b, int il, const tport_layer *l, tpo
  * + mask [+ ALiBi]) V, as [n_head * head_dim, n]; with the shape's
  * attn_softcap the scaled scores pass through cap tanh(s / cap) before the
  * mask (unfused ops, as llama.cpp's graph without flash attention).  A
- * sliding-window layer reads its ring through the window's mask. */
+ * sliding-window layer reads its ring through the window's mask.  With
+ * several sequences each one's rows of q, k and v go to its own cache and
+ * attend over it alone; the results are concatenated in row order. */
 tport_tensor *tport_blk_attention(tport_blk *b, int il, tport_tensor *q, tport_tensor *k, tport_tensor *v,
                                   float kq_scale);
 /* Rotary embedding of t [head_dim, heads, n] for layer il: none on a NoPE
@@ -130,8 +146,8 @@ bool tport_blk_fused_attn(const char *forced_backend);
  * only then may a layer's cache live in b's memory. */
 bool tport_blk_cache_runs_on(const tport_active_backend *b, const tport_model *m, tport_type_id kv_type,
                              int32_t n_ctx, int32_t n_batch);
-/* Logits of the last token: output(norm(x) with output_norm) + output_b,
- * soft-capped when the shape says so;
+/* Logits of the last token (of each sequence): output(norm(x) with
+ * output_norm) + output_b, soft-capped when the shape says so;
  * for a stage before the last, x itself (or its last row). */
 tport_tensor *tport_blk_output(tport_blk *b, tport_tensor *x);
 

@@ -245,6 +245,8 @@ typedef struct tport_model_eval {
                                     leaving layer_end - 1 ([n_embd, n], or
                                     the last row with hidden_out_last)     */
     bool hidden_out_last;
+    bool hidden_normed;          /* hidden_out after the final norm (output_norm):
+                                    what embeddings pool                    */
     int n_threads;
     const char *backend;
     float *logits;               /* n_vocab floats, or n x n_vocab with logits_all */
@@ -254,6 +256,24 @@ typedef struct tport_model_eval {
     tport_eval_cache *cache;     /* keeps the graph for the next call, or NULL */
 } tport_model_eval;
 tport_status tport_model_eval_batch(const tport_model_eval *e);
+
+/* One sequence of a multi-sequence evaluation: n tokens at positions
+ * pos.. in its own caches; its last token's n_vocab logits go to logits.
+ * kv_id names the caches' placement (it changes when they are placed
+ * anew): a kept graph is run again only for the same ids. */
+typedef struct tport_eval_seq {
+    const tport_kv_layer *kv;    /* n_layer caches                          */
+    uint64_t kv_id;
+    int32_t pos, n;
+    const tport_token *ids;
+    float *logits;
+} tport_eval_seq;
+/* Several sequences of one model in one graph: the products over all
+ * their rows at once, attention per sequence over its own cache.  e gives
+ * the model, context, threads, backend, tally, workspace and cache; its
+ * kv, pos, ids, n, logits and pipeline fields are unused (every layer, ids
+ * in, logits out). */
+tport_status tport_model_eval_seqs(const tport_model_eval *e, const tport_eval_seq *seqs, int32_t n_seqs);
 
 /* Bytes of layer il's K and V caches in a session (0 for a layer it does
  * not hold): what a sliding-window layer's ring costs. */

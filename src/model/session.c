@@ -12,6 +12,7 @@
  * When a device is lost mid-way, the session moves its work to the
  * remaining backends (weights fall back to the file's bytes), rebuilds the
  * caches by evaluating its tokens again, and retries. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -88,6 +89,11 @@ static tport_status place_layer(tport_session *s, int32_t il) {
     return TPORT_STATUS_OK;
 }
 
+uint64_t tport_session_next_kv_id(void) {
+    static atomic_uint_fast64_t next = 1;
+    return (uint64_t)atomic_fetch_add(&next, 1);
+}
+
 tport_session *tport_session_new(tport_model *m, const tport_session_params *params) {
     if (!m) {
         tport_error(TPORT_STATUS_INVALID_ARGUMENT, "session_new: no model");
@@ -123,6 +129,7 @@ tport_session *tport_session_new(tport_model *m, const tport_session_params *par
     s->logits = calloc((size_t)sh->n_vocab, sizeof *s->logits);
     s->ws = tport_workspace_new();
     s->cache = tport_eval_cache_new();
+    s->kv_id = tport_session_next_kv_id();
     tport_status st = s->kv && s->history && s->logits && s->ws && s->cache ? TPORT_STATUS_OK
                       : tport_error(TPORT_STATUS_OUT_OF_MEMORY, "session_new: out of memory");
     for (int32_t i = m->layer_begin; i < m->layer_end && st == TPORT_STATUS_OK; i++)
@@ -147,9 +154,26 @@ void tport_session_free(tport_session *s) {
     free(s);
 }
 
+/* One more evaluation in the counts: what its tally says it moved. */
+static void count_eval(tport_session *s) {
+    s->n_evals++;
+    s->total.n_splits += s->tally.stats.n_splits;
+    s->total.n_uploads += s->tally.stats.n_uploads;
+    s->total.n_downloads += s->tally.stats.n_downloads;
+    s->total.bytes_up += s->tally.stats.bytes_up;
+    s->total.bytes_down += s->tally.stats.bytes_down;
+}
+
+void tport_session_advance(tport_session *s, const tport_token *ids, int32_t n) {
+    count_eval(s);
+    memcpy(s->history + s->pos, ids, (size_t)n * sizeof *ids);
+    s->pos += n;
+    s->have_logits = true;
+}
+
 /* Evaluates io at the current position in batches through the model's
  * layers (none for the head alone); no recovery. */
-static tport_status eval_io(tport_session *s, const tport_stage_io *io, float *logits_all) {
+static tport_status eval_io(tport_session *s, const tport_stage_io *io, float *logits_all, bool normed) {
     const tport_model *m = s->m;
     size_t row = (size_t)m->sh.n_embd;
     for (int32_t done = 0; done < io->n;) {
@@ -171,16 +195,12 @@ static tport_status eval_io(tport_session *s, const tport_stage_io *io, float *l
             /* all rows in place, or the last row (the last chunk's wins) */
             e.hidden_out = io->out_last_only ? io->hidden_out : io->hidden_out + (size_t)done * row;
             e.hidden_out_last = io->out_last_only;
+            e.hidden_normed = normed;
         }
         tport_status st = tport_model_eval_batch(&e);
         if (st != TPORT_STATUS_OK)
             return st;
-        s->n_evals++;
-        s->total.n_splits += s->tally.stats.n_splits;
-        s->total.n_uploads += s->tally.stats.n_uploads;
-        s->total.n_downloads += s->tally.stats.n_downloads;
-        s->total.bytes_up += s->tally.stats.bytes_up;
-        s->total.bytes_down += s->tally.stats.bytes_down;
+        count_eval(s);
         if (!io->head_only)
             s->pos += chunk;
         done += chunk;
@@ -190,7 +210,7 @@ static tport_status eval_io(tport_session *s, const tport_stage_io *io, float *l
 
 static tport_status eval_tokens(tport_session *s, const tport_token *ids, int32_t n, float *logits_all) {
     tport_stage_io io = {.ids = ids, .n = n};
-    tport_status st = eval_io(s, &io, logits_all);
+    tport_status st = eval_io(s, &io, logits_all, false);
     if (st == TPORT_STATUS_OK && logits_all) /* the last token's, as after tport_session_eval */
         memcpy(s->logits, logits_all + (size_t)(n - 1) * (size_t)s->m->sh.n_vocab,
                (size_t)s->m->sh.n_vocab * sizeof *s->logits);
@@ -203,6 +223,7 @@ static tport_status eval_tokens(tport_session *s, const tport_token *ids, int32_
 static tport_status recover(tport_session *s) {
     int32_t replay = s->pos;
     tport_eval_cache_drop(s->cache); /* its graph holds the old caches' places */
+    s->kv_id = tport_session_next_kv_id(); /* and so may a batch's */
     pthread_mutex_lock(&s->m->lost_lock);
     tport_model_release_weights(s->m, true);
     pthread_mutex_unlock(&s->m->lost_lock);
@@ -280,7 +301,7 @@ tport_status tport_session_eval_stage(tport_session *s, const tport_stage_io *io
                            (int)io->n, (int)s->pos, (int)s->n_ctx);
     int32_t start = s->pos;
     s->have_logits = false;
-    tport_status st = eval_io(s, io, NULL);
+    tport_status st = eval_io(s, io, NULL, false);
     if (st != TPORT_STATUS_OK)
         return st;
     if (io->ids)
@@ -294,6 +315,43 @@ const float *tport_session_logits(const tport_session *s) {
 }
 
 int32_t tport_session_pos(const tport_session *s) { return s ? s->pos : 0; }
+
+tport_status tport_session_embed(tport_session *s, const tport_token *ids, int32_t n, tport_pooling pooling,
+                                 float *out) {
+    if (!s || !ids || n <= 0 || !out)
+        return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "session_embed: no tokens or nowhere to put them");
+    if (pooling != TPORT_POOLING_MEAN && pooling != TPORT_POOLING_CLS && pooling != TPORT_POOLING_LAST)
+        return tport_error(TPORT_STATUS_UNSUPPORTED, "session_embed: pooling %d (mean 1, CLS 2 or last 3)",
+                           (int)pooling);
+    const tport_model *m = s->m;
+    if (m->layer_begin != 0 || m->layer_end != m->sh.n_layer || !m->has_embedding || !m->has_head)
+        return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "session_embed: a pipeline stage has no embeddings");
+    if (n > s->n_ctx)
+        return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "session_embed: %d tokens do not fit the context of %d",
+                           (int)n, (int)s->n_ctx);
+    size_t row = (size_t)m->sh.n_embd;
+    float *rows = malloc((size_t)n * row * sizeof *rows);
+    if (!rows)
+        return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "session_embed: out of memory");
+    tport_session_reset(s);
+    tport_stage_io io = {.ids = ids, .n = n, .hidden_out = rows};
+    tport_status st = eval_io(s, &io, NULL, true);
+    if (st == TPORT_STATUS_OK) {
+        memcpy(s->history, ids, (size_t)n * sizeof *ids);
+        int32_t from = pooling == TPORT_POOLING_LAST ? n - 1 : 0, to = pooling == TPORT_POOLING_MEAN ? n : from + 1;
+        /* mean: summed in double, then divided, so the order of the rows matters little */
+        for (size_t j = 0; j < row; j++) {
+            double sum = 0;
+            for (int32_t i = from; i < to; i++)
+                sum += rows[(size_t)i * row + j];
+            out[j] = (float)(sum / (double)(to - from));
+        }
+    } else {
+        s->pos = 0;
+    }
+    free(rows);
+    return st;
+}
 
 void tport_session_graph_counts(const tport_session *s, int64_t *built, int64_t *reused) {
     tport_eval_cache_counts(s ? s->cache : NULL, built, reused);
@@ -359,6 +417,24 @@ tport_status tport_session_truncate(tport_session *s, int32_t n) {
     s->pos = n;
     s->have_logits = false;
     return TPORT_STATUS_OK;
+}
+
+int32_t tport_session_reuse_prefix(tport_session *s, const tport_token *prompt, int32_t n) {
+    if (!s || n < 0 || (n && !prompt)) {
+        tport_error(TPORT_STATUS_INVALID_ARGUMENT, "session_reuse_prefix: no session or no prompt");
+        return -1;
+    }
+    int32_t k = 0;
+    while (k < s->pos && k < n && s->history[k] == prompt[k])
+        k++;
+    if (k == n && n > 0)
+        k = n - 1; /* the last token again, for its logits */
+    if (tport_session_truncate(s, k) != TPORT_STATUS_OK) {
+        /* a sliding-window ring has overwritten what the prefix needs */
+        tport_session_reset(s);
+        k = 0;
+    }
+    return k;
 }
 
 size_t tport_session_layer_cache_bytes(const tport_session *s, int32_t il) {

@@ -12,6 +12,8 @@ struct tport_session {
     int n_threads;
     tport_type_id kv_type;   /* f16 (default) or f32                 */
     tport_kv_layer *kv;      /* per layer                            */
+    uint64_t kv_id;          /* new whenever kv is placed (new, recover):
+                                a batch's kept graph names caches by it */
     tport_token *history;    /* the n_ctx tokens evaluated so far    */
     float *logits;
     bool have_logits;
@@ -34,5 +36,10 @@ tport_tensor *tport_session_cache_leaf(tport_ctx *ctx, const tport_session *s, i
 /* Computes g (small graphs over the caches: shift, save, load) with the
  * session's threads and forced backend. */
 tport_status tport_session_compute(const tport_session *s, tport_graph *g);
+/* A number no session's caches had before (process-wide). */
+uint64_t tport_session_next_kv_id(void);
+/* After n tokens ids were evaluated into s at its position (its logits
+ * written, the tally filled): the position, history and counts move on. */
+void tport_session_advance(tport_session *s, const tport_token *ids, int32_t n);
 
 #endif

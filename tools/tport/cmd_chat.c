@@ -299,16 +299,9 @@ static void reply(chat *c) {
     if (c->n_dropped != dropped)
         shift_over_dropped(c, t, n);
     int32_t n_keep = system_tokens(c, t, n);
-    int32_t pos = tport_session_pos(c->s);
-    int32_t k = common_prefix(tport_session_tokens(c->s), pos, t, n);
-    if (k >= n)
-        k = n - 1; /* the last token again, for its logits */
     double t0 = now_ms();
-    if (tport_session_truncate(c->s, k) != TPORT_STATUS_OK) { /* a sliding-window ring: start over */
-        tport_session_reset(c->s);
-        k = 0;
-    }
-    if (tport_session_eval(c->s, t + k, n - k)) {
+    int32_t k = tport_session_reuse_prefix(c->s, t, n); /* the cache's common prefix */
+    if (k < 0 || tport_session_eval(c->s, t + k, n - k)) {
         fprintf(stderr, "tport chat: %s\n", tport_last_error());
         free(t);
         chat_conv_remove(&c->conv, c->conv.n - 1);

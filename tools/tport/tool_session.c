@@ -1,28 +1,25 @@
 /* What `tport run` and `tport chat` share about sessions: the prompt
  * cache on disk (--session) and making room in a full context. */
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "commands.h"
 
 int tool_session_prompt(tport_session *s, const char *path, const tport_token *prompt, int32_t n,
                         int32_t *reused) {
-    int32_t common = 0, saved = 0;
+    bool same = false; /* the file holds exactly this prompt: no need to write it again */
     if (path && access(path, F_OK) == 0) {
         if (tport_session_load(s, path) != TPORT_STATUS_OK)
             return tool_fail(2, "%s", tport_last_error());
-        saved = tport_session_pos(s);
-        const tport_token *held = tport_session_tokens(s);
-        while (common < saved && common < n && held[common] == prompt[common])
-            common++;
+        same = tport_session_pos(s) == n && !memcmp(tport_session_tokens(s), prompt, (size_t)n * sizeof *prompt);
     }
-    /* the last prompt token is evaluated again for its logits */
-    int32_t keep = common < n ? common : n - 1;
-    if (tport_session_truncate(s, keep) != TPORT_STATUS_OK ||
-        tport_session_eval(s, prompt + keep, n - keep) != TPORT_STATUS_OK)
+    /* the cached prefix kept, the last prompt token evaluated again for its logits */
+    int32_t keep = tport_session_reuse_prefix(s, prompt, n);
+    if (keep < 0 || tport_session_eval(s, prompt + keep, n - keep) != TPORT_STATUS_OK)
         return tool_fail(2, "%s", tport_last_error());
     *reused = keep;
-    if (path && !(saved == n && common == n) && tport_session_save(s, path) != TPORT_STATUS_OK)
+    if (path && !same && tport_session_save(s, path) != TPORT_STATUS_OK)
         return tool_fail(2, "%s", tport_last_error());
     return 0;
 }

@@ -112,6 +112,11 @@ struct tport_arch {
     /* Its hparams reads attention.value_length itself (deepseek2: it may
      * differ from key_length); else the two must agree. */
     bool value_length_own;
+    /* tport_batch_eval runs this architecture's sessions one at a time:
+     * its batched graph does not yet give each session what it computes
+     * alone (test_batch_eval: gpt-oss off by 0.02 on one step, deepseek2's
+     * latent cache wrong) */
+    bool batch_one_at_a_time;
     /* tport synth --key SUFFIX=V: sets the shape's field of an
      * architecture's own key (write_keys writes it); false: not one of its
      * keys.  Called with suffix NULL after the options, to finish the

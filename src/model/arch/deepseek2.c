@@ -311,5 +311,6 @@ const tport_arch tport_arch_deepseek2 = {
     .build = build,
     .write_keys = write_keys,
     .value_length_own = true,
+    .batch_one_at_a_time = true,
     .synth_key = synth_key,
 };

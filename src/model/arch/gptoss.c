@@ -121,4 +121,5 @@ const tport_arch tport_arch_gptoss = {
     .hparams = hparams,
     .build = build,
     .write_keys = write_keys,
+    .batch_one_at_a_time = true,
 };

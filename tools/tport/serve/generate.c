@@ -1,6 +1,8 @@
 /* The generation loop of tport serve, token by token over the public
  * session API: the same steps as `tport run`, plus the prompt cache, stop
- * handling, grammars (tport_grammar_*) and log-probabilities. */
+ * handling, grammars (tport_grammar_*) and log-probabilities.  The prompt
+ * (in chunks) and each later token go through the slots' batcher, in one
+ * step with the other slots' tokens. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,10 +32,11 @@ static bool fail_init(gen_job *j, const char *why) {
     return false;
 }
 
-bool gen_init(gen_job *j, const tport_model *m, tport_session *s, int32_t n_ctx, const gen_spec *spec, int choice,
-              const char *end_of_turn) {
-    *j = (gen_job){.m = m, .s = s, .spec = spec, .n_prompt = spec->n_prompt, .max_tokens = spec->max_tokens,
-                   .n_ctx = n_ctx, .prev = spec->n_prompt ? spec->prompt[spec->n_prompt - 1] : -1};
+bool gen_init(gen_job *j, const tport_model *m, tport_session *s, batcher *bt, int slot, int32_t n_ctx,
+              const gen_spec *spec, int choice, const char *end_of_turn) {
+    *j = (gen_job){.m = m, .s = s, .bt = bt, .slot = slot, .spec = spec, .n_prompt = spec->n_prompt,
+                   .max_tokens = spec->max_tokens, .n_ctx = n_ctx,
+                   .prev = spec->n_prompt ? spec->prompt[spec->n_prompt - 1] : -1};
     tport_token eos = tport_model_eos(m);
     tport_token eot = end_of_turn ? tport_token_lookup(m, end_of_turn, strlen(end_of_turn)) : -1;
     if (eos >= 0)
@@ -58,9 +61,15 @@ bool gen_init(gen_job *j, const tport_model *m, tport_session *s, int32_t n_ctx,
     return true;
 }
 
+void gen_leave(gen_job *j) {
+    if (atomic_exchange(&j->joined, false))
+        batcher_leave(j->bt, j->slot);
+}
+
 static void finish(gen_job *j, const char *reason) {
     j->done = true;
     j->finish_reason = reason;
+    gen_leave(j);
 }
 
 static bool append(gen_job *j, const char *s, size_t n) {
@@ -105,25 +114,34 @@ static bool step_failed(gen_job *j, const char *why) {
     j->failed = true;
     j->done = true;
     j->finish_reason = "stop";
+    gen_leave(j);
     return false;
 }
 
 /* The prompt, less the prefix the slot's cache holds already (at least
- * its last token is evaluated again, for its logits). */
-static tport_status eval_prompt(gen_job *j) {
-    const tport_token *have = tport_session_tokens(j->s), *p = j->spec->prompt;
-    int32_t pos = tport_session_pos(j->s), common = 0;
-    while (have && common < pos && common < j->n_prompt && have[common] == p[common])
-        common++;
-    if (common >= j->n_prompt)
-        common = j->n_prompt - 1;
-    if (tport_session_truncate(j->s, common) != TPORT_STATUS_OK) {
-        /* a sliding-window cache no longer holds what that prefix needs */
-        tport_session_reset(j->s);
-        common = 0;
+ * its last token is evaluated again, for its logits): in the batcher's
+ * steps, a chunk a step, beside the other slots' tokens (the job joins
+ * them here), else on the session alone.  why gets a failure's reason. */
+static tport_status eval_prompt(gen_job *j, char *why, size_t cap) {
+    const tport_token *p = j->spec->prompt;
+    int32_t common = tport_session_reuse_prefix(j->s, p, j->n_prompt);
+    tport_status st = common < 0 ? TPORT_STATUS_INVALID_ARGUMENT : TPORT_STATUS_OK;
+    if (common >= 0)
+        j->n_cached = common;
+    if (!st && !j->bt)
+        st = tport_session_eval(j->s, p + common, j->n_prompt - common);
+    if (!st && j->bt) {
+        batcher_join(j->bt, j->slot);
+        atomic_store(&j->joined, true);
+        for (int32_t done = common, k; done < j->n_prompt && !st; done += k) {
+            k = j->n_prompt - done < GEN_PROMPT_CHUNK ? j->n_prompt - done : GEN_PROMPT_CHUNK;
+            st = batcher_eval(j->bt, j->slot, j->s, p + done, k, why, cap);
+        }
+        return st;
     }
-    j->n_cached = common;
-    return tport_session_eval(j->s, p + common, j->n_prompt - common);
+    if (st)
+        snprintf(why, cap, "%s", tport_last_error());
+    return st;
 }
 
 static bool is_stop_id(const gen_job *j, tport_token id) {
@@ -201,8 +219,17 @@ bool gen_step(gen_job *j) {
         j->started = true;
         for (int32_t i = 0; i < j->n_prompt; i++)
             tport_sampler_accept(j->sm, j->spec->prompt[i]);
-        st = eval_prompt(j);
+        char why[sizeof j->error];
+        st = eval_prompt(j, why, sizeof why);
         j->prompt_ms += now_ms() - t0;
+        if (st != TPORT_STATUS_OK)
+            return step_failed(j, why);
+    } else if (atomic_load(&j->joined)) {
+        char why[sizeof j->error];
+        st = batcher_eval(j->bt, j->slot, j->s, &j->prev, 1, why, sizeof why);
+        j->gen_ms += now_ms() - t0;
+        if (st != TPORT_STATUS_OK)
+            return step_failed(j, why);
     } else {
         st = tport_session_eval(j->s, &j->prev, 1);
         j->gen_ms += now_ms() - t0;
@@ -296,6 +323,7 @@ void gen_take_logprobs(gen_job *j, int32_t *from, int32_t *to) {
 }
 
 void gen_free(gen_job *j) {
+    gen_leave(j);
     free(j->text);
     free(j->lp);
     free(j->work);

@@ -5,15 +5,18 @@
 #ifndef TPORT_SERVE_GENERATE_H
 #define TPORT_SERVE_GENERATE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "batcher.h"
 #include "prompt.h"
 #include "request.h"
 #include "tport/tport.h"
 #include "utf8.h"
 
 #define GEN_MAX_TOP 20            /* OpenAI's limit on top_logprobs        */
+#define GEN_PROMPT_CHUNK 64       /* prompt tokens per step: the sessions' n_batch */
 
 /* What a request asks to generate, owned apart from the request (a
  * streaming answer outlives it); every choice (n > 1) starts from it. */
@@ -45,6 +48,9 @@ typedef struct gen_logprob {
 typedef struct gen_job {
     const tport_model *m;
     tport_session *s;
+    batcher *bt;                  /* decoding steps go through it, or NULL */
+    int slot;                     /* s's slot in bt                      */
+    atomic_bool joined;           /* generating in bt's steps            */
     const gen_spec *spec;
     tport_sampler *sm;
     tport_grammar_state *gs;
@@ -66,13 +72,20 @@ typedef struct gen_job {
 } gen_job;
 
 /* Sets up choice `choice` of spec (which must outlive the job) on session
- * s; end_of_turn is an extra stop marker (chat), or NULL.  false with
- * j->error on failure (gen_free either way). */
-bool gen_init(gen_job *j, const tport_model *m, tport_session *s, int32_t n_ctx, const gen_spec *spec, int choice,
-              const char *end_of_turn);
-/* Evaluates the prompt (first call) or the last token, and samples the
- * next one.  false once done (or failed: j->failed, j->error). */
+ * s, slot `slot` of bt (NULL: every step on s alone); end_of_turn is an
+ * extra stop marker (chat), or NULL.  false with j->error on failure
+ * (gen_free either way). */
+bool gen_init(gen_job *j, const tport_model *m, tport_session *s, batcher *bt, int slot, int32_t n_ctx,
+              const gen_spec *spec, int choice, const char *end_of_turn);
+/* Evaluates the prompt (first call; in chunks of GEN_PROMPT_CHUNK) or
+ * the last token, in the batcher's steps (else on the session alone),
+ * and samples the next one.  false once done (or failed: j->failed,
+ * j->error). */
 bool gen_step(gen_job *j);
+/* The job takes no more steps: the batcher stops waiting for it (done by
+ * the end of the generation, gen_cut and gen_free; before its slot is
+ * handed on, a job that stops early must have left). */
+void gen_leave(gen_job *j);
 /* Ends the generation early (shutdown): finish_reason "length". */
 void gen_cut(gen_job *j);
 /* The bytes that may be sent now: complete UTF-8, and not a possible start

@@ -71,6 +71,14 @@ enum MHD_Result serve_metrics_page(serve_conn *c) {
     metric(&p, "tport:prompt_tokens_cached_total", "counter",
            "Prompt tokens taken from a slot's cache instead of evaluated (prompt cache hits).",
            (double)atomic_load(&m->prompt_cached));
+    batcher *bt = &c->srv->slots.batcher;
+    metric(&p, "tport:decode_steps_total", "counter",
+           "Steps (one evaluation each for the tokens and prompt chunks of every busy slot).",
+           (double)atomic_load(&bt->steps));
+    metric(&p, "tport:decode_step_tokens_total", "counter", "Tokens evaluated in those steps.",
+           (double)atomic_load(&bt->rows));
+    metric(&p, "tport:decode_steps_shared_total", "counter", "Steps that held the tokens of several slots.",
+           (double)atomic_load(&bt->shared));
     struct MHD_Response *r =
         MHD_create_response_from_buffer(p.n, p.s ? p.s : (char *)"", p.s ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
     if (!r) {

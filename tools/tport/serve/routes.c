@@ -1,5 +1,6 @@
 /* The endpoints: GET /health, GET /v1/models, POST /v1/completions,
- * POST /v1/chat/completions, POST /tokenize, POST /detokenize. */
+ * POST /v1/chat/completions, POST /tokenize, POST /detokenize (and POST
+ * /v1/embeddings, embeddings.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -193,7 +194,7 @@ static enum MHD_Result answer_whole(serve_conn *c, gen_spec *spec, int slot, boo
     char errbuf[256];
     for (int i = 0; i < spec->n_choices && !left && !error; i++) {
         gen_job job;
-        if (gen_init(&job, srv->model, srv->slots.sessions[slot], srv->n_ctx, spec, i,
+        if (gen_init(&job, srv->model, srv->slots.sessions[slot], &srv->slots.batcher, slot, srv->n_ctx, spec, i,
                      chat ? srv->end_of_turn : NULL)) {
             while (!job.done) {
                 if (atomic_load(&srv->stopping))
@@ -301,6 +302,8 @@ static const route routes[] = {
     {"POST", "/chat/completions", SERVE_REQ_CHAT, NULL},
     {"POST", "/tokenize", SERVE_REQ_TOKENIZE, NULL},
     {"POST", "/detokenize", SERVE_REQ_DETOKENIZE, NULL},
+    {"POST", "/v1/embeddings", -1, serve_embeddings},
+    {"POST", "/embeddings", -1, serve_embeddings},
 };
 
 enum MHD_Result serve_route(serve_conn *c) {

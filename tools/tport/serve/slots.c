@@ -21,10 +21,12 @@ bool slot_pool_init(slot_pool *p, tport_model *m, const tport_session_params *sp
     for (int i = 0; i < n; i++)
         if (!(p->sessions[i] = tport_session_new(m, sp)))
             return false;
-    return true;
+    return batcher_init(&p->batcher, m, n);
 }
 
 void slot_pool_destroy(slot_pool *p) {
+    if (p->batcher.n) /* initialised */
+        batcher_destroy(&p->batcher);
     for (int i = 0; p->sessions && i < p->n; i++)
         tport_session_free(p->sessions[i]);
     free(p->sessions);

@@ -1,17 +1,20 @@
-/* tport serve: the pool of sessions ("slots", each with its own KV cache)
- * and the bounded queue of requests waiting for one. */
+/* tport serve: the pool of sessions ("slots", each with its own KV cache),
+ * the batcher their generation steps go through together, and the bounded
+ * queue of requests waiting for one. */
 #ifndef TPORT_SERVE_SLOTS_H
 #define TPORT_SERVE_SLOTS_H
 
 #include <pthread.h>
 #include <stdbool.h>
 
+#include "batcher.h"
 #include "tport/tport.h"
 
 typedef struct slot_pool {
     pthread_mutex_t lock;
     pthread_cond_t freed;
     tport_session **sessions;
+    batcher batcher;          /* the slots' decoding steps, batched     */
     bool *busy;
     int n, n_busy, n_waiting, max_waiting;
     bool closing;             /* shutting down: waiters give up         */

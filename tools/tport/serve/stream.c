@@ -161,6 +161,7 @@ void serve_choice_tools(cJSON *choice, bool chunk, int format, const char *text,
 static void release_slot(serve_stream *st) {
     if (atomic_exchange(&st->released, true))
         return;
+    gen_leave(&st->job); /* before the slot's next request can join */
     slot_release(&st->srv->slots, st->slot);
 }
 
@@ -280,7 +281,8 @@ static void produce(serve_stream *st) {
     gen_free(j);
     st->choice++;
     st->sent_role = false;
-    if (!gen_init(j, st->srv->model, st->srv->slots.sessions[st->slot], st->srv->n_ctx, &st->spec, st->choice,
+    if (!gen_init(j, st->srv->model, st->srv->slots.sessions[st->slot], &st->srv->slots.batcher, st->slot,
+                  st->srv->n_ctx, &st->spec, st->choice,
                   st->chat ? st->srv->end_of_turn : NULL)) {
         put_error(st, j->error);
         put(st, "data: [DONE]\n\n", 14);
@@ -328,7 +330,8 @@ enum MHD_Result serve_stream_start(serve_conn *c, gen_spec *spec, int slot, bool
     atomic_init(&st->n_prompt, st->spec.n_prompt);
     atomic_init(&st->n_gen, 0);
     atomic_fetch_add(&c->srv->open_streams, 1);
-    if (!gen_init(&st->job, c->srv->model, c->srv->slots.sessions[slot], c->srv->n_ctx, &st->spec, 0,
+    if (!gen_init(&st->job, c->srv->model, c->srv->slots.sessions[slot], &c->srv->slots.batcher, slot,
+                  c->srv->n_ctx, &st->spec, 0,
                   chat ? c->srv->end_of_turn : NULL)) {
         enum MHD_Result r = serve_send_error(c, 500, NULL, "%s", st->job.error);
         atomic_store(&st->refs, 1);

@@ -1,0 +1,163 @@
+/* Continuous batching for tport serve (batcher.h).  No thread of its own:
+ * each generating slot's thread hands its token in and waits; when every
+ * generating slot has handed one in, or the first has waited wait_ms (a
+ * slot may be busy sending, or sampling a large vocabulary), one of the
+ * waiting threads leads the step for all of them.  A step that fails as a
+ * whole is run again one slot at a time, so each slot gets its own
+ * status (one slot's bad token does not fail the others): the slots
+ * that moved on before the failure have logits, the others go alone. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "batcher.h"
+
+enum { IDLE, PENDING, RUNNING, DONE };
+
+struct batcher_slot {
+    bool active;
+    int state;
+    tport_session *s;
+    const tport_token *ids;
+    int32_t n;
+    tport_status st;
+    double since;    /* when the token was handed in (ms) */
+    char err[256];
+};
+
+/* What a step may wait for the slots that have not handed their token in
+ * yet: long enough for sampling and sending a token, short against a
+ * step. */
+#define WAIT_MS 5.0
+
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+bool batcher_init(batcher *b, tport_model *m, int n) {
+    memset(b, 0, sizeof *b);
+    pthread_mutex_init(&b->lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&b->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    atomic_init(&b->steps, 0);
+    atomic_init(&b->rows, 0);
+    atomic_init(&b->shared, 0);
+    b->n = n;
+    b->wait_ms = WAIT_MS;
+    b->slots = calloc((size_t)n, sizeof *b->slots);
+    b->items = calloc((size_t)n, sizeof *b->items);
+    b->taken = calloc((size_t)n, sizeof *b->taken);
+    b->batch = tport_batch_new(m);
+    return b->slots && b->items && b->taken && b->batch;
+}
+
+void batcher_destroy(batcher *b) {
+    tport_batch_free(b->batch);
+    free(b->slots);
+    free(b->items);
+    free(b->taken);
+    pthread_cond_destroy(&b->cv);
+    pthread_mutex_destroy(&b->lock);
+    memset(b, 0, sizeof *b);
+}
+
+void batcher_join(batcher *b, int slot) {
+    pthread_mutex_lock(&b->lock);
+    if (!b->slots[slot].active) {
+        b->slots[slot].active = true;
+        b->n_active++;
+    }
+    pthread_mutex_unlock(&b->lock);
+}
+
+void batcher_leave(batcher *b, int slot) {
+    pthread_mutex_lock(&b->lock);
+    if (b->slots[slot].active) {
+        b->slots[slot].active = false;
+        b->n_active--;
+        pthread_cond_broadcast(&b->cv); /* the others may be complete now */
+    }
+    pthread_mutex_unlock(&b->lock);
+}
+
+/* When the oldest token handed in arrived (ms). */
+static double oldest(const batcher *b) {
+    double t = 0;
+    for (int i = 0; i < b->n; i++)
+        if (b->slots[i].state == PENDING && (t == 0 || b->slots[i].since < t))
+            t = b->slots[i].since;
+    return t;
+}
+
+/* Runs one step over every slot PENDING (with b->lock held on entry and
+ * exit; released while the model works). */
+static void lead(batcher *b) {
+    int n = 0;
+    for (int i = 0; i < b->n; i++)
+        if (b->slots[i].state == PENDING) {
+            b->slots[i].state = RUNNING;
+            b->taken[n] = i;
+            b->items[n++] = (tport_batch_item){b->slots[i].s, b->slots[i].ids, b->slots[i].n};
+        }
+    b->n_pending = 0;
+    b->running = true;
+    pthread_mutex_unlock(&b->lock);
+    /* the taken slots' records are the leader's until DONE; the others'
+     * state may change meanwhile (a token handed in), so only taken is read */
+    tport_status st = tport_batch_eval(b->batch, b->items, n);
+    for (int k = 0; k < n; k++) {
+        batcher_slot *sl = &b->slots[b->taken[k]];
+        /* after a failed step, a slot that has not moved on goes alone */
+        sl->st = st && !tport_session_logits(sl->s) ? tport_session_eval(sl->s, sl->ids, sl->n) : TPORT_STATUS_OK;
+        snprintf(sl->err, sizeof sl->err, "%s", sl->st ? tport_last_error() : "");
+    }
+    uint64_t rows = 0;
+    for (int k = 0; k < n; k++)
+        rows += (uint64_t)b->items[k].n;
+    atomic_fetch_add(&b->steps, st ? (uint64_t)n : 1);
+    atomic_fetch_add(&b->rows, rows);
+    if (!st && n > 1)
+        atomic_fetch_add(&b->shared, 1);
+    pthread_mutex_lock(&b->lock);
+    for (int k = 0; k < n; k++)
+        b->slots[b->taken[k]].state = DONE;
+    b->running = false;
+    pthread_cond_broadcast(&b->cv);
+}
+
+tport_status batcher_eval(batcher *b, int slot, tport_session *s, const tport_token *ids, int32_t n, char *err,
+                          size_t cap) {
+    pthread_mutex_lock(&b->lock);
+    batcher_slot *sl = &b->slots[slot];
+    *sl = (batcher_slot){.active = sl->active, .state = PENDING, .s = s, .ids = ids, .n = n, .since = now_ms()};
+    b->n_pending++;
+    pthread_cond_broadcast(&b->cv); /* a waiting leader may have everyone now */
+    while (sl->state != DONE) {
+        double due = oldest(b) + b->wait_ms, t = now_ms();
+        if (sl->state == PENDING && !b->running && (b->n_pending >= b->n_active || t >= due)) {
+            lead(b);
+            continue;
+        }
+        /* until the step ends or someone hands a token in; at the latest
+         * when the oldest token has waited long enough */
+        double until = b->running || sl->state != PENDING ? t + 50.0 : due;
+        struct timespec ts = {.tv_sec = (time_t)(until / 1e3), .tv_nsec = (long)((until / 1e3 - (double)(time_t)(until / 1e3)) * 1e9)};
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&b->cv, &b->lock, &ts);
+    }
+    tport_status st = sl->st;
+    if (st && err && cap)
+        snprintf(err, cap, "%s", sl->err);
+    sl->state = IDLE;
+    pthread_mutex_unlock(&b->lock);
+    return st;
+}

@@ -1,0 +1,49 @@
+/* tport serve: continuous batching.  The slots that are generating hand
+ * their next token (or their prompt's next chunk) to the batcher and wait;
+ * one of them (the leader) evaluates everything handed in so far in one
+ * tport_batch_eval, a step that reads the weights once for all of them,
+ * and wakes the others with their logits in their sessions.  A new
+ * request's prompt thus joins the running batch chunk by chunk instead of
+ * holding the others up for its whole length. */
+#ifndef TPORT_SERVE_BATCHER_H
+#define TPORT_SERVE_BATCHER_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tport/tport.h"
+
+typedef struct batcher_slot batcher_slot;
+
+typedef struct batcher {
+    pthread_mutex_t lock;
+    pthread_cond_t cv;
+    tport_batch *batch;
+    batcher_slot *slots;
+    tport_batch_item *items; /* the leader's, for one step               */
+    int *taken;              /* and the slots it took                     */
+    int n;
+    int n_active;          /* slots between their prompt and their end  */
+    int n_pending;         /* of them, waiting for the next step        */
+    bool running;          /* a leader is evaluating a step             */
+    double wait_ms;        /* how long the first of a step waits for the rest */
+    /* for /metrics: steps run, tokens in them, steps of several slots */
+    atomic_uint_fast64_t steps, rows, shared;
+} batcher;
+
+/* For n slots of model m; false with tport_last_error() set on failure. */
+bool batcher_init(batcher *b, tport_model *m, int n);
+void batcher_destroy(batcher *b);
+/* Slot `slot` takes part in the steps from now on / no longer. */
+void batcher_join(batcher *b, int slot);
+void batcher_leave(batcher *b, int slot);
+/* Evaluates n tokens ids (1..the session's n_batch; they must stay put
+ * until it returns) in slot's session s in the next step, with those of
+ * the other slots; returns when it has.  The status is the step's for this
+ * slot; a failure's message goes to err (cap bytes). */
+tport_status batcher_eval(batcher *b, int slot, tport_session *s, const tport_token *ids, int32_t n, char *err,
+                          size_t cap);
+
+#endif
