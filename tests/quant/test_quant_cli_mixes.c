@@ -1,0 +1,238 @@
+/* `tport convert --type MIX [--imatrix F]` against llama-quantize: for every
+ * file type recorded in data/mixes/refs.txt (made by llama.cpp's
+ * llama_model_quantize, see data/mixes/README.md), the same tensor types
+ * and the same bytes (FNV-1a 64 of each tensor's data) and the same
+ * general.file_type; a mix llama.cpp refused is refused too.
+ *
+ * The inputs are made here, deterministically: a `tport synth` llama
+ * (MODEL_ARGS) and an importance matrix in llama-imatrix's GGUF form
+ * (write_imatrix).  `test_quant_cli_mixes --write-inputs DIR` writes them
+ * for the reference generator (data/mixes/make_refs.sh). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../test_util.h"
+#include "tport/gguf.h"
+#include "tport/model_file.h"
+#include "tport/tport.h"
+
+/* 10 layers: llama.cpp walks blk.0 .. blk.9 by layer; ff 288 is not whole
+ * 256-blocks (ffn_down falls back); 4 heads on 2 kv heads (n_gqa 2). */
+/* Debug (sanitizer) builds run the IQ searches ~10x slower: they check one
+ * mix of each family (both with and without the imatrix); release builds
+ * check every mix. */
+#define DEBUG_MIXES " Q4_K_M Q3_K_L Q5_0 IQ3_M IQ2_M IQ4_NL MXFP4_MOE Q1_0 "
+
+#define MODEL_ARGS "synth --dim 256 --layers 10 --heads 4 --kv-heads 2 --ff 288 --vocab 512 --seed 7"
+
+static int run(const char *args, char *buf, size_t cap) {
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", TPORT_CLI_PATH, args);
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return -1;
+    size_t n = fread(buf, 1, cap - 1, p);
+    buf[n] = 0;
+    const int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* An importance matrix for the model: for each matrix-multiplied weight an
+ * in_sum2 of ne0 values (count * (0.05 + u), u uniform in [0, 1) from a
+ * fixed LCG) and a count of 17; blk.3.ffn_gate has a count of 0 (llama
+ * quantizes with weights 1).  output.weight, which llama-imatrix records,
+ * has no entry here: it is quantized without weights. */
+static int write_imatrix(const char *model, const char *path) {
+    tport_model_file *mf = NULL;
+    if (tport_model_file_open(model, &mf))
+        return -1;
+    tport_gguf_writer *w = tport_gguf_writer_new();
+    const char *datasets[] = {"synthetic"};
+    tport_status s = tport_gguf_set_array(w, "imatrix.datasets", TPORT_KV_STRING, datasets, 1);
+    s = s ? s : tport_gguf_set_u32(w, "imatrix.chunk_count", 1);
+    s = s ? s : tport_gguf_set_u32(w, "imatrix.chunk_size", 512);
+    float *bufs[256];
+    int nb = 0;
+    unsigned long long rng = 12345;
+    static const char *const kinds[] = {"attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_output.weight",
+                                        "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight"};
+    for (int i = 0; !s && i < mf->n_tensors && nb < 254; i++) {
+        const tport_mf_tensor *t = &mf->tensors[i];
+        bool use = false;
+        for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
+            use |= strstr(t->name, kinds[k]) != NULL;
+        if (!use)
+            continue;
+        const float count = !strcmp(t->name, "blk.3.ffn_gate.weight") ? 0.0f : 17.0f;
+        float *v = bufs[nb++] = malloc(sizeof(float) * (size_t)t->ne[0]);
+        float *c = bufs[nb++] = malloc(sizeof(float));
+        for (int64_t j = 0; j < t->ne[0]; j++)
+            v[j] = 17.0f * (0.05f + 0.5f * (test_rng_uniform(&rng) + 1.0f));
+        c[0] = count;
+        char name[160];
+        const int64_t ne_v[1] = {t->ne[0]}, ne_c[1] = {1};
+        /* counts first: ggml's reader wants the last tensor's padding in
+         * the file, which tport's writer leaves out; in_sum2 needs none */
+        snprintf(name, sizeof name, "%s.counts", t->name);
+        s = tport_gguf_add_tensor(w, name, TPORT_TYPE_F32, 1, ne_c, c, sizeof(float));
+        snprintf(name, sizeof name, "%s.in_sum2", t->name);
+        s = s ? s : tport_gguf_add_tensor(w, name, TPORT_TYPE_F32, 1, ne_v, v, sizeof(float) * (uint64_t)t->ne[0]);
+    }
+    s = s ? s : tport_gguf_write(w, path);
+    for (int i = 0; i < nb; i++)
+        free(bufs[i]);
+    tport_gguf_writer_free(w);
+    tport_model_file_close(mf);
+    return s ? -1 : 0;
+}
+
+static int write_inputs(const char *dir, char *model, char *imatrix, size_t cap) {
+    static char out[8192];
+    char args[1024];
+    snprintf(model, cap, "%s/model.gguf", dir);
+    snprintf(imatrix, cap, "%s/imatrix.gguf", dir);
+    snprintf(args, sizeof args, MODEL_ARGS " -o '%s'", model);
+    if (run(args, out, sizeof out)) {
+        fprintf(stderr, "synth: %s\n", out);
+        return -1;
+    }
+    return write_imatrix(model, imatrix);
+}
+
+static unsigned long long fnv64(const uint8_t *p, uint64_t n) {
+    unsigned long long h = 0xcbf29ce484222325ull;
+    for (uint64_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 0x100000001b3ull;
+    return h;
+}
+
+typedef struct ref {
+    char name[96], type[16];
+    unsigned long long hash;
+} ref;
+
+/* Runs one recorded mix and compares; refs[0..n). */
+/* refused: llama.cpp's reason for refusing the file (NULL: it wrote it). */
+static void check_mix(const char *dir, const char *model, const char *imatrix, const char *mix, int with_im,
+                      long file_type, const char *refused, const ref *refs, int n) {
+#ifndef NDEBUG
+    char key[40];
+    snprintf(key, sizeof key, " %s ", mix);
+    if (!strstr(DEBUG_MIXES, key))
+        return;
+#endif
+    static char out[65536];
+    char args[2048], conv[512];
+    snprintf(conv, sizeof conv, "%s/%s-%d.gguf", dir, mix, with_im);
+    snprintf(args, sizeof args, "convert '%s' '%s' --type %s %s%s%s --quiet", model, conv, mix,
+             with_im ? "--imatrix '" : "", with_im ? imatrix : "", with_im ? "'" : "");
+    const int st = run(args, out, sizeof out);
+    if (refused) {
+        /* the same reason: a missing importance matrix, or no fallback */
+        const char *want = strstr(refused, "imatrix") || strstr(refused, "importance matrix") ? "importance matrix"
+                           : strstr(refused, "fallback")                                       ? "no fallback"
+                                                                                              : "";
+        CHECK(st != 0 && want[0] && strstr(out, want), "%s%s: refused as llama.cpp does (%s): %d %s", mix,
+              with_im ? " + imatrix" : "", refused, st, out);
+        return;
+    }
+    CHECK(st == 0, "%s%s: convert: %d %s", mix, with_im ? " + imatrix" : "", st, out);
+    if (st)
+        return;
+    tport_model_file *mf = NULL;
+    CHECK(tport_model_file_open(conv, &mf) == TPORT_STATUS_OK, "%s: reopen: %s", mix, tport_last_error());
+    if (!mf)
+        return;
+    const tport_kv *ft = tport_model_file_kv(mf, "general.file_type");
+    CHECK(ft && (long)ft->v.u == file_type, "%s: general.file_type %ld (llama.cpp: %ld)", mix,
+          ft ? (long)ft->v.u : -1L, file_type);
+    int bad_type = 0, bad_bytes = 0;
+    CHECK(mf->n_tensors == n, "%s: %d tensors (llama.cpp: %d)", mix, mf->n_tensors, n);
+    for (int i = 0; i < n; i++) {
+        const tport_mf_tensor *t = tport_model_file_find(mf, refs[i].name);
+        if (!t) {
+            CHECK(false, "%s: tensor %s missing", mix, refs[i].name);
+            continue;
+        }
+        const tport_type_info *ti = tport_type_get(t->type);
+        if (!ti || strcmp(ti->name, refs[i].type)) {
+            if (bad_type++ < 5)
+                fprintf(stderr, "  %s %s: %s, llama.cpp %s\n", mix, refs[i].name, ti ? ti->name : "?",
+                        refs[i].type);
+        } else if (fnv64(t->data, t->nbytes) != refs[i].hash) {
+            if (bad_bytes++ < 5)
+                fprintf(stderr, "  %s %s (%s): bytes differ from llama.cpp's\n", mix, refs[i].name, refs[i].type);
+        }
+    }
+    CHECK(!bad_type && !bad_bytes, "%s%s: %d tensors: every type and byte as llama-quantize's (%d types, %d "
+          "tensors' bytes differ)", mix, with_im ? " + imatrix" : "", n, bad_type, bad_bytes);
+    tport_model_file_close(mf);
+    unlink(conv);
+}
+
+int main(int argc, char **argv) {
+    char model[512], imatrix[512];
+    if (argc == 3 && !strcmp(argv[1], "--write-inputs"))
+        return write_inputs(argv[2], model, imatrix, sizeof model) ? 1 : 0;
+    FILE *f = fopen(TPORT_QUANT_TEST_DATA "/refs.txt", "r");
+    if (!f) {
+        test_skip("test_quant_cli_mixes", "data/mixes/refs.txt absent");
+        return 77;
+    }
+    char dir[] = "/tmp/tport_mixes_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    CHECK(write_inputs(dir, model, imatrix, sizeof model) == 0, "synth model and imatrix");
+    /* Optional filter (a mix name) to run one mix while debugging. */
+    const char *only = getenv("TPORT_MIX_ONLY");
+#ifndef NDEBUG
+    printf("debug build: checking only" DEBUG_MIXES "\n");
+#endif
+    ref *refs = calloc(512, sizeof *refs);
+    int n = 0, mixes = 0;
+    char line[512], mix[32] = "", next_mix[32], reason[256];
+    int with_im = 0, next_im = 0;
+    long ft = -1, next_ft = -1;
+    bool have = false;
+    for (;;) {
+        const bool got = fgets(line, sizeof line, f) != NULL;
+        bool flush = !got;
+        bool refused = false;
+        if (got && line[0] == '#')
+            continue;
+        reason[0] = '\0';
+        if (got && (sscanf(line, "mix %31s %d %ld", next_mix, &next_im, &next_ft) == 3 ||
+                    (refused = sscanf(line, "refused %31s %d %255[^\n]", next_mix, &next_im, reason) >= 2)))
+            flush = true;
+        if (flush && have && (!only || !strcmp(only, mix))) {
+            check_mix(dir, model, imatrix, mix, with_im, ft, NULL, refs, n);
+            mixes++;
+        }
+        if (!got)
+            break;
+        if (refused) {
+            if (!only || !strcmp(only, next_mix)) {
+                check_mix(dir, model, imatrix, next_mix, next_im, -1, reason, NULL, 0);
+                mixes++;
+            }
+            have = false;
+            continue;
+        }
+        if (flush) {
+            snprintf(mix, sizeof mix, "%s", next_mix);
+            with_im = next_im, ft = next_ft, n = 0, have = true;
+            continue;
+        }
+        if (n < 512 && sscanf(line, "t %95s %15s %llx", refs[n].name, refs[n].type, &refs[n].hash) == 3)
+            n++;
+    }
+    fclose(f);
+    CHECK(mixes > 0, "refs.txt holds mixes (%d)", mixes);
+    free(refs);
+    unlink(model);
+    unlink(imatrix);
+    rmdir(dir);
+    return test_finish("test_quant_cli_mixes");
+}
