@@ -89,6 +89,51 @@ static int write_imatrix(const char *model, const char *path) {
     return s ? -1 : 0;
 }
 
+/* The same importance matrix as llama-imatrix's legacy .dat: per entry the
+ * weights themselves (in_sum2 / count, in float as llama-quantize divides;
+ * 1 where the count is 0) with ncall 1, so that llama-quantize's legacy
+ * reading (values / ncall) gives the same weights as the GGUF form. */
+static int write_imatrix_dat(const char *model, const char *path) {
+    tport_model_file *mf = NULL;
+    if (tport_model_file_open(model, &mf))
+        return -1;
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+        tport_model_file_close(mf);
+        return -1;
+    }
+    static const char *const kinds[] = {"attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_output.weight",
+                                        "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight"};
+    unsigned long long rng = 12345;
+    int32_t n_entries = 0;
+    fwrite(&n_entries, 4, 1, f); /* patched below */
+    for (int i = 0; i < mf->n_tensors; i++) {
+        const tport_mf_tensor *t = &mf->tensors[i];
+        bool use = false;
+        for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
+            use |= strstr(t->name, kinds[k]) != NULL;
+        if (!use)
+            continue;
+        const bool zero = !strcmp(t->name, "blk.3.ffn_gate.weight");
+        const int32_t len = (int32_t)strlen(t->name), ncall = 1, nval = (int32_t)t->ne[0];
+        fwrite(&len, 4, 1, f);
+        fwrite(t->name, 1, (size_t)len, f);
+        fwrite(&ncall, 4, 1, f);
+        fwrite(&nval, 4, 1, f);
+        for (int64_t j = 0; j < t->ne[0]; j++) {
+            const float sum = 17.0f * (0.05f + 0.5f * (test_rng_uniform(&rng) + 1.0f));
+            const float w = zero ? 1.0f : sum / 17.0f;
+            fwrite(&w, 4, 1, f);
+        }
+        n_entries++;
+    }
+    fseek(f, 0, SEEK_SET);
+    fwrite(&n_entries, 4, 1, f);
+    const bool ok = fclose(f) == 0;
+    tport_model_file_close(mf);
+    return ok ? 0 : -1;
+}
+
 static int write_inputs(const char *dir, char *model, char *imatrix, size_t cap) {
     static char out[8192];
     char args[1024];
@@ -173,6 +218,69 @@ static void check_mix(const char *dir, const char *model, const char *imatrix, c
     unlink(conv);
 }
 
+/* The legacy .dat form of the same matrix gives Q4_K_M's bytes with the
+ * GGUF form (compared file to file); hostile or foreign importance
+ * matrices are refused, naming why. */
+static void check_legacy_and_hostile(const char *dir, const char *model, const char *imatrix) {
+    static char out[8192];
+    char dat[512], a[512], b[512], bad[512], args[2048];
+    snprintf(dat, sizeof dat, "%s/imatrix.dat", dir);
+    snprintf(a, sizeof a, "%s/gguf-im.gguf", dir);
+    snprintf(b, sizeof b, "%s/dat-im.gguf", dir);
+    snprintf(bad, sizeof bad, "%s/bad.imatrix", dir);
+    CHECK(write_imatrix_dat(model, dat) == 0, "write the legacy .dat");
+    snprintf(args, sizeof args, "convert '%s' '%s' --type q4_k_m --imatrix '%s' --quiet", model, a, imatrix);
+    int st = run(args, out, sizeof out);
+    CHECK(st == 0, "Q4_K_M with the GGUF imatrix: %d %s", st, out);
+    snprintf(args, sizeof args, "convert '%s' '%s' --type Q4_K_M --imatrix '%s' --quiet", model, b, dat);
+    st = run(args, out, sizeof out);
+    CHECK(st == 0, "Q4_K_M with the legacy .dat imatrix: %d %s", st, out);
+    tport_model_file *ma = NULL, *mb = NULL;
+    int differ = -1;
+    if (!tport_model_file_open(a, &ma) && !tport_model_file_open(b, &mb) && ma->n_tensors == mb->n_tensors) {
+        differ = 0;
+        for (int i = 0; i < ma->n_tensors; i++)
+            differ += ma->tensors[i].nbytes != mb->tensors[i].nbytes ||
+                      memcmp(ma->tensors[i].data, mb->tensors[i].data, ma->tensors[i].nbytes);
+    }
+    CHECK(differ == 0, "legacy .dat and GGUF imatrix give the same tensors (%d differ)", differ);
+    tport_model_file_close(ma);
+    tport_model_file_close(mb);
+    /* a model file is no importance matrix: no imatrix.* keys */
+    snprintf(args, sizeof args, "convert '%s' '%s' --type Q4_K_M --imatrix '%s' --quiet", model, b, model);
+    st = run(args, out, sizeof out);
+    CHECK(st != 0 && strstr(out, "missing imatrix metadata"), "a GGUF without imatrix keys is refused: %d %s", st,
+          out);
+    /* legacy files cut short, or with absurd counts */
+    static const struct {
+        const char *bytes;
+        size_t n;
+        const char *want;
+    } hostile[] = {
+        {"\001\000\000\000\003\000\000\000abc\001\000\000\000\002\000\000\000\000\000\200?", 23, "truncated"},
+        {"\001\000\000\000\003\000\000\000abc\001\000\000\000\377\377\377\177", 19, "truncated"},
+        {"\377\377\377\177", 4, "not an imatrix file"},
+        {"GGUF\003\000\000\000", 8, "GGUF header"},
+    };
+    for (size_t i = 0; i < sizeof hostile / sizeof hostile[0]; i++) {
+        FILE *f = fopen(bad, "wb");
+        fwrite(hostile[i].bytes, 1, hostile[i].n, f);
+        fclose(f);
+        snprintf(args, sizeof args, "convert '%s' '%s' --type Q4_K_M --imatrix '%s' --quiet", model, b, bad);
+        st = run(args, out, sizeof out);
+        CHECK(st != 0 && strstr(out, hostile[i].want), "hostile imatrix %zu refused (%s): %d %s", i,
+              hostile[i].want, st, out);
+    }
+    /* options that need a file type */
+    snprintf(args, sizeof args, "convert '%s' '%s' --type q4_0 --pure --quiet", model, b);
+    st = run(args, out, sizeof out);
+    CHECK(st == 0, "--pure with Q4_0 (a file type): %d %s", st, out);
+    snprintf(args, sizeof args, "convert '%s' '%s' --type q8_1 --pure --quiet", model, b);
+    st = run(args, out, sizeof out);
+    CHECK(st == 2 && strstr(out, "go with a llama-quantize file type"), "--pure with a tensor type: %d %s", st, out);
+    unlink(dat), unlink(a), unlink(b), unlink(bad);
+}
+
 int main(int argc, char **argv) {
     char model[512], imatrix[512];
     if (argc == 3 && !strcmp(argv[1], "--write-inputs"))
@@ -230,6 +338,7 @@ int main(int argc, char **argv) {
     }
     fclose(f);
     CHECK(mixes > 0, "refs.txt holds mixes (%d)", mixes);
+    check_legacy_and_hostile(dir, model, imatrix);
     free(refs);
     unlink(model);
     unlink(imatrix);
