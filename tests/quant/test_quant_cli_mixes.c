@@ -1,5 +1,5 @@
 /* `tport convert --type MIX [--imatrix F]` against llama-quantize: for every
- * file type recorded in data/mixes/refs.txt (made by llama.cpp's
+ * file type recorded in data/mixes/refs.txt and refs_moe.txt (made by llama.cpp's
  * llama_model_quantize, see data/mixes/README.md), the same tensor types
  * and the same bytes (FNV-1a 64 of each tensor's data) and the same
  * general.file_type; a mix llama.cpp refused is refused too.
@@ -27,6 +27,17 @@
 #define DEBUG_MIXES " Q4_K_M Q3_K_L Q5_0 IQ3_M IQ2_M IQ4_NL MXFP4_MOE Q1_0 "
 
 #define MODEL_ARGS "synth --dim 256 --layers 10 --heads 4 --kv-heads 2 --ff 288 --vocab 512 --seed 7"
+/* A mixture of 8 experts (llama.cpp's n_expert == 8 rules, 3-D expert
+ * tensors, layers read from the names, per-expert importance weights) on
+ * 4 heads sharing 1 kv head (n_gqa 4). */
+#define MOE_ARGS                                                                                                 \
+    "synth --dim 256 --layers 2 --heads 4 --kv-heads 1 --experts 8 --experts-used 2 --expert-ff 256 --ff 256 "  \
+    "--vocab 512 --seed 9"
+
+/* The inputs and their references (data/mixes). */
+static const struct {
+    const char *tag, *synth, *refs;
+} inputs[] = {{"dense", MODEL_ARGS, "refs.txt"}, {"moe", MOE_ARGS, "refs_moe.txt"}};
 
 static int run(const char *args, char *buf, size_t cap) {
     char cmd[4096];
@@ -42,8 +53,9 @@ static int run(const char *args, char *buf, size_t cap) {
 
 /* An importance matrix for the model: for each matrix-multiplied weight an
  * in_sum2 of ne0 values (count * (0.05 + u), u uniform in [0, 1) from a
- * fixed LCG) and a count of 17; blk.3.ffn_gate has a count of 0 (llama
- * quantizes with weights 1).  output.weight, which llama-imatrix records,
+ * fixed LCG) and a count of 17, per expert for expert tensors (ne0 x
+ * n_expert sums, n_expert counts); blk.3.ffn_gate has a count of 0 (llama
+ * quantizes with weights 1), and so has expert 5 of blk.1.ffn_up_exps.  output.weight, which llama-imatrix records,
  * has no entry here: it is quantized without weights. */
 static int write_imatrix(const char *model, const char *path) {
     tport_model_file *mf = NULL;
@@ -58,7 +70,7 @@ static int write_imatrix(const char *model, const char *path) {
     int nb = 0;
     unsigned long long rng = 12345;
     static const char *const kinds[] = {"attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_output.weight",
-                                        "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight"};
+                                        "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight", "_exps.weight"};
     for (int i = 0; !s && i < mf->n_tensors && nb < 254; i++) {
         const tport_mf_tensor *t = &mf->tensors[i];
         bool use = false;
@@ -66,20 +78,24 @@ static int write_imatrix(const char *model, const char *path) {
             use |= strstr(t->name, kinds[k]) != NULL;
         if (!use)
             continue;
-        const float count = !strcmp(t->name, "blk.3.ffn_gate.weight") ? 0.0f : 17.0f;
-        float *v = bufs[nb++] = malloc(sizeof(float) * (size_t)t->ne[0]);
-        float *c = bufs[nb++] = malloc(sizeof(float));
-        for (int64_t j = 0; j < t->ne[0]; j++)
+        const int64_t ne2 = t->ne[2], nv = t->ne[0] * ne2;
+        float *v = bufs[nb++] = malloc(sizeof(float) * (size_t)nv);
+        float *c = bufs[nb++] = malloc(sizeof(float) * (size_t)ne2);
+        for (int64_t j = 0; j < nv; j++)
             v[j] = 17.0f * (0.05f + 0.5f * (test_rng_uniform(&rng) + 1.0f));
-        c[0] = count;
+        for (int64_t e = 0; e < ne2; e++)
+            c[e] = !strcmp(t->name, "blk.3.ffn_gate.weight") ||
+                           (e == 5 && !strcmp(t->name, "blk.1.ffn_up_exps.weight"))
+                       ? 0.0f
+                       : 17.0f;
         char name[160];
-        const int64_t ne_v[1] = {t->ne[0]}, ne_c[1] = {1};
+        const int64_t ne_v[2] = {t->ne[0], ne2}, ne_c[2] = {1, ne2};
         /* counts first: ggml's reader wants the last tensor's padding in
          * the file, which tport's writer leaves out; in_sum2 needs none */
         snprintf(name, sizeof name, "%s.counts", t->name);
-        s = tport_gguf_add_tensor(w, name, TPORT_TYPE_F32, 1, ne_c, c, sizeof(float));
+        s = tport_gguf_add_tensor(w, name, TPORT_TYPE_F32, 2, ne_c, c, sizeof(float) * (uint64_t)ne2);
         snprintf(name, sizeof name, "%s.in_sum2", t->name);
-        s = s ? s : tport_gguf_add_tensor(w, name, TPORT_TYPE_F32, 1, ne_v, v, sizeof(float) * (uint64_t)t->ne[0]);
+        s = s ? s : tport_gguf_add_tensor(w, name, TPORT_TYPE_F32, 2, ne_v, v, sizeof(float) * (uint64_t)nv);
     }
     s = s ? s : tport_gguf_write(w, path);
     for (int i = 0; i < nb; i++)
@@ -134,12 +150,13 @@ static int write_imatrix_dat(const char *model, const char *path) {
     return ok ? 0 : -1;
 }
 
-static int write_inputs(const char *dir, char *model, char *imatrix, size_t cap) {
+/* DIR/TAG.gguf and DIR/TAG-imatrix.gguf of inputs[k]. */
+static int write_inputs(const char *dir, int k, char *model, char *imatrix, size_t cap) {
     static char out[8192];
     char args[1024];
-    snprintf(model, cap, "%s/model.gguf", dir);
-    snprintf(imatrix, cap, "%s/imatrix.gguf", dir);
-    snprintf(args, sizeof args, MODEL_ARGS " -o '%s'", model);
+    snprintf(model, cap, "%s/%s.gguf", dir, inputs[k].tag);
+    snprintf(imatrix, cap, "%s/%s-imatrix.gguf", dir, inputs[k].tag);
+    snprintf(args, sizeof args, "%s -o '%s'", inputs[k].synth, model);
     if (run(args, out, sizeof out)) {
         fprintf(stderr, "synth: %s\n", out);
         return -1;
@@ -281,23 +298,8 @@ static void check_legacy_and_hostile(const char *dir, const char *model, const c
     unlink(dat), unlink(a), unlink(b), unlink(bad);
 }
 
-int main(int argc, char **argv) {
-    char model[512], imatrix[512];
-    if (argc == 3 && !strcmp(argv[1], "--write-inputs"))
-        return write_inputs(argv[2], model, imatrix, sizeof model) ? 1 : 0;
-    FILE *f = fopen(TPORT_QUANT_TEST_DATA "/refs.txt", "r");
-    if (!f) {
-        test_skip("test_quant_cli_mixes", "data/mixes/refs.txt absent");
-        return 77;
-    }
-    char dir[] = "/tmp/tport_mixes_XXXXXX";
-    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
-    CHECK(write_inputs(dir, model, imatrix, sizeof model) == 0, "synth model and imatrix");
-    /* Optional filter (a mix name) to run one mix while debugging. */
-    const char *only = getenv("TPORT_MIX_ONLY");
-#ifndef NDEBUG
-    printf("debug build: checking only" DEBUG_MIXES "\n");
-#endif
+/* Every mix of one refs file; returns how many were checked. */
+static int check_refs(FILE *f, const char *dir, const char *model, const char *imatrix, const char *only) {
     ref *refs = calloc(512, sizeof *refs);
     int n = 0, mixes = 0;
     char line[512], mix[32] = "", next_mix[32], reason[256];
@@ -336,12 +338,44 @@ int main(int argc, char **argv) {
         if (n < 512 && sscanf(line, "t %95s %15s %llx", refs[n].name, refs[n].type, &refs[n].hash) == 3)
             n++;
     }
-    fclose(f);
-    CHECK(mixes > 0, "refs.txt holds mixes (%d)", mixes);
-    check_legacy_and_hostile(dir, model, imatrix);
     free(refs);
-    unlink(model);
-    unlink(imatrix);
+    return mixes;
+}
+
+int main(int argc, char **argv) {
+    char model[512], imatrix[512];
+    const int n_inputs = (int)(sizeof inputs / sizeof inputs[0]);
+    if (argc == 3 && !strcmp(argv[1], "--write-inputs")) {
+        for (int k = 0; k < n_inputs; k++)
+            if (write_inputs(argv[2], k, model, imatrix, sizeof model))
+                return 1;
+        return 0;
+    }
+    char dir[] = "/tmp/tport_mixes_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    /* Optional filter (a mix name) to run one mix while debugging. */
+    const char *only = getenv("TPORT_MIX_ONLY");
+#ifndef NDEBUG
+    printf("debug build: checking only" DEBUG_MIXES "\n");
+#endif
+    for (int k = 0; k < n_inputs; k++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", TPORT_QUANT_TEST_DATA, inputs[k].refs);
+        FILE *f = fopen(path, "r");
+        if (!f) {
+            rmdir(dir);
+            test_skip("test_quant_cli_mixes", "data/mixes refs absent");
+        }
+        CHECK(write_inputs(dir, k, model, imatrix, sizeof model) == 0, "%s: synth model and imatrix",
+              inputs[k].tag);
+        const int mixes = check_refs(f, dir, model, imatrix, only);
+        fclose(f);
+        CHECK(mixes > 0 || only, "%s holds mixes (%d)", inputs[k].refs, mixes);
+        if (k == 0)
+            check_legacy_and_hostile(dir, model, imatrix);
+        unlink(model);
+        unlink(imatrix);
+    }
     rmdir(dir);
     return test_finish("test_quant_cli_mixes");
 }
