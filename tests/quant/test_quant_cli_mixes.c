@@ -179,7 +179,7 @@ typedef struct ref {
 /* Runs one recorded mix and compares; refs[0..n). */
 /* refused: llama.cpp's reason for refusing the file (NULL: it wrote it). */
 static void check_mix(const char *dir, const char *model, const char *imatrix, const char *mix, int with_im,
-                      long file_type, const char *refused, const ref *refs, int n) {
+                      long file_type, const char *opts, const char *refused, const ref *refs, int n) {
 #ifndef NDEBUG
     char key[40];
     snprintf(key, sizeof key, " %s ", mix);
@@ -189,8 +189,8 @@ static void check_mix(const char *dir, const char *model, const char *imatrix, c
     static char out[65536];
     char args[2048], conv[512];
     snprintf(conv, sizeof conv, "%s/%s-%d.gguf", dir, mix, with_im);
-    snprintf(args, sizeof args, "convert '%s' '%s' --type %s %s%s%s --quiet", model, conv, mix,
-             with_im ? "--imatrix '" : "", with_im ? imatrix : "", with_im ? "'" : "");
+    snprintf(args, sizeof args, "convert '%s' '%s' --type %s %s%s%s %s --quiet", model, conv, mix,
+             with_im ? "--imatrix '" : "", with_im ? imatrix : "", with_im ? "'" : "", opts);
     const int st = run(args, out, sizeof out);
     if (refused) {
         /* the same reason: a missing importance matrix, or no fallback */
@@ -229,8 +229,8 @@ static void check_mix(const char *dir, const char *model, const char *imatrix, c
                 fprintf(stderr, "  %s %s (%s): bytes differ from llama.cpp's\n", mix, refs[i].name, refs[i].type);
         }
     }
-    CHECK(!bad_type && !bad_bytes, "%s%s: %d tensors: every type and byte as llama-quantize's (%d types, %d "
-          "tensors' bytes differ)", mix, with_im ? " + imatrix" : "", n, bad_type, bad_bytes);
+    CHECK(!bad_type && !bad_bytes, "%s%s%s: %d tensors: every type and byte as llama-quantize's (%d types, %d "
+          "tensors' bytes differ)", mix, with_im ? " + imatrix" : "", opts, n, bad_type, bad_bytes);
     tport_model_file_close(mf);
     unlink(conv);
 }
@@ -302,7 +302,7 @@ static void check_legacy_and_hostile(const char *dir, const char *model, const c
 static int check_refs(FILE *f, const char *dir, const char *model, const char *imatrix, const char *only) {
     ref *refs = calloc(512, sizeof *refs);
     int n = 0, mixes = 0;
-    char line[512], mix[32] = "", next_mix[32], reason[256];
+    char line[512], mix[32] = "", next_mix[32], reason[256], opts[256] = "", next_opts[256];
     int with_im = 0, next_im = 0;
     long ft = -1, next_ft = -1;
     bool have = false;
@@ -312,19 +312,19 @@ static int check_refs(FILE *f, const char *dir, const char *model, const char *i
         bool refused = false;
         if (got && line[0] == '#')
             continue;
-        reason[0] = '\0';
-        if (got && (sscanf(line, "mix %31s %d %ld", next_mix, &next_im, &next_ft) == 3 ||
+        reason[0] = next_opts[0] = '\0';
+        if (got && (sscanf(line, "mix %31s %d %ld %255[^\n]", next_mix, &next_im, &next_ft, next_opts) >= 3 ||
                     (refused = sscanf(line, "refused %31s %d %255[^\n]", next_mix, &next_im, reason) >= 2)))
             flush = true;
         if (flush && have && (!only || !strcmp(only, mix))) {
-            check_mix(dir, model, imatrix, mix, with_im, ft, NULL, refs, n);
+            check_mix(dir, model, imatrix, mix, with_im, ft, opts, NULL, refs, n);
             mixes++;
         }
         if (!got)
             break;
         if (refused) {
             if (!only || !strcmp(only, next_mix)) {
-                check_mix(dir, model, imatrix, next_mix, next_im, -1, reason, NULL, 0);
+                check_mix(dir, model, imatrix, next_mix, next_im, -1, "", reason, NULL, 0);
                 mixes++;
             }
             have = false;
@@ -332,6 +332,7 @@ static int check_refs(FILE *f, const char *dir, const char *model, const char *i
         }
         if (flush) {
             snprintf(mix, sizeof mix, "%s", next_mix);
+            snprintf(opts, sizeof opts, "%s", next_opts);
             with_im = next_im, ft = next_ft, n = 0, have = true;
             continue;
         }

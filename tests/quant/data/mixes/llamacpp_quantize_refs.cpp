@@ -10,10 +10,12 @@
 //       llamacpp_quantize_refs.cpp -o llamacpp_quantize_refs -L$BINS \
 //       -l:libllama.v0.4.0.so -l:libggml.v0.4.0.so -l:libggml-base.so -Wl,-rpath,$BINS
 //
-// usage: llamacpp_quantize_refs MODEL.gguf TMP.gguf IMATRIX.gguf|- FTYPE_NUMBER NAME
+// usage: llamacpp_quantize_refs MODEL.gguf TMP.gguf IMATRIX.gguf|- FTYPE_NUMBER NAME [OPTION...]
+// OPTIONs, as llama-quantize's (and tport convert's): --pure,
+// --output-tensor-type T, --token-embedding-type T (T a ggml type name).
 // The imatrix is read as llama-quantize reads it (in_sum2 / counts, 1 where
 // a count is 0).  Output lines:
-//   mix NAME IMATRIX(0|1) FILE_TYPE
+//   mix NAME IMATRIX(0|1) FILE_TYPE [OPTION...]
 //   t TENSOR TYPE FNV64
 // or, for a file llama.cpp refuses to write:
 //   refused NAME IMATRIX(0|1) REASON
@@ -74,8 +76,8 @@ static bool load_imatrix(const char *path, std::map<std::string, std::vector<flo
 }
 
 int main(int argc, char **argv) {
-    if (argc != 6) {
-        fprintf(stderr, "usage: %s MODEL TMP IMATRIX|- FTYPE NAME\n", argv[0]);
+    if (argc < 6) {
+        fprintf(stderr, "usage: %s MODEL TMP IMATRIX|- FTYPE NAME [OPTION...]\n", argv[0]);
         return 2;
     }
     llama_log_set(quiet, nullptr);
@@ -96,6 +98,25 @@ int main(int argc, char **argv) {
     qp.nthread = 1;
     qp.ftype = (llama_ftype)atoi(argv[4]);
     qp.imatrix = with_im ? imd.data() : nullptr;
+    std::string opts;
+    for (int i = 6; i < argc; i++) {
+        opts += std::string(" ") + argv[i];
+        if (!strcmp(argv[i], "--pure")) {
+            qp.pure = true;
+            continue;
+        }
+        ggml_type *dst = !strcmp(argv[i], "--output-tensor-type")     ? &qp.output_tensor_type
+                         : !strcmp(argv[i], "--token-embedding-type") ? &qp.token_embedding_type
+                                                                       : nullptr;
+        if (!dst || i + 1 >= argc) {
+            fprintf(stderr, "bad option %s\n", argv[i]);
+            return 2;
+        }
+        opts += std::string(" ") + argv[++i];
+        for (int t = 0; t < GGML_TYPE_COUNT; t++)
+            if (ggml_type_name((ggml_type)t) && !strcmp(ggml_type_name((ggml_type)t), argv[i]))
+                *dst = (ggml_type)t;
+    }
     if (llama_model_quantize(argv[1], argv[2], &qp) != 0) {
         printf("refused %s %d %s\n", argv[5], with_im ? 1 : 0, g_reason.c_str());
         return 0;
@@ -106,7 +127,7 @@ int main(int argc, char **argv) {
     if (!g || !f)
         return 1;
     const int64_t kft = gguf_find_key(g, "general.file_type");
-    printf("mix %s %d %u\n", argv[5], with_im ? 1 : 0, kft >= 0 ? gguf_get_val_u32(g, kft) : 9999u);
+    printf("mix %s %d %u%s\n", argv[5], with_im ? 1 : 0, kft >= 0 ? gguf_get_val_u32(g, kft) : 9999u, opts.c_str());
     const size_t base = gguf_get_data_offset(g);
     for (int64_t i = 0; i < gguf_get_n_tensors(g); i++) {
         const size_t n = gguf_get_tensor_size(g, i);

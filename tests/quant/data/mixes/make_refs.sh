@@ -34,3 +34,10 @@ for m in $MIXES; do
     "$TMP/refs" "$TMP/$TAG.gguf" "$TMP/out.gguf" - "$ft" "$name"
     "$TMP/refs" "$TMP/$TAG.gguf" "$TMP/out.gguf" "$TMP/$TAG-imatrix.gguf" "$ft" "$name"
 done
+# llama-quantize's overrides (the dense model only)
+if [ "$TAG" = dense ]; then
+    "$TMP/refs" "$TMP/$TAG.gguf" "$TMP/out.gguf" - 15 Q4_K_M --pure
+    "$TMP/refs" "$TMP/$TAG.gguf" "$TMP/out.gguf" - 12 Q3_K_M --output-tensor-type q8_0 --token-embedding-type q4_0
+    "$TMP/refs" "$TMP/$TAG.gguf" "$TMP/out.gguf" "$TMP/$TAG-imatrix.gguf" 20 IQ2_XS --output-tensor-type iq4_xs \
+        --token-embedding-type q5_K --pure
+fi
