@@ -22,8 +22,8 @@
 /* 10 layers: llama.cpp walks blk.0 .. blk.9 by layer; ff 288 is not whole
  * 256-blocks (ffn_down falls back); 4 heads on 2 kv heads (n_gqa 2). */
 /* Debug (sanitizer) builds run the IQ searches ~10x slower: they check one
- * mix of each family (both with and without the imatrix); release builds
- * check every mix. */
+ * mix of each family of the dense model (both with and without the
+ * imatrix); release builds check every mix of every model. */
 #define DEBUG_MIXES " Q4_K_M Q3_K_L Q5_0 IQ3_M IQ2_M IQ4_NL MXFP4_MOE Q1_0 "
 
 #define MODEL_ARGS "synth --dim 256 --layers 10 --heads 4 --kv-heads 2 --ff 288 --vocab 512 --seed 7"
@@ -34,10 +34,15 @@
     "synth --dim 256 --layers 2 --heads 4 --kv-heads 1 --experts 8 --experts-used 2 --expert-ff 256 --ff 256 "  \
     "--vocab 512 --seed 9"
 
+/* Falcon: llama.cpp's falcon rules (output Q8_0, its ffn_down and
+ * attn_output choices) and a fused attn_qkv (an attn_v for the rules). */
+#define FALCON_ARGS "synth --arch falcon --dim 256 --layers 3 --heads 4 --kv-heads 1 --ff 512 --vocab 512 --seed 11"
+
 /* The inputs and their references (data/mixes). */
 static const struct {
     const char *tag, *synth, *refs;
-} inputs[] = {{"dense", MODEL_ARGS, "refs.txt"}, {"moe", MOE_ARGS, "refs_moe.txt"}};
+} inputs[] = {{"dense", MODEL_ARGS, "refs.txt"}, {"moe", MOE_ARGS, "refs_moe.txt"},
+              {"falcon", FALCON_ARGS, "refs_falcon.txt"}};
 
 static int run(const char *args, char *buf, size_t cap) {
     char cmd[4096];
@@ -70,7 +75,8 @@ static int write_imatrix(const char *model, const char *path) {
     int nb = 0;
     unsigned long long rng = 12345;
     static const char *const kinds[] = {"attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_output.weight",
-                                        "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight", "_exps.weight"};
+                                        "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight", "_exps.weight",
+                                        "attn_qkv.weight"};
     for (int i = 0; !s && i < mf->n_tensors && nb < 254; i++) {
         const tport_mf_tensor *t = &mf->tensors[i];
         bool use = false;
@@ -356,10 +362,16 @@ int main(int argc, char **argv) {
     CHECK(mkdtemp(dir) != NULL, "mkdtemp");
     /* Optional filter (a mix name) to run one mix while debugging. */
     const char *only = getenv("TPORT_MIX_ONLY");
+    if (only && !*only)
+        only = NULL;
 #ifndef NDEBUG
-    printf("debug build: checking only" DEBUG_MIXES "\n");
+    printf("debug build: checking only" DEBUG_MIXES "of the dense model\n");
 #endif
     for (int k = 0; k < n_inputs; k++) {
+#ifndef NDEBUG
+        if (k > 0)
+            break;
+#endif
         char path[512];
         snprintf(path, sizeof path, "%s/%s", TPORT_QUANT_TEST_DATA, inputs[k].refs);
         FILE *f = fopen(path, "r");

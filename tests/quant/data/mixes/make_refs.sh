@@ -1,11 +1,12 @@
 #!/bin/sh
-# Makes refs.txt / refs_moe.txt: the tensor types and bytes llama.cpp's
+# Makes refs.txt / refs_moe.txt / refs_falcon.txt: the tensor types and bytes llama.cpp's
 # llama_model_quantize (llama-quantize) writes for each file type below, on
 # the models and importance matrices that test_quant_cli_mixes makes (see
 # README.md).
 #
 #   sh make_refs.sh BUILD_DIR LLAMA_SRC BINS dense > refs.txt
 #   sh make_refs.sh BUILD_DIR LLAMA_SRC BINS moe > refs_moe.txt
+#   sh make_refs.sh BUILD_DIR LLAMA_SRC BINS falcon > refs_falcon.txt
 #     BUILD_DIR  a tensorport build (with tport and tests/quant/test_quant_cli_mixes)
 #     LLAMA_SRC  llama.cpp's source of the bundle's release (headers only)
 #     BINS       node-llama-cpp 3.21.1's .../@node-llama-cpp/linux-x64/bins/linux-x64
@@ -20,7 +21,9 @@ g++ -O2 -std=c++17 -I "$LLAMA/include" -I "$LLAMA/ggml/include" "$HERE/llamacpp_
 echo "# made by make_refs.sh ($TAG): llama_model_quantize of node-llama-cpp 3.21.1 (llama.cpp v0.4.0 bundle)"
 echo "# on test_quant_cli_mixes's $TAG model and its write_imatrix() importance matrix"
 # NAME:llama_ftype, each without then with the importance matrix
-if [ "$TAG" = moe ]; then
+if [ "$TAG" = falcon ]; then
+    MIXES="Q2_K:10 Q3_K_M:12 Q3_K_L:13 Q4_K_S:14 Q4_K_M:15 Q5_K_M:17 IQ3_XXS:23 IQ2_XXS:19 IQ4_XS:30"
+elif [ "$TAG" = moe ]; then
     MIXES="Q2_K:10 Q3_K_M:12 Q4_K_S:14 Q4_K_M:15 Q5_K_M:17 Q6_K:18 IQ2_XS:20 IQ2_M:29 IQ3_XXS:23 IQ3_M:27 \
            IQ1_M:31 IQ4_XS:30 MXFP4_MOE:38"
 else
