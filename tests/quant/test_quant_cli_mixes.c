@@ -267,6 +267,15 @@ static void check_legacy_and_hostile(const char *dir, const char *model, const c
                       memcmp(ma->tensors[i].data, mb->tensors[i].data, ma->tensors[i].nbytes);
     }
     CHECK(differ == 0, "legacy .dat and GGUF imatrix give the same tensors (%d differ)", differ);
+    /* llama-quantize's record of the importance matrix */
+    const tport_kv *kf = ma ? tport_model_file_kv(ma, "quantize.imatrix.file") : NULL,
+                   *kd = ma ? tport_model_file_kv(ma, "quantize.imatrix.dataset") : NULL,
+                   *ke = ma ? tport_model_file_kv(ma, "quantize.imatrix.entries_count") : NULL,
+                   *kc = ma ? tport_model_file_kv(ma, "quantize.imatrix.chunks_count") : NULL;
+    CHECK(kf && kf->type == TPORT_KV_STRING && !strncmp(kf->v.s, imatrix, 127) && kd &&
+              kd->type == TPORT_KV_STRING && !strcmp(kd->v.s, "synthetic") && ke && ke->type == TPORT_KV_U32 &&
+              ke->v.u == 70 && kc && kc->type == TPORT_KV_U32 && kc->v.u == 1,
+          "quantize.imatrix.* keys as llama-quantize writes them");
     tport_model_file_close(ma);
     tport_model_file_close(mb);
     /* a model file is no importance matrix: no imatrix.* keys */

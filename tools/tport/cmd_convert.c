@@ -572,6 +572,16 @@ int cmd_convert(int argc, char **argv) {
     }
     if (!s && vocab_from)
         s = convert_vocab_from(w, vocab_from, mf->vocab.n_tokens);
+    if (!s && im) { /* what llama-quantize records of its importance matrix */
+        char v[128];
+        snprintf(v, sizeof v, "%s", imatrix_path);
+        s = tport_gguf_set_str(w, "quantize.imatrix.file", v);
+        if (!s && tport_imatrix_dataset(im)[0])
+            s = tport_gguf_set_str(w, "quantize.imatrix.dataset", tport_imatrix_dataset(im));
+        s = s ? s : tport_gguf_set_u32(w, "quantize.imatrix.entries_count", (uint32_t)tport_imatrix_count(im));
+        if (!s && tport_imatrix_chunks(im) > 0)
+            s = tport_gguf_set_u32(w, "quantize.imatrix.chunks_count", tport_imatrix_chunks(im));
+    }
     if (!s && mix) {
         s = tport_gguf_set_u32(w, "general.file_type", (uint32_t)mix->ftype);
     } else if (!s && (target >= 0 || mf->container != TPORT_CONTAINER_GGUF || n_changed)) {

@@ -22,7 +22,17 @@ typedef struct entry {
 struct tport_imatrix {
     entry *e;
     int n;
+    char dataset[128]; /* the first dataset's name, "" if none */
+    uint32_t chunks;   /* chunks it was computed on, 0 if not said */
 };
+
+/* Up to 127 bytes of a string, as llama-quantize keeps them. */
+static void keep_name(char *dst, const uint8_t *src, uint64_t len) {
+    const size_t n = len < 127 ? (size_t)len : 127;
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+    dst[strnlen(dst, n)] = '\0';
+}
 
 typedef struct rd {
     const uint8_t *p;
@@ -69,6 +79,8 @@ const float *tport_imatrix_find(const tport_imatrix *im, const char *name, int64
 }
 
 int tport_imatrix_count(const tport_imatrix *im) { return im ? im->n : 0; }
+const char *tport_imatrix_dataset(const tport_imatrix *im) { return im ? im->dataset : ""; }
+uint32_t tport_imatrix_chunks(const tport_imatrix *im) { return im ? im->chunks : 0; }
 
 static entry *add(tport_imatrix *im, const char *name, size_t len, int64_t n) {
     for (int i = 0; i < im->n; i++)
@@ -132,7 +144,15 @@ static tport_imatrix *parse_legacy(const uint8_t *buf, size_t n, const char *wha
             e->w[k] = ncall > 0 ? v / (float)(int64_t)ncall : v;
         }
     }
-    /* the trailing chunk count and dataset name are optional and unused */
+    /* optional: the chunk count and the dataset's name */
+    if (r.at + 4 <= n) {
+        const int32_t chunks = (int32_t)u32(&r);
+        im->chunks = chunks > 0 ? (uint32_t)chunks : 0;
+        const int32_t len = r.at + 4 <= n ? (int32_t)u32(&r) : 0;
+        const uint8_t *name = len > 0 ? take(&r, (size_t)len) : NULL;
+        if (name)
+            keep_name(im->dataset, name, (uint64_t)len);
+    }
     return im;
 }
 
@@ -173,6 +193,8 @@ static tport_imatrix *parse_gguf(const uint8_t *buf, size_t n, const char *what)
                            what, version, (unsigned long long)n_tensors, (unsigned long long)n_kv), NULL;
     bool has_datasets = false, has_count = false, has_size = false;
     uint64_t alignment = 32;
+    char dataset[128] = "";
+    uint32_t chunks = 0;
     for (uint64_t i = 0; i < n_kv; i++) {
         const uint64_t klen = u64(&r);
         const uint8_t *key = klen <= n ? take(&r, (size_t)klen) : NULL;
@@ -184,6 +206,21 @@ static tport_imatrix *parse_gguf(const uint8_t *buf, size_t n, const char *what)
         has_datasets |= KEY_IS("imatrix.datasets");
         has_count |= KEY_IS("imatrix.chunk_count");
         has_size |= KEY_IS("imatrix.chunk_size");
+        if (KEY_IS("imatrix.chunk_count") && type == 4) {
+            const size_t at = r.at;
+            chunks = u32(&r);
+            r.at = at;
+        }
+        if (KEY_IS("imatrix.datasets") && type == 9) { /* the first string of the array */
+            const size_t at = r.at;
+            const uint32_t et = u32(&r);
+            const uint64_t cnt = u64(&r), len = u64(&r);
+            const uint8_t *name = et == 8 && cnt > 0 && len <= n ? take(&r, (size_t)len) : NULL;
+            if (name)
+                keep_name(dataset, name, len);
+            r.at = at;
+            r.bad = false; /* skip_value below judges the value */
+        }
         if (KEY_IS("general.alignment") && type == 4) {
             const size_t at = r.at;
             alignment = u32(&r);
@@ -229,6 +266,8 @@ static tport_imatrix *parse_gguf(const uint8_t *buf, size_t n, const char *what)
         free(ti);
         return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "%s: out of memory", what), NULL;
     }
+    memcpy(im->dataset, dataset, sizeof dataset);
+    im->chunks = chunks;
     static const char sums_sfx[] = ".in_sum2", counts_sfx[] = ".counts";
     const size_t ls = sizeof sums_sfx - 1, lc = sizeof counts_sfx - 1;
     for (uint64_t i = 0; i < n_tensors; i++) {

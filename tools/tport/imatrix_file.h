@@ -25,5 +25,9 @@ void tport_imatrix_free(tport_imatrix *im);
 /* The weights for tensor `name` and their count, NULL if none. */
 const float *tport_imatrix_find(const tport_imatrix *im, const char *name, int64_t *n);
 int tport_imatrix_count(const tport_imatrix *im);
+/* Its first dataset's name ("" if none) and chunk count (0 if not said),
+ * which llama-quantize records in the file it writes. */
+const char *tport_imatrix_dataset(const tport_imatrix *im);
+uint32_t tport_imatrix_chunks(const tport_imatrix *im);
 
 #endif
