@@ -231,6 +231,14 @@ const char *tport_backend_name(int i);    /* in preference order      */
 /* Reference quantize/dequantize of n elements (a multiple of the type's block size). rule = NULL for the default rule, else a name from tport_quant_rule_name(). */
 tport_status tport_quantize(tport_type_id type, const char *rule, const float *src, void *dst, int64_t n);
 tport_status tport_dequantize(tport_type_id type, const void *src, float *dst, int64_t n);
+/* What ggml_quantize_chunk (so llama-quantize) writes for nrows rows of
+ * n_per_row elements: weights NULL, or n_per_row importance weights (one
+ * per column, an imatrix entry) shared by the rows.  Types that ggml
+ * quantizes only with weights (IQ2_XXS, IQ2_XS, IQ1_S) need them; a type
+ * whose weighted quantizer tport lacks is refused (UNSUPPORTED) when
+ * weights are given, never quantized without them. */
+tport_status tport_quantize_rows(tport_type_id type, const float *src, void *dst, int64_t nrows, int64_t n_per_row,
+                                 const float *weights);
 int tport_quant_rule_count(tport_type_id type);
 const char *tport_quant_rule_name(tport_type_id type, int i);   /* NULL if out of range */
 const char *tport_quant_rule_about(tport_type_id type, int i);  /* period, commit */

@@ -36,7 +36,7 @@ static int best_index_int8(int n, const int8_t *val, float x) {
 
 /* One super-block of `sbs` elements in groups of 32. */
 static void iq4_quantize_superblock(int sbs, const float *x, uint8_t *dh, uint8_t *q4, uint8_t *scales_h,
-                                    uint8_t *scales_l, int ntry) {
+                                    uint8_t *scales_l, int ntry, const float *qw) {
     const int8_t *values = tport_kvalues_iq4nl;
     enum { BS = 32 };
     float scales[QK_K / BS], weight[BS];
@@ -45,12 +45,17 @@ static void iq4_quantize_superblock(int sbs, const float *x, uint8_t *dh, uint8_
     memset(L, 8, sizeof L);
     q_wr_f16(dh, 0.f);
 
+    float sigma2 = 0;
+    for (int j = 0; j < sbs; ++j)
+        sigma2 += x[j] * x[j];
+    sigma2 *= 2.f / (float)sbs;
+
     float max_scale = 0, amax_scale = 0;
     for (int ib = 0; ib < sbs / BS; ++ib) {
         const float *xb = x + ib * BS;
         uint8_t *Lb = L + ib * BS;
         for (int j = 0; j < BS; ++j)
-            weight[j] = xb[j] * xb[j];
+            weight[j] = qw ? qw[ib * BS + j] * sqrtf(sigma2 + xb[j] * xb[j]) : xb[j] * xb[j];
         float amax;
         const float max = q_max_by_abs(xb, BS, &amax);
         if (amax < 1e-15f) {
@@ -67,7 +72,7 @@ static void iq4_quantize_superblock(int sbs, const float *x, uint8_t *dh, uint8_
             sumqx += w * q * xb[j];
             sumq2 += w * q * q;
         }
-        d = sumqx / sumq2;
+        d = sumq2 > 0 ? sumqx / sumq2 : 0.f;
         float best = d * sumqx;
         for (int itry = -ntry; itry <= ntry; ++itry) {
             id = ((float)itry + (float)values[0]) / max;
@@ -128,7 +133,21 @@ static void iq4_quantize_superblock(int sbs, const float *x, uint8_t *dh, uint8_
 void tport_quant_iq4_nl(const float *x, void *vy, int64_t n) {
     uint8_t *y = vy;
     for (int64_t b = 0; b < n / 32; b++, x += 32, y += 18)
-        iq4_quantize_superblock(32, x, y, y + 2, NULL, NULL, -1);
+        iq4_quantize_superblock(32, x, y, y + 2, NULL, NULL, -1, NULL);
+}
+
+/* ggml's quantize_iq4_nl (the path of llama-quantize): a scale search of
+ * 7 steps either side, importance weights or NULL. */
+void tport_quant_iq4_nl_weighted(const float *x, void *vy, int64_t n, const float *qw) {
+    uint8_t *y = vy;
+    for (int64_t b = 0; b < n / 32; b++, x += 32, y += 18)
+        iq4_quantize_superblock(32, x, y, y + 2, NULL, NULL, 7, qw ? qw + 32 * b : NULL);
+}
+
+void tport_quant_iq4_xs_weighted(const float *x, void *vy, int64_t n, const float *qw) {
+    uint8_t *y = vy;
+    for (int64_t b = 0; b < n / QK_K; b++, x += QK_K, y += 136)
+        iq4_quantize_superblock(QK_K, x, y, y + 8, y + 2, y + 4, 7, qw ? qw + QK_K * b : NULL);
 }
 
 void tport_dequant_iq4_nl(const void *vx, float *y, int64_t n) {
@@ -145,7 +164,7 @@ void tport_dequant_iq4_nl(const void *vx, float *y, int64_t n) {
 void tport_quant_iq4_xs(const float *x, void *vy, int64_t n) {
     uint8_t *y = vy;
     for (int64_t b = 0; b < n / QK_K; b++, x += QK_K, y += 136)
-        iq4_quantize_superblock(QK_K, x, y, y + 8, y + 2, y + 4, 7);
+        iq4_quantize_superblock(QK_K, x, y, y + 8, y + 2, y + 4, 7, NULL);
 }
 
 void tport_dequant_iq4_xs(const void *vx, float *y, int64_t n) {

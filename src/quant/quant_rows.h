@@ -81,6 +81,24 @@ void tport_quant_iq1_m_weighted(const float *src, void *dst, int64_t n, const fl
 void tport_quant_iq2_s(const float *src, void *dst, int64_t n);
 void tport_quant_iq2_s_weighted(const float *src, void *dst, int64_t n, const float *weights);
 
+/* IQ4_NL's and IQ4_XS's quantizers as ggml's quantize_iq4_nl/_xs (what
+ * llama-quantize calls): weights NULL or n importance weights.  IQ4_NL's
+ * differs from its _ref row function (no scale search there). */
+void tport_quant_iq4_nl_weighted(const float *src, void *dst, int64_t n, const float *weights);
+void tport_quant_iq4_xs_weighted(const float *src, void *dst, int64_t n, const float *weights);
+
+/* The importance-weighted quantizers of ggml's chunk functions
+ * (quants_weighted.c); NULL weights: the type's _ref row quantizer. */
+void tport_quant_q4_0_weighted(const float *src, void *dst, int64_t n, const float *weights);
+void tport_quant_q4_1_weighted(const float *src, void *dst, int64_t n, const float *weights);
+void tport_quant_q5_0_weighted(const float *src, void *dst, int64_t n, const float *weights);
+void tport_quant_q5_1_weighted(const float *src, void *dst, int64_t n, const float *weights);
+void tport_quant_q2_K_weighted(const float *src, void *dst, int64_t n, const float *weights);
+void tport_quant_q3_K_weighted(const float *src, void *dst, int64_t n, const float *weights);
+void tport_quant_q4_K_weighted(const float *src, void *dst, int64_t n, const float *weights);
+void tport_quant_q5_K_weighted(const float *src, void *dst, int64_t n, const float *weights);
+void tport_quant_q6_K_weighted(const float *src, void *dst, int64_t n, const float *weights);
+
 #undef TPORT_QUANT_ROW_PAIR
 
 /* ggml's table of IQ4_NL / IQ4_XS code values. */

@@ -179,7 +179,45 @@ static int check_vectors(void) {
     return 1;
 }
 
+/* tport_quantize_rows: argument checks, weights required or refused as
+ * the table says, rows independent of each other, and the weighted
+ * search differing from the _ref one (the bytes themselves are checked
+ * against llama-quantize's by test_quant_cli_mixes). */
+static void check_quantize_rows(void) {
+    enum { N = 512, ROWS = 3 };
+    static float x[ROWS * N], w[N];
+    static uint8_t a[ROWS * N * 2], b[ROWS * N * 2];
+    unsigned long long rng = 99;
+    for (int i = 0; i < ROWS * N; i++)
+        x[i] = test_rng_uniform(&rng);
+    for (int i = 0; i < N; i++)
+        w[i] = 1.0f + (float)(i % 7);
+    CHECK(tport_quantize_rows(TPORT_TYPE_Q4_K, x, a, ROWS, 300, NULL) == TPORT_STATUS_INVALID_ARGUMENT,
+          "rows: 300 is not whole q4_K blocks");
+    CHECK(tport_quantize_rows(TPORT_TYPE_Q8_1, x, a, ROWS, N, NULL) == TPORT_STATUS_UNSUPPORTED,
+          "rows: q8_1 is no type llama-quantize writes");
+    CHECK(tport_quantize_rows(TPORT_TYPE_IQ2_XXS, x, a, ROWS, N, NULL) == TPORT_STATUS_INVALID_ARGUMENT,
+          "rows: iq2_xxs needs weights");
+    CHECK(tport_quantize_rows(TPORT_TYPE_IQ2_XXS, x, a, ROWS, N, w) == TPORT_STATUS_OK, "rows: iq2_xxs with weights");
+    CHECK(tport_quantize_rows(TPORT_TYPE_Q4_K, x, a, ROWS, N, NULL) == TPORT_STATUS_OK &&
+              tport_quantize(TPORT_TYPE_Q4_K, NULL, x, b, ROWS * N) == TPORT_STATUS_OK &&
+              !memcmp(a, b, tport_row_size(TPORT_TYPE_Q4_K, N) * ROWS),
+          "rows: q4_K without weights is the _ref quantizer");
+    CHECK(tport_quantize_rows(TPORT_TYPE_Q4_K, x, a, ROWS, N, w) == TPORT_STATUS_OK &&
+              memcmp(a, b, tport_row_size(TPORT_TYPE_Q4_K, N) * ROWS),
+          "rows: q4_K with weights searches otherwise");
+    CHECK(tport_quantize_rows(TPORT_TYPE_Q6_K, x + N, b, 1, N, w) == TPORT_STATUS_OK &&
+              tport_quantize_rows(TPORT_TYPE_Q6_K, x, a, ROWS, N, w) == TPORT_STATUS_OK &&
+              !memcmp(a + tport_row_size(TPORT_TYPE_Q6_K, N), b, tport_row_size(TPORT_TYPE_Q6_K, N)),
+          "rows: each row quantized on its own");
+    CHECK(tport_quantize_rows(TPORT_TYPE_IQ4_NL, x, a, 1, N, NULL) == TPORT_STATUS_OK &&
+              tport_quantize(TPORT_TYPE_IQ4_NL, NULL, x, b, N) == TPORT_STATUS_OK &&
+              memcmp(a, b, tport_row_size(TPORT_TYPE_IQ4_NL, N)),
+          "rows: iq4_nl's chunk path is not its _ref (a scale search)");
+}
+
 int main(void) {
+    check_quantize_rows();
     check_errors();
     check_rule_listing();
     check_convert();

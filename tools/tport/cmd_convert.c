@@ -12,6 +12,8 @@
 
 #include "commands.h"
 #include "convert_arch.h"
+#include "imatrix_file.h"
+#include "quant_mix.h"
 #include "tport/gguf.h"
 #include "tport/model_file.h"
 #include "tport/types.h"
@@ -22,6 +24,8 @@ typedef struct plan {
     tport_type_id to;
     const char *why; /* NULL: unchanged */
     int64_t heads, head_rows; /* > 0: per-head [q,k,v] rows to [Q|K|V] */
+    bool mix;                 /* quantized row by row as llama-quantize does */
+    const float *weights;     /* its importance matrix (ne[0] per expert), or NULL */
 } plan;
 
 typedef struct job {
@@ -82,9 +86,44 @@ static tport_status fill_tensor(void *user, int i, void *dst, uint64_t nbytes) {
     return s;
 }
 
+/* llama-quantize's way: each row decoded to f32, then quantized by
+ * ggml_quantize_chunk's rule with the importance weights of its expert. */
+static tport_status fill_mix(job *j, const plan *p, void *dst) {
+    const tport_mf_tensor *t = p->src;
+    const int64_t ne0 = t->ne[0], rows_per_expert = t->ne[1], nrows = ne0 ? n_elements(t) / ne0 : 0;
+    const size_t in_row = tport_row_size(t->type, ne0), out_row = tport_row_size(p->to, ne0);
+    float *row = malloc(sizeof(float) * (size_t)(ne0 ? ne0 : 1));
+    if (!row) {
+        j->failed = true;
+        return TPORT_STATUS_OUT_OF_MEMORY;
+    }
+    tport_status s = TPORT_STATUS_OK;
+    for (int64_t r = 0; !s && r < nrows; r++) {
+        const void *in = (const uint8_t *)t->data + (size_t)r * in_row;
+        s = tport_dequantize(t->type, in, row, ne0);
+        const float *w = p->weights ? p->weights + (r / rows_per_expert) * ne0 : NULL;
+        if (!s)
+            s = tport_quantize_rows(p->to, row, (uint8_t *)dst + (size_t)r * out_row, 1, ne0, w);
+    }
+    free(row);
+    if (s) {
+        j->failed = true;
+        return s;
+    }
+    if (!j->quiet) {
+        if (j->progress)
+            fputc('\r', stderr);
+        fprintf(stderr, "%-32s %-10s -> %-8s%s\n", t->name, tname(t->type), tname(p->to),
+                p->weights ? "  (importance-weighted)" : "");
+    }
+    return TPORT_STATUS_OK;
+}
+
 static tport_status fill_converted(void *user, int i, void *dst, uint64_t nbytes) {
     job *j = user;
     const plan *p = &j->plans[i];
+    if (p->mix && p->to != p->src->type)
+        return fill_mix(j, p, dst);
     if (p->to == p->src->type) {
         memcpy(dst, p->src->data, (size_t)nbytes);
         return TPORT_STATUS_OK;
@@ -195,13 +234,24 @@ static tport_status set_tokenizer(tport_gguf_writer *w, const tport_model_file *
 
 static void usage(FILE *f) {
     fprintf(f, "usage: tport convert IN OUT.gguf [--type T] [--vocab TOKENIZER.bin] [--vocab-from F.gguf] [--ctx N] [--quiet]\n"
-               "                     [--split-max-size N[K|M|G]] [--split-max-tensors N]\n\n"
+               "                     [--split-max-size N[K|M|G]] [--split-max-tensors N]\n"
+               "                     [--imatrix F] [--pure] [--output-tensor-type T] [--token-embedding-type T]\n\n"
                "Writes any readable model file (GGUF v1-v3, GGML, GGMF, GGJT v1-v3, llama2.c,\n"
                "safetensors, PyTorch .pth/.bin/.pt) as GGUF v3 with llama.cpp's metadata keys.\n"
                "A file holding only some of a model's tensors is written with all it has,\n"
                "after a warning naming what a complete model would also need.\n"
-               "  --type T   requantize 2-D weights to T (f32, f16, bf16, q8_0, q4_0, q4_k, ...);\n"
-               "             each converted tensor is listed with its conversion kind and error\n"
+               "  --type T   a llama-quantize file type (Q4_K_M, Q5_K_S, IQ3_M, Q8_0, MXFP4_MOE, ...;\n"
+               "             any case; --type list names them): each tensor gets the type\n"
+               "             llama-quantize gives it, bytes as llama-quantize's, and general.file_type\n"
+               "             is T's.  A tensor type that is no file type (nvfp4, q8_1, ...): every 2-D\n"
+               "             weight becomes T; each converted tensor is listed with its conversion\n"
+               "             kind and error\n"
+               "  --imatrix F  an importance matrix (llama-imatrix's GGUF or legacy .dat file)\n"
+               "             for the quantizers that take one; IQ1_*, IQ2_XXS/XS/S, IQ3_XXS and\n"
+               "             Q2_K_S files need one, as with llama-quantize\n"
+               "  --pure     with a file type: every tensor its base type (no mix)\n"
+               "  --output-tensor-type T, --token-embedding-type T   with a file type: these\n"
+               "             tensors' types\n"
                "  --vocab F  the vocabulary for a file without one (llama2.c checkpoints):\n"
                "             llama2.c's tokenizer.bin with as many tokens as the model\n"
                "  --vocab-from F  the tokenizer.* keys of a GGUF file with as many tokens, replacing\n"
@@ -255,9 +305,108 @@ static bool is_split_key(const char *key) {
     return !strcmp(key, "split.no") || !strcmp(key, "split.count") || !strcmp(key, "split.tensors.count");
 }
 
+static void list_mixes(void) {
+    printf("llama-quantize file types (tport convert --type NAME):\n");
+    for (int i = 0; qmix_at(i); i++)
+        printf("  %-10s %2d  %s\n", qmix_at(i)->name, qmix_at(i)->ftype, qmix_at(i)->about);
+}
+
+/* A current tensor type named by --output-tensor-type and the like. */
+static int64_t current_type(const char *name) {
+    const int64_t t = tport_type_from_name(name);
+    const tport_type_traits *tt = t >= 0 ? tport_traits((tport_type_id)t) : NULL;
+    return tt && tt->successor == tt->info.id && tt->from_float ? t : -1;
+}
+
+static uint32_t kv_u32(const tport_model_file *mf, const char *arch, const char *suffix) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    const tport_kv *kv = tport_model_file_kv(mf, key);
+    if (!kv)
+        return 0;
+    if (kv->type == TPORT_KV_U32 || kv->type == TPORT_KV_U64 || kv->type == TPORT_KV_U16 || kv->type == TPORT_KV_U8)
+        return (uint32_t)kv->v.u;
+    if (kv->type == TPORT_KV_I32 || kv->type == TPORT_KV_I64 || kv->type == TPORT_KV_I16 || kv->type == TPORT_KV_I8)
+        return kv->v.i > 0 ? (uint32_t)kv->v.i : 0;
+    return 0;
+}
+
+/* The mix plan (quant_mix.h) of every tensor, under its output name, and
+ * the importance weights of each, checked as llama-quantize checks them. */
+static tport_status plan_mix(const tport_model_file *mf, const char *in, const qmix_ftype *ft, const qmix_options *o,
+                             const tport_imatrix *im, job *j) {
+    const int n = mf->n_tensors;
+    qmix_tensor *qt = calloc((size_t)(n ? n : 1), sizeof *qt);
+    char (*names)[128] = calloc((size_t)(n ? n : 1), sizeof *names);
+    tport_type_id *types = calloc((size_t)(n ? n : 1), sizeof *types);
+    bool *quant = calloc((size_t)(n ? n : 1), sizeof *quant);
+    tport_status s = (!qt || !names || !types || !quant) ? TPORT_STATUS_OUT_OF_MEMORY : TPORT_STATUS_OK;
+    for (int i = 0; !s && i < n; i++) {
+        const tport_mf_tensor *t = &mf->tensors[i];
+        int64_t heads, head_rows;
+        if (!tport_model_file_gguf_name(mf, t->name, names[i], sizeof names[i], &heads, &head_rows))
+            snprintf(names[i], sizeof names[i], "%s", t->name);
+        qt[i] = (qmix_tensor){.name = names[i], .n_dims = t->n_dims, .type = t->type};
+        memcpy(qt[i].ne, t->ne, sizeof qt[i].ne);
+    }
+    const char *arch = mf->arch[0] ? mf->arch : "llama";
+    const qmix_model m = {.arch = arch,
+                          .n_layer = mf->hp.n_layer ? mf->hp.n_layer : kv_u32(mf, arch, "block_count"),
+                          .n_head = mf->hp.n_head,
+                          .n_head_kv = mf->hp.n_head_kv ? mf->hp.n_head_kv : mf->hp.n_head,
+                          .n_expert = kv_u32(mf, arch, "expert_count")};
+    char err[256];
+    int n_fallback = 0;
+    if (!s && qmix_plan(ft, &m, o, qt, n, types, quant, &n_fallback, err, sizeof err))
+        s = tport_error(TPORT_STATUS_UNSUPPORTED, "%s: %s", in, err);
+    for (int i = 0; !s && i < n; i++) {
+        plan *p = &j->plans[i];
+        if (!quant[i] || types[i] == qt[i].type)
+            continue;
+        p->to = types[i];
+        p->mix = true;
+        p->why = NULL;
+        const float *w = NULL;
+        if (im) {
+            int64_t nw = 0;
+            w = tport_imatrix_find(im, names[i], &nw);
+            if (w && nw != qt[i].ne[0] * qt[i].ne[2]) {
+                /* llama-quantize ignores a token_embd entry of another size */
+                if (strcmp(names[i], "token_embd.weight") && strcmp(names[i], "per_layer_token_embd.weight"))
+                    s = tport_error(TPORT_STATUS_BAD_FORMAT, "imatrix size %lld is different from tensor size %lld for %s",
+                                    (long long)nw, (long long)(qt[i].ne[0] * qt[i].ne[2]), names[i]);
+                w = NULL;
+            }
+            if (w && qt[i].ne[3] != 1)
+                s = tport_error(TPORT_STATUS_UNSUPPORTED, "%s: importance weights of a 4-D tensor", names[i]);
+        }
+        p->weights = w;
+        if (!s && !w && qmix_requires_imatrix(ft, names[i], types[i]))
+            s = tport_error(TPORT_STATUS_INVALID_ARGUMENT,
+                            "%s: tensor %s would be %s, which llama-quantize writes only with an importance "
+                            "matrix (--imatrix FILE%s)", ft->name, names[i], tname(types[i]),
+                            im ? "; this one has no entry for it" : "");
+        /* the rows are decoded to f32, then quantized as ggml's chunk
+         * functions do (some types only with weights: checked above) */
+        const tport_type_traits *from = tport_traits(qt[i].type);
+        if (!s && (!from || !from->to_float || (from->flags & TPORT_TYPEF_ROW_GROUPS)))
+            s = tport_error(TPORT_STATUS_UNSUPPORTED, "%s: tensor '%s': its type %s does not decode row by row "
+                            "(convert it to f32 first)", in, names[i], tname(qt[i].type));
+    }
+    if (!s && n_fallback && !j->quiet)
+        fprintf(stderr, "%s: %d tensor(s) fell back to another type: their rows are not whole blocks\n", ft->name,
+                n_fallback);
+    free(qt);
+    free(names);
+    free(types);
+    free(quant);
+    return s;
+}
+
 int cmd_convert(int argc, char **argv) {
     const char *in = NULL, *out = NULL, *type_name = NULL, *vocab = NULL, *vocab_from = NULL;
-    bool quiet = false;
+    const char *imatrix_path = NULL, *out_type_name = NULL, *embd_type_name = NULL;
+    bool quiet = false, pure = false;
     long ctx = 0;
     tport_gguf_split_limits split = {0};
     for (int i = 1; i < argc; i++) {
@@ -266,6 +415,14 @@ int cmd_convert(int argc, char **argv) {
             return 0;
         } else if (!strcmp(argv[i], "--type") && i + 1 < argc) {
             type_name = argv[++i];
+        } else if (!strcmp(argv[i], "--imatrix") && i + 1 < argc) {
+            imatrix_path = argv[++i];
+        } else if (!strcmp(argv[i], "--output-tensor-type") && i + 1 < argc) {
+            out_type_name = argv[++i];
+        } else if (!strcmp(argv[i], "--token-embedding-type") && i + 1 < argc) {
+            embd_type_name = argv[++i];
+        } else if (!strcmp(argv[i], "--pure")) {
+            pure = true;
         } else if (!strcmp(argv[i], "--vocab") && i + 1 < argc) {
             vocab = argv[++i];
         } else if (!strcmp(argv[i], "--vocab-from") && i + 1 < argc) {
@@ -299,30 +456,51 @@ int cmd_convert(int argc, char **argv) {
             return tool_fail(2, "convert: too many arguments");
         }
     }
+    if (type_name && !strcmp(type_name, "list")) {
+        list_mixes();
+        return 0;
+    }
     if (!in || !out) {
         usage(stderr);
         return tool_fail(2, "convert: need an input and an output file");
     }
     int64_t target = -1;
-    if (type_name) {
+    const qmix_ftype *mix = qmix_find(type_name);
+    qmix_options mopt = {.pure = pure, .output_type = -1, .token_embd_type = -1};
+    if (!mix && (pure || imatrix_path || out_type_name || embd_type_name))
+        return tool_fail(2, "convert: --pure, --imatrix, --output-tensor-type and --token-embedding-type go with a "
+                         "llama-quantize file type (--type Q4_K_M, ...; --type list)");
+    if (out_type_name && (mopt.output_type = current_type(out_type_name)) < 0)
+        return tool_fail(2, "convert: --output-tensor-type: '%s' is not a current tensor type", out_type_name);
+    if (embd_type_name && (mopt.token_embd_type = current_type(embd_type_name)) < 0)
+        return tool_fail(2, "convert: --token-embedding-type: '%s' is not a current tensor type", embd_type_name);
+    if (type_name && !mix) {
         target = tport_type_from_name(type_name);
         const tport_type_traits *tt = target >= 0 ? tport_traits((tport_type_id)target) : NULL;
         if (!tt || tt->successor != tt->info.id)
             return tool_fail(2, "convert: '%s' is not a current tensor type (see tport types)", type_name);
     }
-    tport_model_file *mf;
-    if (tport_model_file_open(in, &mf) != TPORT_STATUS_OK)
+    tport_imatrix *im = NULL;
+    if (imatrix_path && !(im = tport_imatrix_load(imatrix_path)))
         return tool_fail(2, "%s", tport_last_error());
+    mopt.has_imatrix = im != NULL;
+    tport_model_file *mf;
+    if (tport_model_file_open(in, &mf) != TPORT_STATUS_OK) {
+        tport_imatrix_free(im);
+        return tool_fail(2, "%s", tport_last_error());
+    }
     const tport_mf_tensor *unknown = tport_model_file_unknown_tensor(mf);
     if (unknown) {
         int rc = tool_fail(2, "convert: %s: tensor '%s' has type id %u, a type this build does not know", in,
                            unknown->name, unknown->unknown_type);
         tport_model_file_close(mf);
+        tport_imatrix_free(im);
         return rc;
     }
     if (vocab && tport_model_file_load_llama2c_vocab(mf, vocab) != TPORT_STATUS_OK) {
         int rc = tool_fail(2, "%s", tport_last_error());
         tport_model_file_close(mf);
+        tport_imatrix_free(im);
         return rc;
     }
     if (mf->notes[0] && !quiet)
@@ -348,13 +526,19 @@ int cmd_convert(int argc, char **argv) {
             p->to = nearest_current(t);
             p->why = "(historical layout -> nearest current type)";
         }
+    }
+    if (!s && mix)
+        s = plan_mix(mf, in, mix, &mopt, im, &j);
+    for (int i = 0; !s && i < mf->n_tensors; i++) {
+        const tport_mf_tensor *t = &mf->tensors[i];
+        plan *p = &j.plans[i];
         const tport_type_info *ti = target >= 0 ? tport_type_get((tport_type_id)target) : NULL;
         if (ti && t->n_dims == 2 && t->ne[0] % ti->block_size == 0)
             p->to = (tport_type_id)target, p->why = NULL;
         else if (ti && t->n_dims == 2 && !quiet)
             fprintf(stderr, "%-32s %-10s kept: row length %lld is not a multiple of %s's block of %lld\n", t->name,
                     tname(p->to), (long long)t->ne[0], ti->name, (long long)ti->block_size);
-        if (p->to != t->type && tport_conversion_kind(t->type, p->to) == TPORT_CONV_IMPOSSIBLE)
+        if (p->to != t->type && !p->mix && tport_conversion_kind(t->type, p->to) == TPORT_CONV_IMPOSSIBLE)
             s = tport_error(TPORT_STATUS_UNSUPPORTED, "%s: tensor '%s': no conversion from %s to %s", in, t->name,
                             tname(t->type), tname(p->to));
         if (p->to != t->type)
@@ -388,7 +572,19 @@ int cmd_convert(int argc, char **argv) {
     }
     if (!s && vocab_from)
         s = convert_vocab_from(w, vocab_from, mf->vocab.n_tokens);
-    if (!s && (target >= 0 || mf->container != TPORT_CONTAINER_GGUF || n_changed)) {
+    if (!s && im) { /* what llama-quantize records of its importance matrix */
+        char v[128];
+        snprintf(v, sizeof v, "%s", imatrix_path);
+        s = tport_gguf_set_str(w, "quantize.imatrix.file", v);
+        if (!s && tport_imatrix_dataset(im)[0])
+            s = tport_gguf_set_str(w, "quantize.imatrix.dataset", tport_imatrix_dataset(im));
+        s = s ? s : tport_gguf_set_u32(w, "quantize.imatrix.entries_count", (uint32_t)tport_imatrix_count(im));
+        if (!s && tport_imatrix_chunks(im) > 0)
+            s = tport_gguf_set_u32(w, "quantize.imatrix.chunks_count", tport_imatrix_chunks(im));
+    }
+    if (!s && mix) {
+        s = tport_gguf_set_u32(w, "general.file_type", (uint32_t)mix->ftype);
+    } else if (!s && (target >= 0 || mf->container != TPORT_CONTAINER_GGUF || n_changed)) {
         tport_type_id mostly = TPORT_TYPE_F32;
         for (int t = 0; t < 256; t++)
             if (type_bytes[t] > type_bytes[mostly])
@@ -426,5 +622,6 @@ int cmd_convert(int argc, char **argv) {
     free(owned_tt);
     free(j.plans);
     tport_model_file_close(mf);
+    tport_imatrix_free(im);
     return rc;
 }
