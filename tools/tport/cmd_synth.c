@@ -47,6 +47,8 @@ static const synth_shape known_shapes[] = {
     {"tinyllama-1.1b", 2048, 22, 32, 4, 5632, 32000, 2048},
 };
 
+#define SYNTH_MAX_TT 64
+
 /* A tiny default, quick to write and to run. */
 static const synth_shape default_shape = {"tiny", 256, 2, 4, 4, 512, 512, 256};
 
@@ -80,6 +82,10 @@ typedef struct synth_opts {
     const char *f32_keys[4];
     float f32_vals[4];
     int n_f32;
+    /* --tensor-type NAME=T: one tensor's type instead of --type's (a
+     * llama-quantize mix such as Q4_K_M, recorded tensor by tensor) */
+    const char *tt[SYNTH_MAX_TT];
+    int n_tt;
 } synth_opts;
 
 typedef struct synth_tensor {
@@ -89,6 +95,7 @@ typedef struct synth_tensor {
     int64_t ne[3];            /* ne[2]: experts of a stack, else 1 */
     bool is_norm;
     bool is_bias;
+    bool typed;               /* --tensor-type chose its type */
     float gain;               /* the weights' amplitude is gain * sqrt(3 / fan_in) */
 } synth_tensor;
 
@@ -122,6 +129,8 @@ static void usage(FILE *out) {
             "--expert-ff N --shared-ff N    an expert's and the shared expert's feed-forward width\n"
             "                  (qwen2moe; llama's experts are --ff wide)\n"
             "--type T          type of the 2-D weights: f32, f16, bf16, q8_0, q4_0, q4_k, ... (default f32)\n"
+            "--tensor-type NAME=T   the 2-D tensor NAME (e.g. blk.1.ffn_down.weight) gets type T\n"
+            "                  instead (up to 64; to write a llama-quantize mix such as Q4_K_M)\n"
             "--vocab-from F    copy the tokenizer (tokenizer.ggml.*) from a GGUF file; its size sets --vocab\n"
             "--seed S          random seed (default 1)\n"
             "--out-gain G      multiply the weights that write into the residual stream (attention\n"
@@ -265,6 +274,12 @@ static int parse_args(int argc, char **argv, synth_opts *o) {
                 return tool_fail(2, "synth: --f32-key needs SUFFIX=NUMBER (at most 4)");
             o->f32_keys[o->n_f32] = v;
             o->f32_vals[o->n_f32++] = f;
+            i++;
+        } else if (!strcmp(a, "--tensor-type")) {
+            const char *eq = v ? strchr(v, '=') : NULL;
+            if (!eq || eq == v || !eq[1] || o->n_tt == SYNTH_MAX_TT)
+                return tool_fail(2, "synth: --tensor-type needs NAME=TYPE (at most %d)", SYNTH_MAX_TT);
+            o->tt[o->n_tt++] = v;
             i++;
         } else if (!strcmp(a, "--rope-orig-ctx")) {
             if (!parse_u32(v, 1, 1u << 24, &o->rope_orig_ctx))
@@ -735,6 +750,29 @@ static tport_status set_metadata(tport_gguf_writer *w, const synth_opts *o, cons
 
 /* ---- command ------------------------------------------------------------ */
 
+/* --tensor-type: each names a 2-D tensor of the plan and a type whose
+ * block fits its rows (a recorded mix is applied exactly or refused). */
+static tport_status apply_tensor_types(synth_ctx *c, const synth_opts *o) {
+    for (int k = 0; k < o->n_tt; k++) {
+        const char *eq = strchr(o->tt[k], '=');
+        size_t len = (size_t)(eq - o->tt[k]);
+        const tport_type_traits *ty = find_type(eq + 1);
+        int i = 0;
+        while (i < c->n_tensors && (strlen(c->tensors[i].name) != len || strncmp(c->tensors[i].name, o->tt[k], len)))
+            i++;
+        if (i == c->n_tensors || c->tensors[i].n_dims < 2)
+            return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "synth: --tensor-type %s: no such 2-D tensor",
+                               o->tt[k]);
+        if (!ty || !type_fits((tport_type_id)ty->info.id, c->tensors[i].ne[0]))
+            return tport_error(TPORT_STATUS_INVALID_ARGUMENT,
+                               "synth: --tensor-type %s: unknown type, or its block does not divide the rows",
+                               o->tt[k]);
+        c->tensors[i].type = (tport_type_id)ty->info.id;
+        c->tensors[i].typed = true;
+    }
+    return TPORT_STATUS_OK;
+}
+
 static int synth(synth_opts *o, const tport_type_traits *type) {
     synth_ctx *c = calloc(1, sizeof *c);
     tport_gguf_writer *w = tport_gguf_writer_new();
@@ -771,6 +809,9 @@ static int synth(synth_opts *o, const tport_type_traits *type) {
     c->out_gain = o->out_gain;
     c->norm_noise = o->norm_noise;
     plan_tensors(c, o, (tport_type_id)type->info.id);
+    st = apply_tensor_types(c, o);
+    if (st != TPORT_STATUS_OK)
+        goto done;
     c->row = malloc((size_t)c->row_cap * sizeof *c->row);
     if (!c->row) {
         st = tport_error(TPORT_STATUS_OUT_OF_MEMORY, "synth: out of memory");
@@ -781,7 +822,7 @@ static int synth(synth_opts *o, const tport_type_traits *type) {
     tport_type_id fallback32 = TPORT_TYPE_F16;
     for (int i = 0; i < c->n_tensors && st == TPORT_STATUS_OK; i++) {
         const synth_tensor *t = &c->tensors[i];
-        if (!t->is_norm) {
+        if (!t->is_norm && !t->typed) {
             n_weights++;
             if (t->type == TPORT_TYPE_F16 && type->info.id != TPORT_TYPE_F16)
                 n_fallback[1]++;
