@@ -13,7 +13,7 @@ static const tport_arch *const archs[] = {
     &tport_arch_olmoe, &tport_arch_granitemoe,
     /* issue 40's dense families */
     &tport_arch_qwen3, &tport_arch_olmo2, &tport_arch_granite, &tport_arch_smollm3, &tport_arch_phi3,
-    &tport_arch_mistral3,
+    &tport_arch_mistral3, &tport_arch_cohere2,
 };
 
 int tport_arch_count(void) { return (int)(sizeof archs / sizeof archs[0]); }
