@@ -315,6 +315,96 @@ static tport_status gptj_keys(hf_ctx *h) {
     return key_f32(h, "attention.layer_norm_epsilon", "layer_norm_epsilon", 1e-5f, true);
 }
 
+/* Qwen3Model (Qwen2Model's keys): head_dim, which need not be
+ * hidden_size / heads (Qwen3-0.6B: 128, 1024 / 16), as key/value length. */
+static tport_status qwen3_keys(hf_ctx *h) {
+    uint32_t head_dim;
+    MF_TRY(qwen2_keys(h));
+    if (!cfg_u32(h->cfg, "head_dim", &head_dim))
+        return TPORT_STATUS_OK;
+    MF_TRY(add_u32(h, "attention.key_length", head_dim));
+    return add_u32(h, "attention.value_length", head_dim);
+}
+
+/* Olmo2Model: TextModel's keys.  OLMo 3's sliding window (the same class
+ * with sliding_window and layer_types) is not implemented: refused. */
+static tport_status olmo2_keys(hf_ctx *h) {
+    const cJSON *sw = cJSON_GetObjectItemCaseSensitive(h->cfg, "sliding_window");
+    if (sw && !cJSON_IsNull(sw))
+        return tport_error(TPORT_STATUS_UNSUPPORTED, "%s: config.json: olmo2 with a sliding_window (OLMo 3) is not "
+                           "supported", h->mf->path);
+    return qwen2_keys(h);
+}
+
+/* GraniteModel (LlamaModel's keys, head_dim ignored as the converter
+ * does) and the four multipliers under their GGUF names. */
+static tport_status granite_keys(hf_ctx *h) {
+    uint32_t n_embd = 0, n_head = 0;
+    MF_TRY(key_u32(h, "vocab_size", "vocab_size", false, NULL));
+    MF_TRY(common_keys(h, &n_embd, &n_head));
+    MF_TRY(rope_keys(h));
+    MF_TRY(key_f32(h, "attention.layer_norm_rms_epsilon", "rms_norm_eps", 1e-6f, true));
+    MF_TRY(add_u32(h, "rope.dimension_count", n_embd / n_head));
+    static const char *const mult[][2] = {{"attention.scale", "attention_multiplier"},
+                                          {"embedding_scale", "embedding_multiplier"},
+                                          {"residual_scale", "residual_multiplier"},
+                                          {"logit_scale", "logits_scaling"}};
+    for (size_t i = 0; i < sizeof mult / sizeof mult[0]; i++) {
+        float v;
+        if (cfg_f32(h->cfg, mult[i][1], &v) && v != 0.0f) /* the converter skips 0 and absent */
+            MF_TRY(key_f32(h, mult[i][0], mult[i][1], v, true));
+    }
+    return TPORT_STATUS_OK;
+}
+
+/* Gemma2Model: every key required, as the converter reads them. */
+static tport_status gemma2_keys(hf_ctx *h) {
+    uint32_t n_embd = 0, n_head = 0, head_dim;
+    MF_TRY(common_keys(h, &n_embd, &n_head));
+    MF_TRY(key_u32(h, "attention.key_length", "head_dim", true, &head_dim));
+    MF_TRY(add_u32(h, "attention.value_length", head_dim));
+    MF_TRY(key_u32(h, "attention.sliding_window", "sliding_window", true, NULL));
+    static const char *const req[][2] = {{"attention.layer_norm_rms_epsilon", "rms_norm_eps"},
+                                         {"attn_logit_softcapping", "attn_logit_softcapping"},
+                                         {"final_logit_softcapping", "final_logit_softcapping"}};
+    for (size_t i = 0; i < sizeof req / sizeof req[0]; i++) {
+        float v;
+        if (!cfg_f32(h->cfg, req[i][1], &v))
+            return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: config.json has no %s (for gemma2.%s)", h->mf->path,
+                               req[i][1], req[i][0]);
+        MF_TRY(key_f32(h, req[i][0], req[i][1], v, true));
+    }
+    return rope_keys(h);
+}
+
+/* Gemma3Model (text): the converter's defaults where config.json is
+ * silent (head_dim 256, 8 heads, 4 kv heads, RoPE base 1e6), the local
+ * layers' base from rope_local_base_freq, a window unless
+ * sliding_window_pattern is 1, the final soft-cap only when set. */
+static tport_status gemma3_keys(hf_ctx *h) {
+    uint32_t n_embd = 0, n_head = 0, v_u32, pattern = 0;
+    float v;
+    MF_TRY(key_u32(h, "embedding_length", "hidden_size", true, &n_embd));
+    MF_TRY(key_u32(h, "block_count", "num_hidden_layers", true, NULL));
+    MF_TRY(key_u32(h, "feed_forward_length", "intermediate_size", false, NULL));
+    MF_TRY(add_u32(h, "context_length", cfg_u32(h->cfg, "max_position_embeddings", &v_u32) ? v_u32 : 131072));
+    MF_TRY(add_u32(h, "attention.head_count", cfg_u32(h->cfg, "num_attention_heads", &n_head) ? n_head : 8));
+    MF_TRY(add_u32(h, "attention.head_count_kv", cfg_u32(h->cfg, "num_key_value_heads", &v_u32) ? v_u32 : 4));
+    MF_TRY(key_f32(h, "attention.layer_norm_rms_epsilon", "rms_norm_eps", 1e-6f, true));
+    uint32_t head_dim = cfg_u32(h->cfg, "head_dim", &v_u32) ? v_u32 : 256;
+    MF_TRY(add_u32(h, "attention.key_length", head_dim));
+    MF_TRY(add_u32(h, "attention.value_length", head_dim));
+    MF_TRY(rope_keys(h)); /* rope.freq_base where rope_theta is given */
+    if (!cfg_f32(h->cfg, "rope_theta", &v))
+        MF_TRY(key_f32(h, "rope.freq_base", "rope_theta", 1000000.0f, true));
+    MF_TRY(key_f32(h, "rope.freq_base_swa", "rope_local_base_freq", 0.0f, false));
+    if (cfg_f32(h->cfg, "final_logit_softcapping", &v) && v != 0.0f)
+        MF_TRY(key_f32(h, "final_logit_softcapping", "final_logit_softcapping", v, true));
+    if (!cfg_u32(h->cfg, "sliding_window_pattern", &pattern) || pattern != 1)
+        MF_TRY(key_u32(h, "attention.sliding_window", "sliding_window", true, NULL));
+    return TPORT_STATUS_OK;
+}
+
 /* ---- the table ----------------------------------------------------------------- */
 static const char *const LLAMA_LAYERS[] = {"model.layers.%d.", NULL};
 static const char *const GPT2_LAYERS[] = {"transformer.h.%d.", "h.%d.", NULL};
@@ -475,6 +565,33 @@ static const hf_name GPTJ_LAYER[] = {
     {"attn.bias", NULL, HF_DROP},                 {"attn.masked_bias", NULL, HF_DROP},
     {NULL, NULL, 0}};
 
+/* post_attention_layernorm (renamed ffn_norm by the reader) is a
+ * post-norm in these classes; pre_feedforward_layernorm is their ffn_norm */
+static const hf_name POST_NORM_RENAMED[] = {{"ffn_norm.weight", "post_attention_norm.weight", 0}, {NULL, NULL, 0}};
+static const hf_name QWEN3_LAYER[] = {{"self_attn.q_norm.weight", "attn_q_norm.weight", 0},
+                                      {"self_attn.k_norm.weight", "attn_k_norm.weight", 0},
+                                      {"self_attn.q_proj.bias", "attn_q.bias", 0},
+                                      {"self_attn.k_proj.bias", "attn_k.bias", 0},
+                                      {"self_attn.v_proj.bias", "attn_v.bias", 0},
+                                      {"self_attn.rotary_emb.inv_freq", NULL, HF_DROP},
+                                      {NULL, NULL, 0}};
+static const hf_name OLMO2_LAYER[] = {{"self_attn.q_norm.weight", "attn_q_norm.weight", 0},
+                                      {"self_attn.k_norm.weight", "attn_k_norm.weight", 0},
+                                      {"post_feedforward_layernorm.weight", "post_ffw_norm.weight", 0},
+                                      {"self_attn.rotary_emb.inv_freq", NULL, HF_DROP},
+                                      {NULL, NULL, 0}};
+static const hf_name GEMMA2_LAYER[] = {{"pre_feedforward_layernorm.weight", "ffn_norm.weight", 0},
+                                       {"post_feedforward_layernorm.weight", "post_ffw_norm.weight", 0},
+                                       {"self_attn.q_norm.weight", "attn_q_norm.weight", 0},
+                                       {"self_attn.k_norm.weight", "attn_k_norm.weight", 0},
+                                       {"self_attn.rotary_emb.inv_freq", NULL, HF_DROP},
+                                       {NULL, NULL, 0}};
+/* Gemma 2's converter skips lm_head (llama.cpp ties the classifier) */
+static const hf_name GEMMA2_GLOBALS[] = {{"model.embed_tokens.weight", "token_embd.weight", 0},
+                                        {"model.norm.weight", "output_norm.weight", 0},
+                                        {"lm_head.weight", NULL, HF_DROP},
+                                        {NULL, NULL, 0}};
+
 static const char *const LLAMA_CLASSES[] = {"LlamaForCausalLM", "MistralForCausalLM", "LLaMAForCausalLM", NULL};
 static const char *const QWEN2_CLASSES[] = {"Qwen2ForCausalLM", NULL};
 static const char *const GEMMA_CLASSES[] = {"GemmaForCausalLM", NULL};
@@ -486,6 +603,12 @@ static const char *const FALCON_CLASSES[] = {"FalconForCausalLM", "RWForCausalLM
 static const char *const MPT_CLASSES[] = {"MPTForCausalLM", NULL};
 static const char *const STARCODER_CLASSES[] = {"GPTBigCodeForCausalLM", NULL};
 static const char *const GPTJ_CLASSES[] = {"GPTJForCausalLM", NULL};
+static const char *const QWEN3_CLASSES[] = {"Qwen3ForCausalLM", NULL};
+static const char *const OLMO2_CLASSES[] = {"Olmo2ForCausalLM", NULL};
+static const char *const GRANITE_CLASSES[] = {"GraniteForCausalLM", NULL};
+static const char *const SMOLLM3_CLASSES[] = {"SmolLM3ForCausalLM", NULL};
+static const char *const GEMMA2_CLASSES[] = {"Gemma2ForCausalLM", NULL};
+static const char *const GEMMA3_CLASSES[] = {"Gemma3ForCausalLM", NULL};
 
 static const hf_arch HF_ARCHS[] = {
     {"llama", LLAMA_CLASSES, "llama", LLAMA_LAYERS, LLAMA_GLOBALS, LLAMA_LAYER, true, false, false, llama_keys},
@@ -502,7 +625,33 @@ static const hf_arch HF_ARCHS[] = {
     {"starcoder", STARCODER_CLASSES, "gpt_bigcode", GPT2_LAYERS, GPT2_GLOBALS, STARCODER_LAYER, false, false, false,
      starcoder_keys},
     {"gptj", GPTJ_CLASSES, "gptj", GPTJ_LAYERS, GPTJ_GLOBALS, GPTJ_LAYER, false, false, false, gptj_keys},
+    /* issue 40's dense families (llama.cpp's Qwen3Model, Olmo2Model,
+     * GraniteModel and SmolLM3Model (LlamaModel: q/k permuted), Gemma2Model,
+     * Gemma3Model) */
+    {"qwen3", QWEN3_CLASSES, "qwen3", LLAMA_LAYERS, LLAMA_GLOBALS, QWEN3_LAYER, false, false, false, qwen3_keys},
+    {"olmo2", OLMO2_CLASSES, "olmo2", LLAMA_LAYERS, LLAMA_GLOBALS, OLMO2_LAYER, false, false, false, olmo2_keys},
+    {"granite", GRANITE_CLASSES, "granite", LLAMA_LAYERS, LLAMA_GLOBALS, LLAMA_LAYER, true, false, false,
+     granite_keys},
+    {"smollm3", SMOLLM3_CLASSES, "smollm3", LLAMA_LAYERS, LLAMA_GLOBALS, LLAMA_LAYER, true, false, false,
+     llama_keys},
+    {"gemma2", GEMMA2_CLASSES, "gemma2", LLAMA_LAYERS, GEMMA2_GLOBALS, GEMMA2_LAYER, false, true, false,
+     gemma2_keys},
+    {"gemma3", GEMMA3_CLASSES, "gemma3_text", LLAMA_LAYERS, LLAMA_GLOBALS, GEMMA2_LAYER, false, true, false,
+     gemma3_keys},
 };
+/* Layer names the reader's llama renaming (tensor_names.c) gave that mean
+ * another tensor in these architectures. */
+static const struct {
+    const char *gguf;
+    const hf_name *renamed;
+} HF_RENAMED[] = {{"olmo2", POST_NORM_RENAMED}, {"gemma2", POST_NORM_RENAMED}, {"gemma3", POST_NORM_RENAMED}};
+
+static const hf_name *renamed_of(const hf_arch *a) {
+    for (size_t i = 0; i < sizeof HF_RENAMED / sizeof HF_RENAMED[0]; i++)
+        if (!strcmp(HF_RENAMED[i].gguf, a->gguf))
+            return HF_RENAMED[i].renamed;
+    return NULL;
+}
 enum { N_HF_ARCHS = sizeof HF_ARCHS / sizeof HF_ARCHS[0] };
 
 /* The row for config.json: its first "architectures" entry, else its
@@ -572,6 +721,11 @@ static tport_status rename_one(const tport_model_file *mf, const hf_arch *a, con
     }
     if (is_gguf_name(name)) {
         snprintf(out, cap, "%s", name);
+        /* "blk.N." + a name the reader's llama renaming gave */
+        const char *rest = !strncmp(name, "blk.", 4) ? strchr(name + 4, '.') : NULL;
+        for (const hf_name *r = renamed_of(a); rest && r && r->hf; r++)
+            if (!strcmp(rest + 1, r->hf))
+                snprintf(out, cap, "%.*s%s", (int)(rest + 1 - name), name, r->gguf);
         return TPORT_STATUS_OK;
     }
     return tport_error(TPORT_STATUS_UNSUPPORTED, "%s: tensor '%.100s' is not part of a %s model", mf->path, name,

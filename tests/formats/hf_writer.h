@@ -360,6 +360,30 @@ static name_pair GPTJ_L[] = {
     {"ffn_up.weight", "mlp.fc_in.weight"}, {"ffn_up.bias", "mlp.fc_in.bias"},
     {"ffn_down.weight", "mlp.fc_out.weight"}, {"ffn_down.bias", "mlp.fc_out.bias"}, {NULL, NULL}};
 
+/* issue 40's dense families */
+static name_pair QWEN3_L[] = {
+    {"attn_q.weight", "self_attn.q_proj.weight"}, {"attn_k.weight", "self_attn.k_proj.weight"},
+    {"attn_v.weight", "self_attn.v_proj.weight"}, {"attn_q_norm.weight", "self_attn.q_norm.weight"},
+    {"attn_k_norm.weight", "self_attn.k_norm.weight"}, {"attn_output.weight", "self_attn.o_proj.weight"},
+    {"attn_norm.weight", "input_layernorm.weight"}, {"ffn_norm.weight", "post_attention_layernorm.weight"},
+    {"ffn_gate.weight", "mlp.gate_proj.weight"},  {"ffn_up.weight", "mlp.up_proj.weight"},
+    {"ffn_down.weight", "mlp.down_proj.weight"},  {NULL, NULL}};
+static name_pair OLMO2_L[] = {
+    {"attn_q.weight", "self_attn.q_proj.weight"}, {"attn_k.weight", "self_attn.k_proj.weight"},
+    {"attn_v.weight", "self_attn.v_proj.weight"}, {"attn_q_norm.weight", "self_attn.q_norm.weight"},
+    {"attn_k_norm.weight", "self_attn.k_norm.weight"}, {"attn_output.weight", "self_attn.o_proj.weight"},
+    {"post_attention_norm.weight", "post_attention_layernorm.weight"},
+    {"post_ffw_norm.weight", "post_feedforward_layernorm.weight"}, {"ffn_gate.weight", "mlp.gate_proj.weight"},
+    {"ffn_up.weight", "mlp.up_proj.weight"},      {"ffn_down.weight", "mlp.down_proj.weight"}, {NULL, NULL}};
+static name_pair GEMMA2_L[] = {
+    {"attn_q.weight", "self_attn.q_proj.weight"}, {"attn_k.weight", "self_attn.k_proj.weight"},
+    {"attn_v.weight", "self_attn.v_proj.weight"}, {"attn_q_norm.weight", "self_attn.q_norm.weight"},
+    {"attn_k_norm.weight", "self_attn.k_norm.weight"}, {"attn_output.weight", "self_attn.o_proj.weight"},
+    {"attn_norm.weight", "input_layernorm.weight"}, {"post_attention_norm.weight", "post_attention_layernorm.weight"},
+    {"ffn_norm.weight", "pre_feedforward_layernorm.weight"},
+    {"post_ffw_norm.weight", "post_feedforward_layernorm.weight"}, {"ffn_gate.weight", "mlp.gate_proj.weight"},
+    {"ffn_up.weight", "mlp.up_proj.weight"},      {"ffn_down.weight", "mlp.down_proj.weight"}, {NULL, NULL}};
+
 #define SYNTH_COMMON "--dim 64 --layers 2 --heads 4 --ff 256 --norm-noise 0.2 --out-gain 3 "
 static const arch_spec SPECS[] = {
     {"llama", "LlamaForCausalLM", "llama", "model.layers.%d.", LLAMA_G, LLAMA_L, T_PERMUTE,
@@ -379,6 +403,19 @@ static const arch_spec SPECS[] = {
     {"starcoder", "GPTBigCodeForCausalLM", "gpt_bigcode", "transformer.h.%d.", GPT2_G, GPT2_L, 0,
      SYNTH_COMMON "--ctx 128 --kv-heads 1", true},
     {"gptj", "GPTJForCausalLM", "gptj", "transformer.h.%d.", GPTJ_G, GPTJ_L, 0, SYNTH_COMMON "--ctx 128 --rot 8", false},
+    {"qwen3", "Qwen3ForCausalLM", "qwen3", "model.layers.%d.", LLAMA_G, QWEN3_L, 0,
+     SYNTH_COMMON "--ctx 128 --kv-heads 2 --head-size 32 --type bf16", true},
+    {"olmo2", "Olmo2ForCausalLM", "olmo2", "model.layers.%d.", LLAMA_G, OLMO2_L, 0, SYNTH_COMMON "--ctx 128", true},
+    {"granite", "GraniteForCausalLM", "granite", "model.layers.%d.", LLAMA_G, LLAMA_L, T_PERMUTE,
+     SYNTH_COMMON "--ctx 128 --kv-heads 2", true},
+    {"smollm3", "SmolLM3ForCausalLM", "smollm3", "model.layers.%d.", LLAMA_G, LLAMA_L, T_PERMUTE,
+     SYNTH_COMMON "--ctx 128 --kv-heads 2 --layers 4 --type f16", true},
+    {"gemma2", "Gemma2ForCausalLM", "gemma2", "model.layers.%d.", LLAMA_G, GEMMA2_L, T_MINUS_ONE,
+     SYNTH_COMMON "--ctx 128 --kv-heads 2 --head-size 32 --window 4 --attn-softcap 5 --logit-softcap 5", true},
+    {"gemma3", "Gemma3ForCausalLM", "gemma3_text", "model.layers.%d.", LLAMA_G, GEMMA2_L, T_MINUS_ONE,
+     SYNTH_COMMON "--ctx 128 --kv-heads 2 --head-size 32 --layers 7 --window 4 --rope-base 1000000 "
+                  "--rope-base-swa 20000 --rope-linear 4",
+     true},
 };
 
 /* [Q|K|V] rows back into kv groups [q.. k v] (the reader's regrouping
@@ -457,6 +494,22 @@ static void write_model(const char *folder, const tport_model_file *g, const arc
     free(t);
 }
 
+/* The GGUF's "<arch>.<suffix>", or NULL. */
+static const tport_kv *gguf_key(const tport_model_file *g, const char *suffix) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", g->arch, suffix);
+    return tport_model_file_kv(g, key);
+}
+
+/* config[name] = the GGUF's "<arch>.<suffix>" where the file has it. */
+static void config_from_key(cJSON *cfg, const tport_model_file *g, const char *suffix, const char *name) {
+    const tport_kv *kv = gguf_key(g, suffix);
+    if (kv && (kv->type == TPORT_KV_F32 || kv->type == TPORT_KV_F64))
+        cJSON_AddNumberToObject(cfg, name, kv->v.f);
+    else if (kv && (kv->type == TPORT_KV_U32 || kv->type == TPORT_KV_I32))
+        cJSON_AddNumberToObject(cfg, name, kv->type == TPORT_KV_U32 ? (double)kv->v.u : (double)kv->v.i);
+}
+
 /* config.json as each class's transformers config names the values. */
 static void write_config(const char *folder, const tport_model_file *g, const arch_spec *sp) {
     const tport_mf_hparams *hp = &g->hp;
@@ -516,6 +569,21 @@ static void write_config(const char *folder, const tport_model_file *g, const ar
             const tport_kv *par = tport_model_file_kv(g, "gptneox.use_parallel_residual");
             cJSON_AddBoolToObject(cfg, "use_parallel_residual", !par || par->v.b);
         }
+    }
+    if (!strcmp(a, "qwen3") || !strcmp(a, "gemma2") || !strcmp(a, "gemma3"))
+        config_from_key(cfg, g, "attention.key_length", "head_dim");
+    static const char *const extras[][2] = {
+        {"attn_logit_softcapping", "attn_logit_softcapping"}, {"final_logit_softcapping", "final_logit_softcapping"},
+        {"attention.sliding_window", "sliding_window"},       {"rope.freq_base_swa", "rope_local_base_freq"},
+        {"attention.scale", "attention_multiplier"},          {"embedding_scale", "embedding_multiplier"},
+        {"residual_scale", "residual_multiplier"},            {"logit_scale", "logits_scaling"}};
+    for (size_t i = 0; i < sizeof extras / sizeof extras[0]; i++)
+        config_from_key(cfg, g, extras[i][0], extras[i][1]);
+    const tport_kv *lin = gguf_key(g, "rope.scaling.factor");
+    if (lin) { /* gemma3's linear scaling, as transformers writes it */
+        cJSON *rs = cJSON_AddObjectToObject(cfg, "rope_scaling");
+        cJSON_AddStringToObject(rs, "rope_type", "linear");
+        cJSON_AddNumberToObject(rs, "factor", lin->v.f);
     }
     write_json(folder, "config.json", cfg);
 }
