@@ -193,13 +193,18 @@ tport_tensor *tport_blk_attention(tport_blk *b, int il, tport_tensor *q, tport_t
     const size_t k_nb[3] = {f, row, (size_t)hd * f};
     tport_tensor *keys = tport_view(ctx, kc, 3, k_ne, k_nb, 0);
     const int64_t o_ne[2] = {hd * sh->n_head, b->n};
-    if (sh->max_alibi_bias <= 0 && sh->attn_softcap <= 0 && b->fused_attn) {
-        /* one node reads both caches in place: no transposed copy of V */
+    if (sh->max_alibi_bias <= 0 && b->fused_attn) {
+        /* one node reads both caches in place: no transposed copy of V;
+         * soft-capped scores (gemma2) through FLASH_ATTN_EXT, which caps
+         * the scaled score before the mask as the unfused ops below do
+         * (a plug-in without ABI 1.3 declines it: it runs on the CPU) */
         tport_tensor *values = tport_view(ctx, vc, 3, k_ne, k_nb, 0);
-        tport_tensor *o = tport_flash_attn(ctx, q, keys, values, mask, kq_scale); /* [hd, n_head, n] */
+        tport_tensor *o = sh->attn_softcap > 0
+                              ? tport_flash_attn_ext(ctx, q, keys, values, mask, NULL, kq_scale, sh->attn_softcap)
+                              : tport_flash_attn(ctx, q, keys, values, mask, kq_scale); /* [hd, n_head, n] */
         return tport_reshape(ctx, o, 2, o_ne);
     }
-    /* ALiBi, soft-capping or a forced backend: the unfused path, V
+    /* ALiBi or a forced backend: the unfused path, V
      * transposed as [n_kv, hd, nkv] (made contiguous) */
     const int64_t vt_ne[3] = {n_kv, hd, nkv};
     const size_t vt_nb[3] = {row, f, (size_t)hd * f};
