@@ -405,6 +405,26 @@ static tport_status gemma3_keys(hf_ctx *h) {
     return TPORT_STATUS_OK;
 }
 
+/* Cohere2Model: TextModel's keys, LayerNorm epsilon, the logit scale and
+ * window (required), rotary dims rotary_pct of the head (1 when absent). */
+static tport_status cohere2_keys(hf_ctx *h) {
+    uint32_t n_embd = 0, n_head = 0;
+    float pct = 1.0f, v;
+    MF_TRY(key_u32(h, "vocab_size", "vocab_size", false, NULL));
+    MF_TRY(common_keys(h, &n_embd, &n_head));
+    MF_TRY(rope_keys(h));
+    MF_TRY(key_f32(h, "attention.layer_norm_epsilon", "layer_norm_eps", 1e-5f, true));
+    if (!cfg_f32(h->cfg, "logit_scale", &v))
+        return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: config.json has no logit_scale (for cohere2.logit_scale)",
+                           h->mf->path);
+    MF_TRY(key_f32(h, "logit_scale", "logit_scale", v, true));
+    MF_TRY(key_u32(h, "attention.sliding_window", "sliding_window", true, NULL));
+    cfg_f32(h->cfg, "rotary_pct", &pct);
+    if (!(pct > 0.0f && pct <= 1.0f))
+        return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: config.json: rotary_pct %g", h->mf->path, (double)pct);
+    return add_u32(h, "rope.dimension_count", (uint32_t)(pct * (float)(n_embd / n_head)));
+}
+
 /* ---- the table ----------------------------------------------------------------- */
 static const char *const LLAMA_LAYERS[] = {"model.layers.%d.", NULL};
 static const char *const GPT2_LAYERS[] = {"transformer.h.%d.", "h.%d.", NULL};
@@ -609,6 +629,7 @@ static const char *const GRANITE_CLASSES[] = {"GraniteForCausalLM", NULL};
 static const char *const SMOLLM3_CLASSES[] = {"SmolLM3ForCausalLM", NULL};
 static const char *const GEMMA2_CLASSES[] = {"Gemma2ForCausalLM", NULL};
 static const char *const GEMMA3_CLASSES[] = {"Gemma3ForCausalLM", NULL};
+static const char *const COHERE2_CLASSES[] = {"Cohere2ForCausalLM", NULL};
 
 static const hf_arch HF_ARCHS[] = {
     {"llama", LLAMA_CLASSES, "llama", LLAMA_LAYERS, LLAMA_GLOBALS, LLAMA_LAYER, true, false, false, llama_keys},
@@ -638,6 +659,8 @@ static const hf_arch HF_ARCHS[] = {
      gemma2_keys},
     {"gemma3", GEMMA3_CLASSES, "gemma3_text", LLAMA_LAYERS, LLAMA_GLOBALS, GEMMA2_LAYER, false, true, false,
      gemma3_keys},
+    {"cohere2", COHERE2_CLASSES, "cohere2", LLAMA_LAYERS, LLAMA_GLOBALS, LLAMA_LAYER, false, false, false,
+     cohere2_keys},
 };
 /* Layer names the reader's llama renaming (tensor_names.c) gave that mean
  * another tensor in these architectures. */

@@ -416,6 +416,8 @@ static const arch_spec SPECS[] = {
      SYNTH_COMMON "--ctx 128 --kv-heads 2 --head-size 32 --layers 7 --window 4 --rope-base 1000000 "
                   "--rope-base-swa 20000 --rope-linear 4",
      true},
+    {"cohere2", "Cohere2ForCausalLM", "cohere2", "model.layers.%d.", LLAMA_G, LLAMA_L, 0,
+     SYNTH_COMMON "--ctx 128 --kv-heads 2 --layers 4 --window 4", true},
 };
 
 /* [Q|K|V] rows back into kv groups [q.. k v] (the reader's regrouping
@@ -553,7 +555,7 @@ static void write_config(const char *folder, const tport_model_file *g, const ar
         cJSON_AddNumberToObject(cfg, !strcmp(a, "falcon") ? "num_kv_heads" : "num_key_value_heads", nkv);
         cJSON_AddNumberToObject(cfg, "intermediate_size", hp->n_ff);
         cJSON_AddNumberToObject(cfg, "max_position_embeddings", hp->n_ctx);
-        cJSON_AddNumberToObject(cfg, !strcmp(a, "phi2") || !strcmp(a, "gptneox") ? "layer_norm_eps"
+        cJSON_AddNumberToObject(cfg, !strcmp(a, "phi2") || !strcmp(a, "gptneox") || !strcmp(a, "cohere2") ? "layer_norm_eps"
                                      : !strcmp(a, "falcon")                     ? "layer_norm_epsilon"
                                                                                 : "rms_norm_eps",
                                 hp->norm_eps);
@@ -579,6 +581,10 @@ static void write_config(const char *folder, const tport_model_file *g, const ar
         {"residual_scale", "residual_multiplier"},            {"logit_scale", "logits_scaling"}};
     for (size_t i = 0; i < sizeof extras / sizeof extras[0]; i++)
         config_from_key(cfg, g, extras[i][0], extras[i][1]);
+    if (!strcmp(a, "cohere2")) { /* Cohere2Config's names */
+        config_from_key(cfg, g, "logit_scale", "logit_scale");
+        cJSON_AddNumberToObject(cfg, "rotary_pct", 1.0);
+    }
     const tport_kv *lin = gguf_key(g, "rope.scaling.factor");
     if (lin) { /* gemma3's linear scaling, as transformers writes it */
         cJSON *rs = cJSON_AddObjectToObject(cfg, "rope_scaling");
