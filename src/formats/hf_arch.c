@@ -5,6 +5,7 @@
  * q/k un-permuted, GPT-2's Conv1D weights transposed and its tied output
  * written, Gemma's RMS-norm weights stored + 1).  One row per Hugging Face
  * model class; a class not listed is refused, naming it. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -425,6 +426,78 @@ static tport_status cohere2_keys(hf_ctx *h) {
     return add_u32(h, "rope.dimension_count", (uint32_t)(pct * (float)(n_embd / n_head)));
 }
 
+/* Phi3MiniModel: its own keys (no TextModel ones: no scaling type), the
+ * trained context from rope_scaling or the top level, rotary dims
+ * partial_rotary_factor * n_embd / n_head, sliding_window 0 when null; with
+ * LongRoPE (rope_scaling long_factor/short_factor, type longrope or su)
+ * the attention factor sqrt(1 + ln(s) / ln(orig)), s = context / orig, and
+ * the factors as the tensors rope_factors_long/short.weight. */
+static tport_status phi3_factors(hf_ctx *h, const cJSON *arr, const char *name, uint32_t n) {
+    if (!cJSON_IsArray(arr) || (uint32_t)cJSON_GetArraySize(arr) != n)
+        return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: config.json: rope_scaling's %s factors must be %u numbers",
+                           h->mf->path, name, n);
+    float *f = mf_alloc_array(h->mf, n, sizeof(float));
+    if (!f)
+        return TPORT_STATUS_OUT_OF_MEMORY;
+    uint32_t i = 0;
+    for (const cJSON *e = arr->child; e; e = e->next, i++) {
+        if (!cJSON_IsNumber(e))
+            return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: config.json: rope_scaling's %s factor %u is not a number",
+                               h->mf->path, name, i);
+        f[i] = (float)e->valuedouble;
+    }
+    char gguf[48];
+    snprintf(gguf, sizeof gguf, "rope_factors_%s.weight", name);
+    MF_TRY(mf_reserve_tensors(h->mf, 1));
+    tport_mf_tensor t = {.type = TPORT_TYPE_F32, .n_dims = 1, .ne = {n, 1, 1, 1}, .nbytes = (uint64_t)n * 4,
+                         .data = f};
+    if (!(t.name = mf_strndup(h->mf, gguf, strlen(gguf))))
+        return TPORT_STATUS_OUT_OF_MEMORY;
+    h->mf->tensors[h->mf->n_tensors++] = t;
+    return TPORT_STATUS_OK;
+}
+
+static tport_status phi3_keys(hf_ctx *h) {
+    uint32_t n_embd = 0, n_head = 0, ctx = 0, orig = 0, window = 0;
+    const cJSON *rs = cJSON_GetObjectItemCaseSensitive(h->cfg, "rope_scaling");
+    if (!cJSON_IsObject(rs))
+        rs = NULL;
+    MF_TRY(common_keys(h, &n_embd, &n_head));
+    if (!cfg_u32(h->cfg, "max_position_embeddings", &ctx) ||
+        !((rs && cfg_u32(rs, "original_max_position_embeddings", &orig)) ||
+          cfg_u32(h->cfg, "original_max_position_embeddings", &orig)) || !orig)
+        return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: config.json: phi3 needs max_position_embeddings and "
+                           "original_max_position_embeddings", h->mf->path);
+    MF_TRY(add_u32(h, "rope.scaling.original_context_length", orig));
+    MF_TRY(key_f32(h, "attention.layer_norm_rms_epsilon", "rms_norm_eps", 1e-5f, true));
+    float pct = 1.0f;
+    cfg_f32(h->cfg, "partial_rotary_factor", &pct);
+    if (!(pct > 0.0f && pct <= 1.0f))
+        return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: config.json: partial_rotary_factor %g", h->mf->path,
+                           (double)pct);
+    uint32_t rot = (uint32_t)(pct * (float)n_embd) / n_head;
+    MF_TRY(add_u32(h, "rope.dimension_count", rot));
+    MF_TRY(key_f32(h, "rope.freq_base", "rope_theta", 10000.0f, true));
+    cfg_u32(h->cfg, "sliding_window", &window); /* null: 0 */
+    MF_TRY(add_u32(h, "attention.sliding_window", window));
+    const cJSON *lf = rs ? cJSON_GetObjectItemCaseSensitive(rs, "long_factor") : NULL;
+    if (!lf || cJSON_IsNull(lf) || (cJSON_IsArray(lf) && !cJSON_GetArraySize(lf)))
+        return TPORT_STATUS_OK;
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(rs, "type");
+    if (!cJSON_IsString(t))
+        t = cJSON_GetObjectItemCaseSensitive(rs, "rope_type");
+    if (!cJSON_IsString(t) || (strcmp(t->valuestring, "longrope") && strcmp(t->valuestring, "su")))
+        return tport_error(TPORT_STATUS_UNSUPPORTED, "%s: config.json: phi3 rope_scaling type '%s' is not supported",
+                           h->mf->path, cJSON_IsString(t) ? t->valuestring : "?");
+    double scale = (double)ctx / (double)orig;
+    float attn = scale > 1.0 && orig > 1 ? (float)sqrt(1.0 + log(scale) / log((double)orig)) : 1.0f;
+    char full[96];
+    snprintf(full, sizeof full, "%s.rope.scaling.attn_factor", h->arch);
+    MF_TRY(mf_kv_add_f32(h->mf, full, attn));
+    MF_TRY(phi3_factors(h, lf, "long", rot / 2));
+    return phi3_factors(h, cJSON_GetObjectItemCaseSensitive(rs, "short_factor"), "short", rot / 2);
+}
+
 /* ---- the table ----------------------------------------------------------------- */
 static const char *const LLAMA_LAYERS[] = {"model.layers.%d.", NULL};
 static const char *const GPT2_LAYERS[] = {"transformer.h.%d.", "h.%d.", NULL};
@@ -630,6 +703,11 @@ static const char *const SMOLLM3_CLASSES[] = {"SmolLM3ForCausalLM", NULL};
 static const char *const GEMMA2_CLASSES[] = {"Gemma2ForCausalLM", NULL};
 static const char *const GEMMA3_CLASSES[] = {"Gemma3ForCausalLM", NULL};
 static const char *const COHERE2_CLASSES[] = {"Cohere2ForCausalLM", NULL};
+static const char *const PHI3_CLASSES[] = {"Phi3ForCausalLM", NULL};
+static const hf_name PHI3_LAYER[] = {{"self_attn.qkv_proj.weight", "attn_qkv.weight", 0},
+                                     {"mlp.gate_up_proj.weight", "ffn_up.weight", 0}, /* [gate|up] as GGUF's */
+                                     {"self_attn.rotary_emb.inv_freq", NULL, HF_DROP},
+                                     {NULL, NULL, 0}};
 
 static const hf_arch HF_ARCHS[] = {
     {"llama", LLAMA_CLASSES, "llama", LLAMA_LAYERS, LLAMA_GLOBALS, LLAMA_LAYER, true, false, false, llama_keys},
@@ -661,6 +739,7 @@ static const hf_arch HF_ARCHS[] = {
      gemma3_keys},
     {"cohere2", COHERE2_CLASSES, "cohere2", LLAMA_LAYERS, LLAMA_GLOBALS, LLAMA_LAYER, false, false, false,
      cohere2_keys},
+    {"phi3", PHI3_CLASSES, "phi3", LLAMA_LAYERS, LLAMA_GLOBALS, PHI3_LAYER, false, false, false, phi3_keys},
 };
 /* Layer names the reader's llama renaming (tensor_names.c) gave that mean
  * another tensor in these architectures. */
@@ -711,7 +790,8 @@ static tport_status find_arch(const tport_model_file *mf, const cJSON *cfg, cons
 /* ---- names and layouts ----------------------------------------------------------- */
 static bool is_gguf_name(const char *n) {
     return !strncmp(n, "blk.", 4) || !strcmp(n, "token_embd.weight") || !strcmp(n, "output_norm.weight") ||
-           !strcmp(n, "output.weight");
+           !strcmp(n, "output.weight") || !strcmp(n, "rope_factors_long.weight") ||
+           !strcmp(n, "rope_factors_short.weight"); /* phi3_keys makes these from config.json */
 }
 
 /* The GGUF name of an HF tensor: OK with *gguf set, or *gguf NULL to

@@ -384,6 +384,11 @@ static name_pair GEMMA2_L[] = {
     {"post_ffw_norm.weight", "post_feedforward_layernorm.weight"}, {"ffn_gate.weight", "mlp.gate_proj.weight"},
     {"ffn_up.weight", "mlp.up_proj.weight"},      {"ffn_down.weight", "mlp.down_proj.weight"}, {NULL, NULL}};
 
+static name_pair PHI3_L[] = {
+    {"attn_qkv.weight", "self_attn.qkv_proj.weight"}, {"attn_output.weight", "self_attn.o_proj.weight"},
+    {"attn_norm.weight", "input_layernorm.weight"}, {"ffn_norm.weight", "post_attention_layernorm.weight"},
+    {"ffn_up.weight", "mlp.gate_up_proj.weight"},   {"ffn_down.weight", "mlp.down_proj.weight"}, {NULL, NULL}};
+
 #define SYNTH_COMMON "--dim 64 --layers 2 --heads 4 --ff 256 --norm-noise 0.2 --out-gain 3 "
 static const arch_spec SPECS[] = {
     {"llama", "LlamaForCausalLM", "llama", "model.layers.%d.", LLAMA_G, LLAMA_L, T_PERMUTE,
@@ -418,6 +423,12 @@ static const arch_spec SPECS[] = {
      true},
     {"cohere2", "Cohere2ForCausalLM", "cohere2", "model.layers.%d.", LLAMA_G, LLAMA_L, 0,
      SYNTH_COMMON "--ctx 128 --kv-heads 2 --layers 4 --window 4", true},
+    /* LongRoPE: context 128 over 64 trained, so the converter's attention
+     * factor is sqrt(1 + ln 2 / ln 64) */
+    {"phi3", "Phi3ForCausalLM", "phi3", "model.layers.%d.", LLAMA_G, PHI3_L, 0,
+     SYNTH_COMMON "--ctx 128 --rot 8 --with rope_factors_long.weight --with rope_factors_short.weight "
+                  "--rope-orig-ctx 64 --rope-attn-factor 1.0801234497346435",
+     true},
 };
 
 /* [Q|K|V] rows back into kv groups [q.. k v] (the reader's regrouping
@@ -453,6 +464,8 @@ static void write_model(const char *folder, const tport_model_file *g, const arc
     for (int i = 0; i < g->n_tensors; i++) {
         const tport_mf_tensor *s = &g->tensors[i];
         st_tensor *d = &t[n];
+        if (!strncmp(s->name, "rope_factors_", 13))
+            continue; /* phi3: in config.json's rope_scaling */
         d->dtype = dtype_of(s->type);
         CHECK(d->dtype != NULL, "tensor %s: type %u has no safetensors dtype", s->name, (unsigned)s->type);
         d->n_dims = s->n_dims;
@@ -581,6 +594,22 @@ static void write_config(const char *folder, const tport_model_file *g, const ar
         {"residual_scale", "residual_multiplier"},            {"logit_scale", "logits_scaling"}};
     for (size_t i = 0; i < sizeof extras / sizeof extras[0]; i++)
         config_from_key(cfg, g, extras[i][0], extras[i][1]);
+    if (!strcmp(a, "phi3")) { /* Phi3Config: LongRoPE's factors and trained context */
+        config_from_key(cfg, g, "rope.scaling.original_context_length", "original_max_position_embeddings");
+        cJSON_AddNumberToObject(cfg, "partial_rotary_factor", (double)hp->n_rot / hd);
+        cJSON *rs = cJSON_AddObjectToObject(cfg, "rope_scaling");
+        cJSON_AddStringToObject(rs, "type", "longrope");
+        const char *which[2][2] = {{"rope_factors_long.weight", "long_factor"}, {"rope_factors_short.weight", "short_factor"}};
+        for (int k = 0; k < 2; k++) {
+            const tport_mf_tensor *f = tport_model_file_find(g, which[k][0]);
+            cJSON *arr = cJSON_AddArrayToObject(rs, which[k][1]);
+            for (int64_t i = 0; f && f->type == TPORT_TYPE_F32 && i < f->ne[0]; i++) {
+                float v;
+                memcpy(&v, (const uint8_t *)f->data + 4 * i, 4);
+                cJSON_AddItemToArray(arr, cJSON_CreateNumber(v));
+            }
+        }
+    }
     if (!strcmp(a, "cohere2")) { /* Cohere2Config's names */
         config_from_key(cfg, g, "logit_scale", "logit_scale");
         cJSON_AddNumberToObject(cfg, "rotary_pct", 1.0);

@@ -247,7 +247,11 @@ int main(void) {
             snprintf(cmd, sizeof cmd, TPORT_CLI " synth --arch %s %s --vocab-from '%s' -o '%s' >/dev/null 2>&1",
                      SPECS[i].arch, SPECS[i].synth, vocab, gguf);
             CHECK(system(cmd) == 0, "%s", cmd);
-            model_case(SPECS[i].arch, gguf, "gpt-2", "gpt-2", &SPECS[i]);
+            /* the folder names the model (general.name); llama.cpp's vocabulary
+             * loader takes a name containing "phi3" for Phi-3's vocabulary and
+             * looks up its special tokens, which gpt-2's vocabulary lacks */
+            model_case(strcmp(SPECS[i].arch, "phi3") ? SPECS[i].arch : "phi-three", gguf, "gpt-2", "gpt-2",
+                       &SPECS[i]);
         }
     run_llama_cpp();
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
