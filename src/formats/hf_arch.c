@@ -22,6 +22,8 @@ enum {
     HF_DROP = 1u << 1,      /* a buffer the converter leaves out               */
     HF_QKV_GROUPS = 1u << 2,/* fused QKV rows in kv groups [q.. k v] per group (GPT-NeoX,
                                BLOOM: one group per head; Falcon) -> [Q|K|V] */
+    HF_EXPERT = 1u << 3,    /* one expert's matrix ("experts.%d." in the name): stacked
+                               into GGUF's [in, out, n_expert] (a copy at load) */
 };
 
 typedef struct hf_name {
@@ -498,6 +500,41 @@ static tport_status phi3_keys(hf_ctx *h) {
     return phi3_factors(h, cJSON_GetObjectItemCaseSensitive(rs, "short_factor"), "short", rot / 2);
 }
 
+/* The expert counts of a mixture of experts (required: the stacks need
+ * them), and an expert's width where the class has its own key. */
+static tport_status expert_keys(hf_ctx *h, const char *count, const char *expert_ff) {
+    uint32_t n = 0, used = 0;
+    MF_TRY(key_u32(h, "expert_count", count, true, &n));
+    MF_TRY(key_u32(h, "expert_used_count", "num_experts_per_tok", true, &used));
+    if (!n || !used || used > n || n > 4096)
+        return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: config.json: %u experts, %u used", h->mf->path, n, used);
+    return expert_ff ? key_u32(h, "expert_feed_forward_length", expert_ff, true, NULL) : TPORT_STATUS_OK;
+}
+
+/* MixtralModel (LlamaModel's keys; q/k permuted). */
+static tport_status mixtral_keys(hf_ctx *h) {
+    MF_TRY(llama_keys(h));
+    return expert_keys(h, "num_local_experts", NULL);
+}
+
+/* Qwen3MoeModel: Qwen3's keys, moe_intermediate_size. */
+static tport_status qwen3moe_keys(hf_ctx *h) {
+    MF_TRY(qwen3_keys(h));
+    return expert_keys(h, "num_experts", "moe_intermediate_size");
+}
+
+/* OlmoeModel: TextModel's keys with the RMS epsilon fixed at 1e-5 (the
+ * converter's add_layer_norm_rms_eps(1e-5)). */
+static tport_status olmoe_keys(hf_ctx *h) {
+    uint32_t n_embd = 0, n_head = 0;
+    MF_TRY(common_keys(h, &n_embd, &n_head));
+    MF_TRY(rope_keys(h));
+    char full[96];
+    snprintf(full, sizeof full, "%s.attention.layer_norm_rms_epsilon", h->arch);
+    MF_TRY(mf_kv_add_f32(h->mf, full, 1e-5f));
+    return expert_keys(h, "num_experts", NULL);
+}
+
 /* ---- the table ----------------------------------------------------------------- */
 static const char *const LLAMA_LAYERS[] = {"model.layers.%d.", NULL};
 static const char *const GPT2_LAYERS[] = {"transformer.h.%d.", "h.%d.", NULL};
@@ -704,6 +741,24 @@ static const char *const GEMMA2_CLASSES[] = {"Gemma2ForCausalLM", NULL};
 static const char *const GEMMA3_CLASSES[] = {"Gemma3ForCausalLM", NULL};
 static const char *const COHERE2_CLASSES[] = {"Cohere2ForCausalLM", NULL};
 static const char *const PHI3_CLASSES[] = {"Phi3ForCausalLM", NULL};
+static const char *const MIXTRAL_CLASSES[] = {"MixtralForCausalLM", NULL};
+static const char *const QWEN3MOE_CLASSES[] = {"Qwen3MoeForCausalLM", NULL};
+static const char *const OLMOE_CLASSES[] = {"OlmoeForCausalLM", NULL};
+static const hf_name MIXTRAL_LAYER[] = {{"block_sparse_moe.gate.weight", "ffn_gate_inp.weight", 0},
+                                        {"block_sparse_moe.experts.%d.w1.weight", "ffn_gate_exps.weight", HF_EXPERT},
+                                        {"block_sparse_moe.experts.%d.w2.weight", "ffn_down_exps.weight", HF_EXPERT},
+                                        {"block_sparse_moe.experts.%d.w3.weight", "ffn_up_exps.weight", HF_EXPERT},
+                                        {"self_attn.rotary_emb.inv_freq", NULL, HF_DROP},
+                                        {NULL, NULL, 0}};
+/* Qwen3-MoE and OLMoE: mlp.gate routes, mlp.experts.E.*_proj */
+static const hf_name MOE_QK_NORM_LAYER[] = {{"self_attn.q_norm.weight", "attn_q_norm.weight", 0},
+                                            {"self_attn.k_norm.weight", "attn_k_norm.weight", 0},
+                                            {"mlp.gate.weight", "ffn_gate_inp.weight", 0},
+                                            {"mlp.experts.%d.gate_proj.weight", "ffn_gate_exps.weight", HF_EXPERT},
+                                            {"mlp.experts.%d.down_proj.weight", "ffn_down_exps.weight", HF_EXPERT},
+                                            {"mlp.experts.%d.up_proj.weight", "ffn_up_exps.weight", HF_EXPERT},
+                                            {"self_attn.rotary_emb.inv_freq", NULL, HF_DROP},
+                                            {NULL, NULL, 0}};
 static const hf_name PHI3_LAYER[] = {{"self_attn.qkv_proj.weight", "attn_qkv.weight", 0},
                                      {"mlp.gate_up_proj.weight", "ffn_up.weight", 0}, /* [gate|up] as GGUF's */
                                      {"self_attn.rotary_emb.inv_freq", NULL, HF_DROP},
@@ -740,6 +795,13 @@ static const hf_arch HF_ARCHS[] = {
     {"cohere2", COHERE2_CLASSES, "cohere2", LLAMA_LAYERS, LLAMA_GLOBALS, LLAMA_LAYER, false, false, false,
      cohere2_keys},
     {"phi3", PHI3_CLASSES, "phi3", LLAMA_LAYERS, LLAMA_GLOBALS, PHI3_LAYER, false, false, false, phi3_keys},
+    /* mixtures of experts: each expert's matrices stacked (a copy) */
+    {"llama", MIXTRAL_CLASSES, "mixtral", LLAMA_LAYERS, LLAMA_GLOBALS, MIXTRAL_LAYER, true, false, false,
+     mixtral_keys},
+    {"qwen3moe", QWEN3MOE_CLASSES, "qwen3_moe", LLAMA_LAYERS, LLAMA_GLOBALS, MOE_QK_NORM_LAYER, false, false, false,
+     qwen3moe_keys},
+    {"olmoe", OLMOE_CLASSES, "olmoe", LLAMA_LAYERS, LLAMA_GLOBALS, MOE_QK_NORM_LAYER, false, false, false,
+     olmoe_keys},
 };
 /* Layer names the reader's llama renaming (tensor_names.c) gave that mean
  * another tensor in these architectures. */
@@ -797,8 +859,9 @@ static bool is_gguf_name(const char *n) {
 /* The GGUF name of an HF tensor: OK with *gguf set, or *gguf NULL to
  * drop it; UNSUPPORTED naming a tensor the architecture does not have. */
 static tport_status rename_one(const tport_model_file *mf, const hf_arch *a, const char *name, char *out, size_t cap,
-                               unsigned *flags) {
+                               unsigned *flags, uint32_t *expert) {
     *flags = 0;
+    *expert = 0;
     for (const hf_name *g = a->globals; g->hf; g++)
         if (!strcmp(name, g->hf)) {
             snprintf(out, cap, "%s", g->gguf);
@@ -814,13 +877,28 @@ static tport_status rename_one(const tport_model_file *mf, const hf_arch *a, con
         if (il > 100000 || strncmp(end, pct + 2, strlen(pct + 2)))
             continue;
         const char *rest = end + strlen(pct + 2);
-        for (const hf_name *l = a->layer; l->hf; l++)
+        for (const hf_name *l = a->layer; l->hf; l++) {
+            const char *e = (l->flags & HF_EXPERT) ? strstr(l->hf, "%d") : NULL;
+            if (e) { /* "...experts.%d.rest": the expert index goes to *expert */
+                size_t pre_e = (size_t)(e - l->hf);
+                char *end_e;
+                if (strncmp(rest, l->hf, pre_e) || rest[pre_e] < '0' || rest[pre_e] > '9')
+                    continue;
+                unsigned long ie = strtoul(rest + pre_e, &end_e, 10);
+                if (ie > 65535 || strcmp(end_e, e + 2))
+                    continue;
+                *flags = l->flags;
+                *expert = (uint32_t)ie;
+                snprintf(out, cap, "blk.%lu.%s", il, l->gguf);
+                return TPORT_STATUS_OK;
+            }
             if (!strcmp(rest, l->hf)) {
                 *flags = l->flags;
                 if (l->gguf)
                     snprintf(out, cap, "blk.%lu.%s", il, l->gguf);
                 return TPORT_STATUS_OK;
             }
+        }
     }
     if (is_gguf_name(name)) {
         snprintf(out, cap, "%s", name);
@@ -941,17 +1019,67 @@ static bool ends_with(const char *s, const char *suffix) {
     return n >= k && !strcmp(s + n - k, suffix);
 }
 
+/* Expert e's matrix t into the stack of its name among the kept tensors
+ * (made at the first expert seen): every expert of the file's
+ * expert_count exactly once, all of one type and shape. */
+static tport_status stack_expert(hf_ctx *h, int kept, const tport_mf_tensor *t, const char *name, uint32_t e,
+                                 uint8_t *seen) {
+    tport_model_file *mf = h->mf;
+    uint32_t n_exp = kv_u32(mf, h->arch, "expert_count");
+    if (t->n_dims != 2 || !n_exp || e >= n_exp)
+        return mf_fail(h->c, t->offset, "tensor %s: expert %u of %u, or not a matrix", t->name, e, n_exp);
+    int k = 0;
+    while (k < kept && strcmp(mf->tensors[k].name, name))
+        k++;
+    if (k == kept) {
+        if (t->nbytes > UINT64_MAX / n_exp)
+            return mf_fail(h->c, t->offset, "tensor %s: too large", t->name);
+        uint8_t *data = mf_alloc(mf, (size_t)(t->nbytes * n_exp));
+        char *nm = mf_strndup(mf, name, strlen(name));
+        if (!data || !nm)
+            return TPORT_STATUS_OUT_OF_MEMORY;
+        tport_mf_tensor s = *t;
+        s.name = nm;
+        s.n_dims = 3;
+        s.ne[2] = n_exp;
+        s.nbytes = t->nbytes * n_exp;
+        s.data = data;
+        mf->tensors[kept] = s;
+        memset(seen + (size_t)kept * n_exp, 0, n_exp);
+    }
+    tport_mf_tensor *s = &mf->tensors[k];
+    if (s->type != t->type || s->ne[0] != t->ne[0] || s->ne[1] != t->ne[1] || seen[(size_t)k * n_exp + e])
+        return mf_fail(h->c, t->offset, "tensor %s: expert %u repeated, or of another type or shape than the "
+                       "others of %s", t->name, e, name);
+    seen[(size_t)k * n_exp + e] = 1;
+    memcpy((uint8_t *)s->data + (uint64_t)e * t->nbytes, t->data, (size_t)t->nbytes);
+    return TPORT_STATUS_OK;
+}
+
 static tport_status map_tensors(hf_ctx *h, const hf_arch *a) {
     tport_model_file *mf = h->mf;
     int kept = 0;
+    uint32_t n_exp = kv_u32(mf, h->arch, "expert_count");
+    uint8_t *seen = n_exp ? mf_alloc_array(mf, (uint64_t)mf->n_tensors * n_exp, 1) : NULL;
+    if (n_exp && !seen)
+        return TPORT_STATUS_OUT_OF_MEMORY;
     for (int i = 0; i < mf->n_tensors; i++) {
         tport_mf_tensor t = mf->tensors[i];
         char name[160];
         unsigned flags;
+        uint32_t expert;
         name[0] = '\0';
-        MF_TRY(rename_one(mf, a, t.name, name, sizeof name, &flags));
+        MF_TRY(rename_one(mf, a, t.name, name, sizeof name, &flags, &expert));
         if (flags & HF_DROP)
             continue;
+        if (flags & HF_EXPERT) {
+            int k = 0;
+            while (k < kept && strcmp(mf->tensors[k].name, name))
+                k++;
+            MF_TRY(stack_expert(h, kept, &t, name, expert, seen));
+            kept += k == kept;
+            continue;
+        }
         if (strcmp(name, t.name) && !(t.name = mf_strndup(mf, name, strlen(name))))
             return TPORT_STATUS_OUT_OF_MEMORY;
         if (flags & HF_TRANSPOSE)
@@ -966,6 +1094,10 @@ static tport_status map_tensors(hf_ctx *h, const hf_arch *a) {
         mf->tensors[kept++] = t;
     }
     mf->n_tensors = kept;
+    for (int k = 0; seen && k < kept; k++)
+        if (ends_with(mf->tensors[k].name, "_exps.weight") && memchr(seen + (size_t)k * n_exp, 0, n_exp))
+            return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: %s: an expert's matrix is missing", mf->path,
+                               mf->tensors[k].name);
     MF_TRY(mf_check_unique_names(mf, h->c));
     if (a->permute_qk) {
         uint32_t nh = 0, nkv = 0;

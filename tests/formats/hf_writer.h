@@ -389,6 +389,24 @@ static name_pair PHI3_L[] = {
     {"attn_norm.weight", "input_layernorm.weight"}, {"ffn_norm.weight", "post_attention_layernorm.weight"},
     {"ffn_up.weight", "mlp.gate_up_proj.weight"},   {"ffn_down.weight", "mlp.down_proj.weight"}, {NULL, NULL}};
 
+/* mixtures of experts: "%d" is the expert (each expert's matrix a tensor) */
+static name_pair MIXTRAL_L[] = {
+    {"attn_q.weight", "self_attn.q_proj.weight"}, {"attn_k.weight", "self_attn.k_proj.weight"},
+    {"attn_v.weight", "self_attn.v_proj.weight"}, {"attn_output.weight", "self_attn.o_proj.weight"},
+    {"attn_norm.weight", "input_layernorm.weight"}, {"ffn_norm.weight", "post_attention_layernorm.weight"},
+    {"ffn_gate_inp.weight", "block_sparse_moe.gate.weight"},
+    {"ffn_gate_exps.weight", "block_sparse_moe.experts.%d.w1.weight"},
+    {"ffn_down_exps.weight", "block_sparse_moe.experts.%d.w2.weight"},
+    {"ffn_up_exps.weight", "block_sparse_moe.experts.%d.w3.weight"}, {NULL, NULL}};
+static name_pair MOE_L[] = {
+    {"attn_q.weight", "self_attn.q_proj.weight"}, {"attn_k.weight", "self_attn.k_proj.weight"},
+    {"attn_v.weight", "self_attn.v_proj.weight"}, {"attn_output.weight", "self_attn.o_proj.weight"},
+    {"attn_q_norm.weight", "self_attn.q_norm.weight"}, {"attn_k_norm.weight", "self_attn.k_norm.weight"},
+    {"attn_norm.weight", "input_layernorm.weight"}, {"ffn_norm.weight", "post_attention_layernorm.weight"},
+    {"ffn_gate_inp.weight", "mlp.gate.weight"},   {"ffn_gate_exps.weight", "mlp.experts.%d.gate_proj.weight"},
+    {"ffn_down_exps.weight", "mlp.experts.%d.down_proj.weight"},
+    {"ffn_up_exps.weight", "mlp.experts.%d.up_proj.weight"}, {NULL, NULL}};
+
 #define SYNTH_COMMON "--dim 64 --layers 2 --heads 4 --ff 256 --norm-noise 0.2 --out-gain 3 "
 static const arch_spec SPECS[] = {
     {"llama", "LlamaForCausalLM", "llama", "model.layers.%d.", LLAMA_G, LLAMA_L, T_PERMUTE,
@@ -429,6 +447,12 @@ static const arch_spec SPECS[] = {
      SYNTH_COMMON "--ctx 128 --rot 8 --with rope_factors_long.weight --with rope_factors_short.weight "
                   "--rope-orig-ctx 64 --rope-attn-factor 1.0801234497346435",
      true},
+    {"llama", "MixtralForCausalLM", "mixtral", "model.layers.%d.", LLAMA_G, MIXTRAL_L, T_PERMUTE,
+     SYNTH_COMMON "--ctx 128 --kv-heads 2 --ff 64 --experts 4 --experts-used 2", true},
+    {"qwen3moe", "Qwen3MoeForCausalLM", "qwen3_moe", "model.layers.%d.", LLAMA_G, MOE_L, 0,
+     SYNTH_COMMON "--ctx 128 --kv-heads 2 --head-size 32 --experts 4 --experts-used 2 --expert-ff 64", true},
+    {"olmoe", "OlmoeForCausalLM", "olmoe", "model.layers.%d.", LLAMA_G, MOE_L, 0,
+     SYNTH_COMMON "--ctx 128 --ff 64 --experts 4 --experts-used 2", true},
 };
 
 /* [Q|K|V] rows back into kv groups [q.. k v] (the reader's regrouping
@@ -457,8 +481,11 @@ static void *minus_one(const tport_mf_tensor *t) {
 
 /* The HF folder of GGUF model `g` as `sp`'s Hugging Face class stores it. */
 static void write_model(const char *folder, const tport_model_file *g, const arch_spec *sp) {
-    st_tensor *t = calloc((size_t)g->n_tensors, sizeof *t);
-    void **owned = calloc((size_t)g->n_tensors, sizeof *owned);
+    size_t cap = (size_t)g->n_tensors;
+    for (int i = 0; i < g->n_tensors; i++)
+        cap += g->tensors[i].n_dims == 3 ? (size_t)g->tensors[i].ne[2] : 0;
+    st_tensor *t = calloc(cap, sizeof *t);
+    void **owned = calloc(cap, sizeof *owned);
     int n = 0;
     int nh = (int)g->hp.n_head, nkv = (int)(g->hp.n_head_kv ? g->hp.n_head_kv : g->hp.n_head);
     for (int i = 0; i < g->n_tensors; i++) {
@@ -485,6 +512,18 @@ static void write_model(const char *folder, const tport_model_file *g, const arc
                 snprintf(d->name, sizeof d->name, "%s%s", layer, sp->layer[k][1]);
             }
         CHECK(d->name[0], "%s: tensor %s has a Hugging Face name", sp->arch, s->name);
+        if (s->n_dims == 3) { /* a stack of experts: one [out, in] tensor each */
+            char fmt[96];
+            snprintf(fmt, sizeof fmt, "%s", d->name);
+            size_t one = s->nbytes / (size_t)s->ne[2];
+            for (int64_t e = 0; e < s->ne[2]; e++) {
+                st_tensor *x = &t[n++];
+                *x = (st_tensor){.dtype = d->dtype, .n_dims = 2, .shape = {s->ne[1], s->ne[0]},
+                                 .data = (const uint8_t *)s->data + (size_t)e * one, .nbytes = one};
+                snprintf(x->name, sizeof x->name, fmt, (int)e);
+            }
+            continue;
+        }
         if ((sp->flags & T_PERMUTE) && (!strcmp(rest, "attn_q.weight") || !strcmp(rest, "attn_k.weight")))
             d->data = owned[n] = permute_rows(s, !strcmp(rest, "attn_q.weight") ? nh : nkv);
         if ((sp->flags & T_TRANSPOSE) && il >= 0 && s->n_dims == 2) { /* Conv1D: [in, out] */
@@ -585,7 +624,7 @@ static void write_config(const char *folder, const tport_model_file *g, const ar
             cJSON_AddBoolToObject(cfg, "use_parallel_residual", !par || par->v.b);
         }
     }
-    if (!strcmp(a, "qwen3") || !strcmp(a, "gemma2") || !strcmp(a, "gemma3"))
+    if (!strcmp(a, "qwen3") || !strcmp(a, "qwen3moe") || !strcmp(a, "gemma2") || !strcmp(a, "gemma3"))
         config_from_key(cfg, g, "attention.key_length", "head_dim");
     static const char *const extras[][2] = {
         {"attn_logit_softcapping", "attn_logit_softcapping"}, {"final_logit_softcapping", "final_logit_softcapping"},
@@ -610,6 +649,9 @@ static void write_config(const char *folder, const tport_model_file *g, const ar
             }
         }
     }
+    config_from_key(cfg, g, "expert_count", !strcmp(sp->model_type, "mixtral") ? "num_local_experts" : "num_experts");
+    config_from_key(cfg, g, "expert_used_count", "num_experts_per_tok");
+    config_from_key(cfg, g, "expert_feed_forward_length", "moe_intermediate_size");
     if (!strcmp(a, "cohere2")) { /* Cohere2Config's names */
         config_from_key(cfg, g, "logit_scale", "logit_scale");
         cJSON_AddNumberToObject(cfg, "rotary_pct", 1.0);
