@@ -32,6 +32,7 @@ extern "C" {
 #define TPORT_SYNTH_MAX_WITH 4
 #define TPORT_SYNTH_MAX_F32_KEYS 4
 #define TPORT_SYNTH_MAX_KEYS 12
+#define TPORT_SYNTH_MAX_TENSOR_TYPES 64
 
 typedef struct tport_synth_params {
     const char *arch;            /* architecture name (tport_arch_name_at)   */
@@ -72,6 +73,12 @@ typedef struct tport_synth_params {
      * router (ffn_gate_inp) stays f32, as llama-quantize's MoE mixes do */
     bool experts_type_set;
     tport_type_id experts_type;
+    /* single 2-D tensors (full names: blk.1.ffn_down.weight) of a type of
+     * their own, whose block must divide their rows: a llama-quantize mix
+     * such as Q4_K_M, recorded tensor by tensor */
+    const char *tensor_type_name[TPORT_SYNTH_MAX_TENSOR_TYPES];
+    tport_type_id tensor_type[TPORT_SYNTH_MAX_TENSOR_TYPES];
+    int n_tensor_types;
     uint64_t seed;
     /* copy tokenizer.* from this GGUF file (its size replaces vocab), else
      * a generated SentencePiece vocabulary of `vocab` tokens (>= 259) */

@@ -5,6 +5,7 @@
  * q/k un-permuted, GPT-2's Conv1D weights transposed and its tied output
  * written, Gemma's RMS-norm weights stored + 1).  One row per Hugging Face
  * model class; a class not listed is refused, naming it. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,8 @@ enum {
     HF_DROP = 1u << 1,      /* a buffer the converter leaves out               */
     HF_QKV_GROUPS = 1u << 2,/* fused QKV rows in kv groups [q.. k v] per group (GPT-NeoX,
                                BLOOM: one group per head; Falcon) -> [Q|K|V] */
+    HF_EXPERT = 1u << 3,    /* one expert's matrix ("experts.%d." in the name): stacked
+                               into GGUF's [in, out, n_expert] (a copy at load) */
 };
 
 typedef struct hf_name {
@@ -315,6 +318,223 @@ static tport_status gptj_keys(hf_ctx *h) {
     return key_f32(h, "attention.layer_norm_epsilon", "layer_norm_epsilon", 1e-5f, true);
 }
 
+/* Qwen3Model (Qwen2Model's keys): head_dim, which need not be
+ * hidden_size / heads (Qwen3-0.6B: 128, 1024 / 16), as key/value length. */
+static tport_status qwen3_keys(hf_ctx *h) {
+    uint32_t head_dim;
+    MF_TRY(qwen2_keys(h));
+    if (!cfg_u32(h->cfg, "head_dim", &head_dim))
+        return TPORT_STATUS_OK;
+    MF_TRY(add_u32(h, "attention.key_length", head_dim));
+    return add_u32(h, "attention.value_length", head_dim);
+}
+
+/* Olmo2Model: TextModel's keys.  OLMo 3's sliding window (the same class
+ * with sliding_window and layer_types) is not implemented: refused. */
+static tport_status olmo2_keys(hf_ctx *h) {
+    const cJSON *sw = cJSON_GetObjectItemCaseSensitive(h->cfg, "sliding_window");
+    if (sw && !cJSON_IsNull(sw))
+        return tport_error(TPORT_STATUS_UNSUPPORTED, "%s: config.json: olmo2 with a sliding_window (OLMo 3) is not "
+                           "supported", h->mf->path);
+    return qwen2_keys(h);
+}
+
+/* GraniteModel (LlamaModel's keys, head_dim ignored as the converter
+ * does) and the four multipliers under their GGUF names. */
+static tport_status granite_keys(hf_ctx *h) {
+    uint32_t n_embd = 0, n_head = 0;
+    MF_TRY(key_u32(h, "vocab_size", "vocab_size", false, NULL));
+    MF_TRY(common_keys(h, &n_embd, &n_head));
+    MF_TRY(rope_keys(h));
+    MF_TRY(key_f32(h, "attention.layer_norm_rms_epsilon", "rms_norm_eps", 1e-6f, true));
+    MF_TRY(add_u32(h, "rope.dimension_count", n_embd / n_head));
+    static const char *const mult[][2] = {{"attention.scale", "attention_multiplier"},
+                                          {"embedding_scale", "embedding_multiplier"},
+                                          {"residual_scale", "residual_multiplier"},
+                                          {"logit_scale", "logits_scaling"}};
+    for (size_t i = 0; i < sizeof mult / sizeof mult[0]; i++) {
+        float v;
+        if (cfg_f32(h->cfg, mult[i][1], &v) && v != 0.0f) /* the converter skips 0 and absent */
+            MF_TRY(key_f32(h, mult[i][0], mult[i][1], v, true));
+    }
+    return TPORT_STATUS_OK;
+}
+
+/* Gemma2Model: every key required, as the converter reads them. */
+static tport_status gemma2_keys(hf_ctx *h) {
+    uint32_t n_embd = 0, n_head = 0, head_dim;
+    MF_TRY(common_keys(h, &n_embd, &n_head));
+    MF_TRY(key_u32(h, "attention.key_length", "head_dim", true, &head_dim));
+    MF_TRY(add_u32(h, "attention.value_length", head_dim));
+    MF_TRY(key_u32(h, "attention.sliding_window", "sliding_window", true, NULL));
+    static const char *const req[][2] = {{"attention.layer_norm_rms_epsilon", "rms_norm_eps"},
+                                         {"attn_logit_softcapping", "attn_logit_softcapping"},
+                                         {"final_logit_softcapping", "final_logit_softcapping"}};
+    for (size_t i = 0; i < sizeof req / sizeof req[0]; i++) {
+        float v;
+        if (!cfg_f32(h->cfg, req[i][1], &v))
+            return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: config.json has no %s (for gemma2.%s)", h->mf->path,
+                               req[i][1], req[i][0]);
+        MF_TRY(key_f32(h, req[i][0], req[i][1], v, true));
+    }
+    return rope_keys(h);
+}
+
+/* Gemma3Model (text): the converter's defaults where config.json is
+ * silent (head_dim 256, 8 heads, 4 kv heads, RoPE base 1e6), the local
+ * layers' base from rope_local_base_freq, a window unless
+ * sliding_window_pattern is 1, the final soft-cap only when set. */
+static tport_status gemma3_keys(hf_ctx *h) {
+    uint32_t n_embd = 0, n_head = 0, v_u32, pattern = 0;
+    float v;
+    MF_TRY(key_u32(h, "embedding_length", "hidden_size", true, &n_embd));
+    MF_TRY(key_u32(h, "block_count", "num_hidden_layers", true, NULL));
+    MF_TRY(key_u32(h, "feed_forward_length", "intermediate_size", false, NULL));
+    MF_TRY(add_u32(h, "context_length", cfg_u32(h->cfg, "max_position_embeddings", &v_u32) ? v_u32 : 131072));
+    MF_TRY(add_u32(h, "attention.head_count", cfg_u32(h->cfg, "num_attention_heads", &n_head) ? n_head : 8));
+    MF_TRY(add_u32(h, "attention.head_count_kv", cfg_u32(h->cfg, "num_key_value_heads", &v_u32) ? v_u32 : 4));
+    MF_TRY(key_f32(h, "attention.layer_norm_rms_epsilon", "rms_norm_eps", 1e-6f, true));
+    uint32_t head_dim = cfg_u32(h->cfg, "head_dim", &v_u32) ? v_u32 : 256;
+    MF_TRY(add_u32(h, "attention.key_length", head_dim));
+    MF_TRY(add_u32(h, "attention.value_length", head_dim));
+    MF_TRY(rope_keys(h)); /* rope.freq_base where rope_theta is given */
+    if (!cfg_f32(h->cfg, "rope_theta", &v))
+        MF_TRY(key_f32(h, "rope.freq_base", "rope_theta", 1000000.0f, true));
+    MF_TRY(key_f32(h, "rope.freq_base_swa", "rope_local_base_freq", 0.0f, false));
+    if (cfg_f32(h->cfg, "final_logit_softcapping", &v) && v != 0.0f)
+        MF_TRY(key_f32(h, "final_logit_softcapping", "final_logit_softcapping", v, true));
+    if (!cfg_u32(h->cfg, "sliding_window_pattern", &pattern) || pattern != 1)
+        MF_TRY(key_u32(h, "attention.sliding_window", "sliding_window", true, NULL));
+    return TPORT_STATUS_OK;
+}
+
+/* Cohere2Model: TextModel's keys, LayerNorm epsilon, the logit scale and
+ * window (required), rotary dims rotary_pct of the head (1 when absent). */
+static tport_status cohere2_keys(hf_ctx *h) {
+    uint32_t n_embd = 0, n_head = 0;
+    float pct = 1.0f, v;
+    MF_TRY(key_u32(h, "vocab_size", "vocab_size", false, NULL));
+    MF_TRY(common_keys(h, &n_embd, &n_head));
+    MF_TRY(rope_keys(h));
+    MF_TRY(key_f32(h, "attention.layer_norm_epsilon", "layer_norm_eps", 1e-5f, true));
+    if (!cfg_f32(h->cfg, "logit_scale", &v))
+        return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: config.json has no logit_scale (for cohere2.logit_scale)",
+                           h->mf->path);
+    MF_TRY(key_f32(h, "logit_scale", "logit_scale", v, true));
+    MF_TRY(key_u32(h, "attention.sliding_window", "sliding_window", true, NULL));
+    cfg_f32(h->cfg, "rotary_pct", &pct);
+    if (!(pct > 0.0f && pct <= 1.0f))
+        return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: config.json: rotary_pct %g", h->mf->path, (double)pct);
+    return add_u32(h, "rope.dimension_count", (uint32_t)(pct * (float)(n_embd / n_head)));
+}
+
+/* Phi3MiniModel: its own keys (no TextModel ones: no scaling type), the
+ * trained context from rope_scaling or the top level, rotary dims
+ * partial_rotary_factor * n_embd / n_head, sliding_window 0 when null; with
+ * LongRoPE (rope_scaling long_factor/short_factor, type longrope or su)
+ * the attention factor sqrt(1 + ln(s) / ln(orig)), s = context / orig, and
+ * the factors as the tensors rope_factors_long/short.weight. */
+static tport_status phi3_factors(hf_ctx *h, const cJSON *arr, const char *name, uint32_t n) {
+    if (!cJSON_IsArray(arr) || (uint32_t)cJSON_GetArraySize(arr) != n)
+        return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: config.json: rope_scaling's %s factors must be %u numbers",
+                           h->mf->path, name, n);
+    float *f = mf_alloc_array(h->mf, n, sizeof(float));
+    if (!f)
+        return TPORT_STATUS_OUT_OF_MEMORY;
+    uint32_t i = 0;
+    for (const cJSON *e = arr->child; e; e = e->next, i++) {
+        if (!cJSON_IsNumber(e))
+            return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: config.json: rope_scaling's %s factor %u is not a number",
+                               h->mf->path, name, i);
+        f[i] = (float)e->valuedouble;
+    }
+    char gguf[48];
+    snprintf(gguf, sizeof gguf, "rope_factors_%s.weight", name);
+    MF_TRY(mf_reserve_tensors(h->mf, 1));
+    tport_mf_tensor t = {.type = TPORT_TYPE_F32, .n_dims = 1, .ne = {n, 1, 1, 1}, .nbytes = (uint64_t)n * 4,
+                         .data = f};
+    if (!(t.name = mf_strndup(h->mf, gguf, strlen(gguf))))
+        return TPORT_STATUS_OUT_OF_MEMORY;
+    h->mf->tensors[h->mf->n_tensors++] = t;
+    return TPORT_STATUS_OK;
+}
+
+static tport_status phi3_keys(hf_ctx *h) {
+    uint32_t n_embd = 0, n_head = 0, ctx = 0, orig = 0, window = 0;
+    const cJSON *rs = cJSON_GetObjectItemCaseSensitive(h->cfg, "rope_scaling");
+    if (!cJSON_IsObject(rs))
+        rs = NULL;
+    MF_TRY(common_keys(h, &n_embd, &n_head));
+    if (!cfg_u32(h->cfg, "max_position_embeddings", &ctx) ||
+        !((rs && cfg_u32(rs, "original_max_position_embeddings", &orig)) ||
+          cfg_u32(h->cfg, "original_max_position_embeddings", &orig)) || !orig)
+        return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: config.json: phi3 needs max_position_embeddings and "
+                           "original_max_position_embeddings", h->mf->path);
+    MF_TRY(add_u32(h, "rope.scaling.original_context_length", orig));
+    MF_TRY(key_f32(h, "attention.layer_norm_rms_epsilon", "rms_norm_eps", 1e-5f, true));
+    float pct = 1.0f;
+    cfg_f32(h->cfg, "partial_rotary_factor", &pct);
+    if (!(pct > 0.0f && pct <= 1.0f))
+        return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: config.json: partial_rotary_factor %g", h->mf->path,
+                           (double)pct);
+    uint32_t rot = (uint32_t)(pct * (float)n_embd) / n_head;
+    MF_TRY(add_u32(h, "rope.dimension_count", rot));
+    MF_TRY(key_f32(h, "rope.freq_base", "rope_theta", 10000.0f, true));
+    cfg_u32(h->cfg, "sliding_window", &window); /* null: 0 */
+    MF_TRY(add_u32(h, "attention.sliding_window", window));
+    const cJSON *lf = rs ? cJSON_GetObjectItemCaseSensitive(rs, "long_factor") : NULL;
+    if (!lf || cJSON_IsNull(lf) || (cJSON_IsArray(lf) && !cJSON_GetArraySize(lf)))
+        return TPORT_STATUS_OK;
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(rs, "type");
+    if (!cJSON_IsString(t))
+        t = cJSON_GetObjectItemCaseSensitive(rs, "rope_type");
+    if (!cJSON_IsString(t) || (strcmp(t->valuestring, "longrope") && strcmp(t->valuestring, "su")))
+        return tport_error(TPORT_STATUS_UNSUPPORTED, "%s: config.json: phi3 rope_scaling type '%s' is not supported",
+                           h->mf->path, cJSON_IsString(t) ? t->valuestring : "?");
+    double scale = (double)ctx / (double)orig;
+    float attn = scale > 1.0 && orig > 1 ? (float)sqrt(1.0 + log(scale) / log((double)orig)) : 1.0f;
+    char full[96];
+    snprintf(full, sizeof full, "%s.rope.scaling.attn_factor", h->arch);
+    MF_TRY(mf_kv_add_f32(h->mf, full, attn));
+    MF_TRY(phi3_factors(h, lf, "long", rot / 2));
+    return phi3_factors(h, cJSON_GetObjectItemCaseSensitive(rs, "short_factor"), "short", rot / 2);
+}
+
+/* The expert counts of a mixture of experts (required: the stacks need
+ * them), and an expert's width where the class has its own key. */
+static tport_status expert_keys(hf_ctx *h, const char *count, const char *expert_ff) {
+    uint32_t n = 0, used = 0;
+    MF_TRY(key_u32(h, "expert_count", count, true, &n));
+    MF_TRY(key_u32(h, "expert_used_count", "num_experts_per_tok", true, &used));
+    if (!n || !used || used > n || n > 4096)
+        return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: config.json: %u experts, %u used", h->mf->path, n, used);
+    return expert_ff ? key_u32(h, "expert_feed_forward_length", expert_ff, true, NULL) : TPORT_STATUS_OK;
+}
+
+/* MixtralModel (LlamaModel's keys; q/k permuted). */
+static tport_status mixtral_keys(hf_ctx *h) {
+    MF_TRY(llama_keys(h));
+    return expert_keys(h, "num_local_experts", NULL);
+}
+
+/* Qwen3MoeModel: Qwen3's keys, moe_intermediate_size. */
+static tport_status qwen3moe_keys(hf_ctx *h) {
+    MF_TRY(qwen3_keys(h));
+    return expert_keys(h, "num_experts", "moe_intermediate_size");
+}
+
+/* OlmoeModel: TextModel's keys with the RMS epsilon fixed at 1e-5 (the
+ * converter's add_layer_norm_rms_eps(1e-5)). */
+static tport_status olmoe_keys(hf_ctx *h) {
+    uint32_t n_embd = 0, n_head = 0;
+    MF_TRY(common_keys(h, &n_embd, &n_head));
+    MF_TRY(rope_keys(h));
+    char full[96];
+    snprintf(full, sizeof full, "%s.attention.layer_norm_rms_epsilon", h->arch);
+    MF_TRY(mf_kv_add_f32(h->mf, full, 1e-5f));
+    return expert_keys(h, "num_experts", NULL);
+}
+
 /* ---- the table ----------------------------------------------------------------- */
 static const char *const LLAMA_LAYERS[] = {"model.layers.%d.", NULL};
 static const char *const GPT2_LAYERS[] = {"transformer.h.%d.", "h.%d.", NULL};
@@ -475,6 +695,33 @@ static const hf_name GPTJ_LAYER[] = {
     {"attn.bias", NULL, HF_DROP},                 {"attn.masked_bias", NULL, HF_DROP},
     {NULL, NULL, 0}};
 
+/* post_attention_layernorm (renamed ffn_norm by the reader) is a
+ * post-norm in these classes; pre_feedforward_layernorm is their ffn_norm */
+static const hf_name POST_NORM_RENAMED[] = {{"ffn_norm.weight", "post_attention_norm.weight", 0}, {NULL, NULL, 0}};
+static const hf_name QWEN3_LAYER[] = {{"self_attn.q_norm.weight", "attn_q_norm.weight", 0},
+                                      {"self_attn.k_norm.weight", "attn_k_norm.weight", 0},
+                                      {"self_attn.q_proj.bias", "attn_q.bias", 0},
+                                      {"self_attn.k_proj.bias", "attn_k.bias", 0},
+                                      {"self_attn.v_proj.bias", "attn_v.bias", 0},
+                                      {"self_attn.rotary_emb.inv_freq", NULL, HF_DROP},
+                                      {NULL, NULL, 0}};
+static const hf_name OLMO2_LAYER[] = {{"self_attn.q_norm.weight", "attn_q_norm.weight", 0},
+                                      {"self_attn.k_norm.weight", "attn_k_norm.weight", 0},
+                                      {"post_feedforward_layernorm.weight", "post_ffw_norm.weight", 0},
+                                      {"self_attn.rotary_emb.inv_freq", NULL, HF_DROP},
+                                      {NULL, NULL, 0}};
+static const hf_name GEMMA2_LAYER[] = {{"pre_feedforward_layernorm.weight", "ffn_norm.weight", 0},
+                                       {"post_feedforward_layernorm.weight", "post_ffw_norm.weight", 0},
+                                       {"self_attn.q_norm.weight", "attn_q_norm.weight", 0},
+                                       {"self_attn.k_norm.weight", "attn_k_norm.weight", 0},
+                                       {"self_attn.rotary_emb.inv_freq", NULL, HF_DROP},
+                                       {NULL, NULL, 0}};
+/* Gemma 2's converter skips lm_head (llama.cpp ties the classifier) */
+static const hf_name GEMMA2_GLOBALS[] = {{"model.embed_tokens.weight", "token_embd.weight", 0},
+                                        {"model.norm.weight", "output_norm.weight", 0},
+                                        {"lm_head.weight", NULL, HF_DROP},
+                                        {NULL, NULL, 0}};
+
 static const char *const LLAMA_CLASSES[] = {"LlamaForCausalLM", "MistralForCausalLM", "LLaMAForCausalLM", NULL};
 static const char *const QWEN2_CLASSES[] = {"Qwen2ForCausalLM", NULL};
 static const char *const GEMMA_CLASSES[] = {"GemmaForCausalLM", NULL};
@@ -486,6 +733,36 @@ static const char *const FALCON_CLASSES[] = {"FalconForCausalLM", "RWForCausalLM
 static const char *const MPT_CLASSES[] = {"MPTForCausalLM", NULL};
 static const char *const STARCODER_CLASSES[] = {"GPTBigCodeForCausalLM", NULL};
 static const char *const GPTJ_CLASSES[] = {"GPTJForCausalLM", NULL};
+static const char *const QWEN3_CLASSES[] = {"Qwen3ForCausalLM", NULL};
+static const char *const OLMO2_CLASSES[] = {"Olmo2ForCausalLM", NULL};
+static const char *const GRANITE_CLASSES[] = {"GraniteForCausalLM", NULL};
+static const char *const SMOLLM3_CLASSES[] = {"SmolLM3ForCausalLM", NULL};
+static const char *const GEMMA2_CLASSES[] = {"Gemma2ForCausalLM", NULL};
+static const char *const GEMMA3_CLASSES[] = {"Gemma3ForCausalLM", NULL};
+static const char *const COHERE2_CLASSES[] = {"Cohere2ForCausalLM", NULL};
+static const char *const PHI3_CLASSES[] = {"Phi3ForCausalLM", NULL};
+static const char *const MIXTRAL_CLASSES[] = {"MixtralForCausalLM", NULL};
+static const char *const QWEN3MOE_CLASSES[] = {"Qwen3MoeForCausalLM", NULL};
+static const char *const OLMOE_CLASSES[] = {"OlmoeForCausalLM", NULL};
+static const hf_name MIXTRAL_LAYER[] = {{"block_sparse_moe.gate.weight", "ffn_gate_inp.weight", 0},
+                                        {"block_sparse_moe.experts.%d.w1.weight", "ffn_gate_exps.weight", HF_EXPERT},
+                                        {"block_sparse_moe.experts.%d.w2.weight", "ffn_down_exps.weight", HF_EXPERT},
+                                        {"block_sparse_moe.experts.%d.w3.weight", "ffn_up_exps.weight", HF_EXPERT},
+                                        {"self_attn.rotary_emb.inv_freq", NULL, HF_DROP},
+                                        {NULL, NULL, 0}};
+/* Qwen3-MoE and OLMoE: mlp.gate routes, mlp.experts.E.*_proj */
+static const hf_name MOE_QK_NORM_LAYER[] = {{"self_attn.q_norm.weight", "attn_q_norm.weight", 0},
+                                            {"self_attn.k_norm.weight", "attn_k_norm.weight", 0},
+                                            {"mlp.gate.weight", "ffn_gate_inp.weight", 0},
+                                            {"mlp.experts.%d.gate_proj.weight", "ffn_gate_exps.weight", HF_EXPERT},
+                                            {"mlp.experts.%d.down_proj.weight", "ffn_down_exps.weight", HF_EXPERT},
+                                            {"mlp.experts.%d.up_proj.weight", "ffn_up_exps.weight", HF_EXPERT},
+                                            {"self_attn.rotary_emb.inv_freq", NULL, HF_DROP},
+                                            {NULL, NULL, 0}};
+static const hf_name PHI3_LAYER[] = {{"self_attn.qkv_proj.weight", "attn_qkv.weight", 0},
+                                     {"mlp.gate_up_proj.weight", "ffn_up.weight", 0}, /* [gate|up] as GGUF's */
+                                     {"self_attn.rotary_emb.inv_freq", NULL, HF_DROP},
+                                     {NULL, NULL, 0}};
 
 static const hf_arch HF_ARCHS[] = {
     {"llama", LLAMA_CLASSES, "llama", LLAMA_LAYERS, LLAMA_GLOBALS, LLAMA_LAYER, true, false, false, llama_keys},
@@ -502,7 +779,43 @@ static const hf_arch HF_ARCHS[] = {
     {"starcoder", STARCODER_CLASSES, "gpt_bigcode", GPT2_LAYERS, GPT2_GLOBALS, STARCODER_LAYER, false, false, false,
      starcoder_keys},
     {"gptj", GPTJ_CLASSES, "gptj", GPTJ_LAYERS, GPTJ_GLOBALS, GPTJ_LAYER, false, false, false, gptj_keys},
+    /* issue 40's dense families (llama.cpp's Qwen3Model, Olmo2Model,
+     * GraniteModel and SmolLM3Model (LlamaModel: q/k permuted), Gemma2Model,
+     * Gemma3Model) */
+    {"qwen3", QWEN3_CLASSES, "qwen3", LLAMA_LAYERS, LLAMA_GLOBALS, QWEN3_LAYER, false, false, false, qwen3_keys},
+    {"olmo2", OLMO2_CLASSES, "olmo2", LLAMA_LAYERS, LLAMA_GLOBALS, OLMO2_LAYER, false, false, false, olmo2_keys},
+    {"granite", GRANITE_CLASSES, "granite", LLAMA_LAYERS, LLAMA_GLOBALS, LLAMA_LAYER, true, false, false,
+     granite_keys},
+    {"smollm3", SMOLLM3_CLASSES, "smollm3", LLAMA_LAYERS, LLAMA_GLOBALS, LLAMA_LAYER, true, false, false,
+     llama_keys},
+    {"gemma2", GEMMA2_CLASSES, "gemma2", LLAMA_LAYERS, GEMMA2_GLOBALS, GEMMA2_LAYER, false, true, false,
+     gemma2_keys},
+    {"gemma3", GEMMA3_CLASSES, "gemma3_text", LLAMA_LAYERS, LLAMA_GLOBALS, GEMMA2_LAYER, false, true, false,
+     gemma3_keys},
+    {"cohere2", COHERE2_CLASSES, "cohere2", LLAMA_LAYERS, LLAMA_GLOBALS, LLAMA_LAYER, false, false, false,
+     cohere2_keys},
+    {"phi3", PHI3_CLASSES, "phi3", LLAMA_LAYERS, LLAMA_GLOBALS, PHI3_LAYER, false, false, false, phi3_keys},
+    /* mixtures of experts: each expert's matrices stacked (a copy) */
+    {"llama", MIXTRAL_CLASSES, "mixtral", LLAMA_LAYERS, LLAMA_GLOBALS, MIXTRAL_LAYER, true, false, false,
+     mixtral_keys},
+    {"qwen3moe", QWEN3MOE_CLASSES, "qwen3_moe", LLAMA_LAYERS, LLAMA_GLOBALS, MOE_QK_NORM_LAYER, false, false, false,
+     qwen3moe_keys},
+    {"olmoe", OLMOE_CLASSES, "olmoe", LLAMA_LAYERS, LLAMA_GLOBALS, MOE_QK_NORM_LAYER, false, false, false,
+     olmoe_keys},
 };
+/* Layer names the reader's llama renaming (tensor_names.c) gave that mean
+ * another tensor in these architectures. */
+static const struct {
+    const char *gguf;
+    const hf_name *renamed;
+} HF_RENAMED[] = {{"olmo2", POST_NORM_RENAMED}, {"gemma2", POST_NORM_RENAMED}, {"gemma3", POST_NORM_RENAMED}};
+
+static const hf_name *renamed_of(const hf_arch *a) {
+    for (size_t i = 0; i < sizeof HF_RENAMED / sizeof HF_RENAMED[0]; i++)
+        if (!strcmp(HF_RENAMED[i].gguf, a->gguf))
+            return HF_RENAMED[i].renamed;
+    return NULL;
+}
 enum { N_HF_ARCHS = sizeof HF_ARCHS / sizeof HF_ARCHS[0] };
 
 /* The row for config.json: its first "architectures" entry, else its
@@ -539,14 +852,16 @@ static tport_status find_arch(const tport_model_file *mf, const cJSON *cfg, cons
 /* ---- names and layouts ----------------------------------------------------------- */
 static bool is_gguf_name(const char *n) {
     return !strncmp(n, "blk.", 4) || !strcmp(n, "token_embd.weight") || !strcmp(n, "output_norm.weight") ||
-           !strcmp(n, "output.weight");
+           !strcmp(n, "output.weight") || !strcmp(n, "rope_factors_long.weight") ||
+           !strcmp(n, "rope_factors_short.weight"); /* phi3_keys makes these from config.json */
 }
 
 /* The GGUF name of an HF tensor: OK with *gguf set, or *gguf NULL to
  * drop it; UNSUPPORTED naming a tensor the architecture does not have. */
 static tport_status rename_one(const tport_model_file *mf, const hf_arch *a, const char *name, char *out, size_t cap,
-                               unsigned *flags) {
+                               unsigned *flags, uint32_t *expert) {
     *flags = 0;
+    *expert = 0;
     for (const hf_name *g = a->globals; g->hf; g++)
         if (!strcmp(name, g->hf)) {
             snprintf(out, cap, "%s", g->gguf);
@@ -562,16 +877,36 @@ static tport_status rename_one(const tport_model_file *mf, const hf_arch *a, con
         if (il > 100000 || strncmp(end, pct + 2, strlen(pct + 2)))
             continue;
         const char *rest = end + strlen(pct + 2);
-        for (const hf_name *l = a->layer; l->hf; l++)
+        for (const hf_name *l = a->layer; l->hf; l++) {
+            const char *e = (l->flags & HF_EXPERT) ? strstr(l->hf, "%d") : NULL;
+            if (e) { /* "...experts.%d.rest": the expert index goes to *expert */
+                size_t pre_e = (size_t)(e - l->hf);
+                char *end_e;
+                if (strncmp(rest, l->hf, pre_e) || rest[pre_e] < '0' || rest[pre_e] > '9')
+                    continue;
+                unsigned long ie = strtoul(rest + pre_e, &end_e, 10);
+                if (ie > 65535 || strcmp(end_e, e + 2))
+                    continue;
+                *flags = l->flags;
+                *expert = (uint32_t)ie;
+                snprintf(out, cap, "blk.%lu.%s", il, l->gguf);
+                return TPORT_STATUS_OK;
+            }
             if (!strcmp(rest, l->hf)) {
                 *flags = l->flags;
                 if (l->gguf)
                     snprintf(out, cap, "blk.%lu.%s", il, l->gguf);
                 return TPORT_STATUS_OK;
             }
+        }
     }
     if (is_gguf_name(name)) {
         snprintf(out, cap, "%s", name);
+        /* "blk.N." + a name the reader's llama renaming gave */
+        const char *rest = !strncmp(name, "blk.", 4) ? strchr(name + 4, '.') : NULL;
+        for (const hf_name *r = renamed_of(a); rest && r && r->hf; r++)
+            if (!strcmp(rest + 1, r->hf))
+                snprintf(out, cap, "%.*s%s", (int)(rest + 1 - name), name, r->gguf);
         return TPORT_STATUS_OK;
     }
     return tport_error(TPORT_STATUS_UNSUPPORTED, "%s: tensor '%.100s' is not part of a %s model", mf->path, name,
@@ -684,17 +1019,67 @@ static bool ends_with(const char *s, const char *suffix) {
     return n >= k && !strcmp(s + n - k, suffix);
 }
 
+/* Expert e's matrix t into the stack of its name among the kept tensors
+ * (made at the first expert seen): every expert of the file's
+ * expert_count exactly once, all of one type and shape. */
+static tport_status stack_expert(hf_ctx *h, int kept, const tport_mf_tensor *t, const char *name, uint32_t e,
+                                 uint8_t *seen) {
+    tport_model_file *mf = h->mf;
+    uint32_t n_exp = kv_u32(mf, h->arch, "expert_count");
+    if (t->n_dims != 2 || !n_exp || e >= n_exp)
+        return mf_fail(h->c, t->offset, "tensor %s: expert %u of %u, or not a matrix", t->name, e, n_exp);
+    int k = 0;
+    while (k < kept && strcmp(mf->tensors[k].name, name))
+        k++;
+    if (k == kept) {
+        if (t->nbytes > UINT64_MAX / n_exp)
+            return mf_fail(h->c, t->offset, "tensor %s: too large", t->name);
+        uint8_t *data = mf_alloc(mf, (size_t)(t->nbytes * n_exp));
+        char *nm = mf_strndup(mf, name, strlen(name));
+        if (!data || !nm)
+            return TPORT_STATUS_OUT_OF_MEMORY;
+        tport_mf_tensor s = *t;
+        s.name = nm;
+        s.n_dims = 3;
+        s.ne[2] = n_exp;
+        s.nbytes = t->nbytes * n_exp;
+        s.data = data;
+        mf->tensors[kept] = s;
+        memset(seen + (size_t)kept * n_exp, 0, n_exp);
+    }
+    tport_mf_tensor *s = &mf->tensors[k];
+    if (s->type != t->type || s->ne[0] != t->ne[0] || s->ne[1] != t->ne[1] || seen[(size_t)k * n_exp + e])
+        return mf_fail(h->c, t->offset, "tensor %s: expert %u repeated, or of another type or shape than the "
+                       "others of %s", t->name, e, name);
+    seen[(size_t)k * n_exp + e] = 1;
+    memcpy((uint8_t *)s->data + (uint64_t)e * t->nbytes, t->data, (size_t)t->nbytes);
+    return TPORT_STATUS_OK;
+}
+
 static tport_status map_tensors(hf_ctx *h, const hf_arch *a) {
     tport_model_file *mf = h->mf;
     int kept = 0;
+    uint32_t n_exp = kv_u32(mf, h->arch, "expert_count");
+    uint8_t *seen = n_exp ? mf_alloc_array(mf, (uint64_t)mf->n_tensors * n_exp, 1) : NULL;
+    if (n_exp && !seen)
+        return TPORT_STATUS_OUT_OF_MEMORY;
     for (int i = 0; i < mf->n_tensors; i++) {
         tport_mf_tensor t = mf->tensors[i];
         char name[160];
         unsigned flags;
+        uint32_t expert;
         name[0] = '\0';
-        MF_TRY(rename_one(mf, a, t.name, name, sizeof name, &flags));
+        MF_TRY(rename_one(mf, a, t.name, name, sizeof name, &flags, &expert));
         if (flags & HF_DROP)
             continue;
+        if (flags & HF_EXPERT) {
+            int k = 0;
+            while (k < kept && strcmp(mf->tensors[k].name, name))
+                k++;
+            MF_TRY(stack_expert(h, kept, &t, name, expert, seen));
+            kept += k == kept;
+            continue;
+        }
         if (strcmp(name, t.name) && !(t.name = mf_strndup(mf, name, strlen(name))))
             return TPORT_STATUS_OUT_OF_MEMORY;
         if (flags & HF_TRANSPOSE)
@@ -709,6 +1094,10 @@ static tport_status map_tensors(hf_ctx *h, const hf_arch *a) {
         mf->tensors[kept++] = t;
     }
     mf->n_tensors = kept;
+    for (int k = 0; seen && k < kept; k++)
+        if (ends_with(mf->tensors[k].name, "_exps.weight") && memchr(seen + (size_t)k * n_exp, 0, n_exp))
+            return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: %s: an expert's matrix is missing", mf->path,
+                               mf->tensors[k].name);
     MF_TRY(mf_check_unique_names(mf, h->c));
     if (a->permute_qk) {
         uint32_t nh = 0, nkv = 0;

@@ -205,11 +205,17 @@ static tport_tensor *attend(tport_blk *b, int il, int32_t si, tport_tensor *q, t
     /* attention sinks (gpt-oss): each head's logit joins its softmax
      * denominator, which only FLASH_ATTN_EXT expresses */
     tport_tensor *sinks = b->m->layers[il].attn_sinks;
-    if (sh->max_alibi_bias <= 0 && sh->attn_softcap <= 0 && b->fused_attn) {
-        /* one node reads both caches in place: no transposed copy of V */
+    if (sh->max_alibi_bias <= 0 && b->fused_attn) {
+        /* one node reads both caches in place: no transposed copy of V;
+         * sinks (gpt-oss) and soft-capped scores (gemma2) through
+         * FLASH_ATTN_EXT, which caps the scaled score before the mask as
+         * the unfused ops below do (a plug-in without ABI 1.3 declines it:
+         * it runs on the CPU) */
         tport_tensor *values = tport_view(ctx, vc, 3, k_ne, k_nb, 0);
-        tport_tensor *o = sinks ? tport_flash_attn_ext(ctx, q, keys, values, mask, sinks, kq_scale, 0.0f)
-                                : tport_flash_attn(ctx, q, keys, values, mask, kq_scale); /* [hd, n_head, n] */
+        tport_tensor *o = sinks || sh->attn_softcap > 0
+                              ? tport_flash_attn_ext(ctx, q, keys, values, mask, sinks, kq_scale,
+                                                     sh->attn_softcap > 0 ? sh->attn_softcap : 0.0f)
+                              : tport_flash_attn(ctx, q, keys, values, mask, kq_scale); /* [hd, n_head, n] */
         return tport_reshape(ctx, o, 2, o_ne);
     }
     if (sinks) {
@@ -217,7 +223,7 @@ static tport_tensor *attend(tport_blk *b, int il, int32_t si, tport_tensor *q, t
                     "which a forced backend other than the CPU does not get");
         return NULL;
     }
-    /* ALiBi, soft-capping or a forced backend: the unfused path, V
+    /* ALiBi or a forced backend: the unfused path, V
      * transposed as [n_kv, hd, nkv] (made contiguous) */
     const int64_t vt_ne[3] = {n_kv, hd, nkv};
     const size_t vt_nb[3] = {row, f, (size_t)hd * f};

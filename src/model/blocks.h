@@ -86,10 +86,11 @@ tport_status tport_blk_qkv_layer(tport_blk *b, int il, const tport_layer *l, tpo
 /* Stores k and v in layer il's cache and attends: softmax(K^T q * kq_scale
  * + mask [+ ALiBi]) V, as [n_head * head_dim, n]; with the shape's
  * attn_softcap the scaled scores pass through cap tanh(s / cap) before the
- * mask (unfused ops, as llama.cpp's graph without flash attention).  A
- * sliding-window layer reads its ring through the window's mask.  With
- * several sequences each one's rows of q, k and v go to its own cache and
- * attend over it alone; the results are concatenated in row order. */
+ * mask (one FLASH_ATTN_EXT node when attention is fused, else the unfused
+ * ops of llama.cpp's graph without flash attention).  A sliding-window
+ * layer reads its ring through the window's mask.  With several sequences
+ * each one's rows of q, k and v go to its own cache and attend over it
+ * alone; the results are concatenated in row order. */
 tport_tensor *tport_blk_attention(tport_blk *b, int il, tport_tensor *q, tport_tensor *k, tport_tensor *v,
                                   float kq_scale);
 /* Rotary embedding of t [head_dim, heads, n] for layer il: none on a NoPE

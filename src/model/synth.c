@@ -29,6 +29,7 @@ typedef struct synth_tensor {
     int64_t ne[3];            /* ne[2]: experts of a stack, else 1 */
     bool is_norm;
     bool is_bias;
+    bool typed;               /* tensor_type chose its type */
     float gain;               /* the weights' amplitude is gain * sqrt(3 / fan_in) */
 } synth_tensor;
 
@@ -195,6 +196,28 @@ static void plan_tensors(synth_ctx *c, tport_type_id type) {
                 (!(arch->tensors[k].flags & TENSOR_NO_SYNTH) || wanted(o, &arch->tensors[k])) &&
                 tport_arch_layer_row_applies(&arch->tensors[k], &sh, (int)l))
                 add_table_tensor(c, &arch->tensors[k], &sh, (int)l, layer_type(o, &arch->tensors[k], type));
+}
+
+/* tensor_type: each names a 2-D tensor of the plan and a type whose block
+ * fits its rows (a recorded mix is applied exactly or refused). */
+static tport_status apply_tensor_types(synth_ctx *c, const tport_synth_params *p) {
+    for (int k = 0; k < p->n_tensor_types; k++) {
+        const char *name = p->tensor_type_name[k];
+        int i = 0;
+        while (name && i < c->n_tensors && strcmp(c->tensors[i].name, name))
+            i++;
+        if (!name || i == c->n_tensors || c->tensors[i].n_dims < 2)
+            return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "synth: --tensor-type %s: no such 2-D tensor",
+                               name ? name : "(null)");
+        const tport_type_traits *ty = tport_traits(p->tensor_type[k]);
+        if (!ty || !ty->from_float || !type_fits(p->tensor_type[k], c->tensors[i].ne[0]))
+            return tport_error(TPORT_STATUS_INVALID_ARGUMENT,
+                               "synth: --tensor-type %s: no quantizer for the type, or its block does not divide "
+                               "the rows", name);
+        c->tensors[i].type = p->tensor_type[k];
+        c->tensors[i].typed = true;
+    }
+    return TPORT_STATUS_OK;
 }
 
 /* splitmix64: a stream per tensor, independent of the order of writing. */
@@ -433,6 +456,8 @@ static tport_status check_params(const tport_synth_params *p, const tport_arch *
         return BAD("synth: experts type %d has no reference quantizer of a current layout", (int)p->experts_type);
     if (p->kv_heads > p->heads || p->heads % p->kv_heads)
         return BAD("synth: heads %" PRIu32 " is not a multiple of kv-heads %" PRIu32, p->heads, p->kv_heads);
+    if (p->n_tensor_types < 0 || p->n_tensor_types > TPORT_SYNTH_MAX_TENSOR_TYPES)
+        return BAD("synth: at most %d tensors of their own type", TPORT_SYNTH_MAX_TENSOR_TYPES);
     if (p->n_keys < 0 || p->n_keys > TPORT_SYNTH_MAX_KEYS)
         return BAD("synth: at most %d architecture keys", TPORT_SYNTH_MAX_KEYS);
     for (int k = 0; k < p->n_keys; k++) {
@@ -442,6 +467,8 @@ static tport_status check_params(const tport_synth_params *p, const tport_arch *
             !arch->synth_key || !arch->synth_key(&probe, suffix, p->key_value[k]))
             return BAD("synth: --key %s: not a key of %s", suffix ? suffix : "(null)", arch->name);
     }
+    if (p->n_tensor_types < 0 || p->n_tensor_types > TPORT_SYNTH_MAX_TENSOR_TYPES)
+        return BAD("synth: at most %d tensors of their own type", TPORT_SYNTH_MAX_TENSOR_TYPES);
     if (p->n_keys < 0 || p->n_keys > TPORT_SYNTH_MAX_KEYS)
         return BAD("synth: at most %d architecture keys", TPORT_SYNTH_MAX_KEYS);
     for (int k = 0; k < p->n_keys; k++) {
@@ -495,6 +522,9 @@ tport_status tport_synth_write(const tport_synth_params *p_in, const char *path,
     c->p = &p;
     c->arch = arch;
     plan_tensors(c, p.type);
+    st = apply_tensor_types(c, &p);
+    if (st != TPORT_STATUS_OK)
+        goto done;
     c->row = malloc((size_t)c->row_cap * sizeof *c->row);
     if (!c->row) {
         st = tport_error(TPORT_STATUS_OUT_OF_MEMORY, "synth: out of memory");
@@ -506,7 +536,7 @@ tport_status tport_synth_write(const tport_synth_params *p_in, const char *path,
     for (int i = 0; i < c->n_tensors && st == TPORT_STATUS_OK; i++) {
         const synth_tensor *t = &c->tensors[i];
         bool own_type = p.experts_type_set && (t->ne[2] > 1 || strstr(t->name, "ffn_gate_inp.weight"));
-        if (!t->is_norm && !t->is_bias && !own_type) {
+        if (!t->is_norm && !t->is_bias && !own_type && !t->typed) {
             r.n_weights++;
             if (t->type == TPORT_TYPE_F16 && p.type != TPORT_TYPE_F16)
                 r.n_fallback_f16++;

@@ -360,6 +360,53 @@ static name_pair GPTJ_L[] = {
     {"ffn_up.weight", "mlp.fc_in.weight"}, {"ffn_up.bias", "mlp.fc_in.bias"},
     {"ffn_down.weight", "mlp.fc_out.weight"}, {"ffn_down.bias", "mlp.fc_out.bias"}, {NULL, NULL}};
 
+/* issue 40's dense families */
+static name_pair QWEN3_L[] = {
+    {"attn_q.weight", "self_attn.q_proj.weight"}, {"attn_k.weight", "self_attn.k_proj.weight"},
+    {"attn_v.weight", "self_attn.v_proj.weight"}, {"attn_q_norm.weight", "self_attn.q_norm.weight"},
+    {"attn_k_norm.weight", "self_attn.k_norm.weight"}, {"attn_output.weight", "self_attn.o_proj.weight"},
+    {"attn_norm.weight", "input_layernorm.weight"}, {"ffn_norm.weight", "post_attention_layernorm.weight"},
+    {"ffn_gate.weight", "mlp.gate_proj.weight"},  {"ffn_up.weight", "mlp.up_proj.weight"},
+    {"ffn_down.weight", "mlp.down_proj.weight"},  {NULL, NULL}};
+static name_pair OLMO2_L[] = {
+    {"attn_q.weight", "self_attn.q_proj.weight"}, {"attn_k.weight", "self_attn.k_proj.weight"},
+    {"attn_v.weight", "self_attn.v_proj.weight"}, {"attn_q_norm.weight", "self_attn.q_norm.weight"},
+    {"attn_k_norm.weight", "self_attn.k_norm.weight"}, {"attn_output.weight", "self_attn.o_proj.weight"},
+    {"post_attention_norm.weight", "post_attention_layernorm.weight"},
+    {"post_ffw_norm.weight", "post_feedforward_layernorm.weight"}, {"ffn_gate.weight", "mlp.gate_proj.weight"},
+    {"ffn_up.weight", "mlp.up_proj.weight"},      {"ffn_down.weight", "mlp.down_proj.weight"}, {NULL, NULL}};
+static name_pair GEMMA2_L[] = {
+    {"attn_q.weight", "self_attn.q_proj.weight"}, {"attn_k.weight", "self_attn.k_proj.weight"},
+    {"attn_v.weight", "self_attn.v_proj.weight"}, {"attn_q_norm.weight", "self_attn.q_norm.weight"},
+    {"attn_k_norm.weight", "self_attn.k_norm.weight"}, {"attn_output.weight", "self_attn.o_proj.weight"},
+    {"attn_norm.weight", "input_layernorm.weight"}, {"post_attention_norm.weight", "post_attention_layernorm.weight"},
+    {"ffn_norm.weight", "pre_feedforward_layernorm.weight"},
+    {"post_ffw_norm.weight", "post_feedforward_layernorm.weight"}, {"ffn_gate.weight", "mlp.gate_proj.weight"},
+    {"ffn_up.weight", "mlp.up_proj.weight"},      {"ffn_down.weight", "mlp.down_proj.weight"}, {NULL, NULL}};
+
+static name_pair PHI3_L[] = {
+    {"attn_qkv.weight", "self_attn.qkv_proj.weight"}, {"attn_output.weight", "self_attn.o_proj.weight"},
+    {"attn_norm.weight", "input_layernorm.weight"}, {"ffn_norm.weight", "post_attention_layernorm.weight"},
+    {"ffn_up.weight", "mlp.gate_up_proj.weight"},   {"ffn_down.weight", "mlp.down_proj.weight"}, {NULL, NULL}};
+
+/* mixtures of experts: "%d" is the expert (each expert's matrix a tensor) */
+static name_pair MIXTRAL_L[] = {
+    {"attn_q.weight", "self_attn.q_proj.weight"}, {"attn_k.weight", "self_attn.k_proj.weight"},
+    {"attn_v.weight", "self_attn.v_proj.weight"}, {"attn_output.weight", "self_attn.o_proj.weight"},
+    {"attn_norm.weight", "input_layernorm.weight"}, {"ffn_norm.weight", "post_attention_layernorm.weight"},
+    {"ffn_gate_inp.weight", "block_sparse_moe.gate.weight"},
+    {"ffn_gate_exps.weight", "block_sparse_moe.experts.%d.w1.weight"},
+    {"ffn_down_exps.weight", "block_sparse_moe.experts.%d.w2.weight"},
+    {"ffn_up_exps.weight", "block_sparse_moe.experts.%d.w3.weight"}, {NULL, NULL}};
+static name_pair MOE_L[] = {
+    {"attn_q.weight", "self_attn.q_proj.weight"}, {"attn_k.weight", "self_attn.k_proj.weight"},
+    {"attn_v.weight", "self_attn.v_proj.weight"}, {"attn_output.weight", "self_attn.o_proj.weight"},
+    {"attn_q_norm.weight", "self_attn.q_norm.weight"}, {"attn_k_norm.weight", "self_attn.k_norm.weight"},
+    {"attn_norm.weight", "input_layernorm.weight"}, {"ffn_norm.weight", "post_attention_layernorm.weight"},
+    {"ffn_gate_inp.weight", "mlp.gate.weight"},   {"ffn_gate_exps.weight", "mlp.experts.%d.gate_proj.weight"},
+    {"ffn_down_exps.weight", "mlp.experts.%d.down_proj.weight"},
+    {"ffn_up_exps.weight", "mlp.experts.%d.up_proj.weight"}, {NULL, NULL}};
+
 #define SYNTH_COMMON "--dim 64 --layers 2 --heads 4 --ff 256 --norm-noise 0.2 --out-gain 3 "
 static const arch_spec SPECS[] = {
     {"llama", "LlamaForCausalLM", "llama", "model.layers.%d.", LLAMA_G, LLAMA_L, T_PERMUTE,
@@ -379,6 +426,33 @@ static const arch_spec SPECS[] = {
     {"starcoder", "GPTBigCodeForCausalLM", "gpt_bigcode", "transformer.h.%d.", GPT2_G, GPT2_L, 0,
      SYNTH_COMMON "--ctx 128 --kv-heads 1", true},
     {"gptj", "GPTJForCausalLM", "gptj", "transformer.h.%d.", GPTJ_G, GPTJ_L, 0, SYNTH_COMMON "--ctx 128 --rot 8", false},
+    {"qwen3", "Qwen3ForCausalLM", "qwen3", "model.layers.%d.", LLAMA_G, QWEN3_L, 0,
+     SYNTH_COMMON "--ctx 128 --kv-heads 2 --head-size 32 --type bf16", true},
+    {"olmo2", "Olmo2ForCausalLM", "olmo2", "model.layers.%d.", LLAMA_G, OLMO2_L, 0, SYNTH_COMMON "--ctx 128", true},
+    {"granite", "GraniteForCausalLM", "granite", "model.layers.%d.", LLAMA_G, LLAMA_L, T_PERMUTE,
+     SYNTH_COMMON "--ctx 128 --kv-heads 2", true},
+    {"smollm3", "SmolLM3ForCausalLM", "smollm3", "model.layers.%d.", LLAMA_G, LLAMA_L, T_PERMUTE,
+     SYNTH_COMMON "--ctx 128 --kv-heads 2 --layers 4 --type f16", true},
+    {"gemma2", "Gemma2ForCausalLM", "gemma2", "model.layers.%d.", LLAMA_G, GEMMA2_L, T_MINUS_ONE,
+     SYNTH_COMMON "--ctx 128 --kv-heads 2 --head-size 32 --window 4 --attn-softcap 5 --logit-softcap 5", true},
+    {"gemma3", "Gemma3ForCausalLM", "gemma3_text", "model.layers.%d.", LLAMA_G, GEMMA2_L, T_MINUS_ONE,
+     SYNTH_COMMON "--ctx 128 --kv-heads 2 --head-size 32 --layers 7 --window 4 --rope-base 1000000 "
+                  "--rope-base-swa 20000 --rope-linear 4",
+     true},
+    {"cohere2", "Cohere2ForCausalLM", "cohere2", "model.layers.%d.", LLAMA_G, LLAMA_L, 0,
+     SYNTH_COMMON "--ctx 128 --kv-heads 2 --layers 4 --window 4", true},
+    /* LongRoPE: context 128 over 64 trained, so the converter's attention
+     * factor is sqrt(1 + ln 2 / ln 64) */
+    {"phi3", "Phi3ForCausalLM", "phi3", "model.layers.%d.", LLAMA_G, PHI3_L, 0,
+     SYNTH_COMMON "--ctx 128 --rot 8 --with rope_factors_long.weight --with rope_factors_short.weight "
+                  "--rope-orig-ctx 64 --rope-attn-factor 1.0801234497346435",
+     true},
+    {"llama", "MixtralForCausalLM", "mixtral", "model.layers.%d.", LLAMA_G, MIXTRAL_L, T_PERMUTE,
+     SYNTH_COMMON "--ctx 128 --kv-heads 2 --ff 64 --experts 4 --experts-used 2", true},
+    {"qwen3moe", "Qwen3MoeForCausalLM", "qwen3_moe", "model.layers.%d.", LLAMA_G, MOE_L, 0,
+     SYNTH_COMMON "--ctx 128 --kv-heads 2 --head-size 32 --experts 4 --experts-used 2 --expert-ff 64", true},
+    {"olmoe", "OlmoeForCausalLM", "olmoe", "model.layers.%d.", LLAMA_G, MOE_L, 0,
+     SYNTH_COMMON "--ctx 128 --ff 64 --experts 4 --experts-used 2", true},
 };
 
 /* [Q|K|V] rows back into kv groups [q.. k v] (the reader's regrouping
@@ -407,13 +481,18 @@ static void *minus_one(const tport_mf_tensor *t) {
 
 /* The HF folder of GGUF model `g` as `sp`'s Hugging Face class stores it. */
 static void write_model(const char *folder, const tport_model_file *g, const arch_spec *sp) {
-    st_tensor *t = calloc((size_t)g->n_tensors, sizeof *t);
-    void **owned = calloc((size_t)g->n_tensors, sizeof *owned);
+    size_t cap = (size_t)g->n_tensors;
+    for (int i = 0; i < g->n_tensors; i++)
+        cap += g->tensors[i].n_dims == 3 ? (size_t)g->tensors[i].ne[2] : 0;
+    st_tensor *t = calloc(cap, sizeof *t);
+    void **owned = calloc(cap, sizeof *owned);
     int n = 0;
     int nh = (int)g->hp.n_head, nkv = (int)(g->hp.n_head_kv ? g->hp.n_head_kv : g->hp.n_head);
     for (int i = 0; i < g->n_tensors; i++) {
         const tport_mf_tensor *s = &g->tensors[i];
         st_tensor *d = &t[n];
+        if (!strncmp(s->name, "rope_factors_", 13))
+            continue; /* phi3: in config.json's rope_scaling */
         d->dtype = dtype_of(s->type);
         CHECK(d->dtype != NULL, "tensor %s: type %u has no safetensors dtype", s->name, (unsigned)s->type);
         d->n_dims = s->n_dims;
@@ -433,6 +512,18 @@ static void write_model(const char *folder, const tport_model_file *g, const arc
                 snprintf(d->name, sizeof d->name, "%s%s", layer, sp->layer[k][1]);
             }
         CHECK(d->name[0], "%s: tensor %s has a Hugging Face name", sp->arch, s->name);
+        if (s->n_dims == 3) { /* a stack of experts: one [out, in] tensor each */
+            char fmt[96];
+            snprintf(fmt, sizeof fmt, "%s", d->name);
+            size_t one = s->nbytes / (size_t)s->ne[2];
+            for (int64_t e = 0; e < s->ne[2]; e++) {
+                st_tensor *x = &t[n++];
+                *x = (st_tensor){.dtype = d->dtype, .n_dims = 2, .shape = {s->ne[1], s->ne[0]},
+                                 .data = (const uint8_t *)s->data + (size_t)e * one, .nbytes = one};
+                snprintf(x->name, sizeof x->name, fmt, (int)e);
+            }
+            continue;
+        }
         if ((sp->flags & T_PERMUTE) && (!strcmp(rest, "attn_q.weight") || !strcmp(rest, "attn_k.weight")))
             d->data = owned[n] = permute_rows(s, !strcmp(rest, "attn_q.weight") ? nh : nkv);
         if ((sp->flags & T_TRANSPOSE) && il >= 0 && s->n_dims == 2) { /* Conv1D: [in, out] */
@@ -455,6 +546,22 @@ static void write_model(const char *folder, const tport_model_file *g, const arc
         free(owned[i]);
     free(owned);
     free(t);
+}
+
+/* The GGUF's "<arch>.<suffix>", or NULL. */
+static const tport_kv *gguf_key(const tport_model_file *g, const char *suffix) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", g->arch, suffix);
+    return tport_model_file_kv(g, key);
+}
+
+/* config[name] = the GGUF's "<arch>.<suffix>" where the file has it. */
+static void config_from_key(cJSON *cfg, const tport_model_file *g, const char *suffix, const char *name) {
+    const tport_kv *kv = gguf_key(g, suffix);
+    if (kv && (kv->type == TPORT_KV_F32 || kv->type == TPORT_KV_F64))
+        cJSON_AddNumberToObject(cfg, name, kv->v.f);
+    else if (kv && (kv->type == TPORT_KV_U32 || kv->type == TPORT_KV_I32))
+        cJSON_AddNumberToObject(cfg, name, kv->type == TPORT_KV_U32 ? (double)kv->v.u : (double)kv->v.i);
 }
 
 /* config.json as each class's transformers config names the values. */
@@ -500,7 +607,7 @@ static void write_config(const char *folder, const tport_model_file *g, const ar
         cJSON_AddNumberToObject(cfg, !strcmp(a, "falcon") ? "num_kv_heads" : "num_key_value_heads", nkv);
         cJSON_AddNumberToObject(cfg, "intermediate_size", hp->n_ff);
         cJSON_AddNumberToObject(cfg, "max_position_embeddings", hp->n_ctx);
-        cJSON_AddNumberToObject(cfg, !strcmp(a, "phi2") || !strcmp(a, "gptneox") ? "layer_norm_eps"
+        cJSON_AddNumberToObject(cfg, !strcmp(a, "phi2") || !strcmp(a, "gptneox") || !strcmp(a, "cohere2") ? "layer_norm_eps"
                                      : !strcmp(a, "falcon")                     ? "layer_norm_epsilon"
                                                                                 : "rms_norm_eps",
                                 hp->norm_eps);
@@ -516,6 +623,44 @@ static void write_config(const char *folder, const tport_model_file *g, const ar
             const tport_kv *par = tport_model_file_kv(g, "gptneox.use_parallel_residual");
             cJSON_AddBoolToObject(cfg, "use_parallel_residual", !par || par->v.b);
         }
+    }
+    if (!strcmp(a, "qwen3") || !strcmp(a, "qwen3moe") || !strcmp(a, "gemma2") || !strcmp(a, "gemma3"))
+        config_from_key(cfg, g, "attention.key_length", "head_dim");
+    static const char *const extras[][2] = {
+        {"attn_logit_softcapping", "attn_logit_softcapping"}, {"final_logit_softcapping", "final_logit_softcapping"},
+        {"attention.sliding_window", "sliding_window"},       {"rope.freq_base_swa", "rope_local_base_freq"},
+        {"attention.scale", "attention_multiplier"},          {"embedding_scale", "embedding_multiplier"},
+        {"residual_scale", "residual_multiplier"},            {"logit_scale", "logits_scaling"}};
+    for (size_t i = 0; i < sizeof extras / sizeof extras[0]; i++)
+        config_from_key(cfg, g, extras[i][0], extras[i][1]);
+    if (!strcmp(a, "phi3")) { /* Phi3Config: LongRoPE's factors and trained context */
+        config_from_key(cfg, g, "rope.scaling.original_context_length", "original_max_position_embeddings");
+        cJSON_AddNumberToObject(cfg, "partial_rotary_factor", (double)hp->n_rot / hd);
+        cJSON *rs = cJSON_AddObjectToObject(cfg, "rope_scaling");
+        cJSON_AddStringToObject(rs, "type", "longrope");
+        const char *which[2][2] = {{"rope_factors_long.weight", "long_factor"}, {"rope_factors_short.weight", "short_factor"}};
+        for (int k = 0; k < 2; k++) {
+            const tport_mf_tensor *f = tport_model_file_find(g, which[k][0]);
+            cJSON *arr = cJSON_AddArrayToObject(rs, which[k][1]);
+            for (int64_t i = 0; f && f->type == TPORT_TYPE_F32 && i < f->ne[0]; i++) {
+                float v;
+                memcpy(&v, (const uint8_t *)f->data + 4 * i, 4);
+                cJSON_AddItemToArray(arr, cJSON_CreateNumber(v));
+            }
+        }
+    }
+    config_from_key(cfg, g, "expert_count", !strcmp(sp->model_type, "mixtral") ? "num_local_experts" : "num_experts");
+    config_from_key(cfg, g, "expert_used_count", "num_experts_per_tok");
+    config_from_key(cfg, g, "expert_feed_forward_length", "moe_intermediate_size");
+    if (!strcmp(a, "cohere2")) { /* Cohere2Config's names */
+        config_from_key(cfg, g, "logit_scale", "logit_scale");
+        cJSON_AddNumberToObject(cfg, "rotary_pct", 1.0);
+    }
+    const tport_kv *lin = gguf_key(g, "rope.scaling.factor");
+    if (lin) { /* gemma3's linear scaling, as transformers writes it */
+        cJSON *rs = cJSON_AddObjectToObject(cfg, "rope_scaling");
+        cJSON_AddStringToObject(rs, "rope_type", "linear");
+        cJSON_AddNumberToObject(rs, "factor", lin->v.f);
     }
     write_json(folder, "config.json", cfg);
 }

@@ -240,6 +240,32 @@ static void test_fallback(void) {
     tport_model_file_close(l);
 }
 
+/* --tensor-type: one tensor of a llama-quantize mix gets its own type, the
+ * others --type's; a name that is no 2-D tensor, or a type whose block
+ * does not divide its rows, is refused. */
+static void test_tensor_type(void) {
+    CHECK(synth("--dim 256 --layers 2 --heads 4 --ff 256 --vocab 259 --type q4_k --tensor-type "
+                "output.weight=q6_k --tensor-type blk.1.ffn_down.weight=q6_K",
+                "mix.gguf") == 0,
+          "synth with --tensor-type failed");
+    tport_model_file *m = open_model("mix.gguf");
+    if (m) {
+        expect_tensor(m, "output.weight", TPORT_TYPE_Q6_K, 256, 259);
+        expect_tensor(m, "blk.1.ffn_down.weight", TPORT_TYPE_Q6_K, 256, 256);
+        expect_tensor(m, "blk.0.ffn_down.weight", TPORT_TYPE_Q4_K, 256, 256);
+        expect_tensor(m, "blk.1.attn_v.weight", TPORT_TYPE_Q4_K, 256, 256);
+    }
+    tport_model_file_close(m);
+    CHECK(synth("--dim 64 --vocab 300 --tensor-type blk.9.attn_q.weight=q8_0 2>/dev/null", "bad8.gguf") != 0,
+          "--tensor-type of a missing tensor accepted");
+    CHECK(synth("--dim 64 --vocab 300 --tensor-type blk.0.attn_norm.weight=q8_0 2>/dev/null", "bad9.gguf") != 0,
+          "--tensor-type of a 1-D tensor accepted");
+    CHECK(synth("--dim 64 --vocab 300 --tensor-type output.weight=q6_k 2>/dev/null", "bad10.gguf") != 0,
+          "--tensor-type whose block does not divide the rows accepted");
+    CHECK(!file_exists("bad8.gguf") && !file_exists("bad9.gguf") && !file_exists("bad10.gguf"),
+          "a refused --tensor-type wrote a file");
+}
+
 /* --shape sets every hyperparameter; a later option overrides one. */
 static void test_named_shape(void) {
     CHECK(synth("--shape stories15M --layers 1 --type q8_0", "s15.gguf") == 0, "synth stories15M failed");
@@ -303,10 +329,12 @@ int main(void) {
     test_seeds();
     test_fallback();
     test_named_shape();
+    test_tensor_type();
     test_bad_arguments();
     test_experts_type();
     const char *files[] = {"q8.gguf", "f32.gguf", "s11a.gguf", "s11b.gguf", "s12.gguf", "k64.gguf",
-                           "k256.gguf", "s15.gguf", "moe.gguf"};
+                           "k256.gguf", "s15.gguf", "moe.gguf",
+                           "mix.gguf"};
     tool_scratch_clean(dir, files, (int)(sizeof files / sizeof files[0]));
     return test_finish(NAME);
 }

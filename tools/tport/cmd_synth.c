@@ -42,6 +42,8 @@ typedef struct synth_opts {
     bool vocab_set;           /* --vocab given explicitly */
     char f32_suffix[TPORT_SYNTH_MAX_F32_KEYS][100];
     char key_suffix[TPORT_SYNTH_MAX_KEYS][72];
+    const char *tensor_type_arg[TPORT_SYNTH_MAX_TENSOR_TYPES]; /* --tensor-type NAME=T as given */
+    char tensor_type_name[TPORT_SYNTH_MAX_TENSOR_TYPES][96];
 } synth_opts;
 
 static void apply_shape(tport_synth_params *p, const synth_shape *s) {
@@ -77,6 +79,8 @@ static void usage(FILE *out) {
             "--experts-type T  type of the experts' stacks (default --type); the router (ffn_gate_inp)\n"
             "                  then stays f32, as llama-quantize keeps it: --type q8_0 --experts-type\n"
             "                  mxfp4 writes the bytes of llama-quantize's MXFP4_MOE\n"
+            "--tensor-type NAME=T   the 2-D tensor NAME (e.g. blk.1.ffn_down.weight) gets type T\n"
+            "                  instead (up to 64; to write a llama-quantize mix such as Q4_K_M)\n"
             "--vocab-from F    copy the tokenizer (tokenizer.ggml.*) from a GGUF file; its size sets --vocab\n"
             "--seed S          random seed (default 1)\n"
             "--out-gain G      multiply the weights that write into the residual stream (attention\n"
@@ -240,6 +244,17 @@ static int parse_args(int argc, char **argv, synth_opts *o) {
             p->key_value[k] = f;
             p->n_keys++;
             i++;
+        } else if (!strcmp(a, "--tensor-type")) {
+            const char *eq = v ? strchr(v, '=') : NULL;
+            int k = p->n_tensor_types;
+            if (!eq || eq == v || !eq[1] || k == TPORT_SYNTH_MAX_TENSOR_TYPES ||
+                (size_t)(eq - v) >= sizeof o->tensor_type_name[k])
+                return tool_fail(2, "synth: --tensor-type needs NAME=TYPE (at most %d)", TPORT_SYNTH_MAX_TENSOR_TYPES);
+            snprintf(o->tensor_type_name[k], sizeof o->tensor_type_name[k], "%.*s", (int)(eq - v), v);
+            o->tensor_type_arg[k] = v;
+            p->tensor_type_name[k] = o->tensor_type_name[k];
+            p->n_tensor_types++;
+            i++;
         } else if (!strcmp(a, "--rope-orig-ctx")) {
             if (!parse_u32(v, 1, 1u << 24, &p->rope_orig_ctx))
                 return tool_fail(2, "synth: --rope-orig-ctx needs a number in [1, 16777216]");
@@ -353,6 +368,12 @@ int cmd_synth(int argc, char **argv) {
         return tool_fail(2, "synth: unknown type '%s' or no quantizer for it (tport types lists them)",
                          o.type_name);
     o.p.type = (tport_type_id)type->info.id;
+    for (int k = 0; k < o.p.n_tensor_types; k++) {
+        const tport_type_traits *tt = find_type(strchr(o.tensor_type_arg[k], '=') + 1);
+        if (!tt)
+            return tool_fail(2, "synth: --tensor-type %s: unknown type or no quantizer for it", o.tensor_type_arg[k]);
+        o.p.tensor_type[k] = (tport_type_id)tt->info.id;
+    }
     if (o.experts_type_name) {
         const tport_type_traits *et = find_type(o.experts_type_name);
         if (!et)

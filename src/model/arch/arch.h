@@ -188,6 +188,6 @@ extern const tport_arch tport_arch_llama, tport_arch_gpt2, tport_arch_starcoder,
     tport_arch_gptj, tport_arch_gemma2, tport_arch_gemma3, tport_arch_qwen2moe, tport_arch_qwen3moe,
     tport_arch_olmoe, tport_arch_granitemoe, tport_arch_gptoss;
 extern const tport_arch tport_arch_qwen3, tport_arch_olmo2, tport_arch_granite, tport_arch_smollm3, tport_arch_phi3,
-    tport_arch_mistral3, tport_arch_deepseek2;
+    tport_arch_mistral3, tport_arch_deepseek2, tport_arch_cohere2;
 
 #endif

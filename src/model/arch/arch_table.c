@@ -14,7 +14,7 @@ static const tport_arch *const archs[] = {
     &tport_arch_olmoe, &tport_arch_granitemoe,
     /* issue 40's dense families */
     &tport_arch_qwen3, &tport_arch_olmo2, &tport_arch_granite, &tport_arch_smollm3, &tport_arch_phi3,
-    &tport_arch_mistral3, &tport_arch_deepseek2,
+    &tport_arch_mistral3, &tport_arch_deepseek2, &tport_arch_cohere2,
     /* issue 41's gpt-oss */
     &tport_arch_gptoss,
 };

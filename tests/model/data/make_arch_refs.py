@@ -119,6 +119,10 @@ def make(tport, exe, shared, work, e):
             # a step closer to a tie than the floor is a coin toss, so the
             # reference ends before it
             k = next((i for i, g in enumerate(a["gaps"]) if g < QUANT_FLOOR), len(a["gaps"]))
+            # ... and before an end of text: `tport run` stops there (the
+            # generated vocabulary's EOS is id 2; llama.cpp's driver goes on)
+            if not e.get("vocab_from") and 2 in a["ids"][:k]:
+                k = a["ids"].index(2)
             a["ids"], a["min_margin"] = a["ids"][:k], min(a["gaps"][:k], default=0.0)
         o["ids"] = a["ids"]
         o["min_margin"] = float("%.3g" % a["min_margin"])
