@@ -456,27 +456,6 @@ uint64_t tport_model_resident_bytes(const tport_model *m, const char *backend);
  * last row. */
 int32_t tport_session_placement(const tport_session *s, int32_t i, const char **backend, const char **op);
 
-/* ---- embeddings ----------------------------------------------------------- */
-/* How a sequence's per-token states become one vector: GGUF's
- * <arch>.pooling_type numbers (llama.cpp's LLAMA_POOLING_TYPE_*). */
-typedef enum tport_pooling {
-    TPORT_POOLING_NONE = 0,
-    TPORT_POOLING_MEAN = 1,
-    TPORT_POOLING_CLS = 2,  /* the first token's */
-    TPORT_POOLING_LAST = 3,
-    TPORT_POOLING_RANK = 4, /* a reranker's score: not an embedding */
-} tport_pooling;
-/* The pooling the model file declares (0..4 above), or -1 when it declares
- * none (a generative model's file). */
-int32_t tport_model_pooling(const tport_model *m);
-/* The embedding of n tokens, as llama.cpp's with embeddings on: s is
- * emptied, the tokens are evaluated from position 0, and every token's
- * state leaving the last layer through the final norm is pooled (mean,
- * CLS or last) into n_embd floats at out, not normalised.  Afterwards s
- * holds the tokens (a prompt cache) and no logits. */
-tport_status tport_session_embed(tport_session *s, const tport_token *ids, int32_t n, tport_pooling pooling,
-                                 float *out);
-
 /* ---- batches of sessions (continuous batching) ---------------------------- */
 /* One evaluation for tokens of several sessions of the same model: the
  * matrix products run over the rows of all of them together (the weights

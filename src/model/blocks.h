@@ -55,7 +55,6 @@ typedef struct tport_blk {
     int32_t layer_begin, layer_end;
     tport_tensor *hidden_in;
     bool hidden_out, hidden_out_last;
-    bool hidden_normed; /* the state leaving the last layer, through the final norm */
     bool logits_all; /* the head runs on every row, not only the last */
     /* where tport_blk_attention notes its cache stores (room for two a
      * layer), or NULL */

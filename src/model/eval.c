@@ -78,7 +78,7 @@ struct tport_eval_cache {
     seq_shape *seqs;
     int32_t n_seqs;
     int32_t n, n_ctx, n_swa, layer_begin, layer_end;
-    bool hidden_out, hidden_out_last, hidden_normed, logits_all;
+    bool hidden_out, hidden_out_last, logits_all;
     int64_t n_built, n_reused;
 };
 
@@ -150,7 +150,6 @@ static bool fits(const tport_eval_cache *c, const tport_model_eval *e, const seq
     if (!(c->m == e->m && same_backend && c->n == n && c->n_seqs == n_seqs && c->n_ctx == e->n_ctx &&
           c->layer_begin == e->layer_begin && c->layer_end == e->layer_end && !c->hidden_in == !e->hidden_in &&
           c->hidden_out == (e->hidden_out != NULL) && c->hidden_out_last == e->hidden_out_last &&
-          c->hidden_normed == e->hidden_normed &&
           c->logits_all == e->logits_all))
         return false;
     for (int32_t i = 0; i < n_seqs; i++) {
@@ -228,7 +227,7 @@ static tport_status build(tport_eval_cache *c, const tport_model_eval *e, const 
     *c = (tport_eval_cache){.m = m, .backend = e->backend, .n_seqs = n_seqs, .n = n, .n_ctx = e->n_ctx,
                             .n_swa = sh->n_swa, .layer_begin = e->layer_begin, .layer_end = e->layer_end,
                             .hidden_out = e->hidden_out != NULL, .hidden_out_last = e->hidden_out_last,
-                            .hidden_normed = e->hidden_normed, .logits_all = e->logits_all, .n_built = c->n_built, .n_reused = c->n_reused};
+                            .logits_all = e->logits_all, .n_built = c->n_built, .n_reused = c->n_reused};
     int cap_stores = 2 * (e->layer_end - e->layer_begin) * n_seqs;
     bool stage = stages_rows(e, seqs[0].ids != NULL), pick = picks_rows(sh_in, n_seqs);
     c->seqs = malloc((size_t)n_seqs * sizeof *c->seqs);
@@ -258,7 +257,7 @@ static tport_status build(tport_eval_cache *c, const tport_model_eval *e, const 
     tport_blk b = {.ctx = ctx, .g = c->g, .m = m, .sh = sh, .n = n, .n_ctx = e->n_ctx, .seqs = bseqs,
                    .n_seqs = n_seqs, .layer_begin = e->layer_begin, .layer_end = e->layer_end,
                    .hidden_out = e->hidden_out != NULL, .hidden_out_last = e->hidden_out_last,
-                   .hidden_normed = e->hidden_normed, .logits_all = e->logits_all, .fused_attn = tport_blk_fused_attn(e->backend),
+                   .logits_all = e->logits_all, .fused_attn = tport_blk_fused_attn(e->backend),
                    .stores = c->stores, .cap_stores = cap_stores};
     b.ids = tport_new_tensor_1d(ctx, TPORT_TYPE_I32, n);
     b.positions = tport_new_tensor_1d(ctx, TPORT_TYPE_I32, n);
@@ -406,9 +405,7 @@ tport_status tport_model_eval_batch(const tport_model_eval *e) {
     for (int32_t il = e->layer_begin; il < e->layer_end; il++)
         if (!tport_layer_attention_weight(&m->layers[il]))
             return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "eval: layer %d is not loaded", (int)il);
-    if (e->hidden_normed && (!e->hidden_out || e->layer_end != sh->n_layer))
-        return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "eval: the final norm's output needs the last layer");
-    if ((e->ids && !m->has_embedding) || ((!e->hidden_out || e->hidden_normed) && !m->has_head))
+    if ((e->ids && !m->has_embedding) || (!e->hidden_out && !m->has_head))
         return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "eval: the model was loaded without its %s",
                            e->ids && !m->has_embedding ? "embedding" : "output head");
     tport_eval_seq q = {.kv = e->kv, .pos = e->pos, .n = e->n, .ids = e->ids, .logits = e->logits};
@@ -427,7 +424,7 @@ tport_status tport_model_eval_seqs(const tport_model_eval *e, const tport_eval_s
     w.layer_begin = 0;
     w.layer_end = m->sh.n_layer;
     w.hidden_in = w.hidden_out = NULL;
-    w.hidden_out_last = w.hidden_normed = w.logits_all = false;
+    w.hidden_out_last = w.logits_all = false;
     for (int32_t i = 0; i < n_seqs; i++) {
         if (!seqs[i].ids || !seqs[i].kv || !seqs[i].logits)
             return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "eval: sequence %d has no tokens, caches or logits",

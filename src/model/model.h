@@ -245,8 +245,6 @@ typedef struct tport_model_eval {
                                     leaving layer_end - 1 ([n_embd, n], or
                                     the last row with hidden_out_last)     */
     bool hidden_out_last;
-    bool hidden_normed;          /* hidden_out after the final norm (output_norm):
-                                    what embeddings pool                    */
     int n_threads;
     const char *backend;
     float *logits;               /* n_vocab floats, or n x n_vocab with logits_all */

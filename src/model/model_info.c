@@ -1,8 +1,6 @@
 /* What an application (tport serve) asks a loaded model besides running
  * it: metadata strings, special tokens by text, detokenizing a sequence,
- * how much memory the weights and a KV cache take, and the pooling its
- * embeddings declare. */
-#include <stdio.h>
+ * and how much memory the weights and a KV cache take. */
 #include <string.h>
 
 #include "core/error.h"
@@ -94,22 +92,4 @@ size_t tport_model_kv_bytes(const tport_model *m, int32_t n_ctx) {
         cells += tport_shape_layer_swa(sh, il) && ring < ctx ? ring : ctx;
     }
     return (tport_shape_v_in_k(sh) ? 1 : 2) * cells * (size_t)sh->head_dim * (size_t)sh->n_head_kv * sizeof(float);
-}
-
-int32_t tport_model_pooling(const tport_model *m) {
-    char key[96];
-    if (!m)
-        return -1;
-    snprintf(key, sizeof key, "%s.pooling_type", m->file->arch);
-    const tport_kv *kv = tport_model_file_kv(m->file, key);
-    if (!kv)
-        return -1;
-    switch (kv->type) {
-    case TPORT_KV_U8: case TPORT_KV_U16: case TPORT_KV_U32: case TPORT_KV_U64:
-        return kv->v.u <= TPORT_POOLING_RANK ? (int32_t)kv->v.u : -1;
-    case TPORT_KV_I8: case TPORT_KV_I16: case TPORT_KV_I32: case TPORT_KV_I64:
-        return kv->v.i >= 0 && kv->v.i <= TPORT_POOLING_RANK ? (int32_t)kv->v.i : -1;
-    default:
-        return -1;
-    }
 }

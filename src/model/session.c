@@ -173,7 +173,7 @@ void tport_session_advance(tport_session *s, const tport_token *ids, int32_t n) 
 
 /* Evaluates io at the current position in batches through the model's
  * layers (none for the head alone); no recovery. */
-static tport_status eval_io(tport_session *s, const tport_stage_io *io, float *logits_all, bool normed) {
+static tport_status eval_io(tport_session *s, const tport_stage_io *io, float *logits_all) {
     const tport_model *m = s->m;
     size_t row = (size_t)m->sh.n_embd;
     for (int32_t done = 0; done < io->n;) {
@@ -195,7 +195,6 @@ static tport_status eval_io(tport_session *s, const tport_stage_io *io, float *l
             /* all rows in place, or the last row (the last chunk's wins) */
             e.hidden_out = io->out_last_only ? io->hidden_out : io->hidden_out + (size_t)done * row;
             e.hidden_out_last = io->out_last_only;
-            e.hidden_normed = normed;
         }
         tport_status st = tport_model_eval_batch(&e);
         if (st != TPORT_STATUS_OK)
@@ -210,7 +209,7 @@ static tport_status eval_io(tport_session *s, const tport_stage_io *io, float *l
 
 static tport_status eval_tokens(tport_session *s, const tport_token *ids, int32_t n, float *logits_all) {
     tport_stage_io io = {.ids = ids, .n = n};
-    tport_status st = eval_io(s, &io, logits_all, false);
+    tport_status st = eval_io(s, &io, logits_all);
     if (st == TPORT_STATUS_OK && logits_all) /* the last token's, as after tport_session_eval */
         memcpy(s->logits, logits_all + (size_t)(n - 1) * (size_t)s->m->sh.n_vocab,
                (size_t)s->m->sh.n_vocab * sizeof *s->logits);
@@ -301,7 +300,7 @@ tport_status tport_session_eval_stage(tport_session *s, const tport_stage_io *io
                            (int)io->n, (int)s->pos, (int)s->n_ctx);
     int32_t start = s->pos;
     s->have_logits = false;
-    tport_status st = eval_io(s, io, NULL, false);
+    tport_status st = eval_io(s, io, NULL);
     if (st != TPORT_STATUS_OK)
         return st;
     if (io->ids)
@@ -315,43 +314,6 @@ const float *tport_session_logits(const tport_session *s) {
 }
 
 int32_t tport_session_pos(const tport_session *s) { return s ? s->pos : 0; }
-
-tport_status tport_session_embed(tport_session *s, const tport_token *ids, int32_t n, tport_pooling pooling,
-                                 float *out) {
-    if (!s || !ids || n <= 0 || !out)
-        return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "session_embed: no tokens or nowhere to put them");
-    if (pooling != TPORT_POOLING_MEAN && pooling != TPORT_POOLING_CLS && pooling != TPORT_POOLING_LAST)
-        return tport_error(TPORT_STATUS_UNSUPPORTED, "session_embed: pooling %d (mean 1, CLS 2 or last 3)",
-                           (int)pooling);
-    const tport_model *m = s->m;
-    if (m->layer_begin != 0 || m->layer_end != m->sh.n_layer || !m->has_embedding || !m->has_head)
-        return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "session_embed: a pipeline stage has no embeddings");
-    if (n > s->n_ctx)
-        return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "session_embed: %d tokens do not fit the context of %d",
-                           (int)n, (int)s->n_ctx);
-    size_t row = (size_t)m->sh.n_embd;
-    float *rows = malloc((size_t)n * row * sizeof *rows);
-    if (!rows)
-        return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "session_embed: out of memory");
-    tport_session_reset(s);
-    tport_stage_io io = {.ids = ids, .n = n, .hidden_out = rows};
-    tport_status st = eval_io(s, &io, NULL, true);
-    if (st == TPORT_STATUS_OK) {
-        memcpy(s->history, ids, (size_t)n * sizeof *ids);
-        int32_t from = pooling == TPORT_POOLING_LAST ? n - 1 : 0, to = pooling == TPORT_POOLING_MEAN ? n : from + 1;
-        /* mean: summed in double, then divided, so the order of the rows matters little */
-        for (size_t j = 0; j < row; j++) {
-            double sum = 0;
-            for (int32_t i = from; i < to; i++)
-                sum += rows[(size_t)i * row + j];
-            out[j] = (float)(sum / (double)(to - from));
-        }
-    } else {
-        s->pos = 0;
-    }
-    free(rows);
-    return st;
-}
 
 void tport_session_graph_counts(const tport_session *s, int64_t *built, int64_t *reused) {
     tport_eval_cache_counts(s ? s->cache : NULL, built, reused);

@@ -1,6 +1,5 @@
 /* The endpoints: GET /health, GET /v1/models, POST /v1/completions,
- * POST /v1/chat/completions, POST /tokenize, POST /detokenize (and POST
- * /v1/embeddings, embeddings.c). */
+ * POST /v1/chat/completions, POST /tokenize, POST /detokenize. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -302,8 +301,6 @@ static const route routes[] = {
     {"POST", "/chat/completions", SERVE_REQ_CHAT, NULL},
     {"POST", "/tokenize", SERVE_REQ_TOKENIZE, NULL},
     {"POST", "/detokenize", SERVE_REQ_DETOKENIZE, NULL},
-    {"POST", "/v1/embeddings", -1, serve_embeddings},
-    {"POST", "/embeddings", -1, serve_embeddings},
 };
 
 enum MHD_Result serve_route(serve_conn *c) {

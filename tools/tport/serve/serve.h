@@ -2,8 +2,7 @@
  * http.c is the libmicrohttpd glue, routes.c the endpoints, request.c the
  * JSON bodies, stream.c the server-sent events, slots.c the sessions and
  * queue, prompt.c the prompt tokens, chat_template.c the chat formats,
- * generate.c the token loop, batcher.c the batched steps, embeddings.c
- * /v1/embeddings, utf8.c valid output, serve_main.c the command. */
+ * generate.c the token loop, utf8.c valid output, serve_main.c the command. */
 #ifndef TPORT_SERVE_SERVE_H
 #define TPORT_SERVE_SERVE_H
 
@@ -42,7 +41,6 @@ typedef struct serve_server {
     size_t max_body;
     const char *api_key;       /* NULL = no authentication                */
     int32_t default_max_tokens;
-    int pooling;               /* /v1/embeddings: a tport_pooling         */
     atomic_bool stopping;      /* SIGINT/SIGTERM: finish streams, refuse new work */
     atomic_int open_streams;   /* streaming responses not yet torn down   */
     atomic_uint_fast64_t next_id;
@@ -92,9 +90,6 @@ enum MHD_Result serve_route(serve_conn *c);
 
 /* The generation endpoints, non-streaming and streaming. */
 enum MHD_Result serve_completion(serve_conn *c, serve_request *req, bool chat);
-
-/* POST /v1/embeddings (embeddings.c). */
-enum MHD_Result serve_embeddings(serve_conn *c);
 
 /* A streaming response over an acquired slot; takes the spec and slot. */
 enum MHD_Result serve_stream_start(serve_conn *c, gen_spec *spec, int slot, bool chat, bool include_usage,

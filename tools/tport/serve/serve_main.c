@@ -24,7 +24,7 @@
 #define DRAIN_SECONDS 10
 
 typedef struct serve_opts {
-    const char *model, *host, *api_key, *backend, *chat_template, *alias, *tokenizer, *pooling;
+    const char *model, *host, *api_key, *backend, *chat_template, *alias, *tokenizer;
     long port, parallel, queue, ctx, threads, max_body, max_tokens;
 } serve_opts;
 
@@ -34,9 +34,8 @@ static void usage(FILE *out) {
             "\n"
             "An OpenAI-compatible HTTP server: GET /health, GET /v1/models,\n"
             "POST /v1/completions, POST /v1/chat/completions (\"stream\": true for\n"
-            "server-sent events), POST /v1/embeddings, POST /tokenize, POST /detokenize.\n"
-            "One access-log line per request goes to stderr.  SIGINT/SIGTERM stop it\n"
-            "gracefully:\n"
+            "server-sent events), POST /tokenize, POST /detokenize.  One access-log\n"
+            "line per request goes to stderr.  SIGINT/SIGTERM stop it gracefully:\n"
             "no new requests, streams in flight end with [DONE] (up to %d s).\n"
             "Requests may set max_tokens, stop, seed, temperature, top_p, top_k, min_p,\n"
             "presence_penalty, frequency_penalty, repeat_penalty and repeat_last_n (the\n"
@@ -71,9 +70,7 @@ static void usage(FILE *out) {
             "                          the file name)\n"
             "  --backend NAME          force a backend (default: the best for each operation)\n"
             "  --threads N             threads per evaluation, 0 = all cores (default 0)\n"
-            "  --tokenizer FILE        llama2.c tokenizer.bin for files without a vocabulary\n"
-            "  --pooling mean|cls|last how /v1/embeddings pools the tokens' states (default:\n"
-            "                          as the file declares, else last)\n",
+            "  --tokenizer FILE        llama2.c tokenizer.bin for files without a vocabulary\n",
             DRAIN_SECONDS, DEFAULT_PORT, DEFAULT_QUEUE, DEFAULT_MAX_CTX, chat_names(), DEFAULT_MAX_BODY,
             DEFAULT_MAX_TOKENS);
 }
@@ -106,7 +103,6 @@ static int parse_args(int argc, char **argv, serve_opts *o) {
         else if (!strcmp(a, "--chat-template")) o->chat_template = v;
         else if (!strcmp(a, "--alias")) o->alias = v;
         else if (!strcmp(a, "--tokenizer")) o->tokenizer = v;
-        else if (!strcmp(a, "--pooling")) o->pooling = v;
         else if (!strcmp(a, "--port")) rc = parse_long(a, v, 0, 65535, &o->port);
         else if (!strcmp(a, "--parallel")) rc = parse_long(a, v, 1, 256, &o->parallel);
         else if (!strcmp(a, "--queue")) rc = parse_long(a, v, 0, 4096, &o->queue);
@@ -122,8 +118,6 @@ static int parse_args(int argc, char **argv, serve_opts *o) {
         return tool_fail(2, "serve: no model (-m FILE); see tport serve --help");
     if (o->chat_template && chat_from_name(o->chat_template) == CHAT_UNKNOWN)
         return tool_fail(2, "serve: unknown --chat-template '%s' (one of: %s)", o->chat_template, chat_names());
-    if (o->pooling && strcmp(o->pooling, "mean") && strcmp(o->pooling, "cls") && strcmp(o->pooling, "last"))
-        return tool_fail(2, "serve: unknown --pooling '%s' (mean, cls or last)", o->pooling);
     if (o->api_key && !o->api_key[0])
         return tool_fail(2, "serve: --api-key is empty");
     return 0;
@@ -292,12 +286,6 @@ int cmd_serve(int argc, char **argv) {
     srv.max_body = (size_t)o.max_body;
     srv.api_key = o.api_key;
     srv.default_max_tokens = (int32_t)o.max_tokens;
-    /* a generative model's file declares no pooling: its last token's
-     * state sums up the input (as decoder embedding models are pooled) */
-    int32_t declared = tport_model_pooling(m);
-    srv.pooling = !o.pooling ? (declared < 0 ? TPORT_POOLING_LAST : declared)
-                  : !strcmp(o.pooling, "mean") ? TPORT_POOLING_MEAN
-                  : !strcmp(o.pooling, "cls") ? TPORT_POOLING_CLS : TPORT_POOLING_LAST;
     pick_template(&o, m, &srv);
     atomic_init(&srv.stopping, false);
     atomic_init(&srv.open_streams, 0);
