@@ -60,6 +60,9 @@ typedef struct tport_synth_params {
     const char *f32_key_suffix[TPORT_SYNTH_MAX_F32_KEYS];
     float f32_key_value[TPORT_SYNTH_MAX_F32_KEYS];
     int n_f32_keys;
+    /* <arch>.pooling_type as a name: "none", "mean", "cls", "last" or
+     * "rank" (tport_pooling's values); NULL: no key */
+    const char *pooling;
     tport_type_id type;          /* of the 2-D and 3-D weights               */
     uint64_t seed;
     /* copy tokenizer.* from this GGUF file (its size replaces vocab), else

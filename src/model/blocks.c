@@ -255,9 +255,11 @@ static tport_tensor *last_row(tport_blk *b, tport_tensor *x) {
 }
 
 tport_tensor *tport_blk_output(tport_blk *b, tport_tensor *x) {
+    const tport_globals *w = &b->m->w;
+    if (b->hidden_out && b->hidden_normed && x)
+        x = tport_blk_norm(b, x, w->output_norm, w->output_norm_b);
     if (b->hidden_out)
         return b->hidden_out_last && x ? tport_cont(b->ctx, last_row(b, x)) : x;
-    const tport_globals *w = &b->m->w;
     x = tport_blk_norm(b, x, w->output_norm, w->output_norm_b);
     x = tport_blk_linear(b, w->output, w->output_b, b->logits_all ? x : last_row(b, x));
     if (b->sh->logit_softcap > 0 && x)

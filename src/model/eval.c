@@ -62,7 +62,7 @@ struct tport_eval_cache {
     /* sliding-window layers: their cells and window (0: none in the
      * batch), cells read, and the batch's cells before a ring's end */
     int32_t swa_cells, n_swa, n_kv_swa, swa_first;
-    bool hidden_out, hidden_out_last, logits_all;
+    bool hidden_out, hidden_out_last, hidden_normed, logits_all;
     int64_t n_built, n_reused;
 };
 
@@ -138,7 +138,8 @@ static bool fits(const tport_eval_cache *c, const tport_model_eval *e, int32_t n
            c->swa_cells == w->cells && c->n_kv_swa == w->n_kv && c->swa_first == w->first &&
            c->n_ctx == e->n_ctx && c->layer_begin == e->layer_begin && c->layer_end == e->layer_end &&
            !c->hidden_in == !e->hidden_in && c->hidden_out == (e->hidden_out != NULL) &&
-           c->hidden_out_last == e->hidden_out_last && c->logits_all == e->logits_all;
+           c->hidden_out_last == e->hidden_out_last && c->hidden_normed == e->hidden_normed &&
+           c->logits_all == e->logits_all;
 }
 
 /* The inputs of this call, and the cache stores moved to its position. */
@@ -192,8 +193,8 @@ static tport_status build(tport_eval_cache *c, const tport_model_eval *e, int32_
                             .n_ctx = e->n_ctx, .layer_begin = e->layer_begin, .layer_end = e->layer_end,
                             .swa_cells = w->cells, .n_swa = sh->n_swa, .n_kv_swa = w->n_kv,
                             .swa_first = w->first, .hidden_out = e->hidden_out != NULL,
-                            .hidden_out_last = e->hidden_out_last, .logits_all = e->logits_all,
-                            .n_built = c->n_built, .n_reused = c->n_reused};
+                            .hidden_out_last = e->hidden_out_last, .hidden_normed = e->hidden_normed,
+                            .logits_all = e->logits_all, .n_built = c->n_built, .n_reused = c->n_reused};
     int cap_stores = 2 * (e->layer_end - e->layer_begin);
     bool stage = stages_rows(e);
     size_t n_in = 2 * (size_t)n + (size_t)n_kv * (size_t)n + (size_t)w->n_kv * (size_t)n;
@@ -212,7 +213,7 @@ static tport_status build(tport_eval_cache *c, const tport_model_eval *e, int32_
                    .n_kv_swa = w->n_kv,
                    .n_ctx = e->n_ctx, .kv = e->kv, .layer_begin = e->layer_begin, .layer_end = e->layer_end,
                    .hidden_out = e->hidden_out != NULL, .hidden_out_last = e->hidden_out_last,
-                   .logits_all = e->logits_all,
+                   .hidden_normed = e->hidden_normed, .logits_all = e->logits_all,
                    .fused_attn = tport_blk_fused_attn(e->backend),
                    .stores = c->stores, .cap_stores = cap_stores};
     b.ids = tport_new_tensor_1d(ctx, TPORT_TYPE_I32, n);
@@ -266,10 +267,12 @@ tport_status tport_model_eval_batch(const tport_model_eval *e) {
         return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "eval: layers [%d, %d) of %d with %s input",
                            (int)e->layer_begin, (int)e->layer_end, (int)sh->n_layer,
                            e->ids ? "token" : "hidden-state");
+    if (e->hidden_normed && (!e->hidden_out || e->layer_end != sh->n_layer))
+        return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "eval: the normed hidden state is the last layer's");
     for (int32_t il = e->layer_begin; il < e->layer_end; il++)
         if (!tport_layer_attention_weight(&m->layers[il]))
             return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "eval: layer %d is not loaded", (int)il);
-    if ((e->ids && !m->has_embedding) || (!e->hidden_out && !m->has_head))
+    if ((e->ids && !m->has_embedding) || ((!e->hidden_out || e->hidden_normed) && !m->has_head))
         return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "eval: the model was loaded without its %s",
                            e->ids && !m->has_embedding ? "embedding" : "output head");
     for (int32_t i = 0; e->ids && i < n; i++)

@@ -75,6 +75,8 @@ typedef struct tport_model_shape {
      * output before it joins the residual, the logits (divided by) */
     float embd_scale, residual_scale, logit_scale;
     float attn_scale;          /* > 0: the attention's kq scale (granite)   */
+    int32_t pooling;           /* <arch>.pooling_type (TPORT_POOLING_*), or
+                                  -1 when the file has no such key          */
 } tport_model_shape;
 
 /* Whether layer il attends through the sliding window. */
@@ -215,6 +217,8 @@ typedef struct tport_model_eval {
                                     leaving layer_end - 1 ([n_embd, n], or
                                     the last row with hidden_out_last)     */
     bool hidden_out_last;
+    bool hidden_normed;          /* hidden_out after the final norm (what
+                                    embeddings pool): needs the head       */
     int n_threads;
     const char *backend;
     float *logits;               /* n_vocab floats, or n x n_vocab with logits_all */

@@ -304,6 +304,16 @@ done:
     return st;
 }
 
+/* The index is the key's value (tport_pooling); -1: not a name. */
+static const char *const pooling_names[] = {"none", "mean", "cls", "last", "rank"};
+
+static int pooling_value(const char *name) {
+    for (int i = 0; i < (int)(sizeof pooling_names / sizeof pooling_names[0]); i++)
+        if (name && !strcmp(name, pooling_names[i]))
+            return i;
+    return -1;
+}
+
 /* Copies every tokenizer.* key of a GGUF file; *n_vocab gets its size. */
 static tport_status copy_vocab(tport_gguf_writer *w, const char *path, uint32_t *n_vocab) {
     tport_model_file *mf = NULL;
@@ -369,10 +379,15 @@ static tport_status set_metadata(tport_gguf_writer *w, const tport_synth_params 
         snprintf(key, sizeof key, "%s.%s", arch->name, p->f32_key_suffix[i]);
         TRY(tport_gguf_set_f32(w, key, p->f32_key_value[i]));
     }
+    if (p->pooling) {
+        snprintf(key, sizeof key, "%s.pooling_type", arch->name);
+        TRY(tport_gguf_set_u32(w, key, (uint32_t)pooling_value(p->pooling)));
+    }
     return TPORT_STATUS_OK;
 }
 
 /* ---- checks ------------------------------------------------------------- */
+
 
 #define BAD(...) tport_error(TPORT_STATUS_INVALID_ARGUMENT, __VA_ARGS__)
 
@@ -415,6 +430,8 @@ static tport_status check_params(const tport_synth_params *p, const tport_arch *
     for (int i = 0; i < p->n_f32_keys; i++)
         if (!p->f32_key_suffix[i] || !p->f32_key_suffix[i][0] || strlen(p->f32_key_suffix[i]) > 96)
             return BAD("synth: an f32 key needs a suffix of 1 to 96 characters");
+    if (p->pooling && pooling_value(p->pooling) < 0)
+        return BAD("synth: pooling '%s' is none of none, mean, cls, last, rank", p->pooling);
     return TPORT_STATUS_OK;
 }
 

@@ -147,6 +147,10 @@ tport_status tport_model_shape_from_file(const tport_model_file *mf, const tport
      * context is not limited by it.  Their RoPE is the global one unless
      * the architecture sets its own. */
     sh->n_swa = (int32_t)arch_u32(mf, "attention.sliding_window");
+    /* embeddings' pooling: absent (-1) differs from 0, "none" */
+    char pooling_key[96];
+    snprintf(pooling_key, sizeof pooling_key, "%s.pooling_type", mf->arch);
+    sh->pooling = tport_model_file_kv(mf, pooling_key) ? (int32_t)arch_u32(mf, "pooling_type") : -1;
     sh->rope_base_swa = sh->rope_base;
     sh->rope_scale_swa = sh->rope_scale;
     /* mixture of experts: the counts, and the widths where the
