@@ -301,6 +301,9 @@ static const route routes[] = {
     {"POST", "/chat/completions", SERVE_REQ_CHAT, NULL},
     {"POST", "/tokenize", SERVE_REQ_TOKENIZE, NULL},
     {"POST", "/detokenize", SERVE_REQ_DETOKENIZE, NULL},
+    /* embeddings.c parses its own body */
+    {"POST", "/v1/embeddings", -1, serve_embeddings},
+    {"POST", "/embeddings", -1, serve_embeddings},
 };
 
 enum MHD_Result serve_route(serve_conn *c) {
