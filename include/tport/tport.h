@@ -475,16 +475,17 @@ typedef enum tport_pooling {
     TPORT_POOLING_LAST = 3, /* the last token's                           */
     TPORT_POOLING_RANK = 4, /* a reranker's classification head           */
 } tport_pooling;
-/* The pooling the file declares; a file without the key (a decoder made
+/* The pooling the file declares; a decoder file without the key (made
  * for generation) pools its last token, which for a causal model is the
  * only state that has seen the whole sequence (llama-server's
- * --pooling last). */
+ * --pooling last); an encoder (bert) without it: none, as llama.cpp. */
 tport_pooling tport_model_pooling(const tport_model *m);
 /* The pooled embedding of ids (n >= 1): the session is reset and ids
  * evaluated from position 0 (its earlier tokens are gone afterwards);
  * the final hidden state after the output norm (before the output head),
  * pooled as tport_model_pooling says, then divided by its Euclidean norm
- * when normalize (llama-server's default, embd_normalize 2).  Writes
+ * when normalize (llama-server's default, embd_normalize 2).  An encoder
+ * (bert: non-causal attention) sees ids as one batch.  Writes
  * tport_model_n_embd floats to out (cap floats of room); refuses pooling
  * none and rank, and a model loaded without its head. */
 tport_status tport_session_embed(tport_session *s, const tport_token *ids, int32_t n, bool normalize, float *out,

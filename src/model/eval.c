@@ -149,13 +149,15 @@ static tport_status fill_inputs(tport_eval_cache *c, const tport_model_eval *e) 
     float *mask = (float *)(c->in + 2 * (size_t)n);
     float *mask_swa = mask + (size_t)n_kv * (size_t)n;
     bool alibi = e->m->sh.max_alibi_bias > 0;
+    bool non_causal = e->m->sh.non_causal; /* every filled cell is visible */
     int32_t last = e->pos + n - 1;
     for (int32_t i = 0; i < n; i++) {
         int32_t q = e->pos + i;
         ids[i] = e->ids ? e->ids[i] : 0;
         positions[i] = q;
         for (int32_t j = 0; j < n_kv; j++)
-            mask[(size_t)i * (size_t)n_kv + (size_t)j] = j > q ? -INFINITY : alibi ? -(float)(q - j) : 0.0f;
+            mask[(size_t)i * (size_t)n_kv + (size_t)j] =
+                j > (non_causal ? last : q) ? -INFINITY : alibi ? -(float)(q - j) : 0.0f;
         /* cell j of a ring holds the latest position p <= last with
          * p % cells == j (none yet when j > last); llama.cpp masks a key
          * when p_query - p_key >= n_swa */
@@ -267,6 +269,12 @@ tport_status tport_model_eval_batch(const tport_model_eval *e) {
         return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "eval: layers [%d, %d) of %d with %s input",
                            (int)e->layer_begin, (int)e->layer_end, (int)sh->n_layer,
                            e->ids ? "token" : "hidden-state");
+    /* a query of a non-causal model sees later positions: they must be in
+     * its batch, so the sequence is one batch from position 0 */
+    if (sh->non_causal && e->pos != 0)
+        return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "eval: %s attends non-causally: the whole sequence is one "
+                           "batch from position 0 (tport_session_embed), not %d tokens at position %d",
+                           m->arch->name, (int)n, (int)e->pos);
     if (e->hidden_normed && (!e->hidden_out || e->layer_end != sh->n_layer))
         return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "eval: the normed hidden state is the last layer's");
     for (int32_t il = e->layer_begin; il < e->layer_end; il++)

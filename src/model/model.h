@@ -35,6 +35,7 @@ typedef struct tport_layer {
 /* Model-level weight slots. */
 typedef struct tport_globals {
     tport_tensor *tok_embd, *pos_embd, *tok_norm, *tok_norm_b;
+    tport_tensor *type_embd;     /* BERT's token types: row 0 is added   */
     tport_tensor *output_norm, *output_norm_b, *output, *output_b;
     /* RoPE frequency factors: Llama 3's rope_freqs; LongRoPE's long and
      * short factors (phi3), one of which the shape picks */
@@ -75,6 +76,9 @@ typedef struct tport_model_shape {
      * output before it joins the residual, the logits (divided by) */
     float embd_scale, residual_scale, logit_scale;
     float attn_scale;          /* > 0: the attention's kq scale (granite)   */
+    int32_t n_token_types;     /* tokenizer.ggml.token_type_count (BERT)    */
+    bool non_causal;           /* attention.causal false: every position
+                                  sees every other (one batch from 0)      */
     int32_t pooling;           /* <arch>.pooling_type (TPORT_POOLING_*), or
                                   -1 when the file has no such key          */
 } tport_model_shape;

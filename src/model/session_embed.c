@@ -12,8 +12,10 @@
 #include "model/session.h"
 
 tport_pooling tport_model_pooling(const tport_model *m) {
-    if (!m || m->sh.pooling < 0)
-        return TPORT_POOLING_LAST;
+    if (!m)
+        return TPORT_POOLING_NONE;
+    if (m->sh.pooling < 0) /* an encoder without the key: llama.cpp's default, none */
+        return m->sh.non_causal ? TPORT_POOLING_NONE : TPORT_POOLING_LAST;
     return (tport_pooling)m->sh.pooling;
 }
 
@@ -49,7 +51,13 @@ tport_status tport_session_embed(tport_session *s, const tport_token *ids, int32
         return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "embed: out of memory for %d tokens", (int)n);
     tport_session_reset(s);
     tport_stage_io io = {.ids = ids, .n = n, .hidden_out = rows, .out_last_only = last_only, .normed = true};
+    /* non-causal attention: every token must see the whole sequence, so
+     * it is one batch (its graph is as large as the sequence) */
+    int32_t n_batch = s->n_batch;
+    if (m->sh.non_causal)
+        s->n_batch = n;
     tport_status st = tport_session_eval_stage(s, &io);
+    s->n_batch = n_batch;
     if (st == TPORT_STATUS_OK && !last_only) {
         int32_t take = pooling == TPORT_POOLING_CLS ? 1 : n;
         for (int32_t j = 0; j < n_embd; j++) {

@@ -107,6 +107,10 @@ static tport_model_shape model_shape(const tport_synth_params *o, const tport_ar
     sh.n_rot = o->rot ? (int32_t)o->rot : sh.head_dim;
     sh.n_expert = (int32_t)o->experts;
     sh.n_expert_used = (int32_t)o->experts_used;
+    /* BERT's token types: two ("sentence A/B"), where the table has them */
+    for (int k = 0; k < arch->n_tensors; k++)
+        if (arch->tensors[k].ne1 == DIM_TOKEN_TYPES)
+            sh.n_token_types = 2;
     /* the experts' widths only where the table uses them (llama.cpp's
      * defaults: n_ff / n_used for an expert, n_ff for the shared one) */
     for (int k = 0; k < arch->n_tensors && o->experts; k++) {

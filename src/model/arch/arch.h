@@ -29,6 +29,7 @@ typedef enum tport_arch_dim {
     DIM_HEAD,     /* head_dim (per-head Q/K norms)              */
     DIM_ROT_HALF, /* n_rot / 2 (RoPE frequency factors)         */
     DIM_FF2,      /* 2 n_ff (fused [gate|up] rows, phi3)         */
+    DIM_TOKEN_TYPES, /* tokenizer.ggml.token_type_count (BERT)  */
 } tport_arch_dim;
 
 enum {
@@ -149,6 +150,7 @@ extern const tport_arch tport_arch_llama, tport_arch_gpt2, tport_arch_starcoder,
     tport_arch_gptneox, tport_arch_phi2, tport_arch_falcon, tport_arch_mpt, tport_arch_bloom, tport_arch_gemma,
     tport_arch_gptj, tport_arch_gemma2, tport_arch_gemma3, tport_arch_qwen2moe, tport_arch_qwen3moe,
     tport_arch_olmoe, tport_arch_granitemoe;
+extern const tport_arch tport_arch_bert;
 extern const tport_arch tport_arch_qwen3, tport_arch_olmo2, tport_arch_granite, tport_arch_smollm3, tport_arch_phi3,
     tport_arch_mistral3;
 

@@ -15,6 +15,8 @@ static const tport_arch *const archs[] = {
     /* issue 40's dense families */
     &tport_arch_qwen3, &tport_arch_olmo2, &tport_arch_granite, &tport_arch_smollm3, &tport_arch_phi3,
     &tport_arch_mistral3,
+    /* embeddings (issue 42) */
+    &tport_arch_bert,
 };
 
 int tport_arch_count(void) { return (int)(sizeof archs / sizeof archs[0]); }
