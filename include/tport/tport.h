@@ -480,6 +480,9 @@ typedef enum tport_pooling {
  * only state that has seen the whole sequence (llama-server's
  * --pooling last); an encoder (bert) without it: none, as llama.cpp. */
 tport_pooling tport_model_pooling(const tport_model *m);
+/* Whether the model gives logits (generation); false for an encoder
+ * (bert), which gives only embeddings. */
+bool tport_model_generates(const tport_model *m);
 /* The pooled embedding of ids (n >= 1): the session is reset and ids
  * evaluated from position 0 (its earlier tokens are gone afterwards);
  * the final hidden state after the output norm (before the output head),

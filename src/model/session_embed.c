@@ -19,6 +19,12 @@ tport_pooling tport_model_pooling(const tport_model *m) {
     return (tport_pooling)m->sh.pooling;
 }
 
+bool tport_model_generates(const tport_model *m) {
+    /* a non-causal model has no next token to predict: bert's graph
+     * refuses logits (arch/bert.c) */
+    return m && !m->sh.non_causal;
+}
+
 static const char *pooling_name(int32_t p) {
     switch (p) {
     case TPORT_POOLING_NONE: return "none (one embedding per token)";

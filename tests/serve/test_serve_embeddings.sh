@@ -7,9 +7,14 @@
 REFS="$(dirname "$0")/../model/data/embed_refs.json"
 
 # ---- values: ids in, llama.cpp's pooled and normalised embedding out
-for name in llama-last llama-mean; do
+BGE="${TPORT_SHARED_DIR:-../shared}/models/vocab/ggml-vocab-bert-bge.gguf"
+for name in llama-last llama-mean bert-mean; do
     recipe=$(node -e 'const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
                       console.log(r.entries.find(e => e.name === process.argv[2]).synth)' "$REFS" "$name")
+    if [ "$name" = bert-mean ]; then
+        [ -f "$BGE" ] || { echo "skipped: bert-mean ($BGE is absent)"; continue; }
+        recipe="$recipe --vocab-from $BGE"
+    fi
     # shellcheck disable=SC2086
     "$TPORT_CLI" synth $recipe -o "$WORK/$name.gguf" >/dev/null
     check "$name: synth" $?
@@ -32,6 +37,14 @@ for name in llama-last llama-mean; do
                    j.usage.prompt_tokens === r.prompt_ids.length;
         console.log(ok ? "ok" : `cos ${ab / Math.sqrt(aa * bb)} diff ${d} n ${a.length}`)' \
         "$WORK/body" "$REFS" "$name")" ok
+    if [ "$name" = bert-mean ]; then
+        # WordPiece with [CLS] ... [SEP]; an encoder refuses completions
+        expect_eq "bert: text: 200" "$(http POST /v1/embeddings '{"input":"Hello world"}')" 200
+        expect_eq "bert: [CLS] hello world [SEP]" "$(jget 'j.usage.prompt_tokens')" 4
+        expect_eq "bert: completions: 400" "$(http POST /v1/completions '{"prompt":"Hello","max_tokens":2}')" 400
+        grep -q encoder "$WORK/body"
+        check "bert: the refusal says it is an encoder" $?
+    fi
     stop_server
 done
 

@@ -241,6 +241,9 @@ static enum MHD_Result answer_whole(serve_conn *c, gen_spec *spec, int slot, boo
 
 enum MHD_Result serve_completion(serve_conn *c, serve_request *req, bool chat) {
     serve_server *srv = c->srv;
+    if (!tport_model_generates(srv->model))
+        return serve_send_error(c, 400, NULL, "the model (%s) is an encoder: it gives embeddings "
+                                "(POST /v1/embeddings), not completions", tport_model_arch(srv->model));
     serve_error err = {.param = NULL};
     tport_token *ids = NULL;
     int32_t n = prompt_tokens(c, req, chat, &ids, &err);
