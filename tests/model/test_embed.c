@@ -178,6 +178,29 @@ int main(int argc, char **argv) {
                       "cannot tell poolings apart", (int)pool_j->number, c_last);
         }
     }
+    /* tport embed --ids prints the same vector */
+    if (s) {
+        char cmd[8192], *p = cmd;
+        p += snprintf(p, sizeof cmd, "'%s' embed --threads 1 -m '%s' --ids ", TPORT_CLI, path);
+        for (int i = 0; i < n_ids; i++)
+            p += snprintf(p, sizeof cmd - (size_t)(p - cmd), i ? ",%d" : "%d", (int)ids_j->items[i].number);
+        FILE *f = popen(cmd, "r");
+        static char line[1 << 16];
+        char *at = f && fgets(line, sizeof line, f) ? strstr(line, "\"embedding\": [") : NULL;
+        double dmax = at ? 0 : 1;
+        int got = 0;
+        for (at = at ? at + 14 : NULL; at && got < n_embd; got++) {
+            char *end;
+            double x = strtod(at, &end);
+            if (end == at)
+                break;
+            dmax = fmax(dmax, fabs(x - emb_j->items[got].number));
+            at = *end == ',' ? end + 1 : end;
+        }
+        if (f)
+            pclose(f);
+        CHECK(got == n_embd && dmax < ABS_MAX, "tport embed: %d values, max |diff| %.3g", got, dmax);
+    }
     tport_session_free(s);
     tport_model_free(m);
     unlink(path);
