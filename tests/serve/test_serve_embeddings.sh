@@ -50,6 +50,9 @@ done
 
 # ---- shapes, on the shared tiny llama (no pooling key: last token)
 start_server --ctx 256
+COMPLETE='{"prompt":"Once upon a time","max_tokens":8,"temperature":0}'
+http POST /v1/completions "$COMPLETE" >/dev/null
+BEFORE=$(jget 'j.choices[0].text')
 expect_eq "a string: 200" "$(http POST /v1/embeddings '{"input":"Once upon a time","model":"x"}')" 200
 cp "$WORK/body" "$WORK/one"
 expect_eq "object list, one embedding, unit norm, usage" "$(jget '
@@ -95,7 +98,9 @@ refused "dimensions" '{"input":"a","dimensions":8}' dimensions
 refused "encoding_format" '{"input":"a","encoding_format":"int8"}' encoding_format
 expect_eq "a body that is not JSON: 400" "$(http POST /v1/embeddings 'nope')" 400
 expect_eq "GET: 405" "$(http GET /v1/embeddings)" 405
-# generation still works on the slot an embedding used
-expect_eq "completion after embeddings: 200" \
-    "$(http POST /v1/completions '{"prompt":"Once upon a time","max_tokens":4,"temperature":0}')" 200
+# generation on the slot an embedding used (its cache now holds the
+# embedded tokens, reused as a prompt prefix) gives the same text
+expect_eq "embedding the prompt: 200" "$(http POST /v1/embeddings '{"input":"Once upon a time"}')" 200
+expect_eq "completion after embeddings: 200" "$(http POST /v1/completions "$COMPLETE")" 200
+expect_eq "the same greedy text as before any embedding" "$(jget 'j.choices[0].text')" "$BEFORE"
 finish
