@@ -4,7 +4,8 @@
  * pooling, last token for a decoder file without one), L2-normalised as
  * llama-server's default.  "encoding_format" "float" (default) or
  * "base64" (the little-endian f32 bytes).  Fields that would change the
- * answer and are not implemented ("dimensions") are refused.
+ * answer and are not implemented ("dimensions") are refused
+ * (embed_request.c parses the body).
  *
  * The inputs run one after another on one slot's session taken from the
  * pool like a completion's: the pool bounds the memory and the
@@ -16,75 +17,32 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "embed_request.h"
 #include "prompt.h"
 #include "serve.h"
-
-#define MAX_INPUTS 2048 /* OpenAI's limit on inputs per request */
 
 typedef struct embed_input {
     tport_token *ids;
     int32_t n;
 } embed_input;
 
-/* One input's tokens from item (a string or an array of ids); -1 with
- * err filled. */
-static int32_t input_tokens(const serve_server *srv, const cJSON *item, tport_token **ids, serve_error *err) {
-    if (cJSON_IsString(item))
-        return prompt_from_text(srv->model, item->valuestring, true, ids, err);
-    int n = cJSON_GetArraySize(item);
-    if (!cJSON_IsArray(item) || n > srv->n_ctx) {
-        snprintf(err->message, sizeof err->message, "'input' items are strings or arrays of at most %d token ids",
-                 (int)srv->n_ctx);
-        return -1;
-    }
-    int32_t *raw = malloc((size_t)(n ? n : 1) * sizeof *raw);
-    if (!raw) {
-        snprintf(err->message, sizeof err->message, "out of memory");
-        return -1;
-    }
-    int i = 0;
-    for (const cJSON *t = item->child; t; t = t->next, i++) {
-        if (!cJSON_IsNumber(t) || t->valuedouble != (double)(int32_t)t->valuedouble) {
-            free(raw);
-            snprintf(err->message, sizeof err->message, "'input': token %d is not an integer", i);
-            return -1;
-        }
-        raw[i] = (int32_t)t->valuedouble;
-    }
-    int32_t got = prompt_from_ids(srv->model, raw, n, ids, err);
-    free(raw);
-    return got;
-}
-
-/* The inputs of body["input"]; -1 with err filled. */
-static int parse_inputs(const serve_server *srv, const cJSON *input, embed_input *out, serve_error *err) {
-    const cJSON *one = input;
-    int n = 1;
-    /* an array of strings or of arrays is a list; an array of numbers is one input */
-    if (cJSON_IsArray(input) && input->child && !cJSON_IsNumber(input->child)) {
-        n = cJSON_GetArraySize(input);
-        one = NULL;
-    }
-    if (!input || (!cJSON_IsString(input) && !cJSON_IsArray(input)) || (cJSON_IsArray(input) && !input->child)) {
-        snprintf(err->message, sizeof err->message, "'input' must be a string, an array of strings, or token ids");
-        return -1;
-    }
-    if (n > MAX_INPUTS) {
-        snprintf(err->message, sizeof err->message, "'input' has %d items; at most %d", n, MAX_INPUTS);
-        return -1;
-    }
-    int i = 0;
-    for (const cJSON *it = one ? one : input->child; it && i < n; it = one ? NULL : it->next, i++) {
-        out[i].n = input_tokens(srv, it, &out[i].ids, err);
+/* The request's items as tokens (texts with BOS or [CLS]/[SEP], ids
+ * checked against the vocabulary); false with err filled. */
+static bool tokenize_items(const serve_server *srv, const embed_request *r, embed_input *out, serve_error *err) {
+    for (int i = 0; i < r->n; i++) {
+        const embed_item *it = &r->items[i];
+        out[i].n = it->text ? prompt_from_text(srv->model, it->text, true, &out[i].ids, err)
+                            : prompt_from_ids(srv->model, it->ids, it->n_ids, &out[i].ids, err);
+        err->param = "input"; /* prompt.c names its own field "prompt" */
         if (out[i].n < 0)
-            return -1;
+            return false;
         if (out[i].n == 0 || out[i].n > srv->n_ctx) {
             snprintf(err->message, sizeof err->message, "'input' item %d has %d tokens; 1 to %d fit the context", i,
                      (int)out[i].n, (int)srv->n_ctx);
-            return -1;
+            return false;
         }
     }
-    return n;
+    return true;
 }
 
 static char *base64(const float *v, int32_t n) {
@@ -171,37 +129,23 @@ static cJSON *embed_all(serve_conn *c, const embed_input *in, int n, bool b64, i
 enum MHD_Result serve_embeddings(serve_conn *c) {
     serve_server *srv = c->srv;
     atomic_fetch_add(&srv->metrics.requests, 1);
-    cJSON *body = cJSON_ParseWithLength(c->body ? c->body : "", c->body_len);
-    if (!cJSON_IsObject(body)) {
-        cJSON_Delete(body);
-        return serve_send_error(c, 400, NULL, "the body is not a JSON object");
+    embed_request req;
+    serve_error err = {.param = NULL};
+    if (!embed_request_parse(c->body, c->body_len, srv->n_ctx, &req, &err)) {
+        atomic_fetch_add(&srv->metrics.requests_failed, 1);
+        return serve_send_error(c, 400, err.param, "%s", err.message);
     }
-    serve_error err = {.param = "input"};
-    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(body, "encoding_format");
-    if (cJSON_GetObjectItemCaseSensitive(body, "dimensions")) {
-        cJSON_Delete(body);
-        return serve_send_error(c, 400, "dimensions", "'dimensions': shortened embeddings are not implemented");
-    }
-    if (fmt && !cJSON_IsNull(fmt) && (!cJSON_IsString(fmt) || (strcmp(fmt->valuestring, "float") &&
-                                                               strcmp(fmt->valuestring, "base64")))) {
-        cJSON_Delete(body);
-        return serve_send_error(c, 400, "encoding_format", "'encoding_format' is \"float\" or \"base64\"");
-    }
-    bool b64 = cJSON_IsString(fmt) && !strcmp(fmt->valuestring, "base64");
-    const cJSON *input = cJSON_GetObjectItemCaseSensitive(body, "input");
-    int cap = cJSON_IsArray(input) ? cJSON_GetArraySize(input) : 1;
-    cap = cap > 0 && cap <= MAX_INPUTS ? cap : 1; /* parse_inputs refuses more */
-    embed_input *in = calloc((size_t)cap, sizeof *in);
-    int n = in ? parse_inputs(srv, input, in, &err) : -1;
-    err.param = "input"; /* prompt.c names its own field "prompt" */
-    if (!in)
-        snprintf(err.message, sizeof err.message, "out of memory");
-    cJSON_Delete(body);
-    enum MHD_Result res;
-    int32_t n_tokens = 0;
+    embed_input *in = calloc((size_t)req.n, sizeof *in);
     unsigned status = 400;
-    cJSON *r = n > 0 ? embed_all(c, in, n, b64, &n_tokens, &err, &status) : NULL;
+    if (!in) {
+        snprintf(err.message, sizeof err.message, "out of memory");
+        status = 500;
+    }
+    int32_t n_tokens = 0;
+    cJSON *r = in && tokenize_items(srv, &req, in, &err)
+                   ? embed_all(c, in, req.n, req.base64, &n_tokens, &err, &status) : NULL;
     c->n_prompt = n_tokens;
+    enum MHD_Result res;
     if (r) {
         cJSON_AddStringToObject(r, "model", srv->model_id);
         cJSON *usage = cJSON_AddObjectToObject(r, "usage");
@@ -216,8 +160,9 @@ enum MHD_Result serve_embeddings(serve_conn *c) {
         atomic_fetch_add(&srv->metrics.requests_failed, 1);
         res = serve_send_error(c, status, status == 400 ? err.param : NULL, "%s", err.message);
     }
-    for (int i = 0; in && i < cap; i++)
+    for (int i = 0; in && i < req.n; i++)
         free(in[i].ids);
     free(in);
+    embed_request_free(&req);
     return res;
 }
