@@ -142,7 +142,7 @@ int main(int argc, char **argv) {
             want[i] = (float)emb_j->items[i].number;
         /* evaluate something first: embed must start from position 0;
          * an encoder (bert) refuses to give logits */
-        bool encoder = !strcmp(tport_model_arch(m), "bert");
+        bool encoder = !tport_model_generates(m);
         tport_status ev = tport_session_eval(s, ids, 3);
         CHECK(encoder ? ev != TPORT_STATUS_OK && strstr(tport_last_error(), "encoder") : ev == TPORT_STATUS_OK,
               "eval: status %d: %s", (int)ev, tport_last_error());

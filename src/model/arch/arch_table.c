@@ -16,7 +16,7 @@ static const tport_arch *const archs[] = {
     &tport_arch_qwen3, &tport_arch_olmo2, &tport_arch_granite, &tport_arch_smollm3, &tport_arch_phi3,
     &tport_arch_mistral3,
     /* embeddings (issue 42) */
-    &tport_arch_bert,
+    &tport_arch_bert, &tport_arch_nomic_bert,
 };
 
 int tport_arch_count(void) { return (int)(sizeof archs / sizeof archs[0]); }

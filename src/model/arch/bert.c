@@ -15,6 +15,7 @@
  * post-norms sit in the pre-norm slots of their side (attn_norm: after
  * attention; ffn_norm: after the feed-forward). */
 #include <math.h>
+#include <stdio.h>
 
 #include "model/arch/arch.h"
 
@@ -43,6 +44,11 @@ static const tport_arch_tensor tensors[] = {
 };
 
 static tport_tensor *build(tport_blk *b) {
+    tport_tensor *x = tport_arch_bert_embed(b); /* NULL: logits asked for */
+    return x ? tport_blk_output(b, tport_arch_bert_layers(b, x, false)) : NULL; /* no output_norm */
+}
+
+tport_tensor *tport_arch_bert_embed(tport_blk *b) {
     const tport_globals *w = &b->m->w;
     if (!b->hidden_out) {
         tport_error(TPORT_STATUS_UNSUPPORTED, "%s is an encoder: it gives embeddings (tport_session_embed), "
@@ -51,7 +57,7 @@ static tport_tensor *build(tport_blk *b) {
     }
     tport_tensor *x = b->hidden_in;
     if (!x) {
-        x = tport_blk_embed(b); /* token and position embeddings */
+        x = tport_blk_embed(b); /* token (and learned position) embeddings */
         if (w->type_embd && x) {
             /* row 0 of the token types: positions[0] is 0 (a non-causal
              * batch starts at position 0: eval.c) */
@@ -61,20 +67,30 @@ static tport_tensor *build(tport_blk *b) {
         }
         x = x ? tport_blk_norm(b, x, w->tok_norm, w->tok_norm_b) : NULL;
     }
+    return x;
+}
+
+tport_tensor *tport_arch_bert_layers(tport_blk *b, tport_tensor *x, bool swiglu) {
     float kq_scale = 1.0f / sqrtf((float)b->sh->head_dim);
     for (int32_t il = b->layer_begin; il < b->layer_end && x; il++) {
         const tport_layer *l = &b->m->layers[il];
         tport_tensor *a = tport_blk_self_attention(b, il, x, kq_scale);
         x = a ? tport_blk_norm(b, tport_add(b->ctx, x, a), l->attn_norm, l->attn_norm_b) : NULL;
-        tport_tensor *f = x ? tport_blk_ffn_gelu(b, l, x) : NULL;
+        tport_tensor *f = !x ? NULL : swiglu ? tport_blk_ffn_swiglu(b, l, x) : tport_blk_ffn_gelu(b, l, x);
         x = f ? tport_blk_norm(b, tport_add(b->ctx, x, f), l->ffn_norm, l->ffn_norm_b) : NULL;
     }
-    return tport_blk_output(b, x); /* no output_norm: the state itself */
+    return x;
 }
 
 /* synth: the encoder's keys (a converted file has them) */
 static tport_status write_keys(tport_gguf_writer *w, const tport_model_shape *sh) {
-    tport_status st = tport_gguf_set_bool(w, "bert.attention.causal", false);
+    return tport_arch_bert_write_keys(w, "bert", sh);
+}
+
+tport_status tport_arch_bert_write_keys(tport_gguf_writer *w, const char *arch, const tport_model_shape *sh) {
+    char key[96];
+    snprintf(key, sizeof key, "%s.attention.causal", arch);
+    tport_status st = tport_gguf_set_bool(w, key, false);
     return st ? st : tport_gguf_set_u32(w, "tokenizer.ggml.token_type_count", (uint32_t)sh->n_token_types);
 }
 

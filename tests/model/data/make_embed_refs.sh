@@ -41,6 +41,7 @@ gpt2-mean|--arch gpt2 --dim 64 --layers 2 --heads 4 --ff 256 --vocab 512 --ctx 1
 qwen2-last|--arch qwen2 --dim 64 --layers 2 --heads 4 --kv-heads 2 --ff 128 --vocab 512 --ctx 128 --seed 7105 --out-gain 4 --norm-noise 0.5 --pooling last|file
 bert-mean|--arch bert --dim 64 --layers 2 --heads 4 --ff 128 --ctx 128 --seed 7201 --out-gain 0.5 --norm-noise 0.5 --pooling mean|file|models/vocab/ggml-vocab-bert-bge.gguf
 bert-cls|--arch bert --dim 64 --layers 2 --heads 4 --ff 128 --ctx 128 --seed 7202 --out-gain 0.5 --norm-noise 0.5 --pooling cls|file|models/vocab/ggml-vocab-bert-bge.gguf
+nomic-bert-mean|--arch nomic-bert --dim 64 --layers 2 --heads 4 --ff 128 --ctx 128 --seed 7301 --out-gain 0.5 --norm-noise 0.5 --pooling mean|file|models/vocab/ggml-vocab-bert-bge.gguf
 LIST
     echo ' ]'
     echo '}'
