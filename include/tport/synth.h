@@ -68,6 +68,9 @@ typedef struct tport_synth_params {
     const char *key_suffix[TPORT_SYNTH_MAX_KEYS];
     double key_value[TPORT_SYNTH_MAX_KEYS];
     int n_keys;
+    /* <arch>.pooling_type as a name: "none", "mean", "cls", "last" or
+     * "rank" (tport_pooling's values); NULL: no key */
+    const char *pooling;
     tport_type_id type;          /* of the 2-D and 3-D weights               */
     /* with experts_type_set, the experts' stacks take experts_type and the
      * router (ffn_gate_inp) stays f32, as llama-quantize's MoE mixes do */

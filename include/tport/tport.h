@@ -434,6 +434,8 @@ typedef struct tport_stage_io {
     float *hidden_out;         /* NULL: logits; else n (or 1) x n_embd    */
     bool out_last_only;
     bool head_only;
+    bool normed;               /* hidden_out after the final norm (the
+                                  last stage only): what embeddings pool  */
 } tport_stage_io;
 tport_status tport_session_eval_stage(tport_session *s, const tport_stage_io *io);
 int32_t tport_session_pos(const tport_session *s);
@@ -521,6 +523,35 @@ int32_t tport_session_reuse_prefix(tport_session *s, const tport_token *prompt, 
 tport_status tport_session_shift(tport_session *s, int32_t n_keep, int32_t n_discard);
 /* Whether tport_session_shift works for the model's architecture. */
 bool tport_model_can_shift(const tport_model *m);
+
+/* ---- embeddings ------------------------------------------------------------ */
+/* How a sequence's per-token states become one embedding (the values of
+ * GGUF's <arch>.pooling_type, llama.cpp's enum llama_pooling_type). */
+typedef enum tport_pooling {
+    TPORT_POOLING_NONE = 0, /* one embedding per token: not pooled        */
+    TPORT_POOLING_MEAN = 1,
+    TPORT_POOLING_CLS = 2,  /* the first token's                          */
+    TPORT_POOLING_LAST = 3, /* the last token's                           */
+    TPORT_POOLING_RANK = 4, /* a reranker's classification head           */
+} tport_pooling;
+/* The pooling the file declares; a decoder file without the key (made
+ * for generation) pools its last token, which for a causal model is the
+ * only state that has seen the whole sequence (llama-server's
+ * --pooling last); an encoder (bert) without it: none, as llama.cpp. */
+tport_pooling tport_model_pooling(const tport_model *m);
+/* Whether the model gives logits (generation); false for an encoder
+ * (bert), which gives only embeddings. */
+bool tport_model_generates(const tport_model *m);
+/* The pooled embedding of ids (n >= 1): the session is reset and ids
+ * evaluated from position 0 (its earlier tokens are gone afterwards);
+ * the final hidden state after the output norm (before the output head),
+ * pooled as tport_model_pooling says, then divided by its Euclidean norm
+ * when normalize (llama-server's default, embd_normalize 2).  An encoder
+ * (bert: non-causal attention) sees ids as one batch.  Writes
+ * tport_model_n_embd floats to out (cap floats of room); refuses pooling
+ * none and rank, and a model loaded without its head. */
+tport_status tport_session_embed(tport_session *s, const tport_token *ids, int32_t n, bool normalize, float *out,
+                                 int32_t cap);
 
 /* ---- sessions on disk ---------------------------------------------------- */
 /* The model's identity: a 64-bit hash of its file's metadata and tensor

@@ -308,9 +308,11 @@ static tport_tensor *last_row(tport_blk *b, tport_tensor *x) {
 }
 
 tport_tensor *tport_blk_output(tport_blk *b, tport_tensor *x) {
+    const tport_globals *w = &b->m->w;
+    if (b->hidden_out && b->hidden_normed && x && w->output_norm) /* bert has none: its last layer ends in a norm */
+        x = tport_blk_norm(b, x, w->output_norm, w->output_norm_b);
     if (b->hidden_out)
         return b->hidden_out_last && x ? tport_cont(b->ctx, last_row(b, x)) : x;
-    const tport_globals *w = &b->m->w;
     x = tport_blk_norm(b, x, w->output_norm, w->output_norm_b);
     if (b->n_seqs > 1) /* each sequence's last row (all rows when each is one) */
         x = b->out_rows && x ? tport_get_rows(b->ctx, x, b->out_rows) : x;

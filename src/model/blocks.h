@@ -55,6 +55,7 @@ typedef struct tport_blk {
     int32_t layer_begin, layer_end;
     tport_tensor *hidden_in;
     bool hidden_out, hidden_out_last;
+    bool hidden_normed; /* hidden_out after the final norm (embeddings) */
     bool logits_all; /* the head runs on every row, not only the last */
     /* where tport_blk_attention notes its cache stores (room for two a
      * layer), or NULL */
@@ -148,7 +149,9 @@ bool tport_blk_cache_runs_on(const tport_active_backend *b, const tport_model *m
                              int32_t n_ctx, int32_t n_batch);
 /* Logits of the last token (of each sequence): output(norm(x) with
  * output_norm) + output_b, soft-capped when the shape says so;
- * for a stage before the last, x itself (or its last row). */
+ * for a stage before the last, x itself (or its last row); with
+ * hidden_normed, norm(x) with output_norm (what embeddings pool, as
+ * llama.cpp's result_norm). */
 tport_tensor *tport_blk_output(tport_blk *b, tport_tensor *x);
 
 #endif

@@ -78,7 +78,7 @@ struct tport_eval_cache {
     seq_shape *seqs;
     int32_t n_seqs;
     int32_t n, n_ctx, n_swa, layer_begin, layer_end;
-    bool hidden_out, hidden_out_last, logits_all;
+    bool hidden_out, hidden_out_last, hidden_normed, logits_all;
     int64_t n_built, n_reused;
 };
 
@@ -150,7 +150,7 @@ static bool fits(const tport_eval_cache *c, const tport_model_eval *e, const seq
     if (!(c->m == e->m && same_backend && c->n == n && c->n_seqs == n_seqs && c->n_ctx == e->n_ctx &&
           c->layer_begin == e->layer_begin && c->layer_end == e->layer_end && !c->hidden_in == !e->hidden_in &&
           c->hidden_out == (e->hidden_out != NULL) && c->hidden_out_last == e->hidden_out_last &&
-          c->logits_all == e->logits_all))
+          c->hidden_normed == e->hidden_normed && c->logits_all == e->logits_all))
         return false;
     for (int32_t i = 0; i < n_seqs; i++) {
         const seq_shape *a = &c->seqs[i], *b = &sh[i];
@@ -166,6 +166,7 @@ static bool fits(const tport_eval_cache *c, const tport_model_eval *e, const seq
 static tport_status fill_inputs(tport_eval_cache *c, const tport_model_eval *e, const tport_eval_seq *seqs) {
     int32_t *ids = c->in, *positions = c->in + c->n;
     bool alibi = e->m->sh.max_alibi_bias > 0;
+    bool non_causal = e->m->sh.non_causal; /* every filled cell is visible */
     for (int32_t si = 0, row = 0; si < c->n_seqs; row += seqs[si].n, si++) {
         const tport_eval_seq *q = &seqs[si];
         const seq_shape *sh = &c->seqs[si];
@@ -177,7 +178,8 @@ static tport_status fill_inputs(tport_eval_cache *c, const tport_model_eval *e, 
             ids[row + i] = q->ids ? q->ids[i] : 0;
             positions[row + i] = p_q;
             for (int32_t j = 0; j < n_kv; j++)
-                mask[(size_t)i * (size_t)n_kv + (size_t)j] = j > p_q ? -INFINITY : alibi ? -(float)(p_q - j) : 0.0f;
+                mask[(size_t)i * (size_t)n_kv + (size_t)j] =
+                    j > (non_causal ? last : p_q) ? -INFINITY : alibi ? -(float)(p_q - j) : 0.0f;
             /* cell j of a ring holds the latest position p <= last with
              * p % cells == j (none yet when j > last); llama.cpp masks a key
              * when p_query - p_key >= n_swa */
@@ -227,7 +229,8 @@ static tport_status build(tport_eval_cache *c, const tport_model_eval *e, const 
     *c = (tport_eval_cache){.m = m, .backend = e->backend, .n_seqs = n_seqs, .n = n, .n_ctx = e->n_ctx,
                             .n_swa = sh->n_swa, .layer_begin = e->layer_begin, .layer_end = e->layer_end,
                             .hidden_out = e->hidden_out != NULL, .hidden_out_last = e->hidden_out_last,
-                            .logits_all = e->logits_all, .n_built = c->n_built, .n_reused = c->n_reused};
+                            .hidden_normed = e->hidden_normed, .logits_all = e->logits_all,
+                            .n_built = c->n_built, .n_reused = c->n_reused};
     int cap_stores = 2 * (e->layer_end - e->layer_begin) * n_seqs;
     bool stage = stages_rows(e, seqs[0].ids != NULL), pick = picks_rows(sh_in, n_seqs);
     c->seqs = malloc((size_t)n_seqs * sizeof *c->seqs);
@@ -257,7 +260,8 @@ static tport_status build(tport_eval_cache *c, const tport_model_eval *e, const 
     tport_blk b = {.ctx = ctx, .g = c->g, .m = m, .sh = sh, .n = n, .n_ctx = e->n_ctx, .seqs = bseqs,
                    .n_seqs = n_seqs, .layer_begin = e->layer_begin, .layer_end = e->layer_end,
                    .hidden_out = e->hidden_out != NULL, .hidden_out_last = e->hidden_out_last,
-                   .logits_all = e->logits_all, .fused_attn = tport_blk_fused_attn(e->backend),
+                   .hidden_normed = e->hidden_normed, .logits_all = e->logits_all,
+                   .fused_attn = tport_blk_fused_attn(e->backend),
                    .stores = c->stores, .cap_stores = cap_stores};
     b.ids = tport_new_tensor_1d(ctx, TPORT_TYPE_I32, n);
     b.positions = tport_new_tensor_1d(ctx, TPORT_TYPE_I32, n);
@@ -402,10 +406,18 @@ tport_status tport_model_eval_batch(const tport_model_eval *e) {
         return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "eval: layers [%d, %d) of %d with %s input",
                            (int)e->layer_begin, (int)e->layer_end, (int)sh->n_layer,
                            e->ids ? "token" : "hidden-state");
+    /* a query of a non-causal model sees later positions: they must be in
+     * its batch, so the sequence is one batch from position 0 */
+    if (sh->non_causal && e->pos != 0)
+        return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "eval: %s attends non-causally: the whole sequence is one "
+                           "batch from position 0 (tport_session_embed), not %d tokens at position %d",
+                           m->arch->name, (int)e->n, (int)e->pos);
+    if (e->hidden_normed && (!e->hidden_out || e->layer_end != sh->n_layer))
+        return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "eval: the normed hidden state is the last layer's");
     for (int32_t il = e->layer_begin; il < e->layer_end; il++)
         if (!tport_layer_attention_weight(&m->layers[il]))
             return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "eval: layer %d is not loaded", (int)il);
-    if ((e->ids && !m->has_embedding) || (!e->hidden_out && !m->has_head))
+    if ((e->ids && !m->has_embedding) || ((!e->hidden_out || e->hidden_normed) && !m->has_head))
         return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "eval: the model was loaded without its %s",
                            e->ids && !m->has_embedding ? "embedding" : "output head");
     tport_eval_seq q = {.kv = e->kv, .pos = e->pos, .n = e->n, .ids = e->ids, .logits = e->logits};
@@ -424,7 +436,10 @@ tport_status tport_model_eval_seqs(const tport_model_eval *e, const tport_eval_s
     w.layer_begin = 0;
     w.layer_end = m->sh.n_layer;
     w.hidden_in = w.hidden_out = NULL;
-    w.hidden_out_last = w.logits_all = false;
+    w.hidden_out_last = w.hidden_normed = w.logits_all = false;
+    if (m->sh.non_causal)
+        return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "eval: %s attends non-causally and gives embeddings only: "
+                           "no batched steps", m->arch->name);
     for (int32_t i = 0; i < n_seqs; i++) {
         if (!seqs[i].ids || !seqs[i].kv || !seqs[i].logits)
             return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "eval: sequence %d has no tokens, caches or logits",

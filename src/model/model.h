@@ -46,6 +46,7 @@ typedef struct tport_layer {
 /* Model-level weight slots. */
 typedef struct tport_globals {
     tport_tensor *tok_embd, *pos_embd, *tok_norm, *tok_norm_b;
+    tport_tensor *type_embd;     /* BERT's token types: row 0 is added   */
     tport_tensor *output_norm, *output_norm_b, *output, *output_b;
     /* RoPE frequency factors: Llama 3's rope_freqs; LongRoPE's long and
      * short factors (phi3), one of which the shape picks */
@@ -99,6 +100,11 @@ typedef struct tport_model_shape {
     float expert_weights_scale; /* 0 or 1: unscaled                         */
     int32_t n_expert_groups, n_group_used;
     float rope_yarn_log_mul;    /* deepseek2's mscale_all_dim (0: none)     */
+    int32_t n_token_types;     /* tokenizer.ggml.token_type_count (BERT)    */
+    bool non_causal;           /* attention.causal false: every position
+                                  sees every other (one batch from 0)      */
+    int32_t pooling;           /* <arch>.pooling_type (TPORT_POOLING_*), or
+                                  -1 when the file has no such key          */
 } tport_model_shape;
 
 /* Whether V is read from the K cache (deepseek2's latent rows: V is their
@@ -245,6 +251,8 @@ typedef struct tport_model_eval {
                                     leaving layer_end - 1 ([n_embd, n], or
                                     the last row with hidden_out_last)     */
     bool hidden_out_last;
+    bool hidden_normed;          /* hidden_out after the final norm (what
+                                    embeddings pool): needs the head       */
     int n_threads;
     const char *backend;
     float *logits;               /* n_vocab floats, or n x n_vocab with logits_all */

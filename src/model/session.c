@@ -195,6 +195,7 @@ static tport_status eval_io(tport_session *s, const tport_stage_io *io, float *l
             /* all rows in place, or the last row (the last chunk's wins) */
             e.hidden_out = io->out_last_only ? io->hidden_out : io->hidden_out + (size_t)done * row;
             e.hidden_out_last = io->out_last_only;
+            e.hidden_normed = io->normed;
         }
         tport_status st = tport_model_eval_batch(&e);
         if (st != TPORT_STATUS_OK)
@@ -291,6 +292,8 @@ tport_status tport_session_eval_stage(tport_session *s, const tport_stage_io *io
     bool whole = m->layer_begin == 0 && m->layer_end == m->sh.n_layer && m->has_embedding && m->has_head;
     if (io->ids && !io->hidden_out && !io->head_only && whole)
         return tport_session_eval(s, io->ids, io->n); /* the ordinary path, with recovery */
+    if (io->normed && !io->hidden_out)
+        return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "session_eval: normed applies to a hidden state out");
     if (io->head_only && (!io->hidden_in || io->hidden_out))
         return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "session_eval: the head alone takes a hidden state "
                            "and gives logits");

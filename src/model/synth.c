@@ -108,6 +108,10 @@ static tport_model_shape model_shape(const tport_synth_params *o, const tport_ar
     sh.n_rot = o->rot ? (int32_t)o->rot : sh.head_dim;
     sh.n_expert = (int32_t)o->experts;
     sh.n_expert_used = (int32_t)o->experts_used;
+    /* BERT's token types: two ("sentence A/B"), where the table has them */
+    for (int k = 0; k < arch->n_tensors; k++)
+        if (arch->tensors[k].ne1 == DIM_TOKEN_TYPES)
+            sh.n_token_types = 2;
     /* the experts' widths only where the table uses them (llama.cpp's
      * defaults: n_ff / n_used for an expert, n_ff for the shared one) */
     for (int k = 0; k < arch->n_tensors && o->experts; k++) {
@@ -344,6 +348,16 @@ done:
     return st;
 }
 
+/* The index is the key's value (tport_pooling); -1: not a name. */
+static const char *const pooling_names[] = {"none", "mean", "cls", "last", "rank"};
+
+static int pooling_value(const char *name) {
+    for (int i = 0; i < (int)(sizeof pooling_names / sizeof pooling_names[0]); i++)
+        if (name && !strcmp(name, pooling_names[i]))
+            return i;
+    return -1;
+}
+
 /* Copies every tokenizer.* key of a GGUF file; *n_vocab gets its size. */
 static tport_status copy_vocab(tport_gguf_writer *w, const char *path, uint32_t *n_vocab) {
     tport_model_file *mf = NULL;
@@ -409,10 +423,15 @@ static tport_status set_metadata(tport_gguf_writer *w, const tport_synth_params 
         snprintf(key, sizeof key, "%s.%s", arch->name, p->f32_key_suffix[i]);
         TRY(tport_gguf_set_f32(w, key, p->f32_key_value[i]));
     }
+    if (p->pooling) {
+        snprintf(key, sizeof key, "%s.pooling_type", arch->name);
+        TRY(tport_gguf_set_u32(w, key, (uint32_t)pooling_value(p->pooling)));
+    }
     return TPORT_STATUS_OK;
 }
 
 /* ---- checks ------------------------------------------------------------- */
+
 
 #define BAD(...) tport_error(TPORT_STATUS_INVALID_ARGUMENT, __VA_ARGS__)
 
@@ -481,6 +500,8 @@ static tport_status check_params(const tport_synth_params *p, const tport_arch *
     for (int i = 0; i < p->n_f32_keys; i++)
         if (!p->f32_key_suffix[i] || !p->f32_key_suffix[i][0] || strlen(p->f32_key_suffix[i]) > 96)
             return BAD("synth: an f32 key needs a suffix of 1 to 96 characters");
+    if (p->pooling && pooling_value(p->pooling) < 0)
+        return BAD("synth: pooling '%s' is none of none, mean, cls, last, rank", p->pooling);
     return TPORT_STATUS_OK;
 }
 

@@ -147,6 +147,19 @@ tport_status tport_model_shape_from_file(const tport_model_file *mf, const tport
      * context is not limited by it.  Their RoPE is the global one unless
      * the architecture sets its own. */
     sh->n_swa = (int32_t)arch_u32(mf, "attention.sliding_window");
+    /* BERT: token types (a tokenizer key), non-causal attention */
+    const tport_kv *types = tport_model_file_kv(mf, "tokenizer.ggml.token_type_count");
+    if (types && (types->type == TPORT_KV_U32 || types->type == TPORT_KV_I32))
+        sh->n_token_types = types->type == TPORT_KV_U32 ? (types->v.u <= 64 ? (int32_t)types->v.u : 65)
+                                                        : (types->v.i >= 0 && types->v.i <= 64 ? (int32_t)types->v.i : 65);
+    if (sh->n_token_types > 64)
+        return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: tokenizer.ggml.token_type_count out of range", mf->path);
+    bool causal = true;
+    sh->non_causal = tport_arch_bool(mf, "attention.causal", &causal) && !causal;
+    /* embeddings' pooling: absent (-1) differs from 0, "none" */
+    char pooling_key[96];
+    snprintf(pooling_key, sizeof pooling_key, "%s.pooling_type", mf->arch);
+    sh->pooling = tport_model_file_kv(mf, pooling_key) ? (int32_t)arch_u32(mf, "pooling_type") : -1;
     sh->rope_base_swa = sh->rope_base;
     sh->rope_scale_swa = sh->rope_scale;
     /* mixture of experts: the counts, and the widths where the
@@ -302,6 +315,7 @@ int64_t tport_arch_dim_size(const tport_model_shape *sh, int dim) {
     case DIM_O_MLA: return (int64_t)sh->n_head * sh->head_dim_v_mla;
     case DIM_HEADS: return sh->n_head;
     case DIM_FF_SHEXPS: return (int64_t)sh->n_ff_exp * sh->n_expert_shared;
+    case DIM_TOKEN_TYPES: return sh->n_token_types;
     default: return 0;
     }
 }

@@ -91,6 +91,7 @@ static void usage(FILE *out) {
             "                  blocks decide\n"
             "--with NAME       also write the table's optional tensor NAME (rope_freqs.weight:\n"
             "                  RoPE frequency factors, drawn like norm weights), up to 4 times\n"
+            "--pooling none|mean|cls|last|rank   write ARCH.pooling_type (how embeddings pool)\n"
             "--rope-scaling none|linear|yarn|longrope [--rope-factor F] [--rope-orig-ctx N]\n"
             "                  [--rope-attn-factor F]   the rope.scaling.* keys\n"
             "--f32-key SUFFIX=F   write the key ARCH.SUFFIX as an f32 (up to 4; e.g.\n"
@@ -254,6 +255,11 @@ static int parse_args(int argc, char **argv, synth_opts *o) {
             o->tensor_type_arg[k] = v;
             p->tensor_type_name[k] = o->tensor_type_name[k];
             p->n_tensor_types++;
+            i++;
+        } else if (!strcmp(a, "--pooling")) {
+            if (!v)
+                return tool_fail(2, "synth: --pooling needs none|mean|cls|last|rank");
+            p->pooling = v; /* checked by tport_synth_write */
             i++;
         } else if (!strcmp(a, "--rope-orig-ctx")) {
             if (!parse_u32(v, 1, 1u << 24, &p->rope_orig_ctx))

@@ -23,6 +23,7 @@ static const struct command commands[] = {
     {"run", cmd_run, "generate text with a model"},
     {"perplexity", cmd_perplexity, "perplexity on a text, computed as llama-perplexity does"},
     {"tokenize", cmd_tokenize, "the token ids of a text, as llama.cpp's tokenizer gives them"},
+    {"embed", cmd_embed, "the pooled embedding of a text or of token ids"},
     {"serve", cmd_serve, "an OpenAI-compatible HTTP server for a model"},
     {"bench", cmd_bench, "prompt and generation speed"},
     {"check-backend", cmd_check_backend, "conformance of a backend against the reference"},

@@ -39,6 +39,7 @@ typedef enum tport_arch_dim {
     DIM_O_MLA,    /* n_head * head_dim_v_mla                     */
     DIM_HEADS,    /* n_head: per-head K/V stacks, attention sinks */
     DIM_FF_SHEXPS,/* n_ff_exp * n_expert_shared (deepseek2)      */
+    DIM_TOKEN_TYPES, /* tokenizer.ggml.token_type_count (BERT)  */
 } tport_arch_dim;
 
 enum {
@@ -187,6 +188,13 @@ extern const tport_arch tport_arch_llama, tport_arch_gpt2, tport_arch_starcoder,
     tport_arch_gptneox, tport_arch_phi2, tport_arch_falcon, tport_arch_mpt, tport_arch_bloom, tport_arch_gemma,
     tport_arch_gptj, tport_arch_gemma2, tport_arch_gemma3, tport_arch_qwen2moe, tport_arch_qwen3moe,
     tport_arch_olmoe, tport_arch_granitemoe, tport_arch_gptoss;
+extern const tport_arch tport_arch_bert, tport_arch_nomic_bert;
+/* The BERT family's parts (bert.c): the embedding (token types' row 0,
+ * the embedding LayerNorm; logits refused), the post-norm layers with a
+ * GELU or SwiGLU feed-forward, the synth keys (non-causal, token types). */
+tport_tensor *tport_arch_bert_embed(tport_blk *b);
+tport_tensor *tport_arch_bert_layers(tport_blk *b, tport_tensor *x, bool swiglu);
+tport_status tport_arch_bert_write_keys(tport_gguf_writer *w, const char *arch, const tport_model_shape *sh);
 extern const tport_arch tport_arch_qwen3, tport_arch_olmo2, tport_arch_granite, tport_arch_smollm3, tport_arch_phi3,
     tport_arch_mistral3, tport_arch_deepseek2, tport_arch_cohere2;
 

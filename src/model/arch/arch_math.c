@@ -74,7 +74,7 @@ static const math_row keys[] = {
      * of the window per local layer: session.c, test_sliding_window) */
     {"attention.sliding_window", WHEN_NEVER, NULL, NULL, "sliding-window attention"},
     {"attention.sliding_window_pattern", WHEN_PRESENT, "gemma2|gemma3|gpt-oss|cohere2", NULL, "sliding-window layers mixed with full ones"},
-    {"attention.causal", WHEN_FALSE, NULL, NULL, "non-causal attention"},
+    {"attention.causal", WHEN_FALSE, "bert|nomic-bert", NULL, "non-causal attention"},
     {"attention.scale", WHEN_NONZERO, "granite|granitemoe", NULL, "an attention scale of its own"},
     {"attention.clamp_kqv", WHEN_NONZERO, "mpt", NULL, "Q/K/V clamping"},
     {"attention.max_alibi_bias", WHEN_NONZERO, "mpt|bloom", NULL, "ALiBi"},

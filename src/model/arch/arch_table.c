@@ -17,6 +17,8 @@ static const tport_arch *const archs[] = {
     &tport_arch_mistral3, &tport_arch_deepseek2, &tport_arch_cohere2,
     /* issue 41's gpt-oss */
     &tport_arch_gptoss,
+    /* embeddings (issue 42) */
+    &tport_arch_bert, &tport_arch_nomic_bert,
 };
 
 int tport_arch_count(void) { return (int)(sizeof archs / sizeof archs[0]); }

@@ -241,6 +241,9 @@ static enum MHD_Result answer_whole(serve_conn *c, gen_spec *spec, int slot, boo
 
 enum MHD_Result serve_completion(serve_conn *c, serve_request *req, bool chat) {
     serve_server *srv = c->srv;
+    if (!tport_model_generates(srv->model))
+        return serve_send_error(c, 400, NULL, "the model (%s) is an encoder: it gives embeddings "
+                                "(POST /v1/embeddings), not completions", tport_model_arch(srv->model));
     serve_error err = {.param = NULL};
     tport_token *ids = NULL;
     int32_t n = prompt_tokens(c, req, chat, &ids, &err);
@@ -301,6 +304,9 @@ static const route routes[] = {
     {"POST", "/chat/completions", SERVE_REQ_CHAT, NULL},
     {"POST", "/tokenize", SERVE_REQ_TOKENIZE, NULL},
     {"POST", "/detokenize", SERVE_REQ_DETOKENIZE, NULL},
+    /* embeddings.c parses its own body */
+    {"POST", "/v1/embeddings", -1, serve_embeddings},
+    {"POST", "/embeddings", -1, serve_embeddings},
 };
 
 enum MHD_Result serve_route(serve_conn *c) {

@@ -85,6 +85,9 @@ void serve_count_job(serve_server *srv, const gen_job *j);
 enum MHD_Result serve_metrics_page(serve_conn *c);
 enum MHD_Result serve_slots_page(serve_conn *c);
 
+/* POST /v1/embeddings (embeddings.c). */
+enum MHD_Result serve_embeddings(serve_conn *c);
+
 /* Routes a complete request (body read). */
 enum MHD_Result serve_route(serve_conn *c);
 
