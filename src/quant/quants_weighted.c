@@ -13,81 +13,18 @@
 #define GROUP_MAX_EPS 1e-15f
 
 /* ---- scale searches ------------------------------------------------------- */
-/* ggml's make_qkx3_quants: asymmetric scale + min, L in [0, nmax]. */
+/* ggml's make_qkx3_quants: asymmetric scale + min, L in [0, nmax].  It is
+ * make_qkx2_quants (kquant_search.c) with squared errors and, when no
+ * weights are given, x^2 as the weights: the same float operations. */
 static float make_qkx3_quants(int n, int nmax, const float *x, const float *weights, uint8_t *L, float *the_min,
                               uint8_t *Laux, float rmin, float rdelta, int nstep) {
-    float min = x[0], max = x[0];
-    float sum_w = weights ? weights[0] : x[0] * x[0];
-    float sum_x = sum_w * x[0];
-    for (int i = 1; i < n; ++i) {
-        if (x[i] < min)
-            min = x[i];
-        if (x[i] > max)
-            max = x[i];
-        const float w = weights ? weights[i] : x[i] * x[i];
-        sum_w += w;
-        sum_x += w * x[i];
+    float squares[QK_K];
+    if (!weights) {
+        for (int i = 0; i < n && i < QK_K; ++i)
+            squares[i] = x[i] * x[i];
+        weights = squares;
     }
-    if (min > 0)
-        min = 0;
-    if (max <= min) {
-        memset(L, 0, (size_t)n);
-        *the_min = -min;
-        return 0.f;
-    }
-    float iscale = (float)nmax / (max - min);
-    float scale = 1 / iscale;
-    float best_mad = 0;
-    for (int i = 0; i < n; ++i) {
-        const int l = q_nearest_int(iscale * (x[i] - min));
-        L[i] = (uint8_t)q_max_i(0, q_min_i(nmax, l));
-        float diff = scale * (float)L[i] + min - x[i];
-        diff = diff * diff;
-        const float w = weights ? weights[i] : x[i] * x[i];
-        best_mad += w * diff;
-    }
-    if (nstep < 1) {
-        *the_min = -min;
-        return scale;
-    }
-    for (int is = 0; is <= nstep; ++is) {
-        iscale = (rmin + rdelta * (float)is + (float)nmax) / (max - min);
-        float sum_l = 0, sum_l2 = 0, sum_xl = 0;
-        for (int i = 0; i < n; ++i) {
-            int l = q_nearest_int(iscale * (x[i] - min));
-            l = q_max_i(0, q_min_i(nmax, l));
-            Laux[i] = (uint8_t)l;
-            const float w = weights ? weights[i] : x[i] * x[i];
-            sum_l += w * (float)l;
-            sum_l2 += w * (float)l * (float)l;
-            sum_xl += w * (float)l * x[i];
-        }
-        const float D = sum_w * sum_l2 - sum_l * sum_l;
-        if (D > 0) {
-            float this_scale = (sum_w * sum_xl - sum_x * sum_l) / D;
-            float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / D;
-            if (this_min > 0) {
-                this_min = 0;
-                this_scale = sum_xl / sum_l2;
-            }
-            float mad = 0;
-            for (int i = 0; i < n; ++i) {
-                float diff = this_scale * (float)Laux[i] + this_min - x[i];
-                diff = diff * diff;
-                const float w = weights ? weights[i] : x[i] * x[i];
-                mad += w * diff;
-            }
-            if (mad < best_mad) {
-                for (int i = 0; i < n; ++i)
-                    L[i] = Laux[i];
-                best_mad = mad;
-                scale = this_scale;
-                min = this_min;
-            }
-        }
-    }
-    *the_min = -min;
-    return scale;
+    return tport_make_qkx2_quants(n, nmax, x, weights, L, the_min, Laux, rmin, rdelta, nstep, false);
 }
 
 /* ggml's make_qp_quants: a positive scale for positive values (the
