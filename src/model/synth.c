@@ -486,17 +486,6 @@ static tport_status check_params(const tport_synth_params *p, const tport_arch *
             !arch->synth_key || !arch->synth_key(&probe, suffix, p->key_value[k]))
             return BAD("synth: --key %s: not a key of %s", suffix ? suffix : "(null)", arch->name);
     }
-    if (p->n_tensor_types < 0 || p->n_tensor_types > TPORT_SYNTH_MAX_TENSOR_TYPES)
-        return BAD("synth: at most %d tensors of their own type", TPORT_SYNTH_MAX_TENSOR_TYPES);
-    if (p->n_keys < 0 || p->n_keys > TPORT_SYNTH_MAX_KEYS)
-        return BAD("synth: at most %d architecture keys", TPORT_SYNTH_MAX_KEYS);
-    for (int k = 0; k < p->n_keys; k++) {
-        tport_model_shape probe = {0};
-        const char *suffix = p->key_suffix[k];
-        if (!suffix || !suffix[0] || strlen(suffix) > 64 || !(p->key_value[k] == p->key_value[k]) ||
-            !arch->synth_key || !arch->synth_key(&probe, suffix, p->key_value[k]))
-            return BAD("synth: --key %s: not a key of %s", suffix ? suffix : "(null)", arch->name);
-    }
     for (int i = 0; i < p->n_f32_keys; i++)
         if (!p->f32_key_suffix[i] || !p->f32_key_suffix[i][0] || strlen(p->f32_key_suffix[i]) > 96)
             return BAD("synth: an f32 key needs a suffix of 1 to 96 characters");
