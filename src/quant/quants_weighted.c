@@ -191,13 +191,6 @@ void tport_quant_q5_1_weighted(const float *x, void *y, int64_t n, const float *
 }
 
 /* ---- k-quants -------------------------------------------------------------- */
-static void pack_2bit(uint8_t *qs, const uint8_t *L) {
-    for (int j = 0; j < QK_K; j += 128)
-        for (int l = 0; l < 32; ++l)
-            qs[j / 4 + l] =
-                (uint8_t)(L[j + l] | (L[j + l + 32] << 2) | (L[j + l + 64] << 4) | (L[j + l + 96] << 6));
-}
-
 void tport_quant_q2_K_weighted(const float *x, void *vy, int64_t n, const float *quant_weights) {
     if (!quant_weights) {
         tport_quant_q2_K(x, vy, n);
@@ -239,7 +232,7 @@ void tport_quant_q2_K_weighted(const float *x, void *vy, int64_t n, const float 
                 L[16 * j + ii] = (uint8_t)q_max_i(0, q_min_i(3, l));
             }
         }
-        pack_2bit(y + Q2K_QS, L);
+        tport_kq_pack_2bit(y + Q2K_QS, L);
     }
 }
 
@@ -306,7 +299,7 @@ void tport_quant_q3_K_weighted(const float *x, void *vy, int64_t n, const float 
                 hm = (uint8_t)(hm << 1);
             }
         }
-        pack_2bit(y + Q3K_QS, U);
+        tport_kq_pack_2bit(y + Q3K_QS, U);
     }
 }
 
