@@ -118,6 +118,11 @@ struct tport_arch {
      * alone (test_batch_eval: gpt-oss off by 0.02 on one step, deepseek2's
      * latent cache wrong) */
     bool batch_one_at_a_time;
+    /* The keys of arch_math.c's table ("ARCH." suffixes, "a|b") that this
+     * architecture's graph implements: a file asking for one of them runs
+     * here and is refused by an architecture that does not list it.  NULL:
+     * none beyond what every architecture reads. */
+    const char *math_keys;
     /* tport synth --key SUFFIX=V: sets the shape's field of an
      * architecture's own key (write_keys writes it); false: not one of its
      * keys.  Called with suffix NULL after the options, to finish the

@@ -30,7 +30,11 @@ typedef enum math_when {
 typedef struct math_row {
     const char *name;   /* key after "ARCH.", or tensor name ("%d" a layer) */
     math_when when;
-    const char *archs;  /* architectures whose graph implements it, "a|b" */
+    /* architectures whose graph implements it, "a|b", where that is not
+     * said by the architecture itself: a key is implemented by the
+     * architectures that list it in their math_keys (arch.h), a tensor by
+     * those whose table names it */
+    const char *archs;
     const char *values; /* WHEN_NOT_IN: the implemented values, "a|b"     */
     const char *what;   /* the math it changes, for the message           */
 } math_row;
@@ -55,7 +59,7 @@ static const math_row keys[] = {
     {"rope.scaling.original_context_length", WHEN_NEVER, NULL, NULL, "RoPE scaling's trained context"},
     {"rope.scaling.finetuned", WHEN_NEVER, NULL, NULL, "a note"},
     /* read by llama.cpp's deepseek2 only (yarn's mscale_all_dims) */
-    {"rope.scaling.yarn_log_multiplier", WHEN_NONZERO, "mistral3|deepseek2", NULL, "YaRN's log multiplier"},
+    {"rope.scaling.yarn_log_multiplier", WHEN_NONZERO, NULL, NULL, "YaRN's log multiplier"},
     /* llama.cpp reads no key for these (mistral3 reads the betas): its
      * defaults (ext 1 for yarn, betas 32 and 1) apply whatever a file
      * says, and so do ours */
@@ -67,39 +71,39 @@ static const math_row keys[] = {
     {"rope.scaling.type", WHEN_NOT_IN, "phi3", "none|linear|yarn", "RoPE scaling"},
     {"rope.scaling.attn_factor", WHEN_NEVER, NULL, NULL, "cos and sin scaled (ROPE_EXT)"},
     {"rope.scaling.alpha", WHEN_NOT_ONE, NULL, NULL, "NTK-aware RoPE scaling"},
-    {"rope.freq_base_swa", WHEN_PRESENT, "gemma2|gemma3|gpt-oss|cohere2", NULL, "a RoPE base of the sliding-window layers"},
+    {"rope.freq_base_swa", WHEN_PRESENT, NULL, NULL, "a RoPE base of the sliding-window layers"},
     {"rope.dimension_count_swa", WHEN_PRESENT, NULL, NULL, "rotary dimensions of the sliding-window layers"},
     {"rope.dimension_sections", WHEN_PRESENT, NULL, NULL, "multimodal RoPE sections"},
     /* every layer windowed, unless the architecture says which (a ring
      * of the window per local layer: session.c, test_sliding_window) */
     {"attention.sliding_window", WHEN_NEVER, NULL, NULL, "sliding-window attention"},
-    {"attention.sliding_window_pattern", WHEN_PRESENT, "gemma2|gemma3|gpt-oss|cohere2", NULL, "sliding-window layers mixed with full ones"},
-    {"attention.causal", WHEN_FALSE, "bert|nomic-bert", NULL, "non-causal attention"},
-    {"attention.scale", WHEN_NONZERO, "granite|granitemoe", NULL, "an attention scale of its own"},
-    {"attention.clamp_kqv", WHEN_NONZERO, "mpt", NULL, "Q/K/V clamping"},
-    {"attention.max_alibi_bias", WHEN_NONZERO, "mpt|bloom", NULL, "ALiBi"},
+    {"attention.sliding_window_pattern", WHEN_PRESENT, NULL, NULL, "sliding-window layers mixed with full ones"},
+    {"attention.causal", WHEN_FALSE, NULL, NULL, "non-causal attention"},
+    {"attention.scale", WHEN_NONZERO, NULL, NULL, "an attention scale of its own"},
+    {"attention.clamp_kqv", WHEN_NONZERO, NULL, NULL, "Q/K/V clamping"},
+    {"attention.max_alibi_bias", WHEN_NONZERO, NULL, NULL, "ALiBi"},
     {"use_parallel_residual", WHEN_NEVER, "gptneox", NULL, "the residual form"},
-    {"attn_logit_softcapping", WHEN_NONZERO, "gemma2", NULL, "attention soft-capping"},
-    {"final_logit_softcapping", WHEN_NONZERO, "gemma2|gemma3", NULL, "logit soft-capping"},
+    {"attn_logit_softcapping", WHEN_NONZERO, NULL, NULL, "attention soft-capping"},
+    {"final_logit_softcapping", WHEN_NONZERO, NULL, NULL, "logit soft-capping"},
     {"router_logit_softcapping", WHEN_NONZERO, NULL, NULL, "router soft-capping"},
-    {"logit_scale", WHEN_NOT_ONE, "granite|granitemoe|cohere2", NULL, "scaled logits"},
-    {"embedding_scale", WHEN_NOT_ONE, "granite|granitemoe", NULL, "a scaled embedding"},
-    {"residual_scale", WHEN_NOT_ONE, "granite|granitemoe", NULL, "a scaled residual"},
-    {"expert_count", WHEN_NONZERO, "llama|qwen2moe|qwen3moe|olmoe|granitemoe|deepseek2|gpt-oss", NULL, "mixture of experts"},
-    {"expert_used_count", WHEN_NONZERO, "llama|qwen2moe|qwen3moe|olmoe|granitemoe|deepseek2|gpt-oss", NULL, "mixture of experts"},
-    {"expert_shared_count", WHEN_NONZERO, "deepseek2", NULL, "shared experts"},
-    {"expert_feed_forward_length", WHEN_NONZERO, "qwen2moe|qwen3moe|deepseek2|gpt-oss", NULL, "mixture of experts"},
-    {"expert_shared_feed_forward_length", WHEN_NONZERO, "qwen2moe", NULL, "a shared expert"},
-    {"leading_dense_block_count", WHEN_NONZERO, "deepseek2", NULL, "mixture of experts"},
-    {"attention.q_lora_rank", WHEN_NONZERO, "deepseek2", NULL, "low-rank attention (MLA)"},
-    {"attention.kv_lora_rank", WHEN_NONZERO, "deepseek2", NULL, "low-rank attention (MLA)"},
-    {"attention.key_length_mla", WHEN_PRESENT, "deepseek2", NULL, "multi-head latent attention"},
-    {"attention.value_length_mla", WHEN_PRESENT, "deepseek2", NULL, "multi-head latent attention"},
-    {"expert_weights_scale", WHEN_NONZERO, "deepseek2", NULL, "scaled expert weights"},
-    {"expert_weights_norm", WHEN_NONZERO, "deepseek2", NULL, "renormalised expert weights"},
-    {"expert_gating_func", WHEN_NONZERO, "deepseek2", NULL, "the experts' gating function"},
-    {"expert_group_count", WHEN_NONZERO, "deepseek2", NULL, "grouped expert routing"},
-    {"expert_group_used_count", WHEN_NONZERO, "deepseek2", NULL, "grouped expert routing"},
+    {"logit_scale", WHEN_NOT_ONE, NULL, NULL, "scaled logits"},
+    {"embedding_scale", WHEN_NOT_ONE, NULL, NULL, "a scaled embedding"},
+    {"residual_scale", WHEN_NOT_ONE, NULL, NULL, "a scaled residual"},
+    {"expert_count", WHEN_NONZERO, NULL, NULL, "mixture of experts"},
+    {"expert_used_count", WHEN_NONZERO, NULL, NULL, "mixture of experts"},
+    {"expert_shared_count", WHEN_NONZERO, NULL, NULL, "shared experts"},
+    {"expert_feed_forward_length", WHEN_NONZERO, NULL, NULL, "mixture of experts"},
+    {"expert_shared_feed_forward_length", WHEN_NONZERO, NULL, NULL, "a shared expert"},
+    {"leading_dense_block_count", WHEN_NONZERO, NULL, NULL, "mixture of experts"},
+    {"attention.q_lora_rank", WHEN_NONZERO, NULL, NULL, "low-rank attention (MLA)"},
+    {"attention.kv_lora_rank", WHEN_NONZERO, NULL, NULL, "low-rank attention (MLA)"},
+    {"attention.key_length_mla", WHEN_PRESENT, NULL, NULL, "multi-head latent attention"},
+    {"attention.value_length_mla", WHEN_PRESENT, NULL, NULL, "multi-head latent attention"},
+    {"expert_weights_scale", WHEN_NONZERO, NULL, NULL, "scaled expert weights"},
+    {"expert_weights_norm", WHEN_NONZERO, NULL, NULL, "renormalised expert weights"},
+    {"expert_gating_func", WHEN_NONZERO, NULL, NULL, "the experts' gating function"},
+    {"expert_group_count", WHEN_NONZERO, NULL, NULL, "grouped expert routing"},
+    {"expert_group_used_count", WHEN_NONZERO, NULL, NULL, "grouped expert routing"},
     {"pooling_type", WHEN_NEVER, NULL, NULL, "pooling of embeddings (not generation)"},
     {"tensor_data_layout", WHEN_NEVER, NULL, NULL, "a note of the converter"},
 };
@@ -114,14 +118,14 @@ static const math_row tensors[] = {
     {"blk.%d.attn_post_norm.weight", WHEN_PRESENT, NULL, NULL, "a norm after attention"},
     {"blk.%d.post_attention_norm.weight", WHEN_PRESENT, NULL, NULL, "a norm after attention"},
     {"blk.%d.post_ffw_norm.weight", WHEN_PRESENT, NULL, NULL, "a norm after the feed-forward"},
-    {"blk.%d.ffn_gate_inp.weight", WHEN_PRESENT, "llama|qwen2moe|qwen3moe|olmoe|granitemoe|deepseek2|gpt-oss", NULL, "mixture of experts"},
-    {"blk.%d.ffn_gate_exps.weight", WHEN_PRESENT, "llama|qwen2moe|qwen3moe|olmoe|granitemoe|deepseek2|gpt-oss", NULL, "mixture of experts"},
-    {"blk.%d.ffn_up_exps.weight", WHEN_PRESENT, "llama|qwen2moe|qwen3moe|olmoe|granitemoe|deepseek2|gpt-oss", NULL, "mixture of experts"},
-    {"blk.%d.ffn_down_exps.weight", WHEN_PRESENT, "llama|qwen2moe|qwen3moe|olmoe|granitemoe|deepseek2|gpt-oss", NULL, "mixture of experts"},
-    {"blk.%d.ffn_gate_shexp.weight", WHEN_PRESENT, "qwen2moe|deepseek2", NULL, "shared experts"},
-    {"blk.%d.ffn_up_shexp.weight", WHEN_PRESENT, "qwen2moe|deepseek2", NULL, "shared experts"},
-    {"blk.%d.ffn_down_shexp.weight", WHEN_PRESENT, "qwen2moe|deepseek2", NULL, "shared experts"},
-    {"blk.%d.exp_probs_b.bias", WHEN_PRESENT, "deepseek2", NULL, "an expert selection bias"},
+    {"blk.%d.ffn_gate_inp.weight", WHEN_PRESENT, NULL, NULL, "mixture of experts"},
+    {"blk.%d.ffn_gate_exps.weight", WHEN_PRESENT, NULL, NULL, "mixture of experts"},
+    {"blk.%d.ffn_up_exps.weight", WHEN_PRESENT, NULL, NULL, "mixture of experts"},
+    {"blk.%d.ffn_down_exps.weight", WHEN_PRESENT, NULL, NULL, "mixture of experts"},
+    {"blk.%d.ffn_gate_shexp.weight", WHEN_PRESENT, NULL, NULL, "shared experts"},
+    {"blk.%d.ffn_up_shexp.weight", WHEN_PRESENT, NULL, NULL, "shared experts"},
+    {"blk.%d.ffn_down_shexp.weight", WHEN_PRESENT, NULL, NULL, "shared experts"},
+    {"blk.%d.exp_probs_b.bias", WHEN_PRESENT, NULL, NULL, "an expert selection bias"},
     {"blk.%d.attn_kv_b.weight", WHEN_PRESENT, NULL, NULL, "MLA's unsplit kv_b (re-convert: attn_k_b/attn_v_b)"},
     /* old conversions kept the rotary inverse frequencies, which are the
      * ones RoPE computes */
@@ -178,8 +182,8 @@ static bool number_of(const tport_kv *kv, double *out) {
 
 /* Whether a key of this row, with this value, asks for math `arch` lacks.
  * A value of an unexpected type is taken as asking for it. */
-static bool key_refused(const math_row *r, const tport_kv *kv, const char *arch) {
-    if (r->when == WHEN_NEVER || (r->archs && in_list(r->archs, arch)))
+static bool key_refused(const math_row *r, const tport_kv *kv, const tport_arch *arch) {
+    if (r->when == WHEN_NEVER || (r->archs && in_list(r->archs, arch->name)) || in_list(arch->math_keys, r->name))
         return false;
     double x;
     switch (r->when) {
@@ -239,7 +243,7 @@ bool tport_arch_refusal(const tport_model_file *mf, const tport_arch *arch, char
         if (!row) {
             snprintf(item, sizeof item, "%s (a key this build does not know)", kv->key);
             append(why, cap, &len, &n, item);
-        } else if (key_refused(row, kv, arch->name)) {
+        } else if (key_refused(row, kv, arch)) {
             if (kv->type == TPORT_KV_STRING)
                 snprintf(item, sizeof item, "%s = %.64s (%s)", kv->key, kv->v.s, row->what);
             else

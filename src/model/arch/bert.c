@@ -103,4 +103,5 @@ const tport_arch tport_arch_bert = {
     .rope_mode = -1,
     .build = build,
     .write_keys = write_keys,
+    .math_keys = "attention.causal",
 };

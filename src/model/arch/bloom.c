@@ -47,4 +47,5 @@ const tport_arch tport_arch_bloom = {
     .rope_mode = -1,
     .hparams = hparams,
     .build = build,
+    .math_keys = "attention.max_alibi_bias",
 };

@@ -93,4 +93,5 @@ const tport_arch tport_arch_cohere2 = {
     .hparams = hparams,
     .build = build,
     .write_keys = write_keys,
+    .math_keys = "rope.freq_base_swa|attention.sliding_window_pattern|logit_scale",
 };

@@ -313,4 +313,9 @@ const tport_arch tport_arch_deepseek2 = {
     .value_length_own = true,
     .batch_one_at_a_time = true,
     .synth_key = synth_key,
+    .math_keys = "rope.scaling.yarn_log_multiplier|expert_count|expert_used_count|"
+                 "expert_shared_count|expert_feed_forward_length|leading_dense_block_count|"
+                 "attention.q_lora_rank|attention.kv_lora_rank|attention.key_length_mla|"
+                 "attention.value_length_mla|expert_weights_scale|expert_weights_norm|"
+                 "expert_gating_func|expert_group_count|expert_group_used_count",
 };

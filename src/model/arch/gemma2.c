@@ -87,4 +87,6 @@ const tport_arch tport_arch_gemma2 = {
     .hparams = hparams,
     .build = build,
     .write_keys = write_keys,
+    .math_keys = "rope.freq_base_swa|attention.sliding_window_pattern|attn_logit_softcapping|"
+                 "final_logit_softcapping",
 };

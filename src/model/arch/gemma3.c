@@ -96,4 +96,5 @@ const tport_arch tport_arch_gemma3 = {
     .hparams = hparams,
     .build = build,
     .write_keys = write_keys,
+    .math_keys = "rope.freq_base_swa|attention.sliding_window_pattern|final_logit_softcapping",
 };

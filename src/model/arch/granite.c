@@ -114,4 +114,5 @@ const tport_arch tport_arch_granite = {
     .hparams = hparams,
     .build = build,
     .write_keys = write_keys,
+    .math_keys = "attention.scale|logit_scale|embedding_scale|residual_scale",
 };

@@ -93,4 +93,6 @@ const tport_arch tport_arch_granitemoe = {
     .hparams = hparams,
     .build = build,
     .write_keys = write_keys,
+    .math_keys = "attention.scale|logit_scale|embedding_scale|residual_scale|expert_count|"
+                 "expert_used_count",
 };

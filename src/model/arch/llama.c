@@ -51,4 +51,5 @@ const tport_arch tport_arch_llama = {
     .norm = NORM_RMS,
     .rope_mode = TPORT_ROPE_NORMAL,
     .build = build,
+    .math_keys = "expert_count|expert_used_count",
 };

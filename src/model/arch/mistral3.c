@@ -66,4 +66,5 @@ const tport_arch tport_arch_mistral3 = {
     .rope_mode = TPORT_ROPE_NORMAL,
     .hparams = hparams,
     .build = build,
+    .math_keys = "rope.scaling.yarn_log_multiplier",
 };

@@ -66,4 +66,5 @@ const tport_arch tport_arch_mpt = {
     .hparams = hparams,
     .build = build,
     .write_keys = write_keys,
+    .math_keys = "attention.clamp_kqv|attention.max_alibi_bias",
 };

@@ -42,4 +42,5 @@ const tport_arch tport_arch_nomic_bert = {
     .rope_mode = TPORT_ROPE_NEOX,
     .build = build,
     .write_keys = write_keys,
+    .math_keys = "attention.causal",
 };

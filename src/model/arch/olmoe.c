@@ -52,4 +52,5 @@ const tport_arch tport_arch_olmoe = {
     .rope_mode = TPORT_ROPE_NEOX,
     .hparams = hparams,
     .build = build,
+    .math_keys = "expert_count|expert_used_count",
 };

@@ -69,4 +69,6 @@ const tport_arch tport_arch_qwen2moe = {
     .rope_mode = TPORT_ROPE_NEOX,
     .hparams = hparams,
     .build = build,
+    .math_keys = "expert_count|expert_used_count|expert_feed_forward_length|"
+                 "expert_shared_feed_forward_length",
 };

@@ -53,4 +53,5 @@ const tport_arch tport_arch_qwen3moe = {
     .rope_mode = TPORT_ROPE_NEOX,
     .hparams = hparams,
     .build = build,
+    .math_keys = "expert_count|expert_used_count|expert_feed_forward_length",
 };
