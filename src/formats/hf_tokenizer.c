@@ -663,6 +663,13 @@ static tport_status read_spm_model(hf_tok *t, const uint8_t *data, size_t size) 
     t->n = t->config && mf_json_uint(item(t->config, "vocab_size"), &cfg_n) && cfg_n > 0 && cfg_n < MAX_TOKENS
                ? (int32_t)cfg_n
                : n_pieces;
+    /* the converter pads to vocab_size; real folders pad by a few hundred
+     * at most, a hostile one would make millions of placeholders */
+    if (t->n > n_pieces + (1 << 16)) {
+        free(pieces);
+        return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: config.json's vocab_size %d is far beyond the %d pieces "
+                           "of tokenizer.model", t->path, (int)t->n, (int)n_pieces);
+    }
     t->tokens = mf_alloc_array(mf, (uint64_t)t->n, sizeof(char *));
     t->types = mf_alloc_array(mf, (uint64_t)t->n, sizeof(int32_t));
     float *scores = mf_alloc_array(mf, (uint64_t)t->n, sizeof(float));
