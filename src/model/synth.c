@@ -38,6 +38,7 @@ typedef struct synth_ctx {
     const tport_arch *arch;
     int n_tensors;
     synth_tensor tensors[SYNTH_MAX_TENSORS];
+    bool too_many;       /* the plan had more than SYNTH_MAX_TENSORS    */
     float *row;          /* scratch: one row of floats                 */
     int64_t row_cap;
 } synth_ctx;
@@ -131,6 +132,10 @@ static tport_model_shape model_shape(const tport_synth_params *o, const tport_ar
 
 static void add_table_tensor(synth_ctx *c, const tport_arch_tensor *t, const tport_model_shape *sh, int layer,
                              tport_type_id type) {
+    if (c->n_tensors == SYNTH_MAX_TENSORS) { /* 24 layer rows a layer or fewer fit */
+        c->too_many = true;
+        return;
+    }
     char name[SYNTH_NAME_LEN];
     if (t->flags & TENSOR_LAYER)
         snprintf(name, sizeof name, t->name, layer);
@@ -532,6 +537,11 @@ tport_status tport_synth_write(const tport_synth_params *p_in, const char *path,
     c->p = &p;
     c->arch = arch;
     plan_tensors(c, p.type);
+    if (c->too_many) {
+        st = BAD("synth: %s with %" PRIu32 " layers has more than %d tensors", arch->name, p.layers,
+                 SYNTH_MAX_TENSORS);
+        goto done;
+    }
     st = apply_tensor_types(c, &p);
     if (st != TPORT_STATUS_OK)
         goto done;
