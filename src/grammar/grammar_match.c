@@ -19,6 +19,9 @@
 
 #define MAX_STACKS 1024     /* live alternatives at one point           */
 #define MAX_DEPTH 4096      /* positions on one stack                   */
+/* rule references resolved for one set of stacks: nested repetitions
+ * ("x"++++...) make the paths to the same stacks exponential in number */
+#define MAX_EXPANSIONS (1 << 16)
 #define FIRST_CP_SLOTS 4096 /* a power of two                           */
 
 /* Stacks back to back in one array. */
@@ -27,6 +30,7 @@ typedef struct stackset {
     size_t n_data, cap_data;
     int32_t *off, *len;
     int32_t n, cap;
+    int32_t expansions;     /* expand calls since the last clear        */
     bool overflow;
 } stackset;
 
@@ -52,6 +56,7 @@ struct tport_grammar_state {
 static void ss_clear(stackset *s) {
     s->n = 0;
     s->n_data = 0;
+    s->expansions = 0;
     s->overflow = false;
 }
 
@@ -114,7 +119,7 @@ static void expand(const tport_grammar *g, stackset *out, int32_t *st, int32_t l
         ss_add(out, st, len);
         return;
     }
-    if (depth > MAX_DEPTH / 4) {
+    if (depth > MAX_DEPTH / 4 || ++out->expansions > MAX_EXPANSIONS) {
         out->overflow = true;
         return;
     }

@@ -594,7 +594,9 @@ tport_grammar *tport_grammar_parse(const char *text, size_t len, const char *roo
 
 bool gram_set_has(const struct tport_grammar *g, int32_t set, uint32_t c) {
     const gram_set *s = &g->sets[set];
-    const uint32_t *r = g->ranges + s->first;
+    /* an empty set ("[]") has no ranges, and a grammar of only such sets
+     * no range array at all */
+    const uint32_t *r = s->n ? g->ranges + s->first : NULL;
     for (int32_t i = 0; i < s->n; i++)
         if (c >= r[2 * i] && c <= r[2 * i + 1])
             return !s->negated;
@@ -603,7 +605,9 @@ bool gram_set_has(const struct tport_grammar *g, int32_t set, uint32_t c) {
 
 bool gram_set_meets(const struct tport_grammar *g, int32_t set, uint32_t lo, uint32_t hi) {
     const gram_set *s = &g->sets[set];
-    const uint32_t *r = g->ranges + s->first;
+    /* an empty set ("[]") has no ranges, and a grammar of only such sets
+     * no range array at all */
+    const uint32_t *r = s->n ? g->ranges + s->first : NULL;
     if (!s->negated) {
         for (int32_t i = 0; i < s->n; i++)
             if (r[2 * i] <= hi && r[2 * i + 1] >= lo)
