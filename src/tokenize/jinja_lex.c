@@ -182,7 +182,8 @@ static int lex_tag(lexer *L, bool block) {
             }
             if (k + 1 < left && p[k] == '.' && p[k + 1] >= '0' && p[k + 1] <= '9') {
                 flt = true;
-                num[m++ < 63 ? m - 1 : 62] = '.';
+                if (m < 63)
+                    num[m++] = '.';
                 k++;
                 while (k < left && ((p[k] >= '0' && p[k] <= '9') || p[k] == '_')) {
                     if (p[k] != '_' && m < 63)
@@ -205,6 +206,10 @@ static int lex_tag(lexer *L, bool block) {
                     }
                 }
             }
+            /* m stops at 63 (num's room): a longer literal would be read
+             * as another number */
+            if (m >= 63)
+                jfail(L->c, L->line, "a number literal of more than 62 characters");
             num[m] = 0;
             jtok t = {.kind = flt ? TK_FLOAT : TK_INT, .line = L->line};
             if (flt)
