@@ -430,17 +430,6 @@ static tport_status nbits_source(tport_model_file *mf, const mf_cursor *c, const
     return TPORT_STATUS_OK;
 }
 
-/* MatMulNBits: the source's temporary copies of external data freed after. */
-static tport_status map_nbits(tport_model_file *mf, const mf_cursor *c, const onnx_model *o, const uint32_t *order,
-                              const onnx_tensor *w, const onnx_node *nd, qstats *qs) {
-    onnx_qsrc q = {0};
-    tport_status st = nbits_source(mf, c, o, order, w, nd, qs, &q);
-    free(q.codes.tmp);
-    free(q.scales.tmp);
-    free(q.zps.tmp);
-    return st;
-}
-
 /* DequantizeLinear (x: input 0, an initializer) feeding a MatMul's B
  * (the weight transposed, as float MatMul weights are) or a Gather's
  * table: per tensor, per axis, or blocks of block_size along axis. */
@@ -514,11 +503,15 @@ static tport_status dequant_source(tport_model_file *mf, const mf_cursor *c, con
     return add_quant(mf, q, hf, "DequantizeLinear", qs);
 }
 
-/* DequantizeLinear: the source's temporary copies of external data freed after. */
-static tport_status map_dequant(tport_model_file *mf, const mf_cursor *c, const onnx_model *o, const uint32_t *order,
-                                const onnx_tensor *w, const onnx_node *nd, qstats *qs) {
+/* A quantized weight (MatMulNBits or DequantizeLinear, read by `source`),
+ * the source's temporary copies of external data freed after. */
+typedef tport_status (*qsource_fn)(tport_model_file *mf, const mf_cursor *c, const onnx_model *o,
+                                   const uint32_t *order, const onnx_tensor *w, const onnx_node *nd, qstats *qs,
+                                   onnx_qsrc *q);
+static tport_status map_quant(qsource_fn source, tport_model_file *mf, const mf_cursor *c, const onnx_model *o,
+                              const uint32_t *order, const onnx_tensor *w, const onnx_node *nd, qstats *qs) {
     onnx_qsrc q = {0};
-    tport_status st = dequant_source(mf, c, o, order, w, nd, qs, &q);
+    tport_status st = source(mf, c, o, order, w, nd, qs, &q);
     free(q.codes.tmp);
     free(q.scales.tmp);
     free(q.zps.tmp);
@@ -597,9 +590,9 @@ static tport_status map_weights(tport_model_file *mf, const mf_cursor *c, const 
         uint64_t es;
         if (!strcmp(op, "MatMulNBits") || !strcmp(op, "DequantizeLinear")) {
             if (cons[i].input == 0 && op[0] == 'D')
-                s = map_dequant(mf, c, o, order, t, nd, &qs);
+                s = map_quant(dequant_source, mf, c, o, order, t, nd, &qs);
             else if (cons[i].input == 1 && op[0] == 'M')
-                s = map_nbits(mf, c, o, order, t, nd, &qs);
+                s = map_quant(nbits_source, mf, c, o, order, t, nd, &qs);
             /* else: scales, zero points, bias: read with their weight */
         } else if (!strcmp(op, "Gemm"))
             s = mf_fail(c, t->data_offset, "initializer '%.80s' is used by Gemm node '%.80s': Gemm weights are not "
