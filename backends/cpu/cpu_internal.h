@@ -283,13 +283,15 @@ CPU_HIDDEN void cpu_amx_bf16_block(const uint32_t *panels, int rows, int64_t kc,
 #define CPU_AMX 0
 #endif
 
-/* ---- tiled Q4_K x Q8_K mul_mat (cpu_mul_mat_q4ktile.c): the same shape
- * of interface as the Q8_0 one below, tiles of CPU_Q8TILE_ROWS rows. */
-CPU_HIDDEN bool cpu_q4ktile_available(tport_type_id type);
-CPU_HIDDEN size_t cpu_q4ktile_scratch(int64_t K);
-CPU_HIDDEN void cpu_q4ktile_unpack(const uint8_t *const rows[], int nrows, int64_t K, uint8_t *tile);
-CPU_HIDDEN void cpu_q4ktile_dot(const uint8_t *tile, int64_t K, const uint8_t *y, size_t y_stride, int ncols,
-                                float *out);
+/* ---- tiled K-quant (Q4_K, Q5_K, Q6_K) x Q8_K mul_mat
+ * (cpu_mul_mat_kqtile.c): the same shape of interface as the Q8_0 one
+ * below, tiles of CPU_Q8TILE_ROWS rows. */
+CPU_HIDDEN bool cpu_kqtile_available(tport_type_id type);
+CPU_HIDDEN size_t cpu_kqtile_scratch(int64_t K);
+CPU_HIDDEN void cpu_kqtile_unpack(tport_type_id type, const uint8_t *const rows[], int nrows, int64_t K,
+                                  uint8_t *tile);
+CPU_HIDDEN void cpu_kqtile_dot(tport_type_id type, const uint8_t *tile, int64_t K, const uint8_t *y,
+                               size_t y_stride, int ncols, float *out);
 
 /* ---- tiled Q8_0/Q4_0 x Q8_0 mul_mat (cpu_mul_mat_q8tile.c) --------------
  * Present in builds with AVX-512 VNNI or AVX2 + FMA + F16C; elsewhere

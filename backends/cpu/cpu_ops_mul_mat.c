@@ -14,7 +14,7 @@
  *   host's reference quantizer), then each output is one call;
  * - the same for a batch (4+ columns of b) of Q8_0, Q4_0 or Q4_K weights
  *   where the variant has the tiled kernels (cpu_mul_mat_q8tile.c,
- *   cpu_mul_mat_q4ktile.c): 8 rows of a are unpacked once and swept over
+ *   cpu_mul_mat_kqtile.c): 8 rows of a are unpacked once and swept over
  *   all columns of b;
  * - dense f32 or f16 weights against up to GEN_MAX_COLS columns
  *   (generation, short prompts): CPU_GEN_ROWS rows at a time against
@@ -61,7 +61,7 @@ typedef struct mm_plan {
     size_t act_offset;         /* x8: where the cpu_x8_act of b's blocks start in scratch */
 } mm_plan;
 
-enum { TILED_NONE, TILED_Q8_0, TILED_Q4_K }; /* cpu_mul_mat_q8tile.c, _q4ktile.c */
+enum { TILED_NONE, TILED_Q8_0, TILED_KQ }; /* cpu_mul_mat_q8tile.c, _kqtile.c */
 /* Rows of b from which packing them is shared out among the threads. */
 #define PACK_MIN_ROWS_PER_THREAD 4
 /* Columns from which the tiled kernel beats one vec_dot per output. */
@@ -102,8 +102,8 @@ static mm_plan make_plan(const cpu_op *op) {
     if (p.vec_dot && p.M >= TILED_MIN_COLS) {
         if (p.vec_dot_type == TPORT_TYPE_Q8_0 && cpu_q8tile_available(a->type))
             p.tiled = TILED_Q8_0;
-        else if (p.vec_dot_type == TPORT_TYPE_Q8_K && cpu_q4ktile_available(a->type))
-            p.tiled = TILED_Q4_K;
+        else if (p.vec_dot_type == TPORT_TYPE_Q8_K && cpu_kqtile_available(a->type))
+            p.tiled = TILED_KQ;
     }
     if (!p.vec_dot && b->nb[0] != sizeof(float))
         p.packed_row = (size_t)p.K * sizeof(float);
@@ -139,7 +139,7 @@ size_t cpu_mul_mat_thread_scratch(const cpu_op *op) {
     if (p.x8)
         return 0;
     if (p.tiled)
-        return p.tiled == TILED_Q8_0 ? cpu_q8tile_scratch(p.K) : cpu_q4ktile_scratch(p.K);
+        return p.tiled == TILED_Q8_0 ? cpu_q8tile_scratch(p.K) : cpu_kqtile_scratch(p.K);
     if (p.dense) {
         /* bf16: packing may first copy a row of b to f32 (cpu_row_f32) */
         size_t row = p.bf16 ? (size_t)p.K * sizeof(float) : 0;
@@ -515,14 +515,14 @@ static void tiled_task(void *arg, int ith, int nth) {
         if (p->tiled == TILED_Q8_0)
             cpu_q8tile_unpack(a->type, rp, rows, p->K, tile);
         else
-            cpu_q4ktile_unpack(rp, rows, p->K, tile);
+            cpu_kqtile_unpack(a->type, rp, rows, p->K, tile);
         for (int64_t j = 0; j < p->M; j += 4) {
             int nc = (int)(p->M - j < 4 ? p->M - j : 4);
             float s[4 * R];
             if (p->tiled == TILED_Q8_0)
                 cpu_q8tile_dot(tile, p->K, b_row(job, j, i12, i13), p->packed_row, nc, s);
             else
-                cpu_q4ktile_dot(tile, p->K, b_row(job, j, i12, i13), p->packed_row, nc, s);
+                cpu_kqtile_dot(a->type, tile, p->K, b_row(job, j, i12, i13), p->packed_row, nc, s);
             for (int c = 0; c < nc; c++) {
                 uint8_t *out = cpu_row(d, j + c, i12, i13) + (size_t)i0 * d->nb[0];
                 for (int k = 0; k < rows; k++)

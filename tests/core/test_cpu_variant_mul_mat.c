@@ -1,6 +1,6 @@
 /* mul_mat of the CPU plug-in variants (libtport-cpu-{x86-64,avx2,avx512}.so)
  * for every weight type the fast paths treat specially (f32, f16, q8_0,
- * q4_0, q4_k) and for mxfp4 (the gpt-oss type: its vec_dot kernels and
+ * q4_0, and the tiled K-quants q4_k, q5_k, q6_k) and for mxfp4 (the gpt-oss type: its vec_dot kernels and
  * the generic quantized path), on shapes that exercise whole and partial tiles: N not a
  * multiple of the row tile, M of 1 (generation), and M large enough for
  * the tiled kernels with a partial column group, with 1 and 2 threads.
@@ -117,8 +117,8 @@ int main(void) {
             fprintf(stderr, "note: TPORT_CPU_F16_BATCH=%s: f16 batches expected %s\n", batch,
                     expect_bf16 ? "in bf16" : "exact");
     }
-    static const tport_type_id types[] = {TPORT_TYPE_F32, TPORT_TYPE_F16, TPORT_TYPE_Q8_0, TPORT_TYPE_Q4_0,
-                                          TPORT_TYPE_Q4_K, TPORT_TYPE_MXFP4};
+    static const tport_type_id types[] = {TPORT_TYPE_F32,  TPORT_TYPE_F16,  TPORT_TYPE_Q8_0, TPORT_TYPE_Q4_0,
+                                          TPORT_TYPE_Q4_K, TPORT_TYPE_Q5_K, TPORT_TYPE_Q6_K, TPORT_TYPE_MXFP4};
     static const int64_t shapes[][3] = {
         /* K, N, M */
         {256, 13, 1}, {256, 13, 3}, {256, 13, 4}, {512, 21, 9}, {256, 8, 17}, {768, 5, 6},

@@ -1,0 +1,375 @@
+/* Tiled mul_mat for the K-quant weights Q4_K, Q5_K and Q6_K against Q8_K
+ * activations, for batches: the same scheme as cpu_mul_mat_q8tile.c (8
+ * weight rows unpacked once, swept over the activation columns 4 at a
+ * time).  All three are super-blocks of 256 elements whose values are
+ * small unsigned integers q with a scale and an offset per sub-block:
+ *
+ *   Q4_K  x = d sc[j] q - dmin m[j],  q in [0, 15], sub-blocks of 32
+ *   Q5_K  the same with q in [0, 31] (a fifth bit from qh)
+ *   Q6_K  x = d sc[k] (q - 32),       q in [0, 63], sub-blocks of 16
+ *
+ * so one unpacked form serves them: per 32 elements, the 32 unsigned
+ * values (which dpbusd / maddubs take as they are, against the signed Q8_K
+ * bytes), the scale of each half (16 elements; the two are equal for
+ * Q4_K/Q5_K), and the offset of each half, whose products with dy * the
+ * half's sum of y (Q8_K's bsums are per 16) are taken off at the end:
+ *
+ *   dot(x, y) = dy * sum_halves (scale * (q . y) - offset * sum(y))
+ *
+ * with offset = dmin m[j] (Q4_K/Q5_K, both halves) or 32 d sc[k] (Q6_K).
+ * Integer sums are exact; the float additions are ordered differently
+ * from the per-row kernels. */
+#include <string.h>
+
+#include "cpu_internal.h"
+
+#define QK 256
+#define Q4_K_BYTES 144
+#define Q5_K_BYTES 176
+#define Q6_K_BYTES 210
+#define Q8_K_BYTES 292
+#define Q8_K_QS 4
+#define Q8_K_BSUMS 260
+
+#if (defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VNNI__) && \
+     defined(__F16C__)) ||                                                                                 \
+    (defined(__AVX2__) && defined(__FMA__) && defined(__F16C__))
+#include <immintrin.h>
+
+bool cpu_kqtile_available(tport_type_id type) {
+    return type == TPORT_TYPE_Q4_K || type == TPORT_TYPE_Q5_K || type == TPORT_TYPE_Q6_K;
+}
+
+static float half_at(const uint8_t *p) {
+    uint16_t h;
+    memcpy(&h, p, sizeof h);
+    return _cvtsh_ss(h);
+}
+
+/* The 8 6-bit scales and mins of Q4_K/Q5_K from their 12 packed bytes
+ * (ggml's get_scale_min_k4). */
+static void scale_min(const uint8_t *s, int j, int *sc, int *m) {
+    if (j < 4) {
+        *sc = s[j] & 63;
+        *m = s[j + 4] & 63;
+    } else {
+        *sc = (s[j + 4] & 0xF) | (s[j - 4] >> 6) << 4;
+        *m = (s[j + 4] >> 4) | (s[j] >> 6) << 4;
+    }
+}
+
+/* One 32-element sub-block j (0..7) of a super-block: its unsigned values,
+ * and the scale and offset of each 16-element half (see the top). */
+typedef struct kq_part {
+    uint8_t q[32];
+    float scale[2], offset[2];
+} kq_part;
+
+static size_t block_bytes(tport_type_id type) {
+    return type == TPORT_TYPE_Q4_K ? Q4_K_BYTES : type == TPORT_TYPE_Q5_K ? Q5_K_BYTES : Q6_K_BYTES;
+}
+
+static void part_of(tport_type_id type, const uint8_t *blk, int j, kq_part *o) {
+    if (type == TPORT_TYPE_Q6_K) {
+        /* {ql[128], qh[64], int8 scales[16], f16 d}: element 32 j + l of
+         * half h = j / 4 takes its low nibble from ql[64 h + l (+ 32 for odd
+         * j)], low or high by (j / 2) % 2, and its top two bits from
+         * qh[32 h + l] at bit 2 (j % 4) */
+        const uint8_t *ql = blk + 64 * (j / 4) + 32 * (j & 1), *qh = blk + 128 + 32 * (j / 4);
+        const int8_t *sc = (const int8_t *)(const void *)(blk + 192);
+        int lo_shift = (j & 2) ? 4 : 0, hi_shift = 2 * (j % 4);
+        for (int l = 0; l < 32; l++)
+            o->q[l] = (uint8_t)(((ql[l] >> lo_shift) & 0xF) | ((qh[l] >> hi_shift) & 3) << 4);
+        float d = half_at(blk + 208);
+        for (int h = 0; h < 2; h++) {
+            o->scale[h] = d * (float)sc[2 * j + h];
+            o->offset[h] = 32.0f * o->scale[h];
+        }
+        return;
+    }
+    /* Q4_K {f16 d, dmin; scales[12]; qs[128]}, Q5_K {f16 d, dmin;
+     * scales[12]; qh[32]; qs[128]}: sub-blocks 2c and 2c + 1 are the low
+     * and high nibbles of qs[32 c ..]; Q5_K's fifth bit of element l of
+     * sub-block j is bit j of qh[l] */
+    bool five = type == TPORT_TYPE_Q5_K;
+    const uint8_t *qs = blk + (five ? 48 : 16) + 32 * (j / 2), *qh = blk + 16;
+    int shift = (j & 1) ? 4 : 0;
+    for (int l = 0; l < 32; l++)
+        o->q[l] = (uint8_t)(((qs[l] >> shift) & 0xF) | (five ? ((qh[l] >> j) & 1) << 4 : 0));
+    int sc, m;
+    scale_min(blk + 4, j, &sc, &m);
+    o->scale[0] = o->scale[1] = half_at(blk) * (float)sc;
+    o->offset[0] = o->offset[1] = half_at(blk + 2) * (float)m;
+}
+
+static int bsum(const uint8_t *yb, int i) {
+    int16_t v;
+    memcpy(&v, yb + Q8_K_BSUMS + 2 * i, sizeof v);
+    return v;
+}
+#endif
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VNNI__) && \
+    defined(__F16C__)
+/* AVX-512 VNNI.  Unpacked, per super-block b, sub-block j and row pair p
+ * (rows 2p, 2p+1):
+ *   vals: 64 bytes, the pair's 32 values each,
+ *   scls: 16 floats, the scale of each 4-element dpbusd lane: lanes 0-3
+ *         and 4-7 the halves of row 2p, 8-11 and 12-15 those of row 2p+1,
+ * and after all of those, per (b, j), offs: 16 floats, the offsets of the
+ * first halves of the 8 rows, then of the second halves, whose products
+ * with dy * sum(y) build up in one 8-lane accumulator per column. */
+#define PAIRS (CPU_Q8TILE_ROWS / 2)
+#define COLS 4
+#define UNIT ((size_t)64 * 2) /* vals, scls of one (sub-block, pair) */
+
+size_t cpu_kqtile_scratch(int64_t K) {
+    return (size_t)(K / QK) * 8 * (PAIRS * UNIT + 16 * sizeof(float)) + 64;
+}
+
+static size_t unit_at(int64_t b, int j, int p) {
+    return (size_t)((b * 8 + j) * PAIRS + p) * UNIT;
+}
+
+/* The offsets of sub-block j of super-block b: 16 floats after every unit. */
+static size_t offs_at(int64_t nb, int64_t b, int j) {
+    return (size_t)(nb * 8) * PAIRS * UNIT + (size_t)(b * 8 + j) * 16 * sizeof(float);
+}
+
+void cpu_kqtile_unpack(tport_type_id type, const uint8_t *const rows[], int nrows, int64_t K, uint8_t *tile) {
+    int64_t nb = K / QK;
+    size_t bb = block_bytes(type);
+    for (int r = 0; r < CPU_Q8TILE_ROWS; r++) {
+        int p = r / 2, half = r & 1;
+        for (int64_t b = 0; b < nb; b++) {
+            for (int j = 0; j < 8; j++) {
+                kq_part part = {0};
+                if (r < nrows)
+                    part_of(type, rows[r] + (size_t)b * bb, j, &part);
+                uint8_t *u = tile + unit_at(b, j, p);
+                float *scl = (float *)(void *)(u + 64), *offs = (float *)(void *)(tile + offs_at(nb, b, j));
+                memcpy(u + 32 * half, part.q, 32);
+                for (int l = 0; l < 4; l++) {
+                    scl[8 * half + l] = part.scale[0];
+                    scl[8 * half + 4 + l] = part.scale[1];
+                }
+                offs[r] = part.offset[0];
+                offs[8 + r] = part.offset[1];
+            }
+        }
+    }
+}
+
+static void hsum_halves(__m512 a, float *lo, float *hi) {
+    __m256 l = _mm512_castps512_ps256(a), h = _mm512_extractf32x8_ps(a, 1);
+    __m256 t = _mm256_hadd_ps(l, h);
+    t = _mm256_hadd_ps(t, t);
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
+    *lo = _mm_cvtss_f32(s);
+    *hi = _mm_cvtss_f32(_mm_shuffle_ps(s, s, 1));
+}
+
+/* split: the halves have offsets of their own (Q6_K); without, one offset
+ * times the sum of both halves, as the Q4_K kernel always did */
+static inline __attribute__((always_inline)) void kernel(const uint8_t *tile, int64_t nb, const uint8_t *y,
+                                                         size_t y_stride, int nc, bool split, float *out) {
+    __m512 acc[PAIRS][COLS];
+    __m256 oacc[COLS];
+    for (int c = 0; c < COLS; c++) {
+        oacc[c] = _mm256_setzero_ps();
+        for (int p = 0; p < PAIRS; p++)
+            acc[p][c] = _mm512_setzero_ps();
+    }
+    const __m512i zero = _mm512_setzero_si512();
+    for (int64_t b = 0; b < nb; b++) {
+        for (int j = 0; j < 8; j++) {
+            __m512i x[PAIRS];
+            for (int p = 0; p < PAIRS; p++)
+                x[p] = _mm512_loadu_si512((const void *)(tile + unit_at(b, j, p)));
+            const float *offs = (const float *)(const void *)(tile + offs_at(nb, b, j));
+            const __m256 off0 = _mm256_loadu_ps(offs), off1 = _mm256_loadu_ps(offs + 8);
+            for (int c = 0; c < nc; c++) {
+                const uint8_t *yb = y + (size_t)c * y_stride + (size_t)b * Q8_K_BYTES;
+                float dyf;
+                memcpy(&dyf, yb, sizeof dyf);
+                __m512i yv = _mm512_broadcast_i64x4(
+                    _mm256_loadu_si256((const __m256i *)(const void *)(yb + Q8_K_QS + 32 * j)));
+                __m512 dy = _mm512_set1_ps(dyf);
+                if (split) {
+                    oacc[c] = _mm256_fmadd_ps(off0, _mm256_set1_ps(dyf * (float)bsum(yb, 2 * j)), oacc[c]);
+                    oacc[c] = _mm256_fmadd_ps(off1, _mm256_set1_ps(dyf * (float)bsum(yb, 2 * j + 1)), oacc[c]);
+                } else {
+                    oacc[c] = _mm256_fmadd_ps(off0, _mm256_set1_ps(dyf * (float)(bsum(yb, 2 * j) + bsum(yb, 2 * j + 1))),
+                                              oacc[c]);
+                }
+                for (int p = 0; p < PAIRS; p++) {
+                    const uint8_t *u = tile + unit_at(b, j, p);
+                    __m512i i = _mm512_dpbusd_epi32(zero, x[p], yv);
+                    __m512 d = _mm512_mul_ps(_mm512_loadu_ps((const float *)(const void *)(u + 64)), dy);
+                    acc[p][c] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(i), acc[p][c]);
+                }
+            }
+        }
+    }
+    for (int c = 0; c < nc; c++) {
+        float m[8];
+        _mm256_storeu_ps(m, oacc[c]);
+        for (int p = 0; p < PAIRS; p++) {
+            float *o = &out[c * CPU_Q8TILE_ROWS + 2 * p];
+            hsum_halves(acc[p][c], &o[0], &o[1]);
+            o[0] -= m[2 * p];
+            o[1] -= m[2 * p + 1];
+        }
+    }
+}
+
+void cpu_kqtile_dot(tport_type_id type, const uint8_t *tile, int64_t K, const uint8_t *y, size_t y_stride,
+                    int ncols, float *out) {
+    int64_t nb = K / QK;
+    bool split = type == TPORT_TYPE_Q6_K;
+    switch (ncols) {
+    case 1: split ? kernel(tile, nb, y, y_stride, 1, true, out) : kernel(tile, nb, y, y_stride, 1, false, out); break;
+    case 2: split ? kernel(tile, nb, y, y_stride, 2, true, out) : kernel(tile, nb, y, y_stride, 2, false, out); break;
+    case 3: split ? kernel(tile, nb, y, y_stride, 3, true, out) : kernel(tile, nb, y, y_stride, 3, false, out); break;
+    default: split ? kernel(tile, nb, y, y_stride, 4, true, out) : kernel(tile, nb, y, y_stride, 4, false, out); break;
+    }
+}
+
+#elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+/* AVX2: the unsigned values go straight into maddubs against the signed
+ * Q8_K bytes (pair sums at most 2 * 63 * 128, no saturation).  Unpacked,
+ * per super-block b, sub-block j and row r (ROWS = 8), u = (b 8 + j) ROWS + r:
+ *   vals[32 u + e]          the 32 values,
+ *   scls[u], scls[units + u]  the scales of the two halves,
+ *   offs[u], offs[units + u]  their offsets.
+ * The kernel takes 4 rows x 2 columns at a time, as the Q8_0 one. */
+#define ROWS CPU_Q8TILE_ROWS
+
+size_t cpu_kqtile_scratch(int64_t K) {
+    return (size_t)(K / QK) * 8 * ROWS * (32 + 4 * sizeof(float)) + 64;
+}
+
+void cpu_kqtile_unpack(tport_type_id type, const uint8_t *const rows[], int nrows, int64_t K, uint8_t *tile) {
+    int64_t nb = K / QK, units = nb * 8 * ROWS;
+    size_t bb = block_bytes(type);
+    uint8_t *vals = tile;
+    float *scls = (float *)(void *)(tile + (size_t)units * 32), *offs = scls + 2 * units;
+    for (int r = 0; r < ROWS; r++) {
+        for (int64_t b = 0; b < nb; b++) {
+            for (int j = 0; j < 8; j++) {
+                size_t u = (size_t)((b * 8 + j) * ROWS + r);
+                kq_part part = {0};
+                if (r < nrows)
+                    part_of(type, rows[r] + (size_t)b * bb, j, &part);
+                memcpy(vals + 32 * u, part.q, 32);
+                scls[u] = part.scale[0];
+                scls[units + u] = part.scale[1];
+                offs[u] = part.offset[0];
+                offs[units + u] = part.offset[1];
+            }
+        }
+    }
+}
+
+static inline float hsum256(__m256 v) {
+    __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    x = _mm_add_ps(x, _mm_movehl_ps(x, x));
+    x = _mm_add_ss(x, _mm_movehdup_ps(x));
+    return _mm_cvtss_f32(x);
+}
+
+/* Rows r0 .. r0 + 3 against columns c0 .. c0 + nc - 1 (nc 1 or 2); split
+ * as in the AVX-512 kernel. */
+static inline __attribute__((always_inline)) void kernel4(const uint8_t *tile, int64_t nb, const uint8_t *y,
+                                                          size_t y_stride, int r0, int c0, int nc, bool split,
+                                                          float *out) {
+    int64_t units = nb * 8 * ROWS;
+    const uint8_t *vals = tile;
+    const float *scls = (const float *)(const void *)(tile + (size_t)units * 32), *offs = scls + 2 * units;
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc[4][2];
+    __m128 oacc[2] = {_mm_setzero_ps(), _mm_setzero_ps()};
+    for (int r = 0; r < 4; r++)
+        acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        float dyf[2];
+        for (int c = 0; c < nc; c++)
+            memcpy(&dyf[c], y + (size_t)(c0 + c) * y_stride + (size_t)b * Q8_K_BYTES, sizeof(float));
+        for (int j = 0; j < 8; j++) {
+            size_t u0 = (size_t)((b * 8 + j) * ROWS + r0);
+            __m256i yv[2];
+            __m256 dy[2];
+            for (int c = 0; c < nc; c++) {
+                const uint8_t *yb = y + (size_t)(c0 + c) * y_stride + (size_t)b * Q8_K_BYTES;
+                yv[c] = _mm256_loadu_si256((const __m256i *)(const void *)(yb + Q8_K_QS + 32 * j));
+                dy[c] = _mm256_set1_ps(dyf[c]);
+                if (split) {
+                    oacc[c] = _mm_fmadd_ps(_mm_loadu_ps(offs + u0), _mm_set1_ps(dyf[c] * (float)bsum(yb, 2 * j)),
+                                           oacc[c]);
+                    oacc[c] = _mm_fmadd_ps(_mm_loadu_ps(offs + units + u0),
+                                           _mm_set1_ps(dyf[c] * (float)bsum(yb, 2 * j + 1)), oacc[c]);
+                } else {
+                    __m128 s = _mm_set1_ps(dyf[c] * (float)(bsum(yb, 2 * j) + bsum(yb, 2 * j + 1)));
+                    oacc[c] = _mm_fmadd_ps(_mm_loadu_ps(offs + u0), s, oacc[c]);
+                }
+            }
+            for (int r = 0; r < 4; r++) {
+                __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(vals + 32 * (u0 + (size_t)r)));
+                /* lanes 0-3 of madd are the first 16 elements, 4-7 the rest */
+                __m256 dx = split ? _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_set1_ps(scls[u0 + r])),
+                                                         _mm_set1_ps(scls[units + u0 + r]), 1)
+                                  : _mm256_broadcast_ss(scls + u0 + r);
+                for (int c = 0; c < nc; c++) {
+                    __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(x, yv[c]), ones);
+                    acc[r][c] = _mm256_fmadd_ps(_mm256_mul_ps(dx, dy[c]), _mm256_cvtepi32_ps(p), acc[r][c]);
+                }
+            }
+        }
+    }
+    for (int c = 0; c < nc; c++) {
+        float m[4];
+        _mm_storeu_ps(m, oacc[c]);
+        for (int r = 0; r < 4; r++)
+            out[(c0 + c) * ROWS + r0 + r] = hsum256(acc[r][c]) - m[r];
+    }
+}
+
+static void dot_rows(const uint8_t *tile, int64_t nb, const uint8_t *y, size_t y_stride, int ncols, bool split,
+                     float *out) {
+    for (int r0 = 0; r0 < ROWS; r0 += 4) {
+        int c = 0;
+        for (; c + 2 <= ncols; c += 2)
+            split ? kernel4(tile, nb, y, y_stride, r0, c, 2, true, out)
+                  : kernel4(tile, nb, y, y_stride, r0, c, 2, false, out);
+        if (c < ncols)
+            split ? kernel4(tile, nb, y, y_stride, r0, c, 1, true, out)
+                  : kernel4(tile, nb, y, y_stride, r0, c, 1, false, out);
+    }
+}
+
+void cpu_kqtile_dot(tport_type_id type, const uint8_t *tile, int64_t K, const uint8_t *y, size_t y_stride,
+                    int ncols, float *out) {
+    dot_rows(tile, K / QK, y, y_stride, ncols, type == TPORT_TYPE_Q6_K, out);
+}
+
+#else /* no kernel in this build */
+
+bool cpu_kqtile_available(tport_type_id type) {
+    (void)type;
+    return false;
+}
+
+size_t cpu_kqtile_scratch(int64_t K) {
+    (void)K;
+    return 0;
+}
+
+void cpu_kqtile_unpack(tport_type_id type, const uint8_t *const rows[], int nrows, int64_t K, uint8_t *tile) {
+    (void)type, (void)rows, (void)nrows, (void)K, (void)tile;
+}
+
+void cpu_kqtile_dot(tport_type_id type, const uint8_t *tile, int64_t K, const uint8_t *y, size_t y_stride,
+                    int ncols, float *out) {
+    (void)type, (void)tile, (void)K, (void)y, (void)y_stride, (void)ncols, (void)out;
+}
+#endif
