@@ -43,6 +43,8 @@ typedef enum tport_pretok {
     TPORT_PRE_GPT4O,
     TPORT_PRE_QWEN35,  /* Qwen2 with combining marks in letter runs */
     TPORT_PRE_NEWLINES, /* [^\n]+|[\n]+ (Gemma 4)                     */
+    TPORT_PRE_DEEPSEEK3, /* DeepSeek V3, Hunyuan dense, JoyAI          */
+    TPORT_PRE_LAGUNA,   /* [^\n]+|[\n]+ then Qwen2                     */
 } tport_pretok;
 
 typedef struct tport_merge_slot {

@@ -418,6 +418,78 @@ static size_t m_cased(const span *s, size_t p, bool suffix, size_t max_digits) {
 static size_t m_tekken(const span *s, size_t p) { return m_cased(s, p, false, 1); }
 static size_t m_gpt4o(const span *s, size_t p) { return m_cased(s, p, true, 3); }
 
+/* DeepSeek V3 (also Hunyuan dense, JoyAI; LLAMA_VOCAB_PRE_TYPE_DEEPSEEK3_LLM):
+ *   \p{N}{1,3}  then  [一-龥぀-ゟ゠-ヿ]+  then
+ *   [!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+
+ *   | [^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+ | ?[\p{P}\p{S}]+[\r\n]*
+ *   | \s*[\r\n]+ | \s+(?!\S) | \s+
+ * all three through std::regex (the first and last on llama.cpp's
+ * category-collapsed text), so alternatives are tried in order. */
+static size_t m_digits3(const span *s, size_t p) {
+    size_t q = p;
+    while (q - p < 3 && in(s, q) && cat_seen(s->c[q]) == TPORT_UCAT_NUMBER)
+        q++;
+    return q - p;
+}
+static bool ds3_cjk(uint32_t c) {
+    return (c >= 0x4E00 && c <= 0x9FA5) || (c >= 0x3040 && c <= 0x309F) || (c >= 0x30A0 && c <= 0x30FF);
+}
+static size_t m_ds3_cjk(const span *s, size_t p) {
+    size_t q = p;
+    while (in(s, q) && ds3_cjk(s->c[q]))
+        q++;
+    return q - p;
+}
+static bool ascii_alpha(uint32_t c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); }
+static bool ascii_punct(uint32_t c) { return c > 0x20 && c < 0x7F && !ascii_alpha(c) && !(c >= '0' && c <= '9'); }
+static bool c_lm(const span *s, size_t p) {
+    enum tport_ucat k = in(s, p) ? cat_seen(s->c[p]) : TPORT_UCAT_UNDEFINED;
+    return in(s, p) && (k == TPORT_UCAT_LETTER || k == TPORT_UCAT_MARK);
+}
+static bool c_ps(const span *s, size_t p) {
+    enum tport_ucat k = in(s, p) ? cat_seen(s->c[p]) : TPORT_UCAT_UNDEFINED;
+    return in(s, p) && (k == TPORT_UCAT_PUNCTUATION || k == TPORT_UCAT_SYMBOL);
+}
+static bool c_sp(const span *s, size_t p) { return in(s, p) && ascii_space(seen(s->c[p])); }
+
+static size_t m_ds3_main(const span *s, size_t p) {
+    uint32_t c = at(s, p);
+    size_t q = p;
+    if (in(s, p) && ascii_punct(c) && in(s, p + 1) && ascii_alpha(s->c[p + 1])) {
+        for (q = p + 1; in(s, q) && ascii_alpha(s->c[q]); q++) {
+        }
+        return q - p;
+    }
+    /* the optional lead is anything but CR, LF, letters, punctuation and
+     * symbols: white space, digits, marks, controls */
+    bool lead = in(s, p) && c != '\r' && c != '\n' && !c_ps(s, p) && !(cat_seen(c) == TPORT_UCAT_LETTER);
+    if ((lead && c_lm(s, p + 1)) || c_lm(s, p)) {
+        for (q = p + 1; c_lm(s, q); q++) {
+        }
+        return q - p;
+    }
+    q = c == ' ' && c_ps(s, p + 1) ? p + 1 : p;
+    if (c_ps(s, q)) {
+        while (c_ps(s, q))
+            q++;
+        while (at(s, q) == '\r' || at(s, q) == '\n')
+            q++;
+        return q - p;
+    }
+    size_t nws = 0, last_rn = 0;
+    while (c_sp(s, p + nws)) {
+        uint32_t w = at(s, p + nws);
+        if (w == '\r' || w == '\n')
+            last_rn = p + nws + 1;
+        nws++;
+    }
+    if (last_rn)
+        return last_rn - p;
+    if (nws > 1 && in(s, p + nws)) /* \s+(?!\S): leave the last one */
+        return nws - 1;
+    return nws; /* 0: no alternative matches here (a digit or control alone) */
+}
+
 typedef size_t (*match_fn)(const span *, size_t);
 
 /* Leftmost matches and the gaps between them, as regex_iterator gives. */
@@ -495,6 +567,15 @@ static int passes_of(tport_pretok pre, pass *p) {
         p[n++] = (pass){PASS_SEARCH, m_sp_punct};
         p[n++] = (pass){PASS_SEARCH, m_ds_cjk};
         p[n++] = (pass){PASS_SEARCH, m_number};
+        break;
+    case TPORT_PRE_DEEPSEEK3:
+        p[n++] = (pass){PASS_SEARCH, m_digits3};
+        p[n++] = (pass){PASS_SEARCH, m_ds3_cjk};
+        p[n++] = (pass){PASS_SEARCH, m_ds3_main};
+        break;
+    case TPORT_PRE_LAGUNA:
+        p[n++] = (pass){PASS_NEWLINES, NULL};
+        p[n++] = (pass){PASS_QWEN2, NULL};
         break;
     case TPORT_PRE_TEKKEN:
         p[n++] = (pass){PASS_SEARCH, m_tekken};
