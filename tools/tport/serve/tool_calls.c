@@ -10,6 +10,8 @@
 tool_format tool_format_detect(const char *t) {
     if (!t)
         return TOOL_FMT_NONE;
+    if (strstr(t, "<|channel|>")) /* as llama.cpp tells gpt-oss's template */
+        return TOOL_FMT_HARMONY;
     if (strstr(t, "<tool_call>"))
         return TOOL_FMT_HERMES;
     if (strstr(t, "[TOOL_CALLS]"))
@@ -20,7 +22,7 @@ tool_format tool_format_detect(const char *t) {
 }
 
 const char *tool_format_name(tool_format f) {
-    static const char *const names[] = {"none", "hermes", "llama3", "mistral"};
+    static const char *const names[] = {"none", "hermes", "llama3", "mistral", "harmony"};
     return names[f];
 }
 
@@ -28,6 +30,12 @@ const char *tool_format_name(tool_format f) {
 static const char *args_key(tool_format f) { return f == TOOL_FMT_LLAMA3 ? "parameters" : "arguments"; }
 
 char *tool_grammar(tool_format f, const char *tools_json, const char *name, serve_error *err) {
+    if (f == TOOL_FMT_HARMONY) { /* its calls are not one JSON shape: not forced (yet) */
+        snprintf(err->message, sizeof err->message,
+                 "'tool_choice' \"required\" or a named function is not supported with gpt-oss's harmony format");
+        err->param = "tool_choice";
+        return NULL;
+    }
     cJSON *tools = tools_json ? cJSON_Parse(tools_json) : NULL;
     cJSON *schema = cJSON_CreateObject(), *any = cJSON_AddArrayToObject(schema, "anyOf");
     const cJSON *t;
