@@ -1,0 +1,32 @@
+/* libFuzzer target: tport serve's gpt-oss reply parser (harmony.c) on
+ * model output, which a prompt can steer anywhere.  The parts it gives
+ * are never longer than the text, and a settled prefix parses too. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "harmony.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    char *text = malloc(size + 1);
+    if (!text)
+        return 0;
+    memcpy(text, data, size);
+    text[size] = 0; /* generated text holds no NUL: the parser reads up to one */
+    size_t len = strlen(text);
+    harmony_reply r;
+    if (harmony_parse(text, size & 1, 1, &r)) {
+        if ((r.reasoning && strlen(r.reasoning) > 2 * len + 1) || (r.content && strlen(r.content) > 2 * len + 1))
+            abort();
+        harmony_reply_free(&r);
+    }
+    size_t k = harmony_settled(text, len);
+    if (k > len)
+        abort();
+    text[k] = 0;
+    if (harmony_parse(text, true, 2, &r))
+        harmony_reply_free(&r);
+    free(text);
+    return 0;
+}
