@@ -1,10 +1,12 @@
-/* libFuzzer target: tport serve's gpt-oss reply parser (harmony.c) on
- * model output, which a prompt can steer anywhere.  The parts it gives
- * are never longer than the text, and a settled prefix parses too. */
+/* libFuzzer target: tport serve's parsers of model output, which a
+ * prompt can steer anywhere: gpt-oss replies (harmony.c), whose parts are
+ * never longer than the text and whose settled prefix parses too, and the
+ * tool calls of every format (tool_calls.c). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "harmony.h"
+#include "tool_calls.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -27,6 +29,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     text[k] = 0;
     if (harmony_parse(text, true, 2, &r))
         harmony_reply_free(&r);
+    memcpy(text, data, size); /* the whole text again */
+    for (int f = TOOL_FMT_NONE; f <= TOOL_FMT_DEEPSEEK; f++) {
+        char *content = NULL;
+        cJSON *calls = tool_calls_parse((tool_format)f, text, 1, &content);
+        if (content && strlen(content) > len)
+            abort();
+        cJSON_Delete(calls);
+        free(content);
+    }
     free(text);
     return 0;
 }

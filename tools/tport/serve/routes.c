@@ -153,7 +153,8 @@ static bool make_spec(serve_conn *c, const serve_request *req, gen_spec *g, enum
     if (req->tool_choice != SERVE_TOOLS_NONE) {
         if (!srv->jinja.tmpl || srv->tools == TOOL_FMT_NONE) {
             *res = serve_send_error(c, 400, "tools", "'tools': the model's chat template shows no tool-call format "
-                                    "tport serve parses (Hermes <tool_call>, Llama 3.x JSON, Mistral [TOOL_CALLS])");
+                                    "tport serve parses (Hermes <tool_call>, Llama 3.x JSON, Mistral [TOOL_CALLS], gpt-oss "
+                                    "harmony, DeepSeek)");
             return false;
         }
         g->tool_format = srv->tools;
