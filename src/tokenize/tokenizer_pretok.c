@@ -490,6 +490,121 @@ static size_t m_ds3_main(const span *s, size_t p) {
     return nws; /* 0: no alternative matches here (a digit or control alone) */
 }
 
+/* AFMoE's kana, CJK, Thai, Lao, Khmer, Myanmar, Hangul... runs, the code
+ * points of its regex as written (豈 is U+8C48 there, not U+F900) */
+static const cp_range AFMOE_CJK[] = {
+    {0x4E00, 0x9FFF}, {0x3400, 0x4DBF}, {0x8C48, 0xFAFF}, {0x3040, 0x309F}, {0x30A0, 0x30FF},
+    {0xFF65, 0xFF9F}, {0x2F00, 0x2FDF}, {0x0E40, 0x0E7F}, {0x0E80, 0x0EFF}, {0x1780, 0x17FF},
+    {0x1000, 0x109F}, {0xAA60, 0xAA7F}, {0xA9E0, 0xA9FF}, {0xAC00, 0xD7AF}, {0x1100, 0x11FF},
+};
+static size_t m_afmoe_cjk(const span *s, size_t p) {
+    size_t q = p;
+    while (in(s, q) && IN(AFMOE_CJK, s->c[q]))
+        q++;
+    return q - p;
+}
+
+/* Digit runs in threes from the right (unicode_regex_split_custom_afmoe,
+ * also tiny_aya's \d{1,3}(?=(?:\d{3})*\b)): the leading one or two digits
+ * go with the text before them, as llama.cpp cuts. */
+static void split_afmoe_digits(const span *s, pieces *o) {
+    size_t prev = s->ini;
+    for (size_t pos = s->ini; pos < s->end;) {
+        if (!is_n(s, pos)) {
+            pos++;
+            continue;
+        }
+        size_t ini = pos;
+        while (is_n(s, pos))
+            pos++;
+        size_t cur = ini + (pos - ini) % 3;
+        if (cur > ini)
+            cut(o, &prev, cur);
+        for (; cur < pos; cur += 3)
+            cut(o, &prev, cur + 3);
+    }
+    cut(o, &prev, s->end);
+}
+
+/* The Llama 3 family of patterns as std::regex runs them (not llama.cpp's
+ * hand-written splitters), on the category-collapsed text:
+ *   [contractions] | [^\r\n\p{L}\p{N}]?L+[contraction]? | \p{N}{1,D}
+ *   | ?[^\s\p{L}\p{N}]+[\r\n]* | \s*[\r\n]+ | \s+(?!\S) | \s+
+ * with L = \p{L} or [\p{L}\p{M}], [\r\n/]* after punctuation for some. */
+typedef struct std_words {
+    bool lead_contraction, marks, suffix, trail_rn, trail_slash;
+    size_t max_digits;
+} std_words;
+
+static bool c_l(const span *s, size_t p) { return in(s, p) && cat_seen(s->c[p]) == TPORT_UCAT_LETTER; }
+static bool c_n(const span *s, size_t p) { return in(s, p) && cat_seen(s->c[p]) == TPORT_UCAT_NUMBER; }
+static bool c_other(const span *s, size_t p) { return in(s, p) && !c_sp(s, p) && !c_l(s, p) && !c_n(s, p); }
+
+static size_t m_std_words(const span *s, size_t p, const std_words *w) {
+    uint32_t c = at(s, p);
+    size_t q;
+    if (w->lead_contraction && (q = contraction(s, p, true)) > 0)
+        return q;
+    bool lead = in(s, p) && c != '\r' && c != '\n' && !c_l(s, p) && !c_n(s, p);
+#define LM(x) (c_l(s, x) || (w->marks && in(s, x) && cat_seen(s->c[x]) == TPORT_UCAT_MARK))
+    if ((lead && LM(p + 1)) || LM(p)) {
+        for (q = p + 1; LM(q); q++) {
+        }
+        if (w->suffix)
+            q += contraction(s, q, true);
+        return q - p;
+    }
+#undef LM
+    if (c_n(s, p)) {
+        for (q = p; c_n(s, q) && q - p < w->max_digits; q++) {
+        }
+        return q - p;
+    }
+    q = c == ' ' && c_other(s, p + 1) ? p + 1 : p;
+    if (c_other(s, q)) {
+        while (c_other(s, q))
+            q++;
+        while (w->trail_rn && (at(s, q) == '\r' || at(s, q) == '\n' || (w->trail_slash && at(s, q) == '/')))
+            q++;
+        return q - p;
+    }
+    size_t nws = 0, last_rn = 0;
+    while (c_sp(s, p + nws)) {
+        uint32_t x = at(s, p + nws);
+        if (x == '\r' || x == '\n')
+            last_rn = p + nws + 1;
+        nws++;
+    }
+    if (last_rn)
+        return last_rn - p;
+    if (nws > 1 && in(s, p + nws))
+        return nws - 1;
+    return nws;
+}
+
+/* Seed-Coder: one digit, punctuation without a line break after it */
+static size_t m_seed_coder(const span *s, size_t p) {
+    static const std_words w = {.lead_contraction = true, .max_digits = 1};
+    return m_std_words(s, p, &w);
+}
+/* Ling (bailingmoe, bailingmoe2, llada-moe): one digit; \s*[\r\n] ends
+ * where \s*[\r\n]+ does */
+static size_t m_bailing(const span *s, size_t p) {
+    static const std_words w = {.lead_contraction = true, .max_digits = 1, .trail_rn = true};
+    return m_std_words(s, p, &w);
+}
+/* MiniCPM 5: any number of digits (after the \p{N}{1,3} pass) */
+static size_t m_minicpm5(const span *s, size_t p) {
+    static const std_words w = {.lead_contraction = true, .max_digits = (size_t)-1, .trail_rn = true};
+    return m_std_words(s, p, &w);
+}
+/* Tiny Aya, Cohere2 MoE: GPT-4o's pattern with marks, whose case classes
+ * std::regex collapses to letters */
+static size_t m_tiny_aya(const span *s, size_t p) {
+    static const std_words w = {.marks = true, .suffix = true, .max_digits = 3, .trail_rn = true, .trail_slash = true};
+    return m_std_words(s, p, &w);
+}
+
 typedef size_t (*match_fn)(const span *, size_t);
 
 /* Leftmost matches and the gaps between them, as regex_iterator gives. */
@@ -511,7 +626,15 @@ static void split_search(const span *s, pieces *o, match_fn match) {
 
 /* ---- pre-tokenizers ---------------------------------------------------- */
 
-typedef enum pass_kind { PASS_GPT2, PASS_LLAMA3, PASS_QWEN2, PASS_QWEN35, PASS_NEWLINES, PASS_SEARCH } pass_kind;
+typedef enum pass_kind {
+    PASS_GPT2,
+    PASS_LLAMA3,
+    PASS_QWEN2,
+    PASS_QWEN35,
+    PASS_NEWLINES,
+    PASS_AFMOE_DIGITS,
+    PASS_SEARCH
+} pass_kind;
 typedef struct pass {
     pass_kind kind;
     match_fn match;
@@ -573,6 +696,25 @@ static int passes_of(tport_pretok pre, pass *p) {
         p[n++] = (pass){PASS_SEARCH, m_ds3_cjk};
         p[n++] = (pass){PASS_SEARCH, m_ds3_main};
         break;
+    case TPORT_PRE_AFMOE:
+        p[n++] = (pass){PASS_AFMOE_DIGITS, NULL};
+        p[n++] = (pass){PASS_SEARCH, m_afmoe_cjk};
+        p[n++] = (pass){PASS_SEARCH, m_ds3_main};
+        break;
+    case TPORT_PRE_TINY_AYA:
+        p[n++] = (pass){PASS_AFMOE_DIGITS, NULL};
+        p[n++] = (pass){PASS_SEARCH, m_tiny_aya};
+        break;
+    case TPORT_PRE_SEED_CODER:
+        p[n++] = (pass){PASS_SEARCH, m_seed_coder};
+        break;
+    case TPORT_PRE_BAILINGMOE:
+        p[n++] = (pass){PASS_SEARCH, m_bailing};
+        break;
+    case TPORT_PRE_MINICPM5:
+        p[n++] = (pass){PASS_SEARCH, m_digits3};
+        p[n++] = (pass){PASS_SEARCH, m_minicpm5};
+        break;
     case TPORT_PRE_LAGUNA:
         p[n++] = (pass){PASS_NEWLINES, NULL};
         p[n++] = (pass){PASS_QWEN2, NULL};
@@ -618,6 +760,9 @@ static int run_pass(const pass *ps, const uint32_t *cpt, const pieces *in_p, pie
             break;
         case PASS_NEWLINES:
             split_newlines(&s, out);
+            break;
+        case PASS_AFMOE_DIGITS:
+            split_afmoe_digits(&s, out);
             break;
         case PASS_SEARCH:
             split_search(&s, out, ps->match);
