@@ -50,6 +50,10 @@ typedef enum tport_pretok {
     TPORT_PRE_SEED_CODER,
     TPORT_PRE_BAILINGMOE,
     TPORT_PRE_MINICPM5,
+    TPORT_PRE_GRANITE_MULTI, /* GPT-4o's lookaheads with marks        */
+    TPORT_PRE_EXAONE_MOE,
+    TPORT_PRE_JAIS2,
+    TPORT_PRE_YOUTU,
 } tport_pretok;
 
 typedef struct tport_merge_slot {

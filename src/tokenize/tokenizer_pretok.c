@@ -341,22 +341,28 @@ static size_t m_trailing_space(const span *s, size_t p) {
  * ((?=[\p{L}])([^a-z])) lookaheads; other scripts' letters are both), C
  * an optional 's 't 're 've 'm 'll 'd (GPT-4o only) and D 1 (Tekken) or 3.
  * Matched as std::regex backtracks: U* gives back letters until L+ fits. */
-static bool up_letter(const span *s, size_t p) { return is_l(s, p) && !(s->c[p] >= 'a' && s->c[p] <= 'z'); }
-static bool low_letter(const span *s, size_t p) { return is_l(s, p) && !(s->c[p] >= 'A' && s->c[p] <= 'Z'); }
+/* with marks, U and L take \p{M} too (Granite embedding multilingual) */
+static bool is_lm_cased(const span *s, size_t p, bool marks) { return is_l(s, p) || (marks && is_m(s, p)); }
+static bool up_letter(const span *s, size_t p, bool marks) {
+    return is_lm_cased(s, p, marks) && !(s->c[p] >= 'a' && s->c[p] <= 'z');
+}
+static bool low_letter(const span *s, size_t p, bool marks) {
+    return is_lm_cased(s, p, marks) && !(s->c[p] >= 'A' && s->c[p] <= 'Z');
+}
 static bool lead_char(const span *s, size_t p) {
     return in(s, p) && s->c[p] != '\r' && s->c[p] != '\n' && !is_l(s, p) && !is_n(s, p);
 }
 
 /* U*L+ (first) or U+L* (second) from q: the end, or 0 if no match */
-static size_t cased_word(const span *s, size_t q, bool first) {
+static size_t cased_word(const span *s, size_t q, bool first, bool marks) {
     size_t u = q;
-    while (up_letter(s, u))
+    while (up_letter(s, u, marks))
         u++;
     if (first) {
         for (size_t k = u;; k--) { /* U* as long as L+ still fits after it */
-            if (low_letter(s, k)) {
+            if (low_letter(s, k, marks)) {
                 size_t e = k;
-                while (low_letter(s, e))
+                while (low_letter(s, e, marks))
                     e++;
                 return e;
             }
@@ -366,7 +372,7 @@ static size_t cased_word(const span *s, size_t q, bool first) {
     }
     if (u == q)
         return 0;
-    while (low_letter(s, u))
+    while (low_letter(s, u, marks))
         u++;
     return u;
 }
@@ -374,12 +380,12 @@ static size_t cased_word(const span *s, size_t q, bool first) {
 /* (?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD]) at p: its length */
 static size_t cased_contraction(const span *s, size_t p) { return contraction(s, p, true); }
 
-static size_t m_cased(const span *s, size_t p, bool suffix, size_t max_digits) {
+static size_t m_cased(const span *s, size_t p, bool suffix, size_t max_digits, bool marks) {
     for (int alt = 0; alt < 2; alt++) {
         for (int lead = 1; lead >= 0; lead--) {
             if (lead && !lead_char(s, p))
                 continue;
-            size_t e = cased_word(s, p + (size_t)lead, alt == 0);
+            size_t e = cased_word(s, p + (size_t)lead, alt == 0, marks);
             if (e) {
                 if (suffix)
                     e += cased_contraction(s, e);
@@ -415,8 +421,9 @@ static size_t m_cased(const span *s, size_t p, bool suffix, size_t max_digits) {
     return nws ? nws : 1;
 }
 
-static size_t m_tekken(const span *s, size_t p) { return m_cased(s, p, false, 1); }
-static size_t m_gpt4o(const span *s, size_t p) { return m_cased(s, p, true, 3); }
+static size_t m_tekken(const span *s, size_t p) { return m_cased(s, p, false, 1, false); }
+static size_t m_gpt4o(const span *s, size_t p) { return m_cased(s, p, true, 3, false); }
+static size_t m_granite_multi(const span *s, size_t p) { return m_cased(s, p, true, 3, true); }
 
 /* DeepSeek V3 (also Hunyuan dense, JoyAI; LLAMA_VOCAB_PRE_TYPE_DEEPSEEK3_LLM):
  *   \p{N}{1,3}  then  [一-龥぀-ゟ゠-ヿ]+  then
@@ -533,6 +540,9 @@ static void split_afmoe_digits(const span *s, pieces *o) {
  * with L = \p{L} or [\p{L}\p{M}], [\r\n/]* after punctuation for some. */
 typedef struct std_words {
     bool lead_contraction, marks, suffix, trail_rn, trail_slash;
+    bool trail_one; /* [\r\n/]? rather than [\r\n/]* (EXAONE MoE)       */
+    bool spaced;    /* (?:\p{L}\p{M}*(?: \p{L}\p{M}*)*)+: words joined by single spaces */
+    bool cascade;   /* \s{512}(?!\S)|\s{256}(?!\S)|...|\s{1,2}(?!\S)|\s{1} (Jais 2) */
     size_t max_digits;
 } std_words;
 
@@ -547,7 +557,19 @@ static size_t m_std_words(const span *s, size_t p, const std_words *w) {
         return q;
     bool lead = in(s, p) && c != '\r' && c != '\n' && !c_l(s, p) && !c_n(s, p);
 #define LM(x) (c_l(s, x) || (w->marks && in(s, x) && cat_seen(s->c[x]) == TPORT_UCAT_MARK))
-    if ((lead && LM(p + 1)) || LM(p)) {
+#define MARK(x) (in(s, x) && cat_seen(s->c[x]) == TPORT_UCAT_MARK)
+    if (w->spaced && ((lead && c_l(s, p + 1)) || c_l(s, p))) {
+        for (q = c_l(s, p) ? p + 1 : p + 2;;) {
+            if (c_l(s, q) || MARK(q))
+                q++;
+            else if (at(s, q) == ' ' && c_l(s, q + 1))
+                q += 2;
+            else
+                return q - p;
+        }
+    }
+#undef MARK
+    if (!w->spaced && ((lead && LM(p + 1)) || LM(p))) {
         for (q = p + 1; LM(q); q++) {
         }
         if (w->suffix)
@@ -564,8 +586,11 @@ static size_t m_std_words(const span *s, size_t p, const std_words *w) {
     if (c_other(s, q)) {
         while (c_other(s, q))
             q++;
-        while (w->trail_rn && (at(s, q) == '\r' || at(s, q) == '\n' || (w->trail_slash && at(s, q) == '/')))
+        while (w->trail_rn && (at(s, q) == '\r' || at(s, q) == '\n' || (w->trail_slash && at(s, q) == '/'))) {
             q++;
+            if (w->trail_one)
+                break;
+        }
         return q - p;
     }
     size_t nws = 0, last_rn = 0;
@@ -577,9 +602,54 @@ static size_t m_std_words(const span *s, size_t p, const std_words *w) {
     }
     if (last_rn)
         return last_rn - p;
+    if (w->cascade && nws) { /* the first width whose end is not before a non-space */
+        static const size_t widths[] = {512, 256, 128, 64, 32, 16, 8, 4, 2, 1};
+        for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i++)
+            if (widths[i] < nws || (widths[i] == nws && !in(s, p + nws)))
+                return widths[i];
+        return 1;
+    }
     if (nws > 1 && in(s, p + nws))
         return nws - 1;
     return nws;
+}
+
+/* EXAONE MoE: letters with their marks, words joined by single spaces */
+static size_t m_exaone_moe(const span *s, size_t p) {
+    static const std_words w = {.lead_contraction = true, .spaced = true, .max_digits = 1, .trail_rn = true,
+                                .trail_slash = true, .trail_one = true};
+    return m_std_words(s, p, &w);
+}
+/* Jais 2: Llama 3's pattern, white space cut in powers of two */
+static size_t m_jais2(const span *s, size_t p) {
+    static const std_words w = {.lead_contraction = true, .max_digits = 3, .trail_rn = true, .cascade = true};
+    return m_std_words(s, p, &w);
+}
+/* Youtu: Hangul, CJK punctuation, Bopomofo, CJK and kana runs first */
+static const cp_range YOUTU_HANGUL[] = {{0xAC00, 0xD7A3}, {0x3131, 0x318E}};
+static const cp_range YOUTU_PUNCT[] = {{0xFF01, 0xFF01}, {0x2026, 0x2026}, {0x201C, 0x201D}, {0x2018, 0x2019},
+                                       {0x2014, 0x2014}, {0xFF1A, 0xFF1B}, {0xFF0C, 0xFF0C}, {0x3001, 0x303F},
+                                       {0xFE30, 0xFE4F}};
+static const cp_range YOUTU_BOPOMOFO[] = {{0x3105, 0x312F}};
+static const cp_range YOUTU_CJK[] = {{0x4E00, 0x9FA5}, {0x3040, 0x309F}, {0x30A0, 0x30FF}};
+static size_t m_youtu_scripts(const span *s, size_t p) {
+    size_t q = p;
+#define RUN(t)                                          \
+    if (in(s, q) && IN(t, s->c[q])) {                   \
+        while (in(s, q) && IN(t, s->c[q]))              \
+            q++;                                        \
+        return q - p;                                   \
+    }
+    RUN(YOUTU_HANGUL)
+    RUN(YOUTU_PUNCT)
+    RUN(YOUTU_BOPOMOFO)
+    RUN(YOUTU_CJK)
+#undef RUN
+    return 0;
+}
+static size_t m_youtu(const span *s, size_t p) {
+    static const std_words w = {.marks = true, .suffix = true, .max_digits = 1, .trail_rn = true, .trail_slash = true};
+    return m_std_words(s, p, &w);
 }
 
 /* Seed-Coder: one digit, punctuation without a line break after it */
@@ -714,6 +784,19 @@ static int passes_of(tport_pretok pre, pass *p) {
     case TPORT_PRE_MINICPM5:
         p[n++] = (pass){PASS_SEARCH, m_digits3};
         p[n++] = (pass){PASS_SEARCH, m_minicpm5};
+        break;
+    case TPORT_PRE_GRANITE_MULTI:
+        p[n++] = (pass){PASS_SEARCH, m_granite_multi};
+        break;
+    case TPORT_PRE_EXAONE_MOE:
+        p[n++] = (pass){PASS_SEARCH, m_exaone_moe};
+        break;
+    case TPORT_PRE_JAIS2:
+        p[n++] = (pass){PASS_SEARCH, m_jais2};
+        break;
+    case TPORT_PRE_YOUTU:
+        p[n++] = (pass){PASS_SEARCH, m_youtu_scripts};
+        p[n++] = (pass){PASS_SEARCH, m_youtu};
         break;
     case TPORT_PRE_LAGUNA:
         p[n++] = (pass){PASS_NEWLINES, NULL};

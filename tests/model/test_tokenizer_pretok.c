@@ -98,7 +98,7 @@ int main(void) {
         tport_tokenizer_free(tk);
     }
     remove(path);
-    CHECK(ids && ids->n == 26, "twenty-six pre-tokenizers");
+    CHECK(ids && ids->n == 30, "thirty pre-tokenizers");
     free(src);
     json_free(refs);
     return test_finish("test_tokenizer_pretok");

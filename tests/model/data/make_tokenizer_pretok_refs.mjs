@@ -13,7 +13,8 @@ const [vocabPath, tmp] = process.argv.slice(2);
 const pres = ["deepseek-llm", "deepseek-coder", "bloom", "viking", "command-r", "chatglm-bpe", "dbrx",
               "olmo", "stablelm2", "default", "tekken", "gpt-4o", "llama4", "deepseek-v3", "hunyuan-dense",
               "joyai-llm", "grok-2", "laguna", "afmoe", "tiny_aya", "cohere2moe", "seed-coder", "bailingmoe",
-              "bailingmoe2", "llada-moe", "minicpm5"];
+              "bailingmoe2", "llada-moe", "minicpm5", "granite-embed-multi-97m", "exaone-moe", "jais-2",
+              "youtu"];
 const N = 60;
 let seed = 20261201;
 const rnd = (k) => { seed = (seed * 1103515245 + 12345) >>> 0; return (seed >>> 8) % k; };
