@@ -43,6 +43,17 @@ typedef enum tport_pretok {
     TPORT_PRE_GPT4O,
     TPORT_PRE_QWEN35,  /* Qwen2 with combining marks in letter runs */
     TPORT_PRE_NEWLINES, /* [^\n]+|[\n]+ (Gemma 4)                     */
+    TPORT_PRE_DEEPSEEK3, /* DeepSeek V3, Hunyuan dense, JoyAI          */
+    TPORT_PRE_LAGUNA,   /* [^\n]+|[\n]+ then Qwen2                     */
+    TPORT_PRE_AFMOE,    /* digits by threes, Asian scripts, DeepSeek V3's words */
+    TPORT_PRE_TINY_AYA, /* digits by threes, GPT-4o's words with marks */
+    TPORT_PRE_SEED_CODER,
+    TPORT_PRE_BAILINGMOE,
+    TPORT_PRE_MINICPM5,
+    TPORT_PRE_GRANITE_MULTI, /* GPT-4o's lookaheads with marks        */
+    TPORT_PRE_EXAONE_MOE,
+    TPORT_PRE_JAIS2,
+    TPORT_PRE_YOUTU,
 } tport_pretok;
 
 typedef struct tport_merge_slot {

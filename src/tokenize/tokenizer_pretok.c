@@ -341,22 +341,28 @@ static size_t m_trailing_space(const span *s, size_t p) {
  * ((?=[\p{L}])([^a-z])) lookaheads; other scripts' letters are both), C
  * an optional 's 't 're 've 'm 'll 'd (GPT-4o only) and D 1 (Tekken) or 3.
  * Matched as std::regex backtracks: U* gives back letters until L+ fits. */
-static bool up_letter(const span *s, size_t p) { return is_l(s, p) && !(s->c[p] >= 'a' && s->c[p] <= 'z'); }
-static bool low_letter(const span *s, size_t p) { return is_l(s, p) && !(s->c[p] >= 'A' && s->c[p] <= 'Z'); }
+/* with marks, U and L take \p{M} too (Granite embedding multilingual) */
+static bool is_lm_cased(const span *s, size_t p, bool marks) { return is_l(s, p) || (marks && is_m(s, p)); }
+static bool up_letter(const span *s, size_t p, bool marks) {
+    return is_lm_cased(s, p, marks) && !(s->c[p] >= 'a' && s->c[p] <= 'z');
+}
+static bool low_letter(const span *s, size_t p, bool marks) {
+    return is_lm_cased(s, p, marks) && !(s->c[p] >= 'A' && s->c[p] <= 'Z');
+}
 static bool lead_char(const span *s, size_t p) {
     return in(s, p) && s->c[p] != '\r' && s->c[p] != '\n' && !is_l(s, p) && !is_n(s, p);
 }
 
 /* U*L+ (first) or U+L* (second) from q: the end, or 0 if no match */
-static size_t cased_word(const span *s, size_t q, bool first) {
+static size_t cased_word(const span *s, size_t q, bool first, bool marks) {
     size_t u = q;
-    while (up_letter(s, u))
+    while (up_letter(s, u, marks))
         u++;
     if (first) {
         for (size_t k = u;; k--) { /* U* as long as L+ still fits after it */
-            if (low_letter(s, k)) {
+            if (low_letter(s, k, marks)) {
                 size_t e = k;
-                while (low_letter(s, e))
+                while (low_letter(s, e, marks))
                     e++;
                 return e;
             }
@@ -366,7 +372,7 @@ static size_t cased_word(const span *s, size_t q, bool first) {
     }
     if (u == q)
         return 0;
-    while (low_letter(s, u))
+    while (low_letter(s, u, marks))
         u++;
     return u;
 }
@@ -374,12 +380,12 @@ static size_t cased_word(const span *s, size_t q, bool first) {
 /* (?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD]) at p: its length */
 static size_t cased_contraction(const span *s, size_t p) { return contraction(s, p, true); }
 
-static size_t m_cased(const span *s, size_t p, bool suffix, size_t max_digits) {
+static size_t m_cased(const span *s, size_t p, bool suffix, size_t max_digits, bool marks) {
     for (int alt = 0; alt < 2; alt++) {
         for (int lead = 1; lead >= 0; lead--) {
             if (lead && !lead_char(s, p))
                 continue;
-            size_t e = cased_word(s, p + (size_t)lead, alt == 0);
+            size_t e = cased_word(s, p + (size_t)lead, alt == 0, marks);
             if (e) {
                 if (suffix)
                     e += cased_contraction(s, e);
@@ -415,8 +421,259 @@ static size_t m_cased(const span *s, size_t p, bool suffix, size_t max_digits) {
     return nws ? nws : 1;
 }
 
-static size_t m_tekken(const span *s, size_t p) { return m_cased(s, p, false, 1); }
-static size_t m_gpt4o(const span *s, size_t p) { return m_cased(s, p, true, 3); }
+static size_t m_tekken(const span *s, size_t p) { return m_cased(s, p, false, 1, false); }
+static size_t m_gpt4o(const span *s, size_t p) { return m_cased(s, p, true, 3, false); }
+static size_t m_granite_multi(const span *s, size_t p) { return m_cased(s, p, true, 3, true); }
+
+/* DeepSeek V3 (also Hunyuan dense, JoyAI; LLAMA_VOCAB_PRE_TYPE_DEEPSEEK3_LLM):
+ *   \p{N}{1,3}  then  [一-龥぀-ゟ゠-ヿ]+  then
+ *   [!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+
+ *   | [^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+ | ?[\p{P}\p{S}]+[\r\n]*
+ *   | \s*[\r\n]+ | \s+(?!\S) | \s+
+ * all three through std::regex (the first and last on llama.cpp's
+ * category-collapsed text), so alternatives are tried in order. */
+static size_t m_digits3(const span *s, size_t p) {
+    size_t q = p;
+    while (q - p < 3 && in(s, q) && cat_seen(s->c[q]) == TPORT_UCAT_NUMBER)
+        q++;
+    return q - p;
+}
+static bool ds3_cjk(uint32_t c) {
+    return (c >= 0x4E00 && c <= 0x9FA5) || (c >= 0x3040 && c <= 0x309F) || (c >= 0x30A0 && c <= 0x30FF);
+}
+static size_t m_ds3_cjk(const span *s, size_t p) {
+    size_t q = p;
+    while (in(s, q) && ds3_cjk(s->c[q]))
+        q++;
+    return q - p;
+}
+static bool ascii_alpha(uint32_t c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); }
+static bool ascii_punct(uint32_t c) { return c > 0x20 && c < 0x7F && !ascii_alpha(c) && !(c >= '0' && c <= '9'); }
+static bool c_lm(const span *s, size_t p) {
+    enum tport_ucat k = in(s, p) ? cat_seen(s->c[p]) : TPORT_UCAT_UNDEFINED;
+    return in(s, p) && (k == TPORT_UCAT_LETTER || k == TPORT_UCAT_MARK);
+}
+static bool c_ps(const span *s, size_t p) {
+    enum tport_ucat k = in(s, p) ? cat_seen(s->c[p]) : TPORT_UCAT_UNDEFINED;
+    return in(s, p) && (k == TPORT_UCAT_PUNCTUATION || k == TPORT_UCAT_SYMBOL);
+}
+static bool c_sp(const span *s, size_t p) { return in(s, p) && ascii_space(seen(s->c[p])); }
+
+static size_t m_ds3_main(const span *s, size_t p) {
+    uint32_t c = at(s, p);
+    size_t q = p;
+    if (in(s, p) && ascii_punct(c) && in(s, p + 1) && ascii_alpha(s->c[p + 1])) {
+        for (q = p + 1; in(s, q) && ascii_alpha(s->c[q]); q++) {
+        }
+        return q - p;
+    }
+    /* the optional lead is anything but CR, LF, letters, punctuation and
+     * symbols: white space, digits, marks, controls */
+    bool lead = in(s, p) && c != '\r' && c != '\n' && !c_ps(s, p) && !(cat_seen(c) == TPORT_UCAT_LETTER);
+    if ((lead && c_lm(s, p + 1)) || c_lm(s, p)) {
+        for (q = p + 1; c_lm(s, q); q++) {
+        }
+        return q - p;
+    }
+    q = c == ' ' && c_ps(s, p + 1) ? p + 1 : p;
+    if (c_ps(s, q)) {
+        while (c_ps(s, q))
+            q++;
+        while (at(s, q) == '\r' || at(s, q) == '\n')
+            q++;
+        return q - p;
+    }
+    size_t nws = 0, last_rn = 0;
+    while (c_sp(s, p + nws)) {
+        uint32_t w = at(s, p + nws);
+        if (w == '\r' || w == '\n')
+            last_rn = p + nws + 1;
+        nws++;
+    }
+    if (last_rn)
+        return last_rn - p;
+    if (nws > 1 && in(s, p + nws)) /* \s+(?!\S): leave the last one */
+        return nws - 1;
+    return nws; /* 0: no alternative matches here (a digit or control alone) */
+}
+
+/* AFMoE's kana, CJK, Thai, Lao, Khmer, Myanmar, Hangul... runs, the code
+ * points of its regex as written (豈 is U+8C48 there, not U+F900) */
+static const cp_range AFMOE_CJK[] = {
+    {0x4E00, 0x9FFF}, {0x3400, 0x4DBF}, {0x8C48, 0xFAFF}, {0x3040, 0x309F}, {0x30A0, 0x30FF},
+    {0xFF65, 0xFF9F}, {0x2F00, 0x2FDF}, {0x0E40, 0x0E7F}, {0x0E80, 0x0EFF}, {0x1780, 0x17FF},
+    {0x1000, 0x109F}, {0xAA60, 0xAA7F}, {0xA9E0, 0xA9FF}, {0xAC00, 0xD7AF}, {0x1100, 0x11FF},
+};
+static size_t m_afmoe_cjk(const span *s, size_t p) {
+    size_t q = p;
+    while (in(s, q) && IN(AFMOE_CJK, s->c[q]))
+        q++;
+    return q - p;
+}
+
+/* Digit runs in threes from the right (unicode_regex_split_custom_afmoe,
+ * also tiny_aya's \d{1,3}(?=(?:\d{3})*\b)): the leading one or two digits
+ * go with the text before them, as llama.cpp cuts. */
+static void split_afmoe_digits(const span *s, pieces *o) {
+    size_t prev = s->ini;
+    for (size_t pos = s->ini; pos < s->end;) {
+        if (!is_n(s, pos)) {
+            pos++;
+            continue;
+        }
+        size_t ini = pos;
+        while (is_n(s, pos))
+            pos++;
+        size_t cur = ini + (pos - ini) % 3;
+        if (cur > ini)
+            cut(o, &prev, cur);
+        for (; cur < pos; cur += 3)
+            cut(o, &prev, cur + 3);
+    }
+    cut(o, &prev, s->end);
+}
+
+/* The Llama 3 family of patterns as std::regex runs them (not llama.cpp's
+ * hand-written splitters), on the category-collapsed text:
+ *   [contractions] | [^\r\n\p{L}\p{N}]?L+[contraction]? | \p{N}{1,D}
+ *   | ?[^\s\p{L}\p{N}]+[\r\n]* | \s*[\r\n]+ | \s+(?!\S) | \s+
+ * with L = \p{L} or [\p{L}\p{M}], [\r\n/]* after punctuation for some. */
+typedef struct std_words {
+    bool lead_contraction, marks, suffix, trail_rn, trail_slash;
+    bool trail_one; /* [\r\n/]? rather than [\r\n/]* (EXAONE MoE)       */
+    bool spaced;    /* (?:\p{L}\p{M}*(?: \p{L}\p{M}*)*)+: words joined by single spaces */
+    bool cascade;   /* \s{512}(?!\S)|\s{256}(?!\S)|...|\s{1,2}(?!\S)|\s{1} (Jais 2) */
+    size_t max_digits;
+} std_words;
+
+static bool c_l(const span *s, size_t p) { return in(s, p) && cat_seen(s->c[p]) == TPORT_UCAT_LETTER; }
+static bool c_n(const span *s, size_t p) { return in(s, p) && cat_seen(s->c[p]) == TPORT_UCAT_NUMBER; }
+static bool c_other(const span *s, size_t p) { return in(s, p) && !c_sp(s, p) && !c_l(s, p) && !c_n(s, p); }
+
+static size_t m_std_words(const span *s, size_t p, const std_words *w) {
+    uint32_t c = at(s, p);
+    size_t q;
+    if (w->lead_contraction && (q = contraction(s, p, true)) > 0)
+        return q;
+    bool lead = in(s, p) && c != '\r' && c != '\n' && !c_l(s, p) && !c_n(s, p);
+#define LM(x) (c_l(s, x) || (w->marks && in(s, x) && cat_seen(s->c[x]) == TPORT_UCAT_MARK))
+#define MARK(x) (in(s, x) && cat_seen(s->c[x]) == TPORT_UCAT_MARK)
+    if (w->spaced && ((lead && c_l(s, p + 1)) || c_l(s, p))) {
+        for (q = c_l(s, p) ? p + 1 : p + 2;;) {
+            if (c_l(s, q) || MARK(q))
+                q++;
+            else if (at(s, q) == ' ' && c_l(s, q + 1))
+                q += 2;
+            else
+                return q - p;
+        }
+    }
+#undef MARK
+    if (!w->spaced && ((lead && LM(p + 1)) || LM(p))) {
+        for (q = p + 1; LM(q); q++) {
+        }
+        if (w->suffix)
+            q += contraction(s, q, true);
+        return q - p;
+    }
+#undef LM
+    if (c_n(s, p)) {
+        for (q = p; c_n(s, q) && q - p < w->max_digits; q++) {
+        }
+        return q - p;
+    }
+    q = c == ' ' && c_other(s, p + 1) ? p + 1 : p;
+    if (c_other(s, q)) {
+        while (c_other(s, q))
+            q++;
+        while (w->trail_rn && (at(s, q) == '\r' || at(s, q) == '\n' || (w->trail_slash && at(s, q) == '/'))) {
+            q++;
+            if (w->trail_one)
+                break;
+        }
+        return q - p;
+    }
+    size_t nws = 0, last_rn = 0;
+    while (c_sp(s, p + nws)) {
+        uint32_t x = at(s, p + nws);
+        if (x == '\r' || x == '\n')
+            last_rn = p + nws + 1;
+        nws++;
+    }
+    if (last_rn)
+        return last_rn - p;
+    if (w->cascade && nws) { /* the first width whose end is not before a non-space */
+        static const size_t widths[] = {512, 256, 128, 64, 32, 16, 8, 4, 2, 1};
+        for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i++)
+            if (widths[i] < nws || (widths[i] == nws && !in(s, p + nws)))
+                return widths[i];
+        return 1;
+    }
+    if (nws > 1 && in(s, p + nws))
+        return nws - 1;
+    return nws;
+}
+
+/* EXAONE MoE: letters with their marks, words joined by single spaces */
+static size_t m_exaone_moe(const span *s, size_t p) {
+    static const std_words w = {.lead_contraction = true, .spaced = true, .max_digits = 1, .trail_rn = true,
+                                .trail_slash = true, .trail_one = true};
+    return m_std_words(s, p, &w);
+}
+/* Jais 2: Llama 3's pattern, white space cut in powers of two */
+static size_t m_jais2(const span *s, size_t p) {
+    static const std_words w = {.lead_contraction = true, .max_digits = 3, .trail_rn = true, .cascade = true};
+    return m_std_words(s, p, &w);
+}
+/* Youtu: Hangul, CJK punctuation, Bopomofo, CJK and kana runs first */
+static const cp_range YOUTU_HANGUL[] = {{0xAC00, 0xD7A3}, {0x3131, 0x318E}};
+static const cp_range YOUTU_PUNCT[] = {{0xFF01, 0xFF01}, {0x2026, 0x2026}, {0x201C, 0x201D}, {0x2018, 0x2019},
+                                       {0x2014, 0x2014}, {0xFF1A, 0xFF1B}, {0xFF0C, 0xFF0C}, {0x3001, 0x303F},
+                                       {0xFE30, 0xFE4F}};
+static const cp_range YOUTU_BOPOMOFO[] = {{0x3105, 0x312F}};
+static const cp_range YOUTU_CJK[] = {{0x4E00, 0x9FA5}, {0x3040, 0x309F}, {0x30A0, 0x30FF}};
+static size_t m_youtu_scripts(const span *s, size_t p) {
+    size_t q = p;
+#define RUN(t)                                          \
+    if (in(s, q) && IN(t, s->c[q])) {                   \
+        while (in(s, q) && IN(t, s->c[q]))              \
+            q++;                                        \
+        return q - p;                                   \
+    }
+    RUN(YOUTU_HANGUL)
+    RUN(YOUTU_PUNCT)
+    RUN(YOUTU_BOPOMOFO)
+    RUN(YOUTU_CJK)
+#undef RUN
+    return 0;
+}
+static size_t m_youtu(const span *s, size_t p) {
+    static const std_words w = {.marks = true, .suffix = true, .max_digits = 1, .trail_rn = true, .trail_slash = true};
+    return m_std_words(s, p, &w);
+}
+
+/* Seed-Coder: one digit, punctuation without a line break after it */
+static size_t m_seed_coder(const span *s, size_t p) {
+    static const std_words w = {.lead_contraction = true, .max_digits = 1};
+    return m_std_words(s, p, &w);
+}
+/* Ling (bailingmoe, bailingmoe2, llada-moe): one digit; \s*[\r\n] ends
+ * where \s*[\r\n]+ does */
+static size_t m_bailing(const span *s, size_t p) {
+    static const std_words w = {.lead_contraction = true, .max_digits = 1, .trail_rn = true};
+    return m_std_words(s, p, &w);
+}
+/* MiniCPM 5: any number of digits (after the \p{N}{1,3} pass) */
+static size_t m_minicpm5(const span *s, size_t p) {
+    static const std_words w = {.lead_contraction = true, .max_digits = (size_t)-1, .trail_rn = true};
+    return m_std_words(s, p, &w);
+}
+/* Tiny Aya, Cohere2 MoE: GPT-4o's pattern with marks, whose case classes
+ * std::regex collapses to letters */
+static size_t m_tiny_aya(const span *s, size_t p) {
+    static const std_words w = {.marks = true, .suffix = true, .max_digits = 3, .trail_rn = true, .trail_slash = true};
+    return m_std_words(s, p, &w);
+}
 
 typedef size_t (*match_fn)(const span *, size_t);
 
@@ -439,7 +696,15 @@ static void split_search(const span *s, pieces *o, match_fn match) {
 
 /* ---- pre-tokenizers ---------------------------------------------------- */
 
-typedef enum pass_kind { PASS_GPT2, PASS_LLAMA3, PASS_QWEN2, PASS_QWEN35, PASS_NEWLINES, PASS_SEARCH } pass_kind;
+typedef enum pass_kind {
+    PASS_GPT2,
+    PASS_LLAMA3,
+    PASS_QWEN2,
+    PASS_QWEN35,
+    PASS_NEWLINES,
+    PASS_AFMOE_DIGITS,
+    PASS_SEARCH
+} pass_kind;
 typedef struct pass {
     pass_kind kind;
     match_fn match;
@@ -496,6 +761,47 @@ static int passes_of(tport_pretok pre, pass *p) {
         p[n++] = (pass){PASS_SEARCH, m_ds_cjk};
         p[n++] = (pass){PASS_SEARCH, m_number};
         break;
+    case TPORT_PRE_DEEPSEEK3:
+        p[n++] = (pass){PASS_SEARCH, m_digits3};
+        p[n++] = (pass){PASS_SEARCH, m_ds3_cjk};
+        p[n++] = (pass){PASS_SEARCH, m_ds3_main};
+        break;
+    case TPORT_PRE_AFMOE:
+        p[n++] = (pass){PASS_AFMOE_DIGITS, NULL};
+        p[n++] = (pass){PASS_SEARCH, m_afmoe_cjk};
+        p[n++] = (pass){PASS_SEARCH, m_ds3_main};
+        break;
+    case TPORT_PRE_TINY_AYA:
+        p[n++] = (pass){PASS_AFMOE_DIGITS, NULL};
+        p[n++] = (pass){PASS_SEARCH, m_tiny_aya};
+        break;
+    case TPORT_PRE_SEED_CODER:
+        p[n++] = (pass){PASS_SEARCH, m_seed_coder};
+        break;
+    case TPORT_PRE_BAILINGMOE:
+        p[n++] = (pass){PASS_SEARCH, m_bailing};
+        break;
+    case TPORT_PRE_MINICPM5:
+        p[n++] = (pass){PASS_SEARCH, m_digits3};
+        p[n++] = (pass){PASS_SEARCH, m_minicpm5};
+        break;
+    case TPORT_PRE_GRANITE_MULTI:
+        p[n++] = (pass){PASS_SEARCH, m_granite_multi};
+        break;
+    case TPORT_PRE_EXAONE_MOE:
+        p[n++] = (pass){PASS_SEARCH, m_exaone_moe};
+        break;
+    case TPORT_PRE_JAIS2:
+        p[n++] = (pass){PASS_SEARCH, m_jais2};
+        break;
+    case TPORT_PRE_YOUTU:
+        p[n++] = (pass){PASS_SEARCH, m_youtu_scripts};
+        p[n++] = (pass){PASS_SEARCH, m_youtu};
+        break;
+    case TPORT_PRE_LAGUNA:
+        p[n++] = (pass){PASS_NEWLINES, NULL};
+        p[n++] = (pass){PASS_QWEN2, NULL};
+        break;
     case TPORT_PRE_TEKKEN:
         p[n++] = (pass){PASS_SEARCH, m_tekken};
         break;
@@ -537,6 +843,9 @@ static int run_pass(const pass *ps, const uint32_t *cpt, const pieces *in_p, pie
             break;
         case PASS_NEWLINES:
             split_newlines(&s, out);
+            break;
+        case PASS_AFMOE_DIGITS:
+            split_afmoe_digits(&s, out);
             break;
         case PASS_SEARCH:
             split_search(&s, out, ps->match);

@@ -1,4 +1,5 @@
-/* The Tekken and GPT-4o pre-tokenizers split text as an ECMAScript regex
+/* The Tekken, GPT-4o, Granite multilingual (97m), EXAONE MoE and Jais 2
+ * pre-tokenizers split text as an ECMAScript regex
  * engine splits it with llama.cpp's regex strings (data/
  * tokenizer_split_refs.json, from JavaScript's engine, see
  * data/make_pretok_split_refs.mjs): case-aware words where std::regex
@@ -26,9 +27,10 @@ int main(void) {
     json *refs = json_load(TPORT_MODEL_TEST_DATA "/tokenizer_split_refs.json");
     CHECK(refs != NULL, "cannot read tokenizer_split_refs.json");
     const json *texts = refs ? json_get(refs, "texts") : NULL, *pieces = refs ? json_get(refs, "pieces") : NULL;
-    static const struct { const char *name; tport_pretok pre; } pres[] = {{"tekken", TPORT_PRE_TEKKEN},
-                                                                          {"gpt-4o", TPORT_PRE_GPT4O}};
-    for (size_t p = 0; texts && pieces && p < 2; p++) {
+    static const struct { const char *name; tport_pretok pre; } pres[] = {
+        {"tekken", TPORT_PRE_TEKKEN},         {"gpt-4o", TPORT_PRE_GPT4O},   {"granite-embed-multi-97m", TPORT_PRE_GRANITE_MULTI},
+        {"exaone-moe", TPORT_PRE_EXAONE_MOE}, {"jais-2", TPORT_PRE_JAIS2}};
+    for (size_t p = 0; texts && pieces && p < sizeof pres / sizeof pres[0]; p++) {
         const json *want = json_get(pieces, pres[p].name);
         CHECK(want && want->n == texts->n, "%s: no reference", pres[p].name);
         int ok = 0;

@@ -25,6 +25,20 @@ static char *stream_from(const char *const *pieces, bool color, bool hide, bool 
     return buf;
 }
 
+static char *stream_harmony(const char *const *pieces, bool color, bool hide) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    chat_stream s;
+    chat_stream_begin(&s, f, color, hide);
+    chat_stream_harmony(&s);
+    for (int i = 0; pieces[i]; i++)
+        chat_stream_put(&s, pieces[i], strlen(pieces[i]));
+    chat_stream_end(&s);
+    fclose(f);
+    return buf;
+}
+
 static char *stream(const char *const *pieces, bool color, bool hide) {
     return stream_from(pieces, color, hide, false);
 }
@@ -52,6 +66,30 @@ int main(void) {
     CHECK(!strcmp(o2, "Four."), "opened by the prompt, hidden: %s", o2);
     free(o1);
     free(o2);
+    /* gpt-oss: headers hidden, analysis as thinking, a call dimmed, the
+     * final channel the answer; markers as whole tokens or split */
+    const char *const oss[] = {"<|channel|>", "analysis", "<|message|>", "2+2 <is> 4.", "<|end|>", "<|start|>",
+                               "assistant", "<|channel|>", "final", "<|message|>", "Four <|", "x.", NULL};
+    char *h1 = stream_harmony(oss, true, false), *h2 = stream_harmony(oss, true, true);
+    CHECK(!strcmp(h1, "\033[2m2+2 <is> 4.\033[0mFour <|x."), "harmony: %s", h1);
+    CHECK(!strcmp(h2, "Four <|x."), "harmony, hidden: %s", h2);
+    const char *const call[] = {"<|chan", "nel|>commentary to=functions.f <|constrain|>json<|mes", "sage|>{\"a\":1}",
+                                NULL};
+    char *h3 = stream_harmony(call, true, false), *h4 = stream_harmony(call, false, true);
+    CHECK(!strcmp(h3, "\033[2m{\"a\":1}\033[0m"), "harmony call: %s", h3);
+    CHECK(!strcmp(h4, ""), "harmony call, hidden: %s", h4);
+    const char *const plain_oss[] = {"No", " header <|end", "|> here", NULL};
+    char *h5 = stream_harmony(plain_oss, false, false);
+    CHECK(!strcmp(h5, "No header  here"), "harmony, plain text: %s", h5);
+    char *a = chat_harmony_answer("<|channel|>analysis<|message|>hmm<|end|><|start|>assistant<|channel|>final"
+                                  "<|message|>Paris.");
+    CHECK(a && !strcmp(a, "Paris."), "answer: %s", a ? a : "(null)");
+    free(h1);
+    free(h2);
+    free(h3);
+    free(h4);
+    free(h5);
+    free(a);
     free(plain);
     free(dim);
     free(hidden);

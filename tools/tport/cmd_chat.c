@@ -39,8 +39,9 @@ typedef struct chat {
     chat_conv conv;
     chat_input in;
     int32_t n_ctx, n_vocab;
-    tport_token stops[8];
+    tport_token stops[12];
     int n_stops;
+    bool harmony;              /* gpt-oss: harmony replies (chat_stream.h) */
     /* the figures /stats shows */
     int32_t prompt_tokens, reply_tokens;
     double prompt_ms, reply_ms;
@@ -319,6 +320,8 @@ static void reply(chat *c) {
     chat_stream_begin(&out, stdout, c->in.tty, c->o->hide_thinking);
     if (thinking)
         chat_stream_thinking(&out);
+    if (c->harmony)
+        chat_stream_harmony(&out);
     char *text = NULL;
     size_t len = 0;
     tport_token prev = t[n - 1];
@@ -366,7 +369,9 @@ static void reply(chat *c) {
     chat_interrupted = 0;
     fputc('\n', stdout);
     fflush(stdout);
-    chat_conv_add(&c->conv, "assistant", text ? text : "");
+    char *answer = c->harmony && text ? chat_harmony_answer(text) : NULL; /* the template adds the headers */
+    chat_conv_add(&c->conv, "assistant", answer ? answer : text ? text : "");
+    free(answer);
     free(text);
 }
 
@@ -484,9 +489,12 @@ int cmd_chat(int argc, char **argv) {
      * when the vocabulary has them as single tokens */
     add_stop(&c, tport_model_eos(c.m));
     static const char *const ends[] = {"<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|end|>", "<|endoftext|>",
-                                       "<|END_OF_TURN_TOKEN|>"};
+                                       "<|END_OF_TURN_TOKEN|>", "<|return|>", "<|call|>"};
+    /* gpt-oss (harmony): <|end|> closes a message, <|return|> and <|call|> the turn */
+    c.harmony = tport_token_lookup(c.m, "<|channel|>", 11) >= 0 && tport_token_lookup(c.m, "<|return|>", 10) >= 0;
     for (size_t i = 0; i < sizeof ends / sizeof *ends; i++)
-        add_stop(&c, tport_token_lookup(c.m, ends[i], strlen(ends[i])));
+        if (!(c.harmony && !strcmp(ends[i], "<|end|>")))
+            add_stop(&c, tport_token_lookup(c.m, ends[i], strlen(ends[i])));
     if (o.system)
         chat_conv_add(&c.conv, "system", o.system);
     if (o.session && access(o.session, F_OK) == 0 && (status = load(&c, o.session)))

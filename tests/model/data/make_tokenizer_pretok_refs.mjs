@@ -11,7 +11,10 @@ import fs from "node:fs";
 
 const [vocabPath, tmp] = process.argv.slice(2);
 const pres = ["deepseek-llm", "deepseek-coder", "bloom", "viking", "command-r", "chatglm-bpe", "dbrx",
-              "olmo", "stablelm2", "default", "tekken", "gpt-4o", "llama4"];
+              "olmo", "stablelm2", "default", "tekken", "gpt-4o", "llama4", "deepseek-v3", "hunyuan-dense",
+              "joyai-llm", "grok-2", "laguna", "afmoe", "tiny_aya", "cohere2moe", "seed-coder", "bailingmoe",
+              "bailingmoe2", "llada-moe", "minicpm5", "granite-embed-multi-97m", "exaone-moe", "jais-2",
+              "youtu"];
 const N = 60;
 let seed = 20261201;
 const rnd = (k) => { seed = (seed * 1103515245 + 12345) >>> 0; return (seed >>> 8) % k; };
@@ -68,7 +71,7 @@ for (const pre of pres) {
   await model.dispose();
   fs.unlinkSync(path);
 }
-const lines = ['{', `"produced_by": ${JSON.stringify("node make_tokenizer_pretok_refs.mjs ../shared/models/vocab/ggml-vocab-gpt-2.gguf /tmp (node-llama-cpp 3.21.1, llama.cpp release v0.4.0), 2026-12-01")},`, '"texts": ['];
+const lines = ['{', `"produced_by": ${JSON.stringify("node make_tokenizer_pretok_refs.mjs ../shared/models/vocab/ggml-vocab-gpt-2.gguf /tmp (node-llama-cpp 3.21.1, llama.cpp release v0.4.0), 2026-12-06")},`, '"texts": ['];
 texts.forEach((t, i) => lines.push(" " + JSON.stringify(t) + (i + 1 < texts.length ? "," : "")));
 lines.push("],", '"ids": {');
 pres.forEach((pre, pi) => lines.push(`${JSON.stringify(pre)}: ${JSON.stringify(out[pre])}` + (pi + 1 < pres.length ? "," : "")));

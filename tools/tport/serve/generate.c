@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "generate.h"
+#include "harmony.h"
 
 static double now_ms(void) {
     struct timespec t;
@@ -43,6 +44,12 @@ bool gen_init(gen_job *j, const tport_model *m, tport_session *s, batcher *bt, i
         j->stop_ids[j->n_stop_ids++] = eos;
     if (eot >= 0 && eot != eos)
         j->stop_ids[j->n_stop_ids++] = eot;
+    /* gpt-oss's ends of generation, which llama.cpp knows by their text */
+    for (int i = 0; harmony_stop_texts[i]; i++) {
+        tport_token t = tport_token_lookup(m, harmony_stop_texts[i], strlen(harmony_stop_texts[i]));
+        if (t >= 0 && t != eos && t != eot)
+            j->stop_ids[j->n_stop_ids++] = t;
+    }
     for (int i = 0; i < spec->n_stop; i++)
         if (!(j->stop[j->n_stop++] = strdup(spec->stop[i])))
             return fail_init(j, "out of memory");

@@ -33,6 +33,7 @@ typedef struct gen_spec {
     bool logprobs;
     int top_logprobs;
     int tool_format;              /* a tool_format: parse calls out, 0 = none */
+    bool harmony;                 /* a gpt-oss chat reply: split its channels (harmony.h) */
 } gen_spec;
 void gen_spec_free(gen_spec *s);
 
@@ -55,7 +56,7 @@ typedef struct gen_job {
     tport_sampler *sm;
     tport_grammar_state *gs;
     int32_t n_ctx, n_prompt, n_cached, max_tokens, n_gen;
-    tport_token stop_ids[2];      /* EOS and the template's end of turn, -1 = none */
+    tport_token stop_ids[4];      /* EOS, the template's end of turn, <|return|>, <|call|> */
     int n_stop_ids;
     char *stop[SERVE_MAX_STOP + 1];
     int n_stop;

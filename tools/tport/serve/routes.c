@@ -148,10 +148,13 @@ static bool make_spec(serve_conn *c, const serve_request *req, gen_spec *g, enum
             *res = serve_send_error(c, 500, NULL, "out of memory");
             return false;
         }
+    /* gpt-oss: every chat reply is split into its channels */
+    g->harmony = req->kind == SERVE_REQ_CHAT && srv->jinja.tmpl && srv->tools == TOOL_FMT_HARMONY;
     if (req->tool_choice != SERVE_TOOLS_NONE) {
         if (!srv->jinja.tmpl || srv->tools == TOOL_FMT_NONE) {
             *res = serve_send_error(c, 400, "tools", "'tools': the model's chat template shows no tool-call format "
-                                    "tport serve parses (Hermes <tool_call>, Llama 3.x JSON, Mistral [TOOL_CALLS])");
+                                    "tport serve parses (Hermes <tool_call>, Llama 3.x JSON, Mistral [TOOL_CALLS], gpt-oss "
+                                    "harmony, DeepSeek)");
             return false;
         }
         g->tool_format = srv->tools;
@@ -216,7 +219,10 @@ static enum MHD_Result answer_whole(serve_conn *c, gen_spec *spec, int slot, boo
             gen_take_logprobs(&job, &from, &to);
             cJSON *lp = spec->logprobs ? serve_logprobs(srv->model, &job, from, to, chat) : NULL;
             cJSON *choice = serve_choice(chat, false, i, text, true, job.finish_reason, lp);
-            if (spec->tool_format)
+            if (spec->harmony)
+                serve_choice_harmony(choice, false, text, spec->tool_format != 0,
+                                     atomic_fetch_add(&srv->next_id, 1));
+            else if (spec->tool_format)
                 serve_choice_tools(choice, false, spec->tool_format, text,
                                    atomic_fetch_add(&srv->next_id, 1));
             cJSON_AddItemToArray(choices, choice);

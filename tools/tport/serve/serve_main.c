@@ -213,6 +213,8 @@ static void pick_template(const serve_opts *o, const tport_model *m, serve_serve
         /* the family's end-of-turn marker when the markers name one; the
          * model's end-of-generation tokens stop it in any case */
         srv->end_of_turn = f != CHAT_UNKNOWN ? chat_end_of_turn(f) : NULL;
+        if (srv->tools == TOOL_FMT_HARMONY) /* <|end|> closes a message, not the reply: <|return|>, <|call|> do */
+            srv->end_of_turn = NULL;
         return;
     }
     if (jinja)

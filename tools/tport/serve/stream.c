@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harmony.h"
 #include "stream.h"
 
 typedef struct serve_stream {
@@ -22,6 +23,8 @@ typedef struct serve_stream {
     int32_t gen_before, n_cached; /* tokens of the finished choices     */
     char *out;
     size_t out_len, out_pos, out_cap;
+    char *hm;                  /* harmony: the choice's text so far       */
+    size_t hm_len, sent_r, sent_c; /* ... and the bytes of reasoning and content sent */
 } serve_stream;
 
 cJSON *serve_envelope(const serve_server *srv, const char *id, bool chat, bool chunk) {
@@ -158,6 +161,38 @@ void serve_choice_tools(cJSON *choice, bool chunk, int format, const char *text,
     free(content);
 }
 
+/* A harmony reply's parts into a message (or delta): reasoning_content,
+ * content (null when there are calls and no text), tool_calls. */
+static void choice_parts(cJSON *choice, bool chunk, const char *reasoning, const char *content, cJSON *calls) {
+    cJSON *msg = cJSON_GetObjectItemCaseSensitive(choice, chunk ? "delta" : "message");
+    cJSON_DeleteItemFromObjectCaseSensitive(msg, "content");
+    if (content && (content[0] || (!chunk && !calls)))
+        cJSON_AddStringToObject(msg, "content", content);
+    else if (!chunk)
+        cJSON_AddNullToObject(msg, "content");
+    if (reasoning && reasoning[0])
+        cJSON_AddStringToObject(msg, "reasoning_content", reasoning);
+    if (calls) {
+        if (chunk) { /* deltas name their call by index */
+            int i = 0;
+            for (cJSON *call = calls->child; call; call = call->next)
+                cJSON_AddNumberToObject(call, "index", i++);
+        }
+        cJSON_AddItemToObject(msg, "tool_calls", calls);
+        if (!chunk)
+            cJSON_ReplaceItemInObjectCaseSensitive(choice, "finish_reason", cJSON_CreateString("tool_calls"));
+    }
+}
+
+void serve_choice_harmony(cJSON *choice, bool chunk, const char *text, bool want_calls, uint64_t id) {
+    harmony_reply r;
+    if (!harmony_parse(text, want_calls, id, &r))
+        return; /* out of memory: the text stays as it is */
+    choice_parts(choice, chunk, r.reasoning, r.content ? r.content : "", r.calls);
+    r.calls = NULL; /* the choice has them */
+    harmony_reply_free(&r);
+}
+
 static void release_slot(serve_stream *st) {
     if (atomic_exchange(&st->released, true))
         return;
@@ -172,6 +207,7 @@ static void unref(serve_stream *st) {
     gen_free(&st->job);
     gen_spec_free(&st->spec);
     free(st->out);
+    free(st->hm);
     atomic_fetch_sub(&st->srv->open_streams, 1);
     free(st);
 }
@@ -230,6 +266,52 @@ static void end_stream(serve_stream *st) {
     release_slot(st); /* the model work is over: hand the slot on before the last bytes go out */
 }
 
+/* Harmony: the new text joins the choice's text, which is parsed again;
+ * what reasoning and content gained is the delta (the calls at the end).
+ * true if the delta had tool calls. */
+static bool harmony_delta(serve_stream *st, const char *text, int32_t from, int32_t to) {
+    gen_job *j = &st->job;
+    size_t n = strlen(text);
+    char *g = realloc(st->hm, st->hm_len + n + 1);
+    if (!g)
+        return false;
+    st->hm = g;
+    memcpy(st->hm + st->hm_len, text, n + 1);
+    st->hm_len += n;
+    bool last = j->done && !j->failed;
+    /* a marker still being spelled waits for its end (not at the end) */
+    size_t keep = last ? st->hm_len : harmony_settled(st->hm, st->hm_len);
+    char held = st->hm[keep];
+    st->hm[keep] = 0;
+    harmony_reply r;
+    uint64_t id = last && st->spec.tool_format ? atomic_fetch_add(&st->srv->next_id, 1) : 0;
+    bool ok = harmony_parse(st->hm, last && st->spec.tool_format, id, &r);
+    st->hm[keep] = held;
+    if (!ok)
+        return false;
+    size_t nr = r.reasoning ? strlen(r.reasoning) : 0, nc = r.content ? strlen(r.content) : 0;
+    const char *dr = nr > st->sent_r ? r.reasoning + st->sent_r : "";
+    const char *dc = nc > st->sent_c ? r.content + st->sent_c : "";
+    bool calls = r.calls != NULL;
+    if (dr[0] || dc[0] || calls || (st->chat && !st->sent_role) || to > from) {
+        cJSON *body = serve_envelope(st->srv, st->id, st->chat, true);
+        cJSON *choice = serve_choice(st->chat, true, st->choice, "", st->chat && !st->sent_role, NULL,
+                                     st->spec.logprobs && to > from ? serve_logprobs(st->srv->model, j, from, to, st->chat)
+                                                                    : NULL);
+        choice_parts(choice, true, dr, dc, r.calls);
+        r.calls = NULL;
+        cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(body, "choices"), choice);
+        put_event(st, body);
+        st->sent_role = true;
+    }
+    if (nr > st->sent_r)
+        st->sent_r = nr;
+    if (nc > st->sent_c)
+        st->sent_c = nc;
+    harmony_reply_free(&r);
+    return calls;
+}
+
 /* Generates until there is something to send, then queues its events. */
 static void produce(serve_stream *st) {
     gen_job *j = &st->job;
@@ -238,13 +320,19 @@ static void produce(serve_stream *st) {
     if (!j->done)
         gen_step(j);
     atomic_store(&st->n_gen, st->gen_before + j->n_gen);
-    /* with tools the text is held to the end: it may turn out to be a call */
-    bool hold = st->spec.tool_format && !j->done;
+    /* with tools the text is held to the end: it may turn out to be a call
+     * (harmony's channels say what each part is: sent as it comes) */
+    bool hold = st->spec.tool_format && !st->spec.harmony && !j->done;
     char *text = hold ? strdup("") : gen_take(j);
     int32_t from = 0, to = 0;
     if (!hold)
         gen_take_logprobs(j, &from, &to);
     bool calls = false;
+    if (st->spec.harmony && text) {
+        calls = harmony_delta(st, text, from, to);
+        free(text);
+        text = NULL;
+    }
     if (text && (text[0] || (st->chat && !st->sent_role) || to > from)) {
         cJSON *body = serve_envelope(st->srv, st->id, st->chat, true);
         cJSON *choice = serve_choice(st->chat, true, st->choice, text, st->chat && !st->sent_role, NULL,
@@ -281,6 +369,7 @@ static void produce(serve_stream *st) {
     gen_free(j);
     st->choice++;
     st->sent_role = false;
+    st->hm_len = st->sent_r = st->sent_c = 0;
     if (!gen_init(j, st->srv->model, st->srv->slots.sessions[st->slot], &st->srv->slots.batcher, st->slot,
                   st->srv->n_ctx, &st->spec, st->choice,
                   st->chat ? st->srv->end_of_turn : NULL)) {

@@ -26,6 +26,11 @@ cJSON *serve_logprobs(const tport_model *m, const gen_job *j, int32_t from, int3
  * empty), finish_reason "tool_calls"; no calls: the choice is unchanged. */
 void serve_choice_tools(cJSON *choice, bool chunk, int format, const char *text, uint64_t id);
 
+/* gpt-oss: the harmony reply in text into the choice (harmony.h): the
+ * message (or delta) gets reasoning_content, content, and with want_calls
+ * tool_calls (finish_reason "tool_calls"). */
+void serve_choice_harmony(cJSON *choice, bool chunk, const char *text, bool want_calls, uint64_t id);
+
 /* The connection is done with its stream (access log written next):
  * copies the token counts into c and frees the slot if still held. */
 void serve_stream_detach(serve_conn *c);

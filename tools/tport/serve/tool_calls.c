@@ -7,9 +7,20 @@
 #include "json_schema.h"
 #include "tool_calls.h"
 
+/* DeepSeek's markers (fullwidth bars, U+2581 for spaces) */
+#define DS_CALLS_BEGIN "<\357\275\234tool\342\226\201calls\342\226\201begin\357\275\234>"
+#define DS_CALLS_END "<\357\275\234tool\342\226\201calls\342\226\201end\357\275\234>"
+#define DS_CALL_BEGIN "<\357\275\234tool\342\226\201call\342\226\201begin\357\275\234>"
+#define DS_CALL_END "<\357\275\234tool\342\226\201call\342\226\201end\357\275\234>"
+#define DS_SEP "<\357\275\234tool\342\226\201sep\357\275\234>"
+
 tool_format tool_format_detect(const char *t) {
     if (!t)
         return TOOL_FMT_NONE;
+    if (strstr(t, "<|channel|>")) /* as llama.cpp tells gpt-oss's template */
+        return TOOL_FMT_HARMONY;
+    if (strstr(t, DS_CALLS_BEGIN))
+        return TOOL_FMT_DEEPSEEK;
     if (strstr(t, "<tool_call>"))
         return TOOL_FMT_HERMES;
     if (strstr(t, "[TOOL_CALLS]"))
@@ -20,7 +31,7 @@ tool_format tool_format_detect(const char *t) {
 }
 
 const char *tool_format_name(tool_format f) {
-    static const char *const names[] = {"none", "hermes", "llama3", "mistral"};
+    static const char *const names[] = {"none", "hermes", "llama3", "mistral", "harmony", "deepseek"};
     return names[f];
 }
 
@@ -28,6 +39,13 @@ const char *tool_format_name(tool_format f) {
 static const char *args_key(tool_format f) { return f == TOOL_FMT_LLAMA3 ? "parameters" : "arguments"; }
 
 char *tool_grammar(tool_format f, const char *tools_json, const char *name, serve_error *err) {
+    if (f == TOOL_FMT_HARMONY || f == TOOL_FMT_DEEPSEEK) { /* a call is not one JSON object: not forced (yet) */
+        snprintf(err->message, sizeof err->message,
+                 "'tool_choice' \"required\" or a named function is not supported with the %s tool-call format",
+                 f == TOOL_FMT_HARMONY ? "gpt-oss harmony" : "DeepSeek");
+        err->param = "tool_choice";
+        return NULL;
+    }
     cJSON *tools = tools_json ? cJSON_Parse(tools_json) : NULL;
     cJSON *schema = cJSON_CreateObject(), *any = cJSON_AddArrayToObject(schema, "anyOf");
     const cJSON *t;
@@ -234,8 +252,111 @@ static cJSON *parse_whole(tool_format f, const char *text, uint64_t id, char **c
     return calls;
 }
 
+/* DeepSeek: content, then the calls' section.  Each call is
+ * "function<｜tool▁sep｜>NAME\n```json\nARGS\n```" (R1, V3) or
+ * "NAME<｜tool▁sep｜>ARGS" (V3.1) between its begin and end markers. */
+static cJSON *ds_call(const char *s, size_t n, uint64_t id, int i) {
+    const char *end = s + n, *sep = NULL;
+    for (const char *q = s; q + strlen(DS_SEP) <= end && !sep; q++)
+        if (!memcmp(q, DS_SEP, strlen(DS_SEP)))
+            sep = q;
+    if (!sep)
+        return NULL;
+    char *left = trimmed(s, (size_t)(sep - s));
+    const char *r = sep + strlen(DS_SEP), *name = r, *args;
+    size_t nlen;
+    if (left && !strcmp(left, "function")) { /* NAME, a newline, a fenced JSON block */
+        const char *nl = memchr(r, '\n', (size_t)(end - r));
+        nlen = nl ? (size_t)(nl - r) : 0;
+        args = nl ? nl + 1 : end;
+        while (args < end && isspace((unsigned char)*args))
+            args++;
+        if ((size_t)(end - args) >= 7 && !memcmp(args, "```json", 7))
+            args += 7;
+        const char *close = end;
+        while (close > args && isspace((unsigned char)close[-1]))
+            close--;
+        if (close - args >= 3 && !memcmp(close - 3, "```", 3))
+            close -= 3;
+        end = close;
+    } else {
+        name = s;
+        nlen = (size_t)(sep - s);
+        args = r;
+    }
+    free(left);
+    while (nlen && isspace((unsigned char)*name))
+        name++, nlen--;
+    while (nlen && isspace((unsigned char)name[nlen - 1]))
+        nlen--;
+    cJSON *a = parse_json(args, (size_t)(end - args));
+    if (!a || nlen == 0 || nlen > 64 || memchr(name, '\n', nlen) || !(cJSON_IsObject(a) || cJSON_IsString(a))) {
+        cJSON_Delete(a);
+        return NULL;
+    }
+    cJSON *o = cJSON_CreateObject();
+    char nm[65];
+    memcpy(nm, name, nlen);
+    nm[nlen] = 0;
+    cJSON_AddStringToObject(o, "name", nm);
+    cJSON_AddItemToObject(o, "arguments", a);
+    cJSON *call = openai_call(o, TOOL_FMT_DEEPSEEK, id, i);
+    cJSON_Delete(o);
+    return call;
+}
+
+static cJSON *parse_deepseek(const char *text, uint64_t id, char **content) {
+    const char *sec = strstr(text, DS_CALLS_BEGIN);
+    cJSON *calls = sec ? cJSON_CreateArray() : NULL;
+    const char *p = sec ? sec + strlen(DS_CALLS_BEGIN) : NULL, *after = "";
+    bool ok = calls != NULL;
+    while (ok) {
+        while (isspace((unsigned char)*p))
+            p++;
+        if (!strncmp(p, DS_CALLS_END, strlen(DS_CALLS_END))) {
+            after = p + strlen(DS_CALLS_END);
+            break;
+        }
+        if (!*p)
+            break; /* the section was cut short after a whole call */
+        if (strncmp(p, DS_CALL_BEGIN, strlen(DS_CALL_BEGIN))) {
+            ok = false;
+            break;
+        }
+        p += strlen(DS_CALL_BEGIN);
+        const char *e = strstr(p, DS_CALL_END);
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        cJSON *call = ds_call(p, n, id, cJSON_GetArraySize(calls));
+        if (!call) {
+            ok = false;
+            break;
+        }
+        cJSON_AddItemToArray(calls, call);
+        p += n + (e ? strlen(DS_CALL_END) : 0);
+    }
+    if (!ok || !calls->child) {
+        cJSON_Delete(calls);
+        *content = trimmed(text, strlen(text));
+        return NULL;
+    }
+    /* the content around the section */
+    size_t before = (size_t)(sec - text), rest = strlen(after);
+    char *both = malloc(before + rest + 1);
+    if (both) {
+        memcpy(both, text, before);
+        memcpy(both + before, after, rest + 1);
+        *content = trimmed(both, before + rest);
+        free(both);
+    } else {
+        *content = NULL;
+    }
+    return calls;
+}
+
 cJSON *tool_calls_parse(tool_format f, const char *text, uint64_t id, char **content) {
     switch (f) {
+    case TOOL_FMT_DEEPSEEK:
+        return parse_deepseek(text, id, content);
     case TOOL_FMT_HERMES:
         return parse_hermes(text, id, content);
     case TOOL_FMT_LLAMA3:

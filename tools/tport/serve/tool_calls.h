@@ -4,7 +4,11 @@
  * the tools' parameter schemas; the output is parsed back into OpenAI's
  * message.tool_calls.  Formats: Hermes / Qwen (<tool_call>{json}</tool_call>),
  * Llama 3.x (a JSON object {"name", "parameters"}, after <|python_tag|> or
- * alone), Mistral ([TOOL_CALLS][{"name", "arguments"}, ...]). */
+ * alone), Mistral ([TOOL_CALLS][{"name", "arguments"}, ...]), gpt-oss's
+ * harmony (<|channel|>commentary to=functions.NAME ...<|message|>{args};
+ * harmony.h), DeepSeek (<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME
+ * ```json ... ```<｜tool▁call▁end｜> as R1 and V3 write it, or
+ * <｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{args}<｜tool▁call▁end｜> as V3.1). */
 #ifndef TPORT_SERVE_TOOL_CALLS_H
 #define TPORT_SERVE_TOOL_CALLS_H
 
@@ -14,7 +18,15 @@
 
 #include "request.h"
 
-typedef enum tool_format { TOOL_FMT_NONE, TOOL_FMT_HERMES, TOOL_FMT_LLAMA3, TOOL_FMT_MISTRAL } tool_format;
+/* TOOL_FMT_HARMONY (gpt-oss) is parsed by harmony.c, with the channels. */
+typedef enum tool_format {
+    TOOL_FMT_NONE,
+    TOOL_FMT_HERMES,
+    TOOL_FMT_LLAMA3,
+    TOOL_FMT_MISTRAL,
+    TOOL_FMT_HARMONY,
+    TOOL_FMT_DEEPSEEK /* <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>... (R1 / V3 and V3.1 forms) */
+} tool_format;
 
 /* The format a chat template asks for; TOOL_FMT_NONE if none is seen. */
 tool_format tool_format_detect(const char *tmpl);
