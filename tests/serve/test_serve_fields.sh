@@ -55,6 +55,15 @@ C2=$(node -e 'const ev = require("fs").readFileSync(process.argv[1], "utf8").spl
               console.log(ev.filter(e => e.choices.length).map(e => e.choices[0].delta.content || "").join(""));' "$WORK/sse")
 expect_eq "chat stream with penalties = chat" "$C2" "$C1"
 
+# ---- ignore_eos (llama-server's): an end of text forced by a bias ends the
+# reply at once; with ignore_eos it is never sampled, and the reply runs to
+# max_tokens with the plain text (the model's EOS is id 2)
+EOS_FIRST=',"logit_bias":{"2":100}'
+complete "$EOS_FIRST" >/dev/null
+expect_eq "EOS forced by a bias: the reply stops at once" "$(jget 'j.choices[0].finish_reason + " " + j.usage.completion_tokens')" "stop 0"
+expect_eq "ignore_eos: the same bias never stops it" "$(complete "$EOS_FIRST,\"ignore_eos\":true")" "$PLAIN"
+expect_eq "ignore_eos: max_tokens reached" "$(jget 'j.choices[0].finish_reason + " " + j.usage.completion_tokens')" "length 24"
+
 # ---- refused: 400, an OpenAI error object whose param and message name the
 # field (the message names the schema keyword or grammar rule too)
 refused() { # refused ENDPOINT FIELD JSON-VALUE

@@ -87,7 +87,7 @@ int main(void) {
         {"\"echo\":true", "echo"}, {"\"suffix\":\"end\"", "suffix"}, {"\"audio\":{\"voice\":\"alloy\"}", "audio"},
         {"\"modalities\":[\"text\",\"audio\"]", "modalities"}, {"\"web_search_options\":{}", "web_search_options"},
         {"\"reasoning_effort\":\"low\"", "reasoning_effort"}, {"\"verbosity\":\"low\"", "verbosity"},
-        {"\"n_predict\":5", "n_predict"}, {"\"ignore_eos\":true", "ignore_eos"}, {"\"mirostat\":2", "mirostat"},
+        {"\"n_predict\":5", "n_predict"}, {"\"ignore_eos\":1", "ignore_eos"}, {"\"mirostat\":2", "mirostat"},
         {"\"typical_p\":0.5", "typical_p"}, {"\"dynatemp_range\":0.5", "dynatemp_range"},
         {"\"xtc_probability\":0.5", "xtc_probability"}, {"\"dry_multiplier\":0.8", "dry_multiplier"},
         {"\"top_n_sigma\":1", "top_n_sigma"}, {"\"user\":7", "user"}, {"\"metadata\":[]", "metadata"},
@@ -113,7 +113,12 @@ int main(void) {
           e.param && !strcmp(e.param, "top_logprobs"), "chat: top_logprobs without logprobs");
     serve_request_free(&r);
 
-    /* implemented: n, logprobs, logit_bias, structured output */
+    /* implemented: ignore_eos (llama-server's), n, logprobs, logit_bias, structured output */
+    CHECK(parse(SERVE_REQ_COMPLETION, "{\"prompt\":\"x\",\"ignore_eos\":true}", &r, &e) && r.ignore_eos,
+          "ignore_eos: %s", e.message);
+    serve_request_free(&r);
+    CHECK(parse(SERVE_REQ_COMPLETION, "{\"prompt\":\"x\"}", &r, &e) && !r.ignore_eos, "ignore_eos by default");
+    serve_request_free(&r);
     CHECK(parse(SERVE_REQ_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"n\":3,\"logprobs\":true,"
                 "\"top_logprobs\":4,\"logit_bias\":{\"15043\":-100,\"7\":2.5}}", &r, &e), "%s", e.message);
     CHECK(r.n_choices == 3 && r.logprobs && r.top_logprobs == 4 && r.n_bias == 2 && r.bias_ids[0] == 15043 &&

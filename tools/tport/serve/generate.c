@@ -57,8 +57,25 @@ bool gen_init(gen_job *j, const tport_model *m, tport_session *s, batcher *bt, i
         return fail_init(j, "out of memory");
     tport_sampler_params sp = spec->sp;
     sp.seed += (uint64_t)choice; /* several choices differ, and each is reproducible */
-    if (!(j->sm = tport_sampler_new(&sp)) ||
-        (spec->n_bias && tport_sampler_set_logit_bias(j->sm, spec->bias, spec->n_bias) != TPORT_STATUS_OK))
+    if (!(j->sm = tport_sampler_new(&sp)))
+        return fail_init(j, tport_last_error());
+    /* ignore_eos, as llama-server does it: the ends of generation are never
+     * sampled (a bias of -inf after the request's own), so nothing stops
+     * early but max_tokens, the context and the stop strings */
+    int32_t n_bias = spec->n_bias + (spec->ignore_eos ? j->n_stop_ids : 0);
+    tport_logit_bias *bias = n_bias ? malloc((size_t)n_bias * sizeof *bias) : NULL;
+    if (n_bias && !bias)
+        return fail_init(j, "out of memory");
+    for (int32_t i = 0; i < spec->n_bias; i++)
+        bias[i] = spec->bias[i];
+    if (spec->ignore_eos) {
+        for (int i = 0; i < j->n_stop_ids; i++)
+            bias[spec->n_bias + i] = (tport_logit_bias){j->stop_ids[i], -INFINITY};
+        j->n_stop_ids = 0;
+    }
+    tport_status st = n_bias ? tport_sampler_set_logit_bias(j->sm, bias, n_bias) : TPORT_STATUS_OK;
+    free(bias);
+    if (st != TPORT_STATUS_OK)
         return fail_init(j, tport_last_error());
     if (spec->grammar) {
         const tport_tokenizer *tk = tport_model_tokenizer(m);

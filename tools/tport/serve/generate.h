@@ -24,6 +24,7 @@ typedef struct gen_spec {
     tport_sampler_params sp;      /* choice i draws with seed sp.seed + i  */
     tport_logit_bias *bias;
     int32_t n_bias;
+    bool ignore_eos;              /* the end-of-generation tokens get a bias of -inf */
     tport_grammar *grammar;       /* NULL = free text                     */
     tport_token *prompt;
     int32_t n_prompt, max_tokens;

@@ -182,7 +182,8 @@ static bool parse_sampling(const cJSON *obj, int64_t max_tokens_cap, serve_reque
     if (!get_int(obj, "repeat_last_n", -1, 1 << 20, &r->have_repeat_last_n, &i, err))
         return false;
     r->repeat_last_n = (int32_t)(i >= 0 ? i : max_tokens_cap < (1 << 20) ? max_tokens_cap : 1 << 20);
-    if (!get_bool(obj, "stream", &r->stream, err) || !parse_stop(obj, r, err))
+    if (!get_bool(obj, "stream", &r->stream, err) || !get_bool(obj, "ignore_eos", &r->ignore_eos, err) ||
+        !parse_stop(obj, r, err))
         return false;
     const cJSON *so = field(obj, "stream_options");
     if (so && !cJSON_IsObject(so))
@@ -230,7 +231,6 @@ static const unsupported_field unsupported_fields[] = {
     {"verbosity", DEF_STRING, 0, "medium", NULL, "verbosity (only \"medium\")"},
     /* llama-server's samplers beyond the ones implemented */
     {"n_predict", DEF_NUMBER, -1, NULL, NULL, "n_predict (use max_tokens)"},
-    {"ignore_eos", DEF_FALSE, 0, NULL, NULL, "ignoring end of text"},
     {"mirostat", DEF_NUMBER, 0, NULL, NULL, "mirostat sampling"},
     {"typical_p", DEF_NUMBER, 1, NULL, NULL, "typical sampling"},
     {"dynatemp_range", DEF_NUMBER, 0, NULL, NULL, "dynamic temperature"},

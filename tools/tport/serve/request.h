@@ -70,6 +70,7 @@ typedef struct serve_request {
     int32_t *bias_ids;
     float *bias_vals;
     int n_bias;
+    bool ignore_eos;              /* llama-server's: never stop at an end of generation */
     /* structured output as GBNF (from grammar, json_schema or
      * response_format), and the field it came from, for errors */
     char *grammar;

@@ -130,6 +130,7 @@ static bool make_spec(serve_conn *c, const serve_request *req, gen_spec *g, enum
     g->n_choices = req->n_choices;
     g->logprobs = req->logprobs;
     g->top_logprobs = req->top_logprobs;
+    g->ignore_eos = req->ignore_eos;
     int32_t n_vocab = tport_model_n_vocab(srv->model);
     if (req->n_bias && !(g->bias = malloc((size_t)req->n_bias * sizeof *g->bias))) {
         *res = serve_send_error(c, 500, NULL, "out of memory");
