@@ -113,11 +113,6 @@ struct tport_arch {
     /* Its hparams reads attention.value_length itself (deepseek2: it may
      * differ from key_length); else the two must agree. */
     bool value_length_own;
-    /* tport_batch_eval runs this architecture's sessions one at a time:
-     * its batched graph does not yet give each session what it computes
-     * alone (test_batch_eval: gpt-oss off by 0.02 on one step, deepseek2's
-     * latent cache wrong) */
-    bool batch_one_at_a_time;
     /* The keys of arch_math.c's table ("ARCH." suffixes, "a|b") that this
      * architecture's graph implements: a file asking for one of them runs
      * here and is refused by an architecture that does not list it.  NULL:

@@ -311,7 +311,6 @@ const tport_arch tport_arch_deepseek2 = {
     .build = build,
     .write_keys = write_keys,
     .value_length_own = true,
-    .batch_one_at_a_time = true,
     .synth_key = synth_key,
     .math_keys = "rope.scaling.yarn_log_multiplier|expert_count|expert_used_count|"
                  "expert_shared_count|expert_feed_forward_length|leading_dense_block_count|"
