@@ -350,19 +350,18 @@ static tport_status split_kv_b(tport_model *m, int32_t il) {
     if (st)
         return st;
     float *wk = tport_tensor_data(tk), *wv = tport_tensor_data(tv);
-    const size_t row_bytes = tport_row_size(type, lora);
-    uint8_t *raw = malloc(row_bytes);
+    /* a head's nope + v rows are consecutive: read once per head (as bind
+     * reads 1-D weights: a copy, not the mapping) */
+    const size_t row_bytes = tport_row_size(type, lora), head_bytes = (size_t)(nope + v) * row_bytes;
+    uint8_t *raw = malloc(head_bytes);
     float *row = malloc((size_t)lora * sizeof *row);
     if (!raw || !row)
         st = tport_error(TPORT_STATUS_OUT_OF_MEMORY, "out of memory splitting blk.%d.attn_kv_b.weight", (int)il);
     const uint8_t *src = tport_tensor_data(l->wkv_b);
-    for (int64_t h = 0; h < nh && !st; h++)
+    for (int64_t h = 0; h < nh && !st; h++) {
+        st = tport_model_file_copy(m->file, src + (size_t)h * head_bytes, raw, head_bytes);
         for (int64_t j = 0; j < nope + v && !st; j++) {
-            /* read as bind reads 1-D weights: a copy, not the mapping */
-            st = tport_model_file_copy(m->file, src + (size_t)(h * (nope + v) + j) * row_bytes, raw, row_bytes);
-            if (st)
-                break;
-            tr->to_float(raw, row, lora);
+            tr->to_float(raw + (size_t)j * row_bytes, row, lora);
             for (int64_t k = 0; k < lora; k++) {
                 if (j < nope)
                     wk[(h * lora + k) * nope + j] = row[k];
@@ -370,6 +369,7 @@ static tport_status split_kv_b(tport_model *m, int32_t il) {
                     wv[(h * v + (j - nope)) * lora + k] = row[k];
             }
         }
+    }
     free(raw);
     free(row);
     if (st)
