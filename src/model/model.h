@@ -39,8 +39,9 @@ typedef struct tport_layer {
     /* multi-head latent attention (deepseek2): Q through a low rank
      * (wq_a, its norm, wq_b) or wq; the latent KV and the rotated key part
      * (wkv_a_mqa, the latent's norm); the per-head absorbed K and V
-     * projections [nope, kv_lora, n_head] and [kv_lora, v, n_head] */
-    tport_tensor *wq_a, *wq_b, *attn_q_a_norm, *wkv_a_mqa, *attn_kv_a_norm, *wk_b, *wv_b;
+     * projections [nope, kv_lora, n_head] and [kv_lora, v, n_head]; an
+     * old file's unsplit [kv_lora, n_head * (nope + v)] they are cut from */
+    tport_tensor *wq_a, *wq_b, *attn_q_a_norm, *wkv_a_mqa, *attn_kv_a_norm, *wk_b, *wv_b, *wkv_b;
 } tport_layer;
 
 /* Model-level weight slots. */
@@ -91,6 +92,7 @@ typedef struct tport_model_shape {
      * n_lora_kv + n_rot, one kv head), the head sizes K and V decompress
      * to, Q's low rank (0: none) */
     int32_t n_lora_q, n_lora_kv, head_dim_k_mla, head_dim_v_mla;
+    bool mla_kv_b_unsplit; /* the file has attn_kv_b, not attn_k_b/attn_v_b */
     int32_t n_layer_dense_lead; /* leading layers with a dense feed-forward */
     int32_t n_expert_shared;    /* shared experts (width n_ff_exp each)     */
     /* routing beyond softmax-then-top-k: sigmoid gating, the weights

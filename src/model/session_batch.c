@@ -88,11 +88,6 @@ tport_status tport_batch_eval(tport_batch *b, const tport_batch_item *items, int
     tport_status st = check_items(b, items, n_items);
     if (st)
         return st;
-    if (b->m->arch->batch_one_at_a_time) {
-        for (int32_t i = 0; i < n_items && !st; i++)
-            st = tport_session_eval(items[i].session, items[i].ids, items[i].n);
-        return st;
-    }
     if (n_items > b->cap) {
         tport_eval_seq *q = realloc(b->seqs, (size_t)n_items * sizeof *q);
         if (!q)

@@ -182,6 +182,8 @@ bool tport_arch_row_applies(const tport_arch_tensor *t, const tport_model_shape 
         return false;
     if ((t->flags & TENSOR_NO_Q_LORA) && sh->n_lora_q > 0)
         return false;
+    if ((t->flags & (sh->mla_kv_b_unsplit ? TENSOR_KV_B_SPLIT : TENSOR_KV_B_UNSPLIT)))
+        return false;
     if (t->flags & TENSOR_EXPERTS)
         return sh->n_expert > 0 && sh->n_layer_dense_lead < sh->n_layer;
     if (t->flags & TENSOR_DENSE)
@@ -314,6 +316,7 @@ int64_t tport_arch_dim_size(const tport_model_shape *sh, int dim) {
     case DIM_Q_MLA: return (int64_t)sh->n_head * sh->head_dim_k_mla;
     case DIM_O_MLA: return (int64_t)sh->n_head * sh->head_dim_v_mla;
     case DIM_HEADS: return sh->n_head;
+    case DIM_KV_B: return (int64_t)sh->n_head * ((int64_t)sh->head_dim_k_mla - sh->n_rot + sh->head_dim_v_mla);
     case DIM_FF_SHEXPS: return (int64_t)sh->n_ff_exp * sh->n_expert_shared;
     case DIM_TOKEN_TYPES: return sh->n_token_types;
     default: return 0;
@@ -386,6 +389,8 @@ tport_status tport_model_bind_weights(tport_model *m) {
         }
     }
     if (m->file->container == TPORT_CONTAINER_GGML && arch->fix_legacy && (st = arch->fix_legacy(m)))
+        return st;
+    if (arch->after_bind && (st = arch->after_bind(m)))
         return st;
     if (!m->w.output && m->has_head)
         m->w.output = m->w.tok_embd; /* tied classifier */

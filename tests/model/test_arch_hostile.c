@@ -76,9 +76,11 @@ int main(void) {
          "token_embd_norm.weight is missing"},
         {"qwen2 without biases (they are optional)", "--arch qwen2", "blk.0.attn_q.bias", NULL, NULL, 0, NULL, NULL},
         {"deepseek2 as written", DS2, NULL, NULL, NULL, 0, NULL, NULL},
-        {"deepseek2 from before the attn_kv_b split", DS2, NULL, "deepseek2.attention.key_length_mla", NULL, 0, NULL,
+        /* (an old file, attn_kv_b in place of both: test_deepseek2_kv_b) */
+        {"deepseek2 split, without key_length_mla", DS2, NULL, "deepseek2.attention.key_length_mla", NULL, 0, NULL,
          "key_length_mla"},
-        {"deepseek2 with an unsplit attn_kv_b", DS2, NULL, NULL, NULL, 0, "blk.0.attn_kv_b.weight", "attn_kv_b"},
+        {"deepseek2 with attn_kv_b besides attn_k_b/attn_v_b", DS2, NULL, NULL, NULL, 0, "blk.0.attn_kv_b.weight",
+         "attn_kv_b"},
         {"deepseek2 without expert_shared_count", DS2, NULL, "deepseek2.expert_shared_count", NULL, 0, NULL,
          "expert_shared_count"},
         {"deepseek2 without its per-head V", DS2, "blk.0.attn_v_b.weight", NULL, NULL, 0, NULL,

@@ -38,6 +38,7 @@ typedef enum tport_arch_dim {
     DIM_Q_MLA,    /* n_head * head_dim_k_mla                     */
     DIM_O_MLA,    /* n_head * head_dim_v_mla                     */
     DIM_HEADS,    /* n_head: per-head K/V stacks, attention sinks */
+    DIM_KV_B,     /* n_head * (head_dim_k_mla - n_rot + head_dim_v_mla) */
     DIM_FF_SHEXPS,/* n_ff_exp * n_expert_shared (deepseek2)      */
     DIM_TOKEN_TYPES, /* tokenizer.ggml.token_type_count (BERT)  */
 } tport_arch_dim;
@@ -61,6 +62,8 @@ enum {
      * per layer (tport_arch_layer_row_applies) */
     TENSOR_Q_LORA = 1u << 7,   /* only when Q has a low rank (n_lora_q > 0) */
     TENSOR_NO_Q_LORA = 1u << 8, /* only when it has not                     */
+    TENSOR_KV_B_SPLIT = 1u << 9,   /* only when !mla_kv_b_unsplit          */
+    TENSOR_KV_B_UNSPLIT = 1u << 10, /* only when mla_kv_b_unsplit          */
 };
 
 typedef struct tport_arch_tensor {
@@ -110,14 +113,13 @@ struct tport_arch {
     /* Rearranges weights of a GGML-container file after binding (layouts
      * that differ from GGUF's); may be NULL. */
     tport_status (*fix_legacy)(tport_model *m);
+    /* Derives, after binding a file of any container, weights the file
+     * holds in an older form (deepseek2: attn_k_b and attn_v_b cut from
+     * attn_kv_b); may be NULL. */
+    tport_status (*after_bind)(tport_model *m);
     /* Its hparams reads attention.value_length itself (deepseek2: it may
      * differ from key_length); else the two must agree. */
     bool value_length_own;
-    /* tport_batch_eval runs this architecture's sessions one at a time:
-     * its batched graph does not yet give each session what it computes
-     * alone (test_batch_eval: gpt-oss off by 0.02 on one step, deepseek2's
-     * latent cache wrong) */
-    bool batch_one_at_a_time;
     /* The keys of arch_math.c's table ("ARCH." suffixes, "a|b") that this
      * architecture's graph implements: a file asking for one of them runs
      * here and is refused by an architecture that does not list it.  NULL:

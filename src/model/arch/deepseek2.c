@@ -22,16 +22,24 @@
  * mscale (YaRN): attn_factor (1 + 0.1 ln(1/s)) (1 + 0.1 log_mul ln(1/s)), s
  * the frequency scale, log_mul the file's yarn_log_multiplier / 0.1, as
  * llama.cpp computes it.  Files from before the split of attn_kv_b into
- * attn_k_b and attn_v_b (no key_length_mla) are refused; so is gating
- * other than softmax and sigmoid.  Grouped routing (expert_group_count >
+ * attn_k_b and attn_v_b (no key_length_mla; key_length and value_length
+ * are a head's K and V, one kv head per head) still load in llama.cpp,
+ * which then runs them as plain multi-head attention over decompressed
+ * K and V; here they are split at load instead (split_kv_b: an f32 copy
+ * of attn_k_b and attn_v_b, 4 bytes a value whatever attn_kv_b's type)
+ * and run by the same latent graph, which computes the same function.
+ * Gating other than softmax and sigmoid is refused.  Grouped routing (expert_group_count >
  * 1): the choice among the experts of the expert_group_used_count groups
  * with the largest sums of their two best (TPORT_OP_EXPERT_GROUPS). */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
 #include "model/arch/arch.h"
+#include "model/model.h"
+#include "quant/type_table.h"
 
 static const tport_arch_tensor tensors[] = {
     ARCH_G("token_embd.weight", tok_embd, DIM_EMBD, DIM_VOCAB, 0),
@@ -42,8 +50,10 @@ static const tport_arch_tensor tensors[] = {
     ARCH_A("attn_q_a.weight", wq_a, DIM_EMBD, DIM_Q_LORA, TENSOR_Q_LORA),
     ARCH_A("attn_q_b.weight", wq_b, DIM_Q_LORA, DIM_Q_MLA, TENSOR_Q_LORA),
     ARCH_A("attn_kv_a_mqa.weight", wkv_a_mqa, DIM_EMBD, DIM_KV_A, 0),
-    ARCH_A3("attn_k_b.weight", wk_b, DIM_QK_NOPE, DIM_KV_LORA, DIM_HEADS, 0),
-    ARCH_A3("attn_v_b.weight", wv_b, DIM_KV_LORA, DIM_V_MLA, DIM_HEADS, 0),
+    ARCH_A3("attn_k_b.weight", wk_b, DIM_QK_NOPE, DIM_KV_LORA, DIM_HEADS, TENSOR_KV_B_SPLIT),
+    ARCH_A3("attn_v_b.weight", wv_b, DIM_KV_LORA, DIM_V_MLA, DIM_HEADS, TENSOR_KV_B_SPLIT),
+    /* files converted before llama.cpp split it (split_kv_b below) */
+    ARCH_A("attn_kv_b.weight", wkv_b, DIM_KV_LORA, DIM_KV_B, TENSOR_KV_B_UNSPLIT),
     ARCH_A("attn_output.weight", wo, DIM_O_MLA, DIM_EMBD, 0),
     ARCH_F("ffn_norm.weight", ffn_norm, DIM_EMBD, DIM_1, 0),
     ARCH_F("ffn_gate.weight", w_gate, DIM_EMBD, DIM_FF, TENSOR_DENSE),
@@ -75,15 +85,34 @@ static tport_status hparams(const tport_model_file *mf, tport_model_shape *sh) {
              groups_used = 0, value_length = 0;
     if (!tport_arch_u32(mf, "attention.kv_lora_rank", &kv_lora) || kv_lora == 0)
         return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: deepseek2 without attention.kv_lora_rank", mf->path);
-    if (!tport_arch_u32(mf, "attention.key_length_mla", &k_mla) ||
-        !tport_arch_u32(mf, "attention.value_length_mla", &v_mla))
-        return refuse(mf, "without key_length_mla (a file from before attn_kv_b was split into attn_k_b and "
-                          "attn_v_b; re-convert it)");
+    const bool has_k_mla = tport_arch_u32(mf, "attention.key_length_mla", &k_mla),
+               has_v_mla = tport_arch_u32(mf, "attention.value_length_mla", &v_mla);
+    const bool unsplit = tport_model_file_find(mf, "blk.0.attn_kv_b.weight") != NULL;
+    if (unsplit && (has_k_mla || has_v_mla))
+        return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: deepseek2 with attn_kv_b and key_length_mla or "
+                           "value_length_mla: the unsplit and the split form at once", mf->path);
+    if (!unsplit && (!has_k_mla || !has_v_mla))
+        return refuse(mf, "without key_length_mla and value_length_mla (and no attn_kv_b to split)");
     /* llama.cpp reads no Q rank for the "lite" shapes, and requires it otherwise */
     const bool lite = sh->n_layer == 27 || sh->n_layer == 26 || (sh->n_layer == 48 && sh->n_vocab == 128256);
     if (!lite && !tport_arch_u32(mf, "attention.q_lora_rank", &q_lora))
         return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: deepseek2 without attention.q_lora_rank", mf->path);
     tport_arch_u32(mf, "attention.value_length", &value_length);
+    if (unsplit) {
+        /* llama.cpp's non-MLA reading: a head's K and V sizes are
+         * key_length and value_length, every head its own kv head; the
+         * latent graph's cache row is then set as a split file has it */
+        if (sh->n_head_kv != sh->n_head || value_length == 0)
+            return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: deepseek2 with attn_kv_b wants as many kv heads as "
+                               "heads and a value_length; the file has %d of %d and %u", mf->path, sh->n_head_kv,
+                               sh->n_head, value_length);
+        k_mla = (uint32_t)sh->head_dim;
+        v_mla = value_length;
+        sh->head_dim = (int32_t)kv_lora + sh->n_rot;
+        sh->n_head_kv = 1;
+        value_length = kv_lora;
+        sh->mla_kv_b_unsplit = true;
+    }
     tport_arch_u32(mf, "leading_dense_block_count", &lead);
     if (!tport_arch_u32(mf, "expert_shared_count", &shared))
         return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: deepseek2 without expert_shared_count", mf->path);
@@ -277,6 +306,89 @@ static tport_tensor *mla_attention(tport_blk *b, int il, tport_tensor *h) {
     return tport_mul_mat(ctx, l->wo, tport_reshape(ctx, heads, 2, ne));
 }
 
+/* *out: a new f32 weight [ne0, ne1, ne2] named name, in memory the model
+ * owns. */
+static tport_status owned_f32(tport_model *m, const char *name, int64_t ne0, int64_t ne1, int64_t ne2,
+                              tport_tensor **out) {
+    const size_t bytes = ((size_t)(ne0 * ne1 * ne2) * sizeof(float) + 63) / 64 * 64;
+    float *data = aligned_alloc(64, bytes);
+    tport_status st = data ? tport_model_own(m, data) /* which frees it when it fails */
+                           : tport_error(TPORT_STATUS_OUT_OF_MEMORY, "out of memory for %s", name);
+    tport_tensor *t = st ? NULL : tport_new_tensor_3d(m->wctx, TPORT_TYPE_F32, ne0, ne1, ne2);
+    if (!st && !t)
+        st = tport_error(TPORT_STATUS_OUT_OF_MEMORY, "cannot record tensor %s", name);
+    if (st)
+        return st;
+    tport_tensor_set_data(t, data);
+    tport_tensor_set_weight(t);
+    tport_tensor_set_name(t, name);
+    *out = t;
+    return TPORT_STATUS_OK;
+}
+
+/* Cuts layer il's attn_kv_b [lora, n_head * (nope + v)] (per head nope K
+ * rows, then v V rows) into attn_k_b [nope, lora, n_head] (each head's K
+ * rows transposed) and attn_v_b [lora, v, n_head] (its V rows), as
+ * llama.cpp's converter splits it, into f32 copies the model owns. */
+static tport_status split_kv_b(tport_model *m, int32_t il) {
+    const tport_model_shape *sh = &m->sh;
+    tport_layer *l = &m->layers[il];
+    const int64_t lora = sh->n_lora_kv, nh = sh->n_head, nope = (int64_t)sh->head_dim_k_mla - sh->n_rot,
+                  v = sh->head_dim_v_mla;
+    const tport_type_id type = tport_tensor_type(l->wkv_b);
+    const tport_type_traits *tr = tport_traits(type);
+    if (!tr || !tr->to_float)
+        return tport_error(TPORT_STATUS_UNSUPPORTED, "%s: blk.%d.attn_kv_b.weight of type %u cannot be split "
+                           "(it has no row-wise decoding)", m->file->path, (int)il, (unsigned)type);
+    char kname[64], vname[64];
+    snprintf(kname, sizeof kname, "blk.%d.attn_k_b.weight", (int)il);
+    snprintf(vname, sizeof vname, "blk.%d.attn_v_b.weight", (int)il);
+    tport_tensor *tk = NULL, *tv = NULL;
+    tport_status st = owned_f32(m, kname, nope, lora, nh, &tk);
+    if (!st)
+        st = owned_f32(m, vname, lora, v, nh, &tv);
+    if (st)
+        return st;
+    float *wk = tport_tensor_data(tk), *wv = tport_tensor_data(tv);
+    /* a head's nope + v rows are consecutive: read once per head (as bind
+     * reads 1-D weights: a copy, not the mapping) */
+    const size_t row_bytes = tport_row_size(type, lora), head_bytes = (size_t)(nope + v) * row_bytes;
+    uint8_t *raw = malloc(head_bytes);
+    float *row = malloc((size_t)lora * sizeof *row);
+    if (!raw || !row)
+        st = tport_error(TPORT_STATUS_OUT_OF_MEMORY, "out of memory splitting blk.%d.attn_kv_b.weight", (int)il);
+    const uint8_t *src = tport_tensor_data(l->wkv_b);
+    for (int64_t h = 0; h < nh && !st; h++) {
+        st = tport_model_file_copy(m->file, src + (size_t)h * head_bytes, raw, head_bytes);
+        for (int64_t j = 0; j < nope + v && !st; j++) {
+            tr->to_float(raw + (size_t)j * row_bytes, row, lora);
+            for (int64_t k = 0; k < lora; k++) {
+                if (j < nope)
+                    wk[(h * lora + k) * nope + j] = row[k];
+                else
+                    wv[(h * v + (j - nope)) * lora + k] = row[k];
+            }
+        }
+    }
+    free(raw);
+    free(row);
+    if (st)
+        return st;
+    l->wk_b = tk;
+    l->wv_b = tv;
+    l->wkv_b = NULL; /* not read again: placement leaves it in the file */
+    return TPORT_STATUS_OK;
+}
+
+static tport_status after_bind(tport_model *m) {
+    for (int32_t il = m->layer_begin; il < m->layer_end && m->sh.mla_kv_b_unsplit; il++) {
+        tport_status st = m->layers[il].wkv_b ? split_kv_b(m, il) : TPORT_STATUS_OK;
+        if (st)
+            return st;
+    }
+    return TPORT_STATUS_OK;
+}
+
 static tport_tensor *ffn(tport_blk *b, int il, tport_tensor *h) {
     const tport_layer *l = &b->m->layers[il];
     if (!l->ffn_gate_inp)
@@ -311,7 +423,7 @@ const tport_arch tport_arch_deepseek2 = {
     .build = build,
     .write_keys = write_keys,
     .value_length_own = true,
-    .batch_one_at_a_time = true,
+    .after_bind = after_bind,
     .synth_key = synth_key,
     .math_keys = "rope.scaling.yarn_log_multiplier|expert_count|expert_used_count|"
                  "expert_shared_count|expert_feed_forward_length|leading_dense_block_count|"

@@ -121,7 +121,6 @@ const tport_arch tport_arch_gptoss = {
     .hparams = hparams,
     .build = build,
     .write_keys = write_keys,
-    .batch_one_at_a_time = true,
     .math_keys = "rope.freq_base_swa|attention.sliding_window_pattern|expert_count|"
                  "expert_used_count|expert_feed_forward_length",
 };
