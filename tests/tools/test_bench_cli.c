@@ -112,6 +112,42 @@ int main(void) {
         json_free(doc);
     }
 
+    /* A mixture of 8 experts, 2 a token: a token streams 2/8 of each expert
+     * stack (tensors with a third dimension of 8), everything else whole. */
+    char moe[4200];
+    snprintf(moe, sizeof moe, "%s/moe.gguf", dir);
+    snprintf(args, sizeof args,
+             "synth --arch qwen3moe --dim 64 --layers 2 --heads 4 --ff 128 --experts 8 --experts-used 2 --expert-ff 32 "
+             "--vocab 300 --ctx 64 --type f32 -o '%s' >/dev/null",
+             moe);
+    CHECK(tool_run(args) == 0, "synth qwen3moe failed");
+    snprintf(args, sizeof args, "bench -m '%s' -p 0 -n 2 -r 1 --threads 1 --json > '%s'", moe, out);
+    CHECK(tool_run(args) == 0, "tport bench on a mixture failed");
+    doc = json_load(out);
+    tport_model_file *mf = NULL;
+    CHECK(doc && tport_model_file_open(moe, &mf) == TPORT_STATUS_OK, "bench JSON / open %s", moe);
+    if (doc && mf) {
+        double per_token = 0, stacks = 0;
+        for (int i = 0; i < mf->n_tensors; i++) {
+            const tport_mf_tensor *t = &mf->tensors[i];
+            double b = (double)t->nbytes;
+            if (t->n_dims >= 3 && t->ne[2] == 8) {
+                per_token += b / 8 * 2;
+                stacks++;
+            } else if (!strcmp(t->name, "token_embd.weight")) {
+                per_token += b / (double)t->ne[1];
+            } else {
+                per_token += b;
+            }
+        }
+        CHECK(stacks == 6, "the mixture has %g expert stacks, want 6", stacks);
+        CHECK(num(doc, "bytes_per_token") == per_token, "mixture: bytes_per_token %g, want %g (the used experts)",
+              num(doc, "bytes_per_token"), per_token);
+    }
+    if (mf)
+        tport_model_file_close(mf);
+    json_free(doc);
+
     /* Forced to one backend, that one runs every node. */
     snprintf(args, sizeof args, "bench -m '%s' -p 8 -n 2 -r 1 --threads 1 --backend cpu --json > '%s'", model, out);
     CHECK(tool_run(args) == 0, "tport bench --backend cpu failed");

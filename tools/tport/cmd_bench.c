@@ -42,7 +42,9 @@ typedef struct weight_stats {
     uint64_t bytes_per_token; /* read once per generated token: every
                                  weight except the embedding table, of
                                  which one row is gathered (the whole
-                                 table again when it doubles as output)  */
+                                 table again when it doubles as output);
+                                 of a mixture's expert stacks, the share
+                                 of the experts a token uses            */
 } weight_stats;
 
 typedef struct bench_result {
@@ -164,11 +166,28 @@ static tport_token random_token(uint64_t *state, int32_t n_vocab) {
     return (tport_token)((x * 2685821657736338717ULL >> 33) % (uint64_t)n_vocab);
 }
 
+/* The integer key ARCH.SUFFIX (expert_count ...), 0 when absent. */
+static uint64_t arch_count(const tport_model_file *mf, const char *suffix) {
+    char key[96];
+    snprintf(key, sizeof key, "%s.%s", mf->arch, suffix);
+    const tport_kv *kv = tport_model_file_kv(mf, key);
+    if (!kv)
+        return 0;
+    switch (kv->type) {
+    case TPORT_KV_U8: case TPORT_KV_U16: case TPORT_KV_U32: case TPORT_KV_U64: return kv->v.u;
+    case TPORT_KV_I8: case TPORT_KV_I16: case TPORT_KV_I32: case TPORT_KV_I64: return kv->v.i > 0 ? (uint64_t)kv->v.i : 0;
+    default: return 0;
+    }
+}
+
 static weight_stats read_weight_stats(const char *path) {
     weight_stats w = {0};
     tport_model_file *mf = NULL;
     if (tport_model_file_open(path, &mf) != TPORT_STATUS_OK)
         return w;
+    /* a token reads n_used of a stack's n_expert experts (the generation
+     * bound of a mixture is set by its active bytes) */
+    uint64_t n_expert = arch_count(mf, "expert_count"), n_used = arch_count(mf, "expert_used_count");
     const tport_mf_tensor *embd = NULL;
     bool has_output = false;
     for (int i = 0; i < mf->n_tensors; i++) {
@@ -180,6 +199,8 @@ static weight_stats read_weight_stats(const char *path) {
         w.total_bytes += t->nbytes;
         if (!strcmp(t->name, "token_embd.weight"))
             embd = t;
+        else if (n_expert > 1 && n_used && n_used < n_expert && t->n_dims >= 3 && (uint64_t)t->ne[2] == n_expert)
+            w.bytes_per_token += t->nbytes / n_expert * n_used;
         else
             w.bytes_per_token += t->nbytes;
         if (!strcmp(t->name, "output.weight"))
