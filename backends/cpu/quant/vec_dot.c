@@ -26,6 +26,8 @@ cpu_vec_dot_fn cpu_vec_dot_scalar_for(tport_type_id type) {
 cpu_vec_dot_fn cpu_vec_dot_for(tport_type_id type) {
     cpu_vec_dot_fn fn = CPUQ(avx512_kernel)(type);
     if (!fn)
+        fn = CPUQ(avx512_iq_kernel)(type);
+    if (!fn)
         fn = avx2_kernel(type);
     if (!fn)
         fn = CPUQ(sse2_kernel)(type);

@@ -1,0 +1,145 @@
+/* AVX-512 dot products of IQ2_XS, IQ3_S and TQ2_0 with Q8_K activations,
+ * 64 elements per step: explicit sign bits become a 64-bit mask that
+ * negates the activations directly (IQ2_XS's 7-bit sign indices get their
+ * parity bit first, then are packed to bytes with vpmovdb); the int16 pair
+ * sums take their scales with dpwssd (VNNI) or madd, TQ2_0's codes
+ * multiply with dpbusd.  As the AVX2 kernels (dot_avx2_iq.c), whose
+ * helpers' reasoning applies here too, they form the scalar kernels'
+ * integers per super-block and the same float expressions: bit for bit
+ * the scalar results.  Activations in [-127, 127]. */
+#include "quant_kernels.h"
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__) && \
+    defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+
+#include "../../../src/quant/iq_grids.h"
+
+static __m512i q8k_load64(const uint8_t *y, int off) { return _mm512_loadu_si512((const void *)(y + Q8K_QS + off)); }
+static unsigned u16_at(const uint8_t *p) { return (unsigned)p[0] | (unsigned)p[1] << 8; }
+static uint64_t u64_at(const uint8_t *p) { return (uint64_t)cpuq_u32(p) | (uint64_t)cpuq_u32(p + 4) << 32; }
+
+/* acc + the int16 pairs of p times those of scales, to int32. */
+static __m512i madd_acc(__m512i acc, __m512i p, __m512i scales) {
+#if defined(__AVX512VNNI__)
+    return _mm512_dpwssd_epi32(acc, p, scales);
+#else
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(p, scales));
+#endif
+}
+
+/* Four int16 scales, one per 128-bit lane (16 elements each). */
+static __m512i lane_scales(int a, int b, int c, int d) {
+    const __m128i v = _mm_setr_epi32(a, b, c, d);
+    return _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
+                                    _mm512_castsi128_si512(_mm_or_si128(v, _mm_slli_epi32(v, 16))));
+}
+
+/* y negated where bit i of `neg` is set. */
+static __m512i negate_where(__m512i y, __mmask64 neg) { return _mm512_mask_sub_epi8(y, neg, _mm512_setzero_si512(), y); }
+
+/* Eight IQ2 grid entries for 64 elements. */
+static __m512i grid8x8(const uint64_t *g, const unsigned i[8]) {
+    return _mm512_setr_epi64((long long)g[i[0]], (long long)g[i[1]], (long long)g[i[2]], (long long)g[i[3]],
+                             (long long)g[i[4]], (long long)g[i[5]], (long long)g[i[6]], (long long)g[i[7]]);
+}
+
+/* IQ2_XS, two groups of 32 (eight u16: 9-bit grid index, 7-bit sign
+ * index) per step. */
+static void dot_iq2_xs(int64_t n, float *s, const void *vx, const void *vy) {
+    const uint8_t *x = vx, *y = vy;
+    const __m256i odd = _mm256_broadcastsi128_si256(
+        _mm_setr_epi8(0, -128, -128, 0, -128, 0, 0, -128, -128, 0, 0, -128, 0, -128, -128, 0));
+    float sum = 0;
+    for (int64_t i = 0; i < n / QK_K; i++, x += 74, y += BQ8_K) {
+        const uint8_t *sc = x + 66;
+        __m512i acc = _mm512_setzero_si512();
+        for (int ib = 0; ib < 8; ib += 2) {
+            const uint8_t *q = x + 2 + 8 * ib;
+            /* the sign indices, their parity as bit 7 (ggml's rule), packed to 8 bytes */
+            const __m256i p = _mm256_srli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)q)), 9);
+            const __m256i full = _mm256_or_si256(p, _mm256_shuffle_epi8(odd, _mm256_xor_si256(p, _mm256_srli_epi32(p, 4))));
+            const __mmask64 neg = _cvtu64_mask64((uint64_t)_mm_cvtsi128_si64(_mm256_cvtepi32_epi8(full)));
+            unsigned idx[8];
+            for (int k = 0; k < 8; k++)
+                idx[k] = u16_at(q + 2 * k) & 511;
+            const __m512i mag = grid8x8(tport_iq2xs_grid, idx);
+            const __m512i p16 = _mm512_maddubs_epi16(mag, negate_where(q8k_load64(y, 32 * ib), neg));
+            const __m512i scales = lane_scales(2 * (sc[ib] & 0xf) + 1, 2 * (sc[ib] >> 4) + 1,
+                                               2 * (sc[ib + 1] & 0xf) + 1, 2 * (sc[ib + 1] >> 4) + 1);
+            acc = madd_acc(acc, p16, scales);
+        }
+        const int bsum = _mm512_reduce_add_epi32(acc);
+        sum += cpuq_half(x) * cpuq_f32(y) * (float)bsum;
+    }
+    *s = 0.125f * sum;
+}
+
+/* IQ3_S, two groups of 32 per step: sixteen 4-magnitude entries, 64 sign
+ * bits, one 4-bit scale per group. */
+static void dot_iq3_s(int64_t n, float *s, const void *vx, const void *vy) {
+    const uint8_t *x = vx, *y = vy;
+    const uint32_t *g = tport_iq3s_grid;
+    float sum = 0;
+    for (int64_t i = 0; i < n / QK_K; i++, x += 110, y += BQ8_K) {
+        const uint8_t *qh = x + 66, *sc = x + 106;
+        __m512i acc = _mm512_setzero_si512();
+        for (int ib = 0; ib < 8; ib += 2) {
+            const uint8_t *qs = x + 2 + 8 * ib;
+            /* entry k's ninth index bit: bit k % 8 of qh[ib + k / 8] */
+            const unsigned h = qh[ib] | (unsigned)qh[ib + 1] << 8;
+            unsigned idx[16];
+            for (int k = 0; k < 16; k++)
+                idx[k] = qs[k] | (h >> k & 1) << 8;
+            const __m512i mag = _mm512_setr_epi32(
+                (int)g[idx[0]], (int)g[idx[1]], (int)g[idx[2]], (int)g[idx[3]], (int)g[idx[4]], (int)g[idx[5]],
+                (int)g[idx[6]], (int)g[idx[7]], (int)g[idx[8]], (int)g[idx[9]], (int)g[idx[10]], (int)g[idx[11]],
+                (int)g[idx[12]], (int)g[idx[13]], (int)g[idx[14]], (int)g[idx[15]]);
+            const __mmask64 neg = _cvtu64_mask64(u64_at(x + 74 + 4 * ib));
+            const __m512i p16 = _mm512_maddubs_epi16(mag, negate_where(q8k_load64(y, 32 * ib), neg));
+            const int l0 = 2 * (sc[ib / 2] & 0xf) + 1, l1 = 2 * (sc[ib / 2] >> 4) + 1;
+            acc = madd_acc(acc, p16, lane_scales(l0, l0, l1, l1));
+        }
+        const int bsum = _mm512_reduce_add_epi32(acc);
+        sum += cpuq_half(x) * cpuq_f32(y) * (float)bsum;
+    }
+    *s = sum;
+}
+
+/* TQ2_0: per shift l, the 64 code bytes' fields l are elements 32 l + k
+ * (bytes 0..31) and 128 + 32 l + k (bytes 32..63). */
+static void dot_tq2_0(int64_t n, float *s, const void *vx, const void *vy) {
+    const uint8_t *x = vx, *y = vy;
+    const __m512i m3 = _mm512_set1_epi8(3);
+    float sum = 0;
+    for (int64_t i = 0; i < n / QK_K; i++, x += 66, y += BQ8_K) {
+        const __m512i bits = _mm512_loadu_si512((const void *)x);
+        __m512i acc = _mm512_setzero_si512();
+        for (int l = 0; l < 4; l++) {
+            const __m512i code = _mm512_and_si512(_mm512_srli_epi16(bits, 2 * l), m3);
+            const __m512i y8 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(y + Q8K_QS + 32 * l))),
+                                                  _mm256_loadu_si256((const __m256i *)(y + Q8K_QS + 128 + 32 * l)), 1);
+#if defined(__AVX512VNNI__)
+            acc = _mm512_dpbusd_epi32(acc, code, y8);
+#else
+            acc = _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(code, y8), _mm512_set1_epi16(1)));
+#endif
+        }
+        /* minus the activations' sum (the -1 of every code) */
+        acc = _mm512_sub_epi32(acc, _mm512_cvtepi16_epi32(_mm256_loadu_si256((const __m256i *)(y + Q8K_BSUMS))));
+        const int isum = _mm512_reduce_add_epi32(acc);
+        sum += (float)isum * (cpuq_f32(y) * cpuq_half(x + 64));
+    }
+    *s = sum;
+}
+
+CPUQ_KERNEL_TABLE(avx512_iq_kernel,
+                  {TPORT_TYPE_IQ2_XS, dot_iq2_xs},
+                  {TPORT_TYPE_IQ3_S, dot_iq3_s},
+                  {TPORT_TYPE_TQ2_0, dot_tq2_0})
+
+#else
+
+CPUQ_NO_KERNELS(avx512_iq_kernel)
+
+#endif
