@@ -31,6 +31,8 @@ cpu_vec_dot_fn cpu_vec_dot_for(tport_type_id type) {
         fn = avx2_kernel(type);
     if (!fn)
         fn = CPUQ(sse2_kernel)(type);
+    if (!fn)
+        fn = CPUQ(sse2_iq_kernel)(type);
     return fn ? fn : CPUQ(scalar_kernel)(type);
 }
 
