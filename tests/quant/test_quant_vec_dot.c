@@ -234,15 +234,16 @@ static void test_exact_iq(const char *isa, int need_simd) {
 int main(void) {
     /* every current weight type has an AVX2 kernel; AVX-512 builds use them
      * too; SSE2 (the plain x86-64 build) has the four most used and the
-     * Q8_K speed targets IQ2_XS, IQ3_S, TQ2_0 */
+     * Q8_K lattice and ternary types */
     static const tport_type_id all[] = {TPORT_TYPE_Q4_0, TPORT_TYPE_Q4_1, TPORT_TYPE_Q5_0, TPORT_TYPE_Q5_1,
                                         TPORT_TYPE_Q8_0, TPORT_TYPE_Q2_K, TPORT_TYPE_Q3_K, TPORT_TYPE_Q4_K,
                                         TPORT_TYPE_Q5_K, TPORT_TYPE_Q6_K, TPORT_TYPE_IQ4_NL, TPORT_TYPE_IQ4_XS,
                                         TPORT_TYPE_MXFP4, TPORT_TYPE_IQ2_XXS, TPORT_TYPE_IQ2_XS,
                                         TPORT_TYPE_IQ2_S, TPORT_TYPE_IQ3_XXS, TPORT_TYPE_IQ3_S, TPORT_TYPE_IQ1_S,
                                         TPORT_TYPE_IQ1_M, TPORT_TYPE_TQ1_0, TPORT_TYPE_TQ2_0};
-    static const tport_type_id sse2[] = {TPORT_TYPE_Q4_0,  TPORT_TYPE_Q8_0,  TPORT_TYPE_Q4_K,
-                                         TPORT_TYPE_Q6_K,  TPORT_TYPE_IQ2_XS, TPORT_TYPE_IQ3_S,
+    static const tport_type_id sse2[] = {TPORT_TYPE_Q4_0,   TPORT_TYPE_Q8_0,   TPORT_TYPE_Q4_K,  TPORT_TYPE_Q6_K,
+                                         TPORT_TYPE_IQ2_XXS, TPORT_TYPE_IQ2_XS, TPORT_TYPE_IQ2_S,  TPORT_TYPE_IQ3_XXS,
+                                         TPORT_TYPE_IQ3_S,  TPORT_TYPE_IQ1_S,  TPORT_TYPE_IQ1_M,  TPORT_TYPE_TQ1_0,
                                          TPORT_TYPE_TQ2_0};
 #ifdef TEST_SIMD
     if (!cpu_has_simd())

@@ -278,7 +278,8 @@ static void dot_tq1_0(int64_t n, float *s, const void *vx, const void *vy) {
         const __m256i b = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(x + 32)));
         const __m256i b01 = _mm256_blend_epi32(b, mul3(b), 0xF0), b23 = mul9(b01);
         const __m256i h = _mm256_set1_epi32((int)cpuq_u32(x + 48)), h3 = mul3(h);
-        const __m256i hq = _mm256_blend_epi32(_mm256_blend_epi32(h, h3, 0x2), _mm256_blend_epi32(mul9(h), mul9(h3), 0x8), 0xC);
+        const __m256i h01 = _mm256_blend_epi32(h, h3, 0x2), h23 = _mm256_blend_epi32(mul9(h), mul9(h3), 0x8);
+        const __m256i hq = _mm256_blend_epi32(h01, h23, 0xC); /* dwords 0..3: qh times 1, 3, 9, 27 */
         const __m256i b4h = _mm256_permute2x128_si256(mul9(b23), hq, 0x20); /* b*81 (low lane of b23*9), qh */
         acc = _mm256_add_epi16(acc, _mm256_maddubs_epi16(top_trit(b01), q8k_load(y, 160)));
         acc = _mm256_add_epi16(acc, _mm256_maddubs_epi16(top_trit(b23), q8k_load(y, 192)));

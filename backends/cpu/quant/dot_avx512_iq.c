@@ -117,8 +117,9 @@ static void dot_tq2_0(int64_t n, float *s, const void *vx, const void *vy) {
         __m512i acc = _mm512_setzero_si512();
         for (int l = 0; l < 4; l++) {
             const __m512i code = _mm512_and_si512(_mm512_srli_epi16(bits, 2 * l), m3);
-            const __m512i y8 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(y + Q8K_QS + 32 * l))),
-                                                  _mm256_loadu_si256((const __m256i *)(y + Q8K_QS + 128 + 32 * l)), 1);
+            const __m256i ylo = _mm256_loadu_si256((const __m256i *)(y + Q8K_QS + 32 * l));
+            const __m256i yhi = _mm256_loadu_si256((const __m256i *)(y + Q8K_QS + 128 + 32 * l));
+            const __m512i y8 = _mm512_inserti64x4(_mm512_castsi256_si512(ylo), yhi, 1);
 #if defined(__AVX512VNNI__)
             acc = _mm512_dpbusd_epi32(acc, code, y8);
 #else
