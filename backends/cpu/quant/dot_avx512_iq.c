@@ -1,7 +1,7 @@
-/* AVX-512 dot products of IQ2_XS, IQ3_S and TQ2_0 with Q8_K activations,
- * 64 elements per step: explicit sign bits become a 64-bit mask that
- * negates the activations directly (IQ2_XS's 7-bit sign indices get their
- * parity bit first, then are packed to bytes with vpmovdb); the int16 pair
+/* AVX-512 dot products of IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S and TQ2_0
+ * with Q8_K activations, 64 elements per step: explicit sign bits become a
+ * 64-bit mask that negates the activations directly (7-bit sign indices
+ * get their parity bit first, then are packed to bytes with vpmovdb); the int16 pair
  * sums take their scales with dpwssd (VNNI) or madd, TQ2_0's codes
  * multiply with dpbusd.  As the AVX2 kernels (dot_avx2_iq.c), whose
  * helpers' reasoning applies here too, they form the scalar kernels'
@@ -44,22 +44,56 @@ static __m512i grid8x8(const uint64_t *g, const unsigned i[8]) {
                              (long long)g[i[4]], (long long)g[i[5]], (long long)g[i[6]], (long long)g[i[7]]);
 }
 
+/* Eight 7-bit sign indices (the low bits of p's 32-bit lanes) as the
+ * negation mask of 64 elements: ggml's rule makes bit 7 the parity of
+ * bits 0..6 (the parity of the low nibble of p ^ (p >> 4), from a table). */
+static __mmask64 sign_kmask(__m256i p) {
+    const __m256i odd = _mm256_broadcastsi128_si256(
+        _mm_setr_epi8(0, -128, -128, 0, -128, 0, 0, -128, -128, 0, 0, -128, 0, -128, -128, 0));
+    const __m256i full = _mm256_or_si256(p, _mm256_shuffle_epi8(odd, _mm256_xor_si256(p, _mm256_srli_epi32(p, 4))));
+    return _cvtu64_mask64((uint64_t)_mm_cvtsi128_si64(_mm256_cvtepi32_epi8(full)));
+}
+
+/* IQ2_XXS and IQ3_XXS: the sign indices of two groups' u32s (bits 0, 7,
+ * 14, 21 of each). */
+static __mmask64 sign_kmask_aux(uint32_t a0, uint32_t a1) {
+    const __m256i v = _mm256_setr_epi32((int)a0, (int)a0, (int)a0, (int)a0, (int)a1, (int)a1, (int)a1, (int)a1);
+    const __m256i sh = _mm256_setr_epi32(0, 7, 14, 21, 0, 7, 14, 21);
+    return sign_kmask(_mm256_and_si256(_mm256_srlv_epi32(v, sh), _mm256_set1_epi32(127)));
+}
+
+static void dot_iq2_xxs(int64_t n, float *s, const void *vx, const void *vy) {
+    const uint8_t *x = vx, *y = vy;
+    float sum = 0;
+    for (int64_t i = 0; i < n / QK_K; i++, x += 66, y += BQ8_K) {
+        __m512i acc = _mm512_setzero_si512();
+        for (int ib = 0; ib < 8; ib += 2) {
+            const uint8_t *q = x + 2 + 8 * ib; /* group ib: bytes 0..7, group ib + 1: 8..15 */
+            const uint32_t a0 = cpuq_u32(q + 4), a1 = cpuq_u32(q + 12);
+            const unsigned idx[8] = {q[0], q[1], q[2], q[3], q[8], q[9], q[10], q[11]};
+            const __m512i mag = grid8x8(tport_iq2xxs_grid, idx);
+            const __m512i p16 = _mm512_maddubs_epi16(mag, negate_where(q8k_load64(y, 32 * ib), sign_kmask_aux(a0, a1)));
+            const int l0 = (int)(2 * (a0 >> 28) + 1), l1 = (int)(2 * (a1 >> 28) + 1);
+            acc = madd_acc(acc, p16, lane_scales(l0, l0, l1, l1));
+        }
+        const int bsum = _mm512_reduce_add_epi32(acc);
+        sum += cpuq_half(x) * cpuq_f32(y) * (float)bsum;
+    }
+    *s = 0.125f * sum;
+}
+
 /* IQ2_XS, two groups of 32 (eight u16: 9-bit grid index, 7-bit sign
  * index) per step. */
 static void dot_iq2_xs(int64_t n, float *s, const void *vx, const void *vy) {
     const uint8_t *x = vx, *y = vy;
-    const __m256i odd = _mm256_broadcastsi128_si256(
-        _mm_setr_epi8(0, -128, -128, 0, -128, 0, 0, -128, -128, 0, 0, -128, 0, -128, -128, 0));
     float sum = 0;
     for (int64_t i = 0; i < n / QK_K; i++, x += 74, y += BQ8_K) {
         const uint8_t *sc = x + 66;
         __m512i acc = _mm512_setzero_si512();
         for (int ib = 0; ib < 8; ib += 2) {
             const uint8_t *q = x + 2 + 8 * ib;
-            /* the sign indices, their parity as bit 7 (ggml's rule), packed to 8 bytes */
             const __m256i p = _mm256_srli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)q)), 9);
-            const __m256i full = _mm256_or_si256(p, _mm256_shuffle_epi8(odd, _mm256_xor_si256(p, _mm256_srli_epi32(p, 4))));
-            const __mmask64 neg = _cvtu64_mask64((uint64_t)_mm_cvtsi128_si64(_mm256_cvtepi32_epi8(full)));
+            const __mmask64 neg = sign_kmask(p);
             unsigned idx[8];
             for (int k = 0; k < 8; k++)
                 idx[k] = u16_at(q + 2 * k) & 511;
@@ -73,6 +107,60 @@ static void dot_iq2_xs(int64_t n, float *s, const void *vx, const void *vy) {
         sum += cpuq_half(x) * cpuq_f32(y) * (float)bsum;
     }
     *s = 0.125f * sum;
+}
+
+static void dot_iq2_s(int64_t n, float *s, const void *vx, const void *vy) {
+    const uint8_t *x = vx, *y = vy;
+    float sum = 0;
+    for (int64_t i = 0; i < n / QK_K; i++, x += 82, y += BQ8_K) {
+        const uint8_t *qh = x + 66, *sc = x + 74;
+        __m512i acc = _mm512_setzero_si512();
+        for (int ib = 0; ib < 8; ib += 2) {
+            const uint8_t *qs = x + 2 + 4 * ib;
+            /* entry k's index bits 8, 9: bits 2 (k % 4), +1 of qh[ib + k / 4] */
+            unsigned idx[8];
+            for (int k = 0; k < 8; k++)
+                idx[k] = qs[k] | ((unsigned)qh[ib + k / 4] << (8 - 2 * (k % 4)) & 0x300);
+            const __m512i mag = grid8x8(tport_iq2s_grid, idx);
+            const __mmask64 neg = _cvtu64_mask64(u64_at(x + 34 + 4 * ib));
+            const __m512i p16 = _mm512_maddubs_epi16(mag, negate_where(q8k_load64(y, 32 * ib), neg));
+            const __m512i scales = lane_scales(2 * (sc[ib] & 0xf) + 1, 2 * (sc[ib] >> 4) + 1,
+                                               2 * (sc[ib + 1] & 0xf) + 1, 2 * (sc[ib + 1] >> 4) + 1);
+            acc = madd_acc(acc, p16, scales);
+        }
+        const int bsum = _mm512_reduce_add_epi32(acc);
+        sum += cpuq_half(x) * cpuq_f32(y) * (float)bsum;
+    }
+    *s = 0.125f * sum;
+}
+
+/* Sixteen IQ3 grid entries (4 magnitudes each) for 64 elements. */
+static __m512i grid16x4(const uint32_t *g, const unsigned i[16]) {
+    return _mm512_setr_epi32((int)g[i[0]], (int)g[i[1]], (int)g[i[2]], (int)g[i[3]], (int)g[i[4]], (int)g[i[5]],
+                             (int)g[i[6]], (int)g[i[7]], (int)g[i[8]], (int)g[i[9]], (int)g[i[10]], (int)g[i[11]],
+                             (int)g[i[12]], (int)g[i[13]], (int)g[i[14]], (int)g[i[15]]);
+}
+
+static void dot_iq3_xxs(int64_t n, float *s, const void *vx, const void *vy) {
+    const uint8_t *x = vx, *y = vy;
+    float sum = 0;
+    for (int64_t i = 0; i < n / QK_K; i++, x += 98, y += BQ8_K) {
+        __m512i acc = _mm512_setzero_si512();
+        for (int ib = 0; ib < 8; ib += 2) {
+            const uint8_t *q3 = x + 2 + 8 * ib;
+            const uint32_t a0 = cpuq_u32(x + 66 + 4 * ib), a1 = cpuq_u32(x + 70 + 4 * ib);
+            unsigned idx[16];
+            for (int k = 0; k < 16; k++)
+                idx[k] = q3[k];
+            const __m512i mag = grid16x4(tport_iq3xxs_grid, idx);
+            const __m512i p16 = _mm512_maddubs_epi16(mag, negate_where(q8k_load64(y, 32 * ib), sign_kmask_aux(a0, a1)));
+            const int l0 = (int)(2 * (a0 >> 28) + 1), l1 = (int)(2 * (a1 >> 28) + 1);
+            acc = madd_acc(acc, p16, lane_scales(l0, l0, l1, l1));
+        }
+        const int bsum = _mm512_reduce_add_epi32(acc);
+        sum += cpuq_half(x) * cpuq_f32(y) * (float)bsum;
+    }
+    *s = 0.25f * sum;
 }
 
 /* IQ3_S, two groups of 32 per step: sixteen 4-magnitude entries, 64 sign
@@ -91,10 +179,7 @@ static void dot_iq3_s(int64_t n, float *s, const void *vx, const void *vy) {
             unsigned idx[16];
             for (int k = 0; k < 16; k++)
                 idx[k] = qs[k] | (h >> k & 1) << 8;
-            const __m512i mag = _mm512_setr_epi32(
-                (int)g[idx[0]], (int)g[idx[1]], (int)g[idx[2]], (int)g[idx[3]], (int)g[idx[4]], (int)g[idx[5]],
-                (int)g[idx[6]], (int)g[idx[7]], (int)g[idx[8]], (int)g[idx[9]], (int)g[idx[10]], (int)g[idx[11]],
-                (int)g[idx[12]], (int)g[idx[13]], (int)g[idx[14]], (int)g[idx[15]]);
+            const __m512i mag = grid16x4(g, idx);
             const __mmask64 neg = _cvtu64_mask64(u64_at(x + 74 + 4 * ib));
             const __m512i p16 = _mm512_maddubs_epi16(mag, negate_where(q8k_load64(y, 32 * ib), neg));
             const int l0 = 2 * (sc[ib / 2] & 0xf) + 1, l1 = 2 * (sc[ib / 2] >> 4) + 1;
@@ -135,7 +220,10 @@ static void dot_tq2_0(int64_t n, float *s, const void *vx, const void *vy) {
 }
 
 CPUQ_KERNEL_TABLE(avx512_iq_kernel,
+                  {TPORT_TYPE_IQ2_XXS, dot_iq2_xxs},
                   {TPORT_TYPE_IQ2_XS, dot_iq2_xs},
+                  {TPORT_TYPE_IQ2_S, dot_iq2_s},
+                  {TPORT_TYPE_IQ3_XXS, dot_iq3_xxs},
                   {TPORT_TYPE_IQ3_S, dot_iq3_s},
                   {TPORT_TYPE_TQ2_0, dot_tq2_0})
 
