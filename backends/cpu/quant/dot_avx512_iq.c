@@ -1,8 +1,8 @@
-/* AVX-512 dot products of IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S and TQ2_0
- * with Q8_K activations, 64 elements per step: explicit sign bits become a
+/* AVX-512 dot products of IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, TQ1_0
+ * and TQ2_0 with Q8_K activations, 64 elements per step: explicit sign bits become a
  * 64-bit mask that negates the activations directly (7-bit sign indices
  * get their parity bit first, then are packed to bytes with vpmovdb); the int16 pair
- * sums take their scales with dpwssd (VNNI) or madd, TQ2_0's codes
+ * sums take their scales with dpwssd (VNNI) or madd, the TQ types' digits
  * multiply with dpbusd.  As the AVX2 kernels (dot_avx2_iq.c), whose
  * helpers' reasoning applies here too, they form the scalar kernels'
  * integers per super-block and the same float expressions: bit for bit
@@ -191,6 +191,68 @@ static void dot_iq3_s(int64_t n, float *s, const void *vx, const void *vy) {
     *s = sum;
 }
 
+/* Unsigned digits (0..3) times signed activations, summed on to acc. */
+static __m512i digits_acc(__m512i acc, __m512i d, __m512i y) {
+#if defined(__AVX512VNNI__)
+    return _mm512_dpbusd_epi32(acc, d, y);
+#else
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(d, y), _mm512_set1_epi16(1)));
+#endif
+}
+
+/* The activations' sum as 16 int32 (the bsums, widened). */
+static __m512i q8k_bsums16(const uint8_t *y) {
+    return _mm512_cvtepi16_epi32(_mm256_loadu_si256((const __m256i *)(y + Q8K_BSUMS)));
+}
+
+/* Bytes times 3 and times 9, modulo 256. */
+static __m512i mul3(__m512i q) { return _mm512_add_epi8(q, _mm512_add_epi8(q, q)); }
+static __m512i mul9(__m512i q) {
+    return _mm512_add_epi8(_mm512_and_si512(_mm512_slli_epi16(q, 3), _mm512_set1_epi8((char)0xF8)), q);
+}
+
+/* The leading trit of each byte, (3 q) >> 8 (see dot_avx2_iq.c). */
+static __m512i top_trit(__m512i q) {
+    const __m512i q1 = _mm512_subs_epu8(q, _mm512_set1_epi8(1));
+    const __m512i t = _mm512_avg_epu8(q1, _mm512_avg_epu8(q1, _mm512_setzero_si512()));
+    return _mm512_and_si512(_mm512_srli_epi16(t, 6), _mm512_set1_epi8(3));
+}
+
+/* 32 activations at offset a, then 32 at offset b. */
+static __m512i q8k_pair(const uint8_t *y, int a, int b) {
+    const __m256i lo = _mm256_loadu_si256((const __m256i *)(y + Q8K_QS + a));
+    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), _mm256_loadu_si256((const __m256i *)(y + Q8K_QS + b)), 1);
+}
+
+/* TQ1_0: four registers of digits: bytes 0..31 times 1 | 3 (elements
+ * 0..63), times 9 | 27 (64..127), times 81 (128..159) with the qh digits
+ * (240..255) beside bytes 32..47 times 81 (224..239), and bytes 32..47
+ * times 1, 3, 9, 27 (160..223). */
+static void dot_tq1_0(int64_t n, float *s, const void *vx, const void *vy) {
+    const uint8_t *x = vx, *y = vy;
+    float sum = 0;
+    for (int64_t i = 0; i < n / QK_K; i++, x += 54, y += BQ8_K) {
+        const __m512i a = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)x));
+        const __m512i a01 = _mm512_mask_mov_epi64(a, 0xF0, mul3(a)), a23 = mul9(a01);
+        const __m512i b = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(x + 32)));
+        const __m512i b13 = _mm512_mask_mov_epi64(b, 0xCC, mul3(b)); /* lanes: b, 3b, b, 3b */
+        const __m512i b0123 = _mm512_mask_mov_epi64(b13, 0xF0, mul9(b13));
+        /* qh: dword l holds the four bytes times 3^l (element 240 + 4 l + j) */
+        const __m512i h = _mm512_set1_epi32((int)cpuq_u32(x + 48)), h13 = _mm512_mask_mov_epi32(h, 0xAAAA, mul3(h));
+        const __m512i hq = _mm512_mask_mov_epi32(h13, 0xCCCC, mul9(h13));
+        /* a * 81 in the low half; b * 81 in lane 2, hq in lane 3 */
+        const __m512i p2 = _mm512_mask_mov_epi64(mul9(a23), 0xF0,
+                                                 _mm512_mask_mov_epi64(mul9(mul9(b)), 0xC0, hq));
+        __m512i acc = digits_acc(_mm512_setzero_si512(), top_trit(a01), q8k_pair(y, 0, 32));
+        acc = digits_acc(acc, top_trit(a23), q8k_pair(y, 64, 96));
+        acc = digits_acc(acc, top_trit(p2), q8k_pair(y, 128, 224));
+        acc = digits_acc(acc, top_trit(b0123), q8k_pair(y, 160, 192));
+        const int isum = _mm512_reduce_add_epi32(_mm512_sub_epi32(acc, q8k_bsums16(y)));
+        sum += (float)isum * (cpuq_half(x + 52) * cpuq_f32(y));
+    }
+    *s = sum;
+}
+
 /* TQ2_0: per shift l, the 64 code bytes' fields l are elements 32 l + k
  * (bytes 0..31) and 128 + 32 l + k (bytes 32..63). */
 static void dot_tq2_0(int64_t n, float *s, const void *vx, const void *vy) {
@@ -202,17 +264,10 @@ static void dot_tq2_0(int64_t n, float *s, const void *vx, const void *vy) {
         __m512i acc = _mm512_setzero_si512();
         for (int l = 0; l < 4; l++) {
             const __m512i code = _mm512_and_si512(_mm512_srli_epi16(bits, 2 * l), m3);
-            const __m256i ylo = _mm256_loadu_si256((const __m256i *)(y + Q8K_QS + 32 * l));
-            const __m256i yhi = _mm256_loadu_si256((const __m256i *)(y + Q8K_QS + 128 + 32 * l));
-            const __m512i y8 = _mm512_inserti64x4(_mm512_castsi256_si512(ylo), yhi, 1);
-#if defined(__AVX512VNNI__)
-            acc = _mm512_dpbusd_epi32(acc, code, y8);
-#else
-            acc = _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(code, y8), _mm512_set1_epi16(1)));
-#endif
+            acc = digits_acc(acc, code, q8k_pair(y, 32 * l, 128 + 32 * l));
         }
         /* minus the activations' sum (the -1 of every code) */
-        acc = _mm512_sub_epi32(acc, _mm512_cvtepi16_epi32(_mm256_loadu_si256((const __m256i *)(y + Q8K_BSUMS))));
+        acc = _mm512_sub_epi32(acc, q8k_bsums16(y));
         const int isum = _mm512_reduce_add_epi32(acc);
         sum += (float)isum * (cpuq_f32(y) * cpuq_half(x + 64));
     }
@@ -225,6 +280,7 @@ CPUQ_KERNEL_TABLE(avx512_iq_kernel,
                   {TPORT_TYPE_IQ2_S, dot_iq2_s},
                   {TPORT_TYPE_IQ3_XXS, dot_iq3_xxs},
                   {TPORT_TYPE_IQ3_S, dot_iq3_s},
+                  {TPORT_TYPE_TQ1_0, dot_tq1_0},
                   {TPORT_TYPE_TQ2_0, dot_tq2_0})
 
 #else
