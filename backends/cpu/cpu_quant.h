@@ -7,6 +7,8 @@
  *   q4_0, q5_0, q8_0, iq4_nl, mxfp4           x q8_0 {f16 d; i8 qs[32]}
  *   q4_1, q5_1                                x q8_1 {f16 d; f16 s; i8 qs[32]}
  *   q2_K, q3_K, q4_K, q5_K, q6_K, iq4_xs      x q8_K {f32 d; i8 qs[256]; i16 bsums[16]}
+ *   iq2_xxs, iq2_xs, iq2_s, iq3_xxs, iq3_s,
+ *   iq1_s, iq1_m, tq1_0, tq2_0                x q8_K
  *   historical: q4_0_qnt0/qnt1, q5_0_qnt0, q8_0_qnt1, q4_2_qnt0 x q8_0;
  *               q4_1_qnt0/qnt1, q5_1_qnt0, q4_3_qnt0        x q8_1 */
 #ifndef TPORT_CPU_QUANT_H

@@ -12,7 +12,12 @@
  * here the SSE2 kernels of the plain x86-64 build in libtport; built twice
  * more with TEST_SIMD set ("avx2", "avx512"), the test's own copy of the
  * kernels is compiled with those instruction sets.  That part runs only if
- * this CPU has the instruction set, else the test says "skipped". */
+ * this CPU has the instruction set, else the test says "skipped".
+ *
+ * The SIMD kernels of the Q8_K lattice and ternary types (IQ2_*, IQ3_*,
+ * IQ1_*, TQ*_0) form the scalar kernels' integers and float operations, so
+ * they must equal them bit for bit: on raw random blocks (every byte value,
+ * codes a quantizer never writes included) with extreme scales. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -20,6 +25,7 @@
 
 #include "../test_util.h"
 #include "cpu_quant.h"
+#include "quant/quant_kernels.h"
 #include "quant/type_table.h"
 
 static unsigned long long rng = 7;
@@ -150,20 +156,111 @@ static void test_simd_equals_scalar(const char *isa, const tport_type_id *must_h
     CHECK(compared >= n_must, "only %d %s kernels", compared, isa);
 }
 
+/* The Q8_K types whose SIMD kernels equal the scalar ones bit for bit, and
+ * where their f16 block scale lies (-1: IQ1_M, spread over scale nibbles). */
+static const struct {
+    tport_type_id type;
+    int d_at;
+} exact_types[] = {
+    {TPORT_TYPE_IQ2_XXS, 0}, {TPORT_TYPE_IQ2_XS, 0}, {TPORT_TYPE_IQ2_S, 0},  {TPORT_TYPE_IQ3_XXS, 0},
+    {TPORT_TYPE_IQ3_S, 0},   {TPORT_TYPE_IQ1_S, 0},  {TPORT_TYPE_IQ1_M, -1}, {TPORT_TYPE_TQ1_0, 52},
+    {TPORT_TYPE_TQ2_0, 64},
+};
+
+/* Raw Q8_K blocks {f32 d; i8 qs[256]; i16 bsums[16]}: values in [-127, 127]
+ * (what Q8_K quantizers write), +-127 often, an extreme d now and then. */
+static void random_q8k(uint8_t *y, int nb) {
+    static const float ds[] = {1.0f / 127, 3.5e-3f, 1e-30f, 1e-40f /* subnormal */, 1e30f, -2.0f};
+    for (int b = 0; b < nb; b++, y += 292) {
+        const float d = ds[test_rng_next(&rng) % (sizeof ds / sizeof ds[0])];
+        memcpy(y, &d, 4);
+        for (int g = 0; g < 16; g++) {
+            int bsum = 0;
+            for (int j = 0; j < 16; j++) {
+                const unsigned long long r = test_rng_next(&rng);
+                const int v = r % 4 == 0 ? (r & 16 ? 127 : -127) : (int)((r >> 8) % 255) - 127;
+                y[4 + 16 * g + j] = (uint8_t)(int8_t)v;
+                bsum += v;
+            }
+            y[260 + 2 * g] = (uint8_t)(bsum & 0xff);
+            y[261 + 2 * g] = (uint8_t)((unsigned)bsum >> 8 & 0xff);
+        }
+    }
+}
+
+static int same_float(float a, float b) { return (isnan(a) && isnan(b)) || !memcmp(&a, &b, sizeof a); }
+
+/* Each SIMD kernel of the exact types against the scalar one, bit for bit. */
+static void test_exact_iq(const char *isa, int need_simd) {
+    static const uint16_t extremes[] = {0x7bff, 0xfbff, 0x0001, 0x8001, 0x0400, 0x3c00, 0x211f, 0x0000};
+    for (size_t k = 0; k < sizeof exact_types / sizeof exact_types[0]; k++) {
+        const tport_type_traits *t = tport_traits(exact_types[k].type);
+        cpu_vec_dot_fn scalar = cpu_vec_dot_scalar_for(exact_types[k].type), simd = cpu_vec_dot_for(exact_types[k].type);
+        CHECK(t && scalar && simd, "type %u: no kernel", exact_types[k].type);
+        if (!t || !scalar || !simd)
+            continue;
+        CHECK(!need_simd || simd != scalar, "%s has no %s kernel", t->info.name, isa);
+        if (simd == scalar)
+            continue;
+        const size_t bx = t->info.block_bytes;
+        uint8_t *x = malloc(5 * bx), *y = malloc(5 * 292);
+        int mismatches = 0;
+        for (int rep = 0; rep < 200; rep++) {
+            const int nb = rep < 2 ? 5 : 1 + (int)(test_rng_next(&rng) % 5);
+            for (size_t i = 0; i < (size_t)nb * bx; i++) /* reps 0, 1: every byte value */
+                x[i] = (uint8_t)(rep < 2 ? i + 128 * (size_t)rep : test_rng_next(&rng) >> 24);
+            for (int b = 0; b < nb && exact_types[k].d_at >= 0 && rep >= 2; b++) {
+                const unsigned long long r = test_rng_next(&rng);
+                if (r % 3 == 0)
+                    continue; /* a random scale */
+                const uint16_t h = extremes[(r >> 8) % (sizeof extremes / sizeof extremes[0])];
+                x[b * bx + (size_t)exact_types[k].d_at] = (uint8_t)h;
+                x[b * bx + (size_t)exact_types[k].d_at + 1] = (uint8_t)(h >> 8);
+            }
+            random_q8k(y, nb);
+            float a = NAN, c = NAN;
+            scalar(nb * 256, &a, x, y);
+            simd(nb * 256, &c, x, y);
+            if (!same_float(a, c) && mismatches++ < 3)
+                CHECK(0, "%s %s, %d blocks: %.9g, scalar %.9g", t->info.name, isa, nb, (double)c, (double)a);
+        }
+        CHECK(mismatches == 0, "%s %s: %d of 200 differ from scalar", t->info.name, isa, mismatches);
+        printf("%s %s kernel equals scalar bit for bit\n", t->info.name, isa);
+        free(x);
+        free(y);
+    }
+}
+
 int main(void) {
     /* every current weight type has an AVX2 kernel; AVX-512 builds use them
-     * too; SSE2 (the plain x86-64 build) has the four most used */
+     * too; SSE2 (the plain x86-64 build) has the four most used and the
+     * Q8_K lattice and ternary types */
     static const tport_type_id all[] = {TPORT_TYPE_Q4_0, TPORT_TYPE_Q4_1, TPORT_TYPE_Q5_0, TPORT_TYPE_Q5_1,
                                         TPORT_TYPE_Q8_0, TPORT_TYPE_Q2_K, TPORT_TYPE_Q3_K, TPORT_TYPE_Q4_K,
                                         TPORT_TYPE_Q5_K, TPORT_TYPE_Q6_K, TPORT_TYPE_IQ4_NL, TPORT_TYPE_IQ4_XS,
-                                        TPORT_TYPE_MXFP4};
-    static const tport_type_id sse2[] = {TPORT_TYPE_Q4_0, TPORT_TYPE_Q8_0, TPORT_TYPE_Q4_K, TPORT_TYPE_Q6_K};
+                                        TPORT_TYPE_MXFP4, TPORT_TYPE_IQ2_XXS, TPORT_TYPE_IQ2_XS,
+                                        TPORT_TYPE_IQ2_S, TPORT_TYPE_IQ3_XXS, TPORT_TYPE_IQ3_S, TPORT_TYPE_IQ1_S,
+                                        TPORT_TYPE_IQ1_M, TPORT_TYPE_TQ1_0, TPORT_TYPE_TQ2_0};
+    static const tport_type_id sse2[] = {TPORT_TYPE_Q4_0,   TPORT_TYPE_Q8_0,   TPORT_TYPE_Q4_K,  TPORT_TYPE_Q6_K,
+                                         TPORT_TYPE_IQ2_XXS, TPORT_TYPE_IQ2_XS, TPORT_TYPE_IQ2_S,  TPORT_TYPE_IQ3_XXS,
+                                         TPORT_TYPE_IQ3_S,  TPORT_TYPE_IQ1_S,  TPORT_TYPE_IQ1_M,  TPORT_TYPE_TQ1_0,
+                                         TPORT_TYPE_TQ2_0};
 #ifdef TEST_SIMD
     if (!cpu_has_simd())
         test_skip("test_quant_vec_dot_" TEST_SIMD, "this CPU lacks " TEST_SIMD);
     CHECK(!strcmp(cpu_vec_dot_isa(), TEST_SIMD), "compiled ISA %s", cpu_vec_dot_isa());
     test_scalar_and_best();
     test_simd_equals_scalar(TEST_SIMD, all, (int)(sizeof all / sizeof all[0]));
+    test_exact_iq(TEST_SIMD, 1);
+    if (!strcmp(TEST_SIMD, "avx512")) { /* the AVX-512 ones, not the AVX2 kernels they replace */
+        static const tport_type_id own[] = {TPORT_TYPE_IQ2_XXS, TPORT_TYPE_IQ2_XS, TPORT_TYPE_IQ2_S,
+                                            TPORT_TYPE_IQ3_XXS, TPORT_TYPE_IQ3_S,  TPORT_TYPE_TQ1_0,
+                                            TPORT_TYPE_TQ2_0};
+        for (size_t k = 0; k < sizeof own / sizeof own[0]; k++)
+            CHECK(cpu_vec_dot_for(own[k]) == CPUQ(avx512_iq_kernel)(own[k]) &&
+                      cpu_vec_dot_for(own[k]) != CPUQ(avx2_iq_kernel)(own[k]),
+                  "type %u: not the AVX-512 kernel", own[k]);
+    }
     (void)sse2;
     return test_finish("test_quant_vec_dot_" TEST_SIMD);
 #else
@@ -173,6 +270,7 @@ int main(void) {
     else
         (void)sse2;
     (void)all;
+    test_exact_iq(cpu_vec_dot_isa(), 0);
     return test_finish("test_quant_vec_dot");
 #endif
 }

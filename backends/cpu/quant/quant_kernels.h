@@ -173,7 +173,10 @@ bool CPUQ(quantize_act)(tport_type_id type, const float *x, void *y, int64_t n);
 bool CPUQ(quantize_act_scalar)(tport_type_id type, const float *x, void *y, int64_t n);
 cpu_vec_dot_fn CPUQ(avx2_legacy_kernel)(tport_type_id type);
 cpu_vec_dot_fn CPUQ(avx2_kquant_kernel)(tport_type_id type);
+cpu_vec_dot_fn CPUQ(avx2_iq_kernel)(tport_type_id type);
 cpu_vec_dot_fn CPUQ(avx512_kernel)(tport_type_id type);
+cpu_vec_dot_fn CPUQ(avx512_iq_kernel)(tport_type_id type);
 cpu_vec_dot_fn CPUQ(sse2_kernel)(tport_type_id type);
+cpu_vec_dot_fn CPUQ(sse2_iq_kernel)(tport_type_id type);
 
 #endif

@@ -14,7 +14,9 @@ cpu_vec_dot_fn CPUQ(scalar_kernel)(tport_type_id type) {
 
 static cpu_vec_dot_fn avx2_kernel(tport_type_id type) {
     cpu_vec_dot_fn fn = CPUQ(avx2_legacy_kernel)(type);
-    return fn ? fn : CPUQ(avx2_kquant_kernel)(type);
+    if (!fn)
+        fn = CPUQ(avx2_kquant_kernel)(type);
+    return fn ? fn : CPUQ(avx2_iq_kernel)(type);
 }
 
 cpu_vec_dot_fn cpu_vec_dot_scalar_for(tport_type_id type) {
@@ -24,9 +26,13 @@ cpu_vec_dot_fn cpu_vec_dot_scalar_for(tport_type_id type) {
 cpu_vec_dot_fn cpu_vec_dot_for(tport_type_id type) {
     cpu_vec_dot_fn fn = CPUQ(avx512_kernel)(type);
     if (!fn)
+        fn = CPUQ(avx512_iq_kernel)(type);
+    if (!fn)
         fn = avx2_kernel(type);
     if (!fn)
         fn = CPUQ(sse2_kernel)(type);
+    if (!fn)
+        fn = CPUQ(sse2_iq_kernel)(type);
     return fn ? fn : CPUQ(scalar_kernel)(type);
 }
 

@@ -1,0 +1,290 @@
+/* AVX-512 dot products of IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, TQ1_0
+ * and TQ2_0 with Q8_K activations, 64 elements per step: explicit sign bits become a
+ * 64-bit mask that negates the activations directly (7-bit sign indices
+ * get their parity bit first, then are packed to bytes with vpmovdb); the int16 pair
+ * sums take their scales with dpwssd (VNNI) or madd, the TQ types' digits
+ * multiply with dpbusd.  As the AVX2 kernels (dot_avx2_iq.c), whose
+ * helpers' reasoning applies here too, they form the scalar kernels'
+ * integers per super-block and the same float expressions: bit for bit
+ * the scalar results.  Activations in [-127, 127]. */
+#include "quant_kernels.h"
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__) && \
+    defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+
+#include "../../../src/quant/iq_grids.h"
+
+static __m512i q8k_load64(const uint8_t *y, int off) { return _mm512_loadu_si512((const void *)(y + Q8K_QS + off)); }
+static unsigned u16_at(const uint8_t *p) { return (unsigned)p[0] | (unsigned)p[1] << 8; }
+static uint64_t u64_at(const uint8_t *p) { return (uint64_t)cpuq_u32(p) | (uint64_t)cpuq_u32(p + 4) << 32; }
+
+/* acc + the int16 pairs of p times those of scales, to int32. */
+static __m512i madd_acc(__m512i acc, __m512i p, __m512i scales) {
+#if defined(__AVX512VNNI__)
+    return _mm512_dpwssd_epi32(acc, p, scales);
+#else
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(p, scales));
+#endif
+}
+
+/* Four int16 scales, one per 128-bit lane (16 elements each). */
+static __m512i lane_scales(int a, int b, int c, int d) {
+    const __m128i v = _mm_setr_epi32(a, b, c, d);
+    return _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
+                                    _mm512_castsi128_si512(_mm_or_si128(v, _mm_slli_epi32(v, 16))));
+}
+
+/* y negated where bit i of `neg` is set. */
+static __m512i negate_where(__m512i y, __mmask64 neg) { return _mm512_mask_sub_epi8(y, neg, _mm512_setzero_si512(), y); }
+
+/* Eight IQ2 grid entries for 64 elements. */
+static __m512i grid8x8(const uint64_t *g, const unsigned i[8]) {
+    return _mm512_setr_epi64((long long)g[i[0]], (long long)g[i[1]], (long long)g[i[2]], (long long)g[i[3]],
+                             (long long)g[i[4]], (long long)g[i[5]], (long long)g[i[6]], (long long)g[i[7]]);
+}
+
+/* Eight 7-bit sign indices (the low bits of p's 32-bit lanes) as the
+ * negation mask of 64 elements: ggml's rule makes bit 7 the parity of
+ * bits 0..6 (the parity of the low nibble of p ^ (p >> 4), from a table). */
+static __mmask64 sign_kmask(__m256i p) {
+    const __m256i odd = _mm256_broadcastsi128_si256(
+        _mm_setr_epi8(0, -128, -128, 0, -128, 0, 0, -128, -128, 0, 0, -128, 0, -128, -128, 0));
+    const __m256i full = _mm256_or_si256(p, _mm256_shuffle_epi8(odd, _mm256_xor_si256(p, _mm256_srli_epi32(p, 4))));
+    return _cvtu64_mask64((uint64_t)_mm_cvtsi128_si64(_mm256_cvtepi32_epi8(full)));
+}
+
+/* IQ2_XXS and IQ3_XXS: the sign indices of two groups' u32s (bits 0, 7,
+ * 14, 21 of each). */
+static __mmask64 sign_kmask_aux(uint32_t a0, uint32_t a1) {
+    const __m256i v = _mm256_setr_epi32((int)a0, (int)a0, (int)a0, (int)a0, (int)a1, (int)a1, (int)a1, (int)a1);
+    const __m256i sh = _mm256_setr_epi32(0, 7, 14, 21, 0, 7, 14, 21);
+    return sign_kmask(_mm256_and_si256(_mm256_srlv_epi32(v, sh), _mm256_set1_epi32(127)));
+}
+
+static void dot_iq2_xxs(int64_t n, float *s, const void *vx, const void *vy) {
+    const uint8_t *x = vx, *y = vy;
+    float sum = 0;
+    for (int64_t i = 0; i < n / QK_K; i++, x += 66, y += BQ8_K) {
+        __m512i acc = _mm512_setzero_si512();
+        for (int ib = 0; ib < 8; ib += 2) {
+            const uint8_t *q = x + 2 + 8 * ib; /* group ib: bytes 0..7, group ib + 1: 8..15 */
+            const uint32_t a0 = cpuq_u32(q + 4), a1 = cpuq_u32(q + 12);
+            const unsigned idx[8] = {q[0], q[1], q[2], q[3], q[8], q[9], q[10], q[11]};
+            const __m512i mag = grid8x8(tport_iq2xxs_grid, idx);
+            const __m512i p16 = _mm512_maddubs_epi16(mag, negate_where(q8k_load64(y, 32 * ib), sign_kmask_aux(a0, a1)));
+            const int l0 = (int)(2 * (a0 >> 28) + 1), l1 = (int)(2 * (a1 >> 28) + 1);
+            acc = madd_acc(acc, p16, lane_scales(l0, l0, l1, l1));
+        }
+        const int bsum = _mm512_reduce_add_epi32(acc);
+        sum += cpuq_half(x) * cpuq_f32(y) * (float)bsum;
+    }
+    *s = 0.125f * sum;
+}
+
+/* IQ2_XS, two groups of 32 (eight u16: 9-bit grid index, 7-bit sign
+ * index) per step. */
+static void dot_iq2_xs(int64_t n, float *s, const void *vx, const void *vy) {
+    const uint8_t *x = vx, *y = vy;
+    float sum = 0;
+    for (int64_t i = 0; i < n / QK_K; i++, x += 74, y += BQ8_K) {
+        const uint8_t *sc = x + 66;
+        __m512i acc = _mm512_setzero_si512();
+        for (int ib = 0; ib < 8; ib += 2) {
+            const uint8_t *q = x + 2 + 8 * ib;
+            const __m256i p = _mm256_srli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)q)), 9);
+            const __mmask64 neg = sign_kmask(p);
+            unsigned idx[8];
+            for (int k = 0; k < 8; k++)
+                idx[k] = u16_at(q + 2 * k) & 511;
+            const __m512i mag = grid8x8(tport_iq2xs_grid, idx);
+            const __m512i p16 = _mm512_maddubs_epi16(mag, negate_where(q8k_load64(y, 32 * ib), neg));
+            const __m512i scales = lane_scales(2 * (sc[ib] & 0xf) + 1, 2 * (sc[ib] >> 4) + 1,
+                                               2 * (sc[ib + 1] & 0xf) + 1, 2 * (sc[ib + 1] >> 4) + 1);
+            acc = madd_acc(acc, p16, scales);
+        }
+        const int bsum = _mm512_reduce_add_epi32(acc);
+        sum += cpuq_half(x) * cpuq_f32(y) * (float)bsum;
+    }
+    *s = 0.125f * sum;
+}
+
+static void dot_iq2_s(int64_t n, float *s, const void *vx, const void *vy) {
+    const uint8_t *x = vx, *y = vy;
+    float sum = 0;
+    for (int64_t i = 0; i < n / QK_K; i++, x += 82, y += BQ8_K) {
+        const uint8_t *qh = x + 66, *sc = x + 74;
+        __m512i acc = _mm512_setzero_si512();
+        for (int ib = 0; ib < 8; ib += 2) {
+            const uint8_t *qs = x + 2 + 4 * ib;
+            /* entry k's index bits 8, 9: bits 2 (k % 4), +1 of qh[ib + k / 4] */
+            unsigned idx[8];
+            for (int k = 0; k < 8; k++)
+                idx[k] = qs[k] | ((unsigned)qh[ib + k / 4] << (8 - 2 * (k % 4)) & 0x300);
+            const __m512i mag = grid8x8(tport_iq2s_grid, idx);
+            const __mmask64 neg = _cvtu64_mask64(u64_at(x + 34 + 4 * ib));
+            const __m512i p16 = _mm512_maddubs_epi16(mag, negate_where(q8k_load64(y, 32 * ib), neg));
+            const __m512i scales = lane_scales(2 * (sc[ib] & 0xf) + 1, 2 * (sc[ib] >> 4) + 1,
+                                               2 * (sc[ib + 1] & 0xf) + 1, 2 * (sc[ib + 1] >> 4) + 1);
+            acc = madd_acc(acc, p16, scales);
+        }
+        const int bsum = _mm512_reduce_add_epi32(acc);
+        sum += cpuq_half(x) * cpuq_f32(y) * (float)bsum;
+    }
+    *s = 0.125f * sum;
+}
+
+/* Sixteen IQ3 grid entries (4 magnitudes each) for 64 elements. */
+static __m512i grid16x4(const uint32_t *g, const unsigned i[16]) {
+    return _mm512_setr_epi32((int)g[i[0]], (int)g[i[1]], (int)g[i[2]], (int)g[i[3]], (int)g[i[4]], (int)g[i[5]],
+                             (int)g[i[6]], (int)g[i[7]], (int)g[i[8]], (int)g[i[9]], (int)g[i[10]], (int)g[i[11]],
+                             (int)g[i[12]], (int)g[i[13]], (int)g[i[14]], (int)g[i[15]]);
+}
+
+static void dot_iq3_xxs(int64_t n, float *s, const void *vx, const void *vy) {
+    const uint8_t *x = vx, *y = vy;
+    float sum = 0;
+    for (int64_t i = 0; i < n / QK_K; i++, x += 98, y += BQ8_K) {
+        __m512i acc = _mm512_setzero_si512();
+        for (int ib = 0; ib < 8; ib += 2) {
+            const uint8_t *q3 = x + 2 + 8 * ib;
+            const uint32_t a0 = cpuq_u32(x + 66 + 4 * ib), a1 = cpuq_u32(x + 70 + 4 * ib);
+            unsigned idx[16];
+            for (int k = 0; k < 16; k++)
+                idx[k] = q3[k];
+            const __m512i mag = grid16x4(tport_iq3xxs_grid, idx);
+            const __m512i p16 = _mm512_maddubs_epi16(mag, negate_where(q8k_load64(y, 32 * ib), sign_kmask_aux(a0, a1)));
+            const int l0 = (int)(2 * (a0 >> 28) + 1), l1 = (int)(2 * (a1 >> 28) + 1);
+            acc = madd_acc(acc, p16, lane_scales(l0, l0, l1, l1));
+        }
+        const int bsum = _mm512_reduce_add_epi32(acc);
+        sum += cpuq_half(x) * cpuq_f32(y) * (float)bsum;
+    }
+    *s = 0.25f * sum;
+}
+
+/* IQ3_S, two groups of 32 per step: sixteen 4-magnitude entries, 64 sign
+ * bits, one 4-bit scale per group. */
+static void dot_iq3_s(int64_t n, float *s, const void *vx, const void *vy) {
+    const uint8_t *x = vx, *y = vy;
+    const uint32_t *g = tport_iq3s_grid;
+    float sum = 0;
+    for (int64_t i = 0; i < n / QK_K; i++, x += 110, y += BQ8_K) {
+        const uint8_t *qh = x + 66, *sc = x + 106;
+        __m512i acc = _mm512_setzero_si512();
+        for (int ib = 0; ib < 8; ib += 2) {
+            const uint8_t *qs = x + 2 + 8 * ib;
+            /* entry k's ninth index bit: bit k % 8 of qh[ib + k / 8] */
+            const unsigned h = qh[ib] | (unsigned)qh[ib + 1] << 8;
+            unsigned idx[16];
+            for (int k = 0; k < 16; k++)
+                idx[k] = qs[k] | (h >> k & 1) << 8;
+            const __m512i mag = grid16x4(g, idx);
+            const __mmask64 neg = _cvtu64_mask64(u64_at(x + 74 + 4 * ib));
+            const __m512i p16 = _mm512_maddubs_epi16(mag, negate_where(q8k_load64(y, 32 * ib), neg));
+            const int l0 = 2 * (sc[ib / 2] & 0xf) + 1, l1 = 2 * (sc[ib / 2] >> 4) + 1;
+            acc = madd_acc(acc, p16, lane_scales(l0, l0, l1, l1));
+        }
+        const int bsum = _mm512_reduce_add_epi32(acc);
+        sum += cpuq_half(x) * cpuq_f32(y) * (float)bsum;
+    }
+    *s = sum;
+}
+
+/* Unsigned digits (0..3) times signed activations, summed on to acc. */
+static __m512i digits_acc(__m512i acc, __m512i d, __m512i y) {
+#if defined(__AVX512VNNI__)
+    return _mm512_dpbusd_epi32(acc, d, y);
+#else
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(d, y), _mm512_set1_epi16(1)));
+#endif
+}
+
+/* The activations' sum as 16 int32 (the bsums, widened). */
+static __m512i q8k_bsums16(const uint8_t *y) {
+    return _mm512_cvtepi16_epi32(_mm256_loadu_si256((const __m256i *)(y + Q8K_BSUMS)));
+}
+
+/* Bytes times 3 and times 9, modulo 256. */
+static __m512i mul3(__m512i q) { return _mm512_add_epi8(q, _mm512_add_epi8(q, q)); }
+static __m512i mul9(__m512i q) {
+    return _mm512_add_epi8(_mm512_and_si512(_mm512_slli_epi16(q, 3), _mm512_set1_epi8((char)0xF8)), q);
+}
+
+/* The leading trit of each byte, (3 q) >> 8 (see dot_avx2_iq.c). */
+static __m512i top_trit(__m512i q) {
+    const __m512i q1 = _mm512_subs_epu8(q, _mm512_set1_epi8(1));
+    const __m512i t = _mm512_avg_epu8(q1, _mm512_avg_epu8(q1, _mm512_setzero_si512()));
+    return _mm512_and_si512(_mm512_srli_epi16(t, 6), _mm512_set1_epi8(3));
+}
+
+/* 32 activations at offset a, then 32 at offset b. */
+static __m512i q8k_pair(const uint8_t *y, int a, int b) {
+    const __m256i lo = _mm256_loadu_si256((const __m256i *)(y + Q8K_QS + a));
+    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), _mm256_loadu_si256((const __m256i *)(y + Q8K_QS + b)), 1);
+}
+
+/* TQ1_0: four registers of digits: bytes 0..31 times 1 | 3 (elements
+ * 0..63), times 9 | 27 (64..127), times 81 (128..159) with the qh digits
+ * (240..255) beside bytes 32..47 times 81 (224..239), and bytes 32..47
+ * times 1, 3, 9, 27 (160..223). */
+static void dot_tq1_0(int64_t n, float *s, const void *vx, const void *vy) {
+    const uint8_t *x = vx, *y = vy;
+    float sum = 0;
+    for (int64_t i = 0; i < n / QK_K; i++, x += 54, y += BQ8_K) {
+        const __m512i a = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)x));
+        const __m512i a01 = _mm512_mask_mov_epi64(a, 0xF0, mul3(a)), a23 = mul9(a01);
+        const __m512i b = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(x + 32)));
+        const __m512i b13 = _mm512_mask_mov_epi64(b, 0xCC, mul3(b)); /* lanes: b, 3b, b, 3b */
+        const __m512i b0123 = _mm512_mask_mov_epi64(b13, 0xF0, mul9(b13));
+        /* qh: dword l holds the four bytes times 3^l (element 240 + 4 l + j) */
+        const __m512i h = _mm512_set1_epi32((int)cpuq_u32(x + 48)), h13 = _mm512_mask_mov_epi32(h, 0xAAAA, mul3(h));
+        const __m512i hq = _mm512_mask_mov_epi32(h13, 0xCCCC, mul9(h13));
+        /* a * 81 in the low half; b * 81 in lane 2, hq in lane 3 */
+        const __m512i p2 = _mm512_mask_mov_epi64(mul9(a23), 0xF0,
+                                                 _mm512_mask_mov_epi64(mul9(mul9(b)), 0xC0, hq));
+        __m512i acc = digits_acc(_mm512_setzero_si512(), top_trit(a01), q8k_pair(y, 0, 32));
+        acc = digits_acc(acc, top_trit(a23), q8k_pair(y, 64, 96));
+        acc = digits_acc(acc, top_trit(p2), q8k_pair(y, 128, 224));
+        acc = digits_acc(acc, top_trit(b0123), q8k_pair(y, 160, 192));
+        const int isum = _mm512_reduce_add_epi32(_mm512_sub_epi32(acc, q8k_bsums16(y)));
+        sum += (float)isum * (cpuq_half(x + 52) * cpuq_f32(y));
+    }
+    *s = sum;
+}
+
+/* TQ2_0: per shift l, the 64 code bytes' fields l are elements 32 l + k
+ * (bytes 0..31) and 128 + 32 l + k (bytes 32..63). */
+static void dot_tq2_0(int64_t n, float *s, const void *vx, const void *vy) {
+    const uint8_t *x = vx, *y = vy;
+    const __m512i m3 = _mm512_set1_epi8(3);
+    float sum = 0;
+    for (int64_t i = 0; i < n / QK_K; i++, x += 66, y += BQ8_K) {
+        const __m512i bits = _mm512_loadu_si512((const void *)x);
+        __m512i acc = _mm512_setzero_si512();
+        for (int l = 0; l < 4; l++) {
+            const __m512i code = _mm512_and_si512(_mm512_srli_epi16(bits, 2 * l), m3);
+            acc = digits_acc(acc, code, q8k_pair(y, 32 * l, 128 + 32 * l));
+        }
+        /* minus the activations' sum (the -1 of every code) */
+        acc = _mm512_sub_epi32(acc, q8k_bsums16(y));
+        const int isum = _mm512_reduce_add_epi32(acc);
+        sum += (float)isum * (cpuq_f32(y) * cpuq_half(x + 64));
+    }
+    *s = sum;
+}
+
+CPUQ_KERNEL_TABLE(avx512_iq_kernel,
+                  {TPORT_TYPE_IQ2_XXS, dot_iq2_xxs},
+                  {TPORT_TYPE_IQ2_XS, dot_iq2_xs},
+                  {TPORT_TYPE_IQ2_S, dot_iq2_s},
+                  {TPORT_TYPE_IQ3_XXS, dot_iq3_xxs},
+                  {TPORT_TYPE_IQ3_S, dot_iq3_s},
+                  {TPORT_TYPE_TQ1_0, dot_tq1_0},
+                  {TPORT_TYPE_TQ2_0, dot_tq2_0})
+
+#else
+
+CPUQ_NO_KERNELS(avx512_iq_kernel)
+
+#endif
