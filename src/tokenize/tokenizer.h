@@ -49,7 +49,8 @@ tport_token tport_tokenizer_find(const tport_tokenizer *tk, const char *text, si
 /* Tokenizes len bytes of text as llama.cpp's llama_tokenize: add_special
  * adds BOS/EOS where the vocabulary says so; parse_special matches the
  * text of control tokens too (user-defined ones always).  Writes at most
- * cap ids; returns the number the text needs, or -1 (out of memory). */
+ * cap ids; returns the number the text needs, or -1 (out of memory), -2
+ * (a Unigram vocabulary's precompiled_charsmap is malformed). */
 int32_t tport_tokenizer_encode_ex(const tport_tokenizer *tk, const char *text, size_t len,
                                   bool add_special, bool parse_special, tport_token *ids, int32_t cap);
 /* The same with parse_special = false. */
