@@ -20,6 +20,8 @@
  *    path writes -1000 for every piece, which makes llama.cpp merge left to
  *    right instead; the types are those of its SentencePiece path
  *    (unknown, control, byte, user-defined, normal).
+ * Unigram (T5, XLM-R) becomes tokenizer.ggml.model "t5" (read_unigram;
+ * the normalizer and pre-tokenizer in hf_unigram.c).
  * A folder with SentencePiece's tokenizer.model and no tokenizer.json
  * gets the converter's SentencePiece path (spm_model.c reads the pieces;
  * see spm_folder below).
