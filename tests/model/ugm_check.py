@@ -165,6 +165,12 @@ def main():
                 print("%s: SentencePiece gives the same ids for the %d texts where it agrees with llama.cpp" % (name, n))
         for folder, name in refs["folders"].items():
             check_model(tport, folder + " (tokenizer.json)", os.path.join(out, folder), refs["vocabs"][name], out)
+        # tport convert carries the keys (the charsmap as a u8 array) into a GGUF
+        conv = os.path.join(out, "converted.gguf")
+        r = subprocess.run([tport, "convert", os.path.join(out, "hf-t5"), conv, "--quiet"], capture_output=True)
+        check(r.returncode == 0, "tport convert hf-t5: %s" % r.stderr.decode("utf-8", "replace"))
+        if r.returncode == 0:
+            check_model(tport, "hf-t5 converted to GGUF", conv, refs["vocabs"]["t5"], out)
         hostile(tport, out)
     finally:
         shutil.rmtree(out, ignore_errors=True)

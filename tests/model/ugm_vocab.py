@@ -11,6 +11,7 @@ writes what llama.cpp's converter (conversion/t5.py) writes for it:
                     remove_extra_whitespaces from the model's
                     normalizer_spec, its precompiled_charsmap
   OUT/ws.gguf       the same with remove_extra_whitespaces false
+  OUT/ud.gguf       t5.gguf with two user-defined tokens appended (USER)
   OUT/hf-*/         Hugging Face folders (config.json, tokenizer.json) whose
                     tokenizer.json is what transformers' converters wrote
                     for such a model over the years (see FOLDERS below)
@@ -67,7 +68,16 @@ TEXTS = [
     "a\x00b control\x01chars\x7f",
     "\u2581already escaped\u2581",
     "\xff\xfe invalid",
+    "a<extra_id_0>b <extra_id_0> end<extra_id_",
+    "<\uff55\uff44> and <\uff55\uff58 partial \uff55\uff58",
 ]
+
+# User-defined tokens (added_tokens.json in conversion/t5.py: type 4, score
+# -1000) appended for ud.gguf and hf-ud: text along them is not normalized
+# (llama.cpp keeps the longest prefix along the trie of user-defined tokens
+# as it is, even one that is no whole token: "<\uff55\uff58" stays
+# full-width)
+USER = ["<extra_id_0>", "<\uff55\uff44>"]
 
 
 def texts():
@@ -176,13 +186,17 @@ FOLDERS = {
     "hf-t5-2021": ("t5", [{"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "}], metaspace(True)),
     "hf-t5-2020": ("t5", [], {"type": "Sequence", "pretokenizers": [{"type": "WhitespaceSplit"}, metaspace(True)]}),
     "hf-ws": ("ws", [], metaspace(False)),
+    "hf-ud": ("ud", [{"type": "Strip", "strip_left": False, "strip_right": True},
+                     {"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": SP}], metaspace(False)),
 }
 
 
-def write_folder(path, tokens, scores, charsmap, norm_rest, pre):
+def write_folder(path, tokens, scores, charsmap, norm_rest, pre, user=()):
     os.makedirs(path, exist_ok=True)
     added = [{"id": i, "content": tokens[i].decode(), "single_word": False, "lstrip": False, "rstrip": False,
               "normalized": False, "special": True} for i in range(3)]
+    added += [{"id": len(tokens) + k, "content": u, "single_word": False, "lstrip": False, "rstrip": False,
+               "normalized": False, "special": False} for k, u in enumerate(user)]
     norm = {"type": "Precompiled", "precompiled_charsmap": base64.b64encode(charsmap).decode()}
     if norm_rest:
         norm = {"type": "Sequence", "normalizers": [norm] + norm_rest}
@@ -210,12 +224,12 @@ def write_folder(path, tokens, scores, charsmap, norm_rest, pre):
     # tensor (the tokenizer does not depend on the architecture)
     hidden = 8
     with open(os.path.join(path, "config.json"), "w") as f:
-        json.dump({"architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": len(tokens),
+        json.dump({"architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": len(tokens) + len(user),
                    "hidden_size": hidden, "intermediate_size": 16, "num_hidden_layers": 1,
                    "num_attention_heads": 2, "num_key_value_heads": 2, "max_position_embeddings": 512,
                    "rms_norm_eps": 1e-6, "eos_token_id": 1, "pad_token_id": 0}, f)
-    data = bytes(4 * hidden * len(tokens))
-    header = json.dumps({"model.embed_tokens.weight": {"dtype": "F32", "shape": [len(tokens), hidden],
+    data = bytes(4 * hidden * (len(tokens) + len(user)))
+    header = json.dumps({"model.embed_tokens.weight": {"dtype": "F32", "shape": [len(tokens) + len(user), hidden],
                                                        "data_offsets": [0, len(data)]}}).encode()
     header += b" " * (-len(header) % 8)
     with open(os.path.join(path, "model.safetensors"), "wb") as f:
@@ -242,8 +256,10 @@ def main():
         f.write(charsmap)
     write_gguf(os.path.join(out, "t5.gguf"), tokens, scores, types, add_prefix, remove_ws, charsmap)
     write_gguf(os.path.join(out, "ws.gguf"), tokens, scores, types, add_prefix, False, charsmap)
-    for name, (_, rest, pre) in FOLDERS.items():
-        write_folder(os.path.join(out, name), tokens, scores, charsmap, rest, pre)
+    write_gguf(os.path.join(out, "ud.gguf"), tokens + [u.encode() for u in USER], scores + [-1000.0] * len(USER),
+               types + [4] * len(USER), add_prefix, remove_ws, charsmap)
+    for name, (gguf, rest, pre) in FOLDERS.items():
+        write_folder(os.path.join(out, name), tokens, scores, charsmap, rest, pre, USER if gguf == "ud" else ())
     proto.normalizer_spec.remove_extra_whitespaces = False
     sp_ws = spm.SentencePieceProcessor(model_proto=proto.SerializeToString())
     digest = hashlib.sha256()
@@ -272,7 +288,7 @@ def make_refs(out, llama_json):
         spm_ids = json.load(f)
     with open(llama_json, encoding="utf-8") as f:
         llama = json.load(f)
-    files = {"t5": "$OUT/t5.gguf", "ws": "$OUT/ws.gguf",
+    files = {"t5": "$OUT/t5.gguf", "ws": "$OUT/ws.gguf", "ud": "$OUT/ud.gguf",
              "nomic-bert-moe": "$SHARED/models/vocab/ggml-vocab-nomic-bert-moe.gguf"}
     vocabs = {}
     for name, v in llama.items():
@@ -284,7 +300,7 @@ def make_refs(out, llama_json):
     refs = {
         "produced_by": "tests/model/ugm_vocab.py OUT (SentencePiece %s), then node-llama-cpp 3.21.1 (prebuilt "
                        "llama.cpp release v0.4.0): node data/make_tokenizer_ugm_refs.mjs OUT t5=OUT/t5.gguf "
-                       "ws=OUT/ws.gguf nomic-bert-moe=../shared/models/vocab/ggml-vocab-nomic-bert-moe.gguf > "
+                       "ws=OUT/ws.gguf ud=OUT/ud.gguf nomic-bert-moe=../shared/models/vocab/ggml-vocab-nomic-bert-moe.gguf > "
                        "LLAMA.json; ugm_vocab.py --refs OUT LLAMA.json; ids = common_tokenize(add_special=false, "
                        "parse_special=false); spm: SentencePiece's EncodeAsIds gives the same ids"
                        % spm_ids["sentencepiece"],
