@@ -3,7 +3,8 @@
  *
  * - "llama" (SentencePiece): BOS 1, EOS 2, UNK 0, add BOS, no EOS;
  *   "gpt2" (byte-level BPE): BOS = EOS = 11 (!), no BOS added except for
- *   the Llama 3 family of pre-tokenizers; then the file's ids and its
+ *   the Llama 3 family of pre-tokenizers; "t5" (Unigram): EOS 1, UNK 2, no
+ *   BOS, add EOS; then the file's ids and its
  *   tokenizer.ggml.add_bos_token / add_eos_token override.
  * - Tokens whose text marks the end of a turn or generation (<|eot_id|>,
  *   <|im_end|>, <|endoftext|>, ...) and the fill-in-the-middle tokens
