@@ -475,6 +475,16 @@ static tport_status pre_name(const hf_tok *t, const char **name) {
  * before (after) the sequence "A". */
 static void template_adds(const hf_tok *t, int32_t bos, int32_t eos, int *add_bos, int *add_eos) {
     const cJSON *pp = item(t->root, "post_processor");
+    /* a Sequence of processors (gguf-py looks at each), RobertaProcessing
+     * (XLM-R: <s> A </s>, as gguf-py's SpecialVocab reads it) */
+    const cJSON *list = is_type(pp, "Sequence") ? item(pp, "processors") : NULL;
+    for (const cJSON *p = cJSON_IsArray(list) ? list->child : NULL; p; p = p->next)
+        if (is_type(p, "TemplateProcessing") || is_type(p, "RobertaProcessing"))
+            pp = p;
+    if (is_type(pp, "RobertaProcessing")) {
+        *add_bos = *add_eos = 1;
+        return;
+    }
     const cJSON *single = is_type(pp, "TemplateProcessing") ? item(pp, "single") : NULL;
     int n = cJSON_GetArraySize(single);
     if (!cJSON_IsArray(single) || n == 0)

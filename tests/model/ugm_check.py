@@ -9,7 +9,8 @@ compared), then every text is tokenized by `tport tokenize` on
     250048 pieces), each against llama.cpp's ids in
     data/tokenizer_ugm_refs.json;
   - the Hugging Face folders it writes (tokenizer.json of every shape
-    transformers wrote), against the ids of the GGUF of the same model;
+    transformers wrote) and an XLM-R tokenizer.json made from the real
+    vocabulary, against the ids of the GGUF of the same model;
 and SentencePiece's own ids must equal the recorded ones where it agrees
 with llama.cpp.  Then tokenizer.json settings llama.cpp's UGM cannot
 follow, and malformed charsmaps, must be refused, naming what.
@@ -165,6 +166,13 @@ def main():
                 print("%s: SentencePiece gives the same ids for the %d texts where it agrees with llama.cpp" % (name, n))
         for folder, name in refs["folders"].items():
             check_model(tport, folder + " (tokenizer.json)", os.path.join(out, folder), refs["vocabs"][name], out)
+        # XLM-R's tokenizer.json, made from the real vocabulary
+        xlmr = refs["vocabs"]["nomic-bert-moe"]["file"].replace("$SHARED", shared)
+        if os.path.exists(xlmr):
+            folder = os.path.join(out, "hf-xlmr")
+            ugm_vocab.xlmr_folder(xlmr, folder)
+            check_model(tport, "hf-xlmr (tokenizer.json)", folder, refs["vocabs"]["nomic-bert-moe"], out)
+            shutil.rmtree(folder, ignore_errors=True)
         # tport convert carries the keys (the charsmap as a u8 array) into a GGUF
         conv = os.path.join(out, "converted.gguf")
         r = subprocess.run([tport, "convert", os.path.join(out, "hf-t5"), conv, "--quiet"], capture_output=True)

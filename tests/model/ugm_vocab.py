@@ -22,6 +22,7 @@ writes what llama.cpp's converter (conversion/t5.py) writes for it:
                     model the references were made with
 
 usage: ugm_vocab.py OUT_DIR
+       ugm_vocab.py --xlmr XLMR_VOCAB.gguf FOLDER   (XLM-R's tokenizer.json)
        ugm_vocab.py --refs OUT_DIR LLAMA_IDS_JSON > data/tokenizer_ugm_refs.json
 (the second joins data/make_tokenizer_ugm_refs.mjs's output on OUT_DIR with
 SentencePiece's ids into the test's references)
@@ -133,6 +134,44 @@ def gguf_kv(key, vtype, value, elem=None):
     return out
 
 
+def read_gguf_kv(path):
+    """The metadata of a GGUF v2/v3 file (little-endian), as a dict."""
+    with open(path, "rb") as f:
+        data = f.read()
+    sizes = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
+    pos = 24
+
+    def take(fmt):
+        nonlocal pos
+        v = struct.unpack_from(fmt, data, pos)[0]
+        pos += struct.calcsize(fmt)
+        return v
+
+    def string():
+        nonlocal pos
+        n = take("<Q")
+        pos += n
+        return data[pos - n:pos]
+
+    def value(t):
+        nonlocal pos
+        if t == STRING:
+            return string()
+        if t == ARRAY:
+            et, n = take("<I"), take("<Q")
+            if et == U8:
+                pos += n
+                return data[pos - n:pos]
+            return [value(et) for _ in range(n)]
+        return take(sizes[t])
+
+    kv = {}
+    for _ in range(struct.unpack_from("<Q", data, 16)[0]):
+        key = string().decode()
+        kv[key] = value(take("<I"))
+    return kv
+
+
 def write_gguf(path, tokens, scores, types, add_prefix, remove_ws, charsmap):
     kvs = [
         gguf_kv("general.architecture", STRING, "t5"),
@@ -191,10 +230,10 @@ FOLDERS = {
 }
 
 
-def write_folder(path, tokens, scores, charsmap, norm_rest, pre, user=()):
+def write_folder(path, tokens, scores, charsmap, norm_rest, pre, user=(), specials=range(3), unk=2, post=None):
     os.makedirs(path, exist_ok=True)
     added = [{"id": i, "content": tokens[i].decode(), "single_word": False, "lstrip": False, "rstrip": False,
-              "normalized": False, "special": True} for i in range(3)]
+             "normalized": False, "special": True} for i in specials]
     added += [{"id": len(tokens) + k, "content": u, "single_word": False, "lstrip": False, "rstrip": False,
                "normalized": False, "special": False} for k, u in enumerate(user)]
     norm = {"type": "Precompiled", "precompiled_charsmap": base64.b64encode(charsmap).decode()}
@@ -203,7 +242,7 @@ def write_folder(path, tokens, scores, charsmap, norm_rest, pre, user=()):
     tok = {
         "version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
         "normalizer": norm, "pre_tokenizer": pre,
-        "post_processor": {"type": "TemplateProcessing",
+        "post_processor": post or {"type": "TemplateProcessing",
                            "single": [{"Sequence": {"id": "A", "type_id": 0}},
                                       {"SpecialToken": {"id": "</s>", "type_id": 0}}],
                            "pair": [{"Sequence": {"id": "A", "type_id": 0}},
@@ -212,14 +251,13 @@ def write_folder(path, tokens, scores, charsmap, norm_rest, pre, user=()):
                                     {"SpecialToken": {"id": "</s>", "type_id": 0}}],
                            "special_tokens": {"</s>": {"id": "</s>", "ids": [1], "tokens": ["</s>"]}}},
         "decoder": metaspace(False),
-        "model": {"type": "Unigram", "unk_id": 2,
+        "model": {"type": "Unigram", "unk_id": unk,
                   "vocab": [[t.decode(), s] for t, s in zip(tokens, scores)], "byte_fallback": False},
     }
     with open(os.path.join(path, "tokenizer.json"), "w", encoding="utf-8") as f:
         json.dump(tok, f, ensure_ascii=False)
     with open(os.path.join(path, "tokenizer_config.json"), "w") as f:
-        json.dump({"eos_token": "</s>", "unk_token": "<unk>", "pad_token": "<pad>",
-                   "tokenizer_class": "T5Tokenizer"}, f)
+        json.dump({"eos_token": "</s>", "unk_token": "<unk>", "pad_token": "<pad>"}, f)
     # tensorport reads a folder as a model: a llama-class config and one
     # tensor (the tokenizer does not depend on the architecture)
     hidden = 8
@@ -234,6 +272,25 @@ def write_folder(path, tokens, scores, charsmap, norm_rest, pre, user=()):
     header += b" " * (-len(header) % 8)
     with open(os.path.join(path, "model.safetensors"), "wb") as f:
         f.write(struct.pack("<Q", len(header)) + header + data)
+
+
+def xlmr_folder(gguf, path):
+    """An XLM-RoBERTa tokenizer.json (as transformers 4.2x wrote
+    FacebookAI/xlm-roberta-base's: Precompiled then Replace / {2,}/,
+    Metaspace with add_prefix_space, RobertaProcessing) from the pieces,
+    scores, types and charsmap of a llama.cpp XLM-R vocabulary."""
+    kv = read_gguf_kv(gguf)
+    tokens, scores, types = kv["tokenizer.ggml.tokens"], kv["tokenizer.ggml.scores"], kv["tokenizer.ggml.token_type"]
+    specials = [i for i, t in enumerate(types) if t in (2, 3)]
+    unk = types.index(2)
+    post = {"type": "RobertaProcessing", "sep": ["</s>", 2], "cls": ["<s>", 0], "trim_offsets": True,
+            "add_prefix_space": True}
+    write_folder(path, tokens, scores, kv["tokenizer.ggml.precompiled_charsmap"],
+                 [{"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "}], metaspace(True),
+                 specials=specials, unk=unk, post=post)
+    with open(os.path.join(path, "tokenizer_config.json"), "w") as f:
+        json.dump({"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>", "pad_token": "<pad>",
+                   "sep_token": "</s>", "cls_token": "<s>", "mask_token": "<mask>"}, f)
 
 
 def main():
@@ -316,5 +373,7 @@ def make_refs(out, llama_json):
 if __name__ == "__main__":
     if sys.argv[1] == "--refs":
         make_refs(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == "--xlmr":
+        xlmr_folder(sys.argv[2], sys.argv[3])
     else:
         main()
