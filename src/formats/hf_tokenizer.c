@@ -20,6 +20,8 @@
  *    path writes -1000 for every piece, which makes llama.cpp merge left to
  *    right instead; the types are those of its SentencePiece path
  *    (unknown, control, byte, user-defined, normal).
+ * Unigram (T5, XLM-R) becomes tokenizer.ggml.model "t5" (read_unigram;
+ * the normalizer and pre-tokenizer in hf_unigram.c).
  * A folder with SentencePiece's tokenizer.model and no tokenizer.json
  * gets the converter's SentencePiece path (spm_model.c reads the pieces;
  * see spm_folder below).
@@ -473,6 +475,16 @@ static tport_status pre_name(const hf_tok *t, const char **name) {
  * before (after) the sequence "A". */
 static void template_adds(const hf_tok *t, int32_t bos, int32_t eos, int *add_bos, int *add_eos) {
     const cJSON *pp = item(t->root, "post_processor");
+    /* a Sequence of processors (gguf-py looks at each), RobertaProcessing
+     * (XLM-R: <s> A </s>, as gguf-py's SpecialVocab reads it) */
+    const cJSON *list = is_type(pp, "Sequence") ? item(pp, "processors") : NULL;
+    for (const cJSON *p = cJSON_IsArray(list) ? list->child : NULL; p; p = p->next)
+        if (is_type(p, "TemplateProcessing") || is_type(p, "RobertaProcessing"))
+            pp = p;
+    if (is_type(pp, "RobertaProcessing")) {
+        *add_bos = *add_eos = 1;
+        return;
+    }
     const cJSON *single = is_type(pp, "TemplateProcessing") ? item(pp, "single") : NULL;
     int n = cJSON_GetArraySize(single);
     if (!cJSON_IsArray(single) || n == 0)
@@ -558,11 +570,104 @@ static bool spm_prefix(const cJSON *root) {
     return false;
 }
 
+/* Unigram (T5, XLM-R): model.vocab is [[piece, score], ...] in id order;
+ * types as the converter's tokenizer.json path (conversion/bert.py) gives
+ * them: unk_id unknown, special added tokens control, other added tokens
+ * user-defined, the rest normal; then llama.cpp's UGM keys (hf_unigram.c). */
+static tport_status read_unigram(hf_tok *t, const cJSON *added) {
+    tport_model_file *mf = t->mf;
+    const cJSON *vocab = item(t->model, "vocab");
+    if (!cJSON_IsArray(vocab))
+        return bad(t, "model.vocab is not an array of [piece, score]");
+    int32_t unk;
+    if (!json_id(item(t->model, "unk_id"), &unk))
+        return tport_error(TPORT_STATUS_UNSUPPORTED, "%s: a Unigram model without unk_id is not supported", t->path);
+    mf_unigram_norm norm;
+    MF_TRY(mf_hf_unigram_norm(mf, t->path, t->root, &norm));
+    /* count: the pieces, added tokens and config.json's vocab_size */
+    int32_t n = 0, max = -1, id;
+    for (const cJSON *e = vocab->child; e; e = e->next, n++)
+        if (n >= MAX_TOKENS || cJSON_GetArraySize(e) != 2 || !cJSON_IsString(cJSON_GetArrayItem(e, 0)) ||
+            !cJSON_IsNumber(cJSON_GetArrayItem(e, 1)))
+            return bad(t, "model.vocab: an entry is not [piece, score] (or more than 2^24 of them)");
+    max = n - 1;
+    for (const cJSON *a = added ? added->child : NULL; a; a = a->next)
+        if (!json_id(item(a, "id"), &id) || !cJSON_IsString(item(a, "content")))
+            return bad(t, "added_tokens: an entry without an id below 2^24 or a content");
+        else
+            max = id > max ? id : max;
+    uint64_t cfg_n = 0;
+    if (t->config && mf_json_uint(item(t->config, "vocab_size"), &cfg_n) && cfg_n < MAX_TOKENS &&
+        (int64_t)cfg_n > max + 1)
+        max = (int32_t)cfg_n - 1;
+    if (max < 0)
+        return bad(t, "model.vocab is empty");
+    if (unk > max)
+        return bad(t, "model.unk_id is not a token");
+    t->n = max + 1;
+    t->tokens = mf_alloc_array(mf, (uint64_t)t->n, sizeof(char *));
+    t->types = mf_alloc_array(mf, (uint64_t)t->n, sizeof(int32_t));
+    float *scores = mf_alloc_array(mf, (uint64_t)t->n, sizeof(float));
+    t->added = calloc((size_t)t->n, 1);
+    t->special = calloc((size_t)t->n, 1);
+    if (!t->tokens || !t->types || !scores || !t->added || !t->special)
+        return TPORT_STATUS_OUT_OF_MEMORY;
+    id = 0;
+    for (const cJSON *e = vocab->child; e; e = e->next, id++) {
+        const char *piece = cJSON_GetArrayItem(e, 0)->valuestring;
+        if (!(t->tokens[id] = mf_strndup(mf, piece, strlen(piece))))
+            return TPORT_STATUS_OUT_OF_MEMORY;
+        scores[id] = (float)cJSON_GetArrayItem(e, 1)->valuedouble;
+        t->types[id] = TT_NORMAL;
+    }
+    for (const cJSON *a = added ? added->child : NULL; a; a = a->next) {
+        json_id(item(a, "id"), &id);
+        const char *content = item(a, "content")->valuestring;
+        if (!t->tokens[id] && !(t->tokens[id] = mf_strndup(mf, content, strlen(content))))
+            return TPORT_STATUS_OUT_OF_MEMORY;
+        else if (strcmp(t->tokens[id], content)) {
+            char msg[160];
+            snprintf(msg, sizeof msg, "added_tokens: id %d is '%.40s' in model.vocab", (int)id, t->tokens[id]);
+            return bad(t, msg);
+        }
+        t->types[id] = cJSON_IsTrue(item(a, "special")) ? TT_CONTROL : TT_USER;
+    }
+    for (int32_t i = 0; i < t->n; i++)
+        if (!t->tokens[i]) { /* the converter's placeholder */
+            char pad[32];
+            snprintf(pad, sizeof pad, "[PAD%d]", (int)i);
+            if (!(t->tokens[i] = mf_strndup(mf, pad, strlen(pad))))
+                return TPORT_STATUS_OUT_OF_MEMORY;
+            t->types[i] = TT_UNUSED;
+            scores[i] = -10000.0f;
+        }
+    t->types[unk] = TT_UNKNOWN;
+    MF_TRY(mf_kv_add_str(mf, "tokenizer.ggml.model", "t5"));
+    MF_TRY(mf_kv_add_str(mf, "tokenizer.ggml.pre", "default"));
+    MF_TRY(mf_kv_add_array(mf, "tokenizer.ggml.tokens", TPORT_KV_STRING, (uint64_t)t->n, t->tokens));
+    MF_TRY(mf_kv_add_array(mf, "tokenizer.ggml.scores", TPORT_KV_F32, (uint64_t)t->n, scores));
+    MF_TRY(mf_kv_add_array(mf, "tokenizer.ggml.token_type", TPORT_KV_I32, (uint64_t)t->n, t->types));
+    MF_TRY(mf_kv_add_bool(mf, "tokenizer.ggml.add_space_prefix", norm.add_prefix));
+    MF_TRY(mf_kv_add_bool(mf, "tokenizer.ggml.remove_extra_whitespaces", norm.remove_ws));
+    if (norm.charsmap_len > 0)
+        MF_TRY(mf_kv_add_array(mf, "tokenizer.ggml.precompiled_charsmap", TPORT_KV_U8, norm.charsmap_len,
+                               norm.charsmap));
+    /* tokenizer_config.json's unk_token, if any, replaces it */
+    MF_TRY(mf_kv_add_u32(mf, "tokenizer.ggml.unknown_token_id", (uint32_t)unk));
+    return write_specials(t, added);
+}
+
 static tport_status read_tokenizer(hf_tok *t) {
     tport_model_file *mf = t->mf;
     const char *mtype = str_of(t->model, "type");
+    const cJSON *added0 = item(t->root, "added_tokens");
+    if (mtype && !strcmp(mtype, "Unigram")) {
+        if (added0 && !cJSON_IsArray(added0))
+            return bad(t, "added_tokens is not an array");
+        return read_unigram(t, added0);
+    }
     if (!mtype || strcmp(mtype, "BPE"))
-        return tport_error(TPORT_STATUS_UNSUPPORTED, "%s: tokenizer model '%s' is not supported (BPE only)",
+        return tport_error(TPORT_STATUS_UNSUPPORTED, "%s: tokenizer model '%s' is not supported (BPE, Unigram)",
                            t->path, mtype ? mtype : "(none)");
     const cJSON *vocab = item(t->model, "vocab"), *added = item(t->root, "added_tokens");
     if (!cJSON_IsObject(vocab))

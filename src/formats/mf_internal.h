@@ -222,6 +222,16 @@ tport_status mf_kv_add_array(tport_model_file *mf, const char *key, tport_kv_typ
  * (hf_tokenizer.c): the tokenizer.* keys as llama.cpp's converter writes
  * them.  OK without a tokenizer.json; `model_type` picks defaults. */
 tport_status mf_hf_tokenizer(tport_model_file *mf, const mf_cursor *c, const struct cJSON *config);
+/* A Unigram tokenizer.json's normalizer and pre-tokenizer as the GGUF
+ * flags of llama.cpp's UGM tokenizer (hf_unigram.c); the charsmap is
+ * owned by mf.  What it does not implement is refused, naming it. */
+typedef struct mf_unigram_norm {
+    bool add_prefix, remove_ws;
+    uint8_t *charsmap;
+    size_t charsmap_len;
+} mf_unigram_norm;
+tport_status mf_hf_unigram_norm(tport_model_file *mf, const char *path, const struct cJSON *root,
+                                mf_unigram_norm *out);
 /* Hugging Face config.json (hf_arch.c): the architecture of its model
  * class, that architecture's GGUF keys, and the tensors renamed and laid
  * out as llama.cpp's converter writes them; a class without a row is

@@ -49,6 +49,7 @@ void tport_tokenizer_free(tport_tokenizer *tk) {
     free(tk->merges);
     free(tk->merge_pool);
     free(tk->special);
+    free(tk->charsmap);
     free(tk);
 }
 

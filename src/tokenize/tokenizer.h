@@ -1,7 +1,8 @@
 /* Tokenizers, as llama.cpp's llama_tokenize: SentencePiece BPE (GGUF
  * "llama", legacy llama files, llama2.c's tokenizer.bin), byte-level BPE
- * with merges and pre-tokenizers (GGUF "gpt2"), and the greedy tokenizer
- * of ggml's example programs (their GGML files).  See docs/tokenizers.md. */
+ * with merges and pre-tokenizers (GGUF "gpt2"), WordPiece ("bert"),
+ * Unigram ("t5"), and the greedy tokenizer of ggml's example programs
+ * (their GGML files).  See docs/tokenizers.md. */
 #ifndef TPORT_TOKENIZE_TOKENIZER_H
 #define TPORT_TOKENIZE_TOKENIZER_H
 
@@ -24,9 +25,10 @@ enum {
 
 /* tport_tokenizer is declared in tport/tport.h. */
 
-/* The tokenizer a model file describes: "llama" (SentencePiece) or "gpt2"
- * (byte-level BPE with merges and a pre-tokenizer), with llama.cpp's
- * defaults for what the file leaves out.  Needs no tensors. */
+/* The tokenizer a model file describes: "llama" (SentencePiece), "gpt2"
+ * (byte-level BPE with merges and a pre-tokenizer), "gemma4", "bert"
+ * (WordPiece) or "t5" (Unigram), with llama.cpp's defaults for what the
+ * file leaves out.  Needs no tensors. */
 tport_status tport_tokenizer_from_file(const tport_model_file *mf, tport_tokenizer **out);
 /* Copies a model file's vocabulary (model "llama" only). */
 tport_status tport_tokenizer_from_vocab(const tport_vocab *v, bool add_space_prefix,
@@ -49,7 +51,8 @@ tport_token tport_tokenizer_find(const tport_tokenizer *tk, const char *text, si
 /* Tokenizes len bytes of text as llama.cpp's llama_tokenize: add_special
  * adds BOS/EOS where the vocabulary says so; parse_special matches the
  * text of control tokens too (user-defined ones always).  Writes at most
- * cap ids; returns the number the text needs, or -1 (out of memory). */
+ * cap ids; returns the number the text needs, or -1 (out of memory), -2
+ * (a Unigram vocabulary's precompiled_charsmap is malformed). */
 int32_t tport_tokenizer_encode_ex(const tport_tokenizer *tk, const char *text, size_t len,
                                   bool add_special, bool parse_special, tport_token *ids, int32_t cap);
 /* The same with parse_special = false. */

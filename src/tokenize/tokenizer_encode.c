@@ -123,12 +123,16 @@ int32_t tport_tokenizer_encode_ex(const tport_tokenizer *tk, const char *text, s
             rc = tport_greedy_encode_fragment(tk, text + f.v[i].off, f.v[i].len, &out);
         else if (tk->kind == TPORT_TOK_WPM)
             rc = tport_wpm_encode_fragment(tk, text + f.v[i].off, f.v[i].len, &out);
+        else if (tk->kind == TPORT_TOK_UGM)
+            rc = tport_ugm_encode_fragment(tk, text + f.v[i].off, f.v[i].len, &out);
         else
             rc = tport_spm_encode_fragment(tk, text + f.v[i].off, f.v[i].len,
                                            tk->add_space_prefix && prev_special, &out);
         prev_special = false;
     }
     free(f.v);
+    if (rc == -2)
+        return -2;
     if (rc != 0)
         return -1;
     if (add_special && tk->add_eos && tk->eos >= 0)
@@ -140,7 +144,8 @@ int32_t tport_tokenizer_encode_ex(const tport_tokenizer *tk, const char *text, s
 
 int32_t tport_tokenizer_encode(const tport_tokenizer *tk, const char *text, size_t len, bool add_bos,
                                tport_token *ids, int32_t cap) {
-    return tport_tokenizer_encode_ex(tk, text, len, add_bos, false, ids, cap);
+    int32_t n = tport_tokenizer_encode_ex(tk, text, len, add_bos, false, ids, cap);
+    return n < 0 ? -1 : n;
 }
 
 int32_t tport_tokenizer_tokenize(const tport_tokenizer *tk, const char *text, size_t len, bool add_special,
@@ -150,9 +155,12 @@ int32_t tport_tokenizer_tokenize(const tport_tokenizer *tk, const char *text, si
         return -1;
     }
     int32_t n = tport_tokenizer_encode_ex(tk, text, len, add_special, parse_special, ids, cap);
-    if (n < 0)
+    if (n == -2)
+        tport_error(TPORT_STATUS_BAD_FORMAT, "tokenize: the vocabulary's precompiled_charsmap is malformed "
+                    "(an index past its end)");
+    else if (n < 0)
         tport_error(TPORT_STATUS_OUT_OF_MEMORY, "tokenize: out of memory");
-    return n;
+    return n < 0 ? -1 : n;
 }
 
 int32_t tport_tokenizer_piece(const tport_tokenizer *tk, tport_token prev, tport_token id, char *buf,

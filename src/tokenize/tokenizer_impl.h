@@ -24,6 +24,7 @@ typedef enum tport_tok_kind {
     TPORT_TOK_GREEDY,  /* ggml's 2023 examples: raw-byte tokens, no merges,
                           longest match per word (gpt_tokenize)           */
     TPORT_TOK_WPM,     /* WordPiece (BERT): normalized words, longest pieces */
+    TPORT_TOK_UGM,     /* Unigram (T5): charsmap normalizer, Viterbi       */
 } tport_tok_kind;
 
 /* Pre-tokenizers (GGUF tokenizer.ggml.pre), grouped as llama.cpp groups
@@ -85,6 +86,15 @@ struct tport_tokenizer {
     bool wpm_lowercase, wpm_strip_accents;
     uint32_t max_token_len;
     tport_token sep;
+    /* Unigram (tokenizer_ugm.c): a copy of the precompiled charsmap (u32
+     * size, double array, replacement strings at repl_off), whether runs of
+     * spaces merge (remove_extra_whitespaces), the unknown token's score,
+     * and which bytes start a user-defined token (a bitmap) */
+    uint8_t *charsmap;
+    size_t charsmap_size, n_xcda, repl_off;
+    bool ugm_merge_spaces;
+    float ugm_unk_score;
+    uint8_t ugm_user_first[32];
     /* open-addressing hash of text -> id; slots hold id+1, 0 = empty */
     uint32_t hash_cap;    /* a power of two                               */
     int32_t *hash;
@@ -146,6 +156,13 @@ int tport_greedy_encode_fragment(const tport_tokenizer *tk, const char *text, si
                                  tport_tok_out *out);
 int tport_bpe_encode_fragment(const tport_tokenizer *tk, const char *text, size_t len,
                               tport_tok_out *out);
+/* Unigram: -2 when the charsmap is malformed (an index past its end). */
+int tport_ugm_encode_fragment(const tport_tokenizer *tk, const char *text, size_t len, tport_tok_out *out);
+/* Copies a precompiled charsmap (checked: header and sizes; indexes are
+ * checked as they are used). */
+tport_status tport_ugm_set_charsmap(tport_tokenizer *tk, const uint8_t *data, size_t size);
+/* Once attributes are final: the unknown score and user-defined starts. */
+void tport_ugm_finish(tport_tokenizer *tk);
 int tport_wpm_encode_fragment(const tport_tokenizer *tk, const char *text, size_t len, tport_tok_out *out);
 
 /* Pre-tokenization: splits len bytes of UTF-8 into words, re-encoded in

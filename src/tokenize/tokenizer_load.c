@@ -3,7 +3,8 @@
  *
  * - "llama" (SentencePiece): BOS 1, EOS 2, UNK 0, add BOS, no EOS;
  *   "gpt2" (byte-level BPE): BOS = EOS = 11 (!), no BOS added except for
- *   the Llama 3 family of pre-tokenizers; then the file's ids and its
+ *   the Llama 3 family of pre-tokenizers; "t5" (Unigram): EOS 1, UNK 2, no
+ *   BOS, add EOS; then the file's ids and its
  *   tokenizer.ggml.add_bos_token / add_eos_token override.
  * - Tokens whose text marks the end of a turn or generation (<|eot_id|>,
  *   <|im_end|>, <|endoftext|>, ...) and the fill-in-the-middle tokens
@@ -12,6 +13,7 @@
  *   be matched in plain text and printed, a normal one would be neither
  *   recognized as special nor hidden in output.
  * - Phi-3 strips white space after special tokens. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -362,6 +364,50 @@ static tport_status new_wpm(const tport_model_file *mf, tport_tokenizer **out) {
     return st == TPORT_STATUS_OK ? tport_tokenizer_index(tk) : st;
 }
 
+/* Unigram (GGUF "t5"): llama.cpp's defaults are EOS 1, UNK 2, no BOS, add
+ * EOS; add_space_prefix and remove_extra_whitespaces false unless the file
+ * says; spaces are always escaped to U+2581.  The precompiled charsmap, if
+ * any, must be an array of (u)int8. */
+static tport_status new_ugm(const tport_model_file *mf, tport_tokenizer **out) {
+    const tport_vocab *v = &mf->vocab;
+    tport_tokenizer *tk = tport_tokenizer_alloc(v->n_tokens);
+    if (!tk)
+        return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "tokenizer: %d tokens", (int)v->n_tokens);
+    *out = tk;
+    tk->kind = TPORT_TOK_UGM;
+    tk->add_bos = false;
+    tk->add_eos = true;
+    tk->bos = -1;
+    tk->eos = 1 < v->n_tokens ? 1 : -1;
+    tk->unk = 2 < v->n_tokens ? 2 : -1;
+    tk->add_space_prefix = false;
+    kv_bool(mf, "tokenizer.ggml.add_space_prefix", &tk->add_space_prefix);
+    kv_bool(mf, "tokenizer.ggml.remove_extra_whitespaces", &tk->ugm_merge_spaces);
+    kv_id(mf, "tokenizer.ggml.bos_token_id", v->n_tokens, &tk->bos);
+    kv_id(mf, "tokenizer.ggml.eos_token_id", v->n_tokens, &tk->eos);
+    kv_id(mf, "tokenizer.ggml.unknown_token_id", v->n_tokens, &tk->unk);
+    if (tk->unk < 0)
+        return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: the Unigram vocabulary has no unknown token", mf->path);
+    const tport_kv *cm = kv_of(mf, "tokenizer.ggml.precompiled_charsmap");
+    tport_status st = TPORT_STATUS_OK;
+    if (cm) {
+        if (cm->type != TPORT_KV_ARRAY || (cm->elem_type != TPORT_KV_U8 && cm->elem_type != TPORT_KV_I8))
+            return tport_error(TPORT_STATUS_BAD_FORMAT,
+                               "%s: tokenizer.ggml.precompiled_charsmap is not an array of (u)int8", mf->path);
+        st = tport_ugm_set_charsmap(tk, cm->v.arr, (size_t)cm->n_elems);
+        if (st != TPORT_STATUS_OK) {
+            char why[256];
+            snprintf(why, sizeof why, "%s", tport_last_error());
+            return tport_error(st, "%s: tokenizer.ggml.%s", mf->path, why);
+        }
+    }
+    st = tport_tokenizer_copy_tokens(tk, v, false);
+    for (int32_t i = 0; st == TPORT_STATUS_OK && i < tk->n_tokens; i++)
+        if (tk->len[i] > tk->max_token_len)
+            tk->max_token_len = tk->len[i];
+    return st == TPORT_STATUS_OK ? tport_tokenizer_index(tk) : st;
+}
+
 /* A GGML file of ggml's example programs: raw-byte tokens, no merges. */
 static tport_status new_greedy(const tport_model_file *mf, tport_tokenizer **out) {
     const tport_vocab *v = &mf->vocab;
@@ -410,6 +456,8 @@ tport_status tport_tokenizer_from_file(const tport_model_file *mf, tport_tokeniz
             kv_id(mf, "tokenizer.ggml.bos_token_id", tk->n_tokens, &tk->bos);
             kv_id(mf, "tokenizer.ggml.unknown_token_id", tk->n_tokens, &tk->unk);
         }
+    } else if (!strcmp(v->model, "t5")) {
+        st = new_ugm(mf, &tk);
     } else if (!strcmp(v->model, "gemma4")) {
         /* SentencePiece-style BPE; llama.cpp names its pre-tokenizer
          * "gemma4" whatever the file says, has no default special ids and
@@ -429,20 +477,23 @@ tport_status tport_tokenizer_from_file(const tport_model_file *mf, tport_tokeniz
             kv_id(mf, "tokenizer.ggml.unknown_token_id", tk->n_tokens, &tk->unk);
         }
     } else {
-        return tport_error(TPORT_STATUS_UNSUPPORTED, "%s: tokenizer '%s' is not supported (llama, gpt2, gemma4, bert)", mf->path,
+        return tport_error(TPORT_STATUS_UNSUPPORTED, "%s: tokenizer '%s' is not supported (llama, gpt2, gemma4, bert, t5)", mf->path,
                            v->model);
     }
     if (st == TPORT_STATUS_OK) {
         kv_bool(mf, "tokenizer.ggml.add_bos_token", &tk->add_bos);
         if (tk->spm_bpe) /* llama.cpp overrides a false add_bos_token for Gemma 4 */
             tk->add_bos = true;
-        tk->add_eos = false;
+        if (tk->kind != TPORT_TOK_UGM) /* Unigram adds EOS unless the file says */
+            tk->add_eos = false;
         kv_bool(mf, "tokenizer.ggml.add_eos_token", &tk->add_eos);
         mark_control_tokens(tk, mf);
         st = tport_tokenizer_index_special(tk);
     }
     if (st == TPORT_STATUS_OK)
         strip_attrs(tk, mf);
+    if (st == TPORT_STATUS_OK && tk->kind == TPORT_TOK_UGM)
+        tport_ugm_finish(tk);
     if (st != TPORT_STATUS_OK) {
         tport_tokenizer_free(tk);
         return st;

@@ -14,7 +14,8 @@
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static const char *const NAMES[] = {"gpt-2", "llama-bpe", "qwen2", "falcon", "starcoder", "llama-spm", "phi-3", "mpt"};
+static const char *const NAMES[] = {"gpt-2", "llama-bpe", "qwen2", "falcon", "starcoder", "llama-spm", "phi-3", "mpt",
+                                    "nomic-bert-moe" /* Unigram (UGM) */};
 enum { N_VOCABS = sizeof NAMES / sizeof NAMES[0] };
 static tport_tokenizer *vocabs[N_VOCABS];
 /* Whether ASCII byte b alone comes back from vocabulary v.  A byte with no token
