@@ -10,11 +10,13 @@ and the text data/perplexity_text.txt --
  - the legacy .dat form (--output-format dat) says what the GGUF form says:
    per weight ncall = the chunks its largest count covers, rounded up, and
    each value the GGUF sum / count * ncall;
+ - the GGUF file ends padded to its alignment (32), as ggml's reader needs
+   (it reads the data section as the sum of the padded tensor sizes);
  - tport convert --imatrix takes both files;
  - where llama-imatrix is at hand ($LLAMA_IMATRIX, else
    /work/ext/bin/llama-imatrix; it runs in $LLAMA_BINS, else the
    node-llama-cpp bundle's folder) the same checks run against its files
-   made now, the .dat value by value.
+   made now, and llama-imatrix --in-file reads both of tport's files.
   test_imatrix.py TPORT SHARED_DIR
 Exit 77 (skipped) when a vocabulary under SHARED_DIR is missing."""
 import json
@@ -117,6 +119,8 @@ def main():
                 run([tport, "imatrix", "-m", model, "-o", p["t.gguf"]] + args)
                 run([tport, "imatrix", "-m", model, "-o", p["t.dat"], "--output-format", "dat"] + args)
                 keys, tensors = read_gguf(p["t.gguf"])
+                if os.path.getsize(p["t.gguf"]) % 32:
+                    bad.append("tport: the GGUF file's %d bytes are not padded to 32" % os.path.getsize(p["t.gguf"]))
                 bad += check_keys(keys, r["keys"], TEXT, "tport")
                 bad += compare(summary(tensors), r["entries"], tol, "tport vs recorded")
                 size, count = r["keys"]["imatrix.chunk_size"], r["keys"]["imatrix.chunk_count"]
@@ -130,6 +134,8 @@ def main():
                     bad += check_keys(lkeys, r["keys"], TEXT, "llama-imatrix now")
                     bad += compare(summary(tensors), summary(ltensors), tol, "tport vs llama-imatrix now")
                     bad += check_dat(read_dat(p["l.dat"]), ltensors, size, count, "llama-imatrix .dat")
+                    for f in ("t.gguf", "t.dat"):
+                        run([llama, "-m", model, "--in-file", p[f], "--show-statistics"], cwd=bins)
                     le, lc, ld = read_dat(p["l.dat"])
                     te, tc, td = read_dat(p["t.dat"])
                     if sorted(le) != sorted(te) or (lc, ld) != (tc, td):
