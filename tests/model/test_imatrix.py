@@ -17,8 +17,11 @@ and the text data/perplexity_text.txt --
    /work/ext/bin/llama-imatrix; it runs in $LLAMA_BINS, else the
    node-llama-cpp bundle's folder) the same checks run against its files
    made now, and llama-imatrix --in-file reads both of tport's files.
-  test_imatrix.py TPORT SHARED_DIR
-Exit 77 (skipped) when a vocabulary under SHARED_DIR is missing."""
+  test_imatrix.py TPORT SHARED_DIR [--backend NAME --only RECIPE]
+With --backend, tport imatrix runs on that backend (the weight products'
+inputs then come back from its memory) against the recorded files only.
+Exit 77 (skipped) when a vocabulary under SHARED_DIR is missing, or the
+backend is not available (a failure under CI=true)."""
 import json
 import math
 import os
@@ -98,14 +101,26 @@ def run(cmd, **kw):
 
 def main():
     tport, shared = sys.argv[1], sys.argv[2]
+    opts = dict(zip(sys.argv[3::2], sys.argv[4::2]))
+    backend, only = opts.get("--backend"), opts.get("--only")
     refs = json.load(open(os.path.join(HERE, "data", "imatrix_refs.json")))
     tol = refs["tolerance"]
     llama = os.environ.get("LLAMA_IMATRIX") or "/work/ext/bin/llama-imatrix"
     bins = os.environ.get("LLAMA_BINS") or BUNDLE
-    live = os.access(llama, os.X_OK) and os.path.isdir(bins)
+    live = os.access(llama, os.X_OK) and os.path.isdir(bins) and not backend
+    if backend:
+        listed = subprocess.run([tport, "backends"], capture_output=True, text=True).stdout
+        active = next((ln for ln in listed.splitlines() if ln.startswith("active, in preference order:")), "")
+        if backend not in active.split(":")[-1].split():
+            print("skipped: backend %s is not available" % backend)
+            return 1 if os.environ.get("CI") == "true" else 77
+    ran = 0
     fails = 0
     with tempfile.TemporaryDirectory() as tmp:
         for r in refs["recipes"]:
+            if only and r["name"] != only:
+                continue
+            ran += 1
             vocab = os.path.join(shared, r["vocab"])
             if not os.path.isfile(vocab):
                 print("skipped: %s (%s missing)" % (r["name"], vocab))
@@ -113,11 +128,12 @@ def main():
             model = os.path.join(tmp, "m.gguf")
             p = {f: os.path.join(tmp, f) for f in ("t.gguf", "t.dat", "l.gguf", "l.dat", "q.gguf")}
             args = ["-f", TEXT, "-c", str(r["ctx"]), "-t", "1"] + (["--chunks", str(r["chunks"])] if r["chunks"] else [])
+            targs = args + (["--backend", backend] if backend else [])
             bad = []
             try:
                 run([tport, "synth"] + r["synth"].split() + ["--vocab-from", vocab, "-o", model])
-                run([tport, "imatrix", "-m", model, "-o", p["t.gguf"]] + args)
-                run([tport, "imatrix", "-m", model, "-o", p["t.dat"], "--output-format", "dat"] + args)
+                run([tport, "imatrix", "-m", model, "-o", p["t.gguf"]] + targs)
+                run([tport, "imatrix", "-m", model, "-o", p["t.dat"], "--output-format", "dat"] + targs)
                 keys, tensors = read_gguf(p["t.gguf"])
                 if os.path.getsize(p["t.gguf"]) % 32:
                     bad.append("tport: the GGUF file's %d bytes are not padded to 32" % os.path.getsize(p["t.gguf"]))
@@ -150,11 +166,12 @@ def main():
                 fails += 1
                 print("FAIL: %s:\n  %s" % (r["name"], "\n  ".join(bad[:20])))
             else:
-                print("ok: %s (%d weights, %d chunks%s)" % (r["name"], len(r["entries"]),
-                                                          r["keys"]["imatrix.chunk_count"],
-                                                          ", and llama-imatrix now" if live else ""))
-    print("%d recipes, %d failed" % (len(refs["recipes"]), fails))
-    return 1 if fails else 0
+                print("ok: %s (%d weights, %d chunks%s%s)" % (r["name"], len(r["entries"]),
+                                                            r["keys"]["imatrix.chunk_count"],
+                                                            ", on " + backend if backend else "",
+                                                            ", and llama-imatrix now" if live else ""))
+    print("%d recipes, %d failed" % (ran, fails))
+    return 1 if fails or not ran else 0
 
 
 if __name__ == "__main__":
