@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """tport imatrix against llama-imatrix (data/imatrix_refs.json, made by
 data/make_imatrix_refs.py): for each recipe, the file `tport synth` writes
-and the text data/perplexity_text.txt --
+and the text data/perplexity_text.txt (repeated as the recipe says) --
  - the GGUF form: general.type, imatrix.chunk_count and .chunk_size equal,
    imatrix.datasets the text's path as given, the same weights (tensor
    names) with the same shapes, the same counts (per expert for expert
@@ -32,8 +32,8 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "data"))
 from imatrix_read import read_dat, read_gguf, summary  # noqa: E402
+from make_imatrix_refs import text_file  # noqa: E402
 
-TEXT = os.path.join(HERE, "data", "perplexity_text.txt")
 BUNDLE = "/work/nlc/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64"
 
 
@@ -59,21 +59,21 @@ def compare(got, want, tol, what):
     return bad
 
 
-def check_keys(keys, want, ctx_text, what):
+def check_keys(keys, want, text, what):
     bad = []
     for k, v in want.items():
         if keys.get(k) != v:
             bad.append("%s: %s = %r instead of %r" % (what, k, keys.get(k), v))
-    if keys.get("imatrix.datasets") != [ctx_text]:
+    if keys.get("imatrix.datasets") != [text]:
         bad.append("%s: imatrix.datasets = %r" % (what, keys.get("imatrix.datasets")))
     return bad
 
 
-def check_dat(dat, tensors, chunk_size, chunk_count, what):
+def check_dat(dat, tensors, chunk_size, chunk_count, text, what):
     """The .dat form against the GGUF form of the same run."""
     entries, chunks, dataset = dat
     bad = []
-    if chunks != chunk_count or dataset != TEXT:
+    if chunks != chunk_count or dataset != text:
         bad.append("%s: chunks %d dataset %r" % (what, chunks, dataset))
     names = sorted(n[:-len(".in_sum2")] for n in tensors if n.endswith(".in_sum2"))
     if sorted(entries) != names:
@@ -127,7 +127,8 @@ def main():
                 return 77
             model = os.path.join(tmp, "m.gguf")
             p = {f: os.path.join(tmp, f) for f in ("t.gguf", "t.dat", "l.gguf", "l.dat", "q.gguf")}
-            args = ["-f", TEXT, "-c", str(r["ctx"]), "-t", "1"] + (["--chunks", str(r["chunks"])] if r["chunks"] else [])
+            text = text_file(tmp, r["repeat"])
+            args = ["-f", text, "-c", str(r["ctx"]), "-t", "1"] + (["--chunks", str(r["chunks"])] if r["chunks"] else [])
             targs = args + (["--backend", backend] if backend else [])
             bad = []
             try:
@@ -137,19 +138,19 @@ def main():
                 keys, tensors = read_gguf(p["t.gguf"])
                 if os.path.getsize(p["t.gguf"]) % 32:
                     bad.append("tport: the GGUF file's %d bytes are not padded to 32" % os.path.getsize(p["t.gguf"]))
-                bad += check_keys(keys, r["keys"], TEXT, "tport")
+                bad += check_keys(keys, r["keys"], text, "tport")
                 bad += compare(summary(tensors), r["entries"], tol, "tport vs recorded")
                 size, count = r["keys"]["imatrix.chunk_size"], r["keys"]["imatrix.chunk_count"]
-                bad += check_dat(read_dat(p["t.dat"]), tensors, size, count, "tport .dat")
+                bad += check_dat(read_dat(p["t.dat"]), tensors, size, count, text, "tport .dat")
                 for f in ("t.gguf", "t.dat"):
                     run([tport, "convert", model, p["q.gguf"], "--type", "Q4_K_M", "--imatrix", p[f], "--quiet"])
                 if live:
                     run([llama, "-m", model, "-o", p["l.gguf"]] + args, cwd=bins)
                     run([llama, "-m", model, "-o", p["l.dat"], "--output-format", "dat"] + args, cwd=bins)
                     lkeys, ltensors = read_gguf(p["l.gguf"])
-                    bad += check_keys(lkeys, r["keys"], TEXT, "llama-imatrix now")
+                    bad += check_keys(lkeys, r["keys"], text, "llama-imatrix now")
                     bad += compare(summary(tensors), summary(ltensors), tol, "tport vs llama-imatrix now")
-                    bad += check_dat(read_dat(p["l.dat"]), ltensors, size, count, "llama-imatrix .dat")
+                    bad += check_dat(read_dat(p["l.dat"]), ltensors, size, count, text, "llama-imatrix .dat")
                     for f in ("t.gguf", "t.dat"):
                         run([llama, "-m", model, "--in-file", p[f], "--show-statistics"], cwd=bins)
                     le, lc, ld = read_dat(p["l.dat"])

@@ -11,9 +11,13 @@
  *    counts its rows once (one count per weight); an expert product counts
  *    each row for the expert it went to.  As llama-imatrix: only weights
  *    named blk.* (and output.weight with --process-output), plain products
- *    of fewer than 16 rows are left out (llama-imatrix sees its micro-
- *    batches, -ub 512: tport's batches are --batch, by default the same
- *    min(ctx, 512) tokens), and a non-finite sum is an error;
+ *    of fewer than 16 rows are left out, and a non-finite sum is an error.
+ *    Rows are what llama-imatrix's micro-batches (-ub 512) hold: with
+ *    chunks of up to 1024 tokens it evaluates several chunks per batch
+ *    (-b 2048) as parallel sequences, at least 16 rows a product, and
+ *    tport evaluates each chunk in one batch; a longer chunk goes in
+ *    batches of 512 in both, so a tail of fewer than 16 tokens is left
+ *    out of the plain products in both;
  *  - the chunk count written is the largest count over the chunk size. */
 #include <errno.h>
 #include <math.h>
@@ -27,6 +31,7 @@
 
 #define DEFAULT_CTX 512
 #define LLAMA_UBATCH 512 /* llama-imatrix's default micro-batch (-ub)      */
+#define LLAMA_PARALLEL 1024 /* chunks up to this share a batch (-b 2048)   */
 #define MIN_ROWS 16      /* llama-imatrix leaves out smaller plain products */
 
 static void usage(FILE *out) {
@@ -44,17 +49,15 @@ static void usage(FILE *out) {
             "  --ctx N             tokens per chunk (default %d, as llama-imatrix's -c)\n"
             "  --chunks N          at most N chunks (default: all)\n"
             "  --process-output    also collect output.weight\n"
-            "  --batch N           tokens per evaluation (default min(ctx, %d), llama-imatrix's\n"
-            "                      micro-batch; products of fewer than %d rows are left out)\n"
             "  --threads N         threads, 0 = all cores (default 0)\n"
             "  --kv-type T         KV cache type: f16 (default, as llama.cpp) or f32\n"
             "  --backend NAME      force a backend (default: the best for each operation)\n",
-            DEFAULT_CTX, LLAMA_UBATCH, MIN_ROWS);
+            DEFAULT_CTX);
 }
 
 typedef struct imx_opts {
     const char *model, *file, *out, *backend;
-    long ctx, chunks, batch, threads;
+    long ctx, chunks, threads;
     bool kv_f32, dat, process_output;
 } imx_opts;
 
@@ -85,7 +88,7 @@ static int parse_args(int argc, char **argv, imx_opts *o) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         bool takes = is(a, "-m", "--model") || is(a, "-f", "--file") || is(a, "-o", "--output") ||
                      is(a, "--output-format", NULL) || is(a, "--ctx", "-c") || is(a, "--chunks", NULL) ||
-                     is(a, "--batch", NULL) || is(a, "--threads", "-t") || is(a, "--kv-type", NULL) ||
+                     is(a, "--threads", "-t") || is(a, "--kv-type", NULL) ||
                      is(a, "--backend", NULL);
         if (!takes)
             return tool_fail(2, "imatrix: unknown option '%s' (see tport imatrix --help)", a);
@@ -105,8 +108,6 @@ static int parse_args(int argc, char **argv, imx_opts *o) {
             rc = parse_long(a, v, 1, 1 << 20, &o->ctx);
         else if (is(a, "--chunks", NULL))
             rc = parse_long(a, v, 1, 1 << 30, &o->chunks);
-        else if (is(a, "--batch", NULL))
-            rc = parse_long(a, v, 1, 1 << 20, &o->batch);
         else if (is(a, "--threads", "-t"))
             rc = parse_long(a, v, 0, 1024, &o->threads);
         else if (is(a, "--output-format", NULL)) {
@@ -129,6 +130,7 @@ static int parse_args(int argc, char **argv, imx_opts *o) {
 typedef struct collector {
     tport_imatrix_entry *e;
     int n, cap, last;
+    int64_t min_rows; /* plain products of fewer rows are left out */
     bool process_output;
 } collector;
 
@@ -165,7 +167,7 @@ static tport_status collect(void *user, const tport_weight_input *in) {
     collector *c = user;
     if (strncmp(in->weight, "blk.", 4) && !(c->process_output && !strcmp(in->weight, "output.weight")))
         return TPORT_STATUS_OK;
-    if (!in->routed && in->n_rows / in->n_mat < MIN_ROWS)
+    if (!in->routed && in->n_rows / in->n_mat < c->min_rows)
         return TPORT_STATUS_OK;
     tport_imatrix_entry *e = entry_for(c, in);
     if (!e)
@@ -229,7 +231,9 @@ int cmd_imatrix(int argc, char **argv) {
     int32_t n_chunk = n_tokens / n_ctx;
     if (o.chunks && o.chunks < n_chunk)
         n_chunk = (int32_t)o.chunks;
-    const int32_t n_batch = o.batch ? (int32_t)o.batch : n_ctx < LLAMA_UBATCH ? n_ctx : LLAMA_UBATCH;
+    /* the rows llama-imatrix's products have (see the top) */
+    const int32_t n_batch = n_ctx <= LLAMA_PARALLEL ? n_ctx : LLAMA_UBATCH;
+    col.min_rows = n_ctx <= LLAMA_PARALLEL ? 0 : MIN_ROWS;
     tport_session_params sp = {.n_ctx = n_ctx, .n_batch = n_batch, .n_threads = (int)o.threads,
                                .kv_f32 = o.kv_f32};
     s = tport_session_new(m, &sp);
@@ -261,8 +265,7 @@ int cmd_imatrix(int argc, char **argv) {
             most = col.e[i].counts[k] > most ? col.e[i].counts[k] : most;
     tport_imatrix_about about = {.dataset = o.file, .chunk_count = (int32_t)(most / n_ctx), .chunk_size = n_ctx};
     if (col.n == 0) {
-        status = tool_fail(2, "imatrix: no weight product of the model qualified (blk.* weights, %d rows or more)",
-                           MIN_ROWS);
+        status = tool_fail(2, "imatrix: the model has no weight products llama-imatrix collects (blk.*)");
         goto done;
     }
     tport_status st = o.dat ? tport_imatrix_write_dat(o.out, col.e, col.n, &about)

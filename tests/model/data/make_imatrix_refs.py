@@ -22,12 +22,17 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from imatrix_read import read_gguf, summary  # noqa: E402
 
-# name | synth arguments | vocab (under SHARED) | ctx | chunks (0 = all)
+# name | synth arguments | vocab (under SHARED) | ctx | chunks (0 = all) |
+# times the text is repeated (mixtral-long: chunks of 1030 tokens go in
+# micro-batches of 512, 512 and 6, and the plain products leave the 6 out)
 RECIPES = """
-llama|--arch llama --dim 64 --layers 2 --heads 4 --kv-heads 2 --ff 192 --ctx 128 --seed 33 --out-gain 4 --norm-noise 0.5|models/vocab/ggml-vocab-llama-spm.gguf|128|0
-mixtral|--arch llama --dim 64 --layers 2 --heads 4 --kv-heads 2 --ff 128 --ctx 128 --experts 8 --experts-used 2 --seed 131 --out-gain 4 --norm-noise 0.5|models/vocab/ggml-vocab-llama-spm.gguf|64|5
-qwen3moe|--arch qwen3moe --dim 64 --layers 2 --heads 4 --kv-heads 2 --head-size 32 --ff 128 --ctx 128 --experts 8 --experts-used 2 --expert-ff 64 --seed 4043 --out-gain 4 --norm-noise 0.5|models/vocab/ggml-vocab-qwen2.gguf|128|0
+llama|--arch llama --dim 64 --layers 2 --heads 4 --kv-heads 2 --ff 192 --ctx 128 --seed 33 --out-gain 4 --norm-noise 0.5|models/vocab/ggml-vocab-llama-spm.gguf|128|0|1
+mixtral|--arch llama --dim 64 --layers 2 --heads 4 --kv-heads 2 --ff 128 --ctx 128 --experts 8 --experts-used 2 --seed 131 --out-gain 4 --norm-noise 0.5|models/vocab/ggml-vocab-llama-spm.gguf|64|5|1
+mixtral-long|--arch llama --dim 64 --layers 2 --heads 4 --kv-heads 2 --ff 128 --ctx 128 --experts 8 --experts-used 2 --seed 131 --out-gain 4 --norm-noise 0.5|models/vocab/ggml-vocab-llama-spm.gguf|1030|0|3
+qwen3moe|--arch qwen3moe --dim 64 --layers 2 --heads 4 --kv-heads 2 --head-size 32 --ff 128 --ctx 128 --experts 8 --experts-used 2 --expert-ff 64 --seed 4043 --out-gain 4 --norm-noise 0.5|models/vocab/ggml-vocab-qwen2.gguf|128|0|1
 """
+
+TEXT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "perplexity_text.txt")
 
 # What test_imatrix.py allows: the largest relative difference of a
 # matrix's sum or weighted sum.  Measured: at most 2e-4 (the activations of
@@ -37,8 +42,19 @@ TOLERANCE = 1e-3
 
 def recipes():
     for line in RECIPES.strip().splitlines():
-        name, args, vocab, ctx, chunks = line.split("|")
-        yield {"name": name, "synth": args, "vocab": vocab, "ctx": int(ctx), "chunks": int(chunks)}
+        name, args, vocab, ctx, chunks, repeat = line.split("|")
+        yield {"name": name, "synth": args, "vocab": vocab, "ctx": int(ctx), "chunks": int(chunks),
+               "repeat": int(repeat)}
+
+
+def text_file(tmp, repeat):
+    """perplexity_text.txt, or a file of it repeated in tmp."""
+    if repeat == 1:
+        return TEXT
+    path = os.path.join(tmp, "text-x%d.txt" % repeat)
+    with open(path, "w") as f:
+        f.write(open(TEXT).read() * repeat)
+    return path
 
 
 def rounded(x):
@@ -47,7 +63,6 @@ def rounded(x):
 
 def main():
     tport, llama, bins, shared = sys.argv[1:5]
-    text = os.path.join(os.path.dirname(os.path.abspath(__file__)), "perplexity_text.txt")
     out = {"about": "llama-imatrix on tport synth files and perplexity_text.txt (make_imatrix_refs.py)",
            "tolerance": TOLERANCE, "recipes": []}
     with tempfile.TemporaryDirectory() as tmp:
@@ -55,7 +70,7 @@ def main():
             model, imx = os.path.join(tmp, "m.gguf"), os.path.join(tmp, "i.gguf")
             subprocess.run([tport, "synth"] + r["synth"].split() + ["--vocab-from", os.path.join(shared, r["vocab"]),
                            "-o", model], check=True, capture_output=True)
-            cmd = [llama, "-m", model, "-f", text, "-c", str(r["ctx"]), "-t", "1", "-o", imx]
+            cmd = [llama, "-m", model, "-f", text_file(tmp, r["repeat"]), "-c", str(r["ctx"]), "-t", "1", "-o", imx]
             if r["chunks"]:
                 cmd += ["--chunks", str(r["chunks"])]
             subprocess.run(cmd, check=True, capture_output=True, cwd=bins)
