@@ -129,6 +129,8 @@ def main():
             p = {f: os.path.join(tmp, f) for f in ("t.gguf", "t.dat", "l.gguf", "l.dat", "q.gguf")}
             text = text_file(tmp, r["repeat"])
             args = ["-f", text, "-c", str(r["ctx"]), "-t", "1"] + (["--chunks", str(r["chunks"])] if r["chunks"] else [])
+            if r["from_chunk"]:
+                args += ["--chunk", str(r["from_chunk"])]
             targs = args + (["--backend", backend] if backend else [])
             bad = []
             try:

@@ -48,6 +48,7 @@ static void usage(FILE *out) {
             "  --output-format F   gguf (default) or dat\n"
             "  --ctx N             tokens per chunk (default %d, as llama-imatrix's -c)\n"
             "  --chunks N          at most N chunks (default: all)\n"
+            "  --from-chunk N      skip the text's first N chunks (--chunk N too)\n"
             "  --process-output    also collect output.weight\n"
             "  --threads N         threads, 0 = all cores (default 0)\n"
             "  --kv-type T         KV cache type: f16 (default, as llama.cpp) or f32\n"
@@ -57,7 +58,7 @@ static void usage(FILE *out) {
 
 typedef struct imx_opts {
     const char *model, *file, *out, *backend;
-    long ctx, chunks, threads;
+    long ctx, chunks, from_chunk, threads;
     bool kv_f32, dat, process_output;
 } imx_opts;
 
@@ -88,7 +89,7 @@ static int parse_args(int argc, char **argv, imx_opts *o) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         bool takes = is(a, "-m", "--model") || is(a, "-f", "--file") || is(a, "-o", "--output") ||
                      is(a, "--output-format", NULL) || is(a, "--ctx", "-c") || is(a, "--chunks", NULL) ||
-                     is(a, "--threads", "-t") || is(a, "--kv-type", NULL) ||
+                     is(a, "--from-chunk", "--chunk") || is(a, "--threads", "-t") || is(a, "--kv-type", NULL) ||
                      is(a, "--backend", NULL);
         if (!takes)
             return tool_fail(2, "imatrix: unknown option '%s' (see tport imatrix --help)", a);
@@ -108,6 +109,8 @@ static int parse_args(int argc, char **argv, imx_opts *o) {
             rc = parse_long(a, v, 1, 1 << 20, &o->ctx);
         else if (is(a, "--chunks", NULL))
             rc = parse_long(a, v, 1, 1 << 30, &o->chunks);
+        else if (is(a, "--from-chunk", "--chunk"))
+            rc = parse_long(a, v, 0, 1 << 30, &o->from_chunk);
         else if (is(a, "--threads", "-t"))
             rc = parse_long(a, v, 0, 1024, &o->threads);
         else if (is(a, "--output-format", NULL)) {
@@ -223,6 +226,19 @@ int cmd_imatrix(int argc, char **argv) {
         goto done;
     }
     const int32_t n_ctx = (int32_t)o.ctx, n_vocab = tport_model_n_vocab(m);
+    /* llama-imatrix's --chunk: the first chunks' tokens are dropped, and
+     * two chunks must be left after them */
+    int32_t first = 0;
+    if (o.from_chunk > 0) {
+        if ((o.from_chunk + 2) * (long)n_ctx >= n_tokens) {
+            status = tool_fail(2, "imatrix: there will be not enough tokens left after removing %ld chunks",
+                               o.from_chunk);
+            goto done;
+        }
+        first = (int32_t)(o.from_chunk * n_ctx);
+        n_tokens -= first;
+        fprintf(stderr, "imatrix: removing initial %ld chunks (%d tokens)\n", o.from_chunk, (int)first);
+    }
     if (n_tokens < 2 * n_ctx) {
         status = tool_fail(2, "imatrix: you need at least %d tokens for a context of %d; %s tokenizes to only %d "
                            "tokens", 2 * n_ctx, (int)n_ctx, o.file, (int)n_tokens);
@@ -246,7 +262,7 @@ int cmd_imatrix(int argc, char **argv) {
             (int)n_batch);
     const bool add_bos = tool_adds_bos(m);
     for (int32_t i = 0; i < n_chunk; i++) {
-        tport_token *chunk = tokens + (size_t)i * (size_t)n_ctx;
+        tport_token *chunk = tokens + (size_t)first + (size_t)i * (size_t)n_ctx;
         const tport_token kept = chunk[0];
         if (add_bos)
             chunk[0] = tport_model_bos(m);

@@ -23,13 +23,14 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from imatrix_read import read_gguf, summary  # noqa: E402
 
 # name | synth arguments | vocab (under SHARED) | ctx | chunks (0 = all) |
-# times the text is repeated (mixtral-long: chunks of 1030 tokens go in
+# --chunk (chunks skipped first) | times the text is repeated (mixtral-long: chunks of 1030 tokens go in
 # micro-batches of 512, 512 and 6, and the plain products leave the 6 out)
 RECIPES = """
-llama|--arch llama --dim 64 --layers 2 --heads 4 --kv-heads 2 --ff 192 --ctx 128 --seed 33 --out-gain 4 --norm-noise 0.5|models/vocab/ggml-vocab-llama-spm.gguf|128|0|1
-mixtral|--arch llama --dim 64 --layers 2 --heads 4 --kv-heads 2 --ff 128 --ctx 128 --experts 8 --experts-used 2 --seed 131 --out-gain 4 --norm-noise 0.5|models/vocab/ggml-vocab-llama-spm.gguf|64|5|1
-mixtral-long|--arch llama --dim 64 --layers 2 --heads 4 --kv-heads 2 --ff 128 --ctx 128 --experts 8 --experts-used 2 --seed 131 --out-gain 4 --norm-noise 0.5|models/vocab/ggml-vocab-llama-spm.gguf|1030|0|3
-qwen3moe|--arch qwen3moe --dim 64 --layers 2 --heads 4 --kv-heads 2 --head-size 32 --ff 128 --ctx 128 --experts 8 --experts-used 2 --expert-ff 64 --seed 4043 --out-gain 4 --norm-noise 0.5|models/vocab/ggml-vocab-qwen2.gguf|128|0|1
+llama|--arch llama --dim 64 --layers 2 --heads 4 --kv-heads 2 --ff 192 --ctx 128 --seed 33 --out-gain 4 --norm-noise 0.5|models/vocab/ggml-vocab-llama-spm.gguf|128|0|0|1
+llama-from-chunk|--arch llama --dim 64 --layers 2 --heads 4 --kv-heads 2 --ff 192 --ctx 128 --seed 33 --out-gain 4 --norm-noise 0.5|models/vocab/ggml-vocab-llama-spm.gguf|128|3|2|1
+mixtral|--arch llama --dim 64 --layers 2 --heads 4 --kv-heads 2 --ff 128 --ctx 128 --experts 8 --experts-used 2 --seed 131 --out-gain 4 --norm-noise 0.5|models/vocab/ggml-vocab-llama-spm.gguf|64|5|0|1
+mixtral-long|--arch llama --dim 64 --layers 2 --heads 4 --kv-heads 2 --ff 128 --ctx 128 --experts 8 --experts-used 2 --seed 131 --out-gain 4 --norm-noise 0.5|models/vocab/ggml-vocab-llama-spm.gguf|1030|0|0|3
+qwen3moe|--arch qwen3moe --dim 64 --layers 2 --heads 4 --kv-heads 2 --head-size 32 --ff 128 --ctx 128 --experts 8 --experts-used 2 --expert-ff 64 --seed 4043 --out-gain 4 --norm-noise 0.5|models/vocab/ggml-vocab-qwen2.gguf|128|0|0|1
 """
 
 TEXT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "perplexity_text.txt")
@@ -42,9 +43,9 @@ TOLERANCE = 1e-3
 
 def recipes():
     for line in RECIPES.strip().splitlines():
-        name, args, vocab, ctx, chunks, repeat = line.split("|")
+        name, args, vocab, ctx, chunks, skip, repeat = line.split("|")
         yield {"name": name, "synth": args, "vocab": vocab, "ctx": int(ctx), "chunks": int(chunks),
-               "repeat": int(repeat)}
+               "from_chunk": int(skip), "repeat": int(repeat)}
 
 
 def text_file(tmp, repeat):
@@ -73,6 +74,8 @@ def main():
             cmd = [llama, "-m", model, "-f", text_file(tmp, r["repeat"]), "-c", str(r["ctx"]), "-t", "1", "-o", imx]
             if r["chunks"]:
                 cmd += ["--chunks", str(r["chunks"])]
+            if r["from_chunk"]:
+                cmd += ["--chunk", str(r["from_chunk"])]
             subprocess.run(cmd, check=True, capture_output=True, cwd=bins)
             keys, tensors = read_gguf(imx)
             entries = summary(tensors)
