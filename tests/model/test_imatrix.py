@@ -12,6 +12,7 @@ and the text data/perplexity_text.txt (repeated as the recipe says) --
    each value the GGUF sum / count * ncall;
  - the GGUF file ends padded to its alignment (32), as ggml's reader needs
    (it reads the data section as the sum of the padded tensor sizes);
+ - the final perplexity printed within 1e-4 of llama-imatrix's;
  - tport convert --imatrix takes both files;
  - where llama-imatrix is at hand ($LLAMA_IMATRIX, else
    /work/ext/bin/llama-imatrix; it runs in $LLAMA_BINS, else the
@@ -97,6 +98,12 @@ def run(cmd, **kw):
     p = subprocess.run(cmd, capture_output=True, text=True, **kw)
     if p.returncode:
         raise RuntimeError("%s failed (%d): %s" % (" ".join(cmd[:2]), p.returncode, p.stderr[-2000:]))
+    return p.stdout
+
+
+def final_ppl(out):
+    lines = [ln for ln in out.splitlines() if ln.startswith("Final estimate: PPL = ")]
+    return float(lines[-1].split()[4]) if lines else None
 
 
 def main():
@@ -135,8 +142,11 @@ def main():
             bad = []
             try:
                 run([tport, "synth"] + r["synth"].split() + ["--vocab-from", vocab, "-o", model])
-                run([tport, "imatrix", "-m", model, "-o", p["t.gguf"]] + targs)
-                run([tport, "imatrix", "-m", model, "-o", p["t.dat"], "--output-format", "dat"] + targs)
+                out = run([tport, "imatrix", "-m", model, "-o", p["t.gguf"]] + targs)
+                ppl = final_ppl(out)
+                if ppl is None or rel(ppl, r["ppl"]) > 1e-4:
+                    bad.append("tport: final PPL %s instead of %.4f" % (ppl, r["ppl"]))
+                run([tport, "imatrix", "-m", model, "-o", p["t.dat"], "--output-format", "dat", "--no-ppl"] + targs)
                 keys, tensors = read_gguf(p["t.gguf"])
                 if os.path.getsize(p["t.gguf"]) % 32:
                     bad.append("tport: the GGUF file's %d bytes are not padded to 32" % os.path.getsize(p["t.gguf"]))

@@ -18,7 +18,9 @@
  *    tport evaluates each chunk in one batch; a longer chunk goes in
  *    batches of 512 in both, so a tail of fewer than 16 tokens is left
  *    out of the plain products in both;
- *  - the chunk count written is the largest count over the chunk size. */
+ *  - the chunk count written is the largest count over the chunk size;
+ *  - unless --no-ppl, the perplexity as llama-imatrix prints it (as tport
+ *    perplexity computes it): "[i]PPL," per chunk, then the final estimate. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -50,6 +52,8 @@ static void usage(FILE *out) {
             "  --chunks N          at most N chunks (default: all)\n"
             "  --from-chunk N      skip the text's first N chunks (--chunk N too)\n"
             "  --process-output    also collect output.weight\n"
+            "  --no-ppl            do not print the perplexity (printed by default, as\n"
+            "                      llama-imatrix: \"[i]PPL,\" per chunk, then the final estimate)\n"
             "  --threads N         threads, 0 = all cores (default 0)\n"
             "  --kv-type T         KV cache type: f16 (default, as llama.cpp) or f32\n"
             "  --backend NAME      force a backend (default: the best for each operation)\n",
@@ -59,7 +63,7 @@ static void usage(FILE *out) {
 typedef struct imx_opts {
     const char *model, *file, *out, *backend;
     long ctx, chunks, from_chunk, threads;
-    bool kv_f32, dat, process_output;
+    bool kv_f32, dat, process_output, no_ppl;
 } imx_opts;
 
 static int parse_long(const char *flag, const char *s, long lo, long hi, long *out) {
@@ -82,8 +86,9 @@ static int parse_args(int argc, char **argv, imx_opts *o) {
             usage(stdout);
             return -1;
         }
-        if (is(a, "--process-output", NULL)) {
-            o->process_output = true;
+        if (is(a, "--process-output", NULL) || is(a, "--no-ppl", "--ppl")) {
+            o->process_output |= !strcmp(a, "--process-output");
+            o->no_ppl = !strcmp(a, "--no-ppl") || (o->no_ppl && strcmp(a, "--ppl"));
             continue;
         }
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -261,6 +266,8 @@ int cmd_imatrix(int argc, char **argv) {
     fprintf(stderr, "imatrix: computing over %d chunks, n_ctx=%d, batch_size=%d\n", (int)n_chunk, (int)n_ctx,
             (int)n_batch);
     const bool add_bos = tool_adds_bos(m);
+    double nll = 0.0, nll2 = 0.0;
+    long count = 0;
     for (int32_t i = 0; i < n_chunk; i++) {
         tport_token *chunk = tokens + (size_t)first + (size_t)i * (size_t)n_ctx;
         const tport_token kept = chunk[0];
@@ -273,7 +280,26 @@ int cmd_imatrix(int argc, char **argv) {
             status = tool_fail(2, "imatrix: chunk %d: %s", (int)i + 1, tport_last_error());
             goto done;
         }
-        fprintf(stderr, "[%d/%d]\r", (int)i + 1, (int)n_chunk);
+        if (o.no_ppl) {
+            fprintf(stderr, "[%d/%d]\r", (int)i + 1, (int)n_chunk);
+            continue;
+        }
+        for (int32_t j = n_ctx / 2; j < n_ctx - 1; j++) {
+            const double v = tool_neg_log_prob(logits + (size_t)j * (size_t)n_vocab, n_vocab, chunk[j + 1]);
+            nll += v;
+            nll2 += v * v;
+        }
+        count += n_ctx - n_ctx / 2 - 1;
+        printf("[%d]%.4f,", (int)i + 1, exp(nll / (double)count));
+        fflush(stdout);
+    }
+    if (!o.no_ppl && count > 1) {
+        nll /= (double)count;
+        nll2 = nll2 / (double)count - nll * nll;
+        if (nll2 > 0)
+            printf("\nFinal estimate: PPL = %.4f +/- %.5f\n", exp(nll), sqrt(nll2 / (double)(count - 1)) * exp(nll));
+        else
+            printf("\nUnexpected negative standard deviation of log(prob)\n");
     }
     int64_t most = 0;
     for (int i = 0; i < col.n; i++)

@@ -107,18 +107,6 @@ static int parse_args(int argc, char **argv, ppl_opts *o) {
     return 0;
 }
 
-/* -log p(tok) under logits, as llama-perplexity's log_softmax: float
- * max and differences, double sum of expf. */
-static double neg_log_prob(const float *logits, int32_t n_vocab, tport_token tok) {
-    float max = logits[0];
-    for (int32_t i = 1; i < n_vocab; i++)
-        max = logits[i] > max ? logits[i] : max;
-    double sum = 0.0;
-    for (int32_t i = 0; i < n_vocab; i++)
-        sum += expf(logits[i] - max);
-    return -(logits[tok] - max - log(sum));
-}
-
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -185,7 +173,7 @@ int cmd_perplexity(int argc, char **argv) {
             fprintf(stderr, "perplexity: %.2f seconds per pass - ETA %.2f minutes\n", now_s() - t0,
                     (now_s() - t0) * n_chunk / 60.0);
         for (int32_t j = first; j < n_ctx - 1; j++) {
-            const double v = neg_log_prob(logits + (size_t)j * (size_t)n_vocab, n_vocab, chunk[j + 1]);
+            const double v = tool_neg_log_prob(logits + (size_t)j * (size_t)n_vocab, n_vocab, chunk[j + 1]);
             nll += v;
             nll2 += v * v;
         }

@@ -54,6 +54,9 @@ int tool_write_all(const char *path, const void *data, size_t n);
 tport_token *tool_tokenize_file(const tport_model *m, const char *path, const char *what, int32_t *n_out);
 /* Whether the vocabulary adds BOS (llama.cpp's llama_vocab_get_add_bos). */
 bool tool_adds_bos(const tport_model *m);
+/* -log p(tok) under logits, as llama-perplexity's and llama-imatrix's
+ * log_softmax: float max and differences, double sum of expf. */
+double tool_neg_log_prob(const float *logits, int32_t n_vocab, tport_token tok);
 
 /* --session FILE (tool_session.c): evaluates the n tokens of prompt in s,
  * first reusing the cache saved in path (when it exists) for the longest

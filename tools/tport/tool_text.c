@@ -1,6 +1,7 @@
 /* A text file tokenized whole, as llama.cpp's tools (llama-perplexity,
  * llama-imatrix) tokenize their -f file: BOS/EOS as the model file says,
- * special-token text as plain text. */
+ * special-token text as plain text; and how both score a token. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,4 +43,14 @@ bool tool_adds_bos(const tport_model *m) {
     /* llama.cpp's add_bos: what tokenizing nothing with add_special gives */
     tport_token probe[2];
     return tport_tokenize(m, "", true, probe, 2) == 1 && probe[0] == tport_model_bos(m);
+}
+
+double tool_neg_log_prob(const float *logits, int32_t n_vocab, tport_token tok) {
+    float max = logits[0];
+    for (int32_t i = 1; i < n_vocab; i++)
+        max = logits[i] > max ? logits[i] : max;
+    double sum = 0.0;
+    for (int32_t i = 0; i < n_vocab; i++)
+        sum += expf(logits[i] - max);
+    return -(logits[tok] - max - log(sum));
 }
