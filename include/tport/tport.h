@@ -458,6 +458,36 @@ uint64_t tport_model_resident_bytes(const tport_model *m, const char *backend);
  * last row. */
 int32_t tport_session_placement(const tport_session *s, int32_t i, const char **backend, const char **op);
 
+/* ---- the inputs of weight products (importance matrices) ---------------- */
+/* What one matrix product with a weight of the model read in an
+ * evaluation: n_rows rows of n_cols f32 activations, row r at
+ * x + r * n_cols.  A weight of several matrices (n_mat > 1: an expert
+ * stack, or a batched 3-D weight) says in mat[r] which matrix row r went
+ * through (0 <= mat[r] < n_mat; mat is NULL when n_mat is 1).  routed:
+ * the product is an expert-indexed one (mul_mat_id), whose rows are one
+ * per token and chosen expert; otherwise every matrix saw every token's
+ * row.  What llama-imatrix collects, from the same products. */
+typedef struct tport_weight_input {
+    const char *weight;     /* its name in the file: "blk.0.attn_q.weight" */
+    int64_t n_cols, n_rows;
+    const float *x;
+    int32_t n_mat;
+    const int32_t *mat;
+    bool routed;
+} tport_weight_input;
+/* Called once per weight product of an evaluation, in graph order, after
+ * the step computed and before the evaluation returns; the data is valid
+ * during the call only.  A status other than OK fails the evaluation. */
+typedef tport_status (*tport_weight_input_fn)(void *user, const tport_weight_input *in);
+/* While fn is set (NULL turns it off), every evaluation of s through
+ * tport_session_eval, _eval_all and _eval_stage keeps the f32 inputs of
+ * its products with weights (the graph marks them results, so whichever
+ * backend runs a product hands them back to host memory) and gives them
+ * to fn.  Products whose input is not f32 are not reported (none of the
+ * built-in architectures has one); a step evaluated again after a lost
+ * device is not reported twice. */
+tport_status tport_session_watch_weights(tport_session *s, tport_weight_input_fn fn, void *user);
+
 /* ---- batches of sessions (continuous batching) ---------------------------- */
 /* One evaluation for tokens of several sessions of the same model: the
  * matrix products run over the rows of all of them together (the weights

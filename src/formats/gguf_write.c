@@ -455,6 +455,12 @@ static tport_status write_body(tport_gguf_writer *w, FILE *f, const char *path, 
         if (w->progress)
             w->progress(w->progress_user, done, total);
     }
+    /* the last tensor is padded too: ggml's reader takes the data section
+     * as the sum of the padded sizes and refuses a file that ends short
+     * (llama.cpp's imatrix loader reads it whole) */
+    put_zeros(f, align_up(at, align) - at);
+    if (ferror(f))
+        return tport_error(TPORT_STATUS_IO, "%s: write failed: %s", path, strerror(errno));
     return TPORT_STATUS_OK;
 }
 

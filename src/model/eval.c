@@ -79,6 +79,8 @@ struct tport_eval_cache {
     int32_t n_seqs;
     int32_t n, n_ctx, n_swa, layer_begin, layer_end;
     bool hidden_out, hidden_out_last, hidden_normed, logits_all;
+    bool watch; /* the weight products' inputs are results */
+    tport_weight_stage stage;
     int64_t n_built, n_reused;
 };
 
@@ -127,6 +129,7 @@ void tport_eval_cache_drop(tport_eval_cache *c) {
     free(c->rows);
     free(c->stores);
     free(c->seqs);
+    tport_weight_stage_free(&c->stage);
     int64_t built = c->n_built, reused = c->n_reused;
     *c = (tport_eval_cache){.n_built = built, .n_reused = reused};
 }
@@ -150,7 +153,8 @@ static bool fits(const tport_eval_cache *c, const tport_model_eval *e, const seq
     if (!(c->m == e->m && same_backend && c->n == n && c->n_seqs == n_seqs && c->n_ctx == e->n_ctx &&
           c->layer_begin == e->layer_begin && c->layer_end == e->layer_end && !c->hidden_in == !e->hidden_in &&
           c->hidden_out == (e->hidden_out != NULL) && c->hidden_out_last == e->hidden_out_last &&
-          c->hidden_normed == e->hidden_normed && c->logits_all == e->logits_all))
+          c->hidden_normed == e->hidden_normed && c->logits_all == e->logits_all &&
+          c->watch == (e->watch != NULL)))
         return false;
     for (int32_t i = 0; i < n_seqs; i++) {
         const seq_shape *a = &c->seqs[i], *b = &sh[i];
@@ -230,7 +234,7 @@ static tport_status build(tport_eval_cache *c, const tport_model_eval *e, const 
                             .n_swa = sh->n_swa, .layer_begin = e->layer_begin, .layer_end = e->layer_end,
                             .hidden_out = e->hidden_out != NULL, .hidden_out_last = e->hidden_out_last,
                             .hidden_normed = e->hidden_normed, .logits_all = e->logits_all,
-                            .n_built = c->n_built, .n_reused = c->n_reused};
+                            .watch = e->watch != NULL, .n_built = c->n_built, .n_reused = c->n_reused};
     int cap_stores = 2 * (e->layer_end - e->layer_begin) * n_seqs;
     bool stage = stages_rows(e, seqs[0].ids != NULL), pick = picks_rows(sh_in, n_seqs);
     c->seqs = malloc((size_t)n_seqs * sizeof *c->seqs);
@@ -313,7 +317,8 @@ static tport_status build(tport_eval_cache *c, const tport_model_eval *e, const 
     c->hidden_in = b.hidden_in;
     c->n_stores = b.n_stores;
     c->out = out;
-    return tport_graph_add(c->g, out);
+    tport_status st = tport_graph_add(c->g, out);
+    return st || !c->watch ? st : tport_weight_inputs_mark(c->g);
 }
 
 /* Checks one sequence of e: its tokens fit its context and the model. */
@@ -374,6 +379,8 @@ static tport_status eval_run(const tport_model_eval *e, const tport_eval_seq *se
         tport_compute_params cp = {.n_threads = e->n_threads, .backend = e->backend};
         st = tport_graph_compute(c->g, &cp);
     }
+    if (!st && e->watch)
+        st = tport_weight_inputs_report(c->g, &c->stage, e->watch, e->watch_user);
     if (!st && e->tally) {
         tally_nodes(c->g, e->tally);
         e->tally->stats = tport_graph_stats(c->g);

@@ -233,6 +233,22 @@ typedef struct tport_kv_layer {
     int32_t n_cells;
 } tport_kv_layer;
 
+/* The inputs of weight products (weight_inputs.c, for
+ * tport_session_watch_weights): rows copied where a product's input is not
+ * plain rows (a view, an expert product's broadcast input). */
+typedef struct tport_weight_stage {
+    float *x;
+    int32_t *mat;
+    int64_t cap_x, cap_mat;
+} tport_weight_stage;
+/* Marks the f32 input of every weight product of g (and an expert
+ * product's ids) a result of g, so that compute keeps them in host memory. */
+tport_status tport_weight_inputs_mark(tport_graph *g);
+/* After compute: fn for each weight product of g marked so, in node order. */
+tport_status tport_weight_inputs_report(const tport_graph *g, tport_weight_stage *s, tport_weight_input_fn fn,
+                                        void *user);
+void tport_weight_stage_free(tport_weight_stage *s);
+
 typedef struct tport_eval_cache tport_eval_cache;
 
 /* One evaluation: n tokens at positions pos..pos+n-1 through layers
@@ -262,6 +278,8 @@ typedef struct tport_model_eval {
     tport_node_tally *tally;     /* filled after compute if not NULL        */
     tport_workspace *ws;         /* lends the graph's memory, or NULL       */
     tport_eval_cache *cache;     /* keeps the graph for the next call, or NULL */
+    tport_weight_input_fn watch; /* the weight products' inputs, or NULL    */
+    void *watch_user;
 } tport_model_eval;
 tport_status tport_model_eval_batch(const tport_model_eval *e);
 

@@ -186,6 +186,7 @@ static tport_status eval_io(tport_session *s, const tport_stage_io *io, float *l
             .layer_end = io->head_only ? m->sh.n_layer : m->layer_end,
             .n_threads = s->n_threads, .backend = m->backend,
             .logits = s->logits, .tally = &s->tally, .ws = s->ws, .cache = s->cache,
+            .watch = s->replaying ? NULL : s->watch, .watch_user = s->watch_user,
         };
         if (logits_all) {
             e.logits = logits_all + (size_t)done * (size_t)m->sh.n_vocab;
@@ -239,7 +240,10 @@ static tport_status recover(tport_session *s) {
     tport_log(TPORT_LOG_WARN, "re-placed the lost backend's work on the remaining backends; evaluating %d "
               "token%s again", (int)replay, replay == 1 ? "" : "s");
     s->pos = 0;
-    return replay ? eval_tokens(s, s->history, replay, NULL) : TPORT_STATUS_OK;
+    s->replaying = true;
+    tport_status st = replay ? eval_tokens(s, s->history, replay, NULL) : TPORT_STATUS_OK;
+    s->replaying = false;
+    return st;
 }
 
 static tport_status session_eval(tport_session *s, const tport_token *ids, int32_t n, float *logits_all) {
@@ -317,6 +321,14 @@ const float *tport_session_logits(const tport_session *s) {
 }
 
 int32_t tport_session_pos(const tport_session *s) { return s ? s->pos : 0; }
+
+tport_status tport_session_watch_weights(tport_session *s, tport_weight_input_fn fn, void *user) {
+    if (!s)
+        return tport_error(TPORT_STATUS_INVALID_ARGUMENT, "session_watch_weights: no session");
+    s->watch = fn;
+    s->watch_user = fn ? user : NULL;
+    return TPORT_STATUS_OK;
+}
 
 void tport_session_graph_counts(const tport_session *s, int64_t *built, int64_t *reused) {
     tport_eval_cache_counts(s ? s->cache : NULL, built, reused);

@@ -23,6 +23,9 @@ struct tport_session {
     int32_t n_evals;         /* evaluations since the last reset     */
     tport_sched_stats total; /* summed over them                     */
     bool plan_logged;        /* TPORT_LOG=info shows the plan once   */
+    tport_weight_input_fn watch; /* tport_session_watch_weights      */
+    void *watch_user;
+    bool replaying;          /* recover: the steps were reported once */
     /* the cache probe's answer for the last backend asked: every layer
      * has the same cache shape, so one question per backend, not layer */
     const tport_active_backend *probed;

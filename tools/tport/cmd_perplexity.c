@@ -24,7 +24,6 @@
 #include "tport/tport.h"
 
 #define DEFAULT_CTX 512
-#define MAX_TEXT_BYTES ((size_t)1 << 31)
 
 static void usage(FILE *out) {
     fprintf(out,
@@ -108,53 +107,10 @@ static int parse_args(int argc, char **argv, ppl_opts *o) {
     return 0;
 }
 
-/* -log p(tok) under logits, as llama-perplexity's log_softmax: float
- * max and differences, double sum of expf. */
-static double neg_log_prob(const float *logits, int32_t n_vocab, tport_token tok) {
-    float max = logits[0];
-    for (int32_t i = 1; i < n_vocab; i++)
-        max = logits[i] > max ? logits[i] : max;
-    double sum = 0.0;
-    for (int32_t i = 0; i < n_vocab; i++)
-        sum += expf(logits[i] - max);
-    return -(logits[tok] - max - log(sum));
-}
-
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* Tokens of the whole text (BOS as the file says), or NULL after saying why. */
-static tport_token *tokenize_text(const tport_model *m, const char *path, int32_t *n_out) {
-    size_t size = 0;
-    char *text = tool_read_all(path, MAX_TEXT_BYTES, &size);
-    if (!text)
-        return NULL;
-    char *z = realloc(text, size + 1);
-    if (!z) {
-        free(text);
-        tool_fail(2, "perplexity: out of memory");
-        return NULL;
-    }
-    z[size] = '\0';
-    if (strlen(z) != size) {
-        free(z);
-        tool_fail(2, "perplexity: %s holds a NUL byte; it must be text", path);
-        return NULL;
-    }
-    int32_t n = tport_tokenize(m, z, true, NULL, 0);
-    tport_token *ids = n > 0 ? malloc((size_t)n * sizeof *ids) : NULL;
-    if (n < 0 || (n > 0 && !ids) || (ids && tport_tokenize(m, z, true, ids, n) != n)) {
-        free(z);
-        free(ids);
-        tool_fail(2, "perplexity: %s", n < 0 ? "the model has no vocabulary" : "out of memory");
-        return NULL;
-    }
-    free(z);
-    *n_out = n;
-    return ids;
 }
 
 int cmd_perplexity(int argc, char **argv) {
@@ -171,14 +127,12 @@ int cmd_perplexity(int argc, char **argv) {
     float *logits = NULL;
     fprintf(stderr, "perplexity: tokenizing the input ..\n");
     int32_t n_tokens = 0;
-    tport_token *tokens = tokenize_text(m, o.file, &n_tokens);
+    tport_token *tokens = tool_tokenize_file(m, o.file, "perplexity", &n_tokens);
     if (!tokens) {
         status = 2;
         goto done;
     }
-    /* llama.cpp's add_bos: what tokenizing nothing with add_special gives */
-    tport_token bos_probe[2];
-    const bool add_bos = tport_tokenize(m, "", true, bos_probe, 2) == 1 && bos_probe[0] == tport_model_bos(m);
+    const bool add_bos = tool_adds_bos(m);
     const int32_t n_ctx = (int32_t)o.ctx, n_vocab = tport_model_n_vocab(m);
     if (n_tokens < 2 * n_ctx) {
         status = tool_fail(2, "perplexity: you need at least %d tokens to evaluate perplexity with a context of %d; "
@@ -219,7 +173,7 @@ int cmd_perplexity(int argc, char **argv) {
             fprintf(stderr, "perplexity: %.2f seconds per pass - ETA %.2f minutes\n", now_s() - t0,
                     (now_s() - t0) * n_chunk / 60.0);
         for (int32_t j = first; j < n_ctx - 1; j++) {
-            const double v = neg_log_prob(logits + (size_t)j * (size_t)n_vocab, n_vocab, chunk[j + 1]);
+            const double v = tool_neg_log_prob(logits + (size_t)j * (size_t)n_vocab, n_vocab, chunk[j + 1]);
             nll += v;
             nll2 += v * v;
         }

@@ -22,6 +22,7 @@ int cmd_tokenize(int argc, char **argv);
 int cmd_embed(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_chat(int argc, char **argv);
+int cmd_imatrix(int argc, char **argv);
 
 /* Writes s as a JSON string: quotes, backslashes and control bytes escaped;
  * bytes that are not valid UTF-8 (model files hold anything) become U+FFFD.
@@ -46,6 +47,16 @@ bool tool_arch_known(const char *name);
 void *tool_read_all(const char *path, size_t max_bytes, size_t *size);
 /* Writes n bytes to `path`; 0, or 2 after printing "tport: ...". */
 int tool_write_all(const char *path, const void *data, size_t n);
+
+/* The tokens of the whole text file at path, as llama.cpp's tools
+ * tokenize their -f file (tool_text.c); NULL after printing
+ * "tport: WHAT: ..." on failure. */
+tport_token *tool_tokenize_file(const tport_model *m, const char *path, const char *what, int32_t *n_out);
+/* Whether the vocabulary adds BOS (llama.cpp's llama_vocab_get_add_bos). */
+bool tool_adds_bos(const tport_model *m);
+/* -log p(tok) under logits, as llama-perplexity's and llama-imatrix's
+ * log_softmax: float max and differences, double sum of expf. */
+double tool_neg_log_prob(const float *logits, int32_t n_vocab, tport_token tok);
 
 /* --session FILE (tool_session.c): evaluates the n tokens of prompt in s,
  * first reusing the cache saved in path (when it exists) for the longest

@@ -203,15 +203,15 @@ static tport_imatrix *parse_gguf(const uint8_t *buf, size_t n, const char *what)
             return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: GGUF key %llu is truncated", what,
                                (unsigned long long)i), NULL;
 #define KEY_IS(s) (klen == strlen(s) && !memcmp(key, s, klen))
-        has_datasets |= KEY_IS("imatrix.datasets");
-        has_count |= KEY_IS("imatrix.chunk_count");
-        has_size |= KEY_IS("imatrix.chunk_size");
-        if (KEY_IS("imatrix.chunk_count") && type == 4) {
+        has_datasets |= KEY_IS(TPORT_IMATRIX_KEY_DATASETS);
+        has_count |= KEY_IS(TPORT_IMATRIX_KEY_CHUNK_COUNT);
+        has_size |= KEY_IS(TPORT_IMATRIX_KEY_CHUNK_SIZE);
+        if (KEY_IS(TPORT_IMATRIX_KEY_CHUNK_COUNT) && type == 4) {
             const size_t at = r.at;
             chunks = u32(&r);
             r.at = at;
         }
-        if (KEY_IS("imatrix.datasets") && type == 9) { /* the first string of the array */
+        if (KEY_IS(TPORT_IMATRIX_KEY_DATASETS) && type == 9) { /* the first string of the array */
             const size_t at = r.at;
             const uint32_t et = u32(&r);
             const uint64_t cnt = u64(&r), len = u64(&r);
@@ -268,7 +268,7 @@ static tport_imatrix *parse_gguf(const uint8_t *buf, size_t n, const char *what)
     }
     memcpy(im->dataset, dataset, sizeof dataset);
     im->chunks = chunks;
-    static const char sums_sfx[] = ".in_sum2", counts_sfx[] = ".counts";
+    static const char sums_sfx[] = TPORT_IMATRIX_SUMS_SUFFIX, counts_sfx[] = TPORT_IMATRIX_COUNTS_SUFFIX;
     const size_t ls = sizeof sums_sfx - 1, lc = sizeof counts_sfx - 1;
     for (uint64_t i = 0; i < n_tensors; i++) {
         if (ti[i].len <= ls || memcmp(ti[i].name + ti[i].len - ls, sums_sfx, ls))

@@ -16,6 +16,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tport/tport.h"
+
+/* The names of the GGUF form, which tport imatrix writes too. */
+#define TPORT_IMATRIX_SUMS_SUFFIX ".in_sum2"
+#define TPORT_IMATRIX_COUNTS_SUFFIX ".counts"
+#define TPORT_IMATRIX_KEY_DATASETS "imatrix.datasets"
+#define TPORT_IMATRIX_KEY_CHUNK_COUNT "imatrix.chunk_count"
+#define TPORT_IMATRIX_KEY_CHUNK_SIZE "imatrix.chunk_size"
+#define TPORT_IMATRIX_GENERAL_TYPE "imatrix" /* general.type */
+
 typedef struct tport_imatrix tport_imatrix;
 
 /* NULL on error (tport_last_error() says why). */
@@ -29,5 +39,34 @@ int tport_imatrix_count(const tport_imatrix *im);
  * which llama-quantize records in the file it writes. */
 const char *tport_imatrix_dataset(const tport_imatrix *im);
 uint32_t tport_imatrix_chunks(const tport_imatrix *im);
+
+/* ---- writing (imatrix_write.c) --------------------------------------------- */
+/* One weight's collected data, as llama-imatrix keeps it: n_mat rows of
+ * n_cols sums of squared activations, and n_counts counts (1 for a plain
+ * weight, whose matrices all saw the same rows; n_mat for an expert stack). */
+typedef struct tport_imatrix_entry {
+    char *name;
+    int64_t n_cols;
+    int32_t n_mat, n_counts;
+    float *sums;
+    int64_t *counts;
+} tport_imatrix_entry;
+/* What the whole file says besides the entries: the text's path (as given),
+ * the chunks the data came from and the tokens of one chunk. */
+typedef struct tport_imatrix_about {
+    const char *dataset;
+    int32_t chunk_count, chunk_size;
+} tport_imatrix_about;
+/* The GGUF form (general.type, imatrix.datasets, .chunk_count, .chunk_size,
+ * then per entry in name order W.in_sum2 [n_cols, n_mat] and W.counts
+ * [1, n_counts], f32), as llama-imatrix writes it by default. */
+tport_status tport_imatrix_write_gguf(const char *path, const tport_imatrix_entry *e, int n,
+                                      const tport_imatrix_about *about);
+/* The legacy .dat form (llama-imatrix --output-format dat): per entry in
+ * name order (none whose counts are all 0) the means scaled by ncall, the
+ * chunks its largest count covers, rounded up; then the chunk count and
+ * the dataset. */
+tport_status tport_imatrix_write_dat(const char *path, const tport_imatrix_entry *e, int n,
+                                     const tport_imatrix_about *about);
 
 #endif

@@ -22,6 +22,7 @@ static const struct command commands[] = {
     {"chat", cmd_chat, "talk with a model in the terminal (its chat template, streaming)"},
     {"run", cmd_run, "generate text with a model"},
     {"perplexity", cmd_perplexity, "perplexity on a text, computed as llama-perplexity does"},
+    {"imatrix", cmd_imatrix, "an importance matrix from a text, as llama-imatrix computes it"},
     {"tokenize", cmd_tokenize, "the token ids of a text, as llama.cpp's tokenizer gives them"},
     {"embed", cmd_embed, "the pooled embedding of a text or of token ids"},
     {"serve", cmd_serve, "an OpenAI-compatible HTTP server for a model"},
