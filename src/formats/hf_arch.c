@@ -535,6 +535,46 @@ static tport_status olmoe_keys(hf_ctx *h) {
     return expert_keys(h, "num_experts", NULL);
 }
 
+/* Mistral3Model's text part (Ministral3Model: LlamaModel's keys, the head
+ * size as key/value length).  Mistral 4 (text model_type mistral4, a
+ * DeepSeek-V2 graph) and rope_parameters other than the default (Ministral
+ * 3's YaRN with Llama 4 temperature scaling) are refused, naming them. */
+static tport_status mistral3_keys(hf_ctx *h) {
+    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(h->cfg, "model_type");
+    if (cJSON_IsString(mt) && strcmp(mt->valuestring, "mistral") && strcmp(mt->valuestring, "mistral3"))
+        return tport_error(TPORT_STATUS_UNSUPPORTED, "%s: config.json: a mistral3 text model of model_type '%s' is "
+                           "not supported (only 'mistral')", h->mf->path, mt->valuestring);
+    const cJSON *rp = cJSON_GetObjectItemCaseSensitive(h->cfg, "rope_parameters");
+    float theta;
+    if (cJSON_IsObject(rp)) {
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(rp, "rope_type");
+        if (cJSON_IsString(t) && strcmp(t->valuestring, "default"))
+            return tport_error(TPORT_STATUS_UNSUPPORTED, "%s: config.json: rope_parameters type '%s' is not "
+                               "supported", h->mf->path, t->valuestring);
+    }
+    MF_TRY(llama_keys(h));
+    if (cJSON_IsObject(rp) && !cfg_f32(h->cfg, "rope_theta", &theta) && cfg_f32(rp, "rope_theta", &theta))
+        MF_TRY(key_f32(h, "rope.freq_base", "rope_theta", theta, true));
+    uint32_t head_dim;
+    if (cfg_u32(h->cfg, "head_dim", &head_dim)) {
+        MF_TRY(add_u32(h, "attention.key_length", head_dim));
+        MF_TRY(add_u32(h, "attention.value_length", head_dim));
+    }
+    return TPORT_STATUS_OK;
+}
+
+/* Qwen2MoeModel: TextModel's keys, the experts' and the shared expert's
+ * widths.  norm_topk_prob true is refused: the converter drops it and
+ * llama.cpp's graph never renormalises the chosen experts' weights. */
+static tport_status qwen2moe_keys(hf_ctx *h) {
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(h->cfg, "norm_topk_prob")))
+        return tport_error(TPORT_STATUS_UNSUPPORTED, "%s: config.json: qwen2moe with norm_topk_prob true is not "
+                           "supported (llama.cpp's graph does not renormalise)", h->mf->path);
+    MF_TRY(qwen2_keys(h));
+    MF_TRY(expert_keys(h, "num_experts", "moe_intermediate_size"));
+    return key_u32(h, "expert_shared_feed_forward_length", "shared_expert_intermediate_size", true, NULL);
+}
+
 /* ---- the table ----------------------------------------------------------------- */
 static const char *const LLAMA_LAYERS[] = {"model.layers.%d.", NULL};
 static const char *const GPT2_LAYERS[] = {"transformer.h.%d.", "h.%d.", NULL};
@@ -744,6 +784,8 @@ static const char *const PHI3_CLASSES[] = {"Phi3ForCausalLM", NULL};
 static const char *const MIXTRAL_CLASSES[] = {"MixtralForCausalLM", NULL};
 static const char *const QWEN3MOE_CLASSES[] = {"Qwen3MoeForCausalLM", NULL};
 static const char *const OLMOE_CLASSES[] = {"OlmoeForCausalLM", NULL};
+static const char *const MISTRAL3_CLASSES[] = {"Mistral3ForConditionalGeneration", NULL};
+static const char *const QWEN2MOE_CLASSES[] = {"Qwen2MoeForCausalLM", NULL};
 static const hf_name MIXTRAL_LAYER[] = {{"block_sparse_moe.gate.weight", "ffn_gate_inp.weight", 0},
                                         {"block_sparse_moe.experts.%d.w1.weight", "ffn_gate_exps.weight", HF_EXPERT},
                                         {"block_sparse_moe.experts.%d.w2.weight", "ffn_down_exps.weight", HF_EXPERT},
@@ -759,6 +801,20 @@ static const hf_name MOE_QK_NORM_LAYER[] = {{"self_attn.q_norm.weight", "attn_q_
                                             {"mlp.experts.%d.up_proj.weight", "ffn_up_exps.weight", HF_EXPERT},
                                             {"self_attn.rotary_emb.inv_freq", NULL, HF_DROP},
                                             {NULL, NULL, 0}};
+/* Qwen2-MoE: Qwen3-MoE's experts plus a shared expert with a gate row */
+static const hf_name QWEN2MOE_LAYER[] = {{"self_attn.q_proj.bias", "attn_q.bias", 0},
+                                         {"self_attn.k_proj.bias", "attn_k.bias", 0},
+                                         {"self_attn.v_proj.bias", "attn_v.bias", 0},
+                                         {"mlp.gate.weight", "ffn_gate_inp.weight", 0},
+                                         {"mlp.experts.%d.gate_proj.weight", "ffn_gate_exps.weight", HF_EXPERT},
+                                         {"mlp.experts.%d.down_proj.weight", "ffn_down_exps.weight", HF_EXPERT},
+                                         {"mlp.experts.%d.up_proj.weight", "ffn_up_exps.weight", HF_EXPERT},
+                                         {"mlp.shared_expert.gate_proj.weight", "ffn_gate_shexp.weight", 0},
+                                         {"mlp.shared_expert.down_proj.weight", "ffn_down_shexp.weight", 0},
+                                         {"mlp.shared_expert.up_proj.weight", "ffn_up_shexp.weight", 0},
+                                         {"mlp.shared_expert_gate.weight", "ffn_gate_inp_shexp.weight", 0},
+                                         {"self_attn.rotary_emb.inv_freq", NULL, HF_DROP},
+                                         {NULL, NULL, 0}};
 static const hf_name PHI3_LAYER[] = {{"self_attn.qkv_proj.weight", "attn_qkv.weight", 0},
                                      {"mlp.gate_up_proj.weight", "ffn_up.weight", 0}, /* [gate|up] as GGUF's */
                                      {"self_attn.rotary_emb.inv_freq", NULL, HF_DROP},
@@ -802,6 +858,12 @@ static const hf_arch HF_ARCHS[] = {
      qwen3moe_keys},
     {"olmoe", OLMOE_CLASSES, "olmoe", LLAMA_LAYERS, LLAMA_GLOBALS, MOE_QK_NORM_LAYER, false, false, false,
      olmoe_keys},
+    {"qwen2moe", QWEN2MOE_CLASSES, "qwen2_moe", LLAMA_LAYERS, LLAMA_GLOBALS, QWEN2MOE_LAYER, false, false, false,
+     qwen2moe_keys},
+    /* a multimodal wrapper: its text_config and language_model.* tensors
+     * (mf_hf_map_config), the vision tower dropped (llama.cpp's mmproj) */
+    {"mistral3", MISTRAL3_CLASSES, "mistral3", LLAMA_LAYERS, LLAMA_GLOBALS, LLAMA_LAYER, true, false, false,
+     mistral3_keys},
 };
 /* Layer names the reader's llama renaming (tensor_names.c) gave that mean
  * another tensor in these architectures. */
@@ -1056,7 +1118,27 @@ static tport_status stack_expert(hf_ctx *h, int kept, const tport_mf_tensor *t, 
     return TPORT_STATUS_OK;
 }
 
-static tport_status map_tensors(hf_ctx *h, const hf_arch *a) {
+/* A multimodal wrapper's text tensor: "language_model." taken out of the
+ * name (as the converter does) and the reader's llama renaming applied to
+ * the rest; its vision tower and projector are not part of the text model
+ * (the converter writes them to a separate mmproj file).  Returns false
+ * for a tensor to drop. */
+static bool text_part_name(const char *name, char *out, size_t cap) {
+    if (strstr(name, "vision_tower.") || strstr(name, "multi_modal_projector."))
+        return false;
+    const char *lm = strstr(name, "language_model.");
+    char tmp[192];
+    if (!lm) {
+        snprintf(out, cap, "%s", name);
+        return true;
+    }
+    snprintf(tmp, sizeof tmp, "%.*s%s", (int)(lm - name), name, lm + strlen("language_model."));
+    if (!mf_normalize_llama_name(tmp, out, cap))
+        snprintf(out, cap, "%s", tmp);
+    return true;
+}
+
+static tport_status map_tensors(hf_ctx *h, const hf_arch *a, bool wrapper) {
     tport_model_file *mf = h->mf;
     int kept = 0;
     uint32_t n_exp = kv_u32(mf, h->arch, "expert_count");
@@ -1065,11 +1147,14 @@ static tport_status map_tensors(hf_ctx *h, const hf_arch *a) {
         return TPORT_STATUS_OUT_OF_MEMORY;
     for (int i = 0; i < mf->n_tensors; i++) {
         tport_mf_tensor t = mf->tensors[i];
-        char name[160];
+        char name[192];
         unsigned flags;
         uint32_t expert;
         name[0] = '\0';
-        MF_TRY(rename_one(mf, a, t.name, name, sizeof name, &flags, &expert));
+        char text_name[192];
+        if (wrapper && !text_part_name(t.name, text_name, sizeof text_name))
+            continue;
+        MF_TRY(rename_one(mf, a, wrapper ? text_name : t.name, name, sizeof name, &flags, &expert));
         if (flags & HF_DROP)
             continue;
         if (flags & HF_EXPERT) {
@@ -1148,8 +1233,29 @@ tport_status mf_hf_map_config(tport_model_file *mf, const mf_cursor *c, const cJ
     } else
         snprintf(name, sizeof name, "%s", mf->path);
     MF_TRY(mf_kv_add_str(mf, "general.name", name));
-    MF_TRY(a->keys(&h));
-    return map_tensors(&h, a);
+    /* a multimodal wrapper's text hyperparameters are in text_config: over
+     * the top level, as the converter merges them */
+    const cJSON *tc = cJSON_GetObjectItemCaseSensitive(cfg, "text_config");
+    cJSON *merged = NULL;
+    if (cJSON_IsObject(tc)) {
+        if (!(merged = cJSON_Duplicate(cfg, true)))
+            return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "%s: config.json: out of memory", mf->path);
+        for (const cJSON *e = tc->child; e; e = e->next) {
+            cJSON *copy = e->string ? cJSON_Duplicate(e, true) : NULL;
+            cJSON_DeleteItemFromObjectCaseSensitive(merged, e->string ? e->string : "");
+            if (!copy || !cJSON_AddItemToObject(merged, e->string, copy)) {
+                cJSON_Delete(copy);
+                cJSON_Delete(merged);
+                return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "%s: config.json: out of memory", mf->path);
+            }
+        }
+        h.cfg = merged;
+    }
+    tport_status st = a->keys(&h);
+    if (st == TPORT_STATUS_OK)
+        st = map_tensors(&h, a, merged != NULL);
+    cJSON_Delete(merged);
+    return st;
 }
 
 #endif

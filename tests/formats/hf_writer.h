@@ -407,6 +407,25 @@ static name_pair MOE_L[] = {
     {"ffn_down_exps.weight", "mlp.experts.%d.down_proj.weight"},
     {"ffn_up_exps.weight", "mlp.experts.%d.up_proj.weight"}, {NULL, NULL}};
 
+static name_pair QWEN2MOE_L[] = {
+    {"attn_q.weight", "self_attn.q_proj.weight"}, {"attn_k.weight", "self_attn.k_proj.weight"},
+    {"attn_v.weight", "self_attn.v_proj.weight"}, {"attn_q.bias", "self_attn.q_proj.bias"},
+    {"attn_k.bias", "self_attn.k_proj.bias"},     {"attn_v.bias", "self_attn.v_proj.bias"},
+    {"attn_output.weight", "self_attn.o_proj.weight"}, {"attn_norm.weight", "input_layernorm.weight"},
+    {"ffn_norm.weight", "post_attention_layernorm.weight"}, {"ffn_gate_inp.weight", "mlp.gate.weight"},
+    {"ffn_gate_exps.weight", "mlp.experts.%d.gate_proj.weight"},
+    {"ffn_down_exps.weight", "mlp.experts.%d.down_proj.weight"},
+    {"ffn_up_exps.weight", "mlp.experts.%d.up_proj.weight"},
+    {"ffn_gate_shexp.weight", "mlp.shared_expert.gate_proj.weight"},
+    {"ffn_down_shexp.weight", "mlp.shared_expert.down_proj.weight"},
+    {"ffn_up_shexp.weight", "mlp.shared_expert.up_proj.weight"},
+    {"ffn_gate_inp_shexp.weight", "mlp.shared_expert_gate.weight"}, {NULL, NULL}};
+/* Mistral3ForConditionalGeneration: the text model under "language_model."
+ * (layers as transformers < 4.52 saved them, the rest as later ones) */
+static name_pair MISTRAL3_G[] = {{"token_embd.weight", "model.language_model.embed_tokens.weight"},
+                                 {"output_norm.weight", "model.language_model.norm.weight"},
+                                 {"output.weight", "language_model.lm_head.weight"}, {NULL, NULL}};
+
 #define SYNTH_COMMON "--dim 64 --layers 2 --heads 4 --ff 256 --norm-noise 0.2 --out-gain 3 "
 static const arch_spec SPECS[] = {
     {"llama", "LlamaForCausalLM", "llama", "model.layers.%d.", LLAMA_G, LLAMA_L, T_PERMUTE,
@@ -453,6 +472,11 @@ static const arch_spec SPECS[] = {
      SYNTH_COMMON "--ctx 128 --kv-heads 2 --head-size 32 --experts 4 --experts-used 2 --expert-ff 64", true},
     {"olmoe", "OlmoeForCausalLM", "olmoe", "model.layers.%d.", LLAMA_G, MOE_L, 0,
      SYNTH_COMMON "--ctx 128 --ff 64 --experts 4 --experts-used 2", true},
+    {"qwen2moe", "Qwen2MoeForCausalLM", "qwen2_moe", "model.layers.%d.", LLAMA_G, QWEN2MOE_L, 0,
+     SYNTH_COMMON "--ctx 128 --kv-heads 2 --ff 128 --experts 4 --experts-used 2 --expert-ff 64 --shared-ff 128",
+     true},
+    {"mistral3", "Mistral3ForConditionalGeneration", "mistral3", "language_model.model.layers.%d.", MISTRAL3_G,
+     LLAMA_L, T_PERMUTE, SYNTH_COMMON "--ctx 128 --kv-heads 2 --head-size 32", true},
 };
 
 /* [Q|K|V] rows back into kv groups [q.. k v] (the reader's regrouping
@@ -481,7 +505,7 @@ static void *minus_one(const tport_mf_tensor *t) {
 
 /* The HF folder of GGUF model `g` as `sp`'s Hugging Face class stores it. */
 static void write_model(const char *folder, const tport_model_file *g, const arch_spec *sp) {
-    size_t cap = (size_t)g->n_tensors;
+    size_t cap = (size_t)g->n_tensors + 1; /* + a vision tensor for a multimodal wrapper */
     for (int i = 0; i < g->n_tensors; i++)
         cap += g->tensors[i].n_dims == 3 ? (size_t)g->tensors[i].ne[2] : 0;
     st_tensor *t = calloc(cap, sizeof *t);
@@ -537,6 +561,11 @@ static void write_model(const char *folder, const tport_model_file *g, const arc
             CHECK(s->type == TPORT_TYPE_F32, "%s: norms in f32", s->name);
             d->data = owned[n] = minus_one(s);
         }
+        n++;
+    }
+    if (!strcmp(sp->model_type, "mistral3")) { /* the reader drops the vision projector */
+        t[n] = t[0];
+        snprintf(t[n].name, sizeof t[n].name, "multi_modal_projector.linear_1.weight");
         n++;
     }
     char path[512];
@@ -624,7 +653,8 @@ static void write_config(const char *folder, const tport_model_file *g, const ar
             cJSON_AddBoolToObject(cfg, "use_parallel_residual", !par || par->v.b);
         }
     }
-    if (!strcmp(a, "qwen3") || !strcmp(a, "qwen3moe") || !strcmp(a, "gemma2") || !strcmp(a, "gemma3"))
+    if (!strcmp(a, "qwen3") || !strcmp(a, "qwen3moe") || !strcmp(a, "gemma2") || !strcmp(a, "gemma3") ||
+        !strcmp(a, "mistral3"))
         config_from_key(cfg, g, "attention.key_length", "head_dim");
     static const char *const extras[][2] = {
         {"attn_logit_softcapping", "attn_logit_softcapping"}, {"final_logit_softcapping", "final_logit_softcapping"},
@@ -652,6 +682,7 @@ static void write_config(const char *folder, const tport_model_file *g, const ar
     config_from_key(cfg, g, "expert_count", !strcmp(sp->model_type, "mixtral") ? "num_local_experts" : "num_experts");
     config_from_key(cfg, g, "expert_used_count", "num_experts_per_tok");
     config_from_key(cfg, g, "expert_feed_forward_length", "moe_intermediate_size");
+    config_from_key(cfg, g, "expert_shared_feed_forward_length", "shared_expert_intermediate_size");
     if (!strcmp(a, "cohere2")) { /* Cohere2Config's names */
         config_from_key(cfg, g, "logit_scale", "logit_scale");
         cJSON_AddNumberToObject(cfg, "rotary_pct", 1.0);
@@ -661,6 +692,17 @@ static void write_config(const char *folder, const tport_model_file *g, const ar
         cJSON *rs = cJSON_AddObjectToObject(cfg, "rope_scaling");
         cJSON_AddStringToObject(rs, "rope_type", "linear");
         cJSON_AddNumberToObject(rs, "factor", lin->v.f);
+    }
+    if (!strcmp(sp->model_type, "mistral3")) { /* the text model's config in text_config */
+        cJSON *root = cJSON_CreateObject();
+        cJSON_AddItemToObject(root, "architectures", cJSON_DetachItemFromObject(cfg, "architectures"));
+        cJSON_ReplaceItemInObject(cfg, "model_type", cJSON_CreateString("mistral"));
+        cJSON_AddStringToObject(root, "model_type", "mistral3");
+        cJSON_AddItemToObject(root, "text_config", cfg);
+        cJSON *vc = cJSON_AddObjectToObject(root, "vision_config");
+        cJSON_AddNumberToObject(vc, "hidden_size", 1024);
+        cJSON_AddNumberToObject(vc, "num_hidden_layers", 24);
+        cfg = root;
     }
     write_json(folder, "config.json", cfg);
 }

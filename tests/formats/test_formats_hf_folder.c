@@ -7,7 +7,10 @@
  *    gave on the GGUF vocabulary (.out);
  *  - llama-2-tiny-random, and every architecture of hf_writer.h's SPECS
  *    (llama, qwen2, gemma, gpt2, phi2, gptneox, bloom, falcon, mpt,
- *    starcoder, gptj; synthesized with GPT-2's vocabulary): the folder
+ *    starcoder, gptj, the issue-40 families, the mixtures of experts,
+ *    qwen2moe (a gated shared expert) and mistral3 (a multimodal
+ *    wrapper: text_config, language_model.*, a vision tensor dropped);
+ *    synthesized with GPT-2's vocabulary): the folder
  *    gives the GGUF's tensors byte for byte, its hyperparameters and its
  *    greedy ids; `tport convert FOLDER out.gguf` is loaded by llama.cpp
  *    (when node-llama-cpp is there; not gptj, which it lacks), which
@@ -240,6 +243,26 @@ static void refusals(void) {
         tport_model_file_close(f);
     }
     write_safetensors(moe_path, &t, 1);
+    /* configs whose meaning the mapping does not implement, refused naming it */
+    static const char *const configs[][2] = {
+        {"{\"architectures\": [\"Mistral3ForConditionalGeneration\"], \"text_config\": {\"model_type\": "
+         "\"mistral4\", \"hidden_size\": 8, \"num_hidden_layers\": 1, \"num_attention_heads\": 2}}",
+         "mistral4"},
+        {"{\"architectures\": [\"Mistral3ForConditionalGeneration\"], \"text_config\": {\"hidden_size\": 8, "
+         "\"num_hidden_layers\": 1, \"num_attention_heads\": 2, \"rope_parameters\": {\"rope_type\": \"yarn\"}}}",
+         "yarn"},
+        {"{\"architectures\": [\"Qwen2MoeForCausalLM\"], \"hidden_size\": 8, \"num_hidden_layers\": 1, "
+         "\"num_attention_heads\": 2, \"num_experts\": 2, \"num_experts_per_tok\": 1, \"norm_topk_prob\": true}",
+         "norm_topk_prob"},
+    };
+    for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) {
+        write_text(path, configs[i][0]);
+        f = NULL;
+        tport_status st = tport_model_file_open(folder, &f);
+        CHECK(st != TPORT_STATUS_OK && strstr(tport_last_error(), configs[i][1]), "config %zu refused with '%s': %s",
+              i, configs[i][1], st ? tport_last_error() : "opened");
+        tport_model_file_close(f);
+    }
     write_text(path, "{\"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\": 8, \"num_hidden_layers\": 1, "
                      "\"num_attention_heads\": 2}");
     snprintf(path, sizeof path, "%s/tokenizer.json", folder);
