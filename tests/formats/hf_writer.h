@@ -479,6 +479,40 @@ static const arch_spec SPECS[] = {
      LLAMA_L, T_PERMUTE, SYNTH_COMMON "--ctx 128 --kv-heads 2 --head-size 32", true},
 };
 
+/* encoders (embeddings only): BertModel and NomicBertModel */
+static name_pair BERT_GN[] = {{"token_embd.weight", "embeddings.word_embeddings.weight"},
+                              {"token_types.weight", "embeddings.token_type_embeddings.weight"},
+                              {"position_embd.weight", "embeddings.position_embeddings.weight"},
+                              {"token_embd_norm.weight", "embeddings.LayerNorm.weight"},
+                              {"token_embd_norm.bias", "embeddings.LayerNorm.bias"}, {NULL, NULL}};
+static name_pair BERT_LN[] = {
+    {"attn_q.weight", "attention.self.query.weight"},   {"attn_q.bias", "attention.self.query.bias"},
+    {"attn_k.weight", "attention.self.key.weight"},     {"attn_k.bias", "attention.self.key.bias"},
+    {"attn_v.weight", "attention.self.value.weight"},   {"attn_v.bias", "attention.self.value.bias"},
+    {"attn_output.weight", "attention.output.dense.weight"}, {"attn_output.bias", "attention.output.dense.bias"},
+    {"attn_output_norm.weight", "attention.output.LayerNorm.weight"},
+    {"attn_output_norm.bias", "attention.output.LayerNorm.bias"},
+    {"ffn_up.weight", "intermediate.dense.weight"},     {"ffn_up.bias", "intermediate.dense.bias"},
+    {"ffn_down.weight", "output.dense.weight"},         {"ffn_down.bias", "output.dense.bias"},
+    {"layer_output_norm.weight", "output.LayerNorm.weight"}, {"layer_output_norm.bias", "output.LayerNorm.bias"},
+    {NULL, NULL}};
+static name_pair NOMIC_GN[] = {{"token_embd.weight", "embeddings.word_embeddings.weight"},
+                               {"token_types.weight", "embeddings.token_type_embeddings.weight"},
+                               {"token_embd_norm.weight", "emb_ln.weight"}, {"token_embd_norm.bias", "emb_ln.bias"},
+                               {NULL, NULL}};
+static name_pair NOMIC_LN[] = {
+    {"attn_qkv.weight", "attn.Wqkv.weight"},  {"attn_output.weight", "attn.out_proj.weight"},
+    {"attn_output_norm.weight", "norm1.weight"}, {"attn_output_norm.bias", "norm1.bias"},
+    {"ffn_up.weight", "mlp.fc11.weight"},     {"ffn_gate.weight", "mlp.fc12.weight"},
+    {"ffn_down.weight", "mlp.fc2.weight"},    {"layer_output_norm.weight", "norm2.weight"},
+    {"layer_output_norm.bias", "norm2.bias"}, {NULL, NULL}};
+#define SYNTH_ENCODER "--dim 64 --layers 2 --heads 4 --ff 128 --out-gain 0.5 --norm-noise 0.5 --pooling mean "
+static const arch_spec ENCODER_SPECS[] = {
+    {"bert", "BertModel", "bert", "encoder.layer.%d.", BERT_GN, BERT_LN, 0, SYNTH_ENCODER "--ctx 128 --seed 7201", false},
+    {"nomic-bert", "NomicBertModel", "nomic_bert", "encoder.layers.%d.", NOMIC_GN, NOMIC_LN, 0,
+     SYNTH_ENCODER "--ctx 2048 --seed 7301", false},
+};
+
 /* [Q|K|V] rows back into kv groups [q.. k v] (the reader's regrouping
  * undone). */
 static void *group_qkv(const tport_mf_tensor *t, int n_head, int n_kv) {
@@ -563,9 +597,12 @@ static void write_model(const char *folder, const tport_model_file *g, const arc
         }
         n++;
     }
-    if (!strcmp(sp->model_type, "mistral3")) { /* the reader drops the vision projector */
+    const char *extra = !strcmp(sp->model_type, "mistral3") ? "multi_modal_projector.linear_1.weight"
+                        : !strcmp(sp->model_type, "bert")     ? "pooler.dense.weight"
+                                                              : NULL;
+    if (extra) { /* a tensor the reader drops: the vision projector, BERT's pooler */
         t[n] = t[0];
-        snprintf(t[n].name, sizeof t[n].name, "multi_modal_projector.linear_1.weight");
+        snprintf(t[n].name, sizeof t[n].name, "%s", extra);
         n++;
     }
     char path[512];
@@ -603,7 +640,35 @@ static void write_config(const char *folder, const tport_model_file *g, const ar
     cJSON_AddNumberToObject(cfg, "vocab_size", hp->n_vocab);
     uint32_t hd = hp->n_embd / hp->n_head, nkv = hp->n_head_kv ? hp->n_head_kv : hp->n_head;
     bool gpt2_names = !strcmp(a, "gpt2") || !strcmp(a, "starcoder") || !strcmp(a, "gptj");
-    if (!strcmp(a, "mpt")) {
+    if (!strcmp(a, "bert")) {
+        cJSON_AddNumberToObject(cfg, "hidden_size", hp->n_embd);
+        cJSON_AddNumberToObject(cfg, "num_hidden_layers", hp->n_layer);
+        cJSON_AddNumberToObject(cfg, "num_attention_heads", hp->n_head);
+        cJSON_AddNumberToObject(cfg, "intermediate_size", hp->n_ff);
+        cJSON_AddNumberToObject(cfg, "max_position_embeddings", hp->n_ctx);
+        cJSON_AddNumberToObject(cfg, "layer_norm_eps", hp->norm_eps);
+        cJSON_AddNumberToObject(cfg, "type_vocab_size", 2);
+        cJSON_AddStringToObject(cfg, "position_embedding_type", "absolute");
+    } else if (!strcmp(a, "nomic-bert")) { /* nomic-embed-text-v1.5's shape of config */
+        cJSON_AddNumberToObject(cfg, "n_embd", hp->n_embd);
+        cJSON_AddNumberToObject(cfg, "n_layer", hp->n_layer);
+        cJSON_AddNumberToObject(cfg, "n_head", hp->n_head);
+        cJSON_AddNumberToObject(cfg, "n_inner", hp->n_ff);
+        cJSON_AddNumberToObject(cfg, "n_positions", 8192);
+        cJSON_AddNumberToObject(cfg, "max_trained_positions", 2048);
+        cJSON_AddNumberToObject(cfg, "layer_norm_epsilon", hp->norm_eps);
+        cJSON_AddNumberToObject(cfg, "rotary_emb_base", hp->rope_freq_base);
+        cJSON_AddNumberToObject(cfg, "rotary_emb_fraction", 1.0);
+        cJSON_AddBoolToObject(cfg, "rotary_emb_interleaved", false);
+        cJSON_AddNullToObject(cfg, "rotary_emb_scale_base");
+        cJSON_AddStringToObject(cfg, "activation_function", "swiglu");
+        cJSON_AddBoolToObject(cfg, "causal", false);
+        cJSON_AddBoolToObject(cfg, "prenorm", false);
+        cJSON_AddBoolToObject(cfg, "qkv_proj_bias", false);
+        cJSON_AddBoolToObject(cfg, "mlp_fc1_bias", false);
+        cJSON_AddBoolToObject(cfg, "mlp_fc2_bias", false);
+        cJSON_AddNumberToObject(cfg, "type_vocab_size", 2);
+    } else if (!strcmp(a, "mpt")) {
         cJSON_AddNumberToObject(cfg, "d_model", hp->n_embd);
         cJSON_AddNumberToObject(cfg, "n_layers", hp->n_layer);
         cJSON_AddNumberToObject(cfg, "n_heads", hp->n_head);

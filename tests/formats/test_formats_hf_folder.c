@@ -16,6 +16,9 @@
  *    (when node-llama-cpp is there; not gptj, which it lacks), which
  *    tokenizes every suite string and generates exactly as on the original
  *    GGUF;
+ *  - encoders (bert, nomic-bert; mean pooling from sentence-transformers'
+ *    modules.json): the folder gives the GGUF's tensors and exactly its
+ *    embedding (tport embed --ids);
  *  - an unknown architecture and a hostile tokenizer.json are refused. */
 #include "hf_writer.h"
 
@@ -181,6 +184,57 @@ static void model_case(const char *what, const char *gguf, const char *pre, cons
     tport_model_file_close(g);
 }
 
+/* An encoder's folder (sentence-transformers' mean pooling in modules.json,
+ * no tokenizer: ids in): the GGUF's tensors, pooling and embedding. */
+static void encoder_case(const arch_spec *sp) {
+    char gguf[600], cmd[1400], a[1 << 14], b[1 << 14];
+    snprintf(gguf, sizeof gguf, "%s/%s-synth.gguf", dir, sp->arch);
+    snprintf(cmd, sizeof cmd, TPORT_CLI " synth --arch %s %s -o '%s' >/dev/null 2>&1", sp->arch, sp->synth, gguf);
+    CHECK(system(cmd) == 0, "%s", cmd);
+    tport_model_file *g = NULL;
+    CHECK(tport_model_file_open(gguf, &g) == TPORT_STATUS_OK, "%s: %s", gguf, tport_last_error());
+    if (!g)
+        return;
+    char *folder = make_folder(sp->arch), path[600];
+    write_model(folder, g, sp);
+    write_config(folder, g, sp);
+    snprintf(path, sizeof path, "%s/modules.json", folder);
+    write_text(path, "[{\"idx\": 0, \"name\": \"0\", \"path\": \"\", \"type\": \"sentence_transformers.models.Transformer\"},"
+                     " {\"idx\": 1, \"name\": \"1\", \"path\": \"1_Pooling\", \"type\": "
+                     "\"sentence_transformers.models.Pooling\"}]");
+    snprintf(path, sizeof path, "%s/1_Pooling", folder);
+    mkdir(path, 0755);
+    snprintf(path, sizeof path, "%s/1_Pooling/config.json", folder);
+    write_text(path, "{\"word_embedding_dimension\": 64, \"pooling_mode_cls_token\": false, "
+                     "\"pooling_mode_mean_tokens\": true}");
+    tport_model_file *f = NULL;
+    CHECK(tport_model_file_open(folder, &f) == TPORT_STATUS_OK, "%s: %s", folder, tport_last_error());
+    if (f) {
+        check_same_tensors(sp->arch, g, f);
+        char key[64];
+        snprintf(key, sizeof key, "%s.pooling_type", sp->arch);
+        const tport_kv *pk = tport_model_file_kv(f, key);
+        snprintf(key, sizeof key, "%s.attention.causal", sp->arch);
+        const tport_kv *ck = tport_model_file_kv(f, key);
+        CHECK(!strcmp(f->arch, sp->arch) && pk && pk->v.u == 1 && ck && !ck->v.b, "%s: arch %s, pooling %d, causal %d",
+              sp->arch, f->arch, pk ? (int)pk->v.u : -1, ck ? (int)ck->v.b : -1);
+        tport_model_file_close(f);
+    }
+    snprintf(cmd, sizeof cmd, TPORT_CLI " embed -m '%s' --ids 1,5,9,2,77,3 --threads 1 2>&1", gguf);
+    bool ok_a = run_cmd(cmd, a, sizeof a);
+    snprintf(cmd, sizeof cmd, TPORT_CLI " embed -m '%s' --ids 1,5,9,2,77,3 --threads 1 2>&1", folder);
+    bool ok_b = run_cmd(cmd, b, sizeof b);
+    CHECK(ok_a && ok_b && strstr(a, "\"pooling\": \"mean\"") && !strcmp(a, b), "%s: tport embed\n  GGUF:   %.300s\n  folder: %.300s",
+          sp->arch, a, b);
+    printf("%s: the folder's embedding equals the GGUF's: %.120s...\n", sp->arch, b);
+    /* without modules.json: no pooling (llama.cpp's default for an encoder), refused by embed */
+    snprintf(path, sizeof path, "%s/modules.json", folder);
+    unlink(path);
+    snprintf(cmd, sizeof cmd, TPORT_CLI " embed -m '%s' --ids 1,5,9 2>&1", folder);
+    CHECK(!run_cmd(cmd, b, sizeof b) && strstr(b, "pooling"), "%s: no modules.json: %.300s", sp->arch, b);
+    tport_model_file_close(g);
+}
+
 /* ---- refusals ----------------------------------------------------------------- */
 static void refusals(void) {
     char *folder = make_folder("bad");
@@ -254,6 +308,13 @@ static void refusals(void) {
         {"{\"architectures\": [\"Qwen2MoeForCausalLM\"], \"hidden_size\": 8, \"num_hidden_layers\": 1, "
          "\"num_attention_heads\": 2, \"num_experts\": 2, \"num_experts_per_tok\": 1, \"norm_topk_prob\": true}",
          "norm_topk_prob"},
+        {"{\"architectures\": [\"NomicBertModel\"], \"n_embd\": 8, \"n_layer\": 1, \"n_head\": 2, \"n_inner\": 8, "
+         "\"n_positions\": 2048, \"max_trained_positions\": 2048, \"activation_function\": \"gelu\", "
+         "\"moe_every_n_layers\": 2}", "nomic-bert-moe"},
+        {"{\"architectures\": [\"NomicBertModel\"], \"n_embd\": 8, \"n_layer\": 1, \"n_head\": 2, \"n_inner\": 8, "
+         "\"n_positions\": 4096, \"activation_function\": \"swiglu\"}", "n_positions 4096"},
+        {"{\"architectures\": [\"BertModel\"], \"hidden_size\": 8, \"num_hidden_layers\": 1, "
+         "\"num_attention_heads\": 2, \"position_embedding_type\": \"relative_key\"}", "relative_key"},
     };
     for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) {
         write_text(path, configs[i][0]);
@@ -417,6 +478,8 @@ int main(void) {
             CHECK(system(cmd) == 0, "%s", cmd);
             model_case(what, gguf, "gpt-2", "gpt-2", &SPECS[i]);
         }
+    for (size_t i = 0; i < sizeof ENCODER_SPECS / sizeof ENCODER_SPECS[0]; i++)
+        encoder_case(&ENCODER_SPECS[i]);
     run_llama_cpp();
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     CHECK(system(cmd) == 0, "%s", cmd);
