@@ -24,6 +24,12 @@ enum {
                                BLOOM: one group per head; Falcon) -> [Q|K|V] */
     HF_EXPERT = 1u << 3,    /* one expert's matrix ("experts.%d." in the name): stacked
                                into GGUF's [in, out, n_expert] (a copy at load) */
+    HF_KV_B = 1u << 5,      /* MLA's kv_b_proj [n_head (nope + v), kv_lora]: split into
+                               attn_k_b [n_head, kv_lora, nope] (transposed) and attn_v_b
+                               [n_head, v, kv_lora], as the converter does (copies) */
+    HF_SPLIT_GATE_UP = 1u << 4, /* JetMoE's fused experts [n_expert, 2 ff, in]: the first ff
+                               rows of each expert are the gate ("ffn_gate_exps"), the
+                               rest the up projection ("ffn_up_exps"; a copy at load) */
 };
 
 static bool ends_with(const char *s, const char *suffix);
@@ -689,6 +695,77 @@ static tport_status nomic_bert_keys(hf_ctx *h) {
     return encoder_common(h);
 }
 
+/* GraniteMoeModel: Granite's keys, the experts (required); the shared
+ * MLP of GraniteMoeShared is refused (no such tensors in the graph). */
+static tport_status granitemoe_keys(hf_ctx *h) {
+    uint32_t shared = 0;
+    if (cfg_u32(h->cfg, "shared_intermediate_size", &shared) && shared)
+        return tport_error(TPORT_STATUS_UNSUPPORTED, "%s: config.json: granitemoe with a shared MLP "
+                           "(shared_intermediate_size %u, GraniteMoeShared) is not supported", h->mf->path, shared);
+    MF_TRY(granite_keys(h));
+    return expert_keys(h, "num_local_experts", NULL);
+}
+
+/* DeepseekV2Model (DeepSeek-V2, V3): multi-head latent attention as one
+ * kv head (the converter's num_key_value_heads 1), its ranks and head
+ * sizes, the experts (softmax or sigmoid scoring, groups, routed scaling,
+ * top-k renormalisation).  Another rope_scaling than linear (V2's and
+ * V3's YaRN) is refused by rope_keys, naming it. */
+static tport_status deepseek2_keys(hf_ctx *h) {
+    const cJSON *c = h->cfg;
+    uint32_t n_embd = 0, n_head = 0, n_layer = 0, kv_lora = 512, rope = 0, nope = 0, v = 0, u;
+    MF_TRY(key_u32(h, "vocab_size", "vocab_size", false, NULL));
+    MF_TRY(key_u32(h, "context_length", "max_position_embeddings", false, NULL));
+    MF_TRY(key_u32(h, "embedding_length", "hidden_size", true, &n_embd));
+    MF_TRY(key_u32(h, "block_count", "num_hidden_layers", true, &n_layer));
+    MF_TRY(key_u32(h, "feed_forward_length", "intermediate_size", false, NULL));
+    MF_TRY(key_u32(h, "attention.head_count", "num_attention_heads", true, &n_head));
+    MF_TRY(add_u32(h, "attention.head_count_kv", 1));
+    MF_TRY(rope_keys(h));
+    MF_TRY(key_f32(h, "attention.layer_norm_rms_epsilon", "rms_norm_eps", 1e-6f, true));
+    if (!cfg_u32(c, "qk_rope_head_dim", &rope) || !cfg_u32(c, "qk_nope_head_dim", &nope) ||
+        !cfg_u32(c, "v_head_dim", &v) || !n_head || !rope || rope % 2)
+        return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: config.json: deepseek2 needs num_attention_heads, an even "
+                           "qk_rope_head_dim, qk_nope_head_dim and v_head_dim", h->mf->path);
+    cfg_u32(c, "kv_lora_rank", &kv_lora);
+    if (cfg_u32(c, "q_lora_rank", &u)) /* null: no q compression */
+        MF_TRY(add_u32(h, "attention.q_lora_rank", u));
+    MF_TRY(add_u32(h, "attention.kv_lora_rank", kv_lora));
+    MF_TRY(add_u32(h, "attention.key_length", kv_lora + rope));
+    MF_TRY(add_u32(h, "attention.value_length", kv_lora));
+    MF_TRY(add_u32(h, "attention.key_length_mla", nope + rope));
+    MF_TRY(add_u32(h, "attention.value_length_mla", v));
+    MF_TRY(add_u32(h, "rope.dimension_count", rope));
+    bool moe = cfg_u32(c, "n_routed_experts", &u);
+    uint32_t dense = moe ? 0 : n_layer, used = 0;
+    cfg_u32(c, "first_k_dense_replace", &dense);
+    MF_TRY(add_u32(h, "leading_dense_block_count", dense));
+    MF_TRY(key_u32(h, "expert_feed_forward_length", "moe_intermediate_size|intermediate_size", true, NULL));
+    if (moe) {
+        MF_TRY(add_u32(h, "expert_count", u));
+        MF_TRY(key_u32(h, "expert_used_count", "num_experts_per_tok", true, &used));
+        if (!u || !used || used > u || u > 4096)
+            return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: config.json: %u experts, %u used", h->mf->path, u, used);
+    }
+    MF_TRY(add_u32(h, "expert_shared_count", cfg_u32(c, "n_shared_experts", &u) ? u : 0));
+    MF_TRY(key_f32(h, "expert_weights_scale", "routed_scaling_factor", 1.0f, false));
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "norm_topk_prob"))) {
+        char full[96];
+        snprintf(full, sizeof full, "%s.expert_weights_norm", h->arch);
+        MF_TRY(mf_kv_add_bool(h->mf, full, true));
+    }
+    MF_TRY(key_u32(h, "expert_group_count", "n_group", false, NULL));
+    MF_TRY(key_u32(h, "expert_group_used_count", "topk_group", false, NULL));
+    const cJSON *sf = cJSON_GetObjectItemCaseSensitive(c, "scoring_func");
+    if (cJSON_IsString(sf)) {
+        if (strcmp(sf->valuestring, "softmax") && strcmp(sf->valuestring, "sigmoid"))
+            return tport_error(TPORT_STATUS_UNSUPPORTED, "%s: config.json: deepseek2 scoring_func '%s' is not "
+                               "supported", h->mf->path, sf->valuestring);
+        MF_TRY(add_u32(h, "expert_gating_func", strcmp(sf->valuestring, "sigmoid") ? 1 : 2));
+    }
+    return TPORT_STATUS_OK;
+}
+
 /* ---- the table ----------------------------------------------------------------- */
 static const char *const LLAMA_LAYERS[] = {"model.layers.%d.", NULL};
 static const char *const GPT2_LAYERS[] = {"transformer.h.%d.", "h.%d.", NULL};
@@ -900,6 +977,8 @@ static const char *const QWEN3MOE_CLASSES[] = {"Qwen3MoeForCausalLM", NULL};
 static const char *const OLMOE_CLASSES[] = {"OlmoeForCausalLM", NULL};
 static const char *const MISTRAL3_CLASSES[] = {"Mistral3ForConditionalGeneration", NULL};
 static const char *const QWEN2MOE_CLASSES[] = {"Qwen2MoeForCausalLM", NULL};
+static const char *const GRANITEMOE_CLASSES[] = {"GraniteMoeForCausalLM", NULL};
+static const char *const DEEPSEEK2_CLASSES[] = {"DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", NULL};
 static const char *const BERT_CLASSES[] = {"BertModel", "BertForMaskedLM", NULL};
 static const char *const NOMIC_CLASSES[] = {"NomicBertModel", NULL};
 static const hf_name MIXTRAL_LAYER[] = {{"block_sparse_moe.gate.weight", "ffn_gate_inp.weight", 0},
@@ -983,6 +1062,29 @@ static const hf_name NOMIC_LAYER[] = {{"attn.Wqkv.weight", "attn_qkv.weight", 0}
                                       {"mlp.fc2.weight", "ffn_down.weight", 0},
                                       BERT_L("norm2", "layer_output_norm"),
                                       {NULL, NULL, 0}};
+static const hf_name GRANITEMOE_LAYER[] = {
+    {"block_sparse_moe.router.layer.weight", "ffn_gate_inp.weight", 0},
+    {"block_sparse_moe.input_linear.weight", "ffn_gate_exps.weight", HF_SPLIT_GATE_UP},
+    {"block_sparse_moe.output_linear.weight", "ffn_down_exps.weight", 0},
+    {"self_attn.rotary_emb.inv_freq", NULL, HF_DROP},
+    {NULL, NULL, 0}};
+static const hf_name DEEPSEEK2_LAYER[] = {
+    {"self_attn.q_a_proj.weight", "attn_q_a.weight", 0},
+    {"self_attn.q_a_layernorm.weight", "attn_q_a_norm.weight", 0},
+    {"self_attn.q_b_proj.weight", "attn_q_b.weight", 0},
+    {"self_attn.kv_a_proj_with_mqa.weight", "attn_kv_a_mqa.weight", 0},
+    {"self_attn.kv_a_layernorm.weight", "attn_kv_a_norm.weight", 0},
+    {"self_attn.kv_b_proj.weight", "attn_k_b.weight", HF_KV_B},
+    {"mlp.gate.weight", "ffn_gate_inp.weight", 0},
+    {"mlp.gate.e_score_correction_bias", "exp_probs_b.bias", 0},
+    {"mlp.experts.%d.gate_proj.weight", "ffn_gate_exps.weight", HF_EXPERT},
+    {"mlp.experts.%d.down_proj.weight", "ffn_down_exps.weight", HF_EXPERT},
+    {"mlp.experts.%d.up_proj.weight", "ffn_up_exps.weight", HF_EXPERT},
+    {"mlp.shared_experts.gate_proj.weight", "ffn_gate_shexp.weight", 0},
+    {"mlp.shared_experts.down_proj.weight", "ffn_down_shexp.weight", 0},
+    {"mlp.shared_experts.up_proj.weight", "ffn_up_shexp.weight", 0},
+    {"self_attn.rotary_emb.inv_freq", NULL, HF_DROP},
+    {NULL, NULL, 0}};
 static const hf_name PHI3_LAYER[] = {{"self_attn.qkv_proj.weight", "attn_qkv.weight", 0},
                                      {"mlp.gate_up_proj.weight", "ffn_up.weight", 0}, /* [gate|up] as GGUF's */
                                      {"self_attn.rotary_emb.inv_freq", NULL, HF_DROP},
@@ -1032,6 +1134,14 @@ static const hf_arch HF_ARCHS[] = {
      * (mf_hf_map_config), the vision tower dropped (llama.cpp's mmproj) */
     {"mistral3", MISTRAL3_CLASSES, "mistral3", LLAMA_LAYERS, LLAMA_GLOBALS, LLAMA_LAYER, true, false, false,
      mistral3_keys},
+    {"granitemoe", GRANITEMOE_CLASSES, "granitemoe", LLAMA_LAYERS, LLAMA_GLOBALS, GRANITEMOE_LAYER, true, false,
+     false, granitemoe_keys},
+    /* multi-head latent attention (kv_b_proj split); V3's multi-token
+     * prediction layers (past num_hidden_layers) dropped as the converter does */
+    {"deepseek2", DEEPSEEK2_CLASSES, "deepseek_v2", LLAMA_LAYERS, LLAMA_GLOBALS, DEEPSEEK2_LAYER, false, false, false,
+     deepseek2_keys},
+    {"deepseek2", DEEPSEEK2_CLASSES, "deepseek_v3", LLAMA_LAYERS, LLAMA_GLOBALS, DEEPSEEK2_LAYER, false, false, false,
+     deepseek2_keys},
     /* encoders: embeddings only */
     {"bert", BERT_CLASSES, "bert", BERT_LAYERS, BERT_GLOBALS, BERT_LAYER, false, false, false, bert_keys},
     {"nomic-bert", NOMIC_CLASSES, "nomic_bert", NOMIC_LAYERS, NOMIC_GLOBALS, NOMIC_LAYER, false, false, false,
@@ -1312,12 +1422,99 @@ static bool text_part_name(const char *name, char *out, size_t cap) {
     return true;
 }
 
+/* t (fused [in, 2 ff, n_expert] in GGUF's order) becomes its gate half;
+ * *up its up half under the name with "gate" made "up". */
+static tport_status split_gate_up(tport_model_file *mf, const mf_cursor *c, tport_mf_tensor *t, tport_mf_tensor *up) {
+    if (t->n_dims != 3 || t->ne[1] % 2 || t->ne[0] <= 0 || t->ne[2] <= 0)
+        return mf_fail(c, t->offset, "tensor %s: fused experts must be [n_expert, 2 x ff, n_embd]", t->name);
+    uint64_t rows = (uint64_t)t->ne[1] * (uint64_t)t->ne[2], half = t->nbytes / 2;
+    if (t->nbytes % rows)
+        return mf_fail(c, t->offset, "tensor %s: rows of a block-quantized type cannot be split", t->name);
+    uint64_t row = t->nbytes / rows, part = (uint64_t)(t->ne[1] / 2) * row; /* one expert's half */
+    uint8_t *g = mf_alloc(mf, (size_t)half), *u = mf_alloc(mf, (size_t)half);
+    const char *at = strstr(t->name, "gate");
+    char name[192];
+    snprintf(name, sizeof name, "%.*sup%s", at ? (int)(at - t->name) : 0, t->name, at ? at + 4 : "");
+    char *nm = mf_strndup(mf, name, strlen(name));
+    if (!g || !u || !nm || !at)
+        return at ? TPORT_STATUS_OUT_OF_MEMORY : mf_fail(c, t->offset, "tensor %s: not a gate", t->name);
+    for (int64_t e = 0; e < t->ne[2]; e++) {
+        const uint8_t *src = (const uint8_t *)t->data + (uint64_t)e * 2 * part;
+        memcpy(g + (uint64_t)e * part, src, (size_t)part);
+        memcpy(u + (uint64_t)e * part, src + part, (size_t)part);
+    }
+    t->ne[1] /= 2;
+    t->nbytes = half;
+    *up = *t;
+    t->data = g;
+    up->data = u;
+    up->name = nm;
+    return TPORT_STATUS_OK;
+}
+
+/* kv_b_proj (GGUF order: ne [kv_lora, n_head (nope + v)]) -> t = attn_k_b
+ * ne [nope, kv_lora, n_head] (each head's nope rows transposed), *vb =
+ * attn_v_b ne [kv_lora, v, n_head] (each head's v rows). */
+static tport_status split_kv_b(hf_ctx *h, tport_mf_tensor *t, tport_mf_tensor *vb) {
+    tport_model_file *mf = h->mf;
+    uint32_t n_head = kv_u32(mf, h->arch, "attention.head_count"), k_mla = kv_u32(mf, h->arch, "attention.key_length_mla");
+    uint32_t rope = kv_u32(mf, h->arch, "rope.dimension_count"), v = kv_u32(mf, h->arch, "attention.value_length_mla");
+    uint64_t es = t->type == TPORT_TYPE_F32 ? 4 : t->type == TPORT_TYPE_F16 || t->type == TPORT_TYPE_BF16 ? 2 : 0;
+    int64_t nope = (int64_t)k_mla - (int64_t)rope, rank = t->ne[0];
+    if (t->n_dims != 2 || !es || !n_head || nope <= 0 || !v || t->ne[1] != (int64_t)n_head * (nope + v))
+        return mf_fail(h->c, t->offset, "tensor %s: kv_b_proj must be 2-D f32, f16 or bf16 of %u heads x (%lld + %u) "
+                       "rows", t->name, n_head, (long long)nope, v);
+    uint64_t kb_bytes = (uint64_t)n_head * (uint64_t)nope * (uint64_t)rank * es;
+    uint64_t vb_bytes = (uint64_t)n_head * v * (uint64_t)rank * es;
+    uint8_t *kb = mf_alloc(mf, (size_t)kb_bytes), *vbd = mf_alloc(mf, (size_t)vb_bytes);
+    char *nm = mf_strndup(mf, t->name, strlen(t->name));
+    char *k_at = nm ? strstr(nm, "attn_k_b") : NULL;
+    if (!kb || !vbd || !nm || !k_at)
+        return TPORT_STATUS_OUT_OF_MEMORY;
+    k_at[5] = 'v'; /* "attn_v_b..." */
+    const uint8_t *src = t->data;
+    for (int64_t hh = 0; hh < (int64_t)n_head; hh++) {
+        const uint8_t *head = src + (uint64_t)hh * (uint64_t)(nope + v) * (uint64_t)rank * es;
+        for (int64_t j = 0; j < nope; j++) /* k_b[h][r][j] = kv_b[h][j][r] */
+            for (int64_t r = 0; r < rank; r++)
+                memcpy(kb + (((uint64_t)hh * (uint64_t)rank + (uint64_t)r) * (uint64_t)nope + (uint64_t)j) * es,
+                       head + ((uint64_t)j * (uint64_t)rank + (uint64_t)r) * es, (size_t)es);
+        memcpy(vbd + (uint64_t)hh * v * (uint64_t)rank * es, head + (uint64_t)nope * (uint64_t)rank * es,
+               (size_t)((uint64_t)v * (uint64_t)rank * es));
+    }
+    *vb = *t;
+    vb->name = nm;
+    vb->n_dims = 3;
+    vb->ne[0] = rank;
+    vb->ne[1] = v;
+    vb->ne[2] = n_head;
+    vb->nbytes = vb_bytes;
+    vb->data = vbd;
+    t->n_dims = 3;
+    t->ne[0] = nope;
+    t->ne[1] = rank;
+    t->ne[2] = n_head;
+    t->nbytes = kb_bytes;
+    t->data = kb;
+    return TPORT_STATUS_OK;
+}
+
+/* DeepSeek-V3's multi-token-prediction layers: past block_count. */
+static bool past_last_layer(const hf_ctx *h, const char *gguf_name) {
+    uint32_t n_layer = kv_u32(h->mf, h->arch, "block_count");
+    return !strcmp(h->arch, "deepseek2") && !strncmp(gguf_name, "blk.", 4) && strtoul(gguf_name + 4, NULL, 10) >= n_layer;
+}
+
 static tport_status map_tensors(hf_ctx *h, const hf_arch *a, bool wrapper) {
     tport_model_file *mf = h->mf;
     int kept = 0;
     uint32_t n_exp = kv_u32(mf, h->arch, "expert_count");
     uint8_t *seen = n_exp ? mf_alloc_array(mf, (uint64_t)mf->n_tensors * n_exp, 1) : NULL;
-    if (n_exp && !seen)
+    /* the up halves of fused experts, appended after the loop */
+    tport_mf_tensor *ups = mf_alloc_array(mf, (uint64_t)mf->n_tensors + 1, sizeof *ups);
+    uint8_t *stacked = mf_alloc_array(mf, (uint64_t)mf->n_tensors + 1, 1); /* kept index: a stack made here */
+    int n_ups = 0;
+    if ((n_exp && !seen) || !ups || !stacked)
         return TPORT_STATUS_OUT_OF_MEMORY;
     for (int i = 0; i < mf->n_tensors; i++) {
         tport_mf_tensor t = mf->tensors[i];
@@ -1329,20 +1526,25 @@ static tport_status map_tensors(hf_ctx *h, const hf_arch *a, bool wrapper) {
         if (wrapper && !text_part_name(t.name, text_name, sizeof text_name))
             continue;
         MF_TRY(rename_one(mf, a, wrapper ? text_name : t.name, name, sizeof name, &flags, &expert));
-        if (flags & HF_DROP)
+        if ((flags & HF_DROP) || past_last_layer(h, name[0] ? name : t.name))
             continue;
         if (flags & HF_EXPERT) {
             int k = 0;
             while (k < kept && strcmp(mf->tensors[k].name, name))
                 k++;
             MF_TRY(stack_expert(h, kept, &t, name, expert, seen));
-            kept += k == kept;
+            if (k == kept)
+                stacked[kept++] = 1;
             continue;
         }
         if (strcmp(name, t.name) && !(t.name = mf_strndup(mf, name, strlen(name))))
             return TPORT_STATUS_OUT_OF_MEMORY;
         if (flags & HF_TRANSPOSE)
             MF_TRY(mf_transpose_2d(mf, h->c, &t));
+        if (flags & HF_SPLIT_GATE_UP)
+            MF_TRY(split_gate_up(mf, h->c, &t, &ups[n_ups++]));
+        if (flags & HF_KV_B)
+            MF_TRY(split_kv_b(h, &t, &ups[n_ups++]));
         if (flags & HF_QKV_GROUPS) {
             uint32_t nh = kv_u32(mf, h->arch, "attention.head_count");
             uint32_t nkv = kv_u32(mf, h->arch, "attention.head_count_kv");
@@ -1352,11 +1554,17 @@ static tport_status map_tensors(hf_ctx *h, const hf_arch *a, bool wrapper) {
             MF_TRY(plus_one(mf, h->c, &t));
         mf->tensors[kept++] = t;
     }
-    mf->n_tensors = kept;
     for (int k = 0; seen && k < kept; k++)
-        if (ends_with(mf->tensors[k].name, "_exps.weight") && memchr(seen + (size_t)k * n_exp, 0, n_exp))
+        if (stacked[k] && memchr(seen + (size_t)k * n_exp, 0, n_exp))
             return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: %s: an expert's matrix is missing", mf->path,
                                mf->tensors[k].name);
+    mf->n_tensors = kept;
+    if (n_ups) {
+        MF_TRY(mf_reserve_tensors(mf, n_ups));
+        memcpy(mf->tensors + mf->n_tensors, ups, (size_t)n_ups * sizeof *ups);
+        mf->n_tensors += n_ups;
+        kept = mf->n_tensors;
+    }
     MF_TRY(mf_check_unique_names(mf, h->c));
     if (a->permute_qk) {
         uint32_t nh = 0, nkv = 0;

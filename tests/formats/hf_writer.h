@@ -263,7 +263,7 @@ static char *make_folder(const char *name) {
 
 
 /* ---- whole models ---------------------------------------------------------------- */
-enum { T_PERMUTE = 1, T_TRANSPOSE = 2, T_QKV = 4, T_MINUS_ONE = 8 };
+enum { T_PERMUTE = 1, T_TRANSPOSE = 2, T_QKV = 4, T_MINUS_ONE = 8, T_FUSED_EXPERTS = 16, T_MLA = 32 };
 typedef const char *const name_pair[2];
 typedef struct arch_spec {
     const char *arch, *cls, *model_type, *layer_fmt;
@@ -420,6 +420,31 @@ static name_pair QWEN2MOE_L[] = {
     {"ffn_down_shexp.weight", "mlp.shared_expert.down_proj.weight"},
     {"ffn_up_shexp.weight", "mlp.shared_expert.up_proj.weight"},
     {"ffn_gate_inp_shexp.weight", "mlp.shared_expert_gate.weight"}, {NULL, NULL}};
+/* GraniteMoe (JetMoE's experts): each layer's experts as 3-D tensors, the
+ * gate and up projections fused into input_linear [n_expert, 2 ff, n_embd] */
+static name_pair GRANITEMOE_L[] = {
+    {"attn_q.weight", "self_attn.q_proj.weight"}, {"attn_k.weight", "self_attn.k_proj.weight"},
+    {"attn_v.weight", "self_attn.v_proj.weight"}, {"attn_output.weight", "self_attn.o_proj.weight"},
+    {"attn_norm.weight", "input_layernorm.weight"}, {"ffn_norm.weight", "post_attention_layernorm.weight"},
+    {"ffn_gate_inp.weight", "block_sparse_moe.router.layer.weight"},
+    {"ffn_gate_exps.weight", "block_sparse_moe.input_linear.weight"},
+    {"ffn_down_exps.weight", "block_sparse_moe.output_linear.weight"}, {NULL, NULL}};
+/* DeepSeek-V2/V3: MLA (attn_k_b and attn_v_b fused back into kv_b_proj) */
+static name_pair DEEPSEEK2_L[] = {
+    {"attn_norm.weight", "input_layernorm.weight"}, {"ffn_norm.weight", "post_attention_layernorm.weight"},
+    {"attn_q.weight", "self_attn.q_proj.weight"},   {"attn_q_a.weight", "self_attn.q_a_proj.weight"},
+    {"attn_q_a_norm.weight", "self_attn.q_a_layernorm.weight"}, {"attn_q_b.weight", "self_attn.q_b_proj.weight"},
+    {"attn_kv_a_mqa.weight", "self_attn.kv_a_proj_with_mqa.weight"},
+    {"attn_kv_a_norm.weight", "self_attn.kv_a_layernorm.weight"}, {"attn_k_b.weight", "self_attn.kv_b_proj.weight"},
+    {"attn_output.weight", "self_attn.o_proj.weight"}, {"ffn_gate.weight", "mlp.gate_proj.weight"},
+    {"ffn_up.weight", "mlp.up_proj.weight"},        {"ffn_down.weight", "mlp.down_proj.weight"},
+    {"ffn_gate_inp.weight", "mlp.gate.weight"},     {"exp_probs_b.bias", "mlp.gate.e_score_correction_bias"},
+    {"ffn_gate_exps.weight", "mlp.experts.%d.gate_proj.weight"},
+    {"ffn_down_exps.weight", "mlp.experts.%d.down_proj.weight"},
+    {"ffn_up_exps.weight", "mlp.experts.%d.up_proj.weight"},
+    {"ffn_gate_shexp.weight", "mlp.shared_experts.gate_proj.weight"},
+    {"ffn_down_shexp.weight", "mlp.shared_experts.down_proj.weight"},
+    {"ffn_up_shexp.weight", "mlp.shared_experts.up_proj.weight"}, {NULL, NULL}};
 /* Mistral3ForConditionalGeneration: the text model under "language_model."
  * (layers as transformers < 4.52 saved them, the rest as later ones) */
 static name_pair MISTRAL3_G[] = {{"token_embd.weight", "model.language_model.embed_tokens.weight"},
@@ -474,6 +499,19 @@ static const arch_spec SPECS[] = {
      SYNTH_COMMON "--ctx 128 --ff 64 --experts 4 --experts-used 2", true},
     {"qwen2moe", "Qwen2MoeForCausalLM", "qwen2_moe", "model.layers.%d.", LLAMA_G, QWEN2MOE_L, 0,
      SYNTH_COMMON "--ctx 128 --kv-heads 2 --ff 128 --experts 4 --experts-used 2 --expert-ff 64 --shared-ff 128",
+     true},
+    {"granitemoe", "GraniteMoeForCausalLM", "granitemoe", "model.layers.%d.", LLAMA_G, GRANITEMOE_L,
+     T_PERMUTE | T_FUSED_EXPERTS, SYNTH_COMMON "--ctx 128 --kv-heads 2 --ff 64 --experts 4 --experts-used 2", true},
+    /* q compressed (q_lora 24), sigmoid scoring biased by
+     * e_score_correction_bias, 4 groups of which 2 are used, renormalised
+     * and scaled by 2.5, a leading dense layer and a shared expert */
+    {"deepseek2", "DeepseekV3ForCausalLM", "deepseek_v3", "model.layers.%d.", LLAMA_G, DEEPSEEK2_L, T_MLA,
+     "--dim 64 --layers 3 --heads 4 --head-size 48 --rot 16 --ff 128 --ctx 128 --experts 8 --experts-used 2 "
+     "--expert-ff 32 --key attention.q_lora_rank=24 --key attention.kv_lora_rank=32 --key attention.key_length_mla=40 "
+     "--key attention.value_length_mla=32 --key leading_dense_block_count=1 --key expert_shared_count=1 "
+     "--key expert_gating_func=2 --key expert_weights_norm=1 --key expert_weights_scale=2.5 "
+     "--key expert_group_count=4 --key expert_group_used_count=2 --with exp_probs_b.bias --norm-noise 0.2 "
+     "--out-gain 3",
      true},
     {"mistral3", "Mistral3ForConditionalGeneration", "mistral3", "language_model.model.layers.%d.", MISTRAL3_G,
      LLAMA_L, T_PERMUTE, SYNTH_COMMON "--ctx 128 --kv-heads 2 --head-size 32", true},
@@ -561,6 +599,10 @@ static void write_model(const char *folder, const tport_model_file *g, const arc
         int il = -1;
         char rest[64] = "", layer[64];
         sscanf(s->name, "blk.%d.%63s", &il, rest);
+        if ((sp->flags & T_FUSED_EXPERTS) && !strcmp(rest, "ffn_up_exps.weight"))
+            continue; /* written with the gate, in input_linear */
+        if ((sp->flags & T_MLA) && !strcmp(rest, "attn_v_b.weight"))
+            continue; /* written with attn_k_b, in kv_b_proj */
         for (int k = 0; il < 0 && sp->globals[k][0]; k++)
             if (!strcmp(s->name, sp->globals[k][0]))
                 snprintf(d->name, sizeof d->name, "%s", sp->globals[k][1]);
@@ -570,7 +612,50 @@ static void write_model(const char *folder, const tport_model_file *g, const arc
                 snprintf(d->name, sizeof d->name, "%s%s", layer, sp->layer[k][1]);
             }
         CHECK(d->name[0], "%s: tensor %s has a Hugging Face name", sp->arch, s->name);
-        if (s->n_dims == 3) { /* a stack of experts: one [out, in] tensor each */
+        if ((sp->flags & T_MLA) && !strcmp(rest, "attn_k_b.weight")) {
+            /* kv_b_proj [n_head (nope + v), kv_lora]: per head its nope rows
+             * (attn_k_b [n_head, kv_lora, nope] transposed) then its v rows */
+            char vb_name[96];
+            snprintf(vb_name, sizeof vb_name, "blk.%d.attn_v_b.weight", il);
+            const tport_mf_tensor *vb = tport_model_file_find(g, vb_name);
+            int64_t nope = s->ne[0], rank = s->ne[1], heads = s->ne[2], v = vb ? vb->ne[1] : 0;
+            size_t es = s->nbytes / (size_t)(nope * rank * heads);
+            CHECK(vb && vb->type == s->type && vb->ne[0] == rank && vb->ne[2] == heads, "%s: %s", sp->arch, vb_name);
+            uint8_t *kv = malloc((size_t)(heads * (nope + v) * rank) * es);
+            for (int64_t h = 0; vb && h < heads; h++) {
+                uint8_t *dst = kv + (size_t)(h * (nope + v) * rank) * es;
+                for (int64_t j = 0; j < nope; j++)
+                    for (int64_t r = 0; r < rank; r++)
+                        memcpy(dst + (size_t)(j * rank + r) * es, (const uint8_t *)s->data + (size_t)((h * rank + r) * nope + j) * es, es);
+                memcpy(dst + (size_t)(nope * rank) * es, (const uint8_t *)vb->data + (size_t)(h * v * rank) * es,
+                       (size_t)(v * rank) * es);
+            }
+            d->data = owned[n] = kv;
+            d->n_dims = 2;
+            d->shape[0] = heads * (nope + v);
+            d->shape[1] = rank;
+            d->nbytes = (size_t)(heads * (nope + v) * rank) * es;
+            n++;
+            continue;
+        }
+        if (s->n_dims == 3 && (sp->flags & T_FUSED_EXPERTS) && !strcmp(rest, "ffn_gate_exps.weight")) {
+            char up_name[96];
+            snprintf(up_name, sizeof up_name, "blk.%d.ffn_up_exps.weight", il);
+            const tport_mf_tensor *u = tport_model_file_find(g, up_name);
+            CHECK(u && u->nbytes == s->nbytes && u->type == s->type, "%s: %s beside the gate", sp->arch, up_name);
+            size_t part = s->nbytes / (size_t)s->ne[2];
+            uint8_t *fused = malloc(2 * s->nbytes);
+            for (int64_t e = 0; u && e < s->ne[2]; e++) { /* expert e: its gate rows, then its up rows */
+                memcpy(fused + (size_t)e * 2 * part, (const uint8_t *)s->data + (size_t)e * part, part);
+                memcpy(fused + (size_t)e * 2 * part + part, (const uint8_t *)u->data + (size_t)e * part, part);
+            }
+            d->data = owned[n] = fused;
+            d->nbytes = 2 * s->nbytes;
+            d->shape[1] *= 2;
+            n++;
+            continue;
+        }
+        if (s->n_dims == 3 && !(sp->flags & T_FUSED_EXPERTS)) { /* a stack of experts: one [out, in] tensor each */
             char fmt[96];
             snprintf(fmt, sizeof fmt, "%s", d->name);
             size_t one = s->nbytes / (size_t)s->ne[2];
@@ -640,7 +725,38 @@ static void write_config(const char *folder, const tport_model_file *g, const ar
     cJSON_AddNumberToObject(cfg, "vocab_size", hp->n_vocab);
     uint32_t hd = hp->n_embd / hp->n_head, nkv = hp->n_head_kv ? hp->n_head_kv : hp->n_head;
     bool gpt2_names = !strcmp(a, "gpt2") || !strcmp(a, "starcoder") || !strcmp(a, "gptj");
-    if (!strcmp(a, "bert")) {
+    if (!strcmp(a, "deepseek2")) { /* DeepseekV3Config's names */
+        const tport_kv *kv;
+        cJSON_AddNumberToObject(cfg, "hidden_size", hp->n_embd);
+        cJSON_AddNumberToObject(cfg, "num_hidden_layers", hp->n_layer);
+        cJSON_AddNumberToObject(cfg, "num_attention_heads", hp->n_head);
+        cJSON_AddNumberToObject(cfg, "num_key_value_heads", hp->n_head);
+        cJSON_AddNumberToObject(cfg, "intermediate_size", hp->n_ff);
+        cJSON_AddNumberToObject(cfg, "max_position_embeddings", hp->n_ctx);
+        cJSON_AddNumberToObject(cfg, "rms_norm_eps", hp->norm_eps);
+        cJSON_AddNumberToObject(cfg, "rope_theta", hp->rope_freq_base);
+        kv = gguf_key(g, "attention.q_lora_rank");
+        if (kv && kv->v.u)
+            cJSON_AddNumberToObject(cfg, "q_lora_rank", (double)kv->v.u);
+        else
+            cJSON_AddNullToObject(cfg, "q_lora_rank");
+        config_from_key(cfg, g, "attention.kv_lora_rank", "kv_lora_rank");
+        cJSON_AddNumberToObject(cfg, "qk_rope_head_dim", hp->n_rot);
+        kv = gguf_key(g, "attention.key_length_mla");
+        cJSON_AddNumberToObject(cfg, "qk_nope_head_dim", kv ? (double)kv->v.u - hp->n_rot : 0);
+        config_from_key(cfg, g, "attention.value_length_mla", "v_head_dim");
+        config_from_key(cfg, g, "expert_count", "n_routed_experts");
+        config_from_key(cfg, g, "expert_shared_count", "n_shared_experts");
+        config_from_key(cfg, g, "leading_dense_block_count", "first_k_dense_replace");
+        config_from_key(cfg, g, "expert_weights_scale", "routed_scaling_factor");
+        config_from_key(cfg, g, "expert_group_count", "n_group");
+        config_from_key(cfg, g, "expert_group_used_count", "topk_group");
+        kv = gguf_key(g, "expert_weights_norm");
+        cJSON_AddBoolToObject(cfg, "norm_topk_prob", kv && (kv->type == TPORT_KV_BOOL ? kv->v.b : kv->v.u != 0));
+        kv = gguf_key(g, "expert_gating_func");
+        cJSON_AddStringToObject(cfg, "scoring_func", kv && kv->v.u == 2 ? "sigmoid" : "softmax");
+        cJSON_AddStringToObject(cfg, "topk_method", "noaux_tc");
+    } else if (!strcmp(a, "bert")) {
         cJSON_AddNumberToObject(cfg, "hidden_size", hp->n_embd);
         cJSON_AddNumberToObject(cfg, "num_hidden_layers", hp->n_layer);
         cJSON_AddNumberToObject(cfg, "num_attention_heads", hp->n_head);
@@ -744,7 +860,9 @@ static void write_config(const char *folder, const tport_model_file *g, const ar
             }
         }
     }
-    config_from_key(cfg, g, "expert_count", !strcmp(sp->model_type, "mixtral") ? "num_local_experts" : "num_experts");
+    config_from_key(cfg, g, "expert_count",
+                    !strcmp(sp->model_type, "mixtral") || !strcmp(sp->model_type, "granitemoe") ? "num_local_experts"
+                                                                                                : "num_experts");
     config_from_key(cfg, g, "expert_used_count", "num_experts_per_tok");
     config_from_key(cfg, g, "expert_feed_forward_length", "moe_intermediate_size");
     config_from_key(cfg, g, "expert_shared_feed_forward_length", "shared_expert_intermediate_size");

@@ -8,8 +8,10 @@
  *  - llama-2-tiny-random, and every architecture of hf_writer.h's SPECS
  *    (llama, qwen2, gemma, gpt2, phi2, gptneox, bloom, falcon, mpt,
  *    starcoder, gptj, the issue-40 families, the mixtures of experts,
- *    qwen2moe (a gated shared expert) and mistral3 (a multimodal
- *    wrapper: text_config, language_model.*, a vision tensor dropped);
+ *    qwen2moe (a gated shared expert), granitemoe (fused 3-D experts),
+ *    deepseek2 (MLA: kv_b_proj split into attn_k_b / attn_v_b; grouped
+ *    sigmoid routing) and mistral3 (a multimodal wrapper: text_config,
+ *    language_model.*, a vision tensor dropped);
  *    synthesized with GPT-2's vocabulary): the folder
  *    gives the GGUF's tensors byte for byte, its hyperparameters and its
  *    greedy ids; `tport convert FOLDER out.gguf` is loaded by llama.cpp
@@ -313,6 +315,16 @@ static void refusals(void) {
          "\"moe_every_n_layers\": 2}", "nomic-bert-moe"},
         {"{\"architectures\": [\"NomicBertModel\"], \"n_embd\": 8, \"n_layer\": 1, \"n_head\": 2, \"n_inner\": 8, "
          "\"n_positions\": 4096, \"activation_function\": \"swiglu\"}", "n_positions 4096"},
+        {"{\"architectures\": [\"GraniteMoeForCausalLM\"], \"hidden_size\": 8, \"num_hidden_layers\": 1, "
+         "\"num_attention_heads\": 2, \"num_local_experts\": 2, \"num_experts_per_tok\": 1, "
+         "\"shared_intermediate_size\": 16}", "shared_intermediate_size"},
+        {"{\"architectures\": [\"DeepseekV3ForCausalLM\"], \"hidden_size\": 8, \"num_hidden_layers\": 1, "
+         "\"num_attention_heads\": 2, \"qk_rope_head_dim\": 2, \"qk_nope_head_dim\": 2, \"v_head_dim\": 2, "
+         "\"rope_scaling\": {\"type\": \"yarn\", \"factor\": 40}}", "yarn"},
+        {"{\"architectures\": [\"DeepseekV3ForCausalLM\"], \"hidden_size\": 8, \"num_hidden_layers\": 1, "
+         "\"num_attention_heads\": 2, \"qk_rope_head_dim\": 2, \"qk_nope_head_dim\": 2, \"v_head_dim\": 2, "
+         "\"n_routed_experts\": 2, \"num_experts_per_tok\": 1, \"moe_intermediate_size\": 4, "
+         "\"scoring_func\": \"sqrtsoftplus\"}", "sqrtsoftplus"},
         {"{\"architectures\": [\"BertModel\"], \"hidden_size\": 8, \"num_hidden_layers\": 1, "
          "\"num_attention_heads\": 2, \"position_embedding_type\": \"relative_key\"}", "relative_key"},
     };
