@@ -125,6 +125,8 @@ static tport_status common_keys(hf_ctx *h, uint32_t *n_embd, uint32_t *n_head) {
     return TPORT_STATUS_OK;
 }
 
+static tport_status add_u32(hf_ctx *h, const char *suffix, uint32_t v);
+
 static tport_status rope_keys(hf_ctx *h) {
     MF_TRY(key_f32(h, "rope.freq_base", "rope_theta", 10000.0f, false));
     const cJSON *rs = cJSON_GetObjectItemCaseSensitive(h->cfg, "rope_scaling");
@@ -143,6 +145,37 @@ static tport_status rope_keys(hf_ctx *h) {
     }
     if (cJSON_IsString(t) && !strcmp(t->valuestring, "default"))
         return TPORT_STATUS_OK;
+    /* YaRN, as TextModel writes it: the factor, the trained context
+     * (required: the converter indexes it), the optional factors and betas */
+    uint32_t orig;
+    if (cJSON_IsString(t) && !strcmp(t->valuestring, "yarn") && cfg_f32(rs, "factor", &factor) && factor > 0) {
+        if (!cfg_u32(rs, "original_max_position_embeddings", &orig) &&
+            !cfg_u32(h->cfg, "original_max_position_embeddings", &orig))
+            return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: config.json: YaRN rope_scaling without "
+                               "original_max_position_embeddings", h->mf->path);
+        char full[96];
+        snprintf(full, sizeof full, "%s.rope.scaling.type", h->arch);
+        MF_TRY(mf_kv_add_str(h->mf, full, "yarn"));
+        snprintf(full, sizeof full, "%s.rope.scaling.factor", h->arch);
+        MF_TRY(mf_kv_add_f32(h->mf, full, factor));
+        MF_TRY(add_u32(h, "rope.scaling.original_context_length", orig));
+        static const char *const opt[][2] = {{"extrapolation_factor", "rope.scaling.yarn_ext_factor"},
+                                             {"attention_factor", "rope.scaling.yarn_attn_factor"},
+                                             {"attn_factor", "rope.scaling.yarn_attn_factor"},
+                                             {"beta_fast", "rope.scaling.yarn_beta_fast"},
+                                             {"beta_slow", "rope.scaling.yarn_beta_slow"}};
+        bool attn = false;
+        for (size_t i = 0; i < sizeof opt / sizeof opt[0]; i++) {
+            float v;
+            bool is_attn = !strcmp(opt[i][1], "rope.scaling.yarn_attn_factor");
+            if ((is_attn && attn) || !cfg_f32(rs, opt[i][0], &v))
+                continue;
+            attn |= is_attn;
+            snprintf(full, sizeof full, "%s.%s", h->arch, opt[i][1]);
+            MF_TRY(mf_kv_add_f32(h->mf, full, v));
+        }
+        return TPORT_STATUS_OK;
+    }
     return tport_error(TPORT_STATUS_UNSUPPORTED, "%s: config.json: rope_scaling type '%s' is not supported",
                        h->mf->path, cJSON_IsString(t) ? t->valuestring : "?");
 }
@@ -709,8 +742,7 @@ static tport_status granitemoe_keys(hf_ctx *h) {
 /* DeepseekV2Model (DeepSeek-V2, V3): multi-head latent attention as one
  * kv head (the converter's num_key_value_heads 1), its ranks and head
  * sizes, the experts (softmax or sigmoid scoring, groups, routed scaling,
- * top-k renormalisation).  Another rope_scaling than linear (V2's and
- * V3's YaRN) is refused by rope_keys, naming it. */
+ * top-k renormalisation), YaRN with mscale_all_dim as the log multiplier. */
 static tport_status deepseek2_keys(hf_ctx *h) {
     const cJSON *c = h->cfg;
     uint32_t n_embd = 0, n_head = 0, n_layer = 0, kv_lora = 512, rope = 0, nope = 0, v = 0, u;
@@ -756,6 +788,14 @@ static tport_status deepseek2_keys(hf_ctx *h) {
     }
     MF_TRY(key_u32(h, "expert_group_count", "n_group", false, NULL));
     MF_TRY(key_u32(h, "expert_group_used_count", "topk_group", false, NULL));
+    /* YaRN's mscale_all_dim as the converter writes it (0.1 x, its legacy form) */
+    const cJSON *rs = cJSON_GetObjectItemCaseSensitive(c, "rope_scaling");
+    float mall;
+    if (cJSON_IsObject(rs) && cfg_f32(rs, "mscale_all_dim", &mall)) {
+        char full[96];
+        snprintf(full, sizeof full, "%s.rope.scaling.yarn_log_multiplier", h->arch);
+        MF_TRY(mf_kv_add_f32(h->mf, full, 0.1f * mall));
+    }
     const cJSON *sf = cJSON_GetObjectItemCaseSensitive(c, "scoring_func");
     if (cJSON_IsString(sf)) {
         if (strcmp(sf->valuestring, "softmax") && strcmp(sf->valuestring, "sigmoid"))

@@ -502,7 +502,7 @@ static const arch_spec SPECS[] = {
      true},
     {"granitemoe", "GraniteMoeForCausalLM", "granitemoe", "model.layers.%d.", LLAMA_G, GRANITEMOE_L,
      T_PERMUTE | T_FUSED_EXPERTS, SYNTH_COMMON "--ctx 128 --kv-heads 2 --ff 64 --experts 4 --experts-used 2", true},
-    /* q compressed (q_lora 24), sigmoid scoring biased by
+    /* YaRN (DeepSeek's mscale_all_dim), q compressed (q_lora 24), sigmoid scoring biased by
      * e_score_correction_bias, 4 groups of which 2 are used, renormalised
      * and scaled by 2.5, a leading dense layer and a shared expert */
     {"deepseek2", "DeepseekV3ForCausalLM", "deepseek_v3", "model.layers.%d.", LLAMA_G, DEEPSEEK2_L, T_MLA,
@@ -511,7 +511,8 @@ static const arch_spec SPECS[] = {
      "--key attention.value_length_mla=32 --key leading_dense_block_count=1 --key expert_shared_count=1 "
      "--key expert_gating_func=2 --key expert_weights_norm=1 --key expert_weights_scale=2.5 "
      "--key expert_group_count=4 --key expert_group_used_count=2 --with exp_probs_b.bias --norm-noise 0.2 "
-     "--out-gain 3",
+     "--out-gain 3 --rope-scaling yarn --rope-factor 4 --rope-orig-ctx 32 "
+     "--f32-key rope.scaling.yarn_log_multiplier=0.0707",
      true},
     {"mistral3", "Mistral3ForConditionalGeneration", "mistral3", "language_model.model.layers.%d.", MISTRAL3_G,
      LLAMA_L, T_PERMUTE, SYNTH_COMMON "--ctx 128 --kv-heads 2 --head-size 32", true},
@@ -870,11 +871,18 @@ static void write_config(const char *folder, const tport_model_file *g, const ar
         config_from_key(cfg, g, "logit_scale", "logit_scale");
         cJSON_AddNumberToObject(cfg, "rotary_pct", 1.0);
     }
-    const tport_kv *lin = gguf_key(g, "rope.scaling.factor");
-    if (lin) { /* gemma3's linear scaling, as transformers writes it */
+    const tport_kv *lin = gguf_key(g, "rope.scaling.factor"), *rtype = gguf_key(g, "rope.scaling.type");
+    if (lin) { /* gemma3's linear scaling, deepseek2's YaRN, as transformers writes them */
+        bool yarn = rtype && rtype->type == TPORT_KV_STRING && !strcmp(rtype->v.s, "yarn");
         cJSON *rs = cJSON_AddObjectToObject(cfg, "rope_scaling");
-        cJSON_AddStringToObject(rs, "rope_type", "linear");
+        cJSON_AddStringToObject(rs, yarn ? "type" : "rope_type", yarn ? "yarn" : "linear");
         cJSON_AddNumberToObject(rs, "factor", lin->v.f);
+        config_from_key(rs, g, "rope.scaling.original_context_length", "original_max_position_embeddings");
+        const tport_kv *lm = gguf_key(g, "rope.scaling.yarn_log_multiplier");
+        if (yarn && lm) { /* DeepSeek's mscale_all_dim: the converter writes 0.1 x */
+            cJSON_AddNumberToObject(rs, "mscale", lm->v.f / 0.1);
+            cJSON_AddNumberToObject(rs, "mscale_all_dim", lm->v.f / 0.1);
+        }
     }
     if (!strcmp(sp->model_type, "mistral3")) { /* the text model's config in text_config */
         cJSON *root = cJSON_CreateObject();

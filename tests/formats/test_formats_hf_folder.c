@@ -320,7 +320,7 @@ static void refusals(void) {
          "\"shared_intermediate_size\": 16}", "shared_intermediate_size"},
         {"{\"architectures\": [\"DeepseekV3ForCausalLM\"], \"hidden_size\": 8, \"num_hidden_layers\": 1, "
          "\"num_attention_heads\": 2, \"qk_rope_head_dim\": 2, \"qk_nope_head_dim\": 2, \"v_head_dim\": 2, "
-         "\"rope_scaling\": {\"type\": \"yarn\", \"factor\": 40}}", "yarn"},
+         "\"rope_scaling\": {\"type\": \"yarn\", \"factor\": 40}}", "original_max_position_embeddings"},
         {"{\"architectures\": [\"DeepseekV3ForCausalLM\"], \"hidden_size\": 8, \"num_hidden_layers\": 1, "
          "\"num_attention_heads\": 2, \"qk_rope_head_dim\": 2, \"qk_nope_head_dim\": 2, \"v_head_dim\": 2, "
          "\"n_routed_experts\": 2, \"num_experts_per_tok\": 1, \"moe_intermediate_size\": 4, "
