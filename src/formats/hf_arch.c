@@ -27,6 +27,9 @@ enum {
     HF_KV_B = 1u << 5,      /* MLA's kv_b_proj [n_head (nope + v), kv_lora]: split into
                                attn_k_b [n_head, kv_lora, nope] (transposed) and attn_v_b
                                [n_head, v, kv_lora], as the converter does (copies) */
+    HF_EXPERTS_T = 1u << 6, /* gpt-oss's [n_expert, in, out] experts: each transposed */
+    HF_INTERLEAVED = 1u << 7, /* gpt-oss's gate_up: gate and up alternate (rows of a
+                               weight, values of a bias): split into gate and up */
     HF_SPLIT_GATE_UP = 1u << 4, /* JetMoE's fused experts [n_expert, 2 ff, in]: the first ff
                                rows of each expert are the gate ("ffn_gate_exps"), the
                                rest the up projection ("ffn_up_exps"; a copy at load) */
@@ -806,6 +809,37 @@ static tport_status deepseek2_keys(hf_ctx *h) {
     return TPORT_STATUS_OK;
 }
 
+/* GptOssModel with dense (bf16/f16/f32) experts: TextModel's keys, the
+ * head size, the window (required) and the experts' width.  Its layer
+ * types must alternate sliding and full from layer 0 (the graph's
+ * pattern) and swiglu_limit be 7 (the graph's clamp); MXFP4 experts
+ * (U8 *_blocks and *_scales) are refused by the safetensors reader. */
+static tport_status gptoss_keys(hf_ctx *h) {
+    uint32_t n_embd = 0, n_head = 0, head_dim;
+    float limit;
+    if (cfg_f32(h->cfg, "swiglu_limit", &limit) && limit != 7.0f)
+        return tport_error(TPORT_STATUS_UNSUPPORTED, "%s: config.json: gpt-oss swiglu_limit %g is not supported (7 "
+                           "only)", h->mf->path, (double)limit);
+    const cJSON *lt = cJSON_GetObjectItemCaseSensitive(h->cfg, "layer_types");
+    int il = 0;
+    for (const cJSON *e = cJSON_IsArray(lt) ? lt->child : NULL; e; e = e->next, il++)
+        if (!cJSON_IsString(e) || strcmp(e->valuestring, il % 2 ? "full_attention" : "sliding_attention"))
+            return tport_error(TPORT_STATUS_UNSUPPORTED, "%s: config.json: gpt-oss layer_types[%d] is not %s (only "
+                               "alternating sliding and full layers are supported)", h->mf->path, il,
+                               il % 2 ? "full_attention" : "sliding_attention");
+    MF_TRY(common_keys(h, &n_embd, &n_head));
+    MF_TRY(rope_keys(h));
+    MF_TRY(key_f32(h, "attention.layer_norm_rms_epsilon", "rms_norm_eps", 1e-5f, true));
+    if (!cfg_u32(h->cfg, "head_dim", &head_dim))
+        head_dim = n_embd / n_head;
+    MF_TRY(add_u32(h, "attention.key_length", head_dim));
+    MF_TRY(add_u32(h, "attention.value_length", head_dim));
+    MF_TRY(add_u32(h, "rope.dimension_count", head_dim));
+    MF_TRY(key_u32(h, "attention.sliding_window", "sliding_window", true, NULL));
+    MF_TRY(expert_keys(h, "num_local_experts", NULL));
+    return key_u32(h, "expert_feed_forward_length", "intermediate_size", true, NULL);
+}
+
 /* ---- the table ----------------------------------------------------------------- */
 static const char *const LLAMA_LAYERS[] = {"model.layers.%d.", NULL};
 static const char *const GPT2_LAYERS[] = {"transformer.h.%d.", "h.%d.", NULL};
@@ -1019,6 +1053,7 @@ static const char *const MISTRAL3_CLASSES[] = {"Mistral3ForConditionalGeneration
 static const char *const QWEN2MOE_CLASSES[] = {"Qwen2MoeForCausalLM", NULL};
 static const char *const GRANITEMOE_CLASSES[] = {"GraniteMoeForCausalLM", NULL};
 static const char *const DEEPSEEK2_CLASSES[] = {"DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", NULL};
+static const char *const GPTOSS_CLASSES[] = {"GptOssForCausalLM", NULL};
 static const char *const BERT_CLASSES[] = {"BertModel", "BertForMaskedLM", NULL};
 static const char *const NOMIC_CLASSES[] = {"NomicBertModel", NULL};
 static const hf_name MIXTRAL_LAYER[] = {{"block_sparse_moe.gate.weight", "ffn_gate_inp.weight", 0},
@@ -1125,6 +1160,20 @@ static const hf_name DEEPSEEK2_LAYER[] = {
     {"mlp.shared_experts.up_proj.weight", "ffn_up_shexp.weight", 0},
     {"self_attn.rotary_emb.inv_freq", NULL, HF_DROP},
     {NULL, NULL, 0}};
+static const hf_name GPTOSS_LAYER[] = {
+    {"self_attn.q_proj.bias", "attn_q.bias", 0},
+    {"self_attn.k_proj.bias", "attn_k.bias", 0},
+    {"self_attn.v_proj.bias", "attn_v.bias", 0},
+    {"self_attn.o_proj.bias", "attn_output.bias", 0},
+    {"self_attn.sinks", "attn_sinks.weight", 0},
+    {"mlp.router.weight", "ffn_gate_inp.weight", 0},
+    {"mlp.router.bias", "ffn_gate_inp.bias", 0},
+    {"mlp.experts.gate_up_proj", "ffn_gate_exps.weight", HF_EXPERTS_T | HF_INTERLEAVED},
+    {"mlp.experts.gate_up_proj_bias", "ffn_gate_exps.bias", HF_INTERLEAVED},
+    {"mlp.experts.down_proj", "ffn_down_exps.weight", HF_EXPERTS_T},
+    {"mlp.experts.down_proj_bias", "ffn_down_exps.bias", 0},
+    {"self_attn.rotary_emb.inv_freq", NULL, HF_DROP},
+    {NULL, NULL, 0}};
 static const hf_name PHI3_LAYER[] = {{"self_attn.qkv_proj.weight", "attn_qkv.weight", 0},
                                      {"mlp.gate_up_proj.weight", "ffn_up.weight", 0}, /* [gate|up] as GGUF's */
                                      {"self_attn.rotary_emb.inv_freq", NULL, HF_DROP},
@@ -1182,6 +1231,8 @@ static const hf_arch HF_ARCHS[] = {
      deepseek2_keys},
     {"deepseek2", DEEPSEEK2_CLASSES, "deepseek_v3", LLAMA_LAYERS, LLAMA_GLOBALS, DEEPSEEK2_LAYER, false, false, false,
      deepseek2_keys},
+    {"gpt-oss", GPTOSS_CLASSES, "gpt_oss", LLAMA_LAYERS, LLAMA_GLOBALS, GPTOSS_LAYER, false, false, false,
+     gptoss_keys},
     /* encoders: embeddings only */
     {"bert", BERT_CLASSES, "bert", BERT_LAYERS, BERT_GLOBALS, BERT_LAYER, false, false, false, bert_keys},
     {"nomic-bert", NOMIC_CLASSES, "nomic_bert", NOMIC_LAYERS, NOMIC_GLOBALS, NOMIC_LAYER, false, false, false,
@@ -1192,7 +1243,7 @@ static const hf_arch HF_ARCHS[] = {
 static const struct {
     const char *gguf;
     const hf_name *renamed;
-} HF_RENAMED[] = {{"olmo2", POST_NORM_RENAMED}, {"gemma2", POST_NORM_RENAMED}, {"gemma3", POST_NORM_RENAMED}};
+} HF_RENAMED[] = {{"olmo2", POST_NORM_RENAMED}, {"gpt-oss", POST_NORM_RENAMED}, {"gemma2", POST_NORM_RENAMED}, {"gemma3", POST_NORM_RENAMED}};
 
 static const hf_name *renamed_of(const hf_arch *a) {
     for (size_t i = 0; i < sizeof HF_RENAMED / sizeof HF_RENAMED[0]; i++)
@@ -1539,6 +1590,64 @@ static tport_status split_kv_b(hf_ctx *h, tport_mf_tensor *t, tport_mf_tensor *v
     return TPORT_STATUS_OK;
 }
 
+/* Each expert's matrix of a 3-D stack transposed (ne0 and ne1 swapped). */
+static tport_status transpose_experts(tport_model_file *mf, const mf_cursor *c, tport_mf_tensor *t) {
+    uint64_t es = t->type == TPORT_TYPE_F32 ? 4 : t->type == TPORT_TYPE_F16 || t->type == TPORT_TYPE_BF16 ? 2 : 0;
+    if (t->n_dims != 3 || !es)
+        return mf_fail(c, t->offset, "tensor %s: experts to transpose must be 3-D f32, f16 or bf16", t->name);
+    uint8_t *dst = mf_alloc(mf, (size_t)t->nbytes);
+    if (!dst)
+        return TPORT_STATUS_OUT_OF_MEMORY;
+    uint64_t k = (uint64_t)t->ne[0], r = (uint64_t)t->ne[1], one = k * r * es;
+    for (uint64_t e = 0; e < (uint64_t)t->ne[2]; e++)
+        for (uint64_t i = 0; i < r; i++)
+            for (uint64_t j = 0; j < k; j++)
+                memcpy(dst + e * one + (j * r + i) * es, (const uint8_t *)t->data + e * one + (i * k + j) * es,
+                       (size_t)es);
+    t->data = dst;
+    t->ne[0] = (int64_t)r;
+    t->ne[1] = (int64_t)k;
+    return TPORT_STATUS_OK;
+}
+
+/* gate and up alternating: a weight's rows of each expert (3-D), or a
+ * bias's values of each expert (2-D [2 ff, n_expert]); t keeps the even
+ * ones (gate), *up gets the odd ones under the name with "gate" -> "up". */
+static tport_status split_interleaved(tport_model_file *mf, const mf_cursor *c, tport_mf_tensor *t,
+                                      tport_mf_tensor *up) {
+    bool w = t->n_dims == 3;
+    uint64_t es = t->type == TPORT_TYPE_F32 ? 4 : t->type == TPORT_TYPE_F16 || t->type == TPORT_TYPE_BF16 ? 2 : 0;
+    int64_t pairs_dim = w ? t->ne[1] : t->ne[0], outer = w ? t->ne[2] : t->ne[1];
+    const char *at = strstr(t->name, "gate");
+    if ((t->n_dims != 2 && !w) || !es || pairs_dim % 2 || !at)
+        return mf_fail(c, t->offset, "tensor %s: interleaved gate/up must be f32, f16 or bf16 with an even size",
+                       t->name);
+    uint64_t unit = w ? (uint64_t)t->ne[0] * es : es; /* a row, or a value */
+    uint64_t half = t->nbytes / 2, n_pairs = (uint64_t)pairs_dim / 2;
+    uint8_t *g = mf_alloc(mf, (size_t)half), *u = mf_alloc(mf, (size_t)half);
+    char name[192];
+    snprintf(name, sizeof name, "%.*sup%s", (int)(at - t->name), t->name, at + 4);
+    char *nm = mf_strndup(mf, name, strlen(name));
+    if (!g || !u || !nm)
+        return TPORT_STATUS_OUT_OF_MEMORY;
+    const uint8_t *src = t->data;
+    for (uint64_t o = 0; o < (uint64_t)outer; o++)
+        for (uint64_t p = 0; p < n_pairs; p++) {
+            memcpy(g + (o * n_pairs + p) * unit, src + (o * 2 * n_pairs + 2 * p) * unit, (size_t)unit);
+            memcpy(u + (o * n_pairs + p) * unit, src + (o * 2 * n_pairs + 2 * p + 1) * unit, (size_t)unit);
+        }
+    if (w)
+        t->ne[1] /= 2;
+    else
+        t->ne[0] /= 2;
+    t->nbytes = half;
+    *up = *t;
+    t->data = g;
+    up->data = u;
+    up->name = nm;
+    return TPORT_STATUS_OK;
+}
+
 /* DeepSeek-V3's multi-token-prediction layers: past block_count. */
 static bool past_last_layer(const hf_ctx *h, const char *gguf_name) {
     uint32_t n_layer = kv_u32(h->mf, h->arch, "block_count");
@@ -1585,6 +1694,10 @@ static tport_status map_tensors(hf_ctx *h, const hf_arch *a, bool wrapper) {
             MF_TRY(split_gate_up(mf, h->c, &t, &ups[n_ups++]));
         if (flags & HF_KV_B)
             MF_TRY(split_kv_b(h, &t, &ups[n_ups++]));
+        if (flags & HF_EXPERTS_T)
+            MF_TRY(transpose_experts(mf, h->c, &t));
+        if (flags & HF_INTERLEAVED)
+            MF_TRY(split_interleaved(mf, h->c, &t, &ups[n_ups++]));
         if (flags & HF_QKV_GROUPS) {
             uint32_t nh = kv_u32(mf, h->arch, "attention.head_count");
             uint32_t nkv = kv_u32(mf, h->arch, "attention.head_count_kv");

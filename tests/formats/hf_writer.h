@@ -263,7 +263,7 @@ static char *make_folder(const char *name) {
 
 
 /* ---- whole models ---------------------------------------------------------------- */
-enum { T_PERMUTE = 1, T_TRANSPOSE = 2, T_QKV = 4, T_MINUS_ONE = 8, T_FUSED_EXPERTS = 16, T_MLA = 32 };
+enum { T_PERMUTE = 1, T_TRANSPOSE = 2, T_QKV = 4, T_MINUS_ONE = 8, T_FUSED_EXPERTS = 16, T_MLA = 32, T_OSS = 64 };
 typedef const char *const name_pair[2];
 typedef struct arch_spec {
     const char *arch, *cls, *model_type, *layer_fmt;
@@ -445,6 +445,19 @@ static name_pair DEEPSEEK2_L[] = {
     {"ffn_gate_shexp.weight", "mlp.shared_experts.gate_proj.weight"},
     {"ffn_down_shexp.weight", "mlp.shared_experts.down_proj.weight"},
     {"ffn_up_shexp.weight", "mlp.shared_experts.up_proj.weight"}, {NULL, NULL}};
+/* gpt-oss with dense experts: [n_expert, in, out] stacks, gate and up
+ * interleaved in gate_up_proj (rows) and gate_up_proj_bias (values) */
+static name_pair GPTOSS_L[] = {
+    {"attn_q.weight", "self_attn.q_proj.weight"}, {"attn_k.weight", "self_attn.k_proj.weight"},
+    {"attn_v.weight", "self_attn.v_proj.weight"}, {"attn_q.bias", "self_attn.q_proj.bias"},
+    {"attn_k.bias", "self_attn.k_proj.bias"},     {"attn_v.bias", "self_attn.v_proj.bias"},
+    {"attn_output.weight", "self_attn.o_proj.weight"}, {"attn_output.bias", "self_attn.o_proj.bias"},
+    {"attn_sinks.weight", "self_attn.sinks"},     {"attn_norm.weight", "input_layernorm.weight"},
+    {"post_attention_norm.weight", "post_attention_layernorm.weight"},
+    {"ffn_gate_inp.weight", "mlp.router.weight"}, {"ffn_gate_inp.bias", "mlp.router.bias"},
+    {"ffn_gate_exps.weight", "mlp.experts.gate_up_proj"}, {"ffn_gate_exps.bias", "mlp.experts.gate_up_proj_bias"},
+    {"ffn_down_exps.weight", "mlp.experts.down_proj"}, {"ffn_down_exps.bias", "mlp.experts.down_proj_bias"},
+    {NULL, NULL}};
 /* Mistral3ForConditionalGeneration: the text model under "language_model."
  * (layers as transformers < 4.52 saved them, the rest as later ones) */
 static name_pair MISTRAL3_G[] = {{"token_embd.weight", "model.language_model.embed_tokens.weight"},
@@ -513,6 +526,10 @@ static const arch_spec SPECS[] = {
      "--key expert_group_count=4 --key expert_group_used_count=2 --with exp_probs_b.bias --norm-noise 0.2 "
      "--out-gain 3 --rope-scaling yarn --rope-factor 4 --rope-orig-ctx 32 "
      "--f32-key rope.scaling.yarn_log_multiplier=0.0707",
+     true},
+    {"gpt-oss", "GptOssForCausalLM", "gpt_oss", "model.layers.%d.", LLAMA_G, GPTOSS_L, T_OSS,
+     "--dim 64 --layers 2 --heads 4 --kv-heads 2 --head-size 32 --ff 64 --ctx 256 --experts 4 --experts-used 2 "
+     "--expert-ff 64 --window 8 --rope-scaling yarn --rope-factor 4 --rope-orig-ctx 32 --norm-noise 0.2 --out-gain 3",
      true},
     {"mistral3", "Mistral3ForConditionalGeneration", "mistral3", "language_model.model.layers.%d.", MISTRAL3_G,
      LLAMA_L, T_PERMUTE, SYNTH_COMMON "--ctx 128 --kv-heads 2 --head-size 32", true},
@@ -604,6 +621,8 @@ static void write_model(const char *folder, const tport_model_file *g, const arc
             continue; /* written with the gate, in input_linear */
         if ((sp->flags & T_MLA) && !strcmp(rest, "attn_v_b.weight"))
             continue; /* written with attn_k_b, in kv_b_proj */
+        if ((sp->flags & T_OSS) && !strncmp(rest, "ffn_up_exps.", 12))
+            continue; /* interleaved with the gate */
         for (int k = 0; il < 0 && sp->globals[k][0]; k++)
             if (!strcmp(s->name, sp->globals[k][0]))
                 snprintf(d->name, sizeof d->name, "%s", sp->globals[k][1]);
@@ -613,6 +632,51 @@ static void write_model(const char *folder, const tport_model_file *g, const arc
                 snprintf(d->name, sizeof d->name, "%s%s", layer, sp->layer[k][1]);
             }
         CHECK(d->name[0], "%s: tensor %s has a Hugging Face name", sp->arch, s->name);
+        if ((sp->flags & T_OSS) && (!strncmp(rest, "ffn_gate_exps.", 14) || !strcmp(rest, "ffn_down_exps.weight"))) {
+            bool w = s->n_dims == 3, down = !strcmp(rest, "ffn_down_exps.weight");
+            size_t es = 4, total = down ? s->nbytes : 2 * s->nbytes;
+            CHECK(s->type == TPORT_TYPE_F32, "%s: %s in f32", sp->arch, s->name);
+            int64_t k = s->ne[0], r = w ? s->ne[1] : 1, outer = w ? s->ne[2] : s->ne[1];
+            uint8_t *mix = malloc(total), *out = malloc(total);
+            if (down)
+                memcpy(mix, s->data, total);
+            else { /* gate and up alternating: rows of a weight, values of a bias */
+                char up_name[96];
+                snprintf(up_name, sizeof up_name, "blk.%d.ffn_up_exps.%s", il, w ? "weight" : "bias");
+                const tport_mf_tensor *u = tport_model_file_find(g, up_name);
+                CHECK(u && u->nbytes == s->nbytes, "%s: %s", sp->arch, up_name);
+                size_t unit = w ? (size_t)k * es : es;
+                int64_t n_pairs = w ? r : k;
+                for (int64_t o = 0; u && o < outer; o++)
+                    for (int64_t p = 0; p < n_pairs; p++) {
+                        memcpy(mix + (size_t)(o * 2 * n_pairs + 2 * p) * unit,
+                               (const uint8_t *)s->data + (size_t)(o * n_pairs + p) * unit, unit);
+                        memcpy(mix + (size_t)(o * 2 * n_pairs + 2 * p + 1) * unit,
+                               (const uint8_t *)u->data + (size_t)(o * n_pairs + p) * unit, unit);
+                    }
+                r = w ? 2 * r : r;
+                k = w ? k : 2 * k;
+            }
+            if (w) { /* each expert [r rows of k] -> [k rows of r]: HF's [n_expert, in, out] */
+                size_t one = (size_t)(k * r) * es;
+                for (int64_t e = 0; e < outer; e++)
+                    for (int64_t i = 0; i < r; i++)
+                        for (int64_t j = 0; j < k; j++)
+                            memcpy(out + (size_t)e * one + (size_t)(j * r + i) * es, mix + (size_t)e * one + (size_t)(i * k + j) * es, es);
+                d->shape[0] = outer;
+                d->shape[1] = k;
+                d->shape[2] = r;
+            } else {
+                memcpy(out, mix, total);
+                d->shape[0] = outer;
+                d->shape[1] = k;
+            }
+            free(mix);
+            d->data = owned[n] = out;
+            d->nbytes = total;
+            n++;
+            continue;
+        }
         if ((sp->flags & T_MLA) && !strcmp(rest, "attn_k_b.weight")) {
             /* kv_b_proj [n_head (nope + v), kv_lora]: per head its nope rows
              * (attn_k_b [n_head, kv_lora, nope] transposed) then its v rows */
@@ -656,7 +720,7 @@ static void write_model(const char *folder, const tport_model_file *g, const arc
             n++;
             continue;
         }
-        if (s->n_dims == 3 && !(sp->flags & T_FUSED_EXPERTS)) { /* a stack of experts: one [out, in] tensor each */
+        if (s->n_dims == 3 && !(sp->flags & (T_FUSED_EXPERTS | T_OSS))) { /* a stack of experts: one [out, in] tensor each */
             char fmt[96];
             snprintf(fmt, sizeof fmt, "%s", d->name);
             size_t one = s->nbytes / (size_t)s->ne[2];
@@ -836,7 +900,7 @@ static void write_config(const char *folder, const tport_model_file *g, const ar
         }
     }
     if (!strcmp(a, "qwen3") || !strcmp(a, "qwen3moe") || !strcmp(a, "gemma2") || !strcmp(a, "gemma3") ||
-        !strcmp(a, "mistral3"))
+        !strcmp(a, "mistral3") || !strcmp(a, "gpt-oss"))
         config_from_key(cfg, g, "attention.key_length", "head_dim");
     static const char *const extras[][2] = {
         {"attn_logit_softcapping", "attn_logit_softcapping"}, {"final_logit_softcapping", "final_logit_softcapping"},
@@ -862,11 +926,18 @@ static void write_config(const char *folder, const tport_model_file *g, const ar
         }
     }
     config_from_key(cfg, g, "expert_count",
-                    !strcmp(sp->model_type, "mixtral") || !strcmp(sp->model_type, "granitemoe") ? "num_local_experts"
+                    !strcmp(sp->model_type, "mixtral") || !strcmp(sp->model_type, "granitemoe") ||
+                            !strcmp(sp->model_type, "gpt_oss") ? "num_local_experts"
                                                                                                 : "num_experts");
     config_from_key(cfg, g, "expert_used_count", "num_experts_per_tok");
     config_from_key(cfg, g, "expert_feed_forward_length", "moe_intermediate_size");
     config_from_key(cfg, g, "expert_shared_feed_forward_length", "shared_expert_intermediate_size");
+    if (!strcmp(a, "gpt-oss")) { /* GptOssConfig: alternating layers, the SwiGLU clamp */
+        cJSON *lt = cJSON_AddArrayToObject(cfg, "layer_types");
+        for (uint32_t il = 0; il < hp->n_layer; il++)
+            cJSON_AddItemToArray(lt, cJSON_CreateString(il % 2 ? "full_attention" : "sliding_attention"));
+        cJSON_AddNumberToObject(cfg, "swiglu_limit", 7.0);
+    }
     if (!strcmp(a, "cohere2")) { /* Cohere2Config's names */
         config_from_key(cfg, g, "logit_scale", "logit_scale");
         cJSON_AddNumberToObject(cfg, "rotary_pct", 1.0);

@@ -10,7 +10,8 @@
  *    starcoder, gptj, the issue-40 families, the mixtures of experts,
  *    qwen2moe (a gated shared expert), granitemoe (fused 3-D experts),
  *    deepseek2 (MLA: kv_b_proj split into attn_k_b / attn_v_b; grouped
- *    sigmoid routing) and mistral3 (a multimodal wrapper: text_config,
+ *    sigmoid routing; YaRN), gpt-oss (dense experts: [n_expert, in,
+ *    out], gate/up interleaved; MXFP4 blocks refused) and mistral3 (a multimodal wrapper: text_config,
  *    language_model.*, a vision tensor dropped);
  *    synthesized with GPT-2's vocabulary): the folder
  *    gives the GGUF's tensors byte for byte, its hyperparameters and its
@@ -325,6 +326,10 @@ static void refusals(void) {
          "\"num_attention_heads\": 2, \"qk_rope_head_dim\": 2, \"qk_nope_head_dim\": 2, \"v_head_dim\": 2, "
          "\"n_routed_experts\": 2, \"num_experts_per_tok\": 1, \"moe_intermediate_size\": 4, "
          "\"scoring_func\": \"sqrtsoftplus\"}", "sqrtsoftplus"},
+        {"{\"architectures\": [\"GptOssForCausalLM\"], \"hidden_size\": 8, \"num_hidden_layers\": 1, "
+         "\"num_attention_heads\": 2, \"swiglu_limit\": 10.0}", "swiglu_limit"},
+        {"{\"architectures\": [\"GptOssForCausalLM\"], \"hidden_size\": 8, \"num_hidden_layers\": 2, "
+         "\"num_attention_heads\": 2, \"layer_types\": [\"full_attention\", \"full_attention\"]}", "layer_types[0]"},
         {"{\"architectures\": [\"BertModel\"], \"hidden_size\": 8, \"num_hidden_layers\": 1, "
          "\"num_attention_heads\": 2, \"position_embedding_type\": \"relative_key\"}", "relative_key"},
     };
@@ -336,6 +341,19 @@ static void refusals(void) {
               i, configs[i][1], st ? tport_last_error() : "opened");
         tport_model_file_close(f);
     }
+    /* gpt-oss's MXFP4 experts (U8 blocks and scales) are refused, naming the dtype */
+    uint8_t blocks[64] = {0};
+    st_tensor mx = {.name = "model.layers.0.mlp.experts.down_proj_blocks", .dtype = "U8", .n_dims = 4,
+                    .shape = {1, 2, 2, 16}, .data = blocks, .nbytes = sizeof blocks};
+    write_safetensors(moe_path, &mx, 1);
+    write_text(path, "{\"architectures\": [\"GptOssForCausalLM\"], \"hidden_size\": 64, \"num_hidden_layers\": 1, "
+                     "\"num_attention_heads\": 2, \"num_local_experts\": 1, \"num_experts_per_tok\": 1, "
+                     "\"intermediate_size\": 64, \"sliding_window\": 8}");
+    f = NULL;
+    CHECK(tport_model_file_open(folder, &f) != TPORT_STATUS_OK && strstr(tport_last_error(), "U8"),
+          "MXFP4 blocks refused naming U8: %s", f ? "opened" : tport_last_error());
+    tport_model_file_close(f);
+    write_safetensors(moe_path, &t, 1);
     write_text(path, "{\"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\": 8, \"num_hidden_layers\": 1, "
                      "\"num_attention_heads\": 2}");
     snprintf(path, sizeof path, "%s/tokenizer.json", folder);
