@@ -582,6 +582,12 @@ bool tport_model_generates(const tport_model *m);
  * none and rank, and a model loaded without its head. */
 tport_status tport_session_embed(tport_session *s, const tport_token *ids, int32_t n, bool normalize, float *out,
                                  int32_t cap);
+/* out = in divided by a norm, as llama-server's embd_normalize (llama.cpp's
+ * common_embd_normalize): -1 none, 0 scaled so that the largest magnitude
+ * is 32760 (an int16 range), 1 taxicab (sum of magnitudes), 2 Euclidean
+ * (tport_session_embed's normalize), p > 2 the p-norm.  A zero vector
+ * stays zero; in and out may be the same array. */
+void tport_embd_normalize(const float *in, float *out, int32_t n, int32_t norm);
 
 /* ---- sessions on disk ---------------------------------------------------- */
 /* The model's identity: a 64-bit hash of its file's metadata and tensor

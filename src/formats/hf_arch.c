@@ -24,7 +24,18 @@ enum {
                                BLOOM: one group per head; Falcon) -> [Q|K|V] */
     HF_EXPERT = 1u << 3,    /* one expert's matrix ("experts.%d." in the name): stacked
                                into GGUF's [in, out, n_expert] (a copy at load) */
+    HF_KV_B = 1u << 5,      /* MLA's kv_b_proj [n_head (nope + v), kv_lora]: split into
+                               attn_k_b [n_head, kv_lora, nope] (transposed) and attn_v_b
+                               [n_head, v, kv_lora], as the converter does (copies) */
+    HF_EXPERTS_T = 1u << 6, /* gpt-oss's [n_expert, in, out] experts: each transposed */
+    HF_INTERLEAVED = 1u << 7, /* gpt-oss's gate_up: gate and up alternate (rows of a
+                               weight, values of a bias): split into gate and up */
+    HF_SPLIT_GATE_UP = 1u << 4, /* JetMoE's fused experts [n_expert, 2 ff, in]: the first ff
+                               rows of each expert are the gate ("ffn_gate_exps"), the
+                               rest the up projection ("ffn_up_exps"; a copy at load) */
 };
+
+static bool ends_with(const char *s, const char *suffix);
 
 typedef struct hf_name {
     const char *hf, *gguf;  /* layer names: after the layer prefix, "blk.%d." + gguf */
@@ -117,6 +128,8 @@ static tport_status common_keys(hf_ctx *h, uint32_t *n_embd, uint32_t *n_head) {
     return TPORT_STATUS_OK;
 }
 
+static tport_status add_u32(hf_ctx *h, const char *suffix, uint32_t v);
+
 static tport_status rope_keys(hf_ctx *h) {
     MF_TRY(key_f32(h, "rope.freq_base", "rope_theta", 10000.0f, false));
     const cJSON *rs = cJSON_GetObjectItemCaseSensitive(h->cfg, "rope_scaling");
@@ -135,6 +148,37 @@ static tport_status rope_keys(hf_ctx *h) {
     }
     if (cJSON_IsString(t) && !strcmp(t->valuestring, "default"))
         return TPORT_STATUS_OK;
+    /* YaRN, as TextModel writes it: the factor, the trained context
+     * (required: the converter indexes it), the optional factors and betas */
+    uint32_t orig;
+    if (cJSON_IsString(t) && !strcmp(t->valuestring, "yarn") && cfg_f32(rs, "factor", &factor) && factor > 0) {
+        if (!cfg_u32(rs, "original_max_position_embeddings", &orig) &&
+            !cfg_u32(h->cfg, "original_max_position_embeddings", &orig))
+            return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: config.json: YaRN rope_scaling without "
+                               "original_max_position_embeddings", h->mf->path);
+        char full[96];
+        snprintf(full, sizeof full, "%s.rope.scaling.type", h->arch);
+        MF_TRY(mf_kv_add_str(h->mf, full, "yarn"));
+        snprintf(full, sizeof full, "%s.rope.scaling.factor", h->arch);
+        MF_TRY(mf_kv_add_f32(h->mf, full, factor));
+        MF_TRY(add_u32(h, "rope.scaling.original_context_length", orig));
+        static const char *const opt[][2] = {{"extrapolation_factor", "rope.scaling.yarn_ext_factor"},
+                                             {"attention_factor", "rope.scaling.yarn_attn_factor"},
+                                             {"attn_factor", "rope.scaling.yarn_attn_factor"},
+                                             {"beta_fast", "rope.scaling.yarn_beta_fast"},
+                                             {"beta_slow", "rope.scaling.yarn_beta_slow"}};
+        bool attn = false;
+        for (size_t i = 0; i < sizeof opt / sizeof opt[0]; i++) {
+            float v;
+            bool is_attn = !strcmp(opt[i][1], "rope.scaling.yarn_attn_factor");
+            if ((is_attn && attn) || !cfg_f32(rs, opt[i][0], &v))
+                continue;
+            attn |= is_attn;
+            snprintf(full, sizeof full, "%s.%s", h->arch, opt[i][1]);
+            MF_TRY(mf_kv_add_f32(h->mf, full, v));
+        }
+        return TPORT_STATUS_OK;
+    }
     return tport_error(TPORT_STATUS_UNSUPPORTED, "%s: config.json: rope_scaling type '%s' is not supported",
                        h->mf->path, cJSON_IsString(t) ? t->valuestring : "?");
 }
@@ -535,6 +579,267 @@ static tport_status olmoe_keys(hf_ctx *h) {
     return expert_keys(h, "num_experts", NULL);
 }
 
+/* Mistral3Model's text part (Ministral3Model: LlamaModel's keys, the head
+ * size as key/value length).  Mistral 4 (text model_type mistral4, a
+ * DeepSeek-V2 graph) and rope_parameters other than the default (Ministral
+ * 3's YaRN with Llama 4 temperature scaling) are refused, naming them. */
+static tport_status mistral3_keys(hf_ctx *h) {
+    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(h->cfg, "model_type");
+    if (cJSON_IsString(mt) && strcmp(mt->valuestring, "mistral") && strcmp(mt->valuestring, "mistral3"))
+        return tport_error(TPORT_STATUS_UNSUPPORTED, "%s: config.json: a mistral3 text model of model_type '%s' is "
+                           "not supported (only 'mistral')", h->mf->path, mt->valuestring);
+    const cJSON *rp = cJSON_GetObjectItemCaseSensitive(h->cfg, "rope_parameters");
+    float theta;
+    if (cJSON_IsObject(rp)) {
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(rp, "rope_type");
+        if (cJSON_IsString(t) && strcmp(t->valuestring, "default"))
+            return tport_error(TPORT_STATUS_UNSUPPORTED, "%s: config.json: rope_parameters type '%s' is not "
+                               "supported", h->mf->path, t->valuestring);
+    }
+    MF_TRY(llama_keys(h));
+    if (cJSON_IsObject(rp) && !cfg_f32(h->cfg, "rope_theta", &theta) && cfg_f32(rp, "rope_theta", &theta))
+        MF_TRY(key_f32(h, "rope.freq_base", "rope_theta", theta, true));
+    uint32_t head_dim;
+    if (cfg_u32(h->cfg, "head_dim", &head_dim)) {
+        MF_TRY(add_u32(h, "attention.key_length", head_dim));
+        MF_TRY(add_u32(h, "attention.value_length", head_dim));
+    }
+    return TPORT_STATUS_OK;
+}
+
+/* Qwen2MoeModel: TextModel's keys, the experts' and the shared expert's
+ * widths.  norm_topk_prob true is refused: the converter drops it and
+ * llama.cpp's graph never renormalises the chosen experts' weights. */
+static tport_status qwen2moe_keys(hf_ctx *h) {
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(h->cfg, "norm_topk_prob")))
+        return tport_error(TPORT_STATUS_UNSUPPORTED, "%s: config.json: qwen2moe with norm_topk_prob true is not "
+                           "supported (llama.cpp's graph does not renormalise)", h->mf->path);
+    MF_TRY(qwen2_keys(h));
+    MF_TRY(expert_keys(h, "num_experts", "moe_intermediate_size"));
+    return key_u32(h, "expert_shared_feed_forward_length", "shared_expert_intermediate_size", true, NULL);
+}
+
+/* sentence-transformers' pooling, as the converter's _try_set_pooling_type
+ * reads it: modules.json names the Pooling module's folder, whose
+ * config.json says mean, CLS or last token.  None without modules.json
+ * (llama.cpp's default for an encoder); another mode is refused. */
+static tport_status pooling_key(hf_ctx *h) {
+    cJSON *mods = mf_read_beside(h->mf->path, "modules.json");
+    const char *dir = NULL;
+    for (const cJSON *m = cJSON_IsArray(mods) ? mods->child : NULL; m && !dir; m = m->next) {
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(m, "type"), *p = cJSON_GetObjectItemCaseSensitive(m, "path");
+        if (cJSON_IsString(t) && ends_with(t->valuestring, "Pooling") && cJSON_IsString(p))
+            dir = p->valuestring;
+    }
+    tport_status st = TPORT_STATUS_OK;
+    if (dir) { /* a folder name beside config.json, nothing above it */
+        char rel[96];
+        bool plain = strlen(dir) > 0 && strlen(dir) < 64 && strspn(dir, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == strlen(dir);
+        snprintf(rel, sizeof rel, "%s/config.json", plain ? dir : "");
+        cJSON *pc = plain ? mf_read_beside(h->mf->path, rel) : NULL;
+        const cJSON *mode = pc ? cJSON_GetObjectItemCaseSensitive(pc, "pooling_mode") : NULL;
+        uint32_t type = 0;
+        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(pc, "pooling_mode_mean_tokens")))
+            type = 1;
+        else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(pc, "pooling_mode_cls_token")))
+            type = 2;
+        else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(pc, "pooling_mode_lasttoken")))
+            type = 3;
+        else if (cJSON_IsString(mode))
+            type = !strcmp(mode->valuestring, "mean") ? 1 : !strcmp(mode->valuestring, "cls") ? 2
+                   : !strcmp(mode->valuestring, "lasttoken") ? 3 : 0;
+        if (!type)
+            st = tport_error(TPORT_STATUS_UNSUPPORTED, "%s: modules.json's pooling module '%.64s': %s", h->mf->path,
+                             dir, !plain ? "not a folder name beside config.json" : !pc ? "no readable config.json"
+                                                                 : "only mean, CLS and last-token pooling are supported");
+        else
+            st = add_u32(h, "pooling_type", type);
+        cJSON_Delete(pc);
+    }
+    cJSON_Delete(mods);
+    return st;
+}
+
+static tport_status encoder_common(hf_ctx *h) {
+    char full[96];
+    snprintf(full, sizeof full, "%s.attention.causal", h->arch);
+    MF_TRY(mf_kv_add_bool(h->mf, full, false));
+    uint32_t types = 1;
+    cfg_u32(h->cfg, "type_vocab_size", &types);
+    MF_TRY(mf_kv_add_u32(h->mf, "tokenizer.ggml.token_type_count", types));
+    return pooling_key(h);
+}
+
+/* BertModel: TextModel's keys, LayerNorm epsilon, non-causal attention,
+ * the pooling of sentence-transformers' modules.json.  Position
+ * embeddings other than absolute are refused. */
+static tport_status bert_keys(hf_ctx *h) {
+    uint32_t n_embd = 0, n_head = 0;
+    const cJSON *pe = cJSON_GetObjectItemCaseSensitive(h->cfg, "position_embedding_type");
+    if (cJSON_IsString(pe) && strcmp(pe->valuestring, "absolute"))
+        return tport_error(TPORT_STATUS_UNSUPPORTED, "%s: config.json: bert position_embedding_type '%s' is not "
+                           "supported (absolute only)", h->mf->path, pe->valuestring);
+    MF_TRY(common_keys(h, &n_embd, &n_head));
+    MF_TRY(key_f32(h, "attention.layer_norm_epsilon", "layer_norm_eps", 1e-12f, true));
+    return encoder_common(h);
+}
+
+/* NomicBertModel (not its MoE variant): the converter's asserts as
+ * refusals, its trained context (n_positions 8192 with 2048 trained:
+ * 2048), rotary_emb_base as the RoPE base. */
+static tport_status nomic_bert_keys(hf_ctx *h) {
+    const cJSON *c = h->cfg;
+    const char *bad = NULL;
+    const cJSON *act = cJSON_GetObjectItemCaseSensitive(c, "activation_function");
+    float f = 1.0f;
+    if (cJSON_GetObjectItemCaseSensitive(c, "moe_every_n_layers"))
+        bad = "moe_every_n_layers (nomic-bert-moe)";
+    else if (!cJSON_IsString(act) || strcmp(act->valuestring, "swiglu"))
+        bad = "activation_function other than swiglu";
+    else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "causal")))
+        bad = "causal true";
+    else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "qkv_proj_bias")) ||
+             cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "mlp_fc1_bias")) ||
+             cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "mlp_fc2_bias")))
+        bad = "biases (qkv_proj_bias, mlp_fc1_bias, mlp_fc2_bias)";
+    else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "prenorm")))
+        bad = "prenorm true";
+    else if ((cfg_f32(c, "rotary_emb_fraction", &f) && f != 1.0f) ||
+             cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "rotary_emb_interleaved")) ||
+             cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(c, "rotary_emb_scale_base")))
+        bad = "partial, interleaved or scaled rotary embeddings";
+    if (bad)
+        return tport_error(TPORT_STATUS_UNSUPPORTED, "%s: config.json: nomic-bert with %s is not supported",
+                           h->mf->path, bad);
+    uint32_t npos = 0, mtp = 2048, n_embd = 0, n_head = 0;
+    cfg_u32(c, "max_trained_positions", &mtp);
+    if (!cfg_u32(c, "n_positions", &npos) || npos != 8192 || mtp != 2048)
+        return tport_error(TPORT_STATUS_UNSUPPORTED, "%s: config.json: nomic-bert n_positions %u with %u trained is "
+                           "not supported (8192 with 2048)", h->mf->path, npos, mtp);
+    MF_TRY(add_u32(h, "context_length", 2048));
+    MF_TRY(key_u32(h, "embedding_length", "n_embd|hidden_size", true, &n_embd));
+    MF_TRY(key_u32(h, "block_count", "n_layer|num_hidden_layers", true, NULL));
+    MF_TRY(key_u32(h, "feed_forward_length", "n_inner|intermediate_size", true, NULL));
+    MF_TRY(key_u32(h, "attention.head_count", "n_head|num_attention_heads", true, &n_head));
+    if (!n_head || n_embd % n_head)
+        return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: config.json: n_embd %u does not split into %u heads",
+                           h->mf->path, n_embd, n_head);
+    MF_TRY(add_u32(h, "attention.head_count_kv", n_head));
+    MF_TRY(add_u32(h, "rope.dimension_count", n_embd / n_head));
+    MF_TRY(key_f32(h, "rope.freq_base", "rotary_emb_base", 10000.0f, true));
+    MF_TRY(key_f32(h, "attention.layer_norm_epsilon", "layer_norm_epsilon", 1e-12f, true));
+    return encoder_common(h);
+}
+
+/* GraniteMoeModel: Granite's keys, the experts (required); the shared
+ * MLP of GraniteMoeShared is refused (no such tensors in the graph). */
+static tport_status granitemoe_keys(hf_ctx *h) {
+    uint32_t shared = 0;
+    if (cfg_u32(h->cfg, "shared_intermediate_size", &shared) && shared)
+        return tport_error(TPORT_STATUS_UNSUPPORTED, "%s: config.json: granitemoe with a shared MLP "
+                           "(shared_intermediate_size %u, GraniteMoeShared) is not supported", h->mf->path, shared);
+    MF_TRY(granite_keys(h));
+    return expert_keys(h, "num_local_experts", NULL);
+}
+
+/* DeepseekV2Model (DeepSeek-V2, V3): multi-head latent attention as one
+ * kv head (the converter's num_key_value_heads 1), its ranks and head
+ * sizes, the experts (softmax or sigmoid scoring, groups, routed scaling,
+ * top-k renormalisation), YaRN with mscale_all_dim as the log multiplier. */
+static tport_status deepseek2_keys(hf_ctx *h) {
+    const cJSON *c = h->cfg;
+    uint32_t n_embd = 0, n_head = 0, n_layer = 0, kv_lora = 512, rope = 0, nope = 0, v = 0, u;
+    MF_TRY(key_u32(h, "vocab_size", "vocab_size", false, NULL));
+    MF_TRY(key_u32(h, "context_length", "max_position_embeddings", false, NULL));
+    MF_TRY(key_u32(h, "embedding_length", "hidden_size", true, &n_embd));
+    MF_TRY(key_u32(h, "block_count", "num_hidden_layers", true, &n_layer));
+    MF_TRY(key_u32(h, "feed_forward_length", "intermediate_size", false, NULL));
+    MF_TRY(key_u32(h, "attention.head_count", "num_attention_heads", true, &n_head));
+    MF_TRY(add_u32(h, "attention.head_count_kv", 1));
+    MF_TRY(rope_keys(h));
+    MF_TRY(key_f32(h, "attention.layer_norm_rms_epsilon", "rms_norm_eps", 1e-6f, true));
+    if (!cfg_u32(c, "qk_rope_head_dim", &rope) || !cfg_u32(c, "qk_nope_head_dim", &nope) ||
+        !cfg_u32(c, "v_head_dim", &v) || !n_head || !rope || rope % 2)
+        return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: config.json: deepseek2 needs num_attention_heads, an even "
+                           "qk_rope_head_dim, qk_nope_head_dim and v_head_dim", h->mf->path);
+    cfg_u32(c, "kv_lora_rank", &kv_lora);
+    if (cfg_u32(c, "q_lora_rank", &u)) /* null: no q compression */
+        MF_TRY(add_u32(h, "attention.q_lora_rank", u));
+    MF_TRY(add_u32(h, "attention.kv_lora_rank", kv_lora));
+    MF_TRY(add_u32(h, "attention.key_length", kv_lora + rope));
+    MF_TRY(add_u32(h, "attention.value_length", kv_lora));
+    MF_TRY(add_u32(h, "attention.key_length_mla", nope + rope));
+    MF_TRY(add_u32(h, "attention.value_length_mla", v));
+    MF_TRY(add_u32(h, "rope.dimension_count", rope));
+    bool moe = cfg_u32(c, "n_routed_experts", &u);
+    uint32_t dense = moe ? 0 : n_layer, used = 0;
+    cfg_u32(c, "first_k_dense_replace", &dense);
+    MF_TRY(add_u32(h, "leading_dense_block_count", dense));
+    MF_TRY(key_u32(h, "expert_feed_forward_length", "moe_intermediate_size|intermediate_size", true, NULL));
+    if (moe) {
+        MF_TRY(add_u32(h, "expert_count", u));
+        MF_TRY(key_u32(h, "expert_used_count", "num_experts_per_tok", true, &used));
+        if (!u || !used || used > u || u > 4096)
+            return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: config.json: %u experts, %u used", h->mf->path, u, used);
+    }
+    MF_TRY(add_u32(h, "expert_shared_count", cfg_u32(c, "n_shared_experts", &u) ? u : 0));
+    MF_TRY(key_f32(h, "expert_weights_scale", "routed_scaling_factor", 1.0f, false));
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "norm_topk_prob"))) {
+        char full[96];
+        snprintf(full, sizeof full, "%s.expert_weights_norm", h->arch);
+        MF_TRY(mf_kv_add_bool(h->mf, full, true));
+    }
+    MF_TRY(key_u32(h, "expert_group_count", "n_group", false, NULL));
+    MF_TRY(key_u32(h, "expert_group_used_count", "topk_group", false, NULL));
+    /* YaRN's mscale_all_dim as the converter writes it (0.1 x, its legacy form) */
+    const cJSON *rs = cJSON_GetObjectItemCaseSensitive(c, "rope_scaling");
+    float mall;
+    if (cJSON_IsObject(rs) && cfg_f32(rs, "mscale_all_dim", &mall)) {
+        char full[96];
+        snprintf(full, sizeof full, "%s.rope.scaling.yarn_log_multiplier", h->arch);
+        MF_TRY(mf_kv_add_f32(h->mf, full, 0.1f * mall));
+    }
+    const cJSON *sf = cJSON_GetObjectItemCaseSensitive(c, "scoring_func");
+    if (cJSON_IsString(sf)) {
+        if (strcmp(sf->valuestring, "softmax") && strcmp(sf->valuestring, "sigmoid"))
+            return tport_error(TPORT_STATUS_UNSUPPORTED, "%s: config.json: deepseek2 scoring_func '%s' is not "
+                               "supported", h->mf->path, sf->valuestring);
+        MF_TRY(add_u32(h, "expert_gating_func", strcmp(sf->valuestring, "sigmoid") ? 1 : 2));
+    }
+    return TPORT_STATUS_OK;
+}
+
+/* GptOssModel with dense (bf16/f16/f32) experts: TextModel's keys, the
+ * head size, the window (required) and the experts' width.  Its layer
+ * types must alternate sliding and full from layer 0 (the graph's
+ * pattern) and swiglu_limit be 7 (the graph's clamp); MXFP4 experts
+ * (U8 *_blocks and *_scales) are refused by the safetensors reader. */
+static tport_status gptoss_keys(hf_ctx *h) {
+    uint32_t n_embd = 0, n_head = 0, head_dim;
+    float limit;
+    if (cfg_f32(h->cfg, "swiglu_limit", &limit) && limit != 7.0f)
+        return tport_error(TPORT_STATUS_UNSUPPORTED, "%s: config.json: gpt-oss swiglu_limit %g is not supported (7 "
+                           "only)", h->mf->path, (double)limit);
+    const cJSON *lt = cJSON_GetObjectItemCaseSensitive(h->cfg, "layer_types");
+    int il = 0;
+    for (const cJSON *e = cJSON_IsArray(lt) ? lt->child : NULL; e; e = e->next, il++)
+        if (!cJSON_IsString(e) || strcmp(e->valuestring, il % 2 ? "full_attention" : "sliding_attention"))
+            return tport_error(TPORT_STATUS_UNSUPPORTED, "%s: config.json: gpt-oss layer_types[%d] is not %s (only "
+                               "alternating sliding and full layers are supported)", h->mf->path, il,
+                               il % 2 ? "full_attention" : "sliding_attention");
+    MF_TRY(common_keys(h, &n_embd, &n_head));
+    MF_TRY(rope_keys(h));
+    MF_TRY(key_f32(h, "attention.layer_norm_rms_epsilon", "rms_norm_eps", 1e-5f, true));
+    if (!cfg_u32(h->cfg, "head_dim", &head_dim))
+        head_dim = n_embd / n_head;
+    MF_TRY(add_u32(h, "attention.key_length", head_dim));
+    MF_TRY(add_u32(h, "attention.value_length", head_dim));
+    MF_TRY(add_u32(h, "rope.dimension_count", head_dim));
+    MF_TRY(key_u32(h, "attention.sliding_window", "sliding_window", true, NULL));
+    MF_TRY(expert_keys(h, "num_local_experts", NULL));
+    return key_u32(h, "expert_feed_forward_length", "intermediate_size", true, NULL);
+}
+
 /* ---- the table ----------------------------------------------------------------- */
 static const char *const LLAMA_LAYERS[] = {"model.layers.%d.", NULL};
 static const char *const GPT2_LAYERS[] = {"transformer.h.%d.", "h.%d.", NULL};
@@ -744,6 +1049,13 @@ static const char *const PHI3_CLASSES[] = {"Phi3ForCausalLM", NULL};
 static const char *const MIXTRAL_CLASSES[] = {"MixtralForCausalLM", NULL};
 static const char *const QWEN3MOE_CLASSES[] = {"Qwen3MoeForCausalLM", NULL};
 static const char *const OLMOE_CLASSES[] = {"OlmoeForCausalLM", NULL};
+static const char *const MISTRAL3_CLASSES[] = {"Mistral3ForConditionalGeneration", NULL};
+static const char *const QWEN2MOE_CLASSES[] = {"Qwen2MoeForCausalLM", NULL};
+static const char *const GRANITEMOE_CLASSES[] = {"GraniteMoeForCausalLM", NULL};
+static const char *const DEEPSEEK2_CLASSES[] = {"DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", NULL};
+static const char *const GPTOSS_CLASSES[] = {"GptOssForCausalLM", NULL};
+static const char *const BERT_CLASSES[] = {"BertModel", "BertForMaskedLM", NULL};
+static const char *const NOMIC_CLASSES[] = {"NomicBertModel", NULL};
 static const hf_name MIXTRAL_LAYER[] = {{"block_sparse_moe.gate.weight", "ffn_gate_inp.weight", 0},
                                         {"block_sparse_moe.experts.%d.w1.weight", "ffn_gate_exps.weight", HF_EXPERT},
                                         {"block_sparse_moe.experts.%d.w2.weight", "ffn_down_exps.weight", HF_EXPERT},
@@ -759,6 +1071,109 @@ static const hf_name MOE_QK_NORM_LAYER[] = {{"self_attn.q_norm.weight", "attn_q_
                                             {"mlp.experts.%d.up_proj.weight", "ffn_up_exps.weight", HF_EXPERT},
                                             {"self_attn.rotary_emb.inv_freq", NULL, HF_DROP},
                                             {NULL, NULL, 0}};
+/* Qwen2-MoE: Qwen3-MoE's experts plus a shared expert with a gate row */
+static const hf_name QWEN2MOE_LAYER[] = {{"self_attn.q_proj.bias", "attn_q.bias", 0},
+                                         {"self_attn.k_proj.bias", "attn_k.bias", 0},
+                                         {"self_attn.v_proj.bias", "attn_v.bias", 0},
+                                         {"mlp.gate.weight", "ffn_gate_inp.weight", 0},
+                                         {"mlp.experts.%d.gate_proj.weight", "ffn_gate_exps.weight", HF_EXPERT},
+                                         {"mlp.experts.%d.down_proj.weight", "ffn_down_exps.weight", HF_EXPERT},
+                                         {"mlp.experts.%d.up_proj.weight", "ffn_up_exps.weight", HF_EXPERT},
+                                         {"mlp.shared_expert.gate_proj.weight", "ffn_gate_shexp.weight", 0},
+                                         {"mlp.shared_expert.down_proj.weight", "ffn_down_shexp.weight", 0},
+                                         {"mlp.shared_expert.up_proj.weight", "ffn_up_shexp.weight", 0},
+                                         {"mlp.shared_expert_gate.weight", "ffn_gate_inp_shexp.weight", 0},
+                                         {"self_attn.rotary_emb.inv_freq", NULL, HF_DROP},
+                                         {NULL, NULL, 0}};
+/* BERT: with or without "bert." (BertForMaskedLM), old gamma/beta names;
+ * the pooler, the masked-LM head and the position ids left out, as the
+ * converter does */
+static const char *const BERT_LAYERS[] = {"encoder.layer.%d.", "bert.encoder.layer.%d.", NULL};
+#define BERT_G(hf, gguf) {hf, gguf, 0}, {"bert." hf, gguf, 0}
+#define BERT_DROP(hf) {hf, NULL, HF_DROP}, {"bert." hf, NULL, HF_DROP}
+static const hf_name BERT_GLOBALS[] = {BERT_G("embeddings.word_embeddings.weight", "token_embd.weight"),
+                                       BERT_G("embeddings.token_type_embeddings.weight", "token_types.weight"),
+                                       BERT_G("embeddings.position_embeddings.weight", "position_embd.weight"),
+                                       BERT_G("embeddings.LayerNorm.weight", "token_embd_norm.weight"),
+                                       BERT_G("embeddings.LayerNorm.bias", "token_embd_norm.bias"),
+                                       BERT_G("embeddings.LayerNorm.gamma", "token_embd_norm.weight"),
+                                       BERT_G("embeddings.LayerNorm.beta", "token_embd_norm.bias"),
+                                       BERT_DROP("embeddings.position_ids"),
+                                       BERT_DROP("pooler.dense.weight"),
+                                       BERT_DROP("pooler.dense.bias"),
+                                       /* BertForMaskedLM's head (the converter keeps only the encoder) */
+                                       {"cls.predictions.bias", NULL, HF_DROP},
+                                       {"cls.predictions.transform.dense.weight", NULL, HF_DROP},
+                                       {"cls.predictions.transform.dense.bias", NULL, HF_DROP},
+                                       {"cls.predictions.transform.LayerNorm.weight", NULL, HF_DROP},
+                                       {"cls.predictions.transform.LayerNorm.bias", NULL, HF_DROP},
+                                       {"cls.predictions.transform.LayerNorm.gamma", NULL, HF_DROP},
+                                       {"cls.predictions.transform.LayerNorm.beta", NULL, HF_DROP},
+                                       {"cls.predictions.decoder.weight", NULL, HF_DROP},
+                                       {"cls.predictions.decoder.bias", NULL, HF_DROP},
+                                       {NULL, NULL, 0}};
+#define BERT_L(hf, gguf) {hf ".weight", gguf ".weight", 0}, {hf ".bias", gguf ".bias", 0}
+#define BERT_LN(hf, gguf) BERT_L(hf, gguf), {hf ".gamma", gguf ".weight", 0}, {hf ".beta", gguf ".bias", 0}
+static const hf_name BERT_LAYER[] = {BERT_L("attention.self.query", "attn_q"),
+                                     BERT_L("attention.self.key", "attn_k"),
+                                     BERT_L("attention.self.value", "attn_v"),
+                                     BERT_L("attention.output.dense", "attn_output"),
+                                     BERT_LN("attention.output.LayerNorm", "attn_output_norm"),
+                                     BERT_L("intermediate.dense", "ffn_up"),
+                                     BERT_L("output.dense", "ffn_down"),
+                                     BERT_LN("output.LayerNorm", "layer_output_norm"),
+                                     {NULL, NULL, 0}};
+static const char *const NOMIC_LAYERS[] = {"encoder.layers.%d.", NULL};
+static const hf_name NOMIC_GLOBALS[] = {{"embeddings.word_embeddings.weight", "token_embd.weight", 0},
+                                        {"embeddings.token_type_embeddings.weight", "token_types.weight", 0},
+                                        {"emb_ln.weight", "token_embd_norm.weight", 0},
+                                        {"emb_ln.bias", "token_embd_norm.bias", 0},
+                                        {NULL, NULL, 0}};
+static const hf_name NOMIC_LAYER[] = {{"attn.Wqkv.weight", "attn_qkv.weight", 0},
+                                      {"attn.out_proj.weight", "attn_output.weight", 0},
+                                      BERT_L("norm1", "attn_output_norm"),
+                                      {"mlp.fc11.weight", "ffn_up.weight", 0},
+                                      {"mlp.fc12.weight", "ffn_gate.weight", 0},
+                                      {"mlp.fc2.weight", "ffn_down.weight", 0},
+                                      BERT_L("norm2", "layer_output_norm"),
+                                      {NULL, NULL, 0}};
+static const hf_name GRANITEMOE_LAYER[] = {
+    {"block_sparse_moe.router.layer.weight", "ffn_gate_inp.weight", 0},
+    {"block_sparse_moe.input_linear.weight", "ffn_gate_exps.weight", HF_SPLIT_GATE_UP},
+    {"block_sparse_moe.output_linear.weight", "ffn_down_exps.weight", 0},
+    {"self_attn.rotary_emb.inv_freq", NULL, HF_DROP},
+    {NULL, NULL, 0}};
+static const hf_name DEEPSEEK2_LAYER[] = {
+    {"self_attn.q_a_proj.weight", "attn_q_a.weight", 0},
+    {"self_attn.q_a_layernorm.weight", "attn_q_a_norm.weight", 0},
+    {"self_attn.q_b_proj.weight", "attn_q_b.weight", 0},
+    {"self_attn.kv_a_proj_with_mqa.weight", "attn_kv_a_mqa.weight", 0},
+    {"self_attn.kv_a_layernorm.weight", "attn_kv_a_norm.weight", 0},
+    {"self_attn.kv_b_proj.weight", "attn_k_b.weight", HF_KV_B},
+    {"mlp.gate.weight", "ffn_gate_inp.weight", 0},
+    {"mlp.gate.e_score_correction_bias", "exp_probs_b.bias", 0},
+    {"mlp.experts.%d.gate_proj.weight", "ffn_gate_exps.weight", HF_EXPERT},
+    {"mlp.experts.%d.down_proj.weight", "ffn_down_exps.weight", HF_EXPERT},
+    {"mlp.experts.%d.up_proj.weight", "ffn_up_exps.weight", HF_EXPERT},
+    {"mlp.shared_experts.gate_proj.weight", "ffn_gate_shexp.weight", 0},
+    {"mlp.shared_experts.down_proj.weight", "ffn_down_shexp.weight", 0},
+    {"mlp.shared_experts.up_proj.weight", "ffn_up_shexp.weight", 0},
+    {"self_attn.rotary_emb.inv_freq", NULL, HF_DROP},
+    {NULL, NULL, 0}};
+static const hf_name GPTOSS_LAYER[] = {
+    {"self_attn.q_proj.bias", "attn_q.bias", 0},
+    {"self_attn.k_proj.bias", "attn_k.bias", 0},
+    {"self_attn.v_proj.bias", "attn_v.bias", 0},
+    {"self_attn.o_proj.bias", "attn_output.bias", 0},
+    {"self_attn.sinks", "attn_sinks.weight", 0},
+    {"mlp.router.weight", "ffn_gate_inp.weight", 0},
+    {"mlp.router.bias", "ffn_gate_inp.bias", 0},
+    {"mlp.experts.gate_up_proj", "ffn_gate_exps.weight", HF_EXPERTS_T | HF_INTERLEAVED},
+    {"mlp.experts.gate_up_proj_bias", "ffn_gate_exps.bias", HF_INTERLEAVED},
+    {"mlp.experts.down_proj", "ffn_down_exps.weight", HF_EXPERTS_T},
+    {"mlp.experts.down_proj_bias", "ffn_down_exps.bias", 0},
+    {"self_attn.rotary_emb.inv_freq", NULL, HF_DROP},
+    {NULL, NULL, 0}};
 static const hf_name PHI3_LAYER[] = {{"self_attn.qkv_proj.weight", "attn_qkv.weight", 0},
                                      {"mlp.gate_up_proj.weight", "ffn_up.weight", 0}, /* [gate|up] as GGUF's */
                                      {"self_attn.rotary_emb.inv_freq", NULL, HF_DROP},
@@ -802,13 +1217,33 @@ static const hf_arch HF_ARCHS[] = {
      qwen3moe_keys},
     {"olmoe", OLMOE_CLASSES, "olmoe", LLAMA_LAYERS, LLAMA_GLOBALS, MOE_QK_NORM_LAYER, false, false, false,
      olmoe_keys},
+    {"qwen2moe", QWEN2MOE_CLASSES, "qwen2_moe", LLAMA_LAYERS, LLAMA_GLOBALS, QWEN2MOE_LAYER, false, false, false,
+     qwen2moe_keys},
+    /* a multimodal wrapper: its text_config and language_model.* tensors
+     * (mf_hf_map_config), the vision tower dropped (llama.cpp's mmproj) */
+    {"mistral3", MISTRAL3_CLASSES, "mistral3", LLAMA_LAYERS, LLAMA_GLOBALS, LLAMA_LAYER, true, false, false,
+     mistral3_keys},
+    {"granitemoe", GRANITEMOE_CLASSES, "granitemoe", LLAMA_LAYERS, LLAMA_GLOBALS, GRANITEMOE_LAYER, true, false,
+     false, granitemoe_keys},
+    /* multi-head latent attention (kv_b_proj split); V3's multi-token
+     * prediction layers (past num_hidden_layers) dropped as the converter does */
+    {"deepseek2", DEEPSEEK2_CLASSES, "deepseek_v2", LLAMA_LAYERS, LLAMA_GLOBALS, DEEPSEEK2_LAYER, false, false, false,
+     deepseek2_keys},
+    {"deepseek2", DEEPSEEK2_CLASSES, "deepseek_v3", LLAMA_LAYERS, LLAMA_GLOBALS, DEEPSEEK2_LAYER, false, false, false,
+     deepseek2_keys},
+    {"gpt-oss", GPTOSS_CLASSES, "gpt_oss", LLAMA_LAYERS, LLAMA_GLOBALS, GPTOSS_LAYER, false, false, false,
+     gptoss_keys},
+    /* encoders: embeddings only */
+    {"bert", BERT_CLASSES, "bert", BERT_LAYERS, BERT_GLOBALS, BERT_LAYER, false, false, false, bert_keys},
+    {"nomic-bert", NOMIC_CLASSES, "nomic_bert", NOMIC_LAYERS, NOMIC_GLOBALS, NOMIC_LAYER, false, false, false,
+     nomic_bert_keys},
 };
 /* Layer names the reader's llama renaming (tensor_names.c) gave that mean
  * another tensor in these architectures. */
 static const struct {
     const char *gguf;
     const hf_name *renamed;
-} HF_RENAMED[] = {{"olmo2", POST_NORM_RENAMED}, {"gemma2", POST_NORM_RENAMED}, {"gemma3", POST_NORM_RENAMED}};
+} HF_RENAMED[] = {{"olmo2", POST_NORM_RENAMED}, {"gpt-oss", POST_NORM_RENAMED}, {"gemma2", POST_NORM_RENAMED}, {"gemma3", POST_NORM_RENAMED}};
 
 static const hf_name *renamed_of(const hf_arch *a) {
     for (size_t i = 0; i < sizeof HF_RENAMED / sizeof HF_RENAMED[0]; i++)
@@ -864,7 +1299,9 @@ static tport_status rename_one(const tport_model_file *mf, const hf_arch *a, con
     *expert = 0;
     for (const hf_name *g = a->globals; g->hf; g++)
         if (!strcmp(name, g->hf)) {
-            snprintf(out, cap, "%s", g->gguf);
+            *flags = g->flags;
+            if (g->gguf)
+                snprintf(out, cap, "%s", g->gguf);
             return TPORT_STATUS_OK;
         }
     for (const char *const *p = a->layer_prefixes; *p; p++) {
@@ -1056,34 +1493,211 @@ static tport_status stack_expert(hf_ctx *h, int kept, const tport_mf_tensor *t, 
     return TPORT_STATUS_OK;
 }
 
-static tport_status map_tensors(hf_ctx *h, const hf_arch *a) {
+/* A multimodal wrapper's text tensor: "language_model." taken out of the
+ * name (as the converter does) and the reader's llama renaming applied to
+ * the rest; its vision tower and projector are not part of the text model
+ * (the converter writes them to a separate mmproj file).  Returns false
+ * for a tensor to drop. */
+static bool text_part_name(const char *name, char *out, size_t cap) {
+    if (strstr(name, "vision_tower.") || strstr(name, "multi_modal_projector."))
+        return false;
+    const char *lm = strstr(name, "language_model.");
+    char tmp[192];
+    if (!lm) {
+        snprintf(out, cap, "%s", name);
+        return true;
+    }
+    snprintf(tmp, sizeof tmp, "%.*s%s", (int)(lm - name), name, lm + strlen("language_model."));
+    if (!mf_normalize_llama_name(tmp, out, cap))
+        snprintf(out, cap, "%s", tmp);
+    return true;
+}
+
+/* t (fused [in, 2 ff, n_expert] in GGUF's order) becomes its gate half;
+ * *up its up half under the name with "gate" made "up". */
+static tport_status split_gate_up(tport_model_file *mf, const mf_cursor *c, tport_mf_tensor *t, tport_mf_tensor *up) {
+    if (t->n_dims != 3 || t->ne[1] % 2 || t->ne[0] <= 0 || t->ne[2] <= 0)
+        return mf_fail(c, t->offset, "tensor %s: fused experts must be [n_expert, 2 x ff, n_embd]", t->name);
+    uint64_t rows = (uint64_t)t->ne[1] * (uint64_t)t->ne[2], half = t->nbytes / 2;
+    if (t->nbytes % rows)
+        return mf_fail(c, t->offset, "tensor %s: rows of a block-quantized type cannot be split", t->name);
+    uint64_t row = t->nbytes / rows, part = (uint64_t)(t->ne[1] / 2) * row; /* one expert's half */
+    uint8_t *g = mf_alloc(mf, (size_t)half), *u = mf_alloc(mf, (size_t)half);
+    const char *at = strstr(t->name, "gate");
+    char name[192];
+    snprintf(name, sizeof name, "%.*sup%s", at ? (int)(at - t->name) : 0, t->name, at ? at + 4 : "");
+    char *nm = mf_strndup(mf, name, strlen(name));
+    if (!g || !u || !nm || !at)
+        return at ? TPORT_STATUS_OUT_OF_MEMORY : mf_fail(c, t->offset, "tensor %s: not a gate", t->name);
+    for (int64_t e = 0; e < t->ne[2]; e++) {
+        const uint8_t *src = (const uint8_t *)t->data + (uint64_t)e * 2 * part;
+        memcpy(g + (uint64_t)e * part, src, (size_t)part);
+        memcpy(u + (uint64_t)e * part, src + part, (size_t)part);
+    }
+    t->ne[1] /= 2;
+    t->nbytes = half;
+    *up = *t;
+    t->data = g;
+    up->data = u;
+    up->name = nm;
+    return TPORT_STATUS_OK;
+}
+
+/* kv_b_proj (GGUF order: ne [kv_lora, n_head (nope + v)]) -> t = attn_k_b
+ * ne [nope, kv_lora, n_head] (each head's nope rows transposed), *vb =
+ * attn_v_b ne [kv_lora, v, n_head] (each head's v rows). */
+static tport_status split_kv_b(hf_ctx *h, tport_mf_tensor *t, tport_mf_tensor *vb) {
+    tport_model_file *mf = h->mf;
+    uint32_t n_head = kv_u32(mf, h->arch, "attention.head_count"), k_mla = kv_u32(mf, h->arch, "attention.key_length_mla");
+    uint32_t rope = kv_u32(mf, h->arch, "rope.dimension_count"), v = kv_u32(mf, h->arch, "attention.value_length_mla");
+    uint64_t es = t->type == TPORT_TYPE_F32 ? 4 : t->type == TPORT_TYPE_F16 || t->type == TPORT_TYPE_BF16 ? 2 : 0;
+    int64_t nope = (int64_t)k_mla - (int64_t)rope, rank = t->ne[0];
+    if (t->n_dims != 2 || !es || !n_head || nope <= 0 || !v || t->ne[1] != (int64_t)n_head * (nope + v))
+        return mf_fail(h->c, t->offset, "tensor %s: kv_b_proj must be 2-D f32, f16 or bf16 of %u heads x (%lld + %u) "
+                       "rows", t->name, n_head, (long long)nope, v);
+    uint64_t kb_bytes = (uint64_t)n_head * (uint64_t)nope * (uint64_t)rank * es;
+    uint64_t vb_bytes = (uint64_t)n_head * v * (uint64_t)rank * es;
+    uint8_t *kb = mf_alloc(mf, (size_t)kb_bytes), *vbd = mf_alloc(mf, (size_t)vb_bytes);
+    char *nm = mf_strndup(mf, t->name, strlen(t->name));
+    char *k_at = nm ? strstr(nm, "attn_k_b") : NULL;
+    if (!kb || !vbd || !nm || !k_at)
+        return TPORT_STATUS_OUT_OF_MEMORY;
+    k_at[5] = 'v'; /* "attn_v_b..." */
+    const uint8_t *src = t->data;
+    for (int64_t hh = 0; hh < (int64_t)n_head; hh++) {
+        const uint8_t *head = src + (uint64_t)hh * (uint64_t)(nope + v) * (uint64_t)rank * es;
+        for (int64_t j = 0; j < nope; j++) /* k_b[h][r][j] = kv_b[h][j][r] */
+            for (int64_t r = 0; r < rank; r++)
+                memcpy(kb + (((uint64_t)hh * (uint64_t)rank + (uint64_t)r) * (uint64_t)nope + (uint64_t)j) * es,
+                       head + ((uint64_t)j * (uint64_t)rank + (uint64_t)r) * es, (size_t)es);
+        memcpy(vbd + (uint64_t)hh * v * (uint64_t)rank * es, head + (uint64_t)nope * (uint64_t)rank * es,
+               (size_t)((uint64_t)v * (uint64_t)rank * es));
+    }
+    *vb = *t;
+    vb->name = nm;
+    vb->n_dims = 3;
+    vb->ne[0] = rank;
+    vb->ne[1] = v;
+    vb->ne[2] = n_head;
+    vb->nbytes = vb_bytes;
+    vb->data = vbd;
+    t->n_dims = 3;
+    t->ne[0] = nope;
+    t->ne[1] = rank;
+    t->ne[2] = n_head;
+    t->nbytes = kb_bytes;
+    t->data = kb;
+    return TPORT_STATUS_OK;
+}
+
+/* Each expert's matrix of a 3-D stack transposed (ne0 and ne1 swapped). */
+static tport_status transpose_experts(tport_model_file *mf, const mf_cursor *c, tport_mf_tensor *t) {
+    uint64_t es = t->type == TPORT_TYPE_F32 ? 4 : t->type == TPORT_TYPE_F16 || t->type == TPORT_TYPE_BF16 ? 2 : 0;
+    if (t->n_dims != 3 || !es)
+        return mf_fail(c, t->offset, "tensor %s: experts to transpose must be 3-D f32, f16 or bf16", t->name);
+    uint8_t *dst = mf_alloc(mf, (size_t)t->nbytes);
+    if (!dst)
+        return TPORT_STATUS_OUT_OF_MEMORY;
+    uint64_t k = (uint64_t)t->ne[0], r = (uint64_t)t->ne[1], one = k * r * es;
+    for (uint64_t e = 0; e < (uint64_t)t->ne[2]; e++)
+        for (uint64_t i = 0; i < r; i++)
+            for (uint64_t j = 0; j < k; j++)
+                memcpy(dst + e * one + (j * r + i) * es, (const uint8_t *)t->data + e * one + (i * k + j) * es,
+                       (size_t)es);
+    t->data = dst;
+    t->ne[0] = (int64_t)r;
+    t->ne[1] = (int64_t)k;
+    return TPORT_STATUS_OK;
+}
+
+/* gate and up alternating: a weight's rows of each expert (3-D), or a
+ * bias's values of each expert (2-D [2 ff, n_expert]); t keeps the even
+ * ones (gate), *up gets the odd ones under the name with "gate" -> "up". */
+static tport_status split_interleaved(tport_model_file *mf, const mf_cursor *c, tport_mf_tensor *t,
+                                      tport_mf_tensor *up) {
+    bool w = t->n_dims == 3;
+    uint64_t es = t->type == TPORT_TYPE_F32 ? 4 : t->type == TPORT_TYPE_F16 || t->type == TPORT_TYPE_BF16 ? 2 : 0;
+    int64_t pairs_dim = w ? t->ne[1] : t->ne[0], outer = w ? t->ne[2] : t->ne[1];
+    const char *at = strstr(t->name, "gate");
+    if ((t->n_dims != 2 && !w) || !es || pairs_dim % 2 || !at)
+        return mf_fail(c, t->offset, "tensor %s: interleaved gate/up must be f32, f16 or bf16 with an even size",
+                       t->name);
+    uint64_t unit = w ? (uint64_t)t->ne[0] * es : es; /* a row, or a value */
+    uint64_t half = t->nbytes / 2, n_pairs = (uint64_t)pairs_dim / 2;
+    uint8_t *g = mf_alloc(mf, (size_t)half), *u = mf_alloc(mf, (size_t)half);
+    char name[192];
+    snprintf(name, sizeof name, "%.*sup%s", (int)(at - t->name), t->name, at + 4);
+    char *nm = mf_strndup(mf, name, strlen(name));
+    if (!g || !u || !nm)
+        return TPORT_STATUS_OUT_OF_MEMORY;
+    const uint8_t *src = t->data;
+    for (uint64_t o = 0; o < (uint64_t)outer; o++)
+        for (uint64_t p = 0; p < n_pairs; p++) {
+            memcpy(g + (o * n_pairs + p) * unit, src + (o * 2 * n_pairs + 2 * p) * unit, (size_t)unit);
+            memcpy(u + (o * n_pairs + p) * unit, src + (o * 2 * n_pairs + 2 * p + 1) * unit, (size_t)unit);
+        }
+    if (w)
+        t->ne[1] /= 2;
+    else
+        t->ne[0] /= 2;
+    t->nbytes = half;
+    *up = *t;
+    t->data = g;
+    up->data = u;
+    up->name = nm;
+    return TPORT_STATUS_OK;
+}
+
+/* DeepSeek-V3's multi-token-prediction layers: past block_count. */
+static bool past_last_layer(const hf_ctx *h, const char *gguf_name) {
+    uint32_t n_layer = kv_u32(h->mf, h->arch, "block_count");
+    return !strcmp(h->arch, "deepseek2") && !strncmp(gguf_name, "blk.", 4) && strtoul(gguf_name + 4, NULL, 10) >= n_layer;
+}
+
+static tport_status map_tensors(hf_ctx *h, const hf_arch *a, bool wrapper) {
     tport_model_file *mf = h->mf;
     int kept = 0;
     uint32_t n_exp = kv_u32(mf, h->arch, "expert_count");
     uint8_t *seen = n_exp ? mf_alloc_array(mf, (uint64_t)mf->n_tensors * n_exp, 1) : NULL;
-    if (n_exp && !seen)
+    /* the up halves of fused experts, appended after the loop */
+    tport_mf_tensor *ups = mf_alloc_array(mf, (uint64_t)mf->n_tensors + 1, sizeof *ups);
+    uint8_t *stacked = mf_alloc_array(mf, (uint64_t)mf->n_tensors + 1, 1); /* kept index: a stack made here */
+    int n_ups = 0;
+    if ((n_exp && !seen) || !ups || !stacked)
         return TPORT_STATUS_OUT_OF_MEMORY;
     for (int i = 0; i < mf->n_tensors; i++) {
         tport_mf_tensor t = mf->tensors[i];
-        char name[160];
+        char name[192];
         unsigned flags;
         uint32_t expert;
         name[0] = '\0';
-        MF_TRY(rename_one(mf, a, t.name, name, sizeof name, &flags, &expert));
-        if (flags & HF_DROP)
+        char text_name[192];
+        if (wrapper && !text_part_name(t.name, text_name, sizeof text_name))
+            continue;
+        MF_TRY(rename_one(mf, a, wrapper ? text_name : t.name, name, sizeof name, &flags, &expert));
+        if ((flags & HF_DROP) || past_last_layer(h, name[0] ? name : t.name))
             continue;
         if (flags & HF_EXPERT) {
             int k = 0;
             while (k < kept && strcmp(mf->tensors[k].name, name))
                 k++;
             MF_TRY(stack_expert(h, kept, &t, name, expert, seen));
-            kept += k == kept;
+            if (k == kept)
+                stacked[kept++] = 1;
             continue;
         }
         if (strcmp(name, t.name) && !(t.name = mf_strndup(mf, name, strlen(name))))
             return TPORT_STATUS_OUT_OF_MEMORY;
         if (flags & HF_TRANSPOSE)
             MF_TRY(mf_transpose_2d(mf, h->c, &t));
+        if (flags & HF_SPLIT_GATE_UP)
+            MF_TRY(split_gate_up(mf, h->c, &t, &ups[n_ups++]));
+        if (flags & HF_KV_B)
+            MF_TRY(split_kv_b(h, &t, &ups[n_ups++]));
+        if (flags & HF_EXPERTS_T)
+            MF_TRY(transpose_experts(mf, h->c, &t));
+        if (flags & HF_INTERLEAVED)
+            MF_TRY(split_interleaved(mf, h->c, &t, &ups[n_ups++]));
         if (flags & HF_QKV_GROUPS) {
             uint32_t nh = kv_u32(mf, h->arch, "attention.head_count");
             uint32_t nkv = kv_u32(mf, h->arch, "attention.head_count_kv");
@@ -1093,11 +1707,17 @@ static tport_status map_tensors(hf_ctx *h, const hf_arch *a) {
             MF_TRY(plus_one(mf, h->c, &t));
         mf->tensors[kept++] = t;
     }
-    mf->n_tensors = kept;
     for (int k = 0; seen && k < kept; k++)
-        if (ends_with(mf->tensors[k].name, "_exps.weight") && memchr(seen + (size_t)k * n_exp, 0, n_exp))
+        if (stacked[k] && memchr(seen + (size_t)k * n_exp, 0, n_exp))
             return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: %s: an expert's matrix is missing", mf->path,
                                mf->tensors[k].name);
+    mf->n_tensors = kept;
+    if (n_ups) {
+        MF_TRY(mf_reserve_tensors(mf, n_ups));
+        memcpy(mf->tensors + mf->n_tensors, ups, (size_t)n_ups * sizeof *ups);
+        mf->n_tensors += n_ups;
+        kept = mf->n_tensors;
+    }
     MF_TRY(mf_check_unique_names(mf, h->c));
     if (a->permute_qk) {
         uint32_t nh = 0, nkv = 0;
@@ -1148,8 +1768,29 @@ tport_status mf_hf_map_config(tport_model_file *mf, const mf_cursor *c, const cJ
     } else
         snprintf(name, sizeof name, "%s", mf->path);
     MF_TRY(mf_kv_add_str(mf, "general.name", name));
-    MF_TRY(a->keys(&h));
-    return map_tensors(&h, a);
+    /* a multimodal wrapper's text hyperparameters are in text_config: over
+     * the top level, as the converter merges them */
+    const cJSON *tc = cJSON_GetObjectItemCaseSensitive(cfg, "text_config");
+    cJSON *merged = NULL;
+    if (cJSON_IsObject(tc)) {
+        if (!(merged = cJSON_Duplicate(cfg, true)))
+            return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "%s: config.json: out of memory", mf->path);
+        for (const cJSON *e = tc->child; e; e = e->next) {
+            cJSON *copy = e->string ? cJSON_Duplicate(e, true) : NULL;
+            cJSON_DeleteItemFromObjectCaseSensitive(merged, e->string ? e->string : "");
+            if (!copy || !cJSON_AddItemToObject(merged, e->string, copy)) {
+                cJSON_Delete(copy);
+                cJSON_Delete(merged);
+                return tport_error(TPORT_STATUS_OUT_OF_MEMORY, "%s: config.json: out of memory", mf->path);
+            }
+        }
+        h.cfg = merged;
+    }
+    tport_status st = a->keys(&h);
+    if (st == TPORT_STATUS_OK)
+        st = map_tensors(&h, a, merged != NULL);
+    cJSON_Delete(merged);
+    return st;
 }
 
 #endif

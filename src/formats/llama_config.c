@@ -38,7 +38,7 @@ bool mf_json_uint(const struct cJSON *j, uint64_t *out) {
 }
 
 /* NAME in the folder of model_path, parsed; NULL if absent or not JSON. */
-static cJSON *read_beside(const char *model_path, const char *name) {
+cJSON *mf_read_beside(const char *model_path, const char *name) {
     const char *slash = strrchr(model_path, '/');
     size_t dir_len = slash ? (size_t)(slash - model_path) + 1 : 0, name_len = strlen(name);
     char *path = malloc(dir_len + name_len + 1);
@@ -87,7 +87,7 @@ static void embedding_only(tport_model_file *mf, const char *what) {
  * as GGUF keys; the hyperparameters and vocabulary then come from those
  * keys as from a GGUF file's. */
 tport_status mf_apply_hf_config(tport_model_file *mf, const mf_cursor *c) {
-    cJSON *cfg = mf->borrowed ? NULL : read_beside(mf->path, "config.json");
+    cJSON *cfg = mf->borrowed ? NULL : mf_read_beside(mf->path, "config.json");
     if (!cfg) {
         embedding_only(mf, "config.json");
         return TPORT_STATUS_OK;
@@ -105,7 +105,7 @@ tport_status mf_apply_hf_config(tport_model_file *mf, const mf_cursor *c) {
  * in GGUF order. */
 tport_status mf_apply_meta_params(tport_model_file *mf, const mf_cursor *c) {
     (void)c;
-    cJSON *p = mf->borrowed ? NULL : read_beside(mf->path, "params.json");
+    cJSON *p = mf->borrowed ? NULL : mf_read_beside(mf->path, "params.json");
     if (!p) {
         embedding_only(mf, "params.json");
         return TPORT_STATUS_OK;

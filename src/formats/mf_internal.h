@@ -190,6 +190,9 @@ bool mf_pytorch_legacy_sniff(const mf_cursor *c);
 tport_status mf_apply_hf_config(tport_model_file *mf, const mf_cursor *c);
 tport_status mf_apply_meta_params(tport_model_file *mf, const mf_cursor *c);
 struct cJSON;
+/* The JSON file `name` (a relative path) in model_path's folder, parsed
+ * (at most 4 MiB read); NULL when absent or not JSON (llama_config.c). */
+struct cJSON *mf_read_beside(const char *model_path, const char *name);
 /* A JSON number that is a non-negative integer below 2^53 (needs cJSON). */
 bool mf_json_uint(const struct cJSON *j, uint64_t *out);
 /* True if the bytes look like a legacy (headerless) llama2.c checkpoint. */

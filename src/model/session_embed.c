@@ -1,7 +1,8 @@
 /* Embeddings: a sequence evaluated from position 0, its final hidden
  * states after the output norm (llama.cpp's result_norm, before the head),
  * pooled into one vector as the file declares and optionally divided by
- * its Euclidean norm (llama-server's /v1/embeddings default).  The states
+ * its Euclidean norm (llama-server's /v1/embeddings default; the other
+ * norms of its embd_normalize: tport_embd_normalize).  The states
  * come out of the ordinary evaluation (tport_stage_io with normed), so
  * every architecture whose graph ends in tport_blk_output has them. */
 #include <math.h>
@@ -75,13 +76,39 @@ tport_status tport_session_embed(tport_session *s, const tport_token *ids, int32
     }
     if (!last_only)
         free(rows);
-    if (st != TPORT_STATUS_OK || !normalize)
-        return st;
-    double sq = 0.0;
-    for (int32_t j = 0; j < n_embd; j++)
-        sq += (double)out[j] * out[j];
-    double scale = sq > 0.0 ? 1.0 / sqrt(sq) : 0.0; /* a zero vector stays zero, as llama.cpp's */
-    for (int32_t j = 0; j < n_embd; j++)
-        out[j] = (float)(out[j] * scale);
-    return TPORT_STATUS_OK;
+    if (st == TPORT_STATUS_OK && normalize)
+        tport_embd_normalize(out, out, n_embd, 2);
+    return st;
+}
+
+/* common_embd_normalize's rule: -1 none, 0 the largest magnitude to
+ * 32760 (an int16 range), 1 taxicab, 2 Euclidean, p > 2 the p-norm.  The
+ * p-norm is taken of x / max|x| and scaled back (the same value; without
+ * it |x|^p overflows a double for large p and the vector would become
+ * zeros).  A zero vector stays zero, as llama.cpp's. */
+void tport_embd_normalize(const float *in, float *out, int32_t n, int32_t norm) {
+    if (!in || !out || n <= 0)
+        return;
+    double mx = 0.0, sum = 0.0;
+    for (int32_t i = 0; i < n; i++)
+        mx = fmax(mx, fabs((double)in[i]));
+    if (norm < 0 || mx == 0.0)
+        sum = norm < 0 ? 1.0 : 0.0;
+    else if (norm == 0)
+        sum = mx / 32760.0;
+    else if (norm == 1)
+        for (int32_t i = 0; i < n; i++)
+            sum += fabs((double)in[i]);
+    else if (norm == 2) {
+        for (int32_t i = 0; i < n; i++)
+            sum += (double)in[i] * in[i];
+        sum = sqrt(sum);
+    } else {
+        for (int32_t i = 0; i < n; i++)
+            sum += pow(fabs((double)in[i]) / mx, norm);
+        sum = mx * pow(sum, 1.0 / norm);
+    }
+    double scale = sum > 0.0 ? 1.0 / sum : 0.0;
+    for (int32_t i = 0; i < n; i++)
+        out[i] = (float)(in[i] * scale);
 }

@@ -263,7 +263,7 @@ static char *make_folder(const char *name) {
 
 
 /* ---- whole models ---------------------------------------------------------------- */
-enum { T_PERMUTE = 1, T_TRANSPOSE = 2, T_QKV = 4, T_MINUS_ONE = 8 };
+enum { T_PERMUTE = 1, T_TRANSPOSE = 2, T_QKV = 4, T_MINUS_ONE = 8, T_FUSED_EXPERTS = 16, T_MLA = 32, T_OSS = 64 };
 typedef const char *const name_pair[2];
 typedef struct arch_spec {
     const char *arch, *cls, *model_type, *layer_fmt;
@@ -407,6 +407,63 @@ static name_pair MOE_L[] = {
     {"ffn_down_exps.weight", "mlp.experts.%d.down_proj.weight"},
     {"ffn_up_exps.weight", "mlp.experts.%d.up_proj.weight"}, {NULL, NULL}};
 
+static name_pair QWEN2MOE_L[] = {
+    {"attn_q.weight", "self_attn.q_proj.weight"}, {"attn_k.weight", "self_attn.k_proj.weight"},
+    {"attn_v.weight", "self_attn.v_proj.weight"}, {"attn_q.bias", "self_attn.q_proj.bias"},
+    {"attn_k.bias", "self_attn.k_proj.bias"},     {"attn_v.bias", "self_attn.v_proj.bias"},
+    {"attn_output.weight", "self_attn.o_proj.weight"}, {"attn_norm.weight", "input_layernorm.weight"},
+    {"ffn_norm.weight", "post_attention_layernorm.weight"}, {"ffn_gate_inp.weight", "mlp.gate.weight"},
+    {"ffn_gate_exps.weight", "mlp.experts.%d.gate_proj.weight"},
+    {"ffn_down_exps.weight", "mlp.experts.%d.down_proj.weight"},
+    {"ffn_up_exps.weight", "mlp.experts.%d.up_proj.weight"},
+    {"ffn_gate_shexp.weight", "mlp.shared_expert.gate_proj.weight"},
+    {"ffn_down_shexp.weight", "mlp.shared_expert.down_proj.weight"},
+    {"ffn_up_shexp.weight", "mlp.shared_expert.up_proj.weight"},
+    {"ffn_gate_inp_shexp.weight", "mlp.shared_expert_gate.weight"}, {NULL, NULL}};
+/* GraniteMoe (JetMoE's experts): each layer's experts as 3-D tensors, the
+ * gate and up projections fused into input_linear [n_expert, 2 ff, n_embd] */
+static name_pair GRANITEMOE_L[] = {
+    {"attn_q.weight", "self_attn.q_proj.weight"}, {"attn_k.weight", "self_attn.k_proj.weight"},
+    {"attn_v.weight", "self_attn.v_proj.weight"}, {"attn_output.weight", "self_attn.o_proj.weight"},
+    {"attn_norm.weight", "input_layernorm.weight"}, {"ffn_norm.weight", "post_attention_layernorm.weight"},
+    {"ffn_gate_inp.weight", "block_sparse_moe.router.layer.weight"},
+    {"ffn_gate_exps.weight", "block_sparse_moe.input_linear.weight"},
+    {"ffn_down_exps.weight", "block_sparse_moe.output_linear.weight"}, {NULL, NULL}};
+/* DeepSeek-V2/V3: MLA (attn_k_b and attn_v_b fused back into kv_b_proj) */
+static name_pair DEEPSEEK2_L[] = {
+    {"attn_norm.weight", "input_layernorm.weight"}, {"ffn_norm.weight", "post_attention_layernorm.weight"},
+    {"attn_q.weight", "self_attn.q_proj.weight"},   {"attn_q_a.weight", "self_attn.q_a_proj.weight"},
+    {"attn_q_a_norm.weight", "self_attn.q_a_layernorm.weight"}, {"attn_q_b.weight", "self_attn.q_b_proj.weight"},
+    {"attn_kv_a_mqa.weight", "self_attn.kv_a_proj_with_mqa.weight"},
+    {"attn_kv_a_norm.weight", "self_attn.kv_a_layernorm.weight"}, {"attn_k_b.weight", "self_attn.kv_b_proj.weight"},
+    {"attn_output.weight", "self_attn.o_proj.weight"}, {"ffn_gate.weight", "mlp.gate_proj.weight"},
+    {"ffn_up.weight", "mlp.up_proj.weight"},        {"ffn_down.weight", "mlp.down_proj.weight"},
+    {"ffn_gate_inp.weight", "mlp.gate.weight"},     {"exp_probs_b.bias", "mlp.gate.e_score_correction_bias"},
+    {"ffn_gate_exps.weight", "mlp.experts.%d.gate_proj.weight"},
+    {"ffn_down_exps.weight", "mlp.experts.%d.down_proj.weight"},
+    {"ffn_up_exps.weight", "mlp.experts.%d.up_proj.weight"},
+    {"ffn_gate_shexp.weight", "mlp.shared_experts.gate_proj.weight"},
+    {"ffn_down_shexp.weight", "mlp.shared_experts.down_proj.weight"},
+    {"ffn_up_shexp.weight", "mlp.shared_experts.up_proj.weight"}, {NULL, NULL}};
+/* gpt-oss with dense experts: [n_expert, in, out] stacks, gate and up
+ * interleaved in gate_up_proj (rows) and gate_up_proj_bias (values) */
+static name_pair GPTOSS_L[] = {
+    {"attn_q.weight", "self_attn.q_proj.weight"}, {"attn_k.weight", "self_attn.k_proj.weight"},
+    {"attn_v.weight", "self_attn.v_proj.weight"}, {"attn_q.bias", "self_attn.q_proj.bias"},
+    {"attn_k.bias", "self_attn.k_proj.bias"},     {"attn_v.bias", "self_attn.v_proj.bias"},
+    {"attn_output.weight", "self_attn.o_proj.weight"}, {"attn_output.bias", "self_attn.o_proj.bias"},
+    {"attn_sinks.weight", "self_attn.sinks"},     {"attn_norm.weight", "input_layernorm.weight"},
+    {"post_attention_norm.weight", "post_attention_layernorm.weight"},
+    {"ffn_gate_inp.weight", "mlp.router.weight"}, {"ffn_gate_inp.bias", "mlp.router.bias"},
+    {"ffn_gate_exps.weight", "mlp.experts.gate_up_proj"}, {"ffn_gate_exps.bias", "mlp.experts.gate_up_proj_bias"},
+    {"ffn_down_exps.weight", "mlp.experts.down_proj"}, {"ffn_down_exps.bias", "mlp.experts.down_proj_bias"},
+    {NULL, NULL}};
+/* Mistral3ForConditionalGeneration: the text model under "language_model."
+ * (layers as transformers < 4.52 saved them, the rest as later ones) */
+static name_pair MISTRAL3_G[] = {{"token_embd.weight", "model.language_model.embed_tokens.weight"},
+                                 {"output_norm.weight", "model.language_model.norm.weight"},
+                                 {"output.weight", "language_model.lm_head.weight"}, {NULL, NULL}};
+
 #define SYNTH_COMMON "--dim 64 --layers 2 --heads 4 --ff 256 --norm-noise 0.2 --out-gain 3 "
 static const arch_spec SPECS[] = {
     {"llama", "LlamaForCausalLM", "llama", "model.layers.%d.", LLAMA_G, LLAMA_L, T_PERMUTE,
@@ -453,6 +510,63 @@ static const arch_spec SPECS[] = {
      SYNTH_COMMON "--ctx 128 --kv-heads 2 --head-size 32 --experts 4 --experts-used 2 --expert-ff 64", true},
     {"olmoe", "OlmoeForCausalLM", "olmoe", "model.layers.%d.", LLAMA_G, MOE_L, 0,
      SYNTH_COMMON "--ctx 128 --ff 64 --experts 4 --experts-used 2", true},
+    {"qwen2moe", "Qwen2MoeForCausalLM", "qwen2_moe", "model.layers.%d.", LLAMA_G, QWEN2MOE_L, 0,
+     SYNTH_COMMON "--ctx 128 --kv-heads 2 --ff 128 --experts 4 --experts-used 2 --expert-ff 64 --shared-ff 128",
+     true},
+    {"granitemoe", "GraniteMoeForCausalLM", "granitemoe", "model.layers.%d.", LLAMA_G, GRANITEMOE_L,
+     T_PERMUTE | T_FUSED_EXPERTS, SYNTH_COMMON "--ctx 128 --kv-heads 2 --ff 64 --experts 4 --experts-used 2", true},
+    /* YaRN (DeepSeek's mscale_all_dim), q compressed (q_lora 24), sigmoid scoring biased by
+     * e_score_correction_bias, 4 groups of which 2 are used, renormalised
+     * and scaled by 2.5, a leading dense layer and a shared expert */
+    {"deepseek2", "DeepseekV3ForCausalLM", "deepseek_v3", "model.layers.%d.", LLAMA_G, DEEPSEEK2_L, T_MLA,
+     "--dim 64 --layers 3 --heads 4 --head-size 48 --rot 16 --ff 128 --ctx 128 --experts 8 --experts-used 2 "
+     "--expert-ff 32 --key attention.q_lora_rank=24 --key attention.kv_lora_rank=32 --key attention.key_length_mla=40 "
+     "--key attention.value_length_mla=32 --key leading_dense_block_count=1 --key expert_shared_count=1 "
+     "--key expert_gating_func=2 --key expert_weights_norm=1 --key expert_weights_scale=2.5 "
+     "--key expert_group_count=4 --key expert_group_used_count=2 --with exp_probs_b.bias --norm-noise 0.2 "
+     "--out-gain 3 --rope-scaling yarn --rope-factor 4 --rope-orig-ctx 32 "
+     "--f32-key rope.scaling.yarn_log_multiplier=0.0707",
+     true},
+    {"gpt-oss", "GptOssForCausalLM", "gpt_oss", "model.layers.%d.", LLAMA_G, GPTOSS_L, T_OSS,
+     "--dim 64 --layers 2 --heads 4 --kv-heads 2 --head-size 32 --ff 64 --ctx 256 --experts 4 --experts-used 2 "
+     "--expert-ff 64 --window 8 --rope-scaling yarn --rope-factor 4 --rope-orig-ctx 32 --norm-noise 0.2 --out-gain 3",
+     true},
+    {"mistral3", "Mistral3ForConditionalGeneration", "mistral3", "language_model.model.layers.%d.", MISTRAL3_G,
+     LLAMA_L, T_PERMUTE, SYNTH_COMMON "--ctx 128 --kv-heads 2 --head-size 32", true},
+};
+
+/* encoders (embeddings only): BertModel and NomicBertModel */
+static name_pair BERT_GN[] = {{"token_embd.weight", "embeddings.word_embeddings.weight"},
+                              {"token_types.weight", "embeddings.token_type_embeddings.weight"},
+                              {"position_embd.weight", "embeddings.position_embeddings.weight"},
+                              {"token_embd_norm.weight", "embeddings.LayerNorm.weight"},
+                              {"token_embd_norm.bias", "embeddings.LayerNorm.bias"}, {NULL, NULL}};
+static name_pair BERT_LN[] = {
+    {"attn_q.weight", "attention.self.query.weight"},   {"attn_q.bias", "attention.self.query.bias"},
+    {"attn_k.weight", "attention.self.key.weight"},     {"attn_k.bias", "attention.self.key.bias"},
+    {"attn_v.weight", "attention.self.value.weight"},   {"attn_v.bias", "attention.self.value.bias"},
+    {"attn_output.weight", "attention.output.dense.weight"}, {"attn_output.bias", "attention.output.dense.bias"},
+    {"attn_output_norm.weight", "attention.output.LayerNorm.weight"},
+    {"attn_output_norm.bias", "attention.output.LayerNorm.bias"},
+    {"ffn_up.weight", "intermediate.dense.weight"},     {"ffn_up.bias", "intermediate.dense.bias"},
+    {"ffn_down.weight", "output.dense.weight"},         {"ffn_down.bias", "output.dense.bias"},
+    {"layer_output_norm.weight", "output.LayerNorm.weight"}, {"layer_output_norm.bias", "output.LayerNorm.bias"},
+    {NULL, NULL}};
+static name_pair NOMIC_GN[] = {{"token_embd.weight", "embeddings.word_embeddings.weight"},
+                               {"token_types.weight", "embeddings.token_type_embeddings.weight"},
+                               {"token_embd_norm.weight", "emb_ln.weight"}, {"token_embd_norm.bias", "emb_ln.bias"},
+                               {NULL, NULL}};
+static name_pair NOMIC_LN[] = {
+    {"attn_qkv.weight", "attn.Wqkv.weight"},  {"attn_output.weight", "attn.out_proj.weight"},
+    {"attn_output_norm.weight", "norm1.weight"}, {"attn_output_norm.bias", "norm1.bias"},
+    {"ffn_up.weight", "mlp.fc11.weight"},     {"ffn_gate.weight", "mlp.fc12.weight"},
+    {"ffn_down.weight", "mlp.fc2.weight"},    {"layer_output_norm.weight", "norm2.weight"},
+    {"layer_output_norm.bias", "norm2.bias"}, {NULL, NULL}};
+#define SYNTH_ENCODER "--dim 64 --layers 2 --heads 4 --ff 128 --out-gain 0.5 --norm-noise 0.5 --pooling mean "
+static const arch_spec ENCODER_SPECS[] = {
+    {"bert", "BertModel", "bert", "encoder.layer.%d.", BERT_GN, BERT_LN, 0, SYNTH_ENCODER "--ctx 128 --seed 7201", false},
+    {"nomic-bert", "NomicBertModel", "nomic_bert", "encoder.layers.%d.", NOMIC_GN, NOMIC_LN, 0,
+     SYNTH_ENCODER "--ctx 2048 --seed 7301", false},
 };
 
 /* [Q|K|V] rows back into kv groups [q.. k v] (the reader's regrouping
@@ -481,7 +595,7 @@ static void *minus_one(const tport_mf_tensor *t) {
 
 /* The HF folder of GGUF model `g` as `sp`'s Hugging Face class stores it. */
 static void write_model(const char *folder, const tport_model_file *g, const arch_spec *sp) {
-    size_t cap = (size_t)g->n_tensors;
+    size_t cap = (size_t)g->n_tensors + 1; /* + a vision tensor for a multimodal wrapper */
     for (int i = 0; i < g->n_tensors; i++)
         cap += g->tensors[i].n_dims == 3 ? (size_t)g->tensors[i].ne[2] : 0;
     st_tensor *t = calloc(cap, sizeof *t);
@@ -503,6 +617,12 @@ static void write_model(const char *folder, const tport_model_file *g, const arc
         int il = -1;
         char rest[64] = "", layer[64];
         sscanf(s->name, "blk.%d.%63s", &il, rest);
+        if ((sp->flags & T_FUSED_EXPERTS) && !strcmp(rest, "ffn_up_exps.weight"))
+            continue; /* written with the gate, in input_linear */
+        if ((sp->flags & T_MLA) && !strcmp(rest, "attn_v_b.weight"))
+            continue; /* written with attn_k_b, in kv_b_proj */
+        if ((sp->flags & T_OSS) && !strncmp(rest, "ffn_up_exps.", 12))
+            continue; /* interleaved with the gate */
         for (int k = 0; il < 0 && sp->globals[k][0]; k++)
             if (!strcmp(s->name, sp->globals[k][0]))
                 snprintf(d->name, sizeof d->name, "%s", sp->globals[k][1]);
@@ -512,7 +632,95 @@ static void write_model(const char *folder, const tport_model_file *g, const arc
                 snprintf(d->name, sizeof d->name, "%s%s", layer, sp->layer[k][1]);
             }
         CHECK(d->name[0], "%s: tensor %s has a Hugging Face name", sp->arch, s->name);
-        if (s->n_dims == 3) { /* a stack of experts: one [out, in] tensor each */
+        if ((sp->flags & T_OSS) && (!strncmp(rest, "ffn_gate_exps.", 14) || !strcmp(rest, "ffn_down_exps.weight"))) {
+            bool w = s->n_dims == 3, down = !strcmp(rest, "ffn_down_exps.weight");
+            size_t es = 4, total = down ? s->nbytes : 2 * s->nbytes;
+            CHECK(s->type == TPORT_TYPE_F32, "%s: %s in f32", sp->arch, s->name);
+            int64_t k = s->ne[0], r = w ? s->ne[1] : 1, outer = w ? s->ne[2] : s->ne[1];
+            uint8_t *mix = malloc(total), *out = malloc(total);
+            if (down)
+                memcpy(mix, s->data, total);
+            else { /* gate and up alternating: rows of a weight, values of a bias */
+                char up_name[96];
+                snprintf(up_name, sizeof up_name, "blk.%d.ffn_up_exps.%s", il, w ? "weight" : "bias");
+                const tport_mf_tensor *u = tport_model_file_find(g, up_name);
+                CHECK(u && u->nbytes == s->nbytes, "%s: %s", sp->arch, up_name);
+                size_t unit = w ? (size_t)k * es : es;
+                int64_t n_pairs = w ? r : k;
+                for (int64_t o = 0; u && o < outer; o++)
+                    for (int64_t p = 0; p < n_pairs; p++) {
+                        memcpy(mix + (size_t)(o * 2 * n_pairs + 2 * p) * unit,
+                               (const uint8_t *)s->data + (size_t)(o * n_pairs + p) * unit, unit);
+                        memcpy(mix + (size_t)(o * 2 * n_pairs + 2 * p + 1) * unit,
+                               (const uint8_t *)u->data + (size_t)(o * n_pairs + p) * unit, unit);
+                    }
+                r = w ? 2 * r : r;
+                k = w ? k : 2 * k;
+            }
+            if (w) { /* each expert [r rows of k] -> [k rows of r]: HF's [n_expert, in, out] */
+                size_t one = (size_t)(k * r) * es;
+                for (int64_t e = 0; e < outer; e++)
+                    for (int64_t i = 0; i < r; i++)
+                        for (int64_t j = 0; j < k; j++)
+                            memcpy(out + (size_t)e * one + (size_t)(j * r + i) * es, mix + (size_t)e * one + (size_t)(i * k + j) * es, es);
+                d->shape[0] = outer;
+                d->shape[1] = k;
+                d->shape[2] = r;
+            } else {
+                memcpy(out, mix, total);
+                d->shape[0] = outer;
+                d->shape[1] = k;
+            }
+            free(mix);
+            d->data = owned[n] = out;
+            d->nbytes = total;
+            n++;
+            continue;
+        }
+        if ((sp->flags & T_MLA) && !strcmp(rest, "attn_k_b.weight")) {
+            /* kv_b_proj [n_head (nope + v), kv_lora]: per head its nope rows
+             * (attn_k_b [n_head, kv_lora, nope] transposed) then its v rows */
+            char vb_name[96];
+            snprintf(vb_name, sizeof vb_name, "blk.%d.attn_v_b.weight", il);
+            const tport_mf_tensor *vb = tport_model_file_find(g, vb_name);
+            int64_t nope = s->ne[0], rank = s->ne[1], heads = s->ne[2], v = vb ? vb->ne[1] : 0;
+            size_t es = s->nbytes / (size_t)(nope * rank * heads);
+            CHECK(vb && vb->type == s->type && vb->ne[0] == rank && vb->ne[2] == heads, "%s: %s", sp->arch, vb_name);
+            uint8_t *kv = malloc((size_t)(heads * (nope + v) * rank) * es);
+            for (int64_t h = 0; vb && h < heads; h++) {
+                uint8_t *dst = kv + (size_t)(h * (nope + v) * rank) * es;
+                for (int64_t j = 0; j < nope; j++)
+                    for (int64_t r = 0; r < rank; r++)
+                        memcpy(dst + (size_t)(j * rank + r) * es, (const uint8_t *)s->data + (size_t)((h * rank + r) * nope + j) * es, es);
+                memcpy(dst + (size_t)(nope * rank) * es, (const uint8_t *)vb->data + (size_t)(h * v * rank) * es,
+                       (size_t)(v * rank) * es);
+            }
+            d->data = owned[n] = kv;
+            d->n_dims = 2;
+            d->shape[0] = heads * (nope + v);
+            d->shape[1] = rank;
+            d->nbytes = (size_t)(heads * (nope + v) * rank) * es;
+            n++;
+            continue;
+        }
+        if (s->n_dims == 3 && (sp->flags & T_FUSED_EXPERTS) && !strcmp(rest, "ffn_gate_exps.weight")) {
+            char up_name[96];
+            snprintf(up_name, sizeof up_name, "blk.%d.ffn_up_exps.weight", il);
+            const tport_mf_tensor *u = tport_model_file_find(g, up_name);
+            CHECK(u && u->nbytes == s->nbytes && u->type == s->type, "%s: %s beside the gate", sp->arch, up_name);
+            size_t part = s->nbytes / (size_t)s->ne[2];
+            uint8_t *fused = malloc(2 * s->nbytes);
+            for (int64_t e = 0; u && e < s->ne[2]; e++) { /* expert e: its gate rows, then its up rows */
+                memcpy(fused + (size_t)e * 2 * part, (const uint8_t *)s->data + (size_t)e * part, part);
+                memcpy(fused + (size_t)e * 2 * part + part, (const uint8_t *)u->data + (size_t)e * part, part);
+            }
+            d->data = owned[n] = fused;
+            d->nbytes = 2 * s->nbytes;
+            d->shape[1] *= 2;
+            n++;
+            continue;
+        }
+        if (s->n_dims == 3 && !(sp->flags & (T_FUSED_EXPERTS | T_OSS))) { /* a stack of experts: one [out, in] tensor each */
             char fmt[96];
             snprintf(fmt, sizeof fmt, "%s", d->name);
             size_t one = s->nbytes / (size_t)s->ne[2];
@@ -537,6 +745,14 @@ static void write_model(const char *folder, const tport_model_file *g, const arc
             CHECK(s->type == TPORT_TYPE_F32, "%s: norms in f32", s->name);
             d->data = owned[n] = minus_one(s);
         }
+        n++;
+    }
+    const char *extra = !strcmp(sp->model_type, "mistral3") ? "multi_modal_projector.linear_1.weight"
+                        : !strcmp(sp->model_type, "bert")     ? "pooler.dense.weight"
+                                                              : NULL;
+    if (extra) { /* a tensor the reader drops: the vision projector, BERT's pooler */
+        t[n] = t[0];
+        snprintf(t[n].name, sizeof t[n].name, "%s", extra);
         n++;
     }
     char path[512];
@@ -574,7 +790,66 @@ static void write_config(const char *folder, const tport_model_file *g, const ar
     cJSON_AddNumberToObject(cfg, "vocab_size", hp->n_vocab);
     uint32_t hd = hp->n_embd / hp->n_head, nkv = hp->n_head_kv ? hp->n_head_kv : hp->n_head;
     bool gpt2_names = !strcmp(a, "gpt2") || !strcmp(a, "starcoder") || !strcmp(a, "gptj");
-    if (!strcmp(a, "mpt")) {
+    if (!strcmp(a, "deepseek2")) { /* DeepseekV3Config's names */
+        const tport_kv *kv;
+        cJSON_AddNumberToObject(cfg, "hidden_size", hp->n_embd);
+        cJSON_AddNumberToObject(cfg, "num_hidden_layers", hp->n_layer);
+        cJSON_AddNumberToObject(cfg, "num_attention_heads", hp->n_head);
+        cJSON_AddNumberToObject(cfg, "num_key_value_heads", hp->n_head);
+        cJSON_AddNumberToObject(cfg, "intermediate_size", hp->n_ff);
+        cJSON_AddNumberToObject(cfg, "max_position_embeddings", hp->n_ctx);
+        cJSON_AddNumberToObject(cfg, "rms_norm_eps", hp->norm_eps);
+        cJSON_AddNumberToObject(cfg, "rope_theta", hp->rope_freq_base);
+        kv = gguf_key(g, "attention.q_lora_rank");
+        if (kv && kv->v.u)
+            cJSON_AddNumberToObject(cfg, "q_lora_rank", (double)kv->v.u);
+        else
+            cJSON_AddNullToObject(cfg, "q_lora_rank");
+        config_from_key(cfg, g, "attention.kv_lora_rank", "kv_lora_rank");
+        cJSON_AddNumberToObject(cfg, "qk_rope_head_dim", hp->n_rot);
+        kv = gguf_key(g, "attention.key_length_mla");
+        cJSON_AddNumberToObject(cfg, "qk_nope_head_dim", kv ? (double)kv->v.u - hp->n_rot : 0);
+        config_from_key(cfg, g, "attention.value_length_mla", "v_head_dim");
+        config_from_key(cfg, g, "expert_count", "n_routed_experts");
+        config_from_key(cfg, g, "expert_shared_count", "n_shared_experts");
+        config_from_key(cfg, g, "leading_dense_block_count", "first_k_dense_replace");
+        config_from_key(cfg, g, "expert_weights_scale", "routed_scaling_factor");
+        config_from_key(cfg, g, "expert_group_count", "n_group");
+        config_from_key(cfg, g, "expert_group_used_count", "topk_group");
+        kv = gguf_key(g, "expert_weights_norm");
+        cJSON_AddBoolToObject(cfg, "norm_topk_prob", kv && (kv->type == TPORT_KV_BOOL ? kv->v.b : kv->v.u != 0));
+        kv = gguf_key(g, "expert_gating_func");
+        cJSON_AddStringToObject(cfg, "scoring_func", kv && kv->v.u == 2 ? "sigmoid" : "softmax");
+        cJSON_AddStringToObject(cfg, "topk_method", "noaux_tc");
+    } else if (!strcmp(a, "bert")) {
+        cJSON_AddNumberToObject(cfg, "hidden_size", hp->n_embd);
+        cJSON_AddNumberToObject(cfg, "num_hidden_layers", hp->n_layer);
+        cJSON_AddNumberToObject(cfg, "num_attention_heads", hp->n_head);
+        cJSON_AddNumberToObject(cfg, "intermediate_size", hp->n_ff);
+        cJSON_AddNumberToObject(cfg, "max_position_embeddings", hp->n_ctx);
+        cJSON_AddNumberToObject(cfg, "layer_norm_eps", hp->norm_eps);
+        cJSON_AddNumberToObject(cfg, "type_vocab_size", 2);
+        cJSON_AddStringToObject(cfg, "position_embedding_type", "absolute");
+    } else if (!strcmp(a, "nomic-bert")) { /* nomic-embed-text-v1.5's shape of config */
+        cJSON_AddNumberToObject(cfg, "n_embd", hp->n_embd);
+        cJSON_AddNumberToObject(cfg, "n_layer", hp->n_layer);
+        cJSON_AddNumberToObject(cfg, "n_head", hp->n_head);
+        cJSON_AddNumberToObject(cfg, "n_inner", hp->n_ff);
+        cJSON_AddNumberToObject(cfg, "n_positions", 8192);
+        cJSON_AddNumberToObject(cfg, "max_trained_positions", 2048);
+        cJSON_AddNumberToObject(cfg, "layer_norm_epsilon", hp->norm_eps);
+        cJSON_AddNumberToObject(cfg, "rotary_emb_base", hp->rope_freq_base);
+        cJSON_AddNumberToObject(cfg, "rotary_emb_fraction", 1.0);
+        cJSON_AddBoolToObject(cfg, "rotary_emb_interleaved", false);
+        cJSON_AddNullToObject(cfg, "rotary_emb_scale_base");
+        cJSON_AddStringToObject(cfg, "activation_function", "swiglu");
+        cJSON_AddBoolToObject(cfg, "causal", false);
+        cJSON_AddBoolToObject(cfg, "prenorm", false);
+        cJSON_AddBoolToObject(cfg, "qkv_proj_bias", false);
+        cJSON_AddBoolToObject(cfg, "mlp_fc1_bias", false);
+        cJSON_AddBoolToObject(cfg, "mlp_fc2_bias", false);
+        cJSON_AddNumberToObject(cfg, "type_vocab_size", 2);
+    } else if (!strcmp(a, "mpt")) {
         cJSON_AddNumberToObject(cfg, "d_model", hp->n_embd);
         cJSON_AddNumberToObject(cfg, "n_layers", hp->n_layer);
         cJSON_AddNumberToObject(cfg, "n_heads", hp->n_head);
@@ -624,7 +899,8 @@ static void write_config(const char *folder, const tport_model_file *g, const ar
             cJSON_AddBoolToObject(cfg, "use_parallel_residual", !par || par->v.b);
         }
     }
-    if (!strcmp(a, "qwen3") || !strcmp(a, "qwen3moe") || !strcmp(a, "gemma2") || !strcmp(a, "gemma3"))
+    if (!strcmp(a, "qwen3") || !strcmp(a, "qwen3moe") || !strcmp(a, "gemma2") || !strcmp(a, "gemma3") ||
+        !strcmp(a, "mistral3") || !strcmp(a, "gpt-oss"))
         config_from_key(cfg, g, "attention.key_length", "head_dim");
     static const char *const extras[][2] = {
         {"attn_logit_softcapping", "attn_logit_softcapping"}, {"final_logit_softcapping", "final_logit_softcapping"},
@@ -649,18 +925,46 @@ static void write_config(const char *folder, const tport_model_file *g, const ar
             }
         }
     }
-    config_from_key(cfg, g, "expert_count", !strcmp(sp->model_type, "mixtral") ? "num_local_experts" : "num_experts");
+    config_from_key(cfg, g, "expert_count",
+                    !strcmp(sp->model_type, "mixtral") || !strcmp(sp->model_type, "granitemoe") ||
+                            !strcmp(sp->model_type, "gpt_oss") ? "num_local_experts"
+                                                                                                : "num_experts");
     config_from_key(cfg, g, "expert_used_count", "num_experts_per_tok");
     config_from_key(cfg, g, "expert_feed_forward_length", "moe_intermediate_size");
+    config_from_key(cfg, g, "expert_shared_feed_forward_length", "shared_expert_intermediate_size");
+    if (!strcmp(a, "gpt-oss")) { /* GptOssConfig: alternating layers, the SwiGLU clamp */
+        cJSON *lt = cJSON_AddArrayToObject(cfg, "layer_types");
+        for (uint32_t il = 0; il < hp->n_layer; il++)
+            cJSON_AddItemToArray(lt, cJSON_CreateString(il % 2 ? "full_attention" : "sliding_attention"));
+        cJSON_AddNumberToObject(cfg, "swiglu_limit", 7.0);
+    }
     if (!strcmp(a, "cohere2")) { /* Cohere2Config's names */
         config_from_key(cfg, g, "logit_scale", "logit_scale");
         cJSON_AddNumberToObject(cfg, "rotary_pct", 1.0);
     }
-    const tport_kv *lin = gguf_key(g, "rope.scaling.factor");
-    if (lin) { /* gemma3's linear scaling, as transformers writes it */
+    const tport_kv *lin = gguf_key(g, "rope.scaling.factor"), *rtype = gguf_key(g, "rope.scaling.type");
+    if (lin) { /* gemma3's linear scaling, deepseek2's YaRN, as transformers writes them */
+        bool yarn = rtype && rtype->type == TPORT_KV_STRING && !strcmp(rtype->v.s, "yarn");
         cJSON *rs = cJSON_AddObjectToObject(cfg, "rope_scaling");
-        cJSON_AddStringToObject(rs, "rope_type", "linear");
+        cJSON_AddStringToObject(rs, yarn ? "type" : "rope_type", yarn ? "yarn" : "linear");
         cJSON_AddNumberToObject(rs, "factor", lin->v.f);
+        config_from_key(rs, g, "rope.scaling.original_context_length", "original_max_position_embeddings");
+        const tport_kv *lm = gguf_key(g, "rope.scaling.yarn_log_multiplier");
+        if (yarn && lm) { /* DeepSeek's mscale_all_dim: the converter writes 0.1 x */
+            cJSON_AddNumberToObject(rs, "mscale", lm->v.f / 0.1);
+            cJSON_AddNumberToObject(rs, "mscale_all_dim", lm->v.f / 0.1);
+        }
+    }
+    if (!strcmp(sp->model_type, "mistral3")) { /* the text model's config in text_config */
+        cJSON *root = cJSON_CreateObject();
+        cJSON_AddItemToObject(root, "architectures", cJSON_DetachItemFromObject(cfg, "architectures"));
+        cJSON_ReplaceItemInObject(cfg, "model_type", cJSON_CreateString("mistral"));
+        cJSON_AddStringToObject(root, "model_type", "mistral3");
+        cJSON_AddItemToObject(root, "text_config", cfg);
+        cJSON *vc = cJSON_AddObjectToObject(root, "vision_config");
+        cJSON_AddNumberToObject(vc, "hidden_size", 1024);
+        cJSON_AddNumberToObject(vc, "num_hidden_layers", 24);
+        cfg = root;
     }
     write_json(folder, "config.json", cfg);
 }

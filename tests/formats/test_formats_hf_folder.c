@@ -7,12 +7,21 @@
  *    gave on the GGUF vocabulary (.out);
  *  - llama-2-tiny-random, and every architecture of hf_writer.h's SPECS
  *    (llama, qwen2, gemma, gpt2, phi2, gptneox, bloom, falcon, mpt,
- *    starcoder, gptj; synthesized with GPT-2's vocabulary): the folder
+ *    starcoder, gptj, the issue-40 families, the mixtures of experts,
+ *    qwen2moe (a gated shared expert), granitemoe (fused 3-D experts),
+ *    deepseek2 (MLA: kv_b_proj split into attn_k_b / attn_v_b; grouped
+ *    sigmoid routing; YaRN), gpt-oss (dense experts: [n_expert, in,
+ *    out], gate/up interleaved; MXFP4 blocks refused) and mistral3 (a multimodal wrapper: text_config,
+ *    language_model.*, a vision tensor dropped);
+ *    synthesized with GPT-2's vocabulary): the folder
  *    gives the GGUF's tensors byte for byte, its hyperparameters and its
  *    greedy ids; `tport convert FOLDER out.gguf` is loaded by llama.cpp
  *    (when node-llama-cpp is there; not gptj, which it lacks), which
  *    tokenizes every suite string and generates exactly as on the original
  *    GGUF;
+ *  - encoders (bert, nomic-bert; mean pooling from sentence-transformers'
+ *    modules.json): the folder gives the GGUF's tensors and exactly its
+ *    embedding (tport embed --ids);
  *  - an unknown architecture and a hostile tokenizer.json are refused. */
 #include "hf_writer.h"
 
@@ -178,6 +187,57 @@ static void model_case(const char *what, const char *gguf, const char *pre, cons
     tport_model_file_close(g);
 }
 
+/* An encoder's folder (sentence-transformers' mean pooling in modules.json,
+ * no tokenizer: ids in): the GGUF's tensors, pooling and embedding. */
+static void encoder_case(const arch_spec *sp) {
+    char gguf[600], cmd[1400], a[1 << 14], b[1 << 14];
+    snprintf(gguf, sizeof gguf, "%s/%s-synth.gguf", dir, sp->arch);
+    snprintf(cmd, sizeof cmd, TPORT_CLI " synth --arch %s %s -o '%s' >/dev/null 2>&1", sp->arch, sp->synth, gguf);
+    CHECK(system(cmd) == 0, "%s", cmd);
+    tport_model_file *g = NULL;
+    CHECK(tport_model_file_open(gguf, &g) == TPORT_STATUS_OK, "%s: %s", gguf, tport_last_error());
+    if (!g)
+        return;
+    char *folder = make_folder(sp->arch), path[600];
+    write_model(folder, g, sp);
+    write_config(folder, g, sp);
+    snprintf(path, sizeof path, "%s/modules.json", folder);
+    write_text(path, "[{\"idx\": 0, \"name\": \"0\", \"path\": \"\", \"type\": \"sentence_transformers.models.Transformer\"},"
+                     " {\"idx\": 1, \"name\": \"1\", \"path\": \"1_Pooling\", \"type\": "
+                     "\"sentence_transformers.models.Pooling\"}]");
+    snprintf(path, sizeof path, "%s/1_Pooling", folder);
+    mkdir(path, 0755);
+    snprintf(path, sizeof path, "%s/1_Pooling/config.json", folder);
+    write_text(path, "{\"word_embedding_dimension\": 64, \"pooling_mode_cls_token\": false, "
+                     "\"pooling_mode_mean_tokens\": true}");
+    tport_model_file *f = NULL;
+    CHECK(tport_model_file_open(folder, &f) == TPORT_STATUS_OK, "%s: %s", folder, tport_last_error());
+    if (f) {
+        check_same_tensors(sp->arch, g, f);
+        char key[64];
+        snprintf(key, sizeof key, "%s.pooling_type", sp->arch);
+        const tport_kv *pk = tport_model_file_kv(f, key);
+        snprintf(key, sizeof key, "%s.attention.causal", sp->arch);
+        const tport_kv *ck = tport_model_file_kv(f, key);
+        CHECK(!strcmp(f->arch, sp->arch) && pk && pk->v.u == 1 && ck && !ck->v.b, "%s: arch %s, pooling %d, causal %d",
+              sp->arch, f->arch, pk ? (int)pk->v.u : -1, ck ? (int)ck->v.b : -1);
+        tport_model_file_close(f);
+    }
+    snprintf(cmd, sizeof cmd, TPORT_CLI " embed -m '%s' --ids 1,5,9,2,77,3 --threads 1 2>&1", gguf);
+    bool ok_a = run_cmd(cmd, a, sizeof a);
+    snprintf(cmd, sizeof cmd, TPORT_CLI " embed -m '%s' --ids 1,5,9,2,77,3 --threads 1 2>&1", folder);
+    bool ok_b = run_cmd(cmd, b, sizeof b);
+    CHECK(ok_a && ok_b && strstr(a, "\"pooling\": \"mean\"") && !strcmp(a, b), "%s: tport embed\n  GGUF:   %.300s\n  folder: %.300s",
+          sp->arch, a, b);
+    printf("%s: the folder's embedding equals the GGUF's: %.120s...\n", sp->arch, b);
+    /* without modules.json: no pooling (llama.cpp's default for an encoder), refused by embed */
+    snprintf(path, sizeof path, "%s/modules.json", folder);
+    unlink(path);
+    snprintf(cmd, sizeof cmd, TPORT_CLI " embed -m '%s' --ids 1,5,9 2>&1", folder);
+    CHECK(!run_cmd(cmd, b, sizeof b) && strstr(b, "pooling"), "%s: no modules.json: %.300s", sp->arch, b);
+    tport_model_file_close(g);
+}
+
 /* ---- refusals ----------------------------------------------------------------- */
 static void refusals(void) {
     char *folder = make_folder("bad");
@@ -239,6 +299,60 @@ static void refusals(void) {
               "experts case %zu refused with '%s': %s", i, moe_cases[i][2], st ? tport_last_error() : "opened");
         tport_model_file_close(f);
     }
+    write_safetensors(moe_path, &t, 1);
+    /* configs whose meaning the mapping does not implement, refused naming it */
+    static const char *const configs[][2] = {
+        {"{\"architectures\": [\"Mistral3ForConditionalGeneration\"], \"text_config\": {\"model_type\": "
+         "\"mistral4\", \"hidden_size\": 8, \"num_hidden_layers\": 1, \"num_attention_heads\": 2}}",
+         "mistral4"},
+        {"{\"architectures\": [\"Mistral3ForConditionalGeneration\"], \"text_config\": {\"hidden_size\": 8, "
+         "\"num_hidden_layers\": 1, \"num_attention_heads\": 2, \"rope_parameters\": {\"rope_type\": \"yarn\"}}}",
+         "yarn"},
+        {"{\"architectures\": [\"Qwen2MoeForCausalLM\"], \"hidden_size\": 8, \"num_hidden_layers\": 1, "
+         "\"num_attention_heads\": 2, \"num_experts\": 2, \"num_experts_per_tok\": 1, \"norm_topk_prob\": true}",
+         "norm_topk_prob"},
+        {"{\"architectures\": [\"NomicBertModel\"], \"n_embd\": 8, \"n_layer\": 1, \"n_head\": 2, \"n_inner\": 8, "
+         "\"n_positions\": 2048, \"max_trained_positions\": 2048, \"activation_function\": \"gelu\", "
+         "\"moe_every_n_layers\": 2}", "nomic-bert-moe"},
+        {"{\"architectures\": [\"NomicBertModel\"], \"n_embd\": 8, \"n_layer\": 1, \"n_head\": 2, \"n_inner\": 8, "
+         "\"n_positions\": 4096, \"activation_function\": \"swiglu\"}", "n_positions 4096"},
+        {"{\"architectures\": [\"GraniteMoeForCausalLM\"], \"hidden_size\": 8, \"num_hidden_layers\": 1, "
+         "\"num_attention_heads\": 2, \"num_local_experts\": 2, \"num_experts_per_tok\": 1, "
+         "\"shared_intermediate_size\": 16}", "shared_intermediate_size"},
+        {"{\"architectures\": [\"DeepseekV3ForCausalLM\"], \"hidden_size\": 8, \"num_hidden_layers\": 1, "
+         "\"num_attention_heads\": 2, \"qk_rope_head_dim\": 2, \"qk_nope_head_dim\": 2, \"v_head_dim\": 2, "
+         "\"rope_scaling\": {\"type\": \"yarn\", \"factor\": 40}}", "original_max_position_embeddings"},
+        {"{\"architectures\": [\"DeepseekV3ForCausalLM\"], \"hidden_size\": 8, \"num_hidden_layers\": 1, "
+         "\"num_attention_heads\": 2, \"qk_rope_head_dim\": 2, \"qk_nope_head_dim\": 2, \"v_head_dim\": 2, "
+         "\"n_routed_experts\": 2, \"num_experts_per_tok\": 1, \"moe_intermediate_size\": 4, "
+         "\"scoring_func\": \"sqrtsoftplus\"}", "sqrtsoftplus"},
+        {"{\"architectures\": [\"GptOssForCausalLM\"], \"hidden_size\": 8, \"num_hidden_layers\": 1, "
+         "\"num_attention_heads\": 2, \"swiglu_limit\": 10.0}", "swiglu_limit"},
+        {"{\"architectures\": [\"GptOssForCausalLM\"], \"hidden_size\": 8, \"num_hidden_layers\": 2, "
+         "\"num_attention_heads\": 2, \"layer_types\": [\"full_attention\", \"full_attention\"]}", "layer_types[0]"},
+        {"{\"architectures\": [\"BertModel\"], \"hidden_size\": 8, \"num_hidden_layers\": 1, "
+         "\"num_attention_heads\": 2, \"position_embedding_type\": \"relative_key\"}", "relative_key"},
+    };
+    for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) {
+        write_text(path, configs[i][0]);
+        f = NULL;
+        tport_status st = tport_model_file_open(folder, &f);
+        CHECK(st != TPORT_STATUS_OK && strstr(tport_last_error(), configs[i][1]), "config %zu refused with '%s': %s",
+              i, configs[i][1], st ? tport_last_error() : "opened");
+        tport_model_file_close(f);
+    }
+    /* gpt-oss's MXFP4 experts (U8 blocks and scales) are refused, naming the dtype */
+    uint8_t blocks[64] = {0};
+    st_tensor mx = {.name = "model.layers.0.mlp.experts.down_proj_blocks", .dtype = "U8", .n_dims = 4,
+                    .shape = {1, 2, 2, 16}, .data = blocks, .nbytes = sizeof blocks};
+    write_safetensors(moe_path, &mx, 1);
+    write_text(path, "{\"architectures\": [\"GptOssForCausalLM\"], \"hidden_size\": 64, \"num_hidden_layers\": 1, "
+                     "\"num_attention_heads\": 2, \"num_local_experts\": 1, \"num_experts_per_tok\": 1, "
+                     "\"intermediate_size\": 64, \"sliding_window\": 8}");
+    f = NULL;
+    CHECK(tport_model_file_open(folder, &f) != TPORT_STATUS_OK && strstr(tport_last_error(), "U8"),
+          "MXFP4 blocks refused naming U8: %s", f ? "opened" : tport_last_error());
+    tport_model_file_close(f);
     write_safetensors(moe_path, &t, 1);
     write_text(path, "{\"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\": 8, \"num_hidden_layers\": 1, "
                      "\"num_attention_heads\": 2}");
@@ -394,6 +508,8 @@ int main(void) {
             CHECK(system(cmd) == 0, "%s", cmd);
             model_case(what, gguf, "gpt-2", "gpt-2", &SPECS[i]);
         }
+    for (size_t i = 0; i < sizeof ENCODER_SPECS / sizeof ENCODER_SPECS[0]; i++)
+        encoder_case(&ENCODER_SPECS[i]);
     run_llama_cpp();
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     CHECK(system(cmd) == 0, "%s", cmd);

@@ -1,8 +1,9 @@
-/* libFuzzer target: Hugging Face folders.  The input is five files,
+/* libFuzzer target: Hugging Face folders.  The input is seven files,
  * each a u32 little-endian length and that many bytes: config.json,
  * tokenizer.json, tokenizer_config.json, model.safetensors,
- * tokenizer.model (a length of 0, or a missing one, means an absent
- * file), written to a private folder that is then
+ * tokenizer.model, modules.json and pool/config.json (sentence-
+ * transformers' pooling, read for encoders; a length of 0, or a missing
+ * one, means an absent file), written to a private folder that is then
  * opened as a model and as a tokenizer.  A model that opens must describe
  * tensors inside memory it owns or maps (their first and last bytes are
  * read, for ASan) and a vocabulary whose ids are in range; a tokenizer
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "formats/model_file.h"
@@ -18,20 +20,25 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static const char *const NAMES[5] = {"config.json", "tokenizer.json", "tokenizer_config.json", "model.safetensors",
-                                     "tokenizer.model"};
+enum { N_FILES = 7 };
+static const char *const NAMES[N_FILES] = {"config.json",     "tokenizer.json", "tokenizer_config.json",
+                                           "model.safetensors", "tokenizer.model", "modules.json",
+                                           "pool/config.json"};
 static char dir[64];
 
 static void clean(void) {
     char path[128];
-    for (int k = 0; k < 5; k++) {
+    for (int k = 0; k < N_FILES; k++) {
         snprintf(path, sizeof path, "%s/%s", dir, NAMES[k]);
         unlink(path);
     }
 }
 
 static void remove_dir(void) {
+    char pool[128];
     clean();
+    snprintf(pool, sizeof pool, "%s/pool", dir);
+    rmdir(pool);
     rmdir(dir);
 }
 
@@ -39,14 +46,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!dir[0]) {
         const char *tmp = getenv("TMPDIR");
         snprintf(dir, sizeof dir, "%.40s/tport-fuzz-hf-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+        char pool[128];
         if (!mkdtemp(dir))
+            abort();
+        snprintf(pool, sizeof pool, "%s/pool", dir);
+        if (mkdir(pool, 0700) != 0)
             abort();
         atexit(remove_dir);
     }
     clean();
     size_t at = 0;
     char path[128];
-    for (int k = 0; k < 5 && at + 4 <= size; k++) {
+    for (int k = 0; k < N_FILES && at + 4 <= size; k++) {
         uint32_t len = (uint32_t)data[at] | (uint32_t)data[at + 1] << 8 | (uint32_t)data[at + 2] << 16 |
                        (uint32_t)data[at + 3] << 24;
         at += 4;

@@ -16,7 +16,8 @@
  * larger gains make every row of a random encoder alike (mean and last
  * row at cosine 0.99), and then the pooling would not be tested.
  *
- * test_embed refuse: a file declaring pooling none or rank is refused. */
+ * test_embed refuse: a file declaring pooling none or rank is refused.
+ * test_embed normalize: embd_normalize's norms (library and tport embed). */
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -85,6 +86,93 @@ static int refuse(void) {
     return test_finish(name);
 }
 
+/* tport embed --embd-normalize NORM (none when ""): the vector printed. */
+static int cli_embed(const char *path, const char *norm, double *v, int cap) {
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "'%s' embed --threads 1 -m '%s' --ids 1,5,9,2 %s%s 2>/dev/null", TPORT_CLI, path,
+             *norm ? "--embd-normalize " : "", norm);
+    FILE *f = popen(cmd, "r");
+    static char line[1 << 16];
+    char *at = f && fgets(line, sizeof line, f) ? strstr(line, "\"embedding\": [") : NULL;
+    int n = 0;
+    for (at = at ? at + 14 : NULL; at && n < cap; n++) {
+        char *end;
+        v[n] = strtod(at, &end);
+        if (end == at)
+            break;
+        at = *end == ',' ? end + 1 : end;
+    }
+    int rc = f ? pclose(f) : -1;
+    return rc == 0 ? n : -1;
+}
+
+/* test_embed normalize: llama-server's embd_normalize norms
+ * (tport_embd_normalize) on vectors worked out by hand, and `tport embed
+ * --embd-normalize N` against its raw vector divided here. */
+static int normalize(void) {
+    const char *name = "test_embed normalize";
+    static const float in[4] = {3, -4, 0, 12};
+    static const struct {
+        int32_t p;
+        double want[4];
+    } cases[] = {
+        {-1, {3, -4, 0, 12}},
+        {0, {8190, -10920, 0, 32760}}, /* 32760 / 12 = 2730 */
+        {1, {3.0 / 19, -4.0 / 19, 0, 12.0 / 19}},
+        {2, {3.0 / 13, -4.0 / 13, 0, 12.0 / 13}}, /* 9 + 16 + 144 = 13^2 */
+        {3, {3 / 12.207054953820636, -4 / 12.207054953820636, 0, 12 / 12.207054953820636}}, /* 27 + 64 + 1728 = 1819 */
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        float out[4];
+        tport_embd_normalize(in, out, 4, cases[c].p);
+        for (int i = 0; i < 4; i++)
+            CHECK(fabs(out[i] - cases[c].want[i]) <= 1e-6 * fmax(1.0, fabs(cases[c].want[i])),
+                  "norm %d: [%d] %.9g, want %.9g", (int)cases[c].p, i, out[i], cases[c].want[i]);
+    }
+    /* in place; a zero vector stays zero; a large p is the largest
+     * magnitude (2^2000 would overflow a double: no zeros) */
+    float z[3] = {0, 0, 0}, big[2] = {2, 1}, same[4] = {3, -4, 0, 12};
+    tport_embd_normalize(z, z, 3, 2);
+    tport_embd_normalize(z, z, 3, 0);
+    CHECK(z[0] == 0 && z[1] == 0 && z[2] == 0, "a zero vector: %g %g %g", z[0], z[1], z[2]);
+    tport_embd_normalize(big, big, 2, 2000);
+    CHECK(fabs(big[0] - 1.0) < 1e-6 && fabs(big[1] - 0.5) < 1e-6, "p 2000: %.9g %.9g", big[0], big[1]);
+    tport_embd_normalize(same, same, 4, 2);
+    CHECK(fabs(same[3] - 12.0 / 13) < 1e-6, "in place: %.9g", same[3]);
+
+    char path[256];
+    temp_path(path, sizeof path, "normalize");
+    CHECK(synth("--dim 32 --layers 1 --heads 2 --ff 64 --vocab 300 --ctx 64", path), "synth");
+    static double raw[64], got[64];
+    int n = cli_embed(path, "-1", raw, 64);
+    CHECK(n == 32, "tport embed --embd-normalize -1: %d values", n);
+    static const int ps[] = {0, 1, 2, 3, 5};
+    for (size_t k = 0; n == 32 && k < sizeof ps / sizeof ps[0]; k++) {
+        char arg[16];
+        snprintf(arg, sizeof arg, "%d", ps[k]);
+        int m = cli_embed(path, arg, got, 64);
+        double norm = 0;
+        for (int i = 0; i < n; i++)
+            norm = ps[k] == 0 ? fmax(norm, fabs(raw[i]) / 32760) : norm + pow(fabs(raw[i]), ps[k]);
+        if (ps[k])
+            norm = pow(norm, 1.0 / ps[k]);
+        double worst = m == n ? 0 : 1;
+        for (int i = 0; m == n && i < n; i++)
+            worst = fmax(worst, fabs(got[i] - raw[i] / norm) / fmax(1.0, fabs(raw[i] / norm)));
+        CHECK(norm > 0 && fabs(norm - 1.0) > 1e-3 && worst < 1e-6, "--embd-normalize %d: %d values, worst "
+              "relative error %.3g (norm %.6g)", ps[k], m, worst, norm);
+    }
+    double def[64];
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "'%s' embed -m '%s' --ids 1,5,9,2 --embd-normalize -2 >/dev/null 2>&1", TPORT_CLI, path);
+    CHECK(system(cmd) != 0, "--embd-normalize -2 is refused");
+    /* without the option: Euclidean, as llama-server's default */
+    CHECK(cli_embed(path, "", def, 64) == 32 && cli_embed(path, "2", got, 64) == 32 && !memcmp(def, got, sizeof def),
+          "the default is --embd-normalize 2");
+    unlink(path);
+    return test_finish(name);
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: test_embed NAME|refuse\n");
@@ -92,6 +180,8 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(argv[1], "refuse"))
         return refuse();
+    if (!strcmp(argv[1], "normalize"))
+        return normalize();
     char test_name[96];
     snprintf(test_name, sizeof test_name, "test_embed %s", argv[1]);
     json *refs = json_load(TPORT_MODEL_TEST_DATA "/embed_refs.json");

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # POST /v1/embeddings: OpenAI's shapes (a string, strings, token ids, lists
-# of them; float and base64), usage.prompt_tokens, refusals naming the
-# field; and the values against llama.cpp's (tests/model/data/
-# embed_refs.json) for files `tport synth` regenerates from its recipes.
+# of them; float and base64), usage.prompt_tokens, embd_normalize's norms
+# against the raw vector, refusals naming the field; and the values
+# against llama.cpp's (tests/model/data/embed_refs.json) for files
+# `tport synth` regenerates from its recipes.
 . "$(dirname "$0")/serve_lib.sh"
 REFS="$(dirname "$0")/../model/data/embed_refs.json"
 
@@ -84,6 +85,26 @@ expect_eq "base64 = the little-endian floats" "$(node -e '
     console.log(v.length === one.length && v.every((x, i) => Math.abs(x - one[i]) < 1e-6))' \
     "$WORK/body" "$WORK/one")" true
 
+# ---- embd_normalize (llama-server's field): each norm against the raw
+# vector (-1) divided by that norm as computed here, in doubles
+expect_eq "embd_normalize -1: 200" "$(http POST /v1/embeddings '{"input":"Once upon a time","embd_normalize":-1}')" 200
+cp "$WORK/body" "$WORK/raw"
+expect_eq "embd_normalize -1: not unit length" "$(jget 'Math.abs(Math.hypot(...j.data[0].embedding) - 1) > 1e-2')" true
+for p in 0 1 2 3 7; do
+    expect_eq "embd_normalize $p: 200" \
+        "$(http POST /v1/embeddings "{\"input\":\"Once upon a time\",\"embd_normalize\":$p}")" 200
+    expect_eq "embd_normalize $p = raw / its norm" "$(node -e '
+        const f = q => JSON.parse(require("fs").readFileSync(q, "utf8")).data[0].embedding;
+        const raw = f(process.argv[1]), got = f(process.argv[2]), p = Number(process.argv[3]);
+        const a = raw.map(Math.abs);
+        const norm = p === 0 ? Math.max(...a) / 32760 : Math.pow(a.reduce((s, x) => s + Math.pow(x, p), 0), 1 / p);
+        const want = raw.map(x => x / norm);
+        const ok = got.length === raw.length && got.every((x, i) => Math.abs(x - want[i]) <= 1e-6 * Math.max(1, Math.abs(want[i])));
+        const top = Math.max(...got.map(Math.abs));
+        console.log(ok && (p !== 0 || Math.abs(top - 32760) < 0.01) ? "ok" : `got ${got.slice(0, 4)} want ${want.slice(0, 4)}`)' \
+        "$WORK/raw" "$WORK/body" "$p")" ok
+done
+
 # ---- refused with 400 naming the field
 refused() { # refused NAME BODY PARAM
     expect_eq "$1: 400" "$(http POST /v1/embeddings "$2")" 400
@@ -96,6 +117,9 @@ refused "a token outside the vocabulary" '{"input":[1,999999]}' input
 refused "a mixed list" '{"input":["a",5]}' input
 refused "dimensions" '{"input":"a","dimensions":8}' dimensions
 refused "encoding_format" '{"input":"a","encoding_format":"int8"}' encoding_format
+refused "embd_normalize -2" '{"input":"a","embd_normalize":-2}' embd_normalize
+refused "embd_normalize 1.5" '{"input":"a","embd_normalize":1.5}' embd_normalize
+refused "embd_normalize a string" '{"input":"a","embd_normalize":"2"}' embd_normalize
 expect_eq "a body that is not JSON: 400" "$(http POST /v1/embeddings 'nope')" 400
 expect_eq "GET: 405" "$(http GET /v1/embeddings)" 405
 # generation on the slot an embedding used (its cache now holds the

@@ -1,7 +1,8 @@
 /* tport embed -m FILE (-p TEXT | --ids I,J,...): the pooled embedding of a
  * text or of token ids (tport_session_embed: the file's pooling, the last
- * token for a decoder file without one), L2-normalised unless
- * --no-normalize, as one JSON object. */
+ * token for a decoder file without one), normalised as --embd-normalize
+ * says (llama.cpp's option: L2 by default; --no-normalize is -1), as one
+ * JSON object. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,16 +15,19 @@
 
 static void usage(FILE *out) {
     fprintf(out,
-            "usage: tport embed -m FILE (-p TEXT | --ids I,J,...) [--no-normalize] [--threads N]\n\n"
+            "usage: tport embed -m FILE (-p TEXT | --ids I,J,...) [--embd-normalize N] [--threads N]\n\n"
             "Prints {\"n_tokens\": N, \"pooling\": \"...\", \"embedding\": [...]}: the sequence's\n"
             "embedding pooled as the file's pooling_type says (mean, cls, last; a decoder\n"
             "file without the key: its last token), divided by its Euclidean norm (as\n"
-            "llama-server's /v1/embeddings) unless --no-normalize.  TEXT is tokenized with\n"
-            "BOS or [CLS]/[SEP] where the vocabulary adds them.  KV cache in f32.\n\n"
+            "llama-server's /v1/embeddings) unless --embd-normalize says another norm.\n"
+            "TEXT is tokenized with BOS or [CLS]/[SEP] where the vocabulary adds them.\n"
+            "KV cache in f32.\n\n"
             "  -m, --model FILE    the model file\n"
             "  -p, --prompt TEXT   the text\n"
             "  --ids I,J,...       token ids instead of a text\n"
-            "  --no-normalize      the pooled vector as it is\n"
+            "  --embd-normalize N  -1 none, 0 largest magnitude to 32760 (int16 range),\n"
+            "                      1 taxicab, 2 Euclidean (default), N > 2 the N-norm\n"
+            "  --no-normalize      the pooled vector as it is (--embd-normalize -1)\n"
             "  --threads N         CPU threads (default: the model's setting)\n"
             "  --help              this text\n");
 }
@@ -55,7 +59,7 @@ static const char *pooling_name(tport_pooling p) {
 
 int cmd_embed(int argc, char **argv) {
     const char *model = NULL, *prompt = NULL, *id_list = NULL;
-    bool normalize = true;
+    int32_t norm = 2;
     int threads = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -63,9 +67,10 @@ int cmd_embed(int argc, char **argv) {
             usage(stdout);
             return 0;
         } else if (!strcmp(a, "--no-normalize")) {
-            normalize = false;
+            norm = -1;
         } else if (!strcmp(a, "-m") || !strcmp(a, "--model") || !strcmp(a, "-p") || !strcmp(a, "--prompt") ||
-                   !strcmp(a, "--ids") || !strcmp(a, "--threads")) {
+                   !strcmp(a, "--ids") || !strcmp(a, "--threads") ||
+                   !strcmp(a, "--embd-normalize")) {
             if (i + 1 >= argc)
                 return tool_fail(2, "embed: %s needs a value", a);
             const char *v = argv[++i];
@@ -75,6 +80,15 @@ int cmd_embed(int argc, char **argv) {
                 prompt = v;
             else if (!strcmp(a, "--ids"))
                 id_list = v;
+            else if (!strcmp(a, "--embd-normalize")) {
+                char *end = NULL;
+                errno = 0;
+                long nv = strtol(v, &end, 10);
+                if (end == v || *end || errno || nv < -1 || nv > INT32_MAX)
+                    return tool_fail(2, "embed: --embd-normalize needs an integer >= -1 (-1 none, 0 int16 range, "
+                                     "1 taxicab, 2 Euclidean, N > 2 the N-norm), not '%s'", v);
+                norm = (int32_t)nv;
+            }
             else if ((threads = atoi(v)) < 1 || threads > 1024)
                 return tool_fail(2, "embed: --threads needs a number in [1, 1024]");
         } else {
@@ -101,9 +115,10 @@ int cmd_embed(int argc, char **argv) {
     else if (n <= 0)
         rc = tool_fail(2, "embed: %s", id_list ? "--ids needs ids separated by commas" :
                        n < 0 ? tport_last_error() : "the text has no tokens");
-    else if (!s || tport_session_embed(s, ids, n, normalize, out, n_embd) != TPORT_STATUS_OK)
+    else if (!s || tport_session_embed(s, ids, n, false, out, n_embd) != TPORT_STATUS_OK)
         rc = tool_fail(2, "embed: %s", tport_last_error());
     else {
+        tport_embd_normalize(out, out, n_embd, norm);
         printf("{\"n_tokens\": %d, \"pooling\": \"%s\", \"embedding\": [", (int)n,
                pooling_name(tport_model_pooling(m)));
         for (int32_t i = 0; i < n_embd; i++)

@@ -55,14 +55,21 @@ bool embed_request_parse(const char *body, size_t len, int32_t max_ids, embed_re
     bool ok = true;
     const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "encoding_format");
     const cJSON *input = cJSON_GetObjectItemCaseSensitive(root, "input");
+    const cJSON *norm = cJSON_GetObjectItemCaseSensitive(root, "embd_normalize");
     if (cJSON_GetObjectItemCaseSensitive(root, "dimensions"))
         ok = fail(err, "dimensions", "'dimensions': shortened embeddings are not implemented");
     else if (fmt && !cJSON_IsNull(fmt) &&
              (!cJSON_IsString(fmt) || (strcmp(fmt->valuestring, "float") && strcmp(fmt->valuestring, "base64"))))
         ok = fail(err, "encoding_format", "'encoding_format' is \"float\" or \"base64\"");
+    else if (norm && !cJSON_IsNull(norm) &&
+             !(cJSON_IsNumber(norm) && norm->valuedouble >= -1.0 && norm->valuedouble <= 2147483647.0 &&
+               norm->valuedouble == (double)(int32_t)norm->valuedouble))
+        ok = fail(err, "embd_normalize", "'embd_normalize' is an integer >= -1 (-1 none, 0 int16 range, "
+                  "1 taxicab, 2 Euclidean, p > 2 the p-norm)");
     else if (!cJSON_IsString(input) && !(cJSON_IsArray(input) && input->child))
         ok = fail(err, "input", "'input' must be a string, an array of strings, token ids, or arrays of them");
     r->base64 = ok && cJSON_IsString(fmt) && !strcmp(fmt->valuestring, "base64");
+    r->embd_normalize = ok && cJSON_IsNumber(norm) ? (int32_t)norm->valuedouble : 2;
     /* an array of numbers is one input; other arrays are lists */
     bool list = ok && cJSON_IsArray(input) && !cJSON_IsNumber(input->child);
     int n = list ? cJSON_GetArraySize(input) : 1;

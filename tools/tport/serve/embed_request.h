@@ -24,12 +24,15 @@ typedef struct embed_request {
     embed_item *items;
     int n;
     bool base64; /* encoding_format "base64" (else "float") */
+    int32_t embd_normalize; /* llama-server's field: -1 none, 0 int16 range, 1 taxicab,
+                               2 Euclidean (the default), p > 2 the p-norm */
 } embed_request;
 
 /* Parses len bytes of body: "input" a string, an array of strings, an
  * array of token ids or an array of such arrays (1 to EMBED_MAX_INPUTS
- * items, each of at most max_ids ids); "encoding_format"; "dimensions" is
- * refused (not implemented).  false with err filled (and nothing to free). */
+ * items, each of at most max_ids ids); "encoding_format"; "embd_normalize"
+ * (an integer >= -1, as llama-server's); "dimensions" is refused (not
+ * implemented).  false with err filled (and nothing to free). */
 bool embed_request_parse(const char *body, size_t len, int32_t max_ids, embed_request *r, serve_error *err);
 void embed_request_free(embed_request *r);
 

@@ -2,7 +2,8 @@
  * strings, an array of token ids, or an array of such arrays; each input
  * gets the model's pooled embedding (tport_session_embed: the file's
  * pooling, last token for a decoder file without one), L2-normalised as
- * llama-server's default.  "encoding_format" "float" (default) or
+ * llama-server's default, or as "embd_normalize" says (its field: -1
+ * none, 0 int16 range, 1 taxicab, p >= 2 the p-norm).  "encoding_format" "float" (default) or
  * "base64" (the little-endian f32 bytes).  Fields that would change the
  * answer and are not implemented ("dimensions") are refused
  * (embed_request.c parses the body).
@@ -75,8 +76,8 @@ static char *base64(const float *v, int32_t n) {
 }
 
 /* Runs the inputs on a slot and builds the answer; NULL with err filled. */
-static cJSON *embed_all(serve_conn *c, const embed_input *in, int n, bool b64, int32_t *n_tokens, serve_error *err,
-                        unsigned *status) {
+static cJSON *embed_all(serve_conn *c, const embed_input *in, int n, bool b64, int32_t norm, int32_t *n_tokens,
+                        serve_error *err, unsigned *status) {
     serve_server *srv = c->srv;
     int32_t n_embd = tport_model_n_embd(srv->model);
     float *v = malloc((size_t)n_embd * sizeof *v);
@@ -99,13 +100,14 @@ static cJSON *embed_all(serve_conn *c, const embed_input *in, int n, bool b64, i
     cJSON *data = cJSON_AddArrayToObject(r, "data");
     tport_session *s = srv->slots.sessions[slot];
     for (int i = 0; i < n && r; i++) {
-        if (tport_session_embed(s, in[i].ids, in[i].n, true, v, n_embd) != TPORT_STATUS_OK) {
+        if (tport_session_embed(s, in[i].ids, in[i].n, false, v, n_embd) != TPORT_STATUS_OK) {
             snprintf(err->message, sizeof err->message, "%s", tport_last_error());
             *status = strstr(err->message, "pooling") ? 400 : 500;
             cJSON_Delete(r);
             r = NULL;
             break;
         }
+        tport_embd_normalize(v, v, n_embd, norm);
         *n_tokens += in[i].n;
         cJSON *e = cJSON_CreateObject();
         cJSON_AddItemToArray(data, e);
@@ -143,7 +145,7 @@ enum MHD_Result serve_embeddings(serve_conn *c) {
     }
     int32_t n_tokens = 0;
     cJSON *r = in && tokenize_items(srv, &req, in, &err)
-                   ? embed_all(c, in, req.n, req.base64, &n_tokens, &err, &status) : NULL;
+                   ? embed_all(c, in, req.n, req.base64, req.embd_normalize, &n_tokens, &err, &status) : NULL;
     c->n_prompt = n_tokens;
     enum MHD_Result res;
     if (r) {
