@@ -63,6 +63,30 @@ static void tg_shutdown(void *backend) {
     tg_unload();
 }
 
+/* ggml backends whose f32 matrix products round their operands to f16,
+ * declared as TPORT_DEVICE_CAP_F16_PRODUCTS (ABI 1.5) so check-backend
+ * judges them as such: ggml-vulkan's matrix-matrix shader (mul_mm.comp)
+ * keeps both operand tiles in f16 shared memory on a device with f16
+ * arithmetic, and its flash attention takes f16 Q/K/V; GGML_VK_DISABLE_F16
+ * turns that off.  The bridge cannot ask ggml whether a device has f16,
+ * so a Vulkan device is declared unless it is turned off: a declaration
+ * only widens check-backend's tolerance for those products. */
+static const struct {
+    const char *reg;     /* ggml_backend_reg_name */
+    const char *off_env; /* set: f32 operands stay f32 */
+} f16_products[] = {
+    {"Vulkan", "GGML_VK_DISABLE_F16"},
+};
+
+static bool rounds_to_f16(ggml_backend_dev_t dev) {
+    ggml_backend_reg_t reg = gf.ggml_backend_dev_backend_reg(dev);
+    const char *name = reg ? gf.ggml_backend_reg_name(reg) : "";
+    for (size_t i = 0; i < sizeof f16_products / sizeof f16_products[0]; i++)
+        if (!strcmp(name, f16_products[i].reg))
+            return !getenv(f16_products[i].off_env);
+    return false;
+}
+
 static bool software(const char *description) {
     /* Mesa's lavapipe (llvmpipe) is a Vulkan device that runs on the CPU */
     return strstr(description, "llvmpipe") || strstr(description, "lavapipe") || strstr(description, "SwiftShader");
@@ -110,6 +134,7 @@ static tport_status tg_init(void **out) {
         memset(&props, 0, sizeof props);
         gf.ggml_backend_dev_get_props(list[i], &props);
         d->async = !d->host_memory && props.caps.async;
+        d->f16_products = rounds_to_f16(list[i]);
         ggml_backend_reg_t reg = gf.ggml_backend_dev_backend_reg(list[i]);
         d->set_n_threads = reg ? (void (*)(ggml_backend_t, int))gf.ggml_backend_reg_get_proc_address(
                                      reg, "ggml_backend_set_n_threads")
@@ -144,7 +169,8 @@ static tport_status tg_device_info(void *backend, int32_t dev, tport_device_info
     size_t free_b = 0, total = 0;
     gf.ggml_backend_dev_memory(d->dev, &free_b, &total);
     info.memory_total = total, info.memory_free = free_b;
-    info.caps = (d->host_memory ? 0 : TPORT_DEVICE_CAP_DEVICE_MEMORY) | (d->async ? TPORT_DEVICE_CAP_ASYNC : 0);
+    info.caps = (d->host_memory ? 0 : TPORT_DEVICE_CAP_DEVICE_MEMORY) | (d->async ? TPORT_DEVICE_CAP_ASYNC : 0) |
+                (d->f16_products && tg_minor >= 5 ? TPORT_DEVICE_CAP_F16_PRODUCTS : 0);
     info.mem_alignment = gf.ggml_backend_buft_get_alignment(d->buft);
     size_t max = gf.ggml_backend_buft_get_max_size(d->buft);
     info.max_buffer_size = max == SIZE_MAX ? 0 : max;

@@ -65,6 +65,7 @@ typedef struct tg_dev {
     bool async;
     uint64_t issued, done;
     uint64_t async_waits; /* the first is logged (TPORT_LOG=debug) */
+    bool f16_products;    /* f32 products on f16 operands (ABI 1.5 cap) */
 } tg_dev;
 
 /* Loads libggml-base.so and the backend libraries named by TPORT_GGML_PATH
