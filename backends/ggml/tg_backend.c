@@ -45,6 +45,16 @@ static void settle_buffer(tg_backend *be, tport_buffer h) {
         tg_settle(&be->devs[b->device]);
 }
 
+/* Frees b's ggml buffer, or retires it where the driver may still point
+ * at it (tg_retire). */
+static void release(tg_backend *be, tg_buf *b) {
+    tg_dev *d = &be->devs[b->device];
+    if (d->retire_buffers)
+        tg_retire(d->buft, b->buf);
+    else
+        gf.ggml_backend_buffer_free(b->buf);
+}
+
 static void tg_shutdown(void *backend) {
     tg_backend *be = backend;
     if (!be)
@@ -57,7 +67,7 @@ static void tg_shutdown(void *backend) {
     }
     for (uint32_t i = 0; i < be->n_bufs; i++)
         if (be->bufs[i].buf)
-            gf.ggml_backend_buffer_free(be->bufs[i].buf);
+            release(be, &be->bufs[i]);
     free(be->bufs);
     free(be);
     tg_unload();
@@ -135,6 +145,7 @@ static tport_status tg_init(void **out) {
         gf.ggml_backend_dev_get_props(list[i], &props);
         d->async = !d->host_memory && props.caps.async;
         d->f16_products = rounds_to_f16(list[i]);
+        d->retire_buffers = type != GGML_BACKEND_DEVICE_TYPE_CPU && d->kind == TPORT_DEVICE_CPU;
         ggml_backend_reg_t reg = gf.ggml_backend_dev_backend_reg(list[i]);
         d->set_n_threads = reg ? (void (*)(ggml_backend_t, int))gf.ggml_backend_reg_get_proc_address(
                                      reg, "ggml_backend_set_n_threads")
@@ -270,7 +281,9 @@ static tport_status tg_buffer_alloc(void *backend, int32_t dev, uint32_t kind, u
         }
         memset(&be->bufs[be->n_bufs++], 0, sizeof *be->bufs);
     }
-    ggml_backend_buffer_t buf = gf.ggml_backend_buft_alloc_buffer(d->buft, size ? (size_t)size : 1);
+    ggml_backend_buffer_t buf = d->retire_buffers ? tg_reuse(d->buft, size ? (size_t)size : 1) : NULL;
+    if (!buf)
+        buf = gf.ggml_backend_buft_alloc_buffer(d->buft, size ? (size_t)size : 1);
     if (!buf)
         return tg_host->error(TPORT_STATUS_OUT_OF_MEMORY, "ggml: %s: cannot allocate %llu bytes", d->name,
                               (unsigned long long)size);
@@ -287,7 +300,7 @@ static void tg_buffer_free(void *backend, tport_buffer h) {
         return;
     tg_settle(&((tg_backend *)backend)->devs[b->device]);
     tg_unbind(&((tg_backend *)backend)->devs[b->device], h); /* kept graphs may point into it */
-    gf.ggml_backend_buffer_free(b->buf);
+    release(backend, b);
     memset(b, 0, sizeof *b);
 }
 
