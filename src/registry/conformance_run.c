@@ -158,15 +158,13 @@ static double type_tolerance(tport_type_id t, bool conversion_target) {
     }
 }
 
-/* A product of f32 operands: what TPORT_DEVICE_CAP_F16_PRODUCTS covers. */
+/* A product whose first operand (the matrix, or attention's Q) is f32:
+ * what TPORT_DEVICE_CAP_F16_PRODUCTS covers.  Only where the sources'
+ * own tolerance is tighter than f16's does the cap widen it. */
 static bool f32_product(const check_case *c) {
-    if (c->op != TPORT_OP_MUL_MAT && c->op != TPORT_OP_MUL_MAT_ID && c->op != TPORT_OP_FLASH_ATTN &&
-        c->op != TPORT_OP_FLASH_ATTN_EXT)
-        return false;
-    for (int i = 0; i < c->n_src && i < 3; i++)
-        if (c->src[i].type == TPORT_TYPE_F32)
-            return true;
-    return false;
+    return (c->op == TPORT_OP_MUL_MAT || c->op == TPORT_OP_MUL_MAT_ID || c->op == TPORT_OP_FLASH_ATTN ||
+            c->op == TPORT_OP_FLASH_ATTN_EXT) &&
+           c->n_src > 0 && c->src[0].type == TPORT_TYPE_F32;
 }
 
 static void describe(const check_case *c, tport_check_result *r) {
@@ -264,11 +262,11 @@ void check_run_case(const check_case *c, const tport_backend_api *api, void *sta
     /* a device that declares f16 operands in its f32 products (ABI 1.5,
      * ggml's Vulkan) is judged there by what f16 operands allow: the
      * tolerance of an f16 source, named in the note */
-    const bool f16_products = mem && (mem->caps & TPORT_DEVICE_CAP_F16_PRODUCTS) && f32_product(c);
-    if (f16_products) {
-        double t = type_tolerance(TPORT_TYPE_F16, false);
-        tol = t > tol ? t : tol;
-    }
+    const double f16_tol = type_tolerance(TPORT_TYPE_F16, false);
+    const bool f16_products =
+        mem && (mem->caps & TPORT_DEVICE_CAP_F16_PRODUCTS) && f32_product(c) && tol < f16_tol;
+    if (f16_products)
+        tol = f16_tol;
     r->tolerance = tol;
 
     /* an op of a newer minor than the plug-in's is never given to it */
