@@ -45,6 +45,16 @@ static void settle_buffer(tg_backend *be, tport_buffer h) {
         tg_settle(&be->devs[b->device]);
 }
 
+/* Frees b's ggml buffer, or retires it where the driver may still point
+ * at it (tg_retire). */
+static void release(tg_backend *be, tg_buf *b) {
+    tg_dev *d = &be->devs[b->device];
+    if (d->retire_buffers)
+        tg_retire(d->buft, b->buf);
+    else
+        gf.ggml_backend_buffer_free(b->buf);
+}
+
 static void tg_shutdown(void *backend) {
     tg_backend *be = backend;
     if (!be)
@@ -57,10 +67,34 @@ static void tg_shutdown(void *backend) {
     }
     for (uint32_t i = 0; i < be->n_bufs; i++)
         if (be->bufs[i].buf)
-            gf.ggml_backend_buffer_free(be->bufs[i].buf);
+            release(be, &be->bufs[i]);
     free(be->bufs);
     free(be);
     tg_unload();
+}
+
+/* ggml backends whose f32 matrix products round their operands to f16,
+ * declared as TPORT_DEVICE_CAP_F16_PRODUCTS (ABI 1.5) so check-backend
+ * judges them as such: ggml-vulkan's matrix-matrix shader (mul_mm.comp)
+ * keeps both operand tiles in f16 shared memory on a device with f16
+ * arithmetic, and its flash attention takes f16 Q/K/V; GGML_VK_DISABLE_F16
+ * turns that off.  The bridge cannot ask ggml whether a device has f16,
+ * so a Vulkan device is declared unless it is turned off: a declaration
+ * only widens check-backend's tolerance for those products. */
+static const struct {
+    const char *reg;     /* ggml_backend_reg_name */
+    const char *off_env; /* set: f32 operands stay f32 */
+} f16_products[] = {
+    {"Vulkan", "GGML_VK_DISABLE_F16"},
+};
+
+static bool rounds_to_f16(ggml_backend_dev_t dev) {
+    ggml_backend_reg_t reg = gf.ggml_backend_dev_backend_reg(dev);
+    const char *name = reg ? gf.ggml_backend_reg_name(reg) : "";
+    for (size_t i = 0; i < sizeof f16_products / sizeof f16_products[0]; i++)
+        if (!strcmp(name, f16_products[i].reg))
+            return !getenv(f16_products[i].off_env);
+    return false;
 }
 
 static bool software(const char *description) {
@@ -110,6 +144,8 @@ static tport_status tg_init(void **out) {
         memset(&props, 0, sizeof props);
         gf.ggml_backend_dev_get_props(list[i], &props);
         d->async = !d->host_memory && props.caps.async;
+        d->f16_products = rounds_to_f16(list[i]);
+        d->retire_buffers = type != GGML_BACKEND_DEVICE_TYPE_CPU && d->kind == TPORT_DEVICE_CPU;
         ggml_backend_reg_t reg = gf.ggml_backend_dev_backend_reg(list[i]);
         d->set_n_threads = reg ? (void (*)(ggml_backend_t, int))gf.ggml_backend_reg_get_proc_address(
                                      reg, "ggml_backend_set_n_threads")
@@ -144,7 +180,8 @@ static tport_status tg_device_info(void *backend, int32_t dev, tport_device_info
     size_t free_b = 0, total = 0;
     gf.ggml_backend_dev_memory(d->dev, &free_b, &total);
     info.memory_total = total, info.memory_free = free_b;
-    info.caps = (d->host_memory ? 0 : TPORT_DEVICE_CAP_DEVICE_MEMORY) | (d->async ? TPORT_DEVICE_CAP_ASYNC : 0);
+    info.caps = (d->host_memory ? 0 : TPORT_DEVICE_CAP_DEVICE_MEMORY) | (d->async ? TPORT_DEVICE_CAP_ASYNC : 0) |
+                (d->f16_products && tg_minor >= 5 ? TPORT_DEVICE_CAP_F16_PRODUCTS : 0);
     info.mem_alignment = gf.ggml_backend_buft_get_alignment(d->buft);
     size_t max = gf.ggml_backend_buft_get_max_size(d->buft);
     info.max_buffer_size = max == SIZE_MAX ? 0 : max;
@@ -244,7 +281,9 @@ static tport_status tg_buffer_alloc(void *backend, int32_t dev, uint32_t kind, u
         }
         memset(&be->bufs[be->n_bufs++], 0, sizeof *be->bufs);
     }
-    ggml_backend_buffer_t buf = gf.ggml_backend_buft_alloc_buffer(d->buft, size ? (size_t)size : 1);
+    ggml_backend_buffer_t buf = d->retire_buffers ? tg_reuse(d->buft, size ? (size_t)size : 1) : NULL;
+    if (!buf)
+        buf = gf.ggml_backend_buft_alloc_buffer(d->buft, size ? (size_t)size : 1);
     if (!buf)
         return tg_host->error(TPORT_STATUS_OUT_OF_MEMORY, "ggml: %s: cannot allocate %llu bytes", d->name,
                               (unsigned long long)size);
@@ -261,7 +300,7 @@ static void tg_buffer_free(void *backend, tport_buffer h) {
         return;
     tg_settle(&((tg_backend *)backend)->devs[b->device]);
     tg_unbind(&((tg_backend *)backend)->devs[b->device], h); /* kept graphs may point into it */
-    gf.ggml_backend_buffer_free(b->buf);
+    release(backend, b);
     memset(b, 0, sizeof *b);
 }
 

@@ -65,6 +65,8 @@ typedef struct tg_dev {
     bool async;
     uint64_t issued, done;
     uint64_t async_waits; /* the first is logged (TPORT_LOG=debug) */
+    bool f16_products;    /* f32 products on f16 operands (ABI 1.5 cap) */
+    bool retire_buffers;  /* lavapipe: never destroy a buffer (tg_retire) */
 } tg_dev;
 
 /* Loads libggml-base.so and the backend libraries named by TPORT_GGML_PATH
@@ -76,6 +78,15 @@ void tg_unload(void);
  * accelerators first; cpu_only: ggml's CPU devices, for a 1.0 host). */
 int tg_device_list(ggml_backend_dev_t *out, int cap, bool cpu_only);
 const char *tg_loaded_version(void); /* "0.23.0 (commit)" */
+/* Mesa's lavapipe (22.3) keeps pointers to the buffers of earlier
+ * dispatches in its queue's binding state without holding them: once
+ * such a VkBuffer is destroyed, a later dispatch that rebinds the slot
+ * drops a reference on freed memory (a SIGSEGV in its queue thread, or
+ * glibc finding the heap corrupt).  So on a software Vulkan device a
+ * freed buffer is retired instead, for the process (ggml's device lives
+ * as long), and reused for a later allocation it can hold. */
+void tg_retire(ggml_backend_buffer_type_t buft, ggml_backend_buffer_t buf);
+ggml_backend_buffer_t tg_reuse(ggml_backend_buffer_type_t buft, size_t size); /* NULL: none fits */
 
 /* ---- the backend instance (tg_backend.c) ------------------------------- */
 typedef struct tg_buf {

@@ -275,6 +275,51 @@ void tg_unload(void) {
     pthread_mutex_unlock(&lock);
 }
 
+/* Retired buffers of software Vulkan devices (see tg_internal.h): kept
+ * for the process, in static storage (reachable, not a leak), and handed
+ * out again for an allocation they can hold. */
+#define MAX_RETIRED 256
+static struct {
+    ggml_backend_buffer_t buf;
+    ggml_backend_buffer_type_t buft;
+    size_t size;
+} retired[MAX_RETIRED];
+static int n_retired;
+
+void tg_retire(ggml_backend_buffer_type_t buft, ggml_backend_buffer_t buf) {
+    pthread_mutex_lock(&lock);
+    if (n_retired == MAX_RETIRED) {
+        /* full: the smallest goes (the one case a stale binding can
+         * still meet freed memory; logged) */
+        int k = 0;
+        for (int i = 1; i < n_retired; i++)
+            k = retired[i].size < retired[k].size ? i : k;
+        tg_host->log(TPORT_LOG_DEBUG, "ggml: %d retired buffers: freeing one of %zu bytes", MAX_RETIRED,
+                     retired[k].size);
+        gf.ggml_backend_buffer_free(retired[k].buf);
+        retired[k] = retired[--n_retired];
+    }
+    retired[n_retired].buf = buf;
+    retired[n_retired].buft = buft;
+    retired[n_retired++].size = gf.ggml_backend_buffer_get_size(buf);
+    pthread_mutex_unlock(&lock);
+}
+
+ggml_backend_buffer_t tg_reuse(ggml_backend_buffer_type_t buft, size_t size) {
+    pthread_mutex_lock(&lock);
+    int best = -1;
+    for (int i = 0; i < n_retired; i++)
+        if (retired[i].buft == buft && retired[i].size >= size && (best < 0 || retired[i].size < retired[best].size))
+            best = i;
+    ggml_backend_buffer_t buf = NULL;
+    if (best >= 0) {
+        buf = retired[best].buf;
+        retired[best] = retired[--n_retired];
+    }
+    pthread_mutex_unlock(&lock);
+    return buf;
+}
+
 const char *tg_loaded_version(void) {
     return loaded_version;
 }

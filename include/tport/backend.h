@@ -218,6 +218,10 @@
  *   1.4  EXPERT_GROUPS (32, tport_params_expert_groups): DeepSeek-V3's
  *        grouped expert routing.  A plug-in of an older minor is never
  *        asked about it.
+ *   1.5  device cap TPORT_DEVICE_CAP_F16_PRODUCTS (1 << 4): a device
+ *        declares that its f32 matrix products round their operands to
+ *        f16.  No struct changed; the host ignores the bit from a plug-in
+ *        that negotiated an older minor.
  */
 #ifndef TPORT_BACKEND_H
 #define TPORT_BACKEND_H
@@ -231,7 +235,7 @@ extern "C" {
 #endif
 
 #define TPORT_ABI_MAJOR 1
-#define TPORT_ABI_MINOR 4
+#define TPORT_ABI_MINOR 5
 
 #if defined(_WIN32)
 #define TPORT_BACKEND_EXPORT __declspec(dllexport)
@@ -522,6 +526,12 @@ enum {
     TPORT_DEVICE_CAP_HOST_READABLE = 1u << 1, /* can read host-memory operands   */
     TPORT_DEVICE_CAP_ASYNC = 1u << 2,         /* slots may return tickets        */
     TPORT_DEVICE_CAP_IMPORT_HOST = 1u << 3,   /* import_host works               */
+    /* since 1.5: the device computes products of f32 operands (MUL_MAT,
+     * MUL_MAT_ID, FLASH_ATTN, FLASH_ATTN_EXT) from operands rounded to
+     * f16, accumulating in f32 (ggml's Vulkan backend on devices with f16
+     * arithmetic).  Only said, never required: tport check-backend then
+     * judges those cases by the tolerance of f16 operands and says so. */
+    TPORT_DEVICE_CAP_F16_PRODUCTS = 1u << 4,
 };
 /* buffer_alloc kinds (append-only) */
 enum {

@@ -34,6 +34,8 @@ void tport_backend_mem_resolve(tport_active_backend *a, const tport_device_info 
         m->alignment = dev0->mem_alignment;
         m->max_buffer = dev0->max_buffer_size;
     }
+    if (a->abi_minor < 5) /* a bit that minor does not define */
+        m->caps &= ~(uint64_t)TPORT_DEVICE_CAP_F16_PRODUCTS;
     if (m->alignment < 64 || (m->alignment & (m->alignment - 1)))
         m->alignment = 64; /* not a power of two: use the host's own */
     bool buffers = m->buffer_alloc && m->buffer_free && m->tensor_write;

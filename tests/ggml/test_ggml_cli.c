@@ -174,6 +174,12 @@ int main(int argc, char **argv) {
     run(env, "backends -v");
     CHECK(cpu != (strstr(out ? out : "", "memory of its own, asynchronous") != NULL),
           "device %s: asynchronous should be %s:\n%s", device, cpu ? "off" : "on", out ? out : "");
+    /* ggml-vulkan rounds the operands of f32 products to f16 (on a device
+     * with f16 arithmetic, lavapipe's included): declared (ABI 1.5), so
+     * check-backend judges those products by f16's tolerance */
+    CHECK(cpu != (strstr(out ? out : "", "f32 products on f16 operands") != NULL),
+          "device %s: f16 operands of f32 products should be %s:\n%s", device, cpu ? "undeclared" : "declared",
+          out ? out : "");
     if (test_shared_path("models/stories260K.bin", model_path, sizeof model_path)) {
         char async_env[2100], args[1400];
         snprintf(async_env, sizeof async_env, "%s TPORT_LOG=debug", env);
@@ -185,12 +191,25 @@ int main(int argc, char **argv) {
               waited ? "seen" : "not seen", err ? err : "");
     }
 
+    /* every tier of check-backend passes on the device.  On lavapipe
+     * without mul_mat and get_rows: its iq1_s mul_mat shader ran for more
+     * than 10 minutes on a loaded machine (docs/bring-your-ggml-backend.md);
+     * the rest runs there, flash attention by the f16-operand tolerance
+     * the device declares, and without the crash in lavapipe's queue that
+     * destroyed buffers caused (28 of 43 such runs before the bridge
+     * retired them) */
+    char debug_env[2200];
+    snprintf(debug_env, sizeof debug_env, "%s TPORT_LOG=debug%s", env, cpu ? "" : " TPORT_GGML_SKIP_OPS=mul_mat,get_rows");
+    rc = run(debug_env, "check-backend ggml");
+    CHECK(rc == 0 && out && strstr(out, "numerics") && strstr(out, "negotiate") && strstr(out, " 0 failed"),
+          "check-backend ggml (%s): exit %d\n%s%.3000s", device, rc, out ? out : "", err ? err : "");
+    CHECK(cpu != (strstr(out ? out : "", "f16-operand tolerance") != NULL),
+          "check-backend ggml (%s): the f16-operand tolerance should be %s:\n%s", device, cpu ? "unused" : "used",
+          out ? out : "");
+    if (!cpu)
+        printf("%s: check-backend ggml on %s: every tier passes (mul_mat, get_rows skipped)\n", NAME, device);
+
     if (!strcmp(device, "CPU")) {
-        char debug_env[2100];
-        snprintf(debug_env, sizeof debug_env, "%s TPORT_LOG=debug", env);
-        rc = run(debug_env, "check-backend ggml");
-        CHECK(rc == 0 && out && strstr(out, "numerics") && strstr(out, "negotiate"),
-              "check-backend ggml: exit %d\n%s%s", rc, out ? out : "", err ? err : "");
         /* the replay check runs one graph key twice in new buffers: the
          * bridge re-binds the graph it kept instead of building it again
          * (and the check proves the results right both times) */

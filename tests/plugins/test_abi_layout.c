@@ -168,6 +168,12 @@ static void ids_1_4(void) {
     FROZEN(offsetof(tport_params_expert_groups, n_group_used), 4);
 }
 
+/* 1.5, a device's f16 operands in f32 products. */
+static void ids_1_5(void) {
+    FROZEN(TPORT_ABI_MINOR >= 5, 1);
+    FROZEN(TPORT_DEVICE_CAP_F16_PRODUCTS, 1u << 4);
+}
+
 static void ids_1_1(void) {
     FROZEN(TPORT_STATUS_TIMEOUT, 9);
     FROZEN(TPORT_STATUS_NOT_ADDRESSABLE, 10);
@@ -326,6 +332,7 @@ int main(void) {
     ids_1_1();
     ids_1_3_moe();
     ids_1_4();
+    ids_1_5();
     layouts_1_3();
     return test_finish("test_abi_layout");
 }

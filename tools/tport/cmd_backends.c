@@ -144,9 +144,11 @@ static void print_text(bool verbose) {
                 printf("         device %d: %s (%s, ", d, dev->name, kind_name(dev->kind));
                 print_memory(dev->memory_total);
                 uint64_t caps = r.abi_minor >= 1 ? dev->caps : 0;
-                printf("%s%s%s)", caps & TPORT_DEVICE_CAP_DEVICE_MEMORY ? ", memory of its own" : ", host memory",
+                printf("%s%s%s%s)", caps & TPORT_DEVICE_CAP_DEVICE_MEMORY ? ", memory of its own" : ", host memory",
                        caps & TPORT_DEVICE_CAP_HOST_READABLE ? ", reads host memory" : "",
-                       caps & TPORT_DEVICE_CAP_ASYNC ? ", asynchronous" : "");
+                       caps & TPORT_DEVICE_CAP_ASYNC ? ", asynchronous" : "",
+                       r.abi_minor >= 5 && (caps & TPORT_DEVICE_CAP_F16_PRODUCTS) ? ", f32 products on f16 operands"
+                                                                                  : "");
                 if (verbose && dev->description[0])
                     printf(" %s", dev->description);
                 printf("\n");
