@@ -112,7 +112,8 @@ static bool cpu_dev(tg_backend *be, int32_t device) {
 
 bool tg_supports(tg_backend *be, int32_t device, const tport_graph_view *g, int32_t node) {
     const tport_tensor_view *v = tg_view(g, node);
-    if (!v || v->op == TPORT_OP_NONE || tg_op_skipped(v->op))
+    const tport_tensor_view *w = v && v->src[0] >= 0 ? tg_view(g, v->src[0]) : NULL;
+    if (!v || v->op == TPORT_OP_NONE || tg_op_skipped(v->op, w ? w->type : v->type))
         return false;
     /* the node alone: its sources are leaves of this small graph */
     int32_t one[1] = {node};

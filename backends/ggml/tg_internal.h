@@ -109,8 +109,9 @@ tg_buf *tg_buf_get(tg_backend *be, tport_buffer h);
 /* The ggml type of a tensorport type, or -1 (ids agree where ggml has
  * the type and its block layout is the one the host describes). */
 int tg_type(tport_type_id type);
-/* Named in TPORT_GGML_SKIP_OPS ("rope,soft_max"): left to other backends. */
-bool tg_op_skipped(tport_op_id op);
+/* Named in TPORT_GGML_SKIP_OPS ("rope,soft_max", or "mul_mat:iq1_s" for the
+ * op on one type of its first operand): left to other backends. */
+bool tg_op_skipped(tport_op_id op, tport_type_id src0_type);
 
 #define TG_MAX_EXTRA 4
 typedef struct tg_build {

@@ -4,6 +4,7 @@
  * first and the node is declined instead. */
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "tg_internal.h"
 
@@ -272,7 +273,9 @@ static struct ggml_tensor *op(tg_build *b, const tport_tensor_view *v, struct gg
 
 /* The ops the bridge translates, by the names `tport run --plan` prints:
  * TPORT_GGML_SKIP_OPS lists those a user keeps off ggml (a kernel of the
- * ggml backend that is wrong or slow on their device). */
+ * ggml backend that is wrong or slow on their device), each as OP (every
+ * node of the op) or OP:TYPE (only where the first operand, the weight of
+ * a product, has that type, as `tport types` names it). */
 static const struct {
     tport_op_id op;
     const char *name;
@@ -286,16 +289,31 @@ static const struct {
     {TPORT_OP_CLAMP, "clamp"},       {TPORT_OP_SOFT_MAX_EXT, "soft_max_ext"}, {TPORT_OP_FLASH_ATTN, "flash_attn"},
 };
 
-bool tg_op_skipped(tport_op_id op) {
+/* Whether the list entry at p (up to ',' or the end) is `name` or
+ * `name:type_name`. */
+static bool entry_matches(const char *p, const char *name, const char *type_name) {
+    size_t n = strlen(name);
+    if (strncmp(p, name, n))
+        return false;
+    if (p[n] == ',' || p[n] == 0)
+        return true;
+    if (p[n] != ':' || !type_name)
+        return false;
+    size_t t = strlen(type_name), e = strcspn(p + n + 1, ",");
+    return e == t && !strncasecmp(p + n + 1, type_name, t);
+}
+
+bool tg_op_skipped(tport_op_id op, tport_type_id src0_type) {
     const char *list = secure_getenv("TPORT_GGML_SKIP_OPS");
     if (!list || !*list)
         return false;
+    const tport_type_info *ti = tg_host->type_info ? tg_host->type_info(src0_type) : NULL;
+    const char *type_name = ti ? ti->name : NULL;
     for (size_t i = 0; i < sizeof op_names / sizeof op_names[0]; i++) {
         if (op_names[i].op != op)
             continue;
-        size_t n = strlen(op_names[i].name);
-        for (const char *p = list; (p = strstr(p, op_names[i].name)); p += n)
-            if ((p == list || p[-1] == ',') && (p[n] == ',' || p[n] == 0))
+        for (const char *p = list; *p; p += strcspn(p, ","), p += *p == ',')
+            if (entry_matches(p, op_names[i].name, type_name))
                 return true;
     }
     return false;

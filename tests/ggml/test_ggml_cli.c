@@ -24,6 +24,21 @@
 #include "../model/json_min.h"
 #include "../test_util.h"
 
+/* Whether some line of text starts with `start` and contains `has`. */
+static bool line_with(const char *text, const char *start, const char *has) {
+    size_t n = strlen(start);
+    for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        const char *end = strchr(l, '\n');
+        size_t len = end ? (size_t)(end - l) : strlen(l);
+        if (len >= n && !strncmp(l, start, n)) {
+            for (const char *p = l; p + strlen(has) <= l + len; p++)
+                if (!strncmp(p, has, strlen(has)))
+                    return true;
+        }
+    }
+    return false;
+}
+
 #define NAME "test_ggml_cli"
 
 static void unavailable(const char *why) {
@@ -227,6 +242,16 @@ int main(int argc, char **argv) {
         char want_ids[1024];
         ids_of(e ? json_get(e, "generated_ids") : NULL, 24, want_ids, sizeof want_ids);
         json_free(r2);
+        /* TPORT_GGML_SKIP_OPS=OP:TYPE keeps one weight type of an op off
+         * ggml: the q8_0 products are not claimed, the q4_0 ones still are */
+        char type_env[2200];
+        snprintf(type_env, sizeof type_env, "%s TPORT_GGML_SKIP_OPS=mul_mat:Q8_0", env);
+        rc = run(type_env, "check-backend ggml -v");
+        CHECK(rc == 0 && out && line_with(out, "numerics mul_mat   q8_0 x f32", "not claimed") &&
+                  !line_with(out, "numerics mul_mat   q8_0 x f32", " pass") &&
+                  line_with(out, "numerics mul_mat   q4_0 x f32", " pass"),
+              "mul_mat:Q8_0 skipped only q8_0 products: exit %d\n%.4000s", rc, out ? out : "");
+
         char mixed_env[2200];
         snprintf(mixed_env, sizeof mixed_env, "%s TPORT_BACKEND=ggml,cpu TPORT_GGML_SKIP_OPS=rms_norm", env);
         snprintf(args, sizeof args, "run -m '%s' --prompt-ids 1 -n 24 --ids --temp 0 --threads 1 --plan", model);
