@@ -187,6 +187,25 @@ static bool json_id(const cJSON *j, int32_t *id) {
 
 /* Token count: every id of model.vocab and added_tokens, padded to
  * config.json's vocab_size as the converter pads it ([PADn] tokens). */
+/* Raises *max, the highest token id of model.vocab, to the highest of
+ * added_tokens and to config.json's vocab_size - 1 (padding rows); an
+ * empty vocabulary or a bad added token is refused. */
+static tport_status raise_max_id(hf_tok *t, const cJSON *added, int32_t *max) {
+    int32_t id;
+    for (const cJSON *a = added ? added->child : NULL; a; a = a->next)
+        if (!json_id(item(a, "id"), &id) || !cJSON_IsString(item(a, "content")))
+            return bad(t, "added_tokens: an entry without an id below 2^24 or a content");
+        else
+            *max = id > *max ? id : *max;
+    uint64_t cfg_n = 0;
+    if (t->config && mf_json_uint(item(t->config, "vocab_size"), &cfg_n) && cfg_n < MAX_TOKENS &&
+        (int64_t)cfg_n > *max + 1)
+        *max = (int32_t)cfg_n - 1;
+    if (*max < 0)
+        return bad(t, "model.vocab is empty");
+    return TPORT_STATUS_OK;
+}
+
 static tport_status count_tokens(hf_tok *t, const cJSON *vocab, const cJSON *added) {
     int32_t max = -1, id;
     t->n_base = 0;
@@ -196,17 +215,7 @@ static tport_status count_tokens(hf_tok *t, const cJSON *vocab, const cJSON *add
         max = id > max ? id : max;
         t->n_base++;
     }
-    for (const cJSON *a = added ? added->child : NULL; a; a = a->next)
-        if (!json_id(item(a, "id"), &id) || !cJSON_IsString(item(a, "content")))
-            return bad(t, "added_tokens: an entry without an id below 2^24 or a content");
-        else
-            max = id > max ? id : max;
-    uint64_t cfg_n = 0;
-    if (t->config && mf_json_uint(item(t->config, "vocab_size"), &cfg_n) && cfg_n < MAX_TOKENS &&
-        (int64_t)cfg_n > max + 1)
-        max = (int32_t)cfg_n - 1;
-    if (max < 0)
-        return bad(t, "model.vocab is empty");
+    MF_TRY(raise_max_id(t, added, &max));
     t->n = max + 1;
     return TPORT_STATUS_OK;
 }
@@ -591,17 +600,7 @@ static tport_status read_unigram(hf_tok *t, const cJSON *added) {
             !cJSON_IsNumber(cJSON_GetArrayItem(e, 1)))
             return bad(t, "model.vocab: an entry is not [piece, score] (or more than 2^24 of them)");
     max = n - 1;
-    for (const cJSON *a = added ? added->child : NULL; a; a = a->next)
-        if (!json_id(item(a, "id"), &id) || !cJSON_IsString(item(a, "content")))
-            return bad(t, "added_tokens: an entry without an id below 2^24 or a content");
-        else
-            max = id > max ? id : max;
-    uint64_t cfg_n = 0;
-    if (t->config && mf_json_uint(item(t->config, "vocab_size"), &cfg_n) && cfg_n < MAX_TOKENS &&
-        (int64_t)cfg_n > max + 1)
-        max = (int32_t)cfg_n - 1;
-    if (max < 0)
-        return bad(t, "model.vocab is empty");
+    MF_TRY(raise_max_id(t, added, &max));
     if (unk > max)
         return bad(t, "model.unk_id is not a token");
     t->n = max + 1;

@@ -67,13 +67,7 @@ typedef struct imx_opts {
 } imx_opts;
 
 static int parse_long(const char *flag, const char *s, long lo, long hi, long *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return tool_fail(2, "imatrix: %s needs an integer in [%ld, %ld], not '%s'", flag, lo, hi, s);
-    *out = v;
-    return 0;
+    return tool_parse_long("imatrix", flag, s, lo, hi, out);
 }
 
 static bool is(const char *a, const char *s1, const char *s2) { return !strcmp(a, s1) || (s2 && !strcmp(a, s2)); }

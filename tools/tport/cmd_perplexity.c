@@ -54,13 +54,7 @@ typedef struct ppl_opts {
 } ppl_opts;
 
 static int parse_long(const char *flag, const char *s, long lo, long hi, long *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return tool_fail(2, "perplexity: %s needs an integer in [%ld, %ld], not '%s'", flag, lo, hi, s);
-    *out = v;
-    return 0;
+    return tool_parse_long("perplexity", flag, s, lo, hi, out);
 }
 
 /* 0 when parsed, -1 after --help, else the exit status. */

@@ -88,13 +88,7 @@ typedef struct run_opts {
 } run_opts;
 
 static int parse_long(const char *flag, const char *s, long lo, long hi, long *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return tool_fail(2, "run: %s needs an integer in [%ld, %ld], not '%s'", flag, lo, hi, s);
-    *out = v;
-    return 0;
+    return tool_parse_long("run", flag, s, lo, hi, out);
 }
 
 static int parse_float(const char *flag, const char *s, double lo, double hi, float *out) {

@@ -29,6 +29,10 @@ int cmd_imatrix(int argc, char **argv);
  * NULL is written as "". */
 void tool_json_string(FILE *f, const char *s);
 
+/* Parses the integer value s of option `flag` of command `cmd` into *out,
+ * within [lo, hi]; 0, or tool_fail's 2 naming the option. */
+int tool_parse_long(const char *cmd, const char *flag, const char *s, long lo, long hi, long *out);
+
 /* Prints "tport: <message>" on stderr; returns `status` for `return fail(..)`. */
 int tool_fail(int status, const char *fmt, ...)
 #if defined(__GNUC__)

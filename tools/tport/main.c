@@ -1,4 +1,5 @@
 /* tport: the tensorport command-line tool.  One subcommand per file. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +43,16 @@ int tool_fail(int status, const char *fmt, ...) {
     fputc('\n', stderr);
     va_end(ap);
     return status;
+}
+
+int tool_parse_long(const char *cmd, const char *flag, const char *s, long lo, long hi, long *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return tool_fail(2, "%s: %s needs an integer in [%ld, %ld], not '%s'", cmd, flag, lo, hi, s);
+    *out = v;
+    return 0;
 }
 
 static void usage(FILE *out) {

@@ -81,13 +81,7 @@ static void usage(FILE *out) {
 }
 
 static int parse_long(const char *flag, const char *s, long lo, long hi, long *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return tool_fail(2, "serve: %s needs an integer in [%ld, %ld], not '%s'", flag, lo, hi, s);
-    *out = v;
-    return 0;
+    return tool_parse_long("serve", flag, s, lo, hi, out);
 }
 
 static int parse_args(int argc, char **argv, serve_opts *o) {
