@@ -166,20 +166,6 @@ static tport_token random_token(uint64_t *state, int32_t n_vocab) {
     return (tport_token)((x * 2685821657736338717ULL >> 33) % (uint64_t)n_vocab);
 }
 
-/* The integer key ARCH.SUFFIX (expert_count ...), 0 when absent. */
-static uint64_t arch_count(const tport_model_file *mf, const char *suffix) {
-    char key[96];
-    snprintf(key, sizeof key, "%s.%s", mf->arch, suffix);
-    const tport_kv *kv = tport_model_file_kv(mf, key);
-    if (!kv)
-        return 0;
-    switch (kv->type) {
-    case TPORT_KV_U8: case TPORT_KV_U16: case TPORT_KV_U32: case TPORT_KV_U64: return kv->v.u;
-    case TPORT_KV_I8: case TPORT_KV_I16: case TPORT_KV_I32: case TPORT_KV_I64: return kv->v.i > 0 ? (uint64_t)kv->v.i : 0;
-    default: return 0;
-    }
-}
-
 static weight_stats read_weight_stats(const char *path) {
     weight_stats w = {0};
     tport_model_file *mf = NULL;
@@ -187,7 +173,8 @@ static weight_stats read_weight_stats(const char *path) {
         return w;
     /* a token reads n_used of a stack's n_expert experts (the generation
      * bound of a mixture is set by its active bytes) */
-    uint64_t n_expert = arch_count(mf, "expert_count"), n_used = arch_count(mf, "expert_used_count");
+    uint64_t n_expert = tool_arch_u32(mf, mf->arch, "expert_count");
+    uint64_t n_used = tool_arch_u32(mf, mf->arch, "expert_used_count");
     const tport_mf_tensor *embd = NULL;
     bool has_output = false;
     for (int i = 0; i < mf->n_tensors; i++) {

@@ -318,19 +318,6 @@ static int64_t current_type(const char *name) {
     return tt && tt->successor == tt->info.id && tt->from_float ? t : -1;
 }
 
-static uint32_t kv_u32(const tport_model_file *mf, const char *arch, const char *suffix) {
-    char key[128];
-    snprintf(key, sizeof key, "%s.%s", arch, suffix);
-    const tport_kv *kv = tport_model_file_kv(mf, key);
-    if (!kv)
-        return 0;
-    if (kv->type == TPORT_KV_U32 || kv->type == TPORT_KV_U64 || kv->type == TPORT_KV_U16 || kv->type == TPORT_KV_U8)
-        return (uint32_t)kv->v.u;
-    if (kv->type == TPORT_KV_I32 || kv->type == TPORT_KV_I64 || kv->type == TPORT_KV_I16 || kv->type == TPORT_KV_I8)
-        return kv->v.i > 0 ? (uint32_t)kv->v.i : 0;
-    return 0;
-}
-
 /* The mix plan (quant_mix.h) of every tensor, under its output name, and
  * the importance weights of each, checked as llama-quantize checks them. */
 static tport_status plan_mix(const tport_model_file *mf, const char *in, const qmix_ftype *ft, const qmix_options *o,
@@ -351,10 +338,10 @@ static tport_status plan_mix(const tport_model_file *mf, const char *in, const q
     }
     const char *arch = mf->arch[0] ? mf->arch : "llama";
     const qmix_model m = {.arch = arch,
-                          .n_layer = mf->hp.n_layer ? mf->hp.n_layer : kv_u32(mf, arch, "block_count"),
+                          .n_layer = mf->hp.n_layer ? mf->hp.n_layer : tool_arch_u32(mf, arch, "block_count"),
                           .n_head = mf->hp.n_head,
                           .n_head_kv = mf->hp.n_head_kv ? mf->hp.n_head_kv : mf->hp.n_head,
-                          .n_expert = kv_u32(mf, arch, "expert_count")};
+                          .n_expert = tool_arch_u32(mf, arch, "expert_count")};
     char err[256];
     int n_fallback = 0;
     if (!s && qmix_plan(ft, &m, o, qt, n, types, quant, &n_fallback, err, sizeof err))

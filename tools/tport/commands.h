@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 
+#include "tport/model_file.h"
 #include "tport/tport.h"
 
 int cmd_backends(int argc, char **argv);
@@ -28,6 +29,10 @@ int cmd_imatrix(int argc, char **argv);
  * bytes that are not valid UTF-8 (model files hold anything) become U+FFFD.
  * NULL is written as "". */
 void tool_json_string(FILE *f, const char *s);
+
+/* The integer key ARCH.SUFFIX of a model file (expert_count ...) as an
+ * unsigned count; 0 when absent, negative or not an integer. */
+uint32_t tool_arch_u32(const tport_model_file *mf, const char *arch, const char *suffix);
 
 /* Parses the integer value s of option `flag` of command `cmd` into *out,
  * within [lo, hi]; 0, or tool_fail's 2 naming the option. */

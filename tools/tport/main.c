@@ -45,6 +45,19 @@ int tool_fail(int status, const char *fmt, ...) {
     return status;
 }
 
+uint32_t tool_arch_u32(const tport_model_file *mf, const char *arch, const char *suffix) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    const tport_kv *kv = tport_model_file_kv(mf, key);
+    if (!kv)
+        return 0;
+    if (kv->type == TPORT_KV_U32 || kv->type == TPORT_KV_U64 || kv->type == TPORT_KV_U16 || kv->type == TPORT_KV_U8)
+        return (uint32_t)kv->v.u;
+    if (kv->type == TPORT_KV_I32 || kv->type == TPORT_KV_I64 || kv->type == TPORT_KV_I16 || kv->type == TPORT_KV_I8)
+        return kv->v.i > 0 ? (uint32_t)kv->v.i : 0;
+    return 0;
+}
+
 int tool_parse_long(const char *cmd, const char *flag, const char *s, long lo, long hi, long *out) {
     char *end;
     errno = 0;
