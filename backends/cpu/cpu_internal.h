@@ -185,6 +185,8 @@ CPU_HIDDEN bool cpu_same_view(const tport_tensor_view *a, const tport_tensor_vie
 CPU_HIDDEN bool cpu_row_to_f32(const tport_tensor_view *t, const uint8_t *row, int64_t n, float *out);
 /* n f32 values into a row of t (stride nb[0]). */
 CPU_HIDDEN bool cpu_row_from_f32(const tport_tensor_view *t, uint8_t *row, int64_t n, const float *in);
+/* n floats to f16, rounded to nearest even (F16C where the variant has it) */
+CPU_HIDDEN bool cpu_f32_to_f16(const float *in, uint16_t *out, int64_t n);
 /* A read-only f32 row: the row itself when it is dense f32, else a copy in buf. */
 CPU_HIDDEN const float *cpu_row_f32(const tport_tensor_view *t, int64_t i1, int64_t i2, int64_t i3, float *buf);
 CPU_HIDDEN float cpu_half_to_float(uint16_t h); /* after cpu_types_init */
