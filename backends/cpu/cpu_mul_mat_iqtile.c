@@ -1,5 +1,6 @@
 /* Tiled mul_mat for the lattice i-quants IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS,
- * IQ3_S, IQ1_S and IQ1_M against Q8_K activations, for batches: the
+ * IQ3_S, IQ1_S and IQ1_M, and for Q2_K (which llama.cpp's IQ2/IQ1 file
+ * types put beside them), against Q8_K activations, for batches: the
  * scheme of cpu_mul_mat_q8tile.c and _kqtile.c (8 weight rows unpacked
  * once, swept over the activation columns a few at a time).  The per-row
  * kernels (quant/dot_*_iq.c) look every grid entry up and apply every
@@ -14,6 +15,8 @@
  *   IQ3_S                   w = +-grid byte (1 .. 15),   c = 1
  *   IQ1_S, IQ1_M            w = 8 g + delta, g in {-1, 0, 1}, delta = +-1
  *                           (per 32 or per 8 elements), c = 1/8
+ *   Q2_K                    w in [0, 3], ls in [0, 15] per 16, c = 1, and a
+ *                           minimum: x = d ls w - dmin m, m in [0, 15]
  *
  * (IQ1's g + delta/8 times 8: integers, the shift folded in.)  Unpacked,
  * every type is the same: per element u = w + 64 in [2, 126] (unsigned,
@@ -23,7 +26,8 @@
  * offset's part, 64 sum_g ls_g sum(y over g), comes off once per
  * super-block from Q8_K's bsums (sums of 16).  So each super-block gives
  * exactly the integer the per-row kernels form (IQ1: 8 times theirs plus
- * the delta sum), scaled by d c dy in f32: only the order of the float
+ * the delta sum), scaled by d c dy in f32; Q2_K's sum_g m_g sum(y over g)
+ * is a second integer, scaled by -dmin dy.  Only the order of the float
  * additions differs from the per-row kernels.
  *
  * Unpacked tile, per super-block b (SB_BYTES each), for j2 = 0..3 (64
@@ -31,8 +35,9 @@
  *   u[64]       the offset values of elements 64 j2 ..,
  *   ls16[32]    int16: lane i the ls of elements 2 i, 2 i + 1 (maddubs'
  *               lanes), i.e. ls of group 4 j2 + i / 8, 8 times each;
- * then at NLS_AT + 32 r the row's 16 values -64 ls (int16), and at D_AT +
- * 4 r its d c (f32). */
+ * then at NLS_AT + 32 r the row's 16 values -64 ls (int16), at MIN_AT +
+ * 32 r its 16 m (int16, Q2_K), at D_AT + 4 r its d c and at DMIN_AT + 4 r
+ * its -dmin (f32). */
 #include <string.h>
 
 #include "cpu_internal.h"
@@ -47,7 +52,9 @@
 #define OFFSET 64
 #define UNIT 128
 #define NLS_AT (4 * ROWS * UNIT)
-#define D_AT (NLS_AT + ROWS * 32)
+#define MIN_AT (NLS_AT + ROWS * 32)
+#define D_AT (MIN_AT + ROWS * 32)
+#define DMIN_AT (D_AT + ROWS * 4)
 #define SB_BYTES (D_AT + 64)
 
 #if (defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VNNI__) && \
@@ -58,8 +65,8 @@
 /* One super-block of one row, decoded (see the top). */
 typedef struct iq_sb {
     uint8_t u[QK];
-    uint8_t ls[16];
-    float d;
+    uint8_t ls[16], m[16]; /* m: Q2_K's minimum per 16, else 0 */
+    float d, dmin;
 } iq_sb;
 
 static float half_at(const uint8_t *p) {
@@ -241,17 +248,38 @@ static void dec_iq1_m(const uint8_t *x, iq_sb *o) {
     }
 }
 
-/* The types, their block bytes and decoders: a new lattice type is a row. */
+/* Q2_K {u8 scales[16] (ls low nibble, m high); u8 qs[64]; f16 d, dmin}:
+ * element 128 k + 32 j + l is bits 2 j, 2 j + 1 of qs[32 k + l] */
+static void dec_q2_k(const uint8_t *x, iq_sb *o) {
+    o->d = half_at(x + 80);
+    o->dmin = half_at(x + 82);
+    const __m256i three = _mm256_set1_epi8(3), off = _mm256_set1_epi8(OFFSET);
+    for (int k = 0; k < 2; k++) {
+        const __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)(x + 16 + 32 * k));
+        for (int j = 0; j < 4; j++)
+            _mm256_storeu_si256((__m256i *)(void *)(o->u + 128 * k + 32 * j),
+                                _mm256_add_epi8(off, _mm256_and_si256(_mm256_srli_epi16(q, 2 * j), three)));
+    }
+    for (int g = 0; g < 16; g++) {
+        o->ls[g] = x[g] & 0xf;
+        o->m[g] = x[g] >> 4;
+    }
+}
+
+/* The types, their block bytes and decoders: a new type is a row.  mins:
+ * the type has Q2_K's minimum term. */
 typedef struct iq_kind {
     tport_type_id type;
     size_t bytes;
     void (*decode)(const uint8_t *blk, iq_sb *o);
+    bool mins;
 } iq_kind;
 
 static const iq_kind kinds[] = {
-    {TPORT_TYPE_IQ2_XXS, 66, dec_iq2_xxs}, {TPORT_TYPE_IQ2_XS, 74, dec_iq2_xs}, {TPORT_TYPE_IQ2_S, 82, dec_iq2_s},
-    {TPORT_TYPE_IQ3_XXS, 98, dec_iq3_xxs}, {TPORT_TYPE_IQ3_S, 110, dec_iq3_s},  {TPORT_TYPE_IQ1_S, 50, dec_iq1_s},
-    {TPORT_TYPE_IQ1_M, 56, dec_iq1_m},
+    {TPORT_TYPE_IQ2_XXS, 66, dec_iq2_xxs, false}, {TPORT_TYPE_IQ2_XS, 74, dec_iq2_xs, false},
+    {TPORT_TYPE_IQ2_S, 82, dec_iq2_s, false},     {TPORT_TYPE_IQ3_XXS, 98, dec_iq3_xxs, false},
+    {TPORT_TYPE_IQ3_S, 110, dec_iq3_s, false},    {TPORT_TYPE_IQ1_S, 50, dec_iq1_s, false},
+    {TPORT_TYPE_IQ1_M, 56, dec_iq1_m, false},     {TPORT_TYPE_Q2_K, 84, dec_q2_k, true},
 };
 
 static const iq_kind *kind_of(tport_type_id type) {
@@ -271,6 +299,8 @@ void cpu_iqtile_unpack(tport_type_id type, const uint8_t *const rows[], int nrow
         uint8_t *sb = tile + (size_t)b * SB_BYTES;
         for (int r = 0; r < ROWS; r++) {
             iq_sb o;
+            memset(o.m, 0, sizeof o.m);
+            o.dmin = 0.0f;
             if (r < nrows && kind) {
                 kind->decode(rows[r] + (size_t)b * kind->bytes, &o);
             } else { /* a missing row: zero scales, values 0 */
@@ -286,19 +316,51 @@ void cpu_iqtile_unpack(tport_type_id type, const uint8_t *const rows[], int nrow
                 memcpy(unit, o.u + 64 * j2, 64);
                 memcpy(unit + 64, ls16, sizeof ls16);
             }
-            int16_t nls[16];
-            for (int g = 0; g < 16; g++)
+            int16_t nls[16], m[16];
+            for (int g = 0; g < 16; g++) {
                 nls[g] = (int16_t)(-OFFSET * o.ls[g]);
+                m[g] = o.m[g];
+            }
+            const float ndmin = -o.dmin;
             memcpy(sb + NLS_AT + 32 * r, nls, sizeof nls);
+            memcpy(sb + MIN_AT + 32 * r, m, sizeof m);
             memcpy(sb + D_AT + 4 * r, &o.d, sizeof o.d);
+            memcpy(sb + DMIN_AT + 4 * r, &ndmin, sizeof ndmin);
         }
     }
+}
+
+static bool has_mins(tport_type_id type) {
+    const iq_kind *kind = kind_of(type);
+    return kind && kind->mins;
 }
 
 static float col_d(const uint8_t *yb) {
     float d;
     memcpy(&d, yb, sizeof d);
     return d;
+}
+
+static __m256i load256(const uint8_t *p) { return _mm256_loadu_si256((const __m256i *)(const void *)p); }
+
+/* Lane sums of a, b, c, d: lanes 4 k .. 4 k + 3 hold those of the k-th
+ * 128-bit half of each. */
+static __m256i sum4_256(__m256i a, __m256i b, __m256i c, __m256i d) {
+    const __m256i ab = _mm256_add_epi32(_mm256_unpacklo_epi32(a, b), _mm256_unpackhi_epi32(a, b));
+    const __m256i cd = _mm256_add_epi32(_mm256_unpacklo_epi32(c, d), _mm256_unpackhi_epi32(c, d));
+    return _mm256_add_epi32(_mm256_unpacklo_epi64(ab, cd), _mm256_unpackhi_epi64(ab, cd));
+}
+
+/* Q2_K's minimum term of rows r0 .. r0 + 3 against one column: lanes 0-3
+ * and 4-7 each a part of the rows' -dmin dy sum_g m_g bsum_g. */
+static __m256 min_term(const uint8_t *sb, int r0, const uint8_t *yb) {
+    const __m256i bs = load256(yb + Q8_K_BSUMS);
+    __m256i m[4];
+    for (int r = 0; r < 4; r++)
+        m[r] = _mm256_madd_epi16(bs, load256(sb + MIN_AT + 32 * (r0 + r)));
+    const __m128 dm = _mm_mul_ps(_mm_loadu_ps((const float *)(const void *)(sb + DMIN_AT + 4 * r0)),
+                                 _mm_set1_ps(col_d(yb)));
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(sum4_256(m[0], m[1], m[2], m[3])), _mm256_set_m128(dm, dm));
 }
 #endif
 
@@ -322,9 +384,10 @@ static __m512i zext256(const uint8_t *p) {
     return _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_loadu_si256((const __m256i *)(const void *)p), 0);
 }
 
-/* Rows r0 .. r0 + 3 against nc (a constant at each call) columns. */
+/* Rows r0 .. r0 + 3 against nc columns; nc and mins are constants at
+ * each call. */
 static inline __attribute__((always_inline)) void kernel(const uint8_t *tile, int64_t nb, const uint8_t *y,
-                                                         size_t y_stride, int r0, int nc, float *out) {
+                                                         size_t y_stride, int r0, int nc, bool mins, float *out) {
     __m512 facc[COLS];
     for (int c = 0; c < COLS; c++)
         facc[c] = _mm512_setzero_ps();
@@ -357,6 +420,9 @@ static inline __attribute__((always_inline)) void kernel(const uint8_t *tile, in
             const __m512i s = sum4(acc[0][c], acc[1][c], acc[2][c], acc[3][c]);
             const __m512 dd = _mm512_broadcast_f32x4(_mm_mul_ps(d4, _mm_set1_ps(col_d(yb[c]))));
             facc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), dd, facc[c]);
+            if (mins)
+                facc[c] = _mm512_add_ps(facc[c],
+                                        _mm512_insertf32x8(_mm512_setzero_ps(), min_term(sb, r0, yb[c]), 0));
         }
     }
     for (int c = 0; c < nc; c++) {
@@ -365,16 +431,24 @@ static inline __attribute__((always_inline)) void kernel(const uint8_t *tile, in
     }
 }
 
-void cpu_iqtile_dot(const uint8_t *tile, int64_t K, const uint8_t *y, size_t y_stride, int ncols, float *out) {
-    const int64_t nb = K / QK;
+static void dot_rows(const uint8_t *tile, int64_t nb, const uint8_t *y, size_t y_stride, int ncols, bool mins,
+                     float *out) {
     for (int r0 = 0; r0 < ROWS; r0 += RG) {
         switch (ncols) {
-        case 1: kernel(tile, nb, y, y_stride, r0, 1, out); break;
-        case 2: kernel(tile, nb, y, y_stride, r0, 2, out); break;
-        case 3: kernel(tile, nb, y, y_stride, r0, 3, out); break;
-        default: kernel(tile, nb, y, y_stride, r0, 4, out); break;
+        case 1: kernel(tile, nb, y, y_stride, r0, 1, mins, out); break;
+        case 2: kernel(tile, nb, y, y_stride, r0, 2, mins, out); break;
+        case 3: kernel(tile, nb, y, y_stride, r0, 3, mins, out); break;
+        default: kernel(tile, nb, y, y_stride, r0, 4, mins, out); break;
         }
     }
+}
+
+void cpu_iqtile_dot(tport_type_id type, const uint8_t *tile, int64_t K, const uint8_t *y, size_t y_stride,
+                    int ncols, float *out) {
+    if (has_mins(type))
+        dot_rows(tile, K / QK, y, y_stride, ncols, true, out);
+    else
+        dot_rows(tile, K / QK, y, y_stride, ncols, false, out);
 }
 
 #elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
@@ -383,18 +457,10 @@ void cpu_iqtile_dot(const uint8_t *tile, int64_t K, const uint8_t *y, size_t y_s
 #define RG 4
 #define COLS 2
 
-/* As the AVX-512 one, per 128-bit half. */
-static __m256i sum4(__m256i a, __m256i b, __m256i c, __m256i d) {
-    const __m256i ab = _mm256_add_epi32(_mm256_unpacklo_epi32(a, b), _mm256_unpackhi_epi32(a, b));
-    const __m256i cd = _mm256_add_epi32(_mm256_unpacklo_epi32(c, d), _mm256_unpackhi_epi32(c, d));
-    return _mm256_add_epi32(_mm256_unpacklo_epi64(ab, cd), _mm256_unpackhi_epi64(ab, cd));
-}
-
-static __m256i load256(const uint8_t *p) { return _mm256_loadu_si256((const __m256i *)(const void *)p); }
-
 /* Rows r0 .. r0 + 3 against columns c0 .. c0 + nc - 1 (nc 1 or 2). */
 static inline __attribute__((always_inline)) void kernel(const uint8_t *tile, int64_t nb, const uint8_t *y,
-                                                         size_t y_stride, int r0, int c0, int nc, float *out) {
+                                                         size_t y_stride, int r0, int c0, int nc, bool mins,
+                                                         float *out) {
     __m256 facc[COLS] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *sb = tile + (size_t)b * SB_BYTES, *yb[COLS];
@@ -419,9 +485,11 @@ static inline __attribute__((always_inline)) void kernel(const uint8_t *tile, in
             const __m256i bs = load256(yb[c] + Q8_K_BSUMS);
             for (int r = 0; r < RG; r++)
                 acc[r][c] = _mm256_add_epi32(acc[r][c], _mm256_madd_epi16(bs, load256(sb + NLS_AT + 32 * (r0 + r))));
-            const __m256i s = sum4(acc[0][c], acc[1][c], acc[2][c], acc[3][c]);
+            const __m256i s = sum4_256(acc[0][c], acc[1][c], acc[2][c], acc[3][c]);
             const __m128 dd = _mm_mul_ps(d4, _mm_set1_ps(col_d(yb[c])));
             facc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set_m128(dd, dd), facc[c]);
+            if (mins)
+                facc[c] = _mm256_add_ps(facc[c], min_term(sb, r0, yb[c]));
         }
     }
     for (int c = 0; c < nc; c++)
@@ -429,15 +497,22 @@ static inline __attribute__((always_inline)) void kernel(const uint8_t *tile, in
                       _mm_add_ps(_mm256_castps256_ps128(facc[c]), _mm256_extractf128_ps(facc[c], 1)));
 }
 
-void cpu_iqtile_dot(const uint8_t *tile, int64_t K, const uint8_t *y, size_t y_stride, int ncols, float *out) {
-    const int64_t nb = K / QK;
+static void dot_rows(const uint8_t *tile, int64_t nb, const uint8_t *y, size_t y_stride, int ncols, bool mins,
+                     float *out) {
     for (int r0 = 0; r0 < ROWS; r0 += RG) {
         int c = 0;
         for (; c + 2 <= ncols; c += 2)
-            kernel(tile, nb, y, y_stride, r0, c, 2, out);
+            mins ? kernel(tile, nb, y, y_stride, r0, c, 2, true, out)
+                 : kernel(tile, nb, y, y_stride, r0, c, 2, false, out);
         if (c < ncols)
-            kernel(tile, nb, y, y_stride, r0, c, 1, out);
+            mins ? kernel(tile, nb, y, y_stride, r0, c, 1, true, out)
+                 : kernel(tile, nb, y, y_stride, r0, c, 1, false, out);
     }
+}
+
+void cpu_iqtile_dot(tport_type_id type, const uint8_t *tile, int64_t K, const uint8_t *y, size_t y_stride,
+                    int ncols, float *out) {
+    dot_rows(tile, K / QK, y, y_stride, ncols, has_mins(type), out);
 }
 
 #else /* no kernel in this build */
@@ -456,7 +531,8 @@ void cpu_iqtile_unpack(tport_type_id type, const uint8_t *const rows[], int nrow
     (void)type, (void)rows, (void)nrows, (void)K, (void)tile;
 }
 
-void cpu_iqtile_dot(const uint8_t *tile, int64_t K, const uint8_t *y, size_t y_stride, int ncols, float *out) {
-    (void)tile, (void)K, (void)y, (void)y_stride, (void)ncols, (void)out;
+void cpu_iqtile_dot(tport_type_id type, const uint8_t *tile, int64_t K, const uint8_t *y, size_t y_stride,
+                    int ncols, float *out) {
+    (void)type, (void)tile, (void)K, (void)y, (void)y_stride, (void)ncols, (void)out;
 }
 #endif

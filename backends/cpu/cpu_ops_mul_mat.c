@@ -530,7 +530,7 @@ static void tiled_task(void *arg, int ith, int nth) {
             else if (p->tiled == TILED_KQ)
                 cpu_kqtile_dot(a->type, tile, p->K, b_row(job, j, i12, i13), p->packed_row, nc, s);
             else
-                cpu_iqtile_dot(tile, p->K, b_row(job, j, i12, i13), p->packed_row, nc, s);
+                cpu_iqtile_dot(a->type, tile, p->K, b_row(job, j, i12, i13), p->packed_row, nc, s);
             for (int c = 0; c < nc; c++) {
                 uint8_t *out = cpu_row(d, j + c, i12, i13) + (size_t)i0 * d->nb[0];
                 for (int k = 0; k < rows; k++)

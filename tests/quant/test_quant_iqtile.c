@@ -1,7 +1,7 @@
-/* The tiled batch kernel of the lattice i-quants (backends/cpu/
+/* The tiled batch kernel of the lattice i-quants and Q2_K (backends/cpu/
  * cpu_mul_mat_iqtile.c: IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S,
- * IQ1_M against Q8_K) against the scalar per-row kernels
- * (quant/dot_iq_scalar.c) of libtport.
+ * IQ1_M, Q2_K against Q8_K) against the scalar per-row kernels
+ * (quant/dot_iq_scalar.c, dot_kquant_scalar.c) of libtport.
  *
  * Built twice, TEST_SIMD "avx2" and "avx512": the test's own copy of the
  * tile kernel is compiled with those instruction sets (its symbols
@@ -17,7 +17,8 @@
  * with garbage first.  The integers per super-block are the scalar
  * kernels' exactly, the float additions go in another order: tolerance
  * 3e-7 (blocks + 4) sum |x y| (sum over dequantized weights and
- * activations), while one wrong element is off by about 1e-3 of that. */
+ * activations; Q2_K's x = d ls q - dmin m counted as |d ls q| + |dmin m|),
+ * while one wrong element is off by about 1e-3 of that. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -52,7 +53,10 @@ static void random_blocks(tport_type_id type, uint8_t *x, int64_t nb, size_t byt
         x[i] = rand_byte();
     for (int64_t b = 0; b < nb; b++) {
         uint8_t *blk = x + (size_t)b * bytes;
-        if (type == TPORT_TYPE_IQ1_M) {
+        if (type == TPORT_TYPE_Q2_K) { /* d and dmin */
+            blk[80] = blk[82] = 0x1f;
+            blk[81] = blk[83] = 0x21;
+        } else if (type == TPORT_TYPE_IQ1_M) {
             const unsigned nib[4] = {0xf, 0x1, 0x1, 0x2}; /* 0x211f, lowest nibble first */
             for (int k = 0; k < 4; k++)
                 blk[49 + 2 * k] = (uint8_t)((blk[49 + 2 * k] & 0x0f) | nib[k] << 4);
@@ -95,6 +99,18 @@ static void make_column(uint8_t *y, int64_t K, int extreme) {
 static double magnitude(const tport_type_traits *t, const uint8_t *x, const uint8_t *y, int64_t K) {
     float *xf = malloc((size_t)K * sizeof *xf), *yf = malloc((size_t)K * sizeof *yf);
     t->to_float(x, xf, K);
+    if (t->info.id == TPORT_TYPE_Q2_K) { /* |d ls q| + |dmin m|: element 128 k + 32 j + l of qs[32 k + l] */
+        const tport_type_traits *f16 = tport_traits(TPORT_TYPE_F16);
+        for (int64_t b = 0; b < K / QK; b++) {
+            const uint8_t *blk = x + b * 84;
+            float dm[2];
+            f16->to_float(blk + 80, dm, 2);
+            for (int e = 0; e < QK; e++) {
+                const int q = blk[16 + 32 * (e / 128) + e % 32] >> (2 * (e % 128 / 32)) & 3, sc = blk[e / 16];
+                xf[b * QK + e] = fabsf(dm[0] * (float)((sc & 15) * q)) + fabsf(dm[1] * (float)(sc >> 4));
+            }
+        }
+    }
     tport_traits(TPORT_TYPE_Q8_K)->to_float(y, yf, K);
     double m = 0;
     for (int64_t i = 0; i < K; i++)
@@ -124,7 +140,7 @@ static void check_case(tport_type_id type, int64_t nb, int nrows, int ncols, int
     float out[4 * CPU_Q8TILE_ROWS];
     for (int i = 0; i < 4 * CPU_Q8TILE_ROWS; i++)
         out[i] = NAN;
-    cpu_iqtile_dot(tile, K, y, y_stride, ncols, out);
+    cpu_iqtile_dot(type, tile, K, y, y_stride, ncols, out);
     int bad = 0;
     for (int c = 0; c < ncols; c++) {
         const uint8_t *yc = y + (size_t)c * y_stride;
@@ -155,7 +171,7 @@ int main(void) {
     if (!cpu_has_simd())
         test_skip("test_quant_iqtile_" TEST_SIMD, "this CPU lacks " TEST_SIMD);
     static const tport_type_id types[] = {TPORT_TYPE_IQ2_XXS, TPORT_TYPE_IQ2_XS, TPORT_TYPE_IQ2_S, TPORT_TYPE_IQ3_XXS,
-                                          TPORT_TYPE_IQ3_S,   TPORT_TYPE_IQ1_S,  TPORT_TYPE_IQ1_M};
+                                          TPORT_TYPE_IQ3_S,   TPORT_TYPE_IQ1_S,  TPORT_TYPE_IQ1_M, TPORT_TYPE_Q2_K};
     static const int64_t blocks[] = {1, 3, 7};
     static const int nrows[] = {1, 3, 5, 8};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
@@ -171,8 +187,9 @@ int main(void) {
         for (int c = 1; c <= 4; c++)
             check_case(type, 3, 8, c, 1);
     }
-    /* types of other tile kernels, or none, are not taken */
-    CHECK(!cpu_iqtile_available(TPORT_TYPE_Q4_K) && !cpu_iqtile_available(TPORT_TYPE_IQ4_XS) &&
+    /* types of other tile kernels, or none yet, are not taken */
+    CHECK(!cpu_iqtile_available(TPORT_TYPE_Q4_K) && !cpu_iqtile_available(TPORT_TYPE_Q3_K) &&
+              !cpu_iqtile_available(TPORT_TYPE_IQ4_XS) &&
               !cpu_iqtile_available(TPORT_TYPE_TQ2_0),
           "only the lattice types");
     return test_finish("test_quant_iqtile_" TEST_SIMD);
