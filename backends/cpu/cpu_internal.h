@@ -322,6 +322,16 @@ CPU_HIDDEN void cpu_q8tile_unpack(tport_type_id type, const uint8_t *const rows[
 CPU_HIDDEN void cpu_q8tile_dot(const uint8_t *tile, int64_t K, const uint8_t *y, size_t y_stride, int ncols,
                                float *out);
 
+/* ---- tiled lattice i-quant (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S,
+ * IQ1_M) and Q2_K x Q8_K mul_mat (cpu_mul_mat_iqtile.c): the same
+ * interface as the K-quant one above. */
+CPU_HIDDEN bool cpu_iqtile_available(tport_type_id type);
+CPU_HIDDEN size_t cpu_iqtile_scratch(int64_t K);
+CPU_HIDDEN void cpu_iqtile_unpack(tport_type_id type, const uint8_t *const rows[], int nrows, int64_t K,
+                                  uint8_t *tile);
+CPU_HIDDEN void cpu_iqtile_dot(tport_type_id type, const uint8_t *tile, int64_t K, const uint8_t *y,
+                               size_t y_stride, int ncols, float *out);
+
 /* ---- weights in the backend's own layout (cpu_repack.c) ----------------
  * The ABI 1.1 slots a host-memory backend fills to keep weights re-encoded. */
 enum {

@@ -63,7 +63,7 @@ typedef struct mm_plan {
     size_t amx_offset;         /* amx_q8: where b's groups of columns copied for the tiles start */
 } mm_plan;
 
-enum { TILED_NONE, TILED_Q8_0, TILED_KQ }; /* cpu_mul_mat_q8tile.c, _kqtile.c */
+enum { TILED_NONE, TILED_Q8_0, TILED_KQ, TILED_IQ }; /* cpu_mul_mat_q8tile.c, _kqtile.c, _iqtile.c */
 /* Rows of b from which packing them is shared out among the threads. */
 #define PACK_MIN_ROWS_PER_THREAD 4
 /* Columns from which the tiled kernel beats one vec_dot per output. */
@@ -110,6 +110,8 @@ static mm_plan make_plan(const cpu_op *op) {
             p.tiled = TILED_Q8_0;
         else if (p.vec_dot_type == TPORT_TYPE_Q8_K && cpu_kqtile_available(a->type))
             p.tiled = TILED_KQ;
+        else if (p.vec_dot_type == TPORT_TYPE_Q8_K && cpu_iqtile_available(a->type))
+            p.tiled = TILED_IQ;
     }
     if (!p.vec_dot && b->nb[0] != sizeof(float))
         p.packed_row = (size_t)p.K * sizeof(float);
@@ -153,7 +155,9 @@ size_t cpu_mul_mat_thread_scratch(const cpu_op *op) {
     if (p.x8)
         return 0;
     if (p.tiled)
-        return p.tiled == TILED_Q8_0 ? cpu_q8tile_scratch(p.K) : cpu_kqtile_scratch(p.K);
+        return p.tiled == TILED_Q8_0 ? cpu_q8tile_scratch(p.K)
+               : p.tiled == TILED_KQ ? cpu_kqtile_scratch(p.K)
+                                     : cpu_iqtile_scratch(p.K);
     if (p.dense) {
         /* bf16: packing may first copy a row of b to f32 (cpu_row_f32) */
         size_t row = p.bf16 ? (size_t)p.K * sizeof(float) : 0;
@@ -528,15 +532,19 @@ static void tiled_task(void *arg, int ith, int nth) {
             rp[k] = cpu_row(a, i0 + k, i02, i03);
         if (p->tiled == TILED_Q8_0)
             cpu_q8tile_unpack(a->type, rp, rows, p->K, tile);
-        else
+        else if (p->tiled == TILED_KQ)
             cpu_kqtile_unpack(a->type, rp, rows, p->K, tile);
+        else
+            cpu_iqtile_unpack(a->type, rp, rows, p->K, tile);
         for (int64_t j = 0; j < p->M; j += 4) {
             int nc = (int)(p->M - j < 4 ? p->M - j : 4);
             float s[4 * R];
             if (p->tiled == TILED_Q8_0)
                 cpu_q8tile_dot(tile, p->K, b_row(job, j, i12, i13), p->packed_row, nc, s);
-            else
+            else if (p->tiled == TILED_KQ)
                 cpu_kqtile_dot(a->type, tile, p->K, b_row(job, j, i12, i13), p->packed_row, nc, s);
+            else
+                cpu_iqtile_dot(a->type, tile, p->K, b_row(job, j, i12, i13), p->packed_row, nc, s);
             for (int c = 0; c < nc; c++) {
                 uint8_t *out = cpu_row(d, j + c, i12, i13) + (size_t)i0 * d->nb[0];
                 for (int k = 0; k < rows; k++)
