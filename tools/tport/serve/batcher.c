@@ -159,6 +159,7 @@ static void lead(batcher *b) {
     pthread_mutex_lock(&b->lock);
     if (n > 1 && !st)
         b->step_ms = ms;
+    b->ended = now_ms();
     for (int k = 0; k < n; k++)
         b->slots[b->taken[k]].state = DONE;
     b->running = false;
@@ -177,7 +178,10 @@ tport_status batcher_eval(batcher *b, int slot, tport_session *s, const tport_to
     b->n_pending++;
     pthread_cond_broadcast(&b->cv); /* a waiting leader may have everyone now */
     while (sl->state != DONE) {
-        double due = oldest(b) + wait_for(b), t = now_ms();
+        /* the wait begins with the step's first token or, for one handed
+         * in during the last step, with that step's end: the others come
+         * back from it only then */
+        double first = oldest(b), due = (first > b->ended ? first : b->ended) + wait_for(b), t = now_ms();
         if (sl->state == PENDING && !b->running && (b->n_pending >= b->n_active - b->n_late || t >= due)) {
             lead(b);
             continue;

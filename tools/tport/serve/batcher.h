@@ -31,6 +31,7 @@ typedef struct batcher {
     bool running;          /* a leader is evaluating a step             */
     double wait_ms;        /* the least the first of a step waits for the rest */
     double step_ms;        /* how long the last step of several slots took */
+    double ended;          /* when the last step ended (ms)             */
     /* for /metrics: steps run, tokens in them, steps of several slots */
     atomic_uint_fast64_t steps, rows, shared;
 } batcher;
