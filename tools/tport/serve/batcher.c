@@ -2,11 +2,12 @@
  * each generating slot's thread hands its token in and waits; when every
  * generating slot has handed one in, or the first has waited wait_ms (a
  * slot may be busy sending, or sampling a large vocabulary), one of the
- * waiting threads leads the step for all of them.  How long the first
- * waits grows with the step: a slot left out costs a step of its own (the
- * weights read again), and then the others, back from sampling while it
- * runs, a step without it: left to the timer, the slots split into
- * alternating halves, each step reading the weights for a few tokens.  A
+ * waiting threads leads the step for all of them.  A slot left out costs
+ * a step of its own (the weights read again) and, worse, hands its token
+ * in while the others' step runs: the wait for the others must begin when
+ * that step ends, or it is over before they are back and the slots split
+ * into alternating groups for good, each step reading the weights for a
+ * few tokens.  How long the first waits grows with the step.  A
  * slot that did miss a step (a client not reading, a long grammar mask)
  * is waited for no more until it hands its next token in: it holds the
  * others up once, not at every step.  A step that fails as a
