@@ -15,7 +15,9 @@ with llama.cpp on it (tests/model/data/gptoss_mxfp4_refs.json).
 usage: gptoss_mxfp4_write.py OUTDIR [--hostile CASE]
   CASE (a folder that must be refused): blocks-shape (blocks not
   [.., 16]), no-scales (down_proj_blocks without its scales),
-  scales-length (scales of the wrong K/32), u8-elsewhere (a U8 router)
+  scales-length (scales of the wrong K/32), u8-elsewhere (a U8 router);
+  or CASE sharded: the same folder, not hostile, in two shards with an
+  index (every *_blocks in the first, its scales in the second)
 """
 import json
 import os
@@ -108,9 +110,10 @@ class Tensors:
             n *= d
         self.items.append((name, "U8", list(shape), bytes(self.r.randint(lo, hi) for _ in range(n))))
 
-    def write(self, path):
+    def write(self, path, items=None):
         header, off = {}, 0
-        for name, dtype, shape, data in self.items:
+        items = self.items if items is None else items
+        for name, dtype, shape, data in items:
             header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [off, off + len(data)]}
             off += len(data)
         header["__metadata__"] = {"format": "pt"}
@@ -119,8 +122,21 @@ class Tensors:
         with open(path, "wb") as f:
             f.write(struct.pack("<Q", len(h)))
             f.write(h)
-            for _, _, _, data in self.items:
+            for _, _, _, data in items:
                 f.write(data)
+
+    def write_sharded(self, out):
+        """Two shards and model.safetensors.index.json: every *_blocks
+        tensor in the first, the rest (their scales) in the second."""
+        shards = ("model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors")
+        parts = ([i for i in self.items if i[0].endswith("_blocks")],
+                 [i for i in self.items if not i[0].endswith("_blocks")])
+        weight_map = {}
+        for shard, items in zip(shards, parts):
+            self.write(os.path.join(out, shard), items)
+            weight_map.update({i[0]: shard for i in items})
+        with open(os.path.join(out, "model.safetensors.index.json"), "w") as f:
+            json.dump({"metadata": {"total_size": sum(len(i[3]) for i in self.items)}, "weight_map": weight_map}, f)
 
 
 def weights(out, n_vocab, hostile):
@@ -154,7 +170,10 @@ def weights(out, n_vocab, hostile):
         t.f32(p + "mlp.experts.down_proj_bias", (N_EXPERT, N_EMBD), -0.2, 0.2)
     t.f32("model.norm.weight", (N_EMBD,), 0.8, 1.2)
     t.f32("lm_head.weight", (n_vocab, N_EMBD), -0.5, 0.5)
-    t.write(os.path.join(out, "model.safetensors"))
+    if hostile == "sharded":
+        t.write_sharded(out)
+    else:
+        t.write(os.path.join(out, "model.safetensors"))
 
 
 def main():

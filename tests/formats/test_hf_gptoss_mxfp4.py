@@ -6,7 +6,8 @@ made by make_gptoss_mxfp4_refs.py there: llama.cpp's convert_hf_to_gguf.py,
 then llama.cpp's greedy ids on its GGUF):
 
   - `tport info FOLDER` says the experts were repacked at load;
-  - `tport run FOLDER` gives llama.cpp's greedy ids (16 after 8 prompt ids);
+  - `tport run FOLDER` gives llama.cpp's greedy ids (16 after 8 prompt ids),
+    also from two shards with each *_blocks apart from its *_scales;
   - `tport convert FOLDER out.gguf` writes every expert tensor (MXFP4
     gate/up/down, their biases) byte for byte as the converter did;
   - hostile folders (blocks not [.., 16], blocks without scales, scales of
@@ -74,6 +75,13 @@ def main():
         want = ",".join(map(str, ref["ids"]))
         check(run.returncode == 0 and got == want, "tport run FOLDER: [%s], llama.cpp [%s] %s" %
               (got, want, run.stderr.strip()[-200:] if run.returncode else ""))
+        # sharded, each *_blocks in another shard than its scales
+        sharded = os.path.join(work, "gptoss-mxfp4-hf-sharded")
+        write(sharded, "sharded")
+        run = tport("run", "-m", sharded, "--prompt-ids", ",".join(map(str, refs["prompt_ids"])), "-n",
+                    str(len(ref["ids"])), "--temp", "0", "--ids", "--threads", "1")
+        check(run.returncode == 0 and run.stdout.strip() == want, "tport run SHARDED_FOLDER: [%s] %s" %
+              (run.stdout.strip(), run.stderr.strip()[-200:] if run.returncode else ""))
         out = os.path.join(work, "out.gguf")
         conv = tport("convert", folder, out)
         check(conv.returncode == 0, "tport convert FOLDER: %s" % conv.stderr.strip()[-200:])
