@@ -25,7 +25,7 @@ import random
 import struct
 import sys
 
-SEED = 8
+SEED = 149
 N_EMBD, N_FF, N_HEAD, N_KV, HEAD_DIM = 64, 64, 4, 2, 16
 N_LAYER, N_EXPERT, N_USED, WINDOW = 2, 4, 2, 8
 

@@ -23,8 +23,8 @@ tests/formats/gptoss_mxfp4_write.py writes.
    node-llama-cpp 3.21.1's CPU libraries) generates greedily on that
    GGUF after PROMPT; its ids, per-step top-1/top-2 gaps and kv_f16_dev
    are recorded, with the smallest gap (min_margin); a run below the
-   floors (MIN_DISTINCT, MIN_MARGIN) is refused (SEED 8 is the first of
-   1..40 whose run clears them).
+   floors (MIN_DISTINCT, MIN_MARGIN) is refused.  SEED 149 has the
+   largest min_margin / kv_f16_dev (0.31 / 0.16) of seeds 1..160.
 4. The sha256 of each expert tensor's bytes in the converter's GGUF
    (gguf-py's GGUFReader) are recorded: `tport convert FOLDER` must
    write the same bytes.
@@ -39,13 +39,14 @@ import sys
 import types
 
 PROMPT = [1, 7, 42, 100, 200, 33, 250, 5]
-# Floors: at least 6 distinct ids, and no step closer than 0.05 between
+# Floors: at least 6 distinct ids, and no step closer than 0.1 between
 # llama.cpp's top two logits.  Not arch_refs.json's 0.02 for quantized
 # files: with this folder's MXFP4 experts (activations quantized to 8 bits
-# in both runtimes) seeds 12, 24, 25 and 4143 of the writer parted from
-# llama.cpp at steps with gaps of 0.021 to 0.034 (the tensors byte-equal:
-# rounding order), so a reference must clear that by a margin.
-MIN_DISTINCT, MIN_MARGIN = 6, 0.05
+# in both runtimes) the writer's seeds 12, 24, 25, 29 and 4143 parted from
+# llama.cpp at steps with gaps of 0.005 to 0.034, and seed 35 (kv_f16_dev
+# 2.97) at one of 0.16 (the tensors byte-equal: rounding order), so a
+# reference must clear that by a margin.
+MIN_DISTINCT, MIN_MARGIN = 6, 0.1
 N_GEN = 16
 HERE = os.path.dirname(os.path.abspath(__file__))
 WRITER = os.path.join(HERE, "..", "..", "formats", "gptoss_mxfp4_write.py")
