@@ -24,10 +24,15 @@
  *
  * The x8 layout's quants are offset by 128 for VNNI (CPU_X8_Q8_XOR); the
  * unpacking takes the offset off again, so the tiles multiply signed by
- * signed bytes and no correction is needed.  Integer sums are exact; per
- * block dx dy isum is added in block order as the x8 kernels do, but
- * there each row's sum is split over two lanes added at the end, so the
- * bits may differ from the x8 path's in the last place. */
+ * signed bytes and no correction is needed.  Integer sums are exact, and
+ * per block dx dy isum is added in block order with the f32 operations of
+ * the x8 kernels (cpu_mul_mat_x8_avx512.c): the same bits, so a column's
+ * result does not depend on how many columns share its batch (tport
+ * serve's slots get the bits they get alone; test_cpu_repack asserts it).
+ * That x8 kernel added each row's two lanes of a block in f32 at the end
+ * before; per block in integers costs it two instructions a block and
+ * column and keeps this kernel at one f32 product per block and row (a
+ * version with two lanes here was no faster than the x8 kernel). */
 #include <stdlib.h>
 #include <string.h>
 

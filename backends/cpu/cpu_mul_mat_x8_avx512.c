@@ -7,17 +7,26 @@
  * The activation's 8 matching bytes, broadcast as one 64-bit value, line
  * up with them, so VNNI's dpbusd (unsigned x signed bytes, groups of four
  * summed into int32) leaves each row's integer sum split over its two
- * lanes.  The lanes stay split through the float scaling and
- * accumulation (each row's scale is put in both of its lanes) and are
- * added only once per output, at the end (fold_pairs).  Against the
- * 256-bit kernels that is half the instructions per weight byte and per
- * column: one broadcast load and one dpbusd for 64 bytes.
+ * lanes.  Against the 256-bit kernels that is half the instructions per
+ * weight byte and per column: one broadcast load and one dpbusd for 64
+ * bytes.
  *
- * Offsets, exact in integers and split evenly over a row's two lanes:
+ * The lanes stay split through the float scaling and accumulation (each
+ * row's scale is put in both of its lanes) and are added only once per
+ * output, at the end (fold_pairs) -- except for Q8_0 where the CPU takes
+ * its batches of 32 columns and more on AMX tiles (cpu_mul_mat_amx_q8.c):
+ * there a row's two lanes are added in integers once per block (an exact
+ * sum), scaled and accumulated in the even lane, one dx dy isum per block
+ * and row as the tiles do, so that a column gets the same bits whichever
+ * path its batch takes.  That costs two instructions a block and column
+ * (batches without AMX were 11 % slower so), hence only where AMX is
+ * used.
+ *
+ * Offsets, exact in integers:
  * - Q4_0's nibbles are used unsigned (0..15): sum((q - 8) y) = sum(q y) -
- *   8 sum(y), so each lane takes off 4 sum(y);
+ *   8 sum(y);
  * - Q8_0's quants are stored offset by 128 (unsigned): sum(x y) =
- *   sum((x + 128) y) - 128 sum(y), 64 sum(y) a lane;
+ *   sum((x + 128) y) - 128 sum(y);
  * - Q4_K's mins' term comes from Q8_K's bsums as in the 256-bit kernels.
  * A lane of a Q4_K sub-block sums 16 products of at most 15 x 127 (30480),
  * so it fits int16 and the sub-block's scale is applied with one dpwssd
@@ -66,11 +75,34 @@ Z_INLINE __m256 fold_pairs(__m512 v) {
     return _mm256_castsi256_ps(_mm512_cvtepi64_epi32(_mm512_castps_si512(_mm512_add_ps(v, odd))));
 }
 
-/* One column's share of a Q4_0/Q8_0 block: acc + dx dy (s - off sum(y)),
- * off the weights' offset per lane (see the top). */
-Z_INLINE __m512 legacy_finish(__m512 acc, __m512i s, __m512 dx, const cpu_x8_act *a, int off) {
-    const __m512i i = _mm512_sub_epi32(s, _mm512_set1_epi32(off * a->sum));
+/* Row r's value, lane 2r of v, as lane r of 8. */
+Z_INLINE __m256 even_lanes(__m512 v) {
+    return _mm256_castsi256_ps(_mm512_cvtepi64_epi32(_mm512_castps_si512(v)));
+}
+
+/* One column's share of a Q4_0/Q8_0 block: acc + dx dy (s - off sum(y))
+ * per lane, off the weights' offset (see the top), or with FOLD in the
+ * even lanes: acc + dx dy (s + s' - 2 off sum(y)), s and s' a row's two
+ * lanes (the odd lanes then carry nothing of use). */
+Z_INLINE __m512 legacy_finish(__m512 acc, __m512i s, __m512 dx, const cpu_x8_act *a, int off, const bool FOLD) {
+    const __m512i row = FOLD ? _mm512_add_epi32(s, _mm512_srli_epi64(s, 32)) : s;
+    const __m512i i = _mm512_sub_epi32(row, _mm512_set1_epi32((FOLD ? 2 : 1) * off * a->sum));
     return _mm512_fmadd_ps(_mm512_mul_ps(dx, _mm512_set1_ps(a->d)), _mm512_cvtepi32_ps(i), acc);
+}
+
+/* The NC columns' Q4_0/Q8_0 row sums (legacy_finish) to out[8c + r]. */
+Z_INLINE void store_legacy(float *out, const int NC, const __m512 acc[4], const bool FOLD) {
+    for (int c = 0; c < NC; c++)
+        _mm256_storeu_ps(out + 8 * c, FOLD ? even_lanes(acc[c]) : fold_pairs(acc[c]));
+}
+
+/* Whether Q8_0 folds its lanes per block (see the top). */
+static bool fold_q8(void) {
+#if CPU_AMX
+    return cpu_amx_q8_on();
+#else
+    return false;
+#endif
 }
 
 /* The NC columns' row sums (less m0..m3, the Q4_K mins' terms) to
@@ -97,7 +129,7 @@ Z_INLINE void dot_cols(__m512i s[4], __m512i u, const uint8_t *q, size_t ys, con
  * quants + 128) group of nblk blocks against NC (1..4) Q8_0 columns
  * y + c ys, their block data act + c as. */
 Z_INLINE void legacy_z(const uint8_t *g, int64_t nblk, const uint8_t *y, size_t ys, const cpu_x8_act *act,
-                       size_t as, const int NC, const bool Q8, float *out) {
+                       size_t as, const int NC, const bool Q8, const bool FOLD, float *out) {
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     __m512 acc[4];
     for (int c = 0; c < 4; c++)
@@ -120,10 +152,9 @@ Z_INLINE void legacy_z(const uint8_t *g, int64_t nblk, const uint8_t *y, size_t 
         }
         const __m512 dx = scales_paired(g);
         for (int c = 0; c < NC; c++)
-            acc[c] = legacy_finish(acc[c], s[c], dx, act + (size_t)c * as + b, Q8 ? 64 : 4);
+            acc[c] = legacy_finish(acc[c], s[c], dx, act + (size_t)c * as + b, Q8 ? 64 : 4, FOLD);
     }
-    const __m256 z = _mm256_setzero_ps();
-    store_cols(out, NC, acc[0], acc[1], acc[2], acc[3], z, z, z, z);
+    store_legacy(out, NC, acc, FOLD);
 }
 
 /* The 4-column batch kernel of legacy_z on two groups at once, g and
@@ -133,7 +164,7 @@ Z_INLINE void legacy_z(const uint8_t *g, int64_t nblk, const uint8_t *y, size_t 
  * the kernel; here they are about one to one.  out[8c + r] for the first
  * group and out[32 + 8c + r] for the second. */
 Z_INLINE void legacy_z2(const uint8_t *g, size_t gs, int64_t nblk, const uint8_t *y, size_t ys,
-                        const cpu_x8_act *act, size_t as, const bool Q8, float *out) {
+                        const cpu_x8_act *act, size_t as, const bool Q8, const bool FOLD, float *out) {
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     __m512 acc0[4], acc1[4];
     for (int c = 0; c < 4; c++)
@@ -166,13 +197,12 @@ Z_INLINE void legacy_z2(const uint8_t *g, size_t gs, int64_t nblk, const uint8_t
         const __m512 dx0 = scales_paired(g), dx1 = scales_paired(g + gs);
         for (int c = 0; c < 4; c++) {
             const cpu_x8_act *a = act + (size_t)c * as + b;
-            acc0[c] = legacy_finish(acc0[c], s0[c], dx0, a, Q8 ? 64 : 4);
-            acc1[c] = legacy_finish(acc1[c], s1[c], dx1, a, Q8 ? 64 : 4);
+            acc0[c] = legacy_finish(acc0[c], s0[c], dx0, a, Q8 ? 64 : 4, FOLD);
+            acc1[c] = legacy_finish(acc1[c], s1[c], dx1, a, Q8 ? 64 : 4, FOLD);
         }
     }
-    const __m256 z = _mm256_setzero_ps();
-    store_cols(out, 4, acc0[0], acc0[1], acc0[2], acc0[3], z, z, z, z);
-    store_cols(out + 32, 4, acc1[0], acc1[1], acc1[2], acc1[3], z, z, z, z);
+    store_legacy(out, 4, acc0, FOLD);
+    store_legacy(out + 32, 4, acc1, FOLD);
 }
 
 /* Row r's 6-bit scale of sub-block j (sc[j][r] at g + 32 + 8j) as the
@@ -311,10 +341,12 @@ void cpu_x8_dot_pair(int layout, const uint8_t *group, size_t group_stride, int6
                      size_t y_stride, const cpu_x8_act *act, size_t act_stride, float *out) {
     if (layout == CPU_LAYOUT_Q4_K_X8)
         q4_K_z2(group, group_stride, K / 256, y, y_stride, out);
+    else if (layout == CPU_LAYOUT_Q8_0_X8 && fold_q8())
+        legacy_z2(group, group_stride, K / 32, y, y_stride, act, act_stride, true, true, out);
     else if (layout == CPU_LAYOUT_Q8_0_X8)
-        legacy_z2(group, group_stride, K / 32, y, y_stride, act, act_stride, true, out);
+        legacy_z2(group, group_stride, K / 32, y, y_stride, act, act_stride, true, false, out);
     else
-        legacy_z2(group, group_stride, K / 32, y, y_stride, act, act_stride, false, out);
+        legacy_z2(group, group_stride, K / 32, y, y_stride, act, act_stride, false, false, out);
 }
 
 /* One group against NC columns in the kernel of its layout. */
@@ -322,8 +354,10 @@ Z_INLINE void group_dot(int layout, const uint8_t *group, int64_t K, const uint8
                         const cpu_x8_act *act, size_t as, const int NC, float *out) {
     if (layout == CPU_LAYOUT_Q4_K_X8)
         q4_K_z(group, K / 256, y, ys, NC, out);
+    else if (layout == CPU_LAYOUT_Q8_0_X8 && fold_q8())
+        legacy_z(group, K / 32, y, ys, act, as, NC, true, true, out);
     else
-        legacy_z(group, K / 32, y, ys, act, as, NC, layout == CPU_LAYOUT_Q8_0_X8, out);
+        legacy_z(group, K / 32, y, ys, act, as, NC, layout == CPU_LAYOUT_Q8_0_X8, false, out);
 }
 
 void cpu_x8_dot(int layout, const uint8_t *group, int64_t K, const uint8_t *y, size_t y_stride,

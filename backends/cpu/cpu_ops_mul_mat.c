@@ -668,9 +668,10 @@ static void x8_amx_task(void *arg, int ith, int nth) {
             if (g + UNIT <= groups) {
                 cpu_amx_q8_unpack((const uint8_t *)job->op->src[0]->data + (size_t)g * group_bytes, group_bytes,
                                   p->K, scratch);
-                for (; j < full; j += CPU_AMX_Q8_COLS)
-                    cpu_amx_q8_cols(scratch, p->K, job->op->scratch + p->amx_offset + (size_t)(j / CPU_AMX_Q8_COLS) * col_bytes,
-                                    cpu_row(d, j, 0, 0) + (size_t)g * 8 * sizeof(float), d->nb[1]);
+                const uint8_t *cols = job->op->scratch + p->amx_offset;
+                for (; j < full; j += CPU_AMX_Q8_COLS, cols += col_bytes)
+                    cpu_amx_q8_cols(scratch, p->K, cols, cpu_row(d, j, 0, 0) + (size_t)g * 8 * sizeof(float),
+                                    d->nb[1]);
             }
             for (int64_t gg = g; gg < g + UNIT && gg < groups; gg += 2)
                 for (int64_t jj = j; jj < p->M; jj += 4)
