@@ -15,10 +15,10 @@
  * - phase 2 shares out units of UNIT_ROWS rows of each selected expert; a
  *   unit's rows are read from memory once and dotted with every token
  *   routed to that expert while they are in cache.  An expert with
- *   TILE_MIN_COLS or more tokens takes the tile kernel of its type where
- *   the table has one (cpu_tile_kinds.c: rows unpacked once, swept over
- *   the columns 4 at a time); fewer, or a type without one, the per-row
- *   vec_dot.  Generation (one token) reads n_used experts' rows, not E; a
+ *   enough tokens (the kind's min_cols) takes the tile kernel of its type
+ *   where the table has one (cpu_tile_kinds.c: rows unpacked once, swept
+ *   over the columns 4 at a time); fewer, or a type without one, the
+ *   per-row vec_dot.  Generation (one token) reads n_used experts' rows, not E; a
  *   prompt batch reads each expert that any token chose once.
  * Units are claimed in chunks of equal estimated cost (tokens, plus the
  * unpacking), not of equal count: with a few experts taking most tokens,
@@ -30,12 +30,10 @@
 
 /* Rows of an expert per unit of work: two tiles of the tile kernels. */
 #define UNIT_ROWS (2 * CPU_Q8TILE_ROWS)
-/* Tokens of an expert from which its rows are unpacked into a tile: for
- * one or two the unpacking costs more than the tile kernel saves. */
+/* Tokens of an expert from which its rows are unpacked into a tile: below
+ * the kind's min_cols, and never for one or two, the unpacking costs more
+ * than the tile kernel saves. */
 #define TILE_MIN_COLS 3
-/* The cost of unpacking a tile, in columns swept (for sharing out work:
- * an estimate, only the balance depends on it). */
-#define TILE_UNPACK_COST 2
 /* Chunks a thread claims: few and long for generation, which streams each
  * selected row once; many for batches, whose units differ in cost. */
 #define CHUNKS_GEN 2
@@ -188,12 +186,15 @@ static float dot_f32(int64_t K, const float *a, const float *b) {
 }
 
 static bool tiled(const mid_plan *p, int32_t cols) {
-    return p->tile && cols >= TILE_MIN_COLS;
+    return p->tile && cols >= TILE_MIN_COLS && cols >= p->tile->min_cols;
 }
 
-/* The estimated cost of one unit of an expert with `cols` tokens. */
+/* The estimated cost of one unit of an expert with `cols` tokens, in
+ * columns of a tile kernel (for sharing out work; only the balance
+ * depends on it): a per-row kernel takes about twice as long a column,
+ * unpacking about min_cols columns. */
 static int64_t unit_cost(const mid_plan *p, int32_t cols) {
-    return cols + (tiled(p, cols) ? TILE_UNPACK_COST : 0);
+    return tiled(p, cols) ? cols + p->tile->min_cols : 2 * (int64_t)cols;
 }
 
 /* Rows r0 .. r0 + nr - 1 of expert e against its columns k0 .. k1 - 1 of
