@@ -13,6 +13,9 @@ static void q8tile_dot(tport_type_id type, const uint8_t *tile, int64_t K, const
 static const cpu_tile_kind kinds[] = {
     {TPORT_TYPE_Q8_0, 3, cpu_q8tile_available, cpu_q8tile_scratch, cpu_q8tile_unpack, q8tile_dot},
     {TPORT_TYPE_Q8_K, 6, cpu_kqtile_available, cpu_kqtile_scratch, cpu_kqtile_unpack, cpu_kqtile_dot},
+    /* the lattice row kernels look a grid up per column: tiles pay early
+     * (an estimate, not profiled) */
+    {TPORT_TYPE_Q8_K, 3, cpu_iqtile_available, cpu_iqtile_scratch, cpu_iqtile_unpack, cpu_iqtile_dot},
 };
 
 const cpu_tile_kind *cpu_tile_kind_for(tport_type_id type, tport_type_id vec_dot_type) {

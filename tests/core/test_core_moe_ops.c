@@ -136,15 +136,22 @@ static tport_tensor *skewed_ids(tport_ctx *ctx, int64_t n_used, int64_t T, int64
 static void test_mul_mat_id_batch(tport_ctx *ctx) {
     const tport_type_id types[] = {TPORT_TYPE_F16,  TPORT_TYPE_Q8_0,  TPORT_TYPE_Q4_0,   TPORT_TYPE_Q5_0,
                                    TPORT_TYPE_Q4_K, TPORT_TYPE_Q5_K,  TPORT_TYPE_Q6_K,   TPORT_TYPE_MXFP4,
-                                   TPORT_TYPE_IQ4_NL, TPORT_TYPE_IQ4_XS};
+                                   TPORT_TYPE_IQ4_NL, TPORT_TYPE_IQ4_XS, TPORT_TYPE_Q2_K, TPORT_TYPE_IQ2_XXS,
+                                   TPORT_TYPE_IQ2_XS, TPORT_TYPE_IQ2_S, TPORT_TYPE_IQ3_XXS, TPORT_TYPE_IQ3_S,
+                                   TPORT_TYPE_IQ1_S, TPORT_TYPE_IQ1_M};
     const int64_t K = 512, N = 37, E = 9, n_used = 3, T = 23;
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         float *w = malloc((size_t)(K * N * E) * sizeof *w);
         for (int64_t i = 0; i < K * N * E; i++)
             w[i] = (float)test_rng_uniform(&ct_seed);
         tport_tensor *as = tport_new_tensor_3d(ctx, types[ti], K, N, E);
-        CHECK(tport_quantize(types[ti], NULL, w, tport_tensor_data(as), K * N * E) == TPORT_STATUS_OK, "quantize %u",
-              types[ti]);
+        /* IQ2_XXS, IQ2_XS and IQ1_S quantize only with importance weights */
+        float ones[512];
+        for (int64_t k = 0; k < K; k++)
+            ones[k] = 1.0f;
+        CHECK(tport_quantize(types[ti], NULL, w, tport_tensor_data(as), K * N * E) == TPORT_STATUS_OK ||
+                  tport_quantize_rows(types[ti], w, tport_tensor_data(as), N * E, K, ones) == TPORT_STATUS_OK,
+              "quantize %u", types[ti]);
         tport_dequantize(types[ti], tport_tensor_data(as), w, K * N * E);
         for (int per_slot = 0; per_slot < 2; per_slot++) {
             int64_t n_b = per_slot ? n_used : 1;
