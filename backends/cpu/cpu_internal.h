@@ -332,6 +332,30 @@ CPU_HIDDEN void cpu_iqtile_unpack(tport_type_id type, const uint8_t *const rows[
 CPU_HIDDEN void cpu_iqtile_dot(tport_type_id type, const uint8_t *tile, int64_t K, const uint8_t *y,
                                size_t y_stride, int ncols, float *out);
 
+/* ---- the tile kinds (cpu_tile_kinds.c) ---------------------------------
+ * One row per tiled kernel (CPU_Q8TILE_ROWS weight rows unpacked once,
+ * then swept over packed activation columns), so that a product picks its
+ * kernel by table, not by a branch per type: the weight types a row takes
+ * (available), the activations' type (vec_dot_type, as the per-row
+ * kernels pack them) and the entry points, with the interfaces of
+ * cpu_q8tile_* above (dot takes the weight type too). */
+typedef struct cpu_tile_kind {
+    tport_type_id vec_dot_type;
+    /* columns from which unpacking a tile and sweeping it beats the
+     * per-row kernel (from profiles: Q4_K's scalar unpacking costs about
+     * 4.5 columns of its tile kernel, which takes half a row kernel's time
+     * per column) */
+    int min_cols;
+    bool (*available)(tport_type_id type);
+    size_t (*scratch)(int64_t K);
+    void (*unpack)(tport_type_id type, const uint8_t *const rows[], int nrows, int64_t K, uint8_t *tile);
+    void (*dot)(tport_type_id type, const uint8_t *tile, int64_t K, const uint8_t *y, size_t y_stride, int ncols,
+                float *out);
+} cpu_tile_kind;
+/* The kind for weights of `type` against activations of vec_dot_type in
+ * this build, NULL if none. */
+CPU_HIDDEN const cpu_tile_kind *cpu_tile_kind_for(tport_type_id type, tport_type_id vec_dot_type);
+
 /* ---- weights in the backend's own layout (cpu_repack.c) ----------------
  * The ABI 1.1 slots a host-memory backend fills to keep weights re-encoded. */
 enum {

@@ -3,28 +3,50 @@
  *
  * It reads only what the ids select, and each selected expert once per
  * evaluation:
- * - phase 1 packs every row of b once: converted to the experts' type's
- *   vec_dot_type (as mul_mat does, llama.cpp's rounding where it applies),
- *   or to dense f32 for f32/f16/bf16 experts;
- * - phase 2 groups the (slot, token) pairs by expert (each thread does this
- *   itself from the ids, in its own scratch: a few thousand integers) and
- *   shares out tiles of TILE_ROWS rows of each selected expert; a tile's
- *   rows are read from memory once and dotted with every token routed to
- *   that expert while they are in cache.  Generation (one token) reads
- *   n_used experts' rows, not E; a prompt batch reads each expert that any
- *   token chose once. */
+ * - every thread groups the (slot, token) pairs by expert itself, from the
+ *   ids, in its own scratch (a few thousand integers: cheaper than a
+ *   barrier);
+ * - phase 1 packs the row of b of every pair, in that grouped order:
+ *   converted to the experts' type's vec_dot_type (as mul_mat does,
+ *   llama.cpp's rounding where it applies), or to dense f32 for
+ *   f32/f16/bf16 experts.  An expert's columns are then contiguous, as a
+ *   tile kernel wants them.  Rows of b that the slots share are packed
+ *   once first and copied to their pairs (staged);
+ * - phase 2 shares out units of UNIT_ROWS rows of each selected expert; a
+ *   unit's rows are read from memory once and dotted with every token
+ *   routed to that expert while they are in cache.  An expert with
+ *   enough tokens (the kind's min_cols) takes the tile kernel of its type
+ *   where the table has one (cpu_tile_kinds.c: rows unpacked once, swept
+ *   over the columns 4 at a time); fewer, or a type without one, the
+ *   per-row vec_dot.  Generation (one token) reads n_used experts' rows, not E; a
+ *   prompt batch reads each expert that any token chose once.
+ * Units are claimed in chunks of equal estimated cost (tokens, plus the
+ * unpacking), not of equal count: with a few experts taking most tokens,
+ * equal counts left one thread the heavy ones. */
 #include <string.h>
 
 #include "cpu_internal.h"
 #include "cpu_quant.h"
 
-#define TILE_ROWS 16
+/* Rows of an expert per unit of work: two tiles of the tile kernels. */
+#define UNIT_ROWS (2 * CPU_Q8TILE_ROWS)
+/* Tokens of an expert from which its rows are unpacked into a tile: below
+ * the kind's min_cols, and never for one or two, the unpacking costs more
+ * than the tile kernel saves. */
+#define TILE_MIN_COLS 3
+/* Chunks a thread claims: few and long for generation, which streams each
+ * selected row once; many for batches, whose units differ in cost. */
+#define CHUNKS_GEN 2
+#define CHUNKS_BATCH 16
 
 typedef struct mid_plan {
     int64_t K, N, E, n_b, n_used, T;
     cpu_vec_dot_fn vec_dot; /* NULL: f32 dots */
     tport_type_id vec_dot_type;
-    size_t packed_row;      /* bytes of one packed row of b */
+    const cpu_tile_kind *tile; /* the tile kernel of as's type, NULL if none */
+    size_t packed_row;         /* bytes of one packed row of b */
+    size_t work;               /* bytes of a thread's work area, before its grouping */
+    bool staged;               /* rows of b shared by slots: packed once, then copied per pair */
 } mid_plan;
 
 static mid_plan make_plan(const cpu_op *op) {
@@ -39,25 +61,41 @@ static mid_plan make_plan(const cpu_op *op) {
             p.vec_dot = fn;
             p.vec_dot_type = vt->id;
             p.packed_row = (size_t)(p.K / vt->block_size) * (size_t)vt->block_bytes;
+            /* a batch in which some expert may get enough tokens */
+            if (p.T * p.n_used >= TILE_MIN_COLS)
+                p.tile = cpu_tile_kind_for(as->type, vt->id);
         }
     }
     if (!p.vec_dot)
         p.packed_row = (size_t)p.K * sizeof(float);
     p.packed_row = (p.packed_row + 63) / 64 * 64;
+    /* a batch whose slots share their token's row (n_b 1: the gate and up
+     * products) packs each row once and copies it to its pairs: converting
+     * it n_used times was 2% of a qwen3moe prompt */
+    p.staged = p.n_b < p.n_used && p.T > 1;
+    /* a row of b as f32 while packing; UNIT_ROWS converted weight rows
+     * (f32 path) or one unpacked tile while computing */
+    p.work = (size_t)p.K * sizeof(float);
+    if (!p.vec_dot && (size_t)UNIT_ROWS * (size_t)p.K * sizeof(float) > p.work)
+        p.work = (size_t)UNIT_ROWS * (size_t)p.K * sizeof(float);
+    if (p.tile && p.tile->scratch(p.K) > p.work)
+        p.work = p.tile->scratch(p.K);
+    p.work = (p.work + 63) / 64 * 64;
     return p;
 }
 
+/* the packed row of b of every (slot, token) pair; staged, then the rows
+ * of b packed once */
 size_t cpu_mul_mat_id_shared_scratch(const cpu_op *op) {
     mid_plan p = make_plan(op);
-    return p.packed_row * (size_t)(p.n_b * p.T);
+    return p.packed_row * (size_t)(p.n_used * p.T + (p.staged ? p.n_b * p.T : 0));
 }
 
-/* converted weight rows, then the grouping: E + 1 starts, E fill counts,
- * n_used * T pairs, the list of selected experts */
+/* the work area, then the grouping: E + 1 starts, E fill counts, the list
+ * of selected experts, n_used * T pairs */
 size_t cpu_mul_mat_id_thread_scratch(const cpu_op *op) {
     mid_plan p = make_plan(op);
-    size_t rows = p.vec_dot ? 0 : (size_t)TILE_ROWS * (size_t)p.K * sizeof(float);
-    return rows + ((size_t)(3 * p.E + 1) + (size_t)(p.n_used * p.T)) * sizeof(int32_t) + 64;
+    return p.work + ((size_t)(3 * p.E + 1) + (size_t)(p.n_used * p.T)) * sizeof(int32_t) + 64;
 }
 
 typedef struct mid_job {
@@ -65,28 +103,108 @@ typedef struct mid_job {
     mid_plan plan;
 } mid_job;
 
+/* A thread's grouping of the pairs by expert (see group). */
+typedef struct mid_groups {
+    int32_t *start, *fill, *used, *pairs;
+    int32_t n_sel;
+} mid_groups;
+
+/* The (slot, token) pairs of each expert, as slot + n_used * token, in
+ * start[e]..start[e + 1] of pairs (by token within an expert); used[0..
+ * n_sel) the experts chosen at all.  False (the op failed) on an id
+ * outside [0, E). */
+static bool group(cpu_op *op, const mid_plan *p, int ith, mid_groups *g) {
+    const tport_tensor_view *ids = op->src[2];
+    int32_t *start = (int32_t *)(void *)(cpu_thread_scratch(op, ith) + p->work);
+    *g = (mid_groups){.start = start, .fill = start + p->E + 1, .used = start + 2 * p->E + 1,
+                      .pairs = start + 3 * p->E + 1};
+    memset(start, 0, (size_t)(p->E + 1) * sizeof *start);
+    for (int64_t t = 0; t < p->T; t++)
+        for (int64_t i = 0; i < p->n_used; i++) {
+            int32_t e;
+            memcpy(&e, cpu_row(ids, t, 0, 0) + (size_t)i * ids->nb[0], sizeof e);
+            if (e < 0 || e >= p->E) {
+                cpu_op_fail(op, TPORT_STATUS_INVALID_ARGUMENT, "mul_mat_id: expert id %d outside [0, %lld)",
+                            (int)e, (long long)p->E);
+                return false;
+            }
+            start[e + 1]++;
+        }
+    for (int64_t e = 0; e < p->E; e++) {
+        if (start[e + 1])
+            g->used[g->n_sel++] = (int32_t)e;
+        start[e + 1] += start[e];
+        g->fill[e] = start[e];
+    }
+    for (int64_t t = 0; t < p->T; t++)
+        for (int64_t i = 0; i < p->n_used; i++) {
+            int32_t e;
+            memcpy(&e, cpu_row(ids, t, 0, 0) + (size_t)i * ids->nb[0], sizeof e);
+            g->pairs[g->fill[e]++] = (int32_t)(i + p->n_used * t);
+        }
+    return true;
+}
+
+/* Packs row (i1, i2) of b into dst; false (the op failed) if it cannot. */
+static bool pack_row(cpu_op *op, const mid_plan *p, int64_t i1, int64_t i2, uint8_t *dst, float *buf) {
+    const tport_tensor_view *b = op->src[1];
+    if (!p->vec_dot) {
+        cpu_row_to_f32(b, cpu_row(b, i1, i2, 0), p->K, (float *)(void *)dst);
+        return true;
+    }
+    const float *src = cpu_row_f32(b, i1, i2, 0, buf);
+    if (!cpuq_quantize_act(p->vec_dot_type, src, dst, p->K) &&
+        cpu_host->from_float(p->vec_dot_type, src, dst, p->K) != TPORT_STATUS_OK) {
+        cpu_op_fail(op, TPORT_STATUS_UNSUPPORTED, "mul_mat_id: cannot convert activations to type %u",
+                    p->vec_dot_type);
+        return false;
+    }
+    return true;
+}
+
+/* Where the staged rows of b are packed (see mid_plan). */
+static uint8_t *staged_rows(const cpu_op *op, const mid_plan *p) {
+    return op->scratch + (size_t)(p->n_used * p->T) * p->packed_row;
+}
+
+/* staged: every row of b once */
+static void stage_task(void *arg, int ith, int nth) {
+    mid_job *job = arg;
+    const mid_plan *p = &job->plan;
+    float *buf = (float *)(void *)cpu_thread_scratch(job->op, ith);
+    int64_t r0, r1;
+    cpu_split(p->n_b * p->T, ith, nth, &r0, &r1);
+    for (int64_t r = r0; r < r1; r++)
+        if (!pack_row(job->op, p, r % p->n_b, r / p->n_b, staged_rows(job->op, p) + (size_t)r * p->packed_row, buf))
+            return;
+}
+
+/* the row of every pair, in grouped order: packed, or copied when staged */
 static void pack_task(void *arg, int ith, int nth) {
     mid_job *job = arg;
     cpu_op *op = job->op;
-    const tport_tensor_view *b = op->src[1];
     const mid_plan *p = &job->plan;
-    float *buf = (float *)cpu_thread_scratch(op, ith);
-    int64_t r0, r1;
-    cpu_split(p->n_b * p->T, ith, nth, &r0, &r1);
-    for (int64_t r = r0; r < r1; r++) {
-        int64_t i1 = r % p->n_b, i2 = r / p->n_b;
-        uint8_t *dst = op->scratch + (size_t)r * p->packed_row;
-        if (!p->vec_dot) {
-            cpu_row_to_f32(b, cpu_row(b, i1, i2, 0), p->K, (float *)(void *)dst);
+    float *buf = (float *)(void *)cpu_thread_scratch(op, ith);
+    mid_groups g;
+    if (!group(op, p, ith, &g))
+        return;
+    int64_t k0, k1, last = -1; /* the row of b this thread packed last */
+    cpu_split(p->n_used * p->T, ith, nth, &k0, &k1);
+    for (int64_t k = k0; k < k1; k++) {
+        int64_t i = g.pairs[k] % p->n_used, t = g.pairs[k] / p->n_used, row = (i % p->n_b) + p->n_b * t;
+        uint8_t *dst = op->scratch + (size_t)k * p->packed_row;
+        if (p->staged) {
+            memcpy(dst, staged_rows(op, p) + (size_t)row * p->packed_row, p->packed_row);
             continue;
         }
-        const float *src = cpu_row_f32(b, i1, i2, 0, buf);
-        if (!cpuq_quantize_act(p->vec_dot_type, src, dst, p->K) &&
-            cpu_host->from_float(p->vec_dot_type, src, dst, p->K) != TPORT_STATUS_OK) {
-            cpu_op_fail(op, TPORT_STATUS_UNSUPPORTED, "mul_mat_id: cannot convert activations to type %u",
-                        p->vec_dot_type);
-            return;
+        /* one token's slots sharing its row (generation) convert it once */
+        if (row == last) {
+            memcpy(dst, dst - p->packed_row, p->packed_row);
+            continue;
         }
+        last = row;
+        if (!pack_row(op, p, i % p->n_b, t, dst, buf))
+            return;
     }
 }
 
@@ -102,37 +220,74 @@ static float dot_f32(int64_t K, const float *a, const float *b) {
     return s;
 }
 
-/* The (slot, token) pairs of each expert, as slot + n_used * token, in
- * start[e]..start[e + 1] of pairs; used[0..*n_sel) the experts chosen at
- * all.  False (the op failed) on an id outside [0, E). */
-static bool group(cpu_op *op, const mid_plan *p, int32_t *start, int32_t *fill, int32_t *pairs, int32_t *used,
-                  int32_t *n_sel) {
-    const tport_tensor_view *ids = op->src[2];
-    memset(start, 0, (size_t)(p->E + 1) * sizeof *start);
-    for (int64_t t = 0; t < p->T; t++)
-        for (int64_t i = 0; i < p->n_used; i++) {
-            int32_t e;
-            memcpy(&e, cpu_row(ids, t, 0, 0) + (size_t)i * ids->nb[0], sizeof e);
-            if (e < 0 || e >= p->E) {
-                cpu_op_fail(op, TPORT_STATUS_INVALID_ARGUMENT, "mul_mat_id: expert id %d outside [0, %lld)",
-                            (int)e, (long long)p->E);
-                return false;
+static bool tiled(const mid_plan *p, int32_t cols) {
+    return p->tile && cols >= TILE_MIN_COLS && cols >= p->tile->min_cols;
+}
+
+/* The estimated cost of one unit of an expert with `cols` tokens, in
+ * columns of a tile kernel (for sharing out work; only the balance
+ * depends on it): a per-row kernel takes about twice as long a column,
+ * unpacking about min_cols columns. */
+static int64_t unit_cost(const mid_plan *p, int32_t cols) {
+    return tiled(p, cols) ? cols + p->tile->min_cols : 2 * (int64_t)cols;
+}
+
+/* Rows r0 .. r0 + nr - 1 of expert e against its columns k0 .. k1 - 1 of
+ * the packed activations: each tile of rows unpacked once. */
+static void unit_tiled(cpu_op *op, const mid_plan *p, const mid_groups *g, int32_t e, int64_t r0, int64_t nr,
+                       uint8_t *tile) {
+    const tport_tensor_view *as = op->src[0], *d = op->dst;
+    enum { R = CPU_Q8TILE_ROWS };
+    for (int64_t q0 = r0; q0 < r0 + nr; q0 += R) {
+        int rows = (int)(r0 + nr - q0 < R ? r0 + nr - q0 : R);
+        const uint8_t *rp[R];
+        for (int r = 0; r < rows; r++)
+            rp[r] = cpu_row(as, q0 + r, e, 0);
+        p->tile->unpack(as->type, rp, rows, p->K, tile);
+        for (int32_t k = g->start[e]; k < g->start[e + 1]; k += 4) {
+            int nc = g->start[e + 1] - k < 4 ? g->start[e + 1] - k : 4;
+            float s[4 * R];
+            p->tile->dot(as->type, tile, p->K, op->scratch + (size_t)k * p->packed_row, p->packed_row, nc, s);
+            for (int c = 0; c < nc; c++) {
+                int64_t i = g->pairs[k + c] % p->n_used, t = g->pairs[k + c] / p->n_used;
+                uint8_t *out = cpu_row(d, i, t, 0) + (size_t)q0 * d->nb[0];
+                for (int r = 0; r < rows; r++)
+                    memcpy(out + (size_t)r * d->nb[0], &s[c * R + r], sizeof(float));
             }
-            start[e + 1]++;
         }
-    *n_sel = 0;
-    for (int64_t e = 0; e < p->E; e++) {
-        if (start[e + 1])
-            used[(*n_sel)++] = (int32_t)e;
-        start[e + 1] += start[e];
-        fill[e] = start[e];
     }
-    for (int64_t t = 0; t < p->T; t++)
-        for (int64_t i = 0; i < p->n_used; i++) {
-            int32_t e;
-            memcpy(&e, cpu_row(ids, t, 0, 0) + (size_t)i * ids->nb[0], sizeof e);
-            pairs[fill[e]++] = (int32_t)(i + p->n_used * t);
+}
+
+/* The same one output at a time: vec_dot, or f32 dots of rows converted
+ * into rows_f32. */
+static bool unit_rows(cpu_op *op, const mid_plan *p, const mid_groups *g, int32_t e, int64_t r0, int64_t nr,
+                      float *rows_f32) {
+    const tport_tensor_view *as = op->src[0], *d = op->dst;
+    const uint8_t *arow[UNIT_ROWS];
+    for (int64_t r = 0; r < nr; r++) {
+        arow[r] = cpu_row(as, r0 + r, e, 0);
+        if (p->vec_dot || (as->type == TPORT_TYPE_F32 && as->nb[0] == sizeof(float)))
+            continue;
+        float *dst = rows_f32 + (size_t)r * (size_t)p->K;
+        if (!cpu_row_to_f32(as, arow[r], p->K, dst)) {
+            cpu_op_fail(op, TPORT_STATUS_UNSUPPORTED, "mul_mat_id: cannot convert type %u to f32", as->type);
+            return false;
         }
+        arow[r] = (const uint8_t *)dst;
+    }
+    for (int32_t k = g->start[e]; k < g->start[e + 1]; k++) {
+        int64_t i = g->pairs[k] % p->n_used, t = g->pairs[k] / p->n_used;
+        const uint8_t *brow = op->scratch + (size_t)k * p->packed_row;
+        uint8_t *out = cpu_row(d, i, t, 0) + (size_t)r0 * d->nb[0];
+        for (int64_t r = 0; r < nr; r++) {
+            float s;
+            if (p->vec_dot)
+                p->vec_dot(p->K, &s, arow[r], brow);
+            else
+                s = dot_f32(p->K, (const float *)(const void *)arow[r], (const float *)(const void *)brow);
+            memcpy(out + (size_t)r * d->nb[0], &s, sizeof s);
+        }
+    }
     return true;
 }
 
@@ -140,53 +295,48 @@ static void compute_task(void *arg, int ith, int nth) {
     mid_job *job = arg;
     cpu_op *op = job->op;
     const mid_plan *p = &job->plan;
-    const tport_tensor_view *as = op->src[0], *d = op->dst;
-    uint8_t *mine = cpu_thread_scratch(op, ith);
-    float *rows_f32 = (float *)(void *)mine;
-    int32_t *start = (int32_t *)(void *)(mine + (p->vec_dot ? 0 : (size_t)TILE_ROWS * (size_t)p->K * sizeof(float)));
-    int32_t *fill = start + p->E + 1, *used = fill + p->E, *pairs = used + p->E, n_sel;
-    if (!group(op, p, start, fill, pairs, used, &n_sel))
+    uint8_t *work = cpu_thread_scratch(op, ith);
+    mid_groups g;
+    if (!group(op, p, ith, &g))
         return;
-    int64_t tiles = (p->N + TILE_ROWS - 1) / TILE_ROWS, n_units = tiles * n_sel;
-    /* generation streams each selected row once: few long chunks */
-    int64_t chunk = cpu_chunk_size(n_units, nth, p->T <= 2 ? 2 : 8), u0, u1;
-    while (cpu_claim(op, n_units, chunk, &u0, &u1)) {
-        for (int64_t u = u0; u < u1; u++) {
-            int32_t e = used[u / tiles];
-            int64_t r0 = (u % tiles) * TILE_ROWS, nr = p->N - r0 < TILE_ROWS ? p->N - r0 : TILE_ROWS;
-            const uint8_t *arow[TILE_ROWS];
-            for (int64_t r = 0; r < nr; r++) {
-                arow[r] = cpu_row(as, r0 + r, e, 0);
-                if (p->vec_dot || (as->type == TPORT_TYPE_F32 && as->nb[0] == sizeof(float)))
-                    continue;
-                float *dst = rows_f32 + (size_t)r * (size_t)p->K;
-                if (!cpu_row_to_f32(as, arow[r], p->K, dst)) {
-                    cpu_op_fail(op, TPORT_STATUS_UNSUPPORTED, "mul_mat_id: cannot convert type %u to f32",
-                                as->type);
-                    return;
-                }
-                arow[r] = (const uint8_t *)dst;
-            }
-            for (int32_t k = start[e]; k < start[e + 1]; k++) {
-                int64_t i = pairs[k] % p->n_used, t = pairs[k] / p->n_used;
-                const uint8_t *brow = op->scratch + (size_t)((i % p->n_b) + p->n_b * t) * p->packed_row;
-                uint8_t *out = cpu_row(d, i, t, 0) + (size_t)r0 * d->nb[0];
-                for (int64_t r = 0; r < nr; r++) {
-                    float s;
-                    if (p->vec_dot)
-                        p->vec_dot(p->K, &s, arow[r], brow);
-                    else
-                        s = dot_f32(p->K, (const float *)(const void *)arow[r], (const float *)(const void *)brow);
-                    memcpy(out + (size_t)r * d->nb[0], &s, sizeof s);
+    /* units (selected expert s, tile of rows u) in that order, each at a
+     * cost; chunk c takes the units whose cost so far starts in
+     * [c total / n, (c + 1) total / n) */
+    int64_t tiles = (p->N + UNIT_ROWS - 1) / UNIT_ROWS, total = 0;
+    for (int32_t s = 0; s < g.n_sel; s++)
+        total += tiles * unit_cost(p, g.start[g.used[s] + 1] - g.start[g.used[s]]);
+    int64_t n_chunks = (int64_t)nth * (p->T <= 2 ? CHUNKS_GEN : CHUNKS_BATCH), c0, c1;
+    if (nth <= 1 || n_chunks > total)
+        n_chunks = nth <= 1 ? 1 : total > 0 ? total : 1;
+    while (cpu_claim(op, n_chunks, 1, &c0, &c1)) {
+        int64_t lo = total * c0 / n_chunks, hi = total * c1 / n_chunks, before = 0;
+        for (int32_t s = 0; s < g.n_sel && before < hi; s++) {
+            int32_t e = g.used[s], cols = g.start[e + 1] - g.start[e];
+            int64_t w = unit_cost(p, cols), after = before + tiles * w;
+            if (after > lo) {
+                /* the units u with before + u w in [lo, hi) */
+                int64_t u0 = lo > before ? (lo - before + w - 1) / w : 0;
+                int64_t u1 = (hi - before + w - 1) / w;
+                if (u1 > tiles)
+                    u1 = tiles;
+                for (int64_t u = u0; u < u1; u++) {
+                    int64_t r0 = u * UNIT_ROWS, nr = p->N - r0 < UNIT_ROWS ? p->N - r0 : UNIT_ROWS;
+                    if (tiled(p, cols))
+                        unit_tiled(op, p, &g, e, r0, nr, work);
+                    else if (!unit_rows(op, p, &g, e, r0, nr, (float *)(void *)work))
+                        return;
                 }
             }
+            before = after;
         }
     }
 }
 
 void cpu_run_mul_mat_id(cpu_ctx *ctx, cpu_op *op) {
     mid_job job = {op, make_plan(op)};
-    int nth = job.plan.n_b * job.plan.T < 4 * op->nth ? 1 : op->nth;
+    int nth = job.plan.n_used * job.plan.T < 4 * op->nth ? 1 : op->nth;
+    if (job.plan.staged)
+        cpu_parallel(ctx, stage_task, &job, job.plan.n_b * job.plan.T < 4 * op->nth ? 1 : op->nth);
     cpu_parallel(ctx, pack_task, &job, nth);
     cpu_parallel(ctx, compute_task, &job, op->nth);
 }

@@ -66,6 +66,9 @@ static void binary_task(void *arg, int ith, int nth) {
             if (nb0 == n)
                 for (int64_t i = 0; i < n; i++)
                     z[i] = x[i] + y[i];
+            else if (nb0 == 1) /* one value a row: no division per element */
+                for (int64_t i = 0; i < n; i++)
+                    z[i] = x[i] + y[0];
             else
                 for (int64_t i = 0; i < n; i++)
                     z[i] = x[i] + y[i % nb0];
@@ -73,6 +76,9 @@ static void binary_task(void *arg, int ith, int nth) {
             if (nb0 == n)
                 for (int64_t i = 0; i < n; i++)
                     z[i] = x[i] * y[i];
+            else if (nb0 == 1) /* a weight a row (a mixture's expert weights) */
+                for (int64_t i = 0; i < n; i++)
+                    z[i] = x[i] * y[0];
             else
                 for (int64_t i = 0; i < n; i++)
                     z[i] = x[i] * y[i % nb0];

@@ -2,7 +2,10 @@
  * written here: mul_mat_id over f32, f16 and q8_0 stacks (shared input
  * and input per slot, one token and a batch, 1 and 3 threads), the top-k
  * ids with ties and NaN, sigmoid, sum_rows, div and add_id, and the
- * refusal of an expert id outside the stack. */
+ * refusal of an expert id outside the stack; batches in which experts
+ * get 0, 1, 2, 3, 5 and many tokens, every tiled type, against each token
+ * alone.  TPORT_TEST_CPU_VARIANT names a CPU plug-in to test (its tile
+ * kernels: the statically linked copy has none). */
 #include "core_test_util.h"
 #include "registry/registry.h"
 #include "sched/sched.h"
@@ -96,6 +99,112 @@ static void test_mul_mat_id(tport_ctx *ctx) {
     tport_compute_params p = {1, NULL};
     CHECK(tport_graph_compute(g, &p) != TPORT_STATUS_OK, "expert id 2 of 2 accepted");
     tport_graph_free(g);
+}
+
+/* ids for T tokens of n_used slots over E experts in which expert 0 gets
+ * no token, 1 one, 2 two, 3 three, 4 five and the rest share the others
+ * (so batches meet the per-row path, the tile path with a partial group
+ * of 4 columns, and experts with many tokens), in a scrambled order. */
+static tport_tensor *skewed_ids(tport_ctx *ctx, int64_t n_used, int64_t T, int64_t E) {
+    int64_t n = n_used * T, at = 0;
+    int32_t *e = malloc((size_t)n * sizeof *e);
+    static const int counts[] = {0, 1, 2, 3, 5};
+    for (int32_t x = 1; x < 5; x++)
+        for (int c = 0; c < counts[x]; c++)
+            e[at++] = x;
+    for (int64_t k = 0; at < n; k++)
+        e[at++] = (int32_t)(5 + k % (E - 5));
+    for (int64_t k = n - 1; k > 0; k--) {
+        int64_t j = (int64_t)(test_rng_uniform(&ct_seed) * 0.5 * (double)(k + 1) + 0.5 * (double)(k + 1));
+        j = j < 0 ? 0 : j > k ? k : j;
+        int32_t tmp = e[k];
+        e[k] = e[j];
+        e[j] = tmp;
+    }
+    tport_tensor *ids = tport_new_tensor_2d(ctx, TPORT_TYPE_I32, n_used, T);
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t i = 0; i < n_used; i++)
+            ct_set(ids, i, t, 0, 0, (double)e[t * n_used + i]);
+    free(e);
+    return ids;
+}
+
+/* A batch of T tokens against every token alone (the per-row kernels:
+ * no expert gets 3 tokens from one) and against the f64 reference, for
+ * every type with a tile kernel in some CPU variant (and those that other
+ * kernels may take up): the tile path sums in another order only. */
+static void test_mul_mat_id_batch(tport_ctx *ctx) {
+    const tport_type_id types[] = {TPORT_TYPE_F16,  TPORT_TYPE_Q8_0,  TPORT_TYPE_Q4_0,   TPORT_TYPE_Q5_0,
+                                   TPORT_TYPE_Q4_K, TPORT_TYPE_Q5_K,  TPORT_TYPE_Q6_K,   TPORT_TYPE_MXFP4,
+                                   TPORT_TYPE_IQ4_NL, TPORT_TYPE_IQ4_XS, TPORT_TYPE_Q2_K, TPORT_TYPE_IQ2_XXS,
+                                   TPORT_TYPE_IQ2_XS, TPORT_TYPE_IQ2_S, TPORT_TYPE_IQ3_XXS, TPORT_TYPE_IQ3_S,
+                                   TPORT_TYPE_IQ1_S, TPORT_TYPE_IQ1_M};
+    const int64_t K = 512, N = 37, E = 9, n_used = 3, T = 23;
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        float *w = malloc((size_t)(K * N * E) * sizeof *w);
+        for (int64_t i = 0; i < K * N * E; i++)
+            w[i] = (float)test_rng_uniform(&ct_seed);
+        tport_tensor *as = tport_new_tensor_3d(ctx, types[ti], K, N, E);
+        /* IQ2_XXS, IQ2_XS and IQ1_S quantize only with importance weights */
+        float ones[512];
+        for (int64_t k = 0; k < K; k++)
+            ones[k] = 1.0f;
+        CHECK(tport_quantize(types[ti], NULL, w, tport_tensor_data(as), K * N * E) == TPORT_STATUS_OK ||
+                  tport_quantize_rows(types[ti], w, tport_tensor_data(as), N * E, K, ones) == TPORT_STATUS_OK,
+              "quantize %u", types[ti]);
+        tport_dequantize(types[ti], tport_tensor_data(as), w, K * N * E);
+        for (int per_slot = 0; per_slot < 2; per_slot++) {
+            int64_t n_b = per_slot ? n_used : 1;
+            tport_tensor *b = ct_rand(ctx, TPORT_TYPE_F32, K, n_b, T, 1);
+            tport_tensor *ids = skewed_ids(ctx, n_used, T, E);
+            /* every token alone, kept before its graph goes */
+            float *alone = malloc((size_t)(N * n_used * T) * sizeof *alone);
+            bool ok = true;
+            for (int64_t t = 0; t < T && ok; t++) {
+                tport_tensor *b1 = tport_new_tensor_3d(ctx, TPORT_TYPE_F32, K, n_b, 1);
+                tport_tensor *ids1 = tport_new_tensor_2d(ctx, TPORT_TYPE_I32, n_used, 1);
+                for (int64_t j = 0; j < n_b; j++)
+                    for (int64_t k = 0; k < K; k++)
+                        ct_set(b1, k, j, 0, 0, ct_get(b, k, j, t, 0));
+                for (int64_t i = 0; i < n_used; i++)
+                    ct_set(ids1, i, 0, 0, 0, ct_get(ids, i, t, 0, 0));
+                tport_tensor *o1 = tport_mul_mat_id(ctx, as, b1, ids1);
+                tport_graph *g1 = ct_run(ctx, o1, 1);
+                ok = g1 != NULL;
+                CHECK(ok, "mul_mat_id type %u, one token", types[ti]);
+                for (int64_t i = 0; ok && i < n_used; i++)
+                    for (int64_t n = 0; n < N; n++)
+                        alone[(t * n_used + i) * N + n] = (float)ct_get(o1, n, i, 0, 0);
+                if (g1)
+                    tport_graph_free(g1);
+            }
+            for (int threads = 1; ok && threads <= 2; threads++) {
+                tport_tensor *out = tport_mul_mat_id(ctx, as, b, ids);
+                tport_graph *g = ct_run(ctx, out, threads);
+                CHECK(g, "mul_mat_id type %u batch", types[ti]);
+                if (!g)
+                    continue;
+                double worst_alone = 0;
+                for (int64_t t = 0; t < T; t++)
+                    for (int64_t i = 0; i < n_used; i++)
+                        for (int64_t n = 0; n < N; n++) {
+                            double a = alone[(t * n_used + i) * N + n], e = fabs(ct_get(out, n, i, t, 0) - a) /
+                                                                           (1e-3 + 1e-4 * fabs(a));
+                            worst_alone = !(e <= worst_alone) ? (isnan(e) ? INFINITY : e) : worst_alone;
+                        }
+                CHECK(worst_alone <= 1.0, "mul_mat_id type %u per_slot %d threads %d: batch vs alone error %g",
+                      types[ti], per_slot, threads, worst_alone);
+                /* activations quantized to 8 bits: about 0.3% of |y| |x| per element */
+                mid_ref r = {b, ids, w, K, N};
+                double worst = ct_worst(out, r_mul_mat_id, &r, 0.25, 0.02);
+                CHECK(worst <= 1.0, "mul_mat_id type %u per_slot %d threads %d: batch error %g", types[ti], per_slot,
+                      threads, worst);
+                tport_graph_free(g);
+            }
+            free(alone);
+        }
+        free(w);
+    }
 }
 
 static void test_top_k(tport_ctx *ctx) {
@@ -251,8 +360,13 @@ static void test_minor_rule(void) {
 }
 
 int main(void) {
+    /* with a CPU plug-in named (one ctest per variant), its tile kernels */
+    const char *variant = getenv("TPORT_TEST_CPU_VARIANT");
+    if (variant && *variant && tport_backend_load(variant) != TPORT_STATUS_OK)
+        fprintf(stderr, "note: %s not loaded (%s): testing the active cpu backend\n", variant, tport_last_error());
     tport_ctx *ctx = tport_ctx_new(64u << 20);
     test_mul_mat_id(ctx);
+    test_mul_mat_id_batch(ctx);
     test_top_k(ctx);
     test_small(ctx);
     test_expert_groups(ctx);

@@ -1,0 +1,26 @@
+/* The table of tiled kernels (cpu_internal.h, cpu_tile_kind): a new tile
+ * kernel is a row here, and every product that takes tiles by table
+ * (mul_mat_id, cpu_mul_mat_id.c) uses it with no edit of its own. */
+#include "cpu_internal.h"
+
+/* cpu_q8tile_dot has one layout for Q8_0 and Q4_0 and so takes no type. */
+static void q8tile_dot(tport_type_id type, const uint8_t *tile, int64_t K, const uint8_t *y, size_t y_stride,
+                       int ncols, float *out) {
+    (void)type;
+    cpu_q8tile_dot(tile, K, y, y_stride, ncols, out);
+}
+
+static const cpu_tile_kind kinds[] = {
+    {TPORT_TYPE_Q8_0, 3, cpu_q8tile_available, cpu_q8tile_scratch, cpu_q8tile_unpack, q8tile_dot},
+    {TPORT_TYPE_Q8_K, 6, cpu_kqtile_available, cpu_kqtile_scratch, cpu_kqtile_unpack, cpu_kqtile_dot},
+    /* the lattice row kernels look a grid up per column: tiles pay early
+     * (an estimate, not profiled) */
+    {TPORT_TYPE_Q8_K, 3, cpu_iqtile_available, cpu_iqtile_scratch, cpu_iqtile_unpack, cpu_iqtile_dot},
+};
+
+const cpu_tile_kind *cpu_tile_kind_for(tport_type_id type, tport_type_id vec_dot_type) {
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        if (kinds[i].vec_dot_type == vec_dot_type && kinds[i].available(type))
+            return &kinds[i];
+    return NULL;
+}
