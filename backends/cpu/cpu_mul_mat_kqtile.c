@@ -69,17 +69,23 @@ static size_t block_bytes(tport_type_id type) {
     return type == TPORT_TYPE_Q4_K ? Q4_K_BYTES : type == TPORT_TYPE_Q5_K ? Q5_K_BYTES : Q6_K_BYTES;
 }
 
+/* Bytes of v shifted right by n (0..7) bits, each byte on its own. */
+static __m256i bytes_srl(__m256i v, int n) { return _mm256_srl_epi16(v, _mm_cvtsi32_si128(n)); }
+
 static void part_of(tport_type_id type, const uint8_t *blk, int j, kq_part *o) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
     if (type == TPORT_TYPE_Q6_K) {
         /* {ql[128], qh[64], int8 scales[16], f16 d}: element 32 j + l of
          * half h = j / 4 takes its low nibble from ql[64 h + l (+ 32 for odd
          * j)], low or high by (j / 2) % 2, and its top two bits from
-         * qh[32 h + l] at bit 2 (j % 4) */
+         * qh[32 h + l] at bit 2 (j % 4); 32 bytes at once, the 16-bit
+         * shifts' spill into the next byte masked off */
         const uint8_t *ql = blk + 64 * (j / 4) + 32 * (j & 1), *qh = blk + 128 + 32 * (j / 4);
         const int8_t *sc = (const int8_t *)(const void *)(blk + 192);
-        int lo_shift = (j & 2) ? 4 : 0, hi_shift = 2 * (j % 4);
-        for (int l = 0; l < 32; l++)
-            o->q[l] = (uint8_t)(((ql[l] >> lo_shift) & 0xF) | ((qh[l] >> hi_shift) & 3) << 4);
+        const __m256i lo = _mm256_and_si256(bytes_srl(_mm256_loadu_si256((const __m256i *)(const void *)ql), (j & 2) ? 4 : 0), m4);
+        const __m256i hi = _mm256_and_si256(bytes_srl(_mm256_loadu_si256((const __m256i *)(const void *)qh), 2 * (j % 4)),
+                                            _mm256_set1_epi8(3));
+        _mm256_storeu_si256((__m256i *)(void *)o->q, _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4)));
         float d = half_at(blk + 208);
         for (int h = 0; h < 2; h++) {
             o->scale[h] = d * (float)sc[2 * j + h];
@@ -93,20 +99,19 @@ static void part_of(tport_type_id type, const uint8_t *blk, int j, kq_part *o) {
      * sub-block j is bit j of qh[l] */
     bool five = type == TPORT_TYPE_Q5_K;
     const uint8_t *qs = blk + (five ? 48 : 16) + 32 * (j / 2), *qh = blk + 16;
-    int shift = (j & 1) ? 4 : 0;
-    for (int l = 0; l < 32; l++)
-        o->q[l] = (uint8_t)(((qs[l] >> shift) & 0xF) | (five ? ((qh[l] >> j) & 1) << 4 : 0));
+    __m256i q = _mm256_and_si256(bytes_srl(_mm256_loadu_si256((const __m256i *)(const void *)qs), (j & 1) ? 4 : 0), m4);
+    if (five) {
+        const __m256i h = _mm256_and_si256(bytes_srl(_mm256_loadu_si256((const __m256i *)(const void *)qh), j),
+                                           _mm256_set1_epi8(1));
+        q = _mm256_or_si256(q, _mm256_slli_epi16(h, 4));
+    }
+    _mm256_storeu_si256((__m256i *)(void *)o->q, q);
     int sc, m;
     scale_min(blk + 4, j, &sc, &m);
     o->scale[0] = o->scale[1] = half_at(blk) * (float)sc;
     o->offset[0] = o->offset[1] = half_at(blk + 2) * (float)m;
 }
 
-static int bsum(const uint8_t *yb, int i) {
-    int16_t v;
-    memcpy(&v, yb + Q8_K_BSUMS + 2 * i, sizeof v);
-    return v;
-}
 #endif
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VNNI__) && \
@@ -182,6 +187,24 @@ static inline __attribute__((always_inline)) void kernel(const uint8_t *tile, in
     }
     const __m512i zero = _mm512_setzero_si512();
     for (int64_t b = 0; b < nb; b++) {
+        /* dy * the super-block's group sums of y, per column, converted
+         * together once instead of one scalar at a time per sub-block:
+         * split, per 16 (ys[c][2j + h]); else per 32 (ys[c][j], the exact
+         * integer pair sum first, as before) */
+        float ys[COLS][16];
+        __m512 dys[COLS];
+        for (int c = 0; c < nc; c++) {
+            const uint8_t *yb = y + (size_t)c * y_stride + (size_t)b * Q8_K_BYTES;
+            float dyf;
+            memcpy(&dyf, yb, sizeof dyf);
+            dys[c] = _mm512_set1_ps(dyf);
+            const __m256i bs = _mm256_loadu_si256((const __m256i *)(const void *)(yb + Q8_K_BSUMS));
+            if (split)
+                _mm512_storeu_ps(ys[c], _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(bs)), dys[c]));
+            else
+                _mm256_storeu_ps(ys[c], _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(bs, _mm256_set1_epi16(1))),
+                                                      _mm512_castps512_ps256(dys[c])));
+        }
         for (int j = 0; j < 8; j++) {
             __m512i x[PAIRS];
             for (int p = 0; p < PAIRS; p++)
@@ -190,17 +213,14 @@ static inline __attribute__((always_inline)) void kernel(const uint8_t *tile, in
             const __m256 off0 = _mm256_loadu_ps(offs), off1 = _mm256_loadu_ps(offs + 8);
             for (int c = 0; c < nc; c++) {
                 const uint8_t *yb = y + (size_t)c * y_stride + (size_t)b * Q8_K_BYTES;
-                float dyf;
-                memcpy(&dyf, yb, sizeof dyf);
                 __m512i yv = _mm512_broadcast_i64x4(
                     _mm256_loadu_si256((const __m256i *)(const void *)(yb + Q8_K_QS + 32 * j)));
-                __m512 dy = _mm512_set1_ps(dyf);
+                __m512 dy = dys[c];
                 if (split) {
-                    oacc[c] = _mm256_fmadd_ps(off0, _mm256_set1_ps(dyf * (float)bsum(yb, 2 * j)), oacc[c]);
-                    oacc[c] = _mm256_fmadd_ps(off1, _mm256_set1_ps(dyf * (float)bsum(yb, 2 * j + 1)), oacc[c]);
+                    oacc[c] = _mm256_fmadd_ps(off0, _mm256_broadcast_ss(&ys[c][2 * j]), oacc[c]);
+                    oacc[c] = _mm256_fmadd_ps(off1, _mm256_broadcast_ss(&ys[c][2 * j + 1]), oacc[c]);
                 } else {
-                    oacc[c] = _mm256_fmadd_ps(off0, _mm256_set1_ps(dyf * (float)(bsum(yb, 2 * j) + bsum(yb, 2 * j + 1))),
-                                              oacc[c]);
+                    oacc[c] = _mm256_fmadd_ps(off0, _mm256_broadcast_ss(&ys[c][j]), oacc[c]);
                 }
                 for (int p = 0; p < PAIRS; p++) {
                     const uint8_t *u = tile + unit_at(b, j, p);
@@ -292,9 +312,27 @@ static inline __attribute__((always_inline)) void kernel4(const uint8_t *tile, i
     for (int r = 0; r < 4; r++)
         acc[r][0] = acc[r][1] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        float dyf[2];
-        for (int c = 0; c < nc; c++)
-            memcpy(&dyf[c], y + (size_t)(c0 + c) * y_stride + (size_t)b * Q8_K_BYTES, sizeof(float));
+        /* dy * the group sums of y, converted together (see the AVX-512
+         * kernel) */
+        float ys[2][16];
+        __m256 dys[2];
+        for (int c = 0; c < nc; c++) {
+            const uint8_t *yb = y + (size_t)(c0 + c) * y_stride + (size_t)b * Q8_K_BYTES;
+            float dyf;
+            memcpy(&dyf, yb, sizeof dyf);
+            dys[c] = _mm256_set1_ps(dyf);
+            const __m256i bs = _mm256_loadu_si256((const __m256i *)(const void *)(yb + Q8_K_BSUMS));
+            if (split) {
+                _mm256_storeu_ps(ys[c], _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(_mm256_castsi256_si128(bs))),
+                                                      dys[c]));
+                _mm256_storeu_ps(ys[c] + 8,
+                                 _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(_mm256_extracti128_si256(bs, 1))),
+                                               dys[c]));
+            } else {
+                _mm256_storeu_ps(ys[c], _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(bs, _mm256_set1_epi16(1))),
+                                                      dys[c]));
+            }
+        }
         for (int j = 0; j < 8; j++) {
             size_t u0 = (size_t)((b * 8 + j) * ROWS + r0);
             __m256i yv[2];
@@ -302,15 +340,13 @@ static inline __attribute__((always_inline)) void kernel4(const uint8_t *tile, i
             for (int c = 0; c < nc; c++) {
                 const uint8_t *yb = y + (size_t)(c0 + c) * y_stride + (size_t)b * Q8_K_BYTES;
                 yv[c] = _mm256_loadu_si256((const __m256i *)(const void *)(yb + Q8_K_QS + 32 * j));
-                dy[c] = _mm256_set1_ps(dyf[c]);
+                dy[c] = dys[c];
                 if (split) {
-                    oacc[c] = _mm_fmadd_ps(_mm_loadu_ps(offs + u0), _mm_set1_ps(dyf[c] * (float)bsum(yb, 2 * j)),
+                    oacc[c] = _mm_fmadd_ps(_mm_loadu_ps(offs + u0), _mm_broadcast_ss(&ys[c][2 * j]), oacc[c]);
+                    oacc[c] = _mm_fmadd_ps(_mm_loadu_ps(offs + units + u0), _mm_broadcast_ss(&ys[c][2 * j + 1]),
                                            oacc[c]);
-                    oacc[c] = _mm_fmadd_ps(_mm_loadu_ps(offs + units + u0),
-                                           _mm_set1_ps(dyf[c] * (float)bsum(yb, 2 * j + 1)), oacc[c]);
                 } else {
-                    __m128 s = _mm_set1_ps(dyf[c] * (float)(bsum(yb, 2 * j) + bsum(yb, 2 * j + 1)));
-                    oacc[c] = _mm_fmadd_ps(_mm_loadu_ps(offs + u0), s, oacc[c]);
+                    oacc[c] = _mm_fmadd_ps(_mm_loadu_ps(offs + u0), _mm_broadcast_ss(&ys[c][j]), oacc[c]);
                 }
             }
             for (int r = 0; r < 4; r++) {
