@@ -63,6 +63,8 @@ static void scale_min(const uint8_t *s, int j, int *sc, int *m) {
 typedef struct kq_part {
     uint8_t q[32];
     float scale[2], offset[2];
+    int isc[2]; /* scale[h] = d * isc[h] */
+    float d;
 } kq_part;
 
 static size_t block_bytes(tport_type_id type) {
@@ -87,7 +89,9 @@ static void part_of(tport_type_id type, const uint8_t *blk, int j, kq_part *o) {
                                             _mm256_set1_epi8(3));
         _mm256_storeu_si256((__m256i *)(void *)o->q, _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4)));
         float d = half_at(blk + 208);
+        o->d = d;
         for (int h = 0; h < 2; h++) {
+            o->isc[h] = sc[2 * j + h];
             o->scale[h] = d * (float)sc[2 * j + h];
             o->offset[h] = 32.0f * o->scale[h];
         }
@@ -108,7 +112,9 @@ static void part_of(tport_type_id type, const uint8_t *blk, int j, kq_part *o) {
     _mm256_storeu_si256((__m256i *)(void *)o->q, q);
     int sc, m;
     scale_min(blk + 4, j, &sc, &m);
-    o->scale[0] = o->scale[1] = half_at(blk) * (float)sc;
+    o->d = half_at(blk);
+    o->isc[0] = o->isc[1] = sc;
+    o->scale[0] = o->scale[1] = o->d * (float)sc;
     o->offset[0] = o->offset[1] = half_at(blk + 2) * (float)m;
 }
 
@@ -119,17 +125,26 @@ static void part_of(tport_type_id type, const uint8_t *blk, int j, kq_part *o) {
 /* AVX-512 VNNI.  Unpacked, per super-block b, sub-block j and row pair p
  * (rows 2p, 2p+1):
  *   vals: 64 bytes, the pair's 32 values each,
- *   scls: 16 floats, the scale of each 4-element dpbusd lane: lanes 0-3
- *         and 4-7 the halves of row 2p, 8-11 and 12-15 those of row 2p+1,
- * and after all of those, per (b, j), offs: 16 floats, the offsets of the
+ *   iscl: 32 int16, the integer sub-scale of each maddubs pair: words
+ *         0-7 and 8-15 the halves of row 2p, 16-23 and 24-31 those of
+ *         row 2p+1,
+ * after all of those, per (b, j), offs: 16 floats, the offsets of the
  * first halves of the 8 rows, then of the second halves, whose products
- * with dy * sum(y) build up in one 8-lane accumulator per column. */
+ * with dy * sum(y) build up in one 8-lane accumulator per column; and
+ * per (b, p), dsup: 16 floats, the super-block scale d of row 2p (lanes
+ * 0-7) and of row 2p+1 (8-15).
+ * The values times y go through maddubs (unsigned values <= 63 against
+ * signed bytes: pairs at most 2 * 63 * 128, no saturation) and dpwssd
+ * with the integer sub-scales into int32 lanes that sum a whole
+ * super-block exactly (at most 8 * 4 * 63 * 128 * 128 < 2^31), then one
+ * conversion and FMA by d * dy per super-block, as the per-row kernels
+ * do; the float scaling per sub-block is gone from the inner loop. */
 #define PAIRS (CPU_Q8TILE_ROWS / 2)
 #define COLS 4
-#define UNIT ((size_t)64 * 2) /* vals, scls of one (sub-block, pair) */
+#define UNIT ((size_t)64 * 2) /* vals, iscl of one (sub-block, pair) */
 
 size_t cpu_kqtile_scratch(int64_t K) {
-    return (size_t)(K / QK) * 8 * (PAIRS * UNIT + 16 * sizeof(float)) + 64;
+    return (size_t)(K / QK) * (8 * (PAIRS * UNIT + 16 * sizeof(float)) + PAIRS * 16 * sizeof(float)) + 64;
 }
 
 static size_t unit_at(int64_t b, int j, int p) {
@@ -141,26 +156,37 @@ static size_t offs_at(int64_t nb, int64_t b, int j) {
     return (size_t)(nb * 8) * PAIRS * UNIT + (size_t)(b * 8 + j) * 16 * sizeof(float);
 }
 
+/* The super-block scales of pair p in super-block b, after the offsets. */
+static size_t dsup_at(int64_t nb, int64_t b, int p) {
+    return (size_t)(nb * 8) * (PAIRS * UNIT + 16 * sizeof(float)) + (size_t)(b * PAIRS + p) * 16 * sizeof(float);
+}
+
 void cpu_kqtile_unpack(tport_type_id type, const uint8_t *const rows[], int nrows, int64_t K, uint8_t *tile) {
     int64_t nb = K / QK;
     size_t bb = block_bytes(type);
     for (int r = 0; r < CPU_Q8TILE_ROWS; r++) {
         int p = r / 2, half = r & 1;
         for (int64_t b = 0; b < nb; b++) {
+            float d = 0.0f;
             for (int j = 0; j < 8; j++) {
                 kq_part part = {0};
                 if (r < nrows)
                     part_of(type, rows[r] + (size_t)b * bb, j, &part);
+                d = part.d;
                 uint8_t *u = tile + unit_at(b, j, p);
-                float *scl = (float *)(void *)(u + 64), *offs = (float *)(void *)(tile + offs_at(nb, b, j));
+                int16_t *isc = (int16_t *)(void *)(u + 64);
+                float *offs = (float *)(void *)(tile + offs_at(nb, b, j));
                 memcpy(u + 32 * half, part.q, 32);
-                for (int l = 0; l < 4; l++) {
-                    scl[8 * half + l] = part.scale[0];
-                    scl[8 * half + 4 + l] = part.scale[1];
+                for (int l = 0; l < 8; l++) {
+                    isc[16 * half + l] = (int16_t)part.isc[0];
+                    isc[16 * half + 8 + l] = (int16_t)part.isc[1];
                 }
                 offs[r] = part.offset[0];
                 offs[8 + r] = part.offset[1];
             }
+            float *ds = (float *)(void *)(tile + dsup_at(nb, b, p));
+            for (int l = 0; l < 8; l++)
+                ds[8 * half + l] = d;
         }
     }
 }
@@ -185,26 +211,26 @@ static inline __attribute__((always_inline)) void kernel(const uint8_t *tile, in
         for (int p = 0; p < PAIRS; p++)
             acc[p][c] = _mm512_setzero_ps();
     }
-    const __m512i zero = _mm512_setzero_si512();
     for (int64_t b = 0; b < nb; b++) {
         /* dy * the super-block's group sums of y, per column, converted
-         * together once instead of one scalar at a time per sub-block:
-         * split, per 16 (ys[c][2j + h]); else per 32 (ys[c][j], the exact
-         * integer pair sum first, as before) */
-        float ys[COLS][16];
-        __m512 dys[COLS];
+         * together once: split, per 16 (ys[c][2j + h]); else per 32
+         * (ys[c][j], the exact integer pair sum first) */
+        float ys[COLS][16], dyf[COLS];
         for (int c = 0; c < nc; c++) {
             const uint8_t *yb = y + (size_t)c * y_stride + (size_t)b * Q8_K_BYTES;
-            float dyf;
-            memcpy(&dyf, yb, sizeof dyf);
-            dys[c] = _mm512_set1_ps(dyf);
+            memcpy(&dyf[c], yb, sizeof dyf[c]);
             const __m256i bs = _mm256_loadu_si256((const __m256i *)(const void *)(yb + Q8_K_BSUMS));
             if (split)
-                _mm512_storeu_ps(ys[c], _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(bs)), dys[c]));
+                _mm512_storeu_ps(ys[c], _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(bs)),
+                                                      _mm512_set1_ps(dyf[c])));
             else
                 _mm256_storeu_ps(ys[c], _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(bs, _mm256_set1_epi16(1))),
-                                                      _mm512_castps512_ps256(dys[c])));
+                                                      _mm256_set1_ps(dyf[c])));
         }
+        __m512i isum[PAIRS][COLS];
+        for (int p = 0; p < PAIRS; p++)
+            for (int c = 0; c < COLS; c++)
+                isum[p][c] = _mm512_setzero_si512();
         for (int j = 0; j < 8; j++) {
             __m512i x[PAIRS];
             for (int p = 0; p < PAIRS; p++)
@@ -215,7 +241,6 @@ static inline __attribute__((always_inline)) void kernel(const uint8_t *tile, in
                 const uint8_t *yb = y + (size_t)c * y_stride + (size_t)b * Q8_K_BYTES;
                 __m512i yv = _mm512_broadcast_i64x4(
                     _mm256_loadu_si256((const __m256i *)(const void *)(yb + Q8_K_QS + 32 * j)));
-                __m512 dy = dys[c];
                 if (split) {
                     oacc[c] = _mm256_fmadd_ps(off0, _mm256_broadcast_ss(&ys[c][2 * j]), oacc[c]);
                     oacc[c] = _mm256_fmadd_ps(off1, _mm256_broadcast_ss(&ys[c][2 * j + 1]), oacc[c]);
@@ -223,12 +248,16 @@ static inline __attribute__((always_inline)) void kernel(const uint8_t *tile, in
                     oacc[c] = _mm256_fmadd_ps(off0, _mm256_broadcast_ss(&ys[c][j]), oacc[c]);
                 }
                 for (int p = 0; p < PAIRS; p++) {
-                    const uint8_t *u = tile + unit_at(b, j, p);
-                    __m512i i = _mm512_dpbusd_epi32(zero, x[p], yv);
-                    __m512 d = _mm512_mul_ps(_mm512_loadu_ps((const float *)(const void *)(u + 64)), dy);
-                    acc[p][c] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(i), acc[p][c]);
+                    const __m512i sc = _mm512_loadu_si512((const void *)(tile + unit_at(b, j, p) + 64));
+                    isum[p][c] = _mm512_dpwssd_epi32(isum[p][c], _mm512_maddubs_epi16(x[p], yv), sc);
                 }
             }
+        }
+        for (int p = 0; p < PAIRS; p++) {
+            const __m512 ds = _mm512_loadu_ps((const float *)(const void *)(tile + dsup_at(nb, b, p)));
+            for (int c = 0; c < nc; c++)
+                acc[p][c] = _mm512_fmadd_ps(_mm512_mul_ps(ds, _mm512_set1_ps(dyf[c])), _mm512_cvtepi32_ps(isum[p][c]),
+                                            acc[p][c]);
         }
     }
     for (int c = 0; c < nc; c++) {
