@@ -286,36 +286,46 @@ void cpu_kqtile_dot(tport_type_id type, const uint8_t *tile, int64_t K, const ui
 
 #elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 /* AVX2: the unsigned values go straight into maddubs against the signed
- * Q8_K bytes (pair sums at most 2 * 63 * 128, no saturation).  Unpacked,
- * per super-block b, sub-block j and row r (ROWS = 8), u = (b 8 + j) ROWS + r:
- *   vals[32 u + e]          the 32 values,
- *   scls[u], scls[units + u]  the scales of the two halves,
- *   offs[u], offs[units + u]  their offsets.
+ * Q8_K bytes (pair sums at most 2 * 63 * 128, no saturation), then madd
+ * with the integer sub-scales into int32 lanes that sum a super-block
+ * exactly, as in the AVX-512 kernel.  Unpacked, per super-block b,
+ * sub-block j and row r (ROWS = 8), u = (b 8 + j) ROWS + r:
+ *   vals[32 u + e]            the 32 values,
+ *   iscl[16 u + w]            the integer sub-scale of maddubs word w
+ *                             (words 0-7 the first half, 8-15 the second),
+ *   offs[u], offs[units + u]  the halves' offsets,
+ * and per (b, r) dsup[b ROWS + r], the super-block scale d.
  * The kernel takes 4 rows x 2 columns at a time, as the Q8_0 one. */
 #define ROWS CPU_Q8TILE_ROWS
 
 size_t cpu_kqtile_scratch(int64_t K) {
-    return (size_t)(K / QK) * 8 * ROWS * (32 + 4 * sizeof(float)) + 64;
+    return (size_t)(K / QK) * ROWS * (8 * (32 + 32 + 2 * sizeof(float)) + sizeof(float)) + 64;
 }
 
 void cpu_kqtile_unpack(tport_type_id type, const uint8_t *const rows[], int nrows, int64_t K, uint8_t *tile) {
     int64_t nb = K / QK, units = nb * 8 * ROWS;
     size_t bb = block_bytes(type);
     uint8_t *vals = tile;
-    float *scls = (float *)(void *)(tile + (size_t)units * 32), *offs = scls + 2 * units;
+    int16_t *iscl = (int16_t *)(void *)(tile + (size_t)units * 32);
+    float *offs = (float *)(void *)(tile + (size_t)units * 64), *dsup = offs + 2 * units;
     for (int r = 0; r < ROWS; r++) {
         for (int64_t b = 0; b < nb; b++) {
+            float d = 0.0f;
             for (int j = 0; j < 8; j++) {
                 size_t u = (size_t)((b * 8 + j) * ROWS + r);
                 kq_part part = {0};
                 if (r < nrows)
                     part_of(type, rows[r] + (size_t)b * bb, j, &part);
+                d = part.d;
                 memcpy(vals + 32 * u, part.q, 32);
-                scls[u] = part.scale[0];
-                scls[units + u] = part.scale[1];
+                for (int w = 0; w < 8; w++) {
+                    iscl[16 * u + w] = (int16_t)part.isc[0];
+                    iscl[16 * u + 8 + w] = (int16_t)part.isc[1];
+                }
                 offs[u] = part.offset[0];
                 offs[units + u] = part.offset[1];
             }
+            dsup[b * ROWS + r] = d;
         }
     }
 }
@@ -333,9 +343,8 @@ static inline __attribute__((always_inline)) void kernel4(const uint8_t *tile, i
                                                           size_t y_stride, int r0, int c0, int nc, bool split,
                                                           float *out) {
     int64_t units = nb * 8 * ROWS;
-    const uint8_t *vals = tile;
-    const float *scls = (const float *)(const void *)(tile + (size_t)units * 32), *offs = scls + 2 * units;
-    const __m256i ones = _mm256_set1_epi16(1);
+    const uint8_t *vals = tile, *iscl = tile + (size_t)units * 32;
+    const float *offs = (const float *)(const void *)(tile + (size_t)units * 64), *dsup = offs + 2 * units;
     __m256 acc[4][2];
     __m128 oacc[2] = {_mm_setzero_ps(), _mm_setzero_ps()};
     for (int r = 0; r < 4; r++)
@@ -343,33 +352,32 @@ static inline __attribute__((always_inline)) void kernel4(const uint8_t *tile, i
     for (int64_t b = 0; b < nb; b++) {
         /* dy * the group sums of y, converted together (see the AVX-512
          * kernel) */
-        float ys[2][16];
-        __m256 dys[2];
+        float ys[2][16], dyf[2];
         for (int c = 0; c < nc; c++) {
             const uint8_t *yb = y + (size_t)(c0 + c) * y_stride + (size_t)b * Q8_K_BYTES;
-            float dyf;
-            memcpy(&dyf, yb, sizeof dyf);
-            dys[c] = _mm256_set1_ps(dyf);
+            memcpy(&dyf[c], yb, sizeof dyf[c]);
+            const __m256 dy = _mm256_set1_ps(dyf[c]);
             const __m256i bs = _mm256_loadu_si256((const __m256i *)(const void *)(yb + Q8_K_BSUMS));
             if (split) {
                 _mm256_storeu_ps(ys[c], _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(_mm256_castsi256_si128(bs))),
-                                                      dys[c]));
+                                                      dy));
                 _mm256_storeu_ps(ys[c] + 8,
                                  _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(_mm256_extracti128_si256(bs, 1))),
-                                               dys[c]));
+                                               dy));
             } else {
-                _mm256_storeu_ps(ys[c], _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(bs, _mm256_set1_epi16(1))),
-                                                      dys[c]));
+                _mm256_storeu_ps(ys[c],
+                                 _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(bs, _mm256_set1_epi16(1))), dy));
             }
         }
+        __m256i isum[4][2];
+        for (int r = 0; r < 4; r++)
+            isum[r][0] = isum[r][1] = _mm256_setzero_si256();
         for (int j = 0; j < 8; j++) {
             size_t u0 = (size_t)((b * 8 + j) * ROWS + r0);
             __m256i yv[2];
-            __m256 dy[2];
             for (int c = 0; c < nc; c++) {
                 const uint8_t *yb = y + (size_t)(c0 + c) * y_stride + (size_t)b * Q8_K_BYTES;
                 yv[c] = _mm256_loadu_si256((const __m256i *)(const void *)(yb + Q8_K_QS + 32 * j));
-                dy[c] = dys[c];
                 if (split) {
                     oacc[c] = _mm_fmadd_ps(_mm_loadu_ps(offs + u0), _mm_broadcast_ss(&ys[c][2 * j]), oacc[c]);
                     oacc[c] = _mm_fmadd_ps(_mm_loadu_ps(offs + units + u0), _mm_broadcast_ss(&ys[c][2 * j + 1]),
@@ -380,15 +388,15 @@ static inline __attribute__((always_inline)) void kernel4(const uint8_t *tile, i
             }
             for (int r = 0; r < 4; r++) {
                 __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(vals + 32 * (u0 + (size_t)r)));
-                /* lanes 0-3 of madd are the first 16 elements, 4-7 the rest */
-                __m256 dx = split ? _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_set1_ps(scls[u0 + r])),
-                                                         _mm_set1_ps(scls[units + u0 + r]), 1)
-                                  : _mm256_broadcast_ss(scls + u0 + r);
-                for (int c = 0; c < nc; c++) {
-                    __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(x, yv[c]), ones);
-                    acc[r][c] = _mm256_fmadd_ps(_mm256_mul_ps(dx, dy[c]), _mm256_cvtepi32_ps(p), acc[r][c]);
-                }
+                __m256i sc = _mm256_loadu_si256((const __m256i *)(const void *)(iscl + 32 * (u0 + (size_t)r)));
+                for (int c = 0; c < nc; c++)
+                    isum[r][c] = _mm256_add_epi32(isum[r][c], _mm256_madd_epi16(_mm256_maddubs_epi16(x, yv[c]), sc));
             }
+        }
+        for (int r = 0; r < 4; r++) {
+            const float d = dsup[b * ROWS + r0 + r];
+            for (int c = 0; c < nc; c++)
+                acc[r][c] = _mm256_fmadd_ps(_mm256_set1_ps(d * dyf[c]), _mm256_cvtepi32_ps(isum[r][c]), acc[r][c]);
         }
     }
     for (int c = 0; c < nc; c++) {
