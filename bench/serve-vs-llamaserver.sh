@@ -21,15 +21,17 @@ usage: $0 [options] MODEL.gguf
   --prefix N        prompt tokens of the repeated conversation (default 2000; 0 = skip)
   --rounds N        alternations of the two servers (default 1)
   --tport PATH      the tport tool (default \$TPORT or build/tport beside this folder)
-  --server PATH     llama-server (default \$LLAMA_SERVER)
+  --server PATH     llama-server (default \$LLAMA_SERVER, else /work/ext/lserver/llama-server,
+                    built as bench/README-llamacpp.md says)
+  --port N          port both servers listen on, one at a time (default 18181)
 Needs node (18+), curl and python3.
 USAGE
 }
 
 here=$(cd "$(dirname "$0")" && pwd)
-parallel=1,4,8 tokens=128 seconds=30 threads=2 slot_ctx=4096 prefix=2000 rounds=1
+parallel=1,4,8 tokens=128 seconds=30 threads=2 slot_ctx=4096 prefix=2000 rounds=1 port=18181
 tport=${TPORT:-$(dirname "$here")/build/tport}
-server=${LLAMA_SERVER:-}
+server=${LLAMA_SERVER:-/work/ext/lserver/llama-server}
 model=
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -42,6 +44,7 @@ while [ $# -gt 0 ]; do
     --rounds) rounds=${2:?}; shift 2 ;;
     --tport) tport=${2:?}; shift 2 ;;
     --server) server=${2:?}; shift 2 ;;
+    --port) port=${2:?}; shift 2 ;;
     -h | --help) usage; exit 0 ;;
     -*) echo "$0: unknown option $1" >&2; usage >&2; exit 2 ;;
     *) [ -z "$model" ] || { echo "$0: one model file" >&2; exit 2; }; model=$1; shift ;;
@@ -49,21 +52,26 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$model" ] && [ -f "$model" ] || { echo "$0: no model file" >&2; usage >&2; exit 1; }
 [ -x "$tport" ] || { echo "$0: tport not found at $tport" >&2; exit 1; }
-[ -n "$server" ] && [ -x "$server" ] || { echo "$0: llama-server not found (--server or LLAMA_SERVER)" >&2; exit 1; }
+[ -n "$server" ] && [ -x "$server" ] || { echo "$0: llama-server not found at '$server' (--server or LLAMA_SERVER)" >&2; exit 1; }
 for t in node curl python3; do
     command -v $t >/dev/null || { echo "$0: $t is needed" >&2; exit 1; }
 done
 
-port=18181
 log=$(mktemp -d)
 echo "raw results and server logs: $log" >&2
 pid=
 stop() { [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; pid=; }
 trap stop EXIT
+failed=0
 
 # start NAME N: one server with N slots; waits for /health (model loaded)
 start() {
     local name=$1 n=$2
+    # a server left on the port would answer /health and be measured instead
+    if curl -s -o /dev/null "http://127.0.0.1:$port/health" 2>/dev/null; then
+        echo "$0: port $port is already in use (--port)" >&2
+        return 1
+    fi
     if [ "$name" = tport ]; then
         "$tport" serve -m "$model" --port $port --parallel "$n" --ctx "$slot_ctx" --threads "$threads" \
             --queue 64 >"$log/$name-$n.log" 2>&1 &
@@ -87,17 +95,17 @@ for r in $(seq "$rounds"); do
         for name in tport llama-server; do
             start $name "$n" || exit 1
             node "$here/serve_bench.js" "http://127.0.0.1:$port" "$n" "$seconds" "$tokens" >"$log/$name-load-$n-$r.json" ||
-                echo "$0: $name load run failed" >&2
+                { echo "$0: $name load run failed" >&2; failed=1; }
             if [ "$prefix" -gt 0 ] && [ "$n" = "${parallel%%,*}" ]; then
                 node "$here/serve_bench.js" "http://127.0.0.1:$port" prefix "$prefix" >"$log/$name-prefix-$r.json" ||
-                    echo "$0: $name prefix run failed" >&2
+                    { echo "$0: $name prefix run failed" >&2; failed=1; }
             fi
             stop
         done
     done
 done
 
-python3 - "$log" "$parallel" "$prefix" <<'PY'
+python3 - "$log" "$parallel" "$prefix" <<'PY' || failed=1
 import glob, json, os, statistics, sys
 log, parallel, prefix = sys.argv[1], sys.argv[2].split(','), int(sys.argv[3])
 def runs(pattern):
@@ -138,4 +146,11 @@ if prefix:
             print(f'\n{name}: repeated {prefix}-token conversation, first turn TTFT {fmt(med(p, "first_ttft_ms"), 0)} ms, '
                   f'second {fmt(med(p, "second_ttft_ms"), 0)} ms (ratio {fmt(med(p, "ratio"), 3)})', end='')
     print()
+# a run whose requests were refused measured nothing: say so, and fail
+bad = [os.path.basename(f) for f in sorted(glob.glob(os.path.join(log, '*-load-*.json')))
+       if any(r.get('errors') for r in runs(os.path.basename(f)))]
+if bad:
+    print(f'failed requests in {", ".join(bad)}; the servers\' logs in {log} say why', file=sys.stderr)
+    sys.exit(1)
 PY
+exit $failed

@@ -97,6 +97,9 @@ static tport_status cpu_init(void **backend) {
     cpu_repack_init();
     cpu_prefetch_init();
     cpu_dense_init();
+#if CPU_AMX
+    cpu_amx_q8_init();
+#endif
     *backend = s;
     return TPORT_STATUS_OK;
 }

@@ -185,6 +185,8 @@ CPU_HIDDEN bool cpu_same_view(const tport_tensor_view *a, const tport_tensor_vie
 CPU_HIDDEN bool cpu_row_to_f32(const tport_tensor_view *t, const uint8_t *row, int64_t n, float *out);
 /* n f32 values into a row of t (stride nb[0]). */
 CPU_HIDDEN bool cpu_row_from_f32(const tport_tensor_view *t, uint8_t *row, int64_t n, const float *in);
+/* n floats to f16, rounded to nearest even (F16C where the variant has it) */
+CPU_HIDDEN bool cpu_f32_to_f16(const float *in, uint16_t *out, int64_t n);
 /* A read-only f32 row: the row itself when it is dense f32, else a copy in buf. */
 CPU_HIDDEN const float *cpu_row_f32(const tport_tensor_view *t, int64_t i1, int64_t i2, int64_t i3, float *buf);
 CPU_HIDDEN float cpu_half_to_float(uint16_t h); /* after cpu_types_init */
@@ -279,6 +281,18 @@ CPU_HIDDEN bool cpu_amx_init(void);
 CPU_HIDDEN size_t cpu_amx_scratch(int64_t kc);
 CPU_HIDDEN void cpu_amx_bf16_block(const uint32_t *panels, int rows, int64_t kc, const uint8_t *b, size_t ldb,
                                    int64_t M, uint8_t *c, size_t ldc, bool add, void *scratch);
+/* Q8_0 x8 batches on AMX-INT8 tiles (cpu_mul_mat_amx_q8.c), where
+ * cpu_amx_q8_on(): CPU_AMX_Q8_ROWS weight rows (4 x8 groups) unpacked once
+ * into scratch (cpu_amx_q8_scratch(K) bytes a thread), then swept over
+ * the batch CPU_AMX_Q8_COLS columns at a time. */
+#define CPU_AMX_Q8_ROWS 32
+#define CPU_AMX_Q8_COLS 32
+CPU_HIDDEN void cpu_amx_q8_init(void); /* once, from init (reads TPORT_CPU_AMX) */
+CPU_HIDDEN bool cpu_amx_q8_on(void);
+CPU_HIDDEN size_t cpu_amx_q8_scratch(int64_t K);
+CPU_HIDDEN void cpu_amx_q8_unpack(const uint8_t *groups, size_t group_bytes, int64_t K, void *scratch);
+CPU_HIDDEN void cpu_amx_q8_begin(void); /* the thread's tile configuration, before cpu_amx_q8_cols */
+CPU_HIDDEN void cpu_amx_q8_end(void);   /* and its release after */
 #else
 #define CPU_AMX 0
 #endif
@@ -308,6 +322,16 @@ CPU_HIDDEN void cpu_q8tile_unpack(tport_type_id type, const uint8_t *const rows[
  * columns y + c * y_stride of type's vec_dot_type (Q8_0 or Q8_1); type as
  * unpacked. */
 CPU_HIDDEN void cpu_q8tile_dot(tport_type_id type, const uint8_t *tile, int64_t K, const uint8_t *y,
+                               size_t y_stride, int ncols, float *out);
+
+/* ---- tiled lattice i-quant (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S,
+ * IQ1_M) and Q2_K x Q8_K mul_mat (cpu_mul_mat_iqtile.c): the same
+ * interface as the K-quant one above. */
+CPU_HIDDEN bool cpu_iqtile_available(tport_type_id type);
+CPU_HIDDEN size_t cpu_iqtile_scratch(int64_t K);
+CPU_HIDDEN void cpu_iqtile_unpack(tport_type_id type, const uint8_t *const rows[], int nrows, int64_t K,
+                                  uint8_t *tile);
+CPU_HIDDEN void cpu_iqtile_dot(tport_type_id type, const uint8_t *tile, int64_t K, const uint8_t *y,
                                size_t y_stride, int ncols, float *out);
 
 /* ---- weights in the backend's own layout (cpu_repack.c) ----------------
@@ -389,6 +413,16 @@ CPU_HIDDEN void cpu_x8_dot(int layout, const uint8_t *group, int64_t K, const ui
  * (CPU_X8_WIDE) only; the same bits either way. */
 CPU_HIDDEN void cpu_x8_dot_pair(int layout, const uint8_t *group, size_t group_stride, int64_t K, const uint8_t *y,
                                 size_t y_stride, const cpu_x8_act *act, size_t act_stride, float *out);
+#if CPU_AMX
+/* CPU_AMX_Q8_COLS Q8_0 columns y + c y_stride (their blocks' data act + c
+ * act_stride) copied to dst (cpu_amx_q8_columns_bytes(K)) in the tiles'
+ * order; then the CPU_AMX_Q8_ROWS rows cpu_amx_q8_unpack left in scratch
+ * against such a copy, into out + c ldo (bytes), CPU_AMX_Q8_ROWS f32 each. */
+CPU_HIDDEN size_t cpu_amx_q8_columns_bytes(int64_t K);
+CPU_HIDDEN void cpu_amx_q8_columns(int64_t K, const uint8_t *y, size_t y_stride, const cpu_x8_act *act,
+                                   size_t act_stride, uint8_t *dst);
+CPU_HIDDEN void cpu_amx_q8_cols(void *scratch, int64_t K, const uint8_t *cols, uint8_t *out, size_t ldo);
+#endif
 
 #if defined(__AVX__)
 #include <immintrin.h>

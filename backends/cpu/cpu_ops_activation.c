@@ -48,7 +48,7 @@ static bool gelu_table_init(void) {
 static void gelu_f16_row(int64_t n, const float *x, float *y, uint16_t *h) {
     /* x to f16 with the host's reference (round to nearest even), as ggml's
      * GGML_CPU_FP32_TO_FP16 */
-    if (cpu_host->from_float(TPORT_TYPE_F16, x, h, n) != TPORT_STATUS_OK)
+    if (!cpu_f32_to_f16(x, h, n))
         memset(h, 0, (size_t)n * sizeof *h);
     for (int64_t i = 0; i < n; i++)
         y[i] = x[i] <= -10.0f ? 0.0f : x[i] >= 10.0f ? x[i] : gelu_table[h[i]];

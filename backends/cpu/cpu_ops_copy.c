@@ -109,7 +109,8 @@ static void cpy_task(void *arg, int ith, int nth) {
             const uint8_t *src = (const uint8_t *)s->data + (size_t)(e0 / sbs) * s->nb[0];
             uint8_t *dst = (uint8_t *)d->data + (size_t)(e0 / dbs) * d->nb[0];
             if (cpu_host->to_float(s->type, src, buf, len) != TPORT_STATUS_OK ||
-                cpu_host->from_float(d->type, buf, dst, len) != TPORT_STATUS_OK) {
+                !(d->type == TPORT_TYPE_F16 ? cpu_f32_to_f16(buf, (uint16_t *)(void *)dst, len)
+                                            : cpu_host->from_float(d->type, buf, dst, len) == TPORT_STATUS_OK)) {
                 cpu_op_fail(op, TPORT_STATUS_UNSUPPORTED, "cpy: cannot convert type %u to %u", s->type, d->type);
                 return;
             }

@@ -60,9 +60,11 @@ typedef struct mm_plan {
     bool bf16;                 /* dense, multiplied in bf16: b packed as bf16 rows */
     bool gen;                  /* one column against dense f32/f16 weights (cpu_mul_mat_gen.c) */
     size_t act_offset;         /* x8: where the cpu_x8_act of b's blocks start in scratch */
+    bool amx_q8;               /* x8 Q8_0 batch on AMX-INT8 tiles (cpu_mul_mat_amx_q8.c) */
+    size_t amx_offset;         /* amx_q8: where b's groups of columns copied for the tiles start */
 } mm_plan;
 
-enum { TILED_NONE, TILED_Q8_0, TILED_KQ }; /* cpu_mul_mat_q8tile.c, _kqtile.c */
+enum { TILED_NONE, TILED_Q8_0, TILED_KQ, TILED_IQ }; /* cpu_mul_mat_q8tile.c, _kqtile.c, _iqtile.c */
 /* Rows of b from which packing them is shared out among the threads. */
 #define PACK_MIN_ROWS_PER_THREAD 4
 /* Columns from which the tiled kernel beats one vec_dot per output. */
@@ -86,6 +88,10 @@ static mm_plan make_plan(const cpu_op *op) {
         p.vec_dot_type = k ? TPORT_TYPE_Q8_K : TPORT_TYPE_Q8_0;
         p.packed_row = k ? (size_t)(p.K / 256) * 292 : (size_t)(p.K / 32) * 34;
         p.act_offset = (p.packed_row * (size_t)p.M + 63) / 64 * 64;
+#if CPU_AMX
+        p.amx_q8 = layout == CPU_LAYOUT_Q8_0_X8 && p.M >= CPU_AMX_Q8_COLS && p.N >= CPU_AMX_Q8_ROWS && cpu_amx_q8_on();
+        p.amx_offset = p.act_offset + (size_t)(p.K / 32) * (size_t)p.M * sizeof(cpu_x8_act);
+#endif
         return p;
     }
     if (a->type != TPORT_TYPE_F32 && cpu_rows_dense(a)) {
@@ -106,6 +112,8 @@ static mm_plan make_plan(const cpu_op *op) {
             p.tiled = TILED_Q8_0;
         else if (p.vec_dot_type == TPORT_TYPE_Q8_K && cpu_kqtile_available(a->type))
             p.tiled = TILED_KQ;
+        else if (p.vec_dot_type == TPORT_TYPE_Q8_K && cpu_iqtile_available(a->type))
+            p.tiled = TILED_IQ;
     }
     if (!p.vec_dot && b->nb[0] != sizeof(float))
         p.packed_row = (size_t)p.K * sizeof(float);
@@ -122,6 +130,10 @@ static mm_plan make_plan(const cpu_op *op) {
 
 size_t cpu_mul_mat_shared_scratch(const cpu_op *op) {
     mm_plan p = make_plan(op);
+#if CPU_AMX
+    if (p.amx_q8)
+        return p.amx_offset + (size_t)(p.M / CPU_AMX_Q8_COLS) * cpu_amx_q8_columns_bytes(p.K);
+#endif
     if (p.x8)
         return p.act_offset + (p.x8 == CPU_LAYOUT_Q4_K_X8 ? 0 : (size_t)(p.K / 32) * (size_t)p.M * sizeof(cpu_x8_act));
     return p.packed_row * (size_t)cpu_nrows(op->src[1]);
@@ -138,10 +150,16 @@ bool cpu_mul_mat_shares_packing(const cpu_op *a, const cpu_op *b) {
 
 size_t cpu_mul_mat_thread_scratch(const cpu_op *op) {
     mm_plan p = make_plan(op);
+#if CPU_AMX
+    if (p.amx_q8)
+        return cpu_amx_q8_scratch(p.K);
+#endif
     if (p.x8)
         return 0;
     if (p.tiled)
-        return p.tiled == TILED_Q8_0 ? cpu_q8tile_scratch(p.K) : cpu_kqtile_scratch(p.K);
+        return p.tiled == TILED_Q8_0 ? cpu_q8tile_scratch(p.K)
+               : p.tiled == TILED_KQ ? cpu_kqtile_scratch(p.K)
+                                     : cpu_iqtile_scratch(p.K);
     if (p.dense) {
         /* bf16: packing may first copy a row of b to f32 (cpu_row_f32) */
         size_t row = p.bf16 ? (size_t)p.K * sizeof(float) : 0;
@@ -516,15 +534,19 @@ static void tiled_task(void *arg, int ith, int nth) {
             rp[k] = cpu_row(a, i0 + k, i02, i03);
         if (p->tiled == TILED_Q8_0)
             cpu_q8tile_unpack(a->type, rp, rows, p->K, tile);
-        else
+        else if (p->tiled == TILED_KQ)
             cpu_kqtile_unpack(a->type, rp, rows, p->K, tile);
+        else
+            cpu_iqtile_unpack(a->type, rp, rows, p->K, tile);
         for (int64_t j = 0; j < p->M; j += 4) {
             int nc = (int)(p->M - j < 4 ? p->M - j : 4);
             float s[4 * R];
             if (p->tiled == TILED_Q8_0)
                 cpu_q8tile_dot(a->type, tile, p->K, b_row(job, j, i12, i13), p->packed_row, nc, s);
-            else
+            else if (p->tiled == TILED_KQ)
                 cpu_kqtile_dot(a->type, tile, p->K, b_row(job, j, i12, i13), p->packed_row, nc, s);
+            else
+                cpu_iqtile_dot(a->type, tile, p->K, b_row(job, j, i12, i13), p->packed_row, nc, s);
             for (int c = 0; c < nc; c++) {
                 uint8_t *out = cpu_row(d, j + c, i12, i13) + (size_t)i0 * d->nb[0];
                 for (int k = 0; k < rows; k++)
@@ -610,6 +632,57 @@ static void x8_task(void *arg, int ith, int nth) {
                 x8_columns(job, group_bytes, g, j, (int)(p->M - j < 4 ? p->M - j : 4), pairs && g + 1 < g1);
 }
 
+#if CPU_AMX
+/* b's whole groups of CPU_AMX_Q8_COLS columns copied for the tiles. */
+static void amx_columns_task(void *arg, int ith, int nth) {
+    mm_job *job = arg;
+    const mm_plan *p = &job->plan;
+    const cpu_x8_act *act = (const cpu_x8_act *)(job->op->scratch + p->act_offset);
+    int64_t nblk = p->K / 32, g0, g1;
+    size_t bytes = cpu_amx_q8_columns_bytes(p->K);
+    cpu_split(p->M / CPU_AMX_Q8_COLS, ith, nth, &g0, &g1);
+    for (int64_t g = g0; g < g1; g++) {
+        int64_t j = g * CPU_AMX_Q8_COLS;
+        cpu_amx_q8_columns(p->K, b_row(job, j, 0, 0), p->packed_row, act + j * nblk, (size_t)nblk,
+                           job->op->scratch + p->amx_offset + (size_t)g * bytes);
+    }
+}
+
+/* The x8 Q8_0 path on AMX tiles: units of CPU_AMX_Q8_ROWS rows (4 groups)
+ * unpacked once and swept over the batch CPU_AMX_Q8_COLS columns at a
+ * time; the columns left over, and a last unit of fewer groups, take the
+ * x8 kernels. */
+static void x8_amx_task(void *arg, int ith, int nth) {
+    mm_job *job = arg;
+    const mm_plan *p = &job->plan;
+    const tport_tensor_view *d = job->op->dst;
+    enum { UNIT = CPU_AMX_Q8_ROWS / 8 };
+    int64_t groups = p->N / 8, units = (groups + UNIT - 1) / UNIT;
+    int64_t chunk = cpu_chunk_size(units, nth, mm_chunks_per_thread(p)), u0, u1;
+    size_t group_bytes = cpu_x8_group_bytes(p->x8, p->K);
+    size_t col_bytes = cpu_amx_q8_columns_bytes(p->K);
+    uint8_t *scratch = cpu_thread_scratch(job->op, ith);
+    int64_t full = p->M / CPU_AMX_Q8_COLS * CPU_AMX_Q8_COLS;
+    cpu_amx_q8_begin();
+    while (cpu_claim(job->op, units, chunk, &u0, &u1)) {
+        for (int64_t u = u0; u < u1; u++) {
+            int64_t g = u * UNIT, j = 0;
+            if (g + UNIT <= groups) {
+                cpu_amx_q8_unpack((const uint8_t *)job->op->src[0]->data + (size_t)g * group_bytes, group_bytes,
+                                  p->K, scratch);
+                for (; j < full; j += CPU_AMX_Q8_COLS)
+                    cpu_amx_q8_cols(scratch, p->K, job->op->scratch + p->amx_offset + (size_t)(j / CPU_AMX_Q8_COLS) * col_bytes,
+                                    cpu_row(d, j, 0, 0) + (size_t)g * 8 * sizeof(float), d->nb[1]);
+            }
+            for (int64_t gg = g; gg < g + UNIT && gg < groups; gg += 2)
+                for (int64_t jj = j; jj < p->M; jj += 4)
+                    x8_columns(job, group_bytes, gg, jj, (int)(p->M - jj < 4 ? p->M - jj : 4), gg + 1 < groups);
+        }
+    }
+    cpu_amx_q8_end();
+}
+#endif
+
 void cpu_run_mul_mat(cpu_ctx *ctx, cpu_op *op) {
     mm_job job = {op, make_plan(op)};
     if (job.plan.packed_row && !op->reuses_packing) {
@@ -623,5 +696,11 @@ void cpu_run_mul_mat(cpu_ctx *ctx, cpu_op *op) {
                       : job.plan.dense ? dense_task
                       : job.plan.gen   ? gen_task
                                        : compute_task;
+#if CPU_AMX
+    if (job.plan.amx_q8) {
+        cpu_parallel(ctx, amx_columns_task, &job, op->nth);
+        fn = x8_amx_task;
+    }
+#endif
     cpu_parallel(ctx, fn, &job, op->nth);
 }

@@ -108,6 +108,18 @@ bool cpu_row_to_f32(const tport_tensor_view *t, const uint8_t *row, int64_t n, f
     return true;
 }
 
+bool cpu_f32_to_f16(const float *in, uint16_t *out, int64_t n) {
+    int64_t i = 0;
+#if defined(__F16C__) && defined(__AVX__)
+    /* 8 conversions per instruction, rounding to nearest even like the
+     * host's reference (and ggml's GGML_CPU_FP32_TO_FP16) */
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(void *)(out + i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+#endif
+    return i == n || cpu_host->from_float(TPORT_TYPE_F16, in + i, out + i, n - i) == TPORT_STATUS_OK;
+}
+
 bool cpu_row_from_f32(const tport_tensor_view *t, uint8_t *row, int64_t n, const float *in) {
     size_t es = cpu_type_size(t->type);
     if (t->type == TPORT_TYPE_F32) {
@@ -118,16 +130,8 @@ bool cpu_row_from_f32(const tport_tensor_view *t, uint8_t *row, int64_t n, const
                 memcpy(row + (size_t)i * t->nb[0], &in[i], sizeof(float));
         return true;
     }
-#if defined(__F16C__) && defined(__AVX__)
-    /* dense f16 rows (the KV cache writes): 8 conversions per instruction,
-     * rounding to nearest even like the reference */
-    if (t->type == TPORT_TYPE_F16 && t->nb[0] == sizeof(uint16_t) && n % 8 == 0) {
-        for (int64_t i = 0; i < n; i += 8)
-            _mm_storeu_si128((__m128i *)(void *)(row + 2 * i),
-                             _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-        return true;
-    }
-#endif
+    if (t->type == TPORT_TYPE_F16 && t->nb[0] == sizeof(uint16_t))
+        return cpu_f32_to_f16(in, (uint16_t *)(void *)row, n); /* the KV cache writes */
     if (t->nb[0] == es)
         return cpu_host->from_float(t->type, in, row, n) == TPORT_STATUS_OK;
     if (cpu_block_size(t->type) != 1)

@@ -30,6 +30,8 @@ enum {
     HF_EXPERTS_T = 1u << 6, /* gpt-oss's [n_expert, in, out] experts: each transposed */
     HF_INTERLEAVED = 1u << 7, /* gpt-oss's gate_up: gate and up alternate (rows of a
                                weight, values of a bias): split into gate and up */
+    HF_MXFP4_BLOCKS = 1u << 8, /* gpt-oss's MXFP4 experts, U8 codes: joined with their */
+    HF_MXFP4_SCALES = 1u << 9, /* U8 exponents into one MXFP4 tensor (hf_mxfp4.c)  */
     HF_SPLIT_GATE_UP = 1u << 4, /* JetMoE's fused experts [n_expert, 2 ff, in]: the first ff
                                rows of each expert are the gate ("ffn_gate_exps"), the
                                rest the up projection ("ffn_up_exps"; a copy at load) */
@@ -809,14 +811,21 @@ static tport_status deepseek2_keys(hf_ctx *h) {
     return TPORT_STATUS_OK;
 }
 
-/* GptOssModel with dense (bf16/f16/f32) experts: TextModel's keys, the
- * head size, the window (required) and the experts' width.  Its layer
- * types must alternate sliding and full from layer 0 (the graph's
- * pattern) and swiglu_limit be 7 (the graph's clamp); MXFP4 experts
- * (U8 *_blocks and *_scales) are refused by the safetensors reader. */
+/* GptOssModel: TextModel's keys, the head size, the window (required)
+ * and the experts' width.  Its layer types must alternate sliding and
+ * full from layer 0 (the graph's pattern) and swiglu_limit be 7 (the
+ * graph's clamp).  Experts dense (bf16/f16/f32) or MXFP4 (U8 *_blocks and
+ * *_scales, joined by map_tensors); quantization_config, when there,
+ * must say mxfp4. */
 static tport_status gptoss_keys(hf_ctx *h) {
     uint32_t n_embd = 0, n_head = 0, head_dim;
     float limit;
+    const cJSON *qc = cJSON_GetObjectItemCaseSensitive(h->cfg, "quantization_config");
+    const cJSON *qm = cJSON_GetObjectItemCaseSensitive(qc, "quant_method");
+    if (qc && !cJSON_IsNull(qc) && (!cJSON_IsString(qm) || strcmp(qm->valuestring, "mxfp4")))
+        return tport_error(TPORT_STATUS_UNSUPPORTED, "%s: config.json: gpt-oss quantization_config quant_method "
+                           "'%s' is not supported (mxfp4 only)", h->mf->path,
+                           cJSON_IsString(qm) ? qm->valuestring : "?");
     if (cfg_f32(h->cfg, "swiglu_limit", &limit) && limit != 7.0f)
         return tport_error(TPORT_STATUS_UNSUPPORTED, "%s: config.json: gpt-oss swiglu_limit %g is not supported (7 "
                            "only)", h->mf->path, (double)limit);
@@ -1172,6 +1181,10 @@ static const hf_name GPTOSS_LAYER[] = {
     {"mlp.experts.gate_up_proj_bias", "ffn_gate_exps.bias", HF_INTERLEAVED},
     {"mlp.experts.down_proj", "ffn_down_exps.weight", HF_EXPERTS_T},
     {"mlp.experts.down_proj_bias", "ffn_down_exps.bias", 0},
+    {"mlp.experts.gate_up_proj_blocks", "ffn_gate_exps.weight", HF_MXFP4_BLOCKS | HF_INTERLEAVED},
+    {"mlp.experts.gate_up_proj_scales", "ffn_gate_exps.weight", HF_MXFP4_SCALES | HF_INTERLEAVED},
+    {"mlp.experts.down_proj_blocks", "ffn_down_exps.weight", HF_MXFP4_BLOCKS},
+    {"mlp.experts.down_proj_scales", "ffn_down_exps.weight", HF_MXFP4_SCALES},
     {"self_attn.rotary_emb.inv_freq", NULL, HF_DROP},
     {NULL, NULL, 0}};
 static const hf_name PHI3_LAYER[] = {{"self_attn.qkv_proj.weight", "attn_qkv.weight", 0},
@@ -1662,8 +1675,13 @@ static tport_status map_tensors(hf_ctx *h, const hf_arch *a, bool wrapper) {
     /* the up halves of fused experts, appended after the loop */
     tport_mf_tensor *ups = mf_alloc_array(mf, (uint64_t)mf->n_tensors + 1, sizeof *ups);
     uint8_t *stacked = mf_alloc_array(mf, (uint64_t)mf->n_tensors + 1, 1); /* kept index: a stack made here */
-    int n_ups = 0;
-    if ((n_exp && !seen) || !ups || !stacked)
+    int n_ups = 0, n_mx = 0;
+    /* MXFP4 blocks or scales waiting for their other half */
+    tport_mf_tensor *mx = mf_alloc_array(mf, (uint64_t)mf->n_tensors + 1, sizeof *mx);
+    unsigned *mx_flags = mf_alloc_array(mf, (uint64_t)mf->n_tensors + 1, sizeof *mx_flags);
+    char **mx_gguf = mf_alloc_array(mf, (uint64_t)mf->n_tensors + 1, sizeof *mx_gguf);
+    int n_joined = 0;
+    if ((n_exp && !seen) || !ups || !stacked || !mx || !mx_flags || !mx_gguf)
         return TPORT_STATUS_OUT_OF_MEMORY;
     for (int i = 0; i < mf->n_tensors; i++) {
         tport_mf_tensor t = mf->tensors[i];
@@ -1677,6 +1695,36 @@ static tport_status map_tensors(hf_ctx *h, const hf_arch *a, bool wrapper) {
         MF_TRY(rename_one(mf, a, wrapper ? text_name : t.name, name, sizeof name, &flags, &expert));
         if ((flags & HF_DROP) || past_last_layer(h, name[0] ? name : t.name))
             continue;
+        if (t.type == MF_TYPE_U8 && !(flags & (HF_MXFP4_BLOCKS | HF_MXFP4_SCALES)))
+            return mf_fail(h->c, t.offset, "tensor %s: dtype U8 is read only as MXFP4 blocks and scales (gpt-oss "
+                           "experts), not as %s", t.name, name[0] ? name : t.name);
+        if (flags & (HF_MXFP4_BLOCKS | HF_MXFP4_SCALES)) {
+            int k = 0; /* its other half, if seen (the pending keep their HF names) */
+            while (k < n_mx && (strcmp(mx_gguf[k], name) || mx_flags[k] == flags))
+                k++;
+            if (k == n_mx) {
+                if (!(mx_gguf[n_mx] = mf_strndup(mf, name, strlen(name))))
+                    return TPORT_STATUS_OUT_OF_MEMORY;
+                mx[n_mx] = t;
+                mx_flags[n_mx++] = flags;
+                continue;
+            }
+            bool is_blocks = (flags & HF_MXFP4_BLOCKS) != 0;
+            tport_mf_tensor b = is_blocks ? t : mx[k], sc = is_blocks ? mx[k] : t;
+            MF_TRY(mf_hf_mxfp4_join(mf, h->c, &b, &sc, name, (flags & HF_INTERLEAVED) != 0, n_exp, &t,
+                                    &ups[n_ups]));
+            if (flags & HF_INTERLEAVED)
+                n_ups++;
+            n_mx--;
+            mx[k] = mx[n_mx];
+            mx_gguf[k] = mx_gguf[n_mx];
+            mx_flags[k] = mx_flags[n_mx];
+            if (!n_joined++)
+                mf_add_note(mf, "gpt-oss MXFP4 experts (U8 blocks + E8M0 scales) repacked into ggml MXFP4 "
+                            "blocks at load (lossless)");
+            mf->tensors[kept++] = t;
+            continue;
+        }
         if (flags & HF_EXPERT) {
             int k = 0;
             while (k < kept && strcmp(mf->tensors[k].name, name))
@@ -1707,6 +1755,10 @@ static tport_status map_tensors(hf_ctx *h, const hf_arch *a, bool wrapper) {
             MF_TRY(plus_one(mf, h->c, &t));
         mf->tensors[kept++] = t;
     }
+    if (n_mx)
+        return mf_fail(h->c, mx[0].offset, "tensor %s: MXFP4 %s without their %s (%s)", mx[0].name,
+                       mx_flags[0] & HF_MXFP4_BLOCKS ? "blocks" : "scales",
+                       mx_flags[0] & HF_MXFP4_BLOCKS ? "scales" : "blocks", mx_gguf[0]);
     for (int k = 0; seen && k < kept; k++)
         if (stacked[k] && memchr(seen + (size_t)k * n_exp, 0, n_exp))
             return tport_error(TPORT_STATUS_BAD_FORMAT, "%s: %s: an expert's matrix is missing", mf->path,

@@ -86,13 +86,26 @@ static void embedding_only(tport_model_file *mf, const char *what) {
  * layouts (hf_arch.c), tokenizer.json the tokenizer (hf_tokenizer.c), both
  * as GGUF keys; the hyperparameters and vocabulary then come from those
  * keys as from a GGUF file's. */
+/* A safetensors U8 tensor the mapping did not take as MXFP4 blocks or
+ * scales (no config.json, or an architecture without them). */
+static tport_status refuse_u8(const tport_model_file *mf, const mf_cursor *c) {
+    for (int i = 0; i < mf->n_tensors; i++)
+        if (mf->tensors[i].type == MF_TYPE_U8)
+            return mf_fail(c, mf->tensors[i].offset, "tensor %s: dtype U8 is read only as MXFP4 blocks and scales "
+                           "of an architecture that has them (gpt-oss, with its config.json)", mf->tensors[i].name);
+    return TPORT_STATUS_OK;
+}
+
 tport_status mf_apply_hf_config(tport_model_file *mf, const mf_cursor *c) {
     cJSON *cfg = mf->borrowed ? NULL : mf_read_beside(mf->path, "config.json");
     if (!cfg) {
+        MF_TRY(refuse_u8(mf, c));
         embedding_only(mf, "config.json");
         return TPORT_STATUS_OK;
     }
     tport_status st = mf_hf_map_config(mf, c, cfg);
+    if (!st)
+        st = refuse_u8(mf, c);
     if (!st)
         st = mf_hf_tokenizer(mf, c, cfg);
     cJSON_Delete(cfg);

@@ -81,6 +81,21 @@ bool mf_type_size(tport_type_id type, int64_t *block, uint64_t *block_bytes);
 /* Bytes of a tensor; BAD_FORMAT (at offset `at`) on a bad shape. */
 tport_status mf_tensor_bytes(const mf_cursor *c, uint64_t at, tport_type_id type, int n_dims,
                              const int64_t *ne, uint64_t *nbytes);
+/* A safetensors U8 tensor (I8's geometry) before the Hugging Face
+ * mapping: only MXFP4 blocks and scales may be U8 (hf_arch.c joins them
+ * into TPORT_TYPE_MXFP4); mf_apply_hf_config refuses any left over.  Never
+ * seen outside the readers. */
+#define MF_TYPE_U8 ((tport_type_id)0xFFFFFFFEu)
+/* gpt-oss's MXFP4 experts as Hugging Face stores them, `*_blocks` U8
+ * [n_expert, rows, K/32, 16] and `*_scales` U8 [n_expert, rows, K/32]
+ * (ggml ne order in the tensors), repacked into ggml's MXFP4 blocks in
+ * owned memory (hf_mxfp4.c).  *out gets the name `name`, ne [K, rows,
+ * n_expert]; with `interleaved` (gate_up: gate and up rows alternate)
+ * *out gets the even rows and *up the odd ones, named with "gate" made
+ * "up".  Shapes are checked against each other and n_expert (0: any). */
+tport_status mf_hf_mxfp4_join(tport_model_file *mf, const mf_cursor *c, const tport_mf_tensor *blocks,
+                              const tport_mf_tensor *scales, const char *name, bool interleaved,
+                              uint32_t n_expert, tport_mf_tensor *out, tport_mf_tensor *up);
 /* Reserves room for n more tensors (n already capped by the caller). */
 tport_status mf_reserve_tensors(tport_model_file *mf, uint64_t n);
 /* Appends a tensor whose data lies in the mapping at `offset`; checks the

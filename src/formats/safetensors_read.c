@@ -46,7 +46,13 @@ static tport_status read_entry(tport_model_file *mf, const mf_cursor *c, const c
     if (!cJSON_IsObject(e) || !cJSON_IsString(dtype) || !cJSON_IsArray(shape) || !cJSON_IsArray(offs) ||
         cJSON_GetArraySize(offs) != 2)
         return mf_fail(c, 8, "tensor '%.64s': needs dtype, shape and data_offsets", name);
-    if (!dtype_of(dtype->valuestring, &type))
+    /* U8 holds MXFP4 blocks and scales (gpt-oss): read with I8's geometry,
+     * marked MF_TYPE_U8 until the architecture's mapping (hf_arch.c) takes
+     * it as such a part; any other U8 tensor is refused there */
+    bool u8 = !strcmp(dtype->valuestring, "U8");
+    if (u8)
+        type = TPORT_TYPE_I8;
+    else if (!dtype_of(dtype->valuestring, &type))
         return mf_fail(c, 8, "tensor '%.64s': dtype %.16s is not supported", name, dtype->valuestring);
     int n_dims = cJSON_GetArraySize(shape);
     if (n_dims > 4)
@@ -70,8 +76,11 @@ static tport_status read_entry(tport_model_file *mf, const mf_cursor *c, const c
         return mf_fail(c, 8, "tensor '%.64s': offset overflows", name);
     char norm[256];
     mf_normalize_llama_name(name, norm, sizeof norm);
-    return mf_add_tensor(mf, c, data_start + begin < c->size ? data_start + begin : 8, norm, strlen(norm), type,
-                         n_dims ? n_dims : 1, ne, abs_begin);
+    MF_TRY(mf_add_tensor(mf, c, data_start + begin < c->size ? data_start + begin : 8, norm, strlen(norm), type,
+                         n_dims ? n_dims : 1, ne, abs_begin));
+    if (u8)
+        mf->tensors[mf->n_tensors - 1].type = MF_TYPE_U8;
+    return TPORT_STATUS_OK;
 }
 
 static tport_status read_header(tport_model_file *mf, const mf_cursor *c, const cJSON *root, uint64_t data_start) {

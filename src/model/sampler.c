@@ -177,17 +177,16 @@ tport_token tport_sampler_sample(tport_sampler *sm, const float *logits, int32_t
             w[sm->bias[i].id] += sm->bias[i].bias;
     if (penalize(sm, w, n_vocab) != TPORT_STATUS_OK)
         return -1;
-    candidate *c = sm->cand;
-    for (int32_t i = 0; i < n_vocab; i++)
-        c[i] = (candidate){i, w[i]};
-
-    if (sm->p.temperature <= 0) {
+    if (sm->p.temperature <= 0) { /* greedy: the first largest, no candidates */
         int32_t best = 0;
         for (int32_t i = 1; i < n_vocab; i++)
-            if (c[i].logit > c[best].logit)
+            if (w[i] > w[best])
                 best = i;
         return best;
     }
+    candidate *c = sm->cand;
+    for (int32_t i = 0; i < n_vocab; i++)
+        c[i] = (candidate){i, w[i]};
 
     qsort(c, (size_t)n_vocab, sizeof *c, by_logit_desc);
     if (!isfinite(c[0].logit))

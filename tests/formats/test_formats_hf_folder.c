@@ -11,7 +11,7 @@
  *    qwen2moe (a gated shared expert), granitemoe (fused 3-D experts),
  *    deepseek2 (MLA: kv_b_proj split into attn_k_b / attn_v_b; grouped
  *    sigmoid routing; YaRN), gpt-oss (dense experts: [n_expert, in,
- *    out], gate/up interleaved; MXFP4 blocks refused) and mistral3 (a multimodal wrapper: text_config,
+ *    out], gate/up interleaved; MXFP4 blocks without scales refused) and mistral3 (a multimodal wrapper: text_config,
  *    language_model.*, a vision tensor dropped);
  *    synthesized with GPT-2's vocabulary): the folder
  *    gives the GGUF's tensors byte for byte, its hyperparameters and its
@@ -341,7 +341,8 @@ static void refusals(void) {
               i, configs[i][1], st ? tport_last_error() : "opened");
         tport_model_file_close(f);
     }
-    /* gpt-oss's MXFP4 experts (U8 blocks and scales) are refused, naming the dtype */
+    /* gpt-oss's MXFP4 experts: blocks without their scales are refused
+     * (tests/formats/test_hf_gptoss_mxfp4.sh runs whole MXFP4 folders) */
     uint8_t blocks[64] = {0};
     st_tensor mx = {.name = "model.layers.0.mlp.experts.down_proj_blocks", .dtype = "U8", .n_dims = 4,
                     .shape = {1, 2, 2, 16}, .data = blocks, .nbytes = sizeof blocks};
@@ -350,8 +351,8 @@ static void refusals(void) {
                      "\"num_attention_heads\": 2, \"num_local_experts\": 1, \"num_experts_per_tok\": 1, "
                      "\"intermediate_size\": 64, \"sliding_window\": 8}");
     f = NULL;
-    CHECK(tport_model_file_open(folder, &f) != TPORT_STATUS_OK && strstr(tport_last_error(), "U8"),
-          "MXFP4 blocks refused naming U8: %s", f ? "opened" : tport_last_error());
+    CHECK(tport_model_file_open(folder, &f) != TPORT_STATUS_OK && strstr(tport_last_error(), "without their scales"),
+          "MXFP4 blocks without scales refused: %s", f ? "opened" : tport_last_error());
     tport_model_file_close(f);
     write_safetensors(moe_path, &t, 1);
     write_text(path, "{\"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\": 8, \"num_hidden_layers\": 1, "

@@ -136,6 +136,7 @@ int main(void) {
         "{\"a\": {\"dtype\": \"Q9\", \"shape\": [4], \"data_offsets\": [0, 16]}}",           /* dtype */
         "{\"a\": {\"dtype\": \"F32\", \"shape\": [1e300, 1e300], \"data_offsets\": [0, 16]}}",/* huge */
         "{\"a\": {\"dtype\": \"F32\", \"shape\": [4], \"data_offsets\": [16, 0]}}",          /* reversed */
+        "{\"a\": {\"dtype\": \"U8\", \"shape\": [16], \"data_offsets\": [0, 16]}}",            /* U8: MXFP4 only */
         "{\"a\": [1, 2]}",
         "[1, 2, 3]",
         "{\"a\": {\"dtype\": \"F32\", \"shape\": [4], \"data_offsets\": [0, 16]}",           /* truncated JSON */

@@ -123,6 +123,30 @@ static int hf_seeds(const char *dir, int (*save)(const char *, const char *, bb 
     bb_raw(&model, spm, sizeof spm);
     set_file(&set, &model);
     rc |= save(dir, "hf-llama-spm-model", &set);
+    /* gpt-oss with MXFP4 experts: U8 *_blocks [1, rows, 1, 16] and
+     * *_scales [1, rows, 1] (hf_mxfp4.c), no tokenizer */
+    bb mx = {0}, nothing = {0};
+    hf_file(&mx, "{\"architectures\": [\"GptOssForCausalLM\"], \"hidden_size\": 32, \"num_hidden_layers\": 1, "
+                 "\"num_attention_heads\": 2, \"num_local_experts\": 1, \"num_experts_per_tok\": 1, "
+                 "\"intermediate_size\": 32, \"sliding_window\": 8, \"quantization_config\": "
+                 "{\"quant_method\": \"mxfp4\"}}");
+    set_file(&mx, &nothing);
+    set_file(&mx, &nothing);
+    char mh[1024];
+    snprintf(mh, sizeof mh,
+             "{\"model.layers.0.mlp.experts.down_proj_blocks\": {\"dtype\": \"U8\", \"shape\": [1, 32, 1, 16], "
+             "\"data_offsets\": [0, 512]}, \"model.layers.0.mlp.experts.down_proj_scales\": {\"dtype\": \"U8\", "
+             "\"shape\": [1, 32, 1], \"data_offsets\": [512, 544]}, \"model.layers.0.mlp.experts.gate_up_proj_blocks\": "
+             "{\"dtype\": \"U8\", \"shape\": [1, 64, 1, 16], \"data_offsets\": [544, 1568]}, "
+             "\"model.layers.0.mlp.experts.gate_up_proj_scales\": {\"dtype\": \"U8\", \"shape\": [1, 64, 1], "
+             "\"data_offsets\": [1568, 1632]}}");
+    bb mst = {0};
+    bb_u64(&mst, strlen(mh));
+    bb_raw(&mst, mh, strlen(mh));
+    for (int k = 0; k < 1632; k++)
+        bb_u8(&mst, (uint8_t)(k < 512 || (k >= 544 && k < 1568) ? k * 37 : 120 + k % 8));
+    set_file(&mx, &mst);
+    rc |= save(dir, "hf-gptoss-mxfp4", &mx);
     return rc;
 }
 
@@ -352,6 +376,13 @@ int main(int argc, char **argv) {
     bb_raw(&b, st, strlen(st));
     bb_zeros(&b, 16);
     rc |= save(argv[1], "safetensors", &b);
+    /* a U8 tensor (MXFP4 blocks), refused without config.json */
+    st = "{\"model.layers.0.mlp.experts.down_proj_blocks\": {\"dtype\": \"U8\", \"shape\": [1, 1, 1, 16], "
+         "\"data_offsets\": [0, 16]}}";
+    bb_u64(&b, strlen(st));
+    bb_raw(&b, st, strlen(st));
+    bb_zeros(&b, 16);
+    rc |= save(argv[1], "safetensors-u8", &b);
     sample_pytorch_legacy(&b);
     rc |= save(argv[1], "pytorch-legacy", &b);
     /* one file of a split set and an index: their own checks run even

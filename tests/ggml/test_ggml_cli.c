@@ -24,6 +24,7 @@
 #include "../model/json_min.h"
 #include "../test_util.h"
 
+#if defined(TPORT_GGML_PLUGIN) && defined(TPORT_CLI) /* used only where the bridge is built */
 /* Whether some line of text starts with `start` and contains `has`. */
 static bool line_with(const char *text, const char *start, const char *has) {
     size_t n = strlen(start);
@@ -38,6 +39,7 @@ static bool line_with(const char *text, const char *start, const char *has) {
     }
     return false;
 }
+#endif
 
 #define NAME "test_ggml_cli"
 

@@ -27,8 +27,11 @@ typedef struct batcher {
     int n;
     int n_active;          /* slots between their prompt and their end  */
     int n_pending;         /* of them, waiting for the next step        */
+    int n_late;            /* of them, left out of the last step (late) */
     bool running;          /* a leader is evaluating a step             */
-    double wait_ms;        /* how long the first of a step waits for the rest */
+    double wait_ms;        /* the least the first of a step waits for the rest */
+    double step_ms;        /* how long the last step of several slots took */
+    double ended;          /* when the last step ended (ms)             */
     /* for /metrics: steps run, tokens in them, steps of several slots */
     atomic_uint_fast64_t steps, rows, shared;
 } batcher;
