@@ -307,7 +307,8 @@ CPU_HIDDEN void cpu_kqtile_unpack(tport_type_id type, const uint8_t *const rows[
 CPU_HIDDEN void cpu_kqtile_dot(tport_type_id type, const uint8_t *tile, int64_t K, const uint8_t *y,
                                size_t y_stride, int ncols, float *out);
 
-/* ---- tiled Q8_0/Q4_0 x Q8_0 mul_mat (cpu_mul_mat_q8tile.c) --------------
+/* ---- tiled Q8_0/Q4_0/Q5_0 x Q8_0, Q4_1/Q5_1 x Q8_1 mul_mat
+ * (cpu_mul_mat_q8tile.c) ------------------------------------------------
  * Present in builds with AVX-512 VNNI or AVX2 + FMA + F16C; elsewhere
  * available() is false. */
 #define CPU_Q8TILE_ROWS 8
@@ -318,9 +319,10 @@ CPU_HIDDEN size_t cpu_q8tile_scratch(int64_t K);
 CPU_HIDDEN void cpu_q8tile_unpack(tport_type_id type, const uint8_t *const rows[], int nrows, int64_t K,
                                   uint8_t *tile);
 /* out[c * CPU_Q8TILE_ROWS + r] = dot(tile row r, column c) for ncols (1..4)
- * Q8_0 columns y + c * y_stride. */
-CPU_HIDDEN void cpu_q8tile_dot(const uint8_t *tile, int64_t K, const uint8_t *y, size_t y_stride, int ncols,
-                               float *out);
+ * columns y + c * y_stride of type's vec_dot_type (Q8_0 or Q8_1); type as
+ * unpacked. */
+CPU_HIDDEN void cpu_q8tile_dot(tport_type_id type, const uint8_t *tile, int64_t K, const uint8_t *y,
+                               size_t y_stride, int ncols, float *out);
 
 /* ---- tiled lattice i-quant (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S,
  * IQ1_M) and Q2_K x Q8_K mul_mat (cpu_mul_mat_iqtile.c): the same

@@ -63,25 +63,35 @@ static void scale_min(const uint8_t *s, int j, int *sc, int *m) {
 typedef struct kq_part {
     uint8_t q[32];
     float scale[2], offset[2];
+    int isc[2]; /* scale[h] = d * isc[h] */
+    float d;
 } kq_part;
 
 static size_t block_bytes(tport_type_id type) {
     return type == TPORT_TYPE_Q4_K ? Q4_K_BYTES : type == TPORT_TYPE_Q5_K ? Q5_K_BYTES : Q6_K_BYTES;
 }
 
+/* Bytes of v shifted right by n (0..7) bits, each byte on its own. */
+static __m256i bytes_srl(__m256i v, int n) { return _mm256_srl_epi16(v, _mm_cvtsi32_si128(n)); }
+
 static void part_of(tport_type_id type, const uint8_t *blk, int j, kq_part *o) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
     if (type == TPORT_TYPE_Q6_K) {
         /* {ql[128], qh[64], int8 scales[16], f16 d}: element 32 j + l of
          * half h = j / 4 takes its low nibble from ql[64 h + l (+ 32 for odd
          * j)], low or high by (j / 2) % 2, and its top two bits from
-         * qh[32 h + l] at bit 2 (j % 4) */
+         * qh[32 h + l] at bit 2 (j % 4); 32 bytes at once, the 16-bit
+         * shifts' spill into the next byte masked off */
         const uint8_t *ql = blk + 64 * (j / 4) + 32 * (j & 1), *qh = blk + 128 + 32 * (j / 4);
         const int8_t *sc = (const int8_t *)(const void *)(blk + 192);
-        int lo_shift = (j & 2) ? 4 : 0, hi_shift = 2 * (j % 4);
-        for (int l = 0; l < 32; l++)
-            o->q[l] = (uint8_t)(((ql[l] >> lo_shift) & 0xF) | ((qh[l] >> hi_shift) & 3) << 4);
+        const __m256i lo = _mm256_and_si256(bytes_srl(_mm256_loadu_si256((const __m256i *)(const void *)ql), (j & 2) ? 4 : 0), m4);
+        const __m256i hi = _mm256_and_si256(bytes_srl(_mm256_loadu_si256((const __m256i *)(const void *)qh), 2 * (j % 4)),
+                                            _mm256_set1_epi8(3));
+        _mm256_storeu_si256((__m256i *)(void *)o->q, _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4)));
         float d = half_at(blk + 208);
+        o->d = d;
         for (int h = 0; h < 2; h++) {
+            o->isc[h] = sc[2 * j + h];
             o->scale[h] = d * (float)sc[2 * j + h];
             o->offset[h] = 32.0f * o->scale[h];
         }
@@ -93,20 +103,21 @@ static void part_of(tport_type_id type, const uint8_t *blk, int j, kq_part *o) {
      * sub-block j is bit j of qh[l] */
     bool five = type == TPORT_TYPE_Q5_K;
     const uint8_t *qs = blk + (five ? 48 : 16) + 32 * (j / 2), *qh = blk + 16;
-    int shift = (j & 1) ? 4 : 0;
-    for (int l = 0; l < 32; l++)
-        o->q[l] = (uint8_t)(((qs[l] >> shift) & 0xF) | (five ? ((qh[l] >> j) & 1) << 4 : 0));
+    __m256i q = _mm256_and_si256(bytes_srl(_mm256_loadu_si256((const __m256i *)(const void *)qs), (j & 1) ? 4 : 0), m4);
+    if (five) {
+        const __m256i h = _mm256_and_si256(bytes_srl(_mm256_loadu_si256((const __m256i *)(const void *)qh), j),
+                                           _mm256_set1_epi8(1));
+        q = _mm256_or_si256(q, _mm256_slli_epi16(h, 4));
+    }
+    _mm256_storeu_si256((__m256i *)(void *)o->q, q);
     int sc, m;
     scale_min(blk + 4, j, &sc, &m);
-    o->scale[0] = o->scale[1] = half_at(blk) * (float)sc;
+    o->d = half_at(blk);
+    o->isc[0] = o->isc[1] = sc;
+    o->scale[0] = o->scale[1] = o->d * (float)sc;
     o->offset[0] = o->offset[1] = half_at(blk + 2) * (float)m;
 }
 
-static int bsum(const uint8_t *yb, int i) {
-    int16_t v;
-    memcpy(&v, yb + Q8_K_BSUMS + 2 * i, sizeof v);
-    return v;
-}
 #endif
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VNNI__) && \
@@ -114,17 +125,26 @@ static int bsum(const uint8_t *yb, int i) {
 /* AVX-512 VNNI.  Unpacked, per super-block b, sub-block j and row pair p
  * (rows 2p, 2p+1):
  *   vals: 64 bytes, the pair's 32 values each,
- *   scls: 16 floats, the scale of each 4-element dpbusd lane: lanes 0-3
- *         and 4-7 the halves of row 2p, 8-11 and 12-15 those of row 2p+1,
- * and after all of those, per (b, j), offs: 16 floats, the offsets of the
+ *   iscl: 32 int16, the integer sub-scale of each maddubs pair: words
+ *         0-7 and 8-15 the halves of row 2p, 16-23 and 24-31 those of
+ *         row 2p+1,
+ * after all of those, per (b, j), offs: 16 floats, the offsets of the
  * first halves of the 8 rows, then of the second halves, whose products
- * with dy * sum(y) build up in one 8-lane accumulator per column. */
+ * with dy * sum(y) build up in one 8-lane accumulator per column; and
+ * per (b, p), dsup: 16 floats, the super-block scale d of row 2p (lanes
+ * 0-7) and of row 2p+1 (8-15).
+ * The values times y go through maddubs (unsigned values <= 63 against
+ * signed bytes: pairs at most 2 * 63 * 128, no saturation) and dpwssd
+ * with the integer sub-scales into int32 lanes that sum a whole
+ * super-block exactly (at most 8 * 4 * 63 * 128 * 128 < 2^31), then one
+ * conversion and FMA by d * dy per super-block, as the per-row kernels
+ * do; the float scaling per sub-block is gone from the inner loop. */
 #define PAIRS (CPU_Q8TILE_ROWS / 2)
 #define COLS 4
-#define UNIT ((size_t)64 * 2) /* vals, scls of one (sub-block, pair) */
+#define UNIT ((size_t)64 * 2) /* vals, iscl of one (sub-block, pair) */
 
 size_t cpu_kqtile_scratch(int64_t K) {
-    return (size_t)(K / QK) * 8 * (PAIRS * UNIT + 16 * sizeof(float)) + 64;
+    return (size_t)(K / QK) * (8 * (PAIRS * UNIT + 16 * sizeof(float)) + PAIRS * 16 * sizeof(float)) + 64;
 }
 
 static size_t unit_at(int64_t b, int j, int p) {
@@ -136,26 +156,37 @@ static size_t offs_at(int64_t nb, int64_t b, int j) {
     return (size_t)(nb * 8) * PAIRS * UNIT + (size_t)(b * 8 + j) * 16 * sizeof(float);
 }
 
+/* The super-block scales of pair p in super-block b, after the offsets. */
+static size_t dsup_at(int64_t nb, int64_t b, int p) {
+    return (size_t)(nb * 8) * (PAIRS * UNIT + 16 * sizeof(float)) + (size_t)(b * PAIRS + p) * 16 * sizeof(float);
+}
+
 void cpu_kqtile_unpack(tport_type_id type, const uint8_t *const rows[], int nrows, int64_t K, uint8_t *tile) {
     int64_t nb = K / QK;
     size_t bb = block_bytes(type);
     for (int r = 0; r < CPU_Q8TILE_ROWS; r++) {
         int p = r / 2, half = r & 1;
         for (int64_t b = 0; b < nb; b++) {
+            float d = 0.0f;
             for (int j = 0; j < 8; j++) {
                 kq_part part = {0};
                 if (r < nrows)
                     part_of(type, rows[r] + (size_t)b * bb, j, &part);
+                d = part.d;
                 uint8_t *u = tile + unit_at(b, j, p);
-                float *scl = (float *)(void *)(u + 64), *offs = (float *)(void *)(tile + offs_at(nb, b, j));
+                int16_t *isc = (int16_t *)(void *)(u + 64);
+                float *offs = (float *)(void *)(tile + offs_at(nb, b, j));
                 memcpy(u + 32 * half, part.q, 32);
-                for (int l = 0; l < 4; l++) {
-                    scl[8 * half + l] = part.scale[0];
-                    scl[8 * half + 4 + l] = part.scale[1];
+                for (int l = 0; l < 8; l++) {
+                    isc[16 * half + l] = (int16_t)part.isc[0];
+                    isc[16 * half + 8 + l] = (int16_t)part.isc[1];
                 }
                 offs[r] = part.offset[0];
                 offs[8 + r] = part.offset[1];
             }
+            float *ds = (float *)(void *)(tile + dsup_at(nb, b, p));
+            for (int l = 0; l < 8; l++)
+                ds[8 * half + l] = d;
         }
     }
 }
@@ -180,8 +211,26 @@ static inline __attribute__((always_inline)) void kernel(const uint8_t *tile, in
         for (int p = 0; p < PAIRS; p++)
             acc[p][c] = _mm512_setzero_ps();
     }
-    const __m512i zero = _mm512_setzero_si512();
     for (int64_t b = 0; b < nb; b++) {
+        /* dy * the super-block's group sums of y, per column, converted
+         * together once: split, per 16 (ys[c][2j + h]); else per 32
+         * (ys[c][j], the exact integer pair sum first) */
+        float ys[COLS][16], dyf[COLS];
+        for (int c = 0; c < nc; c++) {
+            const uint8_t *yb = y + (size_t)c * y_stride + (size_t)b * Q8_K_BYTES;
+            memcpy(&dyf[c], yb, sizeof dyf[c]);
+            const __m256i bs = _mm256_loadu_si256((const __m256i *)(const void *)(yb + Q8_K_BSUMS));
+            if (split)
+                _mm512_storeu_ps(ys[c], _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(bs)),
+                                                      _mm512_set1_ps(dyf[c])));
+            else
+                _mm256_storeu_ps(ys[c], _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(bs, _mm256_set1_epi16(1))),
+                                                      _mm256_set1_ps(dyf[c])));
+        }
+        __m512i isum[PAIRS][COLS];
+        for (int p = 0; p < PAIRS; p++)
+            for (int c = 0; c < COLS; c++)
+                isum[p][c] = _mm512_setzero_si512();
         for (int j = 0; j < 8; j++) {
             __m512i x[PAIRS];
             for (int p = 0; p < PAIRS; p++)
@@ -190,25 +239,25 @@ static inline __attribute__((always_inline)) void kernel(const uint8_t *tile, in
             const __m256 off0 = _mm256_loadu_ps(offs), off1 = _mm256_loadu_ps(offs + 8);
             for (int c = 0; c < nc; c++) {
                 const uint8_t *yb = y + (size_t)c * y_stride + (size_t)b * Q8_K_BYTES;
-                float dyf;
-                memcpy(&dyf, yb, sizeof dyf);
                 __m512i yv = _mm512_broadcast_i64x4(
                     _mm256_loadu_si256((const __m256i *)(const void *)(yb + Q8_K_QS + 32 * j)));
-                __m512 dy = _mm512_set1_ps(dyf);
                 if (split) {
-                    oacc[c] = _mm256_fmadd_ps(off0, _mm256_set1_ps(dyf * (float)bsum(yb, 2 * j)), oacc[c]);
-                    oacc[c] = _mm256_fmadd_ps(off1, _mm256_set1_ps(dyf * (float)bsum(yb, 2 * j + 1)), oacc[c]);
+                    oacc[c] = _mm256_fmadd_ps(off0, _mm256_broadcast_ss(&ys[c][2 * j]), oacc[c]);
+                    oacc[c] = _mm256_fmadd_ps(off1, _mm256_broadcast_ss(&ys[c][2 * j + 1]), oacc[c]);
                 } else {
-                    oacc[c] = _mm256_fmadd_ps(off0, _mm256_set1_ps(dyf * (float)(bsum(yb, 2 * j) + bsum(yb, 2 * j + 1))),
-                                              oacc[c]);
+                    oacc[c] = _mm256_fmadd_ps(off0, _mm256_broadcast_ss(&ys[c][j]), oacc[c]);
                 }
                 for (int p = 0; p < PAIRS; p++) {
-                    const uint8_t *u = tile + unit_at(b, j, p);
-                    __m512i i = _mm512_dpbusd_epi32(zero, x[p], yv);
-                    __m512 d = _mm512_mul_ps(_mm512_loadu_ps((const float *)(const void *)(u + 64)), dy);
-                    acc[p][c] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(i), acc[p][c]);
+                    const __m512i sc = _mm512_loadu_si512((const void *)(tile + unit_at(b, j, p) + 64));
+                    isum[p][c] = _mm512_dpwssd_epi32(isum[p][c], _mm512_maddubs_epi16(x[p], yv), sc);
                 }
             }
+        }
+        for (int p = 0; p < PAIRS; p++) {
+            const __m512 ds = _mm512_loadu_ps((const float *)(const void *)(tile + dsup_at(nb, b, p)));
+            for (int c = 0; c < nc; c++)
+                acc[p][c] = _mm512_fmadd_ps(_mm512_mul_ps(ds, _mm512_set1_ps(dyf[c])), _mm512_cvtepi32_ps(isum[p][c]),
+                                            acc[p][c]);
         }
     }
     for (int c = 0; c < nc; c++) {
@@ -237,36 +286,46 @@ void cpu_kqtile_dot(tport_type_id type, const uint8_t *tile, int64_t K, const ui
 
 #elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 /* AVX2: the unsigned values go straight into maddubs against the signed
- * Q8_K bytes (pair sums at most 2 * 63 * 128, no saturation).  Unpacked,
- * per super-block b, sub-block j and row r (ROWS = 8), u = (b 8 + j) ROWS + r:
- *   vals[32 u + e]          the 32 values,
- *   scls[u], scls[units + u]  the scales of the two halves,
- *   offs[u], offs[units + u]  their offsets.
+ * Q8_K bytes (pair sums at most 2 * 63 * 128, no saturation), then madd
+ * with the integer sub-scales into int32 lanes that sum a super-block
+ * exactly, as in the AVX-512 kernel.  Unpacked, per super-block b,
+ * sub-block j and row r (ROWS = 8), u = (b 8 + j) ROWS + r:
+ *   vals[32 u + e]            the 32 values,
+ *   iscl[16 u + w]            the integer sub-scale of maddubs word w
+ *                             (words 0-7 the first half, 8-15 the second),
+ *   offs[u], offs[units + u]  the halves' offsets,
+ * and per (b, r) dsup[b ROWS + r], the super-block scale d.
  * The kernel takes 4 rows x 2 columns at a time, as the Q8_0 one. */
 #define ROWS CPU_Q8TILE_ROWS
 
 size_t cpu_kqtile_scratch(int64_t K) {
-    return (size_t)(K / QK) * 8 * ROWS * (32 + 4 * sizeof(float)) + 64;
+    return (size_t)(K / QK) * ROWS * (8 * (32 + 32 + 2 * sizeof(float)) + sizeof(float)) + 64;
 }
 
 void cpu_kqtile_unpack(tport_type_id type, const uint8_t *const rows[], int nrows, int64_t K, uint8_t *tile) {
     int64_t nb = K / QK, units = nb * 8 * ROWS;
     size_t bb = block_bytes(type);
     uint8_t *vals = tile;
-    float *scls = (float *)(void *)(tile + (size_t)units * 32), *offs = scls + 2 * units;
+    int16_t *iscl = (int16_t *)(void *)(tile + (size_t)units * 32);
+    float *offs = (float *)(void *)(tile + (size_t)units * 64), *dsup = offs + 2 * units;
     for (int r = 0; r < ROWS; r++) {
         for (int64_t b = 0; b < nb; b++) {
+            float d = 0.0f;
             for (int j = 0; j < 8; j++) {
                 size_t u = (size_t)((b * 8 + j) * ROWS + r);
                 kq_part part = {0};
                 if (r < nrows)
                     part_of(type, rows[r] + (size_t)b * bb, j, &part);
+                d = part.d;
                 memcpy(vals + 32 * u, part.q, 32);
-                scls[u] = part.scale[0];
-                scls[units + u] = part.scale[1];
+                for (int w = 0; w < 8; w++) {
+                    iscl[16 * u + w] = (int16_t)part.isc[0];
+                    iscl[16 * u + 8 + w] = (int16_t)part.isc[1];
+                }
                 offs[u] = part.offset[0];
                 offs[units + u] = part.offset[1];
             }
+            dsup[b * ROWS + r] = d;
         }
     }
 }
@@ -284,46 +343,60 @@ static inline __attribute__((always_inline)) void kernel4(const uint8_t *tile, i
                                                           size_t y_stride, int r0, int c0, int nc, bool split,
                                                           float *out) {
     int64_t units = nb * 8 * ROWS;
-    const uint8_t *vals = tile;
-    const float *scls = (const float *)(const void *)(tile + (size_t)units * 32), *offs = scls + 2 * units;
-    const __m256i ones = _mm256_set1_epi16(1);
+    const uint8_t *vals = tile, *iscl = tile + (size_t)units * 32;
+    const float *offs = (const float *)(const void *)(tile + (size_t)units * 64), *dsup = offs + 2 * units;
     __m256 acc[4][2];
     __m128 oacc[2] = {_mm_setzero_ps(), _mm_setzero_ps()};
     for (int r = 0; r < 4; r++)
         acc[r][0] = acc[r][1] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        float dyf[2];
-        for (int c = 0; c < nc; c++)
-            memcpy(&dyf[c], y + (size_t)(c0 + c) * y_stride + (size_t)b * Q8_K_BYTES, sizeof(float));
+        /* dy * the group sums of y, converted together (see the AVX-512
+         * kernel) */
+        float ys[2][16], dyf[2];
+        for (int c = 0; c < nc; c++) {
+            const uint8_t *yb = y + (size_t)(c0 + c) * y_stride + (size_t)b * Q8_K_BYTES;
+            memcpy(&dyf[c], yb, sizeof dyf[c]);
+            const __m256 dy = _mm256_set1_ps(dyf[c]);
+            const __m256i bs = _mm256_loadu_si256((const __m256i *)(const void *)(yb + Q8_K_BSUMS));
+            if (split) {
+                _mm256_storeu_ps(ys[c], _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(_mm256_castsi256_si128(bs))),
+                                                      dy));
+                _mm256_storeu_ps(ys[c] + 8,
+                                 _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(_mm256_extracti128_si256(bs, 1))),
+                                               dy));
+            } else {
+                _mm256_storeu_ps(ys[c],
+                                 _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(bs, _mm256_set1_epi16(1))), dy));
+            }
+        }
+        __m256i isum[4][2];
+        for (int r = 0; r < 4; r++)
+            isum[r][0] = isum[r][1] = _mm256_setzero_si256();
         for (int j = 0; j < 8; j++) {
             size_t u0 = (size_t)((b * 8 + j) * ROWS + r0);
             __m256i yv[2];
-            __m256 dy[2];
             for (int c = 0; c < nc; c++) {
                 const uint8_t *yb = y + (size_t)(c0 + c) * y_stride + (size_t)b * Q8_K_BYTES;
                 yv[c] = _mm256_loadu_si256((const __m256i *)(const void *)(yb + Q8_K_QS + 32 * j));
-                dy[c] = _mm256_set1_ps(dyf[c]);
                 if (split) {
-                    oacc[c] = _mm_fmadd_ps(_mm_loadu_ps(offs + u0), _mm_set1_ps(dyf[c] * (float)bsum(yb, 2 * j)),
+                    oacc[c] = _mm_fmadd_ps(_mm_loadu_ps(offs + u0), _mm_broadcast_ss(&ys[c][2 * j]), oacc[c]);
+                    oacc[c] = _mm_fmadd_ps(_mm_loadu_ps(offs + units + u0), _mm_broadcast_ss(&ys[c][2 * j + 1]),
                                            oacc[c]);
-                    oacc[c] = _mm_fmadd_ps(_mm_loadu_ps(offs + units + u0),
-                                           _mm_set1_ps(dyf[c] * (float)bsum(yb, 2 * j + 1)), oacc[c]);
                 } else {
-                    __m128 s = _mm_set1_ps(dyf[c] * (float)(bsum(yb, 2 * j) + bsum(yb, 2 * j + 1)));
-                    oacc[c] = _mm_fmadd_ps(_mm_loadu_ps(offs + u0), s, oacc[c]);
+                    oacc[c] = _mm_fmadd_ps(_mm_loadu_ps(offs + u0), _mm_broadcast_ss(&ys[c][j]), oacc[c]);
                 }
             }
             for (int r = 0; r < 4; r++) {
                 __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(vals + 32 * (u0 + (size_t)r)));
-                /* lanes 0-3 of madd are the first 16 elements, 4-7 the rest */
-                __m256 dx = split ? _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_set1_ps(scls[u0 + r])),
-                                                         _mm_set1_ps(scls[units + u0 + r]), 1)
-                                  : _mm256_broadcast_ss(scls + u0 + r);
-                for (int c = 0; c < nc; c++) {
-                    __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(x, yv[c]), ones);
-                    acc[r][c] = _mm256_fmadd_ps(_mm256_mul_ps(dx, dy[c]), _mm256_cvtepi32_ps(p), acc[r][c]);
-                }
+                __m256i sc = _mm256_loadu_si256((const __m256i *)(const void *)(iscl + 32 * (u0 + (size_t)r)));
+                for (int c = 0; c < nc; c++)
+                    isum[r][c] = _mm256_add_epi32(isum[r][c], _mm256_madd_epi16(_mm256_maddubs_epi16(x, yv[c]), sc));
             }
+        }
+        for (int r = 0; r < 4; r++) {
+            const float d = dsup[b * ROWS + r0 + r];
+            for (int c = 0; c < nc; c++)
+                acc[r][c] = _mm256_fmadd_ps(_mm256_set1_ps(d * dyf[c]), _mm256_cvtepi32_ps(isum[r][c]), acc[r][c]);
         }
     }
     for (int c = 0; c < nc; c++) {

@@ -12,8 +12,9 @@
  *   converted to the kernel's vec_dot_type (Q8_0/Q8_1 as llama.cpp's x86
  *   backend rounds them, quant/act_quant.c, where compiled in; else the
  *   host's reference quantizer), then each output is one call;
- * - the same for a batch (4+ columns of b) of Q8_0, Q4_0 or Q4_K weights
- *   where the variant has the tiled kernels (cpu_mul_mat_q8tile.c,
+ * - the same for a batch (4+ columns of b) of the 32-element legacy
+ *   types (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1) or the K-quants (Q4_K, Q5_K,
+ *   Q6_K) where the variant has the tiled kernels (cpu_mul_mat_q8tile.c,
  *   cpu_mul_mat_kqtile.c): 8 rows of a are unpacked once and swept over
  *   all columns of b;
  * - dense f32 or f16 weights against up to GEN_MAX_COLS columns
@@ -106,7 +107,8 @@ static mm_plan make_plan(const cpu_op *op) {
         }
     }
     if (p.vec_dot && p.M >= TILED_MIN_COLS) {
-        if (p.vec_dot_type == TPORT_TYPE_Q8_0 && cpu_q8tile_available(a->type))
+        if ((p.vec_dot_type == TPORT_TYPE_Q8_0 || p.vec_dot_type == TPORT_TYPE_Q8_1) &&
+            cpu_q8tile_available(a->type))
             p.tiled = TILED_Q8_0;
         else if (p.vec_dot_type == TPORT_TYPE_Q8_K && cpu_kqtile_available(a->type))
             p.tiled = TILED_KQ;
@@ -540,7 +542,7 @@ static void tiled_task(void *arg, int ith, int nth) {
             int nc = (int)(p->M - j < 4 ? p->M - j : 4);
             float s[4 * R];
             if (p->tiled == TILED_Q8_0)
-                cpu_q8tile_dot(tile, p->K, b_row(job, j, i12, i13), p->packed_row, nc, s);
+                cpu_q8tile_dot(a->type, tile, p->K, b_row(job, j, i12, i13), p->packed_row, nc, s);
             else if (p->tiled == TILED_KQ)
                 cpu_kqtile_dot(a->type, tile, p->K, b_row(job, j, i12, i13), p->packed_row, nc, s);
             else

@@ -1,6 +1,7 @@
 /* mul_mat of the CPU plug-in variants (libtport-cpu-{x86-64,avx2,avx512}.so)
- * for every weight type the fast paths treat specially (f32, f16, q8_0,
- * q4_0, and the tiled K-quants q4_k, q5_k, q6_k) and for mxfp4 (the gpt-oss type: its vec_dot kernels and
+ * for every weight type the fast paths treat specially (f32, f16, the
+ * tiled 32-element types q8_0, q4_0, q5_0, q4_1, q5_1, and the tiled
+ * K-quants q4_k, q5_k, q6_k) and for mxfp4 (the gpt-oss type: its vec_dot kernels and
  * the generic quantized path), on shapes that exercise whole and partial tiles: N not a
  * multiple of the row tile, M of 1 (generation), and M large enough for
  * the tiled kernels with a partial column group, with 1 and 2 threads.
@@ -40,7 +41,7 @@ static double bf16_round(double v) {
 static void check_type(tport_type_id type, int64_t K, int64_t N, int64_t M, int threads, bool weight) {
     const tport_type_traits *tr = tport_traits(type);
     CHECK(tr && tr->to_float && tr->from_float, "type %u has conversions", type);
-    if (!tr || !tr->to_float || !tr->from_float)
+    if (!tr || !tr->to_float || !tr->from_float || K % tr->info.block_size != 0)
         return;
     tport_ctx *ctx = tport_ctx_new(64u << 20);
     tport_tensor *w = ct_rand(ctx, TPORT_TYPE_F32, K, N, 1, 1);
@@ -118,7 +119,8 @@ int main(void) {
                     expect_bf16 ? "in bf16" : "exact");
     }
     static const tport_type_id types[] = {TPORT_TYPE_F32,  TPORT_TYPE_F16,  TPORT_TYPE_Q8_0, TPORT_TYPE_Q4_0,
-                                          TPORT_TYPE_Q4_K, TPORT_TYPE_Q5_K, TPORT_TYPE_Q6_K, TPORT_TYPE_MXFP4};
+                                          TPORT_TYPE_Q5_0, TPORT_TYPE_Q4_1, TPORT_TYPE_Q5_1, TPORT_TYPE_Q4_K,
+                                          TPORT_TYPE_Q5_K, TPORT_TYPE_Q6_K, TPORT_TYPE_MXFP4};
     static const int64_t shapes[][3] = {
         /* K, N, M */
         {256, 13, 1}, {256, 13, 3}, {256, 13, 4}, {512, 21, 9}, {256, 8, 17}, {768, 5, 6},
@@ -130,6 +132,10 @@ int main(void) {
         /* bf16 on AMX tiles: whole 32 x 32 blocks written in place over two
          * K blocks, then a partial group of tokens and a partial panel */
         {1024, 128, 48}, {1280, 100, 40},
+        /* rows of 1152 (Gemma 3 1B): not a multiple of 256, so the
+         * K-quant types skip it; the 32-element types tile 36 blocks over
+         * 13 rows and 7 columns */
+        {1152, 13, 7},
     };
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)

@@ -6,6 +6,7 @@
 
 #if defined(__AVX2__) && defined(__FMA__)
 #include "avx2_util.h"
+#include "scales4_x86.h"
 
 static void dot_q4_0(int64_t n, float *s, const void *vx, const void *vy) {
     const uint8_t *x = vx, *y = vy;
@@ -33,32 +34,72 @@ static void dot_q4_1(int64_t n, float *s, const void *vx, const void *vy) {
     *s = avx2_hsum_ps(acc) + mins;
 }
 
+/* The 5-bit quants of a Q5_0/Q5_1 block as unsigned bytes 0..31 in
+ * element order: nibbles plus bit 4 from the 32-bit qh. */
+static inline __m256i q5_quants(const uint8_t *qh, const uint8_t *qs) {
+    return _mm256_or_si256(avx2_nibbles(qs), _mm256_and_si256(avx2_bits_to_bytes(cpuq_u32(qh)), _mm256_set1_epi8(0x10)));
+}
+
+/* Lane k of d in all eight lanes. */
+static inline __m256 lane_of4(__m128 d, int k) {
+    return _mm256_permutevar8x32_ps(_mm256_castps128_ps256(d), _mm256_set1_epi32(k));
+}
+
+/* Integer sums of one Q5_0 block x Q8_0 block, as 8 floats. */
+static inline __m256 q5_0_block(const uint8_t *x, const uint8_t *y) {
+    const __m256i qx = _mm256_sub_epi8(q5_quants(x + 2, x + 6), _mm256_set1_epi8(16));
+    return _mm256_cvtepi32_ps(avx2_dot_i8(qx, _mm256_loadu_si256((const __m256i *)(y + 2))));
+}
+
+/* ... of one Q5_1 block x Q8_1 block (unsigned quants, min apart). */
+static inline __m256 q5_1_block(const uint8_t *x, const uint8_t *y) {
+    const __m256i qy = _mm256_loadu_si256((const __m256i *)(y + 4));
+    return _mm256_cvtepi32_ps(
+        _mm256_madd_epi16(_mm256_maddubs_epi16(q5_quants(x + 4, x + 8), qy), _mm256_set1_epi16(1)));
+}
+
+/* Q5_0 and Q5_1: four blocks per step, their eight (Q5_1: sixteen) f16
+ * scales converted together, two float accumulators so that the FMA
+ * latency does not serialise the blocks. */
 static void dot_q5_0(int64_t n, float *s, const void *vx, const void *vy) {
     const uint8_t *x = vx, *y = vy;
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t b = 0; b < n / 32; b++, x += BQ5_0, y += BQ8_0) {
-        const __m256i hi = _mm256_and_si256(avx2_bits_to_bytes(cpuq_u32(x + 2)), _mm256_set1_epi8(0x10));
-        const __m256i qx = _mm256_sub_epi8(_mm256_or_si256(avx2_nibbles(x + 6), hi), _mm256_set1_epi8(16));
-        const __m256i qy = _mm256_loadu_si256((const __m256i *)(y + 2));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(cpuq_half(x) * cpuq_half(y)), _mm256_cvtepi32_ps(avx2_dot_i8(qx, qy)),
-                              acc);
+    const int64_t nb = n / 32;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    int64_t b = 0;
+    for (; b + 4 <= nb; b += 4, x += 4 * BQ5_0, y += 4 * BQ8_0) {
+        const __m128 d = x86_scales4(x, BQ5_0, y, BQ8_0);
+        acc0 = _mm256_fmadd_ps(lane_of4(d, 0), q5_0_block(x, y), acc0);
+        acc1 = _mm256_fmadd_ps(lane_of4(d, 1), q5_0_block(x + BQ5_0, y + BQ8_0), acc1);
+        acc0 = _mm256_fmadd_ps(lane_of4(d, 2), q5_0_block(x + 2 * BQ5_0, y + 2 * BQ8_0), acc0);
+        acc1 = _mm256_fmadd_ps(lane_of4(d, 3), q5_0_block(x + 3 * BQ5_0, y + 3 * BQ8_0), acc1);
     }
-    *s = avx2_hsum_ps(acc);
+    for (; b < nb; b++, x += BQ5_0, y += BQ8_0)
+        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(cpuq_half(x) * cpuq_half(y)), q5_0_block(x, y), acc0);
+    *s = avx2_hsum_ps(_mm256_add_ps(acc0, acc1));
 }
 
 static void dot_q5_1(int64_t n, float *s, const void *vx, const void *vy) {
     const uint8_t *x = vx, *y = vy;
-    __m256 acc = _mm256_setzero_ps();
-    float mins = 0;
-    for (int64_t b = 0; b < n / 32; b++, x += BQ5_1, y += BQ8_1) {
-        mins += cpuq_half(x + 2) * cpuq_half(y + 2);
-        const __m256i hi = _mm256_and_si256(avx2_bits_to_bytes(cpuq_u32(x + 4)), _mm256_set1_epi8(0x10));
-        const __m256i qx = _mm256_or_si256(avx2_nibbles(x + 8), hi);
-        const __m256i qy = _mm256_loadu_si256((const __m256i *)(y + 4));
-        const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(qx, qy), _mm256_set1_epi16(1));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(cpuq_half(x) * cpuq_half(y)), _mm256_cvtepi32_ps(p), acc);
+    const int64_t nb = n / 32;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    __m128 acc_min = _mm_setzero_ps();
+    int64_t b = 0;
+    for (; b + 4 <= nb; b += 4, x += 4 * BQ5_1, y += 4 * BQ8_1) {
+        const __m128 d = x86_scales4(x, BQ5_1, y, BQ8_1);
+        acc_min = _mm_add_ps(acc_min, x86_scales4(x + 2, BQ5_1, y + 2, BQ8_1));
+        acc0 = _mm256_fmadd_ps(lane_of4(d, 0), q5_1_block(x, y), acc0);
+        acc1 = _mm256_fmadd_ps(lane_of4(d, 1), q5_1_block(x + BQ5_1, y + BQ8_1), acc1);
+        acc0 = _mm256_fmadd_ps(lane_of4(d, 2), q5_1_block(x + 2 * BQ5_1, y + 2 * BQ8_1), acc0);
+        acc1 = _mm256_fmadd_ps(lane_of4(d, 3), q5_1_block(x + 3 * BQ5_1, y + 3 * BQ8_1), acc1);
     }
-    *s = avx2_hsum_ps(acc) + mins;
+    float mins = 0;
+    for (; b < nb; b++, x += BQ5_1, y += BQ8_1) {
+        mins += cpuq_half(x + 2) * cpuq_half(y + 2);
+        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(cpuq_half(x) * cpuq_half(y)), q5_1_block(x, y), acc0);
+    }
+    __m128 m = _mm_add_ps(acc_min, _mm_movehl_ps(acc_min, acc_min));
+    m = _mm_add_ss(m, _mm_movehdup_ps(m));
+    *s = avx2_hsum_ps(_mm256_add_ps(acc0, acc1)) + (_mm_cvtss_f32(m) + mins);
 }
 
 static void dot_q8_0(int64_t n, float *s, const void *vx, const void *vy) {

@@ -1,6 +1,7 @@
-/* AVX-512 dot products: Q4_0, Q8_0 and MXFP4 (x Q8_0) four 32-element blocks per
- * step, two per 512-bit register (VNNI's dpbusd when compiled with it, else
- * maddubs + madd), the eight f16 scales converted together; Q4_K and Q6_K
+/* AVX-512 dot products: Q4_0, Q5_0, Q8_0 and MXFP4 (x Q8_0), Q4_1 and Q5_1
+ * (x Q8_1) four 32-element blocks per step, two per 512-bit register (VNNI's
+ * dpbusd when compiled with it, else maddubs + madd), the eight f16 scales
+ * converted together; Q4_K and Q6_K
  * (x Q8_K) 64 elements per step, the small scales folded in with madd
  * (dpwssd with VNNI).  Other types use the AVX2 kernels compiled into the
  * same variant.  Only the float summation order differs from the scalar
@@ -56,18 +57,52 @@ static __m512i q4_0_nibbles2(const uint8_t *a, const uint8_t *b) {
     return _mm512_and_si512(_mm512_mask_srli_epi16(v, 0xFF00FF00u, v, 4), _mm512_set1_epi8(0x0F));
 }
 
-/* (q - 8) . y for unsigned q in 0..15, as 16 int32 sums of 4 products:
- * q . y - 8 * (sum of y), with q as the unsigned operand. */
-static __m512i dot_q4_i8x64(__m512i q, __m512i y) {
-    const __m512i eight = _mm512_set1_epi8(8);
+/* (q - off) . y for unsigned q in 0..31 and off 8 or 16, as 16 int32 sums
+ * of 4 products: q . y - off * (sum of y), with q as the unsigned operand. */
+static __m512i dot_off_i8x64(__m512i q, __m512i y, int off) {
+    const __m512i o = _mm512_set1_epi8((char)off);
 #if defined(__AVX512VNNI__)
     const __m512i z = _mm512_setzero_si512();
-    return _mm512_sub_epi32(_mm512_dpbusd_epi32(z, q, y), _mm512_dpbusd_epi32(z, eight, y));
+    return _mm512_sub_epi32(_mm512_dpbusd_epi32(z, q, y), _mm512_dpbusd_epi32(z, o, y));
 #else
-    /* pairs: |(q - 8) y| * 2 <= 2 * 8 * 128, no int16 overflow */
-    const __m512i p = _mm512_sub_epi16(_mm512_maddubs_epi16(q, y), _mm512_maddubs_epi16(eight, y));
+    /* pairs: |(q - off) y| * 2 <= 2 * 16 * 128, no int16 overflow */
+    const __m512i p = _mm512_sub_epi16(_mm512_maddubs_epi16(q, y), _mm512_maddubs_epi16(o, y));
     return _mm512_madd_epi16(p, _mm512_set1_epi16(1));
 #endif
+}
+
+static __m512i dot_q4_i8x64(__m512i q, __m512i y) { return dot_off_i8x64(q, y, 8); }
+
+/* q . y for unsigned q in 0..31 (the Q4_1/Q5_1 quants, whose offset is the
+ * block's min, added apart), as 16 int32 sums of 4 products. */
+static __m512i dot_u8x64(__m512i q, __m512i y) {
+#if defined(__AVX512VNNI__)
+    return _mm512_dpbusd_epi32(_mm512_setzero_si512(), q, y);
+#else
+    /* pairs: 2 * 31 * 128 < 32768 */
+    return _mm512_madd_epi16(_mm512_maddubs_epi16(q, y), _mm512_set1_epi16(1));
+#endif
+}
+
+/* The 5-bit quants (0..31) of two Q5_0/Q5_1 blocks in element order: the
+ * nibbles as Q4_0's, plus 16 where the block's 32-bit qh has the element's
+ * bit; the two qh words together are one byte mask. */
+static __m512i q5_quants2(const uint8_t *qh_a, const uint8_t *qs_a, const uint8_t *qh_b, const uint8_t *qs_b) {
+    const __m512i nib = q4_0_nibbles2(qs_a, qs_b);
+    const __mmask64 hi = (__mmask64)cpuq_u32(qh_a) | (__mmask64)cpuq_u32(qh_b) << 32;
+    return _mm512_mask_add_epi8(nib, hi, nib, _mm512_set1_epi8(16));
+}
+
+/* Scalar tail of the 5-bit kernels: sum of q * y over one block, q the
+ * unsigned 5-bit quant (qh bit 4) minus off. */
+static int q5_block_isum(const uint8_t *qh, const uint8_t *qs, const int8_t *y, int off) {
+    const uint32_t h = cpuq_u32(qh);
+    int isum = 0;
+    for (int j = 0; j < 16; j++) {
+        const int lo = (qs[j] & 15) | (int)((h >> j) & 1) << 4, hi = (qs[j] >> 4) | (int)((h >> (j + 16)) & 1) << 4;
+        isum += (lo - off) * y[j] + (hi - off) * y[j + 16];
+    }
+    return isum;
 }
 
 /* Q4_0 and Q8_0: four blocks per step, two per register, float
@@ -93,6 +128,82 @@ static void dot_q4_0(int64_t n, float *s, const void *vx, const void *vy) {
         for (int j = 0; j < 16; j++)
             isum += ((x[2 + j] & 15) - 8) * (int8_t)y[2 + j] + ((x[2 + j] >> 4) - 8) * (int8_t)y[2 + j + 16];
         sum += (float)isum * (cpuq_half(x) * cpuq_half(y));
+    }
+    *s = sum;
+}
+
+/* Q5_0: four blocks per step as Q4_0, the fifth bit added under a byte
+ * mask and the offset 16 taken off through the activations' sums. */
+static void dot_q5_0(int64_t n, float *s, const void *vx, const void *vy) {
+    const uint8_t *x = vx, *y = vy;
+    const int64_t nb = n / 32;
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    int64_t b = 0;
+    for (; b + 4 <= nb; b += 4, x += 4 * BQ5_0, y += 4 * BQ8_0) {
+        __m512 d01, d23;
+        block_scales4(x, BQ5_0, y, BQ8_0, &d01, &d23);
+        const __m512i q01 = q5_quants2(x + 2, x + 6, x + BQ5_0 + 2, x + BQ5_0 + 6);
+        const __m512i q23 = q5_quants2(x + 2 * BQ5_0 + 2, x + 2 * BQ5_0 + 6, x + 3 * BQ5_0 + 2, x + 3 * BQ5_0 + 6);
+        const __m512i p01 = dot_off_i8x64(q01, load_pair(y + 2, y + BQ8_0 + 2), 16);
+        const __m512i p23 = dot_off_i8x64(q23, load_pair(y + 2 * BQ8_0 + 2, y + 3 * BQ8_0 + 2), 16);
+        acc0 = _mm512_fmadd_ps(d01, _mm512_cvtepi32_ps(p01), acc0);
+        acc1 = _mm512_fmadd_ps(d23, _mm512_cvtepi32_ps(p23), acc1);
+    }
+    float sum = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+    for (; b < nb; b++, x += BQ5_0, y += BQ8_0)
+        sum += (float)q5_block_isum(x + 2, x + 6, (const int8_t *)(y + 2), 16) * (cpuq_half(x) * cpuq_half(y));
+    *s = sum;
+}
+
+/* Q4_1 and Q5_1 x Q8_1: unsigned quants straight into dpbusd; the mins'
+ * term m_x * s_y of four blocks is one multiply-add of their f16 pairs
+ * (s_y = d_y * sum(q_y), the Q8_1 block's second field). */
+static void dot_q5_1(int64_t n, float *s, const void *vx, const void *vy) {
+    const uint8_t *x = vx, *y = vy;
+    const int64_t nb = n / 32;
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    __m128 acc_min = _mm_setzero_ps();
+    int64_t b = 0;
+    for (; b + 4 <= nb; b += 4, x += 4 * BQ5_1, y += 4 * BQ8_1) {
+        __m512 d01, d23;
+        block_scales4(x, BQ5_1, y, BQ8_1, &d01, &d23);
+        acc_min = _mm_add_ps(acc_min, x86_scales4(x + 2, BQ5_1, y + 2, BQ8_1));
+        const __m512i q01 = q5_quants2(x + 4, x + 8, x + BQ5_1 + 4, x + BQ5_1 + 8);
+        const __m512i q23 = q5_quants2(x + 2 * BQ5_1 + 4, x + 2 * BQ5_1 + 8, x + 3 * BQ5_1 + 4, x + 3 * BQ5_1 + 8);
+        const __m512i p01 = dot_u8x64(q01, load_pair(y + 4, y + BQ8_1 + 4));
+        const __m512i p23 = dot_u8x64(q23, load_pair(y + 2 * BQ8_1 + 4, y + 3 * BQ8_1 + 4));
+        acc0 = _mm512_fmadd_ps(d01, _mm512_cvtepi32_ps(p01), acc0);
+        acc1 = _mm512_fmadd_ps(d23, _mm512_cvtepi32_ps(p23), acc1);
+    }
+    float sum = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)) + k4_hsum128(acc_min);
+    for (; b < nb; b++, x += BQ5_1, y += BQ8_1)
+        sum += (cpuq_half(x) * cpuq_half(y)) * (float)q5_block_isum(x + 4, x + 8, (const int8_t *)(y + 4), 0) +
+               cpuq_half(x + 2) * cpuq_half(y + 2);
+    *s = sum;
+}
+
+static void dot_q4_1(int64_t n, float *s, const void *vx, const void *vy) {
+    const uint8_t *x = vx, *y = vy;
+    const int64_t nb = n / 32;
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    __m128 acc_min = _mm_setzero_ps();
+    int64_t b = 0;
+    for (; b + 4 <= nb; b += 4, x += 4 * BQ4_1, y += 4 * BQ8_1) {
+        __m512 d01, d23;
+        block_scales4(x, BQ4_1, y, BQ8_1, &d01, &d23);
+        acc_min = _mm_add_ps(acc_min, x86_scales4(x + 2, BQ4_1, y + 2, BQ8_1));
+        const __m512i p01 = dot_u8x64(q4_0_nibbles2(x + 4, x + BQ4_1 + 4), load_pair(y + 4, y + BQ8_1 + 4));
+        const __m512i p23 = dot_u8x64(q4_0_nibbles2(x + 2 * BQ4_1 + 4, x + 3 * BQ4_1 + 4),
+                                      load_pair(y + 2 * BQ8_1 + 4, y + 3 * BQ8_1 + 4));
+        acc0 = _mm512_fmadd_ps(d01, _mm512_cvtepi32_ps(p01), acc0);
+        acc1 = _mm512_fmadd_ps(d23, _mm512_cvtepi32_ps(p23), acc1);
+    }
+    float sum = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)) + k4_hsum128(acc_min);
+    for (; b < nb; b++, x += BQ4_1, y += BQ8_1) {
+        int isum = 0;
+        for (int j = 0; j < 16; j++)
+            isum += (x[4 + j] & 15) * (int8_t)y[4 + j] + (x[4 + j] >> 4) * (int8_t)y[4 + j + 16];
+        sum += (cpuq_half(x) * cpuq_half(y)) * (float)isum + cpuq_half(x + 2) * cpuq_half(y + 2);
     }
     *s = sum;
 }
@@ -240,6 +351,9 @@ static void dot_q6_K(int64_t n, float *s, const void *vx, const void *vy) {
 
 CPUQ_KERNEL_TABLE(avx512_kernel,
                   {TPORT_TYPE_Q4_0, dot_q4_0},
+                  {TPORT_TYPE_Q4_1, dot_q4_1},
+                  {TPORT_TYPE_Q5_0, dot_q5_0},
+                  {TPORT_TYPE_Q5_1, dot_q5_1},
                   {TPORT_TYPE_Q8_0, dot_q8_0},
                   {TPORT_TYPE_MXFP4, dot_mxfp4},
                   {TPORT_TYPE_Q4_K, dot_q4_K},
