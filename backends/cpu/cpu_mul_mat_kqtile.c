@@ -1,5 +1,5 @@
-/* Tiled mul_mat for the K-quant weights Q4_K, Q5_K and Q6_K against Q8_K
- * activations, for batches: the same scheme as cpu_mul_mat_q8tile.c (8
+/* Tiled mul_mat for the K-quant weights Q4_K, Q5_K, Q6_K and IQ4_XS against
+ * Q8_K activations, for batches: the same scheme as cpu_mul_mat_q8tile.c (8
  * weight rows unpacked once, swept over the activation columns 4 at a
  * time).  All three are super-blocks of 256 elements whose values are
  * small unsigned integers q with a scale and an offset per sub-block:
@@ -17,11 +17,19 @@
  *   dot(x, y) = dy * sum_halves (scale * (q . y) - offset * sum(y))
  *
  * with offset = dmin m[j] (Q4_K/Q5_K, both halves) or 32 d sc[k] (Q6_K).
+ *
+ * IQ4_XS (x = d (ls[j] - 32) kvalues[q], sub-blocks of 32) has signed
+ * values, its table's, and no offset: the AVX2 kernel multiplies them with
+ * the sign trick of the per-row kernels, the AVX-512 one stores them plus
+ * 128 (unsigned, for dpbusd) and starts each integer sum at -128 sum(y),
+ * as cpu_mul_mat_q8tile.c does.
+ *
  * Integer sums are exact; the float additions are ordered differently
  * from the per-row kernels. */
 #include <string.h>
 
 #include "cpu_internal.h"
+#include "quant/quant_kernels.h"
 
 #define QK 256
 #define Q4_K_BYTES 144
@@ -37,7 +45,15 @@
 #include <immintrin.h>
 
 bool cpu_kqtile_available(tport_type_id type) {
-    return type == TPORT_TYPE_Q4_K || type == TPORT_TYPE_Q5_K || type == TPORT_TYPE_Q6_K;
+    return type == TPORT_TYPE_Q4_K || type == TPORT_TYPE_Q5_K || type == TPORT_TYPE_Q6_K || type == TPORT_TYPE_IQ4_XS;
+}
+
+/* How a kernel treats the unpacked values: unsigned with one offset per
+ * sub-block (Q4_K, Q5_K), with one per half (Q6_K), or signed (IQ4_XS). */
+enum { KQ_PLAIN, KQ_SPLIT, KQ_SIGNED };
+
+static int kq_mode(tport_type_id type) {
+    return type == TPORT_TYPE_Q6_K ? KQ_SPLIT : type == TPORT_TYPE_IQ4_XS ? KQ_SIGNED : KQ_PLAIN;
 }
 
 static float half_at(const uint8_t *p) {
@@ -66,10 +82,26 @@ typedef struct kq_part {
 } kq_part;
 
 static size_t block_bytes(tport_type_id type) {
-    return type == TPORT_TYPE_Q4_K ? Q4_K_BYTES : type == TPORT_TYPE_Q5_K ? Q5_K_BYTES : Q6_K_BYTES;
+    return type == TPORT_TYPE_Q4_K    ? Q4_K_BYTES
+           : type == TPORT_TYPE_Q5_K  ? Q5_K_BYTES
+           : type == TPORT_TYPE_IQ4_XS ? BIQ4_XS
+                                       : Q6_K_BYTES;
 }
 
 static void part_of(tport_type_id type, const uint8_t *blk, int j, kq_part *o) {
+    if (type == TPORT_TYPE_IQ4_XS) {
+        /* {f16 d; u16 scales_h; u8 scales_l[4]; u8 qs[128]}: sub-block j is
+         * qs[16 j ..], low nibbles elements 0..15, high ones 16..31; the
+         * values as int8 */
+        const uint8_t *qs = blk + 8 + 16 * j;
+        for (int l = 0; l < 16; l++) {
+            o->q[l] = (uint8_t)CPUQ(kvalues_iq4nl)[qs[l] & 15];
+            o->q[l + 16] = (uint8_t)CPUQ(kvalues_iq4nl)[qs[l] >> 4];
+        }
+        o->scale[0] = o->scale[1] = half_at(blk) * (float)cpuq_iq4xs_scale(blk, (unsigned)(blk[2] | blk[3] << 8), j);
+        o->offset[0] = o->offset[1] = 0.0f;
+        return;
+    }
     if (type == TPORT_TYPE_Q6_K) {
         /* {ql[128], qh[64], int8 scales[16], f16 d}: element 32 j + l of
          * half h = j / 4 takes its low nibble from ql[64 h + l (+ 32 for odd
@@ -146,6 +178,9 @@ void cpu_kqtile_unpack(tport_type_id type, const uint8_t *const rows[], int nrow
                 kq_part part = {0};
                 if (r < nrows)
                     part_of(type, rows[r] + (size_t)b * bb, j, &part);
+                if (type == TPORT_TYPE_IQ4_XS) /* unsigned for dpbusd; 128 is 0 */
+                    for (int l = 0; l < 32; l++)
+                        part.q[l] ^= 0x80;
                 uint8_t *u = tile + unit_at(b, j, p);
                 float *scl = (float *)(void *)(u + 64), *offs = (float *)(void *)(tile + offs_at(nb, b, j));
                 memcpy(u + 32 * half, part.q, 32);
@@ -169,10 +204,12 @@ static void hsum_halves(__m512 a, float *lo, float *hi) {
     *hi = _mm_cvtss_f32(_mm_shuffle_ps(s, s, 1));
 }
 
-/* split: the halves have offsets of their own (Q6_K); without, one offset
- * times the sum of both halves, as the Q4_K kernel always did */
+/* KQ_SPLIT: the halves have offsets of their own (Q6_K); else one offset
+ * times the sum of both halves, as the Q4_K kernel always did; KQ_SIGNED:
+ * values stored plus 128, the integer sums start at -128 sum(y) */
 static inline __attribute__((always_inline)) void kernel(const uint8_t *tile, int64_t nb, const uint8_t *y,
-                                                         size_t y_stride, int nc, bool split, float *out) {
+                                                         size_t y_stride, int nc, int mode, float *out) {
+    const bool split = mode == KQ_SPLIT;
     __m512 acc[PAIRS][COLS];
     __m256 oacc[COLS];
     for (int c = 0; c < COLS; c++) {
@@ -180,7 +217,7 @@ static inline __attribute__((always_inline)) void kernel(const uint8_t *tile, in
         for (int p = 0; p < PAIRS; p++)
             acc[p][c] = _mm512_setzero_ps();
     }
-    const __m512i zero = _mm512_setzero_si512();
+    const __m512i zero = _mm512_setzero_si512(), k128 = _mm512_set1_epi8((char)0x80);
     for (int64_t b = 0; b < nb; b++) {
         for (int j = 0; j < 8; j++) {
             __m512i x[PAIRS];
@@ -195,7 +232,11 @@ static inline __attribute__((always_inline)) void kernel(const uint8_t *tile, in
                 __m512i yv = _mm512_broadcast_i64x4(
                     _mm256_loadu_si256((const __m256i *)(const void *)(yb + Q8_K_QS + 32 * j)));
                 __m512 dy = _mm512_set1_ps(dyf);
-                if (split) {
+                const __m512i start =
+                    mode == KQ_SIGNED ? _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, k128, yv)) : zero;
+                if (mode == KQ_SIGNED) {
+                    /* no offsets */
+                } else if (split) {
                     oacc[c] = _mm256_fmadd_ps(off0, _mm256_set1_ps(dyf * (float)bsum(yb, 2 * j)), oacc[c]);
                     oacc[c] = _mm256_fmadd_ps(off1, _mm256_set1_ps(dyf * (float)bsum(yb, 2 * j + 1)), oacc[c]);
                 } else {
@@ -204,7 +245,7 @@ static inline __attribute__((always_inline)) void kernel(const uint8_t *tile, in
                 }
                 for (int p = 0; p < PAIRS; p++) {
                     const uint8_t *u = tile + unit_at(b, j, p);
-                    __m512i i = _mm512_dpbusd_epi32(zero, x[p], yv);
+                    __m512i i = _mm512_dpbusd_epi32(start, x[p], yv);
                     __m512 d = _mm512_mul_ps(_mm512_loadu_ps((const float *)(const void *)(u + 64)), dy);
                     acc[p][c] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(i), acc[p][c]);
                 }
@@ -226,13 +267,20 @@ static inline __attribute__((always_inline)) void kernel(const uint8_t *tile, in
 void cpu_kqtile_dot(tport_type_id type, const uint8_t *tile, int64_t K, const uint8_t *y, size_t y_stride,
                     int ncols, float *out) {
     int64_t nb = K / QK;
-    bool split = type == TPORT_TYPE_Q6_K;
-    switch (ncols) {
-    case 1: split ? kernel(tile, nb, y, y_stride, 1, true, out) : kernel(tile, nb, y, y_stride, 1, false, out); break;
-    case 2: split ? kernel(tile, nb, y, y_stride, 2, true, out) : kernel(tile, nb, y, y_stride, 2, false, out); break;
-    case 3: split ? kernel(tile, nb, y, y_stride, 3, true, out) : kernel(tile, nb, y, y_stride, 3, false, out); break;
-    default: split ? kernel(tile, nb, y, y_stride, 4, true, out) : kernel(tile, nb, y, y_stride, 4, false, out); break;
+    /* ncols and the mode constant in each call: the loops over them unroll */
+#define KQ_RUN(m)                                                                                            \
+    switch (ncols) {                                                                                         \
+    case 1: kernel(tile, nb, y, y_stride, 1, m, out); break;                                                \
+    case 2: kernel(tile, nb, y, y_stride, 2, m, out); break;                                                \
+    case 3: kernel(tile, nb, y, y_stride, 3, m, out); break;                                                \
+    default: kernel(tile, nb, y, y_stride, 4, m, out); break;                                               \
     }
+    switch (kq_mode(type)) {
+    case KQ_SPLIT: KQ_RUN(KQ_SPLIT) break;
+    case KQ_SIGNED: KQ_RUN(KQ_SIGNED) break;
+    default: KQ_RUN(KQ_PLAIN) break;
+    }
+#undef KQ_RUN
 }
 
 #elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
@@ -278,11 +326,14 @@ static inline float hsum256(__m256 v) {
     return _mm_cvtss_f32(x);
 }
 
-/* Rows r0 .. r0 + 3 against columns c0 .. c0 + nc - 1 (nc 1 or 2); split
- * as in the AVX-512 kernel. */
+/* Rows r0 .. r0 + 3 against columns c0 .. c0 + nc - 1 (nc 1 or 2); mode
+ * as in the AVX-512 kernel, but KQ_SIGNED values are int8 here and go
+ * through maddubs as |x| against y with x's sign (pairs at most
+ * 2 * 127 * 127). */
 static inline __attribute__((always_inline)) void kernel4(const uint8_t *tile, int64_t nb, const uint8_t *y,
-                                                          size_t y_stride, int r0, int c0, int nc, bool split,
+                                                          size_t y_stride, int r0, int c0, int nc, int mode,
                                                           float *out) {
+    const bool split = mode == KQ_SPLIT;
     int64_t units = nb * 8 * ROWS;
     const uint8_t *vals = tile;
     const float *scls = (const float *)(const void *)(tile + (size_t)units * 32), *offs = scls + 2 * units;
@@ -319,8 +370,10 @@ static inline __attribute__((always_inline)) void kernel4(const uint8_t *tile, i
                 __m256 dx = split ? _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_set1_ps(scls[u0 + r])),
                                                          _mm_set1_ps(scls[units + u0 + r]), 1)
                                   : _mm256_broadcast_ss(scls + u0 + r);
+                const __m256i ux = mode == KQ_SIGNED ? _mm256_sign_epi8(x, x) : x;
                 for (int c = 0; c < nc; c++) {
-                    __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(x, yv[c]), ones);
+                    const __m256i sy = mode == KQ_SIGNED ? _mm256_sign_epi8(yv[c], x) : yv[c];
+                    __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(ux, sy), ones);
                     acc[r][c] = _mm256_fmadd_ps(_mm256_mul_ps(dx, dy[c]), _mm256_cvtepi32_ps(p), acc[r][c]);
                 }
             }
@@ -334,22 +387,25 @@ static inline __attribute__((always_inline)) void kernel4(const uint8_t *tile, i
     }
 }
 
-static void dot_rows(const uint8_t *tile, int64_t nb, const uint8_t *y, size_t y_stride, int ncols, bool split,
-                     float *out) {
+/* mode constant in each call (see kernel4) */
+static inline __attribute__((always_inline)) void dot_rows(const uint8_t *tile, int64_t nb, const uint8_t *y,
+                                                           size_t y_stride, int ncols, int mode, float *out) {
     for (int r0 = 0; r0 < ROWS; r0 += 4) {
         int c = 0;
         for (; c + 2 <= ncols; c += 2)
-            split ? kernel4(tile, nb, y, y_stride, r0, c, 2, true, out)
-                  : kernel4(tile, nb, y, y_stride, r0, c, 2, false, out);
+            kernel4(tile, nb, y, y_stride, r0, c, 2, mode, out);
         if (c < ncols)
-            split ? kernel4(tile, nb, y, y_stride, r0, c, 1, true, out)
-                  : kernel4(tile, nb, y, y_stride, r0, c, 1, false, out);
+            kernel4(tile, nb, y, y_stride, r0, c, 1, mode, out);
     }
 }
 
 void cpu_kqtile_dot(tport_type_id type, const uint8_t *tile, int64_t K, const uint8_t *y, size_t y_stride,
                     int ncols, float *out) {
-    dot_rows(tile, K / QK, y, y_stride, ncols, type == TPORT_TYPE_Q6_K, out);
+    switch (kq_mode(type)) {
+    case KQ_SPLIT: dot_rows(tile, K / QK, y, y_stride, ncols, KQ_SPLIT, out); break;
+    case KQ_SIGNED: dot_rows(tile, K / QK, y, y_stride, ncols, KQ_SIGNED, out); break;
+    default: dot_rows(tile, K / QK, y, y_stride, ncols, KQ_PLAIN, out); break;
+    }
 }
 
 #else /* no kernel in this build */

@@ -1,5 +1,5 @@
-/* Tiled mul_mat for Q8_0 and Q4_0 weights against Q8_0 activations, for
- * batches (prompt processing).  Calling the per-row vec_dot kernel for
+/* Tiled mul_mat for Q8_0, Q4_0, IQ4_NL and MXFP4 weights against Q8_0
+ * activations, for batches (prompt processing).  Calling the per-row vec_dot kernel for
  * every (weight row, activation column) pair loads, sign-fixes and scales
  * every block again for each output; here a tile of 8 weight rows is
  * unpacked once into a kernel-friendly form and then swept over all
@@ -14,10 +14,38 @@
  * again by starting the accumulation at -128 * sum(y) (one dpbusd per
  * activation block, shared by all rows).  Integer sums are exact; each
  * block's sum is scaled by dx * dy and accumulated in f32, as the per-row
- * kernels do, only the order of the float additions differs. */
+ * kernels do, only the order of the float additions differs.
+ *
+ * IQ4_NL and MXFP4 unpack to the same form: their 4-bit indices looked up
+ * in the type's 16-entry table (pshufb) are int8 values like Q8_0's, and
+ * the block scale (f16, or E8M0 as ggml converts it: 2^(e-128), the table
+ * holding doubled E2M1 codes) goes beside them. */
 #include <string.h>
 
 #include "cpu_internal.h"
+#include "quant/quant_kernels.h"
+
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#include <immintrin.h>
+
+/* IQ4_NL {f16 d; u8 qs[16]} and MXFP4 {u8 e; u8 qs[16]}: bytes per block. */
+static bool lut_type(tport_type_id type) { return type == TPORT_TYPE_IQ4_NL || type == TPORT_TYPE_MXFP4; }
+static size_t lut_block_bytes(tport_type_id type) { return type == TPORT_TYPE_MXFP4 ? BMXFP4 : BIQ4_NL; }
+
+/* Block b of an IQ4_NL or MXFP4 row: the 32 table values (low nibbles are
+ * elements 0..15, high ones 16..31) xor `flip` into v, the scale returned. */
+static float lut_block(tport_type_id type, const uint8_t *row, int64_t b, uint8_t flip, uint8_t *v) {
+    const bool mx = type == TPORT_TYPE_MXFP4;
+    const uint8_t *blk = row + (size_t)b * lut_block_bytes(type);
+    const __m128i tbl = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(const void *)(mx ? CPUQ(kvalues_mxfp4)
+                                                                                          : CPUQ(kvalues_iq4nl))),
+                                      _mm_set1_epi8((char)flip));
+    const __m128i q = _mm_loadu_si128((const __m128i *)(const void *)(blk + (mx ? 1 : 2))), m = _mm_set1_epi8(0x0F);
+    _mm_storeu_si128((__m128i *)(void *)v, _mm_shuffle_epi8(tbl, _mm_and_si128(q, m)));
+    _mm_storeu_si128((__m128i *)(void *)(v + 16), _mm_shuffle_epi8(tbl, _mm_and_si128(_mm_srli_epi16(q, 4), m)));
+    return mx ? cpuq_e8m0_half(blk[0]) : cpuq_half(blk);
+}
+#endif
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VNNI__) && \
     defined(__F16C__)
@@ -30,7 +58,7 @@
 #define COLS 4
 
 bool cpu_q8tile_available(tport_type_id type) {
-    return type == TPORT_TYPE_Q8_0 || type == TPORT_TYPE_Q4_0;
+    return type == TPORT_TYPE_Q8_0 || type == TPORT_TYPE_Q4_0 || lut_type(type);
 }
 
 size_t cpu_q8tile_scratch(int64_t K) {
@@ -56,6 +84,8 @@ void cpu_q8tile_unpack(tport_type_id type, const uint8_t *const rows[], int nrow
             float d = 0.0f;
             if (r >= nrows) {
                 memset(v, 0x80, 32);
+            } else if (lut_type(type)) {
+                d = lut_block(type, rows[r], b, 0x80, v);
             } else if (type == TPORT_TYPE_Q8_0) {
                 const uint8_t *blk = rows[r] + (size_t)b * Q8_0_BYTES;
                 __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 2));
@@ -145,7 +175,7 @@ void cpu_q8tile_dot(const uint8_t *tile, int64_t K, const uint8_t *y, size_t y_s
 #define ROWS CPU_Q8TILE_ROWS
 
 bool cpu_q8tile_available(tport_type_id type) {
-    return type == TPORT_TYPE_Q8_0 || type == TPORT_TYPE_Q4_0;
+    return type == TPORT_TYPE_Q8_0 || type == TPORT_TYPE_Q4_0 || lut_type(type);
 }
 
 size_t cpu_q8tile_scratch(int64_t K) {
@@ -168,6 +198,8 @@ void cpu_q8tile_unpack(tport_type_id type, const uint8_t *const rows[], int nrow
             float d = 0.0f;
             if (r >= nrows) {
                 memset(v, 0, 32);
+            } else if (lut_type(type)) {
+                d = lut_block(type, rows[r], b, 0, v);
             } else if (type == TPORT_TYPE_Q8_0) {
                 const uint8_t *blk = rows[r] + (size_t)b * Q8_0_BYTES;
                 memcpy(v, blk + 2, 32);
