@@ -22,6 +22,8 @@
     defined(__AVX512VNNI__) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #include <immintrin.h>
 
+#include "scales4_x86.h"
+
 /* Bytes of weights prefetched ahead: a row is read once per token in
  * generation and the next row follows it in memory, so this runs into the
  * next row(s).  2 KiB is cpu_prefetch.c's distance for this Xeon's 512-bit
@@ -35,33 +37,6 @@ static inline __attribute__((always_inline)) void prefetch_ahead(const uint8_t *
     _mm_prefetch((const char *)x + LUT_AHEAD, _MM_HINT_T0);
     _mm_prefetch((const char *)x + LUT_AHEAD + 64, _MM_HINT_T0);
     _mm_prefetch((const char *)x + LUT_AHEAD + 128, _MM_HINT_T0);
-}
-
-static inline uint64_t u16_at(const uint8_t *p) { return (uint64_t)p[0] | (uint64_t)p[1] << 8; }
-
-/* Four f16 values at p, p + stride, ... as one 64-bit word. */
-static inline __attribute__((always_inline)) uint64_t halves4(const uint8_t *p, int stride) {
-    return u16_at(p) | u16_at(p + stride) << 16 | u16_at(p + 2 * stride) << 32 | u16_at(p + 3 * stride) << 48;
-}
-
-/* Eight f16 values at stride bytes apart, as floats. */
-static inline __attribute__((always_inline)) __m256 halves8(const uint8_t *p, int stride) {
-    const __m128i h = _mm_insert_epi64(_mm_cvtsi64_si128((long long)halves4(p, stride)),
-                                       (long long)halves4(p + 4 * stride, stride), 1);
-    return _mm256_cvtph_ps(h);
-}
-
-/* MXFP4: the eight exponent bytes of blocks at x, x + 17, ... as
- * 2^(e-128): (e - 1) << 23, or for e < 2 the subnormals 0x00200000 << e
- * (cpuq_e8m0_half, eight at a time). */
-static __m256 e8m0_half8(const uint8_t *x) {
-    const uint64_t e = (uint64_t)x[0] | (uint64_t)x[BMXFP4] << 8 | (uint64_t)x[2 * BMXFP4] << 16 |
-                       (uint64_t)x[3 * BMXFP4] << 24 | (uint64_t)x[4 * BMXFP4] << 32 | (uint64_t)x[5 * BMXFP4] << 40 |
-                       (uint64_t)x[6 * BMXFP4] << 48 | (uint64_t)x[7 * BMXFP4] << 56;
-    const __m256i v = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)e));
-    const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(v, _mm256_set1_epi32(1)), 23);
-    const __m256i sub = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), v);
-    return _mm256_castsi256_ps(_mm256_mask_blend_epi32(_mm256_cmplt_epu32_mask(v, _mm256_set1_epi32(2)), normal, sub));
 }
 
 /* The 4-bit indices of two blocks (16 bytes each at a and b) in element
@@ -103,8 +78,8 @@ static inline __attribute__((always_inline)) void dot_lut(int64_t n, float *s, c
     int64_t b = 0;
     for (; b + 8 <= nb; b += 8, x += 8 * bx, y += 8 * BQ8_0) {
         prefetch_ahead(x);
-        const __m256 dy = halves8(y, BQ8_0);
-        const __m256 d = _mm256_mul_ps(mx ? e8m0_half8(x) : halves8(x, bx), dy);
+        const __m256 dy = x86_halves8(y, BQ8_0);
+        const __m256 d = _mm256_mul_ps(mx ? x86_e8m0_half8(x) : x86_halves8(x, bx), dy);
         for (int j = 0; j < 4; j += 2) {
             const uint8_t *xj = x + 2 * j * bx + qs, *yj = y + 2 * j * BQ8_0;
             const __m512i i0 = pair_dot(tbl, nibbles2(xj, xj + bx), q8_pair(yj));
