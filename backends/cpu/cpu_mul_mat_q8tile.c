@@ -1,6 +1,8 @@
-/* Tiled mul_mat for the 32-element legacy types against Q8 activations,
- * for batches (prompt processing): Q8_0, Q4_0, Q5_0 weights x Q8_0 and
- * Q4_1, Q5_1 weights x Q8_1.  Calling the per-row vec_dot kernel for
+/* Tiled mul_mat for the 32-element types against Q8 activations, for
+ * batches (prompt processing): Q8_0, Q4_0, Q5_0, IQ4_NL and MXFP4 weights
+ * x Q8_0 and Q4_1, Q5_1 weights x Q8_1 (IQ4_NL's and MXFP4's 4-bit
+ * indices looked up in the type's table of int8 values, MXFP4's E8M0
+ * scale as ggml converts it).  Calling the per-row vec_dot kernel for
  * every (weight row, activation column) pair loads, sign-fixes and scales
  * every block again for each output; here a tile of 8 weight rows is
  * unpacked once into a kernel-friendly form and then swept over all
@@ -27,6 +29,7 @@
 #include <string.h>
 
 #include "cpu_internal.h"
+#include "quant/quant_kernels.h"
 
 #if (defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VNNI__) && \
      defined(__F16C__)) ||                                                                                    \
@@ -37,7 +40,7 @@
 
 bool cpu_q8tile_available(tport_type_id type) {
     return type == TPORT_TYPE_Q8_0 || type == TPORT_TYPE_Q4_0 || type == TPORT_TYPE_Q5_0 ||
-           type == TPORT_TYPE_Q4_1 || type == TPORT_TYPE_Q5_1;
+           type == TPORT_TYPE_Q4_1 || type == TPORT_TYPE_Q5_1 || type == TPORT_TYPE_IQ4_NL || type == TPORT_TYPE_MXFP4;
 }
 
 /* Types whose quants are unsigned with a per-block min (x Q8_1). */
@@ -83,6 +86,15 @@ static __m256i unpack_block(tport_type_id type, const uint8_t *row, int64_t b, f
         x = row + (size_t)b * 22;
         *d = half_at(x);
         return _mm256_sub_epi8(_mm256_or_si256(nibbles(x + 6), fifth_bits(x + 2)), _mm256_set1_epi8(16));
+    case TPORT_TYPE_IQ4_NL:
+    case TPORT_TYPE_MXFP4: { /* 4-bit indices into the type's table of int8 values */
+        const bool mx = type == TPORT_TYPE_MXFP4;
+        const __m128i tbl =
+            _mm_loadu_si128((const __m128i *)(const void *)(mx ? CPUQ(kvalues_mxfp4) : CPUQ(kvalues_iq4nl)));
+        x = row + (size_t)b * (mx ? BMXFP4 : BIQ4_NL);
+        *d = mx ? cpuq_e8m0_half(x[0]) : half_at(x);
+        return _mm256_shuffle_epi8(_mm256_set_m128i(tbl, tbl), nibbles(x + (mx ? 1 : 2)));
+    }
     case TPORT_TYPE_Q4_1:
         x = row + (size_t)b * 20;
         *d = half_at(x), *m = half_at(x + 2);

@@ -1,8 +1,9 @@
 /* mul_mat of the CPU plug-in variants (libtport-cpu-{x86-64,avx2,avx512}.so)
  * for every weight type the fast paths treat specially (f32, f16, the
  * tiled 32-element types q8_0, q4_0, q5_0, q4_1, q5_1, and the tiled
- * K-quants q4_k, q5_k, q6_k) and for mxfp4 (the gpt-oss type: its vec_dot kernels and
- * the generic quantized path), on shapes that exercise whole and partial tiles: N not a
+ * K-quants q4_k, q5_k, q6_k) and for mxfp4 (the gpt-oss type), iq4_nl and
+ * iq4_xs (table-lookup types: row kernels, and tiled for batches), on
+ * shapes that exercise whole and partial tiles: N not a
  * multiple of the row tile, M of 1 (generation), and M large enough for
  * the tiled kernels with a partial column group, with 1 and 2 threads.
  * Each result is compared with a double-precision dot of the reference
@@ -100,6 +101,58 @@ static void check_type(tport_type_id type, int64_t K, int64_t N, int64_t M, int 
     tport_ctx_free(ctx);
 }
 
+/* A batch of the table-lookup types (tiled kernels, 4+ columns) against
+ * each column multiplied alone (the row kernels), far tighter than
+ * check_type's bound: the same integer sums, the float ones reordered,
+ * 1e-5 of sum |w| * max |x|.  A wrong value, scale or offset in a tile is
+ * off by a good part of an output. */
+static void check_tile_vs_rows(tport_type_id type, int64_t K, int64_t N, int64_t M, int threads) {
+    const tport_type_traits *tr = tport_traits(type);
+    tport_ctx *ctx = tport_ctx_new(64u << 20);
+    tport_tensor *w = ct_rand(ctx, TPORT_TYPE_F32, K, N, 1, 1);
+    tport_tensor *q = tport_new_tensor_2d(ctx, type, K, N);
+    tport_tensor *x = ct_rand(ctx, TPORT_TYPE_F32, K, M, 1, 1);
+    tport_tensor *x1 = tport_new_tensor_2d(ctx, TPORT_TYPE_F32, K, 1);
+    CHECK(tr && w && q && x && x1, "type %u: tensors", type);
+    if (!tr || !w || !q || !x || !x1) {
+        tport_ctx_free(ctx);
+        return;
+    }
+    tr->from_float(tport_tensor_data(w), tport_tensor_data(q), K * N);
+    tport_tensor_set_weight(q);
+    float *deq = malloc((size_t)(K * N) * sizeof *deq);
+    tr->to_float(tport_tensor_data(q), deq, K * N);
+    tport_tensor *y = tport_mul_mat(ctx, q, x);
+    tport_graph *g = ct_run(ctx, y, threads);
+    CHECK(g != NULL, "%s: batch mul_mat", tr->info.name);
+    int bad = 0;
+    for (int64_t j = 0; g && j < M; j++) {
+        double xmax = 0.0;
+        for (int64_t k = 0; k < K; k++) {
+            ct_set(x1, k, 0, 0, 0, ct_get(x, k, j, 0, 0));
+            xmax = fmax(xmax, fabs(ct_get(x, k, j, 0, 0)));
+        }
+        tport_tensor *y1 = tport_mul_mat(ctx, q, x1);
+        tport_graph *g1 = ct_run(ctx, y1, threads);
+        CHECK(g1 != NULL, "%s: one column", tr->info.name);
+        for (int64_t i = 0; g1 && i < N; i++) {
+            double sa = 0.0;
+            for (int64_t k = 0; k < K; k++)
+                sa += fabs(deq[i * K + k]);
+            double got = ct_get(y, i, j, 0, 0), want = ct_get(y1, i, 0, 0, 0);
+            if (!(fabs(got - want) <= 1e-5 * sa * xmax + 1e-7) && bad++ < 3)
+                fprintf(stderr, "%s K%lld N%lld M%lld t%d: [%lld,%lld] batch %.9g, alone %.9g\n", tr->info.name,
+                        (long long)K, (long long)N, (long long)M, threads, (long long)i, (long long)j, got, want);
+        }
+        tport_graph_free(g1);
+    }
+    CHECK(!bad, "%s K%lld N%lld M%lld, %d threads: %d batch outputs off the one-column ones", tr->info.name,
+          (long long)K, (long long)N, (long long)M, threads, bad);
+    tport_graph_free(g);
+    free(deq);
+    tport_ctx_free(ctx);
+}
+
 int main(void) {
     const char *variant = getenv("TPORT_TEST_CPU_VARIANT");
     if (variant && *variant) {
@@ -120,7 +173,8 @@ int main(void) {
     }
     static const tport_type_id types[] = {TPORT_TYPE_F32,  TPORT_TYPE_F16,  TPORT_TYPE_Q8_0, TPORT_TYPE_Q4_0,
                                           TPORT_TYPE_Q5_0, TPORT_TYPE_Q4_1, TPORT_TYPE_Q5_1, TPORT_TYPE_Q4_K,
-                                          TPORT_TYPE_Q5_K, TPORT_TYPE_Q6_K, TPORT_TYPE_MXFP4};
+                                          TPORT_TYPE_Q5_K, TPORT_TYPE_Q6_K, TPORT_TYPE_MXFP4, TPORT_TYPE_IQ4_NL,
+                                          TPORT_TYPE_IQ4_XS};
     static const int64_t shapes[][3] = {
         /* K, N, M */
         {256, 13, 1}, {256, 13, 3}, {256, 13, 4}, {512, 21, 9}, {256, 8, 17}, {768, 5, 6},
@@ -151,6 +205,14 @@ int main(void) {
         for (size_t s = 0; s < sizeof iq_shapes / sizeof iq_shapes[0]; s++)
             for (int threads = 1; threads <= 2; threads++)
                 check_type(iq_types[t], iq_shapes[s][0], iq_shapes[s][1], iq_shapes[s][2], threads, true);
+    /* the table-lookup types' tiles: odd N (a partial tile), M with a
+     * partial group of 4 columns, K of an odd number of blocks */
+    static const tport_type_id luts[] = {TPORT_TYPE_MXFP4, TPORT_TYPE_IQ4_NL, TPORT_TYPE_IQ4_XS};
+    static const int64_t lut_shapes[][3] = {{256, 13, 5}, {352, 11, 9}, {768, 21, 7}, {1280, 9, 4}, {2304, 3, 6}};
+    for (size_t t = 0; t < sizeof luts / sizeof luts[0]; t++)
+        for (size_t s = 0; s < sizeof lut_shapes / sizeof lut_shapes[0]; s++)
+            if (lut_shapes[s][0] % tport_traits(luts[t])->info.block_size == 0)
+                check_tile_vs_rows(luts[t], lut_shapes[s][0], lut_shapes[s][1], lut_shapes[s][2], 1 + (int)(s & 1));
     /* an f16 operand that is not a weight (a KV cache) stays exact */
     check_type(TPORT_TYPE_F16, 512, 21, 9, 1, false);
     return test_finish("test_cpu_variant_mul_mat");

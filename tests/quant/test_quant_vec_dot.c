@@ -231,6 +231,69 @@ static void test_exact_iq(const char *isa, int need_simd) {
     }
 }
 
+/* The table types (MXFP4, IQ4_NL: 32-element blocks; IQ4_XS: 256) against
+ * the scalar kernel on every length from 1 to 40 blocks (1 to 6
+ * super-blocks), so that each SIMD kernel's main step runs 0 to 5 times
+ * with every tail: raw random index bytes, MXFP4 exponents over the whole
+ * range in use plus the subnormal scales (e = 0, 1), activations in
+ * [-127, 127] with +-127 often.  Tolerance 1e-5 of sum |x y| of the
+ * dequantized operands (the float order differs; integers are exact). */
+static void test_lut_lengths(const char *isa) {
+    static const tport_type_id types[] = {TPORT_TYPE_MXFP4, TPORT_TYPE_IQ4_NL, TPORT_TYPE_IQ4_XS};
+    for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
+        const tport_type_traits *t = tport_traits(types[k]), *vt = t ? tport_traits(t->info.vec_dot_type) : NULL;
+        cpu_vec_dot_fn scalar = cpu_vec_dot_scalar_for(types[k]), simd = cpu_vec_dot_for(types[k]);
+        CHECK(t && vt && scalar && simd, "type %u: no kernel", types[k]);
+        if (!t || !vt || !scalar || !simd || simd == scalar)
+            continue;
+        const int bs = (int)t->info.block_size, max_blocks = bs == 32 ? 40 : 6;
+        const size_t bx = t->info.block_bytes, by = vt->info.block_bytes;
+        const int per_y = bs / (int)vt->info.block_size; /* activation blocks per weight block */
+        uint8_t *x = malloc((size_t)max_blocks * bx), *y = malloc((size_t)(max_blocks * per_y) * by);
+        float *xf = malloc(sizeof(float) * (size_t)(max_blocks * bs)), *yf = malloc(sizeof(float) * (size_t)(max_blocks * bs));
+        int bad = 0;
+        for (int rep = 0; rep < 3 * max_blocks; rep++) {
+            const int nb = 1 + rep % max_blocks, n = nb * bs;
+            const bool tiny = rep >= 2 * max_blocks; /* MXFP4: only subnormal-scale exponents */
+            for (size_t i = 0; i < (size_t)nb * bx; i++)
+                x[i] = (uint8_t)(test_rng_next(&rng) >> 24);
+            for (int b = 0; b < nb; b++) {
+                uint8_t *blk = x + (size_t)b * bx;
+                const unsigned long long r = test_rng_next(&rng);
+                if (types[k] == TPORT_TYPE_MXFP4) {
+                    blk[0] = (uint8_t)(tiny ? r % 4 : r % 8 == 0 ? r % 2 : 96 + (r >> 8) % 64);
+                } else { /* f16 d in [2^-10, 2^-4), either sign */
+                    const uint16_t h = (uint16_t)(0x1400 + (r >> 8) % 0x1800) | (uint16_t)(r & 1) << 15;
+                    blk[0] = (uint8_t)h;
+                    blk[1] = (uint8_t)(h >> 8);
+                }
+            }
+            for (int i = 0; i < n; i++) {
+                const unsigned long long r = test_rng_next(&rng);
+                yf[i] = r % 4 == 0 ? (r & 16 ? 1.0f : -1.0f) : (float)((int)((r >> 8) % 255) - 127) / 127.0f;
+            }
+            vt->from_float(yf, y, n);
+            t->to_float(x, xf, n);
+            vt->to_float(y, yf, n);
+            double mag = 0;
+            for (int i = 0; i < n; i++)
+                mag += fabs((double)xf[i] * yf[i]);
+            float a = NAN, c = NAN;
+            scalar(n, &a, x, y);
+            simd(n, &c, x, y);
+            if (!(fabs((double)a - c) <= 1e-5 * mag + 1e-44) && bad++ < 3)
+                CHECK(0, "%s %s, %d blocks: %.9g, scalar %.9g (sum|xy| %g)", t->info.name, isa, nb, (double)c,
+                      (double)a, mag);
+        }
+        CHECK(bad == 0, "%s %s: %d lengths differ from scalar", t->info.name, isa, bad);
+        printf("%s %s kernel equals scalar on 1..%d blocks\n", t->info.name, isa, max_blocks);
+        free(x);
+        free(y);
+        free(xf);
+        free(yf);
+    }
+}
+
 int main(void) {
     /* every current weight type has an AVX2 kernel; AVX-512 builds use them
      * too; SSE2 (the plain x86-64 build) has the four most used and the
@@ -252,7 +315,12 @@ int main(void) {
     test_scalar_and_best();
     test_simd_equals_scalar(TEST_SIMD, all, (int)(sizeof all / sizeof all[0]));
     test_exact_iq(TEST_SIMD, 1);
+    test_lut_lengths(TEST_SIMD);
     if (!strcmp(TEST_SIMD, "avx512")) { /* the AVX-512 ones, not the AVX2 kernels they replace */
+        static const tport_type_id lut[] = {TPORT_TYPE_MXFP4, TPORT_TYPE_IQ4_NL, TPORT_TYPE_IQ4_XS};
+        for (size_t k = 0; k < sizeof lut / sizeof lut[0]; k++)
+            CHECK(cpu_vec_dot_for(lut[k]) == CPUQ(avx512_lut_kernel)(lut[k]) && cpu_vec_dot_for(lut[k]) != NULL,
+                  "type %u: not the AVX-512 table kernel", lut[k]);
         static const tport_type_id own[] = {TPORT_TYPE_IQ2_XXS, TPORT_TYPE_IQ2_XS, TPORT_TYPE_IQ2_S,
                                             TPORT_TYPE_IQ3_XXS, TPORT_TYPE_IQ3_S,  TPORT_TYPE_TQ1_0,
                                             TPORT_TYPE_TQ2_0};
@@ -271,6 +339,7 @@ int main(void) {
         (void)sse2;
     (void)all;
     test_exact_iq(cpu_vec_dot_isa(), 0);
+    test_lut_lengths(cpu_vec_dot_isa());
     return test_finish("test_quant_vec_dot");
 #endif
 }

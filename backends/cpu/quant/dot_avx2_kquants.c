@@ -165,6 +165,10 @@ static void dot_iq4_xs(int64_t n, float *s, const void *vx, const void *vy) {
         _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)CPUQ(kvalues_iq4nl)));
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++, x += BIQ4_XS, y += BQ8_K) {
+        /* 1 KiB ahead, as dot_avx2_legacy.c's table kernels */
+        _mm_prefetch((const char *)x + 1024, _MM_HINT_T0);
+        _mm_prefetch((const char *)x + 1024 + 64, _MM_HINT_T0);
+        _mm_prefetch((const char *)x + 1024 + 128, _MM_HINT_T0);
         const unsigned scales_h = (unsigned)(x[2] | x[3] << 8);
         __m256i isum = _mm256_setzero_si256();
         for (int g = 0; g < 8; g++) {

@@ -1,11 +1,11 @@
-/* AVX-512 dot products: Q4_0, Q5_0, Q8_0 and MXFP4 (x Q8_0), Q4_1 and Q5_1
- * (x Q8_1) four 32-element blocks per step, two per 512-bit register (VNNI's
+/* AVX-512 dot products: Q4_0, Q5_0 and Q8_0 (x Q8_0), Q4_1 and Q5_1 (x
+ * Q8_1) four 32-element blocks per step, two per 512-bit register (VNNI's
  * dpbusd when compiled with it, else maddubs + madd), the eight f16 scales
  * converted together; Q4_K and Q6_K
  * (x Q8_K) 64 elements per step, the small scales folded in with madd
- * (dpwssd with VNNI).  Other types use the AVX2 kernels compiled into the
- * same variant.  Only the float summation order differs from the scalar
- * code. */
+ * (dpwssd with VNNI).  The table types are in dot_avx512_lut.c; other
+ * types use the AVX2 kernels compiled into the same variant.  Only the
+ * float summation order differs from the scalar code. */
 #include "quant_kernels.h"
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__) && \
@@ -232,40 +232,6 @@ static void dot_q8_0(int64_t n, float *s, const void *vx, const void *vy) {
     *s = sum;
 }
 
-/* MXFP4: Q4_0's nibble layout, the codes looked up with a 16-entry table
- * in every 128-bit lane (vpshufb), signed codes in [-12, 12]; the weight
- * scale is 2^(e-128) from an exponent byte. */
-static void dot_mxfp4(int64_t n, float *s, const void *vx, const void *vy) {
-    const uint8_t *x = vx, *y = vy;
-    const int64_t nb = n / 32;
-    const __m512i table = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)CPUQ(kvalues_mxfp4)));
-    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-    int64_t b = 0;
-    for (; b + 4 <= nb; b += 4, x += 4 * BMXFP4, y += 4 * BQ8_0) {
-        __m512 d01, d23;
-        const __m128 dx = _mm_setr_ps(cpuq_e8m0_half(x[0]), cpuq_e8m0_half(x[BMXFP4]),
-                                      cpuq_e8m0_half(x[2 * BMXFP4]), cpuq_e8m0_half(x[3 * BMXFP4]));
-        const __m128 dy = _mm_setr_ps(cpuq_half(y), cpuq_half(y + BQ8_0), cpuq_half(y + 2 * BQ8_0),
-                                      cpuq_half(y + 3 * BQ8_0));
-        spread_scales4(_mm_mul_ps(dx, dy), &d01, &d23);
-        const __m512i q01 = _mm512_shuffle_epi8(table, q4_0_nibbles2(x + 1, x + BMXFP4 + 1));
-        const __m512i q23 = _mm512_shuffle_epi8(table, q4_0_nibbles2(x + 2 * BMXFP4 + 1, x + 3 * BMXFP4 + 1));
-        const __m512i p01 = dot_i8x64(q01, load_pair(y + 2, y + BQ8_0 + 2));
-        const __m512i p23 = dot_i8x64(q23, load_pair(y + 2 * BQ8_0 + 2, y + 3 * BQ8_0 + 2));
-        acc0 = _mm512_fmadd_ps(d01, _mm512_cvtepi32_ps(p01), acc0);
-        acc1 = _mm512_fmadd_ps(d23, _mm512_cvtepi32_ps(p23), acc1);
-    }
-    float sum = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
-    for (; b < nb; b++, x += BMXFP4, y += BQ8_0) {
-        int isum = 0;
-        for (int j = 0; j < 16; j++)
-            isum += CPUQ(kvalues_mxfp4)[x[1 + j] & 15] * (int8_t)y[2 + j] +
-                    CPUQ(kvalues_mxfp4)[x[1 + j] >> 4] * (int8_t)y[2 + j + 16];
-        sum += (float)isum * (cpuq_e8m0_half(x[0]) * cpuq_half(y));
-    }
-    *s = sum;
-}
-
 /* Four int16 scales, one per 128-bit lane (16 elements each). */
 static __m512i scales4(int a, int b, int c, int d) {
     __m512i v = _mm512_castsi128_si512(_mm_set1_epi16((short)a));
@@ -355,7 +321,6 @@ CPUQ_KERNEL_TABLE(avx512_kernel,
                   {TPORT_TYPE_Q5_0, dot_q5_0},
                   {TPORT_TYPE_Q5_1, dot_q5_1},
                   {TPORT_TYPE_Q8_0, dot_q8_0},
-                  {TPORT_TYPE_MXFP4, dot_mxfp4},
                   {TPORT_TYPE_Q4_K, dot_q4_K},
                   {TPORT_TYPE_Q6_K, dot_q6_K})
 

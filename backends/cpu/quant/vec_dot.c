@@ -24,7 +24,9 @@ cpu_vec_dot_fn cpu_vec_dot_scalar_for(tport_type_id type) {
 }
 
 cpu_vec_dot_fn cpu_vec_dot_for(tport_type_id type) {
-    cpu_vec_dot_fn fn = CPUQ(avx512_kernel)(type);
+    cpu_vec_dot_fn fn = CPUQ(avx512_lut_kernel)(type);
+    if (!fn)
+        fn = CPUQ(avx512_kernel)(type);
     if (!fn)
         fn = CPUQ(avx512_iq_kernel)(type);
     if (!fn)
