@@ -3,15 +3,10 @@
  * (mul_mat_id, cpu_mul_mat_id.c) uses it with no edit of its own. */
 #include "cpu_internal.h"
 
-/* cpu_q8tile_dot has one layout for Q8_0 and Q4_0 and so takes no type. */
-static void q8tile_dot(tport_type_id type, const uint8_t *tile, int64_t K, const uint8_t *y, size_t y_stride,
-                       int ncols, float *out) {
-    (void)type;
-    cpu_q8tile_dot(tile, K, y, y_stride, ncols, out);
-}
-
 static const cpu_tile_kind kinds[] = {
-    {TPORT_TYPE_Q8_0, 3, cpu_q8tile_available, cpu_q8tile_scratch, cpu_q8tile_unpack, q8tile_dot},
+    {TPORT_TYPE_Q8_0, 3, cpu_q8tile_available, cpu_q8tile_scratch, cpu_q8tile_unpack, cpu_q8tile_dot},
+    /* Q4_1, Q5_1: the same tiles against Q8_1 columns */
+    {TPORT_TYPE_Q8_1, 3, cpu_q8tile_available, cpu_q8tile_scratch, cpu_q8tile_unpack, cpu_q8tile_dot},
     {TPORT_TYPE_Q8_K, 6, cpu_kqtile_available, cpu_kqtile_scratch, cpu_kqtile_unpack, cpu_kqtile_dot},
     /* the lattice row kernels look a grid up per column: tiles pay early
      * (an estimate, not profiled) */
