@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "../test_util.h"
+#include "simd_usable.h"
 #include "quant/quant_kernels.h"
 #include "quant/type_table.h"
 
@@ -41,13 +42,7 @@ static double f16_to_double(uint16_t h) {
 
 static int simd_usable(void) {
 #ifdef TEST_SIMD
-    __builtin_cpu_init();
-    if (!strcmp(TEST_SIMD, "avx2"))
-        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-           __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx2") &&
-           __builtin_cpu_supports("fma");
+    return test_simd_usable(TEST_SIMD);
 #else
     return 1;
 #endif

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "../test_util.h"
+#include "simd_usable.h"
 #include "cpu_internal.h"
 #include "cpu_quant.h"
 #include "quant/type_table.h"
@@ -34,15 +35,6 @@
 
 static unsigned long long rng = 11;
 
-static int cpu_has_simd(void) {
-    __builtin_cpu_init();
-    if (!strcmp(TEST_SIMD, "avx2"))
-        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-           __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx2") &&
-           __builtin_cpu_supports("fma");
-}
 
 static uint8_t rand_byte(void) { return (uint8_t)(test_rng_next(&rng) >> 56); }
 
@@ -168,7 +160,7 @@ static void check_case(tport_type_id type, int64_t nb, int nrows, int ncols, int
 }
 
 int main(void) {
-    if (!cpu_has_simd())
+    if (!test_simd_usable(TEST_SIMD))
         test_skip("test_quant_iqtile_" TEST_SIMD, "this CPU lacks " TEST_SIMD);
     static const tport_type_id types[] = {TPORT_TYPE_IQ2_XXS, TPORT_TYPE_IQ2_XS, TPORT_TYPE_IQ2_S, TPORT_TYPE_IQ3_XXS,
                                           TPORT_TYPE_IQ3_S,   TPORT_TYPE_IQ1_S,  TPORT_TYPE_IQ1_M, TPORT_TYPE_Q2_K};

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "../test_util.h"
+#include "simd_usable.h"
 #include "cpu_quant.h"
 #include "quant/quant_kernels.h"
 #include "quant/type_table.h"
@@ -113,19 +114,6 @@ static void test_scalar_and_best(void) {
            cpu_vec_dot_isa());
 }
 
-#ifdef TEST_SIMD
-/* (F16C, also in the AVX2 flags, comes with every AVX2 CPU; clang's
- * __builtin_cpu_supports does not know its name.) */
-static int cpu_has_simd(void) {
-    __builtin_cpu_init();
-    if (!strcmp(TEST_SIMD, "avx2"))
-        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-           __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx2") &&
-           __builtin_cpu_supports("fma");
-}
-#endif
 
 /* Every SIMD kernel of this build equals its scalar twin; the types in
  * must_have have one. */
@@ -309,7 +297,7 @@ int main(void) {
                                          TPORT_TYPE_IQ3_S,  TPORT_TYPE_IQ1_S,  TPORT_TYPE_IQ1_M,  TPORT_TYPE_TQ1_0,
                                          TPORT_TYPE_TQ2_0};
 #ifdef TEST_SIMD
-    if (!cpu_has_simd())
+    if (!test_simd_usable(TEST_SIMD))
         test_skip("test_quant_vec_dot_" TEST_SIMD, "this CPU lacks " TEST_SIMD);
     CHECK(!strcmp(cpu_vec_dot_isa(), TEST_SIMD), "compiled ISA %s", cpu_vec_dot_isa());
     test_scalar_and_best();
