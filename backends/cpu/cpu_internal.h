@@ -278,6 +278,9 @@ CPU_HIDDEN bool cpu_dense_mm_run(const cpu_dense_mm *x, void *scratch); /* false
     ((defined(__clang__) && __clang_major__ >= 12) || (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 11))
 #define CPU_AMX 1
 CPU_HIDDEN bool cpu_amx_init(void);
+/* whether the CPU has AMX-TILE and the AMX feature bit edx_bit of
+ * CPUID.(7,0).EDX, and Linux grants the process the tile state */
+CPU_HIDDEN bool cpu_amx_usable(unsigned edx_bit);
 CPU_HIDDEN size_t cpu_amx_scratch(int64_t kc);
 CPU_HIDDEN void cpu_amx_bf16_block(const uint32_t *panels, int rows, int64_t kc, const uint8_t *b, size_t ldb,
                                    int64_t M, uint8_t *c, size_t ldc, bool add, void *scratch);

@@ -37,15 +37,17 @@
 #define ARCH_REQ_XCOMP_PERM 0x1023 /* <asm/prctl.h>, not in every libc's headers */
 #define XFEATURE_XTILEDATA 18
 
-bool cpu_amx_init(void) {
+bool cpu_amx_usable(unsigned edx_bit) {
     unsigned eax, ebx, ecx, edx;
     if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx))
         return false;
-    if (!(edx & (1u << 24)) || !(edx & (1u << 22))) /* AMX-TILE, AMX-BF16 */
+    if (!(edx & (1u << 24)) || !(edx & (1u << edx_bit))) /* AMX-TILE, and the one asked for */
         return false;
     /* Linux hands out the tile data state only to processes that ask */
     return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
 }
+
+bool cpu_amx_init(void) { return cpu_amx_usable(22); /* AMX-BF16 */ }
 
 /* Palette 1, all eight tiles 16 rows of 64 bytes. */
 typedef struct tile_config {

@@ -39,14 +39,9 @@
 #include "cpu_internal.h"
 
 #if CPU_AMX
-#include <cpuid.h>
 #include <immintrin.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #define AMX_INT8_TARGET __attribute__((target("amx-tile,amx-int8,avx512f,avx512bw,avx512dq,f16c")))
-#define ARCH_REQ_XCOMP_PERM 0x1023 /* <asm/prctl.h>, not in every libc's headers */
-#define XFEATURE_XTILEDATA 18
 
 _Static_assert(CPU_X8_SLICE == 8 && CPU_X8_Q8_XOR == 0x80, "the unpacking reads the 512-bit kernels' x8 layout");
 
@@ -68,13 +63,7 @@ void cpu_amx_q8_init(void) {
     amx_int8 = false;
     if (env && (!strcmp(env, "0") || !strcmp(env, "off")))
         return;
-    unsigned eax, ebx, ecx, edx;
-    if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx))
-        return;
-    if (!(edx & (1u << 24)) || !(edx & (1u << 25))) /* AMX-TILE, AMX-INT8 */
-        return;
-    /* Linux hands out the tile data state only to processes that ask */
-    amx_int8 = syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
+    amx_int8 = cpu_amx_usable(25); /* AMX-INT8 */
 }
 
 bool cpu_amx_q8_on(void) { return amx_int8; }
