@@ -310,7 +310,7 @@ CPU_HIDDEN void cpu_kqtile_unpack(tport_type_id type, const uint8_t *const rows[
 CPU_HIDDEN void cpu_kqtile_dot(tport_type_id type, const uint8_t *tile, int64_t K, const uint8_t *y,
                                size_t y_stride, int ncols, float *out);
 
-/* ---- tiled Q8_0/Q4_0/Q5_0 x Q8_0, Q4_1/Q5_1 x Q8_1 mul_mat
+/* ---- tiled Q8_0/Q4_0/Q5_0/IQ4_NL/MXFP4 x Q8_0, Q4_1/Q5_1 x Q8_1 mul_mat
  * (cpu_mul_mat_q8tile.c) ------------------------------------------------
  * Present in builds with AVX-512 VNNI or AVX2 + FMA + F16C; elsewhere
  * available() is false. */

@@ -7,16 +7,19 @@
  *   rows interleaved): b's rows become Q8_K for Q4_K, else Q8_0 plus each
  *   block's scale and sum (cpu_x8_act), and groups of 8 weight rows are
  *   swept over the columns of b, four at a time (cpu_mul_mat_x8.c; a
- *   batch takes two groups at once with the 512-bit kernels);
+ *   batch takes two groups at once with the 512-bit kernels); a Q8_0
+ *   batch of 32 columns and more goes to AMX-INT8 tiles where the CPU
+ *   has them (cpu_mul_mat_amx_q8.c, the same bits);
  * - a quantized with a vec_dot kernel (cpu_quant.h): b's rows are first
  *   converted to the kernel's vec_dot_type (Q8_0/Q8_1 as llama.cpp's x86
  *   backend rounds them, quant/act_quant.c, where compiled in; else the
  *   host's reference quantizer), then each output is one call;
- * - the same for a batch (4+ columns of b) of the 32-element legacy
- *   types (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1) or the K-quants (Q4_K, Q5_K,
- *   Q6_K) where the variant has the tiled kernels (cpu_mul_mat_q8tile.c,
- *   cpu_mul_mat_kqtile.c): 8 rows of a are unpacked once and swept over
- *   all columns of b;
+ * - the same for a batch (4+ columns of b) of the 32-element types
+ *   (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, MXFP4), the K-quants (Q4_K,
+ *   Q5_K, Q6_K) or the lattice i-quants and Q2_K where the
+ *   variant has the tiled kernels (cpu_mul_mat_q8tile.c,
+ *   cpu_mul_mat_kqtile.c, cpu_mul_mat_iqtile.c): 8 rows of a are unpacked
+ *   once and swept over all columns of b;
  * - dense f32 or f16 weights against up to GEN_MAX_COLS columns
  *   (generation, short prompts): CPU_GEN_ROWS rows at a time against
  *   CPU_GEN_COLS columns at a time, each row read once
