@@ -1,5 +1,5 @@
-/* Tiled mul_mat for the K-quant weights Q4_K, Q5_K and Q6_K against Q8_K
- * activations, for batches: the same scheme as cpu_mul_mat_q8tile.c (8
+/* Tiled mul_mat for the K-quant weights Q4_K, Q5_K, Q6_K and IQ4_XS against
+ * Q8_K activations, for batches: the same scheme as cpu_mul_mat_q8tile.c (8
  * weight rows unpacked once, swept over the activation columns 4 at a
  * time).  All three are super-blocks of 256 elements whose values are
  * small unsigned integers q with a scale and an offset per sub-block:
@@ -17,16 +17,27 @@
  *   dot(x, y) = dy * sum_halves (scale * (q . y) - offset * sum(y))
  *
  * with offset = dmin m[j] (Q4_K/Q5_K, both halves) or 32 d sc[k] (Q6_K).
+ *
+ * IQ4_XS, x = d (ls[j] - 32) kvalues_iq4nl[q] with sub-blocks of 32, fits
+ * the same form with signed values (the table's int8, |v| <= 127), the
+ * integer sub-scale ls[j] - 32 and no offset.  The kernels take the signed
+ * values apart (KQ_SIGNED): AVX2 as its per-row kernel, maddubs of |v|
+ * against y with v's sign (pairs at most 2 * 127 * 127, no saturation);
+ * AVX-512 stores v + 128 (unsigned, for dpbusd, which does not saturate)
+ * and starts each 4-element int32 lane at -128 sum(y), then weights the
+ * exact lane sums by the sub-scale in int32.
  * Integer sums are exact; the float additions are ordered differently
  * from the per-row kernels. */
 #include <string.h>
 
 #include "cpu_internal.h"
+#include "quant/quant_kernels.h"
 
 #define QK 256
 #define Q4_K_BYTES 144
 #define Q5_K_BYTES 176
 #define Q6_K_BYTES 210
+#define IQ4_XS_BYTES 136
 #define Q8_K_BYTES 292
 #define Q8_K_QS 4
 #define Q8_K_BSUMS 260
@@ -37,7 +48,15 @@
 #include <immintrin.h>
 
 bool cpu_kqtile_available(tport_type_id type) {
-    return type == TPORT_TYPE_Q4_K || type == TPORT_TYPE_Q5_K || type == TPORT_TYPE_Q6_K;
+    return type == TPORT_TYPE_Q4_K || type == TPORT_TYPE_Q5_K || type == TPORT_TYPE_Q6_K || type == TPORT_TYPE_IQ4_XS;
+}
+
+/* How a kernel treats the unpacked values: unsigned with one offset per
+ * sub-block (Q4_K, Q5_K), with one per half (Q6_K), or signed (IQ4_XS). */
+enum { KQ_PLAIN, KQ_SPLIT, KQ_SIGNED };
+
+static int kq_mode(tport_type_id type) {
+    return type == TPORT_TYPE_Q6_K ? KQ_SPLIT : type == TPORT_TYPE_IQ4_XS ? KQ_SIGNED : KQ_PLAIN;
 }
 
 static float half_at(const uint8_t *p) {
@@ -68,7 +87,10 @@ typedef struct kq_part {
 } kq_part;
 
 static size_t block_bytes(tport_type_id type) {
-    return type == TPORT_TYPE_Q4_K ? Q4_K_BYTES : type == TPORT_TYPE_Q5_K ? Q5_K_BYTES : Q6_K_BYTES;
+    return type == TPORT_TYPE_Q4_K     ? Q4_K_BYTES
+           : type == TPORT_TYPE_Q5_K   ? Q5_K_BYTES
+           : type == TPORT_TYPE_IQ4_XS ? IQ4_XS_BYTES
+                                       : Q6_K_BYTES;
 }
 
 /* Bytes of v shifted right by n (0..7) bits, each byte on its own. */
@@ -76,6 +98,22 @@ static __m256i bytes_srl(__m256i v, int n) { return _mm256_srl_epi16(v, _mm_cvts
 
 static void part_of(tport_type_id type, const uint8_t *blk, int j, kq_part *o) {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
+    if (type == TPORT_TYPE_IQ4_XS) {
+        /* {f16 d; u16 scales_h; u8 scales_l[4]; u8 qs[128]}: sub-block j is
+         * qs[16 j ..], low nibbles elements 0..15, high ones 16..31; the
+         * values looked up in the table 32 at once, as int8 */
+        const __m128i nib = _mm_loadu_si128((const __m128i *)(const void *)(blk + 8 + 16 * j));
+        const __m256i idx = _mm256_and_si256(
+            _mm256_set_m128i(_mm_srli_epi16(nib, 4), nib), m4);
+        const __m256i tbl =
+            _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)CPUQ(kvalues_iq4nl)));
+        _mm256_storeu_si256((__m256i *)(void *)o->q, _mm256_shuffle_epi8(tbl, idx));
+        o->d = half_at(blk);
+        o->isc[0] = o->isc[1] = cpuq_iq4xs_scale(blk, (unsigned)(blk[2] | blk[3] << 8), j);
+        o->scale[0] = o->scale[1] = o->d * (float)o->isc[0];
+        o->offset[0] = o->offset[1] = 0.0f;
+        return;
+    }
     if (type == TPORT_TYPE_Q6_K) {
         /* {ql[128], qh[64], int8 scales[16], f16 d}: element 32 j + l of
          * half h = j / 4 takes its low nibble from ql[64 h + l (+ 32 for odd
@@ -138,7 +176,12 @@ static void part_of(tport_type_id type, const uint8_t *blk, int j, kq_part *o) {
  * with the integer sub-scales into int32 lanes that sum a whole
  * super-block exactly (at most 8 * 4 * 63 * 128 * 128 < 2^31), then one
  * conversion and FMA by d * dy per super-block, as the per-row kernels
- * do; the float scaling per sub-block is gone from the inner loop. */
+ * do; the float scaling per sub-block is gone from the inner loop.
+ * KQ_SIGNED (IQ4_XS): vals hold v + 128 and iscl, as 16 int32, the
+ * sub-scale of each dpbusd lane (lanes 0-3 and 4-7 the halves of row 2p,
+ * 8-15 row 2p+1); a lane's dpbusd started at -128 sum(y) is its exact
+ * v . y (|.| <= 4 * 127 * 128), times the sub-scale (|ls - 32| <= 32)
+ * summed over a super-block at most 8 * 32 * 4 * 127 * 128 < 2^31. */
 #define PAIRS (CPU_Q8TILE_ROWS / 2)
 #define COLS 4
 #define UNIT ((size_t)64 * 2) /* vals, iscl of one (sub-block, pair) */
@@ -164,6 +207,7 @@ static size_t dsup_at(int64_t nb, int64_t b, int p) {
 void cpu_kqtile_unpack(tport_type_id type, const uint8_t *const rows[], int nrows, int64_t K, uint8_t *tile) {
     int64_t nb = K / QK;
     size_t bb = block_bytes(type);
+    const bool signed_vals = kq_mode(type) == KQ_SIGNED;
     for (int r = 0; r < CPU_Q8TILE_ROWS; r++) {
         int p = r / 2, half = r & 1;
         for (int64_t b = 0; b < nb; b++) {
@@ -174,13 +218,25 @@ void cpu_kqtile_unpack(tport_type_id type, const uint8_t *const rows[], int nrow
                     part_of(type, rows[r] + (size_t)b * bb, j, &part);
                 d = part.d;
                 uint8_t *u = tile + unit_at(b, j, p);
-                int16_t *isc = (int16_t *)(void *)(u + 64);
                 float *offs = (float *)(void *)(tile + offs_at(nb, b, j));
-                memcpy(u + 32 * half, part.q, 32);
-                for (int l = 0; l < 8; l++) {
-                    isc[16 * half + l] = (int16_t)part.isc[0];
-                    isc[16 * half + 8 + l] = (int16_t)part.isc[1];
+                if (signed_vals) {
+                    /* v + 128, unsigned for dpbusd (a missing row's 0 too:
+                     * its sub-scale is 0) */
+                    int32_t *isc = (int32_t *)(void *)(u + 64);
+                    for (int l = 0; l < 32; l++)
+                        part.q[l] ^= 0x80;
+                    for (int l = 0; l < 4; l++) {
+                        isc[8 * half + l] = part.isc[0];
+                        isc[8 * half + 4 + l] = part.isc[1];
+                    }
+                } else {
+                    int16_t *isc = (int16_t *)(void *)(u + 64);
+                    for (int l = 0; l < 8; l++) {
+                        isc[16 * half + l] = (int16_t)part.isc[0];
+                        isc[16 * half + 8 + l] = (int16_t)part.isc[1];
+                    }
                 }
+                memcpy(u + 32 * half, part.q, 32);
                 offs[r] = part.offset[0];
                 offs[8 + r] = part.offset[1];
             }
@@ -200,10 +256,13 @@ static void hsum_halves(__m512 a, float *lo, float *hi) {
     *hi = _mm_cvtss_f32(_mm_shuffle_ps(s, s, 1));
 }
 
-/* split: the halves have offsets of their own (Q6_K); without, one offset
- * times the sum of both halves, as the Q4_K kernel always did */
+/* KQ_SPLIT: the halves have offsets of their own (Q6_K); KQ_PLAIN: one
+ * offset times the sum of both halves, as the Q4_K kernel always did;
+ * KQ_SIGNED: no offsets, v + 128 through dpbusd (see above) */
 static inline __attribute__((always_inline)) void kernel(const uint8_t *tile, int64_t nb, const uint8_t *y,
-                                                         size_t y_stride, int nc, bool split, float *out) {
+                                                         size_t y_stride, int nc, int mode, float *out) {
+    const bool split = mode == KQ_SPLIT;
+    const __m512i k128 = _mm512_set1_epi8((char)0x80);
     __m512 acc[PAIRS][COLS];
     __m256 oacc[COLS];
     for (int c = 0; c < COLS; c++) {
@@ -219,6 +278,8 @@ static inline __attribute__((always_inline)) void kernel(const uint8_t *tile, in
         for (int c = 0; c < nc; c++) {
             const uint8_t *yb = y + (size_t)c * y_stride + (size_t)b * Q8_K_BYTES;
             memcpy(&dyf[c], yb, sizeof dyf[c]);
+            if (mode == KQ_SIGNED)
+                continue;
             const __m256i bs = _mm256_loadu_si256((const __m256i *)(const void *)(yb + Q8_K_BSUMS));
             if (split)
                 _mm512_storeu_ps(ys[c], _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(bs)),
@@ -241,6 +302,16 @@ static inline __attribute__((always_inline)) void kernel(const uint8_t *tile, in
                 const uint8_t *yb = y + (size_t)c * y_stride + (size_t)b * Q8_K_BYTES;
                 __m512i yv = _mm512_broadcast_i64x4(
                     _mm256_loadu_si256((const __m256i *)(const void *)(yb + Q8_K_QS + 32 * j)));
+                if (mode == KQ_SIGNED) {
+                    const __m512i start = _mm512_sub_epi32(_mm512_setzero_si512(),
+                                                           _mm512_dpbusd_epi32(_mm512_setzero_si512(), k128, yv));
+                    for (int p = 0; p < PAIRS; p++) {
+                        const __m512i sc = _mm512_loadu_si512((const void *)(tile + unit_at(b, j, p) + 64));
+                        isum[p][c] = _mm512_add_epi32(isum[p][c],
+                                                      _mm512_mullo_epi32(_mm512_dpbusd_epi32(start, x[p], yv), sc));
+                    }
+                    continue;
+                }
                 if (split) {
                     oacc[c] = _mm256_fmadd_ps(off0, _mm256_broadcast_ss(&ys[c][2 * j]), oacc[c]);
                     oacc[c] = _mm256_fmadd_ps(off1, _mm256_broadcast_ss(&ys[c][2 * j + 1]), oacc[c]);
@@ -275,13 +346,20 @@ static inline __attribute__((always_inline)) void kernel(const uint8_t *tile, in
 void cpu_kqtile_dot(tport_type_id type, const uint8_t *tile, int64_t K, const uint8_t *y, size_t y_stride,
                     int ncols, float *out) {
     int64_t nb = K / QK;
-    bool split = type == TPORT_TYPE_Q6_K;
-    switch (ncols) {
-    case 1: split ? kernel(tile, nb, y, y_stride, 1, true, out) : kernel(tile, nb, y, y_stride, 1, false, out); break;
-    case 2: split ? kernel(tile, nb, y, y_stride, 2, true, out) : kernel(tile, nb, y, y_stride, 2, false, out); break;
-    case 3: split ? kernel(tile, nb, y, y_stride, 3, true, out) : kernel(tile, nb, y, y_stride, 3, false, out); break;
-    default: split ? kernel(tile, nb, y, y_stride, 4, true, out) : kernel(tile, nb, y, y_stride, 4, false, out); break;
+    /* ncols and the mode constant in each call: the loops over them unroll */
+#define KQ_RUN(m)                                                                                                  \
+    switch (ncols) {                                                                                               \
+    case 1: kernel(tile, nb, y, y_stride, 1, m, out); break;                                                      \
+    case 2: kernel(tile, nb, y, y_stride, 2, m, out); break;                                                      \
+    case 3: kernel(tile, nb, y, y_stride, 3, m, out); break;                                                      \
+    default: kernel(tile, nb, y, y_stride, 4, m, out); break;                                                     \
     }
+    switch (kq_mode(type)) {
+    case KQ_SPLIT: KQ_RUN(KQ_SPLIT) break;
+    case KQ_SIGNED: KQ_RUN(KQ_SIGNED) break;
+    default: KQ_RUN(KQ_PLAIN) break;
+    }
+#undef KQ_RUN
 }
 
 #elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
@@ -295,6 +373,9 @@ void cpu_kqtile_dot(tport_type_id type, const uint8_t *tile, int64_t K, const ui
  *                             (words 0-7 the first half, 8-15 the second),
  *   offs[u], offs[units + u]  the halves' offsets,
  * and per (b, r) dsup[b ROWS + r], the super-block scale d.
+ * KQ_SIGNED (IQ4_XS): vals hold the int8 values as they are; the kernel
+ * multiplies |v| by y with v's sign, as the per-row kernel does (Q8_K
+ * bytes are within +-127, so the sign flip cannot overflow).
  * The kernel takes 4 rows x 2 columns at a time, as the Q8_0 one. */
 #define ROWS CPU_Q8TILE_ROWS
 
@@ -337,11 +418,12 @@ static inline float hsum256(__m256 v) {
     return _mm_cvtss_f32(x);
 }
 
-/* Rows r0 .. r0 + 3 against columns c0 .. c0 + nc - 1 (nc 1 or 2); split
- * as in the AVX-512 kernel. */
+/* Rows r0 .. r0 + 3 against columns c0 .. c0 + nc - 1 (nc 1 or 2); mode
+ * as in the AVX-512 kernel, but KQ_SIGNED by the sign trick (see above). */
 static inline __attribute__((always_inline)) void kernel4(const uint8_t *tile, int64_t nb, const uint8_t *y,
-                                                          size_t y_stride, int r0, int c0, int nc, bool split,
+                                                          size_t y_stride, int r0, int c0, int nc, int mode,
                                                           float *out) {
+    const bool split = mode == KQ_SPLIT;
     int64_t units = nb * 8 * ROWS;
     const uint8_t *vals = tile, *iscl = tile + (size_t)units * 32;
     const float *offs = (const float *)(const void *)(tile + (size_t)units * 64), *dsup = offs + 2 * units;
@@ -356,6 +438,8 @@ static inline __attribute__((always_inline)) void kernel4(const uint8_t *tile, i
         for (int c = 0; c < nc; c++) {
             const uint8_t *yb = y + (size_t)(c0 + c) * y_stride + (size_t)b * Q8_K_BYTES;
             memcpy(&dyf[c], yb, sizeof dyf[c]);
+            if (mode == KQ_SIGNED)
+                continue;
             const __m256 dy = _mm256_set1_ps(dyf[c]);
             const __m256i bs = _mm256_loadu_si256((const __m256i *)(const void *)(yb + Q8_K_BSUMS));
             if (split) {
@@ -378,7 +462,9 @@ static inline __attribute__((always_inline)) void kernel4(const uint8_t *tile, i
             for (int c = 0; c < nc; c++) {
                 const uint8_t *yb = y + (size_t)(c0 + c) * y_stride + (size_t)b * Q8_K_BYTES;
                 yv[c] = _mm256_loadu_si256((const __m256i *)(const void *)(yb + Q8_K_QS + 32 * j));
-                if (split) {
+                if (mode == KQ_SIGNED) {
+                    /* no offsets */
+                } else if (split) {
                     oacc[c] = _mm_fmadd_ps(_mm_loadu_ps(offs + u0), _mm_broadcast_ss(&ys[c][2 * j]), oacc[c]);
                     oacc[c] = _mm_fmadd_ps(_mm_loadu_ps(offs + units + u0), _mm_broadcast_ss(&ys[c][2 * j + 1]),
                                            oacc[c]);
@@ -389,8 +475,16 @@ static inline __attribute__((always_inline)) void kernel4(const uint8_t *tile, i
             for (int r = 0; r < 4; r++) {
                 __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(vals + 32 * (u0 + (size_t)r)));
                 __m256i sc = _mm256_loadu_si256((const __m256i *)(const void *)(iscl + 32 * (u0 + (size_t)r)));
-                for (int c = 0; c < nc; c++)
-                    isum[r][c] = _mm256_add_epi32(isum[r][c], _mm256_madd_epi16(_mm256_maddubs_epi16(x, yv[c]), sc));
+                if (mode == KQ_SIGNED) {
+                    const __m256i ax = _mm256_sign_epi8(x, x);
+                    for (int c = 0; c < nc; c++)
+                        isum[r][c] = _mm256_add_epi32(
+                            isum[r][c], _mm256_madd_epi16(_mm256_maddubs_epi16(ax, _mm256_sign_epi8(yv[c], x)), sc));
+                } else {
+                    for (int c = 0; c < nc; c++)
+                        isum[r][c] =
+                            _mm256_add_epi32(isum[r][c], _mm256_madd_epi16(_mm256_maddubs_epi16(x, yv[c]), sc));
+                }
             }
         }
         for (int r = 0; r < 4; r++) {
@@ -407,22 +501,26 @@ static inline __attribute__((always_inline)) void kernel4(const uint8_t *tile, i
     }
 }
 
-static void dot_rows(const uint8_t *tile, int64_t nb, const uint8_t *y, size_t y_stride, int ncols, bool split,
-                     float *out) {
+/* mode constant in each call, so kernel4's branches on it fold */
+static inline __attribute__((always_inline)) void dot_rows(const uint8_t *tile, int64_t nb, const uint8_t *y,
+                                                           size_t y_stride, int ncols, int mode, float *out) {
     for (int r0 = 0; r0 < ROWS; r0 += 4) {
         int c = 0;
         for (; c + 2 <= ncols; c += 2)
-            split ? kernel4(tile, nb, y, y_stride, r0, c, 2, true, out)
-                  : kernel4(tile, nb, y, y_stride, r0, c, 2, false, out);
+            kernel4(tile, nb, y, y_stride, r0, c, 2, mode, out);
         if (c < ncols)
-            split ? kernel4(tile, nb, y, y_stride, r0, c, 1, true, out)
-                  : kernel4(tile, nb, y, y_stride, r0, c, 1, false, out);
+            kernel4(tile, nb, y, y_stride, r0, c, 1, mode, out);
     }
 }
 
 void cpu_kqtile_dot(tport_type_id type, const uint8_t *tile, int64_t K, const uint8_t *y, size_t y_stride,
                     int ncols, float *out) {
-    dot_rows(tile, K / QK, y, y_stride, ncols, type == TPORT_TYPE_Q6_K, out);
+    int64_t nb = K / QK;
+    switch (kq_mode(type)) {
+    case KQ_SPLIT: dot_rows(tile, nb, y, y_stride, ncols, KQ_SPLIT, out); break;
+    case KQ_SIGNED: dot_rows(tile, nb, y, y_stride, ncols, KQ_SIGNED, out); break;
+    default: dot_rows(tile, nb, y, y_stride, ncols, KQ_PLAIN, out); break;
+    }
 }
 
 #else /* no kernel in this build */
