@@ -147,8 +147,11 @@ bool cpu_mul_mat_shares_packing(const cpu_op *a, const cpu_op *b) {
         a->shared != b->shared)
         return false;
     mm_plan pa = make_plan(a), pb = make_plan(b);
+    /* amx_q8: the columns copied for the tiles are part of the packing (an
+     * op that reuses it joins the one before, with no barrier, so it must
+     * not write them again while that one reads them) */
     return pa.packed_row && pa.packed_row == pb.packed_row && pa.vec_dot_type == pb.vec_dot_type && pa.x8 == pb.x8 &&
-           pa.act_offset == pb.act_offset;
+           pa.act_offset == pb.act_offset && pa.amx_q8 == pb.amx_q8 && pa.amx_offset == pb.amx_offset;
 }
 
 size_t cpu_mul_mat_thread_scratch(const cpu_op *op) {
@@ -702,7 +705,8 @@ void cpu_run_mul_mat(cpu_ctx *ctx, cpu_op *op) {
                                        : compute_task;
 #if CPU_AMX
     if (job.plan.amx_q8) {
-        cpu_parallel(ctx, amx_columns_task, &job, op->nth);
+        if (!op->reuses_packing)
+            cpu_parallel(ctx, amx_columns_task, &job, op->nth);
         fn = x8_amx_task;
     }
 #endif
