@@ -346,10 +346,11 @@ CPU_HIDDEN void cpu_iqtile_dot(tport_type_id type, const uint8_t *tile, int64_t 
  * cpu_q8tile_* above (dot takes the weight type too). */
 typedef struct cpu_tile_kind {
     tport_type_id vec_dot_type;
-    /* columns from which unpacking a tile and sweeping it beats the
-     * per-row kernel (from profiles: Q4_K's scalar unpacking costs about
-     * 4.5 columns of its tile kernel, which takes half a row kernel's time
-     * per column) */
+    /* mul_mat_id: an expert's tokens from which unpacking a tile and
+     * sweeping it beats the per-row kernel (from profiles: Q4_K's scalar
+     * unpacking cost about 4.5 columns of its tile kernel, which takes half
+     * a row kernel's time per column); mul_mat tiles batches from
+     * TILED_MIN_COLS columns */
     int min_cols;
     bool (*available)(tport_type_id type);
     size_t (*scratch)(int64_t K);

@@ -57,7 +57,7 @@ typedef struct mm_plan {
     cpu_vec_dot_fn vec_dot;    /* NULL: f32 path */
     tport_type_id vec_dot_type;
     size_t packed_row;         /* bytes per packed row of b, 0 = b used in place */
-    int tiled;                 /* TILED_*: a batch through a tiled kernel */
+    const cpu_tile_kind *tiled; /* a batch through this tiled kernel (cpu_tile_kinds.c), or NULL */
     int x8;                    /* CPU_LAYOUT_* of a re-encoded a (cpu_repack.c), 0 = plain */
     bool dense;                /* a batch of dense f32/f16 weights (cpu_mul_mat_dense.c) */
     bool bf16;                 /* dense, multiplied in bf16: b packed as bf16 rows */
@@ -67,7 +67,6 @@ typedef struct mm_plan {
     size_t amx_offset;         /* amx_q8: where b's groups of columns copied for the tiles start */
 } mm_plan;
 
-enum { TILED_NONE, TILED_Q8_0, TILED_KQ, TILED_IQ }; /* cpu_mul_mat_q8tile.c, _kqtile.c, _iqtile.c */
 /* Rows of b from which packing them is shared out among the threads. */
 #define PACK_MIN_ROWS_PER_THREAD 4
 /* Columns from which the tiled kernel beats one vec_dot per output. */
@@ -109,15 +108,8 @@ static mm_plan make_plan(const cpu_op *op) {
             }
         }
     }
-    if (p.vec_dot && p.M >= TILED_MIN_COLS) {
-        if ((p.vec_dot_type == TPORT_TYPE_Q8_0 || p.vec_dot_type == TPORT_TYPE_Q8_1) &&
-            cpu_q8tile_available(a->type))
-            p.tiled = TILED_Q8_0;
-        else if (p.vec_dot_type == TPORT_TYPE_Q8_K && cpu_kqtile_available(a->type))
-            p.tiled = TILED_KQ;
-        else if (p.vec_dot_type == TPORT_TYPE_Q8_K && cpu_iqtile_available(a->type))
-            p.tiled = TILED_IQ;
-    }
+    if (p.vec_dot && p.M >= TILED_MIN_COLS)
+        p.tiled = cpu_tile_kind_for(a->type, p.vec_dot_type);
     if (!p.vec_dot && b->nb[0] != sizeof(float))
         p.packed_row = (size_t)p.K * sizeof(float);
     p.gen = !p.vec_dot && p.M <= GEN_MAX_COLS && cpu_gen_available(a);
@@ -163,9 +155,7 @@ size_t cpu_mul_mat_thread_scratch(const cpu_op *op) {
     if (p.x8)
         return 0;
     if (p.tiled)
-        return p.tiled == TILED_Q8_0 ? cpu_q8tile_scratch(p.K)
-               : p.tiled == TILED_KQ ? cpu_kqtile_scratch(p.K)
-                                     : cpu_iqtile_scratch(p.K);
+        return p.tiled->scratch(p.K);
     if (p.dense) {
         /* bf16: packing may first copy a row of b to f32 (cpu_row_f32) */
         size_t row = p.bf16 ? (size_t)p.K * sizeof(float) : 0;
@@ -538,21 +528,11 @@ static void tiled_task(void *arg, int ith, int nth) {
         const uint8_t *rp[R];
         for (int k = 0; k < rows; k++)
             rp[k] = cpu_row(a, i0 + k, i02, i03);
-        if (p->tiled == TILED_Q8_0)
-            cpu_q8tile_unpack(a->type, rp, rows, p->K, tile);
-        else if (p->tiled == TILED_KQ)
-            cpu_kqtile_unpack(a->type, rp, rows, p->K, tile);
-        else
-            cpu_iqtile_unpack(a->type, rp, rows, p->K, tile);
+        p->tiled->unpack(a->type, rp, rows, p->K, tile);
         for (int64_t j = 0; j < p->M; j += 4) {
             int nc = (int)(p->M - j < 4 ? p->M - j : 4);
             float s[4 * R];
-            if (p->tiled == TILED_Q8_0)
-                cpu_q8tile_dot(a->type, tile, p->K, b_row(job, j, i12, i13), p->packed_row, nc, s);
-            else if (p->tiled == TILED_KQ)
-                cpu_kqtile_dot(a->type, tile, p->K, b_row(job, j, i12, i13), p->packed_row, nc, s);
-            else
-                cpu_iqtile_dot(a->type, tile, p->K, b_row(job, j, i12, i13), p->packed_row, nc, s);
+            p->tiled->dot(a->type, tile, p->K, b_row(job, j, i12, i13), p->packed_row, nc, s);
             for (int c = 0; c < nc; c++) {
                 uint8_t *out = cpu_row(d, j + c, i12, i13) + (size_t)i0 * d->nb[0];
                 for (int k = 0; k < rows; k++)

@@ -1,6 +1,7 @@
 /* The table of tiled kernels (cpu_internal.h, cpu_tile_kind): a new tile
- * kernel is a row here, and every product that takes tiles by table
- * (mul_mat_id, cpu_mul_mat_id.c) uses it with no edit of its own. */
+ * kernel is a row here, and both products that take tiles (mul_mat,
+ * cpu_ops_mul_mat.c, and mul_mat_id, cpu_mul_mat_id.c) use it with no edit
+ * of their own. */
 #include "cpu_internal.h"
 
 static const cpu_tile_kind kinds[] = {
