@@ -19,8 +19,8 @@
  * sum), scaled and accumulated in the even lane, one dx dy isum per block
  * and row as the tiles do, so that a column gets the same bits whichever
  * path its batch takes.  That costs two instructions a block and column
- * (batches without AMX were 11 % slower so), hence only where AMX is
- * used.
+ * (it slowed batches without AMX: RESULTS run 35), hence only where AMX
+ * is used.
  *
  * Offsets, exact in integers:
  * - Q4_0's nibbles are used unsigned (0..15): sum((q - 8) y) = sum(q y) -

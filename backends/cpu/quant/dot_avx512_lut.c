@@ -27,9 +27,9 @@
 /* Bytes of weights prefetched ahead: a row is read once per token in
  * generation and the next row follows it in memory, so this runs into the
  * next row(s).  2 KiB is cpu_prefetch.c's distance for this Xeon's 512-bit
- * kernels (which these kernels cannot read: tests build them alone); a
- * same-process A/B here, rows from memory, 1 thread: 6.5 GB/s without,
- * 9.5-10.5 with 2 KiB, 9-10 with 1 or 4 KiB. */
+ * kernels (which these kernels cannot read: tests build them alone); with
+ * rows from memory it was clearly faster than none and no slower than 1
+ * or 4 KiB (RESULTS run 35). */
 #define LUT_AHEAD 2048
 
 /* Three lines (a step reads 136 bytes) LUT_AHEAD past x. */
