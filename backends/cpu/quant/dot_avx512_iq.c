@@ -8,7 +8,7 @@
  * integers per super-block and the same float expressions: bit for bit
  * the scalar results.  Activations in [-127, 127].
  *
- * IQ3_S and IQ2_XS form their grid indices in a register and gather the
+ * The lattice types form their grid indices in a register and gather the
  * entries (vpgatherdd / vpgatherdq): on this Xeon (run 35's) that took
  * the IQ3_S kernel from about 340 to 100 cycles per row of 768, where
  * assembling sixteen scalar loads (and a grid helper gcc left out of line)
@@ -22,6 +22,7 @@
 #include "../../../src/quant/iq_grids.h"
 
 static __m512i q8k_load64(const uint8_t *y, int off) { return _mm512_loadu_si512((const void *)(y + Q8K_QS + off)); }
+static unsigned u16_at(const uint8_t *p) { return (unsigned)p[0] | (unsigned)p[1] << 8; }
 static uint64_t u64_at(const uint8_t *p) { return (uint64_t)cpuq_u32(p) | (uint64_t)cpuq_u32(p + 4) << 32; }
 
 /* acc + the int16 pairs of p times those of scales, to int32. */
@@ -33,11 +34,9 @@ static __m512i madd_acc(__m512i acc, __m512i p, __m512i scales) {
 #endif
 }
 
-/* Four int16 scales, one per 128-bit lane (16 elements each). */
-static __m512i lane_scales(int a, int b, int c, int d) {
-    const __m128i v = _mm_setr_epi32(a, b, c, d);
-    return _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
-                                    _mm512_castsi128_si512(_mm_or_si128(v, _mm_slli_epi32(v, 16))));
+/* Two int16 scales: a for lanes 0, 1 (elements 0..31), b for lanes 2, 3. */
+static __m512i half_scales(int a, int b) {
+    return _mm512_mask_blend_epi32(0xFF00, _mm512_set1_epi16((short)a), _mm512_set1_epi16((short)b));
 }
 
 /* y negated where bit i of `neg` is set. */
@@ -51,12 +50,6 @@ static __m512i negate_where(__m512i y, __mmask64 neg) { return _mm512_mask_sub_e
 static inline __attribute__((always_inline)) void prefetch_ahead(const uint8_t *x) {
     _mm_prefetch((const char *)x + IQ_AHEAD, _MM_HINT_T0);
     _mm_prefetch((const char *)x + IQ_AHEAD + 64, _MM_HINT_T0);
-}
-
-/* Eight IQ2 grid entries for 64 elements. */
-static __m512i grid8x8(const uint64_t *g, const unsigned i[8]) {
-    return _mm512_setr_epi64((long long)g[i[0]], (long long)g[i[1]], (long long)g[i[2]], (long long)g[i[3]],
-                             (long long)g[i[4]], (long long)g[i[5]], (long long)g[i[6]], (long long)g[i[7]]);
 }
 
 /* Eight 7-bit sign indices (the low bits of p's 32-bit lanes) as the
@@ -79,17 +72,19 @@ static __mmask64 sign_kmask_aux(uint32_t a0, uint32_t a1) {
 
 static void dot_iq2_xxs(int64_t n, float *s, const void *vx, const void *vy) {
     const uint8_t *x = vx, *y = vy;
+    /* the index bytes of a step's two groups: bytes 0..3 and 8..11 */
+    const __m128i pick = _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, -1, -1, -1, -1, -1, -1, -1, -1);
     float sum = 0;
     for (int64_t i = 0; i < n / QK_K; i++, x += 66, y += BQ8_K) {
+        prefetch_ahead(x);
         __m512i acc = _mm512_setzero_si512();
         for (int ib = 0; ib < 8; ib += 2) {
             const uint8_t *q = x + 2 + 8 * ib; /* group ib: bytes 0..7, group ib + 1: 8..15 */
             const uint32_t a0 = cpuq_u32(q + 4), a1 = cpuq_u32(q + 12);
-            const unsigned idx[8] = {q[0], q[1], q[2], q[3], q[8], q[9], q[10], q[11]};
-            const __m512i mag = grid8x8(tport_iq2xxs_grid, idx);
+            const __m256i idx = _mm256_cvtepu8_epi32(_mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)q), pick));
+            const __m512i mag = _mm512_i32gather_epi64(idx, (const void *)tport_iq2xxs_grid, 8);
             const __m512i p16 = _mm512_maddubs_epi16(mag, negate_where(q8k_load64(y, 32 * ib), sign_kmask_aux(a0, a1)));
-            const int l0 = (int)(2 * (a0 >> 28) + 1), l1 = (int)(2 * (a1 >> 28) + 1);
-            acc = madd_acc(acc, p16, lane_scales(l0, l0, l1, l1));
+            acc = madd_acc(acc, p16, half_scales((int)(2 * (a0 >> 28) + 1), (int)(2 * (a1 >> 28) + 1)));
         }
         const int bsum = _mm512_reduce_add_epi32(acc);
         sum += cpuq_half(x) * cpuq_f32(y) * (float)bsum;
@@ -143,22 +138,22 @@ static void dot_iq2_xs(int64_t n, float *s, const void *vx, const void *vy) {
 
 static void dot_iq2_s(int64_t n, float *s, const void *vx, const void *vy) {
     const uint8_t *x = vx, *y = vy;
+    const __m256i hshift = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
     float sum = 0;
     for (int64_t i = 0; i < n / QK_K; i++, x += 82, y += BQ8_K) {
-        const uint8_t *qh = x + 66, *sc = x + 74;
+        prefetch_ahead(x);
+        const __m512i s16 = nibble_scales16(x + 74);
         __m512i acc = _mm512_setzero_si512();
-        for (int ib = 0; ib < 8; ib += 2) {
-            const uint8_t *qs = x + 2 + 4 * ib;
-            /* entry k's index bits 8, 9: bits 2 (k % 4), +1 of qh[ib + k / 4] */
-            unsigned idx[8];
-            for (int k = 0; k < 8; k++)
-                idx[k] = qs[k] | ((unsigned)qh[ib + k / 4] << (8 - 2 * (k % 4)) & 0x300);
-            const __m512i mag = grid8x8(tport_iq2s_grid, idx);
-            const __mmask64 neg = _cvtu64_mask64(u64_at(x + 34 + 4 * ib));
-            const __m512i p16 = _mm512_maddubs_epi16(mag, negate_where(q8k_load64(y, 32 * ib), neg));
-            const __m512i scales = lane_scales(2 * (sc[ib] & 0xf) + 1, 2 * (sc[ib] >> 4) + 1,
-                                               2 * (sc[ib + 1] & 0xf) + 1, 2 * (sc[ib + 1] >> 4) + 1);
-            acc = madd_acc(acc, p16, scales);
+        for (int j = 0; j < 4; j++) {
+            /* entry k's index bits 8, 9: bits 2k, 2k + 1 of the u16 at qh + 2j */
+            const __m256i h = _mm256_set1_epi32((int)u16_at(x + 66 + 2 * j));
+            const __m256i hb = _mm256_and_si256(_mm256_srlv_epi32(h, hshift), _mm256_set1_epi32(3));
+            const __m256i idx = _mm256_or_si256(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(x + 2 + 8 * j))),
+                                                _mm256_slli_epi32(hb, 8));
+            const __m512i mag = _mm512_i32gather_epi64(idx, (const void *)tport_iq2s_grid, 8);
+            const __mmask64 neg = _cvtu64_mask64(u64_at(x + 34 + 8 * j));
+            const __m512i p16 = _mm512_maddubs_epi16(mag, negate_where(q8k_load64(y, 64 * j), neg));
+            acc = madd_acc(acc, p16, step_scales(s16, j));
         }
         const int bsum = _mm512_reduce_add_epi32(acc);
         sum += cpuq_half(x) * cpuq_f32(y) * (float)bsum;
@@ -166,40 +161,23 @@ static void dot_iq2_s(int64_t n, float *s, const void *vx, const void *vy) {
     *s = 0.125f * sum;
 }
 
-/* Sixteen IQ3 grid entries (4 magnitudes each) for 64 elements. */
-static __m512i grid16x4(const uint32_t *g, const unsigned i[16]) {
-    return _mm512_setr_epi32((int)g[i[0]], (int)g[i[1]], (int)g[i[2]], (int)g[i[3]], (int)g[i[4]], (int)g[i[5]],
-                             (int)g[i[6]], (int)g[i[7]], (int)g[i[8]], (int)g[i[9]], (int)g[i[10]], (int)g[i[11]],
-                             (int)g[i[12]], (int)g[i[13]], (int)g[i[14]], (int)g[i[15]]);
-}
-
 static void dot_iq3_xxs(int64_t n, float *s, const void *vx, const void *vy) {
     const uint8_t *x = vx, *y = vy;
     float sum = 0;
     for (int64_t i = 0; i < n / QK_K; i++, x += 98, y += BQ8_K) {
+        prefetch_ahead(x);
         __m512i acc = _mm512_setzero_si512();
         for (int ib = 0; ib < 8; ib += 2) {
-            const uint8_t *q3 = x + 2 + 8 * ib;
             const uint32_t a0 = cpuq_u32(x + 66 + 4 * ib), a1 = cpuq_u32(x + 70 + 4 * ib);
-            unsigned idx[16];
-            for (int k = 0; k < 16; k++)
-                idx[k] = q3[k];
-            const __m512i mag = grid16x4(tport_iq3xxs_grid, idx);
+            const __m512i idx = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(x + 2 + 8 * ib)));
+            const __m512i mag = _mm512_i32gather_epi32(idx, (const void *)tport_iq3xxs_grid, 4);
             const __m512i p16 = _mm512_maddubs_epi16(mag, negate_where(q8k_load64(y, 32 * ib), sign_kmask_aux(a0, a1)));
-            const int l0 = (int)(2 * (a0 >> 28) + 1), l1 = (int)(2 * (a1 >> 28) + 1);
-            acc = madd_acc(acc, p16, lane_scales(l0, l0, l1, l1));
+            acc = madd_acc(acc, p16, half_scales((int)(2 * (a0 >> 28) + 1), (int)(2 * (a1 >> 28) + 1)));
         }
         const int bsum = _mm512_reduce_add_epi32(acc);
         sum += cpuq_half(x) * cpuq_f32(y) * (float)bsum;
     }
     *s = 0.25f * sum;
-}
-
-/* Two 4-bit scales 2s + 1 as int16: the low nibble for lanes 0, 1
- * (elements 0..31), the high one for lanes 2, 3. */
-static __m512i nibble_scales(unsigned b) {
-    return _mm512_mask_blend_epi32(0xFF00, _mm512_set1_epi16((short)(2 * (b & 0xf) + 1)),
-                                   _mm512_set1_epi16((short)(2 * (b >> 4) + 1)));
 }
 
 /* IQ3_S, two groups of 32 per step: the sixteen 9-bit indices (qs bytes,
@@ -221,7 +199,7 @@ static void dot_iq3_s(int64_t n, float *s, const void *vx, const void *vy) {
             const __m512i mag = _mm512_i32gather_epi32(idx, (const void *)tport_iq3s_grid, 4);
             const __mmask64 neg = _cvtu64_mask64(u64_at(x + 74 + 8 * j));
             const __m512i p16 = _mm512_maddubs_epi16(mag, negate_where(q8k_load64(y, 64 * j), neg));
-            acc = madd_acc(acc, p16, nibble_scales(sc[j]));
+            acc = madd_acc(acc, p16, half_scales(2 * (sc[j] & 0xf) + 1, 2 * (sc[j] >> 4) + 1));
         }
         const int bsum = _mm512_reduce_add_epi32(acc);
         sum += cpuq_half(x) * cpuq_f32(y) * (float)bsum;
