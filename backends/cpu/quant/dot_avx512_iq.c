@@ -52,39 +52,61 @@ static inline __attribute__((always_inline)) void prefetch_ahead(const uint8_t *
     _mm_prefetch((const char *)x + IQ_AHEAD + 64, _MM_HINT_T0);
 }
 
-/* Eight 7-bit sign indices (the low bits of p's 32-bit lanes) as the
- * negation mask of 64 elements: ggml's rule makes bit 7 the parity of
- * bits 0..6 (the parity of the low nibble of p ^ (p >> 4), from a table). */
-static __mmask64 sign_kmask(__m256i p) {
-    const __m256i odd = _mm256_broadcastsi128_si256(
+/* 7-bit sign indices (bits 0..6 of each 16- or 32-bit lane of p, the
+ * rest zero) with ggml's bit 7: the parity of bits 0..6, i.e. of the low
+ * nibble of p ^ (p >> 4), from a table (vpshufb; the lanes' upper bytes
+ * index entry 0, which is 0). */
+static __m512i with_parity(__m512i p) {
+    const __m512i odd = _mm512_broadcast_i32x4(
         _mm_setr_epi8(0, -128, -128, 0, -128, 0, 0, -128, -128, 0, 0, -128, 0, -128, -128, 0));
-    const __m256i full = _mm256_or_si256(p, _mm256_shuffle_epi8(odd, _mm256_xor_si256(p, _mm256_srli_epi32(p, 4))));
-    return _cvtu64_mask64((uint64_t)_mm_cvtsi128_si64(_mm256_cvtepi32_epi8(full)));
+    return _mm512_or_si512(p, _mm512_shuffle_epi8(odd, _mm512_xor_si512(p, _mm512_srli_epi32(p, 4))));
 }
 
-/* IQ2_XXS and IQ3_XXS: the sign indices of two groups' u32s (bits 0, 7,
- * 14, 21 of each). */
-static __mmask64 sign_kmask_aux(uint32_t a0, uint32_t a1) {
-    const __m256i v = _mm256_setr_epi32((int)a0, (int)a0, (int)a0, (int)a0, (int)a1, (int)a1, (int)a1, (int)a1);
-    const __m256i sh = _mm256_setr_epi32(0, 7, 14, 21, 0, 7, 14, 21);
-    return sign_kmask(_mm256_and_si256(_mm256_srlv_epi32(v, sh), _mm256_set1_epi32(127)));
+/* IQ2_XXS and IQ3_XXS: from the eight groups' u32s (four 7-bit sign
+ * indices at bits 0, 7, 14, 21, the 4-bit scale at 28) the 256 sign bits
+ * (parity completed by with_parity), four 64-bit masks, and the scales
+ * 2s + 1 as int16, group g's in word g. */
+static __m512i aux_signs_scales(__m256i aux, uint64_t neg[4]) {
+    const __m512i sh = _mm512_setr_epi32(0, 7, 14, 21, 0, 7, 14, 21, 0, 7, 14, 21, 0, 7, 14, 21);
+    const __m512i a = _mm512_castsi256_si512(aux);
+    for (int h = 0; h < 2; h++) {
+        const __m512i pick = _mm512_add_epi32(_mm512_set1_epi32(4 * h),
+                                              _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3));
+        const __m512i p = _mm512_and_si512(_mm512_srlv_epi32(_mm512_permutexvar_epi32(pick, a), sh), _mm512_set1_epi32(127));
+        _mm_storeu_si128((__m128i *)(neg + 2 * h), _mm512_cvtepi32_epi8(with_parity(p)));
+    }
+    const __m256i l = _mm256_add_epi32(_mm256_slli_epi32(_mm256_srli_epi32(aux, 28), 1), _mm256_set1_epi32(1));
+    return _mm512_castsi128_si512(_mm256_cvtepi32_epi16(l));
+}
+
+/* Step j's scales from aux_signs_scales: word 2j for lanes 0, 1, word
+ * 2j + 1 for lanes 2, 3. */
+static __m512i aux_step_scales(__m512i s16, int j) {
+    const __m512i idx = _mm512_add_epi16(_mm512_set1_epi16((short)(2 * j)),
+                                         _mm512_setr_epi64(0, 0, 0, 0, 0x0001000100010001LL, 0x0001000100010001LL,
+                                                           0x0001000100010001LL, 0x0001000100010001LL));
+    return _mm512_permutexvar_epi16(idx, s16);
 }
 
 static void dot_iq2_xxs(int64_t n, float *s, const void *vx, const void *vy) {
     const uint8_t *x = vx, *y = vy;
     /* the index bytes of a step's two groups: bytes 0..3 and 8..11 */
     const __m128i pick = _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, -1, -1, -1, -1, -1, -1, -1, -1);
+    const __m512i odd_dwords = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 1, 3, 5, 7, 9, 11, 13, 15);
     float sum = 0;
     for (int64_t i = 0; i < n / QK_K; i++, x += 66, y += BQ8_K) {
         prefetch_ahead(x);
+        /* group g: index bytes at 8g, its u32 of signs and scale at 8g + 4 */
+        uint64_t neg[4];
+        const __m512i s16 = aux_signs_scales(
+            _mm512_castsi512_si256(_mm512_permutexvar_epi32(odd_dwords, _mm512_loadu_si512((const void *)(x + 2)))), neg);
         __m512i acc = _mm512_setzero_si512();
-        for (int ib = 0; ib < 8; ib += 2) {
-            const uint8_t *q = x + 2 + 8 * ib; /* group ib: bytes 0..7, group ib + 1: 8..15 */
-            const uint32_t a0 = cpuq_u32(q + 4), a1 = cpuq_u32(q + 12);
-            const __m256i idx = _mm256_cvtepu8_epi32(_mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)q), pick));
+        for (int j = 0; j < 4; j++) {
+            const __m128i q = _mm_loadu_si128((const __m128i *)(x + 2 + 16 * j));
+            const __m256i idx = _mm256_cvtepu8_epi32(_mm_shuffle_epi8(q, pick));
             const __m512i mag = _mm512_i32gather_epi64(idx, (const void *)tport_iq2xxs_grid, 8);
-            const __m512i p16 = _mm512_maddubs_epi16(mag, negate_where(q8k_load64(y, 32 * ib), sign_kmask_aux(a0, a1)));
-            acc = madd_acc(acc, p16, half_scales((int)(2 * (a0 >> 28) + 1), (int)(2 * (a1 >> 28) + 1)));
+            const __m512i p16 = _mm512_maddubs_epi16(mag, negate_where(q8k_load64(y, 64 * j), _cvtu64_mask64(neg[j])));
+            acc = madd_acc(acc, p16, aux_step_scales(s16, j));
         }
         const int bsum = _mm512_reduce_add_epi32(acc);
         sum += cpuq_half(x) * cpuq_f32(y) * (float)bsum;
@@ -112,9 +134,16 @@ static __m512i step_scales(__m512i s16, int j) {
     return _mm512_permutexvar_epi16(idx, s16);
 }
 
+/* IQ2_XS: the 256 sign bits of a super-block's 32 u16 (7-bit sign index
+ * in bits 9..15, parity completed by with_parity), four 64-bit masks. */
+static void iq2xs_signs(const uint8_t *qs, uint64_t out[4]) {
+    const __m512i p = _mm512_srli_epi16(_mm512_loadu_si512((const void *)qs), 9);
+    _mm256_storeu_si256((__m256i *)out, _mm512_cvtepi16_epi8(with_parity(p)));
+}
+
 /* IQ2_XS, two groups of 32 (eight u16: 9-bit grid index, 7-bit sign
  * index) per step: the indices masked in a register, their 8-byte grid
- * entries gathered; the scales unpacked once per super-block. */
+ * entries gathered; the signs and scales unpacked once per super-block. */
 static void dot_iq2_xs(int64_t n, float *s, const void *vx, const void *vy) {
     const uint8_t *x = vx, *y = vy;
     const __m256i low9 = _mm256_set1_epi32(511);
@@ -122,12 +151,13 @@ static void dot_iq2_xs(int64_t n, float *s, const void *vx, const void *vy) {
     for (int64_t i = 0; i < n / QK_K; i++, x += 74, y += BQ8_K) {
         prefetch_ahead(x);
         const __m512i s16 = nibble_scales16(x + 66);
+        uint64_t neg[4];
+        iq2xs_signs(x + 2, neg);
         __m512i acc = _mm512_setzero_si512();
         for (int j = 0; j < 4; j++) {
             const __m256i q = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(x + 2 + 16 * j)));
-            const __mmask64 neg = sign_kmask(_mm256_srli_epi32(q, 9));
             const __m512i mag = _mm512_i32gather_epi64(_mm256_and_si256(q, low9), (const void *)tport_iq2xs_grid, 8);
-            const __m512i p16 = _mm512_maddubs_epi16(mag, negate_where(q8k_load64(y, 64 * j), neg));
+            const __m512i p16 = _mm512_maddubs_epi16(mag, negate_where(q8k_load64(y, 64 * j), _cvtu64_mask64(neg[j])));
             acc = madd_acc(acc, p16, step_scales(s16, j));
         }
         const int bsum = _mm512_reduce_add_epi32(acc);
@@ -166,13 +196,14 @@ static void dot_iq3_xxs(int64_t n, float *s, const void *vx, const void *vy) {
     float sum = 0;
     for (int64_t i = 0; i < n / QK_K; i++, x += 98, y += BQ8_K) {
         prefetch_ahead(x);
+        uint64_t neg[4];
+        const __m512i s16 = aux_signs_scales(_mm256_loadu_si256((const __m256i *)(x + 66)), neg);
         __m512i acc = _mm512_setzero_si512();
-        for (int ib = 0; ib < 8; ib += 2) {
-            const uint32_t a0 = cpuq_u32(x + 66 + 4 * ib), a1 = cpuq_u32(x + 70 + 4 * ib);
-            const __m512i idx = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(x + 2 + 8 * ib)));
+        for (int j = 0; j < 4; j++) {
+            const __m512i idx = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(x + 2 + 16 * j)));
             const __m512i mag = _mm512_i32gather_epi32(idx, (const void *)tport_iq3xxs_grid, 4);
-            const __m512i p16 = _mm512_maddubs_epi16(mag, negate_where(q8k_load64(y, 32 * ib), sign_kmask_aux(a0, a1)));
-            acc = madd_acc(acc, p16, half_scales((int)(2 * (a0 >> 28) + 1), (int)(2 * (a1 >> 28) + 1)));
+            const __m512i p16 = _mm512_maddubs_epi16(mag, negate_where(q8k_load64(y, 64 * j), _cvtu64_mask64(neg[j])));
+            acc = madd_acc(acc, p16, aux_step_scales(s16, j));
         }
         const int bsum = _mm512_reduce_add_epi32(acc);
         sum += cpuq_half(x) * cpuq_f32(y) * (float)bsum;
