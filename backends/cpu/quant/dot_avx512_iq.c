@@ -279,6 +279,7 @@ static void dot_tq1_0(int64_t n, float *s, const void *vx, const void *vy) {
     const uint8_t *x = vx, *y = vy;
     float sum = 0;
     for (int64_t i = 0; i < n / QK_K; i++, x += 54, y += BQ8_K) {
+        prefetch_ahead(x);
         const __m512i a = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)x));
         const __m512i a01 = _mm512_mask_mov_epi64(a, 0xF0, mul3(a)), a23 = mul9(a01);
         const __m512i b = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(x + 32)));
@@ -307,6 +308,7 @@ static void dot_tq2_0(int64_t n, float *s, const void *vx, const void *vy) {
     const __m512i m3 = _mm512_set1_epi8(3);
     float sum = 0;
     for (int64_t i = 0; i < n / QK_K; i++, x += 66, y += BQ8_K) {
+        prefetch_ahead(x);
         const __m512i bits = _mm512_loadu_si512((const void *)x);
         __m512i acc = _mm512_setzero_si512();
         for (int l = 0; l < 4; l++) {
