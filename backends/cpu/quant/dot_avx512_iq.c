@@ -34,11 +34,6 @@ static __m512i madd_acc(__m512i acc, __m512i p, __m512i scales) {
 #endif
 }
 
-/* Two int16 scales: a for lanes 0, 1 (elements 0..31), b for lanes 2, 3. */
-static __m512i half_scales(int a, int b) {
-    return _mm512_mask_blend_epi32(0xFF00, _mm512_set1_epi16((short)a), _mm512_set1_epi16((short)b));
-}
-
 /* y negated where bit i of `neg` is set. */
 static __m512i negate_where(__m512i y, __mmask64 neg) { return _mm512_mask_sub_epi8(y, neg, _mm512_setzero_si512(), y); }
 
@@ -79,8 +74,8 @@ static __m512i aux_signs_scales(__m256i aux, uint64_t neg[4]) {
     return _mm512_castsi128_si512(_mm256_cvtepi32_epi16(l));
 }
 
-/* Step j's scales from aux_signs_scales: word 2j for lanes 0, 1, word
- * 2j + 1 for lanes 2, 3. */
+/* Step j's scales from eight int16 (aux_signs_scales, IQ3_S): word 2j
+ * for lanes 0, 1, word 2j + 1 for lanes 2, 3. */
 static __m512i aux_step_scales(__m512i s16, int j) {
     const __m512i idx = _mm512_add_epi16(_mm512_set1_epi16((short)(2 * j)),
                                          _mm512_setr_epi64(0, 0, 0, 0, 0x0001000100010001LL, 0x0001000100010001LL,
@@ -221,7 +216,10 @@ static void dot_iq3_s(int64_t n, float *s, const void *vx, const void *vy) {
     float sum = 0;
     for (int64_t i = 0; i < n / QK_K; i++, x += 110, y += BQ8_K) {
         prefetch_ahead(x);
-        const uint8_t *sc = x + 106;
+        /* the eight 4-bit scales 2s + 1, group g's in word g */
+        const __m128i sb = _mm_cvtepu8_epi16(_mm_cvtsi32_si128((int)cpuq_u32(x + 106)));
+        const __m128i sn = _mm_unpacklo_epi16(_mm_and_si128(sb, _mm_set1_epi16(0xf)), _mm_srli_epi16(sb, 4));
+        const __m512i s16 = _mm512_castsi128_si512(_mm_add_epi16(_mm_add_epi16(sn, sn), _mm_set1_epi16(1)));
         const uint64_t qh = u64_at(x + 66);
         __m512i acc = _mm512_setzero_si512();
         for (int j = 0; j < 4; j++) {
@@ -230,7 +228,7 @@ static void dot_iq3_s(int64_t n, float *s, const void *vx, const void *vy) {
             const __m512i mag = _mm512_i32gather_epi32(idx, (const void *)tport_iq3s_grid, 4);
             const __mmask64 neg = _cvtu64_mask64(u64_at(x + 74 + 8 * j));
             const __m512i p16 = _mm512_maddubs_epi16(mag, negate_where(q8k_load64(y, 64 * j), neg));
-            acc = madd_acc(acc, p16, half_scales(2 * (sc[j] & 0xf) + 1, 2 * (sc[j] >> 4) + 1));
+            acc = madd_acc(acc, p16, aux_step_scales(s16, j));
         }
         const int bsum = _mm512_reduce_add_epi32(acc);
         sum += cpuq_half(x) * cpuq_f32(y) * (float)bsum;
