@@ -1,18 +1,22 @@
 /* AVX-512 dot products of IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, TQ1_0
  * and TQ2_0 with Q8_K activations, 64 elements per step: explicit sign bits become a
  * 64-bit mask that negates the activations directly (7-bit sign indices
- * get their parity bit first, then are packed to bytes with vpmovdb); the int16 pair
- * sums take their scales with dpwssd (VNNI) or madd, the TQ types' digits
- * multiply with dpbusd.  As the AVX2 kernels (dot_avx2_iq.c), whose
- * helpers' reasoning applies here too, they form the scalar kernels'
- * integers per super-block and the same float expressions: bit for bit
- * the scalar results.  Activations in [-127, 127].
+ * get their parity bit first, a whole super-block's in one pass, then are
+ * packed to bytes); the int16 pair sums take their scales with dpwssd
+ * (VNNI) or madd, the scales unpacked once per super-block and spread to
+ * the lanes with vpermw; the TQ types' digits multiply with dpbusd.  As
+ * the AVX2 kernels (dot_avx2_iq.c), whose helpers' reasoning applies here
+ * too, they form the scalar kernels' integers per super-block and the same
+ * float expressions: bit for bit the scalar results.  Activations in
+ * [-127, 127].
  *
  * The lattice types form their grid indices in a register and gather the
- * entries (vpgatherdd / vpgatherdq): on this Xeon (run 35's) that took
- * the IQ3_S kernel from about 340 to 100 cycles per row of 768, where
+ * entries (vpgatherdd / vpgatherdq): on the Xeon of run 35 that took the
+ * IQ3_S kernel from about 340 to 100 TSC ticks per row of 768, where
  * assembling sixteen scalar loads (and a grid helper gcc left out of line)
- * had cost more than the products. */
+ * had cost more than the products; scalar loads into a stored index array
+ * were slower still than the gather for IQ2_XS.  IQ3_S is now bound by its
+ * four 16-entry gathers per super-block. */
 #include "quant_kernels.h"
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__) && \
