@@ -55,6 +55,7 @@ typedef struct mm_plan {
     int64_t K, N, M;
     int64_t r2, r3;            /* broadcast ratios of dims 2, 3 */
     cpu_vec_dot_fn vec_dot;    /* NULL: f32 path */
+    cpu_vec_dot4_fn vec_dot4;  /* vec_dot for four rows at once (cpu_quant.h), or NULL */
     tport_type_id vec_dot_type;
     size_t packed_row;         /* bytes per packed row of b, 0 = b used in place */
     const cpu_tile_kind *tiled; /* a batch through this tiled kernel (cpu_tile_kinds.c), or NULL */
@@ -104,6 +105,7 @@ static mm_plan make_plan(const cpu_op *op) {
             if (vt && vt->block_size > 0 && p.K % vt->block_size == 0 && cpu_can_from_float(vt->id)) {
                 p.vec_dot = fn;
                 p.vec_dot_type = vt->id;
+                p.vec_dot4 = cpu_vec_dot4_for(a->type);
                 p.packed_row = (size_t)(p.K / vt->block_size) * (size_t)vt->block_bytes;
             }
         }
@@ -441,7 +443,11 @@ static void compute_task(void *arg, int ith, int nth) {
             float s[TILE], s1[TILE];
             int pair = 0;
             if (p->vec_dot) {
-                for (int k = 0; k < rows; k++)
+                int k = 0;
+                if (p->vec_dot4)
+                    for (; k + 4 <= rows; k += 4)
+                        p->vec_dot4(p->K, &s[k], &araw[k], brow);
+                for (; k < rows; k++)
                     p->vec_dot(p->K, &s[k], araw[k], brow);
             } else if (rows == TILE && TILE == 4 && j + 2 < p->M) {
                 const float *bs[3] = {brow, b_row(job, j + 1, i12, i13), b_row(job, j + 2, i12, i13)};

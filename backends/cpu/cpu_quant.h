@@ -30,6 +30,14 @@ cpu_vec_dot_fn cpu_vec_dot_for(tport_type_id type);
  * compare the SIMD kernels against it). */
 cpu_vec_dot_fn cpu_vec_dot_scalar_for(tport_type_id type);
 
+/* s[r] = dot(x[r], y) for four rows of `type` against one y, each bit for
+ * bit what cpu_vec_dot_for(type) gives (generation: a tile's rows share
+ * y's loads and scales). */
+typedef void (*cpu_vec_dot4_fn)(int64_t n, float s[4], const void *const x[4], const void *y);
+
+/* The four-row kernel for `type`, or NULL where this build has none. */
+cpu_vec_dot4_fn cpu_vec_dot4_for(tport_type_id type);
+
 /* "avx512", "avx2", "sse2" or "scalar": the best instruction set compiled in. */
 const char *cpu_vec_dot_isa(void);
 

@@ -239,7 +239,8 @@ static void test_lut_lengths(const char *isa) {
         const int per_y = bs / (int)vt->info.block_size; /* activation blocks per weight block */
         uint8_t *x = malloc((size_t)max_blocks * bx), *y = malloc((size_t)(max_blocks * per_y) * by);
         float *xf = malloc(sizeof(float) * (size_t)(max_blocks * bs)), *yf = malloc(sizeof(float) * (size_t)(max_blocks * bs));
-        int bad = 0;
+        int bad = 0, bad4 = 0;
+        cpu_vec_dot4_fn four = cpu_vec_dot4_for(types[k]);
         for (int rep = 0; rep < 3 * max_blocks; rep++) {
             const int nb = 1 + rep % max_blocks, n = nb * bs;
             const bool tiny = rep >= 2 * max_blocks; /* MXFP4: only subnormal-scale exponents */
@@ -272,8 +273,23 @@ static void test_lut_lengths(const char *isa) {
             if (!(fabs((double)a - c) <= 1e-5 * mag + 1e-44) && bad++ < 3)
                 CHECK(0, "%s %s, %d blocks: %.9g, scalar %.9g (sum|xy| %g)", t->info.name, isa, nb, (double)c,
                       (double)a, mag);
+            if (four) { /* rows x and x one block on (one block shorter): each bit for bit the one-row kernel's */
+                const int m = nb > 1 ? n - bs : n;
+                const void *x1 = nb > 1 ? x + bx : x, *rows[4] = {x, x1, x1, x};
+                float r4[4], r1[4];
+                four(m, r4, rows, y);
+                for (int r = 0; r < 4; r++) {
+                    simd(m, &r1[r], rows[r], y);
+                    if (!same_float(r4[r], r1[r]) && bad4++ < 3)
+                        CHECK(0, "%s %s four rows, %d blocks, row %d: %.9g, one row %.9g", t->info.name, isa, nb,
+                              r, (double)r4[r], (double)r1[r]);
+                }
+            }
         }
         CHECK(bad == 0, "%s %s: %d lengths differ from scalar", t->info.name, isa, bad);
+        CHECK(bad4 == 0, "%s %s: %d four-row results differ from one-row ones", t->info.name, isa, bad4);
+        if (four)
+            printf("%s %s four-row kernel equals one-row bit for bit\n", t->info.name, isa);
         printf("%s %s kernel equals scalar on 1..%d blocks\n", t->info.name, isa, max_blocks);
         free(x);
         free(y);

@@ -1,12 +1,22 @@
 /* AVX-512 dot products of IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, TQ1_0
  * and TQ2_0 with Q8_K activations, 64 elements per step: explicit sign bits become a
  * 64-bit mask that negates the activations directly (7-bit sign indices
- * get their parity bit first, then are packed to bytes with vpmovdb); the int16 pair
- * sums take their scales with dpwssd (VNNI) or madd, the TQ types' digits
- * multiply with dpbusd.  As the AVX2 kernels (dot_avx2_iq.c), whose
- * helpers' reasoning applies here too, they form the scalar kernels'
- * integers per super-block and the same float expressions: bit for bit
- * the scalar results.  Activations in [-127, 127]. */
+ * get their parity bit first, a whole super-block's in one pass, then are
+ * packed to bytes); the int16 pair sums take their scales with dpwssd
+ * (VNNI) or madd, the scales unpacked once per super-block and spread to
+ * the lanes with vpermw; the TQ types' digits multiply with dpbusd.  As
+ * the AVX2 kernels (dot_avx2_iq.c), whose helpers' reasoning applies here
+ * too, they form the scalar kernels' integers per super-block and the same
+ * float expressions: bit for bit the scalar results.  Activations in
+ * [-127, 127].
+ *
+ * The lattice types form their grid indices in a register and gather the
+ * entries (vpgatherdd / vpgatherdq): on the Xeon of run 35 that took the
+ * IQ3_S kernel from about 340 to 100 TSC ticks per row of 768, where
+ * assembling sixteen scalar loads (and a grid helper gcc left out of line)
+ * had cost more than the products; scalar loads into a stored index array
+ * were slower still than the gather for IQ2_XS.  IQ3_S is now bound by its
+ * four 16-entry gathers per super-block. */
 #include "quant_kernels.h"
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__) && \
@@ -28,53 +38,74 @@ static __m512i madd_acc(__m512i acc, __m512i p, __m512i scales) {
 #endif
 }
 
-/* Four int16 scales, one per 128-bit lane (16 elements each). */
-static __m512i lane_scales(int a, int b, int c, int d) {
-    const __m128i v = _mm_setr_epi32(a, b, c, d);
-    return _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
-                                    _mm512_castsi128_si512(_mm_or_si128(v, _mm_slli_epi32(v, 16))));
-}
-
 /* y negated where bit i of `neg` is set. */
 static __m512i negate_where(__m512i y, __mmask64 neg) { return _mm512_mask_sub_epi8(y, neg, _mm512_setzero_si512(), y); }
 
-/* Eight IQ2 grid entries for 64 elements. */
-static __m512i grid8x8(const uint64_t *g, const unsigned i[8]) {
-    return _mm512_setr_epi64((long long)g[i[0]], (long long)g[i[1]], (long long)g[i[2]], (long long)g[i[3]],
-                             (long long)g[i[4]], (long long)g[i[5]], (long long)g[i[6]], (long long)g[i[7]]);
+/* Bytes of weights prefetched ahead, as in dot_avx512_lut.c: a row is read
+ * once per token in generation and the next rows follow it in memory. */
+#define IQ_AHEAD 2048
+
+/* The two lines of a block of at most 128 bytes, IQ_AHEAD past x. */
+static inline __attribute__((always_inline)) void prefetch_ahead(const uint8_t *x) {
+    _mm_prefetch((const char *)x + IQ_AHEAD, _MM_HINT_T0);
+    _mm_prefetch((const char *)x + IQ_AHEAD + 64, _MM_HINT_T0);
 }
 
-/* Eight 7-bit sign indices (the low bits of p's 32-bit lanes) as the
- * negation mask of 64 elements: ggml's rule makes bit 7 the parity of
- * bits 0..6 (the parity of the low nibble of p ^ (p >> 4), from a table). */
-static __mmask64 sign_kmask(__m256i p) {
-    const __m256i odd = _mm256_broadcastsi128_si256(
+/* 7-bit sign indices (bits 0..6 of each 16- or 32-bit lane of p, the
+ * rest zero) with ggml's bit 7: the parity of bits 0..6, i.e. of the low
+ * nibble of p ^ (p >> 4), from a table (vpshufb; the lanes' upper bytes
+ * index entry 0, which is 0). */
+static __m512i with_parity(__m512i p) {
+    const __m512i odd = _mm512_broadcast_i32x4(
         _mm_setr_epi8(0, -128, -128, 0, -128, 0, 0, -128, -128, 0, 0, -128, 0, -128, -128, 0));
-    const __m256i full = _mm256_or_si256(p, _mm256_shuffle_epi8(odd, _mm256_xor_si256(p, _mm256_srli_epi32(p, 4))));
-    return _cvtu64_mask64((uint64_t)_mm_cvtsi128_si64(_mm256_cvtepi32_epi8(full)));
+    return _mm512_or_si512(p, _mm512_shuffle_epi8(odd, _mm512_xor_si512(p, _mm512_srli_epi32(p, 4))));
 }
 
-/* IQ2_XXS and IQ3_XXS: the sign indices of two groups' u32s (bits 0, 7,
- * 14, 21 of each). */
-static __mmask64 sign_kmask_aux(uint32_t a0, uint32_t a1) {
-    const __m256i v = _mm256_setr_epi32((int)a0, (int)a0, (int)a0, (int)a0, (int)a1, (int)a1, (int)a1, (int)a1);
-    const __m256i sh = _mm256_setr_epi32(0, 7, 14, 21, 0, 7, 14, 21);
-    return sign_kmask(_mm256_and_si256(_mm256_srlv_epi32(v, sh), _mm256_set1_epi32(127)));
+/* IQ2_XXS and IQ3_XXS: from the eight groups' u32s (four 7-bit sign
+ * indices at bits 0, 7, 14, 21, the 4-bit scale at 28) the 256 sign bits
+ * (parity completed by with_parity), four 64-bit masks, and the scales
+ * 2s + 1 as int16, group g's in word g. */
+static __m512i aux_signs_scales(__m256i aux, uint64_t neg[4]) {
+    const __m512i sh = _mm512_setr_epi32(0, 7, 14, 21, 0, 7, 14, 21, 0, 7, 14, 21, 0, 7, 14, 21);
+    const __m512i a = _mm512_castsi256_si512(aux);
+    for (int h = 0; h < 2; h++) {
+        const __m512i pick = _mm512_add_epi32(_mm512_set1_epi32(4 * h),
+                                              _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3));
+        const __m512i p = _mm512_and_si512(_mm512_srlv_epi32(_mm512_permutexvar_epi32(pick, a), sh), _mm512_set1_epi32(127));
+        _mm_storeu_si128((__m128i *)(neg + 2 * h), _mm512_cvtepi32_epi8(with_parity(p)));
+    }
+    const __m256i l = _mm256_add_epi32(_mm256_slli_epi32(_mm256_srli_epi32(aux, 28), 1), _mm256_set1_epi32(1));
+    return _mm512_castsi128_si512(_mm256_cvtepi32_epi16(l));
+}
+
+/* Step j's scales from eight int16 (aux_signs_scales, IQ3_S): word 2j
+ * for lanes 0, 1, word 2j + 1 for lanes 2, 3. */
+static __m512i aux_step_scales(__m512i s16, int j) {
+    const __m512i idx = _mm512_add_epi16(_mm512_set1_epi16((short)(2 * j)),
+                                         _mm512_setr_epi64(0, 0, 0, 0, 0x0001000100010001LL, 0x0001000100010001LL,
+                                                           0x0001000100010001LL, 0x0001000100010001LL));
+    return _mm512_permutexvar_epi16(idx, s16);
 }
 
 static void dot_iq2_xxs(int64_t n, float *s, const void *vx, const void *vy) {
     const uint8_t *x = vx, *y = vy;
+    /* the index bytes of a step's two groups: bytes 0..3 and 8..11 */
+    const __m128i pick = _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, -1, -1, -1, -1, -1, -1, -1, -1);
+    const __m512i odd_dwords = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 1, 3, 5, 7, 9, 11, 13, 15);
     float sum = 0;
     for (int64_t i = 0; i < n / QK_K; i++, x += 66, y += BQ8_K) {
+        prefetch_ahead(x);
+        /* group g: index bytes at 8g, its u32 of signs and scale at 8g + 4 */
+        uint64_t neg[4];
+        const __m512i s16 = aux_signs_scales(
+            _mm512_castsi512_si256(_mm512_permutexvar_epi32(odd_dwords, _mm512_loadu_si512((const void *)(x + 2)))), neg);
         __m512i acc = _mm512_setzero_si512();
-        for (int ib = 0; ib < 8; ib += 2) {
-            const uint8_t *q = x + 2 + 8 * ib; /* group ib: bytes 0..7, group ib + 1: 8..15 */
-            const uint32_t a0 = cpuq_u32(q + 4), a1 = cpuq_u32(q + 12);
-            const unsigned idx[8] = {q[0], q[1], q[2], q[3], q[8], q[9], q[10], q[11]};
-            const __m512i mag = grid8x8(tport_iq2xxs_grid, idx);
-            const __m512i p16 = _mm512_maddubs_epi16(mag, negate_where(q8k_load64(y, 32 * ib), sign_kmask_aux(a0, a1)));
-            const int l0 = (int)(2 * (a0 >> 28) + 1), l1 = (int)(2 * (a1 >> 28) + 1);
-            acc = madd_acc(acc, p16, lane_scales(l0, l0, l1, l1));
+        for (int j = 0; j < 4; j++) {
+            const __m128i q = _mm_loadu_si128((const __m128i *)(x + 2 + 16 * j));
+            const __m256i idx = _mm256_cvtepu8_epi32(_mm_shuffle_epi8(q, pick));
+            const __m512i mag = _mm512_i32gather_epi64(idx, (const void *)tport_iq2xxs_grid, 8);
+            const __m512i p16 = _mm512_maddubs_epi16(mag, negate_where(q8k_load64(y, 64 * j), _cvtu64_mask64(neg[j])));
+            acc = madd_acc(acc, p16, aux_step_scales(s16, j));
         }
         const int bsum = _mm512_reduce_add_epi32(acc);
         sum += cpuq_half(x) * cpuq_f32(y) * (float)bsum;
@@ -82,26 +113,51 @@ static void dot_iq2_xxs(int64_t n, float *s, const void *vx, const void *vy) {
     *s = 0.125f * sum;
 }
 
+/* The sixteen 4-bit scales of IQ2_XS and IQ2_S (8 bytes at sc, low
+ * nibble first) as int16 2s + 1, nibble g in word g. */
+static __m512i nibble_scales16(const uint8_t *sc) {
+    const __m128i v = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)sc));
+    const __m128i lo = _mm_and_si128(v, _mm_set1_epi16(0xf)), hi = _mm_srli_epi16(v, 4);
+    const __m256i w = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi16(lo, hi)),
+                                              _mm_unpackhi_epi16(lo, hi), 1);
+    const __m256i s2 = _mm256_add_epi16(_mm256_add_epi16(w, w), _mm256_set1_epi16(1));
+    return _mm512_castsi256_si512(s2);
+}
+
+/* Step j's scales from nibble_scales16: word 4j + k across 128-bit lane k. */
+static __m512i step_scales(__m512i s16, int j) {
+    const __m512i idx = _mm512_add_epi16(_mm512_set1_epi16((short)(4 * j)),
+                                         _mm512_setr_epi64(0, 0, 0x0001000100010001LL, 0x0001000100010001LL,
+                                                           0x0002000200020002LL, 0x0002000200020002LL,
+                                                           0x0003000300030003LL, 0x0003000300030003LL));
+    return _mm512_permutexvar_epi16(idx, s16);
+}
+
+/* IQ2_XS: the 256 sign bits of a super-block's 32 u16 (7-bit sign index
+ * in bits 9..15, parity completed by with_parity), four 64-bit masks. */
+static void iq2xs_signs(const uint8_t *qs, uint64_t out[4]) {
+    const __m512i p = _mm512_srli_epi16(_mm512_loadu_si512((const void *)qs), 9);
+    _mm256_storeu_si256((__m256i *)out, _mm512_cvtepi16_epi8(with_parity(p)));
+}
+
 /* IQ2_XS, two groups of 32 (eight u16: 9-bit grid index, 7-bit sign
- * index) per step. */
+ * index) per step: the indices masked in a register, their 8-byte grid
+ * entries gathered; the signs and scales unpacked once per super-block. */
 static void dot_iq2_xs(int64_t n, float *s, const void *vx, const void *vy) {
     const uint8_t *x = vx, *y = vy;
+    const __m256i low9 = _mm256_set1_epi32(511);
     float sum = 0;
     for (int64_t i = 0; i < n / QK_K; i++, x += 74, y += BQ8_K) {
-        const uint8_t *sc = x + 66;
+        prefetch_ahead(x);
+        const __m512i s16 = nibble_scales16(x + 66);
+        uint64_t neg[4];
+        iq2xs_signs(x + 2, neg);
         __m512i acc = _mm512_setzero_si512();
-        for (int ib = 0; ib < 8; ib += 2) {
-            const uint8_t *q = x + 2 + 8 * ib;
-            const __m256i p = _mm256_srli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)q)), 9);
-            const __mmask64 neg = sign_kmask(p);
-            unsigned idx[8];
-            for (int k = 0; k < 8; k++)
-                idx[k] = u16_at(q + 2 * k) & 511;
-            const __m512i mag = grid8x8(tport_iq2xs_grid, idx);
-            const __m512i p16 = _mm512_maddubs_epi16(mag, negate_where(q8k_load64(y, 32 * ib), neg));
-            const __m512i scales = lane_scales(2 * (sc[ib] & 0xf) + 1, 2 * (sc[ib] >> 4) + 1,
-                                               2 * (sc[ib + 1] & 0xf) + 1, 2 * (sc[ib + 1] >> 4) + 1);
-            acc = madd_acc(acc, p16, scales);
+        for (int j = 0; j < 4; j++) {
+            const __m256i q = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(x + 2 + 16 * j)));
+            const __m512i mag = _mm512_i32gather_epi64(_mm256_and_si256(q, low9), (const void *)tport_iq2xs_grid, 8);
+            const __m512i p16 = _mm512_maddubs_epi16(mag, negate_where(q8k_load64(y, 64 * j), _cvtu64_mask64(neg[j])));
+            acc = madd_acc(acc, p16, step_scales(s16, j));
         }
         const int bsum = _mm512_reduce_add_epi32(acc);
         sum += cpuq_half(x) * cpuq_f32(y) * (float)bsum;
@@ -111,22 +167,22 @@ static void dot_iq2_xs(int64_t n, float *s, const void *vx, const void *vy) {
 
 static void dot_iq2_s(int64_t n, float *s, const void *vx, const void *vy) {
     const uint8_t *x = vx, *y = vy;
+    const __m256i hshift = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
     float sum = 0;
     for (int64_t i = 0; i < n / QK_K; i++, x += 82, y += BQ8_K) {
-        const uint8_t *qh = x + 66, *sc = x + 74;
+        prefetch_ahead(x);
+        const __m512i s16 = nibble_scales16(x + 74);
         __m512i acc = _mm512_setzero_si512();
-        for (int ib = 0; ib < 8; ib += 2) {
-            const uint8_t *qs = x + 2 + 4 * ib;
-            /* entry k's index bits 8, 9: bits 2 (k % 4), +1 of qh[ib + k / 4] */
-            unsigned idx[8];
-            for (int k = 0; k < 8; k++)
-                idx[k] = qs[k] | ((unsigned)qh[ib + k / 4] << (8 - 2 * (k % 4)) & 0x300);
-            const __m512i mag = grid8x8(tport_iq2s_grid, idx);
-            const __mmask64 neg = _cvtu64_mask64(u64_at(x + 34 + 4 * ib));
-            const __m512i p16 = _mm512_maddubs_epi16(mag, negate_where(q8k_load64(y, 32 * ib), neg));
-            const __m512i scales = lane_scales(2 * (sc[ib] & 0xf) + 1, 2 * (sc[ib] >> 4) + 1,
-                                               2 * (sc[ib + 1] & 0xf) + 1, 2 * (sc[ib + 1] >> 4) + 1);
-            acc = madd_acc(acc, p16, scales);
+        for (int j = 0; j < 4; j++) {
+            /* entry k's index bits 8, 9: bits 2k, 2k + 1 of the u16 at qh + 2j */
+            const __m256i h = _mm256_set1_epi32((int)u16_at(x + 66 + 2 * j));
+            const __m256i hb = _mm256_and_si256(_mm256_srlv_epi32(h, hshift), _mm256_set1_epi32(3));
+            const __m256i idx = _mm256_or_si256(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(x + 2 + 8 * j))),
+                                                _mm256_slli_epi32(hb, 8));
+            const __m512i mag = _mm512_i32gather_epi64(idx, (const void *)tport_iq2s_grid, 8);
+            const __mmask64 neg = _cvtu64_mask64(u64_at(x + 34 + 8 * j));
+            const __m512i p16 = _mm512_maddubs_epi16(mag, negate_where(q8k_load64(y, 64 * j), neg));
+            acc = madd_acc(acc, p16, step_scales(s16, j));
         }
         const int bsum = _mm512_reduce_add_epi32(acc);
         sum += cpuq_half(x) * cpuq_f32(y) * (float)bsum;
@@ -134,28 +190,19 @@ static void dot_iq2_s(int64_t n, float *s, const void *vx, const void *vy) {
     *s = 0.125f * sum;
 }
 
-/* Sixteen IQ3 grid entries (4 magnitudes each) for 64 elements. */
-static __m512i grid16x4(const uint32_t *g, const unsigned i[16]) {
-    return _mm512_setr_epi32((int)g[i[0]], (int)g[i[1]], (int)g[i[2]], (int)g[i[3]], (int)g[i[4]], (int)g[i[5]],
-                             (int)g[i[6]], (int)g[i[7]], (int)g[i[8]], (int)g[i[9]], (int)g[i[10]], (int)g[i[11]],
-                             (int)g[i[12]], (int)g[i[13]], (int)g[i[14]], (int)g[i[15]]);
-}
-
 static void dot_iq3_xxs(int64_t n, float *s, const void *vx, const void *vy) {
     const uint8_t *x = vx, *y = vy;
     float sum = 0;
     for (int64_t i = 0; i < n / QK_K; i++, x += 98, y += BQ8_K) {
+        prefetch_ahead(x);
+        uint64_t neg[4];
+        const __m512i s16 = aux_signs_scales(_mm256_loadu_si256((const __m256i *)(x + 66)), neg);
         __m512i acc = _mm512_setzero_si512();
-        for (int ib = 0; ib < 8; ib += 2) {
-            const uint8_t *q3 = x + 2 + 8 * ib;
-            const uint32_t a0 = cpuq_u32(x + 66 + 4 * ib), a1 = cpuq_u32(x + 70 + 4 * ib);
-            unsigned idx[16];
-            for (int k = 0; k < 16; k++)
-                idx[k] = q3[k];
-            const __m512i mag = grid16x4(tport_iq3xxs_grid, idx);
-            const __m512i p16 = _mm512_maddubs_epi16(mag, negate_where(q8k_load64(y, 32 * ib), sign_kmask_aux(a0, a1)));
-            const int l0 = (int)(2 * (a0 >> 28) + 1), l1 = (int)(2 * (a1 >> 28) + 1);
-            acc = madd_acc(acc, p16, lane_scales(l0, l0, l1, l1));
+        for (int j = 0; j < 4; j++) {
+            const __m512i idx = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(x + 2 + 16 * j)));
+            const __m512i mag = _mm512_i32gather_epi32(idx, (const void *)tport_iq3xxs_grid, 4);
+            const __m512i p16 = _mm512_maddubs_epi16(mag, negate_where(q8k_load64(y, 64 * j), _cvtu64_mask64(neg[j])));
+            acc = madd_acc(acc, p16, aux_step_scales(s16, j));
         }
         const int bsum = _mm512_reduce_add_epi32(acc);
         sum += cpuq_half(x) * cpuq_f32(y) * (float)bsum;
@@ -163,27 +210,29 @@ static void dot_iq3_xxs(int64_t n, float *s, const void *vx, const void *vy) {
     *s = 0.25f * sum;
 }
 
-/* IQ3_S, two groups of 32 per step: sixteen 4-magnitude entries, 64 sign
- * bits, one 4-bit scale per group. */
+/* IQ3_S, two groups of 32 per step: the sixteen 9-bit indices (qs bytes,
+ * the ninth bit from qh as a mask: entry k's is bit k of the super-block's
+ * qh read as one 64-bit word) are formed in a register and their 4-byte
+ * grid entries gathered; 64 sign bits, one 4-bit scale per group. */
 static void dot_iq3_s(int64_t n, float *s, const void *vx, const void *vy) {
     const uint8_t *x = vx, *y = vy;
-    const uint32_t *g = tport_iq3s_grid;
+    const __m512i bit8 = _mm512_set1_epi32(256);
     float sum = 0;
     for (int64_t i = 0; i < n / QK_K; i++, x += 110, y += BQ8_K) {
-        const uint8_t *qh = x + 66, *sc = x + 106;
+        prefetch_ahead(x);
+        /* the eight 4-bit scales 2s + 1, group g's in word g */
+        const __m128i sb = _mm_cvtepu8_epi16(_mm_cvtsi32_si128((int)cpuq_u32(x + 106)));
+        const __m128i sn = _mm_unpacklo_epi16(_mm_and_si128(sb, _mm_set1_epi16(0xf)), _mm_srli_epi16(sb, 4));
+        const __m512i s16 = _mm512_castsi128_si512(_mm_add_epi16(_mm_add_epi16(sn, sn), _mm_set1_epi16(1)));
+        const uint64_t qh = u64_at(x + 66);
         __m512i acc = _mm512_setzero_si512();
-        for (int ib = 0; ib < 8; ib += 2) {
-            const uint8_t *qs = x + 2 + 8 * ib;
-            /* entry k's ninth index bit: bit k % 8 of qh[ib + k / 8] */
-            const unsigned h = qh[ib] | (unsigned)qh[ib + 1] << 8;
-            unsigned idx[16];
-            for (int k = 0; k < 16; k++)
-                idx[k] = qs[k] | (h >> k & 1) << 8;
-            const __m512i mag = grid16x4(g, idx);
-            const __mmask64 neg = _cvtu64_mask64(u64_at(x + 74 + 4 * ib));
-            const __m512i p16 = _mm512_maddubs_epi16(mag, negate_where(q8k_load64(y, 32 * ib), neg));
-            const int l0 = 2 * (sc[ib / 2] & 0xf) + 1, l1 = 2 * (sc[ib / 2] >> 4) + 1;
-            acc = madd_acc(acc, p16, lane_scales(l0, l0, l1, l1));
+        for (int j = 0; j < 4; j++) {
+            const __m512i q = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(x + 2 + 16 * j)));
+            const __m512i idx = _mm512_mask_add_epi32(q, (__mmask16)(qh >> 16 * j), q, bit8);
+            const __m512i mag = _mm512_i32gather_epi32(idx, (const void *)tport_iq3s_grid, 4);
+            const __mmask64 neg = _cvtu64_mask64(u64_at(x + 74 + 8 * j));
+            const __m512i p16 = _mm512_maddubs_epi16(mag, negate_where(q8k_load64(y, 64 * j), neg));
+            acc = madd_acc(acc, p16, aux_step_scales(s16, j));
         }
         const int bsum = _mm512_reduce_add_epi32(acc);
         sum += cpuq_half(x) * cpuq_f32(y) * (float)bsum;
@@ -232,6 +281,7 @@ static void dot_tq1_0(int64_t n, float *s, const void *vx, const void *vy) {
     const uint8_t *x = vx, *y = vy;
     float sum = 0;
     for (int64_t i = 0; i < n / QK_K; i++, x += 54, y += BQ8_K) {
+        prefetch_ahead(x);
         const __m512i a = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)x));
         const __m512i a01 = _mm512_mask_mov_epi64(a, 0xF0, mul3(a)), a23 = mul9(a01);
         const __m512i b = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(x + 32)));
@@ -260,6 +310,7 @@ static void dot_tq2_0(int64_t n, float *s, const void *vx, const void *vy) {
     const __m512i m3 = _mm512_set1_epi8(3);
     float sum = 0;
     for (int64_t i = 0; i < n / QK_K; i++, x += 66, y += BQ8_K) {
+        prefetch_ahead(x);
         const __m512i bits = _mm512_loadu_si512((const void *)x);
         __m512i acc = _mm512_setzero_si512();
         for (int l = 0; l < 4; l++) {

@@ -68,6 +68,18 @@ static __m512i pair_dot(__m512i tbl, __m512i idx, __m512i y) {
                             _mm512_dpbusd_epi32(z, _mm512_set1_epi8((char)0x80), y));
 }
 
+/* sum plus the last nb blocks (fewer than a step's 8) at x, y, one by one. */
+static float lut_tail(float sum, int64_t nb, const uint8_t *x, const uint8_t *y, const int8_t *values, bool mx) {
+    const int bx = mx ? BMXFP4 : BIQ4_NL, qs = mx ? 1 : 2;
+    for (int64_t b = 0; b < nb; b++, x += bx, y += BQ8_0) {
+        int isum = 0;
+        for (int j = 0; j < 16; j++)
+            isum += values[x[qs + j] & 15] * (int8_t)y[2 + j] + values[x[qs + j] >> 4] * (int8_t)y[2 + j + 16];
+        sum += (float)isum * ((mx ? cpuq_e8m0_half(x[0]) : cpuq_half(x)) * cpuq_half(y));
+    }
+    return sum;
+}
+
 static inline __attribute__((always_inline)) void dot_lut(int64_t n, float *s, const uint8_t *x, const uint8_t *y,
                                                           const int8_t *values, bool mx) {
     const int bx = mx ? BMXFP4 : BIQ4_NL, qs = mx ? 1 : 2;
@@ -88,14 +100,51 @@ static inline __attribute__((always_inline)) void dot_lut(int64_t n, float *s, c
             acc1 = _mm512_fmadd_ps(spread2(d, j + 1), _mm512_cvtepi32_ps(i1), acc1);
         }
     }
-    float sum = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
-    for (; b < nb; b++, x += bx, y += BQ8_0) {
-        int isum = 0;
-        for (int j = 0; j < 16; j++)
-            isum += values[x[qs + j] & 15] * (int8_t)y[2 + j] + values[x[qs + j] >> 4] * (int8_t)y[2 + j + 16];
-        sum += (float)isum * ((mx ? cpuq_e8m0_half(x[0]) : cpuq_half(x)) * cpuq_half(y));
+    *s = lut_tail(_mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)), nb - b, x, y, values, mx);
+}
+
+/* Four rows x[0..3] against one y: each row's result bit for bit dot_lut's
+ * (the same float operations in the same order), while y's activations,
+ * scales and 128 * sum terms are loaded and formed once for the four.  In
+ * generation every row meets the same y, and those are a quarter of the
+ * work per row. */
+static inline __attribute__((always_inline)) void dot_lut4(int64_t n, float s[4], const void *const vx[4],
+                                                           const uint8_t *y, const int8_t *values, bool mx) {
+    const int bx = mx ? BMXFP4 : BIQ4_NL, qs = mx ? 1 : 2;
+    const int64_t nb = n / 32;
+    const uint8_t *x[4] = {vx[0], vx[1], vx[2], vx[3]};
+    const __m512i tbl = _mm512_xor_si512(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)values)),
+                                         _mm512_set1_epi8((char)0x80));
+    const __m512i z = _mm512_setzero_si512(), off = _mm512_set1_epi8((char)0x80);
+    __m512 acc0[4], acc1[4];
+    for (int r = 0; r < 4; r++)
+        acc0[r] = acc1[r] = _mm512_setzero_ps();
+    int64_t b = 0;
+    for (; b + 8 <= nb; b += 8, y += 8 * BQ8_0) {
+        const __m256 dy = x86_halves8(y, BQ8_0);
+        __m512i yv[4], yoff[4];
+        for (int j = 0; j < 4; j++) {
+            yv[j] = q8_pair(y + 2 * j * BQ8_0);
+            yoff[j] = _mm512_dpbusd_epi32(z, off, yv[j]);
+        }
+        for (int r = 0; r < 4; r++) {
+            const uint8_t *xr = x[r] + b * bx;
+            prefetch_ahead(xr);
+            const __m256 d = _mm256_mul_ps(mx ? x86_e8m0_half8(xr) : x86_halves8(xr, bx), dy);
+            for (int j = 0; j < 4; j += 2) {
+                const uint8_t *xj = xr + 2 * j * bx + qs;
+                const __m512i i0 = _mm512_sub_epi32(
+                    _mm512_dpbusd_epi32(z, _mm512_shuffle_epi8(tbl, nibbles2(xj, xj + bx)), yv[j]), yoff[j]);
+                const __m512i i1 = _mm512_sub_epi32(
+                    _mm512_dpbusd_epi32(z, _mm512_shuffle_epi8(tbl, nibbles2(xj + 2 * bx, xj + 3 * bx)), yv[j + 1]),
+                    yoff[j + 1]);
+                acc0[r] = _mm512_fmadd_ps(spread2(d, j), _mm512_cvtepi32_ps(i0), acc0[r]);
+                acc1[r] = _mm512_fmadd_ps(spread2(d, j + 1), _mm512_cvtepi32_ps(i1), acc1[r]);
+            }
+        }
     }
-    *s = sum;
+    for (int r = 0; r < 4; r++)
+        s[r] = lut_tail(_mm512_reduce_add_ps(_mm512_add_ps(acc0[r], acc1[r])), nb - b, x[r] + b * bx, y, values, mx);
 }
 
 static void dot_mxfp4(int64_t n, float *s, const void *vx, const void *vy) {
@@ -104,6 +153,14 @@ static void dot_mxfp4(int64_t n, float *s, const void *vx, const void *vy) {
 
 static void dot_iq4_nl(int64_t n, float *s, const void *vx, const void *vy) {
     dot_lut(n, s, vx, vy, CPUQ(kvalues_iq4nl), false);
+}
+
+static void dot4_mxfp4(int64_t n, float s[4], const void *const vx[4], const void *vy) {
+    dot_lut4(n, s, vx, vy, CPUQ(kvalues_mxfp4), true);
+}
+
+static void dot4_iq4_nl(int64_t n, float s[4], const void *const vx[4], const void *vy) {
+    dot_lut4(n, s, vx, vy, CPUQ(kvalues_iq4nl), false);
 }
 
 /* IQ4_XS (x Q8_K): per super-block the eight sub-block scales ls - 32
@@ -141,8 +198,17 @@ CPUQ_KERNEL_TABLE(avx512_lut_kernel,
                   {TPORT_TYPE_IQ4_NL, dot_iq4_nl},
                   {TPORT_TYPE_IQ4_XS, dot_iq4_xs})
 
+cpu_vec_dot4_fn CPUQ(avx512_lut_rows4)(tport_type_id type) {
+    return type == TPORT_TYPE_MXFP4 ? dot4_mxfp4 : type == TPORT_TYPE_IQ4_NL ? dot4_iq4_nl : NULL;
+}
+
 #else
 
 CPUQ_NO_KERNELS(avx512_lut_kernel)
+
+cpu_vec_dot4_fn CPUQ(avx512_lut_rows4)(tport_type_id type) {
+    (void)type;
+    return NULL;
+}
 
 #endif

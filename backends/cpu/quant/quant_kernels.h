@@ -177,6 +177,7 @@ cpu_vec_dot_fn CPUQ(avx2_iq_kernel)(tport_type_id type);
 cpu_vec_dot_fn CPUQ(avx512_kernel)(tport_type_id type);
 cpu_vec_dot_fn CPUQ(avx512_iq_kernel)(tport_type_id type);
 cpu_vec_dot_fn CPUQ(avx512_lut_kernel)(tport_type_id type);
+cpu_vec_dot4_fn CPUQ(avx512_lut_rows4)(tport_type_id type);
 cpu_vec_dot_fn CPUQ(sse2_kernel)(tport_type_id type);
 cpu_vec_dot_fn CPUQ(sse2_iq_kernel)(tport_type_id type);
 

@@ -38,6 +38,11 @@ cpu_vec_dot_fn cpu_vec_dot_for(tport_type_id type) {
     return fn ? fn : CPUQ(scalar_kernel)(type);
 }
 
+cpu_vec_dot4_fn cpu_vec_dot4_for(tport_type_id type) {
+    /* only where cpu_vec_dot_for picks the same ISA's LUT kernel */
+    return CPUQ(avx512_lut_kernel)(type) ? CPUQ(avx512_lut_rows4)(type) : NULL;
+}
+
 const char *cpu_vec_dot_isa(void) {
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__) && \
     defined(__AVX2__) && defined(__FMA__)
