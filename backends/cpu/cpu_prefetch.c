@@ -16,6 +16,7 @@
 #include <stdlib.h>
 
 #include "cpu_internal.h"
+#include "cpu_quant.h"
 
 uintptr_t cpu_stream_ahead = 1024, cpu_stream_ahead_f16 = 1024;
 
@@ -47,4 +48,5 @@ void cpu_prefetch_init(void) {
         else
             cpu_stream_ahead = cpu_stream_ahead_f16 = (uintptr_t)v;
     }
+    cpuq_stream_ahead = cpu_stream_ahead; /* the Q5_K and Q6_K row kernels */
 }
