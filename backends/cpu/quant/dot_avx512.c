@@ -1,11 +1,15 @@
 /* AVX-512 dot products: Q4_0, Q5_0 and Q8_0 (x Q8_0), Q4_1 and Q5_1 (x
  * Q8_1) four 32-element blocks per step, two per 512-bit register (VNNI's
  * dpbusd when compiled with it, else maddubs + madd), the eight f16 scales
- * converted together; Q4_K and Q6_K
+ * converted together; Q4_K, Q5_K and Q6_K
  * (x Q8_K) 64 elements per step, the small scales folded in with madd
  * (dpwssd with VNNI).  The table types are in dot_avx512_lut.c; other
  * types use the AVX2 kernels compiled into the same variant.  Only the
- * float summation order differs from the scalar code. */
+ * float summation order differs from the scalar code (Q5_K and Q6_K:
+ * none from the AVX2 kernels).  Each kernel prefetches its row
+ * CPUQ(stream_ahead) bytes ahead: generation reads every weight row once
+ * per token, and without it these kernels waited on memory (Q6_K took a
+ * quarter more time on the Xeon of run 35). */
 #include "quant_kernels.h"
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__) && \
@@ -105,14 +109,26 @@ static int q5_block_isum(const uint8_t *qh, const uint8_t *qs, const int8_t *y, 
     return isum;
 }
 
+/* Prefetches the lines at p, p + 64, ..., p + 64 (n - 1): called once per
+ * super-block with n * 64 >= its size, so that along a row no two points
+ * are more than 64 bytes apart and every line is fetched.  A weight is
+ * streamed once per token (generation reads each row once, and the
+ * hardware prefetcher alone left these kernels waiting on memory). */
+static inline void prefetch_lines(uintptr_t p, int n) {
+    for (int l = 0; l < n; l++)
+        _mm_prefetch((const char *)(p + 64 * (uintptr_t)l), _MM_HINT_T0);
+}
+
 /* Q4_0 and Q8_0: four blocks per step, two per register, float
  * accumulators across blocks and one horizontal sum at the end. */
 static void dot_q4_0(int64_t n, float *s, const void *vx, const void *vy) {
     const uint8_t *x = vx, *y = vy;
     const int64_t nb = n / 32;
     __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    const uintptr_t ahead = CPUQ(stream_ahead);
     int64_t b = 0;
     for (; b + 4 <= nb; b += 4, x += 4 * BQ4_0, y += 4 * BQ8_0) {
+        prefetch_lines((uintptr_t)x + ahead, 2); /* 72 bytes a step */
         __m512 d01, d23;
         block_scales4(x, BQ4_0, y, BQ8_0, &d01, &d23);
         const __m512i p01 =
@@ -138,8 +154,10 @@ static void dot_q5_0(int64_t n, float *s, const void *vx, const void *vy) {
     const uint8_t *x = vx, *y = vy;
     const int64_t nb = n / 32;
     __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    const uintptr_t ahead = CPUQ(stream_ahead);
     int64_t b = 0;
     for (; b + 4 <= nb; b += 4, x += 4 * BQ5_0, y += 4 * BQ8_0) {
+        prefetch_lines((uintptr_t)x + ahead, 2); /* 88 bytes a step */
         __m512 d01, d23;
         block_scales4(x, BQ5_0, y, BQ8_0, &d01, &d23);
         const __m512i q01 = q5_quants2(x + 2, x + 6, x + BQ5_0 + 2, x + BQ5_0 + 6);
@@ -163,8 +181,10 @@ static void dot_q5_1(int64_t n, float *s, const void *vx, const void *vy) {
     const int64_t nb = n / 32;
     __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
     __m128 acc_min = _mm_setzero_ps();
+    const uintptr_t ahead = CPUQ(stream_ahead);
     int64_t b = 0;
     for (; b + 4 <= nb; b += 4, x += 4 * BQ5_1, y += 4 * BQ8_1) {
+        prefetch_lines((uintptr_t)x + ahead, 2); /* 96 bytes a step */
         __m512 d01, d23;
         block_scales4(x, BQ5_1, y, BQ8_1, &d01, &d23);
         acc_min = _mm_add_ps(acc_min, x86_scales4(x + 2, BQ5_1, y + 2, BQ8_1));
@@ -187,8 +207,10 @@ static void dot_q4_1(int64_t n, float *s, const void *vx, const void *vy) {
     const int64_t nb = n / 32;
     __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
     __m128 acc_min = _mm_setzero_ps();
+    const uintptr_t ahead = CPUQ(stream_ahead);
     int64_t b = 0;
     for (; b + 4 <= nb; b += 4, x += 4 * BQ4_1, y += 4 * BQ8_1) {
+        prefetch_lines((uintptr_t)x + ahead, 2); /* 80 bytes a step */
         __m512 d01, d23;
         block_scales4(x, BQ4_1, y, BQ8_1, &d01, &d23);
         acc_min = _mm_add_ps(acc_min, x86_scales4(x + 2, BQ4_1, y + 2, BQ8_1));
@@ -212,8 +234,10 @@ static void dot_q8_0(int64_t n, float *s, const void *vx, const void *vy) {
     const uint8_t *x = vx, *y = vy;
     const int64_t nb = n / 32;
     __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    const uintptr_t ahead = CPUQ(stream_ahead);
     int64_t b = 0;
     for (; b + 4 <= nb; b += 4, x += 4 * BQ8_0, y += 4 * BQ8_0) {
+        prefetch_lines((uintptr_t)x + ahead, 3); /* 136 bytes a step */
         __m512 d01, d23;
         block_scales4(x, BQ8_0, y, BQ8_0, &d01, &d23);
         const __m512i p01 = dot_i8x64(load_pair(x + 2, x + BQ8_0 + 2), load_pair(y + 2, y + BQ8_0 + 2));
@@ -280,16 +304,6 @@ static void dot_q4_K(int64_t n, float *s, const void *vx, const void *vy) {
         acc = _mm512_fmadd_ps(_mm512_set1_ps(_mm_cvtss_f32(d)), _mm512_cvtepi32_ps(_mm512_add_epi32(i0, i1)), acc);
     }
     *s = _mm512_reduce_add_ps(acc) - k4_hsum128(acc_min);
-}
-
-/* Prefetches the lines at p, p + 64, ..., p + 64 (n - 1): called once per
- * super-block with n * 64 >= its size, so that along a row no two points
- * are more than 64 bytes apart and every line is fetched.  A weight is
- * streamed once per token (generation reads each row once, and the
- * hardware prefetcher alone left these kernels waiting on memory). */
-static inline void prefetch_lines(uintptr_t p, int n) {
-    for (int l = 0; l < n; l++)
-        _mm_prefetch((const char *)(p + 64 * (uintptr_t)l), _MM_HINT_T0);
 }
 
 /* Word indices for _mm512_permutexvar_epi16: the scale of Q6_K group
