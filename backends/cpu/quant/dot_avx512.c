@@ -109,16 +109,6 @@ static int q5_block_isum(const uint8_t *qh, const uint8_t *qs, const int8_t *y, 
     return isum;
 }
 
-/* Prefetches the lines at p, p + 64, ..., p + 64 (n - 1): called once per
- * super-block with n * 64 >= its size, so that along a row no two points
- * are more than 64 bytes apart and every line is fetched.  A weight is
- * streamed once per token (generation reads each row once, and the
- * hardware prefetcher alone left these kernels waiting on memory). */
-static inline void prefetch_lines(uintptr_t p, int n) {
-    for (int l = 0; l < n; l++)
-        _mm_prefetch((const char *)(p + 64 * (uintptr_t)l), _MM_HINT_T0);
-}
-
 /* Q4_0 and Q8_0: four blocks per step, two per register, float
  * accumulators across blocks and one horizontal sum at the end. */
 static void dot_q4_0(int64_t n, float *s, const void *vx, const void *vy) {
@@ -128,7 +118,7 @@ static void dot_q4_0(int64_t n, float *s, const void *vx, const void *vy) {
     const uintptr_t ahead = CPUQ(stream_ahead);
     int64_t b = 0;
     for (; b + 4 <= nb; b += 4, x += 4 * BQ4_0, y += 4 * BQ8_0) {
-        prefetch_lines((uintptr_t)x + ahead, 2); /* 72 bytes a step */
+        cpuq_prefetch_lines((uintptr_t)x + ahead, 2); /* 72 bytes a step */
         __m512 d01, d23;
         block_scales4(x, BQ4_0, y, BQ8_0, &d01, &d23);
         const __m512i p01 =
@@ -157,7 +147,7 @@ static void dot_q5_0(int64_t n, float *s, const void *vx, const void *vy) {
     const uintptr_t ahead = CPUQ(stream_ahead);
     int64_t b = 0;
     for (; b + 4 <= nb; b += 4, x += 4 * BQ5_0, y += 4 * BQ8_0) {
-        prefetch_lines((uintptr_t)x + ahead, 2); /* 88 bytes a step */
+        cpuq_prefetch_lines((uintptr_t)x + ahead, 2); /* 88 bytes a step */
         __m512 d01, d23;
         block_scales4(x, BQ5_0, y, BQ8_0, &d01, &d23);
         const __m512i q01 = q5_quants2(x + 2, x + 6, x + BQ5_0 + 2, x + BQ5_0 + 6);
@@ -184,7 +174,7 @@ static void dot_q5_1(int64_t n, float *s, const void *vx, const void *vy) {
     const uintptr_t ahead = CPUQ(stream_ahead);
     int64_t b = 0;
     for (; b + 4 <= nb; b += 4, x += 4 * BQ5_1, y += 4 * BQ8_1) {
-        prefetch_lines((uintptr_t)x + ahead, 2); /* 96 bytes a step */
+        cpuq_prefetch_lines((uintptr_t)x + ahead, 2); /* 96 bytes a step */
         __m512 d01, d23;
         block_scales4(x, BQ5_1, y, BQ8_1, &d01, &d23);
         acc_min = _mm_add_ps(acc_min, x86_scales4(x + 2, BQ5_1, y + 2, BQ8_1));
@@ -210,7 +200,7 @@ static void dot_q4_1(int64_t n, float *s, const void *vx, const void *vy) {
     const uintptr_t ahead = CPUQ(stream_ahead);
     int64_t b = 0;
     for (; b + 4 <= nb; b += 4, x += 4 * BQ4_1, y += 4 * BQ8_1) {
-        prefetch_lines((uintptr_t)x + ahead, 2); /* 80 bytes a step */
+        cpuq_prefetch_lines((uintptr_t)x + ahead, 2); /* 80 bytes a step */
         __m512 d01, d23;
         block_scales4(x, BQ4_1, y, BQ8_1, &d01, &d23);
         acc_min = _mm_add_ps(acc_min, x86_scales4(x + 2, BQ4_1, y + 2, BQ8_1));
@@ -237,7 +227,7 @@ static void dot_q8_0(int64_t n, float *s, const void *vx, const void *vy) {
     const uintptr_t ahead = CPUQ(stream_ahead);
     int64_t b = 0;
     for (; b + 4 <= nb; b += 4, x += 4 * BQ8_0, y += 4 * BQ8_0) {
-        prefetch_lines((uintptr_t)x + ahead, 3); /* 136 bytes a step */
+        cpuq_prefetch_lines((uintptr_t)x + ahead, 3); /* 136 bytes a step */
         __m512 d01, d23;
         block_scales4(x, BQ8_0, y, BQ8_0, &d01, &d23);
         const __m512i p01 = dot_i8x64(load_pair(x + 2, x + BQ8_0 + 2), load_pair(y + 2, y + BQ8_0 + 2));
@@ -339,7 +329,7 @@ static void dot_q6_K(int64_t n, float *s, const void *vx, const void *vy) {
     __m256 acc = _mm256_setzero_ps();
     const uintptr_t ahead = CPUQ(stream_ahead);
     for (int64_t i = 0; i < n / QK_K; i++, x += BQ6_K, y += BQ8_K) {
-        prefetch_lines((uintptr_t)x + ahead, 4); /* 210 bytes a block */
+        cpuq_prefetch_lines((uintptr_t)x + ahead, 4); /* 210 bytes a block */
         const int8_t *sc8 = (const int8_t *)(x + 192);
         const __m512i sc = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)sc8)));
         const float d = cpuq_f32(y) * cpuq_half(x + 208);
@@ -380,7 +370,7 @@ static void dot_q5_K(int64_t n, float *s, const void *vx, const void *vy) {
     float mins = 0;
     const uintptr_t ahead = CPUQ(stream_ahead);
     for (int64_t i = 0; i < n / QK_K; i++, x += BQ5_K, y += BQ8_K) {
-        prefetch_lines((uintptr_t)x + ahead, 3); /* 176 bytes a block */
+        cpuq_prefetch_lines((uintptr_t)x + ahead, 3); /* 176 bytes a block */
         const __m128i scmn = k4_scales_mins(x + 4);
         const float dy = cpuq_f32(y);
         __m128i mp = k4_min_products(scmn, y);
