@@ -372,11 +372,11 @@ static void dot_q5_K(int64_t n, float *s, const void *vx, const void *vy) {
     for (int64_t i = 0; i < n / QK_K; i++, x += BQ5_K, y += BQ8_K) {
         cpuq_prefetch_lines((uintptr_t)x + ahead, 3); /* 176 bytes a block */
         const __m128i scmn = k4_scales_mins(x + 4);
-        const float dy = cpuq_f32(y);
+        const __m128 dd = k4_block_scales(x, y); /* d * dy, dmin * dy: the AVX2 kernel's products */
         __m128i mp = k4_min_products(scmn, y);
         mp = _mm_add_epi32(mp, _mm_unpackhi_epi64(mp, mp));
         mp = _mm_add_epi32(mp, _mm_shuffle_epi32(mp, 1));
-        mins += cpuq_half(x + 2) * dy * (float)_mm_cvtsi128_si32(mp);
+        mins += _mm_cvtss_f32(_mm_movehdup_ps(dd)) * (float)_mm_cvtsi128_si32(mp);
         const __m512i sc = _mm512_castsi128_si512(k4_scales_i16(scmn)); /* only words 0..7 are read */
         __m512i h = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(const void *)(x + 16)));
         h = _mm512_mask_srli_epi16(h, 0xFFFF0000u, h, 1);
@@ -394,7 +394,7 @@ static void dot_q5_K(int64_t n, float *s, const void *vx, const void *vy) {
                 i0 = madd_acc(i0, p, _mm512_permutexvar_epi16(sel[c], sc));
         }
         const __m256i lanes = fold_i32(_mm512_add_epi32(i0, i1));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(cpuq_half(x) * dy), _mm256_cvtepi32_ps(lanes), acc);
+        acc = _mm256_fmadd_ps(_mm256_broadcastss_ps(dd), _mm256_cvtepi32_ps(lanes), acc);
     }
     *s = avx2_hsum_ps(acc) - mins;
 }
