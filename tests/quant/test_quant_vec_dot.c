@@ -219,6 +219,7 @@ static void test_exact_iq(const char *isa, int need_simd) {
     }
 }
 
+#ifdef TEST_SIMD
 /* The AVX-512 Q5_K and Q6_K kernels against the AVX2 ones, bit for bit:
  * they keep the AVX2 kernels' integer lanes and float order, which for
  * Q6_K are ggml's (the greedy ids of the llama.cpp references depend on
@@ -251,6 +252,7 @@ static void test_avx512_k_equals_avx2(void) {
         free(y);
     }
 }
+#endif
 
 /* The table types (MXFP4, IQ4_NL: 32-element blocks; IQ4_XS: 256) against
  * the scalar kernel on every length from 1 to 40 blocks (1 to 6
