@@ -1,8 +1,8 @@
 /* AVX2 + FMA dot products of the 256-element k-quants and IQ4_XS with Q8_K
  * activations.  Per super-block: integer products weighted by the small
  * scales (maddubs, then madd with the scales), one float FMA; the mins'
- * and offsets' contributions go through Q8_K's group sums (bsums).  Q5_K
- * and Q6_K prefetch their rows CPUQ(stream_ahead) bytes ahead. */
+ * and offsets' contributions go through Q8_K's group sums (bsums).  Q4_K,
+ * Q5_K and Q6_K prefetch their rows CPUQ(stream_ahead) bytes ahead. */
 #include "quant_kernels.h"
 
 #if defined(__AVX2__) && defined(__FMA__)
@@ -111,7 +111,9 @@ static void dot_q4_K(int64_t n, float *s, const void *vx, const void *vy) {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     __m256 acc = _mm256_setzero_ps();
     __m128 acc_min = _mm_setzero_ps();
+    const uintptr_t ahead = CPUQ(stream_ahead);
     for (int64_t i = 0; i < n / QK_K; i++, x += BQ4_K, y += BQ8_K) {
+        cpuq_prefetch_lines((uintptr_t)x + ahead, 3); /* 144 bytes a block */
         const __m128i scmn = k4_scales_mins(x + 4);
         const __m128 d = k4_block_scales(x, y);
         acc_min = _mm_fmadd_ps(_mm_shuffle_ps(d, d, 0x55), _mm_cvtepi32_ps(k4_min_products(scmn, y)), acc_min);
