@@ -1,5 +1,6 @@
 /* How far ahead the kernels that stream weights once (generation: the x8
- * one- and two-column kernels, cpu_mul_mat_gen.c) prefetch.  The best
+ * one- and two-column kernels, cpu_mul_mat_gen.c, the row kernels of
+ * quant/: dot_avx512.c, some of the AVX2 ones) prefetch.  The best
  * distance is a property of the memory system, not of the code, so it is
  * chosen here at init, per CPU:
  * - AMD (a Zen 5), 512-bit kernels: 4 KiB; it beat no prefetch and 1 KiB
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 
 #include "cpu_internal.h"
+#include "cpu_quant.h"
 
 uintptr_t cpu_stream_ahead = 1024, cpu_stream_ahead_f16 = 1024;
 
@@ -47,4 +49,5 @@ void cpu_prefetch_init(void) {
         else
             cpu_stream_ahead = cpu_stream_ahead_f16 = (uintptr_t)v;
     }
+    cpuq_stream_ahead = cpu_stream_ahead; /* the row kernels of quant/ */
 }

@@ -53,4 +53,9 @@ bool cpuq_quantize_act(tport_type_id vec_dot_type, const float *x, void *y, int6
 /* The same bytes without intrinsics, in every build (for tests). */
 bool cpuq_quantize_act_scalar(tport_type_id vec_dot_type, const float *x, void *y, int64_t n);
 
+/* quant/quant_kernels.h's CPUQ(stream_ahead) under the default prefix:
+ * cpu_prefetch_init sets it to cpu_stream_ahead (the row kernels of
+ * quant/ prefetch that far ahead). */
+extern uintptr_t cpuq_stream_ahead;
+
 #endif

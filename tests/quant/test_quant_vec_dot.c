@@ -219,6 +219,41 @@ static void test_exact_iq(const char *isa, int need_simd) {
     }
 }
 
+#ifdef TEST_SIMD
+/* The AVX-512 Q5_K and Q6_K kernels against the AVX2 ones, bit for bit:
+ * they keep the AVX2 kernels' integer lanes and float order, which for
+ * Q6_K are ggml's (the greedy ids of the llama.cpp references depend on
+ * it).  Raw random blocks (every scale byte, random f16 d) and raw Q8_K. */
+static void test_avx512_k_equals_avx2(void) {
+    static const tport_type_id types[] = {TPORT_TYPE_Q5_K, TPORT_TYPE_Q6_K};
+    for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
+        const tport_type_traits *t = tport_traits(types[k]);
+        cpu_vec_dot_fn wide = CPUQ(avx512_kernel)(types[k]), avx2 = CPUQ(avx2_kquant_kernel)(types[k]);
+        CHECK(t && wide && avx2 && wide != avx2, "type %u: no AVX-512 and AVX2 kernels", types[k]);
+        if (!t || !wide || !avx2)
+            continue;
+        const size_t bx = t->info.block_bytes;
+        uint8_t *x = malloc(8 * bx), *y = malloc(8 * 292);
+        int mismatches = 0;
+        for (int rep = 0; rep < 300; rep++) {
+            const int nb = 1 + (int)(test_rng_next(&rng) % 8);
+            for (size_t i = 0; i < (size_t)nb * bx; i++)
+                x[i] = (uint8_t)(test_rng_next(&rng) >> 24);
+            random_q8k(y, nb);
+            float a = NAN, c = NAN;
+            avx2(nb * 256, &a, x, y);
+            wide(nb * 256, &c, x, y);
+            if (!same_float(a, c) && mismatches++ < 3)
+                CHECK(0, "%s avx512, %d blocks: %.9g, avx2 %.9g", t->info.name, nb, (double)c, (double)a);
+        }
+        CHECK(mismatches == 0, "%s avx512: %d of 300 differ from avx2", t->info.name, mismatches);
+        printf("%s avx512 kernel equals avx2 bit for bit\n", t->info.name);
+        free(x);
+        free(y);
+    }
+}
+#endif
+
 /* The table types (MXFP4, IQ4_NL: 32-element blocks; IQ4_XS: 256) against
  * the scalar kernel on every length from 1 to 40 blocks (1 to 6
  * super-blocks), so that each SIMD kernel's main step runs 0 to 5 times
@@ -321,6 +356,7 @@ int main(void) {
     test_exact_iq(TEST_SIMD, 1);
     test_lut_lengths(TEST_SIMD);
     if (!strcmp(TEST_SIMD, "avx512")) { /* the AVX-512 ones, not the AVX2 kernels they replace */
+        test_avx512_k_equals_avx2();
         static const tport_type_id lut[] = {TPORT_TYPE_MXFP4, TPORT_TYPE_IQ4_NL, TPORT_TYPE_IQ4_XS};
         for (size_t k = 0; k < sizeof lut / sizeof lut[0]; k++)
             CHECK(cpu_vec_dot_for(lut[k]) == CPUQ(avx512_lut_kernel)(lut[k]) && cpu_vec_dot_for(lut[k]) != NULL,

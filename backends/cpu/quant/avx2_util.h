@@ -7,6 +7,17 @@
 
 #include "quant_kernels.h"
 
+/* Prefetches the lines at p, p + 64, ..., p + 64 (n - 1): called once per
+ * block (or step of blocks) with n * 64 >= its size, so that along a row no two points
+ * are more than 64 bytes apart and every line is fetched.  A weight is
+ * streamed once per token (generation reads each row once, and the
+ * hardware prefetcher alone left the row kernels waiting on memory); p is
+ * CPUQ(stream_ahead) bytes ahead of the block. */
+static inline void cpuq_prefetch_lines(uintptr_t p, int n) {
+    for (int l = 0; l < n; l++)
+        _mm_prefetch((const char *)(p + 64 * (uintptr_t)l), _MM_HINT_T0);
+}
+
 static inline float avx2_hsum_ps(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));

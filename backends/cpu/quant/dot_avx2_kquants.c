@@ -1,7 +1,8 @@
 /* AVX2 + FMA dot products of the 256-element k-quants and IQ4_XS with Q8_K
  * activations.  Per super-block: integer products weighted by the small
  * scales (maddubs, then madd with the scales), one float FMA; the mins'
- * and offsets' contributions go through Q8_K's group sums (bsums). */
+ * and offsets' contributions go through Q8_K's group sums (bsums).  Q4_K,
+ * Q5_K and Q6_K prefetch their rows CPUQ(stream_ahead) bytes ahead. */
 #include "quant_kernels.h"
 
 #if defined(__AVX2__) && defined(__FMA__)
@@ -72,7 +73,9 @@ static float dot_q45_K(int64_t n, const uint8_t *x, const uint8_t *y, int five) 
     const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
     uint8_t sc[8], mn[8];
     const int bx = five ? BQ5_K : BQ4_K;
+    const uintptr_t ahead = CPUQ(stream_ahead);
     for (int64_t i = 0; i < n / QK_K; i++, x += bx, y += BQ8_K) {
+        cpuq_prefetch_lines((uintptr_t)x + ahead, 3); /* 176 or 144 bytes a block */
         cpuq_scale_min_k4(x + 4, sc, mn);
         const float dy = cpuq_f32(y);
         const int msum = cpuq_k4_min_sum(mn, y);
@@ -108,7 +111,9 @@ static void dot_q4_K(int64_t n, float *s, const void *vx, const void *vy) {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     __m256 acc = _mm256_setzero_ps();
     __m128 acc_min = _mm_setzero_ps();
+    const uintptr_t ahead = CPUQ(stream_ahead);
     for (int64_t i = 0; i < n / QK_K; i++, x += BQ4_K, y += BQ8_K) {
+        cpuq_prefetch_lines((uintptr_t)x + ahead, 3); /* 144 bytes a block */
         const __m128i scmn = k4_scales_mins(x + 4);
         const __m128 d = k4_block_scales(x, y);
         acc_min = _mm_fmadd_ps(_mm_shuffle_ps(d, d, 0x55), _mm_cvtepi32_ps(k4_min_products(scmn, y)), acc_min);
@@ -139,7 +144,9 @@ static void dot_q5_K(int64_t n, float *s, const void *x, const void *y) { *s = d
 static void dot_q6_K(int64_t n, float *s, const void *vx, const void *vy) {
     const uint8_t *x = vx, *y = vy;
     __m256 acc = _mm256_setzero_ps();
+    const uintptr_t ahead = CPUQ(stream_ahead);
     for (int64_t i = 0; i < n / QK_K; i++, x += BQ6_K, y += BQ8_K) {
+        cpuq_prefetch_lines((uintptr_t)x + ahead, 4); /* 210 bytes a block */
         const int8_t *sc = (const int8_t *)(x + 192);
         const float d = cpuq_f32(y) * cpuq_half(x + 208);
         __m256i isum = _mm256_setzero_si256();

@@ -65,8 +65,10 @@ static void dot_q5_0(int64_t n, float *s, const void *vx, const void *vy) {
     const uint8_t *x = vx, *y = vy;
     const int64_t nb = n / 32;
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    const uintptr_t ahead = CPUQ(stream_ahead);
     int64_t b = 0;
     for (; b + 4 <= nb; b += 4, x += 4 * BQ5_0, y += 4 * BQ8_0) {
+        cpuq_prefetch_lines((uintptr_t)x + ahead, 2); /* 88 bytes a step */
         const __m128 d = x86_scales4(x, BQ5_0, y, BQ8_0);
         acc0 = _mm256_fmadd_ps(lane_of4(d, 0), q5_0_block(x, y), acc0);
         acc1 = _mm256_fmadd_ps(lane_of4(d, 1), q5_0_block(x + BQ5_0, y + BQ8_0), acc1);
@@ -83,8 +85,10 @@ static void dot_q5_1(int64_t n, float *s, const void *vx, const void *vy) {
     const int64_t nb = n / 32;
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     __m128 acc_min = _mm_setzero_ps();
+    const uintptr_t ahead = CPUQ(stream_ahead);
     int64_t b = 0;
     for (; b + 4 <= nb; b += 4, x += 4 * BQ5_1, y += 4 * BQ8_1) {
+        cpuq_prefetch_lines((uintptr_t)x + ahead, 2); /* 96 bytes a step */
         const __m128 d = x86_scales4(x, BQ5_1, y, BQ8_1);
         acc_min = _mm_add_ps(acc_min, x86_scales4(x + 2, BQ5_1, y + 2, BQ8_1));
         acc0 = _mm256_fmadd_ps(lane_of4(d, 0), q5_1_block(x, y), acc0);

@@ -1,11 +1,15 @@
 /* AVX-512 dot products: Q4_0, Q5_0 and Q8_0 (x Q8_0), Q4_1 and Q5_1 (x
  * Q8_1) four 32-element blocks per step, two per 512-bit register (VNNI's
  * dpbusd when compiled with it, else maddubs + madd), the eight f16 scales
- * converted together; Q4_K and Q6_K
+ * converted together; Q4_K, Q5_K and Q6_K
  * (x Q8_K) 64 elements per step, the small scales folded in with madd
  * (dpwssd with VNNI).  The table types are in dot_avx512_lut.c; other
  * types use the AVX2 kernels compiled into the same variant.  Only the
- * float summation order differs from the scalar code. */
+ * float summation order differs from the scalar code (Q5_K and Q6_K:
+ * none from the AVX2 kernels).  Each kernel prefetches its row
+ * CPUQ(stream_ahead) bytes ahead: generation reads every weight row once
+ * per token, and without it these kernels waited on memory (without it
+ * Q6_K took a third more time on the Xeon of run 35). */
 #include "quant_kernels.h"
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__) && \
@@ -111,8 +115,10 @@ static void dot_q4_0(int64_t n, float *s, const void *vx, const void *vy) {
     const uint8_t *x = vx, *y = vy;
     const int64_t nb = n / 32;
     __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    const uintptr_t ahead = CPUQ(stream_ahead);
     int64_t b = 0;
     for (; b + 4 <= nb; b += 4, x += 4 * BQ4_0, y += 4 * BQ8_0) {
+        cpuq_prefetch_lines((uintptr_t)x + ahead, 2); /* 72 bytes a step */
         __m512 d01, d23;
         block_scales4(x, BQ4_0, y, BQ8_0, &d01, &d23);
         const __m512i p01 =
@@ -138,8 +144,10 @@ static void dot_q5_0(int64_t n, float *s, const void *vx, const void *vy) {
     const uint8_t *x = vx, *y = vy;
     const int64_t nb = n / 32;
     __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    const uintptr_t ahead = CPUQ(stream_ahead);
     int64_t b = 0;
     for (; b + 4 <= nb; b += 4, x += 4 * BQ5_0, y += 4 * BQ8_0) {
+        cpuq_prefetch_lines((uintptr_t)x + ahead, 2); /* 88 bytes a step */
         __m512 d01, d23;
         block_scales4(x, BQ5_0, y, BQ8_0, &d01, &d23);
         const __m512i q01 = q5_quants2(x + 2, x + 6, x + BQ5_0 + 2, x + BQ5_0 + 6);
@@ -163,8 +171,10 @@ static void dot_q5_1(int64_t n, float *s, const void *vx, const void *vy) {
     const int64_t nb = n / 32;
     __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
     __m128 acc_min = _mm_setzero_ps();
+    const uintptr_t ahead = CPUQ(stream_ahead);
     int64_t b = 0;
     for (; b + 4 <= nb; b += 4, x += 4 * BQ5_1, y += 4 * BQ8_1) {
+        cpuq_prefetch_lines((uintptr_t)x + ahead, 2); /* 96 bytes a step */
         __m512 d01, d23;
         block_scales4(x, BQ5_1, y, BQ8_1, &d01, &d23);
         acc_min = _mm_add_ps(acc_min, x86_scales4(x + 2, BQ5_1, y + 2, BQ8_1));
@@ -187,8 +197,10 @@ static void dot_q4_1(int64_t n, float *s, const void *vx, const void *vy) {
     const int64_t nb = n / 32;
     __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
     __m128 acc_min = _mm_setzero_ps();
+    const uintptr_t ahead = CPUQ(stream_ahead);
     int64_t b = 0;
     for (; b + 4 <= nb; b += 4, x += 4 * BQ4_1, y += 4 * BQ8_1) {
+        cpuq_prefetch_lines((uintptr_t)x + ahead, 2); /* 80 bytes a step */
         __m512 d01, d23;
         block_scales4(x, BQ4_1, y, BQ8_1, &d01, &d23);
         acc_min = _mm_add_ps(acc_min, x86_scales4(x + 2, BQ4_1, y + 2, BQ8_1));
@@ -212,8 +224,10 @@ static void dot_q8_0(int64_t n, float *s, const void *vx, const void *vy) {
     const uint8_t *x = vx, *y = vy;
     const int64_t nb = n / 32;
     __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    const uintptr_t ahead = CPUQ(stream_ahead);
     int64_t b = 0;
     for (; b + 4 <= nb; b += 4, x += 4 * BQ8_0, y += 4 * BQ8_0) {
+        cpuq_prefetch_lines((uintptr_t)x + ahead, 3); /* 136 bytes a step */
         __m512 d01, d23;
         block_scales4(x, BQ8_0, y, BQ8_0, &d01, &d23);
         const __m512i p01 = dot_i8x64(load_pair(x + 2, x + BQ8_0 + 2), load_pair(y + 2, y + BQ8_0 + 2));
@@ -230,14 +244,6 @@ static void dot_q8_0(int64_t n, float *s, const void *vx, const void *vy) {
         sum += (float)isum * (cpuq_half(x) * cpuq_half(y));
     }
     *s = sum;
-}
-
-/* Four int16 scales, one per 128-bit lane (16 elements each). */
-static __m512i scales4(int a, int b, int c, int d) {
-    __m512i v = _mm512_castsi128_si512(_mm_set1_epi16((short)a));
-    v = _mm512_inserti32x4(v, _mm_set1_epi16((short)b), 1);
-    v = _mm512_inserti32x4(v, _mm_set1_epi16((short)c), 2);
-    return _mm512_inserti32x4(v, _mm_set1_epi16((short)d), 3);
 }
 
 /* Word indices for _mm512_permutexvar_epi16: 16 x scale 2c, then 16 x 2c+1. */
@@ -275,7 +281,9 @@ static void dot_q4_K(int64_t n, float *s, const void *vx, const void *vy) {
     const __m512i sel0 = q4k_scale_sel(0), sel1 = q4k_scale_sel(1), sel2 = q4k_scale_sel(2), sel3 = q4k_scale_sel(3);
     __m512 acc = _mm512_setzero_ps();
     __m128 acc_min = _mm_setzero_ps();
+    const uintptr_t ahead = CPUQ(stream_ahead);
     for (int64_t i = 0; i < n / QK_K; i++, x += BQ4_K, y += BQ8_K) {
+        cpuq_prefetch_lines((uintptr_t)x + ahead, 3); /* 144 bytes a block */
         const __m128i scmn = k4_scales_mins(x + 4);
         const __m128 d = k4_block_scales(x, y);
         acc_min = _mm_fmadd_ps(_mm_shuffle_ps(d, d, 0x55), _mm_cvtepi32_ps(k4_min_products(scmn, y)), acc_min);
@@ -290,29 +298,107 @@ static void dot_q4_K(int64_t n, float *s, const void *vx, const void *vy) {
     *s = _mm512_reduce_add_ps(acc) - k4_hsum128(acc_min);
 }
 
+/* Word indices for _mm512_permutexvar_epi16: the scale of Q6_K group
+ * 4s + j (16 elements) in every word of 128-bit lane j. */
+static __m512i q6k_scale_sel(int s) {
+    const int g0 = 4 * s * 0x10001, g1 = (4 * s + 1) * 0x10001, g2 = (4 * s + 2) * 0x10001,
+              g3 = (4 * s + 3) * 0x10001;
+    return _mm512_setr_epi32(g0, g0, g0, g0, g1, g1, g1, g1, g2, g2, g2, g2, g3, g3, g3, g3);
+}
+
+/* (A & C) | B for _mm512_ternarylogic_epi32 (A = 0xF0, B = 0xCC, C = 0xAA). */
+#define TERN_A_AND_C_OR_B 0xEC
+
+/* The sum of the 8 low and the 8 high int32 lanes, lane for lane. */
+static __m256i fold_i32(__m512i v) {
+    return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+}
+
+/* Q6_K: 64 elements a step.  The 64 bytes of low bits of half k
+ * (elements 128k ..) are one load: their low nibbles are elements
+ * 128k + [0, 64), their high nibbles 128k + [64, 128); the 32 bytes of
+ * high bits are loaded into both halves, the upper half shifted by 2, so
+ * that one mask puts the right 2 bits at bits 4-5 of every byte.  The
+ * 16 small scales are widened once and put in place per step with one
+ * word permute, folded in with dpwssd (madd with no VNNI).  The 8 int32
+ * lane sums per super-block (both halves added) and the offsets are those
+ * of the AVX2 kernel (avx2_q6k_offsets), so the result is the same float
+ * for float. */
 static void dot_q6_K(int64_t n, float *s, const void *vx, const void *vy) {
     const uint8_t *x = vx, *y = vy;
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+    const __m512i sel[4] = {q6k_scale_sel(0), q6k_scale_sel(1), q6k_scale_sel(2), q6k_scale_sel(3)};
     __m256 acc = _mm256_setzero_ps();
+    const uintptr_t ahead = CPUQ(stream_ahead);
     for (int64_t i = 0; i < n / QK_K; i++, x += BQ6_K, y += BQ8_K) {
-        const int8_t *sc = (const int8_t *)(x + 192);
+        cpuq_prefetch_lines((uintptr_t)x + ahead, 4); /* 210 bytes a block */
+        const int8_t *sc8 = (const int8_t *)(x + 192);
+        const __m512i sc = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)sc8)));
         const float d = cpuq_f32(y) * cpuq_half(x + 208);
-        __m512i isum = _mm512_setzero_si512();
+        __m512i i0 = _mm512_setzero_si512(), i1 = _mm512_setzero_si512();
         for (int k = 0; k < 2; k++) {
-            __m256i q[4];
-            avx2_q6k_quants(x, k, q);
-            const int8_t *sk = sc + 8 * k;
-            /* elements 128k + [0, 64) and + [64, 128); unsigned 0..63 x signed */
-            const __m512i p0 = _mm512_maddubs_epi16(pair(q[0], q[1]), _mm512_loadu_si512((const void *)(y + Q8K_QS + 128 * k)));
-            const __m512i p1 =
-                _mm512_maddubs_epi16(pair(q[2], q[3]), _mm512_loadu_si512((const void *)(y + Q8K_QS + 128 * k + 64)));
-            isum = _mm512_add_epi32(isum, _mm512_madd_epi16(p0, scales4(sk[0], sk[1], sk[2], sk[3])));
-            isum = _mm512_add_epi32(isum, _mm512_madd_epi16(p1, scales4(sk[4], sk[5], sk[6], sk[7])));
+            const __m512i ab = _mm512_loadu_si512((const void *)(x + 64 * k));
+            __m512i h = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(const void *)(x + 128 + 32 * k)));
+            h = _mm512_mask_srli_epi16(h, 0xFFFF0000u, h, 2);
+            /* unsigned 0..63: nibble | 2 high bits << 4 */
+            const __m512i q01 =
+                _mm512_ternarylogic_epi32(ab, _mm512_and_si512(_mm512_slli_epi16(h, 4), m30), m4, TERN_A_AND_C_OR_B);
+            const __m512i q23 =
+                _mm512_ternarylogic_epi32(_mm512_srli_epi16(ab, 4), _mm512_and_si512(h, m30), m4, TERN_A_AND_C_OR_B);
+            /* unsigned 0..63 x signed: 2*63*127 < 32767 */
+            const __m512i p01 = _mm512_maddubs_epi16(q01, _mm512_loadu_si512((const void *)(y + Q8K_QS + 128 * k)));
+            const __m512i p23 = _mm512_maddubs_epi16(q23, _mm512_loadu_si512((const void *)(y + Q8K_QS + 128 * k + 64)));
+            i0 = madd_acc(i0, p01, _mm512_permutexvar_epi16(sel[2 * k], sc));
+            i1 = madd_acc(i1, p23, _mm512_permutexvar_epi16(sel[2 * k + 1], sc));
         }
-        __m256i lanes = _mm256_add_epi32(_mm512_castsi512_si256(isum), _mm512_extracti64x4_epi64(isum, 1));
-        lanes = _mm256_sub_epi32(lanes, avx2_q6k_offsets(sc, y));
+        const __m256i lanes = _mm256_sub_epi32(fold_i32(_mm512_add_epi32(i0, i1)), avx2_q6k_offsets(sc8, y));
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(lanes), acc);
     }
     *s = avx2_hsum_ps(acc);
+}
+
+/* Q5_K: as Q4_K, 64 elements a step (the low nibbles of 32 bytes are
+ * group 2c, the high ones group 2c+1), the fifth bit added under a byte
+ * mask from the 32 bytes of high bits, loaded into both halves with the
+ * upper half shifted by 1 (bit 2c of a byte is group 2c's, bit 2c+1 group
+ * 2c+1's).  Integer lane sums, the per-block FMA and the mins' float sum
+ * are the AVX2 kernel's (dot_avx2_kquants.c), so the result is the same
+ * float for float; the mins' integer sum comes from k4_min_products. */
+static void dot_q5_K(int64_t n, float *s, const void *vx, const void *vy) {
+    const uint8_t *x = vx, *y = vy;
+    const __m512i sel[4] = {q4k_scale_sel(0), q4k_scale_sel(1), q4k_scale_sel(2), q4k_scale_sel(3)};
+    const __m512i m4 = _mm512_set1_epi8(0x0F), sixteen = _mm512_set1_epi8(16);
+    __m256 acc = _mm256_setzero_ps();
+    float mins = 0;
+    const uintptr_t ahead = CPUQ(stream_ahead);
+    for (int64_t i = 0; i < n / QK_K; i++, x += BQ5_K, y += BQ8_K) {
+        cpuq_prefetch_lines((uintptr_t)x + ahead, 3); /* 176 bytes a block */
+        const __m128i scmn = k4_scales_mins(x + 4);
+        const __m128 dd = k4_block_scales(x, y); /* d * dy, dmin * dy: the AVX2 kernel's products */
+        __m128i mp = k4_min_products(scmn, y);
+        mp = _mm_add_epi32(mp, _mm_unpackhi_epi64(mp, mp));
+        mp = _mm_add_epi32(mp, _mm_shuffle_epi32(mp, 1));
+        mins += _mm_cvtss_f32(_mm_movehdup_ps(dd)) * (float)_mm_cvtsi128_si32(mp);
+        const __m512i sc = _mm512_castsi128_si512(k4_scales_i16(scmn)); /* only words 0..7 are read */
+        __m512i h = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(const void *)(x + 16)));
+        h = _mm512_mask_srli_epi16(h, 0xFFFF0000u, h, 1);
+        __m512i i0 = _mm512_setzero_si512(), i1 = _mm512_setzero_si512();
+        for (int c = 0; c < 4; c++) {
+            const __m512i bits =
+                _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(const void *)(x + 48 + 32 * c)));
+            __m512i q = _mm512_and_si512(_mm512_mask_srli_epi16(bits, 0xFFFF0000u, bits, 4), m4);
+            q = _mm512_mask_add_epi8(q, _mm512_test_epi8_mask(h, _mm512_set1_epi8((char)(1 << (2 * c)))), q, sixteen);
+            /* unsigned 0..31 x signed: 2*31*127 < 32767 */
+            const __m512i p = _mm512_maddubs_epi16(q, _mm512_loadu_si512((const void *)(y + Q8K_QS + 64 * c)));
+            if (c & 1)
+                i1 = madd_acc(i1, p, _mm512_permutexvar_epi16(sel[c], sc));
+            else
+                i0 = madd_acc(i0, p, _mm512_permutexvar_epi16(sel[c], sc));
+        }
+        const __m256i lanes = fold_i32(_mm512_add_epi32(i0, i1));
+        acc = _mm256_fmadd_ps(_mm256_broadcastss_ps(dd), _mm256_cvtepi32_ps(lanes), acc);
+    }
+    *s = avx2_hsum_ps(acc) - mins;
 }
 
 CPUQ_KERNEL_TABLE(avx512_kernel,
@@ -322,6 +408,7 @@ CPUQ_KERNEL_TABLE(avx512_kernel,
                   {TPORT_TYPE_Q5_1, dot_q5_1},
                   {TPORT_TYPE_Q8_0, dot_q8_0},
                   {TPORT_TYPE_Q4_K, dot_q4_K},
+                  {TPORT_TYPE_Q5_K, dot_q5_K},
                   {TPORT_TYPE_Q6_K, dot_q6_K})
 
 #else

@@ -23,7 +23,8 @@ static inline __m128i k4_scales_mins(const uint8_t *s) {
     const uint32_t mn_lo = u[1] & low6;
     const uint32_t sc_hi = (u[2] & low4) | ((u[0] >> 6) & low2) << 4;
     const uint32_t mn_hi = ((u[2] >> 4) & low4) | ((u[1] >> 6) & low2) << 4;
-    return _mm_setr_epi32((int)sc_lo, (int)sc_hi, (int)mn_lo, (int)mn_hi);
+    /* two 64-bit moves: cheaper than four 32-bit inserts */
+    return _mm_set_epi64x((long long)((uint64_t)mn_hi << 32 | mn_lo), (long long)((uint64_t)sc_hi << 32 | sc_lo));
 }
 
 /* The 8 scales of k4_scales_mins' result as 8 int16. */

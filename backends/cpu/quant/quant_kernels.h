@@ -162,6 +162,13 @@ static inline cpu_vec_dot_fn cpuq_lookup(const cpuq_kernel_entry *t, size_t n, t
         return NULL;                                                              \
     }
 
+/* How far ahead, in bytes, the row kernels that stream a weight once per
+ * token (dot_avx512.c's, the AVX2 Q5_0, Q5_1, Q4_K, Q5_K and Q6_K ones)
+ * prefetch it: the machine's distance,
+ * cpu_stream_ahead, copied here by cpu_prefetch_init (vec_dot.c holds a
+ * value until then). */
+extern uintptr_t CPUQ(stream_ahead);
+
 /* Kernel tables: NULL where the ISA has no kernel of its own. */
 cpu_vec_dot_fn CPUQ(scalar_legacy_kernel)(tport_type_id type);
 cpu_vec_dot_fn CPUQ(scalar_kquant_kernel)(tport_type_id type);

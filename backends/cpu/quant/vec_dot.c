@@ -5,6 +5,8 @@
 
 #include <stddef.h>
 
+uintptr_t CPUQ(stream_ahead) = 2048;
+
 cpu_vec_dot_fn CPUQ(scalar_kernel)(tport_type_id type) {
     cpu_vec_dot_fn fn = CPUQ(scalar_legacy_kernel)(type);
     if (!fn)
