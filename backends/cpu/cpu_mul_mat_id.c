@@ -259,6 +259,26 @@ static void unit_tiled(cpu_op *op, const mid_plan *p, const mid_groups *g, int32
     }
 }
 
+/* Generation streams each selected row from memory once, from a file
+ * mapping in 4 KiB pages, where the hardware prefetchers stop at every
+ * page: the row kernels waited on memory (most of a token's time on the
+ * Xeon of RESULTS run 35).  So before a row's dot its bytes are
+ * prefetched cpu_stream_ahead further on into L2, and 4 KiB beyond that
+ * towards the last level: about two and five rows ahead, far enough to
+ * cover the latency, and L2 rather than L1, whose fill buffers a row's
+ * worth of prefetches at once filled up (the row kernels may prefetch into
+ * L1 themselves, from L2 then).  Nothing past the expert's last row
+ * (end): the rows there belong to an expert that was not chosen. */
+#define FAR_AHEAD 4096
+
+static void prefetch_row_ahead(const uint8_t *row, size_t bytes, uintptr_t end) {
+    uintptr_t a = (uintptr_t)row + cpu_stream_ahead, f = a + FAR_AHEAD;
+    for (size_t o = 0; o < bytes && a + o < end; o += 64)
+        __builtin_prefetch((const void *)(a + o), 0, 2);
+    for (size_t o = 0; o < bytes && f + o < end; o += 64)
+        __builtin_prefetch((const void *)(f + o), 0, 1);
+}
+
 /* The same one output at a time: vec_dot, or f32 dots of rows converted
  * into rows_f32. */
 static bool unit_rows(cpu_op *op, const mid_plan *p, const mid_groups *g, int32_t e, int64_t r0, int64_t nr,
@@ -276,12 +296,15 @@ static bool unit_rows(cpu_op *op, const mid_plan *p, const mid_groups *g, int32_
         }
         arow[r] = (const uint8_t *)dst;
     }
+    const uintptr_t end = (uintptr_t)cpu_row(as, p->N - 1, e, 0) + as->nb[1]; /* of expert e's rows */
     for (int32_t k = g->start[e]; k < g->start[e + 1]; k++) {
         int64_t i = g->pairs[k] % p->n_used, t = g->pairs[k] / p->n_used;
         const uint8_t *brow = op->scratch + (size_t)k * p->packed_row;
         uint8_t *out = cpu_row(d, i, t, 0) + (size_t)r0 * d->nb[0];
         for (int64_t r = 0; r < nr; r++) {
             float s;
+            if (p->vec_dot && k == g->start[e]) /* the first column reads the row from memory */
+                prefetch_row_ahead(arow[r], as->nb[1], end);
             if (p->vec_dot)
                 p->vec_dot(p->K, &s, arow[r], brow);
             else
