@@ -47,6 +47,7 @@ typedef struct mid_plan {
     size_t packed_row;         /* bytes of one packed row of b */
     size_t work;               /* bytes of a thread's work area, before its grouping */
     bool staged;               /* rows of b shared by slots: packed once, then copied per pair */
+    bool prefetch;             /* the per-row path prefetches rows ahead (prefetch_row_ahead) */
 } mid_plan;
 
 static mid_plan make_plan(const cpu_op *op) {
@@ -61,6 +62,11 @@ static mid_plan make_plan(const cpu_op *op) {
             p.vec_dot = fn;
             p.vec_dot_type = vt->id;
             p.packed_row = (size_t)(p.K / vt->block_size) * (size_t)vt->block_bytes;
+            /* MXFP4's table kernel (quant/dot_avx512_lut.c) prefetches its
+             * row itself, and gpt-oss generation was 3-8 % slower with
+             * these prefetches on top; Q4_K and Q6_K were faster with
+             * them, also over row kernels that prefetch into L1 */
+            p.prefetch = as->type != TPORT_TYPE_MXFP4;
             /* a batch in which some expert may get enough tokens */
             if (p.T * p.n_used >= TILE_MIN_COLS)
                 p.tile = cpu_tile_kind_for(as->type, vt->id);
@@ -303,7 +309,7 @@ static bool unit_rows(cpu_op *op, const mid_plan *p, const mid_groups *g, int32_
         uint8_t *out = cpu_row(d, i, t, 0) + (size_t)r0 * d->nb[0];
         for (int64_t r = 0; r < nr; r++) {
             float s;
-            if (p->vec_dot && k == g->start[e]) /* the first column reads the row from memory */
+            if (p->prefetch && k == g->start[e]) /* the first column reads the row from memory */
                 prefetch_row_ahead(arow[r], as->nb[1], end);
             if (p->vec_dot)
                 p->vec_dot(p->K, &s, arow[r], brow);
