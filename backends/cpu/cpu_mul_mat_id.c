@@ -47,6 +47,7 @@ typedef struct mid_plan {
     size_t packed_row;         /* bytes of one packed row of b */
     size_t work;               /* bytes of a thread's work area, before its grouping */
     bool staged;               /* rows of b shared by slots: packed once, then copied per pair */
+    bool prefetch;             /* the per-row path prefetches rows ahead (prefetch_row_ahead) */
 } mid_plan;
 
 static mid_plan make_plan(const cpu_op *op) {
@@ -61,6 +62,11 @@ static mid_plan make_plan(const cpu_op *op) {
             p.vec_dot = fn;
             p.vec_dot_type = vt->id;
             p.packed_row = (size_t)(p.K / vt->block_size) * (size_t)vt->block_bytes;
+            /* MXFP4's table kernel (quant/dot_avx512_lut.c) prefetches its
+             * row itself, and gpt-oss generation was 3-8 % slower with
+             * these prefetches on top; Q4_K and Q6_K were faster with
+             * them, also over row kernels that prefetch into L1 */
+            p.prefetch = as->type != TPORT_TYPE_MXFP4;
             /* a batch in which some expert may get enough tokens */
             if (p.T * p.n_used >= TILE_MIN_COLS)
                 p.tile = cpu_tile_kind_for(as->type, vt->id);
@@ -259,6 +265,26 @@ static void unit_tiled(cpu_op *op, const mid_plan *p, const mid_groups *g, int32
     }
 }
 
+/* Generation streams each selected row from memory once, from a file
+ * mapping in 4 KiB pages, where the hardware prefetchers stop at every
+ * page: the row kernels waited on memory (most of a token's time on the
+ * Xeon of RESULTS run 35).  So before a row's dot its bytes are
+ * prefetched cpu_stream_ahead further on into L2, and 4 KiB beyond that
+ * towards the last level: about two and five rows ahead, far enough to
+ * cover the latency, and L2 rather than L1, whose fill buffers a row's
+ * worth of prefetches at once filled up (the row kernels may prefetch into
+ * L1 themselves, from L2 then).  Nothing past the expert's last row
+ * (end): the rows there belong to an expert that was not chosen. */
+#define FAR_AHEAD 4096
+
+static void prefetch_row_ahead(const uint8_t *row, size_t bytes, uintptr_t end) {
+    uintptr_t a = (uintptr_t)row + cpu_stream_ahead, f = a + FAR_AHEAD;
+    for (size_t o = 0; o < bytes && a + o < end; o += 64)
+        __builtin_prefetch((const void *)(a + o), 0, 2);
+    for (size_t o = 0; o < bytes && f + o < end; o += 64)
+        __builtin_prefetch((const void *)(f + o), 0, 1);
+}
+
 /* The same one output at a time: vec_dot, or f32 dots of rows converted
  * into rows_f32. */
 static bool unit_rows(cpu_op *op, const mid_plan *p, const mid_groups *g, int32_t e, int64_t r0, int64_t nr,
@@ -276,12 +302,15 @@ static bool unit_rows(cpu_op *op, const mid_plan *p, const mid_groups *g, int32_
         }
         arow[r] = (const uint8_t *)dst;
     }
+    const uintptr_t end = (uintptr_t)cpu_row(as, p->N - 1, e, 0) + as->nb[1]; /* of expert e's rows */
     for (int32_t k = g->start[e]; k < g->start[e + 1]; k++) {
         int64_t i = g->pairs[k] % p->n_used, t = g->pairs[k] / p->n_used;
         const uint8_t *brow = op->scratch + (size_t)k * p->packed_row;
         uint8_t *out = cpu_row(d, i, t, 0) + (size_t)r0 * d->nb[0];
         for (int64_t r = 0; r < nr; r++) {
             float s;
+            if (p->prefetch && k == g->start[e]) /* the first column reads the row from memory */
+                prefetch_row_ahead(arow[r], as->nb[1], end);
             if (p->vec_dot)
                 p->vec_dot(p->K, &s, arow[r], brow);
             else
