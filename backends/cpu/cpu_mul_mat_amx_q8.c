@@ -76,8 +76,8 @@ void cpu_amx_q8_init(void) {
 bool cpu_amx_q8_on(void) { return amx_int8; }
 
 size_t cpu_amx_q8_scratch(int64_t K) {
-    int64_t nblk = K / 32;
-    return (size_t)nblk * (W_BLOCK + ROWS * sizeof(float)) + C_BYTES + ACC_BYTES + 64;
+    int64_t nblk = K / 32 > 2 ? K / 32 : 2; /* cpu_amx_q8_fused_n's two blocks */
+    return (size_t)nblk * (W_BLOCK + ROWS * sizeof(float)) + 2 * C_BYTES + ACC_BYTES + 64;
 }
 
 static uint8_t *aligned(void *p) { return (uint8_t *)(((uintptr_t)p + 63) & ~(uintptr_t)63); }
@@ -188,46 +188,62 @@ void cpu_amx_q8_columns(int64_t K, const uint8_t *y, size_t ys, const cpu_x8_act
  * per block, added in block order (see the top). */
 enum { REG_COLS = 8 };
 
+/* The tiles of one block: the N columns at yb against the 32 rows at w,
+ * their sums to c (one column's ROWS a row). */
+AMX_INT8_TARGET static inline __attribute__((always_inline)) void tiles_block(const uint8_t *yb, const uint8_t *w,
+                                                                              int32_t *c, const int N) {
+    const size_t row_c = ROWS * sizeof(int32_t);
+    _tile_loadd(4, yb, 32);
+    if (N > T)
+        _tile_loadd(5, yb + T * 32, 32);
+    _tile_loadd(6, w, 64);
+    _tile_loadd(7, w + B_TILE, 64);
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_dpbssd(0, 4, 6);
+    _tile_dpbssd(1, 4, 7);
+    _tile_stored(0, c, row_c);
+    _tile_stored(1, c + T, row_c);
+    if (N > T) {
+        _tile_zero(2);
+        _tile_zero(3);
+        _tile_dpbssd(2, 5, 6);
+        _tile_dpbssd(3, 5, 7);
+        _tile_stored(2, c + T * ROWS, row_c);
+        _tile_stored(3, c + T * ROWS + T, row_c);
+    }
+}
+
+/* Software-pipelined: the tiles of block b + 1 are issued (into the other
+ * of two sums buffers) before the float work of block b, which then runs
+ * while they do (tiles are not renamed: issued after it, they waited). */
 AMX_INT8_TARGET static inline __attribute__((always_inline)) void
 cols_blocks(const uint8_t *groups, size_t group_bytes, uint8_t *wq, float *wd, int64_t nblk, const uint8_t *cols,
             int32_t *c, float *acc, uint8_t *out, size_t ldo, const int N, const bool FUSED) {
-    const size_t row_c = ROWS * sizeof(int32_t); /* stride of c and acc: one column's ROWS sums */
     const bool reg = N <= REG_COLS;
+    const float *dy_all = (const float *)(const void *)(cols + (size_t)nblk * COLS * 32);
     __m512 r0[REG_COLS], r1[REG_COLS];
     for (int col = 0; col < REG_COLS; col++)
         r0[col] = r1[col] = _mm512_setzero_ps();
     if (!reg)
         memset(acc, 0, (size_t)N * ROWS * sizeof(float));
+    if (FUSED)
+        unpack_block(groups, group_bytes, 0, wq, wd);
+    tiles_block(cols, wq, c, N);
     for (int64_t b = 0; b < nblk; b++) {
-        const uint8_t *yb = cols + (size_t)b * COLS * 32;
-        const float *dyb = (const float *)(const void *)(cols + (size_t)nblk * COLS * 32) + b * COLS;
-        uint8_t *w = wq + (size_t)(FUSED ? b & 1 : b) * W_BLOCK;
-        float *wdb = wd + (FUSED ? b & 1 : b) * ROWS;
-        if (FUSED)
-            unpack_block(groups, group_bytes, b, w, wdb);
-        _tile_loadd(4, yb, 32);
-        if (N > T)
-            _tile_loadd(5, yb + T * 32, 32);
-        _tile_loadd(6, w, 64);
-        _tile_loadd(7, w + B_TILE, 64);
-        _tile_zero(0);
-        _tile_zero(1);
-        _tile_dpbssd(0, 4, 6);
-        _tile_dpbssd(1, 4, 7);
-        _tile_stored(0, c, row_c);
-        _tile_stored(1, c + T, row_c);
-        if (N > T) {
-            _tile_zero(2);
-            _tile_zero(3);
-            _tile_dpbssd(2, 5, 6);
-            _tile_dpbssd(3, 5, 7);
-            _tile_stored(2, c + T * ROWS, row_c);
-            _tile_stored(3, c + T * ROWS + T, row_c);
+        const int64_t nb = b + 1;
+        if (nb < nblk) {
+            uint8_t *w = wq + (size_t)(FUSED ? nb & 1 : nb) * W_BLOCK;
+            if (FUSED)
+                unpack_block(groups, group_bytes, nb, w, wd + (nb & 1) * ROWS);
+            tiles_block(cols + (size_t)nb * COLS * 32, w, c + (nb & 1) * COLS * ROWS, N);
         }
+        const int32_t *cb = c + (b & 1) * COLS * ROWS;
+        const float *wdb = wd + (FUSED ? b & 1 : b) * ROWS, *dyb = dy_all + b * COLS;
         const __m512 dx0 = _mm512_loadu_ps(wdb), dx1 = _mm512_loadu_ps(wdb + T);
         for (int col = 0; col < N; col++) {
             const __m512 dy = _mm512_set1_ps(dyb[col]);
-            const int32_t *s = c + col * ROWS;
+            const int32_t *s = cb + col * ROWS;
             const __m512 i0 = _mm512_cvtepi32_ps(_mm512_load_si512((const void *)s));
             const __m512 i1 = _mm512_cvtepi32_ps(_mm512_load_si512((const void *)(s + T)));
             if (reg) {
@@ -272,7 +288,7 @@ AMX_INT8_TARGET void cpu_amx_q8_cols_n(void *scratch, int64_t K, const uint8_t *
     uint8_t *wq = aligned(scratch);
     float *wd = (float *)(void *)(wq + (size_t)nblk * W_BLOCK);
     int32_t *c = (int32_t *)(void *)((uint8_t *)wd + (size_t)nblk * ROWS * sizeof(float));
-    float *acc = (float *)(void *)((uint8_t *)c + C_BYTES);
+    float *acc = (float *)(void *)((uint8_t *)c + 2 * C_BYTES);
 #define FUSED_ARG false
     COLS_BLOCKS_N(n, NULL, 0, wq, wd, nblk, cols, c, acc, out, ldo)
 #undef FUSED_ARG
@@ -287,7 +303,7 @@ AMX_INT8_TARGET void cpu_amx_q8_fused_n(const uint8_t *groups, size_t group_byte
     uint8_t *wq = aligned(scratch);
     float *wd = (float *)(void *)(wq + 2 * W_BLOCK);
     int32_t *c = (int32_t *)(void *)((uint8_t *)wd + 2 * ROWS * sizeof(float));
-    float *acc = (float *)(void *)((uint8_t *)c + C_BYTES);
+    float *acc = (float *)(void *)((uint8_t *)c + 2 * C_BYTES);
 #define FUSED_ARG true
     COLS_BLOCKS_N(n, groups, group_bytes, wq, wd, nblk, cols, c, acc, out, ldo)
 #undef FUSED_ARG
