@@ -450,6 +450,21 @@ CPU_HIDDEN size_t cpu_amx_q8_columns_bytes(int64_t K);
 CPU_HIDDEN void cpu_amx_q8_columns(int64_t K, const uint8_t *y, size_t y_stride, const cpu_x8_act *act,
                                    size_t act_stride, uint8_t *dst);
 CPU_HIDDEN void cpu_amx_q8_cols(void *scratch, int64_t K, const uint8_t *cols, uint8_t *out, size_t ldo);
+/* The same for a group of n (1..CPU_AMX_Q8_COLS) columns: the copy of n
+ * (zero-padded: the layout and size of a whole group), the sums of the
+ * first n.  From CPU_AMX_Q8_MIN_COLS columns a batch takes the tiles: a
+ * step of 8 sequences (tport bench --parallel 8) cost 2.19 steps of one
+ * on the x8 kernels, 1.98 on the tiles, 1.82 with the tiles' blocks
+ * software-pipelined (user time, 1 thread); from 2 or 4 columns it was no
+ * faster than the x8 kernels. */
+#define CPU_AMX_Q8_MIN_COLS 8
+CPU_HIDDEN void cpu_amx_q8_columns_n(int64_t K, const uint8_t *y, size_t y_stride, const cpu_x8_act *act,
+                                     size_t act_stride, int n, uint8_t *dst);
+CPU_HIDDEN void cpu_amx_q8_cols_n(void *scratch, int64_t K, const uint8_t *cols, int n, uint8_t *out, size_t ldo);
+/* Both in one pass where a batch has n <= CPU_AMX_Q8_COLS columns (one
+ * sweep): the 4 x8 groups at groups against the copy at cols. */
+CPU_HIDDEN void cpu_amx_q8_fused_n(const uint8_t *groups, size_t group_bytes, int64_t K, const uint8_t *cols,
+                                   int n, void *scratch, uint8_t *out, size_t ldo);
 #endif
 
 #if defined(__AVX__)

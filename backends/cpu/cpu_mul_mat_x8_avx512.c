@@ -14,7 +14,7 @@
  * The lanes stay split through the float scaling and accumulation (each
  * row's scale is put in both of its lanes) and are added only once per
  * output, at the end (fold_pairs) -- except for Q8_0 where the CPU takes
- * its batches of 32 columns and more on AMX tiles (cpu_mul_mat_amx_q8.c):
+ * its batches of 8 columns and more on AMX tiles (cpu_mul_mat_amx_q8.c):
  * there a row's two lanes are added in integers once per block (an exact
  * sum), scaled and accumulated in the even lane, one dx dy isum per block
  * and row as the tiles do, so that a column gets the same bits whichever

@@ -8,7 +8,7 @@
  *   block's scale and sum (cpu_x8_act), and groups of 8 weight rows are
  *   swept over the columns of b, four at a time (cpu_mul_mat_x8.c; a
  *   batch takes two groups at once with the 512-bit kernels); a Q8_0
- *   batch of 32 columns and more goes to AMX-INT8 tiles where the CPU
+ *   batch of 8 columns and more goes to AMX-INT8 tiles where the CPU
  *   has them (cpu_mul_mat_amx_q8.c, the same bits);
  * - a quantized with a vec_dot kernel (cpu_quant.h): b's rows are first
  *   converted to the kernel's vec_dot_type (Q8_0/Q8_1 as llama.cpp's x86
@@ -78,6 +78,12 @@ typedef struct mm_plan {
  * off only over many columns (RESULTS run 28). */
 #define GEN_MAX_COLS 16
 
+#if CPU_AMX
+/* amx_q8: b's groups of CPU_AMX_Q8_COLS columns copied for the tiles, the
+ * last one of fewer (zero-padded). */
+static int64_t amx_groups(const mm_plan *p) { return (p->M + CPU_AMX_Q8_COLS - 1) / CPU_AMX_Q8_COLS; }
+#endif
+
 static mm_plan make_plan(const cpu_op *op) {
     const tport_tensor_view *a = op->src[0], *b = op->src[1];
     mm_plan p = {.K = a->ne[0], .N = a->ne[1], .M = b->ne[1], .r2 = b->ne[2] / a->ne[2],
@@ -92,7 +98,8 @@ static mm_plan make_plan(const cpu_op *op) {
         p.packed_row = k ? (size_t)(p.K / 256) * 292 : (size_t)(p.K / 32) * 34;
         p.act_offset = (p.packed_row * (size_t)p.M + 63) / 64 * 64;
 #if CPU_AMX
-        p.amx_q8 = layout == CPU_LAYOUT_Q8_0_X8 && p.M >= CPU_AMX_Q8_COLS && p.N >= CPU_AMX_Q8_ROWS && cpu_amx_q8_on();
+        p.amx_q8 =
+            layout == CPU_LAYOUT_Q8_0_X8 && p.M >= CPU_AMX_Q8_MIN_COLS && p.N >= CPU_AMX_Q8_ROWS && cpu_amx_q8_on();
         p.amx_offset = p.act_offset + (size_t)(p.K / 32) * (size_t)p.M * sizeof(cpu_x8_act);
 #endif
         return p;
@@ -129,7 +136,7 @@ size_t cpu_mul_mat_shared_scratch(const cpu_op *op) {
     mm_plan p = make_plan(op);
 #if CPU_AMX
     if (p.amx_q8)
-        return p.amx_offset + (size_t)(p.M / CPU_AMX_Q8_COLS) * cpu_amx_q8_columns_bytes(p.K);
+        return p.amx_offset + (size_t)amx_groups(&p) * cpu_amx_q8_columns_bytes(p.K);
 #endif
     if (p.x8)
         return p.act_offset + (p.x8 == CPU_LAYOUT_Q4_K_X8 ? 0 : (size_t)(p.K / 32) * (size_t)p.M * sizeof(cpu_x8_act));
@@ -625,25 +632,27 @@ static void x8_task(void *arg, int ith, int nth) {
 }
 
 #if CPU_AMX
-/* b's whole groups of CPU_AMX_Q8_COLS columns copied for the tiles. */
+/* b's groups of CPU_AMX_Q8_COLS columns (the last of fewer) copied for
+ * the tiles. */
 static void amx_columns_task(void *arg, int ith, int nth) {
     mm_job *job = arg;
     const mm_plan *p = &job->plan;
     const cpu_x8_act *act = (const cpu_x8_act *)(job->op->scratch + p->act_offset);
     int64_t nblk = p->K / 32, g0, g1;
     size_t bytes = cpu_amx_q8_columns_bytes(p->K);
-    cpu_split(p->M / CPU_AMX_Q8_COLS, ith, nth, &g0, &g1);
+    cpu_split(amx_groups(p), ith, nth, &g0, &g1);
     for (int64_t g = g0; g < g1; g++) {
         int64_t j = g * CPU_AMX_Q8_COLS;
-        cpu_amx_q8_columns(p->K, b_row(job, j, 0, 0), p->packed_row, act + j * nblk, (size_t)nblk,
-                           job->op->scratch + p->amx_offset + (size_t)g * bytes);
+        int n = (int)(p->M - j < CPU_AMX_Q8_COLS ? p->M - j : CPU_AMX_Q8_COLS);
+        cpu_amx_q8_columns_n(p->K, b_row(job, j, 0, 0), p->packed_row, act + j * nblk, (size_t)nblk, n,
+                             job->op->scratch + p->amx_offset + (size_t)g * bytes);
     }
 }
 
 /* The x8 Q8_0 path on AMX tiles: units of CPU_AMX_Q8_ROWS rows (4 groups)
  * unpacked once and swept over the batch CPU_AMX_Q8_COLS columns at a
- * time; the columns left over, and a last unit of fewer groups, take the
- * x8 kernels. */
+ * time (the last sweep over the columns left); a last unit of fewer
+ * groups takes the x8 kernels. */
 static void x8_amx_task(void *arg, int ith, int nth) {
     mm_job *job = arg;
     const mm_plan *p = &job->plan;
@@ -654,18 +663,24 @@ static void x8_amx_task(void *arg, int ith, int nth) {
     size_t group_bytes = cpu_x8_group_bytes(p->x8, p->K);
     size_t col_bytes = cpu_amx_q8_columns_bytes(p->K);
     uint8_t *scratch = cpu_thread_scratch(job->op, ith);
-    int64_t full = p->M / CPU_AMX_Q8_COLS * CPU_AMX_Q8_COLS;
     cpu_amx_q8_begin();
     while (cpu_claim(job->op, units, chunk, &u0, &u1)) {
         for (int64_t u = u0; u < u1; u++) {
             int64_t g = u * UNIT, j = 0;
-            if (g + UNIT <= groups) {
+            if (g + UNIT <= groups && p->M <= CPU_AMX_Q8_COLS) {
+                /* one sweep: each block unpacked just before its tiles */
+                cpu_amx_q8_fused_n((const uint8_t *)job->op->src[0]->data + (size_t)g * group_bytes, group_bytes,
+                                   p->K, job->op->scratch + p->amx_offset, (int)p->M, scratch,
+                                   cpu_row(d, 0, 0, 0) + (size_t)g * 8 * sizeof(float), d->nb[1]);
+                j = p->M;
+            } else if (g + UNIT <= groups) {
                 cpu_amx_q8_unpack((const uint8_t *)job->op->src[0]->data + (size_t)g * group_bytes, group_bytes,
                                   p->K, scratch);
                 const uint8_t *cols = job->op->scratch + p->amx_offset;
-                for (; j < full; j += CPU_AMX_Q8_COLS, cols += col_bytes)
-                    cpu_amx_q8_cols(scratch, p->K, cols, cpu_row(d, j, 0, 0) + (size_t)g * 8 * sizeof(float),
-                                    d->nb[1]);
+                for (; j < p->M; j += CPU_AMX_Q8_COLS, cols += col_bytes)
+                    cpu_amx_q8_cols_n(scratch, p->K, cols,
+                                      (int)(p->M - j < CPU_AMX_Q8_COLS ? p->M - j : CPU_AMX_Q8_COLS),
+                                      cpu_row(d, j, 0, 0) + (size_t)g * 8 * sizeof(float), d->nb[1]);
             }
             for (int64_t gg = g; gg < g + UNIT && gg < groups; gg += 2)
                 for (int64_t jj = j; jj < p->M; jj += 4)

@@ -144,7 +144,7 @@ static void check(tport_type_id type, int64_t K, int64_t N, int64_t M, int threa
 
     /* Each column alone gives the batch's bits: one column takes the
      * one-column kernels, a batch the four-column ones on one group or two
-     * at a time, or, from 32 columns of Q8_0 where the CPU has AMX-INT8,
+     * at a time, or, from 8 columns of Q8_0 where the CPU has AMX-INT8,
      * the tiles (cpu_mul_mat_amx_q8.c), and all of them add a row's block
      * products in one order. */
     if (M > 1) {
@@ -333,6 +333,9 @@ int main(void) {
                                          * them): whole units of 32 rows and a last one of fewer, columns left
                                          * over */
                                         {256, 32, 32}, {512, 40, 33}, {1024, 64, 70}, {2048, 104, 64},
+                                        /* from 8 columns (Q8_0 on AMX: a step of a few sequences), one
+                                         * A tile or two, zero-padded */
+                                        {512, 64, 8}, {256, 40, 13}, {1024, 72, 17}, {256, 32, 31},
                                         /* 513 groups of 8 rows: re-encoded on two threads, split unevenly */
                                         {256, 4104, 1}};
     static const tport_type_id types[] = {TPORT_TYPE_Q4_0, TPORT_TYPE_Q8_0, TPORT_TYPE_Q4_K};

@@ -190,6 +190,72 @@ int main(void) {
     snprintf(args, sizeof args, "bench -m '%s' --kv-type q4_0 2>/dev/null >/dev/null", model);
     CHECK(tool_run(args) != 0, "--kv-type q4_0 accepted");
 
+    /* --parallel 3: the tests of three sequences together (aggregate t/s),
+     * one sequence's tg beside, and the step cost between them. */
+    snprintf(args, sizeof args, "bench -m '%s' -p 6 -n 5 -r 2 --threads 1 --parallel 3 --json > '%s'", model, out);
+    CHECK(tool_run(args) == 0, "tport bench --parallel 3 --json failed");
+    CHECK(one_object(out), "--parallel: output is not one JSON object");
+    json *pj = json_load(out);
+    CHECK(pj && pj->kind == JSON_OBJECT, "--parallel: output does not parse as JSON");
+    if (pj) {
+        CHECK(num(pj, "parallel") == 3, "--parallel: \"parallel\" is %g, want 3", num(pj, "parallel"));
+        check_test(pj, "pp", 6, 2);
+        double agg = check_test(pj, "tg", 5, 2), one = check_test(pj, "tg_single", 5, 2);
+        double cost = num(pj, "step_cost_vs_single"), up = num(pj, "speedup_vs_single");
+        CHECK(isfinite(cost) && cost > 0 && fabs(cost - 3 * one / agg) <= 1e-4 * cost,
+              "step_cost_vs_single %g, want 3 x %g / %g", cost, one, agg);
+        CHECK(isfinite(up) && fabs(up - agg / one) <= 1e-4 * up, "speedup_vs_single %g, want %g / %g", up, agg, one);
+        const json *pr = json_get(json_get(pj, "tg"), "ran_on");
+        CHECK(pr && pr->kind == JSON_STRING && strstr(pr->str, "cpu"), "--parallel: tg.ran_on lacks cpu");
+    }
+    json_free(pj);
+    /* the classic output has no parallel keys */
+    snprintf(args, sizeof args, "bench -m '%s' -p 0 -n 2 -r 1 --threads 1 --json > '%s'", model, out);
+    CHECK(tool_run(args) == 0, "tport bench -n 2 --json failed");
+    pj = json_load(out);
+    CHECK(pj && !json_get(pj, "parallel") && !json_get(pj, "tg_single"), "without --parallel: parallel keys");
+    json_free(pj);
+    snprintf(args, sizeof args, "bench -m '%s' -p 4 -n 3 -d 5 -r 1 --threads 1 --parallel 2 > '%s'", model, out);
+    CHECK(tool_run(args) == 0, "tport bench --parallel 2 (text) failed");
+    f = fopen(out, "rb");
+    n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    text[n] = '\0';
+    if (f)
+        fclose(f);
+    CHECK(strstr(text, "pp4 x2 @ d5") && strstr(text, "tg3 x2 @ d5") && strstr(text, "tg3 x1 @ d5") &&
+              strstr(text, "a step of 2 sequences costs"),
+          "--parallel 2 text lacks its tests:\n%s", text);
+    /* one sequence: no comparison with itself */
+    snprintf(args, sizeof args, "bench -m '%s' -p 2 -n 2 -r 1 --threads 1 --parallel 1 --json > '%s'", model, out);
+    CHECK(tool_run(args) == 0, "tport bench --parallel 1 failed");
+    pj = json_load(out);
+    CHECK(pj && num(pj, "parallel") == 1 && json_get(pj, "tg") && !json_get(pj, "tg_single"),
+          "--parallel 1: want tg and no tg_single");
+    json_free(pj);
+    /* bad counts are refused, naming the option */
+    const char *bad[] = {"0", "257", "-1", "x", ""};
+    char err[4200];
+    snprintf(err, sizeof err, "%s/err.txt", dir);
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        snprintf(args, sizeof args, "bench -m '%s' -p 2 -n 2 --parallel '%s' >/dev/null 2>'%s'", model, bad[i], err);
+        CHECK(tool_run(args) == 2, "--parallel '%s' not refused with status 2", bad[i]);
+        f = fopen(err, "rb");
+        n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+        text[n] = '\0';
+        if (f)
+            fclose(f);
+        CHECK(strstr(text, "--parallel"), "--parallel '%s': the message does not name the option: %s", bad[i], text);
+    }
+    snprintf(args, sizeof args, "bench --help > '%s'", out);
+    CHECK(tool_run(args) == 0, "bench --help failed");
+    f = fopen(out, "rb");
+    n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    text[n] = '\0';
+    if (f)
+        fclose(f);
+    CHECK(strstr(text, "--parallel N"), "bench --help does not list --parallel");
+    remove(err);
+
     /* Bad arguments. */
     snprintf(args, sizeof args, "bench -m '%s' -p abc 2>/dev/null >/dev/null", model);
     CHECK(tool_run(args) != 0, "-p abc accepted");

@@ -7,7 +7,8 @@
  * every run first fills the cache with N tokens, untimed, so the test
  * measures at depth N.  Reports the median tokens/s of -r
  * repetitions, the weight bytes one generated token streams through the
- * processor and the implied bandwidth. */
+ * processor and the implied bandwidth.  With --parallel N the tests run
+ * N sequences together (bench_parallel.c). */
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -19,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "commands.h"
 #include "dist/dist.h"
 #include "tport/model_file.h"
@@ -31,6 +33,7 @@ typedef struct bench_opts {
     const char *model;
     const char *backend;
     int n_prompt, n_gen, reps, threads, depth;
+    int parallel; /* --parallel N, 0 when not given */
     bool json, kv_f32;
 } bench_opts;
 
@@ -47,31 +50,24 @@ typedef struct weight_stats {
                                  of the experts a token uses            */
 } weight_stats;
 
-typedef struct bench_result {
-    int n_tokens;
-    int n_samples;
-    double *ts;               /* tokens/s of each repetition               */
-    double median, mean;
-    /* staged copies between host and device memory per evaluation (per
-     * token for tg) and the bytes they moved, from the last repetition */
-    double copies, bytes_moved;
-    char ran_on[128];         /* the backends that ran nodes of the last
-                                 evaluation, "+" between names          */
-} bench_result;
-
 static void usage(FILE *out) {
     fprintf(out,
             "usage: tport bench -m FILE [-p N] [-n N] [-d N] [-r REPS] [--threads N] [--kv-type f16|f32]\n"
-            "                   [--backend NAME] [--isolate NAME] [--json]\n"
+            "                   [--parallel N] [--backend NAME] [--isolate NAME] [--json]\n"
             "  -p N            prompt tokens evaluated as one batch, ppN (default 512, 0 = skip)\n"
             "  -n N            tokens generated one at a time, tgN (default 128, 0 = skip)\n"
             "  -d N            depth: fill the cache with N tokens (untimed) before each run (default 0)\n"
             "  -r REPS         repetitions; the median is reported (default 5)\n"
+            "  --parallel N    N sequences together (as tport serve's slots): ppP evaluates their N\n"
+            "                  prompts in one batch, tgN runs after the prompts, each step one token\n"
+            "                  of every sequence; t/s counts all N (aggregate), and tg compares a step\n"
+            "                  with one of a single sequence (1..%d)\n"
             "  --kv-type T     KV cache type, f16 (default, as llama.cpp) or f32\n"
             "  -t, --threads N threads (default: number of cores)\n"
             "  --backend NAME  force a backend\n"
             "  --isolate NAME  run the plug-in NAME (or all) in a helper process\n"
-            "  --json          one JSON document on stdout\n");
+            "  --json          one JSON document on stdout\n",
+            BENCH_MAX_PARALLEL);
     fputs(tport_dist_usage(), out);
 }
 
@@ -123,6 +119,10 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
             if (!parse_int(v, 0, BENCH_MAX_TOKENS, &o->depth))
                 return tool_fail(2, "bench: %s needs a number in [0, %d]", a, BENCH_MAX_TOKENS);
             i++;
+        } else if (!strcmp(a, "--parallel")) {
+            if (!parse_int(v, 1, BENCH_MAX_PARALLEL, &o->parallel))
+                return tool_fail(2, "bench: --parallel needs a number of sequences in [1, %d]", BENCH_MAX_PARALLEL);
+            i++;
         } else if (!strcmp(a, "--kv-type")) {
             if (!v || (strcmp(v, "f16") && strcmp(v, "f32")))
                 return tool_fail(2, "bench: --kv-type needs f16 or f32");
@@ -150,14 +150,14 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
     return 0;
 }
 
-static double now_seconds(void) {
+double bench_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* Deterministic token ids (xorshift64*), like llama-bench's rand(). */
-static tport_token random_token(uint64_t *state, int32_t n_vocab) {
+tport_token bench_random_token(uint64_t *state, int32_t n_vocab) {
     uint64_t x = *state;
     x ^= x >> 12;
     x ^= x << 25;
@@ -207,7 +207,7 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-static void summarize(bench_result *r) {
+void bench_summarize(bench_result *r) {
     double *sorted = malloc((size_t)r->n_samples * sizeof *sorted);
     double sum = 0;
     for (int i = 0; i < r->n_samples; i++)
@@ -235,7 +235,7 @@ static tport_status fill_depth(tport_session *s, const tport_model *m, tport_tok
         return TPORT_STATUS_OK;
     int32_t n_vocab = tport_model_n_vocab(m);
     for (int i = 0; i < depth; i++)
-        ids[i] = random_token(rng, n_vocab);
+        ids[i] = bench_random_token(rng, n_vocab);
     if (tport_model_bos(m) >= 0)
         ids[0] = tport_model_bos(m);
     return tport_dist_eval(dist, s, ids, depth);
@@ -248,7 +248,7 @@ static tport_status run_prompt(tport_session *s, const tport_model *m, tport_tok
     int32_t n_vocab = tport_model_n_vocab(m);
     tport_token bos = tport_model_bos(m);
     for (int i = 0; i < n; i++)
-        ids[i] = random_token(rng, n_vocab);
+        ids[i] = bench_random_token(rng, n_vocab);
     if (bos >= 0 && first)
         ids[0] = bos;
     return tport_dist_eval(dist, s, ids, n);
@@ -259,19 +259,19 @@ static tport_status run_gen(tport_session *s, const tport_model *m, int n, bool 
     int32_t n_vocab = tport_model_n_vocab(m);
     tport_token tok = first ? tport_model_bos(m) : -1;
     if (tok < 0)
-        tok = random_token(rng, n_vocab);
+        tok = bench_random_token(rng, n_vocab);
     for (int i = 0; i < n; i++) {
         tport_status st = tport_dist_eval(dist, s, &tok, 1);
         if (st != TPORT_STATUS_OK)
             return st;
-        tok = random_token(rng, n_vocab);
+        tok = bench_random_token(rng, n_vocab);
     }
     return TPORT_STATUS_OK;
 }
 
 /* The backends that ran nodes of the session's last evaluation, in the
  * order tport_session_placement lists them, "+" between names. */
-static void backends_that_ran(const tport_session *s, char *out, size_t cap) {
+void bench_backends_that_ran(const tport_session *s, char *out, size_t cap) {
     const char *listed[16];
     int n_listed = 0;
     size_t len = 0;
@@ -308,9 +308,9 @@ static int measure(tport_session *s, const tport_model *m, bool prompt, int n, i
         st = fill_depth(s, m, ids, depth, &rng);
         if (st != TPORT_STATUS_OK)
             break;
-        double t0 = now_seconds();
+        double t0 = bench_now();
         st = prompt ? run_prompt(s, m, ids, n, depth == 0, &rng) : run_gen(s, m, n, depth == 0, &rng);
-        double dt = now_seconds() - t0;
+        double dt = bench_now() - t0;
         r->ts[i] = dt > 0 ? n / dt : 0;
     }
     free(ids);
@@ -322,12 +322,14 @@ static int measure(tport_session *s, const tport_model *m, bool prompt, int n, i
         r->copies = (double)(total.n_uploads + total.n_downloads) / n_evals;
         r->bytes_moved = (double)(total.bytes_up + total.bytes_down) / n_evals;
     }
-    backends_that_ran(s, r->ran_on, sizeof r->ran_on);
-    summarize(r);
+    bench_backends_that_ran(s, r->ran_on, sizeof r->ran_on);
+    bench_summarize(r);
     return 0;
 }
 
-static void print_json_result(const char *key, const bench_result *r, const weight_stats *w,
+/* The weights are read once a step: with --parallel N a step makes N
+ * tokens, so per_step is N for its tg (1 otherwise). */
+static void print_json_result(const char *key, const bench_result *r, const weight_stats *w, int per_step,
                               bool last) {
     printf("  \"%s\": {\"n_tokens\": %d, \"median_ts\": %.6g, \"avg_ts\": %.6g, \"samples_ts\": [",
            key, r->n_tokens, r->median, r->mean);
@@ -335,15 +337,21 @@ static void print_json_result(const char *key, const bench_result *r, const weig
         printf("%s%.6g", i ? ", " : "", r->ts[i]);
     printf("]");
     if (w && w->known)
-        printf(", \"gb_per_s\": %.6g", r->median * (double)w->bytes_per_token / 1e9);
+        printf(", \"gb_per_s\": %.6g", r->median / per_step * (double)w->bytes_per_token / 1e9);
     printf(", \"copies_per_eval\": %.6g, \"bytes_moved_per_eval\": %.6g, \"ran_on\": ", r->copies,
            r->bytes_moved);
     tool_json_string(stdout, r->ran_on);
     printf("}%s\n", last ? "" : ",");
 }
 
+/* --parallel N against one sequence: what a step of N costs in steps of
+ * one (N x one's t/s / N's t/s), and the aggregate speed-up. */
+static double step_cost(const bench_parallel *bp) {
+    return bp->tg.median > 0 ? bp->n * bp->single.median / bp->tg.median : 0;
+}
+
 static void print_json(const bench_opts *o, const tport_model *m, const weight_stats *w,
-                       const bench_result *pp, const bench_result *tg) {
+                       const bench_result *pp, const bench_result *tg, const bench_parallel *bp) {
     printf("{\n  \"model\": ");
     tool_json_string(stdout, o->model);
     /* forced with --backend, or "auto": the best backend for each
@@ -357,42 +365,67 @@ static void print_json(const bench_opts *o, const tport_model *m, const weight_s
                w->n_params, w->total_bytes, w->bytes_per_token);
     else
         printf("  \"n_params\": null,\n  \"weight_bytes\": null,\n  \"bytes_per_token\": null,\n");
+    if (bp)
+        printf("  \"parallel\": %d,\n", bp->n);
+    bool single = bp && bp->single.n_samples;
+    if (single)
+        printf("  \"step_cost_vs_single\": %.6g,\n  \"speedup_vs_single\": %.6g,\n", step_cost(bp),
+               bp->single.median > 0 ? bp->tg.median / bp->single.median : 0);
     printf("  \"n_prompt\": %d,\n  \"n_gen\": %d,\n  \"n_depth\": %d,\n  \"kv_type\": \"%s\",\n"
            "  \"reps\": %d%s\n", o->n_prompt, o->n_gen, o->depth, o->kv_f32 ? "f32" : "f16",
            o->reps, pp->n_samples || tg->n_samples ? "," : "");
     if (pp->n_samples)
-        print_json_result("pp", pp, NULL, tg->n_samples == 0);
+        print_json_result("pp", pp, NULL, 1, tg->n_samples == 0);
     if (tg->n_samples)
-        print_json_result("tg", tg, w, true);
+        print_json_result("tg", tg, w, bp ? bp->n : 1, !single);
+    if (single)
+        print_json_result("tg_single", &bp->single, w, 1, true);
     printf("}\n");
 }
 
 static void print_text(const bench_opts *o, const tport_model *m, const weight_stats *w,
-                       const bench_result *pp, const bench_result *tg) {
+                       const bench_result *pp, const bench_result *tg, const bench_parallel *bp) {
     printf("model    %s (n_vocab %" PRId32 ")\n", o->model, tport_model_n_vocab(m));
     if (w->known)
         printf("weights  %.2f M params, %.2f MiB; %.2f MiB streamed per generated token\n",
                (double)w->n_params / 1e6, (double)w->total_bytes / 1048576.0,
                (double)w->bytes_per_token / 1048576.0);
-    printf("backend  %s, %d threads, %d repetitions (median; warm-up excluded), %s KV cache\n\n",
+    printf("backend  %s, %d threads, %d repetitions (median; warm-up excluded), %s KV cache\n",
            o->backend ? o->backend : "auto (the best for each operation)", o->threads, o->reps,
            o->kv_f32 ? "f32" : "f16");
-    char at[32] = "";
+    if (bp)
+        printf("parallel %d sequences a step (t/s of all of them; tg after their prompts)\n", bp->n);
+    printf("\n");
+    char at[48] = "";
+    int len = 0;
+    if (bp)
+        len = snprintf(at, sizeof at, " x%d", bp->n);
     if (o->depth)
-        snprintf(at, sizeof at, " @ d%d", o->depth);
+        snprintf(at + len, sizeof at - (size_t)len, " @ d%d", o->depth);
     printf("%-16s %12s %12s\n", "test", "t/s median", "t/s mean");
-    char name[48];
+    char name[64];
     if (pp->n_samples) {
         snprintf(name, sizeof name, "pp%d%s", pp->n_tokens, at);
         printf("%-16s %12.2f %12.2f\n", name, pp->median, pp->mean);
     }
-    if (tg->n_samples) {
-        snprintf(name, sizeof name, "tg%d%s", tg->n_tokens, at);
-        printf("%-16s %12.2f %12.2f", name, tg->median, tg->mean);
+    const bench_result *tgs[2] = {tg, bp && bp->single.n_samples ? &bp->single : NULL};
+    for (int k = 0; k < 2; k++) {
+        const bench_result *r = tgs[k];
+        if (!r || !r->n_samples)
+            continue;
+        if (k == 1)
+            snprintf(name, sizeof name, "tg%d x1%s", r->n_tokens, o->depth ? at + len : "");
+        else
+            snprintf(name, sizeof name, "tg%d%s", r->n_tokens, at);
+        printf("%-16s %12.2f %12.2f", name, r->median, r->mean);
         if (w->known)
-            printf("   (%.2f GB/s of weights)", tg->median * (double)w->bytes_per_token / 1e9);
+            printf("   (%.2f GB/s of weights)",
+                   r->median / (k == 0 && bp ? bp->n : 1) * (double)w->bytes_per_token / 1e9);
         printf("\n");
     }
+    if (tgs[1])
+        printf("\na step of %d sequences costs %.2f steps of one; %.2fx one sequence's t/s\n", bp->n,
+               step_cost(bp), bp->single.median > 0 ? tg->median / bp->single.median : 0);
     printf("\nran on  ");
     if (pp->n_samples)
         printf(" pp: %s%s", pp->ran_on[0] ? pp->ran_on : "?", tg->n_samples ? ";" : "");
@@ -412,6 +445,9 @@ int cmd_bench(int argc, char **argv) {
     rc = parse_args(argc, argv, &o);
     if (rc)
         return tport_dist_end(dist, rc < 0 ? 0 : rc);
+    if (dist && o.parallel)
+        return tport_dist_end(dist, tool_fail(2, "bench: --parallel cannot run under mpirun (a pipeline stage "
+                                                 "cannot batch sequences)"));
     if (o.threads == 0) { /* report the count actually used, not "default" */
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         o.threads = n > 0 && n < 4096 ? (int)n : 1;
@@ -443,19 +479,30 @@ int cmd_bench(int argc, char **argv) {
     }
 
     bench_result pp = {0}, tg = {0};
+    bench_parallel par = {0}, *bp = o.parallel ? &par : NULL;
     rc = 0;
-    if (o.n_prompt > 0)
-        rc = measure(s, m, true, o.n_prompt, o.depth, o.reps, &pp);
-    if (!rc && o.n_gen > 0)
-        rc = measure(s, m, false, o.n_gen, o.depth, o.reps, &tg);
+    if (bp) {
+        rc = bench_parallel_run(m, &sp, o.parallel, o.n_prompt, o.n_gen, o.depth, o.reps, bp);
+        pp = par.pp;
+        tg = par.tg;
+    } else {
+        if (o.n_prompt > 0)
+            rc = measure(s, m, true, o.n_prompt, o.depth, o.reps, &pp);
+        if (!rc && o.n_gen > 0)
+            rc = measure(s, m, false, o.n_gen, o.depth, o.reps, &tg);
+    }
     if (!rc) {
         if (o.json)
-            print_json(&o, m, &w, &pp, &tg);
+            print_json(&o, m, &w, &pp, &tg, bp);
         else
-            print_text(&o, m, &w, &pp, &tg);
+            print_text(&o, m, &w, &pp, &tg, bp);
     }
-    free(pp.ts);
-    free(tg.ts);
+    if (bp) {
+        bench_parallel_free(bp);
+    } else {
+        free(pp.ts);
+        free(tg.ts);
+    }
     tport_session_free(s);
     tport_model_free(m);
     return tport_dist_end(dist, rc);
