@@ -6,31 +6,37 @@
  * The pattern of cpu_mul_mat_amx_q8.c: ROWS (16) weight rows unpacked once
  * into B tiles in the tiles' k-quad order (row q holds bytes 4q .. 4q + 3
  * of each of the 16 rows), swept over the batch COLS (32) columns at a
- * time; one tile product per sub-block (A: 16 columns' quants of the
- * sub-block, B: the 16 rows' values) into a C tile of 16 columns x 16
- * rows of int32.  The sub-block's scale is per row, so each C tile is
- * taken out (stored), and its exact sums are weighted by the rows'
- * integer sub-scales in int32 over the whole super-block (exact: see
- * below); the float work (d dy S - dmin dy M) is once per super-block, not
- * once per block as in the Q8_0 kernel.  The tile product is the one
- * whose signedness needs no offset:
- *   Q4_K, Q5_K  x = d sc[j] q - dmin m[j], q in [0, 31] unsigned: TDPBSUD
- *               (signed activations, unsigned weights); the mins term
- *               M = sum_j m[j] bsum_j with Q8_K's bsums (per 16: m[j] is
- *               paired with both of sub-block j's), by dpwssd;
- *               |S| <= 8 * 63 * 32 * 31 * 128 < 2^31;
- *   Q6_K        x = d sc[k] (q - 32), sub-blocks of 16: the values stored
- *               as q - 32 (signed) for TDPBSSD, one tile product per 16
- *               (A tiles of 16 bytes a row: the tile configuration is the
- *               type's), no offset; |S| <= 16 * 128 * 16 * 32 * 128 < 2^31;
- *   IQ4_XS      x = d (ls - 32) v, v the table's int8: TDPBSSD, no offset;
- *               |S| <= 8 * 32 * 32 * 127 * 128 < 2^31.
+ * time (A tiles: 16 columns' quants, loaded from the packed Q8_K rows with
+ * their stride), into C tiles of 16 columns x 16 rows of int32.
  *
- * The activations are read as the packing left them (Q8_K rows, one a
- * packed row apart: the A tiles load with that stride); a partial group of
- * columns is first copied into scratch beside zeroed rows, so that no
- * tile reads past the batch.  Integer sums are exact; the float ones are
- * ordered differently from the VNNI and row kernels. */
+ * The sub-blocks' scales are per row, and a C tile can only be added to.
+ * One tile product per sub-block, each C tile stored and its sums weighted
+ * by the integer sub-scales (the first version of this kernel), spent a
+ * quarter of its time storing tiles (a profile without the stores).  So
+ * the sub-scales are folded into the weights, digit by digit:
+ *   Q4_K, Q5_K  x = d sc[j] q - dmin m[j], q in [0, 31], sc in [0, 63]:
+ *               sc = 8 a + b, a and b in [0, 7], and the B tiles hold
+ *               q a and q b (<= 217, unsigned: TDPBSUD, signed
+ *               activations by unsigned weights);
+ *   Q6_K        x = d sc[k] (q - 32), sc in [-128, 127] per 16: in
+ *               balanced base 7, sc = 49 a + 7 b + c with digits in
+ *               [-3, 3], and the B tiles hold (q - 32) times each digit
+ *               (|.| <= 96, signed: TDPBSSD);
+ * so a whole super-block's products (64 elements a tile product) build up
+ * in one C tile per digit, taken out once: S = 8 C_a + C_b, or 49 C_a +
+ * 7 C_b + C_c, exact (|S| < 2^31: 256 * 217 * 128 * 9 and 256 * 96 * 128
+ * * 57), then d dy S in f32, less dmin dy sum_j m[j] bsum_j for Q4_K/Q5_K
+ * (the mins against Q8_K's bsums in int32 by dpwssd, m[j] paired with
+ * both of sub-block j's sums of 16).
+ *   IQ4_XS      x = d (ls - 32) v, v the table's int8 (a full byte: no
+ *               room for a digit): one tile product (TDPBSSD) per
+ *               sub-block of 32, its exact sums weighted by ls - 32 in
+ *               int32 over the super-block (|.| <= 8 * 32 * 32 * 127 *
+ *               128 < 2^31), f32 once per super-block.
+ *
+ * A partial group of columns is first copied into scratch beside zeroed
+ * rows, so that no tile reads past the batch.  Integer sums are exact;
+ * the float ones are ordered differently from the VNNI and row kernels. */
 #include <string.h>
 
 #include "cpu_internal.h"
@@ -54,7 +60,7 @@ enum {
     DS = MINS + 8 * 64,             /* then d of the 16 rows, f32 */
     DMIN = DS + 64,                 /* and dmin */
     SB_BYTES = DMIN + 64,           /* all of one super-block */
-    C_BYTES = 16 * COLS * ROWS * 4, /* the C tiles of up to 16 sub-blocks */
+    C_BYTES = 8 * COLS * ROWS * 4,  /* the C tiles taken out of a super-block */
 };
 
 bool cpu_amx_kq_available(tport_type_id type) {
@@ -175,43 +181,29 @@ void cpu_amx_kq_unpack(tport_type_id type, const uint8_t *const rows[], int nrow
     int64_t nb = K / QK;
     uint8_t *w = aligned(tile);
     size_t bb = block_bytes(type);
-    const bool six = type == TPORT_TYPE_Q6_K;
     if (type != TPORT_TYPE_IQ4_XS) {
         unpack_fold(type, rows, nrows, nb, w);
         return;
     }
+    /* IQ4_XS: the int8 values of sub-block j in B tile j, its sub-scale
+     * ls - 32 in int32 beside */
     for (int64_t b = 0; b < nb; b++) {
         uint8_t *sb = w + (size_t)b * SB_BYTES;
         int32_t *isc = (int32_t *)(void *)(sb + ISC);
-        int16_t *mins = (int16_t *)(void *)(sb + MINS);
-        float *ds = (float *)(void *)(sb + DS), *dmins = (float *)(void *)(sb + DMIN);
+        float *ds = (float *)(void *)(sb + DS);
         for (int r = 0; r < ROWS; r++) {
-            float d = 0.0f, dmin = 0.0f;
+            float d = 0.0f, dmin;
             for (int j = 0; j < 8; j++) {
                 uint8_t q[32] = {0};
-                int sc[2] = {0, 0}, m = 0;
+                int sc[2] = {0, 0}, m;
                 if (r < nrows)
                     cpu_kqtile_sub(type, rows[r] + (size_t)b * bb, j, q, sc, &m, &d, &dmin);
-                if (six) {
-                    /* two sub-blocks of 16, tiles of 4 k-quads; q - 32 signed */
-                    for (int h = 0; h < 2; h++) {
-                        uint8_t *bt = sb + (size_t)(2 * j + h) * 256;
-                        for (int l = 0; l < 16; l++)
-                            q[16 * h + l] = r < nrows ? (uint8_t)(q[16 * h + l] - 32) : 0;
-                        for (int k = 0; k < 4; k++)
-                            memcpy(bt + 64 * k + 4 * r, q + 16 * h + 4 * k, 4);
-                        isc[(2 * j + h) * ROWS + r] = sc[h];
-                    }
-                } else {
-                    uint8_t *bt = sb + (size_t)j * 512;
-                    for (int k = 0; k < 8; k++)
-                        memcpy(bt + 64 * k + 4 * r, q + 4 * k, 4);
-                    isc[j * ROWS + r] = sc[0];
-                    mins[j * 2 * ROWS + 2 * r] = mins[j * 2 * ROWS + 2 * r + 1] = (int16_t)m;
-                }
+                uint8_t *bt = sb + (size_t)j * 512;
+                for (int k = 0; k < 8; k++)
+                    memcpy(bt + 64 * k + 4 * r, q + 4 * k, 4);
+                isc[j * ROWS + r] = sc[0];
             }
             ds[r] = d;
-            dmins[r] = dmin;
         }
     }
 }
@@ -246,56 +238,37 @@ AMX_KQ_TARGET void cpu_amx_kq_begin(tport_type_id type) {
 
 AMX_KQ_TARGET void cpu_amx_kq_end(void) { _tile_release(); }
 
-enum { KQ_MINS, KQ_SPLIT, KQ_SIGNED }; /* Q4_K/Q5_K, Q6_K, IQ4_XS */
-
-static inline __attribute__((always_inline)) AMX_KQ_TARGET void kernel(const uint8_t *w, int64_t nb, const uint8_t *y,
-                                                                      size_t ys, int mode, uint8_t *cbuf,
-                                                                      float *out) {
-    const int ns = mode == KQ_SPLIT ? 16 : 8, sbl = mode == KQ_SPLIT ? 16 : 32;
+/* IQ4_XS: one tile product per sub-block (C tiles 0-1, A 2-3, B 4), its
+ * sums taken out and weighted by the sub-scales in int32 over the
+ * super-block. */
+static AMX_KQ_TARGET void kernel_iq4xs(const uint8_t *w, int64_t nb, const uint8_t *y, size_t ys, uint8_t *cbuf,
+                                       float *out) {
     for (int c = 0; c < COLS; c++)
         _mm512_storeu_ps(out + c * ROWS, _mm512_setzero_ps());
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *sb = w + (size_t)b * SB_BYTES;
         const uint8_t *yb = y + (size_t)b * Q8K;
-        for (int t = 0; t < ns; t++) {
-            _tile_loadd(2, yb + Q8K_QS + t * sbl, ys);
-            _tile_loadd(3, yb + 16 * ys + Q8K_QS + t * sbl, ys);
-            _tile_loadd(4, sb + (size_t)t * sbl * 16, 64);
+        for (int t = 0; t < 8; t++) {
+            _tile_loadd(2, yb + Q8K_QS + t * 32, ys);
+            _tile_loadd(3, yb + 16 * ys + Q8K_QS + t * 32, ys);
+            _tile_loadd(4, sb + (size_t)t * 512, 64);
             _tile_zero(0);
             _tile_zero(1);
-            if (mode == KQ_MINS) {
-                _tile_dpbsud(0, 2, 4);
-                _tile_dpbsud(1, 3, 4);
-            } else {
-                _tile_dpbssd(0, 2, 4);
-                _tile_dpbssd(1, 3, 4);
-            }
+            _tile_dpbssd(0, 2, 4);
+            _tile_dpbssd(1, 3, 4);
             _tile_stored(0, cbuf + (size_t)t * 2048, 64);
             _tile_stored(1, cbuf + (size_t)t * 2048 + 1024, 64);
         }
         const __m512 dv = _mm512_load_ps((const void *)(sb + DS));
-        const __m512 dminv = _mm512_load_ps((const void *)(sb + DMIN));
         for (int c = 0; c < COLS; c++) {
-            const uint8_t *yc = yb + (size_t)c * ys;
             __m512i s = _mm512_setzero_si512();
-            for (int t = 0; t < ns; t++)
+            for (int t = 0; t < 8; t++)
                 s = _mm512_add_epi32(s, _mm512_mullo_epi32(_mm512_load_si512((const void *)(cbuf + t * 2048 + c * 64)),
                                                            _mm512_load_si512((const void *)(sb + ISC + t * 64))));
-            __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(s), dv);
-            if (mode == KQ_MINS) {
-                __m512i mi = _mm512_setzero_si512();
-                for (int p = 0; p < 8; p++) {
-                    int32_t pair;
-                    memcpy(&pair, yc + Q8K_BSUMS + 4 * p, sizeof pair);
-                    mi = _mm512_dpwssd_epi32(mi, _mm512_load_si512((const void *)(sb + MINS + p * 64)),
-                                             _mm512_set1_epi32(pair));
-                }
-                f = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(mi), dminv, f);
-            }
             float dy;
-            memcpy(&dy, yc, sizeof dy);
-            _mm512_storeu_ps(out + c * ROWS,
-                             _mm512_fmadd_ps(f, _mm512_set1_ps(dy), _mm512_loadu_ps(out + c * ROWS)));
+            memcpy(&dy, yb + (size_t)c * ys, sizeof dy);
+            _mm512_storeu_ps(out + c * ROWS, _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(s), dv),
+                                                             _mm512_set1_ps(dy), _mm512_loadu_ps(out + c * ROWS)));
         }
     }
 }
@@ -406,7 +379,7 @@ AMX_KQ_TARGET void cpu_amx_kq_dot(tport_type_id type, const uint8_t *tile, int64
     }
     switch (type) {
     case TPORT_TYPE_Q6_K: kernel_fold(w, nb, y, y_stride, true, cbuf, out); break;
-    case TPORT_TYPE_IQ4_XS: kernel(w, nb, y, y_stride, KQ_SIGNED, cbuf, out); break;
+    case TPORT_TYPE_IQ4_XS: kernel_iq4xs(w, nb, y, y_stride, cbuf, out); break;
     default: kernel_fold(w, nb, y, y_stride, false, cbuf, out); break;
     }
 }
