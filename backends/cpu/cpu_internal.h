@@ -303,6 +303,11 @@ CPU_HIDDEN void cpu_amx_q8_end(void);   /* and its release after */
  * released by end. */
 #define CPU_AMX_KQ_ROWS 16
 #define CPU_AMX_KQ_COLS 32
+/* Columns from which the AMX kernel beats the VNNI one: unpacking 16 rows
+ * into the tiles costs about two sweeps of 32 columns, so at 32 columns it
+ * took 1.6 times the VNNI kernel's time, at 64 as long, at 96 0.9 and
+ * at 128 0.75 (user time of a Q6_K stories110M prompt). */
+#define CPU_AMX_KQ_MIN_COLS 96
 CPU_HIDDEN bool cpu_amx_kq_available(tport_type_id type);
 CPU_HIDDEN size_t cpu_amx_kq_scratch(int64_t K);
 CPU_HIDDEN void cpu_amx_kq_unpack(tport_type_id type, const uint8_t *const rows[], int nrows, int64_t K,

@@ -1,7 +1,8 @@
 /* K-quant batches on AMX int8 tiles: Q4_K, Q5_K, Q6_K and IQ4_XS weights
  * against Q8_K activation columns, for CPUs with AMX-INT8 (a row of the
  * tile kinds table, cpu_tile_kinds.c, ahead of the VNNI kernel of
- * cpu_mul_mat_kqtile.c, for batches of 32 columns and more).
+ * cpu_mul_mat_kqtile.c, for batches of CPU_AMX_KQ_MIN_COLS columns and
+ * more: below, unpacking the tiles costs more than they save).
  *
  * The pattern of cpu_mul_mat_amx_q8.c: ROWS (16) weight rows unpacked once
  * into B tiles in the tiles' k-quad order (row q holds bytes 4q .. 4q + 3

@@ -8,10 +8,10 @@
 
 static const cpu_tile_kind kinds[] = {
 #if CPU_AMX
-    /* K-quant batches of 32 columns and more on AMX tiles
-     * (where the CPU has them: available) */
-    {TPORT_TYPE_Q8_K, 32, cpu_amx_kq_available, cpu_amx_kq_scratch, cpu_amx_kq_unpack, cpu_amx_kq_dot,
-     CPU_AMX_KQ_ROWS, CPU_AMX_KQ_COLS, 32, cpu_amx_kq_begin, cpu_amx_kq_end},
+    /* K-quant batches of CPU_AMX_KQ_MIN_COLS columns and more on AMX
+     * tiles (where the CPU has them: available) */
+    {TPORT_TYPE_Q8_K, CPU_AMX_KQ_MIN_COLS, cpu_amx_kq_available, cpu_amx_kq_scratch, cpu_amx_kq_unpack,
+     cpu_amx_kq_dot, CPU_AMX_KQ_ROWS, CPU_AMX_KQ_COLS, CPU_AMX_KQ_MIN_COLS, cpu_amx_kq_begin, cpu_amx_kq_end},
 #endif
     {TPORT_TYPE_Q8_0, 3, cpu_q8tile_available, cpu_q8tile_scratch, cpu_q8tile_unpack, cpu_q8tile_dot, VNNI},
     /* Q4_1, Q5_1: the same tiles against Q8_1 columns */
