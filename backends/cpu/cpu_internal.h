@@ -296,6 +296,26 @@ CPU_HIDDEN size_t cpu_amx_q8_scratch(int64_t K);
 CPU_HIDDEN void cpu_amx_q8_unpack(const uint8_t *groups, size_t group_bytes, int64_t K, void *scratch);
 CPU_HIDDEN void cpu_amx_q8_begin(void); /* the thread's tile configuration, before cpu_amx_q8_cols */
 CPU_HIDDEN void cpu_amx_q8_end(void);   /* and its release after */
+/* K-quant (Q4_K, Q5_K, Q6_K, IQ4_XS) x Q8_K batches on AMX-INT8 tiles
+ * (cpu_mul_mat_amx_kq.c): a tile kind (cpu_tile_kinds.c) of
+ * CPU_AMX_KQ_ROWS rows and up to CPU_AMX_KQ_COLS columns a dot, with the
+ * thread's tile configuration loaded by begin (per weight type) and
+ * released by end. */
+#define CPU_AMX_KQ_ROWS 16
+#define CPU_AMX_KQ_COLS 32
+/* Columns from which the AMX kernel beats the VNNI one: unpacking 16 rows
+ * into the tiles costs about two sweeps of 32 columns, so at 32 columns it
+ * took 1.6 times the VNNI kernel's time, at 64 as long, at 96 0.9 and
+ * at 128 0.75 (user time of a Q6_K stories110M prompt). */
+#define CPU_AMX_KQ_MIN_COLS 96
+CPU_HIDDEN bool cpu_amx_kq_available(tport_type_id type);
+CPU_HIDDEN size_t cpu_amx_kq_scratch(int64_t K);
+CPU_HIDDEN void cpu_amx_kq_unpack(tport_type_id type, const uint8_t *const rows[], int nrows, int64_t K,
+                                  uint8_t *tile);
+CPU_HIDDEN void cpu_amx_kq_dot(tport_type_id type, const uint8_t *tile, int64_t K, const uint8_t *y,
+                               size_t y_stride, int ncols, float *out);
+CPU_HIDDEN void cpu_amx_kq_begin(tport_type_id type);
+CPU_HIDDEN void cpu_amx_kq_end(void);
 #else
 #define CPU_AMX 0
 #endif
@@ -309,6 +329,12 @@ CPU_HIDDEN void cpu_kqtile_unpack(tport_type_id type, const uint8_t *const rows[
                                   uint8_t *tile);
 CPU_HIDDEN void cpu_kqtile_dot(tport_type_id type, const uint8_t *tile, int64_t K, const uint8_t *y,
                                size_t y_stride, int ncols, float *out);
+/* Sub-block j (of 32) of a super-block as the tile kernels unpack it: its
+ * values, the integer sub-scale of each 16-half, d, and for Q4_K/Q5_K the
+ * integer min and dmin (the AMX kernel's unpacking; builds with the
+ * tiled kernels). */
+CPU_HIDDEN void cpu_kqtile_sub(tport_type_id type, const uint8_t *blk, int j, uint8_t q[32], int isc[2], int *m,
+                               float *d, float *dmin);
 
 /* ---- tiled Q8_0/Q4_0/Q5_0/IQ4_NL/MXFP4 x Q8_0, Q4_1/Q5_1 x Q8_1 mul_mat
  * (cpu_mul_mat_q8tile.c) ------------------------------------------------
@@ -357,10 +383,23 @@ typedef struct cpu_tile_kind {
     void (*unpack)(tport_type_id type, const uint8_t *const rows[], int nrows, int64_t K, uint8_t *tile);
     void (*dot)(tport_type_id type, const uint8_t *tile, int64_t K, const uint8_t *y, size_t y_stride, int ncols,
                 float *out);
+    /* rows a tile unpacks (<= CPU_TILE_MAX_ROWS) and columns a dot takes at
+     * most (<= CPU_TILE_MAX_COLS); out of dot is [column][rows] */
+    int rows, cols;
+    /* columns a product needs for this row, mul_mat's batch or
+     * mul_mat_id's expert (0: any); a row with none comes after those
+     * with */
+    int64_t min_batch;
+    /* NULL, or a thread's set-up for the kind's dots of weights of `type`
+     * before its first (begin) and after its last (end) */
+    void (*begin)(tport_type_id type);
+    void (*end)(void);
 } cpu_tile_kind;
-/* The kind for weights of `type` against activations of vec_dot_type in
- * this build, NULL if none. */
-CPU_HIDDEN const cpu_tile_kind *cpu_tile_kind_for(tport_type_id type, tport_type_id vec_dot_type);
+#define CPU_TILE_MAX_ROWS 16
+#define CPU_TILE_MAX_COLS 32
+/* The kind for weights of `type` against a batch of `cols` columns of
+ * vec_dot_type in this build, NULL if none. */
+CPU_HIDDEN const cpu_tile_kind *cpu_tile_kind_for(tport_type_id type, tport_type_id vec_dot_type, int64_t cols);
 
 /* ---- weights in the backend's own layout (cpu_repack.c) ----------------
  * The ABI 1.1 slots a host-memory backend fills to keep weights re-encoded. */

@@ -44,6 +44,7 @@ typedef struct mid_plan {
     cpu_vec_dot_fn vec_dot; /* NULL: f32 dots */
     tport_type_id vec_dot_type;
     const cpu_tile_kind *tile; /* the tile kernel of as's type, NULL if none */
+    const cpu_tile_kind *wide; /* one for experts of its min_batch tokens and more, NULL if none */
     size_t packed_row;         /* bytes of one packed row of b */
     size_t work;               /* bytes of a thread's work area, before its grouping */
     bool staged;               /* rows of b shared by slots: packed once, then copied per pair */
@@ -68,8 +69,12 @@ static mid_plan make_plan(const cpu_op *op) {
              * them, also over row kernels that prefetch into L1 */
             p.prefetch = as->type != TPORT_TYPE_MXFP4;
             /* a batch in which some expert may get enough tokens */
-            if (p.T * p.n_used >= TILE_MIN_COLS)
-                p.tile = cpu_tile_kind_for(as->type, vt->id);
+            if (p.T * p.n_used >= TILE_MIN_COLS) {
+                p.tile = cpu_tile_kind_for(as->type, vt->id, 0);
+                p.wide = cpu_tile_kind_for(as->type, vt->id, p.T);
+                if (p.wide == p.tile)
+                    p.wide = NULL;
+            }
         }
     }
     if (!p.vec_dot)
@@ -87,6 +92,8 @@ static mid_plan make_plan(const cpu_op *op) {
         p.work = (size_t)UNIT_ROWS * (size_t)p.K * sizeof(float);
     if (p.tile && p.tile->scratch(p.K) > p.work)
         p.work = p.tile->scratch(p.K);
+    if (p.wide && p.wide->scratch(p.K) > p.work)
+        p.work = p.wide->scratch(p.K);
     p.work = (p.work + 63) / 64 * 64;
     return p;
 }
@@ -241,20 +248,20 @@ static int64_t unit_cost(const mid_plan *p, int32_t cols) {
 
 /* Rows r0 .. r0 + nr - 1 of expert e against its columns k0 .. k1 - 1 of
  * the packed activations: each tile of rows unpacked once. */
-static void unit_tiled(cpu_op *op, const mid_plan *p, const mid_groups *g, int32_t e, int64_t r0, int64_t nr,
-                       uint8_t *tile) {
+static void unit_tiled(cpu_op *op, const cpu_tile_kind *kind, const mid_plan *p, const mid_groups *g, int32_t e,
+                       int64_t r0, int64_t nr, uint8_t *tile) {
     const tport_tensor_view *as = op->src[0], *d = op->dst;
-    enum { R = CPU_Q8TILE_ROWS };
+    const int R = kind->rows, C = kind->cols;
     for (int64_t q0 = r0; q0 < r0 + nr; q0 += R) {
         int rows = (int)(r0 + nr - q0 < R ? r0 + nr - q0 : R);
-        const uint8_t *rp[R];
+        const uint8_t *rp[CPU_TILE_MAX_ROWS];
         for (int r = 0; r < rows; r++)
             rp[r] = cpu_row(as, q0 + r, e, 0);
-        p->tile->unpack(as->type, rp, rows, p->K, tile);
-        for (int32_t k = g->start[e]; k < g->start[e + 1]; k += 4) {
-            int nc = g->start[e + 1] - k < 4 ? g->start[e + 1] - k : 4;
-            float s[4 * R];
-            p->tile->dot(as->type, tile, p->K, op->scratch + (size_t)k * p->packed_row, p->packed_row, nc, s);
+        kind->unpack(as->type, rp, rows, p->K, tile);
+        for (int32_t k = g->start[e]; k < g->start[e + 1]; k += C) {
+            int nc = g->start[e + 1] - k < C ? g->start[e + 1] - k : C;
+            float s[CPU_TILE_MAX_COLS * CPU_TILE_MAX_ROWS];
+            kind->dot(as->type, tile, p->K, op->scratch + (size_t)k * p->packed_row, p->packed_row, nc, s);
             for (int c = 0; c < nc; c++) {
                 int64_t i = g->pairs[k + c] % p->n_used, t = g->pairs[k + c] / p->n_used;
                 uint8_t *out = cpu_row(d, i, t, 0) + (size_t)q0 * d->nb[0];
@@ -321,10 +328,7 @@ static bool unit_rows(cpu_op *op, const mid_plan *p, const mid_groups *g, int32_
     return true;
 }
 
-static void compute_task(void *arg, int ith, int nth) {
-    mid_job *job = arg;
-    cpu_op *op = job->op;
-    const mid_plan *p = &job->plan;
+static void compute_units(cpu_op *op, const mid_plan *p, int ith, int nth) {
     uint8_t *work = cpu_thread_scratch(op, ith);
     mid_groups g;
     if (!group(op, p, ith, &g))
@@ -352,7 +356,8 @@ static void compute_task(void *arg, int ith, int nth) {
                 for (int64_t u = u0; u < u1; u++) {
                     int64_t r0 = u * UNIT_ROWS, nr = p->N - r0 < UNIT_ROWS ? p->N - r0 : UNIT_ROWS;
                     if (tiled(p, cols))
-                        unit_tiled(op, p, &g, e, r0, nr, work);
+                        unit_tiled(op, p->wide && cols >= p->wide->min_batch ? p->wide : p->tile, p, &g, e, r0,
+                                   nr, work);
                     else if (!unit_rows(op, p, &g, e, r0, nr, (float *)(void *)work))
                         return;
                 }
@@ -360,6 +365,18 @@ static void compute_task(void *arg, int ith, int nth) {
             before = after;
         }
     }
+}
+
+/* the wide kind's tile configuration around a thread's units */
+static void compute_task(void *arg, int ith, int nth) {
+    mid_job *job = arg;
+    const mid_plan *p = &job->plan;
+    bool wide = p->wide && p->wide->begin;
+    if (wide)
+        p->wide->begin(job->op->src[0]->type);
+    compute_units(job->op, p, ith, nth);
+    if (wide)
+        p->wide->end();
 }
 
 void cpu_run_mul_mat_id(cpu_ctx *ctx, cpu_op *op) {

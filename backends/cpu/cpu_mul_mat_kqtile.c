@@ -156,6 +156,26 @@ static void part_of(tport_type_id type, const uint8_t *blk, int j, kq_part *o) {
     o->offset[0] = o->offset[1] = half_at(blk + 2) * (float)m;
 }
 
+/* Sub-block j of a super-block for the AMX kernel (cpu_mul_mat_amx_kq.c),
+ * as part_of unpacks it: the 32 values, the integer sub-scale of each
+ * half, d, and for Q4_K/Q5_K the integer min m and dmin (else 0). */
+void cpu_kqtile_sub(tport_type_id type, const uint8_t *blk, int j, uint8_t q[32], int isc[2], int *m, float *d,
+                    float *dmin) {
+    kq_part part;
+    part_of(type, blk, j, &part);
+    memcpy(q, part.q, 32);
+    isc[0] = part.isc[0];
+    isc[1] = part.isc[1];
+    *d = part.d;
+    *m = 0;
+    *dmin = 0.0f;
+    if (type == TPORT_TYPE_Q4_K || type == TPORT_TYPE_Q5_K) {
+        int sc;
+        scale_min(blk + 4, j, &sc, m);
+        *dmin = half_at(blk + 2);
+    }
+}
+
 #endif
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VNNI__) && \

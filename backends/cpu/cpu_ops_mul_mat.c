@@ -118,7 +118,7 @@ static mm_plan make_plan(const cpu_op *op) {
         }
     }
     if (p.vec_dot && p.M >= TILED_MIN_COLS)
-        p.tiled = cpu_tile_kind_for(a->type, p.vec_dot_type);
+        p.tiled = cpu_tile_kind_for(a->type, p.vec_dot_type, p.M);
     if (!p.vec_dot && b->nb[0] != sizeof(float))
         p.packed_row = (size_t)p.K * sizeof(float);
     p.gen = !p.vec_dot && p.M <= GEN_MAX_COLS && cpu_gen_available(a);
@@ -524,35 +524,43 @@ static void gen_task(void *arg, int ith, int nth) {
     }
 }
 
-/* The tiled paths: CPU_Q8TILE_ROWS weight rows unpacked once, then swept
- * over every column of b, four at a time. */
+/* The tiled paths: the kind's rows of weights unpacked once, then swept
+ * over every column of b, the kind's columns at a time. */
 static void tiled_task(void *arg, int ith, int nth) {
     mm_job *job = arg;
     cpu_op *op = job->op;
     const mm_plan *p = &job->plan;
     const tport_tensor_view *a = op->src[0], *d = op->dst;
-    enum { R = CPU_Q8TILE_ROWS };
+    const cpu_tile_kind *kind = p->tiled;
+    const int R = kind->rows, C = kind->cols;
     uint8_t *tile = cpu_thread_scratch(op, ith);
     mm_units u = mm_units_of(job, R, nth);
     int64_t i0, i12, i13;
+    if (kind->begin)
+        kind->begin(a->type);
     while (mm_next(&u, &i0, &i12, &i13)) {
         int64_t i02 = i12 / p->r2, i03 = i13 / p->r3;
         int rows = (int)(p->N - i0 < R ? p->N - i0 : R);
-        const uint8_t *rp[R];
+        const uint8_t *rp[CPU_TILE_MAX_ROWS];
         for (int k = 0; k < rows; k++)
             rp[k] = cpu_row(a, i0 + k, i02, i03);
-        p->tiled->unpack(a->type, rp, rows, p->K, tile);
-        for (int64_t j = 0; j < p->M; j += 4) {
-            int nc = (int)(p->M - j < 4 ? p->M - j : 4);
-            float s[4 * R];
-            p->tiled->dot(a->type, tile, p->K, b_row(job, j, i12, i13), p->packed_row, nc, s);
+        kind->unpack(a->type, rp, rows, p->K, tile);
+        for (int64_t j = 0; j < p->M; j += C) {
+            int nc = (int)(p->M - j < C ? p->M - j : C);
+            float s[CPU_TILE_MAX_COLS * CPU_TILE_MAX_ROWS];
+            kind->dot(a->type, tile, p->K, b_row(job, j, i12, i13), p->packed_row, nc, s);
             for (int c = 0; c < nc; c++) {
                 uint8_t *out = cpu_row(d, j + c, i12, i13) + (size_t)i0 * d->nb[0];
-                for (int k = 0; k < rows; k++)
-                    memcpy(out + (size_t)k * d->nb[0], &s[c * R + k], sizeof(float));
+                if (d->nb[0] == sizeof(float)) /* one copy: per element it showed in profiles */
+                    memcpy(out, &s[c * R], (size_t)rows * sizeof(float));
+                else
+                    for (int k = 0; k < rows; k++)
+                        memcpy(out + (size_t)k * d->nb[0], &s[c * R + k], sizeof(float));
             }
         }
     }
+    if (kind->end)
+        kind->end();
 }
 
 /* The dense path: CPU_DENSE_ROWS weight rows at a time against every

@@ -4,19 +4,27 @@
  * of their own. */
 #include "cpu_internal.h"
 
+#define VNNI CPU_Q8TILE_ROWS, 4, 0, NULL, NULL /* 8 rows, 4 columns a dot, any batch */
+
 static const cpu_tile_kind kinds[] = {
-    {TPORT_TYPE_Q8_0, 3, cpu_q8tile_available, cpu_q8tile_scratch, cpu_q8tile_unpack, cpu_q8tile_dot},
+#if CPU_AMX
+    /* K-quant batches of CPU_AMX_KQ_MIN_COLS columns and more on AMX
+     * tiles (where the CPU has them: available) */
+    {TPORT_TYPE_Q8_K, CPU_AMX_KQ_MIN_COLS, cpu_amx_kq_available, cpu_amx_kq_scratch, cpu_amx_kq_unpack,
+     cpu_amx_kq_dot, CPU_AMX_KQ_ROWS, CPU_AMX_KQ_COLS, CPU_AMX_KQ_MIN_COLS, cpu_amx_kq_begin, cpu_amx_kq_end},
+#endif
+    {TPORT_TYPE_Q8_0, 3, cpu_q8tile_available, cpu_q8tile_scratch, cpu_q8tile_unpack, cpu_q8tile_dot, VNNI},
     /* Q4_1, Q5_1: the same tiles against Q8_1 columns */
-    {TPORT_TYPE_Q8_1, 3, cpu_q8tile_available, cpu_q8tile_scratch, cpu_q8tile_unpack, cpu_q8tile_dot},
-    {TPORT_TYPE_Q8_K, 6, cpu_kqtile_available, cpu_kqtile_scratch, cpu_kqtile_unpack, cpu_kqtile_dot},
+    {TPORT_TYPE_Q8_1, 3, cpu_q8tile_available, cpu_q8tile_scratch, cpu_q8tile_unpack, cpu_q8tile_dot, VNNI},
+    {TPORT_TYPE_Q8_K, 6, cpu_kqtile_available, cpu_kqtile_scratch, cpu_kqtile_unpack, cpu_kqtile_dot, VNNI},
     /* the lattice row kernels look a grid up per column: tiles pay early
      * (an estimate, not profiled) */
-    {TPORT_TYPE_Q8_K, 3, cpu_iqtile_available, cpu_iqtile_scratch, cpu_iqtile_unpack, cpu_iqtile_dot},
+    {TPORT_TYPE_Q8_K, 3, cpu_iqtile_available, cpu_iqtile_scratch, cpu_iqtile_unpack, cpu_iqtile_dot, VNNI},
 };
 
-const cpu_tile_kind *cpu_tile_kind_for(tport_type_id type, tport_type_id vec_dot_type) {
+const cpu_tile_kind *cpu_tile_kind_for(tport_type_id type, tport_type_id vec_dot_type, int64_t cols) {
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
-        if (kinds[i].vec_dot_type == vec_dot_type && kinds[i].available(type))
+        if (kinds[i].vec_dot_type == vec_dot_type && cols >= kinds[i].min_batch && kinds[i].available(type))
             return &kinds[i];
     return NULL;
 }

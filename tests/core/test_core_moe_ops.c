@@ -133,14 +133,17 @@ static tport_tensor *skewed_ids(tport_ctx *ctx, int64_t n_used, int64_t T, int64
  * no expert gets 3 tokens from one) and against the f64 reference, for
  * every type with a tile kernel in some CPU variant (and those that other
  * kernels may take up): the tile path sums in another order only. */
-static void test_mul_mat_id_batch(tport_ctx *ctx) {
-    const tport_type_id types[] = {TPORT_TYPE_F16,  TPORT_TYPE_Q8_0,  TPORT_TYPE_Q4_0,   TPORT_TYPE_Q5_0,
-                                   TPORT_TYPE_Q4_K, TPORT_TYPE_Q5_K,  TPORT_TYPE_Q6_K,   TPORT_TYPE_MXFP4,
-                                   TPORT_TYPE_IQ4_NL, TPORT_TYPE_IQ4_XS, TPORT_TYPE_Q2_K, TPORT_TYPE_IQ2_XXS,
-                                   TPORT_TYPE_IQ2_XS, TPORT_TYPE_IQ2_S, TPORT_TYPE_IQ3_XXS, TPORT_TYPE_IQ3_S,
-                                   TPORT_TYPE_IQ1_S, TPORT_TYPE_IQ1_M};
-    const int64_t K = 512, N = 37, E = 9, n_used = 3, T = 23;
-    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+static const tport_type_id batch_types[] = {
+    TPORT_TYPE_F16,     TPORT_TYPE_Q8_0,    TPORT_TYPE_Q4_0,   TPORT_TYPE_Q5_0,   TPORT_TYPE_Q4_K,   TPORT_TYPE_Q5_K,
+    TPORT_TYPE_Q6_K,    TPORT_TYPE_MXFP4,   TPORT_TYPE_IQ4_NL, TPORT_TYPE_IQ4_XS, TPORT_TYPE_Q2_K,   TPORT_TYPE_IQ2_XXS,
+    TPORT_TYPE_IQ2_XS,  TPORT_TYPE_IQ2_S,   TPORT_TYPE_IQ3_XXS, TPORT_TYPE_IQ3_S, TPORT_TYPE_IQ1_S,  TPORT_TYPE_IQ1_M};
+/* the types with an AMX tile kernel for experts of 96 tokens and more
+ * (cpu_mul_mat_amx_kq.c): with T 140, experts 5-8 get about 102 each */
+static const tport_type_id amx_types[] = {TPORT_TYPE_Q4_K, TPORT_TYPE_Q5_K, TPORT_TYPE_Q6_K, TPORT_TYPE_IQ4_XS};
+
+static void test_mul_mat_id_batch(tport_ctx *ctx, const tport_type_id *types, size_t n_types, int64_t T) {
+    const int64_t K = 512, N = 37, E = 9, n_used = 3;
+    for (size_t ti = 0; ti < n_types; ti++) {
         float *w = malloc((size_t)(K * N * E) * sizeof *w);
         for (int64_t i = 0; i < K * N * E; i++)
             w[i] = (float)test_rng_uniform(&ct_seed);
@@ -366,7 +369,10 @@ int main(void) {
         fprintf(stderr, "note: %s not loaded (%s): testing the active cpu backend\n", variant, tport_last_error());
     tport_ctx *ctx = tport_ctx_new(64u << 20);
     test_mul_mat_id(ctx);
-    test_mul_mat_id_batch(ctx);
+    test_mul_mat_id_batch(ctx, batch_types, sizeof batch_types / sizeof batch_types[0], 23);
+    tport_ctx *ctx2 = tport_ctx_new(64u << 20);
+    test_mul_mat_id_batch(ctx2, amx_types, sizeof amx_types / sizeof amx_types[0], 140);
+    tport_ctx_free(ctx2);
     test_top_k(ctx);
     test_small(ctx);
     test_expert_groups(ctx);

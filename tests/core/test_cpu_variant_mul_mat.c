@@ -213,6 +213,17 @@ int main(void) {
         for (size_t s = 0; s < sizeof lut_shapes / sizeof lut_shapes[0]; s++)
             if (lut_shapes[s][0] % tport_traits(luts[t])->info.block_size == 0)
                 check_tile_vs_rows(luts[t], lut_shapes[s][0], lut_shapes[s][1], lut_shapes[s][2], 1 + (int)(s & 1));
+    /* the K-quants' batches of 96 columns and more (CPU_AMX_KQ_MIN_COLS),
+     * on AMX tiles where the variant and CPU have them
+     * (cpu_mul_mat_amx_kq.c): rows in two whole tiles of 16 and a partial
+     * one, whole groups of 32 columns and a partial one, against the row
+     * kernels as tightly as the tiles above (odd N: Q4_K stays in the
+     * file's layout, not x8) */
+    static const tport_type_id kqs[] = {TPORT_TYPE_Q4_K, TPORT_TYPE_Q5_K, TPORT_TYPE_Q6_K, TPORT_TYPE_IQ4_XS};
+    static const int64_t kq_shapes[][3] = {{1024, 37, 109}, {256, 16, 96}, {768, 21, 130}};
+    for (size_t t = 0; t < sizeof kqs / sizeof kqs[0]; t++)
+        for (size_t s = 0; s < sizeof kq_shapes / sizeof kq_shapes[0]; s++)
+            check_tile_vs_rows(kqs[t], kq_shapes[s][0], kq_shapes[s][1], kq_shapes[s][2], 1 + (int)(s & 1));
     /* an f16 operand that is not a weight (a KV cache) stays exact */
     check_type(TPORT_TYPE_F16, 512, 21, 9, 1, false);
     return test_finish("test_cpu_variant_mul_mat");
