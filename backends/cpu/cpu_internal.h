@@ -296,6 +296,20 @@ CPU_HIDDEN size_t cpu_amx_q8_scratch(int64_t K);
 CPU_HIDDEN void cpu_amx_q8_unpack(const uint8_t *groups, size_t group_bytes, int64_t K, void *scratch);
 CPU_HIDDEN void cpu_amx_q8_begin(void); /* the thread's tile configuration, before cpu_amx_q8_cols */
 CPU_HIDDEN void cpu_amx_q8_end(void);   /* and its release after */
+/* MXFP4, IQ4_NL, Q4_0, Q5_0 and plain Q8_0 batches x Q8_0 on AMX-INT8
+ * tiles (cpu_mul_mat_amx_q4.c): a wide tile kind (cpu_tile_kinds.c) of
+ * CPU_AMX_Q4_ROWS rows against up to CPU_AMX_Q4_COLS columns a dot, where
+ * cpu_amx_q8_on(). */
+#define CPU_AMX_Q4_ROWS 32
+#define CPU_AMX_Q4_COLS 32
+CPU_HIDDEN bool cpu_amx_q4_available(tport_type_id type);
+CPU_HIDDEN size_t cpu_amx_q4_scratch(int64_t K);
+CPU_HIDDEN void cpu_amx_q4_unpack(tport_type_id type, const uint8_t *const rows[], int nrows, int64_t K,
+                                  uint8_t *scratch);
+CPU_HIDDEN void cpu_amx_q4_dot(tport_type_id type, const uint8_t *scratch, int64_t K, const uint8_t *y,
+                               size_t y_stride, int ncols, float *out);
+CPU_HIDDEN void cpu_amx_q4_begin(void);
+CPU_HIDDEN void cpu_amx_q4_end(void);
 #else
 #define CPU_AMX 0
 #endif
@@ -358,6 +372,22 @@ typedef struct cpu_tile_kind {
     void (*dot)(tport_type_id type, const uint8_t *tile, int64_t K, const uint8_t *y, size_t y_stride, int ncols,
                 float *out);
 } cpu_tile_kind;
+/* A wide kind (AMX tiles): a kind whose tiles are `rows` weight rows and
+ * whose dot takes up to `cols` columns (out[c * rows + r]; at most
+ * CPU_TILE_MAX_ROWS, _COLS), with what a thread calls before its first
+ * dot and after its last; its dot may write in the tile's scratch (it is
+ * the thread's).  A product takes it from min_cols columns, else the
+ * narrow kind. */
+typedef struct cpu_tile_wide {
+    cpu_tile_kind kind;
+    int rows, cols;
+    void (*begin)(void);
+    void (*end)(void);
+} cpu_tile_wide;
+#define CPU_TILE_MAX_ROWS 32
+#define CPU_TILE_MAX_COLS 32
+/* The wide kind for `type` x vec_dot_type on this CPU, NULL if none. */
+CPU_HIDDEN const cpu_tile_wide *cpu_tile_kind_wide(tport_type_id type, tport_type_id vec_dot_type);
 /* The kind for weights of `type` against activations of vec_dot_type in
  * this build, NULL if none. */
 CPU_HIDDEN const cpu_tile_kind *cpu_tile_kind_for(tport_type_id type, tport_type_id vec_dot_type);

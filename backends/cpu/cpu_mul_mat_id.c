@@ -44,6 +44,8 @@ typedef struct mid_plan {
     cpu_vec_dot_fn vec_dot; /* NULL: f32 dots */
     tport_type_id vec_dot_type;
     const cpu_tile_kind *tile; /* the tile kernel of as's type, NULL if none */
+    const cpu_tile_wide *wide; /* its wide kind (AMX tiles), for experts with its min_cols tokens, or NULL */
+    int64_t unit;              /* rows of a unit: UNIT_ROWS, or the wide kind's rows if more */
     size_t packed_row;         /* bytes of one packed row of b */
     size_t work;               /* bytes of a thread's work area, before its grouping */
     bool staged;               /* rows of b shared by slots: packed once, then copied per pair */
@@ -64,6 +66,10 @@ static mid_plan make_plan(const cpu_op *op) {
             /* a batch in which some expert may get enough tokens */
             if (p.T * p.n_used >= TILE_MIN_COLS)
                 p.tile = cpu_tile_kind_for(as->type, vt->id);
+            if (p.T * p.n_used >= TILE_MIN_COLS)
+                p.wide = cpu_tile_kind_wide(as->type, vt->id);
+            if (p.wide && p.T * p.n_used < p.wide->kind.min_cols)
+                p.wide = NULL;
         }
     }
     if (!p.vec_dot)
@@ -81,6 +87,9 @@ static mid_plan make_plan(const cpu_op *op) {
         p.work = (size_t)UNIT_ROWS * (size_t)p.K * sizeof(float);
     if (p.tile && p.tile->scratch(p.K) > p.work)
         p.work = p.tile->scratch(p.K);
+    if (p.wide && p.wide->kind.scratch(p.K) > p.work)
+        p.work = p.wide->kind.scratch(p.K);
+    p.unit = p.wide && p.wide->rows > UNIT_ROWS ? p.wide->rows : UNIT_ROWS;
     p.work = (p.work + 63) / 64 * 64;
     return p;
 }
@@ -221,8 +230,13 @@ static float dot_f32(int64_t K, const float *a, const float *b) {
     return s;
 }
 
-static bool tiled(const mid_plan *p, int32_t cols) {
-    return p->tile && cols >= TILE_MIN_COLS && cols >= p->tile->min_cols;
+/* The tile kernel of an expert with `cols` tokens: the wide kind from its
+ * min_cols, the narrow one from TILE_MIN_COLS and its min_cols; NULL:
+ * the per-row kernels. */
+static const cpu_tile_kind *tiled(const mid_plan *p, int32_t cols) {
+    if (p->wide && cols >= p->wide->kind.min_cols)
+        return &p->wide->kind;
+    return p->tile && cols >= TILE_MIN_COLS && cols >= p->tile->min_cols ? p->tile : NULL;
 }
 
 /* The estimated cost of one unit of an expert with `cols` tokens, in
@@ -230,25 +244,28 @@ static bool tiled(const mid_plan *p, int32_t cols) {
  * depends on it): a per-row kernel takes about twice as long a column,
  * unpacking about min_cols columns. */
 static int64_t unit_cost(const mid_plan *p, int32_t cols) {
-    return tiled(p, cols) ? cols + p->tile->min_cols : 2 * (int64_t)cols;
+    const cpu_tile_kind *kind = tiled(p, cols);
+    return kind ? cols + kind->min_cols : 2 * (int64_t)cols;
 }
 
 /* Rows r0 .. r0 + nr - 1 of expert e against its columns k0 .. k1 - 1 of
- * the packed activations: each tile of rows unpacked once. */
-static void unit_tiled(cpu_op *op, const mid_plan *p, const mid_groups *g, int32_t e, int64_t r0, int64_t nr,
-                       uint8_t *tile) {
+ * the packed activations: each tile of rows unpacked once (a wide kind's
+ * rows and columns at a time when kind is its). */
+static void unit_tiled(cpu_op *op, const mid_plan *p, const cpu_tile_kind *kind, const mid_groups *g, int32_t e,
+                       int64_t r0, int64_t nr, uint8_t *tile) {
     const tport_tensor_view *as = op->src[0], *d = op->dst;
-    enum { R = CPU_Q8TILE_ROWS };
+    const bool w = p->wide && kind == &p->wide->kind;
+    const int R = w ? p->wide->rows : CPU_Q8TILE_ROWS, C = w ? p->wide->cols : 4;
     for (int64_t q0 = r0; q0 < r0 + nr; q0 += R) {
         int rows = (int)(r0 + nr - q0 < R ? r0 + nr - q0 : R);
-        const uint8_t *rp[R];
+        const uint8_t *rp[CPU_TILE_MAX_ROWS];
         for (int r = 0; r < rows; r++)
             rp[r] = cpu_row(as, q0 + r, e, 0);
-        p->tile->unpack(as->type, rp, rows, p->K, tile);
-        for (int32_t k = g->start[e]; k < g->start[e + 1]; k += 4) {
-            int nc = g->start[e + 1] - k < 4 ? g->start[e + 1] - k : 4;
-            float s[4 * R];
-            p->tile->dot(as->type, tile, p->K, op->scratch + (size_t)k * p->packed_row, p->packed_row, nc, s);
+        kind->unpack(as->type, rp, rows, p->K, tile);
+        for (int32_t k = g->start[e]; k < g->start[e + 1]; k += C) {
+            int nc = g->start[e + 1] - k < C ? g->start[e + 1] - k : C;
+            float s[CPU_TILE_MAX_COLS * CPU_TILE_MAX_ROWS];
+            kind->dot(as->type, tile, p->K, op->scratch + (size_t)k * p->packed_row, p->packed_row, nc, s);
             for (int c = 0; c < nc; c++) {
                 int64_t i = g->pairs[k + c] % p->n_used, t = g->pairs[k + c] / p->n_used;
                 uint8_t *out = cpu_row(d, i, t, 0) + (size_t)q0 * d->nb[0];
@@ -264,7 +281,7 @@ static void unit_tiled(cpu_op *op, const mid_plan *p, const mid_groups *g, int32
 static bool unit_rows(cpu_op *op, const mid_plan *p, const mid_groups *g, int32_t e, int64_t r0, int64_t nr,
                       float *rows_f32) {
     const tport_tensor_view *as = op->src[0], *d = op->dst;
-    const uint8_t *arow[UNIT_ROWS];
+    const uint8_t *arow[CPU_TILE_MAX_ROWS > UNIT_ROWS ? CPU_TILE_MAX_ROWS : UNIT_ROWS];
     for (int64_t r = 0; r < nr; r++) {
         arow[r] = cpu_row(as, r0 + r, e, 0);
         if (p->vec_dot || (as->type == TPORT_TYPE_F32 && as->nb[0] == sizeof(float)))
@@ -303,12 +320,14 @@ static void compute_task(void *arg, int ith, int nth) {
     /* units (selected expert s, tile of rows u) in that order, each at a
      * cost; chunk c takes the units whose cost so far starts in
      * [c total / n, (c + 1) total / n) */
-    int64_t tiles = (p->N + UNIT_ROWS - 1) / UNIT_ROWS, total = 0;
+    int64_t tiles = (p->N + p->unit - 1) / p->unit, total = 0;
     for (int32_t s = 0; s < g.n_sel; s++)
         total += tiles * unit_cost(p, g.start[g.used[s] + 1] - g.start[g.used[s]]);
     int64_t n_chunks = (int64_t)nth * (p->T <= 2 ? CHUNKS_GEN : CHUNKS_BATCH), c0, c1;
     if (nth <= 1 || n_chunks > total)
         n_chunks = nth <= 1 ? 1 : total > 0 ? total : 1;
+    if (p->wide)
+        p->wide->begin();
     while (cpu_claim(op, n_chunks, 1, &c0, &c1)) {
         int64_t lo = total * c0 / n_chunks, hi = total * c1 / n_chunks, before = 0;
         for (int32_t s = 0; s < g.n_sel && before < hi; s++) {
@@ -320,17 +339,23 @@ static void compute_task(void *arg, int ith, int nth) {
                 int64_t u1 = (hi - before + w - 1) / w;
                 if (u1 > tiles)
                     u1 = tiles;
+                const cpu_tile_kind *kind = tiled(p, cols);
                 for (int64_t u = u0; u < u1; u++) {
-                    int64_t r0 = u * UNIT_ROWS, nr = p->N - r0 < UNIT_ROWS ? p->N - r0 : UNIT_ROWS;
-                    if (tiled(p, cols))
-                        unit_tiled(op, p, &g, e, r0, nr, work);
-                    else if (!unit_rows(op, p, &g, e, r0, nr, (float *)(void *)work))
+                    int64_t r0 = u * p->unit, nr = p->N - r0 < p->unit ? p->N - r0 : p->unit;
+                    if (kind) {
+                        unit_tiled(op, p, kind, &g, e, r0, nr, work);
+                    } else if (!unit_rows(op, p, &g, e, r0, nr, (float *)(void *)work)) {
+                        if (p->wide)
+                            p->wide->end();
                         return;
+                    }
                 }
             }
             before = after;
         }
     }
+    if (p->wide)
+        p->wide->end();
 }
 
 void cpu_run_mul_mat_id(cpu_ctx *ctx, cpu_op *op) {

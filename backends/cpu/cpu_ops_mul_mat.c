@@ -58,6 +58,7 @@ typedef struct mm_plan {
     tport_type_id vec_dot_type;
     size_t packed_row;         /* bytes per packed row of b, 0 = b used in place */
     const cpu_tile_kind *tiled; /* a batch through this tiled kernel (cpu_tile_kinds.c), or NULL */
+    const cpu_tile_wide *wide;  /* tiled is this wide kind's (AMX tiles), or NULL */
     int x8;                    /* CPU_LAYOUT_* of a re-encoded a (cpu_repack.c), 0 = plain */
     bool dense;                /* a batch of dense f32/f16 weights (cpu_mul_mat_dense.c) */
     bool bf16;                 /* dense, multiplied in bf16: b packed as bf16 rows */
@@ -110,6 +111,13 @@ static mm_plan make_plan(const cpu_op *op) {
     }
     if (p.vec_dot && p.M >= TILED_MIN_COLS)
         p.tiled = cpu_tile_kind_for(a->type, p.vec_dot_type);
+    if (p.vec_dot && p.M >= TILED_MIN_COLS) {
+        p.wide = cpu_tile_kind_wide(a->type, p.vec_dot_type);
+        if (p.wide && p.M < p.wide->kind.min_cols)
+            p.wide = NULL;
+        if (p.wide)
+            p.tiled = &p.wide->kind;
+    }
     if (!p.vec_dot && b->nb[0] != sizeof(float))
         p.packed_row = (size_t)p.K * sizeof(float);
     p.gen = !p.vec_dot && p.M <= GEN_MAX_COLS && cpu_gen_available(a);
@@ -512,26 +520,29 @@ static void gen_task(void *arg, int ith, int nth) {
 }
 
 /* The tiled paths: CPU_Q8TILE_ROWS weight rows unpacked once, then swept
- * over every column of b, four at a time. */
+ * over every column of b, four at a time; a wide kind's rows and columns
+ * at a time. */
 static void tiled_task(void *arg, int ith, int nth) {
     mm_job *job = arg;
     cpu_op *op = job->op;
     const mm_plan *p = &job->plan;
     const tport_tensor_view *a = op->src[0], *d = op->dst;
-    enum { R = CPU_Q8TILE_ROWS };
+    const int R = p->wide ? p->wide->rows : CPU_Q8TILE_ROWS, C = p->wide ? p->wide->cols : 4;
     uint8_t *tile = cpu_thread_scratch(op, ith);
     mm_units u = mm_units_of(job, R, nth);
     int64_t i0, i12, i13;
+    if (p->wide)
+        p->wide->begin();
     while (mm_next(&u, &i0, &i12, &i13)) {
         int64_t i02 = i12 / p->r2, i03 = i13 / p->r3;
         int rows = (int)(p->N - i0 < R ? p->N - i0 : R);
-        const uint8_t *rp[R];
+        const uint8_t *rp[CPU_TILE_MAX_ROWS];
         for (int k = 0; k < rows; k++)
             rp[k] = cpu_row(a, i0 + k, i02, i03);
         p->tiled->unpack(a->type, rp, rows, p->K, tile);
-        for (int64_t j = 0; j < p->M; j += 4) {
-            int nc = (int)(p->M - j < 4 ? p->M - j : 4);
-            float s[4 * R];
+        for (int64_t j = 0; j < p->M; j += C) {
+            int nc = (int)(p->M - j < C ? p->M - j : C);
+            float s[CPU_TILE_MAX_COLS * CPU_TILE_MAX_ROWS];
             p->tiled->dot(a->type, tile, p->K, b_row(job, j, i12, i13), p->packed_row, nc, s);
             for (int c = 0; c < nc; c++) {
                 uint8_t *out = cpu_row(d, j + c, i12, i13) + (size_t)i0 * d->nb[0];
@@ -540,6 +551,8 @@ static void tiled_task(void *arg, int ith, int nth) {
             }
         }
     }
+    if (p->wide)
+        p->wide->end();
 }
 
 /* The dense path: CPU_DENSE_ROWS weight rows at a time against every

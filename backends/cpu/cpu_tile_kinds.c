@@ -20,3 +20,22 @@ const cpu_tile_kind *cpu_tile_kind_for(tport_type_id type, tport_type_id vec_dot
             return &kinds[i];
     return NULL;
 }
+
+/* The wide kinds (cpu_internal.h, cpu_tile_wide), tried before the rows
+ * above by products with enough columns. */
+static const cpu_tile_wide wide[] = {
+#if CPU_AMX
+    /* AMX-INT8 tiles, 32 rows x 32 columns (cpu_mul_mat_amx_q4.c);
+     * min_cols from profiles (see the file) */
+    {{TPORT_TYPE_Q8_0, 16, cpu_amx_q4_available, cpu_amx_q4_scratch, cpu_amx_q4_unpack, cpu_amx_q4_dot},
+     CPU_AMX_Q4_ROWS, CPU_AMX_Q4_COLS, cpu_amx_q4_begin, cpu_amx_q4_end},
+#endif
+    {{0, 0, NULL, NULL, NULL, NULL}, 0, 0, NULL, NULL}, /* none: keeps the table non-empty */
+};
+
+const cpu_tile_wide *cpu_tile_kind_wide(tport_type_id type, tport_type_id vec_dot_type) {
+    for (size_t i = 0; i < sizeof wide / sizeof wide[0]; i++)
+        if (wide[i].kind.available && wide[i].kind.vec_dot_type == vec_dot_type && wide[i].kind.available(type))
+            return &wide[i];
+    return NULL;
+}

@@ -1,0 +1,244 @@
+/* Batches of the 32-element types that unpack to signed bytes (MXFP4,
+ * IQ4_NL, Q4_0, Q5_0 and plain Q8_0) against Q8_0 activation columns on
+ * AMX-INT8 tiles: a wide tile kind (cpu_tile_kinds.c) of CPU_AMX_Q4_ROWS
+ * weight rows against up to CPU_AMX_Q4_COLS columns a call, for CPUs with
+ * AMX-INT8 (cpu_amx_q8_on: TPORT_CPU_AMX=0 turns it off with the Q8_0
+ * kernel).
+ *
+ * The scheme is the Q8_0 one (cpu_mul_mat_amx_q8.c, which reads the x8
+ * layout; this one reads the file's blocks):
+ * - B (weights): each block of 32 rows decoded as the q8tile kernel does
+ *   (cpu_mul_mat_q8tile.c: Q4_0 nibble - 8, Q5_0 5-bit quant - 16,
+ *   IQ4_NL's and MXFP4's 4-bit indices looked up in the type's int8
+ *   table, MXFP4's E8M0 scale as ggml converts it) into two B tiles in
+ *   the tiles' k-quad order (row q of a tile holds bytes 4q .. 4q + 3 of
+ *   its 16 weight rows), with the rows' scales as f32: once per 32 rows,
+ *   then swept over every column of the batch;
+ * - A (tokens): the call's columns copied so that each block of 32
+ *   columns is 1 KiB in one piece (tile loads from the packed rows as
+ *   they lie, 16 rows a packed row apart, waited on memory: the Q8_0
+ *   kernel's measurement, RESULTS run 35), with their scales as f32;
+ *   columns past the call's are zero;
+ * - C: 16 tokens x 16 rows, four tiles a block; each block's int32 sums
+ *   are scaled by dx dy in f32 and added in block order (the float work,
+ *   not the tiles, bounds the kernel).
+ * Integer sums are exact; the float additions run in another order than
+ * the row kernels' and the q8tile kernel's (as those two differ). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_internal.h"
+#include "quant/quant_kernels.h"
+
+#if CPU_AMX
+#include <immintrin.h>
+
+#define AMX_INT8_TARGET __attribute__((target("amx-tile,amx-int8,avx512f,avx512bw,avx512dq,f16c")))
+
+enum {
+    T = 16,                    /* rows of a tile */
+    ROWS = CPU_AMX_Q4_ROWS,    /* weight rows unpacked at once */
+    COLS = CPU_AMX_Q4_COLS,    /* activation columns a call */
+    B_TILE = 8 * 64,           /* one B tile: 8 k-quads of 16 rows */
+    W_BLOCK = 2 * B_TILE,      /* both B tiles of a block */
+    A_BLOCK = COLS * 32,       /* one block of the copied columns */
+    C_BYTES = COLS * ROWS * 4, /* the four C tiles, int32 */
+    ACC_BYTES = COLS * ROWS * 4,
+};
+
+_Static_assert(ROWS == 2 * T && COLS == 2 * T, "two A and two B tiles a block");
+
+bool cpu_amx_q4_available(tport_type_id type) {
+    return cpu_amx_q8_on() && (type == TPORT_TYPE_MXFP4 || type == TPORT_TYPE_IQ4_NL || type == TPORT_TYPE_Q4_0 ||
+                               type == TPORT_TYPE_Q5_0 || type == TPORT_TYPE_Q8_0);
+}
+
+/* The thread's scratch: the unpacked rows (B tiles, then f32 scales), the
+ * copied columns (A blocks, then f32 scales), the C tiles, the sums. */
+static size_t w_bytes(int64_t nblk) { return (size_t)nblk * (W_BLOCK + ROWS * sizeof(float)); }
+static size_t a_bytes(int64_t nblk) { return (size_t)nblk * (A_BLOCK + COLS * sizeof(float)); }
+
+size_t cpu_amx_q4_scratch(int64_t K) {
+    int64_t nblk = K / 32;
+    return w_bytes(nblk) + a_bytes(nblk) + C_BYTES + ACC_BYTES + 64;
+}
+
+static uint8_t *aligned(void *p) { return (uint8_t *)(((uintptr_t)p + 63) & ~(uintptr_t)63); }
+
+static float half_at(const uint8_t *p) {
+    uint16_t h;
+    memcpy(&h, p, sizeof h);
+    return _cvtsh_ss(h);
+}
+
+/* 16 bytes of nibbles -> 32 bytes: low nibbles (elements 0..15), then high. */
+static __m256i nibbles(const uint8_t *p) {
+    const __m128i b = _mm_loadu_si128((const __m128i *)(const void *)p);
+    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(b, 4), b), _mm256_set1_epi8(0x0F));
+}
+
+/* 0x10 in byte i where bit i of the 32-bit qh at p is set. */
+static __m256i fifth_bits(const uint8_t *p) {
+    uint32_t bits;
+    memcpy(&bits, p, sizeof bits);
+    const __m256i spread = _mm256_setr_epi64x(0, 0x0101010101010101LL, 0x0202020202020202LL, 0x0303030303030303LL);
+    const __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)bits), spread);
+    const __m256i bit = _mm256_set1_epi64x(0x8040201008040201LL); /* bit i % 8 of byte i */
+    return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit), _mm256_set1_epi8(0x10));
+}
+
+/* Block b of a row of `type`: its 32 signed values to dst, its scale. */
+static float decode_block(tport_type_id type, const uint8_t *row, int64_t b, uint8_t *dst) {
+    const uint8_t *x;
+    __m256i q;
+    float d;
+    switch (type) {
+    case TPORT_TYPE_Q8_0:
+        x = row + (size_t)b * 34;
+        d = half_at(x);
+        q = _mm256_loadu_si256((const __m256i *)(const void *)(x + 2));
+        break;
+    case TPORT_TYPE_Q4_0:
+        x = row + (size_t)b * 18;
+        d = half_at(x);
+        q = _mm256_sub_epi8(nibbles(x + 2), _mm256_set1_epi8(8));
+        break;
+    case TPORT_TYPE_Q5_0:
+        x = row + (size_t)b * 22;
+        d = half_at(x);
+        q = _mm256_sub_epi8(_mm256_or_si256(nibbles(x + 6), fifth_bits(x + 2)), _mm256_set1_epi8(16));
+        break;
+    default: { /* IQ4_NL, MXFP4: 4-bit indices into the type's table of int8 values */
+        const bool mx = type == TPORT_TYPE_MXFP4;
+        const __m128i tbl =
+            _mm_loadu_si128((const __m128i *)(const void *)(mx ? CPUQ(kvalues_mxfp4) : CPUQ(kvalues_iq4nl)));
+        x = row + (size_t)b * (mx ? BMXFP4 : BIQ4_NL);
+        d = mx ? cpuq_e8m0_half(x[0]) : half_at(x);
+        q = _mm256_shuffle_epi8(_mm256_set_m128i(tbl, tbl), nibbles(x + (mx ? 1 : 2)));
+        break;
+    }
+    }
+    _mm256_storeu_si256((__m256i *)(void *)dst, q);
+    return d;
+}
+
+/* nrows (<= ROWS) rows of `type` into the B tiles and f32 scales of
+ * scratch; missing rows are zero. */
+AMX_INT8_TARGET void cpu_amx_q4_unpack(tport_type_id type, const uint8_t *const rows[], int nrows, int64_t K,
+                                       uint8_t *scratch) {
+    int64_t nblk = K / 32;
+    uint8_t *wq = aligned(scratch);
+    float *wd = (float *)(void *)(wq + (size_t)nblk * W_BLOCK);
+    /* one tile's 16 rows decoded as they lie (32 bytes each), then each
+     * k-quad gathered across them: dword q of every row */
+    int32_t tmp[T * 8] __attribute__((aligned(64)));
+    const __m512i idx = _mm512_setr_epi32(0, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 120);
+    for (int64_t b = 0; b < nblk; b++) {
+        for (int h = 0; h < 2; h++) {
+            for (int r = 0; r < T; r++) {
+                int row = h * T + r;
+                if (row < nrows) {
+                    wd[b * ROWS + row] = decode_block(type, rows[row], b, (uint8_t *)(tmp + 8 * r));
+                } else {
+                    wd[b * ROWS + row] = 0.0f;
+                    memset(tmp + 8 * r, 0, 32);
+                }
+            }
+            uint8_t *tile = wq + (size_t)b * W_BLOCK + (size_t)h * B_TILE;
+            for (int q = 0; q < 8; q++)
+                _mm512_store_si512((void *)(tile + 64 * q), _mm512_i32gather_epi32(idx, tmp + q, 4));
+        }
+    }
+}
+
+/* Palette 1: C tiles 0-3 (16 x 64 bytes), A tiles 4-5 (16 columns of one
+ * block's 32 quants), B tiles 6-7 (8 k-quads x 16 rows of 4 bytes). */
+typedef struct tile_config {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} tile_config;
+
+/* In static memory: GCC 12 does not see that ldtilecfg reads its operand
+ * and drops the stores of a local one (cpu_mul_mat_amx_q8.c). */
+static const tile_config config = {
+    .palette = 1,
+    .colsb = {64, 64, 64, 64, 32, 32, 64, 64},
+    .rows = {T, T, T, T, T, T, 8, 8},
+};
+
+/* A configuration load costs about a block's work: once per thread and
+ * task, not per call. */
+AMX_INT8_TARGET void cpu_amx_q4_begin(void) { _tile_loadconfig(&config); }
+
+AMX_INT8_TARGET void cpu_amx_q4_end(void) { _tile_release(); }
+
+/* out[c * ROWS + r] = dot(unpacked row r, column c) for the ncols (1 ..
+ * COLS) Q8_0 columns y + c y_stride; between cpu_amx_q4_begin and _end.
+ * type is unused: the unpacking made every type signed bytes. */
+AMX_INT8_TARGET void cpu_amx_q4_dot(tport_type_id type, const uint8_t *scratch, int64_t K, const uint8_t *y,
+                                    size_t y_stride, int ncols, float *out) {
+    (void)type;
+    int64_t nblk = K / 32;
+    uint8_t *wq = aligned((void *)(uintptr_t)scratch);
+    const float *wd = (const float *)(const void *)(wq + (size_t)nblk * W_BLOCK);
+    uint8_t *ya = wq + w_bytes(nblk);
+    float *dya = (float *)(void *)(ya + (size_t)nblk * A_BLOCK);
+    int32_t *c = (int32_t *)(void *)(ya + a_bytes(nblk));
+    float *acc = (float *)(void *)((uint8_t *)c + C_BYTES);
+    /* the columns into the tiles' order; a partial call's missing columns
+     * zero (their sums are zero and not written) */
+    for (int col = 0; col < COLS; col++) {
+        const uint8_t *src = y + (size_t)col * y_stride;
+        for (int64_t b = 0; b < nblk; b++) {
+            uint8_t *dst = ya + (size_t)b * A_BLOCK + (size_t)col * 32;
+            if (col < ncols) {
+                _mm256_store_si256((__m256i *)(void *)dst,
+                                   _mm256_loadu_si256((const __m256i *)(const void *)(src + (size_t)b * 34 + 2)));
+                dya[b * COLS + col] = half_at(src + (size_t)b * 34);
+            } else {
+                _mm256_store_si256((__m256i *)(void *)dst, _mm256_setzero_si256());
+                dya[b * COLS + col] = 0.0f;
+            }
+        }
+    }
+    memset(acc, 0, ACC_BYTES);
+    const size_t row_c = ROWS * sizeof(int32_t); /* stride of c and acc: one column's ROWS sums */
+    for (int64_t b = 0; b < nblk; b++) {
+        const uint8_t *yb = ya + (size_t)b * A_BLOCK;
+        const float *dyb = dya + b * COLS;
+        const uint8_t *w = wq + (size_t)b * W_BLOCK;
+        _tile_loadd(4, yb, 32);
+        _tile_loadd(6, w, 64);
+        _tile_loadd(7, w + B_TILE, 64);
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_dpbssd(0, 4, 6);
+        _tile_dpbssd(1, 4, 7);
+        _tile_stored(0, c, row_c);
+        _tile_stored(1, c + T, row_c);
+        if (ncols > T) {
+            _tile_loadd(5, yb + T * 32, 32);
+            _tile_zero(2);
+            _tile_zero(3);
+            _tile_dpbssd(2, 5, 6);
+            _tile_dpbssd(3, 5, 7);
+            _tile_stored(2, c + T * ROWS, row_c);
+            _tile_stored(3, c + T * ROWS + T, row_c);
+        }
+        const __m512 dx0 = _mm512_loadu_ps(wd + b * ROWS), dx1 = _mm512_loadu_ps(wd + b * ROWS + T);
+        for (int col = 0; col < ncols; col++) {
+            const __m512 dy = _mm512_set1_ps(dyb[col]);
+            float *a = acc + col * ROWS;
+            const int32_t *s = c + col * ROWS;
+            _mm512_store_ps(a, _mm512_fmadd_ps(_mm512_mul_ps(dx0, dy),
+                                               _mm512_cvtepi32_ps(_mm512_load_si512((const void *)s)),
+                                               _mm512_load_ps(a)));
+            _mm512_store_ps(a + T, _mm512_fmadd_ps(_mm512_mul_ps(dx1, dy),
+                                                   _mm512_cvtepi32_ps(_mm512_load_si512((const void *)(s + T))),
+                                                   _mm512_load_ps(a + T)));
+        }
+    }
+    memcpy(out, acc, (size_t)ncols * ROWS * sizeof(float));
+}
+#endif
