@@ -54,13 +54,44 @@ bool cpu_amx_q4_available(tport_type_id type) {
 }
 
 /* The thread's scratch: the unpacked rows (B tiles, then f32 scales), the
- * copied columns (A blocks, then f32 scales), the C tiles, the sums. */
+ * C tiles, the sums, then slots of copied columns (A blocks, then f32
+ * scales).  A task sweeps each unpacked tile over the same groups of
+ * columns, so a thread keeps its copies (up to SLOT_BYTES in all, for
+ * batches of up to SLOTS x 32 columns) and copies each group once a task:
+ * copying it for every tile of rows took half the kernel's time (a
+ * profile of a gpt-oss prompt).  The copies lie past the narrow kind's
+ * scratch (cpu_q8tile_scratch), which mul_mat_id unpacks into the same
+ * memory for its experts with fewer tokens. */
+enum { SLOTS = 16, SLOT_BYTES = 1 << 20 };
 static size_t w_bytes(int64_t nblk) { return (size_t)nblk * (W_BLOCK + ROWS * sizeof(float)); }
 static size_t a_bytes(int64_t nblk) { return (size_t)nblk * (A_BLOCK + COLS * sizeof(float)); }
+static int slots(int64_t nblk) {
+    size_t n = SLOT_BYTES / a_bytes(nblk);
+    return n < 1 ? 1 : n > SLOTS ? SLOTS : (int)n;
+}
+static size_t a_offset(int64_t K) {
+    size_t at = w_bytes(K / 32) + C_BYTES + ACC_BYTES, q8 = cpu_q8tile_scratch(K);
+    return ((at > q8 ? at : q8) + 63) / 64 * 64;
+}
 
 size_t cpu_amx_q4_scratch(int64_t K) {
     int64_t nblk = K / 32;
-    return w_bytes(nblk) + a_bytes(nblk) + C_BYTES + ACC_BYTES + 64;
+    return a_offset(K) + (size_t)slots(nblk) * a_bytes(nblk) + 64;
+}
+
+/* What each slot of this thread's scratch holds: columns y (stride, ncols)
+ * of K; `used` slots valid, reset by cpu_amx_q4_begin (a new task: other
+ * activations at the same addresses). */
+static _Thread_local struct slot_key {
+    const uint8_t *scratch, *y;
+    size_t stride;
+    int64_t K;
+    int ncols;
+} slot_key[SLOTS];
+static _Thread_local int slots_used, slot_next;
+
+static bool same_key(const struct slot_key *a, const struct slot_key *b) {
+    return a->scratch == b->scratch && a->y == b->y && a->stride == b->stride && a->K == b->K && a->ncols == b->ncols;
 }
 
 static uint8_t *aligned(void *p) { return (uint8_t *)(((uintptr_t)p + 63) & ~(uintptr_t)63); }
@@ -169,7 +200,10 @@ static const tile_config config = {
 
 /* A configuration load costs about a block's work: once per thread and
  * task, not per call. */
-AMX_INT8_TARGET void cpu_amx_q4_begin(void) { _tile_loadconfig(&config); }
+AMX_INT8_TARGET void cpu_amx_q4_begin(void) {
+    _tile_loadconfig(&config);
+    slots_used = slot_next = 0;
+}
 
 AMX_INT8_TARGET void cpu_amx_q4_end(void) { _tile_release(); }
 
@@ -182,23 +216,34 @@ AMX_INT8_TARGET void cpu_amx_q4_dot(tport_type_id type, const uint8_t *scratch, 
     int64_t nblk = K / 32;
     uint8_t *wq = aligned((void *)(uintptr_t)scratch);
     const float *wd = (const float *)(const void *)(wq + (size_t)nblk * W_BLOCK);
-    uint8_t *ya = wq + w_bytes(nblk);
-    float *dya = (float *)(void *)(ya + (size_t)nblk * A_BLOCK);
-    int32_t *c = (int32_t *)(void *)(ya + a_bytes(nblk));
+    int32_t *c = (int32_t *)(void *)(wq + w_bytes(nblk));
     float *acc = (float *)(void *)((uint8_t *)c + C_BYTES);
-    /* the columns into the tiles' order; a partial call's missing columns
-     * zero (their sums are zero and not written) */
-    for (int col = 0; col < COLS; col++) {
-        const uint8_t *src = y + (size_t)col * y_stride;
-        for (int64_t b = 0; b < nblk; b++) {
-            uint8_t *dst = ya + (size_t)b * A_BLOCK + (size_t)col * 32;
-            if (col < ncols) {
-                _mm256_store_si256((__m256i *)(void *)dst,
-                                   _mm256_loadu_si256((const __m256i *)(const void *)(src + (size_t)b * 34 + 2)));
-                dya[b * COLS + col] = half_at(src + (size_t)b * 34);
-            } else {
-                _mm256_store_si256((__m256i *)(void *)dst, _mm256_setzero_si256());
-                dya[b * COLS + col] = 0.0f;
+    const struct slot_key key = {scratch, y, y_stride, K, ncols};
+    int slot = 0;
+    while (slot < slots_used && !same_key(&slot_key[slot], &key))
+        slot++;
+    uint8_t *ya = wq + a_offset(K) + (size_t)(slot < slots_used ? slot : slot_next) * a_bytes(nblk);
+    float *dya = (float *)(void *)(ya + (size_t)nblk * A_BLOCK);
+    if (slot == slots_used) {
+        /* the columns into the tiles' order; a partial call's missing
+         * columns zero (their sums are zero and not written) */
+        slot = slot_next;
+        slot_next = (slot_next + 1) % slots(nblk);
+        if (slots_used < slots(nblk))
+            slots_used++;
+        slot_key[slot] = key;
+        for (int col = 0; col < COLS; col++) {
+            const uint8_t *src = y + (size_t)col * y_stride;
+            for (int64_t b = 0; b < nblk; b++) {
+                uint8_t *dst = ya + (size_t)b * A_BLOCK + (size_t)col * 32;
+                if (col < ncols) {
+                    _mm256_store_si256((__m256i *)(void *)dst,
+                                       _mm256_loadu_si256((const __m256i *)(const void *)(src + (size_t)b * 34 + 2)));
+                    dya[b * COLS + col] = half_at(src + (size_t)b * 34);
+                } else {
+                    _mm256_store_si256((__m256i *)(void *)dst, _mm256_setzero_si256());
+                    dya[b * COLS + col] = 0.0f;
+                }
             }
         }
     }
