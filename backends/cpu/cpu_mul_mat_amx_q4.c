@@ -18,7 +18,8 @@
  *   columns is 1 KiB in one piece (tile loads from the packed rows as
  *   they lie, 16 rows a packed row apart, waited on memory: the Q8_0
  *   kernel's measurement, RESULTS run 35), with their scales as f32;
- *   columns past the call's are zero;
+ *   columns past the call's are zero; a thread keeps its copies for the
+ *   task (see SLOTS);
  * - C: 16 tokens x 16 rows, four tiles a block; each block's int32 sums
  *   are scaled by dx dy in f32 and added in block order (the float work,
  *   not the tiles, bounds the kernel).

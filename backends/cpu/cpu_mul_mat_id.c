@@ -17,7 +17,8 @@
  *   routed to that expert while they are in cache.  An expert with
  *   enough tokens (the kind's min_cols) takes the tile kernel of its type
  *   where the table has one (cpu_tile_kinds.c: rows unpacked once, swept
- *   over the columns 4 at a time); fewer, or a type without one, the
+ *   over the columns 4 at a time; from a wide kind's min_cols, its tiles,
+ *   32 rows a unit, e.g. AMX-INT8 for MXFP4); fewer, or a type without one, the
  *   per-row vec_dot.  Generation (one token) reads n_used experts' rows, not E; a
  *   prompt batch reads each expert that any token chose once.
  * Units are claimed in chunks of equal estimated cost (tokens, plus the

@@ -19,7 +19,9 @@
  *   Q5_K, Q6_K) or the lattice i-quants and Q2_K where the
  *   variant has the tiled kernels (cpu_mul_mat_q8tile.c,
  *   cpu_mul_mat_kqtile.c, cpu_mul_mat_iqtile.c): 8 rows of a are unpacked
- *   once and swept over all columns of b;
+ *   once and swept over all columns of b; from a wide kind's min_cols
+ *   columns (cpu_tile_kinds.c), 32 rows on AMX-INT8 tiles where the CPU
+ *   has them (cpu_mul_mat_amx_q4.c: MXFP4, IQ4_NL, Q4_0, Q5_0, Q8_0);
  * - dense f32 or f16 weights against up to GEN_MAX_COLS columns
  *   (generation, short prompts): CPU_GEN_ROWS rows at a time against
  *   CPU_GEN_COLS columns at a time, each row read once
