@@ -43,7 +43,8 @@ enum {
     B_TILE = 8 * 64,           /* one B tile: 8 k-quads of 16 rows */
     W_BLOCK = 2 * B_TILE,      /* both B tiles of a block */
     A_BLOCK = COLS * 32,       /* one block of the copied columns */
-    C_BYTES = COLS * ROWS * 4, /* the four C tiles, int32 */
+    CHUNK = 8,                 /* blocks whose tiles are multiplied before their sums are scaled */
+    C_BYTES = CHUNK * COLS * ROWS * 4, /* the chunk's C tiles, int32, four a block */
     ACC_BYTES = COLS * ROWS * 4,
 };
 
@@ -60,10 +61,13 @@ bool cpu_amx_q4_available(tport_type_id type) {
  * columns, so a thread keeps its copies (up to SLOT_BYTES in all, for
  * batches of up to SLOTS x 32 columns) and copies each group once a task:
  * copying it for every tile of rows took half the kernel's time (a
- * profile of a gpt-oss prompt).  The copies lie past the narrow kind's
+ * profile of a gpt-oss prompt).  When the slots are full the last one
+ * takes each further group in turn (the others stay: a sweep visits the
+ * groups in the same order for every tile, which evicting in turn would
+ * miss every time).  The copies lie past the narrow kind's
  * scratch (cpu_q8tile_scratch), which mul_mat_id unpacks into the same
  * memory for its experts with fewer tokens. */
-enum { SLOTS = 16, SLOT_BYTES = 1 << 20 };
+enum { SLOTS = 64, SLOT_BYTES = 2 << 20 };
 static size_t w_bytes(int64_t nblk) { return (size_t)nblk * (W_BLOCK + ROWS * sizeof(float)); }
 static size_t a_bytes(int64_t nblk) { return (size_t)nblk * (A_BLOCK + COLS * sizeof(float)); }
 static int slots(int64_t nblk) {
@@ -89,7 +93,7 @@ static _Thread_local struct slot_key {
     int64_t K;
     int ncols;
 } slot_key[SLOTS];
-static _Thread_local int slots_used, slot_next;
+static _Thread_local int slots_used;
 
 static bool same_key(const struct slot_key *a, const struct slot_key *b) {
     return a->scratch == b->scratch && a->y == b->y && a->stride == b->stride && a->K == b->K && a->ncols == b->ncols;
@@ -203,7 +207,7 @@ static const tile_config config = {
  * task, not per call. */
 AMX_INT8_TARGET void cpu_amx_q4_begin(void) {
     _tile_loadconfig(&config);
-    slots_used = slot_next = 0;
+    slots_used = 0;
 }
 
 AMX_INT8_TARGET void cpu_amx_q4_end(void) { _tile_release(); }
@@ -223,16 +227,19 @@ AMX_INT8_TARGET void cpu_amx_q4_dot(tport_type_id type, const uint8_t *scratch, 
     int slot = 0;
     while (slot < slots_used && !same_key(&slot_key[slot], &key))
         slot++;
-    uint8_t *ya = wq + a_offset(K) + (size_t)(slot < slots_used ? slot : slot_next) * a_bytes(nblk);
-    float *dya = (float *)(void *)(ya + (size_t)nblk * A_BLOCK);
-    if (slot == slots_used) {
-        /* the columns into the tiles' order; a partial call's missing
-         * columns zero (their sums are zero and not written) */
-        slot = slot_next;
-        slot_next = (slot_next + 1) % slots(nblk);
+    const bool copy = slot == slots_used;
+    if (copy) {
         if (slots_used < slots(nblk))
             slots_used++;
+        else
+            slot = slots_used - 1;
         slot_key[slot] = key;
+    }
+    uint8_t *ya = wq + a_offset(K) + (size_t)slot * a_bytes(nblk);
+    float *dya = (float *)(void *)(ya + (size_t)nblk * A_BLOCK);
+    if (copy) {
+        /* the columns into the tiles' order; a partial call's missing
+         * columns zero (their sums are zero and not written) */
         for (int col = 0; col < COLS; col++) {
             const uint8_t *src = y + (size_t)col * y_stride;
             for (int64_t b = 0; b < nblk; b++) {
@@ -248,41 +255,62 @@ AMX_INT8_TARGET void cpu_amx_q4_dot(tport_type_id type, const uint8_t *scratch, 
             }
         }
     }
-    memset(acc, 0, ACC_BYTES);
-    const size_t row_c = ROWS * sizeof(int32_t); /* stride of c and acc: one column's ROWS sums */
-    for (int64_t b = 0; b < nblk; b++) {
-        const uint8_t *yb = ya + (size_t)b * A_BLOCK;
-        const float *dyb = dya + b * COLS;
-        const uint8_t *w = wq + (size_t)b * W_BLOCK;
-        _tile_loadd(4, yb, 32);
-        _tile_loadd(6, w, 64);
-        _tile_loadd(7, w + B_TILE, 64);
-        _tile_zero(0);
-        _tile_zero(1);
-        _tile_dpbssd(0, 4, 6);
-        _tile_dpbssd(1, 4, 7);
-        _tile_stored(0, c, row_c);
-        _tile_stored(1, c + T, row_c);
-        if (ncols > T) {
-            _tile_loadd(5, yb + T * 32, 32);
-            _tile_zero(2);
-            _tile_zero(3);
-            _tile_dpbssd(2, 5, 6);
-            _tile_dpbssd(3, 5, 7);
-            _tile_stored(2, c + T * ROWS, row_c);
-            _tile_stored(3, c + T * ROWS + T, row_c);
+    /* a chunk of blocks' tiles multiplied back to back (stored to c),
+     * then their sums scaled 4 columns at a time, each column's 32 sums
+     * kept in registers across the chunk: per block and column two
+     * conversions, products and FMAs, where loading and storing the sums
+     * every block doubled the float work */
+    const size_t row_c = ROWS * sizeof(int32_t); /* stride of a block's c and of acc: one column's ROWS sums */
+    const int quads = (ncols + 3) / 4;
+    for (int64_t b0 = 0; b0 < nblk; b0 += CHUNK) {
+        const int nb = nblk - b0 < CHUNK ? (int)(nblk - b0) : CHUNK;
+        for (int i = 0; i < nb; i++) {
+            const int64_t b = b0 + i;
+            const uint8_t *yb = ya + (size_t)b * A_BLOCK;
+            const uint8_t *w = wq + (size_t)b * W_BLOCK;
+            int32_t *cb = c + (size_t)i * COLS * ROWS;
+            _tile_loadd(4, yb, 32);
+            _tile_loadd(6, w, 64);
+            _tile_loadd(7, w + B_TILE, 64);
+            _tile_zero(0);
+            _tile_zero(1);
+            _tile_dpbssd(0, 4, 6);
+            _tile_dpbssd(1, 4, 7);
+            _tile_stored(0, cb, row_c);
+            _tile_stored(1, cb + T, row_c);
+            if (ncols > T) {
+                _tile_loadd(5, yb + T * 32, 32);
+                _tile_zero(2);
+                _tile_zero(3);
+                _tile_dpbssd(2, 5, 6);
+                _tile_dpbssd(3, 5, 7);
+                _tile_stored(2, cb + T * ROWS, row_c);
+                _tile_stored(3, cb + T * ROWS + T, row_c);
+            }
         }
-        const __m512 dx0 = _mm512_loadu_ps(wd + b * ROWS), dx1 = _mm512_loadu_ps(wd + b * ROWS + T);
-        for (int col = 0; col < ncols; col++) {
-            const __m512 dy = _mm512_set1_ps(dyb[col]);
-            float *a = acc + col * ROWS;
-            const int32_t *s = c + col * ROWS;
-            _mm512_store_ps(a, _mm512_fmadd_ps(_mm512_mul_ps(dx0, dy),
-                                               _mm512_cvtepi32_ps(_mm512_load_si512((const void *)s)),
-                                               _mm512_load_ps(a)));
-            _mm512_store_ps(a + T, _mm512_fmadd_ps(_mm512_mul_ps(dx1, dy),
-                                                   _mm512_cvtepi32_ps(_mm512_load_si512((const void *)(s + T))),
-                                                   _mm512_load_ps(a + T)));
+        for (int q = 0; q < quads; q++) {
+            __m512 a[4][2];
+            for (int k = 0; k < 4; k++)
+                for (int h = 0; h < 2; h++)
+                    a[k][h] = b0 ? _mm512_load_ps(acc + (4 * q + k) * ROWS + T * h) : _mm512_setzero_ps();
+            for (int i = 0; i < nb; i++) {
+                const int64_t b = b0 + i;
+                const __m512 dx0 = _mm512_loadu_ps(wd + b * ROWS), dx1 = _mm512_loadu_ps(wd + b * ROWS + T);
+                const int32_t *cb = c + (size_t)i * COLS * ROWS + (size_t)4 * q * ROWS;
+                const float *dyb = dya + b * COLS + 4 * q;
+                for (int k = 0; k < 4; k++) {
+                    const __m512 dy = _mm512_set1_ps(dyb[k]);
+                    a[k][0] = _mm512_fmadd_ps(_mm512_mul_ps(dx0, dy),
+                                              _mm512_cvtepi32_ps(_mm512_load_si512((const void *)(cb + k * ROWS))),
+                                              a[k][0]);
+                    a[k][1] = _mm512_fmadd_ps(_mm512_mul_ps(dx1, dy),
+                                              _mm512_cvtepi32_ps(_mm512_load_si512((const void *)(cb + k * ROWS + T))),
+                                              a[k][1]);
+                }
+            }
+            for (int k = 0; k < 4; k++)
+                for (int h = 0; h < 2; h++)
+                    _mm512_store_ps(acc + (4 * q + k) * ROWS + T * h, a[k][h]);
         }
     }
     memcpy(out, acc, (size_t)ncols * ROWS * sizeof(float));

@@ -270,8 +270,11 @@ static void unit_tiled(cpu_op *op, const mid_plan *p, const cpu_tile_kind *kind,
             for (int c = 0; c < nc; c++) {
                 int64_t i = g->pairs[k + c] % p->n_used, t = g->pairs[k + c] / p->n_used;
                 uint8_t *out = cpu_row(d, i, t, 0) + (size_t)q0 * d->nb[0];
-                for (int r = 0; r < rows; r++)
-                    memcpy(out + (size_t)r * d->nb[0], &s[c * R + r], sizeof(float));
+                if (d->nb[0] == sizeof(float)) /* a column's rows in one piece */
+                    memcpy(out, &s[c * R], (size_t)rows * sizeof(float));
+                else
+                    for (int r = 0; r < rows; r++)
+                        memcpy(out + (size_t)r * d->nb[0], &s[c * R + r], sizeof(float));
             }
         }
     }

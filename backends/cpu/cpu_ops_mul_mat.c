@@ -548,8 +548,11 @@ static void tiled_task(void *arg, int ith, int nth) {
             p->tiled->dot(a->type, tile, p->K, b_row(job, j, i12, i13), p->packed_row, nc, s);
             for (int c = 0; c < nc; c++) {
                 uint8_t *out = cpu_row(d, j + c, i12, i13) + (size_t)i0 * d->nb[0];
-                for (int k = 0; k < rows; k++)
-                    memcpy(out + (size_t)k * d->nb[0], &s[c * R + k], sizeof(float));
+                if (d->nb[0] == sizeof(float)) /* a column's rows in one piece */
+                    memcpy(out, &s[c * R], (size_t)rows * sizeof(float));
+                else
+                    for (int k = 0; k < rows; k++)
+                        memcpy(out + (size_t)k * d->nb[0], &s[c * R + k], sizeof(float));
             }
         }
     }
