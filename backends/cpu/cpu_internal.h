@@ -310,6 +310,10 @@ CPU_HIDDEN void cpu_amx_q4_dot(tport_type_id type, const uint8_t *scratch, int64
                                size_t y_stride, int ncols, float *out);
 CPU_HIDDEN void cpu_amx_q4_begin(void);
 CPU_HIDDEN void cpu_amx_q4_end(void);
+/* the same rows from ngroups (<= CPU_AMX_Q4_ROWS / 8) groups of a Q4_0
+ * weight in the x8 layout (group_bytes apart), for cpu_amx_q4_dot */
+CPU_HIDDEN void cpu_amx_q4_unpack_x8(const uint8_t *groups, size_t group_bytes, int ngroups, int64_t K,
+                                     uint8_t *scratch);
 #else
 #define CPU_AMX 0
 #endif

@@ -187,6 +187,43 @@ AMX_INT8_TARGET void cpu_amx_q4_unpack(tport_type_id type, const uint8_t *const 
     }
 }
 
+/* The same from ngroups (<= ROWS / 8) groups of a Q4_0 weight in the x8
+ * layout (cpu_repack.c; 8 rows, group_bytes apart): each row's block put
+ * back together (its scale, its two 8-byte slices) and decoded as above.
+ * The unpacking costs one sweep of the rows, which the batch's columns
+ * share. */
+_Static_assert(CPU_X8_SLICE == 8, "the x8 Q4_0 unpacking reads the 512-bit kernels' layout");
+AMX_INT8_TARGET void cpu_amx_q4_unpack_x8(const uint8_t *groups, size_t group_bytes, int ngroups, int64_t K,
+                                          uint8_t *scratch) {
+    enum { GROUP_BLOCK = 16 + 8 * 16 }; /* 8 f16 scales, 2 chunks of 8 rows' 8 bytes */
+    int64_t nblk = K / 32;
+    uint8_t *wq = aligned(scratch);
+    float *wd = (float *)(void *)(wq + (size_t)nblk * W_BLOCK);
+    int32_t tmp[T * 8] __attribute__((aligned(64)));
+    const __m512i idx = _mm512_setr_epi32(0, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 120);
+    for (int64_t b = 0; b < nblk; b++) {
+        for (int h = 0; h < 2; h++) {
+            for (int r = 0; r < T; r++) {
+                int gi = 2 * h + r / 8, rr = r % 8, row = h * T + r;
+                if (gi < ngroups) {
+                    const uint8_t *gb = groups + (size_t)gi * group_bytes + (size_t)b * GROUP_BLOCK;
+                    uint8_t blk[18];
+                    memcpy(blk, gb + 2 * rr, 2);
+                    memcpy(blk + 2, gb + 16 + 8 * rr, 8);
+                    memcpy(blk + 10, gb + 16 + 64 + 8 * rr, 8);
+                    wd[b * ROWS + row] = decode_block(TPORT_TYPE_Q4_0, blk, 0, (uint8_t *)(tmp + 8 * r));
+                } else {
+                    wd[b * ROWS + row] = 0.0f;
+                    memset(tmp + 8 * r, 0, 32);
+                }
+            }
+            uint8_t *tile = wq + (size_t)b * W_BLOCK + (size_t)h * B_TILE;
+            for (int q = 0; q < 8; q++)
+                _mm512_store_si512((void *)(tile + 64 * q), _mm512_i32gather_epi32(idx, tmp + q, 4));
+        }
+    }
+}
+
 /* Palette 1: C tiles 0-3 (16 x 64 bytes), A tiles 4-5 (16 columns of one
  * block's 32 quants), B tiles 6-7 (8 k-quads x 16 rows of 4 bytes). */
 typedef struct tile_config {
