@@ -158,6 +158,64 @@ static float decode_block(tport_type_id type, const uint8_t *row, int64_t b, uin
     return d;
 }
 
+/* The 4-bit types' int8 values by index (Q4_0: nibble - 8). */
+static const int8_t q4_0_values[16] = {-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7};
+
+/* Whether rows 0 .. 31 lie `stride` bytes apart (a matrix's rows: the
+ * gathers below take them as offsets from the first). */
+static bool evenly_spaced(const uint8_t *const rows[], int nrows, ptrdiff_t *stride) {
+    if (nrows < ROWS)
+        return false;
+    *stride = rows[1] - rows[0];
+    if (*stride <= 0 || *stride > INT32_MAX / ROWS)
+        return false;
+    for (int r = 2; r < ROWS; r++)
+        if (rows[r] - rows[0] != r * *stride)
+            return false;
+    return true;
+}
+
+/* The fast unpacking of 32 evenly spaced rows of a 4-bit type: per block
+ * and 16 rows, a gather of each 4 nibble bytes of all 16 rows gives two
+ * tile rows at once (low nibbles: k-quad j, high: k-quad 4 + j) through
+ * the type's table, and one gather the 16 scales.  Decoding row by row
+ * and transposing took as long as the tiles' work on a gpt-oss prompt,
+ * whose experts get some 16 tokens each. */
+AMX_INT8_TARGET static void unpack_nibbles(tport_type_id type, const uint8_t *row0, ptrdiff_t stride, int64_t nblk,
+                                           uint8_t *wq, float *wd) {
+    const bool mx = type == TPORT_TYPE_MXFP4;
+    const size_t bb = mx ? BMXFP4 : type == TPORT_TYPE_IQ4_NL ? BIQ4_NL : BQ4_0, qoff = mx ? 1 : 2;
+    const int8_t *values = mx ? CPUQ(kvalues_mxfp4) : type == TPORT_TYPE_IQ4_NL ? CPUQ(kvalues_iq4nl) : q4_0_values;
+    const __m512i tbl = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)values));
+    const __m512i low = _mm512_set1_epi8(0x0F);
+    const __m512i vindex = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                              _mm512_set1_epi32((int)stride));
+    for (int64_t b = 0; b < nblk; b++) {
+        for (int h = 0; h < 2; h++) {
+            const uint8_t *base = row0 + (size_t)(h * T) * (size_t)stride + (size_t)b * bb;
+            uint8_t *tile = wq + (size_t)b * W_BLOCK + (size_t)h * B_TILE;
+            for (int j = 0; j < 4; j++) {
+                const __m512i v = _mm512_i32gather_epi32(vindex, (const void *)(base + qoff + 4 * j), 1);
+                _mm512_store_si512((void *)(tile + 64 * j), _mm512_shuffle_epi8(tbl, _mm512_and_si512(v, low)));
+                _mm512_store_si512((void *)(tile + 64 * (4 + j)),
+                                   _mm512_shuffle_epi8(tbl, _mm512_and_si512(_mm512_srli_epi16(v, 4), low)));
+            }
+            const __m512i sv = _mm512_i32gather_epi32(vindex, (const void *)base, 1);
+            __m512 d;
+            if (mx) { /* cpuq_e8m0_half, 16 at a time */
+                const __m512i e = _mm512_and_si512(sv, _mm512_set1_epi32(0xFF));
+                const __m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
+                const __m512i sub = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e);
+                const __mmask16 tiny = _mm512_cmplt_epi32_mask(e, _mm512_set1_epi32(2));
+                d = _mm512_castsi512_ps(_mm512_mask_blend_epi32(tiny, normal, sub));
+            } else {
+                d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(sv));
+            }
+            _mm512_storeu_ps(wd + b * ROWS + h * T, d);
+        }
+    }
+}
+
 /* nrows (<= ROWS) rows of `type` into the B tiles and f32 scales of
  * scratch; missing rows are zero. */
 AMX_INT8_TARGET void cpu_amx_q4_unpack(tport_type_id type, const uint8_t *const rows[], int nrows, int64_t K,
@@ -165,6 +223,12 @@ AMX_INT8_TARGET void cpu_amx_q4_unpack(tport_type_id type, const uint8_t *const 
     int64_t nblk = K / 32;
     uint8_t *wq = aligned(scratch);
     float *wd = (float *)(void *)(wq + (size_t)nblk * W_BLOCK);
+    ptrdiff_t stride;
+    if ((type == TPORT_TYPE_MXFP4 || type == TPORT_TYPE_IQ4_NL || type == TPORT_TYPE_Q4_0) &&
+        evenly_spaced(rows, nrows, &stride)) {
+        unpack_nibbles(type, rows[0], stride, nblk, wq, wd);
+        return;
+    }
     /* one tile's 16 rows decoded as they lie (32 bytes each), then each
      * k-quad gathered across them: dword q of every row */
     int32_t tmp[T * 8] __attribute__((aligned(64)));
