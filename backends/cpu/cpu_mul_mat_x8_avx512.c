@@ -20,7 +20,7 @@
  * and row as the tiles do, so that a column gets the same bits whichever
  * path its batch takes.  That costs two instructions a block and column
  * (it slowed batches without AMX: RESULTS run 35), hence only where AMX
- * is used.  Q4_0 does the same where AMX is used: its batches of 16
+ * is used.  Q4_0 does the same where AMX is used: its batches of 8
  * columns and more go to AMX tiles too (cpu_mul_mat_amx_q4.c).
  *
  * Offsets, exact in integers:

@@ -26,9 +26,10 @@ const cpu_tile_kind *cpu_tile_kind_for(tport_type_id type, tport_type_id vec_dot
 static const cpu_tile_wide wide[] = {
 #if CPU_AMX
     /* AMX-INT8 tiles, 32 rows x 32 columns (cpu_mul_mat_amx_q4.c);
-     * min_cols 16: 8 and 24 were no faster on a gpt-oss-20b-shaped
-     * MXFP4_MOE prompt of 128 tokens (user time, within its noise) */
-    {{TPORT_TYPE_Q8_0, 16, cpu_amx_q4_available, cpu_amx_q4_scratch, cpu_amx_q4_unpack, cpu_amx_q4_dot},
+     * min_cols 8: on a gpt-oss-20b-shaped MXFP4_MOE prompt of 128 tokens
+     * (experts of some 16 tokens) 4, 8 and 12 ran alike, 16 about 6%
+     * slower (user time, runs alternated) */
+    {{TPORT_TYPE_Q8_0, 8, cpu_amx_q4_available, cpu_amx_q4_scratch, cpu_amx_q4_unpack, cpu_amx_q4_dot},
      CPU_AMX_Q4_ROWS, CPU_AMX_Q4_COLS, cpu_amx_q4_begin, cpu_amx_q4_end},
 #endif
     {{0, 0, NULL, NULL, NULL, NULL}, 0, 0, NULL, NULL}, /* none: keeps the table non-empty */

@@ -141,9 +141,9 @@ static void test_mul_mat_id_batch(tport_ctx *ctx) {
                                    TPORT_TYPE_IQ1_S, TPORT_TYPE_IQ1_M};
     const int64_t K = 512, N = 37, E = 9, n_used = 3;
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
-        /* the types with AMX tiles (cpu_mul_mat_amx_q4.c) get experts of
-         * 16 to 32 tokens and more (about 42 each of experts 5..8), which
-         * take those tiles where the CPU has them */
+        /* the types with AMX tiles (cpu_mul_mat_amx_q4.c, from 8 tokens)
+         * get experts of more than 32 tokens too (about 42 each of experts
+         * 5..8), which take those tiles where the CPU has them */
         const tport_type_id t = types[ti];
         const bool amx = t == TPORT_TYPE_MXFP4 || t == TPORT_TYPE_IQ4_NL || t == TPORT_TYPE_Q4_0 ||
                          t == TPORT_TYPE_Q5_0 || t == TPORT_TYPE_Q8_0;
