@@ -316,6 +316,25 @@ CPU_HIDDEN void cpu_amx_kq_dot(tport_type_id type, const uint8_t *tile, int64_t 
                                size_t y_stride, int ncols, float *out);
 CPU_HIDDEN void cpu_amx_kq_begin(tport_type_id type);
 CPU_HIDDEN void cpu_amx_kq_end(void);
+/* MXFP4, IQ4_NL, Q4_0, Q5_0 and plain Q8_0 batches x Q8_0 on AMX-INT8
+ * tiles (cpu_mul_mat_amx_q4.c): a tile kind (cpu_tile_kinds.c) of
+ * CPU_AMX_Q4_ROWS rows against up to CPU_AMX_Q4_COLS columns a dot, where
+ * cpu_amx_q8_on(); begin also forgets the thread's copied columns (a new
+ * task), so it is called once per thread and task. */
+#define CPU_AMX_Q4_ROWS 32
+#define CPU_AMX_Q4_COLS 32
+CPU_HIDDEN bool cpu_amx_q4_available(tport_type_id type);
+CPU_HIDDEN size_t cpu_amx_q4_scratch(int64_t K);
+CPU_HIDDEN void cpu_amx_q4_unpack(tport_type_id type, const uint8_t *const rows[], int nrows, int64_t K,
+                                  uint8_t *scratch);
+CPU_HIDDEN void cpu_amx_q4_dot(tport_type_id type, const uint8_t *scratch, int64_t K, const uint8_t *y,
+                               size_t y_stride, int ncols, float *out);
+CPU_HIDDEN void cpu_amx_q4_begin(tport_type_id type);
+CPU_HIDDEN void cpu_amx_q4_end(void);
+/* the same rows from ngroups (<= CPU_AMX_Q4_ROWS / 8) groups of a Q4_0
+ * weight in the x8 layout (group_bytes apart), for cpu_amx_q4_dot */
+CPU_HIDDEN void cpu_amx_q4_unpack_x8(const uint8_t *groups, size_t group_bytes, int ngroups, int64_t K,
+                                     uint8_t *scratch);
 #else
 #define CPU_AMX 0
 #endif
@@ -395,7 +414,7 @@ typedef struct cpu_tile_kind {
     void (*begin)(tport_type_id type);
     void (*end)(void);
 } cpu_tile_kind;
-#define CPU_TILE_MAX_ROWS 16
+#define CPU_TILE_MAX_ROWS 32
 #define CPU_TILE_MAX_COLS 32
 /* The kind for weights of `type` against a batch of `cols` columns of
  * vec_dot_type in this build, NULL if none. */

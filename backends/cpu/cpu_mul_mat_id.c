@@ -17,7 +17,8 @@
  *   routed to that expert while they are in cache.  An expert with
  *   enough tokens (the kind's min_cols) takes the tile kernel of its type
  *   where the table has one (cpu_tile_kinds.c: rows unpacked once, swept
- *   over the columns 4 at a time); fewer, or a type without one, the
+ *   over the columns 4 at a time; from a wide kind's min_cols, its tiles,
+ *   32 rows a unit, e.g. AMX-INT8 for MXFP4); fewer, or a type without one, the
  *   per-row vec_dot.  Generation (one token) reads n_used experts' rows, not E; a
  *   prompt batch reads each expert that any token chose once.
  * Units are claimed in chunks of equal estimated cost (tokens, plus the
@@ -45,6 +46,7 @@ typedef struct mid_plan {
     tport_type_id vec_dot_type;
     const cpu_tile_kind *tile; /* the tile kernel of as's type, NULL if none */
     const cpu_tile_kind *wide; /* one for experts of its min_batch tokens and more, NULL if none */
+    int64_t unit;              /* rows of a unit: UNIT_ROWS, or the wide kind's rows if more */
     size_t packed_row;         /* bytes of one packed row of b */
     size_t work;               /* bytes of a thread's work area, before its grouping */
     bool staged;               /* rows of b shared by slots: packed once, then copied per pair */
@@ -94,6 +96,7 @@ static mid_plan make_plan(const cpu_op *op) {
         p.work = p.tile->scratch(p.K);
     if (p.wide && p.wide->scratch(p.K) > p.work)
         p.work = p.wide->scratch(p.K);
+    p.unit = p.wide && p.wide->rows > UNIT_ROWS ? p.wide->rows : UNIT_ROWS;
     p.work = (p.work + 63) / 64 * 64;
     return p;
 }
@@ -234,8 +237,13 @@ static float dot_f32(int64_t K, const float *a, const float *b) {
     return s;
 }
 
-static bool tiled(const mid_plan *p, int32_t cols) {
-    return p->tile && cols >= TILE_MIN_COLS && cols >= p->tile->min_cols;
+/* The tile kernel of an expert with `cols` tokens: the wide kind from its
+ * min_cols, the narrow one from TILE_MIN_COLS and its min_cols; NULL:
+ * the per-row kernels. */
+static const cpu_tile_kind *tiled(const mid_plan *p, int32_t cols) {
+    if (p->wide && cols >= p->wide->min_batch)
+        return p->wide;
+    return p->tile && cols >= TILE_MIN_COLS && cols >= p->tile->min_cols ? p->tile : NULL;
 }
 
 /* The estimated cost of one unit of an expert with `cols` tokens, in
@@ -243,7 +251,8 @@ static bool tiled(const mid_plan *p, int32_t cols) {
  * depends on it): a per-row kernel takes about twice as long a column,
  * unpacking about min_cols columns. */
 static int64_t unit_cost(const mid_plan *p, int32_t cols) {
-    return tiled(p, cols) ? cols + p->tile->min_cols : 2 * (int64_t)cols;
+    const cpu_tile_kind *kind = tiled(p, cols);
+    return kind ? cols + kind->min_cols : 2 * (int64_t)cols;
 }
 
 /* Rows r0 .. r0 + nr - 1 of expert e against its columns k0 .. k1 - 1 of
@@ -265,8 +274,11 @@ static void unit_tiled(cpu_op *op, const cpu_tile_kind *kind, const mid_plan *p,
             for (int c = 0; c < nc; c++) {
                 int64_t i = g->pairs[k + c] % p->n_used, t = g->pairs[k + c] / p->n_used;
                 uint8_t *out = cpu_row(d, i, t, 0) + (size_t)q0 * d->nb[0];
-                for (int r = 0; r < rows; r++)
-                    memcpy(out + (size_t)r * d->nb[0], &s[c * R + r], sizeof(float));
+                if (d->nb[0] == sizeof(float)) /* a column's rows in one piece */
+                    memcpy(out, &s[c * R], (size_t)rows * sizeof(float));
+                else
+                    for (int r = 0; r < rows; r++)
+                        memcpy(out + (size_t)r * d->nb[0], &s[c * R + r], sizeof(float));
             }
         }
     }
@@ -297,7 +309,7 @@ static void prefetch_row_ahead(const uint8_t *row, size_t bytes, uintptr_t end) 
 static bool unit_rows(cpu_op *op, const mid_plan *p, const mid_groups *g, int32_t e, int64_t r0, int64_t nr,
                       float *rows_f32) {
     const tport_tensor_view *as = op->src[0], *d = op->dst;
-    const uint8_t *arow[UNIT_ROWS];
+    const uint8_t *arow[CPU_TILE_MAX_ROWS > UNIT_ROWS ? CPU_TILE_MAX_ROWS : UNIT_ROWS];
     for (int64_t r = 0; r < nr; r++) {
         arow[r] = cpu_row(as, r0 + r, e, 0);
         if (p->vec_dot || (as->type == TPORT_TYPE_F32 && as->nb[0] == sizeof(float)))
@@ -336,7 +348,7 @@ static void compute_units(cpu_op *op, const mid_plan *p, int ith, int nth) {
     /* units (selected expert s, tile of rows u) in that order, each at a
      * cost; chunk c takes the units whose cost so far starts in
      * [c total / n, (c + 1) total / n) */
-    int64_t tiles = (p->N + UNIT_ROWS - 1) / UNIT_ROWS, total = 0;
+    int64_t tiles = (p->N + p->unit - 1) / p->unit, total = 0;
     for (int32_t s = 0; s < g.n_sel; s++)
         total += tiles * unit_cost(p, g.start[g.used[s] + 1] - g.start[g.used[s]]);
     int64_t n_chunks = (int64_t)nth * (p->T <= 2 ? CHUNKS_GEN : CHUNKS_BATCH), c0, c1;
@@ -353,11 +365,11 @@ static void compute_units(cpu_op *op, const mid_plan *p, int ith, int nth) {
                 int64_t u1 = (hi - before + w - 1) / w;
                 if (u1 > tiles)
                     u1 = tiles;
+                const cpu_tile_kind *kind = tiled(p, cols);
                 for (int64_t u = u0; u < u1; u++) {
-                    int64_t r0 = u * UNIT_ROWS, nr = p->N - r0 < UNIT_ROWS ? p->N - r0 : UNIT_ROWS;
-                    if (tiled(p, cols))
-                        unit_tiled(op, p->wide && cols >= p->wide->min_batch ? p->wide : p->tile, p, &g, e, r0,
-                                   nr, work);
+                    int64_t r0 = u * p->unit, nr = p->N - r0 < p->unit ? p->N - r0 : p->unit;
+                    if (kind)
+                        unit_tiled(op, kind, p, &g, e, r0, nr, work);
                     else if (!unit_rows(op, p, &g, e, r0, nr, (float *)(void *)work))
                         return;
                 }

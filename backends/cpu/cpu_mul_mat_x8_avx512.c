@@ -20,7 +20,8 @@
  * and row as the tiles do, so that a column gets the same bits whichever
  * path its batch takes.  That costs two instructions a block and column
  * (it slowed batches without AMX: RESULTS run 35), hence only where AMX
- * is used.
+ * is used.  Q4_0 does the same where AMX is used: its batches of 8
+ * columns and more go to AMX tiles too (cpu_mul_mat_amx_q4.c).
  *
  * Offsets, exact in integers:
  * - Q4_0's nibbles are used unsigned (0..15): sum((q - 8) y) = sum(q y) -
@@ -345,6 +346,8 @@ void cpu_x8_dot_pair(int layout, const uint8_t *group, size_t group_stride, int6
         legacy_z2(group, group_stride, K / 32, y, y_stride, act, act_stride, true, true, out);
     else if (layout == CPU_LAYOUT_Q8_0_X8)
         legacy_z2(group, group_stride, K / 32, y, y_stride, act, act_stride, true, false, out);
+    else if (fold_q8()) /* Q4_0, whose batches AMX takes too (cpu_mul_mat_amx_q4.c) */
+        legacy_z2(group, group_stride, K / 32, y, y_stride, act, act_stride, false, true, out);
     else
         legacy_z2(group, group_stride, K / 32, y, y_stride, act, act_stride, false, false, out);
 }
@@ -356,6 +359,8 @@ Z_INLINE void group_dot(int layout, const uint8_t *group, int64_t K, const uint8
         q4_K_z(group, K / 256, y, ys, NC, out);
     else if (layout == CPU_LAYOUT_Q8_0_X8 && fold_q8())
         legacy_z(group, K / 32, y, ys, act, as, NC, true, true, out);
+    else if (layout == CPU_LAYOUT_Q4_0_X8 && fold_q8()) /* as Q8_0: AMX takes its batches too */
+        legacy_z(group, K / 32, y, ys, act, as, NC, false, true, out);
     else
         legacy_z(group, K / 32, y, ys, act, as, NC, layout == CPU_LAYOUT_Q8_0_X8, false, out);
 }

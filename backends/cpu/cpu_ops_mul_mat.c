@@ -19,7 +19,9 @@
  *   Q5_K, Q6_K) or the lattice i-quants and Q2_K where the
  *   variant has the tiled kernels (cpu_mul_mat_q8tile.c,
  *   cpu_mul_mat_kqtile.c, cpu_mul_mat_iqtile.c): 8 rows of a are unpacked
- *   once and swept over all columns of b;
+ *   once and swept over all columns of b; from a wide kind's min_cols
+ *   columns (cpu_tile_kinds.c), 32 rows on AMX-INT8 tiles where the CPU
+ *   has them (cpu_mul_mat_amx_q4.c: MXFP4, IQ4_NL, Q4_0, Q5_0, Q8_0);
  * - dense f32 or f16 weights against up to GEN_MAX_COLS columns
  *   (generation, short prompts): CPU_GEN_ROWS rows at a time against
  *   CPU_GEN_COLS columns at a time, each row read once
@@ -66,6 +68,7 @@ typedef struct mm_plan {
     size_t act_offset;         /* x8: where the cpu_x8_act of b's blocks start in scratch */
     bool amx_q8;               /* x8 Q8_0 batch on AMX-INT8 tiles (cpu_mul_mat_amx_q8.c) */
     size_t amx_offset;         /* amx_q8: where b's groups of columns copied for the tiles start */
+    bool amx_q4;               /* x8 Q4_0 batch on AMX-INT8 tiles (cpu_mul_mat_amx_q4.c) */
 } mm_plan;
 
 /* Rows of b from which packing them is shared out among the threads. */
@@ -101,6 +104,11 @@ static mm_plan make_plan(const cpu_op *op) {
         p.amx_q8 =
             layout == CPU_LAYOUT_Q8_0_X8 && p.M >= CPU_AMX_Q8_MIN_COLS && p.N >= CPU_AMX_Q8_ROWS && cpu_amx_q8_on();
         p.amx_offset = p.act_offset + (size_t)(p.K / 32) * (size_t)p.M * sizeof(cpu_x8_act);
+        if (layout == CPU_LAYOUT_Q4_0_X8) {
+            /* where plain Q4_0 would take the AMX kind (cpu_tile_kinds.c) */
+            const cpu_tile_kind *w = cpu_tile_kind_for(TPORT_TYPE_Q4_0, TPORT_TYPE_Q8_0, p.M);
+            p.amx_q4 = w && w->dot == cpu_amx_q4_dot;
+        }
 #endif
         return p;
     }
@@ -160,6 +168,8 @@ size_t cpu_mul_mat_thread_scratch(const cpu_op *op) {
 #if CPU_AMX
     if (p.amx_q8)
         return cpu_amx_q8_scratch(p.K);
+    if (p.amx_q4)
+        return cpu_amx_q4_scratch(p.K);
 #endif
     if (p.x8)
         return 0;
@@ -697,6 +707,39 @@ static void x8_amx_task(void *arg, int ith, int nth) {
     }
     cpu_amx_q8_end();
 }
+
+/* The x8 Q4_0 path on AMX tiles: units of CPU_AMX_Q4_ROWS rows (4 groups;
+ * the last may have fewer) unpacked once and swept over the batch
+ * CPU_AMX_Q4_COLS columns at a time (the Q8_0 columns the x8 packing
+ * left; a last partial group of columns too). */
+static void x8_amx_q4_task(void *arg, int ith, int nth) {
+    mm_job *job = arg;
+    const mm_plan *p = &job->plan;
+    const tport_tensor_view *d = job->op->dst;
+    enum { UNIT = CPU_AMX_Q4_ROWS / 8, R = CPU_AMX_Q4_ROWS, C = CPU_AMX_Q4_COLS };
+    int64_t groups = p->N / 8, units = (groups + UNIT - 1) / UNIT;
+    int64_t chunk = cpu_chunk_size(units, nth, mm_chunks_per_thread(p)), u0, u1;
+    size_t group_bytes = cpu_x8_group_bytes(p->x8, p->K);
+    uint8_t *scratch = cpu_thread_scratch(job->op, ith);
+    cpu_amx_q4_begin(TPORT_TYPE_Q4_0);
+    while (cpu_claim(job->op, units, chunk, &u0, &u1)) {
+        for (int64_t u = u0; u < u1; u++) {
+            int64_t g = u * UNIT;
+            int ng = (int)(groups - g < UNIT ? groups - g : UNIT);
+            cpu_amx_q4_unpack_x8((const uint8_t *)job->op->src[0]->data + (size_t)g * group_bytes, group_bytes, ng,
+                                 p->K, scratch);
+            for (int64_t j = 0; j < p->M; j += C) {
+                int nc = (int)(p->M - j < C ? p->M - j : C);
+                float s[C * R];
+                cpu_amx_q4_dot(TPORT_TYPE_Q4_0, scratch, p->K, b_row(job, j, 0, 0), p->packed_row, nc, s);
+                for (int c = 0; c < nc; c++)
+                    memcpy(cpu_row(d, j + c, 0, 0) + (size_t)g * 8 * sizeof(float), &s[c * R],
+                           (size_t)ng * 8 * sizeof(float));
+            }
+        }
+    }
+    cpu_amx_q4_end();
+}
 #endif
 
 void cpu_run_mul_mat(cpu_ctx *ctx, cpu_op *op) {
@@ -718,6 +761,8 @@ void cpu_run_mul_mat(cpu_ctx *ctx, cpu_op *op) {
             cpu_parallel(ctx, amx_columns_task, &job, op->nth);
         fn = x8_amx_task;
     }
+    if (job.plan.amx_q4)
+        fn = x8_amx_q4_task;
 #endif
     cpu_parallel(ctx, fn, &job, op->nth);
 }

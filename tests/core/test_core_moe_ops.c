@@ -140,6 +140,10 @@ static const tport_type_id batch_types[] = {
 /* the types with an AMX tile kernel for experts of 96 tokens and more
  * (cpu_mul_mat_amx_kq.c): with T 140, experts 5-8 get about 102 each */
 static const tport_type_id amx_types[] = {TPORT_TYPE_Q4_K, TPORT_TYPE_Q5_K, TPORT_TYPE_Q6_K, TPORT_TYPE_IQ4_XS};
+/* the types with AMX tiles from 8 tokens (cpu_mul_mat_amx_q4.c): with T
+ * 60, experts of more than 32 tokens too (about 42 each of experts 5..8) */
+static const tport_type_id amx_q4_types[] = {TPORT_TYPE_MXFP4, TPORT_TYPE_IQ4_NL, TPORT_TYPE_Q4_0, TPORT_TYPE_Q5_0,
+                                             TPORT_TYPE_Q8_0};
 
 static void test_mul_mat_id_batch(tport_ctx *ctx, const tport_type_id *types, size_t n_types, int64_t T) {
     const int64_t K = 512, N = 37, E = 9, n_used = 3;
@@ -372,6 +376,7 @@ int main(void) {
     test_mul_mat_id_batch(ctx, batch_types, sizeof batch_types / sizeof batch_types[0], 23);
     tport_ctx *ctx2 = tport_ctx_new(64u << 20);
     test_mul_mat_id_batch(ctx2, amx_types, sizeof amx_types / sizeof amx_types[0], 140);
+    test_mul_mat_id_batch(ctx2, amx_q4_types, sizeof amx_q4_types / sizeof amx_q4_types[0], 60);
     tport_ctx_free(ctx2);
     test_top_k(ctx);
     test_small(ctx);

@@ -106,7 +106,7 @@ static void check_type(tport_type_id type, int64_t K, int64_t N, int64_t M, int 
  * check_type's bound: the same integer sums, the float ones reordered,
  * 1e-5 of sum |w| * max |x|.  A wrong value, scale or offset in a tile is
  * off by a good part of an output. */
-static void check_tile_vs_rows(tport_type_id type, int64_t K, int64_t N, int64_t M, int threads) {
+static void check_tile_vs_rows(tport_type_id type, int64_t K, int64_t N, int64_t M, int threads, bool weight) {
     const tport_type_traits *tr = tport_traits(type);
     tport_ctx *ctx = tport_ctx_new(64u << 20);
     tport_tensor *w = ct_rand(ctx, TPORT_TYPE_F32, K, N, 1, 1);
@@ -119,7 +119,8 @@ static void check_tile_vs_rows(tport_type_id type, int64_t K, int64_t N, int64_t
         return;
     }
     tr->from_float(tport_tensor_data(w), tport_tensor_data(q), K * N);
-    tport_tensor_set_weight(q);
+    if (weight)
+        tport_tensor_set_weight(q);
     float *deq = malloc((size_t)(K * N) * sizeof *deq);
     tr->to_float(tport_tensor_data(q), deq, K * N);
     tport_tensor *y = tport_mul_mat(ctx, q, x);
@@ -212,7 +213,24 @@ int main(void) {
     for (size_t t = 0; t < sizeof luts / sizeof luts[0]; t++)
         for (size_t s = 0; s < sizeof lut_shapes / sizeof lut_shapes[0]; s++)
             if (lut_shapes[s][0] % tport_traits(luts[t])->info.block_size == 0)
-                check_tile_vs_rows(luts[t], lut_shapes[s][0], lut_shapes[s][1], lut_shapes[s][2], 1 + (int)(s & 1));
+                check_tile_vs_rows(luts[t], lut_shapes[s][0], lut_shapes[s][1], lut_shapes[s][2], 1 + (int)(s & 1),
+                                   true);
+    /* batches of 32 columns and more: on AMX-INT8 tiles where the CPU has
+     * them (cpu_mul_mat_amx_q4.c; 32 rows x 32 columns a step): a partial
+     * tile of rows, whole and partial groups of columns (one of 16 or
+     * fewer: half the tiles), against the columns alone and the f64 dot;
+     * Q4_0 and Q8_0 not as weights, which the variants may re-encode
+     * (x8, another kernel) */
+    static const tport_type_id amx_types[] = {TPORT_TYPE_MXFP4, TPORT_TYPE_IQ4_NL, TPORT_TYPE_Q4_0, TPORT_TYPE_Q5_0,
+                                              TPORT_TYPE_Q8_0};
+    static const int64_t amx_shapes[][3] = {{768, 45, 37}, {1152, 70, 64}, {256, 32, 83}};
+    for (size_t t = 0; t < sizeof amx_types / sizeof amx_types[0]; t++)
+        for (size_t s = 0; s < sizeof amx_shapes / sizeof amx_shapes[0]; s++) {
+            bool weight = amx_types[t] != TPORT_TYPE_Q4_0 && amx_types[t] != TPORT_TYPE_Q8_0;
+            check_tile_vs_rows(amx_types[t], amx_shapes[s][0], amx_shapes[s][1], amx_shapes[s][2],
+                               1 + (int)(s & 1), weight);
+            check_type(amx_types[t], amx_shapes[s][0], amx_shapes[s][1], amx_shapes[s][2], 2 - (int)(s & 1), weight);
+        }
     /* the K-quants' batches of 96 columns and more (CPU_AMX_KQ_MIN_COLS),
      * on AMX tiles where the variant and CPU have them
      * (cpu_mul_mat_amx_kq.c): rows in two whole tiles of 16 and a partial
@@ -223,7 +241,7 @@ int main(void) {
     static const int64_t kq_shapes[][3] = {{1024, 37, 109}, {256, 16, 96}, {768, 21, 130}};
     for (size_t t = 0; t < sizeof kqs / sizeof kqs[0]; t++)
         for (size_t s = 0; s < sizeof kq_shapes / sizeof kq_shapes[0]; s++)
-            check_tile_vs_rows(kqs[t], kq_shapes[s][0], kq_shapes[s][1], kq_shapes[s][2], 1 + (int)(s & 1));
+            check_tile_vs_rows(kqs[t], kq_shapes[s][0], kq_shapes[s][1], kq_shapes[s][2], 1 + (int)(s & 1), true);
     /* an f16 operand that is not a weight (a KV cache) stays exact */
     check_type(TPORT_TYPE_F16, 512, 21, 9, 1, false);
     return test_finish("test_cpu_variant_mul_mat");
