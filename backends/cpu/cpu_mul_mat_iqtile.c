@@ -1,12 +1,12 @@
 /* Tiled mul_mat for the lattice i-quants IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS,
- * IQ3_S, IQ1_S and IQ1_M, and for Q2_K (which llama.cpp's IQ2/IQ1 file
- * types put beside them), against Q8_K activations, for batches: the
+ * IQ3_S, IQ1_S and IQ1_M, for Q2_K (which llama.cpp's IQ2/IQ1 file
+ * types put beside them) and for the ternary TQ2_0, against Q8_K activations, for batches: the
  * scheme of cpu_mul_mat_q8tile.c and _kqtile.c (8 weight rows unpacked
  * once, swept over the activation columns a few at a time).  The per-row
  * kernels (quant/dot_*_iq.c) look every grid entry up and apply every
  * sign again for each activation column; here that happens once per tile.
  *
- * All seven are super-blocks of 256 elements x = d c ls w: a block scale
+ * All nine are super-blocks of 256 elements x = d c ls w: a block scale
  * d, a constant c of the type, an odd integer scale ls = 2 s + 1 per 16
  * or 32 elements and small signed integers w:
  *
@@ -17,6 +17,7 @@
  *                           (per 32 or per 8 elements), c = 1/8
  *   Q2_K                    w in [0, 3], ls in [0, 15] per 16, c = 1, and a
  *                           minimum: x = d ls w - dmin m, m in [0, 15]
+ *   TQ2_0                   w in {-1, 0, 1}, ls 1, c = 1
  *
  * (IQ1's g + delta/8 times 8: integers, the shift folded in.)  Unpacked,
  * every type is the same: per element u = w + 64 in [2, 126] (unsigned,
@@ -266,6 +267,23 @@ static void dec_q2_k(const uint8_t *x, iq_sb *o) {
     }
 }
 
+/* TQ2_0 {u8 qs[64]; f16 d}: w = q - 1 in {-1, 0, 1}, laid out as Q2_K's
+ * quants (element 128 k + 32 j + l is bits 2 j, 2 j + 1 of qs[32 k + l]),
+ * with ls 1 for every group and no minimum. */
+static void dec_tq2_0(const uint8_t *x, iq_sb *o) {
+    o->d = half_at(x + 64);
+    o->dmin = 0.0f;
+    const __m256i three = _mm256_set1_epi8(3), off = _mm256_set1_epi8(OFFSET - 1);
+    for (int k = 0; k < 2; k++) {
+        const __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)(x + 32 * k));
+        for (int j = 0; j < 4; j++)
+            _mm256_storeu_si256((__m256i *)(void *)(o->u + 128 * k + 32 * j),
+                                _mm256_add_epi8(off, _mm256_and_si256(_mm256_srli_epi16(q, 2 * j), three)));
+    }
+    memset(o->ls, 1, sizeof o->ls);
+    memset(o->m, 0, sizeof o->m);
+}
+
 /* The types, their block bytes and decoders: a new type is a row.  mins:
  * the type has Q2_K's minimum term. */
 typedef struct iq_kind {
@@ -280,6 +298,7 @@ static const iq_kind kinds[] = {
     {TPORT_TYPE_IQ2_S, 82, dec_iq2_s, false},     {TPORT_TYPE_IQ3_XXS, 98, dec_iq3_xxs, false},
     {TPORT_TYPE_IQ3_S, 110, dec_iq3_s, false},    {TPORT_TYPE_IQ1_S, 50, dec_iq1_s, false},
     {TPORT_TYPE_IQ1_M, 56, dec_iq1_m, false},     {TPORT_TYPE_Q2_K, 84, dec_q2_k, true},
+    {TPORT_TYPE_TQ2_0, 66, dec_tq2_0, false},
 };
 
 static const iq_kind *kind_of(tport_type_id type) {

@@ -196,11 +196,11 @@ int main(void) {
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
             for (int threads = 1; threads <= 2; threads++)
                 check_type(types[t], shapes[s][0], shapes[s][1], shapes[s][2], threads, true);
-    /* the lattice i-quants that have quantizers here, and Q2_K: their
+    /* the lattice i-quants that have quantizers here, Q2_K and TQ2_0: their
      * batches take the tiled kernel (cpu_mul_mat_iqtile.c) where the
      * variant has it */
     static const tport_type_id iq_types[] = {TPORT_TYPE_IQ2_S, TPORT_TYPE_IQ3_XXS, TPORT_TYPE_IQ3_S, TPORT_TYPE_IQ1_M,
-                                             TPORT_TYPE_Q2_K};
+                                             TPORT_TYPE_Q2_K,   TPORT_TYPE_TQ2_0};
     static const int64_t iq_shapes[][3] = {{256, 13, 3}, {256, 13, 4}, {512, 21, 9}, {768, 5, 6}, {512, 37, 11}};
     for (size_t t = 0; t < sizeof iq_types / sizeof iq_types[0]; t++)
         for (size_t s = 0; s < sizeof iq_shapes / sizeof iq_shapes[0]; s++)

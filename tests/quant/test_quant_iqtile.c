@@ -48,6 +48,9 @@ static void random_blocks(tport_type_id type, uint8_t *x, int64_t nb, size_t byt
         if (type == TPORT_TYPE_Q2_K) { /* d and dmin */
             blk[80] = blk[82] = 0x1f;
             blk[81] = blk[83] = 0x21;
+        } else if (type == TPORT_TYPE_TQ2_0) { /* d after the 64 bytes of quants */
+            blk[64] = 0x1f;
+            blk[65] = 0x21;
         } else if (type == TPORT_TYPE_IQ1_M) {
             const unsigned nib[4] = {0xf, 0x1, 0x1, 0x2}; /* 0x211f, lowest nibble first */
             for (int k = 0; k < 4; k++)
@@ -163,7 +166,8 @@ int main(void) {
     if (!test_simd_usable(TEST_SIMD))
         test_skip("test_quant_iqtile_" TEST_SIMD, "this CPU lacks " TEST_SIMD);
     static const tport_type_id types[] = {TPORT_TYPE_IQ2_XXS, TPORT_TYPE_IQ2_XS, TPORT_TYPE_IQ2_S, TPORT_TYPE_IQ3_XXS,
-                                          TPORT_TYPE_IQ3_S,   TPORT_TYPE_IQ1_S,  TPORT_TYPE_IQ1_M, TPORT_TYPE_Q2_K};
+                                          TPORT_TYPE_IQ3_S,   TPORT_TYPE_IQ1_S,  TPORT_TYPE_IQ1_M, TPORT_TYPE_Q2_K,
+                                          TPORT_TYPE_TQ2_0};
     static const int64_t blocks[] = {1, 3, 7};
     static const int nrows[] = {1, 3, 5, 8};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
@@ -182,7 +186,7 @@ int main(void) {
     /* types of other tile kernels, or none yet, are not taken */
     CHECK(!cpu_iqtile_available(TPORT_TYPE_Q4_K) && !cpu_iqtile_available(TPORT_TYPE_Q3_K) &&
               !cpu_iqtile_available(TPORT_TYPE_IQ4_XS) &&
-              !cpu_iqtile_available(TPORT_TYPE_TQ2_0),
-          "only the lattice types");
+              !cpu_iqtile_available(TPORT_TYPE_TQ1_0),
+          "only the lattice types, Q2_K and TQ2_0");
     return test_finish("test_quant_iqtile_" TEST_SIMD);
 }
