@@ -304,9 +304,8 @@ CPU_HIDDEN void cpu_amx_q8_end(void);   /* and its release after */
 #define CPU_AMX_KQ_ROWS 16
 #define CPU_AMX_KQ_COLS 32
 /* Columns from which the AMX kernel beats the VNNI one: unpacking 16 rows
- * into the tiles costs about two sweeps of 32 columns, so at 32 columns it
- * took 1.6 times the VNNI kernel's time, at 64 as long, at 96 0.9 and
- * at 128 0.75 (user time of a Q6_K stories110M prompt). */
+ * into the tiles costs about two sweeps of 32 columns, so below 64
+ * columns it is slower, at 64 even, and it wins from 96 (RESULTS run 36). */
 #define CPU_AMX_KQ_MIN_COLS 96
 CPU_HIDDEN bool cpu_amx_kq_available(tport_type_id type);
 CPU_HIDDEN size_t cpu_amx_kq_scratch(int64_t K);
@@ -511,10 +510,10 @@ CPU_HIDDEN void cpu_amx_q8_cols(void *scratch, int64_t K, const uint8_t *cols, u
 /* The same for a group of n (1..CPU_AMX_Q8_COLS) columns: the copy of n
  * (zero-padded: the layout and size of a whole group), the sums of the
  * first n.  From CPU_AMX_Q8_MIN_COLS columns a batch takes the tiles: a
- * step of 8 sequences (tport bench --parallel 8) cost 2.19 steps of one
- * on the x8 kernels, 1.98 on the tiles, 1.82 with the tiles' blocks
- * software-pipelined (user time, 1 thread); from 2 or 4 columns it was no
- * faster than the x8 kernels. */
+ * step of 8 sequences (tport bench --parallel 8) cost fewer steps of one
+ * on the tiles than on the x8 kernels, fewer still with the tiles' blocks
+ * software-pipelined; from 2 or 4 columns the tiles were no faster
+ * (RESULTS run 36, moved from this comment). */
 #define CPU_AMX_Q8_MIN_COLS 8
 CPU_HIDDEN void cpu_amx_q8_columns_n(int64_t K, const uint8_t *y, size_t y_stride, const cpu_x8_act *act,
                                      size_t act_stride, int n, uint8_t *dst);

@@ -66,9 +66,9 @@ static mid_plan make_plan(const cpu_op *op) {
             p.vec_dot_type = vt->id;
             p.packed_row = (size_t)(p.K / vt->block_size) * (size_t)vt->block_bytes;
             /* MXFP4's table kernel (quant/dot_avx512_lut.c) prefetches its
-             * row itself, and gpt-oss generation was 3-8 % slower with
-             * these prefetches on top; Q4_K and Q6_K were faster with
-             * them, also over row kernels that prefetch into L1 */
+             * row itself, and gpt-oss generation was slower with these
+             * prefetches on top; Q4_K and Q6_K were faster with them,
+             * also over row kernels that prefetch into L1 (RESULTS run 36) */
             p.prefetch = as->type != TPORT_TYPE_MXFP4;
             /* a batch in which some expert may get enough tokens */
             if (p.T * p.n_used >= TILE_MIN_COLS) {

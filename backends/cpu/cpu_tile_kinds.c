@@ -13,9 +13,9 @@ static const cpu_tile_kind kinds[] = {
     {TPORT_TYPE_Q8_K, CPU_AMX_KQ_MIN_COLS, cpu_amx_kq_available, cpu_amx_kq_scratch, cpu_amx_kq_unpack,
      cpu_amx_kq_dot, CPU_AMX_KQ_ROWS, CPU_AMX_KQ_COLS, CPU_AMX_KQ_MIN_COLS, cpu_amx_kq_begin, cpu_amx_kq_end},
     /* the 32-element types x Q8_0 (MXFP4, IQ4_NL, Q4_0, Q5_0, Q8_0) on
-     * AMX tiles from 8 columns: on a gpt-oss-20b-shaped MXFP4_MOE prompt
-     * of 128 tokens (experts of some 16 tokens) 4, 8 and 12 ran alike, 16
-     * about 6 % slower (user time, runs alternated) */
+     * AMX tiles from 8 columns: on a gpt-oss-shaped prompt, whose experts
+     * get some 16 tokens, thresholds of 4 to 12 ran alike and 16 was
+     * slower (RESULTS run 36) */
     {TPORT_TYPE_Q8_0, 8, cpu_amx_q4_available, cpu_amx_q4_scratch, cpu_amx_q4_unpack, cpu_amx_q4_dot,
      CPU_AMX_Q4_ROWS, CPU_AMX_Q4_COLS, 8, cpu_amx_q4_begin, cpu_amx_q4_end},
 #endif
