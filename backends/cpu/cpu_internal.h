@@ -277,6 +277,14 @@ CPU_HIDDEN bool cpu_dense_mm_run(const cpu_dense_mm *x, void *scratch); /* false
 #if defined(__x86_64__) && defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__) &&   \
     ((defined(__clang__) && __clang_major__ >= 12) || (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 11))
 #define CPU_AMX 1
+/* The 64-byte operand of ldtilecfg (palette 1: colsb and rows of each of
+ * the 8 tiles).  The kernels keep theirs in static memory: GCC 12 does
+ * not see that ldtilecfg reads it and dropped the stores of a local one. */
+typedef struct cpu_amx_tile_config {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} cpu_amx_tile_config;
 CPU_HIDDEN bool cpu_amx_init(void);
 /* whether the CPU has AMX-TILE and the AMX feature bit edx_bit of
  * CPUID.(7,0).EDX, and Linux grants the process the tile state */

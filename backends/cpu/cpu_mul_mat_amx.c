@@ -50,11 +50,6 @@ bool cpu_amx_usable(unsigned edx_bit) {
 bool cpu_amx_init(void) { return cpu_amx_usable(22); /* AMX-BF16 */ }
 
 /* Palette 1, all eight tiles 16 rows of 64 bytes. */
-typedef struct tile_config {
-    uint8_t palette, start_row, reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-} tile_config;
 
 /* GROUP is both the tokens of a step and the rows of a weight panel (PANEL
  * in cpu_mul_mat_dense.c, which asserts it) */
@@ -109,7 +104,7 @@ size_t cpu_amx_scratch(int64_t kc_max) {
 
 AMX_TARGET void cpu_amx_bf16_block(const uint32_t *panels, int rows, int64_t kc, const uint8_t *b, size_t ldb,
                                    int64_t M, uint8_t *c, size_t ldc, bool add, void *scratch) {
-    tile_config cfg = {.palette = 1};
+    cpu_amx_tile_config cfg = {.palette = 1};
     for (int i = 0; i < 8; i++)
         cfg.colsb[i] = 64, cfg.rows[i] = T;
     _tile_loadconfig(&cfg);

@@ -212,22 +212,14 @@ void cpu_amx_kq_unpack(tport_type_id type, const uint8_t *const rows[], int nrow
 /* Palette 1: C tiles 0-1 (16 columns x 16 rows of int32), A tiles 2-3
  * (16 columns' quants of one sub-block), B tile 4 (the sub-block's k-quads
  * of 16 rows); sub-blocks of 32 (Q4_K, Q5_K, IQ4_XS) or 16 (Q6_K). */
-typedef struct tile_config {
-    uint8_t palette, start_row, reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-} tile_config;
-
-/* static, not on the stack: see cpu_mul_mat_amx_q8.c (GCC 12 dropped the
- * stores of a local one) */
-static const tile_config config32 = {
+static const cpu_amx_tile_config config32 = {
     .palette = 1,
     .colsb = {64, 64, 32, 32, 64},
     .rows = {16, 16, 16, 16, 8},
 };
 /* the folded sub-scales: every tile 16 x 64 bytes (C tiles first, then
  * A and B; see kernel_fold) */
-static const tile_config config64 = {
+static const cpu_amx_tile_config config64 = {
     .palette = 1,
     .colsb = {64, 64, 64, 64, 64, 64, 64, 64},
     .rows = {16, 16, 16, 16, 16, 16, 16, 16},

@@ -34,6 +34,8 @@
 #if CPU_AMX
 #include <immintrin.h>
 
+#include "cpu_unpack_x86.h"
+
 #define AMX_INT8_TARGET __attribute__((target("amx-tile,amx-int8,avx512f,avx512bw,avx512dq,f16c")))
 
 enum {
@@ -100,28 +102,6 @@ static bool same_key(const struct slot_key *a, const struct slot_key *b) {
 }
 
 static uint8_t *aligned(void *p) { return (uint8_t *)(((uintptr_t)p + 63) & ~(uintptr_t)63); }
-
-static float half_at(const uint8_t *p) {
-    uint16_t h;
-    memcpy(&h, p, sizeof h);
-    return _cvtsh_ss(h);
-}
-
-/* 16 bytes of nibbles -> 32 bytes: low nibbles (elements 0..15), then high. */
-static __m256i nibbles(const uint8_t *p) {
-    const __m128i b = _mm_loadu_si128((const __m128i *)(const void *)p);
-    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(b, 4), b), _mm256_set1_epi8(0x0F));
-}
-
-/* 0x10 in byte i where bit i of the 32-bit qh at p is set. */
-static __m256i fifth_bits(const uint8_t *p) {
-    uint32_t bits;
-    memcpy(&bits, p, sizeof bits);
-    const __m256i spread = _mm256_setr_epi64x(0, 0x0101010101010101LL, 0x0202020202020202LL, 0x0303030303030303LL);
-    const __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)bits), spread);
-    const __m256i bit = _mm256_set1_epi64x(0x8040201008040201LL); /* bit i % 8 of byte i */
-    return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit), _mm256_set1_epi8(0x10));
-}
 
 /* Block b of a row of `type`: its 32 signed values to dst, its scale. */
 static float decode_block(tport_type_id type, const uint8_t *row, int64_t b, uint8_t *dst) {
@@ -290,15 +270,7 @@ AMX_INT8_TARGET void cpu_amx_q4_unpack_x8(const uint8_t *groups, size_t group_by
 
 /* Palette 1: C tiles 0-3 (16 x 64 bytes), A tiles 4-5 (16 columns of one
  * block's 32 quants), B tiles 6-7 (8 k-quads x 16 rows of 4 bytes). */
-typedef struct tile_config {
-    uint8_t palette, start_row, reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-} tile_config;
-
-/* In static memory: GCC 12 does not see that ldtilecfg reads its operand
- * and drops the stores of a local one (cpu_mul_mat_amx_q8.c). */
-static const tile_config config = {
+static const cpu_amx_tile_config config = {
     .palette = 1,
     .colsb = {64, 64, 64, 64, 32, 32, 64, 64},
     .rows = {T, T, T, T, T, T, 8, 8},

@@ -125,15 +125,7 @@ AMX_INT8_TARGET void cpu_amx_q8_unpack(const uint8_t *groups, size_t group_bytes
 
 /* Palette 1: C tiles 0-3 (16 x 64 bytes), A tiles 4-5 (16 rows of one
  * block's 32 quants), B tiles 6-7 (8 k-quads x 16 rows of 4 bytes). */
-typedef struct tile_config {
-    uint8_t palette, start_row, reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-} tile_config;
-
-/* In static memory, not built on the stack: GCC 12 does not see that
- * ldtilecfg reads its operand and dropped the stores of a local one. */
-static const tile_config config = {
+static const cpu_amx_tile_config config = {
     .palette = 1,
     .colsb = {64, 64, 64, 64, 32, 32, 64, 64},
     .rows = {T, T, T, T, T, T, 8, 8},

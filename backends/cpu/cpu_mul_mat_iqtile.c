@@ -63,18 +63,14 @@
     (defined(__AVX2__) && defined(__FMA__) && defined(__F16C__))
 #include <immintrin.h>
 
+#include "cpu_unpack_x86.h"
+
 /* One super-block of one row, decoded (see the top). */
 typedef struct iq_sb {
     uint8_t u[QK];
     uint8_t ls[16], m[16]; /* m: Q2_K's minimum per 16, else 0 */
     float d, dmin;
 } iq_sb;
-
-static float half_at(const uint8_t *p) {
-    uint16_t h;
-    memcpy(&h, p, sizeof h);
-    return _cvtsh_ss(h);
-}
 
 static unsigned u16_at(const uint8_t *p) { return (unsigned)p[0] | (unsigned)p[1] << 8; }
 

@@ -47,6 +47,8 @@
     (defined(__AVX2__) && defined(__FMA__) && defined(__F16C__))
 #include <immintrin.h>
 
+#include "cpu_unpack_x86.h"
+
 bool cpu_kqtile_available(tport_type_id type) {
     return type == TPORT_TYPE_Q4_K || type == TPORT_TYPE_Q5_K || type == TPORT_TYPE_Q6_K || type == TPORT_TYPE_IQ4_XS;
 }
@@ -57,12 +59,6 @@ enum { KQ_PLAIN, KQ_SPLIT, KQ_SIGNED };
 
 static int kq_mode(tport_type_id type) {
     return type == TPORT_TYPE_Q6_K ? KQ_SPLIT : type == TPORT_TYPE_IQ4_XS ? KQ_SIGNED : KQ_PLAIN;
-}
-
-static float half_at(const uint8_t *p) {
-    uint16_t h;
-    memcpy(&h, p, sizeof h);
-    return _cvtsh_ss(h);
 }
 
 /* The 8 6-bit scales and mins of Q4_K/Q5_K from their 12 packed bytes

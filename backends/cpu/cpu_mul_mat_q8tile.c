@@ -36,6 +36,8 @@
     (defined(__AVX2__) && defined(__FMA__) && defined(__F16C__))
 #include <immintrin.h>
 
+#include "cpu_unpack_x86.h"
+
 #define BLK 32
 
 bool cpu_q8tile_available(tport_type_id type) {
@@ -45,28 +47,6 @@ bool cpu_q8tile_available(tport_type_id type) {
 
 /* Types whose quants are unsigned with a per-block min (x Q8_1). */
 static bool has_min(tport_type_id type) { return type == TPORT_TYPE_Q4_1 || type == TPORT_TYPE_Q5_1; }
-
-static float half_at(const uint8_t *p) {
-    uint16_t h;
-    memcpy(&h, p, sizeof h);
-    return _cvtsh_ss(h);
-}
-
-/* 16 bytes of nibbles -> 32 bytes: low nibbles (elements 0..15), then high. */
-static __m256i nibbles(const uint8_t *p) {
-    const __m128i b = _mm_loadu_si128((const __m128i *)(const void *)p);
-    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(b, 4), b), _mm256_set1_epi8(0x0F));
-}
-
-/* 0x10 in byte i where bit i of the 32-bit qh at p is set. */
-static __m256i fifth_bits(const uint8_t *p) {
-    uint32_t bits;
-    memcpy(&bits, p, sizeof bits);
-    const __m256i spread = _mm256_setr_epi64x(0, 0x0101010101010101LL, 0x0202020202020202LL, 0x0303030303030303LL);
-    const __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)bits), spread);
-    const __m256i bit = _mm256_set1_epi64x(0x8040201008040201LL); /* bit i % 8 of byte i */
-    return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit), _mm256_set1_epi8(0x10));
-}
 
 /* Block b of a row of `type`: its 32 values as bytes (signed, or unsigned
  * for the types with a min), its scale and its min (0 without). */
