@@ -196,6 +196,14 @@ AMX_INT8_TARGET static void unpack_nibbles(tport_type_id type, const uint8_t *ro
     }
 }
 
+/* One B tile from 16 rows decoded as they lie (tmp: 32 bytes a row):
+ * k-quad q of the tile is dword q of every row, gathered across them. */
+AMX_INT8_TARGET static void store_b_tile(uint8_t *tile, const int32_t *tmp) {
+    const __m512i idx = _mm512_setr_epi32(0, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 120);
+    for (int q = 0; q < 8; q++)
+        _mm512_store_si512((void *)(tile + 64 * q), _mm512_i32gather_epi32(idx, tmp + q, 4));
+}
+
 /* nrows (<= ROWS) rows of `type` into the B tiles and f32 scales of
  * scratch; missing rows are zero. */
 AMX_INT8_TARGET void cpu_amx_q4_unpack(tport_type_id type, const uint8_t *const rows[], int nrows, int64_t K,
@@ -209,10 +217,8 @@ AMX_INT8_TARGET void cpu_amx_q4_unpack(tport_type_id type, const uint8_t *const 
         unpack_nibbles(type, rows[0], stride, nblk, wq, wd);
         return;
     }
-    /* one tile's 16 rows decoded as they lie (32 bytes each), then each
-     * k-quad gathered across them: dword q of every row */
+    /* one tile's 16 rows decoded as they lie, then gathered into it */
     int32_t tmp[T * 8] __attribute__((aligned(64)));
-    const __m512i idx = _mm512_setr_epi32(0, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 120);
     for (int64_t b = 0; b < nblk; b++) {
         for (int h = 0; h < 2; h++) {
             for (int r = 0; r < T; r++) {
@@ -224,9 +230,7 @@ AMX_INT8_TARGET void cpu_amx_q4_unpack(tport_type_id type, const uint8_t *const 
                     memset(tmp + 8 * r, 0, 32);
                 }
             }
-            uint8_t *tile = wq + (size_t)b * W_BLOCK + (size_t)h * B_TILE;
-            for (int q = 0; q < 8; q++)
-                _mm512_store_si512((void *)(tile + 64 * q), _mm512_i32gather_epi32(idx, tmp + q, 4));
+            store_b_tile(wq + (size_t)b * W_BLOCK + (size_t)h * B_TILE, tmp);
         }
     }
 }
@@ -244,7 +248,6 @@ AMX_INT8_TARGET void cpu_amx_q4_unpack_x8(const uint8_t *groups, size_t group_by
     uint8_t *wq = aligned(scratch);
     float *wd = (float *)(void *)(wq + (size_t)nblk * W_BLOCK);
     int32_t tmp[T * 8] __attribute__((aligned(64)));
-    const __m512i idx = _mm512_setr_epi32(0, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 120);
     for (int64_t b = 0; b < nblk; b++) {
         for (int h = 0; h < 2; h++) {
             for (int r = 0; r < T; r++) {
@@ -261,9 +264,7 @@ AMX_INT8_TARGET void cpu_amx_q4_unpack_x8(const uint8_t *groups, size_t group_by
                     memset(tmp + 8 * r, 0, 32);
                 }
             }
-            uint8_t *tile = wq + (size_t)b * W_BLOCK + (size_t)h * B_TILE;
-            for (int q = 0; q < 8; q++)
-                _mm512_store_si512((void *)(tile + 64 * q), _mm512_i32gather_epi32(idx, tmp + q, 4));
+            store_b_tile(wq + (size_t)b * W_BLOCK + (size_t)h * B_TILE, tmp);
         }
     }
 }
