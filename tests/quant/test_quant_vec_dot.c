@@ -362,8 +362,8 @@ int main(void) {
             CHECK(cpu_vec_dot_for(lut[k]) == CPUQ(avx512_lut_kernel)(lut[k]) && cpu_vec_dot_for(lut[k]) != NULL,
                   "type %u: not the AVX-512 table kernel", lut[k]);
         static const tport_type_id own[] = {TPORT_TYPE_IQ2_XXS, TPORT_TYPE_IQ2_XS, TPORT_TYPE_IQ2_S,
-                                            TPORT_TYPE_IQ3_XXS, TPORT_TYPE_IQ3_S,  TPORT_TYPE_TQ1_0,
-                                            TPORT_TYPE_TQ2_0};
+                                            TPORT_TYPE_IQ3_XXS, TPORT_TYPE_IQ3_S,  TPORT_TYPE_IQ1_S,
+                                            TPORT_TYPE_IQ1_M,   TPORT_TYPE_TQ1_0,  TPORT_TYPE_TQ2_0};
         for (size_t k = 0; k < sizeof own / sizeof own[0]; k++)
             CHECK(cpu_vec_dot_for(own[k]) == CPUQ(avx512_iq_kernel)(own[k]) &&
                       cpu_vec_dot_for(own[k]) != CPUQ(avx2_iq_kernel)(own[k]),

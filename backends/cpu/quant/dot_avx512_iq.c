@@ -1,5 +1,5 @@
-/* AVX-512 dot products of IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, TQ1_0
- * and TQ2_0 with Q8_K activations, 64 elements per step: explicit sign bits become a
+/* AVX-512 dot products of IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S,
+ * IQ1_M, TQ1_0 and TQ2_0 with Q8_K activations, 64 elements per step: explicit sign bits become a
  * 64-bit mask that negates the activations directly (7-bit sign indices
  * get their parity bit first, a whole super-block's in one pass, then are
  * packed to bytes); the int16 pair sums take their scales with dpwssd
@@ -325,12 +325,92 @@ static void dot_tq2_0(int64_t n, float *s, const void *vx, const void *vy) {
     *s = sum;
 }
 
+/* Eight signed IQ1 grid entries ({-1, 0, 1} bytes, gathered) against 64
+ * activations, as 32 int16 pair sums: |g| times y negated where g < 0. */
+static __m512i iq1_dot64(__m512i idx, __m512i y) {
+    const __m512i g = _mm512_i64gather_epi64(idx, (const void *)tport_iq1s_grid, 8);
+    return _mm512_maddubs_epi16(_mm512_abs_epi8(g), negate_where(y, _mm512_movepi8_mask(g)));
+}
+
+/* IQ1_S, two groups of 32 per step: the eight 11-bit indices (qs bytes,
+ * three high bits per entry from the group's u16 qh) formed in a register;
+ * one 3-bit scale and one delta sign per group, the delta term from the
+ * activations' group sums as in the AVX2 kernel. */
+static void dot_iq1_s(int64_t n, float *s, const void *vx, const void *vy) {
+    const uint8_t *x = vx, *y = vy;
+    const __m512i hshift = _mm512_setr_epi64(0, 3, 6, 9, 0, 3, 6, 9);
+    float sum = 0;
+    for (int64_t i = 0; i < n / QK_K; i++, x += 50, y += BQ8_K) {
+        prefetch_ahead(x);
+        __m512i acc = _mm512_setzero_si512();
+        int sumi1 = 0;
+        for (int ib = 0; ib < 8; ib += 2) {
+            const unsigned qh0 = u16_at(x + 34 + 2 * ib), qh1 = u16_at(x + 36 + 2 * ib);
+            const __m512i h = _mm512_setr_epi64(qh0, qh0, qh0, qh0, qh1, qh1, qh1, qh1);
+            const __m512i hi = _mm512_slli_epi64(_mm512_and_si512(_mm512_srlv_epi64(h, hshift), _mm512_set1_epi64(7)), 8);
+            const __m512i idx = _mm512_or_si512(_mm512_cvtepu8_epi64(_mm_loadl_epi64((const __m128i *)(x + 2 + 4 * ib))), hi);
+            const int ls0 = 2 * (qh0 >> 12 & 7) + 1, ls1 = 2 * (qh1 >> 12 & 7) + 1;
+            const __m512i scales = _mm512_inserti64x4(_mm512_set1_epi16((short)ls0), _mm256_set1_epi16((short)ls1), 1);
+            acc = madd_acc(acc, iq1_dot64(idx, q8k_load64(y, 32 * ib)), scales);
+            sumi1 += ls0 * (qh0 & 0x8000 ? -1 : 1) * (cpuq_q8k_bsum(y, 2 * ib) + cpuq_q8k_bsum(y, 2 * ib + 1));
+            sumi1 += ls1 * (qh1 & 0x8000 ? -1 : 1) * (cpuq_q8k_bsum(y, 2 * ib + 2) + cpuq_q8k_bsum(y, 2 * ib + 3));
+        }
+        const int sumi = _mm512_reduce_add_epi32(acc);
+        sum += cpuq_half(x) * cpuq_f32(y) * ((float)sumi + TPORT_IQ1S_DELTA * (float)sumi1);
+    }
+    *s = sum;
+}
+
+/* IQ1_M, two groups of 32 per step: the four qh bytes of a step give each
+ * entry's three high index bits (nibble l of their u32) and each 8
+ * elements' delta sign (bit 3 or 7 of qh byte l / 2), spread to a byte
+ * mask with vpshufb; the 3-bit scales, one per 16, shifted per lane. */
+static void dot_iq1_m(int64_t n, float *s, const void *vx, const void *vy) {
+    const uint8_t *x = vx, *y = vy;
+    const __m512i hshift = _mm512_setr_epi64(0, 4, 8, 12, 16, 20, 24, 28);
+    const __m512i sshift = _mm512_setr_epi64(0, 0, 0x0003000300030003LL, 0x0003000300030003LL, 0x0006000600060006LL,
+                                             0x0006000600060006LL, 0x0009000900090009LL, 0x0009000900090009LL);
+    const __m512i lane_byte = _mm512_setr_epi64(0, 0, 0x0101010101010101LL, 0x0101010101010101LL, 0x0202020202020202LL,
+                                                0x0202020202020202LL, 0x0303030303030303LL, 0x0303030303030303LL);
+    const __m512i delta_bit = _mm512_set1_epi64((long long)0x8080808080808080ULL);
+    const __m512i delta_bits = _mm512_mask_blend_epi64(0x55, delta_bit, _mm512_set1_epi64(0x0808080808080808LL));
+    const __m512i ones = _mm512_set1_epi8(1);
+    float sum = 0;
+    for (int64_t i = 0; i < n / QK_K; i++, x += 56, y += BQ8_K) {
+        prefetch_ahead(x);
+        unsigned sc[4];
+        for (int k = 0; k < 4; k++)
+            sc[k] = u16_at(x + 48 + 2 * k);
+        const unsigned d16 = (sc[0] >> 12) | (sc[1] >> 8 & 0x00f0) | (sc[2] >> 4 & 0x0f00) | (sc[3] & 0xf000);
+        const uint8_t dbytes[2] = {(uint8_t)d16, (uint8_t)(d16 >> 8)};
+        __m512i acc1 = _mm512_setzero_si512(), acc2 = _mm512_setzero_si512();
+        for (int ib = 0; ib < 8; ib += 2) {
+            const uint32_t qh = cpuq_u32(x + 32 + 2 * ib);
+            const __m512i hi = _mm512_slli_epi64(
+                _mm512_and_si512(_mm512_srlv_epi64(_mm512_set1_epi64(qh), hshift), _mm512_set1_epi64(7)), 8);
+            const __m512i idx = _mm512_or_si512(_mm512_cvtepu8_epi64(_mm_loadl_epi64((const __m128i *)(x + 4 * ib))), hi);
+            const __m512i y8 = q8k_load64(y, 32 * ib);
+            const __mmask64 dneg = _mm512_test_epi8_mask(_mm512_shuffle_epi8(_mm512_set1_epi32((int)qh), lane_byte), delta_bits);
+            const __m512i dsum = _mm512_maddubs_epi16(ones, negate_where(y8, dneg));
+            const __m512i s3 = _mm512_and_si512(_mm512_srlv_epi16(_mm512_set1_epi16((short)sc[ib / 2]), sshift), _mm512_set1_epi16(7));
+            const __m512i scales = _mm512_add_epi16(_mm512_add_epi16(s3, s3), _mm512_set1_epi16(1));
+            acc1 = madd_acc(acc1, iq1_dot64(idx, y8), scales);
+            acc2 = madd_acc(acc2, dsum, scales);
+        }
+        const int sumi1 = _mm512_reduce_add_epi32(acc1), sumi2 = _mm512_reduce_add_epi32(acc2);
+        sum += cpuq_half(dbytes) * cpuq_f32(y) * ((float)sumi1 + TPORT_IQ1S_DELTA * (float)sumi2);
+    }
+    *s = sum;
+}
+
 CPUQ_KERNEL_TABLE(avx512_iq_kernel,
                   {TPORT_TYPE_IQ2_XXS, dot_iq2_xxs},
                   {TPORT_TYPE_IQ2_XS, dot_iq2_xs},
                   {TPORT_TYPE_IQ2_S, dot_iq2_s},
                   {TPORT_TYPE_IQ3_XXS, dot_iq3_xxs},
                   {TPORT_TYPE_IQ3_S, dot_iq3_s},
+                  {TPORT_TYPE_IQ1_S, dot_iq1_s},
+                  {TPORT_TYPE_IQ1_M, dot_iq1_m},
                   {TPORT_TYPE_TQ1_0, dot_tq1_0},
                   {TPORT_TYPE_TQ2_0, dot_tq2_0})
 
