@@ -86,16 +86,15 @@ static uint8_t *aligned(void *p) { return (uint8_t *)(((uintptr_t)p + 63) & ~(ui
  * and the 32 rows' scales at wd.  A chunk of a group holds 8 bytes of
  * each of its 8 rows: row r's first k-quad in 32-bit word 2r, its second
  * in 2r + 1.  A step of a few columns reads each weight once, here, from
- * memory: ahead, as the one-column kernels (cpu_prefetch.c). */
+ * memory: `ahead` bytes ahead, as the one-column kernels (cpu_prefetch.c). */
 AMX_INT8_TARGET static inline __attribute__((always_inline)) void
-unpack_block(const uint8_t *groups, size_t group_bytes, int64_t b, uint8_t *tile, float *wd) {
+unpack_block(const uint8_t *groups, size_t group_bytes, int64_t b, uint8_t *tile, float *wd, uintptr_t ahead) {
     const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
     const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
     const __m512i offset = _mm512_set1_epi8((char)CPU_X8_Q8_XOR);
     for (int k = 0; k < 4; k++)
         for (int o = 0; o < GROUP_BLOCK; o += 64)
-            _mm_prefetch((const char *)(groups + (size_t)k * group_bytes + (size_t)b * GROUP_BLOCK + o) +
-                             cpu_stream_ahead,
+            _mm_prefetch((const char *)(groups + (size_t)k * group_bytes + (size_t)b * GROUP_BLOCK + o) + ahead,
                          _MM_HINT_T0);
     for (int h = 0; h < 2; h++) {
         const uint8_t *g0 = groups + (size_t)(2 * h) * group_bytes + (size_t)b * GROUP_BLOCK;
@@ -120,7 +119,7 @@ AMX_INT8_TARGET void cpu_amx_q8_unpack(const uint8_t *groups, size_t group_bytes
     uint8_t *wq = aligned(scratch);
     float *wd = (float *)(void *)(wq + (size_t)nblk * W_BLOCK);
     for (int64_t b = 0; b < nblk; b++)
-        unpack_block(groups, group_bytes, b, wq + (size_t)b * W_BLOCK, wd + b * ROWS);
+        unpack_block(groups, group_bytes, b, wq + (size_t)b * W_BLOCK, wd + b * ROWS, cpu_stream_ahead);
 }
 
 /* Palette 1: C tiles 0-3 (16 x 64 bytes), A tiles 4-5 (16 rows of one
@@ -219,15 +218,23 @@ cols_blocks(const uint8_t *groups, size_t group_bytes, uint8_t *wq, float *wd, i
         r0[col] = r1[col] = _mm512_setzero_ps();
     if (!reg)
         memset(acc, 0, (size_t)N * ROWS * sizeof(float));
+    /* FUSED: a quarter of the one-column kernels' distance ahead.  The
+     * four streams' lines wait in L1 beside the batch's columns (1 KiB a
+     * block: 24 KiB for rows of 768, 64 KiB for 2048); 2 KiB ahead, they
+     * pushed the columns out.  A step of 8 sequences of stories110M
+     * (Q8_0, 1 thread, perf cpu-clock): this kernel 13.0-13.6 ms a step
+     * 2 KiB ahead, 12.0-12.6 at 512 bytes, 12.5-12.7 at 1 KiB, 12.7-13.6
+     * at 256 (TPORT_CPU_PREFETCH; issue 42). */
+    const uintptr_t ahead = cpu_stream_ahead / 4 / 64 * 64;
     if (FUSED)
-        unpack_block(groups, group_bytes, 0, wq, wd);
+        unpack_block(groups, group_bytes, 0, wq, wd, ahead);
     tiles_block(cols, wq, c, N);
     for (int64_t b = 0; b < nblk; b++) {
         const int64_t nb = b + 1;
         if (nb < nblk) {
             uint8_t *w = wq + (size_t)(FUSED ? nb & 1 : nb) * W_BLOCK;
             if (FUSED)
-                unpack_block(groups, group_bytes, nb, w, wd + (nb & 1) * ROWS);
+                unpack_block(groups, group_bytes, nb, w, wd + (nb & 1) * ROWS, ahead);
             tiles_block(cols + (size_t)nb * COLS * 32, w, c + (nb & 1) * COLS * ROWS, N);
         }
         const int32_t *cb = c + (b & 1) * COLS * ROWS;

@@ -163,6 +163,20 @@ static void get_rows_task(void *arg, int ith, int nth) {
     }
 }
 
+/* n elements of es bytes from `in` (nb0 apart) to `out` (dnb0 apart): one
+ * memcpy when both are packed.  Element by element, the attention of a
+ * step of 8 sequences (concatenated in rows of 64 floats) took 0.7 ms of
+ * stories110M's 19.6 (perf, 1 thread). */
+static void copy_run(uint8_t *out, size_t dnb0, const uint8_t *in, size_t nb0, int64_t n, size_t es) {
+    if (nb0 == es && dnb0 == es) {
+        memcpy(out, in, (size_t)n * es);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++)
+        memcpy(out + (size_t)i * dnb0, in + (size_t)i * nb0, es);
+}
+
+/* Each row of the result is a's row or b's, or (dim 0) a's then b's. */
 static void concat_task(void *arg, int ith, int nth) {
     cpu_op *op = arg;
     const tport_tensor_view *d = op->dst, *a = op->src[0], *b = op->src[1];
@@ -175,16 +189,16 @@ static void concat_task(void *arg, int ith, int nth) {
         int64_t c[4] = {0};
         cpu_unravel_row(d, r, &c[1], &c[2], &c[3]);
         uint8_t *out = cpu_row(d, c[1], c[2], c[3]);
-        for (int64_t i0 = 0; i0 < d->ne[0]; i0++) {
-            c[0] = i0;
-            const tport_tensor_view *src = c[p.dim] < a->ne[p.dim] ? a : b;
-            int64_t k[4] = {c[0], c[1], c[2], c[3]};
-            if (src == b)
-                k[p.dim] -= a->ne[p.dim];
-            const uint8_t *in = (const uint8_t *)src->data + (size_t)k[0] * src->nb[0] +
-                                (size_t)k[1] * src->nb[1] + (size_t)k[2] * src->nb[2] + (size_t)k[3] * src->nb[3];
-            memcpy(out + (size_t)i0 * d->nb[0], in, es);
+        if (p.dim == 0) {
+            copy_run(out, d->nb[0], cpu_row(a, c[1], c[2], c[3]), a->nb[0], a->ne[0], es);
+            copy_run(out + (size_t)a->ne[0] * d->nb[0], d->nb[0], cpu_row(b, c[1], c[2], c[3]), b->nb[0],
+                     b->ne[0], es);
+            continue;
         }
+        const tport_tensor_view *src = c[p.dim] < a->ne[p.dim] ? a : b;
+        if (src == b)
+            c[p.dim] -= a->ne[p.dim];
+        copy_run(out, d->nb[0], cpu_row(src, c[1], c[2], c[3]), src->nb[0], d->ne[0], es);
     }
 }
 
