@@ -267,8 +267,9 @@ static void dropped_while_deferred(void) {
     api->buffer_free(be, b2);
 }
 
-/* Matrices without an x8 layout get a plain copy (their own size);
- * vectors, 3-D tensors and padded rows get nothing. */
+/* Matrices without an x8 layout get a plain copy (their own size), and
+ * so do stacks of quantized experts (3-D, back to back: all their rows);
+ * vectors, f32/f16 stacks, stacks with gaps and padded rows get nothing. */
 static void eligibility(void) {
     uint8_t dummy[64];
     tport_tensor_view t = view(TPORT_TYPE_Q4_0, 64, 12, dummy); /* 12 rows: not a multiple of 8 */
@@ -280,8 +281,15 @@ static void eligibility(void) {
     t = view(TPORT_TYPE_F32, 64, 1, dummy);
     CHECK(api->tensor_alloc_size(be, 0, &t) == 0, "a vector wanted");
     t = view(TPORT_TYPE_Q8_0, 64, 16, dummy);
+    t.ne[2] = 3;
+    t.nb[3] = t.nb[2] * 3;
+    CHECK(api->tensor_alloc_size(be, 0, &t) == 3 * 16 * 68, "a stack of 3 q8_0 experts: not all its rows copied");
+    t.nb[2] += 68; /* a gap between experts */
+    CHECK(api->tensor_alloc_size(be, 0, &t) == 0, "a q8_0 stack with gaps wanted");
+    t = view(TPORT_TYPE_F16, 64, 16, dummy);
     t.ne[2] = 2;
-    CHECK(api->tensor_alloc_size(be, 0, &t) == 0, "a 3-D q8_0 tensor wanted");
+    t.nb[3] = t.nb[2] * 2;
+    CHECK(api->tensor_alloc_size(be, 0, &t) == 0, "a 3-D f16 tensor wanted");
     t = view(TPORT_TYPE_Q8_0, 64, 16, dummy);
     t.nb[1] += 2; /* padded rows */
     CHECK(api->tensor_alloc_size(be, 0, &t) == 0, "q8_0 with padded rows wanted");
@@ -292,6 +300,31 @@ static void eligibility(void) {
           "a staging buffer was made by a host-memory backend");
     t = view(TPORT_TYPE_Q8_0, 64, 16, dummy);
     CHECK(api->tensor_write(be, 0, 0, &t, dummy, 64, NULL) != TPORT_STATUS_OK, "tensor_write to handle 0 worked");
+}
+
+/* A stack of experts' copy holds every expert's rows as they were. */
+static void expert_stack(void) {
+    enum { K = 256, N = 8, E = 5 };
+    size_t row = 144 * (K / 256), bytes = row * N * E;
+    uint8_t *src = malloc(bytes);
+    for (size_t i = 0; i < bytes; i++)
+        src[i] = (uint8_t)(i * 37 + i / 151);
+    tport_tensor_view t = view(TPORT_TYPE_Q4_K, K, N, src);
+    t.ne[2] = E;
+    t.nb[3] = t.nb[2] * E;
+    uint64_t size = api->tensor_alloc_size(be, 0, &t);
+    CHECK(size == bytes, "a stack of %d q4_K experts: alloc size %llu, expected %zu", E, (unsigned long long)size,
+          bytes);
+    tport_buffer b = 0;
+    void *host = NULL;
+    if (size == bytes &&
+        api->buffer_alloc(be, 0, TPORT_MEM_DEVICE, TPORT_USAGE_WEIGHTS, size, &b, &host) == TPORT_STATUS_OK) {
+        CHECK(api->tensor_write(be, b, 0, &t, src, bytes, NULL) == TPORT_STATUS_OK, "tensor_write: %s",
+              tport_last_error());
+        CHECK(host && !memcmp(host, src, bytes), "the experts' copy differs from the file's bytes");
+        api->buffer_free(be, b);
+    }
+    free(src);
 }
 
 int main(void) {
@@ -321,6 +354,7 @@ int main(void) {
         test_skip(NAME, "this variant keeps no weights in a layout of its own (no AVX2 kernels)");
     }
     eligibility();
+    expert_stack();
     dropped_while_deferred();
     plain_copy(TPORT_TYPE_F16, 256, 24, 3);
     plain_copy(TPORT_TYPE_F32, 128, 20, 1);
