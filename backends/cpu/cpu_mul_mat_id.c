@@ -284,15 +284,12 @@ static void unit_tiled(cpu_op *op, const cpu_tile_kind *kind, const mid_plan *p,
     }
 }
 
-/* Generation streams each selected row from memory once.  From the
- * file's mapping, in 4 KiB pages (before a deferred copy is made, or with
- * TPORT_CPU_REPACK=0), the hardware prefetchers stop at every page: the
- * row kernels waited on memory (most of a token's time on the Xeon of
- * RESULTS run 35).  The experts' copy in huge pages (cpu_repack.c) took
- * less time than any prefetching here; over it these prefetches made no
- * difference that showed (OLMoE, one thread, perf samples of the expert
- * kernels: 2205 and 2136 with them, 2186 and 2150 without, 2346 and 2259
- * with the far ones only; issue 41).  So before a row's dot its bytes are
+/* Generation streams each selected row from memory once, by default
+ * from the file's mapping in 4 KiB pages, where the hardware prefetchers
+ * stop at every page: the row kernels waited on memory (most of a token's
+ * time on the Xeon of RESULTS run 35).  Over the experts' opt-in copy in
+ * huge pages (TPORT_CPU_COPY_EXPERTS, cpu_repack.c) these prefetches
+ * made no difference that showed (RESULTS run 38).  So before a row's dot its bytes are
  * prefetched cpu_stream_ahead further on into L2, and 4 KiB beyond that
  * towards the last level: about two and five rows ahead, far enough to
  * cover the latency, and L2 rather than L1, whose fill buffers a row's

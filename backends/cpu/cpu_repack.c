@@ -84,6 +84,7 @@ typedef struct cpu_buffer {
 } cpu_buffer;
 
 static bool repack_enabled = true;
+static bool copy_experts = false; /* TPORT_CPU_COPY_EXPERTS=1 (copy_eligible) */
 static int encode_threads = 1; /* threads re-encoding one large weight */
 
 /* Deferred copies, oldest first; tickets count up from 1. */
@@ -97,6 +98,8 @@ static tport_ticket last_ticket;
 void cpu_repack_init(void) {
     const char *e = getenv("TPORT_CPU_REPACK");
     repack_enabled = !(e && e[0] == '0' && e[1] == '\0') && cpu_x8_available();
+    const char *x = getenv("TPORT_CPU_COPY_EXPERTS");
+    copy_experts = x && x[0] == '1' && x[1] == '\0';
     long cores = cpu_core_count();
     encode_threads = (int)(cores > ENCODE_THREADS ? ENCODE_THREADS : cores);
 }
@@ -153,20 +156,21 @@ static uint64_t plain_bytes(const tport_tensor_view *t) {
 
 /* Whether a weight gets a plain copy: a matrix (not a vector: those are
  * read by element-wise ops, which a deferred copy cannot be given to),
- * whole blocks, rows dense; or a stack of quantized experts (3-D, the
- * matrices back to back), which only mul_mat_id reads, as its src[0],
- * where a deferred copy is handled.  Generation streams the selected
- * experts' rows as it streams a dense weight, and from the file's 4 KiB
- * pages the expert products took 15-20 % more CPU time a token than from
- * the copy's huge pages (OLMoE, one thread, perf samples of the expert
- * kernels: 2543 and 2362 against 2040 and 2041; issue 41).  Quantized
+ * whole blocks, rows dense; and, only when TPORT_CPU_COPY_EXPERTS=1, a
+ * stack of quantized experts (3-D, the matrices back to back), which only
+ * mul_mat_id reads, as its src[0], where a deferred copy is handled.
+ * Generation reads the selected experts' rows faster from the copy's huge
+ * pages than from the file's 4 KiB ones (RESULTS run 38), but by default
+ * experts stay in the file's mapping: a mixture is run from files larger
+ * than memory, its pages come and go with use, and a copy of every
+ * expert costs the memory of all of them and a slow load.  Quantized
  * only: f16/f32 stacks may be convolution kernels, read by other ops. */
 static bool copy_eligible(const tport_tensor_view *t) {
     const tport_type_info *ti = cpu_host->type_info(t->type);
     if (!ti || ti->block_size <= 0 || t->ne[0] <= 0 || t->ne[0] % ti->block_size || t->ne[1] < 2 ||
         t->ne[2] < 1 || t->ne[3] != 1)
         return false;
-    if (t->ne[2] > 1 && (ti->block_size < 2 || t->nb[2] != t->nb[1] * (uint64_t)t->ne[1]))
+    if (t->ne[2] > 1 && (!copy_experts || ti->block_size < 2 || t->nb[2] != t->nb[1] * (uint64_t)t->ne[1]))
         return false;
     return t->nb[0] == ti->block_bytes && t->nb[1] == ti->block_bytes * (uint64_t)(t->ne[0] / ti->block_size);
 }

@@ -268,7 +268,8 @@ static void dropped_while_deferred(void) {
 }
 
 /* Matrices without an x8 layout get a plain copy (their own size), and
- * so do stacks of quantized experts (3-D, back to back: all their rows);
+ * with TPORT_CPU_COPY_EXPERTS=1 (set in main) so do stacks of quantized
+ * experts (3-D, back to back: all their rows);
  * vectors, f32/f16 stacks, stacks with gaps and padded rows get nothing. */
 static void eligibility(void) {
     uint8_t dummy[64];
@@ -344,6 +345,7 @@ int main(void) {
         dlclose(lib);
         test_skip(NAME, "this machine lacks the variant's instruction sets");
     }
+    setenv("TPORT_CPU_COPY_EXPERTS", "1", 1);
     CHECK(api->init(&be) == TPORT_STATUS_OK, "init: %s", tport_last_error());
     uint8_t probe[18 * 2 * 8];
     memset(probe, 0, sizeof probe);
@@ -378,6 +380,16 @@ int main(void) {
             for (int threads = 1; threads <= 2; threads++)
                 if (shapes[s][0] % tport_traits(types[ty])->info.block_size == 0)
                     check(types[ty], shapes[s][0], shapes[s][1], shapes[s][2], threads);
+    api->shutdown(be);
+
+    /* by default experts stay in the file's mapping */
+    unsetenv("TPORT_CPU_COPY_EXPERTS");
+    CHECK(api->init(&be) == TPORT_STATUS_OK, "init: %s", tport_last_error());
+    tport_tensor_view stack = view(TPORT_TYPE_Q8_0, 64, 16, probe);
+    stack.ne[2] = 3;
+    stack.nb[3] = stack.nb[2] * 3;
+    CHECK(api->tensor_alloc_size(be, 0, &stack) == 0, "a stack of experts copied without TPORT_CPU_COPY_EXPERTS=1");
+    CHECK(api->tensor_alloc_size(be, 0, &t) != 0, "a matrix no longer copied");
     api->shutdown(be);
 
     /* TPORT_CPU_REPACK=0: nothing is wanted */
