@@ -66,6 +66,7 @@ bool batcher_init(batcher *b, tport_model *m, int n) {
     atomic_init(&b->steps, 0);
     atomic_init(&b->rows, 0);
     atomic_init(&b->shared, 0);
+    atomic_init(&b->busy_us, 0);
     b->n = n;
     b->wait_ms = WAIT_MS;
     b->slots = calloc((size_t)n, sizeof *b->slots);
@@ -148,6 +149,7 @@ static void lead(batcher *b) {
     double t0 = now_ms();
     tport_status st = tport_batch_eval(b->batch, b->items, n);
     double ms = now_ms() - t0;
+    atomic_fetch_add(&b->busy_us, (uint64_t)(ms * 1e3));
     for (int k = 0; k < n; k++) {
         batcher_slot *sl = &b->slots[b->taken[k]];
         /* after a failed step, a slot that has not moved on goes alone */
@@ -181,7 +183,11 @@ tport_status batcher_eval(batcher *b, int slot, tport_session *s, const tport_to
     }
     *sl = (batcher_slot){.active = sl->active, .state = PENDING, .s = s, .ids = ids, .n = n, .since = now_ms()};
     b->n_pending++;
-    pthread_cond_broadcast(&b->cv); /* a waiting leader may have everyone now */
+    /* no wake-up: this thread checks below whether its token completes
+     * the step, and it leads it; a waiter's deadline (the oldest token's)
+     * does not move for a later one.  Waking every waiter at each token
+     * handed in cost 8 slots some 30 futile wake-ups a step, and their
+     * fight for the lock, on the cores the model needs (issue 42) */
     while (sl->state != DONE) {
         /* the wait begins with the step's first token or, for one handed
          * in during the last step, with that step's end: the others come

@@ -32,8 +32,9 @@ typedef struct batcher {
     double wait_ms;        /* the least the first of a step waits for the rest */
     double step_ms;        /* how long the last step of several slots took */
     double ended;          /* when the last step ended (ms)             */
-    /* for /metrics: steps run, tokens in them, steps of several slots */
-    atomic_uint_fast64_t steps, rows, shared;
+    /* for /metrics: steps run, tokens in them, steps of several slots,
+     * and the microseconds they took */
+    atomic_uint_fast64_t steps, rows, shared, busy_us;
 } batcher;
 
 /* For n slots of model m; false with tport_last_error() set on failure. */
