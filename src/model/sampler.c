@@ -158,6 +158,23 @@ tport_status tport_sampler_apply_penalties(tport_sampler *sm, float *logits, int
 tport_token tport_sampler_sample(tport_sampler *sm, const float *logits, int32_t n_vocab) {
     if (!sm || !logits || n_vocab <= 0)
         return -1;
+    bool plain = sm->n_bias == 0 &&
+                 (sm->n_history == 0 || (sm->p.repeat_penalty == 1.0f && sm->p.frequency_penalty == 0.0f &&
+                                         sm->p.presence_penalty == 0.0f));
+    if (sm->p.temperature <= 0 && plain) {
+        /* greedy with nothing to add: the argmax of the logits as they
+         * are (NaN as -inf, so never chosen over a number), without the
+         * copy below -- a vocabulary of 128k is 512 KiB written and read
+         * again per token, for every slot of tport serve (issue 42) */
+        int32_t best = 0;
+        float bv = isnan(logits[0]) ? -INFINITY : logits[0];
+        for (int32_t i = 1; i < n_vocab; i++)
+            if (logits[i] > bv) {
+                bv = logits[i];
+                best = i;
+            }
+        return best;
+    }
     if (n_vocab > sm->cand_cap) {
         candidate *c = realloc(sm->cand, (size_t)n_vocab * sizeof *c);
         if (c)
