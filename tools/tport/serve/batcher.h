@@ -49,5 +49,13 @@ void batcher_leave(batcher *b, int slot);
  * slot; a failure's message goes to err (cap bytes). */
 tport_status batcher_eval(batcher *b, int slot, tport_session *s, const tport_token *ids, int32_t n, char *err,
                           size_t cap);
+/* batcher_eval in two halves, so that a slot's thread can send what it
+ * has while its next token is evaluated: batcher_submit hands the tokens
+ * in (and runs the step at once when they complete it), batcher_wait
+ * returns when they have been evaluated, with their status.  Until then
+ * the session and ids are the batcher's; every submit needs its wait,
+ * before the slot leaves too. */
+void batcher_submit(batcher *b, int slot, tport_session *s, const tport_token *ids, int32_t n);
+tport_status batcher_wait(batcher *b, int slot, char *err, size_t cap);
 
 #endif
