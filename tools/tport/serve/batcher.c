@@ -239,9 +239,13 @@ tport_status batcher_eval(batcher *b, int slot, tport_session *s, const tport_to
 void batcher_submit(batcher *b, int slot, tport_session *s, const tport_token *ids, int32_t n) {
     pthread_mutex_lock(&b->lock);
     hand_in(b, slot, s, ids, n);
+    /* the last one in runs the step at once (no thread to wake), when
+     * there are others: they send meanwhile.  Alone, the step waits for
+     * batcher_wait, as it did before, so the token just sampled is not
+     * sent a step late (no one sends meanwhile) */
     double due;
-    if (may_lead(b, &b->slots[slot], &due))
-        lead(b); /* the last one in: at once, no thread to wake */
+    if (b->n_active > 1 && may_lead(b, &b->slots[slot], &due))
+        lead(b);
     pthread_mutex_unlock(&b->lock);
 }
 

@@ -51,7 +51,8 @@ tport_status batcher_eval(batcher *b, int slot, tport_session *s, const tport_to
                           size_t cap);
 /* batcher_eval in two halves, so that a slot's thread can send what it
  * has while its next token is evaluated: batcher_submit hands the tokens
- * in (and runs the step at once when they complete it), batcher_wait
+ * in (and runs the step at once when they complete it, beside other
+ * slots), batcher_wait
  * returns when they have been evaluated, with their status.  Until then
  * the session and ids are the batcher's; every submit needs its wait,
  * before the slot leaves too. */
