@@ -247,13 +247,11 @@ tport_token tport_sampler_sample(tport_sampler *sm, const float *logits, int32_t
             w[sm->bias[i].id] += sm->bias[i].bias;
     if (penalize(sm, w, n_vocab) != TPORT_STATUS_OK)
         return -1;
-    if (sm->p.temperature <= 0) { /* greedy: the first largest, no candidates */
-        int32_t best = 0;
-        for (int32_t i = 1; i < n_vocab; i++)
-            if (w[i] > w[best])
-                best = i;
-        return best;
-    }
+    if (sm->p.temperature <= 0) /* greedy: the first largest, no candidates */
+        /* only +inf plus a bias of -inf is NaN here: a scan with '>' from
+         * a NaN w[0] keeps 0, one from a number never takes a NaN (tport
+         * serve's ignore_eos biases every request, issue 42) */
+        return isnan(w[0]) ? 0 : first_argmax(w, n_vocab);
     candidate *c = sm->cand;
     for (int32_t i = 0; i < n_vocab; i++)
         c[i] = (candidate){i, w[i]};

@@ -84,6 +84,25 @@ int main(void) {
         v[0] = NAN, v[700] = -0.0f, v[900] = 0.0f;
         CHECK(tport_sampler_sample(sm, v, 1000) == 700, "-0 and +0 tie: the first");
         tport_sampler_free(sm);
+        /* with a logit bias (tport serve's ignore_eos): the same pick
+         * after the bias; +inf biased by -inf is NaN, never picked but
+         * at id 0, where the scalar scan kept it */
+        sm = tport_sampler_new(&p);
+        tport_logit_bias bias[2] = {{3, -INFINITY}, {9000, 20.0f}};
+        CHECK(tport_sampler_set_logit_bias(sm, bias, 2) == TPORT_STATUS_OK, "bias: %s", tport_last_error());
+        for (int32_t i = 0; i < 10000; i++)
+            v[i] = (float)(i % 37) * 0.25f;
+        v[3] = 100.0f;
+        CHECK(tport_sampler_sample(sm, v, 10000) == 9000, "biased greedy: id 3 out, 9000 lifted from 2.25 to 22.25");
+        v[9000] = -30.0f;
+        CHECK(tport_sampler_sample(sm, v, 10000) == 36, "biased greedy: the first of the largest left");
+        v[3] = INFINITY, v[0] = 1.0f;
+        CHECK(tport_sampler_sample(sm, v, 10000) == 36, "+inf biased -inf (NaN) is not picked");
+        tport_logit_bias b0 = {0, -INFINITY};
+        v[0] = INFINITY;
+        CHECK(tport_sampler_set_logit_bias(sm, &b0, 1) == TPORT_STATUS_OK &&
+                  tport_sampler_sample(sm, v, 10000) == 0, "NaN at id 0: 0, as the scalar scan");
+        tport_sampler_free(sm);
     }
     /* repetition penalty: positive logits divided, negative multiplied */
     {
