@@ -48,6 +48,62 @@ int main(void) {
         CHECK(tport_sampler_sample(sm, b, 3) == 1, "greedy with -inf");
         tport_sampler_free(sm);
     }
+    /* greedy over a vocabulary of Llama 3's size (the vectorized pick):
+     * the first id of the largest, NaN never picked, ties across its
+     * blocks and lanes, the odd tail, all -inf/NaN -> 0 */
+    {
+        enum { N = 128256 };
+        static float v[N];
+        tport_sampler_params p = params(0, 0, 1, 0);
+        tport_sampler *sm = tport_sampler_new(&p);
+        uint64_t r = 7;
+        int bad = 0;
+        for (int t = 0; t < 200; t++) {
+            int32_t n = N - t; /* every tail length */
+            for (int32_t i = 0; i < n; i++) {
+                r = r * 6364136223846793005ull + 1442695040888963407ull;
+                v[i] = (float)(int)(r >> 54) * 0.125f - 64.0f; /* few values: many ties */
+                if ((r >> 20) % 97 == 0)
+                    v[i] = NAN;
+            }
+            if (t % 3 == 0)
+                v[(r >> 8) % (uint64_t)n] = NAN;
+            if (t % 7 == 1)
+                v[n - 1] = 1000.0f; /* the largest in the tail */
+            int32_t want = 0;
+            float bv = isnan(v[0]) ? -INFINITY : v[0];
+            for (int32_t i = 1; i < n; i++)
+                if (v[i] > bv)
+                    bv = v[i], want = i;
+            bad += tport_sampler_sample(sm, v, n) != want;
+        }
+        CHECK(bad == 0, "vectorized greedy differs from the scalar argmax %d times in 200", bad);
+        for (int32_t i = 0; i < 1000; i++)
+            v[i] = i % 2 ? NAN : -INFINITY;
+        CHECK(tport_sampler_sample(sm, v, 1000) == 0, "all -inf or NaN: id 0");
+        v[0] = NAN, v[700] = -0.0f, v[900] = 0.0f;
+        CHECK(tport_sampler_sample(sm, v, 1000) == 700, "-0 and +0 tie: the first");
+        tport_sampler_free(sm);
+        /* with a logit bias (tport serve's ignore_eos): the same pick
+         * after the bias; +inf biased by -inf is NaN, never picked but
+         * at id 0, where the scalar scan kept it */
+        sm = tport_sampler_new(&p);
+        tport_logit_bias bias[2] = {{3, -INFINITY}, {9000, 20.0f}};
+        CHECK(tport_sampler_set_logit_bias(sm, bias, 2) == TPORT_STATUS_OK, "bias: %s", tport_last_error());
+        for (int32_t i = 0; i < 10000; i++)
+            v[i] = (float)(i % 37) * 0.25f;
+        v[3] = 100.0f;
+        CHECK(tport_sampler_sample(sm, v, 10000) == 9000, "biased greedy: id 3 out, 9000 lifted from 2.25 to 22.25");
+        v[9000] = -30.0f;
+        CHECK(tport_sampler_sample(sm, v, 10000) == 36, "biased greedy: the first of the largest left");
+        v[3] = INFINITY, v[0] = 1.0f;
+        CHECK(tport_sampler_sample(sm, v, 10000) == 36, "+inf biased -inf (NaN) is not picked");
+        tport_logit_bias b0 = {0, -INFINITY};
+        v[0] = INFINITY;
+        CHECK(tport_sampler_set_logit_bias(sm, &b0, 1) == TPORT_STATUS_OK &&
+                  tport_sampler_sample(sm, v, 10000) == 0, "NaN at id 0: 0, as the scalar scan");
+        tport_sampler_free(sm);
+    }
     /* repetition penalty: positive logits divided, negative multiplied */
     {
         tport_sampler_params p = params(0, 0, 1, 0);

@@ -7,7 +7,9 @@
  * - a slot that stops handing tokens in (a client that does not read)
  *   holds the others up once, for the wait, and not at every step: it is
  *   late until it comes back;
- * - what each slot generates is what its session generates alone.
+ * - what each slot generates is what its session generates alone,
+ *   through batcher_eval or batcher_submit + batcher_wait (a slot's
+ *   thread sends its token's text in between).
  *
  * Run under ThreadSanitizer in CI (.ci/run). */
 #include <pthread.h>
@@ -29,6 +31,7 @@ typedef struct worker {
     const tport_token *prompt;
     int32_t n_prompt;
     atomic_bool *stall; /* set: after the prompt, wait until it is clear */
+    bool pipelined;     /* batcher_submit, "send" for a while, batcher_wait */
     tport_token out[N_GEN];
     bool ok;
 } worker;
@@ -61,6 +64,13 @@ static void *run(void *arg) {
     }
     for (int i = 0; w->ok && i < N_GEN; i++) {
         w->out[i] = greedy(w->m, tport_session_logits(w->s));
+        if (w->pipelined) { /* as tport serve's slots: the token's text goes out during the step */
+            batcher_submit(w->b, w->slot, w->s, &w->out[i], 1);
+            struct timespec t = {0, (long)(w->slot + 1) * 300 * 1000};
+            nanosleep(&t, NULL);
+            w->ok = batcher_wait(w->b, w->slot, err, sizeof err) == TPORT_STATUS_OK;
+            continue;
+        }
         w->ok = (w->b ? batcher_eval(w->b, w->slot, w->s, &w->out[i], 1, err, sizeof err)
                       : tport_session_eval(w->s, &w->out[i], 1)) == TPORT_STATUS_OK;
     }
@@ -74,13 +84,13 @@ static const tport_token prompts[N_SLOTS][5] = {
 
 /* The slots' requests at once through b; stall_slot (or -1) stops after
  * its prompt until the others are done.  Returns the others' wall time. */
-static double together(batcher *b, tport_model *m, tport_session **s, worker *w, int stall_slot) {
+static double together(batcher *b, tport_model *m, tport_session **s, worker *w, int stall_slot, bool pipelined) {
     atomic_bool stall;
     atomic_init(&stall, stall_slot >= 0);
     pthread_t th[N_SLOTS];
     for (int i = 0; i < N_SLOTS; i++) {
         w[i] = (worker){.b = b, .m = m, .s = s[i], .slot = i, .prompt = prompts[i], .n_prompt = 5,
-                        .stall = i == stall_slot ? &stall : NULL};
+                        .stall = i == stall_slot ? &stall : NULL, .pipelined = pipelined};
         batcher_join(b, i); /* all in before anyone hands a token in */
     }
     double t0 = now_ms(), others = 0;
@@ -123,7 +133,7 @@ int main(void) {
     /* lock step: one step for the prompts, then one per token */
     b.wait_ms = 60000;
     worker w[N_SLOTS];
-    together(&b, m, s, w, -1);
+    together(&b, m, s, w, -1, false);
     uint64_t steps = atomic_load(&b.steps), rows = atomic_load(&b.rows);
     for (int i = 0; i < N_SLOTS; i++) {
         CHECK(w[i].ok, "slot %d together failed", i);
@@ -136,11 +146,26 @@ int main(void) {
     CHECK(steps == 1 + N_GEN, "%llu steps for %d slots in lock step, not %d (steps without every slot)",
           (unsigned long long)steps, N_SLOTS, 1 + N_GEN);
 
+    /* handed in before "sending" (batcher_submit, batcher_wait): still
+     * one step per token, each with every slot, and the same tokens */
+    uint64_t steps0 = atomic_load(&b.steps), rows0 = atomic_load(&b.rows);
+    together(&b, m, s, w, -1, true);
+    for (int i = 0; i < N_SLOTS; i++) {
+        CHECK(w[i].ok, "slot %d pipelined failed", i);
+        for (int k = 0; k < N_GEN; k++)
+            CHECK(w[i].out[k] == alone[i].out[k], "slot %d, token %d: %d pipelined, %d alone", i, k,
+                  (int)w[i].out[k], (int)alone[i].out[k]);
+    }
+    CHECK(atomic_load(&b.rows) - rows0 == N_SLOTS * (5 + N_GEN), "pipelined: %llu rows, not %d",
+          (unsigned long long)(atomic_load(&b.rows) - rows0), N_SLOTS * (5 + N_GEN));
+    CHECK(atomic_load(&b.steps) - steps0 == 1 + N_GEN, "pipelined: %llu steps for %d slots, not %d",
+          (unsigned long long)(atomic_load(&b.steps) - steps0), N_SLOTS, 1 + N_GEN);
+
     /* slot 3 stalls after its prompt: the others wait for it once (WAIT
      * ms), then go on without it; waiting at every step takes N_GEN WAITs */
     enum { WAIT = 400 };
     b.wait_ms = WAIT;
-    double ms = together(&b, m, s, w, 3);
+    double ms = together(&b, m, s, w, 3, false);
     for (int i = 0; i < N_SLOTS; i++)
         CHECK(w[i].ok, "slot %d beside a stalled one failed", i);
     for (int i = 0; i < N_SLOTS; i++)

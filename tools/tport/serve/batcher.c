@@ -66,6 +66,7 @@ bool batcher_init(batcher *b, tport_model *m, int n) {
     atomic_init(&b->steps, 0);
     atomic_init(&b->rows, 0);
     atomic_init(&b->shared, 0);
+    atomic_init(&b->busy_us, 0);
     b->n = n;
     b->wait_ms = WAIT_MS;
     b->slots = calloc((size_t)n, sizeof *b->slots);
@@ -148,6 +149,7 @@ static void lead(batcher *b) {
     double t0 = now_ms();
     tport_status st = tport_batch_eval(b->batch, b->items, n);
     double ms = now_ms() - t0;
+    atomic_fetch_add(&b->busy_us, (uint64_t)(ms * 1e3));
     for (int k = 0; k < n; k++) {
         batcher_slot *sl = &b->slots[b->taken[k]];
         /* after a failed step, a slot that has not moved on goes alone */
@@ -171,9 +173,8 @@ static void lead(batcher *b) {
     pthread_cond_broadcast(&b->cv);
 }
 
-tport_status batcher_eval(batcher *b, int slot, tport_session *s, const tport_token *ids, int32_t n, char *err,
-                          size_t cap) {
-    pthread_mutex_lock(&b->lock);
+/* Hands slot's tokens in for the next step (b->lock held). */
+static void hand_in(batcher *b, int slot, tport_session *s, const tport_token *ids, int32_t n) {
     batcher_slot *sl = &b->slots[slot];
     if (sl->late) { /* back in time for the next step: waited for again */
         sl->late = false;
@@ -181,19 +182,37 @@ tport_status batcher_eval(batcher *b, int slot, tport_session *s, const tport_to
     }
     *sl = (batcher_slot){.active = sl->active, .state = PENDING, .s = s, .ids = ids, .n = n, .since = now_ms()};
     b->n_pending++;
-    pthread_cond_broadcast(&b->cv); /* a waiting leader may have everyone now */
+    /* no wake-up: the thread handing in checks whether its token completes
+     * the step, and leads it; a waiter's deadline (the oldest token's)
+     * does not move for a later one.  Waking every waiter at each token
+     * handed in cost 8 slots some 30 futile wake-ups a step, and their
+     * fight for the lock, on the cores the model needs (issue 42) */
+}
+
+/* Whether slot's pending tokens should go now, the step complete or the
+ * oldest token waited long enough; *due gets when it has (b->lock held). */
+static bool may_lead(const batcher *b, const batcher_slot *sl, double *due) {
+    /* the wait begins with the step's first token or, for one handed in
+     * during the last step, with that step's end: the others come back
+     * from it only then */
+    double first = oldest(b);
+    *due = (first > b->ended ? first : b->ended) + wait_for(b);
+    return sl->state == PENDING && !b->running &&
+           (b->n_pending >= b->n_active - b->n_late || now_ms() >= *due);
+}
+
+/* Waits until slot's step has run, leading it when due (b->lock held). */
+static tport_status wait_done(batcher *b, int slot, char *err, size_t cap) {
+    batcher_slot *sl = &b->slots[slot];
     while (sl->state != DONE) {
-        /* the wait begins with the step's first token or, for one handed
-         * in during the last step, with that step's end: the others come
-         * back from it only then */
-        double first = oldest(b), due = (first > b->ended ? first : b->ended) + wait_for(b), t = now_ms();
-        if (sl->state == PENDING && !b->running && (b->n_pending >= b->n_active - b->n_late || t >= due)) {
+        double due;
+        if (may_lead(b, sl, &due)) {
             lead(b);
             continue;
         }
-        /* until the step ends or someone hands a token in; at the latest
-         * when the oldest token has waited long enough */
-        double until = b->running || sl->state != PENDING ? t + 50.0 : due;
+        /* until the step ends or someone leaves; at the latest when the
+         * oldest token has waited long enough */
+        double until = b->running || sl->state != PENDING ? now_ms() + 50.0 : due;
         struct timespec ts = {.tv_sec = (time_t)(until / 1e3), .tv_nsec = (long)((until / 1e3 - (double)(time_t)(until / 1e3)) * 1e9)};
         if (ts.tv_nsec >= 1000000000L) {
             ts.tv_sec++;
@@ -205,6 +224,34 @@ tport_status batcher_eval(batcher *b, int slot, tport_session *s, const tport_to
     if (st && err && cap)
         snprintf(err, cap, "%s", sl->err);
     sl->state = IDLE;
+    return st;
+}
+
+tport_status batcher_eval(batcher *b, int slot, tport_session *s, const tport_token *ids, int32_t n, char *err,
+                          size_t cap) {
+    pthread_mutex_lock(&b->lock);
+    hand_in(b, slot, s, ids, n);
+    tport_status st = wait_done(b, slot, err, cap);
+    pthread_mutex_unlock(&b->lock);
+    return st;
+}
+
+void batcher_submit(batcher *b, int slot, tport_session *s, const tport_token *ids, int32_t n) {
+    pthread_mutex_lock(&b->lock);
+    hand_in(b, slot, s, ids, n);
+    /* the last one in runs the step at once (no thread to wake), when
+     * there are others: they send meanwhile.  Alone, the step waits for
+     * batcher_wait, as it did before, so the token just sampled is not
+     * sent a step late (no one sends meanwhile) */
+    double due;
+    if (b->n_active > 1 && may_lead(b, &b->slots[slot], &due))
+        lead(b);
+    pthread_mutex_unlock(&b->lock);
+}
+
+tport_status batcher_wait(batcher *b, int slot, char *err, size_t cap) {
+    pthread_mutex_lock(&b->lock);
+    tport_status st = wait_done(b, slot, err, cap);
     pthread_mutex_unlock(&b->lock);
     return st;
 }

@@ -32,8 +32,9 @@ typedef struct batcher {
     double wait_ms;        /* the least the first of a step waits for the rest */
     double step_ms;        /* how long the last step of several slots took */
     double ended;          /* when the last step ended (ms)             */
-    /* for /metrics: steps run, tokens in them, steps of several slots */
-    atomic_uint_fast64_t steps, rows, shared;
+    /* for /metrics: steps run, tokens in them, steps of several slots,
+     * and the microseconds they took */
+    atomic_uint_fast64_t steps, rows, shared, busy_us;
 } batcher;
 
 /* For n slots of model m; false with tport_last_error() set on failure. */
@@ -48,5 +49,14 @@ void batcher_leave(batcher *b, int slot);
  * slot; a failure's message goes to err (cap bytes). */
 tport_status batcher_eval(batcher *b, int slot, tport_session *s, const tport_token *ids, int32_t n, char *err,
                           size_t cap);
+/* batcher_eval in two halves, so that a slot's thread can send what it
+ * has while its next token is evaluated: batcher_submit hands the tokens
+ * in (and runs the step at once when they complete it, beside other
+ * slots), batcher_wait
+ * returns when they have been evaluated, with their status.  Until then
+ * the session and ids are the batcher's; every submit needs its wait,
+ * before the slot leaves too. */
+void batcher_submit(batcher *b, int slot, tport_session *s, const tport_token *ids, int32_t n);
+tport_status batcher_wait(batcher *b, int slot, char *err, size_t cap);
 
 #endif

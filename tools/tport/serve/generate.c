@@ -86,6 +86,8 @@ bool gen_init(gen_job *j, const tport_model *m, tport_session *s, batcher *bt, i
 }
 
 void gen_leave(gen_job *j) {
+    if (atomic_exchange(&j->in_flight, false)) /* the session is the batcher's until then */
+        (void)batcher_wait(j->bt, j->slot, NULL, 0);
     if (atomic_exchange(&j->joined, false))
         batcher_leave(j->bt, j->slot);
 }
@@ -248,6 +250,12 @@ bool gen_step(gen_job *j) {
         j->prompt_ms += now_ms() - t0;
         if (st != TPORT_STATUS_OK)
             return step_failed(j, why);
+    } else if (atomic_exchange(&j->in_flight, false)) {
+        char why[sizeof j->error];
+        st = batcher_wait(j->bt, j->slot, why, sizeof why);
+        j->gen_ms += now_ms() - t0;
+        if (st != TPORT_STATUS_OK)
+            return step_failed(j, why);
     } else if (atomic_load(&j->joined)) {
         char why[sizeof j->error];
         st = batcher_eval(j->bt, j->slot, j->s, &j->prev, 1, why, sizeof why);
@@ -289,6 +297,14 @@ bool gen_step(gen_job *j) {
         finish(j, "stop"); /* the grammar is complete and allows nothing more */
     else if (j->n_gen >= j->max_tokens || j->n_prompt + j->n_gen >= j->n_ctx)
         finish(j, "length"); /* asked for no more, or the context is full */
+    /* the next step starts without waiting for this token's text to be
+     * sent: the caller sends it while the step runs, and the next
+     * gen_step waits for the step (issue 42: every slot's sending was
+     * between two steps, 8 slots on 2 cores) */
+    if (!j->done && atomic_load(&j->joined)) {
+        batcher_submit(j->bt, j->slot, j->s, &j->prev, 1);
+        atomic_store(&j->in_flight, true);
+    }
     return !j->done;
 }
 

@@ -53,6 +53,7 @@ typedef struct gen_job {
     batcher *bt;                  /* decoding steps go through it, or NULL */
     int slot;                     /* s's slot in bt                      */
     atomic_bool joined;           /* generating in bt's steps            */
+    atomic_bool in_flight;        /* prev handed to bt, not yet waited for */
     const gen_spec *spec;
     tport_sampler *sm;
     tport_grammar_state *gs;
@@ -82,11 +83,14 @@ bool gen_init(gen_job *j, const tport_model *m, tport_session *s, batcher *bt, i
 /* Evaluates the prompt (first call; in chunks of GEN_PROMPT_CHUNK) or
  * the last token, in the batcher's steps (else on the session alone),
  * and samples the next one.  false once done (or failed: j->failed,
- * j->error). */
+ * j->error).  In the batcher's steps, the new token is handed in before
+ * it returns (the session is the batcher's until the next call, or
+ * gen_leave, waits for the step). */
 bool gen_step(gen_job *j);
 /* The job takes no more steps: the batcher stops waiting for it (done by
  * the end of the generation, gen_cut and gen_free; before its slot is
- * handed on, a job that stops early must have left). */
+ * handed on, a job that stops early must have left).  It first waits
+ * for a token still in a step. */
 void gen_leave(gen_job *j);
 /* Ends the generation early (shutdown): finish_reason "length". */
 void gen_cut(gen_job *j);

@@ -79,6 +79,9 @@ enum MHD_Result serve_metrics_page(serve_conn *c) {
            (double)atomic_load(&bt->rows));
     metric(&p, "tport:decode_steps_shared_total", "counter", "Steps that held the tokens of several slots.",
            (double)atomic_load(&bt->shared));
+    metric(&p, "tport:decode_step_seconds_total", "counter",
+           "Time the model spent in those steps; the rest of a busy server's time is the serving between them.",
+           (double)atomic_load(&bt->busy_us) / 1e6);
     struct MHD_Response *r =
         MHD_create_response_from_buffer(p.n, p.s ? p.s : (char *)"", p.s ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
     if (!r) {
