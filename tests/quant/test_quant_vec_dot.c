@@ -22,6 +22,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "../test_util.h"
 #include "simd_usable.h"
@@ -346,6 +348,17 @@ static void test_lut_lengths(const char *isa) {
  *   dequantized operands, with sane scales: tolerance 1e-5 * sum |x y|
  *   (integer sums are exact; the products d_x d_y isum and at most 12
  *   blocks' float sums round, each by 2^-24 relative). */
+/* bytes of memory ending where an inaccessible page starts (a kernel that
+ * reads past its row faults), or NULL; *map, *len for munmap. */
+static uint8_t *before_guard(size_t bytes, void **map, size_t *len) {
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE), body = (bytes + page - 1) / page * page;
+    *len = body + page;
+    *map = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (*map == MAP_FAILED || mprotect((uint8_t *)*map + body, page, PROT_NONE) != 0)
+        return NULL;
+    return (uint8_t *)*map + body - bytes;
+}
+
 static void test_own_file_types(const char *isa, int need_simd) {
     static const tport_type_id types[] = {TPORT_TYPE_NVFP4, TPORT_TYPE_Q1_0, TPORT_TYPE_Q2_0};
     static const uint16_t extremes[] = {0x7bff, 0xfbff, 0x0001, 0x8001, 0x0400, 0x3c00, 0x211f, 0x0000};
@@ -369,11 +382,21 @@ static void test_own_file_types(const char *isa, int need_simd) {
 #endif
         const int bs = (int)t->info.block_size, per_y = bs / 32, max_blocks = 12;
         const size_t bx = t->info.block_bytes;
-        uint8_t *x = malloc((size_t)max_blocks * bx), *y = malloc((size_t)(max_blocks * per_y) * BQ8_0);
+        /* each row and its activations end at a guard page */
+        void *xmap = NULL, *ymap = NULL;
+        size_t xlen = 0, ylen = 0;
+        uint8_t *xend = before_guard((size_t)max_blocks * bx, &xmap, &xlen);
+        uint8_t *yend = before_guard((size_t)(max_blocks * per_y) * BQ8_0, &ymap, &ylen);
+        CHECK(xend && yend, "mmap");
+        if (!xend || !yend)
+            return;
+        xend += (size_t)max_blocks * bx;
+        yend += (size_t)(max_blocks * per_y) * BQ8_0;
         float *xf = malloc(sizeof(float) * (size_t)(max_blocks * bs)), *yf = malloc(sizeof(float) * (size_t)(max_blocks * bs));
         int bad = 0, far = 0, runs = 0;
         for (int rep = 0; rep < 40 * max_blocks; rep++) {
             const int nb = 1 + rep % max_blocks, n = nb * bs;
+            uint8_t *x = xend - (size_t)nb * bx, *y = yend - (size_t)(nb * per_y) * BQ8_0;
             const bool extreme = rep % 2 == 1;
             for (size_t i = 0; i < (size_t)nb * bx; i++) /* NVFP4: every scale byte */
                 x[i] = (uint8_t)(test_rng_next(&rng) >> 24);
@@ -425,8 +448,8 @@ static void test_own_file_types(const char *isa, int need_simd) {
         CHECK(far == 0, "%s scalar: %d of %d off the exact dot", t->info.name, far, runs);
         printf("%s scalar kernel within 1e-5 of exact (%d lengths)%s%s%s\n", t->info.name, runs,
                simd[0] ? ", " : "", simd[0] ? isa : "", simd[0] ? (simd[1] ? " and avx2 equal it bit for bit" : " equals it bit for bit") : "");
-        free(x);
-        free(y);
+        munmap(xmap, xlen);
+        munmap(ymap, ylen);
         free(xf);
         free(yf);
     }

@@ -52,14 +52,6 @@ static inline __m256i avx2_sum8_epi32(const __m256i v[8]) {
     return _mm256_add_epi32(_mm256_permute2x128_si256(lo, hi, 0x20), _mm256_permute2x128_si256(lo, hi, 0x31));
 }
 
-/* 8 halves at p, p + stride, ... as floats (exact). */
-static inline __m256 avx2_halves8(const uint8_t *p, size_t stride) {
-    uint16_t h[8];
-    for (int i = 0; i < 8; i++)
-        h[i] = (uint16_t)(p[i * stride] | p[i * stride + 1] << 8);
-    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)h));
-}
-
 /* Byte i = 0xFF if bit i of `bits` is set, else 0. */
 static inline __m256i avx2_bits_to_bytes(uint32_t bits) {
     const __m256i spread = _mm256_setr_epi64x(0, 0x0101010101010101LL, 0x0202020202020202LL, 0x0303030303030303LL);

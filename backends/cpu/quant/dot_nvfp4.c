@@ -41,6 +41,7 @@ static void dot_scalar(int64_t n, float *s, const void *vx, const void *vy) {
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #include "avx2_util.h"
+#include "scales4_x86.h"
 
 /* The eight UE4M3 scales of the two blocks at x, halved, as
  * cpuq_ue4m3_half: (8 + m) 2^(e-11), m 2^-10 for e = 0, 0x7f zero. */
@@ -57,11 +58,8 @@ static inline __m256 nvfp4_scales(const uint8_t *x) {
 
 /* Lane u's scale d_x d_y for the two blocks at x and their four Q8_0 blocks at y. */
 static inline __m256 nvfp4_step_scales(const uint8_t *x, const uint8_t *y) {
-    const uint8_t *h = y;
-    const __m256 dy = _mm256_cvtph_ps(_mm_setr_epi16((short)cpuq_i16(h), (short)cpuq_i16(h), (short)cpuq_i16(h + BQ8_0),
-                                                     (short)cpuq_i16(h + BQ8_0), (short)cpuq_i16(h + 2 * BQ8_0),
-                                                     (short)cpuq_i16(h + 2 * BQ8_0), (short)cpuq_i16(h + 3 * BQ8_0),
-                                                     (short)cpuq_i16(h + 3 * BQ8_0)));
+    const __m256 d4 = _mm256_castps128_ps256(_mm_cvtph_ps(_mm_cvtsi64_si128((long long)x86_halves4(y, BQ8_0))));
+    const __m256 dy = _mm256_permutevar8x32_ps(d4, _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3));
     return _mm256_mul_ps(nvfp4_scales(x), dy);
 }
 

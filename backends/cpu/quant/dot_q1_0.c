@@ -39,11 +39,12 @@ static void dot_scalar(int64_t n, float *s, const void *vx, const void *vy) {
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #include "avx2_util.h"
+#include "scales4_x86.h"
 
 /* Lane u's scale d_x d_y for the two blocks at x and their eight Q8_0 blocks at y. */
 static inline __m256 q1_0_scales(const uint8_t *x, const uint8_t *y) {
     const __m256 dx = _mm256_set_m128(_mm_set1_ps(cpuq_half(x + BQ1_0)), _mm_set1_ps(cpuq_half(x)));
-    return _mm256_mul_ps(dx, avx2_halves8(y, BQ8_0));
+    return _mm256_mul_ps(dx, x86_halves8(y, BQ8_0));
 }
 
 /* Two blocks a step: per unit the bits become +-1 bytes that give y their

@@ -37,11 +37,14 @@ static void dot_scalar(int64_t n, float *s, const void *vx, const void *vy) {
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #include "avx2_util.h"
+#include "scales4_x86.h"
 
-/* Lane u's scale d_x d_y for the four blocks at x and their eight Q8_0 blocks at y. */
+/* Lane u's scale d_x d_y for the four blocks at x (no further: the row
+ * may end there) and their eight Q8_0 blocks at y. */
 static inline __m256 q2_0_scales(const uint8_t *x, const uint8_t *y) {
-    const __m256 dx = _mm256_permutevar8x32_ps(avx2_halves8(x, BQ2_0), _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3));
-    return _mm256_mul_ps(dx, avx2_halves8(y, BQ8_0));
+    const __m256 d4 = _mm256_castps128_ps256(_mm_cvtph_ps(_mm_cvtsi64_si128((long long)x86_halves4(x, BQ2_0))));
+    const __m256 dx = _mm256_permutevar8x32_ps(d4, _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3));
+    return _mm256_mul_ps(dx, x86_halves8(y, BQ8_0));
 }
 
 /* A unit's 32 codes, and its activations in the same order.  Element
