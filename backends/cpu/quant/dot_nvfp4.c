@@ -43,10 +43,11 @@ static void dot_scalar(int64_t n, float *s, const void *vx, const void *vy) {
 #include "avx2_util.h"
 #include "scales4_x86.h"
 
-/* The eight UE4M3 scales of the two blocks at x, halved, as
- * cpuq_ue4m3_half: (8 + m) 2^(e-11), m 2^-10 for e = 0, 0x7f zero. */
-static inline __m256 nvfp4_scales(const uint8_t *x) {
-    const __m256i v = _mm256_cvtepu8_epi32(_mm_setr_epi32((int)cpuq_u32(x), (int)cpuq_u32(x + BNVFP4), 0, 0));
+/* The eight UE4M3 scales of the two blocks at x (of one, the rest 0, if
+ * !two: the row may end there), halved, as cpuq_ue4m3_half: (8 + m)
+ * 2^(e-11), m 2^-10 for e = 0, 0x7f zero. */
+static inline __m256 nvfp4_scales(const uint8_t *x, bool two) {
+    const __m256i v = _mm256_cvtepu8_epi32(_mm_setr_epi32((int)cpuq_u32(x), two ? (int)cpuq_u32(x + BNVFP4) : 0, 0, 0));
     const __m256i e = _mm256_and_si256(_mm256_srli_epi32(v, 3), _mm256_set1_epi32(15));
     const __m256i one = _mm256_set1_epi32(1);
     const __m256i mant = _mm256_or_si256(_mm256_and_si256(v, _mm256_set1_epi32(7)),
@@ -56,11 +57,13 @@ static inline __m256 nvfp4_scales(const uint8_t *x) {
     return _mm256_andnot_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(v, _mm256_set1_epi32(0x7f))), d);
 }
 
-/* Lane u's scale d_x d_y for the two blocks at x and their four Q8_0 blocks at y. */
-static inline __m256 nvfp4_step_scales(const uint8_t *x, const uint8_t *y) {
-    const __m256 d4 = _mm256_castps128_ps256(_mm_cvtph_ps(_mm_cvtsi64_si128((long long)x86_halves4(y, BQ8_0))));
+/* Lane u's scale d_x d_y for the two blocks at x (one if !two) and their
+ * Q8_0 blocks at y. */
+static inline __m256 nvfp4_step_scales(const uint8_t *x, const uint8_t *y, bool two) {
+    const uint64_t h = two ? x86_halves4(y, BQ8_0) : x86_u16_at(y) | x86_u16_at(y + BQ8_0) << 16;
+    const __m256 d4 = _mm256_castps128_ps256(_mm_cvtph_ps(_mm_cvtsi64_si128((long long)h)));
     const __m256 dy = _mm256_permutevar8x32_ps(d4, _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3));
-    return _mm256_mul_ps(nvfp4_scales(x), dy);
+    return _mm256_mul_ps(nvfp4_scales(x, two), dy);
 }
 
 /* A block's codes as two registers, in element order: lo = sub-blocks 0
@@ -105,7 +108,7 @@ static void dot_avx2(int64_t n, float *s, const void *vx, const void *vy) {
             p[2 * k + 1] = avx2_dot_i8(wh, yh);
         }
         const __m256i isum = nvfp4_sums(p[0], p[1], p[2], p[3]);
-        const __m256 t = _mm256_mul_ps(nvfp4_step_scales(xb, yb), _mm256_cvtepi32_ps(isum));
+        const __m256 t = _mm256_mul_ps(nvfp4_step_scales(xb, yb, true), _mm256_cvtepi32_ps(isum));
         acc = _mm256_add_ps(acc, t);
     }
     float lanes[8];
@@ -120,10 +123,24 @@ static void dot_avx2(int64_t n, float *s, const void *vx, const void *vy) {
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__) && \
     defined(__AVX512VNNI__) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 /* The AVX2 step with VNNI: |code| against y carrying the code's sign, by
- * dpbusd (exact: |code| <= 12, y in [-127, 127]); the weights are
- * prefetched CPUQ(stream_ahead) bytes ahead (read once per token). */
+ * dpbusd (exact: |code| <= 12, y in [-127, 127]); the last block of an
+ * odd count is a half step into lanes 0..3 (the others kept by a blend, so
+ * that their bits stay the scalar kernel's).  The weights are prefetched
+ * CPUQ(stream_ahead) bytes ahead (read once per token).  Not 512 bits
+ * wide: one block per register (its codes put in element order, the
+ * sums reduced across 128-bit lanes) took more user time than this on
+ * s110-nvfp4's pp64 (1.68 s against 1.31 s, three runs each). */
 static inline __m256i dot_vnni(__m256i w, __m256i q) {
     return _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(w), _mm256_sign_epi8(q, w));
+}
+
+/* The 8-lane partials of the block at x, y: p[0] sub-blocks 0 and 2, p[1] 1 and 3. */
+static inline void nvfp4_block_vnni(const uint8_t *x, const uint8_t *y, __m256i tbl, __m256i p[2]) {
+    __m256i wl, wh, yl, yh;
+    nvfp4_codes(x, tbl, &wl, &wh);
+    nvfp4_acts(y, &yl, &yh);
+    p[0] = dot_vnni(wl, yl);
+    p[1] = dot_vnni(wh, yh);
 }
 
 static void dot_avx512(int64_t n, float *s, const void *vx, const void *vy) {
@@ -137,20 +154,24 @@ static void dot_avx512(int64_t n, float *s, const void *vx, const void *vy) {
         const uint8_t *xb = x + b * BNVFP4, *yb = y + b * 2 * BQ8_0;
         cpuq_prefetch_lines((uintptr_t)xb + ahead, 2); /* 72 bytes a step */
         __m256i p[4];
-        for (int k = 0; k < 2; k++) {
-            __m256i wl, wh, yl, yh;
-            nvfp4_codes(xb + k * BNVFP4, tbl, &wl, &wh);
-            nvfp4_acts(yb + 2 * k * BQ8_0, &yl, &yh);
-            p[2 * k] = dot_vnni(wl, yl);
-            p[2 * k + 1] = dot_vnni(wh, yh);
-        }
+        nvfp4_block_vnni(xb, yb, tbl, p);
+        nvfp4_block_vnni(xb + BNVFP4, yb + 2 * BQ8_0, tbl, p + 2);
         const __m256i isum = nvfp4_sums(p[0], p[1], p[2], p[3]);
-        const __m256 t = _mm256_mul_ps(nvfp4_step_scales(xb, yb), _mm256_cvtepi32_ps(isum));
+        const __m256 t = _mm256_mul_ps(nvfp4_step_scales(xb, yb, true), _mm256_cvtepi32_ps(isum));
         acc = _mm256_add_ps(acc, t);
+    }
+    if (b < nb) {
+        const uint8_t *xb = x + b * BNVFP4, *yb = y + b * 2 * BQ8_0;
+        const __m256i z = _mm256_setzero_si256();
+        __m256i p[2];
+        nvfp4_block_vnni(xb, yb, tbl, p);
+        const __m256i isum = nvfp4_sums(p[0], p[1], z, z);
+        const __m256 t = _mm256_mul_ps(nvfp4_step_scales(xb, yb, false), _mm256_cvtepi32_ps(isum));
+        acc = _mm256_blend_ps(acc, _mm256_add_ps(acc, t), 0x0F);
     }
     float lanes[8];
     _mm256_storeu_ps(lanes, acc);
-    *s = nvfp4_finish(lanes, b, nb, x, y);
+    *s = cpuq_sum_lanes8(lanes);
 }
 #define NVFP4_AVX512 dot_avx512
 #else
