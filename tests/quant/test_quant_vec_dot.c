@@ -393,7 +393,8 @@ static void test_own_file_types(const char *isa, int need_simd) {
         xend += (size_t)max_blocks * bx;
         yend += (size_t)(max_blocks * per_y) * BQ8_0;
         float *xf = malloc(sizeof(float) * (size_t)(max_blocks * bs)), *yf = malloc(sizeof(float) * (size_t)(max_blocks * bs));
-        int bad = 0, far = 0, runs = 0;
+        int bad = 0, far = 0, runs = 0, bad4 = 0;
+        cpu_vec_dot4_fn four = cpu_vec_dot4_for(types[k]);
         for (int rep = 0; rep < 40 * max_blocks; rep++) {
             const int nb = 1 + rep % max_blocks, n = nb * bs;
             uint8_t *x = xend - (size_t)nb * bx, *y = yend - (size_t)(nb * per_y) * BQ8_0;
@@ -430,6 +431,18 @@ static void test_own_file_types(const char *isa, int need_simd) {
                     CHECK(0, "%s %s kernel %d, %d blocks%s: %.9g, scalar %.9g", t->info.name, isa, m, nb,
                           extreme ? " (extreme scales)" : "", (double)c, (double)a);
             }
+            if (four) { /* rows x and x one block on (one block shorter): each bit for bit the one-row kernel's */
+                const int m = nb > 1 ? n - bs : n;
+                const void *x1 = nb > 1 ? x + bx : x, *rows4[4] = {x, x1, x1, x};
+                float r4[4], r1[4];
+                four(m, r4, rows4, y);
+                for (int r = 0; r < 4; r++) {
+                    best(m, &r1[r], rows4[r], y);
+                    if (!same_float(r4[r], r1[r]) && bad4++ < 3)
+                        CHECK(0, "%s %s four rows, %d blocks, row %d: %.9g, one row %.9g", t->info.name, isa, nb, r,
+                              (double)r4[r], (double)r1[r]);
+                }
+            }
             if (extreme)
                 continue;
             t->to_float(x, xf, n);
@@ -446,6 +459,9 @@ static void test_own_file_types(const char *isa, int need_simd) {
         }
         CHECK(bad == 0, "%s %s: %d results differ from scalar", t->info.name, isa, bad);
         CHECK(far == 0, "%s scalar: %d of %d off the exact dot", t->info.name, far, runs);
+        CHECK(bad4 == 0, "%s %s: %d four-row results differ from one-row ones", t->info.name, isa, bad4);
+        if (four)
+            printf("%s %s four-row kernel equals one-row bit for bit\n", t->info.name, isa);
         printf("%s scalar kernel within 1e-5 of exact (%d lengths)%s%s%s\n", t->info.name, runs,
                simd[0] ? ", " : "", simd[0] ? isa : "", simd[0] ? (simd[1] ? " and avx2 equal it bit for bit" : " equals it bit for bit") : "");
         munmap(xmap, xlen);
@@ -496,6 +512,7 @@ int main(void) {
                   cpu_vec_dot_for(TPORT_TYPE_Q1_0) == CPUQ(q1_0_kernels).avx512 && CPUQ(q1_0_kernels).avx512 &&
                   cpu_vec_dot_for(TPORT_TYPE_Q2_0) == CPUQ(q2_0_kernels).avx512 && CPUQ(q2_0_kernels).avx512,
               "NVFP4, Q1_0, Q2_0: not the AVX-512 kernels");
+        CHECK(cpu_vec_dot4_for(TPORT_TYPE_NVFP4) != NULL, "NVFP4: no four-row kernel");
     }
     (void)sse2;
     return test_finish("test_quant_vec_dot_" TEST_SIMD);

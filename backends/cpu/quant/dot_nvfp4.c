@@ -57,13 +57,18 @@ static inline __m256 nvfp4_scales(const uint8_t *x, bool two) {
     return _mm256_andnot_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(v, _mm256_set1_epi32(0x7f))), d);
 }
 
+/* Lane u's activation scale d_y: the Q8_0 blocks at y of two NVFP4 blocks
+ * (of one if !two). */
+static inline __m256 nvfp4_act_scales(const uint8_t *y, bool two) {
+    const uint64_t h = two ? x86_halves4(y, BQ8_0) : x86_u16_at(y) | x86_u16_at(y + BQ8_0) << 16;
+    const __m256 d4 = _mm256_castps128_ps256(_mm_cvtph_ps(_mm_cvtsi64_si128((long long)h)));
+    return _mm256_permutevar8x32_ps(d4, _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3));
+}
+
 /* Lane u's scale d_x d_y for the two blocks at x (one if !two) and their
  * Q8_0 blocks at y. */
 static inline __m256 nvfp4_step_scales(const uint8_t *x, const uint8_t *y, bool two) {
-    const uint64_t h = two ? x86_halves4(y, BQ8_0) : x86_u16_at(y) | x86_u16_at(y + BQ8_0) << 16;
-    const __m256 d4 = _mm256_castps128_ps256(_mm_cvtph_ps(_mm_cvtsi64_si128((long long)h)));
-    const __m256 dy = _mm256_permutevar8x32_ps(d4, _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3));
-    return _mm256_mul_ps(nvfp4_scales(x, two), dy);
+    return _mm256_mul_ps(nvfp4_scales(x, two), nvfp4_act_scales(y, two));
 }
 
 /* A block's codes as two registers, in element order: lo = sub-blocks 0
@@ -173,9 +178,54 @@ static void dot_avx512(int64_t n, float *s, const void *vx, const void *vy) {
     _mm256_storeu_ps(lanes, acc);
     *s = cpuq_sum_lanes8(lanes);
 }
+
+/* Four rows against one y, each bit for bit dot_avx512's: the activations'
+ * loads and scales are shared (a prompt batch calls this per column). */
+static void dot4_avx512(int64_t n, float s[4], const void *const vx[4], const void *vy) {
+    const uint8_t *y = vy;
+    const int64_t nb = n / 64;
+    const uintptr_t ahead = CPUQ(stream_ahead);
+    const __m256i tbl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)CPUQ(kvalues_mxfp4)));
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    int64_t b = 0;
+    for (; b + 2 <= nb; b += 2) {
+        const uint8_t *yb = y + b * 2 * BQ8_0;
+        __m256i yl0, yh0, yl1, yh1;
+        nvfp4_acts(yb, &yl0, &yh0);
+        nvfp4_acts(yb + 2 * BQ8_0, &yl1, &yh1);
+        const __m256 dy = nvfp4_act_scales(yb, true);
+        for (int r = 0; r < 4; r++) {
+            const uint8_t *xb = (const uint8_t *)vx[r] + b * BNVFP4;
+            cpuq_prefetch_lines((uintptr_t)xb + ahead, 2);
+            __m256i wl0, wh0, wl1, wh1;
+            nvfp4_codes(xb, tbl, &wl0, &wh0);
+            nvfp4_codes(xb + BNVFP4, tbl, &wl1, &wh1);
+            const __m256i isum = nvfp4_sums(dot_vnni(wl0, yl0), dot_vnni(wh0, yh0), dot_vnni(wl1, yl1),
+                                            dot_vnni(wh1, yh1));
+            const __m256 t = _mm256_mul_ps(_mm256_mul_ps(nvfp4_scales(xb, true), dy), _mm256_cvtepi32_ps(isum));
+            acc[r] = _mm256_add_ps(acc[r], t);
+        }
+    }
+    for (int r = 0; r < 4; r++) {
+        if (b < nb) {
+            const uint8_t *xb = (const uint8_t *)vx[r] + b * BNVFP4, *yb = y + b * 2 * BQ8_0;
+            const __m256i z = _mm256_setzero_si256();
+            __m256i p[2];
+            nvfp4_block_vnni(xb, yb, tbl, p);
+            const __m256i isum = nvfp4_sums(p[0], p[1], z, z);
+            const __m256 t = _mm256_mul_ps(nvfp4_step_scales(xb, yb, false), _mm256_cvtepi32_ps(isum));
+            acc[r] = _mm256_blend_ps(acc[r], _mm256_add_ps(acc[r], t), 0x0F);
+        }
+        float lanes[8];
+        _mm256_storeu_ps(lanes, acc[r]);
+        s[r] = cpuq_sum_lanes8(lanes);
+    }
+}
 #define NVFP4_AVX512 dot_avx512
+#define NVFP4_AVX512_4 dot4_avx512
 #else
 #define NVFP4_AVX512 NULL
+#define NVFP4_AVX512_4 NULL
 #endif
 
-const cpuq_type_kernels CPUQ(nvfp4_kernels) = {TPORT_TYPE_NVFP4, dot_scalar, NVFP4_AVX2, NVFP4_AVX512};
+const cpuq_type_kernels CPUQ(nvfp4_kernels) = {TPORT_TYPE_NVFP4, dot_scalar, NVFP4_AVX2, NVFP4_AVX512, NVFP4_AVX512_4};

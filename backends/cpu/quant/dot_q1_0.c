@@ -109,4 +109,4 @@ static void dot_avx512(int64_t n, float *s, const void *vx, const void *vy) {
 #define Q1_0_AVX512 NULL
 #endif
 
-const cpuq_type_kernels CPUQ(q1_0_kernels) = {TPORT_TYPE_Q1_0, dot_scalar, Q1_0_AVX2, Q1_0_AVX512};
+const cpuq_type_kernels CPUQ(q1_0_kernels) = {TPORT_TYPE_Q1_0, dot_scalar, Q1_0_AVX2, Q1_0_AVX512, NULL};

@@ -124,4 +124,4 @@ static void dot_avx512(int64_t n, float *s, const void *vx, const void *vy) {
 #define Q2_0_AVX512 NULL
 #endif
 
-const cpuq_type_kernels CPUQ(q2_0_kernels) = {TPORT_TYPE_Q2_0, dot_scalar, Q2_0_AVX2, Q2_0_AVX512};
+const cpuq_type_kernels CPUQ(q2_0_kernels) = {TPORT_TYPE_Q2_0, dot_scalar, Q2_0_AVX2, Q2_0_AVX512, NULL};

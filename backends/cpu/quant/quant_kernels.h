@@ -178,10 +178,13 @@ static inline cpu_vec_dot_fn cpuq_lookup(const cpuq_kernel_entry *t, size_t n, t
 }
 
 /* A type whose file holds all its kernels: one row of vec_dot.c's table.
- * avx2 and avx512 are NULL in copies not compiled for the instruction set. */
+ * avx2 and avx512 are NULL in copies not compiled for the instruction set;
+ * avx512_4, the four-row version of avx512 (cpu_vec_dot4_for), NULL where
+ * there is none. */
 typedef struct cpuq_type_kernels {
     tport_type_id type;
     cpu_vec_dot_fn scalar, avx2, avx512;
+    cpu_vec_dot4_fn avx512_4;
 } cpuq_type_kernels;
 extern const cpuq_type_kernels CPUQ(nvfp4_kernels);
 extern const cpuq_type_kernels CPUQ(q1_0_kernels);

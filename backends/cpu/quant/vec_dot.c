@@ -57,6 +57,9 @@ cpu_vec_dot_fn cpu_vec_dot_for(tport_type_id type) {
 }
 
 cpu_vec_dot4_fn cpu_vec_dot4_for(tport_type_id type) {
+    const cpuq_type_kernels *row = own_file_row(type);
+    if (row) /* only where cpu_vec_dot_for picks its one-row twin */
+        return row->avx512 ? row->avx512_4 : NULL;
     /* only where cpu_vec_dot_for picks the same ISA's LUT kernel */
     return CPUQ(avx512_lut_kernel)(type) ? CPUQ(avx512_lut_rows4)(type) : NULL;
 }
