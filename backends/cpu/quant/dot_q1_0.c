@@ -79,8 +79,10 @@ static void dot_avx2(int64_t n, float *s, const void *vx, const void *vy) {
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__) && \
     defined(__AVX512VNNI__) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 /* The AVX2 step with AVX-512's byte masks and VNNI: the clear bits negate
- * y under a mask (one instruction), dpbusd sums them; the weights are
- * prefetched CPUQ(stream_ahead) bytes ahead (read once per token). */
+ * y under a mask (one instruction), dpbusd sums them; an odd last block is
+ * half a step (a masked add keeps the other lanes' bits the scalar
+ * kernel's).  The weights are prefetched CPUQ(stream_ahead) bytes ahead
+ * (read once per token). */
 static void dot_avx512(int64_t n, float *s, const void *vx, const void *vy) {
     const uint8_t *x = vx, *y = vy;
     const int64_t nb = n / 128;
@@ -100,9 +102,25 @@ static void dot_avx512(int64_t n, float *s, const void *vx, const void *vy) {
         const __m256 t = _mm256_mul_ps(q1_0_scales(xb, yb), _mm256_cvtepi32_ps(avx2_sum8_epi32(v)));
         acc = _mm256_add_ps(acc, t);
     }
+    if (b < nb) { /* an odd last block: lanes 0..3 of a step, the others kept as they are */
+        const uint8_t *xb = x + b * BQ1_0, *yb = y + b * 4 * BQ8_0;
+        __m256i v[8];
+        for (int u = 0; u < 8; u++) {
+            v[u] = zero;
+            if (u >= 4)
+                continue;
+            const __mmask32 clear = ~(__mmask32)cpuq_u32(xb + 2 + 4 * u);
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(yb + u * BQ8_0 + 2));
+            v[u] = _mm256_dpbusd_epi32(zero, one, _mm256_mask_sub_epi8(q, clear, zero, q));
+        }
+        const __m256 dy = _mm256_castps128_ps256(_mm_cvtph_ps(_mm_cvtsi64_si128((long long)x86_halves4(yb, BQ8_0))));
+        const __m256 t = _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(cpuq_half(xb)), dy),
+                                       _mm256_cvtepi32_ps(avx2_sum8_epi32(v)));
+        acc = _mm256_mask_add_ps(acc, 0x0F, acc, t);
+    }
     float lanes[8];
     _mm256_storeu_ps(lanes, acc);
-    *s = q1_0_finish(lanes, b, nb, x, y);
+    *s = cpuq_sum_lanes8(lanes);
 }
 #define Q1_0_AVX512 dot_avx512
 #else

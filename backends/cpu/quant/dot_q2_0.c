@@ -94,8 +94,10 @@ static void dot_avx2(int64_t n, float *s, const void *vx, const void *vy) {
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__) && \
     defined(__AVX512VNNI__) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 /* The AVX2 step with VNNI: the unsigned codes c against y by dpbusd, less
- * sum(y) by a second one (exact integers); the weights are prefetched
- * CPUQ(stream_ahead) bytes ahead (read once per token). */
+ * sum(y) by a second one (exact integers); the last 1..3 blocks of a row
+ * a partial step (a masked add keeps the other lanes' bits the scalar
+ * kernel's).  The weights are prefetched CPUQ(stream_ahead) bytes ahead
+ * (read once per token). */
 static void dot_avx512(int64_t n, float *s, const void *vx, const void *vy) {
     const uint8_t *x = vx, *y = vy;
     const int64_t nb = n / 64;
@@ -115,9 +117,29 @@ static void dot_avx512(int64_t n, float *s, const void *vx, const void *vy) {
         const __m256 t = _mm256_mul_ps(q2_0_scales(xb, yb), _mm256_cvtepi32_ps(avx2_sum8_epi32(v)));
         acc = _mm256_add_ps(acc, t);
     }
+    if (b < nb) { /* the last 1..3 blocks: lanes 0 .. nu-1 of a step, the others kept as they are */
+        const uint8_t *xb = x + b * BQ2_0, *yb = y + b * 2 * BQ8_0;
+        const int nu = (int)(nb - b) * 2;
+        uint16_t hx[8] = {0}, hy[8] = {0};
+        __m256i v[8];
+        for (int u = 0; u < 8; u++) {
+            v[u] = zero;
+            if (u >= nu)
+                continue;
+            const __m256i q = q2_0_acts(yb + u * BQ8_0 + 2);
+            const __m256i cy = _mm256_dpbusd_epi32(zero, q2_0_codes(xb + (u / 2) * BQ2_0 + 2 + 8 * (u % 2)), q);
+            v[u] = _mm256_sub_epi32(cy, _mm256_dpbusd_epi32(zero, one, q));
+            hx[u] = (uint16_t)x86_u16_at(xb + (u / 2) * BQ2_0);
+            hy[u] = (uint16_t)x86_u16_at(yb + u * BQ8_0);
+        }
+        const __m256 sc = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)hx)),
+                                        _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)hy)));
+        const __m256 t = _mm256_mul_ps(sc, _mm256_cvtepi32_ps(avx2_sum8_epi32(v)));
+        acc = _mm256_mask_add_ps(acc, (__mmask8)((1u << nu) - 1), acc, t);
+    }
     float lanes[8];
     _mm256_storeu_ps(lanes, acc);
-    *s = q2_0_finish(lanes, b, nb, x, y);
+    *s = cpuq_sum_lanes8(lanes);
 }
 #define Q2_0_AVX512 dot_avx512
 #else
