@@ -5,6 +5,7 @@
  *
  * Pairs (weights x activations), block layouts as today's ggml:
  *   q4_0, q5_0, q8_0, iq4_nl, mxfp4           x q8_0 {f16 d; i8 qs[32]}
+ *   nvfp4, q1_0, q2_0 (a file each: dot_*.c) x q8_0
  *   q4_1, q5_1                                x q8_1 {f16 d; f16 s; i8 qs[32]}
  *   q2_K, q3_K, q4_K, q5_K, q6_K, iq4_xs      x q8_K {f32 d; i8 qs[256]; i16 bsums[16]}
  *   iq2_xxs, iq2_xs, iq2_s, iq3_xxs, iq3_s,
@@ -23,7 +24,9 @@
 typedef void (*cpu_vec_dot_fn)(int64_t n, float *s, const void *x, const void *y);
 
 /* The fastest kernel this build has for `type`, or NULL: AVX-512, AVX2 or
- * SSE2 versions when compiled with those instruction sets, else scalar. */
+ * SSE2 versions when compiled with those instruction sets, else scalar.
+ * A prompt batch of a type with no tiled kernel (cpu_tile_kinds.c; NVFP4,
+ * Q1_0, Q2_0 ...) calls it once per output too. */
 cpu_vec_dot_fn cpu_vec_dot_for(tport_type_id type);
 
 /* The portable scalar kernel for `type`, or NULL (tests and benchmarks

@@ -178,9 +178,9 @@ static const tport_type_traits table[] = {
          REPACK_GONE, IQ4_NL),
     /* file type 38 is LLAMA_FTYPE_MOSTLY_MXFP4_MOE (llama.h) */
     CROW(MXFP4, "mxfp4", 32, 17, Q8_0, "llama.cpp@fd1234c (#15091, gpt-oss), 2025-08-05", mxfp4, 38, 0),
-    CROW(NVFP4, "nvfp4", 64, 36, F32, NLC_AT, nvfp4, 39, 0),
-    CROW(Q1_0, "q1_0", 128, 18, F32, NLC_AT, q1_0, 40, 0),
-    CROW(Q2_0, "q2_0", 64, 18, F32, NLC_AT, q2_0, 41, 0),
+    CROW(NVFP4, "nvfp4", 64, 36, Q8_0, NLC_AT, nvfp4, 39, 0),
+    CROW(Q1_0, "q1_0", 128, 18, Q8_0, NLC_AT, q1_0, 40, 0),
+    CROW(Q2_0, "q2_0", 64, 18, Q8_0, NLC_AT, q2_0, 41, 0),
     QROW(Q4_0_QNT0, "q4_0_qnt0", "q4_0", "qnt0", 32, 20, Q8_0,
          "llama.cpp@007a8f6, 2023-03-11 (interleaved nibbles, f32 scale)", q4_0_qnt0, Q4_0, -1, 0),
     QROW(Q4_1_QNT0, "q4_1_qnt0", "q4_1", "qnt0", 32, 24, Q8_1,

@@ -22,6 +22,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "../test_util.h"
 #include "simd_usable.h"
@@ -107,9 +109,9 @@ static void test_scalar_and_best(void) {
         CHECK(z == 0.0f, "%s: empty dot is %g", t->info.name, (double)z);
         free_operands(&o);
     }
-    /* every current quantized weight type but NVFP4, Q1_0 and Q2_0 has a
-     * kernel (q8_1/q8_K are activation types and have none) */
-    CHECK(with_kernel >= 13 + 9 + 9, "only %d types have kernels", with_kernel);
+    /* every current quantized weight type has a kernel (q8_1/q8_K are
+     * activation types and have none) */
+    CHECK(with_kernel >= 13 + 9 + 9 + 3, "only %d types have kernels", with_kernel);
     printf("kernels checked against exact dot products: %d types (best ISA: %s)\n", with_kernel,
            cpu_vec_dot_isa());
 }
@@ -333,6 +335,142 @@ static void test_lut_lengths(const char *isa) {
     }
 }
 
+/* NVFP4, Q1_0 and Q2_0 (dot_nvfp4.c, dot_q1_0.c, dot_q2_0.c): raw random
+ * blocks on every length from 1 to 12 blocks (each SIMD kernel's step of 2
+ * or 4 blocks 0 to 6 times, with every tail), activations in [-127, 127]
+ * with +-127 often (what Q8_0 quantizers write).
+ * - The SIMD kernels against the scalar one bit for bit: they keep its
+ *   eight float lanes and its operations (quant_kernels.h), so anything
+ *   else is a bug; here with extreme f16 scales too (huge, subnormal,
+ *   zero, negative; inf and NaN results must agree as well) and every
+ *   UE4M3 byte (NaN 0x7f, the ignored sign bit).
+ * - The scalar one against the exact dot product (double) of the
+ *   dequantized operands, with sane scales: tolerance 1e-5 * sum |x y|
+ *   (integer sums are exact; the products d_x d_y isum and at most 12
+ *   blocks' float sums round, each by 2^-24 relative). */
+/* bytes of memory ending where an inaccessible page starts (a kernel that
+ * reads past its row faults), or NULL; *map, *len for munmap. */
+static uint8_t *before_guard(size_t bytes, void **map, size_t *len) {
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE), body = (bytes + page - 1) / page * page;
+    *len = body + page;
+    *map = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (*map == MAP_FAILED || mprotect((uint8_t *)*map + body, page, PROT_NONE) != 0)
+        return NULL;
+    return (uint8_t *)*map + body - bytes;
+}
+
+static void test_own_file_types(const char *isa, int need_simd) {
+    static const tport_type_id types[] = {TPORT_TYPE_NVFP4, TPORT_TYPE_Q1_0, TPORT_TYPE_Q2_0};
+    static const uint16_t extremes[] = {0x7bff, 0xfbff, 0x0001, 0x8001, 0x0400, 0x3c00, 0x211f, 0x0000};
+    const tport_type_traits *q8 = tport_traits(TPORT_TYPE_Q8_0);
+    for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
+        const tport_type_traits *t = tport_traits(types[k]);
+        cpu_vec_dot_fn scalar = cpu_vec_dot_scalar_for(types[k]), best = cpu_vec_dot_for(types[k]);
+        CHECK(t && q8 && scalar && best && t->info.vec_dot_type == TPORT_TYPE_Q8_0, "type %u: no kernel", types[k]);
+        if (!t || !q8 || !scalar || !best)
+            continue;
+        CHECK(!need_simd || best != scalar, "%s has no %s kernel", t->info.name, isa);
+        cpu_vec_dot_fn simd[2] = {best != scalar ? best : NULL, NULL};
+#ifdef TEST_SIMD
+        { /* the AVX2 kernel too, in the AVX-512 copy */
+            static const cpuq_type_kernels *const rows[] = {&CPUQ(nvfp4_kernels), &CPUQ(q1_0_kernels),
+                                                            &CPUQ(q2_0_kernels)};
+            CHECK(rows[k]->type == types[k] && rows[k]->scalar == scalar && rows[k]->avx2, "%s: row", t->info.name);
+            if (rows[k]->avx2 != best)
+                simd[1] = rows[k]->avx2;
+        }
+#endif
+        const int bs = (int)t->info.block_size, per_y = bs / 32, max_blocks = 12;
+        const size_t bx = t->info.block_bytes;
+        /* each row and its activations end at a guard page */
+        void *xmap = NULL, *ymap = NULL;
+        size_t xlen = 0, ylen = 0;
+        uint8_t *xend = before_guard((size_t)max_blocks * bx, &xmap, &xlen);
+        uint8_t *yend = before_guard((size_t)(max_blocks * per_y) * BQ8_0, &ymap, &ylen);
+        CHECK(xend && yend, "mmap");
+        if (!xend || !yend)
+            return;
+        xend += (size_t)max_blocks * bx;
+        yend += (size_t)(max_blocks * per_y) * BQ8_0;
+        float *xf = malloc(sizeof(float) * (size_t)(max_blocks * bs)), *yf = malloc(sizeof(float) * (size_t)(max_blocks * bs));
+        int bad = 0, far = 0, runs = 0, bad4 = 0;
+        cpu_vec_dot4_fn four = cpu_vec_dot4_for(types[k]);
+        for (int rep = 0; rep < 40 * max_blocks; rep++) {
+            const int nb = 1 + rep % max_blocks, n = nb * bs;
+            uint8_t *x = xend - (size_t)nb * bx, *y = yend - (size_t)(nb * per_y) * BQ8_0;
+            const bool extreme = rep % 2 == 1;
+            for (size_t i = 0; i < (size_t)nb * bx; i++) /* NVFP4: every scale byte */
+                x[i] = (uint8_t)(test_rng_next(&rng) >> 24);
+            for (int b = 0; b < nb && types[k] != TPORT_TYPE_NVFP4; b++) {
+                const unsigned long long r = test_rng_next(&rng);
+                const uint16_t h = extreme ? extremes[(r >> 8) % (sizeof extremes / sizeof extremes[0])]
+                                           : (uint16_t)(0x1400 + (r >> 8) % 0x1800) | (uint16_t)(r & 1) << 15;
+                x[(size_t)b * bx] = (uint8_t)h;
+                x[(size_t)b * bx + 1] = (uint8_t)(h >> 8);
+            }
+            for (int b = 0; b < nb * per_y; b++) {
+                uint8_t *yb = y + (size_t)b * BQ8_0;
+                const unsigned long long r = test_rng_next(&rng);
+                const uint16_t h = extreme && r % 3 ? extremes[(r >> 8) % (sizeof extremes / sizeof extremes[0])]
+                                                    : (uint16_t)(0x1400 + (r >> 8) % 0x1800) | (uint16_t)(r & 1) << 15;
+                yb[0] = (uint8_t)h;
+                yb[1] = (uint8_t)(h >> 8);
+                for (int j = 0; j < 32; j++) {
+                    const unsigned long long v = test_rng_next(&rng);
+                    yb[2 + j] = (uint8_t)(int8_t)(v % 4 == 0 ? (v & 16 ? 127 : -127) : (int)((v >> 8) % 255) - 127);
+                }
+            }
+            float a = NAN;
+            scalar(n, &a, x, y);
+            for (int m = 0; m < 2; m++) {
+                if (!simd[m])
+                    continue;
+                float c = NAN;
+                simd[m](n, &c, x, y);
+                if (!same_float(a, c) && bad++ < 3)
+                    CHECK(0, "%s %s kernel %d, %d blocks%s: %.9g, scalar %.9g", t->info.name, isa, m, nb,
+                          extreme ? " (extreme scales)" : "", (double)c, (double)a);
+            }
+            if (four) { /* rows x and x one block on (one block shorter): each bit for bit the one-row kernel's */
+                const int m = nb > 1 ? n - bs : n;
+                const void *x1 = nb > 1 ? x + bx : x, *rows4[4] = {x, x1, x1, x};
+                float r4[4], r1[4];
+                four(m, r4, rows4, y);
+                for (int r = 0; r < 4; r++) {
+                    best(m, &r1[r], rows4[r], y);
+                    if (!same_float(r4[r], r1[r]) && bad4++ < 3)
+                        CHECK(0, "%s %s four rows, %d blocks, row %d: %.9g, one row %.9g", t->info.name, isa, nb, r,
+                              (double)r4[r], (double)r1[r]);
+                }
+            }
+            if (extreme)
+                continue;
+            t->to_float(x, xf, n);
+            q8->to_float(y, yf, n);
+            double exact = 0, mag = 0;
+            for (int i = 0; i < n; i++) {
+                exact += (double)xf[i] * yf[i];
+                mag += fabs((double)xf[i] * yf[i]);
+            }
+            runs++;
+            if (!(fabs((double)a - exact) <= 1e-5 * mag + 1e-30) && far++ < 3)
+                CHECK(0, "%s scalar, %d blocks: %.9g, exact %.9g (sum|xy| %g)", t->info.name, nb, (double)a, exact,
+                      mag);
+        }
+        CHECK(bad == 0, "%s %s: %d results differ from scalar", t->info.name, isa, bad);
+        CHECK(far == 0, "%s scalar: %d of %d off the exact dot", t->info.name, far, runs);
+        CHECK(bad4 == 0, "%s %s: %d four-row results differ from one-row ones", t->info.name, isa, bad4);
+        if (four)
+            printf("%s %s four-row kernel equals one-row bit for bit\n", t->info.name, isa);
+        printf("%s scalar kernel within 1e-5 of exact (%d lengths)%s%s%s\n", t->info.name, runs,
+               simd[0] ? ", " : "", simd[0] ? isa : "", simd[0] ? (simd[1] ? " and avx2 equal it bit for bit" : " equals it bit for bit") : "");
+        munmap(xmap, xlen);
+        munmap(ymap, ylen);
+        free(xf);
+        free(yf);
+    }
+}
+
 int main(void) {
     /* every current weight type has an AVX2 kernel; AVX-512 builds use them
      * too; SSE2 (the plain x86-64 build) has the four most used and the
@@ -342,7 +480,8 @@ int main(void) {
                                         TPORT_TYPE_Q5_K, TPORT_TYPE_Q6_K, TPORT_TYPE_IQ4_NL, TPORT_TYPE_IQ4_XS,
                                         TPORT_TYPE_MXFP4, TPORT_TYPE_IQ2_XXS, TPORT_TYPE_IQ2_XS,
                                         TPORT_TYPE_IQ2_S, TPORT_TYPE_IQ3_XXS, TPORT_TYPE_IQ3_S, TPORT_TYPE_IQ1_S,
-                                        TPORT_TYPE_IQ1_M, TPORT_TYPE_TQ1_0, TPORT_TYPE_TQ2_0};
+                                        TPORT_TYPE_IQ1_M, TPORT_TYPE_TQ1_0, TPORT_TYPE_TQ2_0,
+                                        TPORT_TYPE_NVFP4, TPORT_TYPE_Q1_0, TPORT_TYPE_Q2_0};
     static const tport_type_id sse2[] = {TPORT_TYPE_Q4_0,   TPORT_TYPE_Q8_0,   TPORT_TYPE_Q4_K,  TPORT_TYPE_Q6_K,
                                          TPORT_TYPE_IQ2_XXS, TPORT_TYPE_IQ2_XS, TPORT_TYPE_IQ2_S,  TPORT_TYPE_IQ3_XXS,
                                          TPORT_TYPE_IQ3_S,  TPORT_TYPE_IQ1_S,  TPORT_TYPE_IQ1_M,  TPORT_TYPE_TQ1_0,
@@ -355,6 +494,7 @@ int main(void) {
     test_simd_equals_scalar(TEST_SIMD, all, (int)(sizeof all / sizeof all[0]));
     test_exact_iq(TEST_SIMD, 1);
     test_lut_lengths(TEST_SIMD);
+    test_own_file_types(TEST_SIMD, 1);
     if (!strcmp(TEST_SIMD, "avx512")) { /* the AVX-512 ones, not the AVX2 kernels they replace */
         test_avx512_k_equals_avx2();
         static const tport_type_id lut[] = {TPORT_TYPE_MXFP4, TPORT_TYPE_IQ4_NL, TPORT_TYPE_IQ4_XS};
@@ -368,6 +508,11 @@ int main(void) {
             CHECK(cpu_vec_dot_for(own[k]) == CPUQ(avx512_iq_kernel)(own[k]) &&
                       cpu_vec_dot_for(own[k]) != CPUQ(avx2_iq_kernel)(own[k]),
                   "type %u: not the AVX-512 kernel", own[k]);
+        CHECK(cpu_vec_dot_for(TPORT_TYPE_NVFP4) == CPUQ(nvfp4_kernels).avx512 && CPUQ(nvfp4_kernels).avx512 &&
+                  cpu_vec_dot_for(TPORT_TYPE_Q1_0) == CPUQ(q1_0_kernels).avx512 && CPUQ(q1_0_kernels).avx512 &&
+                  cpu_vec_dot_for(TPORT_TYPE_Q2_0) == CPUQ(q2_0_kernels).avx512 && CPUQ(q2_0_kernels).avx512,
+              "NVFP4, Q1_0, Q2_0: not the AVX-512 kernels");
+        CHECK(cpu_vec_dot4_for(TPORT_TYPE_NVFP4) != NULL, "NVFP4: no four-row kernel");
     }
     (void)sse2;
     return test_finish("test_quant_vec_dot_" TEST_SIMD);
@@ -380,6 +525,7 @@ int main(void) {
     (void)all;
     test_exact_iq(cpu_vec_dot_isa(), 0);
     test_lut_lengths(cpu_vec_dot_isa());
+    test_own_file_types(cpu_vec_dot_isa(), 0);
     return test_finish("test_quant_vec_dot");
 #endif
 }

@@ -44,6 +44,14 @@ static inline __m256i avx2_nibbles(const uint8_t *p) {
     return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(b, 4), b), _mm256_set1_epi8(0x0F));
 }
 
+/* Lane u = the sum of the 8 int32 of v[u] (exact). */
+static inline __m256i avx2_sum8_epi32(const __m256i v[8]) {
+    const __m256i lo = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+    const __m256i hi = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
+    /* lo: v0..v3's lanes 0-3 in the low half, their lanes 4-7 in the high */
+    return _mm256_add_epi32(_mm256_permute2x128_si256(lo, hi, 0x20), _mm256_permute2x128_si256(lo, hi, 0x31));
+}
+
 /* Byte i = 0xFF if bit i of `bits` is set, else 0. */
 static inline __m256i avx2_bits_to_bytes(uint32_t bits) {
     const __m256i spread = _mm256_setr_epi64x(0, 0x0101010101010101LL, 0x0202020202020202LL, 0x0303030303030303LL);

@@ -132,6 +132,34 @@ static inline float cpuq_e8m0_half(uint8_t e) {
     return d;
 }
 
+/* NVFP4's UE4M3 sub-block scale, halved as ggml's ggml_ue4m3_to_fp32
+ * (the E2M1 codes are doubled): (8 + m) 2^(e-11), or m 2^-10 for e = 0;
+ * the sign bit is ignored and 0x7f (NaN) is 0.  Exact. */
+static inline float cpuq_ue4m3_half(uint8_t x) {
+    const int e = (x >> 3) & 15, m = x & 7;
+    const uint32_t bits = (uint32_t)((e ? e : 1) + 116) << 23; /* 2^(max(e,1) - 11) */
+    float p;
+    memcpy(&p, &bits, sizeof p);
+    return x == 0x7f ? 0.0f : (float)(e ? 8 + m : m) * p;
+}
+
+/* The kernels of NVFP4, Q1_0 and Q2_0 (dot_nvfp4.c, dot_q1_0.c,
+ * dot_q2_0.c) keep eight float accumulators, unit u (a 16- or 32-element
+ * piece with one weight and one activation scale) of step k going to lane
+ * u: acc[u] += (d_x d_y) * isum, a multiply, a multiply and an add, the
+ * same in the scalar and the SIMD kernels, so that they agree bit for
+ * bit.  The lanes are then added in this order (an AVX2 horizontal sum's). */
+static inline float cpuq_sum_lanes8(const float a[8]) {
+    return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]));
+}
+/* One unit into its lane, in the order above (separate statements: no
+ * contraction into a fused multiply-add, which the SIMD kernels do not do). */
+static inline void cpuq_lane_add(float *acc, float dx, float dy, int isum) {
+    const float sc = dx * dy;
+    const float t = sc * (float)isum;
+    *acc += t;
+}
+
 extern const int8_t CPUQ(kvalues_iq4nl)[16];
 /* ggml's kvalues_mxfp4: the 16 E2M1 codes, doubled. */
 extern const int8_t CPUQ(kvalues_mxfp4)[16];
@@ -148,6 +176,19 @@ static inline cpu_vec_dot_fn cpuq_lookup(const cpuq_kernel_entry *t, size_t n, t
             return t[i].fn;
     return NULL;
 }
+
+/* A type whose file holds all its kernels: one row of vec_dot.c's table.
+ * avx2 and avx512 are NULL in copies not compiled for the instruction set;
+ * avx512_4, the four-row version of avx512 (cpu_vec_dot4_for), NULL where
+ * there is none. */
+typedef struct cpuq_type_kernels {
+    tport_type_id type;
+    cpu_vec_dot_fn scalar, avx2, avx512;
+    cpu_vec_dot4_fn avx512_4;
+} cpuq_type_kernels;
+extern const cpuq_type_kernels CPUQ(nvfp4_kernels);
+extern const cpuq_type_kernels CPUQ(q1_0_kernels);
+extern const cpuq_type_kernels CPUQ(q2_0_kernels);
 
 /* Defines the table function CPUQ(name) from {type, fn} entries. */
 #define CPUQ_KERNEL_TABLE(name, ...)                                              \

@@ -7,7 +7,20 @@
 
 uintptr_t CPUQ(stream_ahead) = 2048;
 
+/* The types whose file holds all their kernels: a row each. */
+static const cpuq_type_kernels *own_file_row(tport_type_id type) {
+    static const cpuq_type_kernels *const rows[] = {&CPUQ(nvfp4_kernels), &CPUQ(q1_0_kernels),
+                                                    &CPUQ(q2_0_kernels)};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        if (rows[i]->type == type)
+            return rows[i];
+    return NULL;
+}
+
 cpu_vec_dot_fn CPUQ(scalar_kernel)(tport_type_id type) {
+    const cpuq_type_kernels *row = own_file_row(type);
+    if (row)
+        return row->scalar;
     cpu_vec_dot_fn fn = CPUQ(scalar_legacy_kernel)(type);
     if (!fn)
         fn = CPUQ(scalar_kquant_kernel)(type);
@@ -26,6 +39,9 @@ cpu_vec_dot_fn cpu_vec_dot_scalar_for(tport_type_id type) {
 }
 
 cpu_vec_dot_fn cpu_vec_dot_for(tport_type_id type) {
+    const cpuq_type_kernels *row = own_file_row(type);
+    if (row)
+        return row->avx512 ? row->avx512 : row->avx2 ? row->avx2 : row->scalar;
     cpu_vec_dot_fn fn = CPUQ(avx512_lut_kernel)(type);
     if (!fn)
         fn = CPUQ(avx512_kernel)(type);
@@ -41,6 +57,9 @@ cpu_vec_dot_fn cpu_vec_dot_for(tport_type_id type) {
 }
 
 cpu_vec_dot4_fn cpu_vec_dot4_for(tport_type_id type) {
+    const cpuq_type_kernels *row = own_file_row(type);
+    if (row) /* only where cpu_vec_dot_for picks its one-row twin */
+        return row->avx512 ? row->avx512_4 : NULL;
     /* only where cpu_vec_dot_for picks the same ISA's LUT kernel */
     return CPUQ(avx512_lut_kernel)(type) ? CPUQ(avx512_lut_rows4)(type) : NULL;
 }
