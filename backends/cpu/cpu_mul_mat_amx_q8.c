@@ -39,7 +39,21 @@
  * before; per block in integers costs it two instructions a block and
  * column and keeps this kernel at one f32 product per block and row (a
  * version with two lanes here was no faster than the x8 kernel: RESULTS
- * run 35). */
+ * run 35).
+ *
+ * Tried without the unpacking (issue 42): a 64-byte chunk of the x8
+ * layout is a B-tile row whose word 2r + p is row r's k-quad 2j + p, so
+ * a group's 4 chunks load as they lie into a B tile of 4 k-rows, against
+ * an A tile whose row 2t + p holds column t's parity-p k-quads, TDPBSUD
+ * (unsigned weights) and 128 sum(a) taken off per block and column; the
+ * sums C[2t + p][2r + p] of both parities added in registers.  Exact and
+ * bit-identical (test_cpu_repack; an error in the correction fails it),
+ * but a group a tile: four TDPBSUD and four sums stored a block where
+ * the unpacked tiles take two, and the tile instructions, not the
+ * unpacking, bound the step: a step of 8 sequences of stories110M (Q8_0,
+ * 1 thread, perf cpu-clock) spent 21-26% more in the kernel.  Tiles
+ * of 8 A rows for such a step (half the rows of TDPBSSD and of the
+ * stores) were no faster either (samples within 2%). */
 #include <stdlib.h>
 #include <string.h>
 
