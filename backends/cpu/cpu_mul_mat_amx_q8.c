@@ -50,10 +50,9 @@
  * bit-identical (test_cpu_repack; an error in the correction fails it),
  * but a group a tile: four TDPBSUD and four sums stored a block where
  * the unpacked tiles take two, and the tile instructions, not the
- * unpacking, bound the step: a step of 8 sequences of stories110M (Q8_0,
- * 1 thread, perf cpu-clock) spent 21-26% more in the kernel.  Tiles
- * of 8 A rows for such a step (half the rows of TDPBSSD and of the
- * stores) were no faster either (samples within 2%). */
+ * unpacking, bound the step: a step of 8 sequences spent more time in
+ * the kernel (RESULTS run 38).  Tiles of 8 A rows for such a step (half
+ * the rows of TDPBSSD and of the stores) were no faster either. */
 #include <stdlib.h>
 #include <string.h>
 
