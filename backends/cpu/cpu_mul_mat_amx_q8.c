@@ -234,10 +234,9 @@ cols_blocks(const uint8_t *groups, size_t group_bytes, uint8_t *wq, float *wd, i
     /* FUSED: a quarter of the one-column kernels' distance ahead.  The
      * four streams' lines wait in L1 beside the batch's columns (1 KiB a
      * block: 24 KiB for rows of 768, 64 KiB for 2048); 2 KiB ahead, they
-     * pushed the columns out.  A step of 8 sequences of stories110M
-     * (Q8_0, 1 thread, perf cpu-clock): this kernel 13.0-13.6 ms a step
-     * 2 KiB ahead, 12.0-12.6 at 512 bytes, 12.5-12.7 at 1 KiB, 12.7-13.6
-     * at 256 (TPORT_CPU_PREFETCH; issue 42). */
+     * pushed the columns out: a step of 8 sequences took least time a
+     * quarter as far ahead, of the distances tried (TPORT_CPU_PREFETCH;
+     * RESULTS run 38). */
     const uintptr_t ahead = cpu_stream_ahead / 4 / 64 * 64;
     if (FUSED)
         unpack_block(groups, group_bytes, 0, wq, wd, ahead);

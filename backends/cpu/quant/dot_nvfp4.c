@@ -134,7 +134,7 @@ static void dot_avx2(int64_t n, float *s, const void *vx, const void *vy) {
  * CPUQ(stream_ahead) bytes ahead (read once per token).  Not 512 bits
  * wide: one block per register (its codes put in element order, the
  * sums reduced across 128-bit lanes) took more user time than this on
- * s110-nvfp4's pp64 (1.68 s against 1.31 s, three runs each). */
+ * a stories110M-shaped NVFP4 prompt (RESULTS run 38). */
 static inline __m256i dot_vnni(__m256i w, __m256i q) {
     return _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(w), _mm256_sign_epi8(q, w));
 }
