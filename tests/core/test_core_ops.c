@@ -490,38 +490,26 @@ static void test_data_movement(tport_ctx *ctx) {
         CHECK(ct_worst(cont, r_copy, &r, 1e-300, 0) <= 0.0, "cont values");
         tport_graph_free(g);
     }
-    /* concat along every dimension */
-    for (int dim = 0; dim < 4; dim++) {
-        int64_t na[4] = {3, 4, 2, 2}, nb[4] = {3, 4, 2, 2};
-        nb[dim] = 5;
-        tport_tensor *a = ct_rand(ctx, TPORT_TYPE_F32, na[0], na[1], na[2], na[3]);
-        tport_tensor *b = ct_rand(ctx, TPORT_TYPE_F32, nb[0], nb[1], nb[2], nb[3]);
-        tport_tensor *cat = tport_concat(ctx, a, b, dim);
-        g = ct_run(ctx, cat, 2);
-        CHECK(g && tport_tensor_ne(cat, dim) == na[dim] + 5, "concat dim %d", dim);
-        if (g) {
-            ref r = {.a = a, .b = b, .i0 = dim};
-            CHECK(ct_worst(cat, r_concat, &r, 1e-300, 0) <= 0.0, "concat dim %d values", dim);
-            tport_graph_free(g);
+    /* concat of packed sources; then a strided one (a transposed view: its elements
+     * a row apart) after a packed one, along every dimension: the CPU
+     * backend copies packed runs whole and strided ones element by element */
+    for (int strided = 0; strided < 2; strided++)
+        for (int dim = 0; dim < 4; dim++) {
+            int64_t na[4] = {3, 4, 2, 2}, nb[4] = {3, 4, 2, 2};
+            nb[dim] = 5;
+            tport_tensor *a = strided ? tport_transpose(ctx, ct_rand(ctx, TPORT_TYPE_F32, na[1], na[0], na[2], na[3]))
+                                      : ct_rand(ctx, TPORT_TYPE_F32, na[0], na[1], na[2], na[3]);
+            tport_tensor *b = ct_rand(ctx, TPORT_TYPE_F32, nb[0], nb[1], nb[2], nb[3]);
+            tport_tensor *first = strided ? b : a, *second = strided ? a : b;
+            tport_tensor *cat = tport_concat(ctx, first, second, dim);
+            g = ct_run(ctx, cat, 2);
+            CHECK(g && tport_tensor_ne(cat, dim) == na[dim] + 5, "concat dim %d (strided %d)", dim, strided);
+            if (g) {
+                ref r = {.a = first, .b = second, .i0 = dim};
+                CHECK(ct_worst(cat, r_concat, &r, 1e-300, 0) <= 0.0, "concat dim %d (strided %d) values", dim, strided);
+                tport_graph_free(g);
+            }
         }
-    }
-    /* a strided source (a transposed view: its elements a row apart) with
-     * a packed one, along every dimension: the CPU backend copies packed
-     * runs whole and strided ones element by element */
-    for (int dim = 0; dim < 4; dim++) {
-        int64_t na[4] = {3, 4, 2, 2}, nb[4] = {3, 4, 2, 2};
-        nb[dim] = 5;
-        tport_tensor *a = tport_transpose(ctx, ct_rand(ctx, TPORT_TYPE_F32, na[1], na[0], na[2], na[3]));
-        tport_tensor *b = ct_rand(ctx, TPORT_TYPE_F32, nb[0], nb[1], nb[2], nb[3]);
-        tport_tensor *cat = tport_concat(ctx, b, a, dim);
-        g = ct_run(ctx, cat, 2);
-        CHECK(g && tport_tensor_ne(cat, dim) == na[dim] + 5, "concat of a strided view, dim %d", dim);
-        if (g) {
-            ref r = {.a = b, .b = a, .i0 = dim};
-            CHECK(ct_worst(cat, r_concat, &r, 1e-300, 0) <= 0.0, "concat of a strided view, dim %d values", dim);
-            tport_graph_free(g);
-        }
-    }
 }
 
 int main(void) {
