@@ -63,16 +63,20 @@ async function load(clients, seconds) {
   const results = [];
   await Promise.all(Array.from({ length: clients }, async (_, c) => {
     for (let i = 0; performance.now() < end; i++) {
+      // A dropped connection ("fetch failed") counts as one failed request
+      // instead of ending the whole measurement without figures.
       results.push(await stream('/v1/completions', {
         prompt: `${prompt} (client ${c}, request ${i})`, max_tokens: +maxTokens, temperature: 0,
         ignore_eos: true, stream: true, stream_options: { include_usage: true },
-      }));
+      }).catch(e => ({ status: 'failed', error: String(e.cause ?? e) })));
     }
   }));
   const wall = (performance.now() - t0) / 1000, ok = results.filter(r => r.status === 200);
   const ttft = ok.map(r => r.ttft).filter(x => x !== null);
+  const failed = results.find(r => r.status === 'failed');
   return {
     clients, seconds: +wall.toFixed(1), requests: ok.length, errors: results.length - ok.length,
+    ...(failed ? { first_error: failed.error } : {}),
     requests_per_s: +(ok.length / wall).toFixed(3),
     tokens_per_s: +(ok.reduce((s, r) => s + r.tokens, 0) / wall).toFixed(1),
     ttft_ms_p50: pct(ttft, 0.5), ttft_ms_p99: pct(ttft, 0.99),
