@@ -13,7 +13,8 @@
  * - admission (issue 42, time to first token): requests arriving together
  *   (joining a few ms apart, as their slots are taken) have their prompts
  *   in one step, every first token after the first step, not after a
- *   first prompt's lone step and a second; a prompt that joins while
+ *   first prompt's lone step and a second (the wait for more goes on
+ *   while they keep coming); a prompt that joins while
  *   others generate is in the next step; a first token's hand-in that
  *   completes a step does not run it before the token is sent.
  *
@@ -184,6 +185,16 @@ static void admission(batcher *b, tport_model *m, tport_session **s, const worke
     for (int i = 0; i < 3; i++)
         CHECK(w[i].first_at - base == 1, "three arriving: slot %d's first token after %llu steps, not 1", i,
               (unsigned long long)(w[i].first_at - base));
+
+    /* three slots 60 ms apart, a wait of 100: the third comes after the
+     * first's wait but within the second's, which the wait goes on for */
+    b->wait_ms = 100;
+    base = arrive(b, m, s, w, 3, 60, -1);
+    check_same(w, alone, 3, "three trickling in");
+    for (int i = 0; i < 3; i++)
+        CHECK(w[i].first_at - base == 1, "three trickling in: slot %d's first token after %llu steps, not 1", i,
+              (unsigned long long)(w[i].first_at - base));
+    b->wait_ms = 300;
 
     /* slot 3 arrives while the others generate: its prompt is in the step
      * after the one running when it joined (their steps wait for it; the
