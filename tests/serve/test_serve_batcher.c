@@ -169,6 +169,7 @@ static void admission(batcher *b, tport_model *m, tport_session **s, const worke
      * prompt): one step of all the prompts (the wait is far beyond any
      * step: only the count decides) */
     b->wait_ms = 60000;
+    uint64_t n0 = atomic_load(&b->admitted), a0 = atomic_load(&b->admit_steps);
     uint64_t base = arrive(b, m, s, w, N_SLOTS, 4, -1);
     check_same(w, alone, N_SLOTS, "arriving together");
     for (int i = 0; i < N_SLOTS; i++)
@@ -176,6 +177,11 @@ static void admission(batcher *b, tport_model *m, tport_session **s, const worke
               (unsigned long long)(w[i].first_at - base));
     CHECK(atomic_load(&b->steps) - base == 1 + N_GEN, "arriving together: %llu steps, not %d",
           (unsigned long long)(atomic_load(&b->steps) - base), 1 + N_GEN);
+    /* /metrics' count: one step from joining to admission, each */
+    CHECK(atomic_load(&b->admitted) - n0 == N_SLOTS && atomic_load(&b->admit_steps) - a0 == N_SLOTS,
+          "arriving together: %llu admitted after %llu steps in all, not %d and %d",
+          (unsigned long long)(atomic_load(&b->admitted) - n0), (unsigned long long)(atomic_load(&b->admit_steps) - a0),
+          N_SLOTS, N_SLOTS);
 
     /* three of the four slots, 4 ms apart: the first prompt waits the
      * short admission wait for the others instead of going alone */
@@ -199,8 +205,13 @@ static void admission(batcher *b, tport_model *m, tport_session **s, const worke
     /* slot 3 arrives while the others generate: its prompt is in the step
      * after the one running when it joined (their steps wait for it; the
      * three's prompts wait the admission wait for it first, in vain) */
+    n0 = atomic_load(&b->admitted), a0 = atomic_load(&b->admit_steps);
     base = arrive(b, m, s, w, N_SLOTS, 0, 3);
     check_same(w, alone, N_SLOTS, "arriving late");
+    CHECK(atomic_load(&b->admitted) - n0 == N_SLOTS && atomic_load(&b->admit_steps) - a0 == N_SLOTS,
+          "arriving late: %llu admitted after %llu steps in all, not %d and %d",
+          (unsigned long long)(atomic_load(&b->admitted) - n0), (unsigned long long)(atomic_load(&b->admit_steps) - a0),
+          N_SLOTS, N_SLOTS);
     CHECK(w[3].joined_at - base >= 4, "slot 3 joined after %llu steps, not during the others' generation",
           (unsigned long long)(w[3].joined_at - base));
     CHECK(w[3].first_at - w[3].joined_at <= 2, "slot 3's first token %llu steps after it joined, not within 2",

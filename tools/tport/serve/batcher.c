@@ -41,6 +41,8 @@ struct batcher_slot {
     bool active;
     bool late; /* active, and left out of the last step: not waited for */
     bool fresh; /* active, and in no step yet: its prompt's first chunk to come */
+    bool first; /* in its first step */
+    uint64_t joined_at; /* b->steps when it joined */
     int state;
     tport_session *s;
     const tport_token *ids;
@@ -88,6 +90,8 @@ bool batcher_init(batcher *b, tport_model *m, int n) {
     atomic_init(&b->rows, 0);
     atomic_init(&b->shared, 0);
     atomic_init(&b->busy_us, 0);
+    atomic_init(&b->admitted, 0);
+    atomic_init(&b->admit_steps, 0);
     b->n = n;
     b->wait_ms = WAIT_MS;
     b->slots = calloc((size_t)n, sizeof *b->slots);
@@ -113,6 +117,8 @@ void batcher_join(batcher *b, int slot) {
         b->slots[slot].active = true;
         b->slots[slot].late = false;
         b->slots[slot].fresh = true;
+        /* a step running now cannot take it: counted from the next */
+        b->slots[slot].joined_at = atomic_load(&b->steps) + (b->running ? 1 : 0);
         b->n_active++;
     }
     pthread_mutex_unlock(&b->lock);
@@ -165,6 +171,7 @@ static void lead(batcher *b) {
         batcher_slot *sl = &b->slots[i];
         if (sl->state == PENDING) {
             sl->state = RUNNING;
+            sl->first = sl->fresh;
             sl->fresh = false;
             b->taken[n] = i;
             b->items[n++] = (tport_batch_item){sl->s, sl->ids, sl->n};
@@ -199,8 +206,16 @@ static void lead(batcher *b) {
     if (n > 1 && !st)
         b->step_ms = ms;
     b->ended = now_ms();
-    for (int k = 0; k < n; k++)
-        b->slots[b->taken[k]].state = DONE;
+    uint64_t now = atomic_load(&b->steps);
+    for (int k = 0; k < n; k++) {
+        batcher_slot *sl = &b->slots[b->taken[k]];
+        sl->state = DONE;
+        if (sl->first) {
+            sl->first = false;
+            atomic_fetch_add(&b->admitted, 1);
+            atomic_fetch_add(&b->admit_steps, now - sl->joined_at);
+        }
+    }
     b->running = false;
     pthread_cond_broadcast(&b->cv);
 }
@@ -212,8 +227,8 @@ static void hand_in(batcher *b, int slot, tport_session *s, const tport_token *i
         sl->late = false;
         b->n_late--;
     }
-    *sl = (batcher_slot){.active = sl->active, .fresh = sl->fresh, .state = PENDING, .s = s, .ids = ids, .n = n,
-                         .since = now_ms()};
+    *sl = (batcher_slot){.active = sl->active, .fresh = sl->fresh, .joined_at = sl->joined_at, .state = PENDING,
+                         .s = s, .ids = ids, .n = n, .since = now_ms()};
     b->n_pending++;
     /* no wake-up: the thread handing in checks whether its token completes
      * the step, and leads it; a waiter's deadline (the oldest token's)

@@ -33,8 +33,9 @@ typedef struct batcher {
     double step_ms;        /* how long the last step of several slots took */
     double ended;          /* when the last step ended (ms)             */
     /* for /metrics: steps run, tokens in them, steps of several slots,
-     * and the microseconds they took */
-    atomic_uint_fast64_t steps, rows, shared, busy_us;
+     * and the microseconds they took; requests admitted (their first step
+     * over) and the steps each saw from joining to the end of that step */
+    atomic_uint_fast64_t steps, rows, shared, busy_us, admitted, admit_steps;
 } batcher;
 
 /* For n slots of model m; false with tport_last_error() set on failure. */
