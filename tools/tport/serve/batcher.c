@@ -22,8 +22,8 @@
  * otherwise split: the first one's prompt runs alone at once, the others
  * arrive during that step and wait for it, then take a second step whose
  * prompt rows cost the most, their first tokens two steps late; so a
- * step of fresh prompts only, while slots are still free, waits the
- * short wait_ms for more of them, as long as they keep coming (up to
+ * step of fresh prompts only, while slots are still free, waits a few
+ * ms for more of them, as long as they keep coming (ADMIT_QUIET, up to
  * ADMIT_SPAN; llama-server's loop likewise puts every prompt it has in
  * one batch).  A slot's first token is not held back by
  * the step its hand-in completes: that step is led by another slot's
@@ -65,12 +65,12 @@ struct batcher_slot {
 #define WAIT_MS 5.0
 #define STEP_SHARE 0.25
 #define MAX_WAIT_MS 250.0
-/* A step of fresh prompts only waits wait_ms after the newest of them for
- * another, up to ADMIT_SPAN wait_ms after the first: clients started
- * together reach the server over a few ms, the first of them often well
- * ahead of the rest (its connection accepted first), the others close
- * together. */
-#define ADMIT_SPAN 4.0
+/* A step of fresh prompts only waits ADMIT_QUIET wait_ms after the newest
+ * of them for another, up to ADMIT_SPAN wait_ms after the first: clients
+ * started together reach the server over several ms, in bursts a few ms
+ * apart (connections accepted in turn). */
+#define ADMIT_QUIET 2.0
+#define ADMIT_SPAN 8.0
 
 static double now_ms(void) {
     struct timespec t;
@@ -257,7 +257,7 @@ static bool may_lead(const batcher *b, const batcher_slot *sl, double *due) {
      * from it only then */
     double first = oldest(b);
     if (admitting(b)) { /* new prompts only: a short wait for others arriving with them */
-        double quiet = newest(b) + b->wait_ms, span = first + ADMIT_SPAN * b->wait_ms;
+        double quiet = newest(b) + ADMIT_QUIET * b->wait_ms, span = first + ADMIT_SPAN * b->wait_ms;
         *due = quiet < span ? quiet : span;
         return sl->state == PENDING && !b->running && now_ms() >= *due;
     }
