@@ -192,11 +192,11 @@ static void admission(batcher *b, tport_model *m, tport_session **s, const worke
         CHECK(w[i].first_at - base == 1, "three arriving: slot %d's first token after %llu steps, not 1", i,
               (unsigned long long)(w[i].first_at - base));
 
-    /* three slots 100 ms apart, a wait of 75 (150 after each prompt): the
+    /* three slots 200 ms apart, a wait of 150 (300 after each prompt): the
      * third comes after the first's wait but within the second's, which
-     * the wait goes on for */
-    b->wait_ms = 75;
-    base = arrive(b, m, s, w, 3, 100, -1);
+     * the wait goes on for (100 ms of slack either way) */
+    b->wait_ms = 150;
+    base = arrive(b, m, s, w, 3, 200, -1);
     check_same(w, alone, 3, "three trickling in");
     for (int i = 0; i < 3; i++)
         CHECK(w[i].first_at - base == 1, "three trickling in: slot %d's first token after %llu steps, not 1", i,
