@@ -9,7 +9,14 @@
  *   late until it comes back;
  * - what each slot generates is what its session generates alone,
  *   through batcher_eval or batcher_submit + batcher_wait (a slot's
- *   thread sends its token's text in between).
+ *   thread sends its token's text in between);
+ * - admission (issue 42, time to first token): requests arriving together
+ *   (joining a few ms apart, as their slots are taken) have their prompts
+ *   in one step, every first token after the first step, not after a
+ *   first prompt's lone step and a second (the wait for more goes on
+ *   while they keep coming); a prompt that joins while
+ *   others generate is in the next step; a first token's hand-in that
+ *   completes a step does not run it before the token is sent.
  *
  * Run under ThreadSanitizer in CI (.ci/run). */
 #include <pthread.h>
@@ -32,6 +39,9 @@ typedef struct worker {
     int32_t n_prompt;
     atomic_bool *stall; /* set: after the prompt, wait until it is clear */
     bool pipelined;     /* batcher_submit, "send" for a while, batcher_wait */
+    int arrive_us;      /* >= 0: joins by itself after this long (a request taking its slot) */
+    atomic_int *start_at; /* non-NULL: arrives once the batcher has run this many steps */
+    uint64_t joined_at, first_at; /* b->steps when it joined, and when its first token was there */
     tport_token out[N_GEN];
     bool ok;
 } worker;
@@ -56,8 +66,24 @@ static void *run(void *arg) {
     worker *w = arg;
     char err[256];
     tport_session_reset(w->s);
+    if (w->start_at)
+        while (atomic_load(&w->b->steps) < (uint64_t)atomic_load(w->start_at)) {
+            struct timespec t = {0, 200 * 1000};
+            nanosleep(&t, NULL);
+        }
+    if (w->arrive_us >= 0 && w->b) {
+        struct timespec t = {0, (long)w->arrive_us * 1000};
+        nanosleep(&t, NULL);
+        batcher_join(w->b, w->slot);
+        w->joined_at = atomic_load(&w->b->steps);
+        /* between taking the slot and handing the prompt in (headers) */
+        t = (struct timespec){0, 2 * 1000 * 1000};
+        nanosleep(&t, NULL);
+    }
     w->ok = (w->b ? batcher_eval(w->b, w->slot, w->s, w->prompt, w->n_prompt, err, sizeof err)
                            : tport_session_eval(w->s, w->prompt, w->n_prompt)) == TPORT_STATUS_OK;
+    if (w->b)
+        w->first_at = atomic_load(&w->b->steps);
     while (w->stall && atomic_load(w->stall)) {
         struct timespec t = {0, 2 * 1000 * 1000};
         nanosleep(&t, NULL);
@@ -65,7 +91,7 @@ static void *run(void *arg) {
     for (int i = 0; w->ok && i < N_GEN; i++) {
         w->out[i] = greedy(w->m, tport_session_logits(w->s));
         if (w->pipelined) { /* as tport serve's slots: the token's text goes out during the step */
-            batcher_submit(w->b, w->slot, w->s, &w->out[i], 1);
+            batcher_submit(w->b, w->slot, w->s, &w->out[i], 1, i > 0); /* as generate.c */
             struct timespec t = {0, (long)(w->slot + 1) * 300 * 1000};
             nanosleep(&t, NULL);
             w->ok = batcher_wait(w->b, w->slot, err, sizeof err) == TPORT_STATUS_OK;
@@ -90,7 +116,7 @@ static double together(batcher *b, tport_model *m, tport_session **s, worker *w,
     pthread_t th[N_SLOTS];
     for (int i = 0; i < N_SLOTS; i++) {
         w[i] = (worker){.b = b, .m = m, .s = s[i], .slot = i, .prompt = prompts[i], .n_prompt = 5,
-                        .stall = i == stall_slot ? &stall : NULL, .pipelined = pipelined};
+                        .stall = i == stall_slot ? &stall : NULL, .pipelined = pipelined, .arrive_us = -1};
         batcher_join(b, i); /* all in before anyone hands a token in */
     }
     double t0 = now_ms(), others = 0;
@@ -104,6 +130,124 @@ static double together(batcher *b, tport_model *m, tport_session **s, worker *w,
     if (stall_slot >= 0)
         pthread_join(th[stall_slot], NULL);
     return others;
+}
+
+/* The requests of slots [0, n) arrive each arrive_ms after the last and
+ * generate pipelined, as tport serve's streams; late_slot (or -1) comes
+ * only once the others' first tokens are there and they have generated
+ * a few.  Returns b->steps before. */
+static uint64_t arrive(batcher *b, tport_model *m, tport_session **s, worker *w, int n, int arrive_ms, int late_slot) {
+    uint64_t base = atomic_load(&b->steps);
+    atomic_int start_at;
+    atomic_init(&start_at, (int)base + 4);
+    pthread_t th[N_SLOTS];
+    for (int i = 0; i < n; i++) {
+        w[i] = (worker){.b = b, .m = m, .s = s[i], .slot = i, .prompt = prompts[i], .n_prompt = 5, .pipelined = true,
+                        .arrive_us = i == late_slot ? 0 : i * arrive_ms * 1000,
+                        .start_at = i == late_slot ? &start_at : NULL};
+        pthread_create(&th[i], NULL, run, &w[i]);
+    }
+    for (int i = 0; i < n; i++)
+        pthread_join(th[i], NULL);
+    return base;
+}
+
+static void check_same(const worker *w, const worker *alone, int n, const char *what) {
+    for (int i = 0; i < n; i++) {
+        CHECK(w[i].ok, "%s: slot %d failed", what, i);
+        for (int k = 0; k < N_GEN; k++)
+            CHECK(w[i].out[k] == alone[i].out[k], "%s: slot %d, token %d: %d, alone %d", what, i, k,
+                  (int)w[i].out[k], (int)alone[i].out[k]);
+    }
+}
+
+/* Steps before each first token, for requests that arrive together or
+ * while others generate. */
+static void admission(batcher *b, tport_model *m, tport_session **s, const worker *alone) {
+    worker w[N_SLOTS];
+    /* every slot taken, 4 ms apart (more than from a slot's join to its
+     * prompt): one step of all the prompts (the wait is far beyond any
+     * step: only the count decides) */
+    b->wait_ms = 60000;
+    uint64_t n0 = atomic_load(&b->admitted), a0 = atomic_load(&b->admit_steps);
+    uint64_t base = arrive(b, m, s, w, N_SLOTS, 4, -1);
+    check_same(w, alone, N_SLOTS, "arriving together");
+    for (int i = 0; i < N_SLOTS; i++)
+        CHECK(w[i].first_at - base == 1, "arriving together: slot %d's first token after %llu steps, not 1", i,
+              (unsigned long long)(w[i].first_at - base));
+    CHECK(atomic_load(&b->steps) - base == 1 + N_GEN, "arriving together: %llu steps, not %d",
+          (unsigned long long)(atomic_load(&b->steps) - base), 1 + N_GEN);
+    /* /metrics' count: one step from joining to admission, each */
+    CHECK(atomic_load(&b->admitted) - n0 == N_SLOTS && atomic_load(&b->admit_steps) - a0 == N_SLOTS,
+          "arriving together: %llu admitted after %llu steps in all, not %d and %d",
+          (unsigned long long)(atomic_load(&b->admitted) - n0), (unsigned long long)(atomic_load(&b->admit_steps) - a0),
+          N_SLOTS, N_SLOTS);
+
+    /* three of the four slots, 4 ms apart: the first prompt waits the
+     * short admission wait for the others instead of going alone */
+    b->wait_ms = 300;
+    base = arrive(b, m, s, w, 3, 4, -1);
+    check_same(w, alone, 3, "three arriving");
+    for (int i = 0; i < 3; i++)
+        CHECK(w[i].first_at - base == 1, "three arriving: slot %d's first token after %llu steps, not 1", i,
+              (unsigned long long)(w[i].first_at - base));
+
+    /* three slots 200 ms apart, a wait of 150 (300 after each prompt): the
+     * third comes after the first's wait but within the second's, which
+     * the wait goes on for (100 ms of slack either way) */
+    b->wait_ms = 150;
+    base = arrive(b, m, s, w, 3, 200, -1);
+    check_same(w, alone, 3, "three trickling in");
+    for (int i = 0; i < 3; i++)
+        CHECK(w[i].first_at - base == 1, "three trickling in: slot %d's first token after %llu steps, not 1", i,
+              (unsigned long long)(w[i].first_at - base));
+    b->wait_ms = 300;
+
+    /* slot 3 arrives while the others generate: its prompt is in the step
+     * after the one running when it joined (their steps wait for it; the
+     * three's prompts wait the admission wait for it first, in vain) */
+    n0 = atomic_load(&b->admitted), a0 = atomic_load(&b->admit_steps);
+    base = arrive(b, m, s, w, N_SLOTS, 0, 3);
+    check_same(w, alone, N_SLOTS, "arriving late");
+    CHECK(atomic_load(&b->admitted) - n0 == N_SLOTS && atomic_load(&b->admit_steps) - a0 == N_SLOTS,
+          "arriving late: %llu admitted after %llu steps in all, not %d and %d",
+          (unsigned long long)(atomic_load(&b->admitted) - n0), (unsigned long long)(atomic_load(&b->admit_steps) - a0),
+          N_SLOTS, N_SLOTS);
+    CHECK(w[3].joined_at - base >= 4, "slot 3 joined after %llu steps, not during the others' generation",
+          (unsigned long long)(w[3].joined_at - base));
+    CHECK(w[3].first_at - w[3].joined_at <= 2, "slot 3's first token %llu steps after it joined, not within 2",
+          (unsigned long long)(w[3].first_at - w[3].joined_at));
+    CHECK(b->n_late == 0 && b->n_active == 0, "after admission: %d late, %d active", b->n_late, b->n_active);
+
+    /* a hand-in that completes a step: with lead_now its thread runs the
+     * step before returning, without it (a first token, to be sent) it
+     * does not, and the first slot to wait leads it (one thread here) */
+    for (int i = 0; i < N_SLOTS; i++) {
+        tport_session_reset(s[i]);
+        batcher_join(b, i);
+    }
+    base = atomic_load(&b->steps);
+    for (int i = 0; i < N_SLOTS; i++)
+        batcher_submit(b, i, s[i], prompts[i], 5, false);
+    CHECK(atomic_load(&b->steps) == base, "the step ran in the submit of a first token");
+    char err[256];
+    for (int i = 0; i < N_SLOTS; i++)
+        CHECK(batcher_wait(b, i, err, sizeof err) == TPORT_STATUS_OK, "slot %d: %s", i, err);
+    CHECK(atomic_load(&b->steps) == base + 1, "%llu steps for one complete hand-in, not 1",
+          (unsigned long long)(atomic_load(&b->steps) - base));
+    tport_token next[N_SLOTS];
+    for (int i = 0; i < N_SLOTS; i++) {
+        next[i] = greedy(m, tport_session_logits(s[i]));
+        CHECK(next[i] == alone[i].out[0], "slot %d's first token %d, alone %d", i, (int)next[i],
+              (int)alone[i].out[0]);
+        batcher_submit(b, i, s[i], &next[i], 1, true);
+    }
+    CHECK(atomic_load(&b->steps) == base + 2, "the last submit with lead_now did not run the step");
+    for (int i = 0; i < N_SLOTS; i++) {
+        CHECK(batcher_wait(b, i, err, sizeof err) == TPORT_STATUS_OK, "slot %d: %s", i, err);
+        CHECK(greedy(m, tport_session_logits(s[i])) == alone[i].out[1], "slot %d's second token", i);
+        batcher_leave(b, i);
+    }
 }
 
 int main(void) {
@@ -122,7 +266,7 @@ int main(void) {
 
     worker alone[N_SLOTS];
     for (int i = 0; i < N_SLOTS; i++) {
-        alone[i] = (worker){.m = m, .s = s[i], .prompt = prompts[i], .n_prompt = 5};
+        alone[i] = (worker){.m = m, .s = s[i], .prompt = prompts[i], .n_prompt = 5, .arrive_us = -1};
         run(&alone[i]);
         CHECK(alone[i].ok, "slot %d alone: %s", i, tport_last_error());
     }
@@ -175,6 +319,8 @@ int main(void) {
     CHECK(ms >= WAIT * 0.9, "the others did not wait for the stalled slot (%.0f ms)", ms);
     CHECK(ms < WAIT * N_GEN / 4.0, "the others took %.0f ms beside a stalled slot: waited for it at every step?", ms);
     CHECK(b.n_late == 0 && b.n_active == 0, "after: %d late, %d active", b.n_late, b.n_active);
+
+    admission(&b, m, s, alone);
 
     batcher_destroy(&b);
     for (int i = 0; i < N_SLOTS; i++)

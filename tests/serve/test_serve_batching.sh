@@ -45,6 +45,11 @@ metric() { grep "^tport:$1 " "$WORK/body" | cut -d' ' -f2; }
 expect_eq "alone: no step held several slots" "$(metric decode_steps_shared_total)" 0
 STEPS0=$(metric decode_steps_total)
 ROWS0=$(metric decode_step_tokens_total)
+# each prompt alone went into the first step after its request took a slot
+expect_eq "alone: requests admitted" "$(metric admitted_total)" "${#PROMPTS[@]}"
+expect_eq "alone: steps from a slot taken to the prompt's first step" "$(metric admission_steps_total)" "${#PROMPTS[@]}"
+ADM0=$(metric admitted_total)
+ADMS0=$(metric admission_steps_total)
 
 # all at once, twice (more requests than slots: some wait in the queue and
 # join the running batch when a slot frees), every other one streamed
@@ -67,6 +72,7 @@ done
 http GET /metrics >/dev/null
 SHARED=$(metric decode_steps_shared_total)
 echo "steps together: $(($(metric decode_steps_total) - STEPS0)) for $(($(metric decode_step_tokens_total) - ROWS0)) tokens, $SHARED of several slots"
+echo "together: $(($(metric admitted_total) - ADM0)) requests admitted after $(($(metric admission_steps_total) - ADMS0)) steps in all"
 [ "$SHARED" -gt 0 ]
 check "steps together held several slots' tokens" $?
 expect_eq "healthy after" "$(http GET /health)" 200

@@ -13,7 +13,21 @@
  * others up once, not at every step.  A step that fails as a
  * whole is run again one slot at a time, so each slot gets its own
  * status (one slot's bad token does not fail the others): the slots
- * that moved on before the failure have logits, the others go alone. */
+ * that moved on before the failure have logits, the others go alone.
+ *
+ * Admission (issue 42, time to first token): a request joins when it gets
+ * its slot, before its prompt is handed in, so the step being gathered
+ * waits for that prompt as for any slot's token and takes it in the next
+ * step.  Requests that come together (clients started at once) would
+ * otherwise split: the first one's prompt runs alone at once, the others
+ * arrive during that step and wait for it, then take a second step whose
+ * prompt rows cost the most, their first tokens two steps late; so a
+ * step of fresh prompts only, while slots are still free, waits a few
+ * ms for more of them, as long as they keep coming (ADMIT_QUIET, up to
+ * ADMIT_SPAN; llama-server's loop likewise puts every prompt it has in
+ * one batch).  A slot's first token is not held back by
+ * the step its hand-in completes: that step is led by another slot's
+ * thread (batcher_submit's lead). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +40,9 @@ enum { IDLE, PENDING, RUNNING, DONE };
 struct batcher_slot {
     bool active;
     bool late; /* active, and left out of the last step: not waited for */
+    bool fresh; /* active, and in no step yet: its prompt's first chunk to come */
+    bool first; /* in its first step */
+    uint64_t joined_at; /* b->steps when it joined */
     int state;
     tport_session *s;
     const tport_token *ids;
@@ -48,6 +65,12 @@ struct batcher_slot {
 #define WAIT_MS 5.0
 #define STEP_SHARE 0.25
 #define MAX_WAIT_MS 250.0
+/* A step of fresh prompts only waits ADMIT_QUIET wait_ms after the newest
+ * of them for another, up to ADMIT_SPAN wait_ms after the first: clients
+ * started together reach the server over several ms, in bursts a few ms
+ * apart (connections accepted in turn). */
+#define ADMIT_QUIET 2.0
+#define ADMIT_SPAN 8.0
 
 static double now_ms(void) {
     struct timespec t;
@@ -67,6 +90,8 @@ bool batcher_init(batcher *b, tport_model *m, int n) {
     atomic_init(&b->rows, 0);
     atomic_init(&b->shared, 0);
     atomic_init(&b->busy_us, 0);
+    atomic_init(&b->admitted, 0);
+    atomic_init(&b->admit_steps, 0);
     b->n = n;
     b->wait_ms = WAIT_MS;
     b->slots = calloc((size_t)n, sizeof *b->slots);
@@ -91,6 +116,9 @@ void batcher_join(batcher *b, int slot) {
     if (!b->slots[slot].active) {
         b->slots[slot].active = true;
         b->slots[slot].late = false;
+        b->slots[slot].fresh = true;
+        /* a step running now cannot take it: counted from the next */
+        b->slots[slot].joined_at = atomic_load(&b->steps) + (b->running ? 1 : 0);
         b->n_active++;
     }
     pthread_mutex_unlock(&b->lock);
@@ -119,6 +147,15 @@ static double oldest(const batcher *b) {
     return t;
 }
 
+/* When the newest token handed in arrived (ms). */
+static double newest(const batcher *b) {
+    double t = 0;
+    for (int i = 0; i < b->n; i++)
+        if (b->slots[i].state == PENDING && b->slots[i].since > t)
+            t = b->slots[i].since;
+    return t;
+}
+
 /* How long a step waits for the slots that are not late (ms). */
 static double wait_for(const batcher *b) {
     double w = STEP_SHARE * b->step_ms;
@@ -134,6 +171,8 @@ static void lead(batcher *b) {
         batcher_slot *sl = &b->slots[i];
         if (sl->state == PENDING) {
             sl->state = RUNNING;
+            sl->first = sl->fresh;
+            sl->fresh = false;
             b->taken[n] = i;
             b->items[n++] = (tport_batch_item){sl->s, sl->ids, sl->n};
         } else if (sl->active && !sl->late) {
@@ -167,8 +206,16 @@ static void lead(batcher *b) {
     if (n > 1 && !st)
         b->step_ms = ms;
     b->ended = now_ms();
-    for (int k = 0; k < n; k++)
-        b->slots[b->taken[k]].state = DONE;
+    uint64_t now = atomic_load(&b->steps);
+    for (int k = 0; k < n; k++) {
+        batcher_slot *sl = &b->slots[b->taken[k]];
+        sl->state = DONE;
+        if (sl->first) {
+            sl->first = false;
+            atomic_fetch_add(&b->admitted, 1);
+            atomic_fetch_add(&b->admit_steps, now - sl->joined_at);
+        }
+    }
     b->running = false;
     pthread_cond_broadcast(&b->cv);
 }
@@ -180,13 +227,26 @@ static void hand_in(batcher *b, int slot, tport_session *s, const tport_token *i
         sl->late = false;
         b->n_late--;
     }
-    *sl = (batcher_slot){.active = sl->active, .state = PENDING, .s = s, .ids = ids, .n = n, .since = now_ms()};
+    *sl = (batcher_slot){.active = sl->active, .fresh = sl->fresh, .joined_at = sl->joined_at, .state = PENDING,
+                         .s = s, .ids = ids, .n = n, .since = now_ms()};
     b->n_pending++;
     /* no wake-up: the thread handing in checks whether its token completes
      * the step, and leads it; a waiter's deadline (the oldest token's)
      * does not move for a later one.  Waking every waiter at each token
      * handed in cost 8 slots some 30 futile wake-ups a step, and their
      * fight for the lock, on the cores the model needs (issue 42) */
+}
+
+/* Whether every active slot is fresh (its prompt's first chunk handed in
+ * or to come; none generating) while some slot is still free: more
+ * requests may be on their way (b->lock held). */
+static bool admitting(const batcher *b) {
+    if (b->n_active >= b->n)
+        return false;
+    for (int i = 0; i < b->n; i++)
+        if (b->slots[i].active && !b->slots[i].fresh)
+            return false;
+    return true;
 }
 
 /* Whether slot's pending tokens should go now, the step complete or the
@@ -196,6 +256,11 @@ static bool may_lead(const batcher *b, const batcher_slot *sl, double *due) {
      * during the last step, with that step's end: the others come back
      * from it only then */
     double first = oldest(b);
+    if (admitting(b)) { /* new prompts only: a short wait for others arriving with them */
+        double quiet = newest(b) + ADMIT_QUIET * b->wait_ms, span = first + ADMIT_SPAN * b->wait_ms;
+        *due = quiet < span ? quiet : span;
+        return sl->state == PENDING && !b->running && now_ms() >= *due;
+    }
     *due = (first > b->ended ? first : b->ended) + wait_for(b);
     return sl->state == PENDING && !b->running &&
            (b->n_pending >= b->n_active - b->n_late || now_ms() >= *due);
@@ -236,16 +301,21 @@ tport_status batcher_eval(batcher *b, int slot, tport_session *s, const tport_to
     return st;
 }
 
-void batcher_submit(batcher *b, int slot, tport_session *s, const tport_token *ids, int32_t n) {
+void batcher_submit(batcher *b, int slot, tport_session *s, const tport_token *ids, int32_t n, bool lead_now) {
     pthread_mutex_lock(&b->lock);
     hand_in(b, slot, s, ids, n);
     /* the last one in runs the step at once (no thread to wake), when
      * there are others: they send meanwhile.  Alone, the step waits for
      * batcher_wait, as it did before, so the token just sampled is not
-     * sent a step late (no one sends meanwhile) */
+     * sent a step late (no one sends meanwhile).  Without lead_now the
+     * step goes to a waiting slot's thread, or the first to wait */
     double due;
-    if (b->n_active > 1 && may_lead(b, &b->slots[slot], &due))
-        lead(b);
+    if (b->n_active > 1 && may_lead(b, &b->slots[slot], &due)) {
+        if (lead_now)
+            lead(b);
+        else
+            pthread_cond_broadcast(&b->cv);
+    }
     pthread_mutex_unlock(&b->lock);
 }
 

@@ -33,14 +33,17 @@ typedef struct batcher {
     double step_ms;        /* how long the last step of several slots took */
     double ended;          /* when the last step ended (ms)             */
     /* for /metrics: steps run, tokens in them, steps of several slots,
-     * and the microseconds they took */
-    atomic_uint_fast64_t steps, rows, shared, busy_us;
+     * and the microseconds they took; requests admitted (their first step
+     * over) and the steps each saw from joining to the end of that step */
+    atomic_uint_fast64_t steps, rows, shared, busy_us, admitted, admit_steps;
 } batcher;
 
 /* For n slots of model m; false with tport_last_error() set on failure. */
 bool batcher_init(batcher *b, tport_model *m, int n);
 void batcher_destroy(batcher *b);
-/* Slot `slot` takes part in the steps from now on / no longer. */
+/* Slot `slot` takes part in the steps from now on / no longer: a request
+ * joins when it has its slot, so that the step being gathered waits for
+ * its prompt (then a fresh slot: see batcher.c on admission). */
 void batcher_join(batcher *b, int slot);
 void batcher_leave(batcher *b, int slot);
 /* Evaluates n tokens ids (1..the session's n_batch; they must stay put
@@ -55,8 +58,11 @@ tport_status batcher_eval(batcher *b, int slot, tport_session *s, const tport_to
  * slots), batcher_wait
  * returns when they have been evaluated, with their status.  Until then
  * the session and ids are the batcher's; every submit needs its wait,
- * before the slot leaves too. */
-void batcher_submit(batcher *b, int slot, tport_session *s, const tport_token *ids, int32_t n);
+ * before the slot leaves too.  lead_now: when the tokens complete the
+ * step, this thread runs it before returning (its own last token then
+ * goes out a step later, no matter in a stream under way); false leaves
+ * the step to another slot's thread, for a first token (issue 42). */
+void batcher_submit(batcher *b, int slot, tport_session *s, const tport_token *ids, int32_t n, bool lead_now);
 tport_status batcher_wait(batcher *b, int slot, char *err, size_t cap);
 
 #endif

@@ -82,6 +82,12 @@ bool gen_init(gen_job *j, const tport_model *m, tport_session *s, batcher *bt, i
         if (!tk || !(j->gs = tport_grammar_state_new(spec->grammar, tk)))
             return fail_init(j, tk ? tport_last_error() : "the model has no vocabulary");
     }
+    /* in the steps from now on: the step being gathered waits for this
+     * prompt rather than leaving it to the one after (batcher.c) */
+    if (bt) {
+        batcher_join(bt, slot);
+        atomic_store(&j->joined, true);
+    }
     return true;
 }
 
@@ -157,7 +163,7 @@ static tport_status eval_prompt(gen_job *j, char *why, size_t cap) {
     if (!st && !j->bt)
         st = tport_session_eval(j->s, p + common, j->n_prompt - common);
     if (!st && j->bt) {
-        batcher_join(j->bt, j->slot);
+        batcher_join(j->bt, j->slot); /* joined in gen_init; again after gen_leave */
         atomic_store(&j->joined, true);
         for (int32_t done = common, k; done < j->n_prompt && !st; done += k) {
             k = j->n_prompt - done < GEN_PROMPT_CHUNK ? j->n_prompt - done : GEN_PROMPT_CHUNK;
@@ -302,7 +308,9 @@ bool gen_step(gen_job *j) {
      * gen_step waits for the step (issue 42: every slot's sending was
      * between two steps, 8 slots on 2 cores) */
     if (!j->done && atomic_load(&j->joined)) {
-        batcher_submit(j->bt, j->slot, j->s, &j->prev, 1);
+        /* the first token goes out before the next step, not after it:
+         * another slot's thread leads that step (time to first token) */
+        batcher_submit(j->bt, j->slot, j->s, &j->prev, 1, j->n_gen > 1);
         atomic_store(&j->in_flight, true);
     }
     return !j->done;

@@ -82,6 +82,12 @@ enum MHD_Result serve_metrics_page(serve_conn *c) {
     metric(&p, "tport:decode_step_seconds_total", "counter",
            "Time the model spent in those steps; the rest of a busy server's time is the serving between them.",
            (double)atomic_load(&bt->busy_us) / 1e6);
+    metric(&p, "tport:admitted_total", "counter", "Requests whose prompt has been in a step.",
+           (double)atomic_load(&bt->admitted));
+    metric(&p, "tport:admission_steps_total", "counter",
+           "Steps from each admitted request's taking its slot to the end of its prompt's first step, summed "
+           "(1 a request: its prompt in the next step).",
+           (double)atomic_load(&bt->admit_steps));
     struct MHD_Response *r =
         MHD_create_response_from_buffer(p.n, p.s ? p.s : (char *)"", p.s ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
     if (!r) {
