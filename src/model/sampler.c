@@ -112,6 +112,40 @@ static int by_logit_desc(const void *a, const void *b) {
     return (x->id > y->id) - (x->id < y->id);
 }
 
+/* The k first candidates of c[0, n) in by_logit_desc's order, sorted, moved
+ * to c[0, k): the same k, in the same order, as sorting all n would give
+ * (the order is total), without sorting all n.  A heap of the best k seen
+ * so far keeps its worst at the root; over a large vocabulary almost every
+ * candidate loses to that root at the first comparison, so selecting costs
+ * a pass and sorting k, where sorting a 128k vocabulary costs tens of
+ * passes per token (issue 42: the sampler's share of a serve step). */
+static void sift_down(candidate *h, int32_t k, int32_t i) {
+    for (;;) {
+        int32_t worst = i, l = 2 * i + 1, r = l + 1;
+        if (l < k && by_logit_desc(&h[l], &h[worst]) > 0)
+            worst = l;
+        if (r < k && by_logit_desc(&h[r], &h[worst]) > 0)
+            worst = r;
+        if (worst == i)
+            return;
+        candidate t = h[i];
+        h[i] = h[worst];
+        h[worst] = t;
+        i = worst;
+    }
+}
+
+static void select_top(candidate *c, int32_t n, int32_t k) {
+    for (int32_t i = k / 2 - 1; i >= 0; i--)
+        sift_down(c, k, i);
+    for (int32_t i = k; i < n; i++)
+        if (by_logit_desc(&c[i], &c[0]) < 0) { /* better than the worst kept */
+            c[0] = c[i];
+            sift_down(c, k, 0);
+        }
+    qsort(c, (size_t)k, sizeof *c, by_logit_desc);
+}
+
 /* llama.cpp's penalties (llama_sampler_penalties_apply): each id that
  * occurs c > 0 times in the history is penalized once: a positive logit is
  * divided by the repetition penalty, any other multiplied (dividing a
@@ -256,12 +290,15 @@ tport_token tport_sampler_sample(tport_sampler *sm, const float *logits, int32_t
     for (int32_t i = 0; i < n_vocab; i++)
         c[i] = (candidate){i, w[i]};
 
-    qsort(c, (size_t)n_vocab, sizeof *c, by_logit_desc);
+    int32_t n = n_vocab;
+    if (sm->p.top_k > 0 && sm->p.top_k < n) {
+        n = sm->p.top_k;
+        select_top(c, n_vocab, n); /* what the sort below gives first, alone */
+    } else {
+        qsort(c, (size_t)n_vocab, sizeof *c, by_logit_desc);
+    }
     if (!isfinite(c[0].logit))
         return c[0].id; /* nothing to weigh: +inf wins, or all are -inf */
-    int32_t n = n_vocab;
-    if (sm->p.top_k > 0 && sm->p.top_k < n)
-        n = sm->p.top_k;
     if (sm->p.top_p < 1.0f) {
         /* softmax of what is left; keep the shortest prefix reaching top_p */
         double sum = 0, cum = 0;

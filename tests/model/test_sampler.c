@@ -174,6 +174,55 @@ int main(void) {
         CHECK(all, "top_k 1 always picks the argmax");
         tport_sampler_free(sm);
     }
+    /* top-k over a vocabulary of Llama 3's size keeps exactly the k first
+     * of the full order (logit descending, ties to the smaller id), with
+     * few distinct logits (ties across the cut) and with many: at a
+     * temperature so high that the k kept are near equally likely, every
+     * draw is one of them and each of them is drawn */
+    for (int pass = 0; pass < 2; pass++) {
+        enum { N = 128256, K = 40, DRAWS = 4000 };
+        int levels = pass ? 1 << 20 : 50;
+        static float v[N];
+        static int order[N];
+        uint64_t r = 11;
+        for (int i = 0; i < N; i++) {
+            r = r * 6364136223846793005ull + 1442695040888963407ull;
+            v[i] = (float)((r >> 33) % (uint64_t)levels) / 8.0f;
+            order[i] = i;
+        }
+        /* the reference: the K best by a plain selection over the order */
+        for (int k = 0; k < K; k++) {
+            int best = k;
+            for (int i = k + 1; i < N; i++) {
+                int a = order[i], b = order[best];
+                if (v[a] > v[b] || (v[a] == v[b] && a < b))
+                    best = i;
+            }
+            int t = order[k];
+            order[k] = order[best];
+            order[best] = t;
+        }
+        tport_sampler_params q = params(1e4f, K, 1, 0);
+        tport_sampler *sm = tport_sampler_new(&q);
+        int seen[K] = {0}, outside = 0;
+        for (int d = 0; sm && d < DRAWS; d++) {
+            tport_token t = tport_sampler_sample(sm, v, N);
+            int at = -1;
+            for (int k = 0; k < K; k++)
+                if (order[k] == t)
+                    at = k;
+            if (at < 0)
+                outside++;
+            else
+                seen[at]++;
+        }
+        int missing = 0;
+        for (int k = 0; k < K; k++)
+            missing += seen[k] == 0;
+        CHECK(sm && outside == 0 && missing == 0, "top_k %d of %d (%d levels): %d draws outside, %d kept never drawn",
+              K, N, levels, outside, missing);
+        tport_sampler_free(sm);
+    }
     const float logits[4] = {logf(0.5f), logf(0.3f), logf(0.15f), logf(0.05f)};
     double f[4];
     /* temperature 1, nothing cut: frequencies follow the softmax */
