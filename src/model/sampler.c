@@ -249,18 +249,63 @@ static tport_token first_argmax(const float *l, int32_t n) {
     return 0; /* not reached: block at holds m */
 }
 
+/* Greedy with logit biases and nothing else, without copying the logits:
+ * the argmax of the logits as they are, unless a biased id changes it.
+ * The unbiased ids keep their logits, so the best of them is the raw
+ * argmax when that id is unbiased (a biased id of equal raw logit and
+ * smaller id would have been the raw argmax); then only the biased ids'
+ * new values can beat it.  -1 when this does not decide (the raw argmax
+ * is biased, a biased value is NaN, too many biases): the caller copies.
+ * tport serve biases every ignore_eos request, and copying a 128k
+ * vocabulary per token and slot costs more than the pick (issue 42). */
+static tport_token biased_argmax(const tport_sampler *sm, const float *logits, int32_t n_vocab) {
+    enum { MAX_BIASES = 64 }; /* each biased id rescans the list */
+    if (sm->n_bias > MAX_BIASES)
+        return -1;
+    tport_token best = first_argmax(logits, n_vocab);
+    float best_v = isnan(logits[best]) ? -INFINITY : logits[best];
+    for (int32_t i = 0; i < sm->n_bias; i++)
+        if (sm->bias[i].id == best)
+            return -1;
+    for (int32_t i = 0; i < sm->n_bias; i++) {
+        tport_token id = sm->bias[i].id;
+        if (id < 0 || id >= n_vocab)
+            continue;
+        bool first = true; /* each id once, its biases added in order as the copy does */
+        for (int32_t j = 0; j < i && first; j++)
+            first = sm->bias[j].id != id;
+        if (!first)
+            continue;
+        float v = isnan(logits[id]) ? -INFINITY : logits[id];
+        for (int32_t j = i; j < sm->n_bias; j++)
+            if (sm->bias[j].id == id)
+                v += sm->bias[j].bias;
+        if (isnan(v))
+            return -1;
+        if (v > best_v || (v == best_v && id < best)) {
+            best = id;
+            best_v = v;
+        }
+    }
+    return best;
+}
+
 tport_token tport_sampler_sample(tport_sampler *sm, const float *logits, int32_t n_vocab) {
     if (!sm || !logits || n_vocab <= 0)
         return -1;
-    bool plain = sm->n_bias == 0 &&
-                 (sm->n_history == 0 || (sm->p.repeat_penalty == 1.0f && sm->p.frequency_penalty == 0.0f &&
-                                         sm->p.presence_penalty == 0.0f));
-    if (sm->p.temperature <= 0 && plain) {
+    bool no_penalty = sm->n_history == 0 || (sm->p.repeat_penalty == 1.0f && sm->p.frequency_penalty == 0.0f &&
+                                             sm->p.presence_penalty == 0.0f);
+    if (sm->p.temperature <= 0 && no_penalty && sm->n_bias == 0) {
         /* greedy with nothing to add: the argmax of the logits as they
          * are (NaN as -inf, so never chosen over a number), without the
          * copy below -- a vocabulary of 128k is 512 KiB written and read
          * again per token, for every slot of tport serve (issue 42) */
         return first_argmax(logits, n_vocab);
+    }
+    if (sm->p.temperature <= 0 && no_penalty) {
+        tport_token id = biased_argmax(sm, logits, n_vocab);
+        if (id >= 0)
+            return id;
     }
     if (n_vocab > sm->cand_cap) {
         candidate *c = realloc(sm->cand, (size_t)n_vocab * sizeof *c);

@@ -103,6 +103,51 @@ int main(void) {
         CHECK(tport_sampler_set_logit_bias(sm, &b0, 1) == TPORT_STATUS_OK &&
                   tport_sampler_sample(sm, v, 10000) == 0, "NaN at id 0: 0, as the scalar scan");
         tport_sampler_free(sm);
+        /* biased greedy against a scalar reference (the biases added to a
+         * copy in order, NaN as -inf, the first largest; a NaN at id 0
+         * kept), with the raw argmax biased or not, ids biased twice,
+         * biases that tie the raw best from below and above it, NaN */
+        int differ = 0;
+        static float w[N];
+        for (int t = 0; t < 300; t++) {
+            enum { M = 5000 };
+            for (int32_t i = 0; i < M; i++) {
+                r = r * 6364136223846793005ull + 1442695040888963407ull;
+                v[i] = (float)(int)(r >> 59) * 0.5f; /* 0 .. 15.5: many ties */
+                if (i < M / 2 && v[i] > 14.0f)
+                    v[i] = 14.0f; /* the best late: biased ids before it may tie */
+                if ((r >> 20) % 211 == 0)
+                    v[i] = t % 5 == 0 && (r >> 30) % 2 ? INFINITY : NAN;
+            }
+            tport_logit_bias bs[6];
+            int nb = 1 + (int)((r >> 10) % 6);
+            for (int k = 0; k < nb; k++) {
+                r = r * 6364136223846793005ull + 1442695040888963407ull;
+                tport_token id = k && (r >> 40) % 4 == 0 ? bs[0].id : (tport_token)((r >> 33) % (k % 2 ? M : M / 2));
+                float b = (r >> 20) % 5 == 0 ? -INFINITY : (float)((int)((r >> 24) % 9) - 4) * 0.5f;
+                bs[k] = (tport_logit_bias){id, b};
+            }
+            if (t % 4 == 0) { /* bias the raw best id */
+                int32_t at = 0;
+                for (int32_t i = 1; i < M; i++)
+                    if (!isnan(v[i]) && (isnan(v[at]) || v[i] > v[at]))
+                        at = i;
+                bs[0].id = at;
+            }
+            for (int32_t i = 0; i < M; i++)
+                w[i] = isnan(v[i]) ? -INFINITY : v[i];
+            for (int k = 0; k < nb; k++)
+                w[bs[k].id] += bs[k].bias;
+            int32_t want = 0;
+            for (int32_t i = 1; i < M && !isnan(w[0]); i++)
+                if (w[i] > w[want])
+                    want = i;
+            sm = tport_sampler_new(&p);
+            differ += !sm || tport_sampler_set_logit_bias(sm, bs, nb) != TPORT_STATUS_OK ||
+                      tport_sampler_sample(sm, v, M) != want;
+            tport_sampler_free(sm);
+        }
+        CHECK(differ == 0, "biased greedy differs from the scalar reference %d times in 300", differ);
     }
     /* repetition penalty: positive logits divided, negative multiplied */
     {
