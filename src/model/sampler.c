@@ -112,13 +112,14 @@ static int by_logit_desc(const void *a, const void *b) {
     return (x->id > y->id) - (x->id < y->id);
 }
 
-/* The k first candidates of c[0, n) in by_logit_desc's order, sorted, moved
- * to c[0, k): the same k, in the same order, as sorting all n would give
- * (the order is total), without sorting all n.  A heap of the best k seen
- * so far keeps its worst at the root; over a large vocabulary almost every
- * candidate loses to that root at the first comparison, so selecting costs
- * a pass and sorting k, where sorting a 128k vocabulary costs tens of
- * passes per token (issue 42: the sampler's share of a serve step). */
+/* The k first candidates (id i, logit w[i]) of the n in by_logit_desc's
+ * order, sorted, into c[0, k): the same k, in the same order, as sorting
+ * all n would give (the order is total), without sorting all n or even
+ * writing them out.  A heap of the best k seen so far keeps its worst at
+ * the root; over a large vocabulary almost every candidate loses to that
+ * root at the first comparison, so selecting costs a pass and sorting k,
+ * where sorting a 128k vocabulary costs tens of passes per token (issue
+ * 42: the sampler's share of a serve step). */
 static void sift_down(candidate *h, int32_t k, int32_t i) {
     for (;;) {
         int32_t worst = i, l = 2 * i + 1, r = l + 1;
@@ -135,14 +136,18 @@ static void sift_down(candidate *h, int32_t k, int32_t i) {
     }
 }
 
-static void select_top(candidate *c, int32_t n, int32_t k) {
+static void select_top(candidate *c, const float *w, int32_t n, int32_t k) {
+    for (int32_t i = 0; i < k; i++)
+        c[i] = (candidate){i, w[i]};
     for (int32_t i = k / 2 - 1; i >= 0; i--)
         sift_down(c, k, i);
-    for (int32_t i = k; i < n; i++)
-        if (by_logit_desc(&c[i], &c[0]) < 0) { /* better than the worst kept */
-            c[0] = c[i];
+    for (int32_t i = k; i < n; i++) {
+        candidate x = {i, w[i]};
+        if (by_logit_desc(&x, &c[0]) < 0) { /* better than the worst kept */
+            c[0] = x;
             sift_down(c, k, 0);
         }
+    }
     qsort(c, (size_t)k, sizeof *c, by_logit_desc);
 }
 
@@ -332,14 +337,13 @@ tport_token tport_sampler_sample(tport_sampler *sm, const float *logits, int32_t
          * serve's ignore_eos biases every request, issue 42) */
         return isnan(w[0]) ? 0 : first_argmax(w, n_vocab);
     candidate *c = sm->cand;
-    for (int32_t i = 0; i < n_vocab; i++)
-        c[i] = (candidate){i, w[i]};
-
     int32_t n = n_vocab;
     if (sm->p.top_k > 0 && sm->p.top_k < n) {
         n = sm->p.top_k;
-        select_top(c, n_vocab, n); /* what the sort below gives first, alone */
+        select_top(c, w, n_vocab, n); /* what the sort below gives first, alone */
     } else {
+        for (int32_t i = 0; i < n_vocab; i++)
+            c[i] = (candidate){i, w[i]};
         qsort(c, (size_t)n_vocab, sizeof *c, by_logit_desc);
     }
     if (!isfinite(c[0].logit))
