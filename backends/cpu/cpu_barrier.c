@@ -11,7 +11,8 @@
  * the mutex and then re-checks the round; the last arriver advances the
  * round (seq_cst) and then checks the announcement, taking the mutex to
  * broadcast if anyone sleeps.  Sequential consistency makes at least one
- * side see the other. */
+ * side see the other; cpu_wake_all (cpu_spin.h) says why the broadcast
+ * comes after the mutex is released. */
 #if !defined(_POSIX_C_SOURCE) || _POSIX_C_SOURCE < 199309L
 #undef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
@@ -81,11 +82,8 @@ bool cpu_barrier_wait(cpu_barrier *b, int ith, int nth, bool failed) {
         atomic_store_explicit(&b->failed, 0, memory_order_relaxed);
         atomic_store_explicit(&b->arrived, 0, memory_order_relaxed);
         atomic_store(&b->round, round + 1);
-        if (atomic_load(&b->sleepers) > 0) {
-            pthread_mutex_lock(&b->mu);
-            pthread_cond_broadcast(&b->wake);
-            pthread_mutex_unlock(&b->mu);
-        }
+        if (atomic_load(&b->sleepers) > 0)
+            cpu_wake_all(&b->mu, &b->wake);
         return b->result != 0;
     }
     cpu_spin *spin = &b->spin[ith].s;

@@ -22,6 +22,7 @@
 #ifndef TPORT_CPU_SPIN_H
 #define TPORT_CPU_SPIN_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -76,6 +77,21 @@ static inline bool cpu_spin_until(bool (*done)(const void *arg, uint64_t value),
         if ((i & 15) == 0 && cpu_now_ns() - s->start > budget)
             return false;
     }
+}
+
+/* Wakes every thread asleep on cond, after a condition they re-check
+ * under mu has changed.  Taking and releasing mu first means each sleeper
+ * that saw the old condition under mu is already waiting on cond (the
+ * wait gives mu up atomically), so the broadcast reaches it; broadcasting
+ * after the release rather than under mu spares the woken thread from
+ * blocking at once on the mutex its waker still holds, a second sleep and
+ * wake-up per wake (tport serve's steps, where the barrier sleeps at
+ * every phase, spent much of their time in that convoy: issue 42).
+ */
+static inline void cpu_wake_all(pthread_mutex_t *mu, pthread_cond_t *cond) {
+    pthread_mutex_lock(mu);
+    pthread_mutex_unlock(mu);
+    pthread_cond_broadcast(cond);
 }
 
 /* After a wait that outlasted the spin: notes whether the machine is

@@ -14,7 +14,7 @@
  * seq_cst) under the mutex and then re-checks the condition; the poster
  * changes the condition (seq_cst) and then checks the announcement, taking
  * the mutex to broadcast if anyone sleeps.  Sequential consistency makes
- * at least one side see the other. */
+ * at least one side see the other (cpu_wake_all, cpu_spin.h, wakes them). */
 #if !defined(_POSIX_C_SOURCE) || _POSIX_C_SOURCE < 199309L
 #undef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
@@ -96,11 +96,8 @@ static void *worker_main(void *p) {
         if (w->index + 1 >= nth)
             continue; /* not part of this job */
         pool->fn(pool->arg, w->index + 1, nth);
-        if (atomic_fetch_sub(&pool->pending, 1) == 1 && atomic_load(&pool->main_sleeping)) {
-            pthread_mutex_lock(&pool->mu);
-            pthread_cond_signal(&pool->done);
-            pthread_mutex_unlock(&pool->mu);
-        }
+        if (atomic_fetch_sub(&pool->pending, 1) == 1 && atomic_load(&pool->main_sleeping))
+            cpu_wake_all(&pool->mu, &pool->done);
     }
     return NULL;
 }
@@ -154,11 +151,8 @@ void cpu_pool_run(cpu_pool *pool, cpu_task_fn fn, void *arg, int nth) {
     uint64_t counter = (atomic_load_explicit(&pool->job, memory_order_relaxed) >> NTH_BITS) + 1;
     /* publishes fn, arg and pending along with the job */
     atomic_store(&pool->job, (counter << NTH_BITS) | (uint64_t)nth);
-    if (atomic_load(&pool->sleepers) > 0) {
-        pthread_mutex_lock(&pool->mu);
-        pthread_cond_broadcast(&pool->work);
-        pthread_mutex_unlock(&pool->mu);
-    }
+    if (atomic_load(&pool->sleepers) > 0)
+        cpu_wake_all(&pool->mu, &pool->work);
 
     fn(arg, 0, nth);
 

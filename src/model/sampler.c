@@ -112,6 +112,45 @@ static int by_logit_desc(const void *a, const void *b) {
     return (x->id > y->id) - (x->id < y->id);
 }
 
+/* The k first candidates (id i, logit w[i]) of the n in by_logit_desc's
+ * order, sorted, into c[0, k): the same k, in the same order, as sorting
+ * all n would give (the order is total), without sorting all n or even
+ * writing them out.  A heap of the best k seen so far keeps its worst at
+ * the root; over a large vocabulary almost every candidate loses to that
+ * root at the first comparison, so selecting costs a pass and sorting k,
+ * where sorting a 128k vocabulary costs tens of passes per token (issue
+ * 42: the sampler's share of a serve step). */
+static void sift_down(candidate *h, int32_t k, int32_t i) {
+    for (;;) {
+        int32_t worst = i, l = 2 * i + 1, r = l + 1;
+        if (l < k && by_logit_desc(&h[l], &h[worst]) > 0)
+            worst = l;
+        if (r < k && by_logit_desc(&h[r], &h[worst]) > 0)
+            worst = r;
+        if (worst == i)
+            return;
+        candidate t = h[i];
+        h[i] = h[worst];
+        h[worst] = t;
+        i = worst;
+    }
+}
+
+static void select_top(candidate *c, const float *w, int32_t n, int32_t k) {
+    for (int32_t i = 0; i < k; i++)
+        c[i] = (candidate){i, w[i]};
+    for (int32_t i = k / 2 - 1; i >= 0; i--)
+        sift_down(c, k, i);
+    for (int32_t i = k; i < n; i++) {
+        candidate x = {i, w[i]};
+        if (by_logit_desc(&x, &c[0]) < 0) { /* better than the worst kept */
+            c[0] = x;
+            sift_down(c, k, 0);
+        }
+    }
+    qsort(c, (size_t)k, sizeof *c, by_logit_desc);
+}
+
 /* llama.cpp's penalties (llama_sampler_penalties_apply): each id that
  * occurs c > 0 times in the history is penalized once: a positive logit is
  * divided by the repetition penalty, any other multiplied (dividing a
@@ -215,18 +254,63 @@ static tport_token first_argmax(const float *l, int32_t n) {
     return 0; /* not reached: block at holds m */
 }
 
+/* Greedy with logit biases and nothing else, without copying the logits:
+ * the argmax of the logits as they are, unless a biased id changes it.
+ * The unbiased ids keep their logits, so the best of them is the raw
+ * argmax when that id is unbiased (a biased id of equal raw logit and
+ * smaller id would have been the raw argmax); then only the biased ids'
+ * new values can beat it.  -1 when this does not decide (the raw argmax
+ * is biased, a biased value is NaN, too many biases): the caller copies.
+ * tport serve biases every ignore_eos request, and copying a 128k
+ * vocabulary per token and slot costs more than the pick (issue 42). */
+static tport_token biased_argmax(const tport_sampler *sm, const float *logits, int32_t n_vocab) {
+    enum { MAX_BIASES = 64 }; /* each biased id rescans the list */
+    if (sm->n_bias > MAX_BIASES)
+        return -1;
+    tport_token best = first_argmax(logits, n_vocab);
+    float best_v = isnan(logits[best]) ? -INFINITY : logits[best];
+    for (int32_t i = 0; i < sm->n_bias; i++)
+        if (sm->bias[i].id == best)
+            return -1;
+    for (int32_t i = 0; i < sm->n_bias; i++) {
+        tport_token id = sm->bias[i].id;
+        if (id < 0 || id >= n_vocab)
+            continue;
+        bool first = true; /* each id once, its biases added in order as the copy does */
+        for (int32_t j = 0; j < i && first; j++)
+            first = sm->bias[j].id != id;
+        if (!first)
+            continue;
+        float v = isnan(logits[id]) ? -INFINITY : logits[id];
+        for (int32_t j = i; j < sm->n_bias; j++)
+            if (sm->bias[j].id == id)
+                v += sm->bias[j].bias;
+        if (isnan(v))
+            return -1;
+        if (v > best_v || (v == best_v && id < best)) {
+            best = id;
+            best_v = v;
+        }
+    }
+    return best;
+}
+
 tport_token tport_sampler_sample(tport_sampler *sm, const float *logits, int32_t n_vocab) {
     if (!sm || !logits || n_vocab <= 0)
         return -1;
-    bool plain = sm->n_bias == 0 &&
-                 (sm->n_history == 0 || (sm->p.repeat_penalty == 1.0f && sm->p.frequency_penalty == 0.0f &&
-                                         sm->p.presence_penalty == 0.0f));
-    if (sm->p.temperature <= 0 && plain) {
+    bool no_penalty = sm->n_history == 0 || (sm->p.repeat_penalty == 1.0f && sm->p.frequency_penalty == 0.0f &&
+                                             sm->p.presence_penalty == 0.0f);
+    if (sm->p.temperature <= 0 && no_penalty && sm->n_bias == 0) {
         /* greedy with nothing to add: the argmax of the logits as they
          * are (NaN as -inf, so never chosen over a number), without the
          * copy below -- a vocabulary of 128k is 512 KiB written and read
          * again per token, for every slot of tport serve (issue 42) */
         return first_argmax(logits, n_vocab);
+    }
+    if (sm->p.temperature <= 0 && no_penalty) {
+        tport_token id = biased_argmax(sm, logits, n_vocab);
+        if (id >= 0)
+            return id;
     }
     if (n_vocab > sm->cand_cap) {
         candidate *c = realloc(sm->cand, (size_t)n_vocab * sizeof *c);
@@ -253,15 +337,17 @@ tport_token tport_sampler_sample(tport_sampler *sm, const float *logits, int32_t
          * serve's ignore_eos biases every request, issue 42) */
         return isnan(w[0]) ? 0 : first_argmax(w, n_vocab);
     candidate *c = sm->cand;
-    for (int32_t i = 0; i < n_vocab; i++)
-        c[i] = (candidate){i, w[i]};
-
-    qsort(c, (size_t)n_vocab, sizeof *c, by_logit_desc);
+    int32_t n = n_vocab;
+    if (sm->p.top_k > 0 && sm->p.top_k < n) {
+        n = sm->p.top_k;
+        select_top(c, w, n_vocab, n); /* what the sort below gives first, alone */
+    } else {
+        for (int32_t i = 0; i < n_vocab; i++)
+            c[i] = (candidate){i, w[i]};
+        qsort(c, (size_t)n_vocab, sizeof *c, by_logit_desc);
+    }
     if (!isfinite(c[0].logit))
         return c[0].id; /* nothing to weigh: +inf wins, or all are -inf */
-    int32_t n = n_vocab;
-    if (sm->p.top_k > 0 && sm->p.top_k < n)
-        n = sm->p.top_k;
     if (sm->p.top_p < 1.0f) {
         /* softmax of what is left; keep the shortest prefix reaching top_p */
         double sum = 0, cum = 0;

@@ -103,6 +103,51 @@ int main(void) {
         CHECK(tport_sampler_set_logit_bias(sm, &b0, 1) == TPORT_STATUS_OK &&
                   tport_sampler_sample(sm, v, 10000) == 0, "NaN at id 0: 0, as the scalar scan");
         tport_sampler_free(sm);
+        /* biased greedy against a scalar reference (the biases added to a
+         * copy in order, NaN as -inf, the first largest; a NaN at id 0
+         * kept), with the raw argmax biased or not, ids biased twice,
+         * biases that tie the raw best from below and above it, NaN */
+        int differ = 0;
+        static float w[N];
+        for (int t = 0; t < 300; t++) {
+            enum { M = 5000 };
+            for (int32_t i = 0; i < M; i++) {
+                r = r * 6364136223846793005ull + 1442695040888963407ull;
+                v[i] = (float)(int)(r >> 59) * 0.5f; /* 0 .. 15.5: many ties */
+                if (i < M / 2 && v[i] > 14.0f)
+                    v[i] = 14.0f; /* the best late: biased ids before it may tie */
+                if ((r >> 20) % 211 == 0)
+                    v[i] = t % 5 == 0 && (r >> 30) % 2 ? INFINITY : NAN;
+            }
+            tport_logit_bias bs[6];
+            int nb = 1 + (int)((r >> 10) % 6);
+            for (int k = 0; k < nb; k++) {
+                r = r * 6364136223846793005ull + 1442695040888963407ull;
+                tport_token id = k && (r >> 40) % 4 == 0 ? bs[0].id : (tport_token)((r >> 33) % (k % 2 ? M : M / 2));
+                float b = (r >> 20) % 5 == 0 ? -INFINITY : (float)((int)((r >> 24) % 9) - 4) * 0.5f;
+                bs[k] = (tport_logit_bias){id, b};
+            }
+            if (t % 4 == 0) { /* bias the raw best id */
+                int32_t at = 0;
+                for (int32_t i = 1; i < M; i++)
+                    if (!isnan(v[i]) && (isnan(v[at]) || v[i] > v[at]))
+                        at = i;
+                bs[0].id = at;
+            }
+            for (int32_t i = 0; i < M; i++)
+                w[i] = isnan(v[i]) ? -INFINITY : v[i];
+            for (int k = 0; k < nb; k++)
+                w[bs[k].id] += bs[k].bias;
+            int32_t want = 0;
+            for (int32_t i = 1; i < M && !isnan(w[0]); i++)
+                if (w[i] > w[want])
+                    want = i;
+            sm = tport_sampler_new(&p);
+            differ += !sm || tport_sampler_set_logit_bias(sm, bs, nb) != TPORT_STATUS_OK ||
+                      tport_sampler_sample(sm, v, M) != want;
+            tport_sampler_free(sm);
+        }
+        CHECK(differ == 0, "biased greedy differs from the scalar reference %d times in 300", differ);
     }
     /* repetition penalty: positive logits divided, negative multiplied */
     {
@@ -172,6 +217,55 @@ int main(void) {
         for (int i = 0; i < 200; i++)
             all &= tport_sampler_sample(sm, a, 4) == 1;
         CHECK(all, "top_k 1 always picks the argmax");
+        tport_sampler_free(sm);
+    }
+    /* top-k over a vocabulary of Llama 3's size keeps exactly the k first
+     * of the full order (logit descending, ties to the smaller id), with
+     * few distinct logits (ties across the cut) and with many: at a
+     * temperature so high that the k kept are near equally likely, every
+     * draw is one of them and each of them is drawn */
+    for (int pass = 0; pass < 2; pass++) {
+        enum { N = 128256, K = 40, DRAWS = 4000 };
+        int levels = pass ? 1 << 20 : 50;
+        static float v[N];
+        static int order[N];
+        uint64_t r = 11;
+        for (int i = 0; i < N; i++) {
+            r = r * 6364136223846793005ull + 1442695040888963407ull;
+            v[i] = (float)((r >> 33) % (uint64_t)levels) / 8.0f;
+            order[i] = i;
+        }
+        /* the reference: the K best by a plain selection over the order */
+        for (int k = 0; k < K; k++) {
+            int best = k;
+            for (int i = k + 1; i < N; i++) {
+                int a = order[i], b = order[best];
+                if (v[a] > v[b] || (v[a] == v[b] && a < b))
+                    best = i;
+            }
+            int t = order[k];
+            order[k] = order[best];
+            order[best] = t;
+        }
+        tport_sampler_params q = params(1e4f, K, 1, 0);
+        tport_sampler *sm = tport_sampler_new(&q);
+        int seen[K] = {0}, outside = 0;
+        for (int d = 0; sm && d < DRAWS; d++) {
+            tport_token t = tport_sampler_sample(sm, v, N);
+            int at = -1;
+            for (int k = 0; k < K; k++)
+                if (order[k] == t)
+                    at = k;
+            if (at < 0)
+                outside++;
+            else
+                seen[at]++;
+        }
+        int missing = 0;
+        for (int k = 0; k < K; k++)
+            missing += seen[k] == 0;
+        CHECK(sm && outside == 0 && missing == 0, "top_k %d of %d (%d levels): %d draws outside, %d kept never drawn",
+              K, N, levels, outside, missing);
         tport_sampler_free(sm);
     }
     const float logits[4] = {logf(0.5f), logf(0.3f), logf(0.15f), logf(0.05f)};
