@@ -363,6 +363,10 @@ Z_INLINE void q4_K_zw_sub(const uint8_t *g, size_t gs, const uint8_t *y, size_t 
         for (int c = 0; c < NC; c++)
             l[k][c] = _mm512_setzero_si512();
     for (int ch = 0; ch < 4; ch++) {
+        /* the groups' next super-block, a little at each step (37 bytes: all of its lines in the 32 steps of
+         * a super-block), ahead of the hardware prefetchers and without a burst that fills the line buffers */
+        for (int k = 0; k < G; k++)
+            _mm_prefetch((const char *)(g + k * gs + 1184 + 37 * (8 * q + 4 * high + ch)), _MM_HINT_T0);
         __m512i w[2];
         for (int k = 0; k < G; k++) {
             const __m512i p = _mm512_loadu_si512((const void *)(g + k * gs + 160 + 256 * q + 64 * ch));
