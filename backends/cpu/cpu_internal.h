@@ -506,6 +506,9 @@ CPU_HIDDEN void cpu_x8_dot(int layout, const uint8_t *group, int64_t K, const ui
  * (CPU_X8_WIDE) only; the same bits either way. */
 CPU_HIDDEN void cpu_x8_dot_pair(int layout, const uint8_t *group, size_t group_stride, int64_t K, const uint8_t *y,
                                 size_t y_stride, const cpu_x8_act *act, size_t act_stride, float *out);
+/* ncols (5..8) columns against one group (group_stride 0) or two: out[64k + 8c + r]. */
+CPU_HIDDEN void cpu_x8_dot8(int layout, const uint8_t *group, size_t group_stride, int64_t K, const uint8_t *y,
+                            size_t y_stride, const cpu_x8_act *act, size_t act_stride, int ncols, float *out);
 #if CPU_AMX
 /* CPU_AMX_Q8_COLS Q8_0 columns y + c y_stride (their blocks' data act + c
  * act_stride) copied to dst (cpu_amx_q8_columns_bytes(K)) in the tiles'

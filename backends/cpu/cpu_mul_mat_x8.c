@@ -382,4 +382,14 @@ void cpu_x8_dot_pair(int layout, const uint8_t *group, size_t group_stride, int6
     cpu_x8_dot(layout, group, K, y, y_stride, act, act_stride, 4, out);
     cpu_x8_dot(layout, group + group_stride, K, y, y_stride, act, act_stride, 4, out + 32);
 }
+
+/* Only the 512-bit kernels have one for 8 columns (x8_task takes 8 at a
+ * time only with them); this keeps the meaning for the others. */
+void cpu_x8_dot8(int layout, const uint8_t *group, size_t group_stride, int64_t K, const uint8_t *y,
+                 size_t y_stride, const cpu_x8_act *act, size_t act_stride, int ncols, float *out) {
+    for (int k = 0; k < (group_stride ? 2 : 1); k++)
+        for (int c = 0; c < ncols; c += 4)
+            cpu_x8_dot(layout, group + k * group_stride, K, y + (size_t)c * y_stride, y_stride,
+                       act + (size_t)c * act_stride, act_stride, ncols - c < 4 ? ncols - c : 4, out + 64 * k + 8 * c);
+}
 #endif

@@ -34,8 +34,11 @@
  * against (scale, 0) int16 pairs.
  *
  * Batches take two groups at once (legacy_z2, q4_K_z2: cpu_x8_dot_pair),
- * so that each activation broadcast feeds two dpbusd; every output is
- * summed in the same order as in the one-group kernels, to the same bits. */
+ * so that each activation broadcast feeds two dpbusd; Q4_K batches of 5
+ * to 8 columns take all of them at once (q4_K_zw: cpu_x8_dot8), so that
+ * each weight chunk is unpacked once for them and the mins' term is
+ * shared by two columns.  Every output is summed in the same order as in
+ * the one-group kernels, to the same bits. */
 #include <string.h>
 
 #include "cpu_internal.h"
@@ -45,6 +48,7 @@
 
 #include "cpu_vf.h"
 #include "cpu_x8_q4k.h"
+
 
 bool cpu_x8_available(void) { return true; }
 
@@ -338,6 +342,127 @@ Z_INLINE void q4_K_z2(const uint8_t *g, size_t gs, int64_t nsb, const uint8_t *y
                    macc[k][3]);
 }
 
+/* Rows' mins of sub-blocks 2p and 2p + 1 (mn[p][r][0..1] at g + 96 +
+ * 16p) as the int16 pair of lanes 2r and 2r + 1. */
+Z_INLINE __m512i q4_K_mins_paired(const uint8_t *g, int p) {
+    static const int8_t ctl[64] = {0,  -128, 1,  -128, 0,  -128, 1,  -128, 2,  -128, 3,  -128, 2,  -128, 3,  -128,
+                                   4,  -128, 5,  -128, 4,  -128, 5,  -128, 6,  -128, 7,  -128, 6,  -128, 7,  -128,
+                                   8,  -128, 9,  -128, 8,  -128, 9,  -128, 10, -128, 11, -128, 10, -128, 11, -128,
+                                   12, -128, 13, -128, 12, -128, 13, -128, 14, -128, 15, -128, 14, -128, 15, -128};
+    const __m512i v = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)(g + 96 + 16 * p)));
+    return _mm512_shuffle_epi8(v, _mm512_loadu_si512((const void *)ctl));
+}
+
+/* Sub-block 2q + high of q4_K_zw: the G groups' integer sums against
+ * the NC columns, scaled into isum. */
+Z_INLINE void q4_K_zw_sub(const uint8_t *g, size_t gs, const uint8_t *y, size_t ys, int q, const int high,
+                          const int G, const int NC, __m512i isum[2][8]) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    __m512i l[2][8];
+    for (int k = 0; k < G; k++)
+        for (int c = 0; c < NC; c++)
+            l[k][c] = _mm512_setzero_si512();
+    for (int ch = 0; ch < 4; ch++) {
+        /* the groups' next super-block, a little at each step (37 bytes: all of its lines in the 32 steps of
+         * a super-block), ahead of the hardware prefetchers and without a burst that fills the line buffers */
+        for (int k = 0; k < G; k++)
+            _mm_prefetch((const char *)(g + k * gs + 1184 + 37 * (8 * q + 4 * high + ch)), _MM_HINT_T0);
+        __m512i w[2];
+        for (int k = 0; k < G; k++) {
+            const __m512i p = _mm512_loadu_si512((const void *)(g + k * gs + 160 + 256 * q + 64 * ch));
+            w[k] = _mm512_and_si512(high ? _mm512_srli_epi16(p, 4) : p, m4);
+        }
+        const uint8_t *qy = y + 4 + 64 * q + 8 * ch + 32 * high;
+        for (int c = 0; c < NC; c++) {
+            const __m512i v = bcast8(qy + (size_t)c * ys);
+            for (int k = 0; k < G; k++)
+                l[k][c] = _mm512_dpbusd_epi32(l[k][c], w[k], v);
+        }
+    }
+    for (int k = 0; k < G; k++) {
+        const __m512i sc = q4_K_scale_paired(g + k * gs, 2 * q + high);
+        for (int c = 0; c < NC; c++)
+            isum[k][c] = _mm512_dpwssd_epi32(isum[k][c], l[k][c], sc);
+    }
+}
+
+/* Two groups (G 2: g and g + gs) or one against NC (5..8) columns, each
+ * weight chunk loaded and unpacked once for all of them: out[8c + r],
+ * and out[64 + 8c + r] for the second group.
+ *
+ * Per column the integer sums of q4_K_z and the same float steps, so the
+ * same bits; what is shared is the work of the columns' finish.  The
+ * mins' term takes columns two at a time, interleaved as a row's two
+ * lanes are elsewhere (column a in lane 2r, b in 2r + 1): the columns'
+ * sub-block sums are paired once a super-block for both groups (packs as
+ * in cpu_x8_q4k_mins, then one 64-bit broadcast per pair of sub-blocks),
+ * so that each group's term of two columns is four dpwssd and one
+ * multiply-add, where cpu_x8_q4k_mins spends about sixteen instructions
+ * on each column. */
+Z_INLINE void q4_K_zw(const uint8_t *g, size_t gs, int64_t nsb, const uint8_t *y, size_t ys, const int G,
+                      const int NC, float *out) {
+    const int NP = (NC + 1) / 2;
+    __m512 acc[2][8], macc[2][4];
+    for (int k = 0; k < 2; k++) {
+        for (int c = 0; c < 8; c++)
+            acc[k][c] = _mm512_setzero_ps();
+        for (int cp = 0; cp < 4; cp++)
+            macc[k][cp] = _mm512_setzero_ps();
+    }
+    for (int64_t b = 0; b < nsb; b++, g += 1184, y += 292) {
+        __m512i isum[2][8];
+        for (int k = 0; k < 2; k++)
+            for (int c = 0; c < 8; c++)
+                isum[k][c] = _mm512_setzero_si512();
+        Z_NO_UNROLL
+        for (int q = 0; q < 4; q++) {
+            q4_K_zw_sub(g, gs, y, ys, q, 0, G, NC, isum);
+            q4_K_zw_sub(g, gs, y, ys, q, 1, G, NC, isum);
+        }
+        /* column pair cp: columns 2cp and 2cp + 1 (2cp again past NC) */
+        int64_t pairs[4][4];
+        uint64_t dys[4];
+        for (int cp = 0; cp < NP; cp++) {
+            const uint8_t *ya = y + (size_t)(2 * cp) * ys, *yb = 2 * cp + 1 < NC ? ya + ys : ya;
+            const __m256i one = _mm256_set1_epi16(1);
+            const __m256i sa = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(ya + 260)), one);
+            const __m256i sbb = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(yb + 260)), one);
+            /* int16 pairs of sub-blocks (2p, 2p + 1): a's then b's for p 0, 1 (2, 3 in the high half), to
+             * (a p, b p) in 64-bit unit p */
+            const __m256i pk = _mm256_shuffle_epi32(_mm256_packs_epi32(sa, sbb), _MM_SHUFFLE(3, 1, 2, 0));
+            _mm256_storeu_si256((__m256i *)(void *)pairs[cp], pk);
+            memcpy(&dys[cp], ya, 4);
+            memcpy((uint8_t *)&dys[cp] + 4, yb, 4);
+        }
+        for (int k = 0; k < G; k++) {
+            const uint8_t *gk = g + k * gs;
+            const __m512 dx = scales_paired(gk), mx = scales_paired(gk + 16);
+            for (int c = 0; c < NC; c++) {
+                float dy;
+                memcpy(&dy, y + (size_t)c * ys, 4);
+                acc[k][c] = _mm512_fmadd_ps(_mm512_mul_ps(dx, _mm512_set1_ps(dy)), _mm512_cvtepi32_ps(isum[k][c]),
+                                            acc[k][c]);
+            }
+            __m512i mn[4];
+            for (int p = 0; p < 4; p++)
+                mn[p] = q4_K_mins_paired(gk, p);
+            for (int cp = 0; cp < NP; cp++) {
+                __m512i m = _mm512_setzero_si512();
+                for (int p = 0; p < 4; p++)
+                    m = _mm512_dpwssd_epi32(m, mn[p], _mm512_set1_epi64(pairs[cp][p]));
+                const __m512 dy2 = _mm512_castsi512_ps(_mm512_set1_epi64((int64_t)dys[cp]));
+                macc[k][cp] = _mm512_fmadd_ps(_mm512_mul_ps(mx, dy2), _mm512_cvtepi32_ps(m), macc[k][cp]);
+            }
+        }
+    }
+    for (int k = 0; k < G; k++)
+        for (int c = 0; c < NC; c++) {
+            const __m512 mc = c & 1 ? _mm512_castsi512_ps(_mm512_srli_epi64(_mm512_castps_si512(macc[k][c / 2]), 32))
+                                    : macc[k][c / 2];
+            _mm256_storeu_ps(out + 64 * k + 8 * c, _mm256_sub_ps(fold_pairs(acc[k][c]), even_lanes(mc)));
+        }
+}
+
 void cpu_x8_dot_pair(int layout, const uint8_t *group, size_t group_stride, int64_t K, const uint8_t *y,
                      size_t y_stride, const cpu_x8_act *act, size_t act_stride, float *out) {
     if (layout == CPU_LAYOUT_Q4_K_X8)
@@ -374,6 +499,32 @@ void cpu_x8_dot(int layout, const uint8_t *group, int64_t K, const uint8_t *y, s
     case 3: group_dot(layout, group, K, y, y_stride, act, act_stride, 3, out); break;
     default: group_dot(layout, group, K, y, y_stride, act, act_stride, 4, out); break;
     }
+}
+
+void cpu_x8_dot8(int layout, const uint8_t *group, size_t group_stride, int64_t K, const uint8_t *y,
+                 size_t y_stride, const cpu_x8_act *act, size_t act_stride, int ncols, float *out) {
+    if (layout != CPU_LAYOUT_Q4_K_X8) { /* x8_task takes 8 columns of Q4_K only */
+        for (int k = 0; k < (group_stride ? 2 : 1); k++)
+            for (int c = 0; c < ncols; c += 4)
+                cpu_x8_dot(layout, group + k * group_stride, K, y + (size_t)c * y_stride, y_stride,
+                           act + (size_t)c * act_stride, act_stride, ncols - c < 4 ? ncols - c : 4,
+                           out + 64 * k + 8 * c);
+        return;
+    }
+    /* constant counts, so the loops over groups and columns unroll */
+#define Q4K_ZW(G)                                                                                                 \
+    switch (ncols) {                                                                                              \
+    case 5: q4_K_zw(group, group_stride, K / 256, y, y_stride, G, 5, out); break;                                 \
+    case 6: q4_K_zw(group, group_stride, K / 256, y, y_stride, G, 6, out); break;                                 \
+    case 7: q4_K_zw(group, group_stride, K / 256, y, y_stride, G, 7, out); break;                                 \
+    default: q4_K_zw(group, group_stride, K / 256, y, y_stride, G, 8, out); break;                                \
+    }
+    if (group_stride) {
+        Q4K_ZW(2)
+    } else {
+        Q4K_ZW(1)
+    }
+#undef Q4K_ZW
 }
 
 #endif

@@ -606,8 +606,8 @@ static void dense_task(void *arg, int ith, int nth) {
 }
 
 /* Group g of an x8 weight (group_bytes each) against columns j .. j + nc
- * - 1 into d; pair: groups g and g + 1 (the 4-column kernel on two
- * groups at once). */
+ * - 1 into d; pair: groups g and g + 1 (the 4- and 8-column kernels on
+ * two groups at once). */
 static void x8_columns(const mm_job *job, size_t group_bytes, int64_t g, int64_t j, int nc, bool pair) {
     const mm_plan *p = &job->plan;
     const tport_tensor_view *a = job->op->src[0], *d = job->op->dst;
@@ -615,8 +615,13 @@ static void x8_columns(const mm_job *job, size_t group_bytes, int64_t g, int64_t
     int64_t nblk = p->K / 32;
     const uint8_t *group = (const uint8_t *)a->data + (size_t)g * group_bytes;
     const uint8_t *y = b_row(job, j, 0, 0);
-    float s[2 * 4 * 8];
-    if (pair && nc == 4) {
+    float s[2 * 8 * 8];
+    int second = 32; /* where the second group's sums start in s */
+    if (nc > 4) {
+        cpu_x8_dot8(p->x8, group, pair ? group_bytes : 0, p->K, y, p->packed_row, act + j * nblk, (size_t)nblk, nc,
+                    s);
+        second = 64;
+    } else if (pair && nc == 4) {
         cpu_x8_dot_pair(p->x8, group, group_bytes, p->K, y, p->packed_row, act + j * nblk, (size_t)nblk, s);
     } else {
         cpu_x8_dot(p->x8, group, p->K, y, p->packed_row, act + j * nblk, (size_t)nblk, nc, s);
@@ -626,18 +631,21 @@ static void x8_columns(const mm_job *job, size_t group_bytes, int64_t g, int64_t
     }
     for (int k = 0; k < (pair ? 2 : 1); k++)
         for (int c = 0; c < nc; c++)
-            memcpy(cpu_row(d, j + c, 0, 0) + (size_t)(g + k) * 8 * sizeof(float), s + 32 * k + 8 * c,
+            memcpy(cpu_row(d, j + c, 0, 0) + (size_t)(g + k) * 8 * sizeof(float), s + second * k + 8 * c,
                    8 * sizeof(float));
 }
 
 /* The x8 path: groups of 8 re-encoded weight rows (cpu_repack.c) against
- * every column of b, four at a time; a and b are 2-D (cpu_supports).  A
- * batch takes the groups two at a time with the 512-bit kernels (in
- * chunks of an even number of groups). */
+ * every column of b, four at a time, or eight with the 512-bit Q4_K
+ * kernel for 5..8 columns (each weight chunk unpacked once for all of
+ * them); a and b are 2-D (cpu_supports).  A batch takes the groups two
+ * at a time with the 512-bit kernels (in chunks of an even number of
+ * groups). */
 static void x8_task(void *arg, int ith, int nth) {
     mm_job *job = arg;
     const mm_plan *p = &job->plan;
     bool pairs = CPU_X8_WIDE && p->M >= 4;
+    int64_t step = CPU_X8_WIDE && p->x8 == CPU_LAYOUT_Q4_K_X8 ? 8 : 4;
     int64_t groups = p->N / 8, chunk = cpu_chunk_size(groups, nth, mm_chunks_per_thread(p)), g0, g1;
     size_t group_bytes = cpu_x8_group_bytes(p->x8, p->K);
     (void)ith;
@@ -645,8 +653,8 @@ static void x8_task(void *arg, int ith, int nth) {
         chunk += chunk & 1;
     while (cpu_claim(job->op, groups, chunk, &g0, &g1))
         for (int64_t g = g0; g < g1; g += 1 + (pairs && g + 1 < g1))
-            for (int64_t j = 0; j < p->M; j += 4)
-                x8_columns(job, group_bytes, g, j, (int)(p->M - j < 4 ? p->M - j : 4), pairs && g + 1 < g1);
+            for (int64_t j = 0; j < p->M; j += step)
+                x8_columns(job, group_bytes, g, j, (int)(p->M - j < step ? p->M - j : step), pairs && g + 1 < g1);
 }
 
 #if CPU_AMX

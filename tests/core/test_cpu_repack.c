@@ -144,9 +144,10 @@ static void check(tport_type_id type, int64_t K, int64_t N, int64_t M, int threa
 
     /* Each column alone gives the batch's bits: one column takes the
      * one-column kernels, a batch the four-column ones on one group or two
-     * at a time, or, from 8 columns of Q8_0 where the CPU has AMX-INT8,
-     * the tiles (cpu_mul_mat_amx_q8.c), and all of them add a row's block
-     * products in one order. */
+     * at a time (Q4_K with AVX-512: 5..8 columns at once), or, from 8
+     * columns of Q8_0 where the CPU has AMX-INT8, the tiles
+     * (cpu_mul_mat_amx_q8.c), and all of them add a row's block products
+     * in one order. */
     if (M > 1) {
         float *col = malloc((size_t)N * sizeof *col);
         int bad_cols = 0;
@@ -372,6 +373,10 @@ int main(void) {
                                         /* from 8 columns (Q8_0 on AMX: a step of a few sequences), one
                                          * A tile or two, zero-padded */
                                         {512, 64, 8}, {256, 40, 13}, {1024, 72, 17}, {256, 32, 31},
+                                        /* 5..8 columns: Q4_K's 8-column kernel on two groups at once and on
+                                         * one (an odd count of groups) */
+                                        {256, 24, 5}, {768, 40, 6}, {2048, 24, 7}, {256, 16, 8}, {768, 24, 8},
+                                        {2048, 40, 8}, {768, 8, 5}, {2048, 16, 6},
                                         /* 513 groups of 8 rows: re-encoded on two threads, split unevenly */
                                         {256, 4104, 1}};
     static const tport_type_id types[] = {TPORT_TYPE_Q4_0, TPORT_TYPE_Q8_0, TPORT_TYPE_Q4_K};
