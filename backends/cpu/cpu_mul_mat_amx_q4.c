@@ -235,15 +235,18 @@ AMX_INT8_TARGET void cpu_amx_q4_unpack(tport_type_id type, const uint8_t *const 
     }
 }
 
-/* The same from ngroups (<= ROWS / 8) groups of a Q4_0 weight in the x8
- * layout (cpu_repack.c; 8 rows, group_bytes apart): each row's block put
- * back together (its scale, its two 8-byte slices) and decoded as above.
+/* The same from ngroups (<= ROWS / 8) groups of a Q4_0 or MXFP4 weight in
+ * its x8 layout (cpu_repack.c, cpu_mul_mat_x8_mxfp4.c; 8 rows,
+ * group_bytes apart): each row's block put back together (its scale, its
+ * two 8-byte slices) and decoded as above.
  * The unpacking costs one sweep of the rows, which the batch's columns
  * share. */
 _Static_assert(CPU_X8_SLICE == 8, "the x8 Q4_0 unpacking reads the 512-bit kernels' layout");
-AMX_INT8_TARGET void cpu_amx_q4_unpack_x8(const uint8_t *groups, size_t group_bytes, int ngroups, int64_t K,
-                                          uint8_t *scratch) {
-    enum { GROUP_BLOCK = 16 + 8 * 16 }; /* 8 f16 scales, 2 chunks of 8 rows' 8 bytes */
+AMX_INT8_TARGET void cpu_amx_q4_unpack_x8(int layout, const uint8_t *groups, size_t group_bytes, int ngroups,
+                                          int64_t K, uint8_t *scratch) {
+    /* 8 scales (f16, or MXFP4's exponent bytes), 2 chunks of 8 rows' 8 bytes */
+    const bool mx = layout == CPU_LAYOUT_MXFP4_X8;
+    const size_t sb = mx ? 1 : 2, group_block = 8 * sb + 8 * 16;
     int64_t nblk = K / 32;
     uint8_t *wq = aligned(scratch);
     float *wd = (float *)(void *)(wq + (size_t)nblk * W_BLOCK);
@@ -253,12 +256,13 @@ AMX_INT8_TARGET void cpu_amx_q4_unpack_x8(const uint8_t *groups, size_t group_by
             for (int r = 0; r < T; r++) {
                 int gi = 2 * h + r / 8, rr = r % 8, row = h * T + r;
                 if (gi < ngroups) {
-                    const uint8_t *gb = groups + (size_t)gi * group_bytes + (size_t)b * GROUP_BLOCK;
+                    const uint8_t *gb = groups + (size_t)gi * group_bytes + (size_t)b * group_block;
                     uint8_t blk[18];
-                    memcpy(blk, gb + 2 * rr, 2);
-                    memcpy(blk + 2, gb + 16 + 8 * rr, 8);
-                    memcpy(blk + 10, gb + 16 + 64 + 8 * rr, 8);
-                    wd[b * ROWS + row] = decode_block(TPORT_TYPE_Q4_0, blk, 0, (uint8_t *)(tmp + 8 * r));
+                    memcpy(blk, gb + sb * rr, sb);
+                    memcpy(blk + sb, gb + 8 * sb + 8 * rr, 8);
+                    memcpy(blk + sb + 8, gb + 8 * sb + 64 + 8 * rr, 8);
+                    wd[b * ROWS + row] = decode_block(mx ? TPORT_TYPE_MXFP4 : TPORT_TYPE_Q4_0, blk, 0,
+                                                      (uint8_t *)(tmp + 8 * r));
                 } else {
                     wd[b * ROWS + row] = 0.0f;
                     memset(tmp + 8 * r, 0, 32);
