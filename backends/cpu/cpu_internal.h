@@ -339,8 +339,8 @@ CPU_HIDDEN void cpu_amx_q4_dot(tport_type_id type, const uint8_t *scratch, int64
 CPU_HIDDEN void cpu_amx_q4_begin(tport_type_id type);
 CPU_HIDDEN void cpu_amx_q4_end(void);
 /* the same rows from ngroups (<= CPU_AMX_Q4_ROWS / 8) groups of a Q4_0
- * weight in the x8 layout (group_bytes apart), for cpu_amx_q4_dot */
-CPU_HIDDEN void cpu_amx_q4_unpack_x8(const uint8_t *groups, size_t group_bytes, int ngroups, int64_t K,
+ * or MXFP4 weight in its x8 layout (group_bytes apart), for cpu_amx_q4_dot */
+CPU_HIDDEN void cpu_amx_q4_unpack_x8(int layout, const uint8_t *groups, size_t group_bytes, int ngroups, int64_t K,
                                      uint8_t *scratch);
 #else
 #define CPU_AMX 0
@@ -435,6 +435,7 @@ enum {
     CPU_LAYOUT_Q4_0_X8 = 1,  /* 8 rows of Q4_0 interleaved               */
     CPU_LAYOUT_Q8_0_X8 = 2,  /* 8 rows of Q8_0 interleaved               */
     CPU_LAYOUT_Q4_K_X8 = 3,  /* 8 rows of Q4_K, scales unpacked          */
+    CPU_LAYOUT_MXFP4_X8 = 4, /* 8 rows of MXFP4 (512-bit builds only)    */
 };
 /* Memory for them (cpu_weight_arena.c): 64-byte aligned blocks in shared
  * mappings backed by huge pages where the kernel allows. */
@@ -509,6 +510,20 @@ CPU_HIDDEN void cpu_x8_dot_pair(int layout, const uint8_t *group, size_t group_s
 /* ncols (5..8) columns against one group (group_stride 0) or two: out[64k + 8c + r]. */
 CPU_HIDDEN void cpu_x8_dot8(int layout, const uint8_t *group, size_t group_stride, int64_t K, const uint8_t *y,
                             size_t y_stride, const cpu_x8_act *act, size_t act_stride, int ncols, float *out);
+/* MXFP4's x8 layout (cpu_mul_mat_x8_mxfp4.c): rows [8g, 8g + 8) of a
+ * plain MXFP4 matrix (row_bytes apart, nblk blocks) into one group at dst,
+ * and row r of a group back into its plain blocks. */
+CPU_HIDDEN void cpu_x8_mxfp4_encode(const uint8_t *plain, size_t row_bytes, int64_t nblk, uint8_t *dst);
+CPU_HIDDEN void cpu_x8_mxfp4_row(const uint8_t *group, int r, int64_t nblk, uint8_t *out);
+#if CPU_X8_WIDE
+/* cpu_x8_dot and cpu_x8_dot_pair for that layout; fold: the sums in the
+ * order of the AMX tiles (where they take MXFP4 batches). */
+CPU_HIDDEN void cpu_x8_mxfp4_dot(const uint8_t *group, int64_t K, const uint8_t *y, size_t y_stride,
+                                 const cpu_x8_act *act, size_t act_stride, int ncols, bool fold, float *out);
+CPU_HIDDEN void cpu_x8_mxfp4_dot_pair(const uint8_t *group, size_t group_stride, int64_t K, const uint8_t *y,
+                                      size_t y_stride, const cpu_x8_act *act, size_t act_stride, bool fold,
+                                      float *out);
+#endif
 #if CPU_AMX
 /* CPU_AMX_Q8_COLS Q8_0 columns y + c y_stride (their blocks' data act + c
  * act_stride) copied to dst (cpu_amx_q8_columns_bytes(K)) in the tiles'

@@ -235,36 +235,72 @@ AMX_INT8_TARGET void cpu_amx_q4_unpack(tport_type_id type, const uint8_t *const 
     }
 }
 
-/* The same from ngroups (<= ROWS / 8) groups of a Q4_0 weight in the x8
- * layout (cpu_repack.c; 8 rows, group_bytes apart): each row's block put
- * back together (its scale, its two 8-byte slices) and decoded as above.
- * The unpacking costs one sweep of the rows, which the batch's columns
- * share. */
+/* The same from ngroups (<= ROWS / 8) groups of a Q4_0 or MXFP4 weight in
+ * its x8 layout (cpu_repack.c, cpu_mul_mat_x8_mxfp4.c; 8 rows,
+ * group_bytes apart).  A chunk holds 8 bytes of each of a group's 8 rows,
+ * row r in dwords 2r (bytes 0..3 of the slice) and 2r + 1 (4..7): the
+ * even dwords of two groups' chunk j are k-quad 2j of a tile's 16 rows
+ * (low nibbles; high: 4 + 2j), the odd ones k-quad 2j + 1 (5 + 2j), each
+ * one permute and two lookups, as unpack_nibbles' gathers give them from
+ * the plain rows.  Decoding row by row instead made an MXFP4 prompt
+ * slower on the tiles than on the x8 VNNI kernels.  Rows of missing
+ * groups are zero, their scales too. */
 _Static_assert(CPU_X8_SLICE == 8, "the x8 Q4_0 unpacking reads the 512-bit kernels' layout");
-AMX_INT8_TARGET void cpu_amx_q4_unpack_x8(const uint8_t *groups, size_t group_bytes, int ngroups, int64_t K,
-                                          uint8_t *scratch) {
-    enum { GROUP_BLOCK = 16 + 8 * 16 }; /* 8 f16 scales, 2 chunks of 8 rows' 8 bytes */
-    int64_t nblk = K / 32;
+AMX_INT8_TARGET void cpu_amx_q4_unpack_x8(int layout, const uint8_t *groups, size_t group_bytes, int ngroups,
+                                          int64_t K, uint8_t *scratch) {
+    /* 8 scales (f16, or MXFP4's exponent bytes), 2 chunks of 8 rows' 8 bytes */
+    const bool mx = layout == CPU_LAYOUT_MXFP4_X8;
+    const size_t sb = mx ? 1 : 2, group_block = 8 * sb + 8 * 16;
+    const int64_t nblk = K / 32;
     uint8_t *wq = aligned(scratch);
     float *wd = (float *)(void *)(wq + (size_t)nblk * W_BLOCK);
-    int32_t tmp[T * 8] __attribute__((aligned(64)));
+    const __m512i tbl =
+        _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)(mx ? CPUQ(kvalues_mxfp4) : q4_0_values)));
+    const __m512i low = _mm512_set1_epi8(0x0F);
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
     for (int64_t b = 0; b < nblk; b++) {
         for (int h = 0; h < 2; h++) {
-            for (int r = 0; r < T; r++) {
-                int gi = 2 * h + r / 8, rr = r % 8, row = h * T + r;
-                if (gi < ngroups) {
-                    const uint8_t *gb = groups + (size_t)gi * group_bytes + (size_t)b * GROUP_BLOCK;
-                    uint8_t blk[18];
-                    memcpy(blk, gb + 2 * rr, 2);
-                    memcpy(blk + 2, gb + 16 + 8 * rr, 8);
-                    memcpy(blk + 10, gb + 16 + 64 + 8 * rr, 8);
-                    wd[b * ROWS + row] = decode_block(TPORT_TYPE_Q4_0, blk, 0, (uint8_t *)(tmp + 8 * r));
-                } else {
-                    wd[b * ROWS + row] = 0.0f;
-                    memset(tmp + 8 * r, 0, 32);
+            uint8_t *tile = wq + (size_t)b * W_BLOCK + (size_t)h * B_TILE;
+            float *d = wd + b * ROWS + h * T;
+            const int have = ngroups - 2 * h; /* groups of this tile's two present */
+            if (have <= 0) {
+                for (int q = 0; q < 8; q++)
+                    _mm512_store_si512((void *)(tile + 64 * q), _mm512_setzero_si512());
+                _mm512_storeu_ps(d, _mm512_setzero_ps());
+                continue;
+            }
+            const uint8_t *g0 = groups + (size_t)(2 * h) * group_bytes + (size_t)b * group_block;
+            const uint8_t *g1 = have > 1 ? g0 + group_bytes : NULL;
+            const __mmask16 keep = have > 1 ? 0xFFFF : 0x00FF;
+            for (int j = 0; j < 2; j++) {
+                const __m512i a = _mm512_loadu_si512((const void *)(g0 + 8 * sb + 64 * j));
+                const __m512i c = g1 ? _mm512_loadu_si512((const void *)(g1 + 8 * sb + 64 * j)) : _mm512_setzero_si512();
+                const __m512i v[2] = {_mm512_permutex2var_epi32(a, even, c), _mm512_permutex2var_epi32(a, odd, c)};
+                for (int k = 0; k < 2; k++) {
+                    const __m512i lo = _mm512_shuffle_epi8(tbl, _mm512_and_si512(v[k], low));
+                    const __m512i hi = _mm512_shuffle_epi8(tbl, _mm512_and_si512(_mm512_srli_epi16(v[k], 4), low));
+                    _mm512_store_si512((void *)(tile + 64 * (2 * j + k)), _mm512_maskz_mov_epi32(keep, lo));
+                    _mm512_store_si512((void *)(tile + 64 * (4 + 2 * j + k)), _mm512_maskz_mov_epi32(keep, hi));
                 }
             }
-            store_b_tile(wq + (size_t)b * W_BLOCK + (size_t)h * B_TILE, tmp);
+            __m512 dv;
+            if (mx) { /* cpuq_e8m0_half, 16 at a time */
+                uint64_t e0, e1 = 0;
+                memcpy(&e0, g0, 8);
+                if (g1)
+                    memcpy(&e1, g1, 8);
+                const __m512i e = _mm512_cvtepu8_epi32(_mm_set_epi64x((long long)e1, (long long)e0));
+                const __m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
+                const __m512i sub = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e);
+                const __mmask16 tiny = _mm512_cmplt_epi32_mask(e, _mm512_set1_epi32(2));
+                dv = _mm512_castsi512_ps(_mm512_mask_blend_epi32(tiny, normal, sub));
+            } else {
+                const __m128i h0 = _mm_loadu_si128((const __m128i *)(const void *)g0);
+                const __m128i h1 = g1 ? _mm_loadu_si128((const __m128i *)(const void *)g1) : _mm_setzero_si128();
+                dv = _mm512_cvtph_ps(_mm256_set_m128i(h1, h0));
+            }
+            _mm512_storeu_ps(d, _mm512_maskz_mov_ps(keep, dv));
         }
     }
 }

@@ -3,7 +3,7 @@
  * broadcast over dims 2 and 3 (grouped-query attention).
  *
  * Paths, in the order make_plan() tries them:
- * - a re-encoded into an x8 layout (cpu_repack.c: Q4_0, Q8_0 or Q4_K, 8
+ * - a re-encoded into an x8 layout (cpu_repack.c: Q4_0, Q8_0, Q4_K or MXFP4, 8
  *   rows interleaved): b's rows become Q8_K for Q4_K, else Q8_0 plus each
  *   block's scale and sum (cpu_x8_act), and groups of 8 weight rows are
  *   swept over the columns of b, four at a time (cpu_mul_mat_x8.c; a
@@ -68,7 +68,7 @@ typedef struct mm_plan {
     size_t act_offset;         /* x8: where the cpu_x8_act of b's blocks start in scratch */
     bool amx_q8;               /* x8 Q8_0 batch on AMX-INT8 tiles (cpu_mul_mat_amx_q8.c) */
     size_t amx_offset;         /* amx_q8: where b's groups of columns copied for the tiles start */
-    bool amx_q4;               /* x8 Q4_0 batch on AMX-INT8 tiles (cpu_mul_mat_amx_q4.c) */
+    bool amx_q4;               /* x8 Q4_0/MXFP4 batch on AMX-INT8 tiles (cpu_mul_mat_amx_q4.c) */
 } mm_plan;
 
 /* Rows of b from which packing them is shared out among the threads. */
@@ -104,9 +104,9 @@ static mm_plan make_plan(const cpu_op *op) {
         p.amx_q8 =
             layout == CPU_LAYOUT_Q8_0_X8 && p.M >= CPU_AMX_Q8_MIN_COLS && p.N >= CPU_AMX_Q8_ROWS && cpu_amx_q8_on();
         p.amx_offset = p.act_offset + (size_t)(p.K / 32) * (size_t)p.M * sizeof(cpu_x8_act);
-        if (layout == CPU_LAYOUT_Q4_0_X8) {
-            /* where plain Q4_0 would take the AMX kind (cpu_tile_kinds.c) */
-            const cpu_tile_kind *w = cpu_tile_kind_for(TPORT_TYPE_Q4_0, TPORT_TYPE_Q8_0, p.M);
+        if (layout == CPU_LAYOUT_Q4_0_X8 || layout == CPU_LAYOUT_MXFP4_X8) {
+            /* where plain Q4_0 / MXFP4 would take the AMX kind (cpu_tile_kinds.c) */
+            const cpu_tile_kind *w = cpu_tile_kind_for(a->type, TPORT_TYPE_Q8_0, p.M);
             p.amx_q4 = w && w->dot == cpu_amx_q4_dot;
         }
 #endif
@@ -716,7 +716,7 @@ static void x8_amx_task(void *arg, int ith, int nth) {
     cpu_amx_q8_end();
 }
 
-/* The x8 Q4_0 path on AMX tiles: units of CPU_AMX_Q4_ROWS rows (4 groups;
+/* The x8 Q4_0 and MXFP4 path on AMX tiles: units of CPU_AMX_Q4_ROWS rows (4 groups;
  * the last may have fewer) unpacked once and swept over the batch
  * CPU_AMX_Q4_COLS columns at a time (the Q8_0 columns the x8 packing
  * left; a last partial group of columns too). */
@@ -734,8 +734,8 @@ static void x8_amx_q4_task(void *arg, int ith, int nth) {
         for (int64_t u = u0; u < u1; u++) {
             int64_t g = u * UNIT;
             int ng = (int)(groups - g < UNIT ? groups - g : UNIT);
-            cpu_amx_q4_unpack_x8((const uint8_t *)job->op->src[0]->data + (size_t)g * group_bytes, group_bytes, ng,
-                                 p->K, scratch);
+            cpu_amx_q4_unpack_x8(p->x8, (const uint8_t *)job->op->src[0]->data + (size_t)g * group_bytes,
+                                 group_bytes, ng, p->K, scratch);
             for (int64_t j = 0; j < p->M; j += C) {
                 int nc = (int)(p->M - j < C ? p->M - j : C);
                 float s[C * R];

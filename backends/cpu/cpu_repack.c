@@ -33,6 +33,9 @@
  *     32 g + S c .. 32 g + S c + S - 1 of each row's quants, row r at
  *     bytes S r .. S r + S - 1
  *
+ * MXFP4's (512-bit builds only) is Q4_0's with a byte, its E8M0
+ * exponent, for the scale: cpu_mul_mat_x8_mxfp4.c.
+ *
  * Every other 2-D weight with whole, dense rows gets a plain copy: the
  * file's layout, in the same huge pages.  Generation streams each weight
  * once a token, and from the file's 4 KiB pages it ran clearly slower
@@ -136,6 +139,11 @@ static int x8_layout_for(const tport_tensor_view *t) {
     case TPORT_TYPE_Q4_0: layout = CPU_LAYOUT_Q4_0_X8, bb = 18, bs = 32; break;
     case TPORT_TYPE_Q8_0: layout = CPU_LAYOUT_Q8_0_X8, bb = 34, bs = 32; break;
     case TPORT_TYPE_Q4_K: layout = CPU_LAYOUT_Q4_K_X8, bb = 144, bs = 256; break;
+    case TPORT_TYPE_MXFP4: /* kernels in 512-bit builds only (cpu_mul_mat_x8_mxfp4.c) */
+        if (!CPU_X8_WIDE)
+            return CPU_LAYOUT_PLAIN;
+        layout = CPU_LAYOUT_MXFP4_X8, bb = 17, bs = 32;
+        break;
     default: return CPU_LAYOUT_PLAIN;
     }
     if (t->ne[0] <= 0 || t->ne[0] % (int64_t)bs || t->ne[1] < 8 || t->ne[1] % 8 || t->ne[2] != 1 || t->ne[3] != 1)
@@ -180,6 +188,7 @@ size_t cpu_x8_group_bytes(int layout, int64_t K) {
     case CPU_LAYOUT_Q4_0_X8: return (size_t)(K / 32) * 144;
     case CPU_LAYOUT_Q8_0_X8: return (size_t)(K / 32) * 272;
     case CPU_LAYOUT_Q4_K_X8: return (size_t)(K / 256) * 1184;
+    case CPU_LAYOUT_MXFP4_X8: return (size_t)(K / 32) * 136;
     default: return 0;
     }
 }
@@ -325,6 +334,8 @@ static void encode_range(const encode_job *j) {
         uint8_t *out = j->dst + (size_t)g * group;
         if (j->layout == CPU_LAYOUT_Q4_K_X8)
             encode_group_q4_K(in, row_bytes, j->K / 256, out);
+        else if (j->layout == CPU_LAYOUT_MXFP4_X8)
+            cpu_x8_mxfp4_encode(in, row_bytes, j->K / 32, out);
         else if (j->layout == CPU_LAYOUT_Q4_0_X8)
             encode_group(in, row_bytes, j->K / 32, 16, 0, out);
         else
@@ -470,6 +481,10 @@ void cpu_x8_row(const tport_tensor_view *t, int layout, int64_t row, uint8_t *ou
             for (int c = 0; c < 128 / S; c++)
                 memcpy(blk + 16 + S * c, g + 160 + CHUNK * c + S * r, S);
         }
+        return;
+    }
+    if (layout == CPU_LAYOUT_MXFP4_X8) {
+        cpu_x8_mxfp4_row(g, r, t->ne[0] / 32, out);
         return;
     }
     int qbytes = layout == CPU_LAYOUT_Q4_0_X8 ? 16 : 32;

@@ -1,5 +1,5 @@
 /* The CPU plug-in's own weight layout (backends/cpu/cpu_repack.c, the x8
- * layouts of Q4_0, Q8_0 and Q4_K), driven through its ABI 1.1 slots directly:
+ * layouts of Q4_0, Q8_0, Q4_K and, in the 512-bit variant, MXFP4), driven through its ABI 1.1 slots directly:
  *   - tensor_alloc_size asks for exactly the eligible weights (2-D, rows a
  *     multiple of 8, blocks whole and dense) and 0 for the rest, and 0 for
  *     all with TPORT_CPU_REPACK=0;
@@ -31,6 +31,7 @@
 
 static const tport_backend_api *api;
 static void *be;
+static bool wide_variant; /* the avx512 variant: the 512-bit x8 kernels */
 
 static tport_tensor_view view(tport_type_id type, int64_t ne0, int64_t ne1, void *data) {
     const tport_type_traits *tr = tport_traits(type);
@@ -121,6 +122,13 @@ static void check(tport_type_id type, int64_t K, int64_t N, int64_t M, int threa
         CHECK(api->wait(be, 0, ticket, 0) == TPORT_STATUS_OK, "wait: %s", tport_last_error());
     }
     CHECK(run_node(ts, 3, threads) == TPORT_STATUS_OK, "mul_mat on the own copy: %s", tport_last_error());
+    /* MXFP4 is re-encoded by the 512-bit variant only, copied as it is by
+     * the others (whose plain kernels do not promise a column's bits) */
+    size_t wbytes = (size_t)(ts[0].nb[1] * (uint64_t)N);
+    bool reencoded = memcmp(host, q, wbytes) != 0;
+    if (type == TPORT_TYPE_MXFP4)
+        CHECK(reencoded == wide_variant, "mxfp4 K%lld N%lld: %s", (long long)K, (long long)N,
+              reencoded ? "re-encoded by a variant without the 512-bit kernels" : "not re-encoded");
 
     int bad_ref = 0, bad_plain = 0;
     for (int64_t j = 0; j < M; j++) {
@@ -148,7 +156,7 @@ static void check(tport_type_id type, int64_t K, int64_t N, int64_t M, int threa
      * columns of Q8_0 where the CPU has AMX-INT8, the tiles
      * (cpu_mul_mat_amx_q8.c), and all of them add a row's block products
      * in one order. */
-    if (M > 1) {
+    if (M > 1 && (type != TPORT_TYPE_MXFP4 || reencoded)) {
         float *col = malloc((size_t)N * sizeof *col);
         int bad_cols = 0;
         for (int64_t j = 0; j < M; j++) {
@@ -346,6 +354,7 @@ int main(void) {
         dlclose(lib);
         test_skip(NAME, "this machine lacks the variant's instruction sets");
     }
+    wide_variant = strstr(variant, "avx512") != NULL;
     setenv("TPORT_CPU_COPY_EXPERTS", "1", 1);
     CHECK(api->init(&be) == TPORT_STATUS_OK, "init: %s", tport_last_error());
     uint8_t probe[18 * 2 * 8];
@@ -379,8 +388,9 @@ int main(void) {
                                         {2048, 40, 8}, {768, 8, 5}, {2048, 16, 6},
                                         /* 513 groups of 8 rows: re-encoded on two threads, split unevenly */
                                         {256, 4104, 1}};
-    static const tport_type_id types[] = {TPORT_TYPE_Q4_0, TPORT_TYPE_Q8_0, TPORT_TYPE_Q4_K};
-    for (size_t ty = 0; ty < 3; ty++)
+    /* MXFP4: an x8 layout in the 512-bit variant, a plain copy elsewhere */
+    static const tport_type_id types[] = {TPORT_TYPE_Q4_0, TPORT_TYPE_Q8_0, TPORT_TYPE_Q4_K, TPORT_TYPE_MXFP4};
+    for (size_t ty = 0; ty < sizeof types / sizeof types[0]; ty++)
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
             for (int threads = 1; threads <= 2; threads++)
                 if (shapes[s][0] % tport_traits(types[ty])->info.block_size == 0)
