@@ -38,14 +38,15 @@
  * once a token, and from the file's 4 KiB pages it ran clearly slower
  * (f16, f32 and Q6_K alike; RESULTS run 30).
  *
- * Stacks of experts (3-D, ne[2] matrices back to back; only mul_mat_id
- * reads them) of a type with an x8 layout are re-encoded too, every
- * expert's matrix into its own groups: expert e's groups start at
- * e (ne[1] / 8) group bytes (cpu_mul_mat_id.c).  Generation reads the
- * selected experts' rows from the file's 4 KiB pages markedly slower than
- * from huge pages (RESULTS run 38), and a re-encoding is what keeps them
- * out of the file's mapping: a plain copy of the other stacks' types is
- * only made with TPORT_CPU_COPY_EXPERTS=1 (copy_eligible).  Both are kept
+ * Stacks of experts (3-D, ne[2] matrices back to back, named as such:
+ * expert_stack; only mul_mat_id reads them) of a type with an x8 layout
+ * are re-encoded too, each expert's matrix into groups of its own:
+ * expert e's groups start at e (ne[1] / 8) group bytes (cpu_mul_mat_id.c
+ * reads them).  Generation reads the selected experts' rows from the
+ * file's 4 KiB pages markedly slower than from huge pages (RESULTS run
+ * 38).  Stacks of other types stay in the file's mapping unless
+ * TPORT_CPU_COPY_EXPERTS=1 asks for a plain copy (copy_eligible): experts
+ * are copied by default only to be re-encoded.  Both kinds are kept
  * within a memory budget (stack_budget_ok): a mixture is run from files
  * larger than memory, whose experts' pages come and go with use, and a
  * copy of every expert would not fit; past the budget stacks stay in the
@@ -159,6 +160,16 @@ static uint8_t *buffer_data(cpu_buffer *h) {
     return h->data;
 }
 
+/* Whether t is a stack of experts, which only mul_mat_id reads: by its
+ * name (GGUF's ffn_{gate,up,down,gate_up}_exps.weight).  Other 3-D
+ * weights, such as DeepSeek-2's per-head attn_k_b, are read by mul_mat,
+ * which has no x8 path for them. */
+static bool expert_stack(const tport_tensor_view *t) {
+    static const char suffix[] = "_exps.weight";
+    size_t n = t->name ? strlen(t->name) : 0;
+    return t->ne[2] > 1 && n >= sizeof suffix - 1 && !strcmp(t->name + n - (sizeof suffix - 1), suffix);
+}
+
 /* The x8 layout a weight can take, or CPU_LAYOUT_PLAIN: a matrix, or a
  * stack of experts' matrices back to back (each one's groups apart). */
 static int x8_layout_for(const tport_tensor_view *t) {
@@ -174,7 +185,7 @@ static int x8_layout_for(const tport_tensor_view *t) {
         return CPU_LAYOUT_PLAIN;
     if (t->nb[0] != bb || t->nb[1] != bb * (uint64_t)t->ne[0] / bs)
         return CPU_LAYOUT_PLAIN;
-    if (t->ne[2] > 1 && (!encode_experts || t->nb[2] != t->nb[1] * (uint64_t)t->ne[1]))
+    if (t->ne[2] > 1 && (!encode_experts || !expert_stack(t) || t->nb[2] != t->nb[1] * (uint64_t)t->ne[1]))
         return CPU_LAYOUT_PLAIN;
     return layout;
 }

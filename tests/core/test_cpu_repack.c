@@ -335,6 +335,7 @@ static tport_tensor_view stack_view(tport_type_id type, int64_t K, int64_t N, in
     t.ne[2] = E;
     t.nb[3] = t.nb[2] * (uint64_t)E;
     t.flags = TPORT_TENSOR_WEIGHT;
+    t.name = "blk.3.ffn_up_exps.weight";
     return t;
 }
 
@@ -569,6 +570,10 @@ int main(void) {
     tport_tensor_view k4 = stack_view(TPORT_TYPE_Q4_K, 256, 16, 3, probe);
     CHECK(api->tensor_alloc_size(be, 0, &k4) == x8_stack_bytes(TPORT_TYPE_Q4_K, 256, 16, 3),
           "a stack of q4_K experts not re-encoded by default");
+    /* a 3-D weight that is not a stack of experts (mul_mat reads it) */
+    tport_tensor_view kb = stack_view(TPORT_TYPE_Q8_0, 256, 16, 3, probe);
+    kb.name = "blk.0.attn_k_b.weight";
+    CHECK(api->tensor_alloc_size(be, 0, &kb) == 0, "a 3-D q8_0 weight not named as experts re-encoded");
     expert_stack_x8(TPORT_TYPE_Q4_K, 256, 16, 4, 2, 3, 1, 2);
     CHECK(api->tensor_alloc_size(be, 0, &t) != 0, "a matrix no longer copied");
     api->shutdown(be);
