@@ -256,8 +256,10 @@ static void pack_task(void *arg, int ith, int nth) {
             if (!pack_row(op, p, i % p->n_b, t, dst, buf))
                 return;
         }
-        if (p->act_offset)
-            cpu_x8_act_info(dst, act_blocks(p), (cpu_x8_act *)(void *)(op->scratch + p->act_offset) + k * act_blocks(p));
+        if (p->act_offset) {
+            cpu_x8_act *act = (cpu_x8_act *)(void *)(op->scratch + p->act_offset);
+            cpu_x8_act_info(dst, act_blocks(p), act + k * act_blocks(p));
+        }
     }
 }
 

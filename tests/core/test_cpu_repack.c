@@ -367,7 +367,8 @@ static void expert_stack_x8(tport_type_id type, int64_t K, int64_t N, int64_t E,
     float *wf = malloc((size_t)(K * N * E) * sizeof *wf), *deq = malloc((size_t)(K * N * E) * sizeof *deq);
     float *x = malloc((size_t)(K * n_b * T) * sizeof *x);
     float *y_plain = calloc((size_t)(N * n_used * T), sizeof(float));
-    float *y_own = calloc((size_t)(N * n_used * T), sizeof(float)), *y_tok = calloc((size_t)(N * n_used), sizeof(float));
+    float *y_own = calloc((size_t)(N * n_used * T), sizeof(float));
+    float *y_tok = calloc((size_t)(N * n_used), sizeof(float));
     int32_t *ids = malloc((size_t)(n_used * T) * sizeof *ids);
     uint8_t *q = malloc(wbytes);
     for (int64_t i = 0; i < K * N * E; i++)
