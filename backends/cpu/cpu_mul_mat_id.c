@@ -23,7 +23,18 @@
  *   prompt batch reads each expert that any token chose once.
  * Units are claimed in chunks of equal estimated cost (tokens, plus the
  * unpacking), not of equal count: with a few experts taking most tokens,
- * equal counts left one thread the heavy ones. */
+ * equal counts left one thread the heavy ones.
+ *
+ * Experts re-encoded into an x8 layout (cpu_repack.c: a stack's experts'
+ * groups of 8 rows back to back) take the x8 kernels (cpu_x8_dot), in
+ * the same units: each group of a unit against the expert's tokens 4 at
+ * a time (two groups at once with the 512-bit kernels, cpu_x8_dot_pair),
+ * one at a time in generation.  Their activations are packed as for the
+ * per-row kernels (the type's vec_dot_type), with each block's scale and
+ * sum beside them where that is Q8_0 (cpu_x8_act).  No tile kinds: they
+ * unpack plain rows, and the x8 kernels already reuse each load over 4
+ * columns.  A stack whose re-encoding is deferred is read in the file's
+ * layout (cpu_graph.c gives its plain bytes, cpu_weight_layout PLAIN). */
 #include <string.h>
 
 #include "cpu_internal.h"
@@ -51,13 +62,29 @@ typedef struct mid_plan {
     size_t work;               /* bytes of a thread's work area, before its grouping */
     bool staged;               /* rows of b shared by slots: packed once, then copied per pair */
     bool prefetch;             /* the per-row path prefetches rows ahead (prefetch_row_ahead) */
+    int x8;                    /* CPU_LAYOUT_* of re-encoded experts, 0 = plain */
+    size_t group_bytes;        /* x8: bytes of a group of 8 rows */
+    size_t act_offset;         /* x8 with Q8_0 activations: where each pair's cpu_x8_act start, else 0 */
 } mid_plan;
 
 static mid_plan make_plan(const cpu_op *op) {
     const tport_tensor_view *as = op->src[0], *b = op->src[1], *ids = op->src[2];
     mid_plan p = {.K = as->ne[0], .N = as->ne[1], .E = as->ne[2], .n_b = b->ne[1], .n_used = ids->ne[0],
                   .T = ids->ne[1]};
-    if (as->type != TPORT_TYPE_F32 && cpu_rows_dense(as)) {
+    int layout = cpu_weight_layout(as);
+    if (layout > CPU_LAYOUT_PLAIN) {
+        const tport_type_info *ti = cpu_host->type_info(as->type);
+        cpu_vec_dot_fn fn = cpu_vec_dot_for(as->type);
+        const tport_type_info *vt = ti && fn ? cpu_host->type_info(ti->vec_dot_type) : NULL;
+        /* else refused in cpu_run_mul_mat_id */
+        if (vt && vt->block_size > 0 && p.K % vt->block_size == 0 && cpu_can_from_float(vt->id)) {
+            p.x8 = layout;
+            p.group_bytes = cpu_x8_group_bytes(layout, p.K);
+            p.vec_dot = fn; /* not called: it tells the packing to quantize */
+            p.vec_dot_type = vt->id;
+            p.packed_row = (size_t)(p.K / vt->block_size) * (size_t)vt->block_bytes;
+        }
+    } else if (as->type != TPORT_TYPE_F32 && cpu_rows_dense(as)) {
         const tport_type_info *ti = cpu_host->type_info(as->type);
         cpu_vec_dot_fn fn = cpu_vec_dot_for(as->type);
         const tport_type_info *vt = ti && fn ? cpu_host->type_info(ti->vec_dot_type) : NULL;
@@ -98,14 +125,24 @@ static mid_plan make_plan(const cpu_op *op) {
         p.work = p.wide->scratch(p.K);
     p.unit = p.wide && p.wide->rows > UNIT_ROWS ? p.wide->rows : UNIT_ROWS;
     p.work = (p.work + 63) / 64 * 64;
+    if (p.x8 && p.vec_dot_type == TPORT_TYPE_Q8_0) {
+        size_t rows = (size_t)(p.n_used * p.T + (p.staged ? p.n_b * p.T : 0));
+        p.act_offset = p.packed_row * rows;
+    }
     return p;
+}
+
+/* Blocks of 32 of a packed row, whose cpu_x8_act an x8 kernel reads. */
+static int64_t act_blocks(const mid_plan *p) {
+    return p->act_offset ? p->K / 32 : 0;
 }
 
 /* the packed row of b of every (slot, token) pair; staged, then the rows
  * of b packed once */
 size_t cpu_mul_mat_id_shared_scratch(const cpu_op *op) {
     mid_plan p = make_plan(op);
-    return p.packed_row * (size_t)(p.n_used * p.T + (p.staged ? p.n_b * p.T : 0));
+    return p.packed_row * (size_t)(p.n_used * p.T + (p.staged ? p.n_b * p.T : 0)) +
+           (size_t)act_blocks(&p) * (size_t)(p.n_used * p.T) * sizeof(cpu_x8_act);
 }
 
 /* the work area, then the grouping: E + 1 starts, E fill counts, the list
@@ -212,16 +249,17 @@ static void pack_task(void *arg, int ith, int nth) {
         uint8_t *dst = op->scratch + (size_t)k * p->packed_row;
         if (p->staged) {
             memcpy(dst, staged_rows(op, p) + (size_t)row * p->packed_row, p->packed_row);
-            continue;
-        }
-        /* one token's slots sharing its row (generation) convert it once */
-        if (row == last) {
+        } else if (row == last) { /* one token's slots sharing its row (generation) convert it once */
             memcpy(dst, dst - p->packed_row, p->packed_row);
-            continue;
+        } else {
+            last = row;
+            if (!pack_row(op, p, i % p->n_b, t, dst, buf))
+                return;
         }
-        last = row;
-        if (!pack_row(op, p, i % p->n_b, t, dst, buf))
-            return;
+        if (p->act_offset) {
+            cpu_x8_act *act = (cpu_x8_act *)(void *)(op->scratch + p->act_offset);
+            cpu_x8_act_info(dst, act_blocks(p), act + k * act_blocks(p));
+        }
     }
 }
 
@@ -342,6 +380,45 @@ static bool unit_rows(cpu_op *op, const mid_plan *p, const mid_groups *g, int32_
     return true;
 }
 
+/* Rows r0 .. r0 + nr - 1 (whole groups) of re-encoded expert e against
+ * its columns, 4 at a time: two groups at once where the 512-bit kernels
+ * make that faster (cpu_x8_dot_pair). */
+static void unit_x8(cpu_op *op, const mid_plan *p, const mid_groups *g, int32_t e, int64_t r0, int64_t nr) {
+    const tport_tensor_view *d = op->dst;
+    const cpu_x8_act *act = (const cpu_x8_act *)(const void *)(op->scratch + p->act_offset);
+    int64_t nblk = act_blocks(p);
+    const uint8_t *expert = (const uint8_t *)op->src[0]->data + (size_t)e * (size_t)(p->N / 8) * p->group_bytes;
+    for (int64_t q0 = r0; q0 < r0 + nr;) {
+        const uint8_t *group = expert + (size_t)(q0 / 8) * p->group_bytes;
+        int ng = CPU_X8_WIDE && q0 + 16 <= r0 + nr ? 2 : 1;
+        for (int32_t k = g->start[e]; k < g->start[e + 1]; k += 4) {
+            int nc = g->start[e + 1] - k < 4 ? g->start[e + 1] - k : 4;
+            const uint8_t *y = op->scratch + (size_t)k * p->packed_row;
+            float s[2 * 4 * 8];
+            if (ng == 2 && nc == 4) {
+                cpu_x8_dot_pair(p->x8, group, p->group_bytes, p->K, y, p->packed_row, act + k * nblk, (size_t)nblk,
+                                s);
+            } else {
+                cpu_x8_dot(p->x8, group, p->K, y, p->packed_row, act + k * nblk, (size_t)nblk, nc, s);
+                if (ng == 2)
+                    cpu_x8_dot(p->x8, group + p->group_bytes, p->K, y, p->packed_row, act + k * nblk, (size_t)nblk,
+                               nc, s + 32);
+            }
+            for (int h = 0; h < ng; h++)
+                for (int c = 0; c < nc; c++) {
+                    int64_t i = g->pairs[k + c] % p->n_used, t = g->pairs[k + c] / p->n_used;
+                    uint8_t *out = cpu_row(d, i, t, 0) + (size_t)(q0 + 8 * h) * d->nb[0];
+                    if (d->nb[0] == sizeof(float))
+                        memcpy(out, s + 32 * h + 8 * c, 8 * sizeof(float));
+                    else
+                        for (int r = 0; r < 8; r++)
+                            memcpy(out + (size_t)r * d->nb[0], s + 32 * h + 8 * c + r, sizeof(float));
+                }
+        }
+        q0 += 8 * ng;
+    }
+}
+
 static void compute_units(cpu_op *op, const mid_plan *p, int ith, int nth) {
     uint8_t *work = cpu_thread_scratch(op, ith);
     mid_groups g;
@@ -370,7 +447,9 @@ static void compute_units(cpu_op *op, const mid_plan *p, int ith, int nth) {
                 const cpu_tile_kind *kind = tiled(p, cols);
                 for (int64_t u = u0; u < u1; u++) {
                     int64_t r0 = u * p->unit, nr = p->N - r0 < p->unit ? p->N - r0 : p->unit;
-                    if (kind)
+                    if (p->x8)
+                        unit_x8(op, p, &g, e, r0, nr);
+                    else if (kind)
                         unit_tiled(op, kind, p, &g, e, r0, nr, work);
                     else if (!unit_rows(op, p, &g, e, r0, nr, (float *)(void *)work))
                         return;
@@ -395,6 +474,11 @@ static void compute_task(void *arg, int ith, int nth) {
 
 void cpu_run_mul_mat_id(cpu_ctx *ctx, cpu_op *op) {
     mid_job job = {op, make_plan(op)};
+    if (!job.plan.x8 && cpu_weight_layout(op->src[0]) != CPU_LAYOUT_PLAIN) {
+        cpu_op_fail(op, TPORT_STATUS_UNSUPPORTED, "mul_mat_id: experts of type %u in a layout it cannot read",
+                    op->src[0]->type);
+        return;
+    }
     int nth = job.plan.n_used * job.plan.T < 4 * op->nth ? 1 : op->nth;
     if (job.plan.staged)
         cpu_parallel(ctx, stage_task, &job, job.plan.n_b * job.plan.T < 4 * op->nth ? 1 : op->nth);

@@ -39,8 +39,21 @@
  * Every other 2-D weight with whole, dense rows gets a plain copy: the
  * file's layout, in the same huge pages.  Generation streams each weight
  * once a token, and from the file's 4 KiB pages it ran clearly slower
- * (f16, f32 and Q6_K alike; RESULTS run 30).  So does a stack of
- * quantized experts (3-D), all of whose rows are copied (copy_eligible).
+ * (f16, f32 and Q6_K alike; RESULTS run 30).
+ *
+ * Stacks of experts (3-D, ne[2] matrices back to back, named as such:
+ * expert_stack; only mul_mat_id reads them) of a type with an x8 layout
+ * are re-encoded too, each expert's matrix into groups of its own:
+ * expert e's groups start at e (ne[1] / 8) group bytes (cpu_mul_mat_id.c
+ * reads them).  Generation reads the selected experts' rows from the
+ * file's 4 KiB pages markedly slower than from huge pages (RESULTS run
+ * 38).  Stacks of other types stay in the file's mapping unless
+ * TPORT_CPU_COPY_EXPERTS=1 asks for a plain copy (copy_eligible): experts
+ * are copied by default only to be re-encoded.  Both kinds are kept
+ * within a memory budget (stack_budget_ok): a mixture is run from files
+ * larger than memory, whose experts' pages come and go with use, and a
+ * copy of every expert would not fit; past the budget stacks stay in the
+ * file's mapping.  TPORT_CPU_REPACK_EXPERTS=0 keeps all stacks there.
  *
  * Each buffer holds one tensor, in memory of cpu_weight_arena.c (huge
  * pages); the handle is the address of its header, a small allocation of
@@ -64,6 +77,7 @@
  * copies' pages; RESULTS runs 26 and 30).
  * TPORT_CPU_REPACK=0 in the environment turns re-encoding and copies off. */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,11 +97,19 @@ typedef struct cpu_buffer {
     tport_ticket ticket;
     int64_t K, groups; /* the weight's row length and groups of 8 rows */
     size_t row_bytes;
+    uint64_t stack_bytes; /* an expert stack's bytes, counted in stacks_live */
     struct cpu_buffer *next; /* in the queue */
 } cpu_buffer;
 
 static bool repack_enabled = true;
 static bool copy_experts = false; /* TPORT_CPU_COPY_EXPERTS=1 (copy_eligible) */
+static bool encode_experts = true; /* TPORT_CPU_REPACK_EXPERTS=0: stacks stay mapped */
+static uint64_t budget_env;        /* TPORT_CPU_EXPERT_BUDGET_MB, in bytes; 0: from memory */
+
+/* Expert stacks in our memory: their bytes, and the budget they stay in
+ * (stack_budget_ok). */
+static pthread_mutex_t stacks_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t stacks_live, stacks_budget;
 static int encode_threads = 1; /* threads re-encoding one large weight */
 
 /* Deferred copies, oldest first; tickets count up from 1. */
@@ -103,6 +125,16 @@ void cpu_repack_init(void) {
     repack_enabled = !(e && e[0] == '0' && e[1] == '\0') && cpu_x8_available();
     const char *x = getenv("TPORT_CPU_COPY_EXPERTS");
     copy_experts = x && x[0] == '1' && x[1] == '\0';
+    const char *r = getenv("TPORT_CPU_REPACK_EXPERTS");
+    encode_experts = !(r && r[0] == '0' && r[1] == '\0');
+    const char *m = getenv("TPORT_CPU_EXPERT_BUDGET_MB");
+    char *end = NULL;
+    unsigned long long mb = m && *m ? strtoull(m, &end, 10) : 0;
+    budget_env = 0;
+    if (m && *m && (*end || mb == 0 || mb > (UINT64_MAX >> 20)))
+        cpu_host->log(TPORT_LOG_WARN, "cpu: TPORT_CPU_EXPERT_BUDGET_MB=%s is not a positive number; ignored", m);
+    else if (m && *m)
+        budget_env = (uint64_t)mb << 20;
     long cores = cpu_core_count();
     encode_threads = (int)(cores > ENCODE_THREADS ? ENCODE_THREADS : cores);
 }
@@ -131,7 +163,18 @@ static uint8_t *buffer_data(cpu_buffer *h) {
     return h->data;
 }
 
-/* The x8 layout a weight can take, or CPU_LAYOUT_PLAIN. */
+/* Whether t is a stack of experts, which only mul_mat_id reads: by its
+ * name (GGUF's ffn_{gate,up,down,gate_up}_exps.weight).  Other 3-D
+ * weights, such as DeepSeek-2's per-head attn_k_b, are read by mul_mat,
+ * which has no x8 path for them. */
+static bool expert_stack(const tport_tensor_view *t) {
+    static const char suffix[] = "_exps.weight";
+    size_t n = t->name ? strlen(t->name) : 0;
+    return t->ne[2] > 1 && n >= sizeof suffix - 1 && !strcmp(t->name + n - (sizeof suffix - 1), suffix);
+}
+
+/* The x8 layout a weight can take, or CPU_LAYOUT_PLAIN: a matrix, or a
+ * stack of experts' matrices back to back (each one's groups apart). */
 static int x8_layout_for(const tport_tensor_view *t) {
     int layout;
     uint64_t bb, bs;
@@ -146,9 +189,11 @@ static int x8_layout_for(const tport_tensor_view *t) {
         break;
     default: return CPU_LAYOUT_PLAIN;
     }
-    if (t->ne[0] <= 0 || t->ne[0] % (int64_t)bs || t->ne[1] < 8 || t->ne[1] % 8 || t->ne[2] != 1 || t->ne[3] != 1)
+    if (t->ne[0] <= 0 || t->ne[0] % (int64_t)bs || t->ne[1] < 8 || t->ne[1] % 8 || t->ne[2] < 1 || t->ne[3] != 1)
         return CPU_LAYOUT_PLAIN;
     if (t->nb[0] != bb || t->nb[1] != bb * (uint64_t)t->ne[0] / bs)
+        return CPU_LAYOUT_PLAIN;
+    if (t->ne[2] > 1 && (!encode_experts || !expert_stack(t) || t->nb[2] != t->nb[1] * (uint64_t)t->ne[1]))
         return CPU_LAYOUT_PLAIN;
     return layout;
 }
@@ -165,14 +210,14 @@ static uint64_t plain_bytes(const tport_tensor_view *t) {
 /* Whether a weight gets a plain copy: a matrix (not a vector: those are
  * read by element-wise ops, which a deferred copy cannot be given to),
  * whole blocks, rows dense; and, only when TPORT_CPU_COPY_EXPERTS=1, a
- * stack of quantized experts (3-D, the matrices back to back), which only
- * mul_mat_id reads, as its src[0], where a deferred copy is handled.
- * Generation reads the selected experts' rows faster from the copy's huge
- * pages than from the file's 4 KiB ones (RESULTS run 38), but by default
- * experts stay in the file's mapping: a mixture is run from files larger
- * than memory, its pages come and go with use, and a copy of every
- * expert costs the memory of all of them and a slow load.  Quantized
- * only: f16/f32 stacks may be convolution kernels, read by other ops. */
+ * stack of quantized experts without an x8 layout (3-D, the matrices back
+ * to back), which only mul_mat_id reads, as its src[0], where a deferred
+ * copy is handled.  Generation reads the selected experts' rows faster
+ * from the copy's huge pages than from the file's 4 KiB ones (RESULTS run
+ * 38), but by default such stacks stay in the file's mapping: the
+ * project's rule is that experts are copied only to be re-encoded.
+ * Quantized only: f16/f32 stacks may be convolution kernels, read by
+ * other ops. */
 static bool copy_eligible(const tport_tensor_view *t) {
     const tport_type_info *ti = cpu_host->type_info(t->type);
     if (!ti || ti->block_size <= 0 || t->ne[0] <= 0 || t->ne[0] % ti->block_size || t->ne[1] < 2 ||
@@ -197,15 +242,51 @@ size_t cpu_x8_group_bytes(int layout, int64_t K) {
  * it gets no copy. */
 static uint64_t own_bytes(const tport_tensor_view *t, int layout) {
     if (layout != CPU_LAYOUT_PLAIN)
-        return cpu_x8_group_bytes(layout, t->ne[0]) * (uint64_t)(t->ne[1] / 8);
+        return cpu_x8_group_bytes(layout, t->ne[0]) * (uint64_t)(t->ne[1] / 8) * (uint64_t)t->ne[2];
     return copy_eligible(t) ? plain_bytes(t) : 0;
+}
+
+/* Half the memory the kernel says is available (MemAvailable: free memory
+ * plus what it can reclaim, such as clean file pages); 0 if unknown. */
+static uint64_t half_available(void) {
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f)
+        return 0;
+    char line[128];
+    unsigned long long kb = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+            break;
+    fclose(f);
+    return kb > (UINT64_MAX >> 11) ? UINT64_MAX : (uint64_t)kb << 9;
+}
+
+/* Whether a stack of experts of `bytes` in our memory stays within the
+ * budget: TPORT_CPU_EXPERT_BUDGET_MB, else half the memory available when
+ * the first stack is asked about while none is held (at a model's load;
+ * after that the file's pages they replace are given back, which the
+ * figure then would count twice).  Half, so that a mixture that fits
+ * comfortably runs from huge pages while one near the size of memory
+ * keeps the rest for the file's mapping, the cache and other programs.
+ * Counted when written (tensor_write), given back when freed; the host
+ * asks, allocates and writes one weight at a time. */
+static bool stack_budget_ok(uint64_t bytes) {
+    pthread_mutex_lock(&stacks_lock);
+    if (stacks_live == 0)
+        stacks_budget = budget_env ? budget_env : half_available();
+    bool ok = bytes <= stacks_budget && stacks_live <= stacks_budget - bytes;
+    pthread_mutex_unlock(&stacks_lock);
+    return ok;
 }
 
 uint64_t cpu_tensor_alloc_size(void *backend, int32_t device, const tport_tensor_view *t) {
     (void)backend;
     if (device != 0 || !t || t->struct_size < TPORT_TENSOR_VIEW_SIZE_1_0 || !repack_enabled)
         return 0;
-    return own_bytes(t, x8_layout_for(t));
+    uint64_t bytes = own_bytes(t, x8_layout_for(t));
+    if (bytes && t->ne[2] > 1 && !stack_budget_ok(bytes))
+        return 0; /* the stack stays in the file's mapping */
+    return bytes;
 }
 
 tport_status cpu_buffer_alloc(void *backend, int32_t device, uint32_t kind, uint32_t usage, uint64_t size,
@@ -239,6 +320,11 @@ void cpu_buffer_free(void *backend, tport_buffer b) {
             pthread_mutex_lock(&deferred_lock);
             unqueue(h);
             pthread_mutex_unlock(&deferred_lock);
+        }
+        if (h->stack_bytes) {
+            pthread_mutex_lock(&stacks_lock);
+            stacks_live -= h->stack_bytes;
+            pthread_mutex_unlock(&stacks_lock);
         }
         h->magic = 0;
         cpu_arena_free(h->arena);
@@ -412,8 +498,15 @@ tport_status cpu_tensor_write(void *backend, tport_buffer b, uint64_t offset, co
                                t->name ? t->name : "a weight");
     h->layout = (uint32_t)layout;
     h->K = t->ne[0];
-    h->groups = layout == CPU_LAYOUT_PLAIN ? plain_rows(t) : t->ne[1] / 8; /* a plain copy goes by rows */
+    /* a plain copy goes by rows; a stack's experts' groups follow each other */
+    h->groups = layout == CPU_LAYOUT_PLAIN ? plain_rows(t) : t->ne[1] / 8 * t->ne[2];
     h->row_bytes = (size_t)t->nb[1];
+    if (t->ne[2] > 1 && !h->stack_bytes) {
+        h->stack_bytes = own_bytes(t, layout);
+        pthread_mutex_lock(&stacks_lock);
+        stacks_live += h->stack_bytes;
+        pthread_mutex_unlock(&stacks_lock);
+    }
     if (!ticket) { /* wanted done on return */
         encode_buffer(h, src);
         return TPORT_STATUS_OK;
@@ -465,6 +558,8 @@ int cpu_weight_layout(const tport_tensor_view *t) {
     return (int)h->layout;
 }
 
+/* Of a stack, row e ne[1] + r is expert e's row r (its groups follow the
+ * previous expert's). */
 void cpu_x8_row(const tport_tensor_view *t, int layout, int64_t row, uint8_t *out) {
     const uint8_t *g = (const uint8_t *)t->data + (size_t)(row / 8) * cpu_x8_group_bytes(layout, t->ne[0]);
     int r = (int)(row % 8);

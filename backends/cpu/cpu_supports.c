@@ -121,8 +121,9 @@ static bool rope_ext_ok(const tport_graph_view *g, const tport_tensor_view *d) {
 }
 
 /* A weight kept in our own layout (cpu_repack.c) is read only by mul_mat,
- * as a 2-D first operand, and by get_rows; one whose copy is deferred
- * only as a first operand (where cpu_graph.c reads the host's bytes). */
+ * as a 2-D first operand, and by get_rows, and a stack of experts only by
+ * mul_mat_id, as its first operand; one whose copy is deferred only as a
+ * first operand (where cpu_graph.c reads the host's bytes). */
 static bool own_layout_ok(const tport_graph_view *g, const tport_tensor_view *d) {
     for (int i = 0; i < TPORT_MAX_SRC; i++) {
         const tport_tensor_view *s = d->src[i] >= 0 ? tensor(g, d->src[i]) : NULL;
@@ -131,7 +132,11 @@ static bool own_layout_ok(const tport_graph_view *g, const tport_tensor_view *d)
             return false;
         if (layout == CPU_LAYOUT_PLAIN)
             continue;
-        if (layout == CPU_LAYOUT_UNKNOWN || i != 0 || (d->op != TPORT_OP_MUL_MAT && d->op != TPORT_OP_GET_ROWS))
+        if (layout == CPU_LAYOUT_UNKNOWN || i != 0)
+            return false;
+        if (d->op == TPORT_OP_MUL_MAT_ID)
+            continue;
+        if ((d->op != TPORT_OP_MUL_MAT && d->op != TPORT_OP_GET_ROWS) || s->ne[2] != 1 || s->ne[3] != 1)
             return false;
         const tport_tensor_view *b = tensor(g, d->src[1]);
         if (d->op == TPORT_OP_MUL_MAT && (!b || b->ne[2] != 1 || b->ne[3] != 1 || d->nb[0] != sizeof(float)))

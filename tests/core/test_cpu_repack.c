@@ -312,18 +312,19 @@ static void eligibility(void) {
     CHECK(api->tensor_write(be, 0, 0, &t, dummy, 64, NULL) != TPORT_STATUS_OK, "tensor_write to handle 0 worked");
 }
 
-/* A stack of experts' copy holds every expert's rows as they were. */
+/* A plain copy of a stack of experts (TPORT_CPU_COPY_EXPERTS=1, a type
+ * without an x8 layout) holds every expert's rows as they were. */
 static void expert_stack(void) {
     enum { K = 256, N = 8, E = 5 };
-    size_t row = 144 * (K / 256), bytes = row * N * E;
+    size_t row = 176 * (K / 256), bytes = row * N * E;
     uint8_t *src = malloc(bytes);
     for (size_t i = 0; i < bytes; i++)
         src[i] = (uint8_t)(i * 37 + i / 151);
-    tport_tensor_view t = view(TPORT_TYPE_Q4_K, K, N, src);
+    tport_tensor_view t = view(TPORT_TYPE_Q5_K, K, N, src);
     t.ne[2] = E;
     t.nb[3] = t.nb[2] * E;
     uint64_t size = api->tensor_alloc_size(be, 0, &t);
-    CHECK(size == bytes, "a stack of %d q4_K experts: alloc size %llu, expected %zu", E, (unsigned long long)size,
+    CHECK(size == bytes, "a stack of %d q5_K experts: alloc size %llu, expected %zu", E, (unsigned long long)size,
           bytes);
     tport_buffer b = 0;
     void *host = NULL;
@@ -335,6 +336,174 @@ static void expert_stack(void) {
         api->buffer_free(be, b);
     }
     free(src);
+}
+
+/* A stack of E experts (K x N each) of `type`, 3-D and back to back. */
+static tport_tensor_view stack_view(tport_type_id type, int64_t K, int64_t N, int64_t E, void *data) {
+    tport_tensor_view t = view(type, K, N, data);
+    t.ne[2] = E;
+    t.nb[3] = t.nb[2] * (uint64_t)E;
+    t.flags = TPORT_TENSOR_WEIGHT;
+    t.name = "blk.3.ffn_up_exps.weight";
+    return t;
+}
+
+/* Bytes of a stack re-encoded into its x8 layout: groups of 8 rows, each
+ * the bytes its rows took, but Q4_K's 1184 per super-block (1152). */
+static uint64_t x8_stack_bytes(tport_type_id type, int64_t K, int64_t N, int64_t E) {
+    const tport_type_traits *tr = tport_traits(type);
+    uint64_t per_block = type == TPORT_TYPE_Q4_K ? 1184 : 8 * tr->info.block_bytes;
+    return per_block * (uint64_t)(K / tr->info.block_size) * (uint64_t)(N / 8) * (uint64_t)E;
+}
+
+/* A stack of experts with an x8 layout (Q4_K, Q8_0) is re-encoded by
+ * default: mul_mat_id of T tokens, n_used experts each (rows of b shared
+ * by the slots when n_b is 1), reads it
+ *   - before its wait in the file's layout: the plain path's bits;
+ *   - after it through the x8 kernels: within the activation-quantization
+ *     bound of a double-precision dot of the dequantized weights and
+ *     within float-summation-order differences of the plain path; each
+ *     token alone gives the batch's bits (one column per expert, the
+ *     generation case, against four at a time);
+ * and get_rows of the copy seen as one matrix of E N rows (cpu_x8_row,
+ * expert e's rows after expert e - 1's) gives every expert's dequantized
+ * rows exactly. */
+static void expert_stack_x8(tport_type_id type, int64_t K, int64_t N, int64_t E, int64_t n_used, int64_t T,
+                            int64_t n_b, int threads) {
+    const tport_type_traits *tr = tport_traits(type);
+    unsigned seed = (unsigned)(K * 3 + N * 5 + E * 7 + T * 11 + n_b);
+    size_t wbytes = (size_t)(tr->info.block_bytes * (uint64_t)(K / tr->info.block_size) * (uint64_t)(N * E));
+    float *wf = malloc((size_t)(K * N * E) * sizeof *wf), *deq = malloc((size_t)(K * N * E) * sizeof *deq);
+    float *x = malloc((size_t)(K * n_b * T) * sizeof *x);
+    float *y_plain = calloc((size_t)(N * n_used * T), sizeof(float));
+    float *y_own = calloc((size_t)(N * n_used * T), sizeof(float));
+    float *y_tok = calloc((size_t)(N * n_used), sizeof(float));
+    int32_t *ids = malloc((size_t)(n_used * T) * sizeof *ids);
+    uint8_t *q = malloc(wbytes);
+    for (int64_t i = 0; i < K * N * E; i++)
+        wf[i] = frand(&seed);
+    for (int64_t i = 0; i < K * n_b * T; i++)
+        x[i] = frand(&seed);
+    for (int64_t t = 0; t < T; t++) { /* n_used distinct experts a token, some in falling order */
+        seed = seed * 1103515245u + 12345u;
+        int64_t start = (int64_t)((seed >> 16) % (unsigned)E);
+        for (int64_t i = 0; i < n_used; i++)
+            ids[t * n_used + i] = (int32_t)((start + (t % 2 ? n_used - 1 - i : i)) % E);
+    }
+    tr->from_float(wf, q, K * N * E);
+    tr->to_float(q, deq, K * N * E);
+
+    tport_tensor_view ts[4];
+    ts[0] = stack_view(type, K, N, E, q);
+    uint64_t size = api->tensor_alloc_size(be, 0, &ts[0]);
+    CHECK(size == x8_stack_bytes(type, K, N, E), "%s stack K%lld N%lld E%lld: alloc size %llu, expected %llu",
+          tr->info.name, (long long)K, (long long)N, (long long)E, (unsigned long long)size,
+          (unsigned long long)x8_stack_bytes(type, K, N, E));
+    tport_buffer b = 0;
+    void *host = NULL;
+    tport_ticket ticket = 0;
+    if (size && api->buffer_alloc(be, 0, TPORT_MEM_DEVICE, TPORT_USAGE_WEIGHTS, size, &b, &host) == TPORT_STATUS_OK)
+        CHECK(api->tensor_write(be, b, 0, &ts[0], q, wbytes, &ticket) == TPORT_STATUS_OK && ticket > 0,
+              "tensor_write: %s", tport_last_error());
+    CHECK(b != 0, "%s stack not taken", tr->info.name);
+    ts[1] = view(TPORT_TYPE_F32, K, n_b, x);
+    ts[1].ne[2] = T;
+    ts[1].nb[3] = ts[1].nb[2] * (uint64_t)T;
+    ts[2] = view(TPORT_TYPE_I32, n_used, T, ids);
+    ts[3] = view(TPORT_TYPE_F32, N, n_used, y_plain);
+    ts[3].ne[2] = T;
+    ts[3].nb[3] = ts[3].nb[2] * (uint64_t)T;
+    ts[3].op = TPORT_OP_MUL_MAT_ID;
+    ts[3].src[0] = 0, ts[3].src[1] = 1, ts[3].src[2] = 2;
+    CHECK(run_node(ts, 4, threads) == TPORT_STATUS_OK, "plain mul_mat_id: %s", tport_last_error());
+    if (b) {
+        ts[0].buffer = b, ts[0].data = host;
+        ts[3].data = y_own;
+        CHECK(run_node(ts, 4, threads) == TPORT_STATUS_OK, "mul_mat_id before the wait: %s", tport_last_error());
+        CHECK(!memcmp(y_own, y_plain, (size_t)(N * n_used * T) * sizeof(float)),
+              "%s stack: before its wait not read in the plain layout", tr->info.name);
+        CHECK(api->wait(be, 0, ticket, 0) == TPORT_STATUS_OK, "wait: %s", tport_last_error());
+        memset(y_own, 0, (size_t)(N * n_used * T) * sizeof(float));
+        CHECK(run_node(ts, 4, threads) == TPORT_STATUS_OK, "mul_mat_id on the x8 stack: %s", tport_last_error());
+    }
+    int bad_ref = 0, bad_plain = 0, bad_tok = 0;
+    for (int64_t t = 0; b && t < T; t++)
+        for (int64_t i = 0; i < n_used; i++) {
+            const float *xr = x + (t * n_b + i % n_b) * K;
+            double xmax = 0;
+            for (int64_t k = 0; k < K; k++)
+                xmax = fmax(xmax, fabs(xr[k]));
+            for (int64_t r = 0; r < N; r++) {
+                const float *w = deq + ((int64_t)ids[t * n_used + i] * N + r) * K;
+                double s = 0, sa = 0;
+                for (int64_t k = 0; k < K; k++) {
+                    s += (double)w[k] * xr[k];
+                    sa += fabs(w[k]);
+                }
+                size_t o = (size_t)((t * n_used + i) * N + r);
+                bad_ref += !(fabs(y_own[o] - s) <= sa * xmax / 200.0 + 1e-4);
+                bad_plain += !(fabs(y_own[o] - y_plain[o]) <= 1e-5 * (sa * xmax + 1.0));
+            }
+        }
+    CHECK(!bad_ref && !bad_plain, "%s stack K%lld N%lld E%lld T%lld n_b%lld t%d: %d outputs off the reference, %d off "
+          "the plain path", tr->info.name, (long long)K, (long long)N, (long long)E, (long long)T, (long long)n_b,
+          threads, bad_ref, bad_plain);
+    for (int64_t t = 0; b && T > 1 && t < T; t++) {
+        tport_tensor_view one[4] = {ts[0], ts[1], ts[2], ts[3]};
+        one[1].data = x + t * n_b * K, one[1].ne[2] = 1;
+        one[2].data = ids + t * n_used, one[2].ne[1] = 1;
+        one[3].data = y_tok, one[3].ne[2] = 1;
+        CHECK(run_node(one, 4, threads) == TPORT_STATUS_OK, "one token: %s", tport_last_error());
+        bad_tok += memcmp(y_tok, y_own + t * n_used * N, (size_t)(n_used * N) * sizeof(float)) != 0;
+    }
+    CHECK(!bad_tok, "%s stack T%lld: %d tokens differ alone from in the batch", tr->info.name, (long long)T, bad_tok);
+
+    if (b) { /* every expert's rows back, exactly */
+        float *rows = malloc((size_t)(N * E * K) * sizeof *rows);
+        int32_t *all = malloc((size_t)(N * E) * sizeof *all);
+        for (int64_t r = 0; r < N * E; r++)
+            all[r] = (int32_t)r;
+        tport_tensor_view gr[3] = {view(type, K, N * E, host), view(TPORT_TYPE_I32, N * E, 1, all),
+                                   view(TPORT_TYPE_F32, K, N * E, rows)};
+        gr[0].buffer = b, gr[0].flags = TPORT_TENSOR_WEIGHT;
+        gr[2].op = TPORT_OP_GET_ROWS;
+        gr[2].src[0] = 0, gr[2].src[1] = 1;
+        CHECK(run_node(gr, 3, threads) == TPORT_STATUS_OK, "get_rows of the stack: %s", tport_last_error());
+        CHECK(!memcmp(rows, deq, (size_t)(N * E * K) * sizeof(float)), "%s stack: its rows do not come back exactly",
+              tr->info.name);
+        free(rows), free(all);
+        api->buffer_free(be, b);
+    }
+    free(wf), free(deq), free(x), free(y_plain), free(y_own), free(y_tok), free(ids), free(q);
+}
+
+/* The budget (TPORT_CPU_EXPERT_BUDGET_MB=1, set in main): a stack taken
+ * while the stacks held stay within it, refused (0: it stays mapped) past
+ * it, taken again once another is freed; a matrix is not counted. */
+static void expert_budget(void) {
+    enum { K = 2048, N = 128, E = 2 }; /* 296 KiB in the x8 layout */
+    uint8_t *q = calloc((size_t)K / 256 * 144 * N * E, 1);
+    tport_tensor_view t = stack_view(TPORT_TYPE_Q4_K, K, N, E, q);
+    uint64_t size = x8_stack_bytes(TPORT_TYPE_Q4_K, K, N, E);
+    tport_buffer held[4] = {0};
+    for (int i = 0; i < 4; i++) {
+        uint64_t want = api->tensor_alloc_size(be, 0, &t);
+        CHECK(want == (i < 3 ? size : 0), "stack %d within a budget of 1 MiB: alloc size %llu", i,
+              (unsigned long long)want);
+        void *host = NULL;
+        if (want && api->buffer_alloc(be, 0, TPORT_MEM_DEVICE, TPORT_USAGE_WEIGHTS, want, &held[i], &host) ==
+                        TPORT_STATUS_OK)
+            CHECK(api->tensor_write(be, held[i], 0, &t, q, t.nb[3], NULL) == TPORT_STATUS_OK, "tensor_write: %s",
+                  tport_last_error());
+    }
+    tport_tensor_view m = view(TPORT_TYPE_Q4_K, K, 1024, q); /* over the budget itself, but not a stack */
+    CHECK(api->tensor_alloc_size(be, 0, &m) != 0, "a matrix refused by the experts' budget");
+    api->buffer_free(be, held[1]);
+    CHECK(api->tensor_alloc_size(be, 0, &t) == size, "a stack refused after another was freed");
+    for (int i = 0; i < 4; i++)
+        if (held[i] && i != 1)
+            api->buffer_free(be, held[i]);
+    free(q);
 }
 
 int main(void) {
@@ -367,6 +536,17 @@ int main(void) {
     }
     eligibility();
     expert_stack();
+    /* generation (one token) and batches, slots sharing b's row or not */
+    static const int64_t stacks[][6] = {{256, 16, 4, 2, 1, 1}, {512, 32, 8, 2, 1, 2}, {256, 48, 8, 4, 7, 1},
+                                        {768, 24, 6, 2, 9, 2}, {256, 40, 8, 2, 16, 1}};
+    for (size_t s = 0; s < sizeof stacks / sizeof stacks[0]; s++)
+        for (int threads = 1; threads <= 2; threads++) {
+            const int64_t *v = stacks[s];
+            if (v[0] % 256 == 0)
+                expert_stack_x8(TPORT_TYPE_Q4_K, v[0], v[1], v[2], v[3], v[4], v[5], threads);
+            expert_stack_x8(TPORT_TYPE_Q8_0, v[0], v[1], v[2], v[3], v[4], v[5], threads);
+            expert_stack_x8(TPORT_TYPE_Q4_0, v[0], v[1], v[2], v[3], v[4], v[5], threads);
+        }
     dropped_while_deferred();
     plain_copy(TPORT_TYPE_F16, 256, 24, 3);
     plain_copy(TPORT_TYPE_F32, 128, 20, 1);
@@ -397,15 +577,43 @@ int main(void) {
                     check(types[ty], shapes[s][0], shapes[s][1], shapes[s][2], threads);
     api->shutdown(be);
 
-    /* by default experts stay in the file's mapping */
+    /* by default experts without an x8 layout stay in the file's mapping;
+     * those with one are re-encoded */
     unsetenv("TPORT_CPU_COPY_EXPERTS");
     CHECK(api->init(&be) == TPORT_STATUS_OK, "init: %s", tport_last_error());
-    tport_tensor_view stack = view(TPORT_TYPE_Q8_0, 64, 16, probe);
-    stack.ne[2] = 3;
-    stack.nb[3] = stack.nb[2] * 3;
+    tport_tensor_view stack = stack_view(TPORT_TYPE_Q5_K, 256, 16, 3, probe);
     CHECK(api->tensor_alloc_size(be, 0, &stack) == 0, "a stack of experts copied without TPORT_CPU_COPY_EXPERTS=1");
+    tport_tensor_view k4 = stack_view(TPORT_TYPE_Q4_K, 256, 16, 3, probe);
+    CHECK(api->tensor_alloc_size(be, 0, &k4) == x8_stack_bytes(TPORT_TYPE_Q4_K, 256, 16, 3),
+          "a stack of q4_K experts not re-encoded by default");
+    /* a 3-D weight that is not a stack of experts (mul_mat reads it) */
+    tport_tensor_view kb = stack_view(TPORT_TYPE_Q8_0, 256, 16, 3, probe);
+    kb.name = "blk.0.attn_k_b.weight";
+    CHECK(api->tensor_alloc_size(be, 0, &kb) == 0, "a 3-D q8_0 weight not named as experts re-encoded");
+    expert_stack_x8(TPORT_TYPE_Q4_K, 256, 16, 4, 2, 3, 1, 2);
     CHECK(api->tensor_alloc_size(be, 0, &t) != 0, "a matrix no longer copied");
     api->shutdown(be);
+
+    /* TPORT_CPU_REPACK_EXPERTS=0: stacks stay mapped, matrices do not;
+     * with TPORT_CPU_COPY_EXPERTS=1 as well, a plain copy */
+    setenv("TPORT_CPU_REPACK_EXPERTS", "0", 1);
+    CHECK(api->init(&be) == TPORT_STATUS_OK, "init: %s", tport_last_error());
+    CHECK(api->tensor_alloc_size(be, 0, &k4) == 0, "TPORT_CPU_REPACK_EXPERTS=0 still re-encodes a q4_K stack");
+    CHECK(api->tensor_alloc_size(be, 0, &t) != 0, "TPORT_CPU_REPACK_EXPERTS=0 keeps a matrix mapped");
+    api->shutdown(be);
+    setenv("TPORT_CPU_COPY_EXPERTS", "1", 1);
+    CHECK(api->init(&be) == TPORT_STATUS_OK, "init: %s", tport_last_error());
+    CHECK(api->tensor_alloc_size(be, 0, &k4) == 144 * 16 * 3, "with both switches a q4_K stack is not a plain copy");
+    api->shutdown(be);
+    unsetenv("TPORT_CPU_COPY_EXPERTS");
+    unsetenv("TPORT_CPU_REPACK_EXPERTS");
+
+    /* past the budget stacks stay mapped */
+    setenv("TPORT_CPU_EXPERT_BUDGET_MB", "1", 1);
+    CHECK(api->init(&be) == TPORT_STATUS_OK, "init: %s", tport_last_error());
+    expert_budget();
+    api->shutdown(be);
+    unsetenv("TPORT_CPU_EXPERT_BUDGET_MB");
 
     /* TPORT_CPU_REPACK=0: nothing is wanted */
     setenv("TPORT_CPU_REPACK", "0", 1);
