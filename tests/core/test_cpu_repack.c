@@ -546,6 +546,8 @@ int main(void) {
                 expert_stack_x8(TPORT_TYPE_Q4_K, v[0], v[1], v[2], v[3], v[4], v[5], threads);
             expert_stack_x8(TPORT_TYPE_Q8_0, v[0], v[1], v[2], v[3], v[4], v[5], threads);
             expert_stack_x8(TPORT_TYPE_Q4_0, v[0], v[1], v[2], v[3], v[4], v[5], threads);
+            if (wide_variant) /* MXFP4's x8 layout exists with the 512-bit kernels only */
+                expert_stack_x8(TPORT_TYPE_MXFP4, v[0], v[1], v[2], v[3], v[4], v[5], threads);
         }
     dropped_while_deferred();
     plain_copy(TPORT_TYPE_F16, 256, 24, 3);
