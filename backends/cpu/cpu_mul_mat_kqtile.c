@@ -220,7 +220,88 @@ static size_t dsup_at(int64_t nb, int64_t b, int p) {
     return (size_t)(nb * 8) * (PAIRS * UNIT + 16 * sizeof(float)) + (size_t)(b * PAIRS + p) * 16 * sizeof(float);
 }
 
+/* Q6_K into the layout above, a row pair at a time and all in registers:
+ * part_of's per-row, per-sub-block work and its scalar scale stores made
+ * up most of a batch step's Q6_K time.  The same bytes as the general
+ * path below: the values of sub-block j as part_of builds them, from the
+ * two rows' ql / qh halves loaded side by side into one 512-bit register;
+ * iscl by one word permutation of the two rows' 16 scales (widened to
+ * int16) per sub-block; the offsets 32 (d sc) and d as before.  A missing
+ * row reads an all-zero block: values, scales and d 0, as part_of's
+ * zeroed part gives.  Unpacking streams the weights once, 8 rows side by
+ * side, and waited on memory at each row's next block: each row prefetches
+ * a share of cpu_stream_ahead (cpu_prefetch.c) ahead. */
+static void unpack_q6k(const uint8_t *const rows[], int nrows, int64_t K, uint8_t *tile) {
+    static const uint8_t zero_block[Q6_K_BYTES];
+    const int64_t nb = K / QK;
+    const uintptr_t ahead = cpu_stream_ahead / 4;
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m3 = _mm512_set1_epi8(3);
+    /* word w of iscl for sub-block 0: scale 0 or 1 of row 2p (words
+     * 0-15 of the widened scales) or of row 2p+1 (words 16-31); + 2 j */
+    const __m512i idx0 = _mm512_set_epi16(17, 17, 17, 17, 17, 17, 17, 17, 16, 16, 16, 16, 16, 16, 16, 16, 1, 1, 1, 1,
+                                          1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+    for (int64_t b = 0; b < nb; b++) {
+        float fs[CPU_Q8TILE_ROWS][16] = {{0}}, d[CPU_Q8TILE_ROWS];
+        for (int p = 0; p < PAIRS; p++) {
+            const uint8_t *x[2];
+            for (int i = 0; i < 2; i++) {
+                const int r = 2 * p + i;
+                x[i] = r < nrows ? rows[r] + (size_t)b * Q6_K_BYTES : zero_block;
+                if (r < nrows) /* the row's block `ahead` bytes on (see above) */
+                    for (int o = 0; o < 256; o += 64)
+                        _mm_prefetch((const char *)x[i] + ahead + o, _MM_HINT_T0);
+                d[r] = half_at(x[i] + 208);
+                /* d sc of each 16-element group, as part_of's scale[] */
+                const __m128i sc8 = _mm_loadu_si128((const __m128i *)(const void *)(x[i] + 192));
+                const __m512 s = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(sc8));
+                _mm512_storeu_ps(fs[r], _mm512_mul_ps(_mm512_set1_ps(d[r]), s));
+            }
+            const __m512i sc = _mm512_cvtepi8_epi16(_mm256_set_m128i(
+                _mm_loadu_si128((const __m128i *)(const void *)(x[1] + 192)),
+                _mm_loadu_si128((const __m128i *)(const void *)(x[0] + 192))));
+            for (int h = 0; h < 2; h++) {
+                const __m512i qh = _mm512_inserti64x4(
+                    _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(const void *)(x[0] + 128 + 32 * h))),
+                    _mm256_loadu_si256((const __m256i *)(const void *)(x[1] + 128 + 32 * h)), 1);
+                for (int odd = 0; odd < 2; odd++) {
+                    const size_t o = (size_t)(64 * h + 32 * odd);
+                    const __m512i ql = _mm512_inserti64x4(
+                        _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(const void *)(x[0] + o))),
+                        _mm256_loadu_si256((const __m256i *)(const void *)(x[1] + o)), 1);
+                    for (int hi = 0; hi < 2; hi++) {
+                        const int j = 4 * h + 2 * hi + odd;
+                        const __m512i lo4 = _mm512_and_si512(hi ? _mm512_srli_epi16(ql, 4) : ql, m4);
+                        const __m512i top = _mm512_and_si512(_mm512_srl_epi16(qh, _mm_cvtsi32_si128(2 * (j % 4))), m3);
+                        uint8_t *u = tile + unit_at(b, j, p);
+                        _mm512_storeu_si512((void *)u, _mm512_or_si512(lo4, _mm512_slli_epi16(top, 4)));
+                        const __m512i idx = _mm512_add_epi16(idx0, _mm512_set1_epi16((short)(2 * j)));
+                        _mm512_storeu_si512((void *)(u + 64), _mm512_permutexvar_epi16(idx, sc));
+                    }
+                }
+            }
+        }
+        for (int j = 0; j < 8; j++) {
+            float *offs = (float *)(void *)(tile + offs_at(nb, b, j));
+            for (int r = 0; r < CPU_Q8TILE_ROWS; r++) {
+                offs[r] = 32.0f * fs[r][2 * j];
+                offs[8 + r] = 32.0f * fs[r][2 * j + 1];
+            }
+        }
+        for (int p = 0; p < PAIRS; p++) {
+            float *ds = (float *)(void *)(tile + dsup_at(nb, b, p));
+            for (int l = 0; l < 8; l++) {
+                ds[l] = d[2 * p];
+                ds[8 + l] = d[2 * p + 1];
+            }
+        }
+    }
+}
+
 void cpu_kqtile_unpack(tport_type_id type, const uint8_t *const rows[], int nrows, int64_t K, uint8_t *tile) {
+    if (type == TPORT_TYPE_Q6_K) {
+        unpack_q6k(rows, nrows, K, tile);
+        return;
+    }
     int64_t nb = K / QK;
     size_t bb = block_bytes(type);
     const bool signed_vals = kq_mode(type) == KQ_SIGNED;
