@@ -240,21 +240,23 @@ static void unpack_q6k(const uint8_t *const rows[], int nrows, int64_t K, uint8_
      * 0-15 of the widened scales) or of row 2p+1 (words 16-31); + 2 j */
     const __m512i idx0 = _mm512_set_epi16(17, 17, 17, 17, 17, 17, 17, 17, 16, 16, 16, 16, 16, 16, 16, 16, 1, 1, 1, 1,
                                           1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
-    for (int64_t b = 0; b < nb; b++) {
-        float fs[CPU_Q8TILE_ROWS][16] = {{0}}, d[CPU_Q8TILE_ROWS];
-        for (int p = 0; p < PAIRS; p++) {
+    /* a pair's two rows from start to end, then the next pair: two
+     * streams at a time */
+    for (int p = 0; p < PAIRS; p++) {
+        for (int64_t b = 0; b < nb; b++) {
             const uint8_t *x[2];
+            float fs[2][16], d[2];
             for (int i = 0; i < 2; i++) {
                 const int r = 2 * p + i;
                 x[i] = r < nrows ? rows[r] + (size_t)b * Q6_K_BYTES : zero_block;
                 if (r < nrows) /* the row's block `ahead` bytes on (see above) */
                     for (int o = 0; o < 256; o += 64)
                         _mm_prefetch((const char *)x[i] + ahead + o, _MM_HINT_T0);
-                d[r] = half_at(x[i] + 208);
+                d[i] = half_at(x[i] + 208);
                 /* d sc of each 16-element group, as part_of's scale[] */
                 const __m128i sc8 = _mm_loadu_si128((const __m128i *)(const void *)(x[i] + 192));
                 const __m512 s = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(sc8));
-                _mm512_storeu_ps(fs[r], _mm512_mul_ps(_mm512_set1_ps(d[r]), s));
+                _mm512_storeu_ps(fs[i], _mm512_mul_ps(_mm512_set1_ps(d[i]), s));
             }
             const __m512i sc = _mm512_cvtepi8_epi16(_mm256_set_m128i(
                 _mm_loadu_si128((const __m128i *)(const void *)(x[1] + 192)),
@@ -279,20 +281,15 @@ static void unpack_q6k(const uint8_t *const rows[], int nrows, int64_t K, uint8_
                     }
                 }
             }
-        }
-        for (int j = 0; j < 8; j++) {
-            float *offs = (float *)(void *)(tile + offs_at(nb, b, j));
-            for (int r = 0; r < CPU_Q8TILE_ROWS; r++) {
-                offs[r] = 32.0f * fs[r][2 * j];
-                offs[8 + r] = 32.0f * fs[r][2 * j + 1];
+            for (int j = 0; j < 8; j++) {
+                float *offs = (float *)(void *)(tile + offs_at(nb, b, j));
+                for (int i = 0; i < 2; i++) {
+                    offs[2 * p + i] = 32.0f * fs[i][2 * j];
+                    offs[8 + 2 * p + i] = 32.0f * fs[i][2 * j + 1];
+                }
             }
-        }
-        for (int p = 0; p < PAIRS; p++) {
-            float *ds = (float *)(void *)(tile + dsup_at(nb, b, p));
-            for (int l = 0; l < 8; l++) {
-                ds[l] = d[2 * p];
-                ds[8 + l] = d[2 * p + 1];
-            }
+            _mm512_storeu_ps((float *)(void *)(tile + dsup_at(nb, b, p)),
+                             _mm512_insertf32x8(_mm512_set1_ps(d[0]), _mm256_set1_ps(d[1]), 1));
         }
     }
 }
