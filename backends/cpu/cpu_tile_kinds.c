@@ -22,6 +22,9 @@ static const cpu_tile_kind kinds[] = {
     {TPORT_TYPE_Q8_0, 3, cpu_q8tile_available, cpu_q8tile_scratch, cpu_q8tile_unpack, cpu_q8tile_dot, VNNI},
     /* Q4_1, Q5_1: the same tiles against Q8_1 columns */
     {TPORT_TYPE_Q8_1, 3, cpu_q8tile_available, cpu_q8tile_scratch, cpu_q8tile_unpack, cpu_q8tile_dot, VNNI},
+    /* Q6_K with no unpacked tile, 8 columns a dot (AVX-512 VNNI) */
+    {TPORT_TYPE_Q8_K, 6, cpu_q6tile_available, cpu_q6tile_scratch, cpu_q6tile_unpack, cpu_q6tile_dot,
+     CPU_Q8TILE_ROWS, 8, 0, NULL, NULL},
     {TPORT_TYPE_Q8_K, 6, cpu_kqtile_available, cpu_kqtile_scratch, cpu_kqtile_unpack, cpu_kqtile_dot, VNNI},
     /* the lattice row kernels look a grid up per column: tiles pay early
      * (an estimate, not profiled) */

@@ -1,6 +1,7 @@
-/* The tiled batch kernel of the K-quants (backends/cpu/cpu_mul_mat_kqtile.c:
- * Q4_K, Q5_K, Q6_K, IQ4_XS against Q8_K) against the scalar per-row
- * kernels of libtport.  Q6_K has an unpacking of its own (a row pair at a
+/* The tiled batch kernels of the K-quants (backends/cpu/cpu_mul_mat_kqtile.c:
+ * Q4_K, Q5_K, Q6_K, IQ4_XS against Q8_K; cpu_mul_mat_q6tile.c: Q6_K, 8
+ * columns a dot, AVX-512 only) against the scalar per-row kernels of
+ * libtport.  Q6_K has a kqtile unpacking of its own (a row pair at a
  * time, all in registers) in the AVX-512 build; the other types share the
  * general one.
  *
@@ -13,7 +14,8 @@
  * row faults); activations are Q8_K from random floats, plus blocks of
  * extreme bytes (-128 or -127, 127; see make_column).  Tiles of 1 .. 8
  * rows (rows past nrows are never read: NULL), 1 .. 8 columns with a
- * padded column stride, swept 4 at a time as mul_mat does, K of 1, 3
+ * padded column stride, swept 4 (kqtile) or 8 (q6tile) at a time as
+ * mul_mat does, K of 1, 3
  * and 8 super-blocks (256, 768, 2048); the scratch is exactly cpu_kqtile_scratch bytes, filled with
  * garbage first.  The integers per super-block are the scalar kernels'
  * exactly, the float additions go in another order: tolerance 3e-7
@@ -121,7 +123,23 @@ static uint8_t *before_guard(size_t bytes, void **map, size_t *len) {
     return (uint8_t *)*map + body - bytes;
 }
 
-static void check_case(tport_type_id type, int64_t nb, int nrows, int ncols, int extreme) {
+/* a kernel under test: the tile kinds' interface */
+typedef struct kind {
+    const char *name;
+    bool (*available)(tport_type_id type);
+    size_t (*scratch)(int64_t K);
+    void (*unpack)(tport_type_id type, const uint8_t *const rows[], int nrows, int64_t K, uint8_t *tile);
+    void (*dot)(tport_type_id type, const uint8_t *tile, int64_t K, const uint8_t *y, size_t y_stride, int ncols,
+                float *out);
+    int cols;
+} kind;
+
+static const kind kinds[] = {
+    {"kqtile", cpu_kqtile_available, cpu_kqtile_scratch, cpu_kqtile_unpack, cpu_kqtile_dot, 4},
+    {"q6tile", cpu_q6tile_available, cpu_q6tile_scratch, cpu_q6tile_unpack, cpu_q6tile_dot, 8},
+};
+
+static void check_case(const kind *k, tport_type_id type, int64_t nb, int nrows, int ncols, int extreme) {
     const tport_type_traits *t = tport_traits(type);
     const cpu_vec_dot_fn ref = cpu_vec_dot_scalar_for(type);
     const int64_t K = nb * QK;
@@ -133,7 +151,7 @@ static void check_case(tport_type_id type, int64_t nb, int nrows, int ncols, int
     CHECK(w != NULL, "guarded weights");
     if (!w)
         return;
-    const size_t scratch = cpu_kqtile_scratch(K);
+    const size_t scratch = k->scratch(K);
     uint8_t *tile = malloc(scratch);
     memset(tile, 0xA5, scratch);
     random_blocks(type, w, nb * nrows, bytes);
@@ -142,13 +160,13 @@ static void check_case(tport_type_id type, int64_t nb, int nrows, int ncols, int
     const uint8_t *rows[CPU_Q8TILE_ROWS] = {0};
     for (int r = 0; r < nrows; r++)
         rows[r] = w + (size_t)r * row_bytes;
-    cpu_kqtile_unpack(type, rows, nrows, K, tile);
+    k->unpack(type, rows, nrows, K, tile);
     float out[MAX_COLS * CPU_Q8TILE_ROWS];
     for (int i = 0; i < MAX_COLS * CPU_Q8TILE_ROWS; i++)
         out[i] = NAN;
-    for (int c0 = 0; c0 < ncols; c0 += 4)
-        cpu_kqtile_dot(type, tile, K, y + (size_t)c0 * y_stride, y_stride, ncols - c0 < 4 ? ncols - c0 : 4,
-                       out + c0 * CPU_Q8TILE_ROWS);
+    for (int c0 = 0; c0 < ncols; c0 += k->cols)
+        k->dot(type, tile, K, y + (size_t)c0 * y_stride, y_stride, ncols - c0 < k->cols ? ncols - c0 : k->cols,
+               out + c0 * CPU_Q8TILE_ROWS);
     int bad = 0;
     for (int c = 0; c < ncols; c++) {
         const uint8_t *yc = y + (size_t)c * y_stride;
@@ -162,39 +180,49 @@ static void check_case(tport_type_id type, int64_t nb, int nrows, int ncols, int
             }
             if (!(fabs((double)got - want) <= tol)) {
                 if (!bad++)
-                    fprintf(stderr, "%s nb %lld rows %d cols %d%s: [r %d, c %d] = %.9g, scalar %.9g (tol %g)\n",
-                            t->info.name, (long long)nb, nrows, ncols, extreme ? " extreme" : "", r, c, got, want,
-                            tol);
+                    fprintf(stderr, "%s %s nb %lld rows %d cols %d%s: [r %d, c %d] = %.9g, scalar %.9g (tol %g)\n",
+                            k->name, t->info.name, (long long)nb, nrows, ncols, extreme ? " extreme" : "", r, c, got,
+                            want, tol);
             }
         }
     }
-    CHECK(!bad, "%s: %lld blocks, %d rows, %d columns%s: %d outputs off", t->info.name, (long long)nb, nrows, ncols,
-          extreme ? ", extreme activations" : "", bad);
+    CHECK(!bad, "%s %s: %lld blocks, %d rows, %d columns%s: %d outputs off", k->name, t->info.name, (long long)nb,
+          nrows, ncols, extreme ? ", extreme activations" : "", bad);
     munmap(map, len);
     free(y);
     free(tile);
+}
+
+static void check_kind(const kind *k, tport_type_id type) {
+    static const int64_t blocks[] = {1, 3, 8};
+    static const int nrows[] = {1, 2, 3, 5, 8};
+    for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++)
+        for (size_t r = 0; r < sizeof nrows / sizeof nrows[0]; r++)
+            for (int c = 1; c <= MAX_COLS; c++)
+                check_case(k, type, blocks[b], nrows[r], c, 0);
+    for (int c = 1; c <= MAX_COLS; c++)
+        check_case(k, type, 3, 8, c, 1);
 }
 
 int main(void) {
     if (!test_simd_usable(TEST_SIMD))
         test_skip("test_quant_kqtile_" TEST_SIMD, "this CPU lacks " TEST_SIMD);
     static const tport_type_id types[] = {TPORT_TYPE_Q6_K, TPORT_TYPE_Q4_K, TPORT_TYPE_Q5_K, TPORT_TYPE_IQ4_XS};
-    static const int64_t blocks[] = {1, 3, 8};
-    static const int nrows[] = {1, 2, 3, 5, 8};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         const tport_type_id type = types[i];
         CHECK(cpu_kqtile_available(type), "type %u has a tile kernel", type);
         CHECK(cpu_vec_dot_scalar_for(type) != NULL, "type %u has a scalar kernel", type);
         if (!cpu_kqtile_available(type) || !cpu_vec_dot_scalar_for(type))
             continue;
-        for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++)
-            for (size_t r = 0; r < sizeof nrows / sizeof nrows[0]; r++)
-                for (int c = 1; c <= MAX_COLS; c++)
-                    check_case(type, blocks[b], nrows[r], c, 0);
-        for (int c = 1; c <= MAX_COLS; c++)
-            check_case(type, 3, 8, c, 1);
+        check_kind(&kinds[0], type);
+        if (cpu_q6tile_available(type))
+            check_kind(&kinds[1], type);
     }
     CHECK(!cpu_kqtile_available(TPORT_TYPE_Q2_K) && !cpu_kqtile_available(TPORT_TYPE_Q8_0),
           "only Q4_K, Q5_K, Q6_K and IQ4_XS");
+    /* the q6tile kernel: Q6_K only, in the AVX-512 build only */
+    CHECK(cpu_q6tile_available(TPORT_TYPE_Q6_K) == !strcmp(TEST_SIMD, "avx512") &&
+              !cpu_q6tile_available(TPORT_TYPE_Q4_K) && !cpu_q6tile_available(TPORT_TYPE_Q5_K),
+          "q6tile: Q6_K in the AVX-512 build");
     return test_finish("test_quant_kqtile_" TEST_SIMD);
 }
