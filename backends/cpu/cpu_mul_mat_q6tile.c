@@ -5,8 +5,8 @@
  * products of a step of 8 sequences.  Here "unpack" only notes the 8 rows,
  * and the dot takes them a pair at a time, straight from the weights: per
  * 32-element sub-block the two rows' 6-bit values are made in one 512-bit
- * register (their ql / qh halves loaded side by side, as the kqtile
- * unpacking does) and used at once against every column.
+ * register (their ql / qh halves loaded side by side) and used at once
+ * against every column.
  *
  * Q6_K: x = d sc[k] (q - 32), q in [0, 63], sc int8 per 16 elements.  Per
  * super-block and column, in int32 lanes (lanes 0-7 row 2p, 8-15 row
@@ -69,7 +69,10 @@ static void hsum_halves(__m512 a, float *lo, float *hi) {
  * columns; out[c * ROWS + 0, 1] */
 static inline __attribute__((always_inline)) void pair_dot(const uint8_t *xa, const uint8_t *xb, int64_t nb,
                                                            const uint8_t *y, size_t y_stride, int nc, float *out) {
-    const uintptr_t ahead = cpu_stream_ahead / 4; /* per row: two streams */
+    /* each of the two streams the whole distance ahead: with a quarter of
+     * it each, the kernel waited on memory markedly more often (profiles
+     * of a step of 8 sequences) */
+    const uintptr_t ahead = cpu_stream_ahead;
     const __m512i m4 = _mm512_set1_epi8(0x0F), m3 = _mm512_set1_epi8(3);
     /* word w of the sub-scales for sub-block 0: scale 0 or 1 of row a
      * (words 0-15 of the widened scales) or of row b (16-31); + 2 j */

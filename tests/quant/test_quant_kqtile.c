@@ -1,9 +1,7 @@
 /* The tiled batch kernels of the K-quants (backends/cpu/cpu_mul_mat_kqtile.c:
  * Q4_K, Q5_K, Q6_K, IQ4_XS against Q8_K; cpu_mul_mat_q6tile.c: Q6_K, 8
  * columns a dot, AVX-512 only) against the scalar per-row kernels of
- * libtport.  Q6_K has a kqtile unpacking of its own (a row pair at a
- * time, all in registers) in the AVX-512 build; the other types share the
- * general one.
+ * libtport.
  *
  * Built twice, TEST_SIMD "avx2" and "avx512": the test's own copy of the
  * tile kernel is compiled with those instruction sets (its symbols
