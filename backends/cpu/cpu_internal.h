@@ -429,6 +429,10 @@ typedef struct cpu_tile_kind {
      * before its first (begin) and after its last (end) */
     void (*begin)(tport_type_id type);
     void (*end)(void);
+    /* mul_mat: columns from which this row beats the per-row kernel, where
+     * that is below the usual TILED_MIN_COLS (cpu_ops_mul_mat.c); 0: the
+     * usual */
+    int64_t mm_min_cols;
 } cpu_tile_kind;
 #define CPU_TILE_MAX_ROWS 32
 #define CPU_TILE_MAX_COLS 32
