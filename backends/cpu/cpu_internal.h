@@ -355,6 +355,15 @@ CPU_HIDDEN void cpu_kqtile_unpack(tport_type_id type, const uint8_t *const rows[
                                   uint8_t *tile);
 CPU_HIDDEN void cpu_kqtile_dot(tport_type_id type, const uint8_t *tile, int64_t K, const uint8_t *y,
                                size_t y_stride, int ncols, float *out);
+/* Q6_K x Q8_K batches of up to 8 columns straight from the weights, no
+ * unpacked tile (cpu_mul_mat_q6tile.c; AVX-512 VNNI builds only): the
+ * interface of the tiles, whose "tile" only notes the rows. */
+CPU_HIDDEN bool cpu_q6tile_available(tport_type_id type);
+CPU_HIDDEN size_t cpu_q6tile_scratch(int64_t K);
+CPU_HIDDEN void cpu_q6tile_unpack(tport_type_id type, const uint8_t *const rows[], int nrows, int64_t K,
+                                  uint8_t *tile);
+CPU_HIDDEN void cpu_q6tile_dot(tport_type_id type, const uint8_t *tile, int64_t K, const uint8_t *y,
+                               size_t y_stride, int ncols, float *out);
 /* Sub-block j (of 32) of a super-block as the tile kernels unpack it: its
  * values, the integer sub-scale of each 16-half, d, and for Q4_K/Q5_K the
  * integer min and dmin (the AMX kernel's unpacking; builds with the
@@ -420,6 +429,10 @@ typedef struct cpu_tile_kind {
      * before its first (begin) and after its last (end) */
     void (*begin)(tport_type_id type);
     void (*end)(void);
+    /* mul_mat: columns from which this row beats the per-row kernel, where
+     * that is below the usual TILED_MIN_COLS (cpu_ops_mul_mat.c); 0: the
+     * usual */
+    int64_t mm_min_cols;
 } cpu_tile_kind;
 #define CPU_TILE_MAX_ROWS 32
 #define CPU_TILE_MAX_COLS 32

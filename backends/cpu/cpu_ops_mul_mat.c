@@ -125,8 +125,11 @@ static mm_plan make_plan(const cpu_op *op) {
             }
         }
     }
-    if (p.vec_dot && p.M >= TILED_MIN_COLS)
-        p.tiled = cpu_tile_kind_for(a->type, p.vec_dot_type, p.M);
+    if (p.vec_dot && p.M >= 2) {
+        const cpu_tile_kind *k = cpu_tile_kind_for(a->type, p.vec_dot_type, p.M);
+        if (k && p.M >= (k->mm_min_cols ? k->mm_min_cols : TILED_MIN_COLS))
+            p.tiled = k;
+    }
     if (!p.vec_dot && b->nb[0] != sizeof(float))
         p.packed_row = (size_t)p.K * sizeof(float);
     p.gen = !p.vec_dot && p.M <= GEN_MAX_COLS && cpu_gen_available(a);
