@@ -29,6 +29,7 @@
 #include "cpu_internal.h"
 #include "cpu_quant.h"
 #include "quant/type_table.h"
+#include "q8k_columns.h"
 
 #define QK 256
 #define Q8K_BYTES 292
@@ -58,34 +59,6 @@ static void random_blocks(tport_type_id type, uint8_t *x, int64_t nb, size_t byt
         } else {
             blk[0] = 0x1f;
             blk[1] = 0x21;
-        }
-    }
-}
-
-/* Q8_K columns: random (the quantizer's bytes), or every byte -128 / 127
- * in runs, with bsums to match and d = 1/64. */
-static void make_column(uint8_t *y, int64_t K, int extreme) {
-    const tport_type_traits *q8 = tport_traits(TPORT_TYPE_Q8_K);
-    if (!extreme) {
-        float *f = malloc((size_t)K * sizeof *f);
-        for (int64_t i = 0; i < K; i++)
-            f[i] = test_rng_uniform(&rng);
-        q8->from_float(f, y, K);
-        free(f);
-        return;
-    }
-    for (int64_t b = 0; b < K / QK; b++) {
-        uint8_t *yb = y + (size_t)b * Q8K_BYTES;
-        const float d = 1.0f / 64;
-        memcpy(yb, &d, sizeof d);
-        int8_t *qs = (int8_t *)(yb + 4);
-        for (int i = 0; i < QK; i++)
-            qs[i] = (int8_t)(((i / 8 + b + extreme) & 1) ? -128 : 127);
-        for (int g = 0; g < 16; g++) {
-            int16_t s = 0;
-            for (int i = 0; i < 16; i++)
-                s = (int16_t)(s + qs[16 * g + i]);
-            memcpy(yb + 260 + 2 * g, &s, sizeof s);
         }
     }
 }
@@ -127,7 +100,7 @@ static void check_case(tport_type_id type, int64_t nb, int nrows, int ncols, int
     memset(tile, 0xA5, scratch);
     random_blocks(type, w, nb * CPU_Q8TILE_ROWS, bytes);
     for (int c = 0; c < ncols; c++)
-        make_column(y + (size_t)c * y_stride, K, extreme ? c + 1 : 0);
+        q8k_test_column(y + (size_t)c * y_stride, K, extreme ? c + 1 : 0, -128, &rng);
     const uint8_t *rows[CPU_Q8TILE_ROWS] = {0};
     for (int r = 0; r < nrows; r++)
         rows[r] = w + (size_t)r * row_bytes;

@@ -10,7 +10,7 @@
  * Weights are raw random blocks (every code) with a sane block scale, the
  * last row ending at an inaccessible page (an unpacking that reads past a
  * row faults); activations are Q8_K from random floats, plus blocks of
- * extreme bytes (-128 or -127, 127; see make_column).  Tiles of 1 .. 8
+ * extreme bytes (-128 or -127, 127; see q8k_columns.h).  Tiles of 1 .. 8
  * rows (rows past nrows are never read: NULL), 1 .. 8 columns with a
  * padded column stride, swept 4 (kqtile) or 8 (q6tile) at a time as
  * mul_mat does, K of 1, 3
@@ -32,6 +32,7 @@
 #include "cpu_internal.h"
 #include "cpu_quant.h"
 #include "quant/type_table.h"
+#include "q8k_columns.h"
 
 #define QK 256
 #define Q8K_BYTES 292
@@ -58,37 +59,6 @@ static void random_blocks(tport_type_id type, uint8_t *x, int64_t nb, size_t byt
                 blk[2] = 0x1f;
                 blk[3] = 0x21;
             }
-        }
-    }
-}
-
-/* Q8_K columns: random (the quantizer's bytes), or every byte `low` / 127
- * in runs, with bsums to match and d = 1/64.  low = -128 is a byte no
- * quantizer writes (they stay within +-127), against which the unsigned
- * values' maddubs pairs are at their largest; IQ4_XS's AVX2 sign trick
- * relies on +-127 and gets -127. */
-static void make_column(uint8_t *y, int64_t K, int extreme, int low) {
-    const tport_type_traits *q8 = tport_traits(TPORT_TYPE_Q8_K);
-    if (!extreme) {
-        float *f = malloc((size_t)K * sizeof *f);
-        for (int64_t i = 0; i < K; i++)
-            f[i] = test_rng_uniform(&rng);
-        q8->from_float(f, y, K);
-        free(f);
-        return;
-    }
-    for (int64_t b = 0; b < K / QK; b++) {
-        uint8_t *yb = y + (size_t)b * Q8K_BYTES;
-        const float d = 1.0f / 64;
-        memcpy(yb, &d, sizeof d);
-        int8_t *qs = (int8_t *)(yb + 4);
-        for (int i = 0; i < QK; i++)
-            qs[i] = (int8_t)(((i / 8 + b + extreme) & 1) ? low : 127);
-        for (int g = 0; g < 16; g++) {
-            int16_t s = 0;
-            for (int i = 0; i < 16; i++)
-                s = (int16_t)(s + qs[16 * g + i]);
-            memcpy(yb + 260 + 2 * g, &s, sizeof s);
         }
     }
 }
@@ -154,7 +124,8 @@ static void check_case(const kind *k, tport_type_id type, int64_t nb, int nrows,
     memset(tile, 0xA5, scratch);
     random_blocks(type, w, nb * nrows, bytes);
     for (int c = 0; c < ncols; c++)
-        make_column(y + (size_t)c * y_stride, K, extreme ? c + 1 : 0, type == TPORT_TYPE_IQ4_XS ? -127 : -128);
+        q8k_test_column(y + (size_t)c * y_stride, K, extreme ? c + 1 : 0, type == TPORT_TYPE_IQ4_XS ? -127 : -128,
+                        &rng);
     const uint8_t *rows[CPU_Q8TILE_ROWS] = {0};
     for (int r = 0; r < nrows; r++)
         rows[r] = w + (size_t)r * row_bytes;
