@@ -9,7 +9,7 @@ HELP=$("$TPORT_CLI" serve --help)
 check "serve --help exits 0" $?
 MISSING=""
 for opt in -m --model --host --port --parallel --queue --ctx --api-key --chat-template --max-body --max-tokens \
-           --alias --backend --threads --tokenizer; do
+           --alias --backend --threads --tokenizer --no-warmup; do
     grep -q -- "$opt" <<<"$HELP" || MISSING="$MISSING $opt"
 done
 expect_eq "--help documents every option" "$MISSING" ""
@@ -21,6 +21,10 @@ expect_eq "unknown --chat-template: status 2" "$RC ${ERR:0:46}" "2 tport: serve:
 KEY=test-key-123
 start_server --parallel 2 --queue 1 --ctx 2048 --max-body 65536 --api-key "$KEY"
 AUTH=(-H "Authorization: Bearer $KEY")
+# a token through each session before the first request (the completion
+# below then checks that nothing of it stays: the same text as tport run)
+grep -q "warmed up 2 sessions in" "$WORK/server.log"
+check "sessions warmed up at start" $?
 
 # ---- the endpoints
 expect_eq "GET /health" "$(http GET /health)" 200
@@ -213,8 +217,10 @@ grep -q "stopped (SIGTERM)" "$WORK/server.log"
 check "SIGTERM: logged" $?
 
 # ---- another server: an explicit template (llama2), as llama.cpp lays it out
-start_server --chat-template llama2 --ctx 128
+start_server --chat-template llama2 --ctx 128 --no-warmup
 AUTH=()
+! grep -q "warmed up" "$WORK/server.log"
+check "--no-warmup: no warm-up" $?
 grep -q "chat template llama2 (--chat-template)" "$WORK/server.log"
 check "--chat-template is reported" $?
 http POST /v1/chat/completions '{"messages":[{"role":"system","content":"S"},{"role":"user","content":"Hi"},{"role":"assistant","content":"Yo"},{"role":"user","content":"Go"}],"max_tokens":2}' >/dev/null

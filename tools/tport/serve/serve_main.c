@@ -26,6 +26,7 @@
 typedef struct serve_opts {
     const char *model, *host, *api_key, *backend, *chat_template, *alias, *tokenizer;
     long port, parallel, queue, ctx, threads, max_body, max_tokens;
+    bool no_warmup;
 } serve_opts;
 
 static void usage(FILE *out) {
@@ -75,7 +76,10 @@ static void usage(FILE *out) {
             "                          the file name)\n"
             "  --backend NAME          force a backend (default: the best for each operation)\n"
             "  --threads N             threads per evaluation, 0 = all cores (default 0)\n"
-            "  --tokenizer FILE        llama2.c tokenizer.bin for files without a vocabulary\n",
+            "  --tokenizer FILE        llama2.c tokenizer.bin for files without a vocabulary\n"
+            "  --no-warmup             do not evaluate one token in each session at start\n"
+            "                          (by default the first requests do not pay for\n"
+            "                          building the graphs and touching the caches)\n",
             DRAIN_SECONDS, DEFAULT_PORT, DEFAULT_QUEUE, DEFAULT_MAX_CTX, chat_names(), DEFAULT_MAX_BODY,
             DEFAULT_MAX_TOKENS);
 }
@@ -90,6 +94,10 @@ static int parse_args(int argc, char **argv, serve_opts *o) {
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             return -1;
+        }
+        if (!strcmp(a, "--no-warmup")) {
+            o->no_warmup = true;
+            continue;
         }
         if (i + 1 >= argc)
             return tool_fail(2, "serve: %s %s", a[0] == '-' ? "missing value after" : "unexpected argument", a);
@@ -120,6 +128,26 @@ static int parse_args(int argc, char **argv, serve_opts *o) {
     if (o->api_key && !o->api_key[0])
         return tool_fail(2, "serve: --api-key is empty");
     return 0;
+}
+
+/* One token (BOS, else token 0) through each session and back out, before
+ * the first request, as llama-server warms up at start: the first
+ * requests' time to first token then does not include building the
+ * step's graph and writing the KV cache's first pages (issue 42).  A
+ * failure here is reported and left to the requests. */
+static void warm_up(slot_pool *p, const tport_model *m) {
+    double t0 = serve_now_ms();
+    tport_token t = tport_model_bos(m) >= 0 ? tport_model_bos(m) : 0;
+    for (int i = 0; i < p->n; i++) {
+        tport_status st = tport_session_eval(p->sessions[i], &t, 1);
+        tport_session_reset(p->sessions[i]);
+        if (st != TPORT_STATUS_OK) {
+            fprintf(stderr, "tport serve: warm-up of session %d failed: %s\n", i, tport_last_error());
+            return;
+        }
+    }
+    fprintf(stderr, "tport serve: warmed up %d session%s in %.0f ms\n", p->n, p->n == 1 ? "" : "s",
+            serve_now_ms() - t0);
 }
 
 /* Loopback: 127.0.0.0/8 or ::1, for every address the host resolves to. */
@@ -301,6 +329,8 @@ int cmd_serve(int argc, char **argv) {
         tport_model_free(m);
         return rc;
     }
+    if (!o.no_warmup)
+        warm_up(&srv.slots, m);
     double w = (double)tport_model_weight_bytes(m) / (1 << 20), kv = (double)tport_model_kv_bytes(m, srv.n_ctx) / (1 << 20);
     fprintf(stderr, "tport serve: loaded in %.0f ms; memory: weights %.1f MiB (once) + KV cache %.1f MiB x %ld "
             "slots (ctx %d) = %.1f MiB\n", serve_now_ms() - t0, w, kv, o.parallel, (int)srv.n_ctx,
