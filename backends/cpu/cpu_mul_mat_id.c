@@ -247,19 +247,22 @@ static void pack_task(void *arg, int ith, int nth) {
     for (int64_t k = k0; k < k1; k++) {
         int64_t i = g.pairs[k] % p->n_used, t = g.pairs[k] / p->n_used, row = (i % p->n_b) + p->n_b * t;
         uint8_t *dst = op->scratch + (size_t)k * p->packed_row;
+        cpu_x8_act *act = (cpu_x8_act *)(void *)(op->scratch + p->act_offset) + k * act_blocks(p);
+        if (!p->staged && row == last) { /* one token's slots sharing its row (generation) convert it once */
+            memcpy(dst, dst - p->packed_row, p->packed_row);
+            if (p->act_offset) /* and its blocks' scales and sums, the previous pair's (this thread's) */
+                memcpy(act, act - act_blocks(p), (size_t)act_blocks(p) * sizeof *act);
+            continue;
+        }
         if (p->staged) {
             memcpy(dst, staged_rows(op, p) + (size_t)row * p->packed_row, p->packed_row);
-        } else if (row == last) { /* one token's slots sharing its row (generation) convert it once */
-            memcpy(dst, dst - p->packed_row, p->packed_row);
         } else {
             last = row;
             if (!pack_row(op, p, i % p->n_b, t, dst, buf))
                 return;
         }
-        if (p->act_offset) {
-            cpu_x8_act *act = (cpu_x8_act *)(void *)(op->scratch + p->act_offset);
-            cpu_x8_act_info(dst, act_blocks(p), act + k * act_blocks(p));
-        }
+        if (p->act_offset)
+            cpu_x8_act_info(dst, act_blocks(p), act);
     }
 }
 
