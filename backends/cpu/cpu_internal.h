@@ -449,6 +449,7 @@ enum {
     CPU_LAYOUT_Q8_0_X8 = 2,  /* 8 rows of Q8_0 interleaved               */
     CPU_LAYOUT_Q4_K_X8 = 3,  /* 8 rows of Q4_K, scales unpacked          */
     CPU_LAYOUT_MXFP4_X8 = 4, /* 8 rows of MXFP4 (512-bit builds only)    */
+    CPU_LAYOUT_Q6_K_X8 = 5,  /* 8 rows of Q6_K, experts only (512-bit)   */
 };
 /* Memory for them (cpu_weight_arena.c): 64-byte aligned blocks in shared
  * mappings backed by huge pages where the kernel allows. */
@@ -528,7 +529,15 @@ CPU_HIDDEN void cpu_x8_dot8(int layout, const uint8_t *group, size_t group_strid
  * and row r of a group back into its plain blocks. */
 CPU_HIDDEN void cpu_x8_mxfp4_encode(const uint8_t *plain, size_t row_bytes, int64_t nblk, uint8_t *dst);
 CPU_HIDDEN void cpu_x8_mxfp4_row(const uint8_t *group, int r, int64_t nblk, uint8_t *out);
+/* Q6_K's x8 layout (cpu_mul_mat_x8_q6k.c), the same way: nsb super-blocks. */
+CPU_HIDDEN void cpu_x8_q6k_encode(const uint8_t *plain, size_t row_bytes, int64_t nsb, uint8_t *dst);
+CPU_HIDDEN void cpu_x8_q6k_row(const uint8_t *group, int r, int64_t nsb, uint8_t *out);
 #if CPU_X8_WIDE
+/* cpu_x8_dot and cpu_x8_dot_pair for Q6_K's layout (Q8_K columns). */
+CPU_HIDDEN void cpu_x8_q6k_dot(const uint8_t *group, int64_t K, const uint8_t *y, size_t y_stride, int ncols,
+                               float *out);
+CPU_HIDDEN void cpu_x8_q6k_dot_pair(const uint8_t *group, size_t group_stride, int64_t K, const uint8_t *y,
+                                    size_t y_stride, float *out);
 /* cpu_x8_dot and cpu_x8_dot_pair for that layout; fold: the sums in the
  * order of the AMX tiles (where they take MXFP4 batches). */
 CPU_HIDDEN void cpu_x8_mxfp4_dot(const uint8_t *group, int64_t K, const uint8_t *y, size_t y_stride,

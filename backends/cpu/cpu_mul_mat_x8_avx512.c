@@ -467,6 +467,8 @@ void cpu_x8_dot_pair(int layout, const uint8_t *group, size_t group_stride, int6
                      size_t y_stride, const cpu_x8_act *act, size_t act_stride, float *out) {
     if (layout == CPU_LAYOUT_Q4_K_X8)
         q4_K_z2(group, group_stride, K / 256, y, y_stride, out);
+    else if (layout == CPU_LAYOUT_Q6_K_X8)
+        cpu_x8_q6k_dot_pair(group, group_stride, K, y, y_stride, out);
     else if (layout == CPU_LAYOUT_MXFP4_X8) /* AMX takes its batches too (cpu_mul_mat_amx_q4.c) */
         cpu_x8_mxfp4_dot_pair(group, group_stride, K, y, y_stride, act, act_stride, fold_q8(), out);
     else if (layout == CPU_LAYOUT_Q8_0_X8 && fold_q8())
@@ -496,6 +498,10 @@ void cpu_x8_dot(int layout, const uint8_t *group, int64_t K, const uint8_t *y, s
                 const cpu_x8_act *act, size_t act_stride, int ncols, float *out) {
     if (layout == CPU_LAYOUT_MXFP4_X8) {
         cpu_x8_mxfp4_dot(group, K, y, y_stride, act, act_stride, ncols, fold_q8(), out);
+        return;
+    }
+    if (layout == CPU_LAYOUT_Q6_K_X8) {
+        cpu_x8_q6k_dot(group, K, y, y_stride, ncols, out);
         return;
     }
     /* constant column counts, so the tests on NC fold away */

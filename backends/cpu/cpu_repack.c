@@ -34,7 +34,8 @@
  *     bytes S r .. S r + S - 1
  *
  * MXFP4's (512-bit builds only) is Q4_0's with a byte, its E8M0
- * exponent, for the scale: cpu_mul_mat_x8_mxfp4.c.
+ * exponent, for the scale: cpu_mul_mat_x8_mxfp4.c.  Q6_K's (512-bit
+ * builds, stacks of experts only) is described in cpu_mul_mat_x8_q6k.c.
  *
  * Every other 2-D weight with whole, dense rows gets a plain copy: the
  * file's layout, in the same huge pages.  Generation streams each weight
@@ -187,6 +188,11 @@ static int x8_layout_for(const tport_tensor_view *t) {
             return CPU_LAYOUT_PLAIN;
         layout = CPU_LAYOUT_MXFP4_X8, bb = 17, bs = 32;
         break;
+    case TPORT_TYPE_Q6_K: /* experts only: dense batches keep their q6tile kernel (cpu_mul_mat_q6tile.c) */
+        if (!CPU_X8_WIDE || t->ne[2] <= 1)
+            return CPU_LAYOUT_PLAIN;
+        layout = CPU_LAYOUT_Q6_K_X8, bb = 210, bs = 256;
+        break;
     default: return CPU_LAYOUT_PLAIN;
     }
     if (t->ne[0] <= 0 || t->ne[0] % (int64_t)bs || t->ne[1] < 8 || t->ne[1] % 8 || t->ne[2] < 1 || t->ne[3] != 1)
@@ -234,6 +240,7 @@ size_t cpu_x8_group_bytes(int layout, int64_t K) {
     case CPU_LAYOUT_Q8_0_X8: return (size_t)(K / 32) * 272;
     case CPU_LAYOUT_Q4_K_X8: return (size_t)(K / 256) * 1184;
     case CPU_LAYOUT_MXFP4_X8: return (size_t)(K / 32) * 136;
+    case CPU_LAYOUT_Q6_K_X8: return (size_t)(K / 256) * 1680;
     default: return 0;
     }
 }
@@ -422,6 +429,8 @@ static void encode_range(const encode_job *j) {
             encode_group_q4_K(in, row_bytes, j->K / 256, out);
         else if (j->layout == CPU_LAYOUT_MXFP4_X8)
             cpu_x8_mxfp4_encode(in, row_bytes, j->K / 32, out);
+        else if (j->layout == CPU_LAYOUT_Q6_K_X8)
+            cpu_x8_q6k_encode(in, row_bytes, j->K / 256, out);
         else if (j->layout == CPU_LAYOUT_Q4_0_X8)
             encode_group(in, row_bytes, j->K / 32, 16, 0, out);
         else
@@ -580,6 +589,10 @@ void cpu_x8_row(const tport_tensor_view *t, int layout, int64_t row, uint8_t *ou
     }
     if (layout == CPU_LAYOUT_MXFP4_X8) {
         cpu_x8_mxfp4_row(g, r, t->ne[0] / 32, out);
+        return;
+    }
+    if (layout == CPU_LAYOUT_Q6_K_X8) {
+        cpu_x8_q6k_row(g, r, t->ne[0] / 256, out);
         return;
     }
     int qbytes = layout == CPU_LAYOUT_Q4_0_X8 ? 16 : 32;

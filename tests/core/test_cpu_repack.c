@@ -1,5 +1,6 @@
 /* The CPU plug-in's own weight layout (backends/cpu/cpu_repack.c, the x8
- * layouts of Q4_0, Q8_0, Q4_K and, in the 512-bit variant, MXFP4), driven through its ABI 1.1 slots directly:
+ * layouts of Q4_0, Q8_0, Q4_K and, in the 512-bit variant, MXFP4 and
+ * Q6_K experts), driven through its ABI 1.1 slots directly:
  *   - tensor_alloc_size asks for exactly the eligible weights (2-D, rows a
  *     multiple of 8, blocks whole and dense) and 0 for the rest, and 0 for
  *     all with TPORT_CPU_REPACK=0;
@@ -288,6 +289,8 @@ static void eligibility(void) {
     CHECK(api->tensor_alloc_size(be, 0, &t) == 20 * 144, "q4_K with 20 rows: not a plain copy");
     t = view(TPORT_TYPE_Q5_K, 256, 16, dummy);
     CHECK(api->tensor_alloc_size(be, 0, &t) == 16 * 176, "q5_K (no x8 layout): not a plain copy");
+    t = view(TPORT_TYPE_Q6_K, 256, 16, dummy); /* Q6_K's x8 layout is for stacks of experts only */
+    CHECK(api->tensor_alloc_size(be, 0, &t) == 16 * 210, "a q6_K matrix: not a plain copy");
     t = view(TPORT_TYPE_F32, 64, 1, dummy);
     CHECK(api->tensor_alloc_size(be, 0, &t) == 0, "a vector wanted");
     t = view(TPORT_TYPE_Q8_0, 64, 16, dummy);
@@ -546,8 +549,10 @@ int main(void) {
                 expert_stack_x8(TPORT_TYPE_Q4_K, v[0], v[1], v[2], v[3], v[4], v[5], threads);
             expert_stack_x8(TPORT_TYPE_Q8_0, v[0], v[1], v[2], v[3], v[4], v[5], threads);
             expert_stack_x8(TPORT_TYPE_Q4_0, v[0], v[1], v[2], v[3], v[4], v[5], threads);
-            if (wide_variant) /* MXFP4's x8 layout exists with the 512-bit kernels only */
+            if (wide_variant) /* MXFP4's and Q6_K's x8 layouts exist with the 512-bit kernels only */
                 expert_stack_x8(TPORT_TYPE_MXFP4, v[0], v[1], v[2], v[3], v[4], v[5], threads);
+            if (wide_variant && v[0] % 256 == 0)
+                expert_stack_x8(TPORT_TYPE_Q6_K, v[0], v[1], v[2], v[3], v[4], v[5], threads);
         }
     dropped_while_deferred();
     plain_copy(TPORT_TYPE_F16, 256, 24, 3);
