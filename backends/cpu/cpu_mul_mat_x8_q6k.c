@@ -114,12 +114,18 @@ void cpu_x8_q6k_row(const uint8_t *group, int r, int64_t nsb, uint8_t *out) {
 #include "cpu_vf.h"
 
 #define Q6_INLINE static inline __attribute__((always_inline))
+/* The loops over vectors, columns and groups are unrolled (their
+ * registers indexed by constants, not spilled); the one over chunk pairs
+ * is not (unrolled, its registers would not fit). */
 #if defined(__clang__)
 #define Q6_NO_UNROLL _Pragma("clang loop unroll(disable)")
+#define Q6_UNROLL _Pragma("clang loop unroll(full)")
 #elif defined(__GNUC__)
 #define Q6_NO_UNROLL _Pragma("GCC unroll 1")
+#define Q6_UNROLL _Pragma("GCC unroll 8")
 #else
 #define Q6_NO_UNROLL
+#define Q6_UNROLL
 #endif
 
 /* (A & C) | B for _mm512_ternarylogic_epi32 (A = 0xF0, B = 0xCC, C = 0xAA). */
@@ -155,6 +161,7 @@ Q6_INLINE __m512i q6_scales16(const uint8_t *g, int q) {
 Q6_INLINE __m256 q6_finish(__m256 acc, __m512i s, const __m512i sc16[4], __m256 dx, const uint8_t *yc) {
     const __m256i rows = _mm512_cvtepi64_epi32(_mm512_add_epi32(s, _mm512_srli_epi64(s, 32)));
     __m256i off = _mm256_setzero_si256();
+    Q6_UNROLL
     for (int p = 0; p < 8; p++) {
         const __m256i scp =
             p % 2 ? _mm512_extracti64x4_epi64(sc16[p / 2], 1) : _mm512_castsi512_si256(sc16[p / 2]);
@@ -175,14 +182,18 @@ Q6_INLINE void q6_z(const uint8_t *g, size_t gs, int64_t nsb, const uint8_t *y, 
                     const int NC, float *out) {
     const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30), zero = _mm512_setzero_si512();
     __m256 acc[2][4];
+    Q6_UNROLL
     for (int k = 0; k < 2; k++)
+        Q6_UNROLL
         for (int c = 0; c < 4; c++)
             acc[k][c] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nsb; b++, g += Q6_GROUP, y += 292) {
         if (G == 1 && NC <= 2)
             vf_prefetch((uintptr_t)g + cpu_stream_ahead, Q6_GROUP);
         __m512i isum[2][4];
+        Q6_UNROLL
         for (int k = 0; k < 2; k++)
+            Q6_UNROLL
             for (int c = 0; c < 4; c++)
                 isum[k][c] = zero;
         /* chunks w and w + 1 hold both vectors of sub-blocks w2 + 4k, k = 0..3 */
@@ -190,12 +201,16 @@ Q6_INLINE void q6_z(const uint8_t *g, size_t gs, int64_t nsb, const uint8_t *y, 
         for (int w2 = 0; w2 < 4; w2++) {
             const __m512i idx = _mm512_loadu_si512((const void *)q6_scale_idx[w2]);
             __m512i sc[2][4];
+            Q6_UNROLL
             for (int k = 0; k < G; k++)
+                Q6_UNROLL
                 for (int q = 0; q < 4; q++)
                     sc[k][q] = _mm512_maskz_permutexvar_epi16(0x55555555u, idx, q6_scales16(g + k * gs, q));
+            Q6_UNROLL
             for (int h = 0; h < 2; h++) {
                 const int w = 2 * w2 + h;
                 __m512i u[2][4];
+                Q6_UNROLL
                 for (int k = 0; k < G; k++) {
                     const uint8_t *gk = g + k * gs;
                     const __m512i p0 = _mm512_loadu_si512((const void *)(gk + Q6_L + 64 * w));
@@ -211,9 +226,12 @@ Q6_INLINE void q6_z(const uint8_t *g, size_t gs, int64_t nsb, const uint8_t *y, 
                                                         _mm512_and_si512(_mm512_srli_epi16(hb, 2), m30), m4,
                                                         Q6_A_AND_C_OR_B);
                 }
+                Q6_UNROLL
                 for (int v = 0; v < 4; v++) { /* elements 8w + 64v .. (sub-block w2 + 4v) */
+                    Q6_UNROLL
                     for (int c = 0; c < NC; c++) {
                         const __m512i a = q6_bcast8(y + (size_t)c * ys + 4 + 8 * w + 64 * v);
+                        Q6_UNROLL
                         for (int k = 0; k < G; k++)
                             isum[k][c] = _mm512_dpwssd_epi32(isum[k][c], _mm512_dpbusd_epi32(zero, u[k][v], a),
                                                              sc[k][v]);
@@ -221,17 +239,22 @@ Q6_INLINE void q6_z(const uint8_t *g, size_t gs, int64_t nsb, const uint8_t *y, 
                 }
             }
         }
+        Q6_UNROLL
         for (int k = 0; k < G; k++) {
             const uint8_t *gk = g + k * gs;
             __m512i sc16[4];
+            Q6_UNROLL
             for (int q = 0; q < 4; q++)
                 sc16[q] = q6_scales16(gk, q);
             const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)gk));
+            Q6_UNROLL
             for (int c = 0; c < NC; c++)
                 acc[k][c] = q6_finish(acc[k][c], isum[k][c], sc16, dx, y + (size_t)c * ys);
         }
     }
+    Q6_UNROLL
     for (int k = 0; k < G; k++)
+        Q6_UNROLL
         for (int c = 0; c < NC; c++)
             _mm256_storeu_ps(out + 32 * k + 8 * c, acc[k][c]);
 }
