@@ -4,7 +4,8 @@
  *
  * Paths, in the order make_plan() tries them:
  * - a re-encoded into an x8 layout (cpu_repack.c: Q4_0, Q8_0, Q4_K or MXFP4, 8
- *   rows interleaved): b's rows become Q8_K for Q4_K, else Q8_0 plus each
+ *   rows interleaved; Q6_K only as a 2-D view of a stack of experts):
+ *   b's rows become Q8_K for Q4_K and Q6_K, else Q8_0 plus each
  *   block's scale and sum (cpu_x8_act), and groups of 8 weight rows are
  *   swept over the columns of b, four at a time (cpu_mul_mat_x8.c; a
  *   batch takes two groups at once with the 512-bit kernels); a Q8_0
@@ -96,7 +97,7 @@ static mm_plan make_plan(const cpu_op *op) {
         /* b's rows become Q8_K for Q4_K, else Q8_0 plus each block's scale
          * and sum (cpu_x8_act) */
         p.x8 = layout;
-        bool k = layout == CPU_LAYOUT_Q4_K_X8;
+        bool k = layout == CPU_LAYOUT_Q4_K_X8 || layout == CPU_LAYOUT_Q6_K_X8;
         p.vec_dot_type = k ? TPORT_TYPE_Q8_K : TPORT_TYPE_Q8_0;
         p.packed_row = k ? (size_t)(p.K / 256) * 292 : (size_t)(p.K / 32) * 34;
         p.act_offset = (p.packed_row * (size_t)p.M + 63) / 64 * 64;
@@ -150,7 +151,8 @@ size_t cpu_mul_mat_shared_scratch(const cpu_op *op) {
         return p.amx_offset + (size_t)amx_groups(&p) * cpu_amx_q8_columns_bytes(p.K);
 #endif
     if (p.x8)
-        return p.act_offset + (p.x8 == CPU_LAYOUT_Q4_K_X8 ? 0 : (size_t)(p.K / 32) * (size_t)p.M * sizeof(cpu_x8_act));
+        return p.act_offset +
+               (p.vec_dot_type == TPORT_TYPE_Q8_K ? 0 : (size_t)(p.K / 32) * (size_t)p.M * sizeof(cpu_x8_act));
     return p.packed_row * (size_t)cpu_nrows(op->src[1]);
 }
 
@@ -382,7 +384,7 @@ static void pack_task(void *arg, int ith, int nth) {
                         job->plan.vec_dot_type);
             return;
         }
-        if (job->plan.x8 && job->plan.x8 != CPU_LAYOUT_Q4_K_X8) {
+        if (job->plan.x8 && job->plan.vec_dot_type != TPORT_TYPE_Q8_K) {
             int64_t nblk = job->plan.K / 32;
             cpu_x8_act_info(dst, nblk, (cpu_x8_act *)(op->scratch + job->plan.act_offset) + r * nblk);
         }

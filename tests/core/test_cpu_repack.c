@@ -370,7 +370,8 @@ static uint64_t x8_stack_bytes(tport_type_id type, int64_t K, int64_t N, int64_t
  *     generation case, against four at a time);
  * and get_rows of the copy seen as one matrix of E N rows (cpu_x8_row,
  * expert e's rows after expert e - 1's) gives every expert's dequantized
- * rows exactly. */
+ * rows exactly, and mul_mat of it the plain matrix's results (within
+ * float-order differences). */
 static void expert_stack_x8(tport_type_id type, int64_t K, int64_t N, int64_t E, int64_t n_used, int64_t T,
                             int64_t n_b, int threads) {
     const tport_type_traits *tr = tport_traits(type);
@@ -475,6 +476,34 @@ static void expert_stack_x8(tport_type_id type, int64_t K, int64_t N, int64_t E,
         CHECK(!memcmp(rows, deq, (size_t)(N * E * K) * sizeof(float)), "%s stack: its rows do not come back exactly",
               tr->info.name);
         free(rows), free(all);
+        /* mul_mat of that view (the tokens' rows as columns): the plain
+         * matrix's results within float-order differences */
+        int64_t M = n_b * T;
+        float *mm_own = calloc((size_t)(N * E * M), sizeof(float));
+        float *mm_plain = calloc((size_t)(N * E * M), sizeof(float));
+        tport_tensor_view mm[3] = {view(type, K, N * E, q), view(TPORT_TYPE_F32, K, M, x),
+                                   view(TPORT_TYPE_F32, N * E, M, mm_plain)};
+        mm[0].flags = TPORT_TENSOR_WEIGHT;
+        mm[2].op = TPORT_OP_MUL_MAT;
+        mm[2].src[0] = 0, mm[2].src[1] = 1;
+        CHECK(run_node(mm, 3, threads) == TPORT_STATUS_OK, "plain mul_mat: %s", tport_last_error());
+        mm[0].data = host, mm[0].buffer = b, mm[2].data = mm_own;
+        CHECK(run_node(mm, 3, threads) == TPORT_STATUS_OK, "mul_mat of the stack: %s", tport_last_error());
+        int bad_mm = 0;
+        for (int64_t j = 0; j < M; j++) {
+            double xmax = 0;
+            for (int64_t k = 0; k < K; k++)
+                xmax = fmax(xmax, fabs(x[j * K + k]));
+            for (int64_t r = 0; r < N * E; r++) {
+                double sa = 0;
+                for (int64_t k = 0; k < K; k++)
+                    sa += fabs(deq[r * K + k]);
+                size_t o = (size_t)(j * N * E + r);
+                bad_mm += !(fabs(mm_own[o] - mm_plain[o]) <= 1e-5 * (sa * xmax + 1.0));
+            }
+        }
+        CHECK(!bad_mm, "%s stack seen as a matrix: %d mul_mat outputs off the plain path", tr->info.name, bad_mm);
+        free(mm_own), free(mm_plain);
         api->buffer_free(be, b);
     }
     free(wf), free(deq), free(x), free(y_plain), free(y_own), free(y_tok), free(ids), free(q);
