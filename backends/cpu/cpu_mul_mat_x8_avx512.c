@@ -35,10 +35,10 @@
  *
  * Batches take two groups at once (legacy_z2, q4_K_z2: cpu_x8_dot_pair),
  * so that each activation broadcast feeds two dpbusd; Q4_K batches of 5
- * to 8 columns take all of them at once (q4_K_zw: cpu_x8_dot8), so that
- * each weight chunk is unpacked once for them and the mins' term is
- * shared by two columns.  Every output is summed in the same order as in
- * the one-group kernels, to the same bits. */
+ * to 8 columns take all of them at once, one group at a time (q4_K_zw:
+ * cpu_x8_dot8), so that each weight chunk is unpacked once for them and
+ * the mins' term is shared by two columns.  Every output is summed in
+ * the same order as in the one-group kernels, to the same bits. */
 #include <string.h>
 
 #include "cpu_internal.h"
@@ -353,71 +353,62 @@ Z_INLINE __m512i q4_K_mins_paired(const uint8_t *g, int p) {
     return _mm512_shuffle_epi8(v, _mm512_loadu_si512((const void *)ctl));
 }
 
-/* Sub-block 2q + high of q4_K_zw: the G groups' integer sums against
- * the NC columns, scaled into isum. */
-Z_INLINE void q4_K_zw_sub(const uint8_t *g, size_t gs, const uint8_t *y, size_t ys, int q, const int high,
-                          const int G, const int NC, __m512i isum[2][8]) {
+/* Sub-block 2q + high of q4_K_zw: the group's integer sums against the
+ * NC columns, scaled into isum. */
+Z_INLINE void q4_K_zw_sub(const uint8_t *g, const uint8_t *y, size_t ys, int q, const int high, const int NC,
+                          __m512i isum[8]) {
     const __m512i m4 = _mm512_set1_epi8(0x0F);
-    __m512i l[2][8];
-    for (int k = 0; k < G; k++)
-        for (int c = 0; c < NC; c++)
-            l[k][c] = _mm512_setzero_si512();
+    __m512i l[8];
+    for (int c = 0; c < NC; c++)
+        l[c] = _mm512_setzero_si512();
     for (int ch = 0; ch < 4; ch++) {
-        /* the groups' next super-block, a little at each step (37 bytes: all of its lines in the 32 steps of
+        /* the group's next super-block, a little at each step (37 bytes: all of its lines in the 32 steps of
          * a super-block), ahead of the hardware prefetchers and without a burst that fills the line buffers */
-        for (int k = 0; k < G; k++)
-            _mm_prefetch((const char *)(g + k * gs + 1184 + 37 * (8 * q + 4 * high + ch)), _MM_HINT_T0);
-        __m512i w[2];
-        for (int k = 0; k < G; k++) {
-            const __m512i p = _mm512_loadu_si512((const void *)(g + k * gs + 160 + 256 * q + 64 * ch));
-            w[k] = _mm512_and_si512(high ? _mm512_srli_epi16(p, 4) : p, m4);
-        }
+        _mm_prefetch((const char *)(g + 1184 + 37 * (8 * q + 4 * high + ch)), _MM_HINT_T0);
+        const __m512i p = _mm512_loadu_si512((const void *)(g + 160 + 256 * q + 64 * ch));
+        const __m512i w = _mm512_and_si512(high ? _mm512_srli_epi16(p, 4) : p, m4);
         const uint8_t *qy = y + 4 + 64 * q + 8 * ch + 32 * high;
-        for (int c = 0; c < NC; c++) {
-            const __m512i v = bcast8(qy + (size_t)c * ys);
-            for (int k = 0; k < G; k++)
-                l[k][c] = _mm512_dpbusd_epi32(l[k][c], w[k], v);
-        }
-    }
-    for (int k = 0; k < G; k++) {
-        const __m512i sc = q4_K_scale_paired(g + k * gs, 2 * q + high);
         for (int c = 0; c < NC; c++)
-            isum[k][c] = _mm512_dpwssd_epi32(isum[k][c], l[k][c], sc);
+            l[c] = _mm512_dpbusd_epi32(l[c], w, bcast8(qy + (size_t)c * ys));
     }
+    const __m512i sc = q4_K_scale_paired(g, 2 * q + high);
+    for (int c = 0; c < NC; c++)
+        isum[c] = _mm512_dpwssd_epi32(isum[c], l[c], sc);
 }
 
-/* Two groups (G 2: g and g + gs) or one against NC (5..8) columns, each
- * weight chunk loaded and unpacked once for all of them: out[8c + r],
- * and out[64 + 8c + r] for the second group.
+/* One group against NC (5..8) columns, each weight chunk loaded and
+ * unpacked once for all of them: out[8c + r].
  *
  * Per column the integer sums of q4_K_z and the same float steps, so the
  * same bits; what is shared is the work of the columns' finish.  The
  * mins' term takes columns two at a time, interleaved as a row's two
  * lanes are elsewhere (column a in lane 2r, b in 2r + 1): the columns'
- * sub-block sums are paired once a super-block for both groups (packs as
- * in cpu_x8_q4k_mins, then one 64-bit broadcast per pair of sub-blocks),
- * so that each group's term of two columns is four dpwssd and one
- * multiply-add, where cpu_x8_q4k_mins spends about sixteen instructions
- * on each column. */
-Z_INLINE void q4_K_zw(const uint8_t *g, size_t gs, int64_t nsb, const uint8_t *y, size_t ys, const int G,
-                      const int NC, float *out) {
+ * sub-block sums are paired once a super-block (packs as in
+ * cpu_x8_q4k_mins, then one 64-bit broadcast per pair of sub-blocks), so
+ * that the term of two columns is four dpwssd and one multiply-add, where
+ * cpu_x8_q4k_mins spends about sixteen instructions on each column.
+ *
+ * One group, not two at once as q4_K_z2 (x8_task's pairs of groups go
+ * one after the other, cpu_x8_dot8): the sums of two groups (2 NC each,
+ * the sub-block's and the super-block's) and their chunks did not fit
+ * the 32 registers, and each group alone took fewer cycles in the kernel
+ * for 5, 6 and 8 columns (profiles of 5, 6 and 8 streams of a Q4_K
+ * model), its extra broadcasts being loads, not arithmetic. */
+Z_INLINE void q4_K_zw(const uint8_t *g, int64_t nsb, const uint8_t *y, size_t ys, const int NC, float *out) {
     const int NP = (NC + 1) / 2;
-    __m512 acc[2][8], macc[2][4];
-    for (int k = 0; k < 2; k++) {
-        for (int c = 0; c < 8; c++)
-            acc[k][c] = _mm512_setzero_ps();
-        for (int cp = 0; cp < 4; cp++)
-            macc[k][cp] = _mm512_setzero_ps();
-    }
+    __m512 acc[8], macc[4];
+    for (int c = 0; c < 8; c++)
+        acc[c] = _mm512_setzero_ps();
+    for (int cp = 0; cp < 4; cp++)
+        macc[cp] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nsb; b++, g += 1184, y += 292) {
-        __m512i isum[2][8];
-        for (int k = 0; k < 2; k++)
-            for (int c = 0; c < 8; c++)
-                isum[k][c] = _mm512_setzero_si512();
+        __m512i isum[8];
+        for (int c = 0; c < 8; c++)
+            isum[c] = _mm512_setzero_si512();
         Z_NO_UNROLL
         for (int q = 0; q < 4; q++) {
-            q4_K_zw_sub(g, gs, y, ys, q, 0, G, NC, isum);
-            q4_K_zw_sub(g, gs, y, ys, q, 1, G, NC, isum);
+            q4_K_zw_sub(g, y, ys, q, 0, NC, isum);
+            q4_K_zw_sub(g, y, ys, q, 1, NC, isum);
         }
         /* column pair cp: columns 2cp and 2cp + 1 (2cp again past NC) */
         int64_t pairs[4][4];
@@ -434,33 +425,28 @@ Z_INLINE void q4_K_zw(const uint8_t *g, size_t gs, int64_t nsb, const uint8_t *y
             memcpy(&dys[cp], ya, 4);
             memcpy((uint8_t *)&dys[cp] + 4, yb, 4);
         }
-        for (int k = 0; k < G; k++) {
-            const uint8_t *gk = g + k * gs;
-            const __m512 dx = scales_paired(gk), mx = scales_paired(gk + 16);
-            for (int c = 0; c < NC; c++) {
-                float dy;
-                memcpy(&dy, y + (size_t)c * ys, 4);
-                acc[k][c] = _mm512_fmadd_ps(_mm512_mul_ps(dx, _mm512_set1_ps(dy)), _mm512_cvtepi32_ps(isum[k][c]),
-                                            acc[k][c]);
-            }
-            __m512i mn[4];
+        const __m512 dx = scales_paired(g), mx = scales_paired(g + 16);
+        for (int c = 0; c < NC; c++) {
+            float dy;
+            memcpy(&dy, y + (size_t)c * ys, 4);
+            acc[c] = _mm512_fmadd_ps(_mm512_mul_ps(dx, _mm512_set1_ps(dy)), _mm512_cvtepi32_ps(isum[c]), acc[c]);
+        }
+        __m512i mn[4];
+        for (int p = 0; p < 4; p++)
+            mn[p] = q4_K_mins_paired(g, p);
+        for (int cp = 0; cp < NP; cp++) {
+            __m512i m = _mm512_setzero_si512();
             for (int p = 0; p < 4; p++)
-                mn[p] = q4_K_mins_paired(gk, p);
-            for (int cp = 0; cp < NP; cp++) {
-                __m512i m = _mm512_setzero_si512();
-                for (int p = 0; p < 4; p++)
-                    m = _mm512_dpwssd_epi32(m, mn[p], _mm512_set1_epi64(pairs[cp][p]));
-                const __m512 dy2 = _mm512_castsi512_ps(_mm512_set1_epi64((int64_t)dys[cp]));
-                macc[k][cp] = _mm512_fmadd_ps(_mm512_mul_ps(mx, dy2), _mm512_cvtepi32_ps(m), macc[k][cp]);
-            }
+                m = _mm512_dpwssd_epi32(m, mn[p], _mm512_set1_epi64(pairs[cp][p]));
+            const __m512 dy2 = _mm512_castsi512_ps(_mm512_set1_epi64((int64_t)dys[cp]));
+            macc[cp] = _mm512_fmadd_ps(_mm512_mul_ps(mx, dy2), _mm512_cvtepi32_ps(m), macc[cp]);
         }
     }
-    for (int k = 0; k < G; k++)
-        for (int c = 0; c < NC; c++) {
-            const __m512 mc = c & 1 ? _mm512_castsi512_ps(_mm512_srli_epi64(_mm512_castps_si512(macc[k][c / 2]), 32))
-                                    : macc[k][c / 2];
-            _mm256_storeu_ps(out + 64 * k + 8 * c, _mm256_sub_ps(fold_pairs(acc[k][c]), even_lanes(mc)));
-        }
+    for (int c = 0; c < NC; c++) {
+        const __m512 mc = c & 1 ? _mm512_castsi512_ps(_mm512_srli_epi64(_mm512_castps_si512(macc[c / 2]), 32))
+                                : macc[c / 2];
+        _mm256_storeu_ps(out + 8 * c, _mm256_sub_ps(fold_pairs(acc[c]), even_lanes(mc)));
+    }
 }
 
 void cpu_x8_dot_pair(int layout, const uint8_t *group, size_t group_stride, int64_t K, const uint8_t *y,
@@ -523,20 +509,17 @@ void cpu_x8_dot8(int layout, const uint8_t *group, size_t group_stride, int64_t 
                            out + 64 * k + 8 * c);
         return;
     }
-    /* constant counts, so the loops over groups and columns unroll */
-#define Q4K_ZW(G)                                                                                                 \
-    switch (ncols) {                                                                                              \
-    case 5: q4_K_zw(group, group_stride, K / 256, y, y_stride, G, 5, out); break;                                 \
-    case 6: q4_K_zw(group, group_stride, K / 256, y, y_stride, G, 6, out); break;                                 \
-    case 7: q4_K_zw(group, group_stride, K / 256, y, y_stride, G, 7, out); break;                                 \
-    default: q4_K_zw(group, group_stride, K / 256, y, y_stride, G, 8, out); break;                                \
+    /* the groups one after the other (see q4_K_zw); constant counts, so
+     * the loops over columns unroll */
+    for (int k = 0; k < (group_stride ? 2 : 1); k++) {
+        const uint8_t *gk = group + k * group_stride;
+        switch (ncols) {
+        case 5: q4_K_zw(gk, K / 256, y, y_stride, 5, out + 64 * k); break;
+        case 6: q4_K_zw(gk, K / 256, y, y_stride, 6, out + 64 * k); break;
+        case 7: q4_K_zw(gk, K / 256, y, y_stride, 7, out + 64 * k); break;
+        default: q4_K_zw(gk, K / 256, y, y_stride, 8, out + 64 * k); break;
+        }
     }
-    if (group_stride) {
-        Q4K_ZW(2)
-    } else {
-        Q4K_ZW(1)
-    }
-#undef Q4K_ZW
 }
 
 #endif
