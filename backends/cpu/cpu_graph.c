@@ -253,6 +253,20 @@ static void plan_fusions(cpu_graph *g) {
     }
 }
 
+/* Whether op's own phases put a barrier before its last one: a mul_mat
+ * or mul_mat_id that packs b first (its compute phase then runs on
+ * several threads after the packing).  Every node before op has finished
+ * by then, so only op itself can conflict with a node that joins it: a
+ * layer's projections run after a norm on one thread, which the
+ * projection that packs would otherwise keep "pending" for the next. */
+static bool barrier_inside(const cpu_op *op) {
+    if (op->nth <= 1 || op->reuses_packing)
+        return false;
+    if (op->dst->op == TPORT_OP_MUL_MAT_ID)
+        return true;
+    return op->dst->op == TPORT_OP_MUL_MAT && cpu_mul_mat_packs(op);
+}
+
 /* Sets joins_previous and reuses_packing.  A node joins only when both it
  * and the one before it run on several threads (a barrier then surely
  * separates the nodes that do not join), its first phase does not write
@@ -267,11 +281,14 @@ static void plan_joins(cpu_graph *g) {
             add_pending(&p, op);
             continue;
         }
-        op->reuses_packing = prev && cpu_mul_mat_shares_packing(prev, op);
+        op->reuses_packing =
+            prev && (cpu_mul_mat_shares_packing(prev, op) || cpu_mul_mat_id_shares_packing(prev, op));
         op->joins_previous = prev && prev->nth > 1 && op->nth > 1 && (op->shared == 0 || op->reuses_packing) &&
                              op->shared == prev->shared && op->per_thread == prev->per_thread && !conflicts(&p, op);
         if (!op->joins_previous && prev && prev->nth > 1)
             p = (pending){0}; /* prev's last phase ran on several threads: a barrier follows */
+        if (barrier_inside(op))
+            p = (pending){0};
         add_pending(&p, op);
         prev = op;
     }

@@ -53,8 +53,9 @@ typedef struct cpu_op {
      * touches what the other writes, nor scratch the other uses
      * (cpu_graph.c) */
     bool joins_previous;
-    /* mul_mat: b's rows are in scratch already, packed the same way by
-     * the node before it (cpu_mul_mat_shares_packing) */
+    /* mul_mat, mul_mat_id: b's rows are in scratch already, packed the
+     * same way by the node before it (cpu_mul_mat_shares_packing,
+     * cpu_mul_mat_id_shares_packing) */
     bool reuses_packing;
     /* rms_norm/norm: the mul by a weight row that follows, done in the
      * same pass (cpu_norm_fuses_mul); that mul runs nothing itself */
@@ -219,6 +220,9 @@ CPU_HIDDEN void cpu_run_mul_mat(cpu_ctx *ctx, cpu_op *op);
 CPU_HIDDEN void cpu_run_mul_mat_id(cpu_ctx *ctx, cpu_op *op);
 CPU_HIDDEN size_t cpu_mul_mat_id_shared_scratch(const cpu_op *op);
 CPU_HIDDEN size_t cpu_mul_mat_id_thread_scratch(const cpu_op *op);
+/* True if mul_mat_id b, run right after mul_mat_id a, finds b's packed
+ * rows in scratch as a left them (cpu_mul_mat_id.c). */
+CPU_HIDDEN bool cpu_mul_mat_id_shares_packing(const cpu_op *a, const cpu_op *b);
 CPU_HIDDEN void cpu_run_moe(cpu_ctx *ctx, cpu_op *op);
 CPU_HIDDEN void cpu_run_flash_attn(cpu_ctx *ctx, cpu_op *op);
 CPU_HIDDEN size_t cpu_flash_attn_thread_scratch(const cpu_op *op);
@@ -227,6 +231,9 @@ CPU_HIDDEN size_t cpu_mul_mat_thread_scratch(const cpu_op *op);
 /* True if mul_mat b, run right after mul_mat a, finds its packed rows of
  * src1 in scratch as a left them: the same src1, packed the same way. */
 CPU_HIDDEN bool cpu_mul_mat_shares_packing(const cpu_op *a, const cpu_op *b);
+/* True if mul_mat packs b's rows in a phase before it computes
+ * (cpu_run_mul_mat: unless it reuses_packing). */
+CPU_HIDDEN bool cpu_mul_mat_packs(const cpu_op *op);
 
 /* ---- generation against dense f32/f16 weights (cpu_mul_mat_gen.c) -----
  * out[r] = dot(rows[r], b) for r < nrows <= CPU_GEN_ROWS, each row K

@@ -475,6 +475,23 @@ static void compute_task(void *arg, int ith, int nth) {
         p->wide->end();
 }
 
+/* The packing of b depends on b, the ids and how the plan converts b's
+ * rows, not on the experts: the gate product after the up product of the
+ * same activations (blocks_moe.c) finds its rows packed already, and runs
+ * only its compute phase, which joins the up product's without a barrier
+ * (cpu_graph.c plan_joins): neither writes the scratch then. */
+bool cpu_mul_mat_id_shares_packing(const cpu_op *a, const cpu_op *b) {
+    if (a->dst->op != TPORT_OP_MUL_MAT_ID || b->dst->op != TPORT_OP_MUL_MAT_ID || a->shared != b->shared ||
+        !cpu_same_view(a->src[1], b->src[1]) || !cpu_same_view(a->src[2], b->src[2]))
+        return false;
+    if (cpu_weight_layout(a->src[0]) != cpu_weight_layout(b->src[0]))
+        return false; /* one in a layout it may refuse: each runs (or fails) alone */
+    mid_plan pa = make_plan(a), pb = make_plan(b);
+    return pa.K == pb.K && pa.n_b == pb.n_b && pa.n_used == pb.n_used && pa.T == pb.T &&
+           (!pa.vec_dot) == (!pb.vec_dot) && pa.vec_dot_type == pb.vec_dot_type && pa.packed_row == pb.packed_row &&
+           pa.staged == pb.staged && pa.act_offset == pb.act_offset;
+}
+
 void cpu_run_mul_mat_id(cpu_ctx *ctx, cpu_op *op) {
     mid_job job = {op, make_plan(op)};
     if (!job.plan.x8 && cpu_weight_layout(op->src[0]) != CPU_LAYOUT_PLAIN) {
@@ -482,9 +499,18 @@ void cpu_run_mul_mat_id(cpu_ctx *ctx, cpu_op *op) {
                     op->src[0]->type);
         return;
     }
-    int nth = job.plan.n_used * job.plan.T < 4 * op->nth ? 1 : op->nth;
-    if (job.plan.staged)
-        cpu_parallel(ctx, stage_task, &job, job.plan.n_b * job.plan.T < 4 * op->nth ? 1 : op->nth);
-    cpu_parallel(ctx, pack_task, &job, nth);
+    if (!op->reuses_packing) {
+        /* The rows converted: each distinct row of b once when staged or
+         * when a token's slots share it (generation's gate and up: one
+         * row, which one thread packs faster than a barrier lets two,
+         * right after the routing ops that thread 0 ran alone, with no
+         * barrier between), else every pair's. */
+        int64_t rows = job.plan.n_b < job.plan.n_used ? job.plan.n_b * job.plan.T : job.plan.n_used * job.plan.T;
+        if (job.plan.staged)
+            cpu_parallel(ctx, stage_task, &job, rows < 4 * op->nth ? 1 : op->nth);
+        int nth = job.plan.staged ? (job.plan.n_used * job.plan.T < 4 * op->nth ? 1 : op->nth)
+                                  : (rows < 4 * op->nth ? 1 : op->nth);
+        cpu_parallel(ctx, pack_task, &job, nth);
+    }
     cpu_parallel(ctx, compute_task, &job, op->nth);
 }

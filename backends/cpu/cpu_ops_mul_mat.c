@@ -168,6 +168,10 @@ bool cpu_mul_mat_shares_packing(const cpu_op *a, const cpu_op *b) {
            pa.act_offset == pb.act_offset && pa.amx_q8 == pb.amx_q8 && pa.amx_offset == pb.amx_offset;
 }
 
+bool cpu_mul_mat_packs(const cpu_op *op) {
+    return make_plan(op).packed_row != 0;
+}
+
 size_t cpu_mul_mat_thread_scratch(const cpu_op *op) {
     mm_plan p = make_plan(op);
 #if CPU_AMX

@@ -4,7 +4,8 @@
  * ids with ties and NaN, sigmoid, sum_rows, div and add_id, and the
  * refusal of an expert id outside the stack; batches in which experts
  * get 0, 1, 2, 3, 5 and many tokens, every tiled type, against each token
- * alone.  TPORT_TEST_CPU_VARIANT names a CPU plug-in to test (its tile
+ * alone; two products of the same activations one after the other
+ * (a layer's up and gate).  TPORT_TEST_CPU_VARIANT names a CPU plug-in to test (its tile
  * kernels: the statically linked copy has none). */
 #include "core_test_util.h"
 #include "registry/registry.h"
@@ -99,6 +100,58 @@ static void test_mul_mat_id(tport_ctx *ctx) {
     tport_compute_params p = {1, NULL};
     CHECK(tport_graph_compute(g, &p) != TPORT_STATUS_OK, "expert id 2 of 2 accepted");
     tport_graph_free(g);
+}
+
+/* Two products of the same activations and ids over different stacks,
+ * one right after the other (a MoE layer's up and gate): the second
+ * reuses the first's packed activations and, on several threads, runs
+ * alongside its end (cpu_mul_mat_id_shares_packing); both must still be
+ * right.  Sized so that both run on several threads. */
+typedef struct pair_ref {
+    mid_ref up, gate;
+} pair_ref;
+
+static double r_pair(const void *c, int64_t n, int64_t i, int64_t t, int64_t i3) {
+    const pair_ref *r = c;
+    return r_mul_mat_id(&r->up, n, i, t, i3) + r_mul_mat_id(&r->gate, n, i, t, i3);
+}
+
+static void test_mul_mat_id_pair(tport_ctx *ctx) {
+    const tport_type_id types[] = {TPORT_TYPE_Q8_0, TPORT_TYPE_Q4_K};
+    const int64_t K = 256, N = 64, E = 6, n_used = 4;
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        float *w[2];
+        tport_tensor *as[2];
+        for (int m = 0; m < 2; m++) {
+            w[m] = malloc((size_t)(K * N * E) * sizeof *w[m]);
+            for (int64_t i = 0; i < K * N * E; i++)
+                w[m][i] = (float)test_rng_uniform(&ct_seed);
+            as[m] = tport_new_tensor_3d(ctx, types[ti], K, N, E);
+            CHECK(tport_quantize(types[ti], NULL, w[m], tport_tensor_data(as[m]), K * N * E) == TPORT_STATUS_OK,
+                  "quantize");
+            tport_dequantize(types[ti], tport_tensor_data(as[m]), w[m], K * N * E);
+        }
+        for (int64_t T = 1; T <= 9; T += 8)
+            for (int threads = 1; threads <= 3; threads += 2) {
+                tport_tensor *b = ct_rand(ctx, TPORT_TYPE_F32, K, 1, T, 1);
+                tport_tensor *ids = random_ids(ctx, n_used, T, E);
+                tport_tensor *up = tport_mul_mat_id(ctx, as[0], b, ids);
+                tport_tensor *gate = tport_mul_mat_id(ctx, as[1], b, ids);
+                tport_tensor *out = tport_add(ctx, up, gate);
+                tport_graph *g = ct_run(ctx, out, threads);
+                CHECK(g, "mul_mat_id pair type %u", types[ti]);
+                if (!g)
+                    continue;
+                pair_ref r = {{b, ids, w[0], K, N}, {b, ids, w[1], K, N}};
+                /* both quantize the activations to 8 bits */
+                double worst = ct_worst(out, r_pair, &r, 0.25, 0.02);
+                CHECK(worst <= 1.0, "mul_mat_id pair type %u T %lld threads %d: error %g", types[ti], (long long)T,
+                      threads, worst);
+                tport_graph_free(g);
+            }
+        free(w[0]);
+        free(w[1]);
+    }
 }
 
 /* ids for T tokens of n_used slots over E experts in which expert 0 gets
@@ -373,6 +426,7 @@ int main(void) {
         fprintf(stderr, "note: %s not loaded (%s): testing the active cpu backend\n", variant, tport_last_error());
     tport_ctx *ctx = tport_ctx_new(64u << 20);
     test_mul_mat_id(ctx);
+    test_mul_mat_id_pair(ctx);
     test_mul_mat_id_batch(ctx, batch_types, sizeof batch_types / sizeof batch_types[0], 23);
     tport_ctx *ctx2 = tport_ctx_new(64u << 20);
     test_mul_mat_id_batch(ctx2, amx_types, sizeof amx_types / sizeof amx_types[0], 140);
