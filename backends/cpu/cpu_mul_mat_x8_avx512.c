@@ -349,6 +349,7 @@ Z_INLINE void q4_K_z12(const uint8_t *g, int64_t nsb, const uint8_t *y, size_t y
                 const __m512i p = _mm512_loadu_si512((const void *)(g + 160 + 256 * q + 64 * c));
                 const __m512i lo = _mm512_and_si512(p, m4), hi16 = _mm512_andnot_si512(m4, p);
                 const uint8_t *qy = y + 4 + 64 * q + 8 * c;
+                Z_UNROLL
                 for (int k = 0; k < NC; k++) {
                     l[k] = _mm512_dpbusd_epi32(l[k], lo, bcast8(qy + (size_t)k * ys));
                     h[k] = _mm512_dpbusd_epi32(h[k], hi16, bcast8(qy + (size_t)k * ys + 32));
@@ -356,6 +357,7 @@ Z_INLINE void q4_K_z12(const uint8_t *g, int64_t nsb, const uint8_t *y, size_t y
             }
             __m512i sl, sh;
             q4_K_scales2(g, q, &sl, &sh);
+            Z_UNROLL
             for (int k = 0; k < NC; k++) {
                 ia[k] = _mm512_dpwssd_epi32(ia[k], l[k], sl);
                 ib[k] = _mm512_dpwssd_epi32(ib[k], _mm512_srai_epi32(h[k], 4), sh);
@@ -366,6 +368,7 @@ Z_INLINE void q4_K_z12(const uint8_t *g, int64_t nsb, const uint8_t *y, size_t y
             _mm_prefetch((const char *)(g + ahead + 64 * k), _MM_HINT_T0);
         const __m512 dx = scales_paired(g);
         const __m256 mx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(g + 16)));
+        Z_UNROLL
         for (int k = 0; k < NC; k++) {
             const uint8_t *yc = y + (size_t)k * ys;
             float dy;
