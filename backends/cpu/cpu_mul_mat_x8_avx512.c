@@ -318,8 +318,10 @@ Z_INLINE __m256i q4_K_mins1(const uint8_t *g, const uint8_t *yb) {
     return _mm256_add_epi32(_mm512_castsi512_si256(m), _mm512_extracti64x4_epi64(m, 1));
 }
 
-/* q4_K_z for one or two columns (generation), which streams the weights
- * once and has to keep up with memory: fewer vector instructions a
+/* q4_K_z for one column (generation), which streams the weights once
+ * and has to keep up with memory (it takes two columns too, but was no
+ * faster than q4_K_z at two from memory, so group_dot keeps that one
+ * there): fewer vector instructions a
  * 64-byte chunk and a super-block.  The high nibbles are used in place
  * (16 q, 0..240 unsigned: one AND and no shift a chunk), their
  * sub-block's sum is 16 times the sum and is divided exactly by one
@@ -583,7 +585,7 @@ void cpu_x8_dot_pair(int layout, const uint8_t *group, size_t group_stride, int6
 /* One group against NC columns in the kernel of its layout. */
 Z_INLINE void group_dot(int layout, const uint8_t *group, int64_t K, const uint8_t *y, size_t ys,
                         const cpu_x8_act *act, size_t as, const int NC, float *out) {
-    if (layout == CPU_LAYOUT_Q4_K_X8 && NC <= 2)
+    if (layout == CPU_LAYOUT_Q4_K_X8 && NC == 1) /* two columns: no faster from memory in q4_K_z12 */
         q4_K_z12(group, K / 256, y, ys, NC, out);
     else if (layout == CPU_LAYOUT_Q4_K_X8)
         q4_K_z(group, K / 256, y, ys, NC, out);
