@@ -281,6 +281,109 @@ Z_INLINE void q4_K_z(const uint8_t *g, int64_t nsb, const uint8_t *y, size_t ys,
     store_cols(out, NC, acc0, acc1, acc2, acc3, macc0, macc1, macc2, macc3);
 }
 
+#if defined(__clang__)
+#define Z_UNROLL _Pragma("clang loop unroll(full)")
+#elif defined(__GNUC__)
+#define Z_UNROLL _Pragma("GCC unroll 8")
+#else
+#define Z_UNROLL
+#endif
+
+/* Row r's 6-bit scales of sub-blocks 2q and 2q + 1 (sc[2q..2q+1][r] at
+ * g + 32 + 16q) as the int16 pairs (scale, 0) of lanes 2r and 2r + 1:
+ * one 16-byte broadcast and a byte shuffle for each, where
+ * q4_K_scale_paired spends three instructions on each. */
+Z_INLINE void q4_K_scales2(const uint8_t *g, int q, __m512i *sl, __m512i *sh) {
+    const __m512i v = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)(g + 32 + 16 * q)));
+    /* 128-bit lane L holds rows 2L and 2L + 1, each in two 32-bit lanes */
+    const int z = (int)0x80808000u; /* byte 0 a row's scale, the others zeroed */
+    const __m512i cl = _mm512_set_epi32(z | 7, z | 7, z | 6, z | 6, z | 5, z | 5, z | 4, z | 4, z | 3, z | 3, z | 2,
+                                        z | 2, z | 1, z | 1, z, z);
+    *sl = _mm512_shuffle_epi8(v, cl);
+    *sh = _mm512_shuffle_epi8(v, _mm512_add_epi32(cl, _mm512_set1_epi32(8)));
+}
+
+/* cpu_x8_q4k_mins in 512 bits: pairs of sub-blocks (0, 1) and (2, 3) in
+ * the two halves of one madd, (4, 5) and (6, 7) in another. */
+Z_INLINE __m256i q4_K_mins1(const uint8_t *g, const uint8_t *yb) {
+    const __m256i bs = _mm256_loadu_si256((const __m256i *)(const void *)(yb + 260));
+    const __m256i s32 = _mm256_madd_epi16(bs, _mm256_set1_epi16(1));
+    /* int16 pairs (2p, 2p + 1) in 32-bit lanes 0, 1, 4, 5 for p = 0..3 */
+    const __m512i pairs = _mm512_castsi256_si512(_mm256_packs_epi32(s32, s32));
+    const __m512i p01 = _mm512_permutexvar_epi32(_mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0), pairs);
+    const __m512i p23 = _mm512_permutexvar_epi32(_mm512_set_epi32(5, 5, 5, 5, 5, 5, 5, 5, 4, 4, 4, 4, 4, 4, 4, 4), pairs);
+    const __m512i m01 = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(g + 96)));
+    const __m512i m23 = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(g + 128)));
+    const __m512i m = _mm512_add_epi32(_mm512_madd_epi16(m01, p01), _mm512_madd_epi16(m23, p23));
+    return _mm256_add_epi32(_mm512_castsi512_si256(m), _mm512_extracti64x4_epi64(m, 1));
+}
+
+/* q4_K_z for one column (generation), which streams the weights once
+ * and has to keep up with memory (it takes two columns too, but was no
+ * faster than q4_K_z at two from memory, so group_dot keeps that one
+ * there): fewer vector instructions a
+ * 64-byte chunk and a super-block.  The high nibbles are used in place
+ * (16 q, 0..240 unsigned: one AND and no shift a chunk), their
+ * sub-block's sum is 16 times the sum and is divided exactly by one
+ * arithmetic shift before its scale; the loops are unrolled, each
+ * sub-block's sum its own chain and the scaled sums in two; the scales
+ * and the mins' term take fewer instructions; and the super-block's
+ * lines are prefetched one a step rather than all at once (a burst of
+ * them fills the line buffers).  The integer sums are exact, so the same
+ * as q4_K_z's, and the float steps are q4_K_finish's: the same bits. */
+Z_INLINE void q4_K_z12(const uint8_t *g, int64_t nsb, const uint8_t *y, size_t ys, const int NC, float *out) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    const uintptr_t ahead = cpu_stream_ahead;
+    __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+    __m256 macc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    for (int64_t b = 0; b < nsb; b++, g += 1184, y += 292) {
+        __m512i ia[2], ib[2];
+        for (int k = 0; k < 2; k++)
+            ia[k] = ib[k] = _mm512_setzero_si512();
+        Z_UNROLL
+        for (int q = 0; q < 4; q++) { /* sub-blocks 2q (low nibbles) and 2q + 1 (high) */
+            __m512i l[2], h[2];
+            for (int k = 0; k < 2; k++)
+                l[k] = h[k] = _mm512_setzero_si512();
+            Z_UNROLL
+            for (int c = 0; c < 4; c++) {
+                _mm_prefetch((const char *)(g + ahead + 64 * (4 * q + c)), _MM_HINT_T0);
+                const __m512i p = _mm512_loadu_si512((const void *)(g + 160 + 256 * q + 64 * c));
+                const __m512i lo = _mm512_and_si512(p, m4), hi16 = _mm512_andnot_si512(m4, p);
+                const uint8_t *qy = y + 4 + 64 * q + 8 * c;
+                Z_UNROLL
+                for (int k = 0; k < NC; k++) {
+                    l[k] = _mm512_dpbusd_epi32(l[k], lo, bcast8(qy + (size_t)k * ys));
+                    h[k] = _mm512_dpbusd_epi32(h[k], hi16, bcast8(qy + (size_t)k * ys + 32));
+                }
+            }
+            __m512i sl, sh;
+            q4_K_scales2(g, q, &sl, &sh);
+            Z_UNROLL
+            for (int k = 0; k < NC; k++) {
+                ia[k] = _mm512_dpwssd_epi32(ia[k], l[k], sl);
+                ib[k] = _mm512_dpwssd_epi32(ib[k], _mm512_srai_epi32(h[k], 4), sh);
+            }
+        }
+        /* the lines past the 16 above: 1184 bytes reach into a 19th */
+        for (int k = 16; k < 19; k++)
+            _mm_prefetch((const char *)(g + ahead + 64 * k), _MM_HINT_T0);
+        const __m512 dx = scales_paired(g);
+        const __m256 mx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(g + 16)));
+        Z_UNROLL
+        for (int k = 0; k < NC; k++) {
+            const uint8_t *yc = y + (size_t)k * ys;
+            float dy;
+            memcpy(&dy, yc, 4);
+            acc[k] = _mm512_fmadd_ps(_mm512_mul_ps(dx, _mm512_set1_ps(dy)),
+                                     _mm512_cvtepi32_ps(_mm512_add_epi32(ia[k], ib[k])), acc[k]);
+            macc[k] = _mm256_fmadd_ps(_mm256_mul_ps(mx, _mm256_set1_ps(dy)), _mm256_cvtepi32_ps(q4_K_mins1(g, yc)),
+                                      macc[k]);
+        }
+    }
+    store_cols(out, NC, acc[0], acc[1], acc[0], acc[0], macc[0], macc[1], macc[0], macc[0]);
+}
+
 /* One sub-block (pair q, high nibbles or low) of q4_K_z2: the two groups'
  * integer sums against four columns, scaled into isum. */
 Z_INLINE void q4_K_sub2(const uint8_t *g, size_t gs, const uint8_t *y, size_t ys, int q, const int high,
@@ -470,7 +573,9 @@ void cpu_x8_dot_pair(int layout, const uint8_t *group, size_t group_stride, int6
 /* One group against NC columns in the kernel of its layout. */
 Z_INLINE void group_dot(int layout, const uint8_t *group, int64_t K, const uint8_t *y, size_t ys,
                         const cpu_x8_act *act, size_t as, const int NC, float *out) {
-    if (layout == CPU_LAYOUT_Q4_K_X8)
+    if (layout == CPU_LAYOUT_Q4_K_X8 && NC == 1) /* two columns: no faster from memory in q4_K_z12 */
+        q4_K_z12(group, K / 256, y, ys, NC, out);
+    else if (layout == CPU_LAYOUT_Q4_K_X8)
         q4_K_z(group, K / 256, y, ys, NC, out);
     else if (layout == CPU_LAYOUT_Q8_0_X8 && fold_q8())
         legacy_z(group, K / 32, y, ys, act, as, NC, true, true, out);
