@@ -15,7 +15,8 @@
 
 #include "cpu_internal.h"
 
-/* What the kernels' file takes from the rest of the backend. */
+/* What the kernels' file takes from the rest of the backend (MXFP4's
+ * kernels would bring its value table: never called here). */
 uintptr_t cpu_stream_ahead = 2048, cpu_stream_ahead_f16 = 3072;
 #if CPU_AMX
 bool cpu_amx_q8_on(void) { return false; }
