@@ -154,16 +154,30 @@ size_t cpu_mul_mat_shared_scratch(const cpu_op *op) {
     return p.packed_row * (size_t)cpu_nrows(op->src[1]);
 }
 
+/* Whether p packs b's rows as Q8_K rows and nothing else: the Q4_K x8
+ * layout (which reads no per-block extras) and the row and tile kernels of
+ * the plain K-quants quantize them alike (pack_task), so an x8 Q4_K
+ * projection and a plain Q6_K one of the same activations (a layer's Q, K
+ * and V at several columns) share one packing. */
+static bool packs_q8_k_only(const mm_plan *p) {
+    return p->vec_dot_type == TPORT_TYPE_Q8_K && !p->bf16 && !p->amx_q8 &&
+           (p->x8 == CPU_LAYOUT_Q4_K_X8 || (!p->x8 && p->vec_dot));
+}
+
 bool cpu_mul_mat_shares_packing(const cpu_op *a, const cpu_op *b) {
     if (a->dst->op != TPORT_OP_MUL_MAT || b->dst->op != TPORT_OP_MUL_MAT || !cpu_same_view(a->src[1], b->src[1]) ||
         a->shared != b->shared)
         return false;
     mm_plan pa = make_plan(a), pb = make_plan(b);
+    if (!pa.packed_row || pa.packed_row != pb.packed_row || pa.vec_dot_type != pb.vec_dot_type)
+        return false;
+    if (packs_q8_k_only(&pa) && packs_q8_k_only(&pb))
+        return true;
     /* amx_q8: the columns copied for the tiles are part of the packing (an
      * op that reuses it joins the one before, with no barrier, so it must
      * not write them again while that one reads them) */
-    return pa.packed_row && pa.packed_row == pb.packed_row && pa.vec_dot_type == pb.vec_dot_type && pa.x8 == pb.x8 &&
-           pa.act_offset == pb.act_offset && pa.amx_q8 == pb.amx_q8 && pa.amx_offset == pb.amx_offset;
+    return pa.x8 == pb.x8 && pa.act_offset == pb.act_offset && pa.amx_q8 == pb.amx_q8 &&
+           pa.amx_offset == pb.amx_offset;
 }
 
 size_t cpu_mul_mat_thread_scratch(const cpu_op *op) {
