@@ -71,8 +71,13 @@ typedef struct mm_plan {
     bool amx_q4;               /* x8 Q4_0/MXFP4 batch on AMX-INT8 tiles (cpu_mul_mat_amx_q4.c) */
 } mm_plan;
 
-/* Rows of b from which packing them is shared out among the threads. */
-#define PACK_MIN_ROWS_PER_THREAD 4
+/* Rows of b from which packing them is shared out among the threads.
+ * Below, thread 0 packs them alone, right after the node before it (a
+ * norm, an activation: one thread at these sizes) with no barrier, then
+ * one barrier before the product: a step of 8 sequences on 2 threads
+ * packed 4 rows each behind a barrier of its own, which on a crowded
+ * machine costs more than packing the other 4 (issue 42). */
+#define PACK_MIN_ROWS_PER_THREAD 8
 /* Columns from which the tiled kernel beats one vec_dot per output. */
 #define TILED_MIN_COLS 4
 /* Up to this many columns against dense f32/f16 weights take the
