@@ -71,13 +71,15 @@ typedef struct mm_plan {
     bool amx_q4;               /* x8 Q4_0/MXFP4 batch on AMX-INT8 tiles (cpu_mul_mat_amx_q4.c) */
 } mm_plan;
 
-/* Rows of b from which packing them is shared out among the threads.
- * Below, thread 0 packs them alone, right after the node before it (a
- * norm, an activation: one thread at these sizes) with no barrier, then
- * one barrier before the product: a step of 8 sequences on 2 threads
- * packed 4 rows each behind a barrier of its own, which on a crowded
- * machine costs more than packing the other 4 (issue 42). */
-#define PACK_MIN_ROWS_PER_THREAD 8
+/* Rows of b from which packing them is shared out among the threads,
+ * and below which thread 0 packs them alone whatever the threads: then
+ * it packs right after the node before it (a norm, an activation: one
+ * thread at these sizes) with no barrier, and one barrier precedes the
+ * product.  A step of 8 sequences on 2 threads packed 4 rows each behind
+ * a barrier of its own, which on a crowded machine costs more than
+ * packing the other 4 (issue 42). */
+#define PACK_MIN_ROWS_PER_THREAD 4
+#define PACK_ALONE_ROWS 16
 /* Columns from which the tiled kernel beats one vec_dot per output. */
 #define TILED_MIN_COLS 4
 /* Up to this many columns against dense f32/f16 weights take the
@@ -776,7 +778,8 @@ void cpu_run_mul_mat(cpu_ctx *ctx, cpu_op *op) {
     mm_job job = {op, make_plan(op)};
     if (job.plan.packed_row && !op->reuses_packing) {
         /* a few rows (generation) are packed faster than workers wake up */
-        int nth = cpu_nrows(op->src[1]) < PACK_MIN_ROWS_PER_THREAD * op->nth ? 1 : op->nth;
+        int64_t rows = cpu_nrows(op->src[1]);
+        int nth = rows < PACK_MIN_ROWS_PER_THREAD * op->nth || rows < PACK_ALONE_ROWS ? 1 : op->nth;
         cpu_parallel(ctx, pack_task, &job, nth);
     }
     /* after a failed packing this runs nothing (cpu_parallel) */
