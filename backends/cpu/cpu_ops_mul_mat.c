@@ -72,8 +72,15 @@ typedef struct mm_plan {
     bool amx_q4;               /* x8 Q4_0/MXFP4 batch on AMX-INT8 tiles (cpu_mul_mat_amx_q4.c) */
 } mm_plan;
 
-/* Rows of b from which packing them is shared out among the threads. */
+/* Rows of b from which packing them is shared out among the threads,
+ * and below which thread 0 packs them alone whatever the threads: then
+ * it packs right after the node before it (a norm, an activation: one
+ * thread at these sizes) with no barrier, and one barrier precedes the
+ * product.  A step of 8 sequences on 2 threads packed 4 rows each behind
+ * a barrier of its own, which on a crowded machine costs more than
+ * packing the other 4 (issue 42). */
 #define PACK_MIN_ROWS_PER_THREAD 4
+#define PACK_ALONE_ROWS 16
 /* Columns from which the tiled kernel beats one vec_dot per output. */
 #define TILED_MIN_COLS 4
 /* Up to this many columns against dense f32/f16 weights take the
@@ -156,16 +163,30 @@ size_t cpu_mul_mat_shared_scratch(const cpu_op *op) {
     return p.packed_row * (size_t)cpu_nrows(op->src[1]);
 }
 
+/* Whether p packs b's rows as Q8_K rows and nothing else: the Q4_K x8
+ * layout (which reads no per-block extras) and the row and tile kernels of
+ * the plain K-quants quantize them alike (pack_task), so an x8 Q4_K
+ * projection and a plain Q6_K one of the same activations (a layer's Q, K
+ * and V at several columns) share one packing. */
+static bool packs_q8_k_only(const mm_plan *p) {
+    return p->vec_dot_type == TPORT_TYPE_Q8_K && !p->bf16 && !p->amx_q8 &&
+           (p->x8 == CPU_LAYOUT_Q4_K_X8 || (!p->x8 && p->vec_dot));
+}
+
 bool cpu_mul_mat_shares_packing(const cpu_op *a, const cpu_op *b) {
     if (a->dst->op != TPORT_OP_MUL_MAT || b->dst->op != TPORT_OP_MUL_MAT || !cpu_same_view(a->src[1], b->src[1]) ||
         a->shared != b->shared)
         return false;
     mm_plan pa = make_plan(a), pb = make_plan(b);
+    if (!pa.packed_row || pa.packed_row != pb.packed_row || pa.vec_dot_type != pb.vec_dot_type)
+        return false;
+    if (packs_q8_k_only(&pa) && packs_q8_k_only(&pb))
+        return true;
     /* amx_q8: the columns copied for the tiles are part of the packing (an
      * op that reuses it joins the one before, with no barrier, so it must
      * not write them again while that one reads them) */
-    return pa.packed_row && pa.packed_row == pb.packed_row && pa.vec_dot_type == pb.vec_dot_type && pa.x8 == pb.x8 &&
-           pa.act_offset == pb.act_offset && pa.amx_q8 == pb.amx_q8 && pa.amx_offset == pb.amx_offset;
+    return pa.x8 == pb.x8 && pa.act_offset == pb.act_offset && pa.amx_q8 == pb.amx_q8 &&
+           pa.amx_offset == pb.amx_offset;
 }
 
 bool cpu_mul_mat_packs(const cpu_op *op) {
@@ -763,7 +784,8 @@ void cpu_run_mul_mat(cpu_ctx *ctx, cpu_op *op) {
     mm_job job = {op, make_plan(op)};
     if (job.plan.packed_row && !op->reuses_packing) {
         /* a few rows (generation) are packed faster than workers wake up */
-        int nth = cpu_nrows(op->src[1]) < PACK_MIN_ROWS_PER_THREAD * op->nth ? 1 : op->nth;
+        int64_t rows = cpu_nrows(op->src[1]);
+        int nth = rows < PACK_MIN_ROWS_PER_THREAD * op->nth || rows < PACK_ALONE_ROWS ? 1 : op->nth;
         cpu_parallel(ctx, pack_task, &job, nth);
     }
     /* after a failed packing this runs nothing (cpu_parallel) */

@@ -538,6 +538,62 @@ static void expert_budget(void) {
     free(q);
 }
 
+/* Q4_K in the x8 layout and plain Q6_K against the same activations, one
+ * node after the other (a Q4_K_M layer's K and V): the second reuses the
+ * first's packing of them (cpu_mul_mat_shares_packing), and each gives
+ * the bits it gives alone. */
+static void mixed_packing(int64_t K, int64_t N, int64_t M, int threads) {
+    const tport_type_traits *t4 = tport_traits(TPORT_TYPE_Q4_K), *t6 = tport_traits(TPORT_TYPE_Q6_K);
+    unsigned seed = (unsigned)(K * 17 + N * 3 + M);
+    size_t b4 = (size_t)(t4->info.block_bytes * (uint64_t)(K / 256) * (uint64_t)N);
+    size_t b6 = (size_t)(t6->info.block_bytes * (uint64_t)(K / 256) * (uint64_t)N);
+    float *wf = malloc((size_t)(K * N) * sizeof *wf), *x = malloc((size_t)(K * M) * sizeof *x);
+    float *y[2], *alone[2];
+    for (int i = 0; i < 2; i++) {
+        y[i] = calloc((size_t)(N * M), sizeof(float));
+        alone[i] = calloc((size_t)(N * M), sizeof(float));
+    }
+    uint8_t *q4 = malloc(b4), *q6 = malloc(b6);
+    for (int64_t i = 0; i < K * N; i++)
+        wf[i] = frand(&seed);
+    for (int64_t i = 0; i < K * M; i++)
+        x[i] = frand(&seed);
+    t4->from_float(wf, q4, K * N);
+    t6->from_float(wf, q6, K * N);
+    tport_tensor_view w4 = view(TPORT_TYPE_Q4_K, K, N, q4);
+    w4.flags = TPORT_TENSOR_WEIGHT;
+    void *host = NULL;
+    tport_buffer b = upload(&w4, &host, NULL);
+    CHECK(b != 0, "q4_K [%lld x %lld] not taken", (long long)K, (long long)N);
+    w4.buffer = b, w4.data = host;
+    tport_tensor_view w6 = view(TPORT_TYPE_Q6_K, K, N, q6);
+    w6.flags = TPORT_TENSOR_WEIGHT;
+    tport_tensor_view ts[5] = {w4, w6, view(TPORT_TYPE_F32, K, M, x), view(TPORT_TYPE_F32, N, M, y[0]),
+                               view(TPORT_TYPE_F32, N, M, y[1])};
+    for (int i = 0; i < 2; i++) {
+        ts[3 + i].op = TPORT_OP_MUL_MAT;
+        ts[3 + i].src[0] = i, ts[3 + i].src[1] = 2;
+    }
+    const tport_tensor_view *ptrs[5] = {&ts[0], &ts[1], &ts[2], &ts[3], &ts[4]};
+    int32_t nodes[2] = {3, 4};
+    tport_graph_view g = {.struct_size = sizeof g, .n_tensors = 5, .tensors = ptrs, .n_nodes = 2, .nodes = nodes,
+                          .n_threads = threads, .graph_key = 2, .bind_key = 2};
+    CHECK(api->compute(be, 0, &g) == TPORT_STATUS_OK, "q4_K then q6_K: %s", tport_last_error());
+    for (int i = 0; i < 2; i++) {
+        tport_tensor_view one[3] = {ts[i], ts[2], view(TPORT_TYPE_F32, N, M, alone[i])};
+        one[2].op = TPORT_OP_MUL_MAT;
+        one[2].src[0] = 0, one[2].src[1] = 1;
+        CHECK(run_node(one, 3, threads) == TPORT_STATUS_OK, "alone: %s", tport_last_error());
+        CHECK(!memcmp(alone[i], y[i], (size_t)(N * M) * sizeof(float)),
+              "%s K%lld N%lld M%lld t%d: after %s the product differs from its own", i ? "q6_K" : "q4_K",
+              (long long)K, (long long)N, (long long)M, threads, i ? "q4_K's" : "nothing");
+    }
+    api->buffer_free(be, b);
+    for (int i = 0; i < 2; i++)
+        free(y[i]), free(alone[i]);
+    free(wf), free(x), free(q4), free(q6);
+}
+
 int main(void) {
     const char *variant = getenv("TPORT_TEST_CPU_VARIANT");
     if (!variant || !*variant)
@@ -584,6 +640,11 @@ int main(void) {
                 expert_stack_x8(TPORT_TYPE_Q6_K, v[0], v[1], v[2], v[3], v[4], v[5], threads);
         }
     dropped_while_deferred();
+    /* a step of a few sequences and one token */
+    static const int64_t mixed[][3] = {{768, 64, 8}, {256, 32, 5}, {512, 24, 1}};
+    for (size_t s = 0; s < sizeof mixed / sizeof mixed[0]; s++)
+        for (int threads = 1; threads <= 2; threads++)
+            mixed_packing(mixed[s][0], mixed[s][1], mixed[s][2], threads);
     plain_copy(TPORT_TYPE_F16, 256, 24, 3);
     plain_copy(TPORT_TYPE_F32, 128, 20, 1);
     plain_copy(TPORT_TYPE_Q5_K, 512, 12, 5);

@@ -207,6 +207,12 @@ int main(void) {
         {"llama f16", "--dim 64 --layers 2 --heads 4 --kv-heads 2 --ff 128 --type f16", false, false, 5e-4f},
         {"llama q8_0", "--dim 64 --layers 2 --heads 4 --kv-heads 2 --ff 128 --type q8_0", false, true, 0},
         {"llama q4_k", "--dim 256 --layers 2 --heads 4 --kv-heads 2 --ff 256 --type q4_k", false, true, 0},
+        /* as Q4_K_M: V in Q6_K beside the Q4_K Q and K of the same
+         * activations (the plug-ins' packing shared between them is
+         * test_cpu_repack's mixed_packing) */
+        {"llama q4_k, q6_k v", "--dim 256 --layers 2 --heads 4 --kv-heads 2 --ff 256 --type q4_k "
+                               "--tensor-type blk.0.attn_v.weight=q6_k --tensor-type blk.1.attn_v.weight=q6_k",
+         false, true, 0},
         {"gemma3 window 8", "--arch gemma3 --dim 64 --layers 3 --heads 4 --kv-heads 2 --head-size 32 --ff 128 "
                             "--window 8 --type q8_0", true, true, 0},
         {"gemma2 soft-capping", "--arch gemma2 --dim 64 --layers 2 --heads 4 --kv-heads 2 --head-size 32 --ff 128 "
