@@ -492,6 +492,12 @@ bool cpu_mul_mat_id_shares_packing(const cpu_op *a, const cpu_op *b) {
            pa.staged == pb.staged && pa.act_offset == pb.act_offset;
 }
 
+/* Threads for converting `rows` rows: a few are converted faster by one
+ * thread than a barrier lets several share them. */
+static int pack_threads(int64_t rows, int nth) {
+    return rows < 4 * (int64_t)nth ? 1 : nth;
+}
+
 void cpu_run_mul_mat_id(cpu_ctx *ctx, cpu_op *op) {
     mid_job job = {op, make_plan(op)};
     if (!job.plan.x8 && cpu_weight_layout(op->src[0]) != CPU_LAYOUT_PLAIN) {
@@ -505,12 +511,11 @@ void cpu_run_mul_mat_id(cpu_ctx *ctx, cpu_op *op) {
          * row, which one thread packs faster than a barrier lets two,
          * right after the routing ops that thread 0 ran alone, with no
          * barrier between), else every pair's. */
-        int64_t rows = job.plan.n_b < job.plan.n_used ? job.plan.n_b * job.plan.T : job.plan.n_used * job.plan.T;
-        if (job.plan.staged)
-            cpu_parallel(ctx, stage_task, &job, rows < 4 * op->nth ? 1 : op->nth);
-        int nth = job.plan.staged ? (job.plan.n_used * job.plan.T < 4 * op->nth ? 1 : op->nth)
-                                  : (rows < 4 * op->nth ? 1 : op->nth);
-        cpu_parallel(ctx, pack_task, &job, nth);
+        const mid_plan *p = &job.plan;
+        int64_t rows = p->n_b < p->n_used ? p->n_b * p->T : p->n_used * p->T;
+        if (p->staged)
+            cpu_parallel(ctx, stage_task, &job, pack_threads(rows, op->nth));
+        cpu_parallel(ctx, pack_task, &job, pack_threads(p->staged ? p->n_used * p->T : rows, op->nth));
     }
     cpu_parallel(ctx, compute_task, &job, op->nth);
 }

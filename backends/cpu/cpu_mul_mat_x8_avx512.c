@@ -319,69 +319,52 @@ Z_INLINE __m256i q4_K_mins1(const uint8_t *g, const uint8_t *yb) {
 }
 
 /* q4_K_z for one column (generation), which streams the weights once
- * and has to keep up with memory (it takes two columns too, but was no
- * faster than q4_K_z at two from memory, so group_dot keeps that one
- * there): fewer vector instructions a
- * 64-byte chunk and a super-block.  The high nibbles are used in place
- * (16 q, 0..240 unsigned: one AND and no shift a chunk), their
- * sub-block's sum is 16 times the sum and is divided exactly by one
- * arithmetic shift before its scale; the loops are unrolled, each
- * sub-block's sum its own chain and the scaled sums in two; the scales
- * and the mins' term take fewer instructions; and the super-block's
- * lines are prefetched one a step rather than all at once (a burst of
- * them fills the line buffers).  The integer sums are exact, so the same
- * as q4_K_z's, and the float steps are q4_K_finish's: the same bits. */
-Z_INLINE void q4_K_z12(const uint8_t *g, int64_t nsb, const uint8_t *y, size_t ys, const int NC, float *out) {
+ * and has to keep up with memory: fewer vector instructions a 64-byte
+ * chunk and a super-block.  The high nibbles are used in place (16 q,
+ * 0..240 unsigned: one AND and no shift a chunk), their sub-block's sum
+ * is 16 times the sum and is divided exactly by one arithmetic shift
+ * before its scale; the loops are unrolled, each sub-block's sum its own
+ * chain and the scaled sums in two; the scales and the mins' term take
+ * fewer instructions; and the super-block's lines are prefetched one a
+ * step rather than all at once (a burst of them fills the line buffers).
+ * The integer sums are exact, so the same as q4_K_z's, and the float
+ * steps are q4_K_finish's: the same bits.  (Two columns this way were no
+ * faster than q4_K_z from memory, so group_dot keeps q4_K_z for them.) */
+Z_INLINE void q4_K_z1(const uint8_t *g, int64_t nsb, const uint8_t *y, float *out) {
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     const uintptr_t ahead = cpu_stream_ahead;
-    __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
-    __m256 macc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    __m512 acc = _mm512_setzero_ps();
+    __m256 macc = _mm256_setzero_ps();
     for (int64_t b = 0; b < nsb; b++, g += 1184, y += 292) {
-        __m512i ia[2], ib[2];
-        for (int k = 0; k < 2; k++)
-            ia[k] = ib[k] = _mm512_setzero_si512();
+        __m512i ia = _mm512_setzero_si512(), ib = _mm512_setzero_si512();
         Z_UNROLL
         for (int q = 0; q < 4; q++) { /* sub-blocks 2q (low nibbles) and 2q + 1 (high) */
-            __m512i l[2], h[2];
-            for (int k = 0; k < 2; k++)
-                l[k] = h[k] = _mm512_setzero_si512();
+            __m512i l = _mm512_setzero_si512(), h = _mm512_setzero_si512();
             Z_UNROLL
             for (int c = 0; c < 4; c++) {
                 _mm_prefetch((const char *)(g + ahead + 64 * (4 * q + c)), _MM_HINT_T0);
                 const __m512i p = _mm512_loadu_si512((const void *)(g + 160 + 256 * q + 64 * c));
                 const __m512i lo = _mm512_and_si512(p, m4), hi16 = _mm512_andnot_si512(m4, p);
                 const uint8_t *qy = y + 4 + 64 * q + 8 * c;
-                Z_UNROLL
-                for (int k = 0; k < NC; k++) {
-                    l[k] = _mm512_dpbusd_epi32(l[k], lo, bcast8(qy + (size_t)k * ys));
-                    h[k] = _mm512_dpbusd_epi32(h[k], hi16, bcast8(qy + (size_t)k * ys + 32));
-                }
+                l = _mm512_dpbusd_epi32(l, lo, bcast8(qy));
+                h = _mm512_dpbusd_epi32(h, hi16, bcast8(qy + 32));
             }
             __m512i sl, sh;
             q4_K_scales2(g, q, &sl, &sh);
-            Z_UNROLL
-            for (int k = 0; k < NC; k++) {
-                ia[k] = _mm512_dpwssd_epi32(ia[k], l[k], sl);
-                ib[k] = _mm512_dpwssd_epi32(ib[k], _mm512_srai_epi32(h[k], 4), sh);
-            }
+            ia = _mm512_dpwssd_epi32(ia, l, sl);
+            ib = _mm512_dpwssd_epi32(ib, _mm512_srai_epi32(h, 4), sh);
         }
         /* the lines past the 16 above: 1184 bytes reach into a 19th */
         for (int k = 16; k < 19; k++)
             _mm_prefetch((const char *)(g + ahead + 64 * k), _MM_HINT_T0);
         const __m512 dx = scales_paired(g);
         const __m256 mx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(g + 16)));
-        Z_UNROLL
-        for (int k = 0; k < NC; k++) {
-            const uint8_t *yc = y + (size_t)k * ys;
-            float dy;
-            memcpy(&dy, yc, 4);
-            acc[k] = _mm512_fmadd_ps(_mm512_mul_ps(dx, _mm512_set1_ps(dy)),
-                                     _mm512_cvtepi32_ps(_mm512_add_epi32(ia[k], ib[k])), acc[k]);
-            macc[k] = _mm256_fmadd_ps(_mm256_mul_ps(mx, _mm256_set1_ps(dy)), _mm256_cvtepi32_ps(q4_K_mins1(g, yc)),
-                                      macc[k]);
-        }
+        float dy;
+        memcpy(&dy, y, 4);
+        acc = _mm512_fmadd_ps(_mm512_mul_ps(dx, _mm512_set1_ps(dy)), _mm512_cvtepi32_ps(_mm512_add_epi32(ia, ib)), acc);
+        macc = _mm256_fmadd_ps(_mm256_mul_ps(mx, _mm256_set1_ps(dy)), _mm256_cvtepi32_ps(q4_K_mins1(g, y)), macc);
     }
-    store_cols(out, NC, acc[0], acc[1], acc[0], acc[0], macc[0], macc[1], macc[0], macc[0]);
+    store_cols(out, 1, acc, acc, acc, acc, macc, macc, macc, macc);
 }
 
 /* One sub-block (pair q, high nibbles or low) of q4_K_z2: the two groups'
@@ -573,8 +556,8 @@ void cpu_x8_dot_pair(int layout, const uint8_t *group, size_t group_stride, int6
 /* One group against NC columns in the kernel of its layout. */
 Z_INLINE void group_dot(int layout, const uint8_t *group, int64_t K, const uint8_t *y, size_t ys,
                         const cpu_x8_act *act, size_t as, const int NC, float *out) {
-    if (layout == CPU_LAYOUT_Q4_K_X8 && NC == 1) /* two columns: no faster from memory in q4_K_z12 */
-        q4_K_z12(group, K / 256, y, ys, NC, out);
+    if (layout == CPU_LAYOUT_Q4_K_X8 && NC == 1)
+        q4_K_z1(group, K / 256, y, out);
     else if (layout == CPU_LAYOUT_Q4_K_X8)
         q4_K_z(group, K / 256, y, ys, NC, out);
     else if (layout == CPU_LAYOUT_Q8_0_X8 && fold_q8())

@@ -66,6 +66,12 @@ static float frand(unsigned *s) {
     return (float)((*s >> 8) & 0xffff) / 32768.0f - 1.0f;
 }
 
+/* a[0 .. n) drawn from frand, in order. */
+static void fill(float *a, int64_t n, unsigned *seed) {
+    for (int64_t i = 0; i < n; i++)
+        a[i] = frand(seed);
+}
+
 /* A weight in the backend's buffer, or 0 when it wants none; with a
  * ticket pointer, the re-encoding is deferred until wait(*ticket). */
 static tport_buffer upload(const tport_tensor_view *w, void **host, tport_ticket *ticket) {
@@ -93,10 +99,8 @@ static void check(tport_type_id type, int64_t K, int64_t N, int64_t M, int threa
     float *x = malloc((size_t)(K * M) * sizeof *x);
     float *y_own = calloc((size_t)(N * M), sizeof(float)), *y_plain = calloc((size_t)(N * M), sizeof(float));
     uint8_t *q = malloc((size_t)(tr->info.block_bytes * (uint64_t)(K / tr->info.block_size) * (uint64_t)N));
-    for (int64_t i = 0; i < K * N; i++)
-        wf[i] = frand(&seed);
-    for (int64_t i = 0; i < K * M; i++)
-        x[i] = frand(&seed);
+    fill(wf, K * N, &seed);
+    fill(x, K * M, &seed);
     tr->from_float(wf, q, K * N);
     tr->to_float(q, deq, K * N);
 
@@ -205,10 +209,8 @@ static void plain_copy(tport_type_id type, int64_t K, int64_t N, int64_t M) {
     float *wf = malloc((size_t)(K * N) * sizeof *wf), *x = malloc((size_t)(K * M) * sizeof *x);
     float *y_plain = malloc((size_t)(N * M) * sizeof(float)), *y = malloc((size_t)(N * M) * sizeof(float));
     uint8_t *q = malloc(wbytes);
-    for (int64_t i = 0; i < K * N; i++)
-        wf[i] = frand(&seed);
-    for (int64_t i = 0; i < K * M; i++)
-        x[i] = frand(&seed);
+    fill(wf, K * N, &seed);
+    fill(x, K * M, &seed);
     tr->from_float(wf, q, K * N);
     tport_tensor_view ts[3] = {view(type, K, N, q), view(TPORT_TYPE_F32, K, M, x), view(TPORT_TYPE_F32, N, M, y_plain)};
     ts[0].flags = TPORT_TENSOR_WEIGHT;
@@ -252,8 +254,7 @@ static void dropped_while_deferred(void) {
     static float wf[K * N], deq[K * N], rows[K];
     static uint8_t q1[34 * K / 32 * N], q2[34 * K / 32 * N];
     unsigned seed = 99;
-    for (int i = 0; i < K * N; i++)
-        wf[i] = frand(&seed);
+    fill(wf, K * N, &seed);
     tr->from_float(wf, q1, K * N);
     tr->from_float(wf, q2, K * N);
     tr->to_float(q2, deq, K * N);
@@ -384,10 +385,8 @@ static void expert_stack_x8(tport_type_id type, int64_t K, int64_t N, int64_t E,
     float *y_tok = calloc((size_t)(N * n_used), sizeof(float));
     int32_t *ids = malloc((size_t)(n_used * T) * sizeof *ids);
     uint8_t *q = malloc(wbytes);
-    for (int64_t i = 0; i < K * N * E; i++)
-        wf[i] = frand(&seed);
-    for (int64_t i = 0; i < K * n_b * T; i++)
-        x[i] = frand(&seed);
+    fill(wf, K * N * E, &seed);
+    fill(x, K * n_b * T, &seed);
     for (int64_t t = 0; t < T; t++) { /* n_used distinct experts a token, some in falling order */
         seed = seed * 1103515245u + 12345u;
         int64_t start = (int64_t)((seed >> 16) % (unsigned)E);
@@ -554,10 +553,8 @@ static void mixed_packing(int64_t K, int64_t N, int64_t M, int threads) {
         alone[i] = calloc((size_t)(N * M), sizeof(float));
     }
     uint8_t *q4 = malloc(b4), *q6 = malloc(b6);
-    for (int64_t i = 0; i < K * N; i++)
-        wf[i] = frand(&seed);
-    for (int64_t i = 0; i < K * M; i++)
-        x[i] = frand(&seed);
+    fill(wf, K * N, &seed);
+    fill(x, K * M, &seed);
     t4->from_float(wf, q4, K * N);
     t6->from_float(wf, q6, K * N);
     tport_tensor_view w4 = view(TPORT_TYPE_Q4_K, K, N, q4);

@@ -28,6 +28,7 @@
 #include "quant/type_table.h"
 #include "q8k_columns.h" /* after the type table */
 #include "simd_usable.h"
+#include "x8_round_trip.h"
 
 #define NAME "test_quant_x8_q6k"
 
@@ -146,13 +147,7 @@ static void check_k(int64_t nsb) {
         q8k_test_column(f.cols + (size_t)c * f.ys, f.K, c % 2 ? c : 0, -128, &rng);
 
     encode(&f);
-    int bad_rt = 0;
-    uint8_t *back = malloc(f.row_bytes);
-    for (int r = 0; r < ROWS; r++) {
-        cpu_x8_q6k_row(f.x8 + (size_t)(r / 8) * f.group_bytes, r % 8, nsb, back);
-        bad_rt += memcmp(back, f.plain + (size_t)r * f.row_bytes, f.row_bytes) != 0;
-    }
-    free(back);
+    int bad_rt = x8_rows_read_back_differ(cpu_x8_q6k_row, f.x8, f.group_bytes, f.plain, f.row_bytes, ROWS, nsb);
     CHECK(!bad_rt, "K%lld: %d rows read back differ from the plain rows", (long long)f.K, bad_rt);
 
     cpu_vec_dot_fn scalar = cpu_vec_dot_scalar_for(TPORT_TYPE_Q6_K);
