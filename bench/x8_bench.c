@@ -1,7 +1,8 @@
 /* x8_bench: the one- and two-column (generation) kernels of the Q4_K x8
- * layout (backends/cpu/cpu_mul_mat_x8_avx512.c), in GB/s of weight bytes
- * streamed from memory, next to a plain read of the same bytes, at 1 and
- * 2 threads.  Not a test: numbers only.  See README.md.
+ * layout (backends/cpu/cpu_mul_mat_x8_avx512.c), or those of other
+ * column counts (--cols 1..8; 5..8: the batch kernel cpu_x8_dot8), in
+ * GB/s of weight bytes streamed from memory, next to a plain read of the
+ * same bytes, at 1 and 2 threads.  Not a test: numbers only.  See README.md.
  *
  * Rates per wall second and per CPU second of the slowest thread: on a
  * shared machine the second is the steadier (a descheduled thread's wait
@@ -17,7 +18,7 @@
 
 /* What the kernels' file takes from the rest of the backend (MXFP4's
  * kernels would bring its value table: never called here). */
-uintptr_t cpu_stream_ahead = 2048, cpu_stream_ahead_f16 = 3072;
+uintptr_t cpu_stream_ahead = 2048, cpu_stream_ahead_f16 = 3072, cpu_batch_ahead = 8192;
 #if CPU_AMX
 bool cpu_amx_q8_on(void) { return false; }
 #endif
@@ -39,7 +40,7 @@ void cpu_x8_mxfp4_dot_pair(const uint8_t *group, size_t group_stride, int64_t K,
 
 static uint8_t *weights;
 static size_t ngroups, group_bytes;
-static uint8_t ycols[2][Y_BYTES * (K / 256)];
+static uint8_t ycols[8][Y_BYTES * (K / 256)];
 
 typedef uint64_t line_vec __attribute__((vector_size(64)));
 
@@ -61,10 +62,14 @@ static void *run(void *arg) {
     double c0 = seconds(CLOCK_THREAD_CPUTIME_ID);
     float s = 0;
     if (j->ncols) {
-        float out[16];
+        float out[64];
         for (size_t g = j->g0; g < j->g1; g++) {
-            cpu_x8_dot(CPU_LAYOUT_Q4_K_X8, weights + g * group_bytes, K, ycols[0], sizeof ycols[0], NULL, 0,
-                       j->ncols, out);
+            if (j->ncols > 4) /* a batch's kernel (x8_task), one group */
+                cpu_x8_dot8(CPU_LAYOUT_Q4_K_X8, weights + g * group_bytes, 0, K, ycols[0], sizeof ycols[0], NULL, 0,
+                            j->ncols, out);
+            else
+                cpu_x8_dot(CPU_LAYOUT_Q4_K_X8, weights + g * group_bytes, K, ycols[0], sizeof ycols[0], NULL, 0,
+                           j->ncols, out);
             s += out[3];
         }
     } else { /* whole lines in 512-bit loads, four sums in flight (as quant_bench) */
@@ -110,15 +115,20 @@ static void measure(int threads, int ncols, int reps, double *wall_gbs, double *
 int main(int argc, char **argv) {
     long mb = 768; /* past the last-level cache */
     int reps = 5;
+    const char *cols = "1,2"; /* column counts to measure: 1..4 cpu_x8_dot, 5..8 cpu_x8_dot8 */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--mb") && i + 1 < argc)
             mb = atol(argv[++i]);
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
             reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--cols") && i + 1 < argc)
+            cols = argv[++i];
         else if (!strcmp(argv[i], "--ahead") && i + 1 < argc)
             cpu_stream_ahead = (uintptr_t)atol(argv[++i]);
+        else if (!strcmp(argv[i], "--batch-ahead") && i + 1 < argc)
+            cpu_batch_ahead = (uintptr_t)atol(argv[++i]);
         else {
-            fprintf(stderr, "usage: x8_bench [--mb N] [--reps N] [--ahead BYTES]\n");
+            fprintf(stderr, "usage: x8_bench [--mb N] [--reps N] [--cols N,N..] [--ahead BYTES] [--batch-ahead BYTES]\n");
             return strcmp(argv[i], "--help") ? 2 : 0;
         }
     }
@@ -151,7 +161,7 @@ int main(int argc, char **argv) {
         for (int i = 32; i < 160; i++)
             s[i] &= 63;
     }
-    for (int c = 0; c < 2; c++)
+    for (int c = 0; c < 8; c++)
         for (int b = 0; b < K / 256; b++) {
             uint8_t *y = ycols[c] + Y_BYTES * b;
             float d = 0.01f;
@@ -165,18 +175,27 @@ int main(int argc, char **argv) {
             }
             memcpy(y + 260, bsums, sizeof bsums);
         }
-    printf("Q4_K x8 generation kernels, %zu MiB of weights (K %d), prefetch %zu bytes ahead; GB/s best of %d\n",
-           ngroups * group_bytes >> 20, K, (size_t)cpu_stream_ahead, reps);
+    printf("Q4_K x8 kernels, %zu MiB of weights (K %d), prefetch %zu bytes ahead (5..8 columns %zu); GB/s best of "
+           "%d\n",
+           ngroups * group_bytes >> 20, K, (size_t)cpu_stream_ahead, (size_t)cpu_batch_ahead, reps);
     printf("%-8s %-16s %10s %10s %9s\n", "threads", "kernel", "wall", "cpu", "of read");
     for (int t = 1; t <= 2; t++) {
         double read_wall, read_cpu;
         measure(t, 0, reps, &read_wall, &read_cpu);
         printf("%-8d %-16s %10.2f %10.2f %9s\n", t, "plain read", read_wall, read_cpu, "");
-        for (int nc = 1; nc <= 2; nc++) {
+        for (const char *p = cols; *p;) {
+            char *end;
+            long nc = strtol(p, &end, 10);
+            if (end == p || nc < 1 || nc > 8) {
+                fprintf(stderr, "x8_bench: --cols takes counts 1..8\n");
+                return 2;
+            }
+            p = *end == ',' ? end + 1 : end;
             double w, c;
-            measure(t, nc, reps, &w, &c);
-            printf("%-8d %-16s %10.2f %10.2f %9.2f\n", t, nc == 1 ? "one column" : "two columns", w, c,
-                   read_cpu > 0 ? c / read_cpu : 0);
+            char name[32];
+            snprintf(name, sizeof name, "%ld column%s", nc, nc > 1 ? "s" : "");
+            measure(t, (int)nc, reps, &w, &c);
+            printf("%-8d %-16s %10.2f %10.2f %9.2f\n", t, name, w, c, read_cpu > 0 ? c / read_cpu : 0);
         }
     }
     free(weights);

@@ -441,16 +441,17 @@ Z_INLINE __m512i q4_K_mins_paired(const uint8_t *g, int p) {
 
 /* Sub-block 2q + high of q4_K_zw: the group's integer sums against the
  * NC columns, scaled into isum. */
-Z_INLINE void q4_K_zw_sub(const uint8_t *g, const uint8_t *y, size_t ys, int q, const int high, const int NC,
-                          __m512i isum[8]) {
+Z_INLINE void q4_K_zw_sub(const uint8_t *g, uintptr_t ahead, const uint8_t *y, size_t ys, int q, const int high,
+                          const int NC, __m512i isum[8]) {
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     __m512i l[8];
     for (int c = 0; c < NC; c++)
         l[c] = _mm512_setzero_si512();
     for (int ch = 0; ch < 4; ch++) {
-        /* the group's next super-block, a little at each step (37 bytes: all of its lines in the 32 steps of
-         * a super-block), ahead of the hardware prefetchers and without a burst that fills the line buffers */
-        _mm_prefetch((const char *)(g + 1184 + 37 * (8 * q + 4 * high + ch)), _MM_HINT_T0);
+        /* the weights ahead bytes on (cpu_batch_ahead: the next super-block on the Xeon, 8 KiB on the Zen 5,
+         * cpu_prefetch.c), a little at each step (37 bytes: a super-block's lines in the 32 steps of one),
+         * ahead of the hardware prefetchers and without a burst that fills the line buffers */
+        _mm_prefetch((const char *)(g + ahead + 37 * (8 * q + 4 * high + ch)), _MM_HINT_T0);
         const __m512i p = _mm512_loadu_si512((const void *)(g + 160 + 256 * q + 64 * ch));
         const __m512i w = _mm512_and_si512(high ? _mm512_srli_epi16(p, 4) : p, m4);
         const uint8_t *qy = y + 4 + 64 * q + 8 * ch + 32 * high;
@@ -482,6 +483,7 @@ Z_INLINE void q4_K_zw_sub(const uint8_t *g, const uint8_t *y, size_t ys, int q, 
  * model), its extra broadcasts being loads, not arithmetic. */
 Z_INLINE void q4_K_zw(const uint8_t *g, int64_t nsb, const uint8_t *y, size_t ys, const int NC, float *out) {
     const int NP = (NC + 1) / 2;
+    const uintptr_t ahead = cpu_batch_ahead;
     __m512 acc[8], macc[4];
     for (int c = 0; c < 8; c++)
         acc[c] = _mm512_setzero_ps();
@@ -493,8 +495,8 @@ Z_INLINE void q4_K_zw(const uint8_t *g, int64_t nsb, const uint8_t *y, size_t ys
             isum[c] = _mm512_setzero_si512();
         Z_NO_UNROLL
         for (int q = 0; q < 4; q++) {
-            q4_K_zw_sub(g, y, ys, q, 0, NC, isum);
-            q4_K_zw_sub(g, y, ys, q, 1, NC, isum);
+            q4_K_zw_sub(g, ahead, y, ys, q, 0, NC, isum);
+            q4_K_zw_sub(g, ahead, y, ys, q, 1, NC, isum);
         }
         /* column pair cp: columns 2cp and 2cp + 1 (2cp again past NC) */
         int64_t pairs[4][4];

@@ -13,13 +13,22 @@
  *   (RESULTS run 29);
  * - 256-bit kernels (a Zen 3): 1 KiB; 512 bytes gained less and 2 KiB no
  *   more (RESULTS run 13).
+ * The 512-bit Q4_K kernel for 5..8 columns (q4_K_zw, batches and serve
+ * steps) spreads its prefetches over a super-block (1184 bytes) of
+ * compute, so it runs slower than the streaming kernels and wants its
+ * own distance, cpu_batch_ahead:
+ * - AMD (the Zen 5): 8 KiB.  One super-block ahead, as tuned on the Xeon,
+ *   left it waiting on memory: 8 columns from DRAM (x8_bench --cols 8)
+ *   ran at 15 GB/s a thread against 25 from L2; 4 KiB gave 20.5, 8 KiB
+ *   23, and 12, 16 and 32 KiB no more;
+ * - others: 1184 bytes (the Xeon's).
  * TPORT_CPU_PREFETCH=<bytes> overrides, for measuring another machine. */
 #include <stdlib.h>
 
 #include "cpu_internal.h"
 #include "cpu_quant.h"
 
-uintptr_t cpu_stream_ahead = 1024, cpu_stream_ahead_f16 = 1024;
+uintptr_t cpu_stream_ahead = 1024, cpu_stream_ahead_f16 = 1024, cpu_batch_ahead = 1184;
 
 #if defined(__AVX512F__) /* x86 */
 #include <cpuid.h>
@@ -37,8 +46,10 @@ void cpu_prefetch_init(void) {
     bool amd = cpu_is_amd();
     cpu_stream_ahead = amd ? 4096 : 2048;
     cpu_stream_ahead_f16 = amd ? 4096 : 3072;
+    cpu_batch_ahead = amd ? 8192 : 1184;
 #else
     cpu_stream_ahead = cpu_stream_ahead_f16 = 1024;
+    cpu_batch_ahead = 1184;
 #endif
     const char *e = getenv("TPORT_CPU_PREFETCH");
     if (e && *e) {
@@ -47,7 +58,7 @@ void cpu_prefetch_init(void) {
         if (*end || v > 65536 || v % 64)
             cpu_host->log(TPORT_LOG_WARN, "cpu: TPORT_CPU_PREFETCH=%s is not a multiple of 64 up to 65536; ignored", e);
         else
-            cpu_stream_ahead = cpu_stream_ahead_f16 = (uintptr_t)v;
+            cpu_stream_ahead = cpu_stream_ahead_f16 = cpu_batch_ahead = (uintptr_t)v;
     }
     cpuq_stream_ahead = cpu_stream_ahead; /* the row kernels of quant/ */
 }
