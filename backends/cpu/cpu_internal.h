@@ -471,10 +471,10 @@ CPU_HIDDEN void cpu_arena_free(cpu_arena *owner);                 /* one block o
  * The one- and two-column kernels (generation), which stream the weights
  * once, prefetch each block's lines cpu_stream_ahead bytes ahead
  * (cpu_prefetch.c); the hardware prefetchers alone do not keep up.  The
- * four-column kernels (batches) reuse each load four times and are not
- * limited by memory.  The 512-bit Q4_K kernel for 5..8 columns, slower
- * still per byte, prefetches too, cpu_batch_ahead bytes ahead: on the
- * Zen 5 it waited on memory without a long enough distance. */
+ * batch kernels reuse each load three to eight times, but on the Zen 5
+ * the 512-bit Q4_K ones still waited on memory without prefetches far
+ * enough ahead: those of 3 and more columns prefetch cpu_batch_ahead
+ * bytes ahead. */
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__) && \
     defined(__AVX512VNNI__) && defined(__F16C__) && defined(__FMA__)
 #define CPU_X8_WIDE 1
@@ -486,9 +486,9 @@ CPU_HIDDEN void cpu_arena_free(cpu_arena *owner);                 /* one block o
 #define CPU_X8_Q8_XOR 0
 #endif
 /* How far ahead (bytes) the kernels that stream weights once prefetch
- * (f16 rows: cpu_stream_ahead_f16), and the 512-bit Q4_K kernel for 5..8
- * columns (cpu_batch_ahead): set once by cpu_prefetch_init (from init)
- * for this CPU. */
+ * (f16 rows: cpu_stream_ahead_f16), and the 512-bit Q4_K kernels of 3
+ * and more columns (cpu_batch_ahead): set once by cpu_prefetch_init (from
+ * init) for this CPU. */
 CPU_HIDDEN extern uintptr_t cpu_stream_ahead, cpu_stream_ahead_f16, cpu_batch_ahead;
 CPU_HIDDEN void cpu_prefetch_init(void);
 /* Bytes of one group of 8 rows of K elements in an x8 layout. */

@@ -232,6 +232,7 @@ Z_INLINE void q4_K_finish(const uint8_t *g, const uint8_t *yc, __m512 dx, __m256
  * Q8_K columns {f32 d; i8 qs[256]; i16 bsums[16]} (292 bytes each). */
 Z_INLINE void q4_K_z(const uint8_t *g, int64_t nsb, const uint8_t *y, size_t ys, const int NC, float *out) {
     const __m512i m4 = _mm512_set1_epi8(0x0F);
+    const uintptr_t ahead = cpu_batch_ahead;
     __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
     __m256 macc0 = _mm256_setzero_ps(), macc1 = macc0, macc2 = macc0, macc3 = macc0;
     for (int64_t b = 0; b < nsb; b++, g += 1184, y += 292) {
@@ -241,6 +242,8 @@ Z_INLINE void q4_K_z(const uint8_t *g, int64_t nsb, const uint8_t *y, size_t ys,
         for (int q = 0; q < 4; q++) { /* sub-blocks 2q (low nibbles) and 2q + 1 (high) */
             __m512i l0 = _mm512_setzero_si512(), l1 = l0, l2 = l0, l3 = l0, h0 = l0, h1 = l0, h2 = l0, h3 = l0;
             for (int c = 0; c < 4; c++) {
+                if (NC > 2) /* a super-block's lines over its 16 steps, as q4_K_zw_sub */
+                    _mm_prefetch((const char *)(g + ahead + 74 * (4 * q + c)), _MM_HINT_T0);
                 const __m512i p = _mm512_loadu_si512((const void *)(g + 160 + 256 * q + 64 * c));
                 const __m512i lo = _mm512_and_si512(p, m4), hi = _mm512_and_si512(_mm512_srli_epi16(p, 4), m4);
                 const uint8_t *qy = y + 4 + 64 * q + 8 * c;
@@ -381,6 +384,8 @@ Z_INLINE void q4_K_sub2(const uint8_t *g, size_t gs, const uint8_t *y, size_t ys
         for (int c = 0; c < 4; c++)
             v[c] = bcast8(y + (size_t)c * ys + 4 + 64 * q + 8 * ch + 32 * high);
         for (int k = 0; k < 2; k++) {
+            /* each group's lines over a super-block's 32 steps, as q4_K_zw_sub */
+            _mm_prefetch((const char *)(g + k * gs + cpu_batch_ahead + 37 * (8 * q + 4 * high + ch)), _MM_HINT_T0);
             const __m512i p = _mm512_loadu_si512((const void *)(g + k * gs + 160 + 256 * q + 64 * ch));
             const __m512i w = _mm512_and_si512(high ? _mm512_srli_epi16(p, 4) : p, m4);
             for (int c = 0; c < 4; c++)

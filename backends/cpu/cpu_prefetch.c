@@ -13,15 +13,17 @@
  *   (RESULTS run 29);
  * - 256-bit kernels (a Zen 3): 1 KiB; 512 bytes gained less and 2 KiB no
  *   more (RESULTS run 13).
- * The 512-bit Q4_K kernel for 5..8 columns (q4_K_zw, batches and serve
- * steps) spreads its prefetches over a super-block (1184 bytes) of
- * compute, so it runs slower than the streaming kernels and wants its
- * own distance, cpu_batch_ahead:
- * - AMD (the Zen 5): 8 KiB.  One super-block ahead, as tuned on the Xeon,
- *   left it waiting on memory: 8 columns from DRAM (x8_bench --cols 8)
- *   ran at 15 GB/s a thread against 25 from L2; 4 KiB gave 20.5, 8 KiB
- *   23, and 12, 16 and 32 KiB no more;
- * - others: 1184 bytes (the Xeon's).
+ * The 512-bit Q4_K kernels of 3..8 columns (batches, serve steps: q4_K_z
+ * for 3 and 4, q4_K_z2, q4_K_zw for 5..8) spread their prefetches over a
+ * super-block (1184 bytes) of compute, slower per byte than the streaming
+ * kernels, and want their own distance, cpu_batch_ahead:
+ * - AMD (the Zen 5): 8 KiB.  For 8 columns one super-block ahead, as
+ *   tuned on the Xeon, left the kernel waiting on memory: from DRAM
+ *   (x8_bench --cols 8) 15 GB/s a thread against 25 from L2; 4 KiB gave
+ *   20.5, 8 KiB 23, and 12, 16 and 32 KiB no more.  The 3- and 4-column
+ *   kernels did not prefetch: 26-28 GB/s a thread from DRAM, 35-37 at
+ *   8 KiB, less at 4 and 16 KiB;
+ * - others: 1184 bytes (the Xeon's for 5..8 columns).
  * TPORT_CPU_PREFETCH=<bytes> overrides, for measuring another machine. */
 #include <stdlib.h>
 

@@ -1,6 +1,6 @@
 /* The CPU backend's prefetch distances (backends/cpu/cpu_prefetch.c),
  * compiled here as in the AVX-512 variant: the defaults for this CPU, the
- * batch kernel's own distance (cpu_batch_ahead: 8 KiB on AMD, 1184 bytes
+ * batch kernels' own distance (cpu_batch_ahead: 8 KiB on AMD, 1184 bytes
  * elsewhere), and TPORT_CPU_PREFETCH setting every distance, or none when
  * it is not a multiple of 64 up to 65536. */
 #if !defined(_POSIX_C_SOURCE) || _POSIX_C_SOURCE < 200112L
