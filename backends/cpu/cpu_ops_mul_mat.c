@@ -163,14 +163,15 @@ size_t cpu_mul_mat_shared_scratch(const cpu_op *op) {
     return p.packed_row * (size_t)cpu_nrows(op->src[1]);
 }
 
-/* Whether p packs b's rows as Q8_K rows and nothing else: the Q4_K x8
- * layout (which reads no per-block extras) and the row and tile kernels of
- * the plain K-quants quantize them alike (pack_task), so an x8 Q4_K
- * projection and a plain Q6_K one of the same activations (a layer's Q, K
- * and V at several columns) share one packing. */
+/* Whether p packs b's rows as Q8_K rows and nothing else: the Q4_K and
+ * Q6_K x8 layouts (which read no per-block extras) and the row and tile
+ * kernels of the plain K-quants quantize them alike (pack_task), so an x8
+ * Q4_K projection and a Q6_K one of the same activations (a Q4_K_M
+ * layer's K and V) share one packing, and the second node joins the
+ * first with no barrier (cpu_graph.c). */
 static bool packs_q8_k_only(const mm_plan *p) {
     return p->vec_dot_type == TPORT_TYPE_Q8_K && !p->bf16 && !p->amx_q8 &&
-           (p->x8 == CPU_LAYOUT_Q4_K_X8 || (!p->x8 && p->vec_dot));
+           (p->x8 == CPU_LAYOUT_Q4_K_X8 || p->x8 == CPU_LAYOUT_Q6_K_X8 || (!p->x8 && p->vec_dot));
 }
 
 bool cpu_mul_mat_shares_packing(const cpu_op *a, const cpu_op *b) {

@@ -537,11 +537,12 @@ static void expert_budget(void) {
     free(q);
 }
 
-/* Q4_K in the x8 layout and plain Q6_K against the same activations, one
+/* Q4_K in the x8 layout and Q6_K (plain, or own6: the backend's copy, in
+ * the x8 layout in the 512-bit variant) against the same activations, one
  * node after the other (a Q4_K_M layer's K and V): the second reuses the
  * first's packing of them (cpu_mul_mat_shares_packing), and each gives
  * the bits it gives alone. */
-static void mixed_packing(int64_t K, int64_t N, int64_t M, int threads) {
+static void mixed_packing(int64_t K, int64_t N, int64_t M, int threads, bool own6) {
     const tport_type_traits *t4 = tport_traits(TPORT_TYPE_Q4_K), *t6 = tport_traits(TPORT_TYPE_Q6_K);
     unsigned seed = (unsigned)(K * 17 + N * 3 + M);
     size_t b4 = (size_t)(t4->info.block_bytes * (uint64_t)(K / 256) * (uint64_t)N);
@@ -565,6 +566,13 @@ static void mixed_packing(int64_t K, int64_t N, int64_t M, int threads) {
     w4.buffer = b, w4.data = host;
     tport_tensor_view w6 = view(TPORT_TYPE_Q6_K, K, N, q6);
     w6.flags = TPORT_TENSOR_WEIGHT;
+    tport_buffer buf6 = 0;
+    if (own6) {
+        void *host6 = NULL;
+        buf6 = upload(&w6, &host6, NULL);
+        CHECK(buf6 != 0, "q6_K [%lld x %lld] not taken", (long long)K, (long long)N);
+        w6.buffer = buf6, w6.data = host6;
+    }
     tport_tensor_view ts[5] = {w4, w6, view(TPORT_TYPE_F32, K, M, x), view(TPORT_TYPE_F32, N, M, y[0]),
                                view(TPORT_TYPE_F32, N, M, y[1])};
     for (int i = 0; i < 2; i++) {
@@ -586,6 +594,8 @@ static void mixed_packing(int64_t K, int64_t N, int64_t M, int threads) {
               (long long)K, (long long)N, (long long)M, threads, i ? "q4_K's" : "nothing");
     }
     api->buffer_free(be, b);
+    if (buf6)
+        api->buffer_free(be, buf6);
     for (int i = 0; i < 2; i++)
         free(y[i]), free(alone[i]);
     free(wf), free(x), free(q4), free(q6);
@@ -641,7 +651,8 @@ int main(void) {
     static const int64_t mixed[][3] = {{768, 64, 8}, {256, 32, 5}, {512, 24, 1}};
     for (size_t s = 0; s < sizeof mixed / sizeof mixed[0]; s++)
         for (int threads = 1; threads <= 2; threads++)
-            mixed_packing(mixed[s][0], mixed[s][1], mixed[s][2], threads);
+            for (int own6 = 0; own6 < 2; own6++)
+                mixed_packing(mixed[s][0], mixed[s][1], mixed[s][2], threads, own6);
     plain_copy(TPORT_TYPE_F16, 256, 24, 3);
     plain_copy(TPORT_TYPE_F32, 128, 20, 1);
     plain_copy(TPORT_TYPE_Q5_K, 512, 12, 5);
