@@ -456,7 +456,7 @@ enum {
     CPU_LAYOUT_Q8_0_X8 = 2,  /* 8 rows of Q8_0 interleaved               */
     CPU_LAYOUT_Q4_K_X8 = 3,  /* 8 rows of Q4_K, scales unpacked          */
     CPU_LAYOUT_MXFP4_X8 = 4, /* 8 rows of MXFP4 (512-bit builds only)    */
-    CPU_LAYOUT_Q6_K_X8 = 5,  /* 8 rows of Q6_K, experts only (512-bit)   */
+    CPU_LAYOUT_Q6_K_X8 = 5,  /* 8 rows of Q6_K (512-bit)                 */
 };
 /* Memory for them (cpu_weight_arena.c): 64-byte aligned blocks in shared
  * mappings backed by huge pages where the kernel allows. */
@@ -548,6 +548,9 @@ CPU_HIDDEN void cpu_x8_q6k_dot(const uint8_t *group, int64_t K, const uint8_t *y
                                float *out);
 CPU_HIDDEN void cpu_x8_q6k_dot_pair(const uint8_t *group, size_t group_stride, int64_t K, const uint8_t *y,
                                     size_t y_stride, float *out);
+/* cpu_x8_dot8 for Q6_K's layout: ncols (5..8) columns, one group or two. */
+CPU_HIDDEN void cpu_x8_q6k_dot8(const uint8_t *group, size_t group_stride, int64_t K, const uint8_t *y,
+                                size_t y_stride, int ncols, float *out);
 /* cpu_x8_dot and cpu_x8_dot_pair for that layout; fold: the sums in the
  * order of the AMX tiles (where they take MXFP4 batches). */
 CPU_HIDDEN void cpu_x8_mxfp4_dot(const uint8_t *group, int64_t K, const uint8_t *y, size_t y_stride,

@@ -603,7 +603,11 @@ void cpu_x8_dot(int layout, const uint8_t *group, int64_t K, const uint8_t *y, s
 
 void cpu_x8_dot8(int layout, const uint8_t *group, size_t group_stride, int64_t K, const uint8_t *y,
                  size_t y_stride, const cpu_x8_act *act, size_t act_stride, int ncols, float *out) {
-    if (layout != CPU_LAYOUT_Q4_K_X8) { /* x8_task takes 8 columns of Q4_K only */
+    if (layout == CPU_LAYOUT_Q6_K_X8) {
+        cpu_x8_q6k_dot8(group, group_stride, K, y, y_stride, ncols, out);
+        return;
+    }
+    if (layout != CPU_LAYOUT_Q4_K_X8) { /* x8_task takes 8 columns of Q4_K and Q6_K only */
         for (int k = 0; k < (group_stride ? 2 : 1); k++)
             for (int c = 0; c < ncols; c += 4)
                 cpu_x8_dot(layout, group + k * group_stride, K, y + (size_t)c * y_stride, y_stride,

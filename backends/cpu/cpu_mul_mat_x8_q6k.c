@@ -1,8 +1,13 @@
 /* Q6_K in an x8 layout (cpu_repack.c) and its mul_mat kernels for the
  * variants with AVX-512 VNNI (CPU_X8_WIDE; elsewhere Q6_K weights keep
- * the file's layout).  Only stacks of experts take it (mul_mat_id reads
- * them): dense Q6_K batches have their own kernel (cpu_mul_mat_q6tile.c)
- * and stay in the plain layout.
+ * the file's layout).  Stacks of experts take it (mul_mat_id reads them),
+ * and so do matrices (a Q4_K_M file's output and some attn_v / ffn_down)
+ * unless the CPU takes K-quant batches on AMX tiles: with the 5..8-column
+ * kernel (cpu_x8_q6k_dot8) every batch size ran faster here than in the
+ * plain layout's q6tile kernel (cpu_mul_mat_q6tile.c), one column as fast
+ * as the row kernel (issue 42: one thread over a 32000 x 768 matrix, 8
+ * columns in 0.96 ms against q6tile's 1.35 ms and two 4-column calls'
+ * 1.11 ms).
  *
  * Layout: for each group of 8 rows and each super-block (256 elements),
  * 1680 bytes, exactly what the 8 rows' blocks took (210 bytes each):
@@ -175,26 +180,32 @@ Q6_INLINE __m256 q6_finish(__m256 acc, __m512i s, const __m512i sc16[4], __m256 
     return _mm256_fmadd_ps(_mm256_mul_ps(dx, _mm256_set1_ps(dy)), _mm256_cvtepi32_ps(isum), acc);
 }
 
-/* G (1, 2: g and g + gs) groups of nsb super-blocks against NC (1..4)
- * Q8_K columns {f32 d; i8 qs[256]; i16 bsums[16]} y + c ys: out[8c + r],
- * and out[32 + 8c + r] for the second group. */
+/* G (1, 2: g and g + gs) groups of nsb super-blocks against NC (1..4;
+ * 5..8 with one group) Q8_K columns {f32 d; i8 qs[256]; i16 bsums[16]}
+ * y + c ys: out[8c + r], and out[32 + 8c + r] for the second group.
+ *
+ * With 5..8 columns (cpu_x8_q6k_dot8) each chunk is loaded and unpacked
+ * once for all of them, where two calls of 4 columns did both twice; the
+ * columns' sums (NC) and the chunk's 4 vectors, its 4 scales and the
+ * constants fit the 32 registers.  Two groups at once with 8 columns
+ * would not (2 NC sums). */
 Q6_INLINE void q6_z(const uint8_t *g, size_t gs, int64_t nsb, const uint8_t *y, size_t ys, const int G,
                     const int NC, float *out) {
     const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30), zero = _mm512_setzero_si512();
-    __m256 acc[2][4];
+    __m256 acc[2][8];
     Q6_UNROLL
-    for (int k = 0; k < 2; k++)
+    for (int k = 0; k < G; k++)
         Q6_UNROLL
-        for (int c = 0; c < 4; c++)
+        for (int c = 0; c < NC; c++)
             acc[k][c] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nsb; b++, g += Q6_GROUP, y += 292) {
         if (G == 1 && NC <= 2)
             vf_prefetch((uintptr_t)g + cpu_stream_ahead, Q6_GROUP);
-        __m512i isum[2][4];
+        __m512i isum[2][8];
         Q6_UNROLL
-        for (int k = 0; k < 2; k++)
+        for (int k = 0; k < G; k++)
             Q6_UNROLL
-            for (int c = 0; c < 4; c++)
+            for (int c = 0; c < NC; c++)
                 isum[k][c] = zero;
         /* chunks w and w + 1 hold both vectors of sub-blocks w2 + 4k, k = 0..3 */
         Q6_NO_UNROLL
@@ -259,6 +270,10 @@ Q6_INLINE void q6_z(const uint8_t *g, size_t gs, int64_t nsb, const uint8_t *y, 
             _mm256_storeu_ps(out + 32 * k + 8 * c, acc[k][c]);
 }
 
+/* Each output of q6_z is acc = fma(dx dy, isum, acc) per super-block
+ * with isum exact, whatever NC and G: a column's bits do not depend on
+ * its batch. */
+
 void cpu_x8_q6k_dot(const uint8_t *group, int64_t K, const uint8_t *y, size_t y_stride, int ncols, float *out) {
     /* constant column counts, so the tests on NC fold away */
     switch (ncols) {
@@ -272,5 +287,19 @@ void cpu_x8_q6k_dot(const uint8_t *group, int64_t K, const uint8_t *y, size_t y_
 void cpu_x8_q6k_dot_pair(const uint8_t *group, size_t group_stride, int64_t K, const uint8_t *y, size_t y_stride,
                          float *out) {
     q6_z(group, group_stride, K / 256, y, y_stride, 2, 4, out);
+}
+
+void cpu_x8_q6k_dot8(const uint8_t *group, size_t group_stride, int64_t K, const uint8_t *y, size_t y_stride,
+                     int ncols, float *out) {
+    /* the groups one after the other (see q6_z) */
+    for (int k = 0; k < (group_stride ? 2 : 1); k++) {
+        const uint8_t *gk = group + k * group_stride;
+        switch (ncols) {
+        case 5: q6_z(gk, 0, K / 256, y, y_stride, 1, 5, out + 64 * k); break;
+        case 6: q6_z(gk, 0, K / 256, y, y_stride, 1, 6, out + 64 * k); break;
+        case 7: q6_z(gk, 0, K / 256, y, y_stride, 1, 7, out + 64 * k); break;
+        default: q6_z(gk, 0, K / 256, y, y_stride, 1, 8, out + 64 * k); break;
+        }
+    }
 }
 #endif

@@ -163,14 +163,15 @@ size_t cpu_mul_mat_shared_scratch(const cpu_op *op) {
     return p.packed_row * (size_t)cpu_nrows(op->src[1]);
 }
 
-/* Whether p packs b's rows as Q8_K rows and nothing else: the Q4_K x8
- * layout (which reads no per-block extras) and the row and tile kernels of
- * the plain K-quants quantize them alike (pack_task), so an x8 Q4_K
- * projection and a plain Q6_K one of the same activations (a layer's Q, K
- * and V at several columns) share one packing. */
+/* Whether p packs b's rows as Q8_K rows and nothing else: the Q4_K and
+ * Q6_K x8 layouts (which read no per-block extras) and the row and tile
+ * kernels of the plain K-quants quantize them alike (pack_task), so an x8
+ * Q4_K projection and a Q6_K one of the same activations (a Q4_K_M
+ * layer's K and V) share one packing, and the second node joins the
+ * first with no barrier (cpu_graph.c). */
 static bool packs_q8_k_only(const mm_plan *p) {
     return p->vec_dot_type == TPORT_TYPE_Q8_K && !p->bf16 && !p->amx_q8 &&
-           (p->x8 == CPU_LAYOUT_Q4_K_X8 || (!p->x8 && p->vec_dot));
+           (p->x8 == CPU_LAYOUT_Q4_K_X8 || p->x8 == CPU_LAYOUT_Q6_K_X8 || (!p->x8 && p->vec_dot));
 }
 
 bool cpu_mul_mat_shares_packing(const cpu_op *a, const cpu_op *b) {
@@ -666,16 +667,16 @@ static void x8_columns(const mm_job *job, size_t group_bytes, int64_t g, int64_t
 }
 
 /* The x8 path: groups of 8 re-encoded weight rows (cpu_repack.c) against
- * every column of b, four at a time, or eight with the 512-bit Q4_K
- * kernel for 5..8 columns (each weight chunk unpacked once for all of
- * them); a and b are 2-D (cpu_supports).  A batch takes the groups two
+ * every column of b, four at a time, or eight with the 512-bit Q4_K and
+ * Q6_K kernels for 5..8 columns (each weight chunk unpacked once for all
+ * of them); a and b are 2-D (cpu_supports).  A batch takes the groups two
  * at a time with the 512-bit kernels (in chunks of an even number of
  * groups). */
 static void x8_task(void *arg, int ith, int nth) {
     mm_job *job = arg;
     const mm_plan *p = &job->plan;
     bool pairs = CPU_X8_WIDE && p->M >= 4;
-    int64_t step = CPU_X8_WIDE && p->x8 == CPU_LAYOUT_Q4_K_X8 ? 8 : 4;
+    int64_t step = CPU_X8_WIDE && (p->x8 == CPU_LAYOUT_Q4_K_X8 || p->x8 == CPU_LAYOUT_Q6_K_X8) ? 8 : 4;
     int64_t groups = p->N / 8, chunk = cpu_chunk_size(groups, nth, mm_chunks_per_thread(p)), g0, g1;
     size_t group_bytes = cpu_x8_group_bytes(p->x8, p->K);
     (void)ith;

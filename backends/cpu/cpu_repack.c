@@ -35,7 +35,9 @@
  *
  * MXFP4's (512-bit builds only) is Q4_0's with a byte, its E8M0
  * exponent, for the scale: cpu_mul_mat_x8_mxfp4.c.  Q6_K's (512-bit
- * builds, stacks of experts only) is described in cpu_mul_mat_x8_q6k.c.
+ * builds) is described in cpu_mul_mat_x8_q6k.c; matrices take it unless
+ * the CPU has AMX-INT8 (whose tiles take plain K-quant batches) or
+ * TPORT_CPU_DENSE_Q6K_X8=0 keeps them in the file's layout.
  *
  * Every other 2-D weight with whole, dense rows gets a plain copy: the
  * file's layout, in the same huge pages.  Generation streams each weight
@@ -105,6 +107,7 @@ typedef struct cpu_buffer {
 static bool repack_enabled = true;
 static bool copy_experts = false; /* TPORT_CPU_COPY_EXPERTS=1 (copy_eligible) */
 static bool encode_experts = true; /* TPORT_CPU_REPACK_EXPERTS=0: stacks stay mapped */
+static bool dense_q6k = true;      /* TPORT_CPU_DENSE_Q6K_X8=0: dense Q6_K keeps the file's layout */
 static uint64_t budget_env;        /* TPORT_CPU_EXPERT_BUDGET_MB, in bytes; 0: from memory */
 
 /* Expert stacks in our memory: their bytes, and the budget they stay in
@@ -128,6 +131,8 @@ void cpu_repack_init(void) {
     copy_experts = x && x[0] == '1' && x[1] == '\0';
     const char *r = getenv("TPORT_CPU_REPACK_EXPERTS");
     encode_experts = !(r && r[0] == '0' && r[1] == '\0');
+    const char *q6 = getenv("TPORT_CPU_DENSE_Q6K_X8");
+    dense_q6k = !(q6 && q6[0] == '0' && q6[1] == '\0');
     const char *m = getenv("TPORT_CPU_EXPERT_BUDGET_MB");
     char *end = NULL;
     unsigned long long mb = m && *m ? strtoull(m, &end, 10) : 0;
@@ -174,6 +179,18 @@ static bool expert_stack(const tport_tensor_view *t) {
     return t->ne[2] > 1 && n >= sizeof suffix - 1 && !strcmp(t->name + n - (sizeof suffix - 1), suffix);
 }
 
+/* Whether a Q6_K matrix takes the x8 layout: not where AMX tiles take
+ * plain K-quant batches of CPU_AMX_KQ_MIN_COLS columns and more (the x8
+ * layout has no AMX kernel; not measured against them), nor with
+ * TPORT_CPU_DENSE_Q6K_X8=0. */
+static bool dense_q6k_x8(void) {
+#if CPU_AMX
+    if (cpu_amx_q8_on())
+        return false;
+#endif
+    return dense_q6k;
+}
+
 /* The x8 layout a weight can take, or CPU_LAYOUT_PLAIN: a matrix, or a
  * stack of experts' matrices back to back (each one's groups apart). */
 static int x8_layout_for(const tport_tensor_view *t) {
@@ -188,8 +205,8 @@ static int x8_layout_for(const tport_tensor_view *t) {
             return CPU_LAYOUT_PLAIN;
         layout = CPU_LAYOUT_MXFP4_X8, bb = 17, bs = 32;
         break;
-    case TPORT_TYPE_Q6_K: /* experts only: dense batches keep their q6tile kernel (cpu_mul_mat_q6tile.c) */
-        if (!CPU_X8_WIDE || t->ne[2] <= 1)
+    case TPORT_TYPE_Q6_K:
+        if (!CPU_X8_WIDE || (t->ne[2] <= 1 && !dense_q6k_x8()))
             return CPU_LAYOUT_PLAIN;
         layout = CPU_LAYOUT_Q6_K_X8, bb = 210, bs = 256;
         break;

@@ -1,6 +1,6 @@
 /* The CPU plug-in's own weight layout (backends/cpu/cpu_repack.c, the x8
  * layouts of Q4_0, Q8_0, Q4_K and, in the 512-bit variant, MXFP4 and
- * Q6_K experts), driven through its ABI 1.1 slots directly:
+ * Q6_K), driven through its ABI 1.1 slots directly:
  *   - tensor_alloc_size asks for exactly the eligible weights (2-D, rows a
  *     multiple of 8, blocks whole and dense) and 0 for the rest, and 0 for
  *     all with TPORT_CPU_REPACK=0;
@@ -131,8 +131,8 @@ static void check(tport_type_id type, int64_t K, int64_t N, int64_t M, int threa
      * the others (whose plain kernels do not promise a column's bits) */
     size_t wbytes = (size_t)(ts[0].nb[1] * (uint64_t)N);
     bool reencoded = memcmp(host, q, wbytes) != 0;
-    if (type == TPORT_TYPE_MXFP4)
-        CHECK(reencoded == wide_variant, "mxfp4 K%lld N%lld: %s", (long long)K, (long long)N,
+    if (type == TPORT_TYPE_MXFP4 || type == TPORT_TYPE_Q6_K)
+        CHECK(reencoded == wide_variant, "%s K%lld N%lld: %s", tr->info.name, (long long)K, (long long)N,
               reencoded ? "re-encoded by a variant without the 512-bit kernels" : "not re-encoded");
 
     int bad_ref = 0, bad_plain = 0;
@@ -157,11 +157,11 @@ static void check(tport_type_id type, int64_t K, int64_t N, int64_t M, int threa
 
     /* Each column alone gives the batch's bits: one column takes the
      * one-column kernels, a batch the four-column ones on one group or two
-     * at a time (Q4_K with AVX-512: 5..8 columns at once), or, from 8
+     * at a time (Q4_K and Q6_K with AVX-512: 5..8 columns at once), or, from 8
      * columns of Q8_0 where the CPU has AMX-INT8, the tiles
      * (cpu_mul_mat_amx_q8.c), and all of them add a row's block products
      * in one order. */
-    if (M > 1 && (type != TPORT_TYPE_MXFP4 || reencoded)) {
+    if (M > 1 && ((type != TPORT_TYPE_MXFP4 && type != TPORT_TYPE_Q6_K) || reencoded)) {
         float *col = malloc((size_t)N * sizeof *col);
         int bad_cols = 0;
         for (int64_t j = 0; j < M; j++) {
@@ -290,8 +290,8 @@ static void eligibility(void) {
     CHECK(api->tensor_alloc_size(be, 0, &t) == 20 * 144, "q4_K with 20 rows: not a plain copy");
     t = view(TPORT_TYPE_Q5_K, 256, 16, dummy);
     CHECK(api->tensor_alloc_size(be, 0, &t) == 16 * 176, "q5_K (no x8 layout): not a plain copy");
-    t = view(TPORT_TYPE_Q6_K, 256, 16, dummy); /* Q6_K's x8 layout is for stacks of experts only */
-    CHECK(api->tensor_alloc_size(be, 0, &t) == 16 * 210, "a q6_K matrix: not a plain copy");
+    t = view(TPORT_TYPE_Q6_K, 256, 16, dummy); /* its x8 layout (512-bit variant) takes the same bytes */
+    CHECK(api->tensor_alloc_size(be, 0, &t) == 16 * 210, "a q6_K matrix: not its own size");
     t = view(TPORT_TYPE_F32, 64, 1, dummy);
     CHECK(api->tensor_alloc_size(be, 0, &t) == 0, "a vector wanted");
     t = view(TPORT_TYPE_Q8_0, 64, 16, dummy);
@@ -537,11 +537,12 @@ static void expert_budget(void) {
     free(q);
 }
 
-/* Q4_K in the x8 layout and plain Q6_K against the same activations, one
+/* Q4_K in the x8 layout and Q6_K (plain, or own6: the backend's copy, in
+ * the x8 layout in the 512-bit variant) against the same activations, one
  * node after the other (a Q4_K_M layer's K and V): the second reuses the
  * first's packing of them (cpu_mul_mat_shares_packing), and each gives
  * the bits it gives alone. */
-static void mixed_packing(int64_t K, int64_t N, int64_t M, int threads) {
+static void mixed_packing(int64_t K, int64_t N, int64_t M, int threads, bool own6) {
     const tport_type_traits *t4 = tport_traits(TPORT_TYPE_Q4_K), *t6 = tport_traits(TPORT_TYPE_Q6_K);
     unsigned seed = (unsigned)(K * 17 + N * 3 + M);
     size_t b4 = (size_t)(t4->info.block_bytes * (uint64_t)(K / 256) * (uint64_t)N);
@@ -565,6 +566,13 @@ static void mixed_packing(int64_t K, int64_t N, int64_t M, int threads) {
     w4.buffer = b, w4.data = host;
     tport_tensor_view w6 = view(TPORT_TYPE_Q6_K, K, N, q6);
     w6.flags = TPORT_TENSOR_WEIGHT;
+    tport_buffer buf6 = 0;
+    if (own6) {
+        void *host6 = NULL;
+        buf6 = upload(&w6, &host6, NULL);
+        CHECK(buf6 != 0, "q6_K [%lld x %lld] not taken", (long long)K, (long long)N);
+        w6.buffer = buf6, w6.data = host6;
+    }
     tport_tensor_view ts[5] = {w4, w6, view(TPORT_TYPE_F32, K, M, x), view(TPORT_TYPE_F32, N, M, y[0]),
                                view(TPORT_TYPE_F32, N, M, y[1])};
     for (int i = 0; i < 2; i++) {
@@ -586,6 +594,8 @@ static void mixed_packing(int64_t K, int64_t N, int64_t M, int threads) {
               (long long)K, (long long)N, (long long)M, threads, i ? "q4_K's" : "nothing");
     }
     api->buffer_free(be, b);
+    if (buf6)
+        api->buffer_free(be, buf6);
     for (int i = 0; i < 2; i++)
         free(y[i]), free(alone[i]);
     free(wf), free(x), free(q4), free(q6);
@@ -641,7 +651,8 @@ int main(void) {
     static const int64_t mixed[][3] = {{768, 64, 8}, {256, 32, 5}, {512, 24, 1}};
     for (size_t s = 0; s < sizeof mixed / sizeof mixed[0]; s++)
         for (int threads = 1; threads <= 2; threads++)
-            mixed_packing(mixed[s][0], mixed[s][1], mixed[s][2], threads);
+            for (int own6 = 0; own6 < 2; own6++)
+                mixed_packing(mixed[s][0], mixed[s][1], mixed[s][2], threads, own6);
     plain_copy(TPORT_TYPE_F16, 256, 24, 3);
     plain_copy(TPORT_TYPE_F32, 128, 20, 1);
     plain_copy(TPORT_TYPE_Q5_K, 512, 12, 5);
@@ -662,8 +673,9 @@ int main(void) {
                                         {2048, 40, 8}, {768, 8, 5}, {2048, 16, 6},
                                         /* 513 groups of 8 rows: re-encoded on two threads, split unevenly */
                                         {256, 4104, 1}};
-    /* MXFP4: an x8 layout in the 512-bit variant, a plain copy elsewhere */
-    static const tport_type_id types[] = {TPORT_TYPE_Q4_0, TPORT_TYPE_Q8_0, TPORT_TYPE_Q4_K, TPORT_TYPE_MXFP4};
+    /* MXFP4 and Q6_K: an x8 layout in the 512-bit variant, a plain copy elsewhere */
+    static const tport_type_id types[] = {TPORT_TYPE_Q4_0, TPORT_TYPE_Q8_0, TPORT_TYPE_Q4_K, TPORT_TYPE_MXFP4,
+                                          TPORT_TYPE_Q6_K};
     for (size_t ty = 0; ty < sizeof types / sizeof types[0]; ty++)
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
             for (int threads = 1; threads <= 2; threads++)
@@ -701,6 +713,28 @@ int main(void) {
     api->shutdown(be);
     unsetenv("TPORT_CPU_COPY_EXPERTS");
     unsetenv("TPORT_CPU_REPACK_EXPERTS");
+
+    /* TPORT_CPU_DENSE_Q6K_X8=0: a Q6_K matrix keeps the file's layout
+     * (a plain copy: its bytes as they were) */
+    setenv("TPORT_CPU_DENSE_Q6K_X8", "0", 1);
+    CHECK(api->init(&be) == TPORT_STATUS_OK, "init: %s", tport_last_error());
+    {
+        enum { QK = 256, QN = 16 };
+        float wf[QK * QN];
+        unsigned seed = 5;
+        fill(wf, QK * QN, &seed);
+        uint8_t q6[QN * 210];
+        tport_traits(TPORT_TYPE_Q6_K)->from_float(wf, q6, QK * QN);
+        tport_tensor_view w = view(TPORT_TYPE_Q6_K, QK, QN, q6);
+        w.flags = TPORT_TENSOR_WEIGHT;
+        void *host = NULL;
+        tport_buffer b = upload(&w, &host, NULL);
+        CHECK(b != 0 && host && !memcmp(host, q6, sizeof q6), "TPORT_CPU_DENSE_Q6K_X8=0: a q6_K matrix re-encoded");
+        if (b)
+            api->buffer_free(be, b);
+    }
+    api->shutdown(be);
+    unsetenv("TPORT_CPU_DENSE_Q6K_X8");
 
     /* past the budget stacks stay mapped */
     setenv("TPORT_CPU_EXPERT_BUDGET_MB", "1", 1);

@@ -4,13 +4,18 @@
  *   - encoding groups of 8 plain rows and reading each row back gives the
  *     plain bytes exactly (random bytes: every bit of the values, scales
  *     and d), and a group takes exactly its rows' bytes;
- *   - against 1 .. 4 Q8_K columns (a padded column stride; random columns
+ *   - against 1 .. 8 Q8_K columns (a padded column stride; random columns
  *     and ones of extreme bytes, -128 and 127, where dpbusd's lanes are at
- *     their largest), K of 1, 2, 3 and 8 super-blocks: every output is bit
+ *     their largest), K of 1, 2, 3 and 8 super-blocks, 1 .. 4 columns in
+ *     the 4-column kernel and 5 .. 8 in the 8-column one (cpu_x8_q6k_dot8,
+ *     one group at a time and two at once): every output is bit
  *     for bit acc = fma(dx dy, isum, acc) super-block by super-block, isum
  *     ggml's integer sum, and within float-order tolerance of libtport's
  *     scalar Q6_K x Q8_K kernel;
- *   - the two-group kernel gives the one-group kernel's bits;
+ *   - the two-group kernels give the one-group kernels' bits, and each
+ *     column of a batch of 5 .. 8 gives the bits it gives alone (one
+ *     column, the generation kernel), so a sequence's result does not
+ *     depend on its batch;
  *   - mutations: one value (at the column's largest quant, in the
  *     super-block of the row's largest scale) or one scale of one row
  *     changes that row's result beyond the tolerance, and no other row's
@@ -36,8 +41,10 @@
 void cpu_x8_q6k_dot(const uint8_t *group, int64_t K, const uint8_t *y, size_t y_stride, int ncols, float *out);
 void cpu_x8_q6k_dot_pair(const uint8_t *group, size_t group_stride, int64_t K, const uint8_t *y, size_t y_stride,
                          float *out);
+void cpu_x8_q6k_dot8(const uint8_t *group, size_t group_stride, int64_t K, const uint8_t *y, size_t y_stride,
+                     int ncols, float *out);
 
-enum { GROUPS = 2, ROWS = 8 * GROUPS, COLS = 4, BLK = 210, YB = 292 };
+enum { GROUPS = 2, ROWS = 8 * GROUPS, COLS = 8, BLK = 210, YB = 292 };
 
 static unsigned long long rng = 43;
 
@@ -113,10 +120,17 @@ static void encode(fixture *f) {
                           f->x8 + (size_t)g * f->group_bytes);
 }
 
-static void run(const fixture *f, int ncols, float out[GROUPS][COLS * 8]) {
+/* ncols columns from column c0 on, in the kernel x8_task gives them. */
+static void run_from(const fixture *f, int c0, int ncols, float out[GROUPS][COLS * 8]) {
+    const uint8_t *y = f->cols + (size_t)c0 * f->ys;
     for (int g = 0; g < GROUPS; g++)
-        cpu_x8_q6k_dot(f->x8 + (size_t)g * f->group_bytes, f->K, f->cols, f->ys, ncols, out[g]);
+        if (ncols > 4)
+            cpu_x8_q6k_dot8(f->x8 + (size_t)g * f->group_bytes, 0, f->K, y, f->ys, ncols, out[g]);
+        else
+            cpu_x8_q6k_dot(f->x8 + (size_t)g * f->group_bytes, f->K, y, f->ys, ncols, out[g]);
 }
+
+static void run(const fixture *f, int ncols, float out[GROUPS][COLS * 8]) { run_from(f, 0, ncols, out); }
 
 /* Whether out differs from ref in row mr beyond the tolerance, and in no
  * other row's bits. */
@@ -164,9 +178,11 @@ static void check_k(int64_t nsb) {
             mag[r][c] = magnitude(row, col, nsb);
         }
 
-    float out[GROUPS][COLS * 8], all[GROUPS][COLS * 8];
+    float out[GROUPS][COLS * 8], all[GROUPS][COLS * 8], all4[GROUPS][COLS * 8];
     for (int nc = 1; nc <= COLS; nc++) {
         run(&f, nc, out);
+        if (nc == 4)
+            memcpy(all4, out, sizeof out);
         if (nc == COLS)
             memcpy(all, out, sizeof out);
         int bad_exact = 0, bad_tol = 0;
@@ -182,8 +198,25 @@ static void check_k(int64_t nsb) {
 
     float pair[2 * COLS * 8];
     cpu_x8_q6k_dot_pair(f.x8, f.group_bytes, f.K, f.cols, f.ys, pair);
-    CHECK(!memcmp(pair, all[0], sizeof all[0]) && !memcmp(pair + COLS * 8, all[1], sizeof all[1]),
+    CHECK(!memcmp(pair, all4[0], 4 * 8 * sizeof(float)) && !memcmp(pair + 32, all4[1], 4 * 8 * sizeof(float)),
           "K%lld: the two-group kernel differs from the one-group kernel", (long long)f.K);
+    for (int nc = 5; nc <= COLS; nc++) {
+        run(&f, nc, out);
+        cpu_x8_q6k_dot8(f.x8, f.group_bytes, f.K, f.cols, f.ys, nc, pair);
+        size_t n = (size_t)nc * 8 * sizeof(float);
+        CHECK(!memcmp(pair, out[0], n) && !memcmp(pair + 64, out[1], n),
+              "K%lld %d columns: the two-group kernel differs from the one-group kernel", (long long)f.K, nc);
+        /* every column alone (the generation kernel) */
+        int bad_alone = 0;
+        for (int c = 0; c < nc; c++) {
+            float one[GROUPS][COLS * 8];
+            run_from(&f, c, 1, one);
+            for (int g = 0; g < GROUPS; g++)
+                bad_alone += memcmp(one[g], &out[g][8 * c], 8 * sizeof(float)) != 0;
+        }
+        CHECK(!bad_alone, "K%lld %d columns: %d groups' columns differ alone from in the batch", (long long)f.K, nc,
+              bad_alone);
+    }
 
     /* mutations of row 11 (group 1, row 3) against column 0, in the
      * super-block and sub-block of its largest |scale| */
