@@ -485,6 +485,12 @@ CPU_HIDDEN void cpu_arena_free(cpu_arena *owner);                 /* one block o
 #define CPU_X8_SLICE 4
 #define CPU_X8_Q8_XOR 0
 #endif
+/* Whether an x8 layout is a K-quant's (Q4_K, Q6_K): b's columns are packed
+ * as Q8_K rows for it, and the 512-bit kernels take 5..8 columns at once
+ * (cpu_x8_dot8). */
+static inline bool cpu_x8_k_quant(int layout) {
+    return layout == CPU_LAYOUT_Q4_K_X8 || layout == CPU_LAYOUT_Q6_K_X8;
+}
 /* How far ahead (bytes) the kernels that stream weights once prefetch
  * (f16 rows: cpu_stream_ahead_f16), and the 512-bit Q4_K kernels of 3
  * and more columns (cpu_batch_ahead): set once by cpu_prefetch_init (from

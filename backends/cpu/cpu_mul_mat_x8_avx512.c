@@ -487,12 +487,13 @@ Z_INLINE void q4_K_zw_sub(const uint8_t *g, uintptr_t ahead, const uint8_t *y, s
  * for 5, 6 and 8 columns (profiles of 5, 6 and 8 streams of a Q4_K
  * model), its extra broadcasts being loads, not arithmetic.
  *
- * On the Zen 5 (x8_bench --cols 8, with the weights prefetched far
- * enough, cpu_batch_ahead) it runs at about 220 cycles a super-block,
- * from DRAM as from L2.  No faster there: a sub-block pair's two sums
- * as the int16 pairs of one dpwssd (half the dpwssd, the pairing a
- * shift and a word blend, or a vpermt2w, slow on that core), and
- * q4_K_z2 twice for 8 columns on two groups (half the speed). */
+ * On the Zen 5, with the weights prefetched far enough (cpu_batch_ahead),
+ * it runs as fast from DRAM as from L2, bound by the dpbusd and
+ * broadcast loads a super-block needs.  No faster there
+ * (RESULTS run 50): a sub-block pair's two sums as the int16 pairs of
+ * one dpwssd (half the dpwssd, but the pairing, a shift and a word blend
+ * or a vpermt2w, is slow on that core), and q4_K_z2 twice for 8 columns
+ * on two groups. */
 Z_INLINE void q4_K_zw(const uint8_t *g, int64_t nsb, const uint8_t *y, size_t ys, const int NC, float *out) {
     const int NP = (NC + 1) / 2;
     const uintptr_t ahead = cpu_batch_ahead;

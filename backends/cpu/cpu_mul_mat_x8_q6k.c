@@ -4,10 +4,8 @@
  * and so do matrices (a Q4_K_M file's output and some attn_v / ffn_down)
  * unless the CPU takes K-quant batches on AMX tiles: with the 5..8-column
  * kernel (cpu_x8_q6k_dot8) every batch size ran faster here than in the
- * plain layout's q6tile kernel (cpu_mul_mat_q6tile.c), one column as fast
- * as the row kernel (issue 42: one thread over a 32000 x 768 matrix, 8
- * columns in 0.96 ms against q6tile's 1.35 ms and two 4-column calls'
- * 1.11 ms).
+ * plain layout's q6tile kernel (cpu_mul_mat_q6tile.c), and one column as
+ * fast as the row kernel (issue 42; RESULTS run 50).
  *
  * Layout: for each group of 8 rows and each super-block (256 elements),
  * 1680 bytes, exactly what the 8 rows' blocks took (210 bytes each):

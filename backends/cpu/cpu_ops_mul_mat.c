@@ -101,10 +101,10 @@ static mm_plan make_plan(const cpu_op *op) {
                  .r3 = b->ne[3] / a->ne[3]};
     int layout = cpu_weight_layout(a);
     if (layout > CPU_LAYOUT_PLAIN) {
-        /* b's rows become Q8_K for Q4_K, else Q8_0 plus each block's scale
-         * and sum (cpu_x8_act) */
+        /* b's rows become Q8_K for the K-quants, else Q8_0 plus each
+         * block's scale and sum (cpu_x8_act) */
         p.x8 = layout;
-        bool k = layout == CPU_LAYOUT_Q4_K_X8 || layout == CPU_LAYOUT_Q6_K_X8;
+        bool k = cpu_x8_k_quant(layout);
         p.vec_dot_type = k ? TPORT_TYPE_Q8_K : TPORT_TYPE_Q8_0;
         p.packed_row = k ? (size_t)(p.K / 256) * 292 : (size_t)(p.K / 32) * 34;
         p.act_offset = (p.packed_row * (size_t)p.M + 63) / 64 * 64;
@@ -171,7 +171,7 @@ size_t cpu_mul_mat_shared_scratch(const cpu_op *op) {
  * first with no barrier (cpu_graph.c). */
 static bool packs_q8_k_only(const mm_plan *p) {
     return p->vec_dot_type == TPORT_TYPE_Q8_K && !p->bf16 && !p->amx_q8 &&
-           (p->x8 == CPU_LAYOUT_Q4_K_X8 || p->x8 == CPU_LAYOUT_Q6_K_X8 || (!p->x8 && p->vec_dot));
+           (cpu_x8_k_quant(p->x8) || (!p->x8 && p->vec_dot));
 }
 
 bool cpu_mul_mat_shares_packing(const cpu_op *a, const cpu_op *b) {
@@ -676,7 +676,7 @@ static void x8_task(void *arg, int ith, int nth) {
     mm_job *job = arg;
     const mm_plan *p = &job->plan;
     bool pairs = CPU_X8_WIDE && p->M >= 4;
-    int64_t step = CPU_X8_WIDE && (p->x8 == CPU_LAYOUT_Q4_K_X8 || p->x8 == CPU_LAYOUT_Q6_K_X8) ? 8 : 4;
+    int64_t step = CPU_X8_WIDE && cpu_x8_k_quant(p->x8) ? 8 : 4;
     int64_t groups = p->N / 8, chunk = cpu_chunk_size(groups, nth, mm_chunks_per_thread(p)), g0, g1;
     size_t group_bytes = cpu_x8_group_bytes(p->x8, p->K);
     (void)ith;

@@ -18,11 +18,11 @@
  * super-block (1184 bytes) of compute, slower per byte than the streaming
  * kernels, and want their own distance, cpu_batch_ahead:
  * - AMD (the Zen 5): 8 KiB.  For 8 columns one super-block ahead, as
- *   tuned on the Xeon, left the kernel waiting on memory: from DRAM
- *   (x8_bench --cols 8) 15 GB/s a thread against 25 from L2; 4 KiB gave
- *   20.5, 8 KiB 23, and 12, 16 and 32 KiB no more.  The 3- and 4-column
- *   kernels did not prefetch: 26-28 GB/s a thread from DRAM, 35-37 at
- *   8 KiB, less at 4 and 16 KiB;
+ *   tuned on the Xeon, left the kernel waiting on memory, far slower from
+ *   DRAM than from L2; 4 KiB closed part of that, 8 KiB most, and 12, 16
+ *   and 32 KiB no more.  The 3- and 4-column kernels, which did not
+ *   prefetch, gained most at 8 KiB too, less at 4 and 16 KiB (RESULTS
+ *   run 50);
  * - others: 1184 bytes (the Xeon's for 5..8 columns).
  * TPORT_CPU_PREFETCH=<bytes> overrides, for measuring another machine. */
 #include <stdlib.h>
