@@ -472,9 +472,9 @@ CPU_HIDDEN void cpu_arena_free(cpu_arena *owner);                 /* one block o
  * once, prefetch each block's lines cpu_stream_ahead bytes ahead
  * (cpu_prefetch.c); the hardware prefetchers alone do not keep up.  The
  * batch kernels reuse each load three to eight times, but on the Zen 5
- * the 512-bit Q4_K ones still waited on memory without prefetches far
- * enough ahead: those of 3 and more columns prefetch cpu_batch_ahead
- * bytes ahead. */
+ * the 512-bit ones (Q4_K, then Q8_0 and Q4_0) still waited on memory
+ * without prefetches far enough ahead: those of 3 and more columns
+ * prefetch cpu_batch_ahead bytes ahead. */
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__) && \
     defined(__AVX512VNNI__) && defined(__F16C__) && defined(__FMA__)
 #define CPU_X8_WIDE 1
@@ -492,7 +492,7 @@ static inline bool cpu_x8_k_quant(int layout) {
     return layout == CPU_LAYOUT_Q4_K_X8 || layout == CPU_LAYOUT_Q6_K_X8;
 }
 /* How far ahead (bytes) the kernels that stream weights once prefetch
- * (f16 rows: cpu_stream_ahead_f16), and the 512-bit Q4_K kernels of 3
+ * (f16 rows: cpu_stream_ahead_f16), and the 512-bit batch kernels of 3
  * and more columns (cpu_batch_ahead): set once by cpu_prefetch_init (from
  * init) for this CPU. */
 CPU_HIDDEN extern uintptr_t cpu_stream_ahead, cpu_stream_ahead_f16, cpu_batch_ahead;

@@ -146,6 +146,8 @@ Z_INLINE void legacy_z(const uint8_t *g, int64_t nblk, const uint8_t *y, size_t 
         for (int c = 0; c < 4; c++)
             s[c] = _mm512_setzero_si512();
         for (int j = 0; j < (Q8 ? 4 : 2); j++) {
+            if (NC > 2) /* a block's lines over its chunks, as legacy_z2 */
+                _mm_prefetch((const char *)(g + cpu_batch_ahead + (Q8 ? 68 : 72) * j), _MM_HINT_T0);
             const __m512i p = _mm512_loadu_si512((const void *)(g + 16 + 64 * j));
             const uint8_t *q = y + 2 + 8 * j;
             if (Q8) {
@@ -171,6 +173,7 @@ Z_INLINE void legacy_z(const uint8_t *g, int64_t nblk, const uint8_t *y, size_t 
 Z_INLINE void legacy_z2(const uint8_t *g, size_t gs, int64_t nblk, const uint8_t *y, size_t ys,
                         const cpu_x8_act *act, size_t as, const bool Q8, const bool FOLD, float *out) {
     const __m512i m4 = _mm512_set1_epi8(0x0F);
+    const uintptr_t ahead = cpu_batch_ahead;
     __m512 acc0[4], acc1[4];
     for (int c = 0; c < 4; c++)
         acc0[c] = acc1[c] = _mm512_setzero_ps();
@@ -179,6 +182,11 @@ Z_INLINE void legacy_z2(const uint8_t *g, size_t gs, int64_t nblk, const uint8_t
         for (int c = 0; c < 4; c++)
             s0[c] = s1[c] = _mm512_setzero_si512();
         for (int j = 0; j < (Q8 ? 4 : 2); j++) {
+            /* each group's lines ahead (cpu_batch_ahead), a quarter (half)
+             * of a block's at each chunk: without, the Zen 5 waited on
+             * memory here as in the Q4_K batch kernels (RESULTS run 51) */
+            _mm_prefetch((const char *)(g + ahead + (Q8 ? 68 : 72) * j), _MM_HINT_T0);
+            _mm_prefetch((const char *)(g + gs + ahead + (Q8 ? 68 : 72) * j), _MM_HINT_T0);
             const __m512i p0 = _mm512_loadu_si512((const void *)(g + 16 + 64 * j));
             const __m512i p1 = _mm512_loadu_si512((const void *)(g + gs + 16 + 64 * j));
             const uint8_t *q = y + 2 + 8 * j;
