@@ -9,14 +9,17 @@
  *   late until it comes back;
  * - what each slot generates is what its session generates alone,
  *   through batcher_eval or batcher_submit + batcher_wait (a slot's
- *   thread sends its token's text in between);
+ *   thread sends its token's text in between), also when the step
+ *   thread samples and hands the next token in for a slot whose thread
+ *   waits (batcher_wait's next, as tport serve's slots);
  * - admission (issue 42, time to first token): requests arriving together
  *   (joining a few ms apart, as their slots are taken) have their prompts
  *   in one step, every first token after the first step, not after a
  *   first prompt's lone step and a second (the wait for more goes on
  *   while they keep coming); a prompt that joins while
- *   others generate is in the next step; a first token's hand-in that
- *   completes a step does not run it before the token is sent.
+ *   others generate is in the next step;
+ * - the steps run on the batcher's thread: a hand-in that completes a step
+ *   returns at once, and the step runs before anyone waits for it.
  *
  * Run under ThreadSanitizer in CI (.ci/run). */
 #include <pthread.h>
@@ -39,6 +42,10 @@ typedef struct worker {
     int32_t n_prompt;
     atomic_bool *stall; /* set: after the prompt, wait until it is clear */
     bool pipelined;     /* batcher_submit, "send" for a while, batcher_wait */
+    bool delegate;      /* pipelined, with next_token as batcher_wait's next */
+    int next_i;         /* delegate: the last token handed in */
+    bool continued;     /* delegate: next_token ran in the last wait */
+    int n_continued;
     int arrive_us;      /* >= 0: joins by itself after this long (a request taking its slot) */
     atomic_int *start_at; /* non-NULL: arrives once the batcher has run this many steps */
     uint64_t joined_at, first_at; /* b->steps when it joined, and when its first token was there */
@@ -58,6 +65,19 @@ static tport_token greedy(const tport_model *m, const float *logits) {
         if (logits[i] > logits[best])
             best = i;
     return best;
+}
+
+/* batcher_wait's next for a delegating worker: what its loop does after
+ * a step, run by the batcher's step thread. */
+static void next_token(void *arg) {
+    worker *w = arg;
+    if (w->next_i + 1 >= N_GEN)
+        return;
+    w->next_i++;
+    w->out[w->next_i] = greedy(w->m, tport_session_logits(w->s));
+    batcher_submit(w->b, w->slot, w->s, &w->out[w->next_i], 1);
+    w->continued = true;
+    w->n_continued++;
 }
 
 /* A slot's request: its prompt, then N_GEN greedy tokens, each through
@@ -88,13 +108,29 @@ static void *run(void *arg) {
         struct timespec t = {0, 2 * 1000 * 1000};
         nanosleep(&t, NULL);
     }
-    for (int i = 0; w->ok && i < N_GEN; i++) {
+    if (w->ok && w->delegate) { /* as generate.c: the step thread may sample for a waiting slot */
+        w->next_i = 0;
+        w->out[0] = greedy(w->m, tport_session_logits(w->s));
+        batcher_submit(w->b, w->slot, w->s, &w->out[0], 1);
+        while (w->ok) {
+            w->continued = false;
+            w->ok = batcher_wait(w->b, w->slot, err, sizeof err, next_token, w) == TPORT_STATUS_OK;
+            if (!w->ok || w->continued)
+                continue;
+            if (w->next_i + 1 >= N_GEN)
+                break;
+            w->next_i++;
+            w->out[w->next_i] = greedy(w->m, tport_session_logits(w->s));
+            batcher_submit(w->b, w->slot, w->s, &w->out[w->next_i], 1);
+        }
+    }
+    for (int i = 0; w->ok && !w->delegate && i < N_GEN; i++) {
         w->out[i] = greedy(w->m, tport_session_logits(w->s));
         if (w->pipelined) { /* as tport serve's slots: the token's text goes out during the step */
-            batcher_submit(w->b, w->slot, w->s, &w->out[i], 1, i > 0); /* as generate.c */
+            batcher_submit(w->b, w->slot, w->s, &w->out[i], 1);
             struct timespec t = {0, (long)(w->slot + 1) * 300 * 1000};
             nanosleep(&t, NULL);
-            w->ok = batcher_wait(w->b, w->slot, err, sizeof err) == TPORT_STATUS_OK;
+            w->ok = batcher_wait(w->b, w->slot, err, sizeof err, NULL, NULL) == TPORT_STATUS_OK;
             continue;
         }
         w->ok = (w->b ? batcher_eval(w->b, w->slot, w->s, &w->out[i], 1, err, sizeof err)
@@ -110,13 +146,15 @@ static const tport_token prompts[N_SLOTS][5] = {
 
 /* The slots' requests at once through b; stall_slot (or -1) stops after
  * its prompt until the others are done.  Returns the others' wall time. */
-static double together(batcher *b, tport_model *m, tport_session **s, worker *w, int stall_slot, bool pipelined) {
+static double together(batcher *b, tport_model *m, tport_session **s, worker *w, int stall_slot, bool pipelined,
+                       bool delegate) {
     atomic_bool stall;
     atomic_init(&stall, stall_slot >= 0);
     pthread_t th[N_SLOTS];
     for (int i = 0; i < N_SLOTS; i++) {
         w[i] = (worker){.b = b, .m = m, .s = s[i], .slot = i, .prompt = prompts[i], .n_prompt = 5,
-                        .stall = i == stall_slot ? &stall : NULL, .pipelined = pipelined, .arrive_us = -1};
+                        .stall = i == stall_slot ? &stall : NULL, .pipelined = pipelined, .delegate = delegate,
+                        .arrive_us = -1};
         batcher_join(b, i); /* all in before anyone hands a token in */
     }
     double t0 = now_ms(), others = 0;
@@ -219,35 +257,39 @@ static void admission(batcher *b, tport_model *m, tport_session **s, const worke
           (unsigned long long)(w[3].first_at - w[3].joined_at));
     CHECK(b->n_late == 0 && b->n_active == 0, "after admission: %d late, %d active", b->n_late, b->n_active);
 
-    /* a hand-in that completes a step: with lead_now its thread runs the
-     * step before returning, without it (a first token, to be sent) it
-     * does not, and the first slot to wait leads it (one thread here) */
+    /* hand-ins that complete a step, all from this thread: each returns at
+     * once, and the step thread runs the step before anyone waits for it */
     for (int i = 0; i < N_SLOTS; i++) {
         tport_session_reset(s[i]);
         batcher_join(b, i);
     }
     base = atomic_load(&b->steps);
     for (int i = 0; i < N_SLOTS; i++)
-        batcher_submit(b, i, s[i], prompts[i], 5, false);
-    CHECK(atomic_load(&b->steps) == base, "the step ran in the submit of a first token");
+        batcher_submit(b, i, s[i], prompts[i], 5);
+    double t0 = now_ms();
+    while (atomic_load(&b->steps) == base && now_ms() - t0 < 10000) {
+        struct timespec t = {0, 200 * 1000};
+        nanosleep(&t, NULL);
+    }
+    CHECK(atomic_load(&b->steps) == base + 1, "%llu steps for one complete hand-in before any wait, not 1",
+          (unsigned long long)(atomic_load(&b->steps) - base));
     char err[256];
     for (int i = 0; i < N_SLOTS; i++)
-        CHECK(batcher_wait(b, i, err, sizeof err) == TPORT_STATUS_OK, "slot %d: %s", i, err);
-    CHECK(atomic_load(&b->steps) == base + 1, "%llu steps for one complete hand-in, not 1",
-          (unsigned long long)(atomic_load(&b->steps) - base));
+        CHECK(batcher_wait(b, i, err, sizeof err, NULL, NULL) == TPORT_STATUS_OK, "slot %d: %s", i, err);
     tport_token next[N_SLOTS];
     for (int i = 0; i < N_SLOTS; i++) {
         next[i] = greedy(m, tport_session_logits(s[i]));
         CHECK(next[i] == alone[i].out[0], "slot %d's first token %d, alone %d", i, (int)next[i],
               (int)alone[i].out[0]);
-        batcher_submit(b, i, s[i], &next[i], 1, true);
+        batcher_submit(b, i, s[i], &next[i], 1);
     }
-    CHECK(atomic_load(&b->steps) == base + 2, "the last submit with lead_now did not run the step");
     for (int i = 0; i < N_SLOTS; i++) {
-        CHECK(batcher_wait(b, i, err, sizeof err) == TPORT_STATUS_OK, "slot %d: %s", i, err);
+        CHECK(batcher_wait(b, i, err, sizeof err, NULL, NULL) == TPORT_STATUS_OK, "slot %d: %s", i, err);
         CHECK(greedy(m, tport_session_logits(s[i])) == alone[i].out[1], "slot %d's second token", i);
         batcher_leave(b, i);
     }
+    CHECK(atomic_load(&b->steps) == base + 2, "%llu steps for two complete hand-ins, not 2",
+          (unsigned long long)(atomic_load(&b->steps) - base));
 }
 
 int main(void) {
@@ -277,7 +319,7 @@ int main(void) {
     /* lock step: one step for the prompts, then one per token */
     b.wait_ms = 60000;
     worker w[N_SLOTS];
-    together(&b, m, s, w, -1, false);
+    together(&b, m, s, w, -1, false, false);
     uint64_t steps = atomic_load(&b.steps), rows = atomic_load(&b.rows);
     for (int i = 0; i < N_SLOTS; i++) {
         CHECK(w[i].ok, "slot %d together failed", i);
@@ -293,7 +335,7 @@ int main(void) {
     /* handed in before "sending" (batcher_submit, batcher_wait): still
      * one step per token, each with every slot, and the same tokens */
     uint64_t steps0 = atomic_load(&b.steps), rows0 = atomic_load(&b.rows);
-    together(&b, m, s, w, -1, true);
+    together(&b, m, s, w, -1, true, false);
     for (int i = 0; i < N_SLOTS; i++) {
         CHECK(w[i].ok, "slot %d pipelined failed", i);
         for (int k = 0; k < N_GEN; k++)
@@ -305,11 +347,35 @@ int main(void) {
     CHECK(atomic_load(&b.steps) - steps0 == 1 + N_GEN, "pipelined: %llu steps for %d slots, not %d",
           (unsigned long long)(atomic_load(&b.steps) - steps0), N_SLOTS, 1 + N_GEN);
 
+    /* the step thread samples and hands in for the slots whose threads
+     * wait (batcher_wait's next): the same tokens, one step per token */
+    steps0 = atomic_load(&b.steps), rows0 = atomic_load(&b.rows);
+    together(&b, m, s, w, -1, false, true);
+    int continued = 0;
+    for (int i = 0; i < N_SLOTS; i++) {
+        CHECK(w[i].ok, "slot %d delegating failed", i);
+        for (int k = 0; k < N_GEN; k++)
+            CHECK(w[i].out[k] == alone[i].out[k], "slot %d, token %d: %d delegating, %d alone", i, k,
+                  (int)w[i].out[k], (int)alone[i].out[k]);
+        continued += w[i].n_continued;
+    }
+    CHECK(atomic_load(&b.rows) - rows0 == N_SLOTS * (5 + N_GEN), "delegating: %llu rows, not %d",
+          (unsigned long long)(atomic_load(&b.rows) - rows0), N_SLOTS * (5 + N_GEN));
+    CHECK(atomic_load(&b.steps) - steps0 == 1 + N_GEN, "delegating: %llu steps for %d slots, not %d",
+          (unsigned long long)(atomic_load(&b.steps) - steps0), N_SLOTS, 1 + N_GEN);
+    /* the step thread runs the next of the slots that wait: of the
+     * N_SLOTS slots' N_GEN - 1 tokens after the first, most (the slots'
+     * threads do nothing else here) */
+    CHECK(continued >= N_SLOTS * (N_GEN - 1) / 2, "delegating: the step thread sampled %d times for the slots, not %d",
+          continued, N_SLOTS * (N_GEN - 1) / 2);
+    printf("delegating: the step thread sampled %d of %d tokens for waiting slots\n", continued,
+           N_SLOTS * (N_GEN - 1));
+
     /* slot 3 stalls after its prompt: the others wait for it once (WAIT
      * ms), then go on without it; waiting at every step takes N_GEN WAITs */
     enum { WAIT = 400 };
     b.wait_ms = WAIT;
-    double ms = together(&b, m, s, w, 3, false);
+    double ms = together(&b, m, s, w, 3, false, false);
     for (int i = 0; i < N_SLOTS; i++)
         CHECK(w[i].ok, "slot %d beside a stalled one failed", i);
     for (int i = 0; i < N_SLOTS; i++)

@@ -1,8 +1,8 @@
 /* tport serve: continuous batching.  The slots that are generating hand
  * their next token (or their prompt's next chunk) to the batcher and wait;
- * one of them (the leader) evaluates everything handed in so far in one
+ * its thread evaluates everything handed in so far in one
  * tport_batch_eval, a step that reads the weights once for all of them,
- * and wakes the others with their logits in their sessions.  A new
+ * and wakes them with their logits in their sessions.  A new
  * request's prompt thus joins the running batch chunk by chunk instead of
  * holding the others up for its whole length. */
 #ifndef TPORT_SERVE_BATCHER_H
@@ -16,19 +16,27 @@
 #include "tport/tport.h"
 
 typedef struct batcher_slot batcher_slot;
+/* What a slot's thread does after its step (sample, hand the next token
+ * in), which the step thread may run for it (batcher_wait). */
+typedef void (*batcher_next_fn)(void *arg);
 
 typedef struct batcher {
     pthread_mutex_t lock;
-    pthread_cond_t cv;
-    tport_batch *batch;
+    pthread_cond_t cv;       /* the step thread sleeps on it (idle)        */
+    pthread_t thread;        /* the step thread                           */
+    bool started, stop, idle;
+    pthread_mutex_t done_lock; /* with done: the slots' threads wait (wait_done) */
+    pthread_cond_t done;
+    int n_waiting;           /* how many (done_lock)                      */    tport_batch *batch;
     batcher_slot *slots;
-    tport_batch_item *items; /* the leader's, for one step               */
+    tport_batch_item *items; /* the step thread's, for one step          */
     int *taken;              /* and the slots it took                     */
+    int *next_of;            /* and those whose next it runs              */
     int n;
     int n_active;          /* slots between their prompt and their end  */
     int n_pending;         /* of them, waiting for the next step        */
     int n_late;            /* of them, left out of the last step (late) */
-    bool running;          /* a leader is evaluating a step             */
+    bool running;          /* the step thread is evaluating a step      */
     double wait_ms;        /* the least the first of a step waits for the rest */
     double step_ms;        /* how long the last step of several slots took */
     double ended;          /* when the last step ended (ms)             */
@@ -54,15 +62,14 @@ tport_status batcher_eval(batcher *b, int slot, tport_session *s, const tport_to
                           size_t cap);
 /* batcher_eval in two halves, so that a slot's thread can send what it
  * has while its next token is evaluated: batcher_submit hands the tokens
- * in (and runs the step at once when they complete it, beside other
- * slots), batcher_wait
- * returns when they have been evaluated, with their status.  Until then
- * the session and ids are the batcher's; every submit needs its wait,
- * before the slot leaves too.  lead_now: when the tokens complete the
- * step, this thread runs it before returning (its own last token then
- * goes out a step later, no matter in a stream under way); false leaves
- * the step to another slot's thread, for a first token (issue 42). */
-void batcher_submit(batcher *b, int slot, tport_session *s, const tport_token *ids, int32_t n, bool lead_now);
-tport_status batcher_wait(batcher *b, int slot, char *err, size_t cap);
+ * in, batcher_wait returns when they have been evaluated, with their
+ * status.  Until then the session and ids are the batcher's; every submit
+ * needs its wait, before the slot leaves too. */
+void batcher_submit(batcher *b, int slot, tport_session *s, const tport_token *ids, int32_t n);
+/* next (may be NULL): when the step succeeds for the slot, the step
+ * thread may call next(arg) before this returns, as the slot's thread
+ * would after it; next may use batcher_submit and batcher_leave for the
+ * slot, nothing else of the batcher. */
+tport_status batcher_wait(batcher *b, int slot, char *err, size_t cap, batcher_next_fn next, void *arg);
 
 #endif

@@ -93,7 +93,7 @@ bool gen_init(gen_job *j, const tport_model *m, tport_session *s, batcher *bt, i
 
 void gen_leave(gen_job *j) {
     if (atomic_exchange(&j->in_flight, false)) /* the session is the batcher's until then */
-        (void)batcher_wait(j->bt, j->slot, NULL, 0);
+        (void)batcher_wait(j->bt, j->slot, NULL, 0, NULL, NULL);
     if (atomic_exchange(&j->joined, false))
         batcher_leave(j->bt, j->slot);
 }
@@ -242,6 +242,16 @@ static bool record_logprob(gen_job *j, const float *logits, int32_t n_vocab, tpo
     return true;
 }
 
+static bool after_step(gen_job *j);
+
+/* after_step run by the batcher's step thread (batcher_wait's next): the
+ * job's thread sleeps in batcher_wait until it is over. */
+static void next_on_step_thread(void *arg) {
+    gen_job *j = arg;
+    j->continued = true;
+    (void)after_step(j);
+}
+
 bool gen_step(gen_job *j) {
     if (j->done)
         return false;
@@ -258,10 +268,14 @@ bool gen_step(gen_job *j) {
             return step_failed(j, why);
     } else if (atomic_exchange(&j->in_flight, false)) {
         char why[sizeof j->error];
-        st = batcher_wait(j->bt, j->slot, why, sizeof why);
+        st = batcher_wait(j->bt, j->slot, why, sizeof why, next_on_step_thread, j);
         j->gen_ms += now_ms() - t0;
         if (st != TPORT_STATUS_OK)
             return step_failed(j, why);
+        if (j->continued) { /* sampled, and the next token handed in, by the step thread */
+            j->continued = false;
+            return !j->done;
+        }
     } else if (atomic_load(&j->joined)) {
         char why[sizeof j->error];
         st = batcher_eval(j->bt, j->slot, j->s, &j->prev, 1, why, sizeof why);
@@ -274,6 +288,12 @@ bool gen_step(gen_job *j) {
     }
     if (st != TPORT_STATUS_OK)
         return step_failed(j, tport_last_error());
+    return after_step(j);
+}
+
+/* The token after the step: sampled, its text appended, the ends
+ * checked, and (generating on) handed in for the next step. */
+static bool after_step(gen_job *j) {
     const float *logits = tport_session_logits(j->s);
     int32_t n_vocab = tport_model_n_vocab(j->m);
     tport_token id = pick(j, logits, n_vocab);
@@ -308,9 +328,7 @@ bool gen_step(gen_job *j) {
      * gen_step waits for the step (issue 42: every slot's sending was
      * between two steps, 8 slots on 2 cores) */
     if (!j->done && atomic_load(&j->joined)) {
-        /* the first token goes out before the next step, not after it:
-         * another slot's thread leads that step (time to first token) */
-        batcher_submit(j->bt, j->slot, j->s, &j->prev, 1, j->n_gen > 1);
+        batcher_submit(j->bt, j->slot, j->s, &j->prev, 1);
         atomic_store(&j->in_flight, true);
     }
     return !j->done;

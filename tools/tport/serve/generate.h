@@ -70,6 +70,7 @@ typedef struct gen_job {
     tport_token prev;
     double prompt_ms, gen_ms;     /* time in the prompt's evaluation, and after */
     bool started, done, failed;
+    bool continued;               /* the step thread sampled for the job (batcher_wait) */
     const char *finish_reason;    /* "stop" or "length" once done       */
     char error[256];
 } gen_job;
