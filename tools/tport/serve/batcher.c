@@ -394,7 +394,7 @@ static void *step_thread(void *arg) {
  * for the next step when they all wake at the end of one; and it wakes
  * them with one broadcast, not one wake-up each (with a semaphore per
  * slot, posting 8 of them took 0.2 ms between two steps on 2 cores:
- * RESULTS run 51). */
+ * RESULTS run 52). */
 static tport_status wait_done(batcher *b, int slot, batcher_next_fn next, void *arg, char *err, size_t cap) {
     batcher_slot *sl = &b->slots[slot];
     const uint64_t ticket = sl->handed;
