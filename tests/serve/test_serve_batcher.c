@@ -43,6 +43,7 @@ typedef struct worker {
     atomic_bool *stall; /* set: after the prompt, wait until it is clear */
     bool pipelined;     /* batcher_submit, "send" for a while, batcher_wait */
     bool delegate;      /* pipelined, with next_token as batcher_wait's next */
+    bool slow_next;     /* delegate: next_token takes 20 ms (a costly sampling) */
     int next_i;         /* delegate: the last token handed in */
     bool continued;     /* delegate: next_token ran in the last wait */
     int n_continued;
@@ -73,6 +74,10 @@ static void next_token(void *arg) {
     worker *w = arg;
     if (w->next_i + 1 >= N_GEN)
         return;
+    if (w->slow_next) {
+        struct timespec t = {0, 20 * 1000 * 1000};
+        nanosleep(&t, NULL);
+    }
     w->next_i++;
     w->out[w->next_i] = greedy(w->m, tport_session_logits(w->s));
     batcher_submit(w->b, w->slot, w->s, &w->out[w->next_i], 1);
@@ -147,14 +152,14 @@ static const tport_token prompts[N_SLOTS][5] = {
 /* The slots' requests at once through b; stall_slot (or -1) stops after
  * its prompt until the others are done.  Returns the others' wall time. */
 static double together(batcher *b, tport_model *m, tport_session **s, worker *w, int stall_slot, bool pipelined,
-                       bool delegate) {
+                       bool delegate, bool slow_next) {
     atomic_bool stall;
     atomic_init(&stall, stall_slot >= 0);
     pthread_t th[N_SLOTS];
     for (int i = 0; i < N_SLOTS; i++) {
         w[i] = (worker){.b = b, .m = m, .s = s[i], .slot = i, .prompt = prompts[i], .n_prompt = 5,
                         .stall = i == stall_slot ? &stall : NULL, .pipelined = pipelined, .delegate = delegate,
-                        .arrive_us = -1};
+                        .slow_next = slow_next, .arrive_us = -1};
         batcher_join(b, i); /* all in before anyone hands a token in */
     }
     double t0 = now_ms(), others = 0;
@@ -319,7 +324,7 @@ int main(void) {
     /* lock step: one step for the prompts, then one per token */
     b.wait_ms = 60000;
     worker w[N_SLOTS];
-    together(&b, m, s, w, -1, false, false);
+    together(&b, m, s, w, -1, false, false, false);
     uint64_t steps = atomic_load(&b.steps), rows = atomic_load(&b.rows);
     for (int i = 0; i < N_SLOTS; i++) {
         CHECK(w[i].ok, "slot %d together failed", i);
@@ -335,7 +340,7 @@ int main(void) {
     /* handed in before "sending" (batcher_submit, batcher_wait): still
      * one step per token, each with every slot, and the same tokens */
     uint64_t steps0 = atomic_load(&b.steps), rows0 = atomic_load(&b.rows);
-    together(&b, m, s, w, -1, true, false);
+    together(&b, m, s, w, -1, true, false, false);
     for (int i = 0; i < N_SLOTS; i++) {
         CHECK(w[i].ok, "slot %d pipelined failed", i);
         for (int k = 0; k < N_GEN; k++)
@@ -350,7 +355,7 @@ int main(void) {
     /* the step thread samples and hands in for the slots whose threads
      * wait (batcher_wait's next): the same tokens, one step per token */
     steps0 = atomic_load(&b.steps), rows0 = atomic_load(&b.rows);
-    together(&b, m, s, w, -1, false, true);
+    together(&b, m, s, w, -1, false, true, false);
     int continued = 0;
     for (int i = 0; i < N_SLOTS; i++) {
         CHECK(w[i].ok, "slot %d delegating failed", i);
@@ -371,11 +376,28 @@ int main(void) {
     printf("delegating: the step thread sampled %d of %d tokens for waiting slots\n", continued,
            N_SLOTS * (N_GEN - 1));
 
+    /* a next that takes longer than the step thread's budget (20 ms, a
+     * costly sampling): it runs the first of a step's and leaves the rest
+     * to the slots' threads, so at most one a step; the same tokens */
+    steps0 = atomic_load(&b.steps);
+    together(&b, m, s, w, -1, false, true, true);
+    continued = 0;
+    for (int i = 0; i < N_SLOTS; i++) {
+        CHECK(w[i].ok, "slot %d with a slow next failed", i);
+        for (int k = 0; k < N_GEN; k++)
+            CHECK(w[i].out[k] == alone[i].out[k], "slot %d, token %d: %d with a slow next, %d alone", i, k,
+                  (int)w[i].out[k], (int)alone[i].out[k]);
+        continued += w[i].n_continued;
+    }
+    uint64_t slow_steps = atomic_load(&b.steps) - steps0;
+    CHECK(continued >= 1 && (uint64_t)continued <= slow_steps, "slow next: the step thread ran %d in %llu steps",
+          continued, (unsigned long long)slow_steps);
+
     /* slot 3 stalls after its prompt: the others wait for it once (WAIT
      * ms), then go on without it; waiting at every step takes N_GEN WAITs */
     enum { WAIT = 400 };
     b.wait_ms = WAIT;
-    double ms = together(&b, m, s, w, 3, false, false);
+    double ms = together(&b, m, s, w, 3, false, false, false);
     for (int i = 0; i < N_SLOTS; i++)
         CHECK(w[i].ok, "slot %d beside a stalled one failed", i);
     for (int i = 0; i < N_SLOTS; i++)

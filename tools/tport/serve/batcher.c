@@ -88,6 +88,13 @@ struct batcher_slot {
  * apart (connections accepted in turn). */
 #define ADMIT_QUIET 2.0
 #define ADMIT_SPAN 8.0
+/* The step thread runs the slots' next (sampling) for at most this share
+ * of the step it just ran, or NEXT_MIN_MS; the slots left wake and do
+ * theirs themselves, in parallel: a large vocabulary's sampling, or
+ * log-probabilities, must not hold every slot's next step up (8 greedy
+ * stories110M slots took 0.045 ms of a 4.3 ms step). */
+#define NEXT_SHARE 0.1
+#define NEXT_MIN_MS 0.1
 
 static void *step_thread(void *arg);
 
@@ -267,7 +274,8 @@ static void run_step(batcher *b) {
             b->next_of[n_next++] = b->taken[k];
     }
     pthread_mutex_unlock(&b->lock);
-    for (int k = 0; k < n_next; k++) {
+    double t_next = now_ms(), budget = NEXT_SHARE * ms > NEXT_MIN_MS ? NEXT_SHARE * ms : NEXT_MIN_MS;
+    for (int k = 0; k < n_next && now_ms() - t_next <= budget; k++) {
         batcher_slot *sl = &b->slots[b->next_of[k]];
         sl->next(sl->next_arg);
     }

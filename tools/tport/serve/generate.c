@@ -252,6 +252,15 @@ static void next_on_step_thread(void *arg) {
     (void)after_step(j);
 }
 
+/* Whether the step thread may sample for the job: every slot's next step
+ * waits for it meanwhile, so not with a grammar (whose mask over the
+ * vocabulary can take milliseconds) nor when sampling sorts the whole
+ * vocabulary (top_k 0); the batcher bounds the time it spends so too. */
+static bool cheap_to_sample(const gen_job *j) {
+    const tport_sampler_params *p = &j->spec->sp;
+    return !j->gs && (p->temperature <= 0 || p->top_k > 0);
+}
+
 bool gen_step(gen_job *j) {
     if (j->done)
         return false;
@@ -268,7 +277,7 @@ bool gen_step(gen_job *j) {
             return step_failed(j, why);
     } else if (atomic_exchange(&j->in_flight, false)) {
         char why[sizeof j->error];
-        st = batcher_wait(j->bt, j->slot, why, sizeof why, next_on_step_thread, j);
+        st = batcher_wait(j->bt, j->slot, why, sizeof why, cheap_to_sample(j) ? next_on_step_thread : NULL, j);
         j->gen_ms += now_ms() - t0;
         if (st != TPORT_STATUS_OK)
             return step_failed(j, why);
