@@ -27,7 +27,8 @@ typedef struct batcher {
     bool started, stop, idle;
     pthread_mutex_t done_lock; /* with done: the slots' threads wait (wait_done) */
     pthread_cond_t done;
-    int n_waiting;           /* how many (done_lock)                      */    tport_batch *batch;
+    int n_waiting;           /* how many (done_lock)                      */
+    tport_batch *batch;
     batcher_slot *slots;
     tport_batch_item *items; /* the step thread's, for one step          */
     int *taken;              /* and the slots it took                     */
