@@ -23,9 +23,8 @@
  *   and 32 KiB no more.  The 3- and 4-column kernels, which did not
  *   prefetch, gained most at 8 KiB too, less at 4 and 16 KiB (RESULTS
  *   run 50).  The Q8_0 and Q4_0 kernels of 3 and 4 columns (legacy_z,
- *   legacy_z2) did not prefetch either and waited likewise: with 8 KiB
- *   ahead, 8 sequences of stories110M Q8_0 ran 25-30 % faster (RESULTS
- *   run 51);
+ *   legacy_z2) did not prefetch either and waited likewise; 8 KiB ahead
+ *   serves them too (RESULTS run 51);
  * - others: 1184 bytes (the Xeon's for 5..8 columns).
  * TPORT_CPU_PREFETCH=<bytes> overrides, for measuring another machine. */
 #include <stdlib.h>

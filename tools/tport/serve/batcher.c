@@ -8,9 +8,9 @@
  * before waking it, so that the next step can start at once and the
  * slots' threads send their text while it runs.  Until then the slots'
  * threads took turns leading the steps, and all of them had to wake, be
- * scheduled, sample and hand in between two steps: with 8 slots on 2
- * cores the last token came 0.4-0.5 ms after the step (RESULTS run 51),
- * every step, a tenth of a stories110M step.  A slot left out costs
+ * scheduled, sample and hand in between two steps, one after the other
+ * on 2 cores: with 8 slots a good part of a small model's step (RESULTS
+ * run 51).  A slot left out costs
  * a step of its own (the weights read again) and, worse, hands its token
  * in while the others' step runs: the wait for the others must begin when
  * that step ends, or it is over before they are back and the slots split
@@ -90,9 +90,9 @@ struct batcher_slot {
 #define ADMIT_SPAN 8.0
 /* The step thread runs the slots' next (sampling) for at most this share
  * of the step it just ran, or NEXT_MIN_MS; the slots left wake and do
- * theirs themselves, in parallel: a large vocabulary's sampling, or
- * log-probabilities, must not hold every slot's next step up (8 greedy
- * stories110M slots took 0.045 ms of a 4.3 ms step). */
+ * theirs themselves, in parallel: a large vocabulary's sampling must not
+ * hold every slot's next step up (greedy sampling of 8 small-vocabulary
+ * slots is far below it: RESULTS run 52). */
 #define NEXT_SHARE 0.1
 #define NEXT_MIN_MS 0.1
 
@@ -400,9 +400,8 @@ static void *step_thread(void *arg) {
  * entry, released on return.  The slots' threads sleep on a condition
  * variable of their own lock, not of b->lock, which the step thread wants
  * for the next step when they all wake at the end of one; and it wakes
- * them with one broadcast, not one wake-up each (with a semaphore per
- * slot, posting 8 of them took 0.2 ms between two steps on 2 cores:
- * RESULTS run 52). */
+ * them with one broadcast, not one wake-up each (a semaphore per slot
+ * cost more between two steps: RESULTS run 52). */
 static tport_status wait_done(batcher *b, int slot, batcher_next_fn next, void *arg, char *err, size_t cap) {
     batcher_slot *sl = &b->slots[slot];
     const uint64_t ticket = sl->handed;

@@ -254,11 +254,12 @@ static void next_on_step_thread(void *arg) {
 
 /* Whether the step thread may sample for the job: every slot's next step
  * waits for it meanwhile, so not with a grammar (whose mask over the
- * vocabulary can take milliseconds) nor when sampling sorts the whole
- * vocabulary (top_k 0); the batcher bounds the time it spends so too. */
+ * vocabulary can take milliseconds), log-probabilities (an exp per
+ * vocabulary entry) or sampling that sorts the whole vocabulary (top_k
+ * 0); the batcher bounds the time it spends so too. */
 static bool cheap_to_sample(const gen_job *j) {
     const tport_sampler_params *p = &j->spec->sp;
-    return !j->gs && (p->temperature <= 0 || p->top_k > 0);
+    return !j->gs && !j->spec->logprobs && (p->temperature <= 0 || p->top_k > 0);
 }
 
 bool gen_step(gen_job *j) {
