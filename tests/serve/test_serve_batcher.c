@@ -204,6 +204,14 @@ static void check_same(const worker *w, const worker *alone, int n, const char *
     }
 }
 
+/* How often the step thread ran the slots' next (delegating workers). */
+static int continued_in(const worker *w) {
+    int n = 0;
+    for (int i = 0; i < N_SLOTS; i++)
+        n += w[i].n_continued;
+    return n;
+}
+
 /* Steps before each first token, for requests that arrive together or
  * while others generate. */
 static void admission(batcher *b, tport_model *m, tport_session **s, const worker *alone) {
@@ -356,14 +364,8 @@ int main(void) {
      * wait (batcher_wait's next): the same tokens, one step per token */
     steps0 = atomic_load(&b.steps), rows0 = atomic_load(&b.rows);
     together(&b, m, s, w, -1, false, true, false);
-    int continued = 0;
-    for (int i = 0; i < N_SLOTS; i++) {
-        CHECK(w[i].ok, "slot %d delegating failed", i);
-        for (int k = 0; k < N_GEN; k++)
-            CHECK(w[i].out[k] == alone[i].out[k], "slot %d, token %d: %d delegating, %d alone", i, k,
-                  (int)w[i].out[k], (int)alone[i].out[k]);
-        continued += w[i].n_continued;
-    }
+    check_same(w, alone, N_SLOTS, "delegating");
+    int continued = continued_in(w);
     CHECK(atomic_load(&b.rows) - rows0 == N_SLOTS * (5 + N_GEN), "delegating: %llu rows, not %d",
           (unsigned long long)(atomic_load(&b.rows) - rows0), N_SLOTS * (5 + N_GEN));
     CHECK(atomic_load(&b.steps) - steps0 == 1 + N_GEN, "delegating: %llu steps for %d slots, not %d",
@@ -381,14 +383,8 @@ int main(void) {
      * to the slots' threads, so at most one a step; the same tokens */
     steps0 = atomic_load(&b.steps);
     together(&b, m, s, w, -1, false, true, true);
-    continued = 0;
-    for (int i = 0; i < N_SLOTS; i++) {
-        CHECK(w[i].ok, "slot %d with a slow next failed", i);
-        for (int k = 0; k < N_GEN; k++)
-            CHECK(w[i].out[k] == alone[i].out[k], "slot %d, token %d: %d with a slow next, %d alone", i, k,
-                  (int)w[i].out[k], (int)alone[i].out[k]);
-        continued += w[i].n_continued;
-    }
+    check_same(w, alone, N_SLOTS, "with a slow next");
+    continued = continued_in(w);
     uint64_t slow_steps = atomic_load(&b.steps) - steps0;
     CHECK(continued >= 1 && (uint64_t)continued <= slow_steps, "slow next: the step thread ran %d in %llu steps",
           continued, (unsigned long long)slow_steps);
