@@ -106,8 +106,8 @@ static int threads_for(const cpu_op *op, int budget) {
     return budget;
 }
 
-/* Fills op for node idx; returns the scratch bytes it needs. */
-static size_t prepare_op(cpu_op *op, const tport_graph_view *v, int32_t idx, int budget) {
+/* Fills op for node idx: its sources, threads and scratch sizes. */
+static void prepare_op(cpu_op *op, const tport_graph_view *v, int32_t idx, int budget) {
     memset(op, 0, sizeof *op);
     op->dst = v->tensors[idx];
     for (int i = 0; i < TPORT_MAX_SRC; i++)
@@ -144,7 +144,6 @@ static size_t prepare_op(cpu_op *op, const tport_graph_view *v, int32_t idx, int
     op->shared = op->dst->op == TPORT_OP_MUL_MAT      ? (cpu_mul_mat_shared_scratch(op) + 63) / 64 * 64
                  : op->dst->op == TPORT_OP_MUL_MAT_ID ? (cpu_mul_mat_id_shared_scratch(op) + 63) / 64 * 64
                                                       : 0;
-    return op->shared + op->per_thread * (size_t)op->nth;
 }
 
 /* Floats of rope node i's own table: 0 when it has none (positions the
@@ -294,6 +293,50 @@ static void plan_joins(cpu_graph *g) {
     }
 }
 
+/* ---- one-token attention of several sequences, a node per thread ------
+ * tport serve's step attends for each sequence in a node of its own, the
+ * nodes one after another and joined.  Split by heads, each thread reads
+ * its part of every cache row of every node; whole, a thread streams one
+ * sequence's rows from end to end while the others take the next nodes,
+ * which was faster (RESULTS, run 53).  The run's last nodes, fewer than
+ * the threads, are still split so that no thread waits for one alone. */
+
+static bool one_token_attention(const cpu_op *op) {
+    return (op->dst->op == TPORT_OP_FLASH_ATTN || op->dst->op == TPORT_OP_FLASH_ATTN_EXT) && op->nth > 1 &&
+           cpu_flash_attn_one_token(op);
+}
+
+/* One-token attention nodes side by side lay out their scratch alike (the
+ * largest), so that their sequences' different lengths do not keep them
+ * from joining (plan_joins). */
+static void plan_alike_scratch(cpu_graph *g) {
+    for (int32_t i = 0; i < g->n_ops;) {
+        int32_t end = i;
+        size_t widest = 0;
+        while (end < g->n_ops && one_token_attention(&g->ops[end]) && g->ops[end].nth == g->ops[i].nth) {
+            widest = g->ops[end].per_thread > widest ? g->ops[end].per_thread : widest;
+            end++;
+        }
+        for (int32_t j = i; j < end; j++)
+            g->ops[j].per_thread = widest;
+        i = end > i ? end : i + 1;
+    }
+}
+
+/* Sets whole on the nodes of each joined run but its last run length %
+ * nth. */
+static void plan_whole_nodes(cpu_graph *g) {
+    for (int32_t i = 0; i < g->n_ops;) {
+        int32_t end = i;
+        while (end < g->n_ops && one_token_attention(&g->ops[end]) && (end == i || g->ops[end].joins_previous))
+            end++;
+        int32_t whole = end - i - (end - i) % (end > i ? g->ops[i].nth : 1);
+        for (int32_t j = i; j < end; j++)
+            g->ops[j].whole = j - i < whole;
+        i = end > i ? end : i + 1;
+    }
+}
+
 static void run_op(cpu_ctx *c, cpu_op *op) {
     if (op->fused)
         return;
@@ -367,16 +410,20 @@ tport_status cpu_graph_compute(cpu_graph *g, cpu_pool *pool, const tport_graph_v
         g->cap_ops = v->n_nodes;
     }
     g->n_ops = 0;
-    size_t need = 0;
     int nth = 1;
     for (int32_t i = 0; i < v->n_nodes; i++) {
         int32_t idx = v->nodes[i];
         if (!cpu_supports(v, idx))
             return cpu_host->error(TPORT_STATUS_UNSUPPORTED, "cpu: node %d is not supported", (int)idx);
-        size_t n = prepare_op(&g->ops[i], v, idx, budget);
-        need = n > need ? n : need;
+        prepare_op(&g->ops[i], v, idx, budget);
         nth = g->ops[i].nth > nth ? g->ops[i].nth : nth;
         g->n_ops = i + 1;
+    }
+    plan_alike_scratch(g);
+    size_t need = 0;
+    for (int32_t i = 0; i < g->n_ops; i++) {
+        size_t n = g->ops[i].shared + g->ops[i].per_thread * (size_t)g->ops[i].nth;
+        need = n > need ? n : need;
     }
     if (need > g->scratch_size) {
         free(g->scratch);
@@ -392,6 +439,7 @@ tport_status cpu_graph_compute(cpu_graph *g, cpu_pool *pool, const tport_graph_v
         return st;
     plan_fusions(g);
     plan_joins(g);
+    plan_whole_nodes(g);
 
     cpu_pool_run(pool, graph_task, g, nth);
 

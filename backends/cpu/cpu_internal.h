@@ -61,6 +61,10 @@ typedef struct cpu_op {
      * same pass (cpu_norm_fuses_mul); that mul runs nothing itself */
     const struct cpu_op *fused_mul;
     bool fused;
+    /* flash_attn of one token whose neighbours in the order are alike
+     * (tport serve's sequences): one thread takes the whole node while
+     * the others take the next ones (cpu_graph.c's plan_whole_nodes) */
+    bool whole;
     /* rope: the cos and sin of every token, filled before the run; NULL
      * when the positions are computed by the graph */
     const float *table;
@@ -226,6 +230,9 @@ CPU_HIDDEN bool cpu_mul_mat_id_shares_packing(const cpu_op *a, const cpu_op *b);
 CPU_HIDDEN void cpu_run_moe(cpu_ctx *ctx, cpu_op *op);
 CPU_HIDDEN void cpu_run_flash_attn(cpu_ctx *ctx, cpu_op *op);
 CPU_HIDDEN size_t cpu_flash_attn_thread_scratch(const cpu_op *op);
+/* True if flash_attn op attends for one token, its heads side by side
+ * (the decoding path, which can run whole on one thread) */
+CPU_HIDDEN bool cpu_flash_attn_one_token(const cpu_op *op);
 CPU_HIDDEN size_t cpu_mul_mat_shared_scratch(const cpu_op *op);
 CPU_HIDDEN size_t cpu_mul_mat_thread_scratch(const cpu_op *op);
 /* True if mul_mat b, run right after mul_mat a, finds its packed rows of

@@ -90,6 +90,10 @@ static fa_path path_of(const cpu_op *op) {
     return FA_PORTABLE;
 }
 
+bool cpu_flash_attn_one_token(const cpu_op *op) {
+    return path_of(op) == FA_HEADS;
+}
+
 /* Queries per tile of the tile paths. */
 static int tile_queries(fa_path path) {
     return path == FA_TRANSPOSED ? FA_TRANSPOSED_TILE : path == FA_ONE ? 1 : FA_TILE;
@@ -629,7 +633,8 @@ static fa_ext ext_of(const cpu_op *op) {
  * of query heads and streams its part of the rows.  The ranges are whole
  * groups when there are kv heads for every thread (a group's heads then
  * share the K and V rows they read), else fours of a group (one kv head,
- * as in multi-query attention, split over the threads). */
+ * as in multi-query attention, split over the threads).  A node marked
+ * whole (several sequences' nodes side by side) goes to one thread. */
 static void heads_task(cpu_op *op, float *scores, int nth) {
     const tport_tensor_view *d = op->dst, *q = op->src[0], *k = op->src[1], *v = op->src[2], *m = op->src[3];
     int64_t hd = q->ne[0], n_head = q->ne[1], n_kv = k->ne[1], n_kvh = k->ne[2], group = n_head / n_kvh;
@@ -640,7 +645,7 @@ static void heads_task(cpu_op *op, float *scores, int nth) {
                    .hd = hd, .group = group, .n_kv = n_kv, .kv_end = mask ? visible_end(mask, n_kv) : n_kv,
                    .scale = p.scale, .cap = p.cap, .cap_mask = mask, .sinks = p.sinks};
     int64_t unit = n_kvh >= nth ? group : group % 4 == 0 ? 4 : 1, per = (n_head + nth - 1) / nth;
-    int64_t chunk = (per + unit - 1) / unit * unit, c0, c1;
+    int64_t chunk = op->whole ? n_head : (per + unit - 1) / unit * unit, c0, c1;
     while (cpu_claim(op, n_head, chunk, &c0, &c1))
         for (int64_t h0 = c0; h0 < c1; h0 += FA_DECODE_HEADS) {
             /* FA_DECODE_HEADS is a multiple of 4: a four of a group stays

@@ -193,8 +193,16 @@ typedef struct model_case {
     float tol;
 } model_case;
 
+/* Through a SIMD plug-in (TPORT_BACKEND_PATH) the products of one row
+ * and of several do not always sum in the same order (its one-row
+ * kernels are not its batch kernels): the ids must still be equal, the
+ * logits within this share of the largest (the last bits: 3.5e-7 seen) */
+#define PLUGIN_TOL 1e-5f
+
 int main(void) {
     const char *dir = getenv("TMPDIR");
+    const char *plugin_path = getenv("TPORT_BACKEND_PATH");
+    const bool plugin = plugin_path && *plugin_path;
     char path[512], cmd[2048];
     snprintf(path, sizeof path, "%s/tport-batch-%d.gguf", dir && *dir ? dir : "/tmp", (int)getpid());
     /* dense f32 and f16 weights take the CPU backend's generation kernel
@@ -213,6 +221,11 @@ int main(void) {
         {"llama q4_k, q6_k v", "--dim 256 --layers 2 --heads 4 --kv-heads 2 --ff 256 --type q4_k "
                                "--tensor-type blk.0.attn_v.weight=q6_k --tensor-type blk.1.attn_v.weight=q6_k",
          false, true, 0},
+        /* wide enough that each sequence's one-token attention runs on
+         * 2 threads: the nodes of the step, of different lengths, each
+         * whole on one thread (cpu_graph.c's plan_whole_nodes) */
+        {"llama q4_k, 16 heads", "--dim 1024 --layers 2 --heads 16 --kv-heads 16 --ff 256 --type q4_k", false, true,
+         0},
         {"gemma3 window 8", "--arch gemma3 --dim 64 --layers 3 --heads 4 --kv-heads 2 --head-size 32 --ff 128 "
                             "--window 8 --type q8_0", true, true, 0},
         {"gemma2 soft-capping", "--arch gemma2 --dim 64 --layers 2 --heads 4 --kv-heads 2 --head-size 32 --ff 128 "
@@ -289,12 +302,12 @@ int main(void) {
         }
         printf("  %s: %zu logits differ in their bits, max |diff| %g (max |logit| %g)\n", mc->name, differ,
                (double)worst, (double)scale);
-        if (mc->exact)
+        if (mc->exact && !plugin)
             CHECK(ok && differ == 0, "%s: %zu logits are not bit for bit those of the session alone", mc->name,
                   differ);
         else
-            CHECK(ok && scale > 0 && worst <= mc->tol * scale, "%s: max |diff| %g against max |logit| %g",
-                  mc->name, (double)worst, (double)scale);
+            CHECK(ok && scale > 0 && worst <= (mc->exact ? PLUGIN_TOL : mc->tol) * scale,
+                  "%s: max |diff| %g against max |logit| %g", mc->name, (double)worst, (double)scale);
         free(alone->logits);
         free(batch->logits);
         free(alone);
