@@ -11,7 +11,8 @@
  *   through batcher_eval or batcher_submit + batcher_wait (a slot's
  *   thread sends its token's text in between), also when the step
  *   thread samples and hands the next token in for a slot whose thread
- *   waits (batcher_wait's next, as tport serve's slots);
+ *   waits (batcher_wait's next, as tport serve's slots), and when it
+ *   holds such threads asleep over several steps (stream_ms);
  * - admission (issue 42, time to first token): requests arriving together
  *   (joining a few ms apart, as their slots are taken) have their prompts
  *   in one step, every first token after the first step, not after a
@@ -47,6 +48,7 @@ typedef struct worker {
     int next_i;         /* delegate: the last token handed in */
     bool continued;     /* delegate: next_token ran in the last wait */
     int n_continued;
+    int n_waits;        /* delegate: returns from batcher_wait */
     int arrive_us;      /* >= 0: joins by itself after this long (a request taking its slot) */
     atomic_int *start_at; /* non-NULL: arrives once the batcher has run this many steps */
     uint64_t joined_at, first_at; /* b->steps when it joined, and when its first token was there */
@@ -120,6 +122,7 @@ static void *run(void *arg) {
         while (w->ok) {
             w->continued = false;
             w->ok = batcher_wait(w->b, w->slot, err, sizeof err, next_token, w) == TPORT_STATUS_OK;
+            w->n_waits++;
             if (!w->ok || w->continued)
                 continue;
             if (w->next_i + 1 >= N_GEN)
@@ -209,6 +212,14 @@ static int continued_in(const worker *w) {
     int n = 0;
     for (int i = 0; i < N_SLOTS; i++)
         n += w[i].n_continued;
+    return n;
+}
+
+/* How often the slots' threads came back from batcher_wait (delegating). */
+static int waits_in(const worker *w) {
+    int n = 0;
+    for (int i = 0; i < N_SLOTS; i++)
+        n += w[i].n_waits;
     return n;
 }
 
@@ -361,7 +372,9 @@ int main(void) {
           (unsigned long long)(atomic_load(&b.steps) - steps0), N_SLOTS, 1 + N_GEN);
 
     /* the step thread samples and hands in for the slots whose threads
-     * wait (batcher_wait's next): the same tokens, one step per token */
+     * wait (batcher_wait's next): the same tokens, one step per token
+     * (stream_ms 0: their threads woken after every step) */
+    batcher_set_stream_ms(&b, 0);
     steps0 = atomic_load(&b.steps), rows0 = atomic_load(&b.rows);
     together(&b, m, s, w, -1, false, true, false);
     check_same(w, alone, N_SLOTS, "delegating");
@@ -377,6 +390,28 @@ int main(void) {
           continued, N_SLOTS * (N_GEN - 1) / 2);
     printf("delegating: the step thread sampled %d of %d tokens for waiting slots\n", continued,
            N_SLOTS * (N_GEN - 1));
+    CHECK(waits_in(w) > continued, "delegating: %d returns from batcher_wait for %d samplings: held with "
+          "stream_ms 0?", waits_in(w), continued);
+
+    /* held (issue 42): from one slot sampled for in a step on (hold_from
+     * 1, so that a slow sampling under TSan does not change the case) and
+     * a stream_ms longer than the run, a thread the step thread sampled
+     * for sleeps on while it samples again after the next step: fewer
+     * returns from batcher_wait than samplings, the same tokens, one step
+     * per token */
+    b.hold_from = 1;
+    batcher_set_stream_ms(&b, 60000);
+    steps0 = atomic_load(&b.steps);
+    together(&b, m, s, w, -1, false, true, false);
+    check_same(w, alone, N_SLOTS, "held");
+    continued = continued_in(w);
+    CHECK(atomic_load(&b.steps) - steps0 == 1 + N_GEN, "held: %llu steps for %d slots, not %d",
+          (unsigned long long)(atomic_load(&b.steps) - steps0), N_SLOTS, 1 + N_GEN);
+    CHECK(continued > 0 && waits_in(w) < continued, "held: %d returns from batcher_wait for %d samplings",
+          waits_in(w), continued);
+    printf("held: %d returns from batcher_wait for %d samplings by the step thread\n", waits_in(w), continued);
+    b.hold_from = BATCHER_HOLD_FROM;
+    batcher_set_stream_ms(&b, BATCHER_STREAM_MS);
 
     /* a next that takes longer than the step thread's budget (20 ms, a
      * costly sampling): it runs the first of a step's and leaves the rest

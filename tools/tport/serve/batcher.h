@@ -25,14 +25,13 @@ typedef struct batcher {
     pthread_cond_t cv;       /* the step thread sleeps on it (idle)        */
     pthread_t thread;        /* the step thread                           */
     bool started, stop, idle;
-    pthread_mutex_t done_lock; /* with done: the slots' threads wait (wait_done) */
-    pthread_cond_t done;
-    int n_waiting;           /* how many (done_lock)                      */
+    pthread_mutex_t done_lock; /* the slots' threads wait (wait_done)    */
     tport_batch *batch;
     batcher_slot *slots;
     tport_batch_item *items; /* the step thread's, for one step          */
     int *taken;              /* and the slots it took                     */
     int *next_of;            /* and those whose next it runs              */
+    int *released;           /* and those whose threads it lets go        */
     int n;
     int n_active;          /* slots between their prompt and their end  */
     int n_pending;         /* of them, waiting for the next step        */
@@ -41,6 +40,8 @@ typedef struct batcher {
     double wait_ms;        /* the least the first of a step waits for the rest */
     double step_ms;        /* how long the last step of several slots took */
     double ended;          /* when the last step ended (ms)             */
+    double stream_ms;      /* under load, a slot's thread wakes to send at most this often */
+    int hold_from;         /* slots sampled for in a step that make it load */
     /* for /metrics: steps run, tokens in them, steps of several slots,
      * and the microseconds they took; requests admitted (their first step
      * over) and the steps each saw from joining to the end of that step */
@@ -72,5 +73,12 @@ void batcher_submit(batcher *b, int slot, tport_session *s, const tport_token *i
  * would after it; next may use batcher_submit and batcher_leave for the
  * slot, nothing else of the batcher. */
 tport_status batcher_wait(batcher *b, int slot, char *err, size_t cap, batcher_next_fn next, void *arg);
+/* With BATCHER_HOLD_FROM or more slots sampled for by the step thread in
+ * a step, a slot's thread asleep in batcher_wait is woken at most every
+ * ms to send its text (the step thread runs its next meanwhile, again
+ * after each step); 0: after every step (see batcher.c). */
+#define BATCHER_STREAM_MS 10
+#define BATCHER_HOLD_FROM 4
+void batcher_set_stream_ms(batcher *b, double ms);
 
 #endif

@@ -245,9 +245,12 @@ static bool record_logprob(gen_job *j, const float *logits, int32_t n_vocab, tpo
 static bool after_step(gen_job *j);
 
 /* after_step run by the batcher's step thread (batcher_wait's next): the
- * job's thread sleeps in batcher_wait until it is over. */
+ * job's thread sleeps in batcher_wait until it is over.  The token in
+ * flight has been evaluated: the batcher may run this again after the
+ * step of the token it hands in, the job's thread sleeping on (held). */
 static void next_on_step_thread(void *arg) {
     gen_job *j = arg;
+    atomic_store(&j->in_flight, false);
     j->continued = true;
     (void)after_step(j);
 }

@@ -25,7 +25,7 @@
 
 typedef struct serve_opts {
     const char *model, *host, *api_key, *backend, *chat_template, *alias, *tokenizer;
-    long port, parallel, queue, ctx, threads, max_body, max_tokens;
+    long port, parallel, queue, ctx, threads, max_body, max_tokens, stream_ms;
     bool no_warmup;
 } serve_opts;
 
@@ -62,6 +62,11 @@ static void usage(FILE *out) {
             "                          chunks of 64 tokens)\n"
             "  --queue N               requests that may wait for a session; more get 503\n"
             "                          (default %d)\n"
+            "  --stream-ms MS          with %d or more streams generating, each stream's\n"
+            "                          text goes out at most every MS ms, the tokens of\n"
+            "                          the steps between together (waking every slot's\n"
+            "                          thread every step costs the cores the model needs);\n"
+            "                          0: token by token always (default %d)\n"
             "  --ctx N                 context length of each session (default: the\n"
             "                          model's, at most %d)\n"
             "  --api-key KEY           require \"Authorization: Bearer KEY\" (all but /health)\n"
@@ -80,8 +85,8 @@ static void usage(FILE *out) {
             "  --no-warmup             do not evaluate one token in each session at start\n"
             "                          (by default the first requests do not pay for\n"
             "                          building the graphs and touching the caches)\n",
-            DRAIN_SECONDS, DEFAULT_PORT, DEFAULT_QUEUE, DEFAULT_MAX_CTX, chat_names(), DEFAULT_MAX_BODY,
-            DEFAULT_MAX_TOKENS);
+            DRAIN_SECONDS, DEFAULT_PORT, DEFAULT_QUEUE, BATCHER_HOLD_FROM, BATCHER_STREAM_MS, DEFAULT_MAX_CTX,
+            chat_names(), DEFAULT_MAX_BODY, DEFAULT_MAX_TOKENS);
 }
 
 static int parse_long(const char *flag, const char *s, long lo, long hi, long *out) {
@@ -113,6 +118,7 @@ static int parse_args(int argc, char **argv, serve_opts *o) {
         else if (!strcmp(a, "--port")) rc = parse_long(a, v, 0, 65535, &o->port);
         else if (!strcmp(a, "--parallel")) rc = parse_long(a, v, 1, 256, &o->parallel);
         else if (!strcmp(a, "--queue")) rc = parse_long(a, v, 0, 4096, &o->queue);
+        else if (!strcmp(a, "--stream-ms")) rc = parse_long(a, v, 0, 10000, &o->stream_ms);
         else if (!strcmp(a, "--ctx")) rc = parse_long(a, v, 0, INT_MAX, &o->ctx);
         else if (!strcmp(a, "--threads")) rc = parse_long(a, v, 0, 1024, &o->threads);
         else if (!strcmp(a, "--max-body")) rc = parse_long(a, v, 64, 1L << 30, &o->max_body);
@@ -280,7 +286,7 @@ static void drain(serve_server *srv, struct MHD_Daemon *d) {
 
 int cmd_serve(int argc, char **argv) {
     serve_opts o = {.host = "127.0.0.1", .port = DEFAULT_PORT, .parallel = 1, .queue = DEFAULT_QUEUE,
-                    .max_body = DEFAULT_MAX_BODY, .max_tokens = DEFAULT_MAX_TOKENS};
+                    .stream_ms = BATCHER_STREAM_MS, .max_body = DEFAULT_MAX_BODY, .max_tokens = DEFAULT_MAX_TOKENS};
     int rc = parse_args(argc, argv, &o);
     if (rc)
         return rc < 0 ? 0 : rc;
@@ -329,6 +335,7 @@ int cmd_serve(int argc, char **argv) {
         tport_model_free(m);
         return rc;
     }
+    batcher_set_stream_ms(&srv.slots.batcher, (double)o.stream_ms);
     if (!o.no_warmup)
         warm_up(&srv.slots, m);
     double w = (double)tport_model_weight_bytes(m) / (1 << 20), kv = (double)tport_model_kv_bytes(m, srv.n_ctx) / (1 << 20);
