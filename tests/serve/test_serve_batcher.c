@@ -215,11 +215,13 @@ static int continued_in(const worker *w) {
     return n;
 }
 
-/* How often the slots' threads came back from batcher_wait (delegating). */
-static int waits_in(const worker *w) {
+/* Slots whose thread came back from batcher_wait fewer times than the
+ * step thread sampled for it: held over steps (delegating workers).
+ * Without holding each sampling is followed by the thread's return. */
+static int held_slots(const worker *w) {
     int n = 0;
     for (int i = 0; i < N_SLOTS; i++)
-        n += w[i].n_waits;
+        n += w[i].n_waits < w[i].n_continued;
     return n;
 }
 
@@ -384,32 +386,32 @@ int main(void) {
     CHECK(atomic_load(&b.steps) - steps0 == 1 + N_GEN, "delegating: %llu steps for %d slots, not %d",
           (unsigned long long)(atomic_load(&b.steps) - steps0), N_SLOTS, 1 + N_GEN);
     /* the step thread runs the next of the slots that wait: of the
-     * N_SLOTS slots' N_GEN - 1 tokens after the first, most (the slots'
-     * threads do nothing else here) */
-    CHECK(continued >= N_SLOTS * (N_GEN - 1) / 2, "delegating: the step thread sampled %d times for the slots, not %d",
-          continued, N_SLOTS * (N_GEN - 1) / 2);
+     * N_SLOTS slots' N_GEN - 1 tokens after the first, most here (57-60),
+     * at least the first slot's of each step (its budget, a tenth of the
+     * step, left all but 31 to the slots' threads under TSan in CI) */
+    CHECK(continued >= N_GEN - 1, "delegating: the step thread sampled %d times for the slots, not %d",
+          continued, N_GEN - 1);
     printf("delegating: the step thread sampled %d of %d tokens for waiting slots\n", continued,
            N_SLOTS * (N_GEN - 1));
-    CHECK(waits_in(w) > continued, "delegating: %d returns from batcher_wait for %d samplings: held with "
-          "stream_ms 0?", waits_in(w), continued);
+    CHECK(held_slots(w) == 0, "delegating: %d slots' threads held with stream_ms 0", held_slots(w));
 
     /* held (issue 42): from one slot sampled for in a step on (hold_from
-     * 1, so that a slow sampling under TSan does not change the case) and
-     * a stream_ms longer than the run, a thread the step thread sampled
-     * for sleeps on while it samples again after the next step: fewer
-     * returns from batcher_wait than samplings, the same tokens, one step
-     * per token */
+     * 1: under TSan the step thread's budget may leave all but the first
+     * slot's sampling to their threads) and a stream_ms longer than the
+     * run, a thread the step thread sampled for sleeps on while it
+     * samples again after the next step: fewer returns from batcher_wait
+     * than samplings for such a slot (at least slot 0, whose next always
+     * runs first), the same tokens, one step per token */
     b.hold_from = 1;
     batcher_set_stream_ms(&b, 60000);
     steps0 = atomic_load(&b.steps);
     together(&b, m, s, w, -1, false, true, false);
     check_same(w, alone, N_SLOTS, "held");
-    continued = continued_in(w);
     CHECK(atomic_load(&b.steps) - steps0 == 1 + N_GEN, "held: %llu steps for %d slots, not %d",
           (unsigned long long)(atomic_load(&b.steps) - steps0), N_SLOTS, 1 + N_GEN);
-    CHECK(continued > 0 && waits_in(w) < continued, "held: %d returns from batcher_wait for %d samplings",
-          waits_in(w), continued);
-    printf("held: %d returns from batcher_wait for %d samplings by the step thread\n", waits_in(w), continued);
+    CHECK(held_slots(w) >= 1, "held: no slot's thread slept through a step the step thread sampled for it");
+    printf("held: %d slots' threads slept through steps; slot 0 came back %d times for %d samplings\n",
+           held_slots(w), w[0].n_waits, w[0].n_continued);
     b.hold_from = BATCHER_HOLD_FROM;
     batcher_set_stream_ms(&b, BATCHER_STREAM_MS);
 
