@@ -105,10 +105,10 @@ struct batcher_slot {
  * sampled for is woken to send its text at most every stream_ms; in
  * between the step thread goes on sampling for it and its thread
  * sleeps, its tokens sent together when it wakes.  Waking threads costs
- * the cores the model needs (8 slots woken every step: about 0.1 ms
- * between two steps of 4.5 and 0.15 ms more in the steps, RESULTS run
- * 53); a reader does not see text come 2 or 3 tokens at a time under
- * such load, and fewer slots stream token by token. */
+ * the cores the model needs, between two steps and during them (8 slots
+ * woken every step: RESULTS run 53); a reader does not see text come 2
+ * or 3 tokens at a time under such load, and fewer slots stream token
+ * by token. */
 
 static void *step_thread(void *arg);
 
