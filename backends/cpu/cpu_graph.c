@@ -306,34 +306,39 @@ static bool one_token_attention(const cpu_op *op) {
            cpu_flash_attn_one_token(op);
 }
 
+/* One past the run of one-token attention nodes from node i, all of
+ * node i's threads (joined: each after the first joins the one before);
+ * i when node i is none. */
+static int32_t attention_run_end(const cpu_graph *g, int32_t i, bool joined) {
+    int32_t end = i;
+    while (end < g->n_ops && one_token_attention(&g->ops[end]) && g->ops[end].nth == g->ops[i].nth &&
+           (end == i || !joined || g->ops[end].joins_previous))
+        end++;
+    return end;
+}
+
 /* One-token attention nodes side by side lay out their scratch alike (the
  * largest), so that their sequences' different lengths do not keep them
  * from joining (plan_joins). */
 static void plan_alike_scratch(cpu_graph *g) {
-    for (int32_t i = 0; i < g->n_ops;) {
-        int32_t end = i;
+    for (int32_t i = 0, end; i < g->n_ops; i = end > i ? end : i + 1) {
+        end = attention_run_end(g, i, false);
         size_t widest = 0;
-        while (end < g->n_ops && one_token_attention(&g->ops[end]) && g->ops[end].nth == g->ops[i].nth) {
-            widest = g->ops[end].per_thread > widest ? g->ops[end].per_thread : widest;
-            end++;
-        }
+        for (int32_t j = i; j < end; j++)
+            widest = g->ops[j].per_thread > widest ? g->ops[j].per_thread : widest;
         for (int32_t j = i; j < end; j++)
             g->ops[j].per_thread = widest;
-        i = end > i ? end : i + 1;
     }
 }
 
 /* Sets whole on the nodes of each joined run but its last run length %
  * nth. */
 static void plan_whole_nodes(cpu_graph *g) {
-    for (int32_t i = 0; i < g->n_ops;) {
-        int32_t end = i;
-        while (end < g->n_ops && one_token_attention(&g->ops[end]) && (end == i || g->ops[end].joins_previous))
-            end++;
-        int32_t whole = end - i - (end - i) % (end > i ? g->ops[i].nth : 1);
+    for (int32_t i = 0, end; i < g->n_ops; i = end > i ? end : i + 1) {
+        end = attention_run_end(g, i, true);
+        int32_t whole = end > i ? end - i - (end - i) % g->ops[i].nth : 0;
         for (int32_t j = i; j < end; j++)
             g->ops[j].whole = j - i < whole;
-        i = end > i ? end : i + 1;
     }
 }
 
