@@ -147,7 +147,7 @@ Z_INLINE void legacy_z(const uint8_t *g, int64_t nblk, const uint8_t *y, size_t 
             s[c] = _mm512_setzero_si512();
         for (int j = 0; j < (Q8 ? 4 : 2); j++) {
             if (NC > 2) /* a block's lines over its chunks, as legacy_z2 */
-                _mm_prefetch((const char *)(g + cpu_batch_ahead + (Q8 ? 68 : 72) * j), _MM_HINT_T0);
+                _mm_prefetch((const char *)(g + cpu_batch_ahead + (Q8 ? 68 : 72) * j), CPU_BATCH_HINT);
             const __m512i p = _mm512_loadu_si512((const void *)(g + 16 + 64 * j));
             const uint8_t *q = y + 2 + 8 * j;
             if (Q8) {
@@ -185,8 +185,8 @@ Z_INLINE void legacy_z2(const uint8_t *g, size_t gs, int64_t nblk, const uint8_t
             /* each group's lines ahead (cpu_batch_ahead), a quarter (half)
              * of a block's at each chunk: without, the Zen 5 waited on
              * memory here as in the Q4_K batch kernels (RESULTS run 51) */
-            _mm_prefetch((const char *)(g + ahead + (Q8 ? 68 : 72) * j), _MM_HINT_T0);
-            _mm_prefetch((const char *)(g + gs + ahead + (Q8 ? 68 : 72) * j), _MM_HINT_T0);
+            _mm_prefetch((const char *)(g + ahead + (Q8 ? 68 : 72) * j), CPU_BATCH_HINT);
+            _mm_prefetch((const char *)(g + gs + ahead + (Q8 ? 68 : 72) * j), CPU_BATCH_HINT);
             const __m512i p0 = _mm512_loadu_si512((const void *)(g + 16 + 64 * j));
             const __m512i p1 = _mm512_loadu_si512((const void *)(g + gs + 16 + 64 * j));
             const uint8_t *q = y + 2 + 8 * j;
@@ -251,7 +251,7 @@ Z_INLINE void q4_K_z(const uint8_t *g, int64_t nsb, const uint8_t *y, size_t ys,
             __m512i l0 = _mm512_setzero_si512(), l1 = l0, l2 = l0, l3 = l0, h0 = l0, h1 = l0, h2 = l0, h3 = l0;
             for (int c = 0; c < 4; c++) {
                 if (NC > 2) /* a super-block's lines over its 16 steps, as q4_K_zw_sub */
-                    _mm_prefetch((const char *)(g + ahead + 74 * (4 * q + c)), _MM_HINT_T0);
+                    _mm_prefetch((const char *)(g + ahead + 74 * (4 * q + c)), CPU_BATCH_HINT);
                 const __m512i p = _mm512_loadu_si512((const void *)(g + 160 + 256 * q + 64 * c));
                 const __m512i lo = _mm512_and_si512(p, m4), hi = _mm512_and_si512(_mm512_srli_epi16(p, 4), m4);
                 const uint8_t *qy = y + 4 + 64 * q + 8 * c;
@@ -393,7 +393,7 @@ Z_INLINE void q4_K_sub2(const uint8_t *g, size_t gs, const uint8_t *y, size_t ys
             v[c] = bcast8(y + (size_t)c * ys + 4 + 64 * q + 8 * ch + 32 * high);
         for (int k = 0; k < 2; k++) {
             /* each group's lines over a super-block's 32 steps, as q4_K_zw_sub */
-            _mm_prefetch((const char *)(g + k * gs + cpu_batch_ahead + 37 * (8 * q + 4 * high + ch)), _MM_HINT_T0);
+            _mm_prefetch((const char *)(g + k * gs + cpu_batch_ahead + 37 * (8 * q + 4 * high + ch)), CPU_BATCH_HINT);
             const __m512i p = _mm512_loadu_si512((const void *)(g + k * gs + 160 + 256 * q + 64 * ch));
             const __m512i w = _mm512_and_si512(high ? _mm512_srli_epi16(p, 4) : p, m4);
             for (int c = 0; c < 4; c++)
@@ -464,7 +464,7 @@ Z_INLINE void q4_K_zw_sub(const uint8_t *g, uintptr_t ahead, const uint8_t *y, s
         /* the weights ahead bytes on (cpu_batch_ahead: the next super-block on the Xeon, 8 KiB on the Zen 5,
          * cpu_prefetch.c), a little at each step (37 bytes: a super-block's lines in the 32 steps of one),
          * ahead of the hardware prefetchers and without a burst that fills the line buffers */
-        _mm_prefetch((const char *)(g + ahead + 37 * (8 * q + 4 * high + ch)), _MM_HINT_T0);
+        _mm_prefetch((const char *)(g + ahead + 37 * (8 * q + 4 * high + ch)), CPU_BATCH_HINT);
         const __m512i p = _mm512_loadu_si512((const void *)(g + 160 + 256 * q + 64 * ch));
         const __m512i w = _mm512_and_si512(high ? _mm512_srli_epi16(p, 4) : p, m4);
         const uint8_t *qy = y + 4 + 64 * q + 8 * ch + 32 * high;

@@ -24,7 +24,8 @@
  *   prefetch, gained most at 8 KiB too, less at 4 and 16 KiB (RESULTS
  *   run 50).  The Q8_0 and Q4_0 kernels of 3 and 4 columns (legacy_z,
  *   legacy_z2) did not prefetch either and waited likewise; 8 KiB ahead
- *   serves them too (RESULTS run 51);
+ *   serves them too (RESULTS run 51), and Q6_K's of 3..8 (q6_z, RESULTS
+ *   run 54);
  * - others: 1184 bytes (the Xeon's for 5..8 columns).
  * TPORT_CPU_PREFETCH=<bytes> overrides, for measuring another machine. */
 #include <stdlib.h>
