@@ -70,12 +70,45 @@ static void transpose_f32(const tport_tensor_view *d, const tport_tensor_view *s
     }
 }
 
+/* d := s, both contiguous, the same element count whatever the shapes:
+ * one long row in chunks.  A KV cache store of one token (a few head
+ * rows) is one conversion here, not a call through a buffer per row. */
+static bool cpy_flat(const tport_tensor_view *d, const tport_tensor_view *s, float *buf, int ith, int nth) {
+    int64_t n = nelements(d), n_chunks = (n + FLAT_CHUNK - 1) / FLAT_CHUNK, c0, c1;
+    cpu_split(n_chunks, ith, nth, &c0, &c1);
+    int64_t sbs = cpu_block_size(s->type), dbs = cpu_block_size(d->type);
+    for (int64_t c = c0; c < c1; c++) {
+        int64_t e0 = c * FLAT_CHUNK, len = n - e0 < FLAT_CHUNK ? n - e0 : FLAT_CHUNK;
+        const uint8_t *src = (const uint8_t *)s->data + (size_t)(e0 / sbs) * s->nb[0];
+        uint8_t *dst = (uint8_t *)d->data + (size_t)(e0 / dbs) * d->nb[0];
+        if (d->type == s->type) {
+            memcpy(dst, src, (size_t)(len / dbs) * d->nb[0]);
+            continue;
+        }
+        const float *f = (const float *)(const void *)src;
+        if (s->type != TPORT_TYPE_F32) {
+            if (cpu_host->to_float(s->type, src, buf, len) != TPORT_STATUS_OK)
+                return false;
+            f = buf;
+        }
+        if (!(d->type == TPORT_TYPE_F16 ? cpu_f32_to_f16(f, (uint16_t *)(void *)dst, len)
+                                        : cpu_host->from_float(d->type, f, dst, len) == TPORT_STATUS_OK))
+            return false;
+    }
+    return true;
+}
+
 static void cpy_task(void *arg, int ith, int nth) {
     cpu_op *op = arg;
     const tport_tensor_view *d = op->dst, *s = op->src[0];
     float *buf = (float *)cpu_thread_scratch(op, ith);
     if (is_transpose_f32(d, s)) {
         transpose_f32(d, s, ith, nth);
+        return;
+    }
+    if (is_contiguous(d) && is_contiguous(s)) {
+        if (!cpy_flat(d, s, buf, ith, nth))
+            cpu_op_fail(op, TPORT_STATUS_UNSUPPORTED, "cpy: cannot convert type %u to %u", s->type, d->type);
         return;
     }
     if (same_shape(d, s)) {
@@ -98,27 +131,8 @@ static void cpy_task(void *arg, int ith, int nth) {
         }
         return;
     }
-    int64_t n = nelements(d);
-    if (is_contiguous(d) && is_contiguous(s)) {
-        /* same element count, different shapes: one long row in chunks */
-        int64_t n_chunks = (n + FLAT_CHUNK - 1) / FLAT_CHUNK, c0, c1;
-        cpu_split(n_chunks, ith, nth, &c0, &c1);
-        int64_t sbs = cpu_block_size(s->type), dbs = cpu_block_size(d->type);
-        for (int64_t c = c0; c < c1; c++) {
-            int64_t e0 = c * FLAT_CHUNK, len = n - e0 < FLAT_CHUNK ? n - e0 : FLAT_CHUNK;
-            const uint8_t *src = (const uint8_t *)s->data + (size_t)(e0 / sbs) * s->nb[0];
-            uint8_t *dst = (uint8_t *)d->data + (size_t)(e0 / dbs) * d->nb[0];
-            if (cpu_host->to_float(s->type, src, buf, len) != TPORT_STATUS_OK ||
-                !(d->type == TPORT_TYPE_F16 ? cpu_f32_to_f16(buf, (uint16_t *)(void *)dst, len)
-                                            : cpu_host->from_float(d->type, buf, dst, len) == TPORT_STATUS_OK)) {
-                cpu_op_fail(op, TPORT_STATUS_UNSUPPORTED, "cpy: cannot convert type %u to %u", s->type, d->type);
-                return;
-            }
-        }
-        return;
-    }
     /* strided, different shapes (block size 1 only): element by element */
-    int64_t e0, e1;
+    int64_t n = nelements(d), e0, e1;
     cpu_split(n, ith, nth, &e0, &e1);
     for (int64_t e = e0; e < e1; e++) {
         const uint8_t *src = element_at(s, e);
