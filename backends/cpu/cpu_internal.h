@@ -506,9 +506,9 @@ CPU_HIDDEN extern uintptr_t cpu_stream_ahead, cpu_stream_ahead_f16, cpu_batch_ah
 /* The hint of the batch kernels' prefetches: non-temporal.  A batch step
  * reads each weight once, and with T0 its lines, once evicted from L2,
  * filled the Zen 5's L3 (a victim cache) in place of what the step reads
- * again: the sequences' KV cache, the activations.  8 sequences of
- * stories110M Q4_K_M ran several per cent faster with it, one sequence
- * (the streaming kernels, T0) no differently (RESULTS run 54). */
+ * again: the sequences' KV cache, the activations.  The streaming kernels
+ * (one sequence) keep T0: there the hint made no difference (RESULTS run
+ * 54). */
 #define CPU_BATCH_HINT _MM_HINT_NTA
 CPU_HIDDEN void cpu_prefetch_init(void);
 /* Bytes of one group of 8 rows of K elements in an x8 layout. */

@@ -209,11 +209,14 @@ Q6_INLINE void q6_z(const uint8_t *g, size_t gs, int64_t nsb, const uint8_t *y, 
         Q6_NO_UNROLL
         for (int w2 = 0; w2 < 4; w2++) {
             const __m512i idx = _mm512_loadu_si512((const void *)q6_scale_idx[w2]);
-            if (!(G == 1 && NC <= 2)) /* batches: a quarter of each group's lines ahead a step, as Q4_K's */
+            /* batches: a quarter of each group's lines ahead a step, as
+             * Q4_K's (60 bytes apart: every line of the quarter) */
+            if (!(G == 1 && NC <= 2))
                 Q6_UNROLL
                 for (int k = 0; k < G; k++)
                     for (int l = 0; l < 7; l++)
-                        _mm_prefetch((const char *)(g + k * gs + cpu_batch_ahead + 420 * w2 + 60 * l), CPU_BATCH_HINT);
+                        _mm_prefetch((const char *)(g + k * gs + cpu_batch_ahead + Q6_GROUP / 4 * w2 + 60 * l),
+                                     CPU_BATCH_HINT);
             __m512i sc[2][4];
             Q6_UNROLL
             for (int k = 0; k < G; k++)
