@@ -196,8 +196,11 @@ Q6_INLINE void q6_z(const uint8_t *g, size_t gs, int64_t nsb, const uint8_t *y, 
         Q6_UNROLL
         for (int c = 0; c < NC; c++)
             acc[k][c] = _mm256_setzero_ps();
+    /* one or two columns stream the weights (T0, cpu_stream_ahead, a
+     * super-block at once); batches prefetch over its steps (below) */
+    const bool streams = G == 1 && NC <= 2;
     for (int64_t b = 0; b < nsb; b++, g += Q6_GROUP, y += 292) {
-        if (G == 1 && NC <= 2)
+        if (streams)
             vf_prefetch((uintptr_t)g + cpu_stream_ahead, Q6_GROUP);
         __m512i isum[2][8];
         Q6_UNROLL
@@ -211,7 +214,7 @@ Q6_INLINE void q6_z(const uint8_t *g, size_t gs, int64_t nsb, const uint8_t *y, 
             const __m512i idx = _mm512_loadu_si512((const void *)q6_scale_idx[w2]);
             /* batches: a quarter of each group's lines ahead a step, as
              * Q4_K's (60 bytes apart: every line of the quarter) */
-            if (!(G == 1 && NC <= 2))
+            if (!streams)
                 Q6_UNROLL
                 for (int k = 0; k < G; k++)
                     for (int l = 0; l < 7; l++)

@@ -91,8 +91,7 @@ static bool cpy_flat(const tport_tensor_view *d, const tport_tensor_view *s, flo
                 return false;
             f = buf;
         }
-        if (!(d->type == TPORT_TYPE_F16 ? cpu_f32_to_f16(f, (uint16_t *)(void *)dst, len)
-                                        : cpu_host->from_float(d->type, f, dst, len) == TPORT_STATUS_OK))
+        if (!cpu_row_from_f32(d, dst, len, f))
             return false;
     }
     return true;
